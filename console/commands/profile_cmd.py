@@ -1,0 +1,39 @@
+"""``seat-console profile --check FILE | --print-default | --show``."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from console.profile import ProfileError, default_profile_text, load_profile
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    """Add the ``profile`` subcommand."""
+    p = sub.add_parser("profile", help="validate, print or show the seat profile")
+    g = p.add_mutually_exclusive_group(required=True)
+    g.add_argument("--check", metavar="FILE", help="validate FILE and report problems")
+    g.add_argument("--print-default", action="store_true",
+                   help="write the embedded default profile to stdout, to edit")
+    g.add_argument("--show", action="store_true",
+                   help="print the profile in effect (after lookup) as JSON")
+    p.set_defaults(func=run, needs_profile=False)
+
+
+def run(args: argparse.Namespace, _loaded: object) -> int:
+    """Run ``profile``; returns 0 when valid, 1 when invalid."""
+    if args.print_default:
+        sys.stdout.write(default_profile_text())
+        return 0
+    try:
+        loaded = load_profile(args.check if args.check else args.profile)
+    except ProfileError as exc:
+        print(f"seat-console: {exc}", file=sys.stderr)
+        return 1
+    if args.check:
+        print(f"{loaded.source}: ok (sha256 {loaded.sha256})")
+        return 0
+    print(json.dumps({"source": loaded.source, "origin": loaded.origin, "sha256": loaded.sha256,
+                      "profile": loaded.profile.model_dump(mode="json")}, indent=2))
+    return 0

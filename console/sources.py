@@ -1,0 +1,43 @@
+"""Shared shapes for sources: the typed "unavailable" value and UTC time helpers.
+
+Every source (NVML, timers, Alertmanager, docker, the engine, checkpoint files) returns either a
+frozen pydantic model of what it read, or an :class:`Unavailable` carrying why it could not read.
+A source never raises into the UI and never reports an unknown as 0.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+def utcnow() -> datetime:
+    """The current time as a timezone-aware UTC :class:`datetime`."""
+    return datetime.now(UTC)
+
+
+class Frozen(BaseModel):
+    """Base for snapshot models: immutable, unknown keys rejected."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class Unavailable(Frozen):
+    """A source could not produce a reading.
+
+    ``source`` names the source (``"nvml"``, ``"timers"``, ``"alertmanager"``, ``"docker"``,
+    ``"engine"``…); ``kind`` is a short machine-readable class of failure (``"no-driver"``,
+    ``"no-library"``, ``"version-mismatch"``, ``"unreachable"``, ``"timeout"``, ``"error"``…);
+    ``reason`` is one human sentence that says what happened and, where there is one, the fix;
+    ``at`` is when it was observed (UTC).
+    """
+
+    unavailable: bool = True
+    source: str
+    kind: str = "error"
+    reason: str
+    at: datetime = Field(default_factory=utcnow)
+
+    def __str__(self) -> str:  # rendered in panels
+        return f"{self.source} unavailable ({self.kind}): {self.reason}"
