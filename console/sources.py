@@ -41,3 +41,23 @@ class Unavailable(Frozen):
 
     def __str__(self) -> str:  # rendered in panels
         return f"{self.source} unavailable ({self.kind}): {self.reason}"
+
+
+class Source:
+    """A node source the app polls: ``read()`` is blocking I/O and runs in a worker thread.
+
+    Subclasses set ``name`` (unique, e.g. ``"gpus"``, ``"timers"``, ``"silences"``,
+    ``"containers"``, ``"engine"``) and implement :meth:`read`, which returns a frozen model or an
+    :class:`Unavailable` and must not raise (the app still guards against it). ``read`` must bound
+    its own I/O with timeouts; the app additionally never waits on it from the UI thread, so a hung
+    source only stales its own panel. ``close()`` releases resources (connections, NVML).
+    """
+
+    name: str = "source"
+
+    def read(self) -> BaseModel:  # pragma: no cover - interface
+        """Take one reading: a frozen model, or :class:`Unavailable` with the reason."""
+        raise NotImplementedError
+
+    def close(self) -> None:
+        """Release resources; called once when the app exits."""
