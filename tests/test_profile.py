@@ -1,0 +1,122 @@
+"""Seat profile: lookup order, strict validation, and the embedded default's figures."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from console.cli import main
+from console.profile import (
+    ENV_VAR,
+    GiB,
+    ProfileError,
+    default_profile_text,
+    load_profile,
+    parse_profile,
+)
+
+MINIMAL = """
+[resident]
+name = "r"
+[[silence.matchers]]
+name = "instance"
+value = "n:8000"
+"""
+
+
+def test_embedded_default_is_the_problem_statement_seat():
+    p = parse_profile(default_profile_text(), "<embedded default>")
+    assert p.seat.tensor_parallel_size == 2
+    assert p.seat.gpu_memory_utilization == 0.90
+    assert p.seat.max_model_len == 262_144
+    assert p.seat.max_num_seqs == 256
+    # "~95.0 GiB CUDA-visible each": 95.0 × 2^30 B.
+    assert p.node.declared_cuda_visible_bytes == 95 * GiB
+    # 62.56 GiB per card, parsed by pydantic ByteSize as int(62.56 × 2^30) B.
+    assert p.candidate.weights_bytes_per_rank == int(62.56 * GiB)
+    assert p.candidate.ple_bytes == 51_201_966_080
+    assert p.candidate.ple_placement == "gpu-replicated"
+    assert len(p.timers.conformance) == 2 and p.timers.remediation.endswith(".timer")
+
+
+def test_unknown_key_is_named_with_file(tmp_path):
+    f = tmp_path / "p.toml"
+    f.write_text(MINIMAL + "\n[seat]\ntensor_paralel_size = 2\n")
+    with pytest.raises(ProfileError) as exc:
+        load_profile(f)
+    msg = str(exc.value)
+    assert str(f) in msg
+    assert "seat.tensor_paralel_size" in msg and "unknown key" in msg
+
+
+def test_wrong_type_is_explained():
+    with pytest.raises(ProfileError) as exc:
+        parse_profile(MINIMAL + "\n[seat]\ngpu_memory_utilization = 'high'\n", "x.toml")
+    assert "seat.gpu_memory_utilization" in str(exc.value)
+    assert "'high'" in str(exc.value)
+
+
+def test_toml_syntax_error_names_file_and_line():
+    with pytest.raises(ProfileError, match=r"x.toml: not valid TOML.*line 2"):
+        parse_profile("[seat]\ntensor_parallel_size = = 2\n", "x.toml")
+
+
+def test_tp_needs_enough_gpus():
+    with pytest.raises(ProfileError, match="tensor_parallel_size = 4 needs at least"):
+        parse_profile(MINIMAL + "\n[seat]\ntensor_parallel_size = 4\n", "x.toml")
+
+
+def test_timer_names_must_be_timer_units():
+    with pytest.raises(ProfileError, match="not a timer unit name"):
+        parse_profile(MINIMAL + "\n[timers]\nremediation = 'fleet-remediation.service'\n", "x")
+
+
+def test_sizes_accept_units_and_bytes():
+    p = parse_profile(MINIMAL.replace('name = "r"', 'name = "r"\nple_bytes = "1 GiB"\n'
+                                      'weights_bytes_per_rank = 1000'), "x")
+    assert p.resident.ple_bytes == GiB and p.resident.weights_bytes_per_rank == 1000
+
+
+def test_lookup_order(tmp_path, monkeypatch):
+    cli = tmp_path / "cli.toml"
+    env = tmp_path / "env.toml"
+    xdg = tmp_path / "xdg" / "seat-console" / "profile.toml"
+    for f, name in ((cli, "from-cli"), (env, "from-env"), (xdg, "from-xdg")):
+        f.parent.mkdir(parents=True, exist_ok=True)
+        f.write_text(MINIMAL.replace('name = "r"', f'name = "{name}"'))
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg"))
+    monkeypatch.setenv(ENV_VAR, str(env))
+    assert load_profile(cli).profile.resident.name == "from-cli"
+    assert load_profile().profile.resident.name == "from-env"
+    monkeypatch.delenv(ENV_VAR)
+    lp = load_profile()
+    assert (lp.profile.resident.name, lp.origin) == ("from-xdg", "xdg")
+    xdg.unlink()
+    assert load_profile().origin == "default"
+
+
+def test_missing_cli_profile_says_fix(tmp_path):
+    with pytest.raises(ProfileError, match="no such file"):
+        load_profile(tmp_path / "nope.toml")
+
+
+def test_profile_cli_check_and_print_default(tmp_path, capsys):
+    assert main(["profile", "--print-default"]) == 0
+    text = capsys.readouterr().out
+    f = tmp_path / "p.toml"
+    f.write_text(text)
+    assert main(["profile", "--check", str(f)]) == 0
+    assert "ok (sha256" in capsys.readouterr().out
+    f.write_text(text.replace("max_num_seqs", "max_num_seq"))
+    assert main(["profile", "--check", str(f)]) == 1
+    assert "seat.max_num_seq: unknown key" in capsys.readouterr().err
+
+
+def test_profile_show_is_json(monkeypatch, tmp_path, capsys):
+    monkeypatch.delenv(ENV_VAR, raising=False)
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path))
+    assert main(["profile", "--show"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["origin"] == "default"
+    assert data["profile"]["candidate"]["ple_bytes"] == 51_201_966_080
