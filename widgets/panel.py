@@ -1,0 +1,271 @@
+"""``SourcePanel``: the base widget of every panel that shows one source's readings.
+
+The app (``console/app.py``) polls each source in its own worker thread and, on the UI thread,
+calls :meth:`SourcePanel.show` with the latest reading, the last *good* reading and when that
+good reading was taken. A panel renders:
+
+* a good reading: the subclass's view of it (:meth:`SourcePanel.render_reading`);
+* an :class:`~console.sources.Unavailable`: its reason, "last good value N s ago" (or "no good
+  value yet"), and below it the last good value, dimmed, so the engineer still sees what was
+  last known and how old it is;
+* staleness: :meth:`SourcePanel.show_age` (called by the app about once a second, no I/O) puts
+  the age of the newest reading in the panel's border and marks the panel STALE when no reading
+  has arrived for a while (a hung source), without touching the body.
+
+A panel never raises: an exception from a subclass's rendering is shown in the panel's status
+line (with its type and message) instead of reaching the app. Panels do no I/O and hold no
+business rules; they only draw the frozen models they are given.
+
+Adding a panel: subclass, set ``source_name`` (the ``Source.name`` it shows) and ``title``,
+override :meth:`compose_body` (the widgets of the body) and :meth:`render_reading` (fill them
+from one reading), then add ``(make_source, YourPanel)`` to ``console.app.PANELS``.
+"""
+
+from __future__ import annotations
+
+import logging
+from datetime import UTC, datetime
+from typing import Any, ClassVar
+
+from pydantic import BaseModel
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.widget import Widget
+from textual.widgets import Static
+
+from console.sources import Unavailable
+
+log = logging.getLogger(__name__)
+
+STALE_FACTOR = 3.0
+"""A panel is marked STALE when its newest reading is older than this many refresh intervals
+(and at least :data:`STALE_MIN_S` seconds)."""
+
+STALE_MIN_S = 5.0
+"""Floor of the staleness threshold in seconds, so a 0.2 s interval does not flicker STALE."""
+
+
+def fmt_age(seconds: float | None) -> str:
+    """A human age: ``"0.4 s"``, ``"12 s"``, ``"3 min 05 s"``, ``"2 h 04 min"``; ``None`` → ``"n/a"``.
+
+    ``seconds`` is a duration in seconds (negative values, from clock skew, render as ``"0 s"``).
+    """
+    if seconds is None:
+        return "n/a"
+    s = max(0.0, seconds)
+    if s < 10:
+        return f"{s:.1f} s" if s < 1 else f"{s:.0f} s"
+    if s < 60:
+        return f"{s:.0f} s"
+    if s < 3600:
+        m, r = divmod(int(s), 60)
+        return f"{m} min {r:02d} s"
+    h, r = divmod(int(s), 3600)
+    return f"{h} h {r // 60:02d} min"
+
+
+def _age(now: datetime, then: datetime | None) -> float | None:
+    if then is None:
+        return None
+    return (now - then).total_seconds()
+
+
+class SourcePanel(Widget):
+    """Base panel for one source: status line + body; renders readings, reasons and staleness.
+
+    Class attributes: ``source_name`` is the ``Source.name`` this panel shows (the app routes
+    readings by it); ``title`` is the border title. Instance state (read by tests and the app):
+    ``reading`` (the latest reading shown, or ``None`` before the first), ``last_good``,
+    ``last_good_at`` (UTC), ``unavailable`` (the current :class:`Unavailable` or ``None``),
+    ``stale`` (``True`` while no reading has arrived for longer than the threshold),
+    ``render_error`` (text of the last exception raised by a subclass's rendering, or ``None``).
+    """
+
+    source_name: ClassVar[str] = "source"
+    title: ClassVar[str] = "Source"
+
+    DEFAULT_CSS = """
+    SourcePanel {
+        height: auto;
+        border: round $primary 60%;
+        border-title-color: $text;
+        border-title-style: bold;
+        border-subtitle-color: $text-muted;
+        padding: 0 1;
+    }
+    SourcePanel > .panel-status {
+        height: auto;
+        display: none;
+    }
+    SourcePanel.-unavailable > .panel-status,
+    SourcePanel.-render-error > .panel-status,
+    SourcePanel.-waiting > .panel-status {
+        display: block;
+    }
+    SourcePanel.-unavailable {
+        border: round $warning;
+    }
+    SourcePanel.-stale {
+        border: round $error;
+    }
+    SourcePanel.-unavailable > .panel-body,
+    SourcePanel.-stale > .panel-body {
+        text-opacity: 55%;
+    }
+    SourcePanel > .panel-body {
+        height: auto;
+    }
+    """
+
+    def __init__(self, *, name: str | None = None, id: str | None = None,
+                 classes: str | None = None) -> None:
+        super().__init__(name=name, id=id, classes=classes)
+        self.reading: BaseModel | None = None
+        self.last_good: BaseModel | None = None
+        self.last_good_at: datetime | None = None
+        self.unavailable: Unavailable | None = None
+        self.stale: bool = False
+        self.render_error: str | None = None
+        self._reading_at: datetime | None = None
+        self.border_title = self.title
+        self.add_class("-waiting")
+
+    # -- structure ------------------------------------------------------------------------
+    def compose(self) -> ComposeResult:
+        """Status line (reasons, errors) above the subclass's body."""
+        yield Static(Text("waiting for the first reading…", style="italic"),
+                     classes="panel-status", id="panel-status")
+        with PanelBody(classes="panel-body", id="panel-body"):
+            yield from self.compose_body()
+
+    def compose_body(self) -> ComposeResult:
+        """The body's widgets. Default: one :class:`Static` that :meth:`render_reading` fills."""
+        yield Static("", id="panel-default-body")
+
+    def render_reading(self, reading: BaseModel) -> None:
+        """Fill the body from one good reading (a frozen model). Subclasses override.
+
+        The default shows the model's fields as ``key: value`` lines (enough for a new source
+        to be visible before it has a proper view). May raise; :meth:`show` catches it.
+        """
+        lines = Text()
+        for key, value in reading.model_dump().items():
+            lines.append(f"{key}: ", style="bold")
+            lines.append(f"{value}\n")
+        self.query_one("#panel-default-body", Static).update(lines)
+
+    # -- what the app calls -----------------------------------------------------------------
+    def show(self, reading: BaseModel | None, last_good: BaseModel | None,
+             last_good_at: datetime | None, *, now: datetime | None = None) -> None:
+        """Render the latest ``reading`` (a frozen model or :class:`Unavailable`).
+
+        ``last_good`` is the newest reading that was not :class:`Unavailable` (or ``None``),
+        taken at ``last_good_at`` (UTC). ``now`` (UTC) is the app's clock, injected so tests and
+        snapshots are deterministic; defaults to the current time. Never raises.
+        """
+        now = now or datetime.now(UTC)
+        try:
+            self.reading = reading
+            self.last_good = last_good
+            self.last_good_at = last_good_at
+            self._reading_at = (reading.at if isinstance(reading, Unavailable) else last_good_at)
+            self.remove_class("-waiting")
+            if isinstance(reading, Unavailable):
+                self.unavailable = reading
+                self.add_class("-unavailable")
+                self._set_status(self._unavailable_text(reading, now))
+                if last_good is not None:
+                    self._render_guarded(last_good)
+            elif reading is not None:
+                self.unavailable = None
+                self.remove_class("-unavailable")
+                self._render_guarded(reading)
+            self.show_age(now)
+        except Exception as exc:  # noqa: BLE001 - a panel must never break the app; shown below
+            self._show_render_error(exc)
+
+    def show_age(self, now: datetime, *, stale_after_s: float | None = None,
+                 busy_since: datetime | None = None) -> None:
+        """Refresh the border subtitle with the newest reading's age; mark STALE when too old.
+
+        ``stale_after_s``: threshold in seconds (the app passes ``max(STALE_FACTOR × interval,
+        STALE_MIN_S)``; ``None`` keeps the previous one). ``busy_since``: when the poll in
+        progress started (UTC), so a hung read is shown as "reading for N s". Never raises.
+        """
+        try:
+            if stale_after_s is not None:
+                self._stale_after_s = stale_after_s
+            threshold = getattr(self, "_stale_after_s", None)
+            age = _age(now, self._reading_at)
+            busy = _age(now, busy_since)
+            stale = threshold is not None and (
+                (age is not None and age > threshold)
+                or (age is None and busy is not None and busy > threshold))
+            self.stale = stale
+            self.set_class(stale, "-stale")
+            parts: list[str] = []
+            if stale:
+                parts.append("STALE")
+            if age is not None:
+                parts.append(f"updated {fmt_age(age)} ago")
+            if busy is not None and busy >= 1.0:
+                parts.append(f"reading for {fmt_age(busy)}")
+            self.border_subtitle = " · ".join(parts)
+            if self.unavailable is not None:
+                self._set_status(self._unavailable_text(self.unavailable, now))
+        except Exception as exc:  # noqa: BLE001 - never raise into the app
+            self._show_render_error(exc)
+
+    # -- helpers ------------------------------------------------------------------------------
+    def _unavailable_text(self, u: Unavailable, now: datetime) -> Text:
+        t = Text()
+        t.append(f"{u.source} unavailable", style="bold")
+        t.append(f" ({u.kind}): ")
+        t.append(u.reason)
+        t.append("\n")
+        if self.last_good_at is None:
+            t.append("no good value yet", style="italic")
+        else:
+            t.append(f"last good value {fmt_age(_age(now, self.last_good_at))} ago "
+                     "(shown dimmed below)", style="italic")
+        return t
+
+    def _set_status(self, text: Text) -> None:
+        self.query_one("#panel-status", Static).update(text)
+
+    def _render_guarded(self, reading: BaseModel) -> None:
+        try:
+            self.render_reading(reading)
+        except Exception as exc:  # noqa: BLE001 - shown in the panel, logged
+            self._show_render_error(exc)
+        else:
+            if self.render_error is not None:
+                self.render_error = None
+                self.remove_class("-render-error")
+
+    def _show_render_error(self, exc: BaseException) -> None:
+        self.render_error = f"{type(exc).__name__}: {exc}"
+        log.exception("panel %s failed to render", self.source_name)
+        try:
+            self.add_class("-render-error")
+            self._set_status(Text(f"panel could not render this reading: {self.render_error}",
+                                  style="bold"))
+        except Exception:  # noqa: BLE001 - not mounted yet; state above still records it
+            log.debug("panel %s: status line not available", self.source_name)
+
+    def extra_state(self) -> dict[str, Any]:
+        """Panel state for debugging and tests (no rendering)."""
+        return {"source": self.source_name, "stale": self.stale,
+                "unavailable": None if self.unavailable is None else self.unavailable.kind,
+                "render_error": self.render_error}
+
+
+class PanelBody(Widget):
+    """Container of a panel's body (auto height)."""
+
+    DEFAULT_CSS = """
+    PanelBody { height: auto; layout: vertical; }
+    """
+
+
+__all__ = ["STALE_FACTOR", "STALE_MIN_S", "PanelBody", "SourcePanel", "fmt_age"]
