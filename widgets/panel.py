@@ -18,7 +18,9 @@ business rules; they only draw the frozen models they are given.
 
 Adding a panel: subclass, set ``source_name`` (the ``Source.name`` it shows) and ``title``,
 override :meth:`compose_body` (the widgets of the body) and :meth:`render_reading` (fill them
-from one reading), then add ``(make_source, YourPanel)`` to ``console.app.PANELS``.
+from one reading), then add ``(make_source, YourPanel)`` to ``console.app.PANELS``. The app
+constructs it as ``YourPanel(loaded=loaded_profile)``; if you override ``__init__``, accept and
+pass on ``**kwargs``.
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ from textual.app import ComposeResult
 from textual.widget import Widget
 from textual.widgets import Static
 
+from console.profile import LoadedProfile
 from console.sources import Unavailable
 
 log = logging.getLogger(__name__)
@@ -117,9 +120,12 @@ class SourcePanel(Widget):
     }
     """
 
-    def __init__(self, *, name: str | None = None, id: str | None = None,
-                 classes: str | None = None) -> None:
+    def __init__(self, *, loaded: LoadedProfile | None = None, name: str | None = None,
+                 id: str | None = None, classes: str | None = None) -> None:
+        """``loaded`` is the seat profile the app runs on (for display settings such as
+        ``console.history_s``); ``None`` in isolated widget tests."""
         super().__init__(name=name, id=id, classes=classes)
+        self.loaded = loaded
         self.reading: BaseModel | None = None
         self.last_good: BaseModel | None = None
         self.last_good_at: datetime | None = None
@@ -152,6 +158,7 @@ class SourcePanel(Widget):
         for key, value in reading.model_dump().items():
             lines.append(f"{key}: ", style="bold")
             lines.append(f"{value}\n")
+        lines.rstrip()
         self.query_one("#panel-default-body", Static).update(lines)
 
     # -- what the app calls -----------------------------------------------------------------
