@@ -63,6 +63,8 @@ class NodeSpec(_Strict):
     preferred: indices can change across reboots.
     ``declared_cuda_visible_bytes`` is the per-card CUDA-visible total (NVML total − reserved) used
     when a card cannot be read live (planning on another machine).
+    ``ssh_port`` / ``ssh_identity_file`` / ``ssh_known_hosts_file`` tune ``transport = "ssh"``
+    (BatchMode is always on: no password prompts; host keys are always verified).
     """
 
     name: str = "seat-node"
@@ -74,6 +76,13 @@ class NodeSpec(_Strict):
     docker_host: str | None = Field(
         default=None, description="docker engine URL; default: DOCKER_HOST or the local socket"
     )
+    ssh_port: int | None = Field(default=None, ge=1, le=65535,
+                                 description="ssh port for transport = ssh (default: ssh's own)")
+    ssh_identity_file: Path | None = Field(
+        default=None, description="private key for transport = ssh (default: ssh's own)")
+    ssh_known_hosts_file: Path | None = Field(
+        default=None, description="known_hosts for transport = ssh (default: ~/.ssh/known_hosts); "
+                                  "host keys are always checked")
     gpus: list[str] = Field(default_factory=lambda: ["0", "1"], min_length=1)
     declared_cuda_visible_bytes: ByteSize | None = None
 
