@@ -118,6 +118,40 @@ class SeatSpec(_Strict):
     endpoint: AnyHttpUrl = AnyHttpUrl("http://127.0.0.1:8000")
 
 
+class ModelShapeSpec(_Strict):
+    """The model shape the KV cache model needs, declared when no ``config.json`` is at hand.
+
+    Keys are named as in a Hugging Face ``config.json`` (text config) and mean the same; the fit
+    budget labels figures computed from them "declared". Layer kinds come from ``layer_types``
+    (``full_attention`` / ``sliding_attention`` / ``linear_attention``), else from
+    ``sliding_window_pattern`` (every Nth layer full, the rest sliding, as Gemma 3), else every
+    layer is full attention. MLA models set ``kv_lora_rank`` + ``qk_rope_head_dim``; hybrid
+    linear-attention (Gated DeltaNet) layers need the ``linear_*`` keys.
+    """
+
+    architecture: str | None = None
+    num_hidden_layers: int = Field(ge=1)
+    num_attention_heads: int = Field(ge=1)
+    num_key_value_heads: int | None = Field(default=None, ge=1)
+    head_dim: int | None = Field(default=None, ge=1)
+    hidden_size: int | None = Field(default=None, ge=1)
+    vocab_size: int | None = Field(default=None, ge=1)
+    torch_dtype: Literal["bfloat16", "float16", "float32"] = "bfloat16"
+    sliding_window: int | None = Field(default=None, ge=1)
+    sliding_window_pattern: int | None = Field(default=None, ge=1)
+    layer_types: (
+        list[Literal["full_attention", "sliding_attention", "linear_attention"]] | None
+    ) = None
+    num_kv_shared_layers: int = Field(default=0, ge=0)
+    kv_lora_rank: int | None = Field(default=None, ge=1)
+    qk_rope_head_dim: int | None = Field(default=None, ge=0)
+    linear_num_key_heads: int | None = Field(default=None, ge=1)
+    linear_num_value_heads: int | None = Field(default=None, ge=1)
+    linear_key_head_dim: int | None = Field(default=None, ge=1)
+    linear_value_head_dim: int | None = Field(default=None, ge=1)
+    linear_conv_kernel_dim: int | None = Field(default=None, ge=1)
+
+
 class CheckpointSpec(_Strict):
     """A checkpoint that can sit in the seat (the resident) or is being tried (the candidate).
 
@@ -125,6 +159,10 @@ class CheckpointSpec(_Strict):
     sizes are declared: ``weights_bytes_per_rank`` (per TP rank, excluding the PLE table) and
     ``ple_bytes`` (the whole PLE table). ``ple_tensor_pattern`` is a regular expression over
     tensor names that selects the PLE table when scanning files.
+    The KV cache model reads the shape from ``path``/config.json, else from ``config_json`` (a
+    config.json whose weights live elsewhere), else from the declared ``model_shape``.
+    ``ple_host_sharing``: with ``ple_placement = "host"``, whether each TP worker process keeps its
+    own host copy of the table (``per-process``) or one copy is shared (``shared``).
     """
 
     name: str
@@ -135,6 +173,9 @@ class CheckpointSpec(_Strict):
     ple_bytes: ByteSize | None = None
     ple_placement: PlePlacement = "gpu-replicated"
     ple_tensor_pattern: str = r"(^|\.)(embed_tokens_per_layer|per_layer_embed\w*)(\.|$)"
+    config_json: Path | None = None
+    model_shape: ModelShapeSpec | None = None
+    ple_host_sharing: Literal["per-process", "shared"] = "per-process"
 
 
 class TimerSpec(_Strict):
@@ -345,8 +386,8 @@ def fmt_gib(n: int | None, digits: int = 2) -> str:
 
 __all__ = [
     "AlertmanagerSpec", "CheckpointSpec", "ConsoleSpec", "ENV_VAR", "GiB", "LoadedProfile",
-    "Matcher", "MiB", "NodeSpec", "PlePlacement", "Profile", "ProfileError", "SeatSpec",
-    "SilenceSpec", "TimerSpec", "default_profile_text", "fmt_gib", "load_profile",
+    "Matcher", "MiB", "ModelShapeSpec", "NodeSpec", "PlePlacement", "Profile", "ProfileError",
+    "SeatSpec", "SilenceSpec", "TimerSpec", "default_profile_text", "fmt_gib", "load_profile",
     "parse_profile", "resolve_profile_path", "xdg_profile_path",
 ]
 
