@@ -1,0 +1,474 @@
+"""systemd timer units of the seat: state, schedule, what they trigger, and stop/start.
+
+What is read, per timer unit of ``profile.timers`` (through the node transport, so it works
+locally, over SSH and via ``docker exec`` into a container running systemd as PID 1):
+
+* ``systemctl show --timestamp=unix -p Id,LoadState,ActiveState,SubState,UnitFileState,Unit,
+  Persistent,NextElapseUSecRealtime,LastTriggerUSec,Result,TimersCalendar,TimersMonotonic
+  UNIT…`` — machine formats: ``Key=value`` lines, one block per unit in argument order, times as
+  ``@<unix seconds>`` (``--timestamp=unix``, systemd ≥ 251; Debian 12 ships 252). An empty value,
+  ``n/a`` or ``0`` means "no such time" and becomes ``None`` (shown "n/a"), never the epoch.
+* ``systemctl list-timers --all --output=json UNIT…`` — the next elapse as systemd itself merges
+  it from the calendar (realtime) and monotonic (``OnBootSec``/``OnUnitActiveSec``…) triggers, in
+  µs since the epoch (``next``); used when ``NextElapseUSecRealtime`` is empty because the timer has
+  only monotonic triggers. Missing JSON support leaves that next elapse ``None``.
+* the triggered service (the timer's ``Unit=``): ``ActiveState``/``SubState`` — it "runs now"
+  while ``activating`` / ``deactivating`` / ``reloading``, or ``active`` with a sub-state other
+  than ``exited`` (a ``Type=oneshot`` service is ``activating``/``start`` while it runs).
+
+``Persistent=yes`` timers record their last trigger on disk; after they were stopped across a
+scheduled time, starting them again fires the missed run at once (systemd.timer(5),
+"Persistent="). The reading carries that warning so the hold/restore action can show it.
+
+Stop/start (:func:`stop_timer`, :func:`start_timer`) are the low-level operations for the coming
+hold action: they run ``systemctl stop|start UNIT`` and then read the state back; the change
+counts only if the read-back shows it (``inactive`` after stop, ``active`` after start).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from collections.abc import Sequence
+from datetime import UTC, datetime
+
+from pydantic import BaseModel
+
+from console.profile import LoadedProfile
+from console.runner import CommandResult
+from console.sources import Frozen, Source, Unavailable, utcnow
+from console.transport import Transport, TransportError, make_transport
+
+PERSISTENT_WARNING = ("Persistent=yes: starting it again may fire a missed run at once (systemd "
+                      "stores the last trigger on disk and catches up on a schedule missed while "
+                      "the timer was stopped)")
+"""The warning shown next to a ``Persistent=yes`` timer (systemd.timer(5), ``Persistent=``)."""
+
+TIMER_PROPERTIES = ("Id", "LoadState", "ActiveState", "SubState", "UnitFileState", "Unit",
+                    "Persistent", "NextElapseUSecRealtime", "LastTriggerUSec", "Result",
+                    "TimersCalendar", "TimersMonotonic")
+"""Properties read from each timer unit with ``systemctl show``."""
+
+SERVICE_PROPERTIES = ("Id", "LoadState", "ActiveState", "SubState", "ExecMainStartTimestamp",
+                      "Result")
+"""Properties read from each triggered service."""
+
+_UNIT_RE = re.compile(r"^[A-Za-z0-9:_.\\@][A-Za-z0-9:_.\\@-]*$")
+_RUNNING_STATES = {"activating", "deactivating", "reloading", "refreshing"}
+_NO_SYSTEMD = ("System has not been booted with systemd", "Failed to connect to bus",
+               "Failed to connect to system scope bus", "Host is down")
+
+
+class TimerActionError(Exception):
+    """A timer stop/start failed or its read-back did not show the change.
+
+    ``unit``, ``action`` and ``result`` (the :class:`~console.runner.CommandResult`, or ``None``
+    when the command succeeded but verification failed) are attributes.
+    """
+
+    def __init__(self, unit: str, action: str, message: str,
+                 result: CommandResult | None = None) -> None:
+        self.unit = unit
+        self.action = action
+        self.result = result
+        super().__init__(message)
+
+
+class ServiceState(Frozen):
+    """The service a timer triggers: ``unit`` name, systemd states, whether it runs right now
+    (``running``: ``None`` when the state could not be read), and when its main process last
+    started (UTC, ``None`` = never / n/a)."""
+
+    unit: str
+    load_state: str | None = None
+    active_state: str | None = None
+    sub_state: str | None = None
+    result: str | None = None
+    running: bool | None = None
+    last_started: datetime | None = None
+
+
+class TimerState(Frozen):
+    """One timer unit as systemd reports it.
+
+    ``load_state``: ``loaded`` / ``not-found`` / ``masked`` / ``bad-setting``…; ``active_state``:
+    ``active`` (armed), ``inactive`` (stopped), ``failed``; ``sub_state``: ``waiting``,
+    ``running``, ``elapsed``, ``dead``; ``unit_file_state``: ``enabled``/``disabled``/``static``…;
+    ``next_elapse`` / ``last_trigger``: UTC, ``None`` = n/a (never triggered, or not armed);
+    ``schedule``: the trigger definitions as systemd lists them (``OnCalendar=*-*-* 02:00:00``,
+    ``OnUnitActiveUSec=1h``); ``persistent``: ``Persistent=`` (``None`` when unknown);
+    ``persistent_warning``: :data:`PERSISTENT_WARNING` when persistent, else ``None``;
+    ``service``: the triggered unit and its state.
+    """
+
+    unit: str
+    load_state: str | None = None
+    active_state: str | None = None
+    sub_state: str | None = None
+    unit_file_state: str | None = None
+    result: str | None = None
+    next_elapse: datetime | None = None
+    last_trigger: datetime | None = None
+    schedule: tuple[str, ...] = ()
+    persistent: bool | None = None
+    persistent_warning: str | None = None
+    service: ServiceState | None = None
+
+    @property
+    def loaded(self) -> bool:
+        """``True`` when systemd has the unit loaded (``LoadState=loaded``)."""
+        return self.load_state == "loaded"
+
+    @property
+    def active(self) -> bool:
+        """``True`` when the timer is armed (``ActiveState=active``)."""
+        return self.active_state == "active"
+
+
+class TimersReading(Frozen):
+    """All timer units of the profile, read in one go on ``where`` at ``read_at`` (UTC)."""
+
+    where: str
+    read_at: datetime
+    timers: tuple[TimerState, ...]
+
+    def get(self, unit: str) -> TimerState | None:
+        """The state of ``unit``, or ``None`` when it is not part of this reading."""
+        return next((t for t in self.timers if t.unit == unit), None)
+
+
+class TimerChange(Frozen):
+    """A verified stop or start: the state ``before`` and ``after`` (read back), the command's
+    result, and ``action`` (``"stop"`` / ``"start"``). ``changed`` is ``False`` when the timer
+    was already in the wanted state (nothing to restore later)."""
+
+    unit: str
+    action: str
+    before: TimerState
+    after: TimerState
+    command: CommandResult
+    changed: bool
+
+
+# -- parsing (pure) ------------------------------------------------------------------------------
+def parse_show_blocks(text: str) -> list[dict[str, str]]:
+    """Split ``systemctl show`` output (``Key=value`` lines, blocks separated by blank lines)
+    into one dict per unit, in output order. A value keeps everything after the first ``=``."""
+    blocks: list[dict[str, str]] = []
+    cur: dict[str, str] = {}
+    for line in text.splitlines():
+        if not line.strip():
+            if cur:
+                blocks.append(cur)
+                cur = {}
+            continue
+        key, sep, value = line.partition("=")
+        if sep:
+            cur[key] = value
+    if cur:
+        blocks.append(cur)
+    return blocks
+
+
+def parse_timestamp(value: str | None) -> datetime | None:
+    """A systemd time in a machine format → aware UTC :class:`datetime`, or ``None`` for n/a.
+
+    Accepts ``@<seconds>`` (``--timestamp=unix``) and a bare integer of µs since the epoch (the
+    raw ``…USec`` D-Bus value, e.g. from ``busctl`` or ``list-timers -o json``). Empty, ``n/a``,
+    ``0``, ``@0`` and the ``UINT64_MAX`` "infinity" value mean "no time" → ``None``. Raises
+    :class:`ValueError` for locale text (``Sat 2026-11-29 …``), which this module never parses.
+    """
+    if value is None:
+        return None
+    v = value.strip()
+    if v in ("", "n/a", "0", "@0", "infinity", str(2**64 - 1)):
+        return None
+    if v.startswith("@"):
+        secs = float(v[1:])
+        return None if secs <= 0 else datetime.fromtimestamp(secs, UTC)
+    if v.isdigit():
+        usec = int(v)
+        return None if usec <= 0 or usec >= 2**63 else datetime.fromtimestamp(usec / 1e6, UTC)
+    raise ValueError(f"not a machine-format systemd time: {value!r} (expected @SECONDS or µs)")
+
+
+def parse_bool(value: str | None) -> bool | None:
+    """systemd booleans (``yes``/``no``/``true``/``false``/``1``/``0``) → bool; else ``None``."""
+    if value is None:
+        return None
+    v = value.strip().lower()
+    if v in ("yes", "true", "1", "on"):
+        return True
+    if v in ("no", "false", "0", "off"):
+        return False
+    return None
+
+
+_SCHED_RE = re.compile(r"\{\s*(\w+)=(.*?)\s*;")
+
+
+def parse_schedule(*values: str | None) -> tuple[str, ...]:
+    """``TimersCalendar`` / ``TimersMonotonic`` values → ``("OnCalendar=*-*-* 02:00:00", …)``.
+
+    systemd prints each trigger as ``{ OnCalendar=… ; next_elapse=… }``; only the definition
+    before the first ``;`` is kept (the elapse is read from the dedicated properties).
+    """
+    out: list[str] = []
+    for v in values:
+        for m in _SCHED_RE.finditer(v or ""):
+            out.append(f"{m.group(1)}={m.group(2)}")
+    return tuple(out)
+
+
+def _none_if_empty(v: str | None) -> str | None:
+    return v if v not in (None, "") else None
+
+
+def service_running(active_state: str | None, sub_state: str | None) -> bool | None:
+    """Whether a service is running now, from its systemd states (``None`` when unknown).
+
+    Running: ``activating``/``deactivating``/``reloading``/``refreshing`` (a ``Type=oneshot``
+    service is ``activating``/``start`` while its command runs), or ``active`` with a sub-state
+    other than ``exited`` (``active``/``exited`` is a finished oneshot with RemainAfterExit=yes).
+    """
+    if not active_state:
+        return None
+    if active_state in _RUNNING_STATES:
+        return True
+    if active_state == "active":
+        return sub_state != "exited"
+    return False
+
+
+def build_timer_state(unit: str, props: dict[str, str], service: ServiceState | None,
+                      next_from_list: datetime | None = None) -> TimerState:
+    """Assemble a :class:`TimerState` from ``systemctl show`` properties (pure).
+
+    ``next_from_list``: the merged next elapse from ``list-timers`` JSON, used when the
+    realtime property is empty (a timer with only monotonic triggers).
+    """
+    persistent = parse_bool(props.get("Persistent"))
+    next_rt = parse_timestamp(props.get("NextElapseUSecRealtime"))
+    return TimerState(
+        unit=unit,
+        load_state=_none_if_empty(props.get("LoadState")),
+        active_state=_none_if_empty(props.get("ActiveState")),
+        sub_state=_none_if_empty(props.get("SubState")),
+        unit_file_state=_none_if_empty(props.get("UnitFileState")),
+        result=_none_if_empty(props.get("Result")),
+        next_elapse=next_rt or next_from_list,
+        last_trigger=parse_timestamp(props.get("LastTriggerUSec")),
+        schedule=parse_schedule(props.get("TimersCalendar"), props.get("TimersMonotonic")),
+        persistent=persistent,
+        persistent_warning=PERSISTENT_WARNING if persistent else None,
+        service=service,
+    )
+
+
+def parse_list_timers_json(text: str) -> dict[str, datetime | None]:
+    """``systemctl list-timers --all -o json`` → ``{timer unit: next elapse (UTC) or None}``.
+
+    systemd (≥ 246 table JSON) prints ``[{"next": µs, "left": µs, "last": µs, "passed": µs,
+    "unit": "x.timer", "activates": "x.service"}, …]``; ``null`` or 0 mean n/a. Raises
+    :class:`ValueError` for text that is not that shape.
+    """
+    data = json.loads(text)
+    if not isinstance(data, list):
+        raise ValueError("list-timers JSON is not a list")
+    out: dict[str, datetime | None] = {}
+    for row in data:
+        if isinstance(row, dict) and isinstance(row.get("unit"), str):
+            nxt = row.get("next")
+            out[row["unit"]] = parse_timestamp(str(nxt)) if isinstance(nxt, int) else None
+    return out
+
+
+def check_unit_name(unit: str) -> str:
+    """Return ``unit`` if it is a plausible systemd unit name; raise :class:`ValueError` (naming
+    it) otherwise — e.g. a leading ``-`` that ``systemctl`` would take as an option."""
+    if not _UNIT_RE.match(unit) or "." not in unit:
+        raise ValueError(f"{unit!r} is not a systemd unit name")
+    return unit
+
+
+# -- reading ---------------------------------------------------------------------------------
+def _explain_systemctl(res: CommandResult) -> tuple[str, str]:
+    err = res.stderr.strip()
+    if any(m in err for m in _NO_SYSTEMD):
+        return "no-systemd", (f"systemd is not reachable on {res.where}: "
+                              f"{err.splitlines()[0] if err else res.failure}")
+    if res.timed_out:
+        return "timeout", res.failure or "timed out"
+    if res.rc == 127:
+        return "not-found", res.failure or "systemctl not found"
+    return "error", (res.failure or "systemctl failed") + (f": {err.splitlines()[-1]}" if err else "")
+
+
+def read_timers(transport: Transport, units: Sequence[str], *,
+                timeout_s: float = 10.0) -> TimersReading | Unavailable:
+    """Read the state of ``units`` (timer unit names) on the node behind ``transport``.
+
+    Two or three commands: ``systemctl show`` for the timers, ``systemctl show`` for their
+    services, and ``systemctl list-timers -o json`` only when a timer has no realtime next
+    elapse. Returns :class:`TimersReading`, or :class:`Unavailable` (kind ``no-systemd``,
+    ``timeout``, ``not-found``, ``unreachable``, ``error``) with the reason. Never raises for
+    node problems; raises :class:`ValueError` for an invalid unit name.
+    """
+    units = [check_unit_name(u) for u in units]
+    read_at = utcnow()
+    if not units:
+        return TimersReading(where=transport.where, read_at=read_at, timers=())
+    res = transport.run(["systemctl", "show", "--timestamp=unix",
+                         "-p", ",".join(TIMER_PROPERTIES), "--", *units], timeout_s=timeout_s)
+    if not res.ok:
+        kind, reason = _explain_systemctl(res)
+        return Unavailable(source="timers", kind=kind, reason=reason)
+    blocks = parse_show_blocks(res.stdout)
+    if len(blocks) != len(units):
+        return Unavailable(source="timers", kind="error", reason=(
+            f"systemctl show returned {len(blocks)} blocks for {len(units)} units"))
+    services = [b.get("Unit") or None for b in blocks]
+    svc_states: dict[str, ServiceState] = {}
+    wanted = sorted({s for s in services if s})
+    if wanted:
+        sres = transport.run(["systemctl", "show", "--timestamp=unix",
+                              "-p", ",".join(SERVICE_PROPERTIES), "--", *wanted],
+                             timeout_s=timeout_s)
+        if sres.ok:
+            for name, sp in zip(wanted, parse_show_blocks(sres.stdout), strict=False):
+                svc_states[name] = ServiceState(
+                    unit=name, load_state=_none_if_empty(sp.get("LoadState")),
+                    active_state=_none_if_empty(sp.get("ActiveState")),
+                    sub_state=_none_if_empty(sp.get("SubState")),
+                    result=_none_if_empty(sp.get("Result")),
+                    running=service_running(sp.get("ActiveState"), sp.get("SubState")),
+                    last_started=parse_timestamp(sp.get("ExecMainStartTimestamp")))
+    merged: dict[str, datetime | None] = {}
+    needs_list = [u for u, b in zip(units, blocks, strict=True)
+                  if parse_timestamp(b.get("NextElapseUSecRealtime")) is None
+                  and b.get("ActiveState") == "active"]
+    if needs_list:
+        lres = transport.run(["systemctl", "list-timers", "--all", "--output=json", "--",
+                              *needs_list], timeout_s=timeout_s)
+        if lres.ok:
+            try:
+                merged = parse_list_timers_json(lres.stdout)
+            except ValueError:
+                merged = {}
+    timers = []
+    for unit, props, svc in zip(units, blocks, services, strict=True):
+        service = (svc_states.get(svc) or ServiceState(unit=svc)) if svc else None
+        timers.append(build_timer_state(unit, props, service, merged.get(unit)))
+    return TimersReading(where=transport.where, read_at=read_at, timers=tuple(timers))
+
+
+# -- stop / start (low level, for the hold action) -------------------------------------------
+def _read_one(transport: Transport, unit: str, timeout_s: float) -> TimerState:
+    r = read_timers(transport, [unit], timeout_s=timeout_s)
+    if isinstance(r, Unavailable):
+        raise TimerActionError(unit, "read", f"cannot read {unit} on {transport.where}: {r.reason}")
+    return r.timers[0]
+
+
+def _change(transport: Transport, unit: str, action: str, want: set[str],
+            timeout_s: float, settle_s: float) -> TimerChange:
+    check_unit_name(unit)
+    if not unit.endswith(".timer"):
+        raise ValueError(f"{unit!r} is not a timer unit (must end in '.timer')")
+    before = _read_one(transport, unit, timeout_s)
+    if not before.loaded:
+        raise TimerActionError(unit, action, f"{unit} on {transport.where} is not loaded "
+                                             f"(LoadState={before.load_state}); nothing to {action}")
+    res = transport.run(["systemctl", action, "--", unit], timeout_s=timeout_s)
+    if not res.ok:
+        raise TimerActionError(unit, action, f"systemctl {action} {unit} failed: {res.failure}",
+                               res)
+    deadline = time.monotonic() + settle_s
+    after = _read_one(transport, unit, timeout_s)
+    while after.active_state not in want and time.monotonic() < deadline:
+        time.sleep(0.2)
+        after = _read_one(transport, unit, timeout_s)
+    if after.active_state not in want:
+        raise TimerActionError(unit, action, (
+            f"systemctl {action} {unit} exited 0 but the read-back shows ActiveState="
+            f"{after.active_state} (wanted {'/'.join(sorted(want))}); not counted as done"), res)
+    return TimerChange(unit=unit, action=action, before=before, after=after, command=res,
+                       changed=before.active_state not in want)
+
+
+def stop_timer(transport: Transport, unit: str, *, timeout_s: float = 30.0,
+               settle_s: float = 5.0) -> TimerChange:
+    """Stop the timer ``unit`` (``systemctl stop``) and verify it reads back ``inactive``.
+
+    Only the timer is stopped; a run of its service already in progress continues (systemd
+    semantics) — check ``after.service.running``. ``settle_s``: how long to keep re-reading for
+    the new state. Returns a :class:`TimerChange`; raises :class:`TimerActionError` when the
+    unit is not loaded, the command fails, or the read-back does not show ``inactive``.
+    """
+    return _change(transport, unit, "stop", {"inactive"}, timeout_s, settle_s)
+
+
+def start_timer(transport: Transport, unit: str, *, timeout_s: float = 30.0,
+                settle_s: float = 5.0) -> TimerChange:
+    """Start the timer ``unit`` (``systemctl start``) and verify it reads back ``active``.
+
+    For a ``Persistent=yes`` timer this may fire a missed run at once (see
+    :data:`PERSISTENT_WARNING`). Returns a :class:`TimerChange`; raises
+    :class:`TimerActionError` on failure or when the read-back does not show ``active``.
+    """
+    return _change(transport, unit, "start", {"active"}, timeout_s, settle_s)
+
+
+# -- source ----------------------------------------------------------------------------------
+class TimerSource(Source):
+    """Polls the profile's timer units through the node transport (``name = "timers"``)."""
+
+    name = "timers"
+
+    def __init__(self, transport: Transport, units: Sequence[str], timeout_s: float = 10.0) -> None:
+        self.transport = transport
+        self.units = [check_unit_name(u) for u in units]
+        self.timeout_s = timeout_s
+
+    def read(self) -> BaseModel:
+        """One :class:`TimersReading`, or :class:`Unavailable` with the reason; never raises."""
+        try:
+            return read_timers(self.transport, self.units, timeout_s=self.timeout_s)
+        except Exception as exc:  # noqa: BLE001 - a source never raises into the UI
+            return Unavailable(source=self.name, kind="error",
+                               reason=f"{type(exc).__name__}: {exc}")
+
+    def close(self) -> None:
+        """Close the transport."""
+        self.transport.close()
+
+
+def make_source(loaded: LoadedProfile) -> Source:
+    """The timers source for ``loaded``'s node and ``timers`` units.
+
+    An invalid transport setting becomes a source that always reports it as
+    :class:`Unavailable` (the app still starts).
+    """
+    try:
+        transport = make_transport(loaded)
+    except TransportError as exc:
+        return _Broken("timers", str(exc))
+    return TimerSource(transport, loaded.profile.timers.all_units)
+
+
+class _Broken(Source):
+    """A source that cannot work with this profile: reports why on every read."""
+
+    def __init__(self, name: str, reason: str) -> None:
+        self.name = name
+        self.reason = reason
+
+    def read(self) -> BaseModel:
+        return Unavailable(source=self.name, kind="config", reason=self.reason)
+
+
+__all__ = ["PERSISTENT_WARNING", "ServiceState", "TimerActionError", "TimerChange",
+           "TimerSource", "TimerState", "TimersReading", "build_timer_state", "make_source",
+           "parse_list_timers_json", "parse_schedule", "parse_show_blocks", "parse_timestamp",
+           "read_timers", "service_running", "start_timer", "stop_timer"]
