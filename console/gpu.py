@@ -24,12 +24,32 @@ Each field's docstring names the equivalent ``nvidia-smi --query-gpu=...`` (or
 
 from __future__ import annotations
 
+import logging
+import os
+import re
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import datetime
-from typing import Literal
+from pathlib import Path
+from typing import Any, Literal
 
+import psutil
 from pydantic import Field, model_validator
 
-from console.sources import Frozen, utcnow
+from console.nvml import (
+    NA,
+    GpuLost,
+    Nvml,
+    NvmlCallError,
+    NvmlUnavailable,
+    is_na,
+    na_to_none,
+)
+from console.profile import LoadedProfile
+from console.sources import Frozen, Source, Unavailable, utcnow
+
+log = logging.getLogger(__name__)
 
 MemoryApi = Literal["v2", "v1"]
 """Which NVML memory call produced a reading: ``nvmlDeviceGetMemoryInfo_v2`` (``used`` excludes
@@ -106,11 +126,12 @@ class MemoryReading(Frozen):
 class ContainerRef(Frozen):
     """The container a GPU process runs in, parsed from the host's ``/proc/PID/cgroup``.
 
-    ``runtime`` is the pattern that matched: ``docker`` (``/docker/<id>``,
+    ``runtime`` is the engine the cgroup path names: ``docker`` (``/docker/<id>``,
     ``docker-<id>.scope``), ``containerd`` (``cri-containerd-<id>.scope``, ``/containerd/<id>``),
-    ``cri-o`` (``crio-<id>.scope``), ``podman`` (``libpod-<id>.scope``) or ``kubepods`` (a
-    Kubernetes pod cgroup; ``pod_uid`` set). ``id`` is the full 64-hex container id; ``name`` is
-    resolved through the docker engine when it is reachable, else ``None``.
+    ``cri-o`` (``crio-<id>.scope``), ``podman`` (``libpod-<id>.scope``), or ``kubepods`` for a
+    Kubernetes cgroupfs path that names no engine (``/kubepods/<qos>/pod<uid>/<id>``).
+    ``pod_uid`` is set for any container of a Kubernetes pod. ``id`` is the full 64-hex container
+    id; ``name`` is resolved through the docker engine when it is reachable, else ``None``.
     """
 
     runtime: str
@@ -260,3 +281,525 @@ class GpuSnapshot(Frozen):
     def seat_cards(self) -> list[GpuCard]:
         """The cards that serve the seat, in profile order is not guaranteed (NVML order)."""
         return [c for c in self.cards if c.serves_seat]
+
+
+# ====================================================================== cgroup → container
+
+_SCOPE_RE = re.compile(r"(docker|cri-containerd|crio|libpod)-([0-9a-f]{64})\.scope")
+_PATH_RE = re.compile(r"/(docker|containerd|crio|libpod|moby)/([0-9a-f]{64})(?=/|$)")
+_BARE_ID_RE = re.compile(r"/([0-9a-f]{64})(?=/|$)")
+_POD_RE = re.compile(
+    r"pod([0-9a-f]{8}[-_][0-9a-f]{4}[-_][0-9a-f]{4}[-_][0-9a-f]{4}[-_][0-9a-f]{12})")
+_RUNTIME = {"docker": "docker", "moby": "docker", "cri-containerd": "containerd",
+            "containerd": "containerd", "crio": "cri-o", "libpod": "podman"}
+
+
+def parse_cgroup(text: str) -> ContainerRef | None:
+    """The container a process runs in, from the text of ``/proc/PID/cgroup``, or None.
+
+    Each line is ``hierarchy-ID:controller-list:cgroup-path`` (man 7 cgroups). cgroup v2 has the
+    single line ``0::PATH``; v1 has one line per hierarchy. The v2 line is preferred, then v1
+    lines in file order. Recognised paths (the innermost container id wins when nested):
+
+    * docker, cgroupfs driver: ``/docker/<64 hex>``; systemd driver: ``/system.slice/docker-<id>.scope``
+    * containerd / CRI: ``…/cri-containerd-<id>.scope``, ``/containerd/<id>``
+    * CRI-O: ``…/crio-<id>.scope``; podman: ``…/libpod-<id>.scope``
+    * Kubernetes: ``/kubepods/<qos>/pod<uid>/<id>`` and
+      ``/kubepods.slice/…/kubepods-<qos>-pod<uid_with_underscores>.slice/<engine>-<id>.scope``
+
+    Paths are relative to the reader's cgroup namespace; read from the host's namespace they are
+    absolute. Returns None for a host process (``0::/user.slice/…``, ``/init.scope``).
+    """
+    lines = [ln for ln in text.splitlines() if ln.strip()]
+    v2 = [ln for ln in lines if ln.startswith("0::")]
+    ordered = v2 + [ln for ln in lines if not ln.startswith("0::")]
+    for line in ordered:
+        parts = line.split(":", 2)
+        if len(parts) != 3:
+            continue
+        path = parts[2]
+        pod = _POD_RE.search(path)
+        pod_uid = pod.group(1).replace("_", "-") if pod else None
+        scopes = list(_SCOPE_RE.finditer(path))
+        if scopes:
+            m = scopes[-1]
+            return ContainerRef(runtime=_RUNTIME[m.group(1)], id=m.group(2), pod_uid=pod_uid)
+        paths = list(_PATH_RE.finditer(path))
+        if paths:
+            m = paths[-1]
+            return ContainerRef(runtime=_RUNTIME[m.group(1)], id=m.group(2), pod_uid=pod_uid)
+        if "kubepods" in path:
+            bare = list(_BARE_ID_RE.finditer(path))
+            if bare:
+                return ContainerRef(runtime="kubepods", id=bare[-1].group(1), pod_uid=pod_uid)
+    return None
+
+
+# ====================================================================== PID → process
+
+_GONE = ("no such PID here: the process runs in another PID namespace (e.g. the console runs "
+         "in a container without --pid=host) or has exited since NVML listed it")
+
+
+@dataclass
+class _Mapped:
+    create_time: float | None
+    fields: dict[str, Any]
+
+
+class ProcessMapper:
+    """Maps NVML's host PIDs to process name, command line, user and container.
+
+    ``proc_root`` is the host's ``/proc`` (the console must share the host's PID namespace to see
+    the processes; otherwise every PID is reported unmapped, with that reason, and its memory
+    still counts). A PID that exists here but holds no ``/dev/nvidia*`` file descriptor is *not*
+    the process NVML meant (another PID namespace reuses the number) and is reported unmapped.
+    Results are cached per (PID, start time), so a long-lived engine costs one ``/proc`` read of
+    its start time per tick. ``container_namer(id) -> name | None`` resolves container names
+    (None: names left empty).
+    """
+
+    def __init__(self, proc_root: str | os.PathLike[str] = "/proc",
+                 container_namer: Callable[[ContainerRef], str | None] | None = None) -> None:
+        self.proc_root = Path(proc_root)
+        self.container_namer = container_namer
+        self._cache: dict[int, _Mapped] = {}
+
+    def map(self, pid: int) -> dict[str, Any]:
+        """Fields for :class:`GpuProcess` (``mapped``, ``unmapped_reason``, ``name``,
+        ``command``, ``username``, ``container``). Never raises."""
+        try:
+            proc = psutil.Process(pid)
+            create_time = proc.create_time()
+        except psutil.ZombieProcess:
+            return {"mapped": False, "unmapped_reason": "process has exited (zombie)"}
+        except psutil.NoSuchProcess:
+            self._cache.pop(pid, None)
+            return {"mapped": False, "unmapped_reason": _GONE}
+        except (psutil.AccessDenied, OSError) as exc:
+            proc, create_time = None, None
+            log.debug("pid %s: create_time: %s", pid, exc)
+        cached = self._cache.get(pid)
+        if cached is not None and cached.create_time == create_time and create_time is not None:
+            return cached.fields
+        fields = self._inspect(pid, proc)
+        self._cache[pid] = _Mapped(create_time, fields)
+        return fields
+
+    def forget_except(self, pids: set[int]) -> None:
+        """Drop cache entries of PIDs not in ``pids`` (called once per tick)."""
+        for pid in list(self._cache):
+            if pid not in pids:
+                del self._cache[pid]
+
+    def _holds_nvidia_device(self, pid: int) -> bool | None:
+        """True if the process has a ``/dev/nvidia*`` fd open, False if not, None if unknown."""
+        fd_dir = self.proc_root / str(pid) / "fd"
+        try:
+            names = os.listdir(fd_dir)
+        except FileNotFoundError:
+            return False
+        except OSError:
+            return None
+        for name in names:
+            try:
+                if os.readlink(fd_dir / name).startswith("/dev/nvidia"):
+                    return True
+            except OSError:
+                continue
+        return False
+
+    def _inspect(self, pid: int, proc: psutil.Process | None) -> dict[str, Any]:
+        fields: dict[str, Any] = {"mapped": True, "unmapped_reason": None}
+        if proc is not None:
+            with proc.oneshot():
+                for key, getter in (("name", proc.name), ("command", proc.cmdline),
+                                    ("username", proc.username)):
+                    try:
+                        fields[key] = getter()
+                    except (psutil.AccessDenied, psutil.ZombieProcess, OSError, KeyError):
+                        fields[key] = None
+                    except psutil.NoSuchProcess:
+                        return {"mapped": False, "unmapped_reason": _GONE}
+            if fields.get("command") == []:
+                fields["command"] = None  # kernel thread or unreadable
+        holds = self._holds_nvidia_device(pid)
+        if holds is False:
+            return {"mapped": False, "unmapped_reason": (
+                f"PID {pid} here is {fields.get('name') or 'a process'} holding no /dev/nvidia* "
+                "device: NVML's PID is from another PID namespace (run the console with the "
+                "host's PID namespace)")}
+        try:
+            text = (self.proc_root / str(pid) / "cgroup").read_text()
+        except OSError:
+            text = ""
+        ref = parse_cgroup(text)
+        if ref is not None and self.container_namer is not None:
+            try:
+                name = self.container_namer(ref)
+            except Exception as exc:  # noqa: BLE001 - names are best effort
+                log.debug("container name for %s: %s", ref.id, exc)
+                name = None
+            if name:
+                ref = ref.model_copy(update={"name": name})
+        fields["container"] = ref
+        return fields
+
+
+class DockerNamer:
+    """Resolves docker container ids to names through the docker engine (SDK), best effort.
+
+    ``base_url``: the profile's ``node.docker_host`` (None: ``DOCKER_HOST`` or the local socket).
+    Each lookup has a 2 s timeout; names are cached by id; after a failure to reach the engine
+    no lookup is tried for 60 s. Only ``docker`` (and ``podman``, whose API is compatible when
+    its socket is given) ids are looked up. Returns None when unknown.
+    """
+
+    def __init__(self, base_url: str | None = None, timeout_s: float = 2.0) -> None:
+        self.base_url = base_url
+        self.timeout_s = timeout_s
+        self._client: Any = None
+        self._names: dict[str, str | None] = {}
+        self._retry_at = 0.0
+
+    def __call__(self, ref: ContainerRef) -> str | None:
+        if ref.runtime not in ("docker", "podman"):
+            return None
+        if ref.id in self._names:
+            return self._names[ref.id]
+        if time.monotonic() < self._retry_at:
+            return None
+        try:
+            if self._client is None:
+                import docker  # noqa: PLC0415 - optional at run time
+
+                self._client = (docker.DockerClient(base_url=self.base_url, timeout=self.timeout_s)
+                                if self.base_url else docker.from_env(timeout=self.timeout_s))
+            name = self._client.containers.get(ref.id).name
+        except Exception as exc:  # noqa: BLE001 - engine down / no SDK / not found
+            if type(exc).__name__ == "NotFound":
+                self._names[ref.id] = None
+            else:
+                self._retry_at = time.monotonic() + 60.0
+                log.debug("docker name lookup failed: %s", exc)
+            return None
+        self._names[ref.id] = name
+        return name
+
+    def close(self) -> None:
+        """Close the SDK client, if one was made."""
+        if self._client is not None:
+            try:
+                self._client.close()
+            except Exception:  # noqa: BLE001 - closing
+                pass
+            self._client = None
+
+
+# ====================================================================== seat matching
+
+def match_seat(entry: str, index: int | None, uuid: str | None,
+               pci_bus_id: str | None) -> bool:
+    """Does profile ``node.gpus`` entry ``entry`` name this card?
+
+    A decimal string matches the NVML ``index``; ``GPU-…`` / ``MIG-…`` matches the UUID
+    (case-insensitive, as ``nvidia-smi -L`` prints it); anything with a ``:`` matches the PCI bus
+    id (``0000:18:00.0`` and the 8-digit-domain form ``00000000:18:00.0`` are the same card).
+    """
+    e = entry.strip()
+    if e.isdigit():
+        return index is not None and int(e) == index
+    if e.upper().startswith(("GPU-", "MIG-")):
+        return uuid is not None and uuid.lower() == e.lower()
+    if ":" in e and pci_bus_id:
+        return _norm_bus_id(e) == _norm_bus_id(pci_bus_id)
+    return False
+
+
+def _norm_bus_id(bus_id: str) -> str:
+    domain, _, rest = bus_id.strip().lower().partition(":")
+    return f"{int(domain, 16):08x}:{rest}" if rest else bus_id.lower()
+
+
+# ====================================================================== the sampler
+
+_MEM_FIELDS = "memory"
+
+
+class GpuSampler:
+    """Takes one batched :class:`GpuSnapshot` per call from an :class:`~console.nvml.Nvml`.
+
+    ``seat_gpus``: the profile's ``node.gpus`` entries (index or UUID) that mark seat cards.
+    ``mapper``: maps PIDs to processes/containers (default: the host's ``/proc``, no names).
+    :meth:`sample` returns the snapshot, or :class:`Unavailable` (``source="nvml"``) when NVML
+    as a whole cannot be used or finds no GPU. It never raises for NVML errors; a bug surfaces
+    as an exception for the :class:`GpuSource` to turn into ``Unavailable(kind="error")``.
+    """
+
+    def __init__(self, nvml: Nvml, seat_gpus: list[str] | None = None,
+                 mapper: ProcessMapper | None = None) -> None:
+        self.nvml = nvml
+        self.seat_gpus = list(seat_gpus or [])
+        self.mapper = mapper if mapper is not None else ProcessMapper()
+        self._system: dict[str, str | None] | None = None
+        self._last_identity: dict[int, dict[str, Any]] = {}
+
+    def sample(self) -> GpuSnapshot | Unavailable:
+        """One snapshot of every card. See the class docstring."""
+        t0 = time.perf_counter()
+        sampled_at = utcnow()
+        try:
+            count = self.nvml.call("nvmlDeviceGetCount")
+            system = self._system_info()
+            if is_na(count):
+                return Unavailable(source="nvml", kind="error",
+                                   reason="nvmlDeviceGetCount is not available")
+            if count == 0:
+                return Unavailable(source="nvml", kind="no-gpu",
+                                   reason="NVML works but finds no GPU (driver "
+                                          f"{system.get('driver_version') or 'n/a'})")
+            cards = [self._card(i) for i in range(int(count))]
+        except NvmlUnavailable as exc:
+            self._system = None
+            return Unavailable(source="nvml", kind=exc.kind, reason=exc.reason, at=sampled_at)
+        except NvmlCallError as exc:
+            return Unavailable(source="nvml", kind="error", reason=str(exc), at=sampled_at)
+        pids = {p.pid for c in cards for p in (c.processes or [])}
+        self.mapper.forget_except(pids)
+        cards = self._mark_seat(cards)
+        unmatched = [e for e in self.seat_gpus if not any(c.seat_match == e for c in cards)]
+        return GpuSnapshot(
+            sampled_at=sampled_at,
+            sample_duration_s=time.perf_counter() - t0,
+            driver_version=system.get("driver_version"),
+            nvml_version=system.get("nvml_version"),
+            cuda_driver_version=system.get("cuda_driver_version"),
+            memory_api=self.nvml.memory_api,
+            process_api=self.nvml.process_api,
+            cards=cards,
+            seat_gpus=self.seat_gpus,
+            unmatched_seat_gpus=unmatched,
+        )
+
+    # ------------------------------------------------------------------ pieces
+    def _system_info(self) -> dict[str, str | None]:
+        if self._system is None:
+            info: dict[str, str | None] = {}
+            for key, fn in (("driver_version", "nvmlSystemGetDriverVersion"),
+                            ("nvml_version", "nvmlSystemGetNVMLVersion")):
+                try:
+                    info[key] = na_to_none(Nvml.text(self.nvml.call(fn)))
+                except NvmlCallError:
+                    info[key] = None
+            try:
+                cuda = self.nvml.call("nvmlSystemGetCudaDriverVersion")
+            except NvmlCallError:
+                cuda = NA
+            info["cuda_driver_version"] = (None if is_na(cuda)
+                                           else f"{int(cuda) // 1000}.{int(cuda) % 1000 // 10}")
+            self._system = info
+        return self._system
+
+    def _mark_seat(self, cards: list[GpuCard]) -> list[GpuCard]:
+        out = []
+        for card in cards:
+            entry = next((e for e in self.seat_gpus
+                          if match_seat(e, card.index, card.uuid, card.pci_bus_id)), None)
+            if entry is not None:
+                card = card.model_copy(update={"serves_seat": True, "seat_match": entry})
+            out.append(card)
+        return out
+
+    def _card(self, index: int) -> GpuCard:
+        f: dict[str, Any] = {"index": index}
+        unsupported: list[str] = []
+        errors: dict[str, str] = {}
+
+        def read(field: str, fn: str, *args: Any) -> Any:
+            """One NVML value for ``field``: NA → None + unsupported; other error → errors."""
+            try:
+                value = self.nvml.call(fn, *args)
+            except NvmlCallError as exc:
+                errors[field] = exc.message
+                return None
+            if is_na(value):
+                unsupported.append(field)
+                return None
+            return value
+
+        try:
+            handle = self.nvml.call("nvmlDeviceGetHandleByIndex", index)
+            if is_na(handle):
+                raise NvmlCallError("nvmlDeviceGetHandleByIndex", None, "not available")
+            uuid = read("uuid", "nvmlDeviceGetUUID", handle)
+            f["uuid"] = Nvml.text(uuid) if uuid is not None else None
+            pci = read("pci_bus_id", "nvmlDeviceGetPciInfo", handle)
+            f["pci_bus_id"] = Nvml.text(pci.busId) if pci is not None else None
+            name = read("name", "nvmlDeviceGetName", handle)
+            f["name"] = Nvml.text(name) if name is not None else None
+            self._last_identity[index] = {k: f.get(k) for k in ("uuid", "pci_bus_id", "name")}
+            f["memory"] = self._memory(handle, unsupported, errors)
+            util = read("utilization_gpu_pct", "nvmlDeviceGetUtilizationRates", handle)
+            if util is not None:
+                f["utilization_gpu_pct"] = int(util.gpu)
+                f["utilization_memory_pct"] = int(util.memory)
+            elif "utilization_gpu_pct" in unsupported:
+                unsupported.append("utilization_memory_pct")
+            elif "utilization_gpu_pct" in errors:
+                errors["utilization_memory_pct"] = errors["utilization_gpu_pct"]
+            sensor = getattr(self.nvml.module, "NVML_TEMPERATURE_GPU", 0)
+            f["temperature_c"] = read("temperature_c", "nvmlDeviceGetTemperature", handle, sensor)
+            f["power_draw_mw"] = read("power_draw_mw", "nvmlDeviceGetPowerUsage", handle)
+            f["power_limit_mw"] = read("power_limit_mw", "nvmlDeviceGetEnforcedPowerLimit",
+                                       handle)
+            mig = read("mig_enabled", "nvmlDeviceGetMigMode", handle)
+            enabled_value = getattr(self.nvml.module, "NVML_DEVICE_MIG_ENABLE", 1)
+            f["mig_enabled"] = None if mig is None else (int(mig[0]) == enabled_value)
+            if f["mig_enabled"]:
+                f["mig_instances"] = self._mig_instances(handle, errors)
+                procs = [p for inst in f["mig_instances"] for p in (inst.processes or [])]
+                all_na = all(inst.processes is None for inst in f["mig_instances"])
+                f["processes"] = None if (all_na and f["mig_instances"]) else procs
+                f["processes_api"] = self.nvml.process_api
+            else:
+                f["processes"] = self._processes(handle, "processes", unsupported, errors)
+                f["processes_api"] = self.nvml.process_api if f["processes"] is not None else None
+        except GpuLost as exc:
+            known = self._last_identity.get(index, {})
+            for k, v in known.items():
+                if f.get(k) is None:
+                    f[k] = v
+            f = {k: f[k] for k in ("index", "uuid", "pci_bus_id", "name") if k in f}
+            return GpuCard(**f, state="lost", state_reason=(
+                f"{exc}: the GPU fell off the bus (see Xid 79 in the kernel log); it needs a "
+                "reset (`nvidia-smi -r`) or a reboot; identity shown is the last known"))
+        except NvmlCallError as exc:
+            known = self._last_identity.get(index, {})
+            return GpuCard(index=index, **known, state="error", state_reason=str(exc))
+        return GpuCard(**f, unsupported=unsupported, errors=errors)
+
+    def _memory(self, handle: Any, unsupported: list[str], errors: dict[str, str],
+                field: str = _MEM_FIELDS) -> MemoryReading | None:
+        try:
+            result = self.nvml.memory_info(handle)
+        except NvmlCallError as exc:
+            errors[field] = exc.message
+            return None
+        if is_na(result):
+            unsupported.append(field)
+            return None
+        api, m = result
+        return MemoryReading(api=api, total_bytes=m["total"], reserved_bytes=m["reserved"],
+                             used_bytes=m["used"], free_bytes=m["free"])
+
+    def _processes(self, handle: Any, field: str, unsupported: list[str],
+                   errors: dict[str, str]) -> list[GpuProcess] | None:
+        try:
+            result = self.nvml.running_processes(handle)
+        except NvmlCallError as exc:
+            errors[field] = exc.message
+            return None
+        if is_na(result):
+            unsupported.append(field)
+            return None
+        _api, raw = result
+        out = []
+        for p in raw:
+            out.append(GpuProcess(pid=p.pid, used_memory_bytes=p.used_memory,
+                                  gpu_instance_id=p.gpu_instance_id,
+                                  compute_instance_id=p.compute_instance_id,
+                                  **self.mapper.map(p.pid)))
+        return out
+
+    def _mig_instances(self, handle: Any, errors: dict[str, str]) -> list[MigInstance]:
+        count = self.nvml.call("nvmlDeviceGetMaxMigDeviceCount", handle)
+        if is_na(count):
+            errors["mig_instances"] = "nvmlDeviceGetMaxMigDeviceCount not available"
+            return []
+        not_found = getattr(self.nvml.module, "NVML_ERROR_NOT_FOUND", 6)
+        instances = []
+        for i in range(int(count)):
+            try:
+                mh = self.nvml.call("nvmlDeviceGetMigDeviceHandleByIndex", handle, i)
+            except NvmlCallError as exc:
+                if exc.code == not_found:  # slot without an instance
+                    continue
+                errors[f"mig_instances[{i}]"] = exc.message
+                continue
+            if is_na(mh):
+                continue
+            inst_unsupported: list[str] = []
+            inst_errors: dict[str, str] = {}
+
+            def val(fn: str) -> Any:
+                try:
+                    v = self.nvml.call(fn, mh)
+                except NvmlCallError as exc:
+                    inst_errors[fn] = exc.message
+                    return None
+                return na_to_none(v)
+
+            uuid, name = val("nvmlDeviceGetUUID"), val("nvmlDeviceGetName")
+            instances.append(MigInstance(
+                index=i,
+                uuid=Nvml.text(uuid) if uuid is not None else None,
+                name=Nvml.text(name) if name is not None else None,
+                gpu_instance_id=val("nvmlDeviceGetGpuInstanceId"),
+                compute_instance_id=val("nvmlDeviceGetComputeInstanceId"),
+                memory=self._memory(mh, inst_unsupported, inst_errors),
+                processes=self._processes(mh, "processes", inst_unsupported, inst_errors),
+            ))
+            for k, v in inst_errors.items():
+                errors[f"mig_instances[{i}].{k}"] = v
+        return instances
+
+
+# ====================================================================== the source
+
+class GpuSource(Source):
+    """The GPU source the app polls: ``read()`` → :class:`GpuSnapshot` or :class:`Unavailable`.
+
+    Wraps a :class:`GpuSampler`. ``read`` never raises: any unexpected exception becomes
+    ``Unavailable(source="nvml", kind="error")`` with the exception text. NVML calls are local
+    ioctls (µs each; docs/benchmarks.md), so no extra timeout is applied; a docker name lookup is
+    bounded at 2 s and cached. ``close()`` shuts NVML down and closes the docker client.
+    """
+
+    name = "gpus"
+
+    def __init__(self, sampler: GpuSampler, namer: DockerNamer | None = None) -> None:
+        self.sampler = sampler
+        self._namer = namer
+
+    def read(self) -> GpuSnapshot | Unavailable:
+        """One snapshot (see :meth:`GpuSampler.sample`)."""
+        try:
+            return self.sampler.sample()
+        except Exception as exc:  # noqa: BLE001 - the contract: never raise into the UI
+            log.exception("GPU sampler failed")
+            return Unavailable(source="nvml", kind="error",
+                               reason=f"GPU sampler failed: {type(exc).__name__}: {exc}")
+
+    def close(self) -> None:
+        """Shut NVML down and close the docker client; never raises."""
+        self.sampler.nvml.close()
+        if self._namer is not None:
+            self._namer.close()
+
+
+def make_source(loaded_profile: LoadedProfile | None, nvml: Nvml | None = None,
+                proc_root: str = "/proc") -> GpuSource:
+    """The :class:`GpuSource` for a loaded profile.
+
+    Seat cards come from ``profile.node.gpus``; container names from the engine at
+    ``profile.node.docker_host``. ``nvml`` defaults to a new :class:`Nvml` over the real
+    ``pynvml`` (or whatever :func:`console.nvml.module_factory` returns).
+    """
+    seat: list[str] = []
+    docker_host: str | None = None
+    if loaded_profile is not None:
+        seat = list(loaded_profile.profile.node.gpus)
+        docker_host = loaded_profile.profile.node.docker_host
+    namer = DockerNamer(docker_host)
+    sampler = GpuSampler(nvml or Nvml(), seat, ProcessMapper(proc_root, container_namer=namer))
+    return GpuSource(sampler, namer)
