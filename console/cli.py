@@ -25,6 +25,7 @@ EXIT_UNAVAILABLE = 3
 # Modules under console.commands that provide ``register(subparsers)``.
 COMMAND_MODULES = [
     "console.commands.profile_cmd",
+    "console.commands.gpus_cmd",
 ]
 
 

@@ -355,14 +355,17 @@ class ProcessMapper:
     still counts). A PID that exists here but holds no ``/dev/nvidia*`` file descriptor is *not*
     the process NVML meant (another PID namespace reuses the number) and is reported unmapped.
     Results are cached per (PID, start time), so a long-lived engine costs one ``/proc`` read of
-    its start time per tick. ``container_namer(id) -> name | None`` resolves container names
-    (None: names left empty).
+    its start time per tick. ``container_namer(ref) -> name | None`` resolves container names
+    (None: names left empty). ``require_gpu_fd=False`` skips the ``/dev/nvidia*`` check (for
+    reading a process that is known to be the right one, e.g. in tests without a GPU).
     """
 
     def __init__(self, proc_root: str | os.PathLike[str] = "/proc",
-                 container_namer: Callable[[ContainerRef], str | None] | None = None) -> None:
+                 container_namer: Callable[[ContainerRef], str | None] | None = None,
+                 require_gpu_fd: bool = True) -> None:
         self.proc_root = Path(proc_root)
         self.container_namer = container_namer
+        self.require_gpu_fd = require_gpu_fd
         self._cache: dict[int, _Mapped] = {}
 
     def map(self, pid: int) -> dict[str, Any]:
@@ -423,7 +426,7 @@ class ProcessMapper:
                         return {"mapped": False, "unmapped_reason": _GONE}
             if fields.get("command") == []:
                 fields["command"] = None  # kernel thread or unreadable
-        holds = self._holds_nvidia_device(pid)
+        holds = self._holds_nvidia_device(pid) if self.require_gpu_fd else None
         if holds is False:
             return {"mapped": False, "unmapped_reason": (
                 f"PID {pid} here is {fields.get('name') or 'a process'} holding no /dev/nvidia* "
