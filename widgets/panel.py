@@ -81,7 +81,8 @@ class SourcePanel(Widget):
     ``reading`` (the latest reading shown, or ``None`` before the first), ``last_good``,
     ``last_good_at`` (UTC), ``unavailable`` (the current :class:`Unavailable` or ``None``),
     ``stale`` (``True`` while no reading has arrived for longer than the threshold),
-    ``render_error`` (text of the last exception raised by a subclass's rendering, or ``None``).
+    ``render_error`` (text of the last exception raised by a subclass's rendering, or ``None``),
+    ``now`` (the app's clock at the last :meth:`show`, for subclasses that draw times).
     """
 
     source_name: ClassVar[str] = "source"
@@ -118,6 +119,9 @@ class SourcePanel(Widget):
     SourcePanel > .panel-body {
         height: auto;
     }
+    SourcePanel.-no-value > .panel-body {
+        display: none;
+    }
     """
 
     def __init__(self, *, loaded: LoadedProfile | None = None, name: str | None = None,
@@ -132,9 +136,10 @@ class SourcePanel(Widget):
         self.unavailable: Unavailable | None = None
         self.stale: bool = False
         self.render_error: str | None = None
+        self.now: datetime | None = None
         self._reading_at: datetime | None = None
         self.border_title = self.title
-        self.add_class("-waiting")
+        self.add_class("-waiting", "-no-value")
 
     # -- structure ------------------------------------------------------------------------
     def compose(self) -> ComposeResult:
@@ -161,6 +166,11 @@ class SourcePanel(Widget):
         lines.rstrip()
         self.query_one("#panel-default-body", Static).update(lines)
 
+    def unavailable_hint(self, unavailable: Unavailable) -> str | None:
+        """Extra explanation shown under an unavailable reading's reason (e.g. what a
+        ``kind`` means for the engineer and what still works). Default: none."""
+        return None
+
     # -- what the app calls -----------------------------------------------------------------
     def show(self, reading: BaseModel | None, last_good: BaseModel | None,
              last_good_at: datetime | None, *, now: datetime | None = None) -> None:
@@ -171,12 +181,15 @@ class SourcePanel(Widget):
         snapshots are deterministic; defaults to the current time. Never raises.
         """
         now = now or datetime.now(UTC)
+        self.now = now
         try:
             self.reading = reading
             self.last_good = last_good
             self.last_good_at = last_good_at
             self._reading_at = (reading.at if isinstance(reading, Unavailable) else last_good_at)
             self.remove_class("-waiting")
+            shown = last_good if isinstance(reading, Unavailable) or reading is None else reading
+            self.set_class(shown is None, "-no-value")
             if isinstance(reading, Unavailable):
                 self.unavailable = reading
                 self.add_class("-unavailable")
@@ -192,12 +205,14 @@ class SourcePanel(Widget):
             self._show_render_error(exc)
 
     def show_age(self, now: datetime, *, stale_after_s: float | None = None,
-                 busy_since: datetime | None = None) -> None:
+                 busy_since: datetime | None = None, retry_s: float | None = None) -> None:
         """Refresh the border subtitle with the newest reading's age; mark STALE when too old.
 
         ``stale_after_s``: threshold in seconds (the app passes ``max(STALE_FACTOR × interval,
         STALE_MIN_S)``; ``None`` keeps the previous one). ``busy_since``: when the poll in
-        progress started (UTC), so a hung read is shown as "reading for N s". Never raises.
+        progress started (UTC), so a hung read is shown as "reading for N s". ``retry_s``: the
+        back-off between polls while the source is unavailable (shown as "retry every N s").
+        Never raises.
         """
         try:
             if stale_after_s is not None:
@@ -214,7 +229,10 @@ class SourcePanel(Widget):
             if stale:
                 parts.append("STALE")
             if age is not None:
-                parts.append(f"updated {fmt_age(age)} ago")
+                verb = "checked" if self.unavailable is not None else "updated"
+                parts.append(f"{verb} {fmt_age(age)} ago")
+            if retry_s is not None and self.unavailable is not None and busy is None:
+                parts.append(f"retry every {fmt_age(retry_s)}")
             if busy is not None and busy >= 1.0:
                 parts.append(f"reading for {fmt_age(busy)}")
             self.border_subtitle = " · ".join(parts)
@@ -230,6 +248,10 @@ class SourcePanel(Widget):
         t.append(f" ({u.kind}): ")
         t.append(u.reason)
         t.append("\n")
+        hint = self.unavailable_hint(u)
+        if hint:
+            t.append(hint)
+            t.append("\n")
         if self.last_good_at is None:
             t.append("no good value yet", style="italic")
         else:

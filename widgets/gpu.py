@@ -1,0 +1,369 @@
+"""The GPU panel: one block per card from a :class:`console.gpu.GpuSnapshot`.
+
+Per card: identity (NVML index for display only, name, UUID, PCI bus id; SEAT when the profile's
+``node.gpus`` names it; LOST when it fell off the bus), a bar of used | reserved | free memory
+with the numbers in GiB (2^30 B), utilisation / temperature / power, a sparkline of used memory
+over the profile's ``console.history_s``, and the compute-process table (PID, process name,
+container, used memory; PIDs this console cannot map are shown as such, their memory counted).
+
+Unknown values render ``n/a`` (never 0). With NVML's v1 memory API (no ``reserved`` figure) the
+bar and the numbers say "used incl. reserved". When NVML as a whole is unavailable the base
+class shows the reason; :meth:`GpuPanel.unavailable_hint` adds what that state means.
+
+The widget does no I/O: it draws the frozen snapshot it is given (which the app obtained in a
+worker thread) and keeps only a display history of used memory per card key.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from datetime import datetime, timedelta
+from typing import ClassVar
+
+from pydantic import BaseModel
+from rich.console import Console, ConsoleOptions, Group, RenderResult
+from rich.table import Table
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.containers import Container
+from textual.widget import Widget
+from textual.widgets import Static
+
+from console.gpu import GpuCard, GpuProcess, GpuSnapshot, MemoryReading
+from console.sources import Unavailable
+from widgets.panel import SourcePanel
+
+GiB = 1 << 30
+"""Bytes in one GiB (2^30), the display unit."""
+
+SPARK_CHARS = " ▁▂▃▄▅▆▇█"
+"""Sparkline levels: index 0 (blank) means no sample in that time bucket."""
+
+HINTS: dict[str, str] = {
+    "no-library": "No GPU memory can be shown on this machine. On a serving node, install the "
+                  "NVIDIA driver. The other panels are not affected.",
+    "no-driver": "Check `nvidia-smi` on the node; a reboot may be needed after a driver "
+                 "install. The other panels are not affected.",
+    "version-mismatch": "Typical after a driver upgrade without a reboot: reboot or reload the "
+                        "driver. The other panels are not affected.",
+    "no-permission": "Run the console as a user allowed to open /dev/nvidia*. The other panels "
+                     "are not affected.",
+    "no-gpu": "Check `nvidia-smi -L`. The other panels are not affected.",
+}
+"""What an NVML ``Unavailable.kind`` means for the engineer (shown under the reason)."""
+
+
+def gib(n: int | None, digits: int = 2) -> str:
+    """``n`` bytes as ``"98.20 GiB"`` (GiB = 2^30 B); ``None`` → ``"n/a"``."""
+    return "n/a" if n is None else f"{n / GiB:.{digits}f} GiB"
+
+
+def _na(v: object, fmt: str = "{}") -> str:
+    return "n/a" if v is None else fmt.format(v)
+
+
+class MemoryBar:
+    """Rich renderable: one line, used | reserved | free across the available width.
+
+    Segment widths are proportional to bytes over ``total_bytes`` (rounded, at least one cell
+    for a non-zero part). Glyphs differ per segment (█ used, ▓ reserved, ░ free) so the bar reads
+    without colour (NO_COLOR). An unknown part leaves its share blank.
+    """
+
+    def __init__(self, mem: MemoryReading) -> None:
+        self.mem = mem
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        width = max(10, options.max_width)
+        m = self.mem
+        total = m.total_bytes
+        if not total:
+            yield Text("memory total n/a".ljust(width), style="dim")
+            return
+        parts = [(m.used_bytes, "█", "bold green" if not m.used_includes_reserved else "bold yellow"),
+                 (None if m.used_includes_reserved else m.reserved_bytes, "▓", "magenta"),
+                 (m.free_bytes, "░", "blue")]
+        cells = []
+        for nbytes, _, _ in parts:
+            if not nbytes:
+                cells.append(0)
+            else:
+                cells.append(max(1, round(width * nbytes / total)))
+        # fit exactly: trim or pad the free part (or the largest part)
+        excess = sum(cells) - width
+        order = sorted(range(3), key=lambda i: cells[i], reverse=True)
+        i = 0
+        while excess > 0 and any(c > 1 for c in cells):
+            j = order[i % 3]
+            if cells[j] > 1:
+                cells[j] -= 1
+                excess -= 1
+            i += 1
+        bar = Text()
+        for (_, glyph, style), n in zip(parts, cells, strict=True):
+            bar.append(glyph * n, style=style)
+        if bar.cell_len < width:
+            bar.append(" " * (width - bar.cell_len))
+        yield bar
+
+
+class Spark:
+    """Rich renderable: used memory over time, one column per time bucket, scaled 0..total.
+
+    ``points`` are ``(time, used_bytes)``; the axis ends at ``end`` and spans ``span_s`` seconds.
+    Each column shows the *maximum* used in its bucket (a short spike stays visible); a column
+    with no sample is blank. Scaling is absolute (0 to ``total_bytes``), so a flat line at 98 of
+    140 GiB reads as 70 % full, not as noise.
+    """
+
+    def __init__(self, points: list[tuple[datetime, int]], end: datetime, span_s: float,
+                 total_bytes: int | None) -> None:
+        self.points, self.end, self.span_s, self.total = points, end, span_s, total_bytes
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        width = max(1, options.max_width)
+        cols: list[int | None] = [None] * width
+        start = self.end - timedelta(seconds=self.span_s)
+        for t, used in self.points:
+            if t < start or t > self.end:
+                continue
+            frac = (t - start).total_seconds() / self.span_s
+            c = min(width - 1, int(frac * width))
+            cols[c] = used if cols[c] is None else max(cols[c], used)
+        top = self.total or max((u for u in cols if u is not None), default=0) or 1
+        out = Text()
+        for used in cols:
+            if used is None:
+                out.append(" ")
+            else:
+                level = 1 + min(7, int(7 * used / top + 0.5))
+                out.append(SPARK_CHARS[level], style="green")
+        yield out
+
+
+def _process_table(procs: list[GpuProcess] | None) -> Table | Text:
+    if procs is None:
+        return Text("processes: n/a (NVML could not list them)", style="dim")
+    if not procs:
+        return Text("no compute processes", style="dim")
+    t = Table(box=None, pad_edge=False, expand=True, show_edge=False, padding=(0, 1))
+    t.add_column("PID", justify="right", no_wrap=True, style="bold")
+    t.add_column("process", no_wrap=True, overflow="ellipsis", ratio=2)
+    t.add_column("container", no_wrap=True, overflow="ellipsis", ratio=2)
+    t.add_column("used", justify="right", no_wrap=True)
+    for p in sorted(procs, key=lambda p: -(p.used_memory_bytes or 0)):
+        if p.mapped:
+            name = Text(p.name or "n/a")
+        else:
+            name = Text(f"unmapped: {p.unmapped_reason or 'not visible here'}", style="italic dim")
+        if p.container is None:
+            ctr = Text("host" if p.mapped else "n/a", style="dim")
+        else:
+            ctr = Text(p.container.name or p.container.short_id)
+        t.add_row(str(p.pid), name, ctr, gib(p.used_memory_bytes))
+    return t
+
+
+class GpuCardView(Widget):
+    """One card: title, memory numbers and bar, utilisation line, sparkline, processes.
+
+    A single widget that renders a Rich group from its last :class:`GpuCard` (``card``), the
+    snapshot time and the used-memory history; ``present`` is False when the latest snapshot no
+    longer lists the card (kept, marked, so a vanished seat card is not silently dropped).
+    """
+
+    DEFAULT_CSS = """
+    GpuCardView { height: auto; padding: 0 0 1 0; }
+    """
+
+    def __init__(self, card: GpuCard, history_s: float, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self.card = card
+        self.present = True
+        self.history_s = history_s
+        self.points: deque[tuple[datetime, int]] = deque()
+        self.end: datetime | None = None
+
+    def update_card(self, card: GpuCard | None, at: datetime) -> None:
+        """Take the card's reading of the snapshot taken at ``at`` (``None``: not listed)."""
+        self.end = at
+        if card is None:
+            self.present = False
+        else:
+            self.present = True
+            self.card = card
+            used = card.memory.used_bytes if card.memory is not None else None
+            if used is not None and card.state == "ok":
+                self.points.append((at, used))
+        cutoff = at - timedelta(seconds=self.history_s)
+        while self.points and self.points[0][0] < cutoff:
+            self.points.popleft()
+        self.refresh(layout=True)
+
+    def _title(self) -> Text:
+        c = self.card
+        t = Text()
+        t.append(f"GPU {_na(c.index)}", style="bold")
+        t.append(f"  {c.name or 'n/a'}")
+        if c.serves_seat:
+            t.append("  ")
+            t.append(" SEAT ", style="bold reverse green")
+        if c.state == "lost":
+            t.append("  ")
+            t.append(" LOST ", style="bold reverse red")
+        elif c.state == "error":
+            t.append("  ")
+            t.append(" ERROR ", style="bold reverse red")
+        if not self.present:
+            t.append("  ")
+            t.append(" NOT LISTED ", style="bold reverse yellow")
+        t.append("\n")
+        t.append(f"{c.uuid or 'uuid n/a'}  pci {c.pci_bus_id or 'n/a'}", style="dim")
+        return t
+
+    def _numbers(self, m: MemoryReading) -> Text:
+        t = Text()
+        t.append(f"{m.used_label} ", style="bold")
+        t.append(gib(m.used_bytes))
+        if not m.used_includes_reserved:
+            t.append("  reserved ", style="bold")
+            t.append(gib(m.reserved_bytes))
+        t.append("  free ", style="bold")
+        t.append(gib(m.free_bytes))
+        t.append("  total ", style="bold")
+        t.append(gib(m.total_bytes))
+        return t
+
+    def _info(self) -> Text:
+        c = self.card
+        m = c.memory
+        t = Text()
+        if m is not None:
+            t.append("CUDA-visible ")
+            t.append(gib(m.cuda_visible_bytes) if m.cuda_visible_bytes is not None
+                     else "n/a (v1 API: reserved unknown)")
+            t.append("  ")
+        t.append(f"util {_na(c.utilization_gpu_pct, '{} %')}  mem {_na(c.utilization_memory_pct, '{} %')}"
+                 f"  {_na(c.temperature_c, '{} °C')}  ")
+        draw = None if c.power_draw_mw is None else f"{c.power_draw_mw / 1000:.0f}"
+        limit = None if c.power_limit_mw is None else f"{c.power_limit_mw / 1000:.0f}"
+        t.append(f"power {_na(draw)} / {_na(limit)} W")
+        return t
+
+    def render(self) -> Group:
+        """The card as a Rich group (no I/O)."""
+        c = self.card
+        rows: list = [self._title()]
+        if c.state in ("lost", "error"):
+            why = c.state_reason or ("fallen off the bus (NVML_ERROR_GPU_IS_LOST)"
+                                     if c.state == "lost" else "could not be read")
+            rows.append(Text(f"{c.state.upper()}: {why}. "
+                             + ("Reset the GPU or reboot the node. " if c.state == "lost" else "")
+                             + "The other cards stay live.", style="bold red"))
+        m = c.memory
+        if m is not None and c.state == "ok":
+            rows.append(self._numbers(m))
+            rows.append(MemoryBar(m))
+        elif c.state == "ok":
+            rows.append(Text("memory n/a", style="dim"))
+        if c.state == "ok":
+            rows.append(self._info())
+        if self.points and self.end is not None:
+            label = Text(f"used, last {_span(self.history_s)} (0–{gib(m.total_bytes if m else None, 0)}) ",
+                         style="dim")
+            spark = Table.grid(expand=True)
+            spark.add_column(no_wrap=True)
+            spark.add_column(ratio=1, no_wrap=True)
+            spark.add_row(label, Spark(list(self.points), self.end, self.history_s,
+                                       m.total_bytes if m else None))
+            rows.append(spark)
+        if c.mig_enabled:
+            for inst in c.mig_instances:
+                im = inst.memory
+                rows.append(Text(f"MIG {inst.name or 'n/a'} #{inst.index}: used "
+                                 f"{gib(im.used_bytes) if im else 'n/a'} of "
+                                 f"{gib(im.total_bytes) if im else 'n/a'}"))
+        if c.state == "ok":
+            rows.append(_process_table(c.processes))
+        problems = [f"{k}: not supported" for k in c.unsupported] + [
+            f"{k}: {v}" for k, v in c.errors.items()]
+        if problems:
+            rows.append(Text("n/a fields — " + "; ".join(problems), style="dim italic"))
+        return Group(*rows)
+
+
+def _span(seconds: float) -> str:
+    if seconds % 3600 == 0:
+        return f"{int(seconds // 3600)} h"
+    if seconds % 60 == 0:
+        return f"{int(seconds // 60)} min"
+    return f"{seconds:g} s"
+
+
+class GpuPanel(SourcePanel):
+    """GPU memory per card from NVML (source ``gpus``): see the module docstring."""
+
+    source_name: ClassVar[str] = "gpus"
+    title: ClassVar[str] = "GPUs (NVML)"
+
+    DEFAULT_CSS = """
+    GpuPanel #gpu-cards { height: auto; layout: vertical; }
+    Screen.-wide GpuPanel #gpu-cards { layout: grid; grid-size: 2; grid-gutter: 0 2;
+                                       grid-rows: auto; }
+    GpuPanel #gpu-summary { height: auto; }
+    """
+
+    def compose_body(self) -> ComposeResult:
+        """A summary line and the card views (mounted as cards appear)."""
+        yield Static(id="gpu-summary")
+        yield Container(id="gpu-cards")
+
+    def unavailable_hint(self, unavailable: Unavailable) -> str | None:
+        """What NVML's unavailable ``kind`` means here (see :data:`HINTS`)."""
+        return HINTS.get(unavailable.kind)
+
+    @property
+    def history_s(self) -> float:
+        """Sparkline span in seconds: the profile's ``console.history_s`` (300 without one)."""
+        return float(self.loaded.profile.console.history_s) if self.loaded else 300.0
+
+    def card_views(self) -> dict[str, GpuCardView]:
+        """The mounted card views by card key (UUID, else PCI bus id)."""
+        return {v.card.key: v for v in self.query(GpuCardView)}
+
+    def render_reading(self, reading: BaseModel) -> None:
+        """Draw a :class:`GpuSnapshot`: summary line, then one view per card (by key)."""
+        if not isinstance(reading, GpuSnapshot):
+            raise TypeError(f"GPU panel got {type(reading).__name__}, not GpuSnapshot")
+        snap = reading
+        self.query_one("#gpu-summary", Static).update(self._summary(snap))
+        views = self.card_views()
+        container = self.query_one("#gpu-cards", Container)
+        seen = set()
+        for card in snap.cards:
+            seen.add(card.key)
+            view = views.get(card.key)
+            if view is None:
+                view = GpuCardView(card, self.history_s)
+                view.update_card(card, snap.sampled_at)
+                container.mount(view)
+            else:
+                view.update_card(card, snap.sampled_at)
+        for key, view in views.items():
+            if key not in seen:
+                view.update_card(None, snap.sampled_at)
+
+    def _summary(self, snap: GpuSnapshot) -> Text:
+        t = Text()
+        t.append(f"driver {_na(snap.driver_version)} · CUDA {_na(snap.cuda_driver_version)} · "
+                 f"memory API {_na(snap.memory_api)} · {len(snap.cards)} card(s), "
+                 f"{len(snap.seat_cards)} in the seat · GiB = 2^30 B")
+        if snap.memory_api == "v1":
+            t.append("\nv1 memory API: 'used' includes the driver-reserved memory", style="yellow")
+        if snap.unmatched_seat_gpus:
+            t.append(f"\nprofile node.gpus matched no card: {', '.join(snap.unmatched_seat_gpus)}",
+                     style="bold yellow")
+        return t
+
+
+__all__ = ["GpuCardView", "GpuPanel", "HINTS", "MemoryBar", "Spark", "gib"]
