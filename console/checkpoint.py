@@ -1,0 +1,769 @@
+"""Checkpoint scan: safetensors headers, the shard index and the declared quantization scheme.
+
+Only headers are read. A safetensors file is (format spec, ``huggingface/safetensors``
+README "Format" and ``safetensors/src/tensor.rs`` ``SafeTensors::read_metadata``)::
+
+    bytes 0..8        N, an unsigned 64-bit little-endian integer: the header length
+    bytes 8..8+N      a UTF-8 JSON object: {"__metadata__": {str: str}?,
+                                            NAME: {"dtype": D, "shape": [..], "data_offsets": [b, e]}}
+    bytes 8+N..       the tensor data; NAME's bytes are [8+N+b, 8+N+e)
+
+so a tensor's size is exactly ``e − b`` (also for packed 4-bit weights stored as ``U8`` and their
+FP8 scales), tensor data is never touched, and sparse or truncated files with real headers scan
+the same as full ones. The checks are the library's (``Metadata::validate``): header length at
+most 100,000,000 B, offsets sorted, contiguous from 0 and ``e ≥ b``, ``e − b`` = elements × dtype
+size for dtypes the format defines. A header that breaks them is a :class:`SafetensorsHeaderError`
+naming the file and the byte offset. A dtype this module does not know keeps its ``e − b`` bytes
+and is flagged in :attr:`CheckpointSummary.unknown_dtypes`.
+
+A sharded checkpoint's ``model.safetensors.index.json`` (``weight_map``: tensor → shard file,
+``metadata.total_size``) is the source of truth: totals count the tensors it lists, and the scan
+reports missing shards, tensors listed but absent from their shard's header, tensors present but
+not listed, and ``total_size`` vs the summed bytes, as :class:`CheckpointProblem` entries.
+
+The quantization scheme is reported as the files declare it — ModelOpt's ``hf_quant_config.json``
+(``quantization.quant_algo`` FP8 / NVFP4 / MIXED_PRECISION with ``quantized_layers``) or
+``config.json`` ``quantization_config`` (``quant_method`` modelopt, compressed-tensors with its
+``config_groups`` including the ``mixed-precision`` format, fp8, …) — never guessed from dtypes.
+Keys as vLLM reads them: ``vllm/model_executor/layers/quantization/modelopt.py``
+(``ModelOptQuantConfigBase.from_config``, ``ModelOptMixedPrecisionConfig``) and
+``.../compressed_tensors/compressed_tensors.py`` (``CompressedTensorsConfig.from_config``).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import re
+import struct
+import time
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import Field
+
+from console.sources import Frozen
+
+MAX_HEADER_BYTES = 100_000_000
+"""The safetensors library refuses headers larger than this (``MAX_HEADER_SIZE``, tensor.rs)."""
+
+DTYPE_BITS: dict[str, int] = {
+    "BOOL": 8, "U8": 8, "I8": 8, "F8_E5M2": 8, "F8_E4M3": 8, "F8_E8M0": 8,
+    "I16": 16, "U16": 16, "F16": 16, "BF16": 16,
+    "I32": 32, "U32": 32, "F32": 32,
+    "I64": 64, "U64": 64, "F64": 64, "C64": 64,
+    "F4": 4, "F6_E2M3": 6, "F6_E3M2": 6,
+}
+"""Bits per element of each safetensors dtype (``Dtype::bitsize`` in safetensors ≥ 0.6; the
+sub-byte ``F4``/``F6_*`` are packed, so a tensor takes ceil(elements × bits / 8) bytes)."""
+
+DEFAULT_PLE_PATTERN = r"(^|\.)(embed_tokens_per_layer|per_layer_embed\w*)(\.|$)"
+"""Default PLE-table tensor-name pattern (Gemma 3n: ``…embed_tokens_per_layer.weight``); the
+profile's ``ple_tensor_pattern`` overrides it."""
+
+Role = Literal["ple", "embed_lm_head", "routed_experts", "other"]
+"""What a tensor is for, by name: the PLE table; the token embedding or LM head; a routed MoE
+expert (``….experts.N.…`` or fused ``….experts.gate_up_proj``; shared experts are "other"); the
+rest."""
+
+ROLES: tuple[Role, ...] = ("ple", "embed_lm_head", "routed_experts", "other")
+
+TpClass = Literal["split", "replicated", "vocab", "kv_proj"]
+"""How tensor parallelism places a tensor (vLLM's layer classes,
+``vllm/model_executor/layers/linear.py`` and ``vocab_parallel_embedding.py``):
+
+* ``split``: Column/Row/QKV/MergedColumnParallelLinear and MoE experts (TP shards each expert):
+  each rank holds 1/TP;
+* ``replicated``: norms, scalars (per-tensor scales), MoE routers, ReplicatedLinear (MLA's
+  ``q_a_proj``/``kv_a_proj_with_mqa``), row-parallel biases: every rank holds all of it;
+* ``vocab``: VocabParallelEmbedding / ParallelLMHead (and a PLE table): the vocabulary rows,
+  padded to a multiple of 64, are split across ranks;
+* ``kv_proj``: separate ``k_proj``/``v_proj``: split across min(TP, KV heads) ranks (KV heads
+  are replicated when there are fewer than TP).
+"""
+
+_EMBED_RE = re.compile(
+    r"(^|\.)(embed_tokens|lm_head|wte|word_embeddings|embed_in|embed_out|tok_embeddings)(\.|$)")
+_EXPERT_RE = re.compile(r"(^|\.)experts\.")
+_NORM_RE = re.compile(r"(norm|(^|\.)ln_?\w*|layernorm)", re.IGNORECASE)
+_ROUTER_RE = re.compile(r"(^|\.)(mlp|block_sparse_moe|feed_forward|moe)\.(gate|router)\.|"
+                        r"(^|\.)router\.")
+_REPLICATED_LINEAR_RE = re.compile(r"(^|\.)(q_a_proj|kv_a_proj_with_mqa|q_a_layernorm|"
+                                   r"kv_a_layernorm|rotary_emb)\.|inv_freq$")
+_ROW_PARALLEL_RE = re.compile(r"(^|\.)(o_proj|down_proj|dense|out_proj|fc2|c_proj|w2|"
+                              r"dense_4h_to_h)\.bias$")
+_KV_PROJ_RE = re.compile(r"(^|\.)(k_proj|v_proj)\.")
+
+
+class CheckpointError(Exception):
+    """A checkpoint directory cannot be scanned (missing, no safetensors files, unreadable)."""
+
+
+class SafetensorsHeaderError(CheckpointError):
+    """A safetensors header is corrupt or lies about its data.
+
+    ``file`` is the path, ``offset`` the byte offset in the file where the problem is (0: the
+    length prefix; 8 + i: byte i of the JSON header, e.g. the tensor entry at fault).
+    """
+
+    def __init__(self, file: str | os.PathLike[str], offset: int, problem: str) -> None:
+        self.file = str(file)
+        self.offset = offset
+        self.problem = problem
+        super().__init__(f"{self.file}: corrupt safetensors header at byte offset {offset}: "
+                         f"{problem}")
+
+
+class TensorInfo(Frozen):
+    """One tensor as its header declares it: bytes = ``data_offsets`` end − begin."""
+
+    name: str
+    shard: str
+    dtype: str
+    shape: list[int]
+    begin: int
+    end: int
+    role: Role = "other"
+    tp: TpClass = "split"
+
+    @property
+    def nbytes(self) -> int:
+        """``end − begin`` bytes."""
+        return self.end - self.begin
+
+
+class ShardHeader(Frozen):
+    """The parsed header of one safetensors file.
+
+    ``data_bytes`` is the largest ``data_offsets`` end; ``missing_bytes`` is how much of the
+    declared data the file lacks (a truncated copy; 0 for complete or sparse files).
+    """
+
+    path: str
+    file_size: int
+    header_len: int
+    data_bytes: int
+    missing_bytes: int = 0
+    metadata: dict[str, str] | None = None
+    tensors: list[TensorInfo] = Field(default_factory=list)
+
+
+def _entry_offset(header: bytes, name: str) -> int:
+    """Byte offset in the file of tensor ``name``'s key in the JSON header (8 if not found)."""
+    pos = header.find(json.dumps(name).encode("utf-8") + b":")
+    if pos < 0:
+        pos = header.find(json.dumps(name, ensure_ascii=False).encode("utf-8"))
+    return 8 + max(pos, 0)
+
+
+def expected_nbytes(dtype: str, shape: Iterable[int]) -> int | None:
+    """Bytes a tensor of ``dtype`` and ``shape`` takes (ceil(elements × bits / 8)); ``None`` for a
+    dtype not in :data:`DTYPE_BITS`."""
+    bits = DTYPE_BITS.get(dtype)
+    if bits is None:
+        return None
+    return (math.prod(shape) * bits + 7) // 8
+
+
+def read_safetensors_header(path: str | os.PathLike[str]) -> ShardHeader:
+    """Read and validate one safetensors file's header (the tensor data is never read).
+
+    Returns a :class:`ShardHeader` whose tensors are sorted by ``data_offsets`` (roles and TP
+    classes left at their defaults; :func:`scan_checkpoint` fills them).
+    Raises :class:`SafetensorsHeaderError` (file + byte offset) for: a file shorter than 8 bytes,
+    a header length of 0, above 100,000,000 or beyond the end of the file, a header that is not
+    UTF-8 JSON or not an object, an entry without a string ``dtype``, an integer ``shape`` list
+    and a two-integer ``data_offsets``, offsets not contiguous from 0 or with end < begin, or
+    ``end − begin`` ≠ elements × dtype size for a known dtype; :class:`CheckpointError` if the
+    file cannot be opened.
+    """
+    p = Path(path)
+    try:
+        with p.open("rb") as fh:
+            size = os.fstat(fh.fileno()).st_size
+            prefix = fh.read(8)
+            if len(prefix) < 8:
+                raise SafetensorsHeaderError(p, 0, f"file is {size} bytes; a safetensors file "
+                                             "starts with an 8-byte little-endian header length")
+            (n,) = struct.unpack("<Q", prefix)
+            if n == 0 or n > MAX_HEADER_BYTES:
+                raise SafetensorsHeaderError(
+                    p, 0, f"header length {n:,} is {'zero' if n == 0 else 'above the format limit'}"
+                    f" (1..{MAX_HEADER_BYTES:,} bytes); not a safetensors file?")
+            if 8 + n > size:
+                raise SafetensorsHeaderError(
+                    p, 0, f"header length says {n:,} bytes but only {size - 8:,} bytes follow "
+                    "the length prefix (truncated inside the header, or not safetensors)")
+            header = fh.read(n)
+    except OSError as exc:
+        raise CheckpointError(f"{p}: cannot read: {exc.strerror or exc}") from None
+    try:
+        text = header.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise SafetensorsHeaderError(p, 8 + exc.start, "header is not valid UTF-8") from None
+    try:
+        obj = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise SafetensorsHeaderError(
+            p, 8 + len(text[:exc.pos].encode("utf-8")), f"header is not valid JSON: {exc.msg}"
+        ) from None
+    if not isinstance(obj, dict):
+        raise SafetensorsHeaderError(p, 8, f"header is a JSON {type(obj).__name__}, not an object")
+    meta = obj.pop("__metadata__", None)
+    if meta is not None and not (isinstance(meta, dict)
+                                 and all(isinstance(v, str) for v in meta.values())):
+        raise SafetensorsHeaderError(p, _entry_offset(header, "__metadata__"),
+                                     "__metadata__ must map strings to strings")
+    tensors: list[TensorInfo] = []
+    for name, entry in obj.items():
+        off = _entry_offset(header, name)
+        if not isinstance(entry, dict):
+            raise SafetensorsHeaderError(p, off, f"tensor {name!r}: entry is not an object")
+        dtype, shape, offsets = entry.get("dtype"), entry.get("shape"), entry.get("data_offsets")
+        if not isinstance(dtype, str):
+            raise SafetensorsHeaderError(p, off, f"tensor {name!r}: missing or non-string dtype")
+        if not (isinstance(shape, list) and all(isinstance(d, int) and not isinstance(d, bool)
+                                                and d >= 0 for d in shape)):
+            raise SafetensorsHeaderError(p, off, f"tensor {name!r}: shape must be a list of "
+                                         f"non-negative integers, got {shape!r}")
+        if not (isinstance(offsets, list) and len(offsets) == 2
+                and all(isinstance(o, int) and not isinstance(o, bool) and o >= 0
+                        for o in offsets)):
+            raise SafetensorsHeaderError(p, off, f"tensor {name!r}: data_offsets must be two "
+                                         f"non-negative integers, got {offsets!r}")
+        begin, end = offsets
+        if end < begin:
+            raise SafetensorsHeaderError(p, off, f"tensor {name!r}: data_offsets end {end} is "
+                                         f"before begin {begin}")
+        want = expected_nbytes(dtype, shape)
+        if want is not None and want != end - begin:
+            raise SafetensorsHeaderError(
+                p, off, f"tensor {name!r}: {dtype} {shape} needs {want:,} bytes but data_offsets "
+                f"[{begin}, {end}] span {end - begin:,}")
+        tensors.append(TensorInfo(name=name, shard=p.name, dtype=dtype, shape=shape,
+                                  begin=begin, end=end))
+    tensors.sort(key=lambda t: (t.begin, t.end))
+    cursor = 0
+    for t in tensors:
+        if t.begin != cursor:
+            kind = "overlaps the previous tensor" if t.begin < cursor else \
+                f"leaves a gap of {t.begin - cursor:,} bytes after the previous tensor"
+            raise SafetensorsHeaderError(p, _entry_offset(header, t.name),
+                                         f"tensor {t.name!r}: data_offsets [{t.begin}, {t.end}] "
+                                         f"{kind} (data must be contiguous from offset 0)")
+        cursor = t.end
+    missing = max(0, 8 + n + cursor - size)
+    return ShardHeader(path=str(p), file_size=size, header_len=n, data_bytes=cursor,
+                       missing_bytes=missing, metadata=meta, tensors=tensors)
+
+
+def classify_role(name: str, ple_pattern: re.Pattern[str]) -> Role:
+    """The :data:`Role` of a tensor name (the PLE pattern is tested first)."""
+    if ple_pattern.search(name):
+        return "ple"
+    if _EMBED_RE.search(name):
+        return "embed_lm_head"
+    if _EXPERT_RE.search(name):
+        return "routed_experts"
+    return "other"
+
+
+def classify_tp(name: str, shape: list[int], role: Role) -> TpClass:
+    """The :data:`TpClass` of a tensor, by vLLM's layer classes (see :data:`TpClass`)."""
+    numel = math.prod(shape)
+    if numel <= 1:
+        return "replicated"
+    if role in ("ple", "embed_lm_head"):
+        return "vocab" if len(shape) >= 2 else "replicated"
+    if len(shape) == 1 and _NORM_RE.search(name.rsplit(".", 1)[0]):
+        return "replicated"
+    if _ROUTER_RE.search(name) or _REPLICATED_LINEAR_RE.search(name):
+        return "replicated"
+    if len(shape) == 1 and _ROW_PARALLEL_RE.search(name):
+        return "replicated"
+    if _KV_PROJ_RE.search(name):
+        return "kv_proj"
+    return "split"
+
+
+ProblemKind = Literal["missing-shard", "tensor-absent", "unlisted-tensor", "total-size",
+                      "unreferenced-shard", "duplicate-tensor", "truncated-shard",
+                      "config-unreadable", "quant-config-unreadable", "index-unreadable",
+                      "quant-disagreement"]
+
+
+class CheckpointProblem(Frozen):
+    """Something wrong or worth knowing about a checkpoint. ``severity``: ``error`` (the engine
+    would fail to load it, or the sizes cannot be trusted) or ``warning``."""
+
+    kind: ProblemKind
+    severity: Literal["error", "warning"] = "error"
+    detail: str
+
+
+class DtypeTotal(Frozen):
+    """Bytes and tensor count of one dtype; ``known`` False for a dtype not in the format."""
+
+    dtype: str
+    bytes: int
+    tensors: int
+    known: bool = True
+
+
+class RoleTotal(Frozen):
+    """Bytes and tensor count of one :data:`Role`, with its bytes per dtype."""
+
+    role: Role
+    bytes: int = 0
+    tensors: int = 0
+    by_dtype: dict[str, int] = Field(default_factory=dict)
+
+
+class VocabTensor(Frozen):
+    """A vocabulary-parallel tensor (embedding, LM head, PLE table): ``rows`` = its first
+    dimension (the vocabulary), ``bytes`` its whole size; per TP rank it holds
+    ``pad64(rows) / TP`` rows of ``bytes / rows`` bytes each."""
+
+    name: str
+    role: Role
+    rows: int
+    bytes: int
+
+
+class TpSplit(Frozen):
+    """Bytes by :data:`TpClass`, excluding the PLE table (placed separately):
+    ``split_bytes``, ``replicated_bytes``, ``kv_proj_bytes`` and the vocab-parallel tensors."""
+
+    split_bytes: int = 0
+    replicated_bytes: int = 0
+    kv_proj_bytes: int = 0
+    vocab: list[VocabTensor] = Field(default_factory=list)
+    ple: list[VocabTensor] = Field(default_factory=list)
+
+
+class QuantGroup(Frozen):
+    """One compressed-tensors ``config_groups`` entry: its targets, format and the weight /
+    input-activation quantization args as declared (num_bits, type, strategy, group_size…)."""
+
+    name: str
+    targets: list[str] = Field(default_factory=list)
+    format: str | None = None
+    weights: dict[str, Any] | None = None
+    input_activations: dict[str, Any] | None = None
+
+
+class QuantScheme(Frozen):
+    """The quantization scheme exactly as the checkpoint declares it (never inferred).
+
+    ``declared`` False: no quantization config in the files (dtypes are as stored).
+    ``source``: ``hf_quant_config.json`` or ``config.json:quantization_config``.
+    ``method``: ``modelopt``, ``compressed-tensors``, ``fp8``… (``quant_method``).
+    ``quant_algo``: ModelOpt's ``FP8`` / ``NVFP4`` / ``MIXED_PRECISION`` / …;
+    ``per_layer``: ModelOpt MIXED_PRECISION ``quantized_layers`` (layer prefix → algo);
+    ``groups``: compressed-tensors ``config_groups`` (with ``format`` ``mixed-precision`` each
+    group carries its own format); ``exclude``: ``exclude_modules`` / ``ignore``.
+    """
+
+    declared: bool = False
+    source: str | None = None
+    method: str | None = None
+    quant_algo: str | None = None
+    kv_cache_quant_algo: str | None = None
+    kv_cache_scheme: dict[str, Any] | None = None
+    group_size: int | None = None
+    format: str | None = None
+    per_layer: dict[str, str] = Field(default_factory=dict)
+    groups: list[QuantGroup] = Field(default_factory=list)
+    exclude: list[str] = Field(default_factory=list)
+    extra: dict[str, Any] = Field(default_factory=dict)
+
+    @property
+    def per_layer_counts(self) -> dict[str, int]:
+        """How many layers each algo covers in :attr:`per_layer`."""
+        out: dict[str, int] = {}
+        for algo in self.per_layer.values():
+            out[algo] = out.get(algo, 0) + 1
+        return out
+
+    def describe(self) -> str:
+        """One line in words, e.g. ``"modelopt NVFP4 (group 16), KV FP8 — hf_quant_config.json"``."""
+        if not self.declared:
+            return "none declared (weights as stored)"
+        parts = [self.method or "unknown method"]
+        if self.quant_algo:
+            parts.append(self.quant_algo)
+        if self.format:
+            parts.append(f"format {self.format}")
+        if self.group_size:
+            parts.append(f"(group {self.group_size})")
+        s = " ".join(parts)
+        if self.per_layer:
+            s += " — per layer: " + ", ".join(f"{a} ×{n}"
+                                              for a, n in sorted(self.per_layer_counts.items()))
+        if self.groups:
+            s += " — groups: " + "; ".join(
+                f"{g.name}: {g.format or self.format or '?'} "
+                f"w{(g.weights or {}).get('num_bits', '?')}"
+                f"{'a' + str(g.input_activations.get('num_bits')) if g.input_activations else ''}"
+                for g in self.groups)
+        if self.kv_cache_quant_algo:
+            s += f", KV {self.kv_cache_quant_algo}"
+        return f"{s} — {self.source}"
+
+
+def _as_int(v: Any) -> int | None:
+    try:
+        return int(v) if v is not None else None
+    except (TypeError, ValueError):
+        return None
+
+
+def parse_quant_config(config: dict[str, Any] | None,
+                       hf_quant_config: dict[str, Any] | None) -> QuantScheme:
+    """The :class:`QuantScheme` declared by ``config.json`` and/or ``hf_quant_config.json``.
+
+    ``config.json`` ``quantization_config`` wins when both are present (vLLM reads it first,
+    ``vllm/config/model.py`` ``_parse_quant_hf_config``); ``hf_quant_config.json`` (ModelOpt's
+    legacy file, ``{"producer": …, "quantization": {"quant_algo": …}}``) otherwise.
+    """
+    qc = (config or {}).get("quantization_config") if isinstance(config, dict) else None
+    if isinstance(qc, dict):
+        return _scheme_from(qc, "config.json:quantization_config")
+    if isinstance(hf_quant_config, dict):
+        scheme = _scheme_from(hf_quant_config, "hf_quant_config.json")
+        if scheme.method is None:
+            producer = hf_quant_config.get("producer")
+            method = producer.get("name") if isinstance(producer, dict) else None
+            scheme = scheme.model_copy(update={"method": method or "modelopt"})
+        return scheme
+    return QuantScheme()
+
+
+def _scheme_from(qc: dict[str, Any], source: str) -> QuantScheme:
+    method = qc.get("quant_method")
+    if "quantization" in qc and isinstance(qc["quantization"], dict):  # ModelOpt nested form
+        q = qc["quantization"]
+        layers = q.get("quantized_layers") or {}
+        return QuantScheme(
+            declared=True, source=source, method=str(method) if method else None,
+            quant_algo=str(q.get("quant_algo")).upper() if q.get("quant_algo") else None,
+            kv_cache_quant_algo=(str(q["kv_cache_quant_algo"]).upper()
+                                 if q.get("kv_cache_quant_algo") else None),
+            group_size=_as_int(q.get("group_size")),
+            per_layer={str(k): str((v or {}).get("quant_algo", "?")).upper()
+                       for k, v in layers.items() if isinstance(v, dict)},
+            exclude=[str(x) for x in q.get("exclude_modules") or []],
+            extra={k: v for k, v in qc.items() if k in ("producer",)},
+        )
+    groups = []
+    for gname, g in (qc.get("config_groups") or {}).items():
+        if isinstance(g, dict):
+            groups.append(QuantGroup(name=str(gname), targets=[str(t) for t in g.get("targets")
+                                                              or []],
+                                     format=g.get("format"), weights=g.get("weights"),
+                                     input_activations=g.get("input_activations")))
+    kv_scheme = qc.get("kv_cache_scheme") if isinstance(qc.get("kv_cache_scheme"), dict) else None
+    kv_algo = qc.get("kv_cache_quant_algo")
+    if kv_algo is None and kv_scheme and kv_scheme.get("type") == "float" \
+            and kv_scheme.get("num_bits") == 8:
+        kv_algo = "FP8"
+    layers = qc.get("quantized_layers") or {}
+    extra_keys = ("fmt", "weight_block_size", "activation_scheme", "bits", "quant_type")
+    return QuantScheme(
+        declared=True, source=source, method=str(method) if method else None,
+        quant_algo=str(qc.get("quant_algo")).upper() if qc.get("quant_algo") else None,
+        kv_cache_quant_algo=str(kv_algo).upper() if kv_algo else None,
+        kv_cache_scheme=kv_scheme, group_size=_as_int(qc.get("group_size")),
+        format=qc.get("format"),
+        per_layer={str(k): str((v or {}).get("quant_algo", "?")).upper()
+                   for k, v in layers.items() if isinstance(v, dict)},
+        groups=groups,
+        exclude=[str(x) for x in (qc.get("ignore") or qc.get("exclude_modules") or [])],
+        extra={k: qc[k] for k in extra_keys if k in qc},
+    )
+
+
+class ShardSummary(Frozen):
+    """One shard file: size on disk, header length, tensors, declared data bytes, and bytes the
+    file lacks (truncated copy)."""
+
+    file: str
+    file_size: int
+    header_len: int
+    tensors: int
+    data_bytes: int
+    missing_bytes: int = 0
+
+
+class IndexSummary(Frozen):
+    """The shard index: path, ``metadata.total_size`` (``None`` if absent), tensors and shards
+    it lists."""
+
+    file: str
+    total_size: int | None = None
+    tensors_listed: int
+    shards_listed: int
+
+
+class CheckpointSummary(Frozen):
+    """Everything the fit budget needs from a checkpoint directory (bytes in code).
+
+    ``total_bytes`` sums the tensors counted (those the index lists and that are present, or every
+    tensor when there is no index); ``by_dtype`` / ``by_role`` split it; ``tp`` says how tensor
+    parallelism places it; ``config`` is ``config.json`` as read (``None`` if absent/unreadable).
+    """
+
+    path: str
+    scan_duration_s: float
+    config: dict[str, Any] | None = None
+    config_file: str | None = None
+    quantization: QuantScheme = Field(default_factory=QuantScheme)
+    shards: list[ShardSummary] = Field(default_factory=list)
+    index: IndexSummary | None = None
+    problems: list[CheckpointProblem] = Field(default_factory=list)
+    total_bytes: int = 0
+    tensor_count: int = 0
+    by_dtype: list[DtypeTotal] = Field(default_factory=list)
+    by_role: list[RoleTotal] = Field(default_factory=list)
+    unknown_dtypes: list[str] = Field(default_factory=list)
+    ple_pattern: str = DEFAULT_PLE_PATTERN
+    tp: TpSplit = Field(default_factory=TpSplit)
+    tensors: list[TensorInfo] | None = None
+
+    def role_bytes(self, role: Role) -> int:
+        """Bytes of one role (0 if none)."""
+        for r in self.by_role:
+            if r.role == role:
+                return r.bytes
+        return 0
+
+    @property
+    def ple_bytes(self) -> int:
+        """Bytes of the PLE table (the tensors the pattern selected)."""
+        return self.role_bytes("ple")
+
+    @property
+    def errors(self) -> list[CheckpointProblem]:
+        """Problems of severity ``error``."""
+        return [p for p in self.problems if p.severity == "error"]
+
+
+def _read_json(path: Path) -> tuple[dict[str, Any] | None, str | None]:
+    try:
+        data = json.loads(path.read_text("utf-8"))
+    except FileNotFoundError:
+        return None, None
+    except (OSError, UnicodeDecodeError) as exc:
+        return None, f"{path}: cannot read: {exc}"
+    except json.JSONDecodeError as exc:
+        return None, f"{path}: not valid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}"
+    if not isinstance(data, dict):
+        return None, f"{path}: top level is a JSON {type(data).__name__}, expected an object"
+    return data, None
+
+
+def scan_checkpoint(directory: str | os.PathLike[str], *,
+                    ple_pattern: str | None = None,
+                    keep_tensors: bool = False) -> CheckpointSummary:
+    """Scan a local checkpoint directory: headers, index, config and quantization.
+
+    ``ple_pattern`` is a regex over tensor names selecting the PLE table (default
+    :data:`DEFAULT_PLE_PATTERN`); ``keep_tensors`` keeps every :class:`TensorInfo` in the result
+    (large for big MoE checkpoints). Reads only ``config.json``, ``hf_quant_config.json``,
+    ``*.safetensors.index.json`` and each shard's header.
+    Raises :class:`CheckpointError` if the directory does not exist or holds no ``*.safetensors``
+    file and no index, or the PLE pattern is not a valid regex; :class:`SafetensorsHeaderError`
+    for a corrupt or lying header (file + byte offset).
+    """
+    t0 = time.perf_counter()
+    root = Path(directory).expanduser()
+    if not root.is_dir():
+        raise CheckpointError(f"{root}: not a directory (give the checkpoint directory holding "
+                              "config.json and the *.safetensors files)")
+    pattern_text = ple_pattern or DEFAULT_PLE_PATTERN
+    try:
+        ple_re = re.compile(pattern_text)
+    except re.error as exc:
+        raise CheckpointError(f"ple_tensor_pattern {pattern_text!r} is not a valid regular "
+                              f"expression: {exc}") from None
+    problems: list[CheckpointProblem] = []
+
+    config, err = _read_json(root / "config.json")
+    if err:
+        problems.append(CheckpointProblem(kind="config-unreadable", detail=err))
+    hfq, err = _read_json(root / "hf_quant_config.json")
+    if err:
+        problems.append(CheckpointProblem(kind="quant-config-unreadable", detail=err))
+    quant = parse_quant_config(config, hfq)
+    if isinstance(config, dict) and isinstance(config.get("quantization_config"), dict) \
+            and hfq is not None:
+        other = parse_quant_config(None, hfq)
+        if other.quant_algo and quant.quant_algo and other.quant_algo != quant.quant_algo:
+            problems.append(CheckpointProblem(
+                kind="quant-disagreement", severity="warning",
+                detail=f"config.json declares {quant.quant_algo} but hf_quant_config.json "
+                       f"declares {other.quant_algo}; vLLM uses config.json's"))
+
+    index_files = sorted(root.glob("*.safetensors.index.json"))
+    index_file = (root / "model.safetensors.index.json"
+                  if (root / "model.safetensors.index.json").exists()
+                  else (index_files[0] if index_files else None))
+    weight_map: dict[str, str] | None = None
+    index_summary: IndexSummary | None = None
+    if index_file is not None:
+        idx, err = _read_json(index_file)
+        if err or idx is None or not isinstance(idx.get("weight_map"), dict):
+            raise CheckpointError(err or f"{index_file}: no 'weight_map' object; the index "
+                                  "must map tensor names to shard files")
+        weight_map = {str(k): str(v) for k, v in idx["weight_map"].items()}
+        meta = idx.get("metadata") if isinstance(idx.get("metadata"), dict) else {}
+        index_summary = IndexSummary(file=index_file.name,
+                                     total_size=_as_int(meta.get("total_size")),
+                                     tensors_listed=len(weight_map),
+                                     shards_listed=len(set(weight_map.values())))
+
+    on_disk = sorted(p.name for p in root.glob("*.safetensors") if p.is_file())
+    if weight_map is None and not on_disk:
+        raise CheckpointError(f"{root}: no *.safetensors file and no "
+                              "model.safetensors.index.json (is this a checkpoint directory?)")
+    shard_names = sorted(set(weight_map.values())) if weight_map is not None else on_disk
+
+    headers: dict[str, ShardHeader] = {}
+    for shard in shard_names:
+        sp = root / shard
+        if not sp.is_file():
+            n_listed = sum(1 for v in (weight_map or {}).values() if v == shard)
+            problems.append(CheckpointProblem(
+                kind="missing-shard",
+                detail=f"{shard}: listed in {index_file.name if index_file else 'the index'} "
+                       f"for {n_listed} tensor(s) but not in {root}"))
+            continue
+        headers[shard] = read_safetensors_header(sp)
+    if weight_map is not None:
+        for extra in sorted(set(on_disk) - set(shard_names)):
+            problems.append(CheckpointProblem(
+                kind="unreferenced-shard", severity="warning",
+                detail=f"{extra}: on disk but not referenced by {index_file.name}; engines "
+                       "load only what the index lists, so it is not counted"))
+
+    counted: list[TensorInfo] = []
+    seen: dict[str, str] = {}
+    for shard, hdr in headers.items():
+        if hdr.missing_bytes:
+            problems.append(CheckpointProblem(
+                kind="truncated-shard", severity="warning",
+                detail=f"{shard}: header declares {hdr.data_bytes:,} data bytes but the file "
+                       f"lacks the last {hdr.missing_bytes:,} (sizes come from the header)"))
+        for t in hdr.tensors:
+            if t.name in seen:
+                problems.append(CheckpointProblem(
+                    kind="duplicate-tensor",
+                    detail=f"{t.name}: in both {seen[t.name]} and {shard}"))
+                continue
+            seen[t.name] = shard
+            if weight_map is not None:
+                listed = weight_map.get(t.name)
+                if listed is None:
+                    problems.append(CheckpointProblem(
+                        kind="unlisted-tensor", severity="warning",
+                        detail=f"{t.name}: in {shard} but not in the index's weight_map "
+                               "(not counted; engines look tensors up through the index)"))
+                    continue
+                if listed != shard:
+                    problems.append(CheckpointProblem(
+                        kind="tensor-absent",
+                        detail=f"{t.name}: index says {listed}, found in {shard}"))
+                    continue
+            role = classify_role(t.name, ple_re)
+            counted.append(t.model_copy(update={"role": role,
+                                                "tp": classify_tp(t.name, t.shape, role)}))
+    if weight_map is not None:
+        absent = [n for n, s in weight_map.items() if s in headers and seen.get(n) != s]
+        for n in absent[:50]:
+            problems.append(CheckpointProblem(
+                kind="tensor-absent",
+                detail=f"{n}: listed in the index under {weight_map[n]} but absent from that "
+                       "shard's header"))
+        if len(absent) > 50:
+            problems.append(CheckpointProblem(
+                kind="tensor-absent", detail=f"… and {len(absent) - 50} more tensors absent"))
+
+    total = sum(t.nbytes for t in counted)
+    if index_summary is not None and index_summary.total_size is not None \
+            and not any(p.kind == "missing-shard" for p in problems) \
+            and index_summary.total_size != total:
+        diff = index_summary.total_size - total
+        problems.append(CheckpointProblem(
+            kind="total-size",
+            detail=f"index metadata.total_size = {index_summary.total_size:,} B but the listed "
+                   f"tensors' headers sum to {total:,} B ({diff:+,} B)"))
+
+    by_dtype: dict[str, list[int]] = {}
+    roles: dict[str, dict[str, Any]] = {r: {"bytes": 0, "tensors": 0, "by_dtype": {}}
+                                        for r in ROLES}
+    split = TpSplitBuilder()
+    for t in counted:
+        d = by_dtype.setdefault(t.dtype, [0, 0])
+        d[0] += t.nbytes
+        d[1] += 1
+        r = roles[t.role]
+        r["bytes"] += t.nbytes
+        r["tensors"] += 1
+        r["by_dtype"][t.dtype] = r["by_dtype"].get(t.dtype, 0) + t.nbytes
+        split.add(t)
+    unknown = sorted(d for d in by_dtype if d not in DTYPE_BITS)
+    return CheckpointSummary(
+        path=str(root), scan_duration_s=time.perf_counter() - t0,
+        config=config, config_file=str(root / "config.json") if config is not None else None,
+        quantization=quant,
+        shards=[ShardSummary(file=s, file_size=h.file_size, header_len=h.header_len,
+                             tensors=len(h.tensors), data_bytes=h.data_bytes,
+                             missing_bytes=h.missing_bytes) for s, h in headers.items()],
+        index=index_summary, problems=problems, total_bytes=total, tensor_count=len(counted),
+        by_dtype=[DtypeTotal(dtype=k, bytes=v[0], tensors=v[1], known=k in DTYPE_BITS)
+                  for k, v in sorted(by_dtype.items(), key=lambda kv: -kv[1][0])],
+        by_role=[RoleTotal(role=r, **roles[r]) for r in ROLES],
+        unknown_dtypes=unknown, ple_pattern=pattern_text, tp=split.build(),
+        tensors=counted if keep_tensors else None,
+    )
+
+
+class TpSplitBuilder:
+    """Accumulates :class:`TpSplit` from tensors (internal helper of :func:`scan_checkpoint`)."""
+
+    def __init__(self) -> None:
+        self.split = 0
+        self.replicated = 0
+        self.kv_proj = 0
+        self.vocab: list[VocabTensor] = []
+        self.ple: list[VocabTensor] = []
+
+    def add(self, t: TensorInfo) -> None:
+        """Count one tensor by its TP class (PLE tensors go to ``ple``)."""
+        if t.tp == "vocab":
+            vt = VocabTensor(name=t.name, role=t.role, rows=t.shape[0], bytes=t.nbytes)
+            (self.ple if t.role == "ple" else self.vocab).append(vt)
+        elif t.role == "ple":
+            self.ple.append(VocabTensor(name=t.name, role=t.role, rows=0, bytes=t.nbytes))
+        elif t.tp == "replicated":
+            self.replicated += t.nbytes
+        elif t.tp == "kv_proj":
+            self.kv_proj += t.nbytes
+        else:
+            self.split += t.nbytes
+
+    def build(self) -> TpSplit:
+        """The accumulated :class:`TpSplit`."""
+        return TpSplit(split_bytes=self.split, replicated_bytes=self.replicated,
+                       kv_proj_bytes=self.kv_proj, vocab=self.vocab, ple=self.ple)
+
+
+__all__ = [
+    "CheckpointError", "CheckpointProblem", "CheckpointSummary", "DEFAULT_PLE_PATTERN",
+    "DTYPE_BITS", "DtypeTotal", "IndexSummary", "MAX_HEADER_BYTES", "QuantGroup", "QuantScheme",
+    "ROLES", "Role", "RoleTotal", "SafetensorsHeaderError", "ShardHeader", "ShardSummary",
+    "TensorInfo", "TpClass", "TpSplit", "VocabTensor", "classify_role", "classify_tp",
+    "expected_nbytes", "parse_quant_config", "read_safetensors_header", "scan_checkpoint",
+]
