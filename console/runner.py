@@ -77,7 +77,9 @@ class CommandResult(Frozen):
     undecodable bytes replaced; ``started_at``: UTC; ``duration_s``: wall time in seconds
     (monotonic clock); ``ok``: ``rc == 0`` and no failure detected; ``failure``: one sentence
     saying what went wrong and the fix, ``None`` when ``ok``; ``timed_out``; ``where``: where it
-    ran (``"local"``, ``"ssh root@node"``, ``"docker-exec node"``).
+    ran (``"local"``, ``"ssh root@node"``, ``"docker-exec node"``); ``unreachable``: the
+    command never reached the node (ssh could not connect, the container is missing or stopped,
+    the docker engine is down) — set by the transport.
     """
 
     argv: tuple[str, ...]
@@ -93,6 +95,7 @@ class CommandResult(Frozen):
     timed_out: bool = False
     ok: bool
     failure: str | None = None
+    unreachable: bool = False
 
     def raise_for_failure(self) -> "CommandResult":
         """Return ``self`` when ``ok``; else raise :class:`CommandError`."""

@@ -4,14 +4,17 @@ What is read, per timer unit of ``profile.timers`` (through the node transport, 
 locally, over SSH and via ``docker exec`` into a container running systemd as PID 1):
 
 * ``systemctl show --timestamp=unix -p Id,LoadState,ActiveState,SubState,UnitFileState,Unit,
-  Persistent,NextElapseUSecRealtime,LastTriggerUSec,Result,TimersCalendar,TimersMonotonic
-  UNIT…`` — machine formats: ``Key=value`` lines, one block per unit in argument order, times as
-  ``@<unix seconds>`` (``--timestamp=unix``, systemd ≥ 251; Debian 12 ships 252). An empty value,
-  ``n/a`` or ``0`` means "no such time" and becomes ``None`` (shown "n/a"), never the epoch.
-* ``systemctl list-timers --all --output=json UNIT…`` — the next elapse as systemd itself merges
-  it from the calendar (realtime) and monotonic (``OnBootSec``/``OnUnitActiveSec``…) triggers, in
-  µs since the epoch (``next``); used when ``NextElapseUSecRealtime`` is empty because the timer has
-  only monotonic triggers. Missing JSON support leaves that next elapse ``None``.
+  Persistent,Result,TimersCalendar,TimersMonotonic UNIT…`` — ``Key=value`` lines, one block per
+  unit in argument order (a key such as ``TimersMonotonic`` may repeat).
+* ``systemctl list-timers --all --output=json UNIT…`` — the next elapse and the last trigger in
+  µs since the epoch (``next``, ``last``), the next elapse merged by systemd itself from the
+  calendar (realtime) and monotonic (``OnBootSec``/``OnUnitActiveSec``…) triggers. This is the
+  machine format for those two times: on systemd 252 (Debian 12, checked in the lab)
+  ``systemctl show`` prints ``NextElapseUSecRealtime`` and ``LastTriggerUSec`` as locale text
+  (``Sun 2026-11-29 13:05:54 UTC``) even with ``--timestamp=unix``, and
+  ``NextElapseUSecMonotonic`` as a time span (``13min 33.6s``); this module never parses those.
+  ``null`` or 0 means "no such time" and becomes ``None`` (shown "n/a"), never the epoch. The
+  ``left``/``passed`` fields are not used (252 fills them with the absolute times).
 * the triggered service (the timer's ``Unit=``): ``ActiveState``/``SubState`` — it "runs now"
   while ``activating`` / ``deactivating`` / ``reloading``, or ``active`` with a sub-state other
   than ``exited`` (a ``Type=oneshot`` service is ``activating``/``start`` while it runs).
@@ -46,8 +49,7 @@ PERSISTENT_WARNING = ("Persistent=yes: starting it again may fire a missed run a
 """The warning shown next to a ``Persistent=yes`` timer (systemd.timer(5), ``Persistent=``)."""
 
 TIMER_PROPERTIES = ("Id", "LoadState", "ActiveState", "SubState", "UnitFileState", "Unit",
-                    "Persistent", "NextElapseUSecRealtime", "LastTriggerUSec", "Result",
-                    "TimersCalendar", "TimersMonotonic")
+                    "Persistent", "Result", "TimersCalendar", "TimersMonotonic")
 """Properties read from each timer unit with ``systemctl show``."""
 
 SERVICE_PROPERTIES = ("Id", "LoadState", "ActiveState", "SubState", "ExecMainStartTimestamp",
@@ -127,11 +129,16 @@ class TimerState(Frozen):
 
 
 class TimersReading(Frozen):
-    """All timer units of the profile, read in one go on ``where`` at ``read_at`` (UTC)."""
+    """All timer units of the profile, read in one go on ``where`` at ``read_at`` (UTC).
+
+    ``notes``: partial failures that left some fields n/a (e.g. ``list-timers`` failed, so next
+    elapse and last trigger are unknown), one sentence each.
+    """
 
     where: str
     read_at: datetime
     timers: tuple[TimerState, ...]
+    notes: tuple[str, ...] = ()
 
     def get(self, unit: str) -> TimerState | None:
         """The state of ``unit``, or ``None`` when it is not part of this reading."""
@@ -154,7 +161,8 @@ class TimerChange(Frozen):
 # -- parsing (pure) ------------------------------------------------------------------------------
 def parse_show_blocks(text: str) -> list[dict[str, str]]:
     """Split ``systemctl show`` output (``Key=value`` lines, blocks separated by blank lines)
-    into one dict per unit, in output order. A value keeps everything after the first ``=``."""
+    into one dict per unit, in output order. A value keeps everything after the first ``=``; a
+    key that repeats within a block (``TimersMonotonic``) has its values joined by newlines."""
     blocks: list[dict[str, str]] = []
     cur: dict[str, str] = {}
     for line in text.splitlines():
@@ -165,7 +173,7 @@ def parse_show_blocks(text: str) -> list[dict[str, str]]:
             continue
         key, sep, value = line.partition("=")
         if sep:
-            cur[key] = value
+            cur[key] = f"{cur[key]}\n{value}" if key in cur else value
     if cur:
         blocks.append(cur)
     return blocks
@@ -221,6 +229,14 @@ def parse_schedule(*values: str | None) -> tuple[str, ...]:
     return tuple(out)
 
 
+def _machine_time(value: str | None) -> datetime | None:
+    """:func:`parse_timestamp`, but ``None`` for a value not in a machine format."""
+    try:
+        return parse_timestamp(value)
+    except ValueError:
+        return None
+
+
 def _none_if_empty(v: str | None) -> str | None:
     return v if v not in (None, "") else None
 
@@ -242,14 +258,13 @@ def service_running(active_state: str | None, sub_state: str | None) -> bool | N
 
 
 def build_timer_state(unit: str, props: dict[str, str], service: ServiceState | None,
-                      next_from_list: datetime | None = None) -> TimerState:
+                      times: tuple[datetime | None, datetime | None] = (None, None)) -> TimerState:
     """Assemble a :class:`TimerState` from ``systemctl show`` properties (pure).
 
-    ``next_from_list``: the merged next elapse from ``list-timers`` JSON, used when the
-    realtime property is empty (a timer with only monotonic triggers).
+    ``times``: ``(next elapse, last trigger)`` from ``list-timers`` JSON
+    (:func:`parse_list_timers_json`).
     """
     persistent = parse_bool(props.get("Persistent"))
-    next_rt = parse_timestamp(props.get("NextElapseUSecRealtime"))
     return TimerState(
         unit=unit,
         load_state=_none_if_empty(props.get("LoadState")),
@@ -257,8 +272,8 @@ def build_timer_state(unit: str, props: dict[str, str], service: ServiceState | 
         sub_state=_none_if_empty(props.get("SubState")),
         unit_file_state=_none_if_empty(props.get("UnitFileState")),
         result=_none_if_empty(props.get("Result")),
-        next_elapse=next_rt or next_from_list,
-        last_trigger=parse_timestamp(props.get("LastTriggerUSec")),
+        next_elapse=times[0],
+        last_trigger=times[1],
         schedule=parse_schedule(props.get("TimersCalendar"), props.get("TimersMonotonic")),
         persistent=persistent,
         persistent_warning=PERSISTENT_WARNING if persistent else None,
@@ -266,21 +281,24 @@ def build_timer_state(unit: str, props: dict[str, str], service: ServiceState | 
     )
 
 
-def parse_list_timers_json(text: str) -> dict[str, datetime | None]:
-    """``systemctl list-timers --all -o json`` → ``{timer unit: next elapse (UTC) or None}``.
+def parse_list_timers_json(text: str) -> dict[str, tuple[datetime | None, datetime | None]]:
+    """``systemctl list-timers --all -o json`` → ``{timer unit: (next elapse, last trigger)}``.
 
-    systemd (≥ 246 table JSON) prints ``[{"next": µs, "left": µs, "last": µs, "passed": µs,
-    "unit": "x.timer", "activates": "x.service"}, …]``; ``null`` or 0 mean n/a. Raises
-    :class:`ValueError` for text that is not that shape.
+    systemd 252 prints ``[{"next": µs, "left": µs, "last": µs, "passed": µs, "unit": "x.timer",
+    "activates": "x.service"}, …]`` (µs since the epoch, UTC); ``null`` or 0 mean n/a → ``None``.
+    Raises :class:`ValueError` for text that is not that shape.
     """
     data = json.loads(text)
     if not isinstance(data, list):
         raise ValueError("list-timers JSON is not a list")
-    out: dict[str, datetime | None] = {}
+
+    def usec(v: object) -> datetime | None:
+        return parse_timestamp(str(v)) if isinstance(v, int) and not isinstance(v, bool) else None
+
+    out: dict[str, tuple[datetime | None, datetime | None]] = {}
     for row in data:
         if isinstance(row, dict) and isinstance(row.get("unit"), str):
-            nxt = row.get("next")
-            out[row["unit"]] = parse_timestamp(str(nxt)) if isinstance(nxt, int) else None
+            out[row["unit"]] = (usec(row.get("next")), usec(row.get("last")))
     return out
 
 
@@ -298,6 +316,8 @@ def _explain_systemctl(res: CommandResult) -> tuple[str, str]:
     if any(m in err for m in _NO_SYSTEMD):
         return "no-systemd", (f"systemd is not reachable on {res.where}: "
                               f"{err.splitlines()[0] if err else res.failure}")
+    if res.unreachable:
+        return "unreachable", res.failure or f"{res.where} not reachable"
     if res.timed_out:
         return "timeout", res.failure or "timed out"
     if res.rc == 127:
@@ -309,9 +329,8 @@ def read_timers(transport: Transport, units: Sequence[str], *,
                 timeout_s: float = 10.0) -> TimersReading | Unavailable:
     """Read the state of ``units`` (timer unit names) on the node behind ``transport``.
 
-    Two or three commands: ``systemctl show`` for the timers, ``systemctl show`` for their
-    services, and ``systemctl list-timers -o json`` only when a timer has no realtime next
-    elapse. Returns :class:`TimersReading`, or :class:`Unavailable` (kind ``no-systemd``,
+    Three commands: ``systemctl show`` for the timers, ``systemctl list-timers -o json`` for
+    their next elapse and last trigger, ``systemctl show`` for the services. Returns :class:`TimersReading`, or :class:`Unavailable` (kind ``no-systemd``,
     ``timeout``, ``not-found``, ``unreachable``, ``error``) with the reason. Never raises for
     node problems; raises :class:`ValueError` for an invalid unit name.
     """
@@ -329,6 +348,7 @@ def read_timers(transport: Transport, units: Sequence[str], *,
         return Unavailable(source="timers", kind="error", reason=(
             f"systemctl show returned {len(blocks)} blocks for {len(units)} units"))
     services = [b.get("Unit") or None for b in blocks]
+    notes: list[str] = []
     svc_states: dict[str, ServiceState] = {}
     wanted = sorted({s for s in services if s})
     if wanted:
@@ -343,24 +363,27 @@ def read_timers(transport: Transport, units: Sequence[str], *,
                     sub_state=_none_if_empty(sp.get("SubState")),
                     result=_none_if_empty(sp.get("Result")),
                     running=service_running(sp.get("ActiveState"), sp.get("SubState")),
-                    last_started=parse_timestamp(sp.get("ExecMainStartTimestamp")))
-    merged: dict[str, datetime | None] = {}
-    needs_list = [u for u, b in zip(units, blocks, strict=True)
-                  if parse_timestamp(b.get("NextElapseUSecRealtime")) is None
-                  and b.get("ActiveState") == "active"]
-    if needs_list:
+                    last_started=_machine_time(sp.get("ExecMainStartTimestamp")))
+        else:
+            notes.append(f"services not read ({sres.failure}); whether they run now is n/a")
+    times: dict[str, tuple[datetime | None, datetime | None]] = {}
+    loaded = [u for u, b in zip(units, blocks, strict=True) if b.get("LoadState") == "loaded"]
+    if loaded:
         lres = transport.run(["systemctl", "list-timers", "--all", "--output=json", "--",
-                              *needs_list], timeout_s=timeout_s)
-        if lres.ok:
-            try:
-                merged = parse_list_timers_json(lres.stdout)
-            except ValueError:
-                merged = {}
+                              *loaded], timeout_s=timeout_s)
+        try:
+            if not lres.ok:
+                raise ValueError(lres.failure)
+            times = parse_list_timers_json(lres.stdout)
+        except ValueError as exc:
+            notes.append(f"list-timers JSON not available ({exc}); next elapse and last "
+                         "trigger are n/a")
     timers = []
     for unit, props, svc in zip(units, blocks, services, strict=True):
         service = (svc_states.get(svc) or ServiceState(unit=svc)) if svc else None
-        timers.append(build_timer_state(unit, props, service, merged.get(unit)))
-    return TimersReading(where=transport.where, read_at=read_at, timers=tuple(timers))
+        timers.append(build_timer_state(unit, props, service, times.get(unit, (None, None))))
+    return TimersReading(where=transport.where, read_at=read_at, timers=tuple(timers),
+                         notes=tuple(notes))
 
 
 # -- stop / start (low level, for the hold action) -------------------------------------------

@@ -326,6 +326,11 @@ class SshTransport(_RemoteTransport):
         # login shell; shlex.join quotes each argument so the shell splits it back exactly.
         return ["ssh", *self.ssh_options(), "--", self.target, shlex.join(remote)]
 
+    def _explain(self, res: CommandResult) -> CommandResult:
+        if res.rc == 255 or (res.timed_out and not res.stdout and not res.stderr):
+            return res.model_copy(update={"unreachable": True})
+        return res
+
     def _describe(self) -> dict[int, str]:
         return {255: (f"ssh could not connect to or authenticate with {self.target} (BatchMode "
                       "is on, so no prompts): check the host, port, key and known_hosts")}
@@ -376,7 +381,8 @@ class DockerExecTransport(_RemoteTransport):
                       f"{self.docker_host or 'the default socket'} (is dockerd running?)")
         if reason is None:
             return res
-        return res.model_copy(update={"failure": f"`{res.shown}` on {self.where}: {reason}"})
+        return res.model_copy(update={"failure": f"`{res.shown}` on {self.where}: {reason}",
+                                      "unreachable": True})
 
 
 def make_transport(node: NodeSpec | LoadedProfile, runner: Runner | None = None,

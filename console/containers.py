@@ -1,0 +1,477 @@
+"""The seat's containers and the docker engine's event stream, through the docker SDK.
+
+Per container named in the profile (``resident.container``, ``candidate.container`` — the probe),
+from ``GET /containers/{name}/json`` and ``GET /images/{id}/json``:
+
+* state (``created`` / ``running`` / ``paused`` / ``restarting`` / ``exited`` / ``dead``, or
+  ``absent`` when no such container exists), health (``starting`` / ``healthy`` /
+  ``unhealthy``; ``None`` = the image defines no healthcheck), start and finish time (UTC),
+  restart count, exit code, OOM-killed flag;
+* the **image ID** — ``sha256:`` digest of the image's *config* JSON, local to the engine, what
+  ``docker inspect -f '{{.Image}}' CONTAINER`` prints — and the **repo digest** — ``sha256:``
+  digest of the *registry manifest*, only known for an image pushed to or pulled from a registry
+  (``RepoDigests``, ``repo@sha256:…``; a locally built or imported image has none, shown as
+  n/a). Two engines that pulled the same manifest share the repo digest; the image ID is what
+  the running container actually uses.
+
+The engine's event stream (``GET /events``, types container and image) runs in a background
+thread (:class:`EventWatcher`): it reconnects after a drop with ``since`` = the last event seen
+(events the engine still holds in its in-memory ring are replayed; duplicates are dropped), keeps
+a bounded list of recent changes (actor, action, time) and is closed cleanly by ``close()``.
+Actions register what they are about to do with :meth:`EventWatcher.expect`; events that match an
+expectation are marked ``by_console = True``, every other change was made by someone else — the
+basis of interference detection (``shared/DESIGN.md``, rule 4).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import threading
+import time
+from collections import deque
+from collections.abc import Callable, Iterable, Mapping
+from datetime import UTC, datetime
+from typing import Any
+
+import docker
+import requests
+from docker.errors import DockerException, NotFound
+from pydantic import BaseModel
+
+from console.profile import LoadedProfile
+from console.sources import Frozen, Source, Unavailable, utcnow
+
+DEFAULT_DOCKER_HOST = "unix:///var/run/docker.sock"
+"""The engine used when neither ``node.docker_host`` nor ``$DOCKER_HOST`` is set."""
+
+RECENT_CHANGES = 200
+"""How many engine events the recent-changes list keeps (oldest dropped first)."""
+
+
+# -- models ------------------------------------------------------------------------------------
+class ContainerState(Frozen):
+    """One container as the engine reports it.
+
+    ``role``: ``"resident"`` or ``"probe"``; ``name``: as in the profile; ``state``: docker's
+    ``State.Status`` or ``"absent"``; ``health``: ``State.Health.Status`` or ``None`` (no
+    healthcheck); ``started_at`` / ``finished_at``: UTC or ``None`` (never); ``restart_count``:
+    ``RestartCount``; ``image_ref``: the reference the container was created from
+    (``Config.Image``); ``image_id``: ``sha256:`` config digest; ``repo_digests``: every
+    ``repo@sha256:`` manifest digest the engine knows for that image; ``repo_digest``: the one
+    whose repository matches ``image_ref`` (else the first, else ``None``).
+    """
+
+    role: str
+    name: str
+    state: str
+    id: str | None = None
+    running: bool = False
+    health: str | None = None
+    started_at: datetime | None = None
+    finished_at: datetime | None = None
+    restart_count: int | None = None
+    exit_code: int | None = None
+    oom_killed: bool | None = None
+    image_ref: str | None = None
+    image_id: str | None = None
+    repo_digests: tuple[str, ...] = ()
+    repo_digest: str | None = None
+
+
+class ContainerEvent(Frozen):
+    """One engine event: ``at`` (UTC, ns precision kept in ``time_nano``), ``type``
+    (``container``/``image``), ``action`` (``start``, ``stop``, ``die``, ``kill``, ``restart``,
+    ``health_status: healthy``, ``pull``, ``tag``…), ``actor_id``, ``actor_name`` (container
+    name or image reference), ``image``, ``exit_code`` (for ``die``), ``by_console`` (matched an
+    expectation the console registered before acting)."""
+
+    at: datetime
+    time_nano: int
+    type: str
+    action: str
+    actor_id: str
+    actor_name: str | None = None
+    image: str | None = None
+    exit_code: int | None = None
+    by_console: bool = False
+
+
+class EventStreamStatus(Frozen):
+    """Health of the event stream: ``connected``; ``since`` (UTC; start of the watched window);
+    ``reconnects`` (count after drops); ``last_error`` (why it last dropped, ``None`` if never);
+    ``events_seen``."""
+
+    connected: bool
+    since: datetime
+    reconnects: int
+    last_error: str | None
+    events_seen: int
+
+
+class ContainersReading(Frozen):
+    """The engine, the seat's containers and recent changes at ``read_at`` (UTC).
+
+    ``engine``: the docker host URL; ``engine_version`` / ``api_version``: from ``GET /version``;
+    ``recent_changes``: newest last, at most :data:`RECENT_CHANGES`.
+    """
+
+    engine: str
+    engine_version: str | None
+    api_version: str | None
+    read_at: datetime
+    containers: tuple[ContainerState, ...]
+    events: EventStreamStatus | None
+    recent_changes: tuple[ContainerEvent, ...]
+
+    def get(self, name: str) -> ContainerState | None:
+        """The container named ``name`` in this reading (or ``None``)."""
+        return next((c for c in self.containers if c.name == name), None)
+
+
+# -- pure helpers ----------------------------------------------------------------------------
+def parse_docker_time(value: str | None) -> datetime | None:
+    """A docker RFC 3339 time with nanoseconds (``2026-11-29T13:00:00.123456789Z``) → UTC
+    datetime (µs precision); the zero time ``0001-01-01T00:00:00Z`` and empty → ``None``."""
+    if not value or value.startswith("0001-01-01"):
+        return None
+    m = _TIME_RE.match(value.strip())
+    if m is None:
+        raise ValueError(f"not a docker RFC 3339 time: {value!r}")
+    frac = (m.group(2) or ".0")[1:7].ljust(6, "0")
+    tz = "+00:00" if m.group(3) == "Z" else m.group(3)
+    return datetime.fromisoformat(f"{m.group(1)}.{frac}{tz}").astimezone(UTC)
+
+
+_TIME_RE = re.compile(r"^(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)(\.\d+)?(Z|[+-]\d\d:\d\d)$")
+
+
+def _repo_of(ref: str) -> str:
+    """Repository part of an image reference (``host:5000/a/b:tag`` → ``host:5000/a/b``)."""
+    ref = ref.split("@", 1)[0]
+    last = ref.rsplit("/", 1)[-1]
+    if ":" in last:
+        ref = ref[: len(ref) - len(last)] + last.split(":", 1)[0]
+    return ref
+
+
+def pick_repo_digest(image_ref: str | None, repo_digests: Iterable[str]) -> str | None:
+    """The ``repo@sha256:…`` entry whose repository matches ``image_ref``'s, else the first."""
+    digests = list(repo_digests)
+    if not digests:
+        return None
+    if image_ref:
+        want = _repo_of(image_ref)
+        for d in digests:
+            if d.split("@", 1)[0] == want:
+                return d
+    return digests[0]
+
+
+def container_state_from_inspect(role: str, name: str, c: Mapping[str, Any],
+                                 image: Mapping[str, Any] | None) -> ContainerState:
+    """Build a :class:`ContainerState` from ``docker inspect`` JSON of the container and its
+    image (``None`` when the image could not be inspected). Pure."""
+    st = c.get("State") or {}
+    health = (st.get("Health") or {}).get("Status")
+    ref = (c.get("Config") or {}).get("Image")
+    digests = tuple((image or {}).get("RepoDigests") or ())
+    return ContainerState(
+        role=role, name=name, state=st.get("Status") or "unknown", id=c.get("Id"),
+        running=bool(st.get("Running")), health=health or None,
+        started_at=parse_docker_time(st.get("StartedAt")),
+        finished_at=parse_docker_time(st.get("FinishedAt")),
+        restart_count=c.get("RestartCount"), exit_code=st.get("ExitCode"),
+        oom_killed=st.get("OOMKilled"), image_ref=ref, image_id=c.get("Image"),
+        repo_digests=digests, repo_digest=pick_repo_digest(ref, digests))
+
+
+def event_from_api(ev: Mapping[str, Any]) -> ContainerEvent | None:
+    """One decoded ``/events`` object → :class:`ContainerEvent` (``None`` for a shape it does not
+    understand). Uses ``timeNano``, ``Type``, ``Action``, ``Actor.ID``, ``Actor.Attributes``."""
+    try:
+        tn = int(ev.get("timeNano") or int(ev["time"]) * 1_000_000_000)
+        actor = ev.get("Actor") or {}
+        attrs = actor.get("Attributes") or {}
+        code = attrs.get("exitCode")
+        return ContainerEvent(
+            at=datetime.fromtimestamp(tn / 1e9, UTC), time_nano=tn,
+            type=ev.get("Type") or ev.get("type") or "unknown",
+            action=ev.get("Action") or ev.get("status") or "unknown",
+            actor_id=actor.get("ID") or ev.get("id") or "",
+            actor_name=attrs.get("name"), image=attrs.get("image") or ev.get("from"),
+            exit_code=int(code) if code is not None and str(code).lstrip("-").isdigit() else None)
+    except (KeyError, TypeError, ValueError):
+        return None
+
+
+# -- event stream --------------------------------------------------------------------------
+class _Expectation:
+    def __init__(self, actor: str, action: str, until: float) -> None:
+        self.actor, self.action, self.until = actor, action, until
+
+
+class EventWatcher:
+    """Background reader of the engine's event stream, with reconnects and a bounded history.
+
+    ``make_client``: returns a new :class:`docker.DockerClient` (called on every (re)connect);
+    ``maxlen``: events kept; ``types``: event types watched; ``backoff_s``: (first, max) delay
+    between reconnect attempts. Start with :meth:`start`, stop with :meth:`close` (joins the
+    thread). Thread-safe readers: :meth:`changes`, :meth:`status`.
+    """
+
+    def __init__(self, make_client: Callable[[], docker.DockerClient], *,
+                 maxlen: int = RECENT_CHANGES, types: tuple[str, ...] = ("container", "image"),
+                 backoff_s: tuple[float, float] = (0.5, 10.0),
+                 since: datetime | None = None) -> None:
+        self._make_client = make_client
+        self._types = types
+        self._backoff = backoff_s
+        self._events: deque[ContainerEvent] = deque(maxlen=maxlen)
+        self._seen: deque[tuple[int, str, str]] = deque(maxlen=maxlen * 2)
+        self._expect: list[_Expectation] = []
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._stream: Any = None
+        self._client: docker.DockerClient | None = None
+        self._thread: threading.Thread | None = None
+        self._since = since or utcnow()
+        self._last_nano: int | None = None
+        self._connected = False
+        self._reconnects = 0
+        self._connects = 0
+        self._last_error: str | None = None
+        self._count = 0
+
+    # -- lifecycle ----------------------------------------------------------------------------
+    def start(self) -> "EventWatcher":
+        """Start the reader thread (idempotent)."""
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._loop, name="docker-events", daemon=True)
+            self._thread.start()
+        return self
+
+    def close(self, timeout_s: float = 5.0) -> None:
+        """Stop the thread: close the stream (unblocks the read) and join it."""
+        self._stop.set()
+        with self._lock:
+            stream, client = self._stream, self._client
+        for obj in (stream, client):
+            if obj is not None:
+                try:
+                    obj.close()
+                except Exception:  # noqa: BLE001 - closing a dead connection may fail; fine
+                    pass
+        if self._thread is not None:
+            self._thread.join(timeout_s)
+
+    @property
+    def alive(self) -> bool:
+        """Whether the reader thread is running."""
+        return self._thread is not None and self._thread.is_alive()
+
+    def _since_param(self) -> str:
+        if self._last_nano is not None:
+            s, ns = divmod(self._last_nano, 1_000_000_000)
+            return f"{s}.{ns:09d}"
+        return f"{self._since.timestamp():.9f}"
+
+    def _loop(self) -> None:
+        delay = self._backoff[0]
+        while not self._stop.is_set():
+            try:
+                client = self._make_client()
+                with self._lock:
+                    self._client = client
+                stream = client.api.events(since=self._since_param(),
+                                           filters={"type": list(self._types)}, decode=True)
+                with self._lock:
+                    self._stream = stream
+                    self._connected = True
+                    if self._connects:
+                        self._reconnects += 1
+                    self._connects += 1
+                delay = self._backoff[0]
+                for raw in stream:
+                    if self._stop.is_set():
+                        break
+                    self._handle(raw)
+                if not self._stop.is_set():
+                    self._last_error = "the engine closed the event stream"
+            except Exception as exc:  # noqa: BLE001 - any failure → reconnect with back-off
+                if not self._stop.is_set():
+                    self._last_error = f"{type(exc).__name__}: {exc}"
+            finally:
+                with self._lock:
+                    self._connected = False
+                    stream, self._stream = self._stream, None
+                    client, self._client = self._client, None
+                for obj in (stream, client):
+                    if obj is not None:
+                        try:
+                            obj.close()
+                        except Exception:  # noqa: BLE001
+                            pass
+            if self._stop.wait(delay):
+                break
+            delay = min(delay * 2, self._backoff[1])
+
+    def _handle(self, raw: Mapping[str, Any]) -> None:
+        ev = event_from_api(raw)
+        if ev is None:
+            return
+        key = (ev.time_nano, ev.actor_id, ev.action)
+        with self._lock:
+            if key in self._seen:
+                return  # replayed after a reconnect with since=
+            self._seen.append(key)
+            now = time.monotonic()
+            self._expect = [e for e in self._expect if e.until >= now]
+            for e in self._expect:
+                if e.action == ev.action and e.actor in (ev.actor_name, ev.actor_id):
+                    ev = ev.model_copy(update={"by_console": True})
+                    break
+            self._events.append(ev)
+            self._count += 1
+            self._last_nano = ev.time_nano if self._last_nano is None else max(
+                self._last_nano, ev.time_nano)
+
+    # -- readers ------------------------------------------------------------------------------
+    def expect(self, actor: str, actions: Iterable[str], within_s: float = 120.0) -> None:
+        """Register that the console is about to make ``actions`` on ``actor`` (container name or
+        ID): matching events in the next ``within_s`` seconds are marked ``by_console``."""
+        until = time.monotonic() + within_s
+        with self._lock:
+            self._expect.extend(_Expectation(actor, a, until) for a in actions)
+
+    def changes(self, since: datetime | None = None) -> tuple[ContainerEvent, ...]:
+        """Recent events (oldest first), optionally only those at or after ``since`` (UTC)."""
+        with self._lock:
+            evs = tuple(self._events)
+        return evs if since is None else tuple(e for e in evs if e.at >= since)
+
+    def foreign_changes(self, since: datetime | None = None) -> tuple[ContainerEvent, ...]:
+        """Recent events the console did not announce with :meth:`expect`."""
+        return tuple(e for e in self.changes(since) if not e.by_console)
+
+    def status(self) -> EventStreamStatus:
+        """A snapshot of the stream's health."""
+        with self._lock:
+            return EventStreamStatus(connected=self._connected, since=self._since,
+                                     reconnects=self._reconnects, last_error=self._last_error,
+                                     events_seen=self._count)
+
+
+# -- source --------------------------------------------------------------------------------
+def resolve_docker_host(docker_host: str | None, environ: Mapping[str, str] | None = None) -> str:
+    """The engine URL: ``docker_host``, else ``$DOCKER_HOST``, else :data:`DEFAULT_DOCKER_HOST`."""
+    env = os.environ if environ is None else environ
+    return docker_host or env.get("DOCKER_HOST") or DEFAULT_DOCKER_HOST
+
+
+class ContainerSource(Source):
+    """Reads the seat's containers and keeps the engine's event stream (``name =
+    "containers"``).
+
+    ``docker_host``: engine URL; ``containers``: ``{role: container name}``; ``timeout_s``: per
+    API call; ``watch_events``: start an :class:`EventWatcher` on the first read.
+    """
+
+    name = "containers"
+
+    def __init__(self, docker_host: str, containers: Mapping[str, str], *,
+                 timeout_s: float = 5.0, watch_events: bool = True) -> None:
+        self.docker_host = docker_host
+        self.containers = dict(containers)
+        self.timeout_s = timeout_s
+        self._client: docker.DockerClient | None = None
+        self._lock = threading.Lock()
+        self.watcher: EventWatcher | None = (
+            EventWatcher(self._new_client) if watch_events else None)
+
+    def _new_client(self) -> docker.DockerClient:
+        # version="auto": negotiate the API version (the SDK's default, 1.44, is newer than
+        # what a Debian 12 engine (20.10, API 1.41) speaks)
+        return docker.DockerClient(base_url=self.docker_host, version="auto",
+                                   timeout=int(max(1, self.timeout_s)))
+
+    def _get_client(self) -> docker.DockerClient:
+        with self._lock:
+            if self._client is None:
+                self._client = self._new_client()
+            return self._client
+
+    def _drop_client(self) -> None:
+        with self._lock:
+            client, self._client = self._client, None
+        if client is not None:
+            try:
+                client.close()
+            except Exception:  # noqa: BLE001
+                pass
+
+    def read(self) -> BaseModel:
+        """A :class:`ContainersReading`, or :class:`Unavailable` (kind ``unreachable`` when the
+        engine cannot be reached); never raises."""
+        if self.watcher is not None:
+            self.watcher.start()
+        try:
+            client = self._get_client()
+            ver = client.api.version()
+            states = [self._inspect(client, role, name) for role, name in self.containers.items()]
+        except (DockerException, requests.exceptions.RequestException) as exc:
+            self._drop_client()
+            return Unavailable(source=self.name, kind="unreachable", reason=(
+                f"docker engine at {self.docker_host} not reachable: {_short(exc)}"))
+        except Exception as exc:  # noqa: BLE001 - never raise into the UI
+            self._drop_client()
+            return Unavailable(source=self.name, kind="error",
+                               reason=f"{type(exc).__name__}: {_short(exc)}")
+        w = self.watcher
+        return ContainersReading(
+            engine=self.docker_host, engine_version=ver.get("Version"),
+            api_version=ver.get("ApiVersion"), read_at=utcnow(), containers=tuple(states),
+            events=w.status() if w else None,
+            recent_changes=w.changes()[-50:] if w else ())
+
+    def _inspect(self, client: docker.DockerClient, role: str, name: str) -> ContainerState:
+        try:
+            c = client.api.inspect_container(name)
+        except NotFound:
+            return ContainerState(role=role, name=name, state="absent")
+        image = None
+        if c.get("Image"):
+            try:
+                image = client.api.inspect_image(c["Image"])
+            except NotFound:
+                image = None
+        return container_state_from_inspect(role, name, c, image)
+
+    def close(self) -> None:
+        """Stop the event watcher and close the API client."""
+        if self.watcher is not None:
+            self.watcher.close()
+        self._drop_client()
+
+
+def _short(exc: BaseException) -> str:
+    text = str(exc).replace("\n", " ")
+    return text if len(text) <= 300 else text[:297] + "…"
+
+
+def make_source(loaded: LoadedProfile) -> Source:
+    """The containers source: ``resident.container`` (role ``resident``) and
+    ``candidate.container`` (role ``probe``) on ``node.docker_host`` / ``$DOCKER_HOST``."""
+    p = loaded.profile
+    names: dict[str, str] = {}
+    if p.resident.container:
+        names["resident"] = p.resident.container
+    if p.candidate is not None and p.candidate.container:
+        names["probe"] = p.candidate.container
+    return ContainerSource(resolve_docker_host(p.node.docker_host), names)
+
+
+__all__ = ["ContainerEvent", "ContainerSource", "ContainerState", "ContainersReading",
+           "DEFAULT_DOCKER_HOST", "EventStreamStatus", "EventWatcher",
+           "container_state_from_inspect", "event_from_api", "make_source", "parse_docker_time",
+           "pick_repo_digest", "resolve_docker_host"]

@@ -1,0 +1,541 @@
+"""Alertmanager silences of the seat: an Alertmanager API v2 client on httpx.
+
+API (Alertmanager ``api/v2/openapi.yaml``; verified against a real Alertmanager 0.25):
+
+* ``GET /api/v2/silences`` → list of ``gettableSilence``: ``id``, ``status.state``
+  (``pending`` / ``active`` / ``expired``), ``updatedAt``, ``matchers[]`` (``name``, ``value``,
+  ``isRegex``, ``isEqual``), ``startsAt``, ``endsAt``, ``createdBy``, ``comment``;
+* ``GET /api/v2/silence/{id}`` → one;
+* ``POST /api/v2/silences`` with a ``postableSilence`` → ``{"silenceID": …}``;
+* ``DELETE /api/v2/silence/{id}`` → expires it (the silence stays, with state ``expired``);
+* ``GET /api/v2/status`` → ``versionInfo.version`` among others.
+
+Rules this client keeps:
+
+* every matcher is sent with **all four fields** (``name``, ``value``, ``isRegex``,
+  ``isEqual``): an omitted ``isEqual`` defaults to ``true`` server-side, which would silently turn
+  a negative matcher (``!=``) into a positive one;
+* create and expire are **verified by reading the silence back** (matchers, end time, state);
+* times are timezone-aware UTC;
+* credentials (basic or bearer) come from the environment or a file, never the profile, and never
+  appear in a repr, log line or error message (:func:`redact`);
+* TLS verification is on by default (``verify_tls``; ``ca_file`` for a private CA);
+* every request has a timeout; only idempotent reads are retried (tenacity: connection errors,
+  timeouts, HTTP 502/503/504, 3 attempts with exponential back-off). ``POST`` and ``DELETE`` are
+  sent once.
+
+Which silences "match the seat": see :func:`silence_applies_to_seat`.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import ssl
+from collections.abc import Mapping, Sequence
+from datetime import datetime, timedelta
+from pathlib import Path
+from typing import Any, Literal
+
+import httpx
+from pydantic import BaseModel, ConfigDict, Field
+from tenacity import (
+    Retrying,
+    retry_if_exception,
+    stop_after_attempt,
+    wait_exponential,
+)
+
+from console.profile import AlertmanagerSpec, LoadedProfile, Matcher
+from console.sources import Frozen, Source, Unavailable, utcnow
+
+ENV_USER = "SEAT_CONSOLE_AM_USER"
+ENV_PASSWORD = "SEAT_CONSOLE_AM_PASSWORD"
+ENV_TOKEN = "SEAT_CONSOLE_AM_TOKEN"
+
+SilenceState = Literal["pending", "active", "expired"]
+
+
+class AlertmanagerError(Exception):
+    """An Alertmanager request failed or a write did not verify.
+
+    ``kind``: ``"unreachable"``, ``"timeout"``, ``"auth"``, ``"tls"``, ``"http"``, ``"bad-response"``,
+    ``"verify"``, ``"config"``; the message names the URL and the fix and never holds a secret.
+    """
+
+    def __init__(self, kind: str, message: str) -> None:
+        self.kind = kind
+        super().__init__(message)
+
+
+# -- credentials ---------------------------------------------------------------------------------
+class Credentials:
+    """Alertmanager credentials; the secret is kept out of ``repr``/``str``.
+
+    ``scheme``: ``"none"``, ``"basic"`` or ``"bearer"``. ``secrets()`` lists the secret strings
+    (for :func:`redact`).
+    """
+
+    def __init__(self, scheme: str, user: str | None = None, secret: str | None = None,
+                 origin: str = "") -> None:
+        self.scheme = scheme
+        self._user = user
+        self._secret = secret
+        self.origin = origin
+
+    def __repr__(self) -> str:
+        return f"Credentials(scheme={self.scheme!r}, origin={self.origin!r}, secret=<redacted>)"
+
+    __str__ = __repr__
+
+    def secrets(self) -> list[str]:
+        """The secret values (password/token, and the user name) to scrub from any message."""
+        return [s for s in (self._secret, self._user) if s]
+
+    def httpx_auth(self) -> httpx.Auth | None:
+        """The httpx auth object (``None`` for ``scheme = "none"``)."""
+        if self.scheme == "basic":
+            return httpx.BasicAuth(self._user or "", self._secret or "")
+        if self.scheme == "bearer":
+            return _BearerAuth(self._secret or "")
+        return None
+
+
+class _BearerAuth(httpx.Auth):
+    def __init__(self, token: str) -> None:
+        self._token = token
+
+    def __repr__(self) -> str:
+        return "_BearerAuth(<redacted>)"
+
+    def auth_flow(self, request: httpx.Request):  # noqa: ANN201 - httpx generator protocol
+        request.headers["Authorization"] = f"Bearer {self._token}"
+        yield request
+
+
+def load_credentials(spec: AlertmanagerSpec,
+                     environ: Mapping[str, str] | None = None) -> Credentials:
+    """Read the credentials ``spec.auth`` asks for.
+
+    basic: ``$SEAT_CONSOLE_AM_USER`` + ``$SEAT_CONSOLE_AM_PASSWORD``, else ``credentials_file``
+    holding ``user:password`` (first line); bearer: ``$SEAT_CONSOLE_AM_TOKEN``, else the file's
+    first line. Raises :class:`AlertmanagerError` (kind ``config``) naming what is missing — never
+    the value.
+    """
+    env = os.environ if environ is None else environ
+    if spec.auth == "none":
+        return Credentials("none")
+    file_text: str | None = None
+    if spec.credentials_file is not None:
+        p = Path(spec.credentials_file).expanduser()
+        try:
+            file_text = (p.read_text("utf-8").splitlines() or [""])[0].strip()
+        except OSError as exc:
+            raise AlertmanagerError("config", f"alertmanager.credentials_file {p}: cannot read "
+                                              f"({exc.strerror})") from None
+    if spec.auth == "basic":
+        if env.get(ENV_USER) and env.get(ENV_PASSWORD):
+            return Credentials("basic", env[ENV_USER], env[ENV_PASSWORD], origin="environment")
+        if file_text and ":" in file_text:
+            user, _, pw = file_text.partition(":")
+            return Credentials("basic", user, pw, origin=str(spec.credentials_file))
+        raise AlertmanagerError("config", (
+            f"alertmanager.auth = 'basic' needs ${ENV_USER} and ${ENV_PASSWORD}, or "
+            "alertmanager.credentials_file holding 'user:password'"))
+    if env.get(ENV_TOKEN):
+        return Credentials("bearer", None, env[ENV_TOKEN], origin="environment")
+    if file_text:
+        return Credentials("bearer", None, file_text, origin=str(spec.credentials_file))
+    raise AlertmanagerError("config", (
+        f"alertmanager.auth = 'bearer' needs ${ENV_TOKEN} or alertmanager.credentials_file "
+        "holding the token"))
+
+
+def redact(text: str, secrets: Sequence[str]) -> str:
+    """``text`` with every secret (of 3+ characters) replaced by ``<redacted>``."""
+    for s in sorted(secrets, key=len, reverse=True):
+        if s and len(s) >= 3:
+            text = text.replace(s, "<redacted>")
+    return text
+
+
+# -- models ------------------------------------------------------------------------------------
+class SilenceMatcher(Frozen):
+    """One matcher of a silence: ``name`` (label), ``value``, ``is_regex``, ``is_equal``
+    (``False`` = negative, ``!=`` / ``!~``). Alertmanager regexes are anchored (full match)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", populate_by_name=True)
+
+    name: str
+    value: str
+    is_regex: bool = Field(alias="isRegex")
+    is_equal: bool = Field(default=True, alias="isEqual")
+
+    @classmethod
+    def from_profile(cls, m: Matcher) -> "SilenceMatcher":
+        """From the profile's :class:`~console.profile.Matcher`."""
+        return cls(name=m.name, value=m.value, is_regex=m.is_regex, is_equal=m.is_equal)
+
+    def to_api(self) -> dict[str, Any]:
+        """The v2 API form, every field present: ``{"name", "value", "isRegex", "isEqual"}``."""
+        return {"name": self.name, "value": self.value, "isRegex": self.is_regex,
+                "isEqual": self.is_equal}
+
+    def matches(self, label_value: str | None) -> bool:
+        """Whether this matcher matches a label value (``None`` = label absent, i.e. ``""``),
+        as Alertmanager does (pkg/labels/matcher.go: regex anchored ``^(?:…)$``)."""
+        v = label_value or ""
+        hit = (re.fullmatch(self.value, v) is not None) if self.is_regex else (v == self.value)
+        return hit if self.is_equal else not hit
+
+    def __str__(self) -> str:
+        op = {(False, True): "=", (False, False): "!=", (True, True): "=~",
+              (True, False): "!~"}[(self.is_regex, self.is_equal)]
+        return f'{self.name}{op}"{self.value}"'
+
+
+class Silence(Frozen):
+    """A silence as Alertmanager returns it; times are aware UTC.
+
+    ``state``: ``pending`` (starts later), ``active``, ``expired``. ``exact``: its matchers are
+    exactly the profile's (the hold's own silence); set by the source.
+    """
+
+    id: str
+    state: SilenceState
+    matchers: tuple[SilenceMatcher, ...]
+    starts_at: datetime
+    ends_at: datetime
+    updated_at: datetime | None = None
+    created_by: str = ""
+    comment: str = ""
+    exact: bool = False
+
+    def ends_in_s(self, now: datetime | None = None) -> float | None:
+        """Seconds until it ends (``None`` once expired)."""
+        if self.state == "expired":
+            return None
+        return (self.ends_at - (now or utcnow())).total_seconds()
+
+    def starts_in_s(self, now: datetime | None = None) -> float | None:
+        """Seconds until a pending silence starts (``None`` unless pending)."""
+        if self.state != "pending":
+            return None
+        return (self.starts_at - (now or utcnow())).total_seconds()
+
+    @classmethod
+    def from_api(cls, d: Mapping[str, Any]) -> "Silence":
+        """Parse one ``gettableSilence``; raises :class:`AlertmanagerError` (``bad-response``)."""
+        try:
+            return cls(
+                id=d["id"], state=d["status"]["state"],
+                matchers=tuple(SilenceMatcher.model_validate(
+                    {"isEqual": True, **m}) for m in d["matchers"]),
+                starts_at=d["startsAt"], ends_at=d["endsAt"], updated_at=d.get("updatedAt"),
+                created_by=d.get("createdBy", ""), comment=d.get("comment", ""))
+        except (KeyError, TypeError, ValueError) as exc:
+            raise AlertmanagerError("bad-response",
+                                    f"unexpected silence object from Alertmanager: {exc}") from None
+
+
+class SilencesReading(Frozen):
+    """The seat's silences at ``read_at``.
+
+    ``url``: the Alertmanager; ``version``: its ``versionInfo.version`` (``None`` if not given);
+    ``seat_matchers``: the profile's matchers; ``silences``: those that apply to the seat (see
+    :func:`silence_applies_to_seat`), active first, then pending, then expired, newest end first;
+    ``total``: all silences Alertmanager holds; ``tls_verify``: whether TLS is verified.
+    """
+
+    url: str
+    version: str | None
+    read_at: datetime
+    seat_matchers: tuple[SilenceMatcher, ...]
+    silences: tuple[Silence, ...]
+    total: int
+    tls_verify: bool
+
+    @property
+    def active(self) -> tuple[Silence, ...]:
+        """The silences in state ``active``."""
+        return tuple(s for s in self.silences if s.state == "active")
+
+
+def seat_labels(seat: Sequence[SilenceMatcher]) -> dict[str, str]:
+    """The label values the seat's plain equality matchers pin down (``name="value"``)."""
+    return {m.name: m.value for m in seat if m.is_equal and not m.is_regex}
+
+
+def silence_applies_to_seat(silence: Sequence[SilenceMatcher],
+                            seat: Sequence[SilenceMatcher]) -> tuple[bool, bool]:
+    """Whether a silence concerns the seat: ``(applies, exact)``.
+
+    ``exact``: the silence's matcher set equals the seat's (the hold's own silence). ``applies``:
+    exact, or the silence contains every seat matcher (a narrower silence on the seat), or — for
+    the labels the seat pins with ``name="value"`` — every silence matcher on one of those labels
+    matches the seat's value and at least one such matcher exists (e.g. ``instance=~"seat-.*"``).
+    Matchers on other labels (``alertname``…) narrow a silence but do not make it foreign.
+    """
+    s_set, seat_set = set(silence), set(seat)
+    exact = s_set == seat_set
+    if exact or seat_set <= s_set:
+        return True, exact
+    labels = seat_labels(seat)
+    on_seat = [m for m in silence if m.name in labels]
+    if on_seat and all(m.matches(labels[m.name]) for m in on_seat):
+        return True, False
+    return False, False
+
+
+_ORDER = {"active": 0, "pending": 1, "expired": 2}
+
+
+# -- client ------------------------------------------------------------------------------------
+def _retryable(exc: BaseException) -> bool:
+    if isinstance(exc, httpx.TransportError):
+        return True
+    return isinstance(exc, httpx.HTTPStatusError) and exc.response.status_code in (502, 503, 504)
+
+
+class AlertmanagerClient:
+    """A small Alertmanager v2 client.
+
+    ``spec``: the profile's ``[alertmanager]``; ``credentials``: default from
+    :func:`load_credentials`; ``timeout_s``: per request; ``read_attempts``: tries for an
+    idempotent GET. Raises :class:`AlertmanagerError` (kind ``config``) for a URL carrying
+    credentials (put them in the environment or a file instead) or missing credentials.
+    """
+
+    def __init__(self, spec: AlertmanagerSpec, *, credentials: Credentials | None = None,
+                 timeout_s: float = 5.0, read_attempts: int = 3,
+                 environ: Mapping[str, str] | None = None) -> None:
+        url = httpx.URL(str(spec.url))
+        if url.username or url.password:
+            raise AlertmanagerError("config", (
+                "alertmanager.url must not contain credentials (user:password@); use auth = "
+                "'basic' with the environment or credentials_file"))
+        self.url = str(url).rstrip("/")
+        self.spec = spec
+        self.credentials = credentials or load_credentials(spec, environ)
+        self.read_attempts = read_attempts
+        verify: ssl.SSLContext | bool
+        if not spec.verify_tls:
+            verify = False
+        elif spec.ca_file is not None:
+            verify = ssl.create_default_context(cafile=str(Path(spec.ca_file).expanduser()))
+        else:
+            verify = True
+        self.tls_verify = spec.verify_tls
+        self._client = httpx.Client(
+            base_url=self.url, auth=self.credentials.httpx_auth(), verify=verify,
+            timeout=httpx.Timeout(timeout_s, connect=min(timeout_s, 3.0)),
+            headers={"Accept": "application/json"}, follow_redirects=False)
+
+    def __repr__(self) -> str:
+        return f"AlertmanagerClient(url={self.url!r}, auth={self.credentials.scheme!r})"
+
+    def close(self) -> None:
+        """Close the HTTP connection pool."""
+        self._client.close()
+
+    # -- plumbing -------------------------------------------------------------------------
+    def _error(self, exc: BaseException, what: str) -> AlertmanagerError:
+        secrets = self.credentials.secrets()
+        if isinstance(exc, httpx.HTTPStatusError):
+            code = exc.response.status_code
+            body = exc.response.text.strip().replace("\n", " ")[:300]
+            if code in (401, 403):
+                kind, msg = "auth", (f"{what}: HTTP {code} from {self.url} — check alertmanager."
+                                     "auth and the credentials (environment or credentials_file)")
+            else:
+                kind, msg = "http", f"{what}: HTTP {code} from {self.url}: {body}"
+        elif isinstance(exc, httpx.TimeoutException):
+            kind, msg = "timeout", f"{what}: {self.url} did not answer in time ({type(exc).__name__})"
+        elif isinstance(exc, httpx.ConnectError) and "CERTIFICATE_VERIFY_FAILED" in str(exc):
+            kind, msg = "tls", (f"{what}: TLS certificate of {self.url} not trusted — set "
+                                "alertmanager.ca_file (verification stays on)")
+        elif isinstance(exc, httpx.TransportError):
+            kind, msg = "unreachable", f"{what}: cannot reach {self.url}: {exc}"
+        else:
+            kind, msg = "bad-response", f"{what}: {type(exc).__name__}: {exc}"
+        return AlertmanagerError(kind, redact(msg, secrets))
+
+    def _get(self, path: str, what: str) -> Any:
+        def once() -> Any:
+            r = self._client.get(path)
+            r.raise_for_status()
+            return r.json()
+
+        try:
+            for attempt in Retrying(stop=stop_after_attempt(self.read_attempts),
+                                    wait=wait_exponential(multiplier=0.2, max=2.0),
+                                    retry=retry_if_exception(_retryable), reraise=True):
+                with attempt:
+                    return once()
+        except (httpx.HTTPError, ValueError) as exc:
+            raise self._error(exc, what) from None
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    # -- reads ----------------------------------------------------------------------------
+    def version(self) -> str | None:
+        """Alertmanager's version from ``GET /api/v2/status`` (``None`` if absent)."""
+        data = self._get("/api/v2/status", "read status")
+        return (data.get("versionInfo") or {}).get("version") if isinstance(data, dict) else None
+
+    def list_silences(self) -> list[Silence]:
+        """Every silence Alertmanager holds (``GET /api/v2/silences``)."""
+        data = self._get("/api/v2/silences", "list silences")
+        if not isinstance(data, list):
+            raise AlertmanagerError("bad-response", "GET /api/v2/silences did not return a list")
+        return [Silence.from_api(d) for d in data]
+
+    def get_silence(self, silence_id: str) -> Silence:
+        """One silence by ID (``GET /api/v2/silence/{id}``)."""
+        _check_id(silence_id)
+        return Silence.from_api(self._get(f"/api/v2/silence/{silence_id}",
+                                          f"read silence {silence_id}"))
+
+    # -- writes (sent once, verified by reading back) ------------------------------------------
+    def create_silence(self, matchers: Sequence[SilenceMatcher | Matcher], *,
+                       ends_at: datetime, starts_at: datetime | None = None,
+                       created_by: str, comment: str) -> Silence:
+        """Create a silence and verify it by reading it back.
+
+        ``ends_at`` / ``starts_at`` must be timezone-aware (``starts_at`` defaults to now, UTC).
+        Every matcher is sent with all four fields. Returns the silence as read back; raises
+        :class:`AlertmanagerError` when the POST fails (kind ``http``/``auth``/…; Alertmanager's
+        400 text is included) or the read-back differs (kind ``verify``: matchers, end time,
+        creator, or a state other than pending/active).
+        """
+        ms = tuple(m if isinstance(m, SilenceMatcher) else SilenceMatcher.from_profile(m)
+                   for m in matchers)
+        if not ms:
+            raise ValueError("a silence needs at least one matcher")
+        start = starts_at or utcnow()
+        for label, t in (("ends_at", ends_at), ("starts_at", start)):
+            if t.tzinfo is None:
+                raise ValueError(f"{label} must be timezone-aware (UTC)")
+        if ends_at <= start:
+            raise ValueError("ends_at must be after starts_at")
+        body = {"matchers": [m.to_api() for m in ms], "startsAt": _iso(start),
+                "endsAt": _iso(ends_at), "createdBy": created_by, "comment": comment}
+        try:
+            r = self._client.post("/api/v2/silences", json=body)
+            r.raise_for_status()
+            sid = r.json()["silenceID"]
+        except (httpx.HTTPError, ValueError, KeyError, TypeError) as exc:
+            raise self._error(exc, "create silence") from None
+        back = self.get_silence(sid)
+        problems = []
+        if set(back.matchers) != set(ms):
+            problems.append(f"matchers {[str(m) for m in back.matchers]} != "
+                            f"{[str(m) for m in ms]}")
+        if abs((back.ends_at - ends_at).total_seconds()) > 1.0:
+            problems.append(f"endsAt {back.ends_at.isoformat()} != {ends_at.isoformat()}")
+        if back.created_by != created_by:
+            problems.append(f"createdBy {back.created_by!r} != {created_by!r}")
+        if back.state not in ("pending", "active"):
+            problems.append(f"state {back.state}")
+        if problems:
+            raise AlertmanagerError("verify", f"silence {sid} read back differs: "
+                                              + "; ".join(problems))
+        return back
+
+    def expire_silence(self, silence_id: str) -> Silence:
+        """Expire a silence (``DELETE /api/v2/silence/{id}``) and verify it reads back
+        ``expired``. Returns the silence as read back; raises :class:`AlertmanagerError`."""
+        _check_id(silence_id)
+        try:
+            r = self._client.delete(f"/api/v2/silence/{silence_id}")
+            r.raise_for_status()
+        except httpx.HTTPError as exc:
+            raise self._error(exc, f"expire silence {silence_id}") from None
+        back = self.get_silence(silence_id)
+        if back.state != "expired":
+            raise AlertmanagerError("verify", f"silence {silence_id} still {back.state} after "
+                                              "DELETE")
+        return back
+
+
+def _check_id(silence_id: str) -> None:
+    if not re.fullmatch(r"[A-Za-z0-9-]{1,64}", silence_id or ""):
+        raise ValueError(f"{silence_id!r} is not a silence ID")
+
+
+def _iso(t: datetime) -> str:
+    """RFC 3339 in UTC with a ``Z``, millisecond precision (what Alertmanager stores)."""
+    from datetime import UTC
+
+    return t.astimezone(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def hold_window(ttl_s: int, now: datetime | None = None) -> tuple[datetime, datetime]:
+    """``(starts_at, ends_at)`` for a hold lease of ``ttl_s`` seconds from ``now`` (UTC)."""
+    start = now or utcnow()
+    return start, start + timedelta(seconds=ttl_s)
+
+
+# -- source ------------------------------------------------------------------------------------
+class SilenceSource(Source):
+    """Polls Alertmanager for the seat's silences (``name = "silences"``)."""
+
+    name = "silences"
+
+    def __init__(self, client: AlertmanagerClient, seat: Sequence[SilenceMatcher]) -> None:
+        self.client = client
+        self.seat = tuple(seat)
+
+    def read(self) -> BaseModel:
+        """A :class:`SilencesReading` or :class:`Unavailable` (kind from
+        :class:`AlertmanagerError`); never raises, never shows a secret."""
+        try:
+            version = self.client.version()
+            all_s = self.client.list_silences()
+        except AlertmanagerError as exc:
+            return Unavailable(source=self.name, kind=exc.kind, reason=str(exc))
+        except Exception as exc:  # noqa: BLE001 - never raise into the UI
+            return Unavailable(source=self.name, kind="error", reason=redact(
+                f"{type(exc).__name__}: {exc}", self.client.credentials.secrets()))
+        mine = []
+        for s in all_s:
+            applies, exact = silence_applies_to_seat(s.matchers, self.seat)
+            if applies:
+                mine.append(s.model_copy(update={"exact": exact}))
+        mine.sort(key=lambda s: (_ORDER[s.state], -s.ends_at.timestamp()))
+        return SilencesReading(url=self.client.url, version=version, read_at=utcnow(),
+                               seat_matchers=self.seat, silences=tuple(mine), total=len(all_s),
+                               tls_verify=self.client.tls_verify)
+
+    def close(self) -> None:
+        """Close the HTTP client."""
+        self.client.close()
+
+
+class _ConfigBroken(Source):
+    name = "silences"
+
+    def __init__(self, reason: str) -> None:
+        self.reason = reason
+
+    def read(self) -> BaseModel:
+        return Unavailable(source=self.name, kind="config", reason=self.reason)
+
+
+def make_source(loaded: LoadedProfile) -> Source:
+    """The silences source for ``loaded``'s ``[alertmanager]`` and ``[silence]`` matchers.
+
+    Bad auth configuration (missing credentials, URL with credentials) becomes a source that
+    reports it as :class:`Unavailable` (kind ``config``) on every read.
+    """
+    p = loaded.profile
+    try:
+        client = AlertmanagerClient(p.alertmanager)
+    except AlertmanagerError as exc:
+        return _ConfigBroken(str(exc))
+    return SilenceSource(client, [SilenceMatcher.from_profile(m) for m in p.silence.matchers])
+
+
+__all__ = ["AlertmanagerClient", "AlertmanagerError", "Credentials", "ENV_PASSWORD", "ENV_TOKEN",
+           "ENV_USER", "Silence", "SilenceMatcher", "SilenceSource", "SilencesReading",
+           "hold_window", "load_credentials", "make_source", "redact", "seat_labels",
+           "silence_applies_to_seat"]
