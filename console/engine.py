@@ -1,0 +1,413 @@
+"""The seat's inference engine (vLLM's OpenAI-compatible server): health, models, version,
+metrics.
+
+Endpoints read with httpx, each with its own timeout (``/health``, ``/v1/models``,
+``/version``, ``/metrics``; vLLM ``vllm/entrypoints/openai/api_server.py``). ``/metrics`` is
+parsed with ``prometheus_client.parser.text_string_to_metric_families``.
+
+Metric names change across vLLM releases, so each logical metric has an alias list and is
+found by normalized name, then by fragment (``vllm:gpu_cache_usage_perc`` became
+``vllm:kv_cache_usage_perc`` with the V1 engine; ``vllm:time_per_output_token_seconds`` became
+``vllm:inter_token_latency_seconds``; exporters may use ``vllm_`` instead of ``vllm:``).
+Normalizing lower-cases, drops a ``vllm:`` / ``vllm_`` prefix and a ``_total`` suffix. A metric
+that is not exposed at all is ``None`` and shown as "metric missing" — never 0 (an idle engine
+exposes real zeros, which are shown as 0).
+
+Aggregation across label sets (several engines / data-parallel ranks, several models):
+request gauges and counters are summed; KV cache usage is the maximum (the fullest engine is the
+one that preempts); latency histograms are merged bucket by bucket before a percentile is
+estimated (averaging replicas' p95 would be wrong). Field terms: TTFT (time to first token),
+ITL (inter-token latency), E2E latency (request end to end).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+import httpx
+from prometheus_client.metrics_core import Metric
+from prometheus_client.parser import text_string_to_metric_families
+from pydantic import BaseModel
+
+from console.profile import LoadedProfile
+from console.sources import Frozen, Source, Unavailable, utcnow
+
+METRIC_ALIASES: dict[str, tuple[str, ...]] = {
+    "requests_running": ("num_requests_running",),
+    "requests_waiting": ("num_requests_waiting",),
+    "kv_cache_usage": ("kv_cache_usage_perc", "gpu_cache_usage_perc", "cpu_cache_usage_perc",
+                       "cache_usage_perc"),
+    "prompt_tokens": ("prompt_tokens",),
+    "generation_tokens": ("generation_tokens",),
+    "preemptions": ("num_preemptions", "num_preemption", "preemptions"),
+    "requests_finished": ("request_success",),
+    "ttft": ("time_to_first_token_seconds",),
+    "itl": ("inter_token_latency_seconds", "time_per_output_token_seconds"),
+    "e2e": ("e2e_request_latency_seconds",),
+}
+"""Logical metric → normalized vLLM names, preferred first. The last entries double as
+fragments: a family whose normalized name contains one (e.g. ``cache_usage_perc``) matches when
+no exact alias does."""
+
+HISTOGRAMS = frozenset({"ttft", "itl", "e2e"})
+"""Logical metrics that are histograms; the others are counters or gauges. A candidate family of
+the wrong type is skipped (``vllm:request_prompt_tokens`` is a histogram of prompt lengths, not
+the ``prompt_tokens`` counter)."""
+
+MISSING = "metric missing"
+"""How a metric the engine does not expose is shown."""
+
+
+def normalize(name: str) -> str:
+    """``vllm:kv_cache_usage_perc`` → ``kv_cache_usage_perc``; ``vllm_prompt_tokens_total`` →
+    ``prompt_tokens`` (lower-case, ``vllm:``/``vllm_`` prefix and ``_total`` suffix dropped)."""
+    n = name.lower()
+    for p in ("vllm:", "vllm_"):
+        if n.startswith(p):
+            n = n[len(p):]
+            break
+    if n.endswith("_total"):
+        n = n[: -len("_total")]
+    return n
+
+
+def find_family(families: dict[str, Metric], logical: str) -> Metric | None:
+    """The family that serves ``logical`` (a key of :data:`METRIC_ALIASES`), or ``None``.
+
+    ``families`` maps normalized names to parsed families. Exact aliases first, in order; then
+    the first alias found as a fragment (shortest matching name wins, so
+    ``num_requests_running`` does not pick ``num_requests_running_by_lora``). Only families of
+    the right type (histogram or not, :data:`HISTOGRAMS`) are considered.
+    """
+    aliases = METRIC_ALIASES[logical]
+    want_hist = logical in HISTOGRAMS
+
+    def fits(fam: Metric) -> bool:
+        return (fam.type == "histogram") == want_hist
+
+    for a in aliases:
+        if a in families and fits(families[a]):
+            return families[a]
+    for a in aliases:
+        hits = sorted((n for n in families if a in n and fits(families[n])), key=len)
+        if hits:
+            return families[hits[0]]
+    return None
+
+
+class HistogramSummary(Frozen):
+    """A latency histogram merged across label sets: ``count`` observations summing to
+    ``sum_s`` seconds; ``mean_s``; ``p50_s`` / ``p95_s`` estimated by linear interpolation inside
+    the merged cumulative buckets (as PromQL's ``histogram_quantile``); ``None`` when there are
+    no observations."""
+
+    count: int
+    sum_s: float
+    mean_s: float | None
+    p50_s: float | None
+    p95_s: float | None
+
+
+class EngineMetrics(Frozen):
+    """Engine metrics from one ``/metrics`` scrape; ``None`` = the metric is missing.
+
+    ``requests_running`` / ``requests_waiting``: requests in the running / waiting queue;
+    ``kv_cache_usage``: fraction 0–1 of KV cache blocks in use (max over engines);
+    ``prompt_tokens`` / ``generation_tokens``: cumulative token counters since engine start;
+    ``preemptions``: cumulative preemptions (requests evicted for lack of KV cache);
+    ``requests_finished``: cumulative finished requests (all finish reasons); ``ttft`` / ``itl``
+    / ``e2e``: latency histograms; ``cache_config``: labels of ``vllm:cache_config_info``
+    (``num_gpu_blocks``, ``block_size``…) when exposed; ``matched``: logical name → the metric name
+    that served it; ``missing``: logical names not exposed; ``families``: how many families the
+    scrape had.
+    """
+
+    requests_running: float | None = None
+    requests_waiting: float | None = None
+    kv_cache_usage: float | None = None
+    prompt_tokens: float | None = None
+    generation_tokens: float | None = None
+    preemptions: float | None = None
+    requests_finished: float | None = None
+    ttft: HistogramSummary | None = None
+    itl: HistogramSummary | None = None
+    e2e: HistogramSummary | None = None
+    cache_config: dict[str, str] | None = None
+    matched: dict[str, str]
+    missing: tuple[str, ...]
+    families: int
+
+
+class ModelInfo(Frozen):
+    """One entry of ``/v1/models``: ``id`` (served model name), ``root`` (path or repo it was
+    loaded from), ``max_model_len`` (tokens; ``None`` if not reported)."""
+
+    id: str
+    root: str | None = None
+    max_model_len: int | None = None
+
+
+class EngineReading(Frozen):
+    """The seat's engine at ``read_at`` (UTC).
+
+    ``endpoint``: base URL; ``healthy``: ``/health`` answered 200; ``health_status``: its HTTP
+    status; ``version``: from ``/version``; ``models``: from ``/v1/models`` (``None`` when that
+    failed); ``metrics``: parsed ``/metrics`` (``None`` when that failed); ``problems``: one
+    sentence per endpoint that failed while the engine answered.
+    """
+
+    endpoint: str
+    read_at: datetime
+    healthy: bool
+    health_status: int | None
+    version: str | None
+    models: tuple[ModelInfo, ...] | None
+    metrics: EngineMetrics | None
+    problems: tuple[str, ...] = ()
+
+
+# -- parsing (pure) ------------------------------------------------------------------------
+def _value_samples(fam: Metric) -> list[Any]:
+    """Samples that carry the family's value (counters: ``*_total`` or bare; not ``_created``)."""
+    out = []
+    for s in fam.samples:
+        if s.name.endswith("_created"):
+            continue
+        if fam.type in ("histogram", "summary") and not s.name.endswith(("_sum", "_count")):
+            continue
+        out.append(s)
+    return out
+
+
+def _sum(fam: Metric | None) -> float | None:
+    if fam is None:
+        return None
+    vals = [s.value for s in _value_samples(fam) if not math.isnan(s.value)]
+    return float(sum(vals)) if vals else None
+
+
+def _max(fam: Metric | None) -> float | None:
+    if fam is None:
+        return None
+    vals = [s.value for s in _value_samples(fam) if not math.isnan(s.value)]
+    return float(max(vals)) if vals else None
+
+
+def histogram_quantile(q: float, buckets: Sequence[tuple[float, float]]) -> float | None:
+    """Estimate the ``q`` quantile (0–1) from cumulative ``(upper bound, count)`` buckets.
+
+    Linear interpolation within the bucket that holds the rank, as Prometheus's
+    ``histogram_quantile`` (promql/quantile.go): the first bucket's lower bound is 0; a rank in
+    the ``+Inf`` bucket returns the largest finite upper bound. ``None`` without observations.
+    """
+    bs = sorted(buckets, key=lambda b: b[0])
+    if not bs or bs[-1][1] <= 0:
+        return None
+    total = bs[-1][1]
+    rank = q * total
+    prev_le, prev_c = 0.0, 0.0
+    for le, c in bs:
+        if c >= rank:
+            if math.isinf(le):
+                return prev_le
+            if c == prev_c:
+                return le
+            return prev_le + (le - prev_le) * (rank - prev_c) / (c - prev_c)
+        prev_le, prev_c = le, c
+    return prev_le
+
+
+def summarize_histogram(fam: Metric | None) -> HistogramSummary | None:
+    """Merge a histogram family's label sets bucket by bucket → :class:`HistogramSummary`."""
+    if fam is None:
+        return None
+    buckets: dict[float, float] = {}
+    total_sum = 0.0
+    count = 0.0
+    for s in fam.samples:
+        if s.name.endswith("_bucket"):
+            le = float(s.labels.get("le", "nan"))
+            if not math.isnan(le):
+                buckets[le] = buckets.get(le, 0.0) + s.value
+        elif s.name.endswith("_sum"):
+            total_sum += s.value
+        elif s.name.endswith("_count"):
+            count += s.value
+    if not buckets and count == 0:
+        return None
+    bl = sorted(buckets.items())
+    return HistogramSummary(
+        count=int(count), sum_s=total_sum, mean_s=(total_sum / count) if count else None,
+        p50_s=histogram_quantile(0.5, bl), p95_s=histogram_quantile(0.95, bl))
+
+
+def parse_metrics(text: str) -> EngineMetrics:
+    """Parse Prometheus text exposition from vLLM into :class:`EngineMetrics`.
+
+    Raises :class:`ValueError` when the text is not Prometheus exposition format.
+    """
+    families: dict[str, Metric] = {}
+    for fam in text_string_to_metric_families(text):
+        key = normalize(fam.name)
+        prev = families.get(key)
+        # a TYPE line whose samples carry another name (``# TYPE x counter`` + ``x_total``)
+        # parses as an empty family plus an untyped one: keep the one with samples
+        if prev is None or (not prev.samples and fam.samples):
+            families[key] = fam
+    matched: dict[str, str] = {}
+    missing: list[str] = []
+    found: dict[str, Metric | None] = {}
+    for logical in METRIC_ALIASES:
+        fam = find_family(families, logical)
+        found[logical] = fam
+        if fam is None:
+            missing.append(logical)
+        else:
+            matched[logical] = fam.name
+    cache_cfg = families.get("cache_config_info")
+    cfg_labels = None
+    if cache_cfg is not None and cache_cfg.samples:
+        cfg_labels = {k: str(v) for k, v in cache_cfg.samples[0].labels.items()}
+    return EngineMetrics(
+        requests_running=_sum(found["requests_running"]),
+        requests_waiting=_sum(found["requests_waiting"]),
+        kv_cache_usage=_max(found["kv_cache_usage"]),
+        prompt_tokens=_sum(found["prompt_tokens"]),
+        generation_tokens=_sum(found["generation_tokens"]),
+        preemptions=_sum(found["preemptions"]),
+        requests_finished=_sum(found["requests_finished"]),
+        ttft=summarize_histogram(found["ttft"]), itl=summarize_histogram(found["itl"]),
+        e2e=summarize_histogram(found["e2e"]), cache_config=cfg_labels, matched=matched,
+        missing=tuple(missing), families=len(families))
+
+
+def parse_models(data: Any) -> tuple[ModelInfo, ...]:
+    """``/v1/models`` JSON (``{"object": "list", "data": [{"id", "root", "max_model_len"}…]}``)
+    → models. Raises :class:`ValueError` for another shape."""
+    if not isinstance(data, dict) or not isinstance(data.get("data"), list):
+        raise ValueError("/v1/models did not return {'data': [...]}")
+    return tuple(ModelInfo(id=str(m["id"]), root=m.get("root"),
+                           max_model_len=m.get("max_model_len"))
+                 for m in data["data"] if isinstance(m, dict) and "id" in m)
+
+
+def fmt_metric(value: float | None, fmt: str = "{:.0f}") -> str:
+    """A metric for display: :data:`MISSING` for ``None``, else ``fmt`` applied."""
+    return MISSING if value is None else fmt.format(value)
+
+
+# -- reading ---------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class _Get:
+    status: int | None
+    body: httpx.Response | None
+    error: str | None
+
+
+class EngineClient:
+    """HTTP client for the engine endpoint ``base_url`` with per-request ``timeout_s``."""
+
+    def __init__(self, base_url: str, timeout_s: float = 3.0) -> None:
+        self.base_url = base_url.rstrip("/")
+        self._client = httpx.Client(base_url=self.base_url,
+                                    timeout=httpx.Timeout(timeout_s, connect=min(timeout_s, 2.0)),
+                                    follow_redirects=False)
+
+    def __repr__(self) -> str:
+        return f"EngineClient({self.base_url!r})"
+
+    def _get(self, path: str) -> _Get:
+        try:
+            r = self._client.get(path)
+        except httpx.TimeoutException as exc:
+            return _Get(None, None, f"GET {path}: no answer in time ({type(exc).__name__})")
+        except httpx.TransportError as exc:
+            return _Get(None, None, f"GET {path}: {type(exc).__name__}: {exc}")
+        return _Get(r.status_code, r, None)
+
+    def read(self) -> EngineReading | Unavailable:
+        """Read all four endpoints; :class:`Unavailable` when ``/health`` gets no HTTP answer
+        at all (kind ``unreachable`` or ``timeout``). Never raises for engine problems."""
+        h = self._get("/health")
+        if h.status is None:
+            kind = "timeout" if "in time" in (h.error or "") else "unreachable"
+            return Unavailable(source="engine", kind=kind,
+                               reason=f"engine at {self.base_url} not answering: {h.error}")
+        problems: list[str] = []
+        if h.status != 200:
+            problems.append(f"/health answered HTTP {h.status}")
+        version = None
+        v = self._get("/version")
+        if v.status == 200 and v.body is not None:
+            try:
+                version = str(v.body.json().get("version"))
+            except (ValueError, AttributeError):
+                problems.append("/version: not JSON")
+        else:
+            problems.append(f"/version: {v.error or f'HTTP {v.status}'}")
+        models: tuple[ModelInfo, ...] | None = None
+        m = self._get("/v1/models")
+        if m.status == 200 and m.body is not None:
+            try:
+                models = parse_models(m.body.json())
+            except ValueError as exc:
+                problems.append(f"/v1/models: {exc}")
+        else:
+            problems.append(f"/v1/models: {m.error or f'HTTP {m.status}'}")
+        metrics: EngineMetrics | None = None
+        x = self._get("/metrics")
+        if x.status == 200 and x.body is not None:
+            try:
+                metrics = parse_metrics(x.body.text)
+            except ValueError as exc:
+                problems.append(f"/metrics: not Prometheus text ({exc})")
+        else:
+            problems.append(f"/metrics: {x.error or f'HTTP {x.status}'}")
+        return EngineReading(endpoint=self.base_url, read_at=utcnow(), healthy=h.status == 200,
+                             health_status=h.status, version=version, models=models,
+                             metrics=metrics, problems=tuple(problems))
+
+    def close(self) -> None:
+        """Close the connection pool."""
+        self._client.close()
+
+
+class EngineSource(Source):
+    """Polls the seat's engine endpoint (``name = "engine"``)."""
+
+    name = "engine"
+
+    def __init__(self, base_url: str, timeout_s: float = 3.0) -> None:
+        self.client = EngineClient(base_url, timeout_s)
+
+    def read(self) -> BaseModel:
+        """An :class:`EngineReading` or :class:`Unavailable`; never raises."""
+        try:
+            return self.client.read()
+        except Exception as exc:  # noqa: BLE001 - a source never raises into the UI
+            return Unavailable(source=self.name, kind="error",
+                               reason=f"{type(exc).__name__}: {exc}")
+
+    def close(self) -> None:
+        """Close the HTTP client."""
+        self.client.close()
+
+
+def make_source(loaded: LoadedProfile) -> Source:
+    """The engine source for ``seat.endpoint``."""
+    return EngineSource(str(loaded.profile.seat.endpoint))
+
+
+def missing_of(metrics: EngineMetrics | None) -> Iterable[str]:
+    """Logical metrics not exposed (all of them when there was no scrape)."""
+    return METRIC_ALIASES.keys() if metrics is None else metrics.missing
+
+
+__all__ = ["EngineClient", "EngineMetrics", "EngineReading", "EngineSource", "HistogramSummary",
+           "METRIC_ALIASES", "MISSING", "ModelInfo", "find_family", "fmt_metric",
+           "histogram_quantile", "make_source", "missing_of", "normalize", "parse_metrics",
+           "parse_models", "summarize_histogram"]
