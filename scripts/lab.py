@@ -783,6 +783,7 @@ def alertmanager_healthy(state: dict[str, Any]) -> tuple[bool, str]:
 
 def _port_free_or_fail(port: int, who: str) -> None:
     s = socket.socket()
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as the servers do: TIME_WAIT is ok
     try:
         s.bind((LOOPBACK, port))
     except OSError:

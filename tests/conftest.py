@@ -1,0 +1,235 @@
+"""Shared pytest fixtures.
+
+Sections (keep this order; add new shared fixtures at the end, under "Other fixtures"):
+
+1. The lab (``scripts/lab.py``): the ``lab`` session fixture (a typed view of ``.lab/state.json``)
+   and ``lab_stop`` / ``lab_start`` to take one component down for a test and bring it back.
+   A test that uses ``lab`` is marked ``lab`` automatically (``pytest -m "not lab"`` skips them).
+   If the lab is not up, such tests FAIL (never skip) with "run `python scripts/lab.py up`".
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import functools
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import pytest
+
+# ==============================================================================================
+# 1. The lab
+# ==============================================================================================
+
+REPO = Path(__file__).resolve().parent.parent
+LAB_SCRIPT = REPO / "scripts" / "lab.py"
+LAB_UP_HINT = "run `python scripts/lab.py up`"
+
+
+@functools.cache
+def _lab_module() -> ModuleType:
+    """``scripts/lab.py`` imported as a module (its paths, constants and health checks)."""
+    spec = importlib.util.spec_from_file_location("seat_lab", LAB_SCRIPT)
+    assert spec is not None and spec.loader is not None
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules.setdefault("seat_lab", mod)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+@dataclass(frozen=True)
+class Lab:
+    """The running lab, as ``scripts/lab.py up`` recorded it in ``.lab/state.json``.
+
+    URLs are ``http://127.0.0.1:PORT`` (no trailing slash); ``docker_host`` is the engine's
+    ``unix://…/docker.sock`` URL for the docker SDK (``base_url``) or ``DOCKER_HOST``.
+    Image identity: ``engine_image_id`` is the image ID (config digest); ``engine_repo_digest``
+    is ``127.0.0.1:15000/engine@sha256:…`` (the manifest digest the registry serves), which is
+    also the reference the ``seat-resident`` container was run by.
+    """
+
+    lab_dir: Path
+    state_file: Path
+    profile_path: Path
+    docker_host: str
+    docker_socket: Path
+    docker_cli: str
+    dockerd_pid: int
+    registry_url: str
+    alertmanager_url: str
+    vllm_url: str
+    node_container: str
+    resident_container: str
+    served_model_name: str
+    model_dir: Path
+    vllm_python: Path
+    vllm_log_path: Path | None
+    engine_image_tag_ref: str
+    engine_repo_digest: str
+    engine_image_id: str
+    node_image_id: str
+    timers: tuple[str, ...]
+    persistent_timers: tuple[str, ...]
+    services: tuple[str, ...]
+    job_log_dir: str
+    max_model_len: int
+    max_num_seqs: int
+    block_size: int
+    state: dict[str, Any] = field(repr=False, compare=False)
+
+    @classmethod
+    def from_state(cls, s: dict[str, Any]) -> "Lab":
+        """Build from the state file's dict; KeyError if the lab was not fully brought up."""
+        v = s["vllm"]
+        return cls(
+            lab_dir=Path(s["lab_dir"]), state_file=Path(s["state_file"]),
+            profile_path=Path(s["profile"]),
+            docker_host=s["dockerd"]["host"], docker_socket=Path(s["dockerd"]["socket"]),
+            docker_cli=s["dockerd"]["cli"], dockerd_pid=int(s["dockerd"]["pid"]),
+            registry_url=s["registry"]["url"], alertmanager_url=s["alertmanager"]["url"],
+            vllm_url=v["url"], node_container=s["node"]["container"],
+            resident_container=v["container"], served_model_name=v["served_model_name"],
+            model_dir=Path(v["model_dir"]), vllm_python=Path(v["python"]),
+            vllm_log_path=Path(v["log_path"]) if v.get("log_path") else None,
+            engine_image_tag_ref=v["image_tag_ref"], engine_repo_digest=v["repo_digest"],
+            engine_image_id=v["image_id"], node_image_id=s["node"]["image_id"],
+            timers=tuple(s["node"]["timers"]),
+            persistent_timers=tuple(s["node"]["persistent_timers"]),
+            services=tuple(s["node"]["services"]), job_log_dir=s["node"]["job_log_dir"],
+            max_model_len=int(v["max_model_len"]), max_num_seqs=int(v["max_num_seqs"]),
+            block_size=int(v["block_size"]), state=s,
+        )
+
+    @contextlib.contextmanager
+    def docker_client(self, timeout: int = 30) -> Iterator[Any]:
+        """``with lab.docker_client() as client:`` a docker SDK client on the lab engine."""
+        import docker
+
+        client = docker.DockerClient(base_url=self.docker_host, timeout=timeout)
+        try:
+            yield client
+        finally:
+            client.close()
+
+    def docker_argv(self, *args: str) -> list[str]:
+        """An argument list for the docker CLI against the lab engine."""
+        return [self.docker_cli, "-H", self.docker_host, *args]
+
+    def vllm_logs(self) -> str:
+        """The ``seat-resident`` container's output (vLLM's log) so far."""
+        cp = subprocess.run(self.docker_argv("logs", self.resident_container),
+                            capture_output=True, timeout=60, check=False,
+                            env={"PATH": "/usr/sbin:/usr/bin:/sbin:/bin"})
+        return (cp.stdout + cp.stderr).decode("utf-8", "replace")
+
+
+def lab_command(*args: str, timeout: float = 900) -> subprocess.CompletedProcess[str]:
+    """Run ``python scripts/lab.py ARGS`` (same interpreter); output captured as text."""
+    return subprocess.run([sys.executable, str(LAB_SCRIPT), *args], capture_output=True,
+                          text=True, timeout=timeout, check=False, cwd=REPO,
+                          env={**os.environ, "PYTHONUNBUFFERED": "1"})
+
+
+def lab_status() -> dict[str, dict[str, Any]]:
+    """``lab.py status --json``: ``{component: {"healthy": bool, "detail": str, ...}}``."""
+    return _lab_module().collect_status()
+
+
+@pytest.fixture(scope="session")
+def lab() -> Lab:
+    """The running lab. Fails (does not skip) with the command to run if it is not up."""
+    mod = _lab_module()
+    state_file = mod.STATE_FILE
+    try:
+        state = json.loads(Path(state_file).read_text("utf-8"))
+        lab_ = Lab.from_state(state)
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        pytest.fail(f"the lab is not up ({state_file}: {exc!r}): {LAB_UP_HINT}", pytrace=False)
+    down = {c: s["detail"] for c, s in mod.collect_status().items() if not s["healthy"]}
+    if down:
+        pytest.fail(f"the lab is not (fully) up, down: {down}: {LAB_UP_HINT}", pytrace=False)
+    return lab_
+
+
+@contextlib.contextmanager
+def _disruption_lock(lab_dir: Path) -> Iterator[None]:
+    """Serialise component outages across test sessions sharing one lab (``.lab/disrupt.lock``)."""
+    lab_dir.mkdir(parents=True, exist_ok=True)
+    with open(lab_dir / "disrupt.lock", "a+") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
+
+
+@pytest.fixture
+def lab_start(lab: Lab) -> Callable[[str], None]:
+    """``lab_start(component)``: start it (idempotent) and wait until healthy; fails if not."""
+
+    def _start(component: str) -> None:
+        cp = lab_command("start", component)
+        if cp.returncode != 0:
+            pytest.fail(f"`lab.py start {component}` failed:\n{cp.stdout}{cp.stderr}")
+
+    return _start
+
+
+@pytest.fixture
+def lab_stop(lab: Lab, lab_start: Callable[[str], None]
+             ) -> Callable[[str], contextlib.AbstractContextManager[None]]:
+    """``with lab_stop("alertmanager"): ...`` — the component is down inside the block.
+
+    Components: ``dockerd``, ``registry``, ``alertmanager``, ``node`` (the systemd container is
+    stopped), ``vllm`` (the ``seat-resident`` container is stopped). On leaving the block, always
+    (also on failure), the component is started again and the block waits until it is healthy.
+    ``dockerd`` runs with ``--live-restore``: while it is down, the containers keep running.
+    """
+
+    @contextlib.contextmanager
+    def _stop(component: str) -> Iterator[None]:
+        with _disruption_lock(lab.lab_dir):
+            cp = lab_command("stop", component, timeout=120)
+            try:
+                if cp.returncode != 0:
+                    pytest.fail(f"`lab.py stop {component}` failed:\n{cp.stdout}{cp.stderr}")
+                yield
+            finally:
+                lab_start(component)
+
+    return _stop
+
+
+def wait_until(pred: Callable[[], Any], timeout: float = 30.0, interval: float = 0.2,
+               what: str = "condition") -> Any:
+    """Poll ``pred`` until it returns a truthy value (returned) or fail after ``timeout`` s."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = pred()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            pytest.fail(f"timed out after {timeout:.0f}s waiting for {what}")
+        time.sleep(interval)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Mark every test that uses the ``lab`` fixture (directly or not) with ``lab``."""
+    for item in items:
+        if "lab" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.lab)
+
+
+# ==============================================================================================
+# Other fixtures (add below; one section per owner)
+# ==============================================================================================
