@@ -26,6 +26,7 @@ EXIT_UNAVAILABLE = 3
 COMMAND_MODULES = [
     "console.commands.profile_cmd",
     "console.commands.gpus_cmd",
+    "console.commands.fit_cmd",
 ]
 
 

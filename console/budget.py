@@ -1,0 +1,738 @@
+"""Fit budget: per-card usable memory vs weights + PLE table + KV cache + reserve.
+
+Pure arithmetic, no I/O: every input (profile values, a checkpoint summary, a GPU snapshot, host
+memory figures) is passed in, and every result is a frozen model. Bytes in code; the display
+helpers print GiB = 2^30 B truncated toward zero (:func:`gib`), always next to exact bytes.
+
+The arithmetic follows vLLM (0.32.0):
+
+* usable ("requested") memory per card = ceil(CUDA-visible total × gpu_memory_utilization)
+  (``vllm/v1/worker/utils.py`` ``request_memory``); the CUDA-visible total is NVML total −
+  reserved (``MemoryReading.cuda_visible_bytes`` in :mod:`console.gpu`), read live where the card
+  is present, else the profile's ``node.declared_cuda_visible_bytes``;
+* vLLM refuses to start when a card's free memory is below that figure (same function) — the
+  pre-flight line;
+* KV cache bytes = requested − (weights + PLE on the GPU + activation / CUDA-graph reserve)
+  (``vllm/v1/worker/gpu_worker.py`` ``determine_available_memory``: requested − non-KV memory);
+  the reserve is the profile's explicit ``seat.activation_reserve_bytes`` because vLLM measures
+  the real peak only at start-up;
+* KV tokens and maximum concurrency: :func:`console.kvcache.kv_capacity`;
+* weights per TP rank: :class:`console.checkpoint.TpClass` — split tensors / TP, replicated
+  tensors on every rank, vocabulary-parallel tensors as pad64(rows) / TP rows
+  (``vllm/model_executor/layers/vocab_parallel_embedding.py``: ``pad_vocab_size`` to
+  ``DEFAULT_VOCAB_PADDING_SIZE`` = 64, then ``divide(num_embeddings_padded, tp_size)``).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any, Literal
+
+from pydantic import Field
+
+from console.checkpoint import CheckpointSummary, VocabTensor
+from console.kvcache import (
+    EngineKVParams,
+    KVCapacity,
+    KVModelError,
+    ModelKV,
+    kv_capacity,
+    max_model_len_for,
+    model_kv,
+)
+from console.sources import Frozen
+
+GIB = 1 << 30
+"""Bytes in one GiB (2^30)."""
+
+VOCAB_PADDING = 64
+"""vLLM's ``DEFAULT_VOCAB_PADDING_SIZE`` (vocab_parallel_embedding.py)."""
+
+UTILISATION_RISK = 0.95
+"""Above this gpu_memory_utilization the budget warns: the CUDA context, NCCL buffers and
+allocator fragmentation live outside vLLM's requested memory and need the rest of the card."""
+
+Placement = Literal["gpu-replicated", "gpu-sharded", "host"]
+
+
+def gib(n: int | None, digits: int = 2) -> str:
+    """``n`` bytes as GiB (2^30 B) with ``digits`` decimals, the way the evaluation wrote its
+    figures: the exact value is first rounded to 10^-6 GiB (≈1 kB: this absorbs the sub-byte
+    remainder lost when "62.56 GiB" is parsed to whole bytes), then truncated toward zero — so
+    51,201,966,080 B (47.685546875 GiB) prints ``47.68`` and int(62.56 × 2^30) B prints
+    ``62.56``. ``None`` → ``n/a``. Always shown next to exact bytes where it matters."""
+    if n is None:
+        return "n/a"
+    micro = (abs(n) * 10**6 + GIB // 2) // GIB
+    scale = 10 ** digits
+    q = micro // 10 ** (6 - digits) if digits <= 6 else micro * 10 ** (digits - 6)
+    sign = "-" if n < 0 and q else ""
+    return f"{sign}{q // scale}.{q % scale:0{digits}d}"
+
+
+def gib_b(n: int | None) -> str:
+    """``"47.68 GiB (51,201,966,080 B)"``; ``n/a`` for ``None``."""
+    return "n/a" if n is None else f"{gib(n)} GiB ({n:,} B)"
+
+
+def pad_vocab(rows: int, pad_to: int = VOCAB_PADDING) -> int:
+    """vLLM's ``pad_vocab_size``: rows rounded up to a multiple of ``pad_to``."""
+    return -(-rows // pad_to) * pad_to
+
+
+def vocab_rows_per_rank(rows: int, tp: int) -> int:
+    """Vocabulary rows one TP rank holds: pad64(rows) / TP (rounded up when TP does not divide
+    it; vLLM asserts it divides)."""
+    return -(-pad_vocab(rows) // tp)
+
+
+def vocab_bytes_per_rank(t: VocabTensor, tp: int) -> int:
+    """Bytes of a vocabulary-parallel tensor on one rank: rows per rank × bytes per row."""
+    if t.rows <= 0:
+        return t.bytes
+    row = t.bytes // t.rows
+    return vocab_rows_per_rank(t.rows, tp) * row
+
+
+class Footprint(Frozen):
+    """What a checkpoint puts on the GPUs, scanned from files or declared in the profile.
+
+    Scanned (``source="scanned"``): the :class:`console.checkpoint.TpSplit` figures and
+    ``total_kv_heads`` (to place ``k_proj``/``v_proj``). Declared: ``declared_weights_per_rank``
+    at ``declared_tp`` (excluding the PLE table) and ``declared_ple_bytes``.
+    ``kv_config`` is the config.json-like dict the KV model reads (``None``: unknown shape) and
+    ``kv_config_source`` says where it came from.
+    """
+
+    name: str
+    source: Literal["scanned", "declared"]
+    path: str | None = None
+    split_bytes: int = 0
+    replicated_bytes: int = 0
+    kv_proj_bytes: int = 0
+    vocab: list[VocabTensor] = Field(default_factory=list)
+    ple: list[VocabTensor] = Field(default_factory=list)
+    total_kv_heads: int | None = None
+    declared_weights_per_rank: int | None = None
+    declared_tp: int | None = None
+    declared_ple_bytes: int | None = None
+    kv_config: dict[str, Any] | None = None
+    kv_config_source: str | None = None
+    fp8_checkpoint: bool = False
+    quantization: str | None = None
+    has_routed_experts: bool = False
+
+    @property
+    def ple_bytes(self) -> int:
+        """The whole PLE table in bytes (0 when the model has none)."""
+        if self.source == "declared":
+            return self.declared_ple_bytes or 0
+        return sum(t.bytes for t in self.ple)
+
+    def weights_per_rank(self, tp: int) -> tuple[int, list[str]]:
+        """Weights (excluding the PLE table) on one TP rank, and notes on how they were split.
+
+        Scanned: ceil(split / TP) + replicated + ceil(kv_proj / min(TP, KV heads)) + Σ vocab
+        tensors per rank. Declared: the declared figure at its TP, rescaled by declared_tp / TP
+        for another TP (an approximation: treats everything as split).
+        """
+        notes: list[str] = []
+        if self.source == "declared":
+            if self.declared_weights_per_rank is None:
+                raise ValueError(f"{self.name}: no declared weights_bytes_per_rank")
+            base_tp = self.declared_tp or tp
+            if tp == base_tp:
+                return self.declared_weights_per_rank, notes
+            notes.append(f"declared weights per rank at TP {base_tp} rescaled to TP {tp} "
+                         "(approximation: assumes every tensor splits)")
+            return -(-self.declared_weights_per_rank * base_tp // tp), notes
+        kv_split = min(tp, self.total_kv_heads) if self.total_kv_heads else tp
+        vocab = sum(vocab_bytes_per_rank(t, tp) for t in self.vocab)
+        total = (-(-self.split_bytes // tp) + self.replicated_bytes
+                 + -(-self.kv_proj_bytes // kv_split) + vocab)
+        if self.total_kv_heads and self.total_kv_heads < tp and self.kv_proj_bytes:
+            notes.append(f"k_proj/v_proj split over {kv_split} ranks ({self.total_kv_heads} KV "
+                         f"heads < TP {tp}: replicated)")
+        if self.has_routed_experts:
+            notes.append("routed experts split by TP (vLLM's default without expert parallel)")
+        return total, notes
+
+    def ple_per_rank(self, placement: Placement, tp: int) -> tuple[int, list[str]]:
+        """PLE table bytes on one TP rank's GPU for ``placement``, with notes."""
+        if self.ple_bytes == 0 or placement == "host":
+            return 0, []
+        if placement == "gpu-replicated":
+            return self.ple_bytes, []
+        if self.source == "declared" or not any(t.rows for t in self.ple):
+            return -(-self.ple_bytes // tp), ["PLE sharded as bytes / TP (rows unknown: no "
+                                              "vocabulary padding applied)"]
+        return sum(vocab_bytes_per_rank(t, tp) for t in self.ple), [
+            "PLE sharded by vocabulary: pad64(rows) / TP rows per rank"]
+
+
+def footprint_from_summary(name: str, summary: CheckpointSummary) -> Footprint:
+    """A scanned :class:`Footprint` from a :class:`console.checkpoint.CheckpointSummary`."""
+    cfg = summary.config or {}
+    text = cfg.get("text_config") if isinstance(cfg.get("text_config"), dict) else cfg
+    kv_heads = text.get("num_key_value_heads") or text.get("num_attention_heads")
+    q = summary.quantization
+    fp8 = bool(q.declared and ((q.quant_algo or "").startswith("FP8")
+                               or q.method == "fp8"
+                               or "FP8" in q.per_layer_counts))
+    return Footprint(
+        name=name, source="scanned", path=summary.path, split_bytes=summary.tp.split_bytes,
+        replicated_bytes=summary.tp.replicated_bytes, kv_proj_bytes=summary.tp.kv_proj_bytes,
+        vocab=summary.tp.vocab, ple=summary.tp.ple,
+        total_kv_heads=kv_heads if isinstance(kv_heads, int) else None,
+        kv_config=summary.config, kv_config_source=summary.config_file,
+        fp8_checkpoint=fp8, quantization=q.describe(),
+        has_routed_experts=summary.role_bytes("routed_experts") > 0)
+
+
+def footprint_declared(name: str, weights_per_rank: int | None, tp: int, ple_bytes: int | None,
+                       kv_config: Mapping[str, Any] | None,
+                       kv_config_source: str | None) -> Footprint:
+    """A declared :class:`Footprint` (sizes from the profile)."""
+    return Footprint(name=name, source="declared", declared_weights_per_rank=weights_per_rank,
+                     declared_tp=tp, declared_ple_bytes=ple_bytes,
+                     kv_config=dict(kv_config) if kv_config is not None else None,
+                     kv_config_source=kv_config_source)
+
+
+class SeatParams(Frozen):
+    """The engine settings the budget uses (the profile's ``[seat]`` plus the checkpoint's PLE
+    placement); the what-if controls change these."""
+
+    tensor_parallel_size: int = Field(ge=1)
+    gpu_memory_utilization: float = Field(gt=0, le=1)
+    max_model_len: int = Field(ge=1)
+    max_num_seqs: int = Field(ge=1)
+    kv_cache_dtype: str = "auto"
+    block_size: int = Field(default=16, ge=1)
+    activation_reserve_bytes: int = Field(default=0, ge=0)
+    ple_placement: Placement = "gpu-replicated"
+    ple_host_sharing: Literal["per-process", "shared"] = "per-process"
+    hybrid_kv_cache_manager: bool = True
+    max_num_batched_tokens: int = 8192
+    max_concurrent_batches: int = 2
+
+    def engine(self) -> EngineKVParams:
+        """The :class:`console.kvcache.EngineKVParams` of these settings."""
+        return EngineKVParams(max_model_len=self.max_model_len, block_size=self.block_size,
+                              hybrid_kv_cache_manager=self.hybrid_kv_cache_manager,
+                              max_num_batched_tokens=self.max_num_batched_tokens,
+                              max_concurrent_batches=self.max_concurrent_batches)
+
+
+class Holder(Frozen):
+    """A process holding GPU memory (for the pre-flight line)."""
+
+    pid: int
+    name: str | None = None
+    container: str | None = None
+    used_bytes: int | None = None
+
+    def describe(self) -> str:
+        """``"pid 4242 python3 (container seat-resident) 80.00 GiB"``."""
+        s = f"pid {self.pid} {self.name or '?'}"
+        if self.container:
+            s += f" (container {self.container})"
+        return s + f" {gib(self.used_bytes)} GiB" if self.used_bytes is not None else s
+
+
+class CardInput(Frozen):
+    """One card serving TP rank ``rank``: its CUDA-visible total (``None`` = unknown) and where
+    that came from (``nvml`` live or ``declared`` in the profile), and — when live — free and
+    used memory now and the processes holding it."""
+
+    rank: int
+    label: str
+    key: str | None = None
+    cuda_visible_bytes: int | None = None
+    total_source: Literal["nvml", "declared", "unknown"] = "unknown"
+    free_bytes: int | None = None
+    used_bytes: int | None = None
+    holders: list[Holder] = Field(default_factory=list)
+
+
+def cards_for_seat(gpus: Sequence[str], tp: int, declared_total: int | None,
+                   snapshot: Any | None = None) -> list[CardInput]:
+    """The :class:`CardInput` of TP ranks 0..tp−1: rank r is the card named by ``gpus[r]``
+    (NVML index or UUID, the profile's ``node.gpus``), read from ``snapshot`` (a
+    :class:`console.gpu.GpuSnapshot`) when that card is present with a CUDA-visible total, else
+    the declared total. Ranks beyond ``gpus`` (a what-if TP above the node's cards) use the
+    declared total, or rank 0's, labelled as hypothetical."""
+    cards = list(getattr(snapshot, "cards", None) or [])
+    out: list[CardInput] = []
+    for r in range(tp):
+        entry = gpus[r] if r < len(gpus) else None
+        match = None
+        if entry is not None:
+            from console.gpu import match_seat  # pure function; lazy to keep imports light
+
+            for c in cards:
+                if getattr(c, "seat_match", None) == entry or match_seat(
+                        entry, getattr(c, "index", None), getattr(c, "uuid", None),
+                        getattr(c, "pci_bus_id", None)):
+                    match = c
+                    break
+        mem = getattr(match, "memory", None) if match is not None else None
+        visible = getattr(mem, "cuda_visible_bytes", None) if mem is not None else None
+        if match is not None and visible is not None:
+            holders = []
+            for p in getattr(match, "processes", None) or []:
+                cont = getattr(p, "container", None)
+                holders.append(Holder(pid=p.pid, name=getattr(p, "name", None),
+                                      container=(getattr(cont, "name", None)
+                                                 or getattr(cont, "short_id", None))
+                                      if cont is not None else None,
+                                      used_bytes=getattr(p, "used_memory_bytes", None)))
+            label = f"GPU {getattr(match, 'index', '?')} ({getattr(match, 'uuid', None) or entry})"
+            out.append(CardInput(rank=r, label=label, key=getattr(match, "key", None),
+                                 cuda_visible_bytes=visible, total_source="nvml",
+                                 free_bytes=getattr(mem, "free_bytes", None),
+                                 used_bytes=getattr(mem, "used_bytes", None), holders=holders))
+        else:
+            label = f"GPU {entry}" if entry is not None else f"rank {r} (no card in node.gpus)"
+            out.append(CardInput(rank=r, label=label, cuda_visible_bytes=declared_total,
+                                 total_source="declared" if declared_total else "unknown"))
+    return out
+
+
+def cards_for_tp(cards: Sequence[CardInput], tp: int,
+                 declared_total: int | None = None) -> list[CardInput]:
+    """The first ``tp`` of ``cards``, extended with hypothetical cards (the declared total, else
+    rank 0's) when a what-if TP exceeds the cards the node has."""
+    cs = list(cards[:tp])
+    if tp > len(cs):
+        fill = declared_total or (cs[0].cuda_visible_bytes if cs else None)
+        cs += [CardInput(rank=r, label=f"rank {r} (hypothetical card)", cuda_visible_bytes=fill,
+                         total_source="declared" if fill else "unknown")
+               for r in range(len(cs), tp)]
+    return cs
+
+
+class CardBudget(Frozen):
+    """One card's budget (bytes). ``kv_bytes`` = requested − weights − PLE − reserve; negative
+    means the static footprint alone does not fit."""
+
+    rank: int
+    label: str
+    total_bytes: int | None
+    total_source: str
+    requested_bytes: int | None
+    weights_bytes: int
+    ple_bytes: int
+    reserve_bytes: int
+    kv_bytes: int | None
+    free_bytes: int | None = None
+
+    @property
+    def static_bytes(self) -> int:
+        """Weights + PLE + reserve on this card."""
+        return self.weights_bytes + self.ple_bytes + self.reserve_bytes
+
+
+class Lever(Frozen):
+    """One way to make the seat fit, evaluated: ``helps`` True when applying it alone makes it
+    fit, False when it does not, None when it cannot be applied; ``effect`` says what it does in
+    words, with the resulting figures."""
+
+    lever: str
+    helps: bool | None
+    effect: str
+    kv_tokens: int | None = None
+
+
+class Verdict(Frozen):
+    """Whether the seat fits, and if not exactly how much must leave each card.
+
+    ``over_bytes``: weights + PLE + reserve − requested on the worst card (> 0: over before any
+    KV cache: the paper's "~24.74 GiB per card over"). ``kv_short_bytes``: what the KV pool lacks
+    for one request at max_model_len (vLLM's start-up check). ``must_leave_bytes`` = the sum:
+    bytes per card that must leave the GPU for vLLM to start.
+    """
+
+    fits: bool
+    over_bytes: int = 0
+    kv_short_bytes: int = 0
+    must_leave_bytes: int = 0
+    words: str
+    levers: list[Lever] = Field(default_factory=list)
+
+
+class HostRam(Frozen):
+    """Host memory for a PLE table placed on the host: needed vs available (psutil
+    ``virtual_memory().available``, passed in), per TP worker process or one shared copy."""
+
+    mode: Literal["per-process", "shared"]
+    needed_bytes: int
+    available_bytes: int | None = None
+    fits: bool | None = None
+    words: str
+
+
+class PreflightCard(Frozen):
+    """Free memory now on one card vs the memory vLLM will request there: vLLM refuses to start
+    when free < requested (``request_memory``); ``holders`` are the processes holding it."""
+
+    label: str
+    free_bytes: int | None
+    requested_bytes: int | None
+    ok: bool | None
+    holders: list[Holder] = Field(default_factory=list)
+    words: str
+
+
+class FitBudget(Frozen):
+    """The fit budget of one checkpoint in the seat: per card, the KV model and capacity, the
+    verdict with levers, host RAM for a host-placed table, and the pre-flight line."""
+
+    name: str
+    footprint_source: str
+    params: SeatParams
+    cards: list[CardBudget]
+    kv_model: ModelKV | None = None
+    capacity: KVCapacity | None = None
+    kv_unavailable: str | None = None
+    verdict: Verdict
+    host_ram: HostRam | None = None
+    preflight: list[PreflightCard] = Field(default_factory=list)
+    notes: list[str] = Field(default_factory=list)
+
+    @property
+    def kv_tokens(self) -> int | None:
+        """KV cache size in tokens (None when the shape or totals are unknown)."""
+        return self.capacity.kv_tokens if self.capacity else None
+
+    @property
+    def max_concurrency(self) -> float | None:
+        """Maximum concurrency at max_model_len."""
+        return self.capacity.max_concurrency if self.capacity else None
+
+
+class HostMemory(Frozen):
+    """Host memory figures (psutil ``virtual_memory()``: ``total`` and ``available``)."""
+
+    total_bytes: int
+    available_bytes: int
+
+
+def requested_bytes(total: int, utilisation: float) -> int:
+    """ceil(total × gpu_memory_utilization), as ``vllm/v1/worker/utils.py`` ``request_memory``
+    (same float arithmetic)."""
+    return math.ceil(total * utilisation)
+
+
+def _core(fp: Footprint, p: SeatParams, cards: Sequence[CardInput]) -> FitBudget:
+    tp = p.tensor_parallel_size
+    notes: list[str] = []
+    weights, wnotes = fp.weights_per_rank(tp)
+    ple, pnotes = fp.ple_per_rank(p.ple_placement, tp)
+    notes += wnotes + pnotes
+    rows: list[CardBudget] = []
+    for c in cards[:tp]:
+        total = c.cuda_visible_bytes
+        req = requested_bytes(total, p.gpu_memory_utilization) if total is not None else None
+        kv = req - weights - ple - p.activation_reserve_bytes if req is not None else None
+        rows.append(CardBudget(rank=c.rank, label=c.label, total_bytes=total,
+                               total_source=c.total_source, requested_bytes=req,
+                               weights_bytes=weights, ple_bytes=ple,
+                               reserve_bytes=p.activation_reserve_bytes, kv_bytes=kv,
+                               free_bytes=c.free_bytes))
+    if len(rows) < tp:
+        notes.append(f"only {len(rows)} card(s) known for TP {tp}")
+    kvm: ModelKV | None = None
+    cap: KVCapacity | None = None
+    kv_unavailable: str | None = None
+    if fp.kv_config is None:
+        kv_unavailable = (f"{fp.name}: no model shape (no config.json, config_json or "
+                          "model_shape in the profile): KV tokens n/a")
+    else:
+        try:
+            kvm = model_kv(fp.kv_config, tensor_parallel_size=tp, kv_cache_dtype=p.kv_cache_dtype,
+                           source=fp.kv_config_source or "config", fp8_checkpoint=fp.fp8_checkpoint)
+        except KVModelError as exc:
+            kv_unavailable = str(exc)
+    known = [r.kv_bytes for r in rows if r.kv_bytes is not None]
+    if kvm is not None and known and len(known) == len(rows):
+        try:
+            # vLLM uses the smallest rank's block count for every rank (get_kv_cache_configs).
+            cap = kv_capacity(kvm, min(known), p.engine())
+        except KVModelError as exc:
+            kv_unavailable = str(exc)
+    elif not known or len(known) != len(rows):
+        kv_unavailable = kv_unavailable or ("a card's CUDA-visible total is unknown (no live "
+                                            "reading, no node.declared_cuda_visible_bytes)")
+    verdict = _verdict(rows, cap, p)
+    return FitBudget(name=fp.name, footprint_source=fp.source, params=p, cards=rows, kv_model=kvm,
+                     capacity=cap, kv_unavailable=kv_unavailable, verdict=verdict, notes=notes)
+
+
+def _verdict(rows: Sequence[CardBudget], cap: KVCapacity | None, p: SeatParams) -> Verdict:
+    known = [r for r in rows if r.requested_bytes is not None]
+    if not known or len(known) != len(rows):
+        return Verdict(fits=False, words="unknown: a card's CUDA-visible total is not known")
+    worst = min(known, key=lambda r: r.kv_bytes if r.kv_bytes is not None else 0)
+    over = max(0, -(worst.kv_bytes or 0))
+    short = 0
+    if cap is not None:
+        short = max(0, cap.min_kv_bytes - max(0, worst.kv_bytes or 0))
+    must = over + short
+    if cap is None:
+        if over:
+            return Verdict(fits=False, over_bytes=over, must_leave_bytes=over,
+                           words=f"does not fit: weights + PLE + reserve exceed usable memory by "
+                                 f"{gib(over)} GiB per card before any KV cache")
+        return Verdict(fits=over == 0 and (worst.kv_bytes or 0) > 0, over_bytes=0,
+                       words=f"weights + PLE + reserve fit, leaving {gib(worst.kv_bytes)} GiB per "
+                             "card for the KV cache (KV tokens n/a: model shape unknown)")
+    if must == 0 and cap.fits_one_request:
+        return Verdict(fits=True, words=(
+            f"fits: {gib(worst.kv_bytes)} GiB per card for the KV cache = {cap.kv_tokens:,} "
+            f"tokens, {cap.max_concurrency:.2f} requests of {p.max_model_len:,} tokens at once"))
+    parts = []
+    if over:
+        parts.append(f"weights + PLE + reserve exceed usable memory by {gib(over)} GiB per card "
+                     "before any KV cache")
+    if short:
+        parts.append(f"vLLM needs {gib(cap.min_kv_bytes)} GiB of KV cache per card to serve one "
+                     f"{p.max_model_len:,}-token request and start")
+    return Verdict(fits=False, over_bytes=over, kv_short_bytes=short, must_leave_bytes=must,
+                   words=f"does not fit: {gib(must)} GiB per card must leave the GPU ("
+                         + "; ".join(parts) + ")")
+
+
+def _host_ram(fp: Footprint, p: SeatParams, host: HostMemory | None) -> HostRam | None:
+    if p.ple_placement != "host" or fp.ple_bytes == 0:
+        return None
+    copies = p.tensor_parallel_size if p.ple_host_sharing == "per-process" else 1
+    need = fp.ple_bytes * copies
+    how = (f"one copy per TP worker process ({copies} × {gib(fp.ple_bytes)} GiB)"
+           if p.ple_host_sharing == "per-process" else "one shared copy")
+    if host is None:
+        return HostRam(mode=p.ple_host_sharing, needed_bytes=need,
+                       words=f"PLE on the host needs {gib(need)} GiB of host RAM, {how}; "
+                             "available n/a")
+    ok = host.available_bytes >= need
+    return HostRam(mode=p.ple_host_sharing, needed_bytes=need,
+                   available_bytes=host.available_bytes, fits=ok,
+                   words=f"PLE on the host needs {gib(need)} GiB of host RAM, {how}; "
+                         f"{gib(host.available_bytes)} GiB available now on this host: "
+                         + ("enough" if ok else f"short by {gib(need - host.available_bytes)} GiB"))
+
+
+def _preflight(rows: Sequence[CardBudget], cards: Sequence[CardInput]) -> list[PreflightCard]:
+    out = []
+    by_rank = {c.rank: c for c in cards}
+    for r in rows:
+        c = by_rank.get(r.rank)
+        if c is None or c.free_bytes is None or r.requested_bytes is None:
+            out.append(PreflightCard(label=r.label, free_bytes=None,
+                                     requested_bytes=r.requested_bytes, ok=None,
+                                     words=f"{r.label}: free memory now n/a (no live reading)"))
+            continue
+        ok = c.free_bytes >= r.requested_bytes
+        holders = [h for h in c.holders if (h.used_bytes or 0) > 0 or h.used_bytes is None]
+        words = (f"{r.label}: {gib(c.free_bytes)} GiB free now vs {gib(r.requested_bytes)} GiB "
+                 "requested: " + ("ok" if ok else
+                                  f"vLLM would refuse to start (short by "
+                                  f"{gib(r.requested_bytes - c.free_bytes)} GiB)"))
+        if not ok:
+            words += "; held by " + (", ".join(h.describe() for h in holders)
+                                     if holders else "no listed process (driver/other context)")
+        out.append(PreflightCard(label=r.label, free_bytes=c.free_bytes,
+                                 requested_bytes=r.requested_bytes, ok=ok, holders=holders,
+                                 words=words))
+    return out
+
+
+def fit_budget(fp: Footprint, params: SeatParams, cards: Sequence[CardInput], *,
+               host: HostMemory | None = None, node_gpu_count: int | None = None,
+               declared_total: int | None = None, levers: bool = True) -> FitBudget:
+    """The :class:`FitBudget` of ``fp`` in a seat with ``params`` on ``cards`` (one per TP rank,
+    see :func:`cards_for_seat`).
+
+    ``host``: host memory now (for a host-placed PLE table); ``node_gpu_count``: cards the node
+    has (for the higher-TP lever); ``declared_total``: per-card total for hypothetical extra
+    cards. ``levers`` False skips the what-if evaluation (used by the levers themselves).
+    Raises ``ValueError`` when a declared footprint lacks ``weights_bytes_per_rank``.
+    """
+    b = _core(fp, params, cards)
+    b = b.model_copy(update={"host_ram": _host_ram(fp, params, host),
+                             "preflight": _preflight(b.cards, cards)})
+    if not levers:
+        return b
+    return b.model_copy(update={"verdict": b.verdict.model_copy(
+        update={"levers": _levers(fp, params, cards, b, host, node_gpu_count, declared_total)})})
+
+
+def _levers(fp: Footprint, p: SeatParams, cards: Sequence[CardInput], base: FitBudget,
+            host: HostMemory | None, node_gpu_count: int | None,
+            declared_total: int | None) -> list[Lever]:
+    out: list[Lever] = []
+
+    def run(**changes: Any) -> FitBudget:
+        q = p.model_copy(update=changes)
+        cs = cards_for_tp(cards, q.tensor_parallel_size, declared_total)
+        return fit_budget(fp, q, cs, host=host, levers=False)
+
+    def words(b: FitBudget) -> str:
+        if b.verdict.fits and b.capacity:
+            return (f"fits: KV {gib(min(r.kv_bytes or 0 for r in b.cards))} GiB per card = "
+                    f"{b.capacity.kv_tokens:,} tokens, {b.capacity.max_concurrency:.2f}× at "
+                    f"{b.params.max_model_len:,}")
+        return b.verdict.words
+
+    if fp.ple_bytes and p.ple_placement != "host":
+        b = run(ple_placement="host")
+        hr = b.host_ram
+        out.append(Lever(lever="PLE to host",
+                         helps=b.verdict.fits and not (hr is not None and hr.fits is False),
+                         effect=f"frees {gib(base.cards[0].ple_bytes if base.cards else 0)} GiB "
+                                f"per card; {words(b)}" + (f"; {hr.words}" if hr else ""),
+                         kv_tokens=b.kv_tokens))
+    if fp.ple_bytes and p.ple_placement == "gpu-replicated" and p.tensor_parallel_size > 1:
+        b = run(ple_placement="gpu-sharded")
+        out.append(Lever(lever="PLE sharded by vocabulary", helps=b.verdict.fits,
+                         effect=f"PLE {gib(b.cards[0].ple_bytes if b.cards else 0)} GiB per card; "
+                                + words(b), kv_tokens=b.kv_tokens))
+    worst_kv = min((r.kv_bytes for r in base.cards if r.kv_bytes is not None), default=None)
+    if base.kv_model is not None and worst_kv is not None:
+        if worst_kv <= 0:
+            out.append(Lever(lever="lower context", helps=False,
+                             effect="cannot help: weights + PLE + reserve alone exceed usable "
+                                    "memory; no context length fits"))
+        else:
+            try:
+                ml = max_model_len_for(base.kv_model, worst_kv, p.engine())
+            except KVModelError:
+                ml = 0
+            if ml >= p.max_model_len:
+                out.append(Lever(lever="lower context", helps=None,
+                                 effect=f"not needed: {p.max_model_len:,} tokens already fit"))
+            elif ml > 0:
+                b = run(max_model_len=ml)
+                out.append(Lever(lever="lower context", helps=b.verdict.fits,
+                                 effect=f"max_model_len ≤ {ml:,} lets vLLM start; {words(b)}",
+                                 kv_tokens=b.kv_tokens))
+            else:
+                out.append(Lever(lever="lower context", helps=False,
+                                 effect="no context length fits the KV left"))
+    if base.capacity is not None:
+        conc = base.capacity.max_concurrency
+        if conc < p.max_num_seqs:
+            out.append(Lever(lever="fewer sequences", helps=None,
+                             effect=f"max_num_seqs {p.max_num_seqs} > {conc:.2f} requests of "
+                                    f"{p.max_model_len:,} tokens the KV cache holds: at full "
+                                    "context vLLM queues or preempts the rest. max_num_seqs does "
+                                    "not size the KV pool; it bounds the activation peak (the "
+                                    "reserve)"))
+        else:
+            out.append(Lever(lever="fewer sequences", helps=None,
+                             effect=f"not needed: {conc:.2f} full-context requests fit, "
+                                    f"≥ max_num_seqs {p.max_num_seqs}"))
+    tp2 = p.tensor_parallel_size * 2
+    b = run(tensor_parallel_size=tp2)
+    have = node_gpu_count if node_gpu_count is not None else len(cards)
+    need_cards = "" if tp2 <= have else f" — needs {tp2} cards, the node has {have}"
+    out.append(Lever(lever=f"higher TP ({tp2})", helps=b.verdict.fits and tp2 <= have,
+                     effect=f"weights {gib(b.cards[0].weights_bytes if b.cards else None)} GiB + "
+                            f"PLE {gib(b.cards[0].ple_bytes if b.cards else None)} GiB per card; "
+                            + words(b) + need_cards, kv_tokens=b.kv_tokens))
+    if base.cards and all(r.total_bytes for r in base.cards):
+        need = max(r.static_bytes + (base.capacity.min_kv_bytes if base.capacity else 0)
+                   for r in base.cards)
+        util = need / min(r.total_bytes or 1 for r in base.cards)
+        if p.gpu_memory_utilization >= util:
+            out.append(Lever(lever="higher utilisation", helps=None,
+                             effect=f"not needed at {p.gpu_memory_utilization:.2f}"))
+        elif util > 1.0:
+            out.append(Lever(lever="higher utilisation", helps=False,
+                             effect=f"would need {util:.3f} of the card (> 1.0): impossible"))
+        else:
+            u = math.ceil(util * 1000) / 1000
+            b = run(gpu_memory_utilization=min(1.0, u))
+            risk = (f" — risky above ~{UTILISATION_RISK}: the CUDA context, NCCL buffers and "
+                    "fragmentation live outside vLLM's budget" if u > UTILISATION_RISK else "")
+            out.append(Lever(lever="higher utilisation", helps=b.verdict.fits,
+                             effect=f"gpu_memory_utilization {u:.3f}: {words(b)}{risk}",
+                             kv_tokens=b.kv_tokens))
+    return out
+
+
+class Comparison(Frozen):
+    """Resident and candidate budgets side by side, with the ratio of their KV capacities
+    (candidate / resident, in tokens and in KV bytes per card); ``None`` where either is
+    unknown or zero."""
+
+    resident: FitBudget | None = None
+    resident_unavailable: str | None = None
+    candidate: FitBudget | None = None
+    candidate_unavailable: str | None = None
+    kv_tokens_ratio: float | None = None
+    kv_bytes_ratio: float | None = None
+
+
+def compare(resident: FitBudget | None, candidate: FitBudget | None, *,
+            resident_unavailable: str | None = None,
+            candidate_unavailable: str | None = None) -> Comparison:
+    """Put two budgets side by side (see :class:`Comparison`)."""
+    tr = kr = None
+    if resident and candidate:
+        if resident.kv_tokens and candidate.kv_tokens is not None:
+            tr = candidate.kv_tokens / resident.kv_tokens
+        rk = min((c.kv_bytes for c in resident.cards if c.kv_bytes is not None), default=None)
+        ck = min((c.kv_bytes for c in candidate.cards if c.kv_bytes is not None), default=None)
+        if rk and rk > 0 and ck is not None:
+            kr = max(0, ck) / rk
+    return Comparison(resident=resident, resident_unavailable=resident_unavailable,
+                      candidate=candidate, candidate_unavailable=candidate_unavailable,
+                      kv_tokens_ratio=tr, kv_bytes_ratio=kr)
+
+
+class OverlayRow(Frozen):
+    """Live overlay for one card of the running seat: predicted use (weights + PLE + the KV
+    pool vLLM allocates, num_blocks × bytes_per_block, + reserve) vs NVML used now (the seat's
+    processes on the card, else the card's used), and the difference (NVML − predicted: the
+    CUDA context, activations, allocator slack…)."""
+
+    label: str
+    predicted_bytes: int | None
+    nvml_used_bytes: int | None
+    nvml_basis: str
+    difference_bytes: int | None
+
+
+def live_overlay(budget: FitBudget, cards: Sequence[CardInput]) -> list[OverlayRow]:
+    """Predicted per-card use of ``budget`` next to the live NVML figures of ``cards``."""
+    pool = (budget.capacity.num_blocks * budget.capacity.bytes_per_block
+            if budget.capacity else None)
+    by_rank = {c.rank: c for c in cards}
+    out = []
+    for r in budget.cards:
+        pred = r.static_bytes + pool if pool is not None else None
+        c = by_rank.get(r.rank)
+        used: int | None = None
+        basis = "n/a"
+        if c is not None and c.total_source == "nvml":
+            procs = [h.used_bytes for h in c.holders if h.used_bytes is not None]
+            if procs:
+                used, basis = sum(procs), "processes on the card"
+            elif c.used_bytes is not None:
+                used, basis = c.used_bytes, "card used"
+        diff = used - pred if used is not None and pred is not None else None
+        out.append(OverlayRow(label=r.label, predicted_bytes=pred, nvml_used_bytes=used,
+                              nvml_basis=basis, difference_bytes=diff))
+    return out
+
+
+__all__ = [
+    "CardBudget", "CardInput", "Comparison", "FitBudget", "Footprint", "GIB", "Holder",
+    "HostMemory", "HostRam", "Lever", "OverlayRow", "Placement", "PreflightCard", "SeatParams",
+    "UTILISATION_RISK", "VOCAB_PADDING", "Verdict", "cards_for_seat", "cards_for_tp", "compare",
+    "fit_budget",
+    "footprint_declared", "footprint_from_summary", "gib", "gib_b", "live_overlay", "pad_vocab",
+    "requested_bytes", "vocab_bytes_per_rank", "vocab_rows_per_rank",
+]

@@ -1,0 +1,301 @@
+"""``seat-console fit [--checkpoint DIR] [--candidate DIR] [--placement …] [--json]``.
+
+Prints the fit budget of the resident and the candidate side by side: per card the
+CUDA-visible total, usable memory (× gpu_memory_utilization), weights, PLE table, reserve and
+what is left for the KV cache; KV tokens and maximum concurrency as vLLM computes them; the
+verdict with levers; host RAM for a host-placed table; the pre-flight line; the KV capacity
+ratio; and, for the running seat, predicted use next to NVML's.
+
+Exit codes: 0 the report was produced (whether or not it fits: see ``verdict.fits`` in the
+JSON); 1 a checkpoint cannot be scanned (e.g. a corrupt header, named with file and offset);
+3 nothing can be budgeted (neither checkpoint has a path or declared sizes).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any
+
+from pydantic import ByteSize, TypeAdapter, ValidationError
+
+from console.budget import (
+    GIB,
+    Comparison,
+    FitBudget,
+    OverlayRow,
+    cards_for_tp,
+    compare,
+    fit_budget,
+    gib,
+    live_overlay,
+)
+from console.checkpoint import CheckpointError, CheckpointSummary
+from console.fit_source import FitInputs, FitSide, gather_fit_inputs, host_memory
+from console.profile import LoadedProfile
+from console.sources import Unavailable
+
+EXIT_OK, EXIT_ERROR, EXIT_UNAVAILABLE = 0, 1, 3
+
+UNITS_LINE = ("GiB = 2^30 B, 2 decimals truncated toward zero (as the evaluation wrote its "
+              "figures); exact bytes in parentheses")
+
+
+def _bytes_arg(text: str) -> int:
+    try:
+        return int(TypeAdapter(ByteSize).validate_python(text))
+    except ValidationError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a size (bytes, or e.g. '2 GiB')")
+
+
+def _util_arg(text: str) -> float:
+    try:
+        v = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not 0 < v <= 1:
+        raise argparse.ArgumentTypeError(f"{v} must be in (0, 1]")
+    return v
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    """Add the ``fit`` subcommand."""
+    p = sub.add_parser("fit", help="fit budget: weights + PLE + KV cache vs usable GPU memory",
+                       description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--checkpoint", metavar="DIR", help="resident checkpoint directory to scan "
+                   "(overrides resident.path)")
+    p.add_argument("--candidate", metavar="DIR", help="candidate checkpoint directory to scan "
+                   "(overrides candidate.path)")
+    p.add_argument("--placement", choices=["gpu-replicated", "gpu-sharded", "host"],
+                   help="the candidate's PLE table placement (default: the profile's)")
+    p.add_argument("--utilization", type=_util_arg, metavar="U",
+                   help="gpu_memory_utilization what-if (default: the profile's)")
+    p.add_argument("--tp", type=int, metavar="N", help="tensor parallel size what-if")
+    p.add_argument("--max-model-len", type=int, metavar="N", help="context length what-if")
+    p.add_argument("--max-num-seqs", type=int, metavar="N", help="max sequences what-if")
+    p.add_argument("--kv-cache-dtype", choices=["auto", "fp8", "fp8_e4m3", "fp8_e5m2"],
+                   help="KV cache dtype what-if")
+    p.add_argument("--reserve", type=_bytes_arg, metavar="SIZE",
+                   help="activation / CUDA-graph reserve per card (bytes or '2 GiB')")
+    p.add_argument("--no-live", action="store_true",
+                   help="do not read NVML; use the profile's declared CUDA-visible total")
+    p.add_argument("--json", action="store_true", help="print the budgets as JSON")
+    p.set_defaults(func=run)
+
+
+def _read_snapshot(loaded: LoadedProfile) -> tuple[Any | None, str | None]:
+    try:
+        from console.gpu import make_source
+    except Exception as exc:  # noqa: BLE001
+        return None, f"GPU source unavailable: {exc}"
+    src = make_source(loaded)
+    try:
+        snap = src.read()
+    finally:
+        src.close()
+    if isinstance(snap, Unavailable):
+        return None, str(snap)
+    return snap, None
+
+
+def compute(inputs: FitInputs, args: argparse.Namespace | None = None
+            ) -> tuple[Comparison, list[OverlayRow]]:
+    """Both budgets (with the what-if overrides in ``args``), side by side, and the resident's
+    live overlay (empty without live cards)."""
+    seat = inputs.seat
+    upd: dict[str, Any] = {}
+    if args is not None:
+        for attr, key in (("utilization", "gpu_memory_utilization"),
+                          ("tp", "tensor_parallel_size"), ("max_model_len", "max_model_len"),
+                          ("max_num_seqs", "max_num_seqs"), ("kv_cache_dtype", "kv_cache_dtype"),
+                          ("reserve", "activation_reserve_bytes")):
+            v = getattr(args, attr, None)
+            if v is not None:
+                upd[key] = v
+    seat = seat.model_copy(update=upd)
+    cards = cards_for_tp(inputs.cards, seat.tensor_parallel_size, inputs.declared_total)
+
+    def one(side: FitSide | None, placement: str | None) -> tuple[FitBudget | None, str | None]:
+        if side is None:
+            return None, "no candidate in the profile"
+        if side.footprint is None:
+            return None, side.unavailable
+        p = seat.model_copy(update={"ple_placement": placement or side.ple_placement,
+                                    "ple_host_sharing": side.ple_host_sharing})
+        return fit_budget(side.footprint, p, cards, host=inputs.host,
+                          node_gpu_count=inputs.node_gpu_count,
+                          declared_total=inputs.declared_total), None
+
+    rb, rwhy = one(inputs.resident, None)
+    cb, cwhy = one(inputs.candidate, getattr(args, "placement", None) if args else None)
+    comp = compare(rb, cb, resident_unavailable=rwhy, candidate_unavailable=cwhy)
+    overlay = live_overlay(rb, cards) if rb is not None and any(
+        c.total_source == "nvml" for c in cards) else []
+    return comp, overlay
+
+
+LABEL_W = 30
+CELL_W = 36
+
+
+def _row(label: str, values: list[int | None]) -> str:
+    cells = [(f"{gib(v):>8} GiB" + (f" ({v:,} B)" if v is not None else "")).ljust(CELL_W)
+             for v in values]
+    return f"  {label:<{LABEL_W}}" + "".join(cells).rstrip()
+
+
+def render_budget(b: FitBudget, scan: CheckpointSummary | None) -> list[str]:
+    """Text lines of one budget (the CLI's and the TUI's words)."""
+    p = b.params
+    lines = [f"{b.name} ({'scanned files' if b.footprint_source == 'scanned' else 'declared sizes'}"
+             f"), PLE {p.ple_placement}"]
+    if scan is not None:
+        lines.append(f"  files: {scan.path} — {len(scan.shards)} shard(s), {scan.tensor_count:,} "
+                     f"tensors, {scan.total_bytes:,} B, scanned in {scan.scan_duration_s:.3f} s")
+        lines.append(f"  quantization: {scan.quantization.describe()}")
+        lines.append("  by dtype: " + ", ".join(
+            f"{d.dtype}{'' if d.known else ' (UNKNOWN dtype)'} {gib(d.bytes)} GiB"
+            for d in scan.by_dtype))
+        lines.append("  by role: " + ", ".join(f"{r.role} {gib(r.bytes)} GiB"
+                                               for r in scan.by_role))
+        for prob in scan.problems:
+            lines.append(f"  {prob.severity.upper()} {prob.kind}: {prob.detail}")
+    lines.append("  " + " " * LABEL_W + "".join(f"{c.label:<{CELL_W}}" for c in b.cards).rstrip())
+    lines.append(_row("CUDA-visible total", [c.total_bytes for c in b.cards]))
+    lines.append(_row(f"usable × {p.gpu_memory_utilization:g}",
+                      [c.requested_bytes for c in b.cards]))
+    lines.append(_row("weights (per TP rank)", [c.weights_bytes for c in b.cards]))
+    lines.append(_row(f"PLE table ({p.ple_placement})", [c.ple_bytes for c in b.cards]))
+    lines.append(_row("activation reserve", [c.reserve_bytes for c in b.cards]))
+    lines.append(_row("weights + PLE + reserve", [c.static_bytes for c in b.cards]))
+    lines.append(_row("left for the KV cache", [c.kv_bytes for c in b.cards]))
+    src = [c.total_source for c in b.cards]
+    lines.append(f"  totals from: {', '.join(src)}")
+    if b.kv_model is not None:
+        m = b.kv_model
+        kinds = ", ".join(f"{m.count(k)} {k}" for k in ("full", "sliding", "mla", "linear",
+                                                         "shared") if m.count(k))
+        lines.append(f"  KV model ({m.source}): {m.attention.upper()}, {kinds} layers; "
+                     f"{m.kv_heads_per_rank} KV head(s)/rank × head_dim {m.head_dim}, "
+                     f"{p.kv_cache_dtype} = {m.kv_dtype_bytes} B/elem; {m.bytes_per_token:,} B "
+                     f"per token per GPU ({m.full_bytes_per_token:,} B in full-attention layers)"
+                     + (f"; state {m.state_bytes_per_seq:,} B/seq" if m.state_bytes_per_seq
+                        else ""))
+        fp8 = {True: "yes", False: "NO", None: "depends on the attention backend"}[
+            m.fp8_kv_supported]
+        lines.append(f"  fp8 KV cache possible: {fp8}")
+        for n in m.notes:
+            lines.append(f"    note: {n}")
+    if b.capacity is not None:
+        c = b.capacity
+        lines.append(f"  KV cache: {c.kv_tokens:,} tokens, max concurrency {c.max_concurrency:.2f}"
+                     f"x at {c.max_model_len:,} tokens ({c.num_blocks:,} blocks of "
+                     f"{c.bytes_per_block:,} B, {c.blocks_per_request:,} blocks per request)")
+        lines.append(f"  as vLLM logs it: {c.log_line()}")
+        for n in c.notes:
+            lines.append(f"    note: {n}")
+    elif b.kv_unavailable:
+        lines.append(f"  KV cache: n/a — {b.kv_unavailable}")
+    lines.append(f"  VERDICT: {b.verdict.words}")
+    for lev in b.verdict.levers:
+        mark = {True: "+", False: "-", None: "·"}[lev.helps]
+        lines.append(f"    {mark} {lev.lever}: {lev.effect}")
+    if b.host_ram is not None:
+        lines.append(f"  host RAM: {b.host_ram.words}")
+    for pf in b.preflight:
+        lines.append(f"  pre-flight: {pf.words}")
+    for n in b.notes:
+        lines.append(f"  note: {n}")
+    return lines
+
+
+def render_text(inputs: FitInputs, comp: Comparison, overlay: list[OverlayRow],
+                source: str) -> str:
+    """The whole ``seat-console fit`` text report."""
+    s = comp.candidate.params if comp.candidate else (comp.resident.params if comp.resident
+                                                      else inputs.seat)
+    out = [f"Fit budget — profile {source}", f"Units: {UNITS_LINE}.",
+           f"Seat: TP {s.tensor_parallel_size}, gpu_memory_utilization "
+           f"{s.gpu_memory_utilization:g}, max_model_len {s.max_model_len:,}, max_num_seqs "
+           f"{s.max_num_seqs}, kv_cache_dtype {s.kv_cache_dtype}, block_size {s.block_size}, "
+           f"reserve {gib(s.activation_reserve_bytes)} GiB"]
+    if inputs.gpu_unavailable:
+        out.append(f"GPUs: no live reading ({inputs.gpu_unavailable}); using the profile's "
+                   f"declared CUDA-visible total {gib(inputs.declared_total)} GiB per card")
+    for role, b, why, side in (("RESIDENT", comp.resident, comp.resident_unavailable,
+                                inputs.resident),
+                               ("CANDIDATE", comp.candidate, comp.candidate_unavailable,
+                                inputs.candidate)):
+        out.append("")
+        if b is None:
+            out.append(f"{role}: n/a — {why}")
+            continue
+        lines = render_budget(b, side.scan if side else None)
+        out.append(f"{role}: {lines[0]}")
+        out.extend(lines[1:])
+    out.append("")
+    if comp.kv_tokens_ratio is not None:
+        out.append(f"KV capacity, candidate / resident: {comp.kv_tokens_ratio:.2f}x in tokens"
+                   + (f", {comp.kv_bytes_ratio:.2f}x in KV bytes per card"
+                      if comp.kv_bytes_ratio is not None else ""))
+    else:
+        out.append("KV capacity ratio: n/a (needs both budgets with KV tokens)")
+    if overlay:
+        out.append("Live overlay (resident, the running seat): predicted vs NVML")
+        for r in overlay:
+            out.append(f"  {r.label}: predicted {gib(r.predicted_bytes)} GiB, NVML "
+                       f"{gib(r.nvml_used_bytes)} GiB ({r.nvml_basis}), difference "
+                       f"{gib(r.difference_bytes)} GiB")
+    return "\n".join(out) + "\n"
+
+
+def to_json(inputs: FitInputs, comp: Comparison, overlay: list[OverlayRow], source: str) -> str:
+    """The JSON report: ``{"profile", "gib_bytes", "resident", "candidate", ...}``."""
+    def side(b: FitBudget | None, why: str | None, s: FitSide | None) -> dict[str, Any]:
+        d: dict[str, Any] = {"unavailable": why} if b is None else b.model_dump(mode="json")
+        if b is not None:
+            d["kv_tokens"] = b.kv_tokens
+            d["max_concurrency"] = b.max_concurrency
+        if s is not None and s.scan is not None:
+            d["scan"] = s.scan.model_dump(mode="json", exclude={"config", "tensors"})
+        return d
+
+    doc = {"profile": source, "gib_bytes": GIB, "gpu_unavailable": inputs.gpu_unavailable,
+           "resident": side(comp.resident, comp.resident_unavailable, inputs.resident),
+           "candidate": side(comp.candidate, comp.candidate_unavailable, inputs.candidate),
+           "kv_tokens_ratio": comp.kv_tokens_ratio, "kv_bytes_ratio": comp.kv_bytes_ratio,
+           "overlay": [r.model_dump(mode="json") for r in overlay]}
+    return json.dumps(doc, indent=2)
+
+
+def run(args: argparse.Namespace, loaded: LoadedProfile) -> int:
+    """Run ``fit``; see the module docstring for exit codes."""
+    for name in ("tp", "max_model_len", "max_num_seqs"):
+        v = getattr(args, name, None)
+        if v is not None and v < 1:
+            print(f"seat-console fit: --{name.replace('_', '-')} must be >= 1", file=sys.stderr)
+            return 2
+    snap, why = (None, "--no-live") if args.no_live else _read_snapshot(loaded)
+    try:
+        inputs = gather_fit_inputs(loaded, snap, gpu_unavailable=why,
+                                   checkpoint=args.checkpoint, candidate=args.candidate,
+                                   host=host_memory())
+    except CheckpointError as exc:
+        print(f"seat-console fit: {exc}", file=sys.stderr)
+        return EXIT_ERROR
+    failed = [s for s in (inputs.resident, inputs.candidate) if s is not None and s.scan_failed]
+    for s in failed:
+        print(f"seat-console fit: {s.role}: {s.unavailable}", file=sys.stderr)
+    if failed:
+        return EXIT_ERROR
+    comp, overlay = compute(inputs, args)
+    if comp.resident is None and comp.candidate is None:
+        print(f"seat-console fit: nothing to budget: {comp.resident_unavailable}; "
+              f"{comp.candidate_unavailable}", file=sys.stderr)
+        return EXIT_UNAVAILABLE
+    if args.json:
+        print(to_json(inputs, comp, overlay, loaded.source))
+    else:
+        sys.stdout.write(render_text(inputs, comp, overlay, loaded.source))
+    return EXIT_OK

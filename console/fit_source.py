@@ -1,0 +1,229 @@
+"""The fit source: gathers what the fit budget needs from the node — checkpoint scans (cached
+while the files do not change), the model shape, a GPU snapshot and host memory — into one
+frozen :class:`FitInputs`. The budget itself (:mod:`console.budget`) is pure arithmetic over it,
+so the TUI's what-if controls recompute without I/O.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+from pathlib import Path
+from typing import Any
+
+from pydantic import Field
+
+from console.budget import (
+    CardInput,
+    Footprint,
+    HostMemory,
+    SeatParams,
+    cards_for_seat,
+    footprint_declared,
+    footprint_from_summary,
+)
+from console.checkpoint import CheckpointError, CheckpointSummary, scan_checkpoint
+from console.kvcache import config_from_shape
+from console.profile import CheckpointSpec, LoadedProfile, Profile
+from console.sources import Frozen, Source, Unavailable
+
+__all__ = ["FitInputs", "FitSide", "FitSource", "gather_fit_inputs", "host_memory",
+           "load_side", "make_source", "seat_params"]
+
+
+class FitSide(Frozen):
+    """One checkpoint (resident or candidate) as the budget sees it: its footprint, or why it
+    is unavailable (``scan_failed``: its files could not be scanned, e.g. a corrupt header);
+    the scan summary when files were scanned; its PLE placement."""
+
+    role: str
+    name: str
+    footprint: Footprint | None = None
+    unavailable: str | None = None
+    scan: CheckpointSummary | None = None
+    ple_placement: str = "gpu-replicated"
+    ple_host_sharing: str = "per-process"
+    scan_failed: bool = False
+
+
+class FitInputs(Frozen):
+    """Everything :func:`console.budget.fit_budget` needs for both checkpoints.
+
+    ``cards``: one :class:`~console.budget.CardInput` per ``node.gpus`` entry (live from NVML
+    where present); ``gpu_unavailable``: why there is no live reading (then totals are the
+    profile's declared figure); ``host``: host memory now (psutil).
+    """
+
+    resident: FitSide
+    candidate: FitSide | None = None
+    seat: SeatParams
+    cards: list[CardInput] = Field(default_factory=list)
+    gpu_unavailable: str | None = None
+    host: HostMemory | None = None
+    node_gpu_count: int
+    declared_total: int | None = None
+
+
+def seat_params(profile: Profile, spec: CheckpointSpec | None = None) -> SeatParams:
+    """The profile's ``[seat]`` as :class:`~console.budget.SeatParams`, with ``spec``'s PLE
+    placement."""
+    s = profile.seat
+    return SeatParams(
+        tensor_parallel_size=s.tensor_parallel_size,
+        gpu_memory_utilization=s.gpu_memory_utilization, max_model_len=s.max_model_len,
+        max_num_seqs=s.max_num_seqs, kv_cache_dtype=s.kv_cache_dtype, block_size=s.block_size,
+        activation_reserve_bytes=int(s.activation_reserve_bytes),
+        ple_placement=spec.ple_placement if spec else "gpu-replicated",
+        ple_host_sharing=spec.ple_host_sharing if spec else "per-process")
+
+
+_scan_cache: dict[tuple[str, str], tuple[tuple[Any, ...], CheckpointSummary]] = {}
+_scan_lock = threading.Lock()
+
+
+def _dir_signature(path: Path) -> tuple[Any, ...]:
+    sig = []
+    try:
+        for e in sorted(os.scandir(path), key=lambda e: e.name):
+            if e.name.endswith((".safetensors", ".json")):
+                st = e.stat()
+                sig.append((e.name, st.st_size, st.st_mtime_ns))
+    except OSError:
+        return ()
+    return tuple(sig)
+
+
+def _scan_cached(path: Path, pattern: str) -> CheckpointSummary:
+    key = (str(path), pattern)
+    sig = _dir_signature(path)
+    with _scan_lock:
+        hit = _scan_cache.get(key)
+        if hit is not None and hit[0] == sig and sig:
+            return hit[1]
+    summary = scan_checkpoint(path, ple_pattern=pattern)
+    with _scan_lock:
+        _scan_cache[key] = (sig, summary)
+    return summary
+
+
+def load_side(role: str, spec: CheckpointSpec, tp: int,
+              override_path: str | os.PathLike[str] | None = None) -> FitSide:
+    """Build one :class:`FitSide` from a profile checkpoint entry (I/O: scans files).
+
+    ``override_path`` (``--checkpoint`` / ``--candidate``) replaces ``spec.path``. Never raises:
+    a scan failure or missing sizes become ``unavailable`` with the reason and the fix.
+    """
+    path = Path(override_path).expanduser() if override_path else spec.path
+    base = {"role": role, "name": spec.name, "ple_placement": spec.ple_placement,
+            "ple_host_sharing": spec.ple_host_sharing}
+    if path is not None:
+        try:
+            summary = _scan_cached(Path(path), spec.ple_tensor_pattern)
+        except CheckpointError as exc:
+            return FitSide(**base, unavailable=str(exc), scan_failed=True)
+        fp = footprint_from_summary(spec.name, summary)
+        if fp.kv_config is None and spec.model_shape is not None:
+            fp = fp.model_copy(update={"kv_config": config_from_shape(spec.model_shape),
+                                       "kv_config_source": f"{role}.model_shape (declared)"})
+        return FitSide(**base, footprint=fp, scan=summary)
+    if spec.weights_bytes_per_rank is None:
+        return FitSide(**base, unavailable=(
+            f"{role} {spec.name!r}: no checkpoint path and no declared weights_bytes_per_rank in "
+            f"the profile (set {role}.path, or {role}.weights_bytes_per_rank and "
+            f"{role}.ple_bytes)"))
+    cfg: dict[str, Any] | None = None
+    src: str | None = None
+    if spec.config_json is not None:
+        try:
+            cfg = json.loads(Path(spec.config_json).expanduser().read_text("utf-8"))
+            src = str(spec.config_json)
+        except (OSError, ValueError) as exc:
+            return FitSide(**base, unavailable=f"{role}.config_json {spec.config_json}: cannot "
+                                               f"read it as JSON: {exc}")
+    elif spec.model_shape is not None:
+        cfg = config_from_shape(spec.model_shape)
+        src = f"{role}.model_shape (declared)"
+    fp = footprint_declared(spec.name, int(spec.weights_bytes_per_rank), tp,
+                            int(spec.ple_bytes) if spec.ple_bytes is not None else None, cfg, src)
+    return FitSide(**base, footprint=fp)
+
+
+def host_memory() -> HostMemory | None:
+    """Host memory now from psutil (``None`` if psutil cannot read it)."""
+    try:
+        import psutil
+
+        vm = psutil.virtual_memory()
+        return HostMemory(total_bytes=int(vm.total), available_bytes=int(vm.available))
+    except Exception:  # noqa: BLE001 - host memory is optional to the budget
+        return None
+
+
+def gather_fit_inputs(loaded: LoadedProfile, snapshot: Any | None, *,
+                      gpu_unavailable: str | None = None,
+                      checkpoint: str | os.PathLike[str] | None = None,
+                      candidate: str | os.PathLike[str] | None = None,
+                      host: HostMemory | None = None) -> FitInputs:
+    """Assemble :class:`FitInputs` from the profile, a GPU snapshot (or ``None``) and host
+    memory; ``checkpoint`` / ``candidate`` override the resident's / candidate's path."""
+    prof = loaded.profile
+    tp = prof.seat.tensor_parallel_size
+    resident = load_side("resident", prof.resident, tp, checkpoint)
+    cand: FitSide | None = None
+    if prof.candidate is not None or candidate:
+        spec = prof.candidate or CheckpointSpec(name=Path(str(candidate)).name)
+        cand = load_side("candidate", spec, tp, candidate)
+    declared = (int(prof.node.declared_cuda_visible_bytes)
+                if prof.node.declared_cuda_visible_bytes is not None else None)
+    gpus = list(prof.node.gpus)
+    cards = cards_for_seat(gpus, len(gpus), declared, snapshot)
+    return FitInputs(resident=resident, candidate=cand, seat=seat_params(prof),
+                     cards=cards, gpu_unavailable=gpu_unavailable, host=host,
+                     node_gpu_count=len(gpus), declared_total=declared)
+
+
+class FitSource(Source):
+    """The fit panel's source: one :class:`FitInputs` per poll. Reads NVML through its own
+    :class:`console.gpu.GpuSource` (µs per call), scans checkpoints only when their files
+    change, and reads host memory with psutil. Never raises."""
+
+    name = "fit"
+
+    def __init__(self, loaded: LoadedProfile, gpu_source: Source | None = None) -> None:
+        self.loaded = loaded
+        self._gpu = gpu_source
+
+    def _gpu_source(self) -> Source | None:
+        if self._gpu is None:
+            try:
+                from console.gpu import make_source as make_gpu_source
+
+                self._gpu = make_gpu_source(self.loaded)
+            except Exception:  # noqa: BLE001
+                return None
+        return self._gpu
+
+    def read(self) -> FitInputs | Unavailable:
+        """One :class:`FitInputs` (or :class:`Unavailable` if assembling it failed)."""
+        try:
+            src = self._gpu_source()
+            snap = src.read() if src is not None else None
+            why = None
+            if isinstance(snap, Unavailable) or snap is None:
+                why = str(snap) if snap is not None else "GPU source could not be created"
+                snap = None
+            return gather_fit_inputs(self.loaded, snap, gpu_unavailable=why, host=host_memory())
+        except Exception as exc:  # noqa: BLE001 - the contract: never raise into the UI
+            return Unavailable(source="fit", kind="error",
+                               reason=f"fit inputs failed: {type(exc).__name__}: {exc}")
+
+    def close(self) -> None:
+        """Close the GPU source it owns."""
+        if self._gpu is not None:
+            self._gpu.close()
+
+
+def make_source(loaded_profile: LoadedProfile) -> FitSource:
+    """The :class:`FitSource` for a loaded profile (the app's ``PANELS`` factory)."""
+    return FitSource(loaded_profile)
