@@ -353,7 +353,7 @@ class SeatConsoleApp(App[int]):
 
     TITLE = "Seat Console"
     COMMANDS = App.COMMANDS | {SeatCommands}
-    HORIZONTAL_BREAKPOINTS: ClassVar[list[tuple[int, str]]] = [(0, "-narrow"), (120, "-wide")]
+    HORIZONTAL_BREAKPOINTS: ClassVar[list[tuple[int, str]]] = [(0, "-narrow"), (150, "-wide")]
 
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("q", "quit", "quit", id="quit"),
@@ -446,7 +446,7 @@ class SeatConsoleApp(App[int]):
             mode.append(" PAUSED ", style="bold reverse")
         else:
             mode.append(f"every {self.interval_s:g} s")
-        grid = Table.grid(expand=True)
+        grid = Table.grid(expand=True, padding=(0, 1))
         grid.add_column(ratio=1)
         grid.add_column(justify="right", no_wrap=True)
         grid.add_row(ident, mode)

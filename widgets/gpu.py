@@ -53,6 +53,12 @@ HINTS: dict[str, str] = {
 """What an NVML ``Unavailable.kind`` means for the engineer (shown under the reason)."""
 
 
+_USED_STYLE = {False: "green", True: "yellow"}
+"""Used segment: green (v2), yellow when it includes the reserved part (v1)."""
+_RESERVED_STYLE = "magenta"
+_FREE_STYLE = "blue"
+
+
 def gib(n: int | None, digits: int = 2) -> str:
     """``n`` bytes as ``"98.20 GiB"`` (GiB = 2^30 B); ``None`` → ``"n/a"``."""
     return "n/a" if n is None else f"{n / GiB:.{digits}f} GiB"
@@ -80,30 +86,22 @@ class MemoryBar:
         if not total:
             yield Text("memory total n/a".ljust(width), style="dim")
             return
-        parts = [(m.used_bytes, "█", "bold green" if not m.used_includes_reserved else "bold yellow"),
-                 (None if m.used_includes_reserved else m.reserved_bytes, "▓", "magenta"),
-                 (m.free_bytes, "░", "blue")]
-        cells = []
-        for nbytes, _, _ in parts:
-            if not nbytes:
-                cells.append(0)
-            else:
-                cells.append(max(1, round(width * nbytes / total)))
-        # fit exactly: trim or pad the free part (or the largest part)
-        excess = sum(cells) - width
-        order = sorted(range(3), key=lambda i: cells[i], reverse=True)
-        i = 0
-        while excess > 0 and any(c > 1 for c in cells):
-            j = order[i % 3]
-            if cells[j] > 1:
-                cells[j] -= 1
-                excess -= 1
-            i += 1
+        parts = [(m.used_bytes, "█", _USED_STYLE[m.used_includes_reserved]),
+                 (None if m.used_includes_reserved else m.reserved_bytes, "▓", _RESERVED_STYLE),
+                 (m.free_bytes, "░", _FREE_STYLE)]
+        cells = [0 if not nbytes else max(1, round(width * nbytes / total))
+                 for nbytes, _, _ in parts]
+        known = (m.used_bytes is not None and m.free_bytes is not None
+                 and (m.reserved_bytes is not None or m.used_includes_reserved))
+        if known:
+            # the parts make up the total: give the rounding difference to the largest part so
+            # the bar fills the width exactly
+            largest = max(range(3), key=lambda i: cells[i])
+            cells[largest] = max(1, cells[largest] + width - sum(cells))
         bar = Text()
         for (_, glyph, style), n in zip(parts, cells, strict=True):
             bar.append(glyph * n, style=style)
-        if bar.cell_len < width:
-            bar.append(" " * (width - bar.cell_len))
+        bar.truncate(width, pad=True)
         yield bar
 
 
@@ -111,25 +109,45 @@ class Spark:
     """Rich renderable: used memory over time, one column per time bucket, scaled 0..total.
 
     ``points`` are ``(time, used_bytes)``; the axis ends at ``end`` and spans ``span_s`` seconds.
-    Each column shows the *maximum* used in its bucket (a short spike stays visible); a column
-    with no sample is blank. Scaling is absolute (0 to ``total_bytes``), so a flat line at 98 of
-    140 GiB reads as 70 % full, not as noise.
+    Each column shows the *maximum* used in its bucket (a short spike stays visible). Between
+    samples sparser than the columns, a column repeats the previous sample if that sample is at
+    most 2.5 × the median sample spacing old; a longer gap (paused, source hung) stays blank.
+    Scaling is absolute (0 to ``total_bytes``), so a flat line at 98 of 140 GiB reads as 70 %
+    full, not as noise.
     """
 
     def __init__(self, points: list[tuple[datetime, int]], end: datetime, span_s: float,
                  total_bytes: int | None) -> None:
         self.points, self.end, self.span_s, self.total = points, end, span_s, total_bytes
 
+    def columns(self, width: int) -> list[int | None]:
+        """Used bytes per column (``None``: no sample), ``width`` columns, oldest first."""
+        cols: list[int | None] = [None] * width
+        last_t: list[datetime | None] = [None] * width
+        start = self.end - timedelta(seconds=self.span_s)
+        pts = [(t, u) for t, u in self.points if start <= t <= self.end]
+        for t, used in pts:
+            c = min(width - 1, int((t - start).total_seconds() / self.span_s * width))
+            cols[c] = used if cols[c] is None else max(cols[c], used)
+            last_t[c] = t if last_t[c] is None else max(last_t[c], t)
+        gaps = sorted((b[0] - a[0]).total_seconds() for a, b in zip(pts, pts[1:], strict=False))
+        if not gaps:
+            return cols
+        max_gap = 2.5 * gaps[len(gaps) // 2]
+        bucket = self.span_s / width
+        prev: tuple[datetime, int] | None = None
+        for c in range(width):
+            if cols[c] is not None:
+                prev = (last_t[c], cols[c])  # type: ignore[assignment]
+                continue
+            col_t = start + timedelta(seconds=(c + 0.5) * bucket)
+            if prev is not None and (col_t - prev[0]).total_seconds() <= max_gap:
+                cols[c] = prev[1]
+        return cols
+
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
         width = max(1, options.max_width)
-        cols: list[int | None] = [None] * width
-        start = self.end - timedelta(seconds=self.span_s)
-        for t, used in self.points:
-            if t < start or t > self.end:
-                continue
-            frac = (t - start).total_seconds() / self.span_s
-            c = min(width - 1, int(frac * width))
-            cols[c] = used if cols[c] is None else max(cols[c], used)
+        cols = self.columns(width)
         top = self.total or max((u for u in cols if u is not None), default=0) or 1
         out = Text()
         for used in cols:
@@ -141,7 +159,8 @@ class Spark:
         yield out
 
 
-def _process_table(procs: list[GpuProcess] | None) -> Table | Text:
+def _process_table(procs: list[GpuProcess] | None) -> Table | Text | Group:
+    """The process table, largest first; unmapped PIDs say so, with their reasons below."""
     if procs is None:
         return Text("processes: n/a (NVML could not list them)", style="dim")
     if not procs:
@@ -151,17 +170,23 @@ def _process_table(procs: list[GpuProcess] | None) -> Table | Text:
     t.add_column("process", no_wrap=True, overflow="ellipsis", ratio=2)
     t.add_column("container", no_wrap=True, overflow="ellipsis", ratio=2)
     t.add_column("used", justify="right", no_wrap=True)
-    for p in sorted(procs, key=lambda p: -(p.used_memory_bytes or 0)):
+    reasons: dict[str, list[int]] = {}
+    for p in sorted(procs, key=lambda p: (-(p.used_memory_bytes or 0), p.pid)):
         if p.mapped:
             name = Text(p.name or "n/a")
         else:
-            name = Text(f"unmapped: {p.unmapped_reason or 'not visible here'}", style="italic dim")
+            name = Text("unmapped PID", style="italic yellow")
+            reasons.setdefault(p.unmapped_reason or "not visible from here", []).append(p.pid)
         if p.container is None:
             ctr = Text("host" if p.mapped else "n/a", style="dim")
         else:
             ctr = Text(p.container.name or p.container.short_id)
         t.add_row(str(p.pid), name, ctr, gib(p.used_memory_bytes))
-    return t
+    if not reasons:
+        return t
+    notes = "\n".join(f"unmapped PID {', '.join(map(str, pids))}: {reason} (its memory "
+                      "still counts)" for reason, pids in reasons.items())
+    return Group(t, Text(notes, style="dim italic"))
 
 
 class GpuCardView(Widget):
@@ -202,7 +227,7 @@ class GpuCardView(Widget):
 
     def _title(self) -> Text:
         c = self.card
-        t = Text()
+        t = Text(no_wrap=True, overflow="ellipsis")
         t.append(f"GPU {_na(c.index)}", style="bold")
         t.append(f"  {c.name or 'n/a'}")
         if c.serves_seat:
@@ -217,18 +242,24 @@ class GpuCardView(Widget):
         if not self.present:
             t.append("  ")
             t.append(" NOT LISTED ", style="bold reverse yellow")
-        t.append("\n")
-        t.append(f"{c.uuid or 'uuid n/a'}  pci {c.pci_bus_id or 'n/a'}", style="dim")
         return t
+
+    def _ids(self) -> Text:
+        c = self.card
+        return Text(f"{c.uuid or 'uuid n/a'}  pci {c.pci_bus_id or 'n/a'}", style="dim",
+                    no_wrap=True, overflow="ellipsis")
 
     def _numbers(self, m: MemoryReading) -> Text:
         t = Text()
+        t.append("█ ", style=_USED_STYLE[m.used_includes_reserved])
         t.append(f"{m.used_label} ", style="bold")
         t.append(gib(m.used_bytes))
         if not m.used_includes_reserved:
-            t.append("  reserved ", style="bold")
+            t.append("  ▓ ", style=_RESERVED_STYLE)
+            t.append("reserved ", style="bold")
             t.append(gib(m.reserved_bytes))
-        t.append("  free ", style="bold")
+        t.append("  ░ ", style=_FREE_STYLE)
+        t.append("free ", style="bold")
         t.append(gib(m.free_bytes))
         t.append("  total ", style="bold")
         t.append(gib(m.total_bytes))
@@ -253,7 +284,7 @@ class GpuCardView(Widget):
     def render(self) -> Group:
         """The card as a Rich group (no I/O)."""
         c = self.card
-        rows: list = [self._title()]
+        rows: list = [self._title(), self._ids()]
         if c.state in ("lost", "error"):
             why = c.state_reason or ("fallen off the bus (NVML_ERROR_GPU_IS_LOST)"
                                      if c.state == "lost" else "could not be read")
@@ -306,6 +337,8 @@ class GpuPanel(SourcePanel):
     source_name: ClassVar[str] = "gpus"
     title: ClassVar[str] = "GPUs (NVML)"
 
+    SCOPED_CSS = False  # the wide-screen rule below starts at Screen, outside the panel
+
     DEFAULT_CSS = """
     GpuPanel #gpu-cards { height: auto; layout: vertical; }
     Screen.-wide GpuPanel #gpu-cards { layout: grid; grid-size: 2; grid-gutter: 0 2;
@@ -356,8 +389,8 @@ class GpuPanel(SourcePanel):
     def _summary(self, snap: GpuSnapshot) -> Text:
         t = Text()
         t.append(f"driver {_na(snap.driver_version)} · CUDA {_na(snap.cuda_driver_version)} · "
-                 f"memory API {_na(snap.memory_api)} · {len(snap.cards)} card(s), "
-                 f"{len(snap.seat_cards)} in the seat · GiB = 2^30 B")
+                 f"{len(snap.cards)} card(s), {len(snap.seat_cards)} in the seat · "
+                 "GiB = 2^30 B")
         if snap.memory_api == "v1":
             t.append("\nv1 memory API: 'used' includes the driver-reserved memory", style="yellow")
         if snap.unmatched_seat_gpus:
