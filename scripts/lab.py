@@ -25,6 +25,9 @@ Facts this relies on were checked on this machine and are listed in ``shared/REC
 ``$SEAT_LAB_CACHE`` (default ``~/.cache/seat-console-lab``), each keyed by what built it: the
 debootstrap rootfs tarball, the vLLM virtual environment, the tiny model.
 
+Environment: ``SEAT_LAB_CACHE`` (cache dir), ``SEAT_LAB_DIR`` (lab dir, default ``<repo>/.lab``),
+``SEAT_LAB_{REGISTRY,ALERTMANAGER,VLLM}_PORT`` (only to rehearse beside a running lab).
+
 Every external command is an argument list run with an explicit environment and a timeout; no
 shell string is ever built. Mirrors are read from the machine's apt configuration.
 """
@@ -66,9 +69,10 @@ STATE_FILE = LAB / "state.json"
 PROFILE_FILE = LAB / "profile.toml"
 
 LOOPBACK = "127.0.0.1"
-REGISTRY_PORT = 15000
-ALERTMANAGER_PORT = 19093
-VLLM_PORT = 18000
+# The lab's fixed ports (TEAM.md); overridable only to rehearse CI beside a running lab.
+REGISTRY_PORT = int(os.environ.get("SEAT_LAB_REGISTRY_PORT", "15000"))
+ALERTMANAGER_PORT = int(os.environ.get("SEAT_LAB_ALERTMANAGER_PORT", "19093"))
+VLLM_PORT = int(os.environ.get("SEAT_LAB_VLLM_PORT", "18000"))
 
 NODE_CONTAINER = "seat-lab-node"
 VLLM_CONTAINER = "seat-resident"

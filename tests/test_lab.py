@@ -54,7 +54,7 @@ def test_registry_lists_the_engine_repository_and_serves_its_digest(lab: Lab) ->
         headers={"Accept": "application/vnd.docker.distribution.manifest.v2+json"})
     with urllib.request.urlopen(req, timeout=10) as r:
         served = r.headers["Docker-Content-Digest"]
-    assert lab.engine_repo_digest == f"127.0.0.1:15000/engine@{served}"
+    assert lab.engine_repo_digest == f"{lab.state['registry']['addr']}/engine@{served}"
 
 
 def test_alertmanager_v2_status_answers(lab: Lab) -> None:
