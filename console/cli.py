@@ -27,6 +27,7 @@ COMMAND_MODULES = [
     "console.commands.profile_cmd",
     "console.commands.gpus_cmd",
     "console.commands.fit_cmd",
+    "console.commands.status_cmd",
 ]
 
 

@@ -459,16 +459,18 @@ def _short(exc: BaseException) -> str:
     return text if len(text) <= 300 else text[:297] + "…"
 
 
-def make_source(loaded: LoadedProfile) -> Source:
+def make_source(loaded: LoadedProfile, watch_events: bool = True) -> Source:
     """The containers source: ``resident.container`` (role ``resident``) and
-    ``candidate.container`` (role ``probe``) on ``node.docker_host`` / ``$DOCKER_HOST``."""
+    ``candidate.container`` (role ``probe``) on ``node.docker_host`` / ``$DOCKER_HOST``;
+    ``watch_events=False`` skips the event-stream thread (one-shot headless reads)."""
     p = loaded.profile
     names: dict[str, str] = {}
     if p.resident.container:
         names["resident"] = p.resident.container
     if p.candidate is not None and p.candidate.container:
         names["probe"] = p.candidate.container
-    return ContainerSource(resolve_docker_host(p.node.docker_host), names)
+    return ContainerSource(resolve_docker_host(p.node.docker_host), names,
+                           watch_events=watch_events)
 
 
 __all__ = ["ContainerEvent", "ContainerSource", "ContainerState", "ContainersReading",

@@ -1,0 +1,224 @@
+"""``seat-console status [--json] [--timeout S]``: the whole node snapshot, headless.
+
+Reads every source once (GPUs, timers, silences, containers, engine; see
+:func:`console.node.take_snapshot`) and prints it as text, or as the
+:class:`~console.node.NodeSnapshot` JSON (the same model the panels render).
+
+Exit codes: ``0`` every source was read; ``3`` at least one source is unavailable (the output
+says which and why; the others are still printed); ``1`` error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from datetime import datetime
+
+from console.containers import ContainersReading
+from console.engine import MISSING, EngineReading, HistogramSummary
+from console.gpu import GpuSnapshot
+from console.node import NodeSnapshot, fmt_duration, fmt_when, take_snapshot
+from console.profile import GiB, LoadedProfile
+from console.silences import SilencesReading
+from console.sources import Unavailable
+from console.timers import TimersReading
+
+EXIT_OK = 0
+EXIT_ERROR = 1
+EXIT_UNAVAILABLE = 3
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    """Add the ``status`` subcommand."""
+    p = sub.add_parser("status", help="print the whole node snapshot (GPUs, timers, silences, "
+                                      "containers, engine); exit 3 if a source is unavailable")
+    p.add_argument("--json", action="store_true", help="print the snapshot as JSON")
+    p.add_argument("--timeout", type=float, default=20.0, metavar="S",
+                   help="seconds to wait for all sources (default 20)")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace, loaded: LoadedProfile) -> int:
+    """Take one snapshot and print it; exit 0 (all read), 3 (some unavailable), 1 (error)."""
+    if args.timeout <= 0:
+        print(f"seat-console status: --timeout {args.timeout}: must be positive seconds",
+              file=sys.stderr)
+        return 2
+    try:
+        snap = take_snapshot(loaded, timeout_s=args.timeout)
+    except Exception as exc:  # noqa: BLE001 - report, exit 1
+        print(f"seat-console status: {type(exc).__name__}: {exc}", file=sys.stderr)
+        return EXIT_ERROR
+    if args.json:
+        sys.stdout.write(snap.model_dump_json(indent=2) + "\n")
+    else:
+        sys.stdout.write(render_text(snap))
+    return EXIT_UNAVAILABLE if snap.unavailable() else EXIT_OK
+
+
+# -- text rendering ------------------------------------------------------------------------
+def _unavail(u: Unavailable) -> str:
+    return f"  UNAVAILABLE ({u.kind}): {u.reason}\n"
+
+
+def _gib(n: int | None) -> str:
+    return "n/a" if n is None else f"{n / GiB:.2f} GiB"
+
+
+def _pct(v: float | None) -> str:
+    return MISSING if v is None else f"{v * 100:.1f} %"
+
+
+def _num(v: float | None) -> str:
+    return MISSING if v is None else f"{v:,.0f}"
+
+
+def _hist(h: HistogramSummary | None) -> str:
+    if h is None:
+        return MISSING
+    if h.count == 0:
+        return "no requests yet"
+    ms = lambda v: "n/a" if v is None else f"{v * 1000:.1f} ms"  # noqa: E731
+    return f"mean {ms(h.mean_s)}, p50 ~{ms(h.p50_s)}, p95 ~{ms(h.p95_s)} (n={h.count})"
+
+
+def render_gpus(r: GpuSnapshot | Unavailable) -> str:
+    """GPU section: per card name, UUID, memory (GiB) and process count."""
+    out = "GPUs (NVML)\n"
+    if isinstance(r, Unavailable):
+        return out + _unavail(r)
+    out += f"  driver {r.driver_version or 'n/a'}, memory API {r.memory_api or 'n/a'}\n"
+    for c in r.cards:
+        m = c.memory
+        seat = " SEAT" if c.serves_seat else ""
+        out += f"  [{c.index if c.index is not None else '?'}] {c.name or 'n/a'} {c.uuid or ''}"
+        out += f" {c.state}{seat}\n"
+        if m is not None:
+            used = "used incl. reserved" if m.used_includes_reserved else "used"
+            out += (f"      {used} {_gib(m.used_bytes)}, reserved {_gib(m.reserved_bytes)}, "
+                    f"free {_gib(m.free_bytes)}, total {_gib(m.total_bytes)}, CUDA-visible "
+                    f"{_gib(m.cuda_visible_bytes)}\n")
+        if c.processes is not None:
+            out += f"      {len(c.processes)} compute process(es)\n"
+    if r.unmatched_seat_gpus:
+        out += f"  seat GPUs not found: {', '.join(r.unmatched_seat_gpus)}\n"
+    return out
+
+
+def render_timers(r: TimersReading | Unavailable, now: datetime) -> str:
+    """Timers section: state, next elapse, last trigger, triggered service, Persistent."""
+    if isinstance(r, Unavailable):
+        return "Timers\n" + _unavail(r)
+    out = f"Timers (on {r.where})\n"
+    if not r.timers:
+        out += "  no timer units in the profile\n"
+    for t in r.timers:
+        out += f"  {t.unit}: {t.load_state or 'n/a'}, {t.active_state or 'n/a'}"
+        out += f"/{t.sub_state or 'n/a'}\n"
+        if t.loaded:
+            out += f"      next {fmt_when(t.next_elapse, now)}; last {fmt_when(t.last_trigger, now)}\n"
+            if t.schedule:
+                out += f"      schedule {'; '.join(t.schedule)}\n"
+        if t.service is not None:
+            run_s = {True: "RUNNING NOW", False: "not running", None: "state n/a"}[t.service.running]
+            out += f"      triggers {t.service.unit}: {run_s}"
+            out += f" ({t.service.active_state or 'n/a'}/{t.service.sub_state or 'n/a'})\n"
+        if t.persistent_warning:
+            out += f"      ! {t.persistent_warning}\n"
+    for n in r.notes:
+        out += f"  note: {n}\n"
+    return out
+
+
+def render_silences(r: SilencesReading | Unavailable, now: datetime) -> str:
+    """Silences section: the seat's matchers and each silence with state and time left."""
+    if isinstance(r, Unavailable):
+        return "Silences (Alertmanager)\n" + _unavail(r)
+    out = (f"Silences (Alertmanager {r.version or 'n/a'} at {r.url}"
+           f"{'' if r.tls_verify else ', TLS NOT VERIFIED'})\n")
+    out += f"  seat matchers: {', '.join(str(m) for m in r.seat_matchers)}\n"
+    out += (f"  {len(r.active)} active for the seat; {len(r.silences)} concern the seat; "
+            f"{r.total} in Alertmanager\n")
+    for s in r.silences:
+        if s.state == "active":
+            when = f"ends in {fmt_duration(s.ends_in_s(now))}"
+        elif s.state == "pending":
+            when = f"starts in {fmt_duration(s.starts_in_s(now))}"
+        else:
+            when = f"ended {fmt_when(s.ends_at, now)}"
+        mine = " [exactly the seat's matchers]" if s.exact else ""
+        out += f"  {s.id[:8]} {s.state:<8} {when}{mine}\n"
+        out += f"      {', '.join(str(m) for m in s.matchers)} — by {s.created_by}: {s.comment}\n"
+    return out
+
+
+def render_containers(r: ContainersReading | Unavailable, now: datetime) -> str:
+    """Containers section: state, health, start, restarts, image ID vs repo digest."""
+    if isinstance(r, Unavailable):
+        return "Containers (docker)\n" + _unavail(r)
+    out = f"Containers (docker {r.engine_version or 'n/a'} at {r.engine})\n"
+    if not r.containers:
+        out += "  no containers in the profile\n"
+    for c in r.containers:
+        if c.state == "absent":
+            out += f"  {c.role} {c.name}: absent (no such container)\n"
+            continue
+        out += (f"  {c.role} {c.name}: {c.state}, health {c.health or 'n/a (no healthcheck)'}, "
+                f"started {fmt_when(c.started_at, now)}, restarts "
+                f"{'n/a' if c.restart_count is None else c.restart_count}\n")
+        if not c.running and c.exit_code is not None:
+            out += f"      exit code {c.exit_code}{', OOM-killed' if c.oom_killed else ''}\n"
+        out += f"      image {c.image_ref or 'n/a'}\n"
+        out += f"      image ID (config digest) {c.image_id or 'n/a'}\n"
+        out += f"      repo digest (manifest)   {c.repo_digest or 'n/a (never pushed/pulled)'}\n"
+    if r.events is not None:
+        ev = r.events
+        out += (f"  events: {'connected' if ev.connected else 'DISCONNECTED'}, "
+                f"{len(r.recent_changes)} recent change(s)\n")
+        for e in r.recent_changes[-10:]:
+            who = "console" if e.by_console else "NOT the console"
+            out += f"    {fmt_when(e.at, now)} {e.type} {e.actor_name or e.actor_id[:12]} "
+            out += f"{e.action} ({who})\n"
+    return out
+
+
+def render_engine(r: EngineReading | Unavailable) -> str:
+    """Engine section: health, version, models, queue, KV cache, counters, latencies."""
+    if isinstance(r, Unavailable):
+        return "Engine (vLLM)\n" + _unavail(r)
+    out = (f"Engine (vLLM {r.version or 'n/a'} at {r.endpoint}): "
+           f"{'healthy' if r.healthy else f'NOT healthy (HTTP {r.health_status})'}\n")
+    if r.models is not None:
+        for m in r.models:
+            out += f"  model {m.id} (max_model_len {m.max_model_len or 'n/a'})\n"
+    m = r.metrics
+    if m is not None:
+        out += (f"  requests running {_num(m.requests_running)}, waiting "
+                f"{_num(m.requests_waiting)}; KV cache usage {_pct(m.kv_cache_usage)}\n")
+        out += (f"  tokens: prompt {_num(m.prompt_tokens)}, generation "
+                f"{_num(m.generation_tokens)}; preemptions {_num(m.preemptions)}; finished "
+                f"requests {_num(m.requests_finished)}\n")
+        out += f"  TTFT {_hist(m.ttft)}\n  ITL  {_hist(m.itl)}\n  E2E  {_hist(m.e2e)}\n"
+        if m.missing:
+            out += f"  metric missing: {', '.join(m.missing)}\n"
+    for p in r.problems:
+        out += f"  problem: {p}\n"
+    return out
+
+
+def render_text(snap: NodeSnapshot) -> str:
+    """The whole snapshot as text (sections in :data:`console.node.SOURCE_NAMES` order)."""
+    now = snap.taken_at
+    head = (f"Seat Console status: node {snap.node} via {snap.transport}, "
+            f"{now.strftime('%Y-%m-%d %H:%M:%SZ')}\nprofile {snap.profile_source} "
+            f"(sha256 {snap.profile_sha256[:12]})\n\n")
+    parts = [render_gpus(snap.gpus), render_timers(snap.timers, now),
+             render_silences(snap.silences, now), render_containers(snap.containers, now),
+             render_engine(snap.engine)]
+    down = snap.unavailable()
+    tail = ("\nunavailable: " + ", ".join(f"{n} ({u.kind})" for n, u in down.items()) + "\n"
+            if down else "\nall sources read\n")
+    return head + "\n".join(parts) + tail
+
+
+__all__ = ["register", "render_text", "run"]

@@ -1,0 +1,155 @@
+"""The whole node in one frozen snapshot: every source's reading, or why it is unavailable.
+
+:func:`take_snapshot` builds each source from the profile, reads them all in parallel (each in
+a daemon thread, so a hung source costs at most ``timeout_s`` and never blocks the others or the
+process exit), closes them, and returns a :class:`NodeSnapshot`. ``seat-console status`` prints
+it; its JSON is the same model.
+
+Also small display helpers shared by the CLI and the panels (:func:`fmt_when`,
+:func:`fmt_duration`), which format times as UTC with a relative age.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Mapping
+from datetime import UTC, datetime
+
+from pydantic import BaseModel
+
+from console import containers, engine, gpu, silences, timers
+from console.containers import ContainersReading
+from console.engine import EngineReading
+from console.gpu import GpuSnapshot
+from console.profile import LoadedProfile
+from console.silences import SilencesReading
+from console.sources import Frozen, Source, Unavailable, utcnow
+from console.timers import TimersReading
+
+SOURCE_NAMES = ("gpus", "timers", "silences", "containers", "engine")
+"""The sources of a node snapshot, in display order."""
+
+
+class NodeSnapshot(Frozen):
+    """Everything the console reads from the node, taken at ``taken_at`` (UTC).
+
+    ``node``: the profile's node name; ``transport``: how the node was reached (``local``,
+    ``ssh``, ``docker-exec``); ``profile_source`` / ``profile_sha256``: which profile; one field
+    per source holding its frozen reading or an :class:`Unavailable` with the reason.
+    """
+
+    taken_at: datetime
+    node: str
+    transport: str
+    profile_source: str
+    profile_sha256: str
+    gpus: GpuSnapshot | Unavailable
+    timers: TimersReading | Unavailable
+    silences: SilencesReading | Unavailable
+    containers: ContainersReading | Unavailable
+    engine: EngineReading | Unavailable
+
+    def unavailable(self) -> dict[str, Unavailable]:
+        """``{source name: Unavailable}`` for every source that could not be read."""
+        return {n: getattr(self, n) for n in SOURCE_NAMES
+                if isinstance(getattr(self, n), Unavailable)}
+
+
+def _headless_containers(loaded: LoadedProfile) -> Source:
+    """The containers source without the event-stream thread (a one-shot read has no
+    history to show)."""
+    return containers.make_source(loaded, watch_events=False)
+
+
+DEFAULT_FACTORIES: dict[str, Callable[[LoadedProfile], Source]] = {
+    "gpus": gpu.make_source,
+    "timers": timers.make_source,
+    "silences": silences.make_source,
+    "containers": _headless_containers,
+    "engine": engine.make_source,
+}
+"""How :func:`take_snapshot` builds each source (tests may pass their own)."""
+
+
+def _read_one(name: str, factory: Callable[[LoadedProfile], Source], loaded: LoadedProfile,
+              out: dict[str, BaseModel]) -> None:
+    src: Source | None = None
+    try:
+        src = factory(loaded)
+        out[name] = src.read()
+    except Exception as exc:  # noqa: BLE001 - a broken factory is one unavailable source
+        out[name] = Unavailable(source=name, kind="error", reason=f"{type(exc).__name__}: {exc}")
+    finally:
+        if src is not None:
+            try:
+                src.close()
+            except Exception:  # noqa: BLE001 - closing must not lose the reading
+                pass
+
+
+def take_snapshot(loaded: LoadedProfile, *, timeout_s: float = 20.0,
+                  factories: Mapping[str, Callable[[LoadedProfile], Source]] | None = None
+                  ) -> NodeSnapshot:
+    """Read every source once, in parallel, and assemble a :class:`NodeSnapshot`.
+
+    ``timeout_s``: overall wait in seconds; a source still reading then is reported as
+    ``Unavailable(kind="timeout")`` (its thread is abandoned; it is a daemon). ``factories``:
+    ``{source name: make_source}``, default :data:`DEFAULT_FACTORIES`. Never raises for a source
+    failure.
+    """
+    facts = dict(DEFAULT_FACTORIES if factories is None else factories)
+    out: dict[str, BaseModel] = {}
+    threads = []
+    for name in SOURCE_NAMES:
+        f = facts.get(name)
+        if f is None:
+            out[name] = Unavailable(source=name, kind="not-configured",
+                                    reason=f"no {name} source in this build")
+            continue
+        t = threading.Thread(target=_read_one, args=(name, f, loaded, out),
+                             name=f"snapshot-{name}", daemon=True)
+        t.start()
+        threads.append((name, t))
+    deadline = utcnow().timestamp() + timeout_s
+    for name, t in threads:
+        t.join(max(0.0, deadline - utcnow().timestamp()))
+        if t.is_alive():
+            out[name] = Unavailable(source=name, kind="timeout",
+                                    reason=f"no reading within {timeout_s:g} s")
+    p = loaded.profile
+    return NodeSnapshot(taken_at=utcnow(), node=p.node.name, transport=p.node.transport,
+                        profile_source=loaded.source, profile_sha256=loaded.sha256,
+                        **{n: out[n] for n in SOURCE_NAMES})
+
+
+# -- display helpers -------------------------------------------------------------------------
+def fmt_duration(seconds: float | None) -> str:
+    """A signed-free duration: ``"42 s"``, ``"6 min 31 s"``, ``"2 h 05 min"``, ``"3 d 04 h"``;
+    ``None`` → ``"n/a"``."""
+    if seconds is None:
+        return "n/a"
+    s = int(abs(seconds))
+    if s < 60:
+        return f"{s} s"
+    if s < 3600:
+        return f"{s // 60} min {s % 60:02d} s"
+    if s < 86400:
+        return f"{s // 3600} h {(s % 3600) // 60:02d} min"
+    return f"{s // 86400} d {(s % 86400) // 3600:02d} h"
+
+
+def fmt_when(t: datetime | None, now: datetime | None = None) -> str:
+    """``"2026-11-29 13:15:00Z (in 6 min 31 s)"`` / ``"(… ago)"``; ``None`` → ``"n/a"``.
+
+    UTC, second precision; ``now`` defaults to the current time.
+    """
+    if t is None:
+        return "n/a"
+    now = now or utcnow()
+    delta = (t - now).total_seconds()
+    rel = f"in {fmt_duration(delta)}" if delta >= 0 else f"{fmt_duration(delta)} ago"
+    return f"{t.astimezone(UTC).strftime('%Y-%m-%d %H:%M:%SZ')} ({rel})"
+
+
+__all__ = ["DEFAULT_FACTORIES", "NodeSnapshot", "SOURCE_NAMES", "fmt_duration", "fmt_when",
+           "take_snapshot"]
