@@ -347,6 +347,20 @@ class _Mapped:
     fields: dict[str, Any]
 
 
+def _start_ticks(pid: int) -> float | None:
+    """Start time of ``pid`` in clock ticks since boot (``/proc/PID/stat`` field 22), or None
+    when no such process is visible here."""
+    try:
+        with open(f"{psutil.PROCFS_PATH}/{pid}/stat", "rb") as fh:
+            data = fh.read()
+    except OSError:
+        return None
+    try:
+        return float(data[data.rindex(b")") + 2:].split()[19])
+    except (ValueError, IndexError):
+        return None
+
+
 class ProcessMapper:
     """Maps NVML's host PIDs to process name, command line, user and container.
 
@@ -370,23 +384,28 @@ class ProcessMapper:
 
     def map(self, pid: int) -> dict[str, Any]:
         """Fields for :class:`GpuProcess` (``mapped``, ``unmapped_reason``, ``name``,
-        ``command``, ``username``, ``container``). Never raises."""
+        ``command``, ``username``, ``container``). Never raises.
+
+        The cache key is the process start time (field 22 of ``/proc/PID/stat``, clock ticks
+        since boot; man 5 proc), read with one small file read per tick."""
+        start = _start_ticks(pid)
+        if start is None:
+            self._cache.pop(pid, None)
+            return {"mapped": False, "unmapped_reason": _GONE}
+        cached = self._cache.get(pid)
+        if cached is not None and cached.create_time == start:
+            return cached.fields
         try:
-            proc = psutil.Process(pid)
-            create_time = proc.create_time()
+            proc: psutil.Process | None = psutil.Process(pid)
         except psutil.ZombieProcess:
             return {"mapped": False, "unmapped_reason": "process has exited (zombie)"}
         except psutil.NoSuchProcess:
-            self._cache.pop(pid, None)
             return {"mapped": False, "unmapped_reason": _GONE}
         except (psutil.AccessDenied, OSError) as exc:
-            proc, create_time = None, None
-            log.debug("pid %s: create_time: %s", pid, exc)
-        cached = self._cache.get(pid)
-        if cached is not None and cached.create_time == create_time and create_time is not None:
-            return cached.fields
+            proc = None
+            log.debug("pid %s: %s", pid, exc)
         fields = self._inspect(pid, proc)
-        self._cache[pid] = _Mapped(create_time, fields)
+        self._cache[pid] = _Mapped(start, fields)
         return fields
 
     def forget_except(self, pids: set[int]) -> None:

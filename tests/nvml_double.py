@@ -96,6 +96,16 @@ class FakeCard:
         return self.total - self.reserved - self.used
 
 
+class _Absent:
+    """A descriptor that makes an attribute absent (``AttributeError`` on access)."""
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.name = name
+
+    def __get__(self, obj: object, owner: type | None = None) -> Any:
+        raise AttributeError(getattr(self, "name", "absent"))
+
+
 @dataclass(frozen=True)
 class _Handle:
     index: int
@@ -125,8 +135,10 @@ class NvmlDouble:
         self.cuda_version = cuda_version
         self.initialised = 0
         self.calls: Counter[str] = Counter()
-        self._missing = set(missing or ())
-        """Function names this "pynvml" lacks (AttributeError), as in an old nvidia-ml-py."""
+        if missing:
+            # Function names this "pynvml" lacks (AttributeError), as in an old nvidia-ml-py.
+            self.__class__ = type("NvmlDoubleLacking", (NvmlDouble,),
+                                  {name: _Absent() for name in missing})
 
     # Constants and error classes come from the real pynvml; functions do not.
     def __getattr__(self, name: str) -> Any:
@@ -134,11 +146,6 @@ class NvmlDouble:
             return getattr(_real, name)
         raise AttributeError(name)
 
-    def __getattribute__(self, name: str) -> Any:
-        if not name.startswith("_"):
-            if name in object.__getattribute__(self, "__dict__").get("_missing", ()):
-                raise AttributeError(name)
-        return object.__getattribute__(self, name)
 
     # ------------------------------------------------------------------ helpers
     @staticmethod
