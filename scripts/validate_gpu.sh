@@ -4,7 +4,7 @@
 #
 #   scripts/validate_gpu.sh OUT_DIR [GIB]
 #
-# Installs the project if `seat-console` is missing: from the wheels in .wheels/ when that folder
+# Installs the project if it (or textual/pydantic) cannot be imported: from the wheels in .wheels/ when that folder
 # exists (a machine without a package index; see docs/validation.md for how to fill it), else
 # from the configured package index. Then runs scripts/validate_gpu.py --screenshots --bench
 # with GIB GiB (default 100) held by torch. Exit status: validate_gpu.py's (0 = all agree).
@@ -14,7 +14,7 @@ gib=${2:-100}
 cd "$(dirname "$0")/.." || exit 2
 mkdir -p "$out"
 py=${PYTHON:-python3}
-if ! command -v seat-console >/dev/null 2>&1; then
+if ! "${PYTHON:-python3}" -c "import textual, pydantic, console.gpu" >/dev/null 2>&1; then
   if [ -d .wheels ]; then
     "$py" -m pip install -q --no-index --find-links .wheels --no-build-isolation -e . \
       >"$out/install.log" 2>&1 || { echo "install failed:"; tail -20 "$out/install.log"; exit 2; }
