@@ -62,11 +62,16 @@ from textual.timer import Timer
 from textual.widgets import Footer, Static
 from textual.worker import Worker, WorkerState
 
+from console import containers as containers_source
+from console import engine as engine_source
+from console import silences as silences_source
+from console import timers as timers_source
 from console.gpu import make_source as make_gpu_source
 from console.profile import LoadedProfile
 from console.sources import Source, Unavailable, utcnow
 from widgets.gpu import GpuPanel
 from widgets.panel import STALE_FACTOR, STALE_MIN_S, SourcePanel
+from widgets.services import ContainersPanel, EnginePanel, SilencesPanel, TimersPanel
 
 log = logging.getLogger(__name__)
 
@@ -75,6 +80,10 @@ SourceFactory = Callable[[LoadedProfile], Source]
 
 PANELS: list[tuple[SourceFactory, type[SourcePanel]]] = [
     (make_gpu_source, GpuPanel),
+    (engine_source.make_source, EnginePanel),
+    (containers_source.make_source, ContainersPanel),
+    (timers_source.make_source, TimersPanel),
+    (silences_source.make_source, SilencesPanel),
 ]
 """The panels the app shows, top to bottom: ``(make_source, PanelClass)`` pairs.
 

@@ -48,6 +48,14 @@ DEFAULT_DOCKER_HOST = "unix:///var/run/docker.sock"
 RECENT_CHANGES = 200
 """How many engine events the recent-changes list keeps (oldest dropped first)."""
 
+IGNORED_ACTIONS = ("exec_create", "exec_start", "exec_die", "exec_detach", "top", "resize",
+                   "attach", "detach", "archive-path")
+"""Event actions that do not change a container's state (``docker exec`` — which the console
+itself uses to reach a node over the docker-exec transport —, ``docker top``, terminal resizes,
+``docker cp`` out of a container). They are counted (``ignored``) but not kept as changes;
+Docker reports exec actions with the command appended (``exec_start: /bin/sh …``), so prefixes
+are matched."""
+
 
 # -- models ------------------------------------------------------------------------------------
 class ContainerState(Frozen):
@@ -100,13 +108,14 @@ class ContainerEvent(Frozen):
 class EventStreamStatus(Frozen):
     """Health of the event stream: ``connected``; ``since`` (UTC; start of the watched window);
     ``reconnects`` (count after drops); ``last_error`` (why it last dropped, ``None`` if never);
-    ``events_seen``."""
+    ``events_seen``: changes kept; ``ignored``: events of :data:`IGNORED_ACTIONS` dropped."""
 
     connected: bool
     since: datetime
     reconnects: int
     last_error: str | None
     events_seen: int
+    ignored: int = 0
 
 
 class ContainersReading(Frozen):
@@ -242,6 +251,7 @@ class EventWatcher:
         self._connects = 0
         self._last_error: str | None = None
         self._count = 0
+        self._ignored = 0
 
     # -- lifecycle ----------------------------------------------------------------------------
     def start(self) -> "EventWatcher":
@@ -320,6 +330,10 @@ class EventWatcher:
         ev = event_from_api(raw)
         if ev is None:
             return
+        if ev.action.split(":", 1)[0].strip() in IGNORED_ACTIONS:
+            with self._lock:
+                self._ignored += 1
+            return
         key = (ev.time_nano, ev.actor_id, ev.action)
         with self._lock:
             if key in self._seen:
@@ -359,7 +373,7 @@ class EventWatcher:
         with self._lock:
             return EventStreamStatus(connected=self._connected, since=self._since,
                                      reconnects=self._reconnects, last_error=self._last_error,
-                                     events_seen=self._count)
+                                     events_seen=self._count, ignored=self._ignored)
 
 
 # -- source --------------------------------------------------------------------------------
@@ -474,6 +488,6 @@ def make_source(loaded: LoadedProfile, watch_events: bool = True) -> Source:
 
 
 __all__ = ["ContainerEvent", "ContainerSource", "ContainerState", "ContainersReading",
-           "DEFAULT_DOCKER_HOST", "EventStreamStatus", "EventWatcher",
+           "DEFAULT_DOCKER_HOST", "EventStreamStatus", "IGNORED_ACTIONS", "EventWatcher",
            "container_state_from_inspect", "event_from_api", "make_source", "parse_docker_time",
            "pick_repo_digest", "resolve_docker_host"]

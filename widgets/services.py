@@ -1,0 +1,310 @@
+"""Panels for the node's services: timers, silences, containers and the engine.
+
+Each panel draws one source's frozen reading (``console.timers.TimersReading``,
+``console.silences.SilencesReading``, ``console.containers.ContainersReading``,
+``console.engine.EngineReading``). When its source is unavailable the base class
+(:class:`widgets.panel.SourcePanel`) shows the reason and the last good value's age and keeps
+the last good value dimmed below; :meth:`unavailable_hint` adds what that failure means for the
+engineer. Times are UTC with a relative age against the app's clock (``self.now``). Unknown
+values render ``n/a``; a metric the engine does not expose renders "metric missing" (never 0).
+
+The widgets do no I/O and hold no business rules.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import ClassVar
+
+from pydantic import BaseModel
+from rich.console import Group
+from rich.table import Table
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.widgets import Static
+
+from console.containers import ContainersReading
+from console.engine import MISSING, EngineReading, HistogramSummary
+from console.node import fmt_duration
+from console.silences import SilencesReading
+from console.sources import Unavailable, utcnow
+from console.timers import TimersReading
+from widgets.panel import SourcePanel
+
+
+def _short_digest(d: str | None, n: int = 12) -> str:
+    """``sha256:a04e5f50632b47b4…`` → ``sha256:a04e5f50632b…``; ``repo@sha256:…`` keeps the
+    repo; ``None`` → ``n/a``."""
+    if not d:
+        return "n/a"
+    head, sep, tail = d.rpartition("sha256:")
+    if not sep:
+        return d
+    return f"{head}sha256:{tail[:n]}…"
+
+
+def _rel(t: datetime | None, now: datetime) -> str:
+    """``in 6 min 31 s`` / ``3 min 02 s ago`` / ``n/a``."""
+    if t is None:
+        return "n/a"
+    d = (t - now).total_seconds()
+    return f"in {fmt_duration(d)}" if d >= 0 else f"{fmt_duration(d)} ago"
+
+
+def _hhmm(t: datetime | None) -> str:
+    return "n/a" if t is None else t.strftime("%H:%M:%SZ")
+
+
+class _ServicePanel(SourcePanel):
+    """One ``Static`` body filled with a Rich renderable built by :meth:`build`."""
+
+    body_id: ClassVar[str] = "svc-body"
+
+    def compose_body(self) -> ComposeResult:
+        yield Static("", id=self.body_id)
+
+    def _now(self) -> datetime:
+        return self.now or utcnow()
+
+    def build(self, reading: BaseModel, now: datetime) -> Group | Text | Table:
+        """The renderable for one reading; subclasses implement."""
+        raise NotImplementedError
+
+    def render_reading(self, reading: BaseModel) -> None:
+        """Fill the body from one reading (raises TypeError for a reading of another source)."""
+        self.query_one(f"#{self.body_id}", Static).update(self.build(reading, self._now()))
+
+
+# -- timers ----------------------------------------------------------------------------------
+class TimersPanel(_ServicePanel):
+    """systemd timer units of the profile (source ``timers``): load/active state, next elapse,
+    last trigger, the triggered service and whether it runs now, and the Persistent= warning."""
+
+    source_name: ClassVar[str] = "timers"
+    title: ClassVar[str] = "Timers (systemd)"
+    body_id: ClassVar[str] = "timers-body"
+
+    def unavailable_hint(self, unavailable: Unavailable) -> str | None:
+        """What an unreachable node / missing systemd means here."""
+        if unavailable.kind in ("unreachable", "no-systemd"):
+            return ("Timer state is unknown: do not assume the fleet's timers are stopped or "
+                    "running. The other panels are not affected.")
+        return None
+
+    def build(self, reading: BaseModel, now: datetime) -> Group:
+        """Table of timers, then warnings and notes."""
+        if not isinstance(reading, TimersReading):
+            raise TypeError(f"timers panel got {type(reading).__name__}")
+        table = Table(box=None, pad_edge=False, expand=True, show_edge=False)
+        for col in ("timer", "state", "next elapse", "last trigger", "service"):
+            table.add_column(col, overflow="fold")
+        warnings = Text()
+        for t in reading.timers:
+            if not t.loaded:
+                state = Text(t.load_state or "n/a", style="bold red")
+            else:
+                style = "green" if t.active else "bold yellow"
+                state = Text(f"{t.active_state}/{t.sub_state}", style=style)
+            svc = Text("n/a")
+            if t.service is not None:
+                running = t.service.running
+                svc = Text(t.service.unit + " ")
+                svc.append({True: "RUNNING", False: "idle", None: "state n/a"}[running],
+                           style="bold magenta" if running else "dim")
+            table.add_row(
+                Text(t.unit + (" [P]" if t.persistent else "")), state,
+                f"{_hhmm(t.next_elapse)} ({_rel(t.next_elapse, now)})" if t.next_elapse else "n/a",
+                f"{_hhmm(t.last_trigger)} ({_rel(t.last_trigger, now)})" if t.last_trigger
+                else "n/a", svc)
+            if t.persistent_warning:
+                warnings.append(f"[P] {t.unit}: {t.persistent_warning}\n", style="yellow")
+        parts: list[Text | Table] = [Text(f"on {reading.where}", style="dim"), table]
+        if not reading.timers:
+            parts.append(Text("no timer units in the profile ([timers])", style="italic"))
+        if warnings:
+            warnings.rstrip()
+            parts.append(warnings)
+        for n in reading.notes:
+            parts.append(Text(f"note: {n}", style="dim italic"))
+        return Group(*parts)
+
+
+# -- silences ------------------------------------------------------------------------------
+class SilencesPanel(_ServicePanel):
+    """Alertmanager silences that concern the seat (source ``silences``): state, time left,
+    matchers (``=``, ``!=``, ``=~``, ``!~``), creator and comment."""
+
+    source_name: ClassVar[str] = "silences"
+    title: ClassVar[str] = "Silences (Alertmanager)"
+    body_id: ClassVar[str] = "silences-body"
+
+    def unavailable_hint(self, unavailable: Unavailable) -> str | None:
+        """What an unreachable Alertmanager or an auth problem means here."""
+        if unavailable.kind in ("unreachable", "timeout"):
+            return ("Whether the seat is silenced is unknown; existing silences keep working in "
+                    "Alertmanager. The other panels are not affected.")
+        if unavailable.kind in ("auth", "config"):
+            return ("Check alertmanager.auth and the credentials (environment variables or "
+                    "credentials_file); they are never shown here.")
+        return None
+
+    def build(self, reading: BaseModel, now: datetime) -> Group:
+        """Header (Alertmanager, seat matchers, counts), then one row per silence."""
+        if not isinstance(reading, SilencesReading):
+            raise TypeError(f"silences panel got {type(reading).__name__}")
+        head = Text()
+        head.append(f"Alertmanager {reading.version or 'n/a'} at {reading.url}", style="dim")
+        if not reading.tls_verify:
+            head.append("  TLS NOT VERIFIED", style="bold red")
+        head.append("\nseat: " + ", ".join(str(m) for m in reading.seat_matchers))
+        n_active = len(reading.active)
+        head.append(f"\n{n_active} active", style="bold green" if n_active else "bold")
+        head.append(f" · {len(reading.silences)} concern the seat · {reading.total} in total")
+        parts: list[Text | Table] = [head]
+        if reading.silences:
+            table = Table(box=None, pad_edge=False, expand=True, show_edge=False)
+            for col in ("id", "state", "time", "matchers", "by"):
+                table.add_column(col, overflow="fold")
+            for s in reading.silences:
+                if s.state == "active":
+                    when, style = f"ends in {fmt_duration(s.ends_in_s(now))}", "green"
+                elif s.state == "pending":
+                    when, style = f"starts in {fmt_duration(s.starts_in_s(now))}", "yellow"
+                else:
+                    when, style = f"ended {_rel(s.ends_at, now)}", "dim"
+                table.add_row(s.id[:8], Text(s.state, style=style), when,
+                              ", ".join(str(m) for m in s.matchers)
+                              + (" (= seat)" if s.exact else ""),
+                              f"{s.created_by}: {s.comment}")
+            parts.append(table)
+        return Group(*parts)
+
+
+# -- containers ----------------------------------------------------------------------------
+class ContainersPanel(_ServicePanel):
+    """The resident and probe containers (source ``containers``): state, health, start time,
+    restart count, image ID (config digest) vs repo digest (registry manifest), and the recent
+    engine events, flagging changes the console did not make."""
+
+    source_name: ClassVar[str] = "containers"
+    title: ClassVar[str] = "Containers (docker)"
+    body_id: ClassVar[str] = "containers-body"
+
+    RECENT_SHOWN: ClassVar[int] = 5
+
+    def unavailable_hint(self, unavailable: Unavailable) -> str | None:
+        """What an unreachable docker engine means here."""
+        if unavailable.kind == "unreachable":
+            return ("The docker engine does not answer; containers may still be running "
+                    "(live-restore) — check the engine panel. The other panels are not affected.")
+        return None
+
+    def build(self, reading: BaseModel, now: datetime) -> Group:
+        """Table of containers, then the event stream's state and the latest changes."""
+        if not isinstance(reading, ContainersReading):
+            raise TypeError(f"containers panel got {type(reading).__name__}")
+        table = Table(box=None, pad_edge=False, expand=True, show_edge=False)
+        for col in ("role", "container", "state", "health", "started", "restarts",
+                    "image ID / repo digest"):
+            table.add_column(col, overflow="fold")
+        for c in reading.containers:
+            if c.state == "absent":
+                table.add_row(c.role, c.name, Text("absent", style="dim"), "", "", "", "")
+                continue
+            style = "green" if c.running else "bold yellow"
+            state = c.state + ("" if c.running or c.exit_code is None else f" ({c.exit_code})")
+            health_style = {"healthy": "green", "unhealthy": "bold red"}.get(c.health or "", "")
+            table.add_row(
+                c.role, c.name, Text(state, style=style),
+                Text(c.health or "n/a", style=health_style),
+                _rel(c.started_at, now), "n/a" if c.restart_count is None else str(c.restart_count),
+                f"{_short_digest(c.image_id)}\n{_short_digest(c.repo_digest)}")
+        head = Text(f"docker {reading.engine_version or 'n/a'} at {reading.engine}", style="dim")
+        parts: list[Text | Table] = [head, table]
+        if not reading.containers:
+            parts.append(Text("no containers in the profile", style="italic"))
+        ev = reading.events
+        if ev is not None:
+            t = Text("events: ")
+            t.append("connected" if ev.connected else "DISCONNECTED",
+                     style="green" if ev.connected else "bold red")
+            if ev.reconnects:
+                t.append(f" · {ev.reconnects} reconnect(s)")
+            if not ev.connected and ev.last_error:
+                t.append(f" · {ev.last_error}", style="dim")
+            for e in reading.recent_changes[-self.RECENT_SHOWN:]:
+                t.append(f"\n  {_hhmm(e.at)} {e.actor_name or e.actor_id[:12]} {e.action}")
+                if e.exit_code is not None:
+                    t.append(f" (exit {e.exit_code})")
+                if e.by_console:
+                    t.append("  by console", style="dim")
+                else:
+                    t.append("  not by the console", style="yellow")
+            parts.append(t)
+        return Group(*parts)
+
+
+# -- engine ----------------------------------------------------------------------------------
+def _num(v: float | None) -> Text:
+    return Text(MISSING, style="italic yellow") if v is None else Text(f"{v:,.0f}")
+
+
+def _pct(v: float | None) -> Text:
+    return Text(MISSING, style="italic yellow") if v is None else Text(f"{v * 100:.1f} %")
+
+
+def _lat(h: HistogramSummary | None) -> Text:
+    if h is None:
+        return Text(MISSING, style="italic yellow")
+    if h.count == 0 or h.mean_s is None:
+        return Text("no requests yet", style="dim")
+    p = "n/a" if h.p95_s is None else f"{h.p95_s * 1000:.0f}"
+    return Text(f"mean {h.mean_s * 1000:.1f} ms · p95 ~{p} ms (n={h.count})")
+
+
+class EnginePanel(_ServicePanel):
+    """The seat's vLLM engine (source ``engine``): health, version, model, queue, KV cache
+    usage, token counters, preemptions, TTFT / ITL / E2E latency."""
+
+    source_name: ClassVar[str] = "engine"
+    title: ClassVar[str] = "Engine (vLLM)"
+    body_id: ClassVar[str] = "engine-body"
+
+    def unavailable_hint(self, unavailable: Unavailable) -> str | None:
+        """What an engine that does not answer means here."""
+        if unavailable.kind in ("unreachable", "timeout"):
+            return ("The seat's endpoint does not answer: the seat is down or restarting (check "
+                    "the containers panel). The other panels are not affected.")
+        return None
+
+    def build(self, reading: BaseModel, now: datetime) -> Group:
+        """Health line, models, then a two-column grid of metrics."""
+        if not isinstance(reading, EngineReading):
+            raise TypeError(f"engine panel got {type(reading).__name__}")
+        head = Text()
+        head.append("healthy" if reading.healthy else f"NOT healthy (HTTP {reading.health_status})",
+                    style="bold green" if reading.healthy else "bold red")
+        head.append(f" · vLLM {reading.version or 'n/a'} at {reading.endpoint}")
+        if reading.models:
+            head.append("\nmodel " + ", ".join(
+                f"{m.id} (max_model_len {m.max_model_len or 'n/a'})" for m in reading.models))
+        parts: list[Text | Table] = [head]
+        m = reading.metrics
+        if m is not None:
+            grid = Table.grid(padding=(0, 2), expand=True)
+            for _ in range(4):
+                grid.add_column()
+            grid.add_row("running", _num(m.requests_running), "waiting", _num(m.requests_waiting))
+            grid.add_row("KV cache", _pct(m.kv_cache_usage), "preemptions", _num(m.preemptions))
+            grid.add_row("prompt tokens", _num(m.prompt_tokens), "generation tokens",
+                         _num(m.generation_tokens))
+            grid.add_row("finished", _num(m.requests_finished), "", "")
+            grid.add_row("TTFT", _lat(m.ttft), "ITL", _lat(m.itl))
+            grid.add_row("E2E", _lat(m.e2e), "", "")
+            parts.append(grid)
+        for p in reading.problems:
+            parts.append(Text(f"problem: {p}", style="yellow"))
+        return Group(*parts)
+
+
+__all__ = ["ContainersPanel", "EnginePanel", "SilencesPanel", "TimersPanel"]
