@@ -1,0 +1,238 @@
+"""The node transport seam against real endpoints: the local machine, a real sshd on loopback
+(started by the test with its own host key and authorized key), and ``docker exec`` into the
+lab's systemd node container."""
+
+from __future__ import annotations
+
+import os
+import shlex
+import shutil
+import socket
+import subprocess
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from console.profile import NodeSpec
+from console.transport import (
+    REMOTE_PATH,
+    DockerExecTransport,
+    LocalTransport,
+    NodeFileError,
+    SshTransport,
+    Transport,
+    TransportError,
+    make_transport,
+)
+
+SSHD = "/usr/sbin/sshd"
+TRICKY = ["a b", "$HOME", "it's", "semi;colon", "`echo x`", "*", "new\nline", "-n"]
+"""Arguments a shell would mangle; they must arrive byte for byte."""
+
+
+# -- shared behaviour, run against every real transport ------------------------------------
+def _check_transport(t: Transport, node_hostname: str | None = None) -> None:
+    # argument lists arrive exactly (printf is /usr/bin/printf, resolved on the node)
+    r = t.run(["printf", "%s|", *TRICKY])
+    assert r.ok, r.failure
+    assert r.stdout == "".join(f"{a}|" for a in TRICKY)
+    # the binary was resolved to an absolute path on the node before it ran
+    ran = r.remote_argv or r.argv
+    assert ran[0].startswith("/") and ran[0].endswith("/printf")
+    # explicit environment on the node
+    env = t.run(["env"])
+    assert env.ok, env.failure
+    lines = dict(line.split("=", 1) for line in env.stdout.splitlines() if "=" in line)
+    assert lines["PATH"] in (REMOTE_PATH, t.runner.path)
+    assert lines["LC_ALL"] == "C.UTF-8"
+    # a missing binary is 127 with the node named
+    miss = t.run(["seat-console-no-such-binary"])
+    assert miss.rc == 127 and not miss.ok
+    assert t.where in (miss.failure or "")
+    # a 127 from the node's own shell is a failure too
+    r127 = t.run(["sh", "-c", "exit 127"])
+    assert r127.rc == 127 and not r127.ok
+    # files through the seam
+    data = t.read_file("/etc/hostname")
+    if node_hostname is not None:
+        assert data.decode().strip() == node_hostname
+    assert len(t.read_file("/etc/os-release", max_bytes=5)) == 5  # bounded read
+    with pytest.raises(NodeFileError, match="/no/such/file"):
+        t.read_file("/no/such/file")
+    with pytest.raises(ValueError):
+        t.read_file("relative/path")
+    # timeouts bound a hung command
+    slow = t.run(["sleep", "30"], timeout_s=1)
+    assert slow.timed_out and not slow.ok
+    # preflight resolves on the node
+    found = t.preflight(["sh", "seat-console-no-such-binary"])
+    assert found["sh"] is not None and found["sh"].startswith("/")
+    assert found["seat-console-no-such-binary"] is None
+
+
+def test_local_transport() -> None:
+    _check_transport(LocalTransport(), socket.gethostname())
+
+
+def test_shell_strings_refused_by_transports() -> None:
+    with pytest.raises(TypeError):
+        LocalTransport().run("ls /")  # type: ignore[arg-type]
+
+
+# -- SSH: argv construction (pure) -------------------------------------------------------------
+def test_ssh_argv_is_batchmode_and_quotes_each_argument() -> None:
+    t = SshTransport("root@node-1", port=2222, identity_file="/k/id", known_hosts_file="/k/kh")
+    argv = t._local_argv(t._wrap(["/usr/bin/systemctl", "stop", "--", "a b;rm -rf /"]), False)
+    assert argv[0] == "ssh"
+    opts = " ".join(argv)
+    for o in ("BatchMode=yes", "StrictHostKeyChecking=yes", "ConnectTimeout=5",
+              "IdentitiesOnly=yes", "UserKnownHostsFile=/k/kh"):
+        assert o in opts
+    assert argv[argv.index("-p") + 1] == "2222"
+    assert argv[-3:-1] == ["--", "root@node-1"]
+    # the remote shell splits the last argument back into exactly the original list
+    assert shlex.split(argv[-1]) == ["/usr/bin/env", "-i", f"PATH={REMOTE_PATH}",
+                                     "LC_ALL=C.UTF-8", "LANG=C.UTF-8", "/usr/bin/systemctl",
+                                     "stop", "--", "a b;rm -rf /"]
+
+
+@pytest.mark.parametrize("target", ["-oProxyCommand=x", "node", "root@", "@node", "a b@c",
+                                    "root@node;ls"])
+def test_ssh_target_validated(target: str) -> None:
+    with pytest.raises(TransportError, match="user@host"):
+        SshTransport(target)
+
+
+def test_make_transport_from_profile() -> None:
+    assert isinstance(make_transport(NodeSpec()), LocalTransport)
+    t = make_transport(NodeSpec(transport="ssh", ssh_target="root@n", ssh_port=2200))
+    assert isinstance(t, SshTransport) and t.where == "ssh root@n:2200"
+    d = make_transport(NodeSpec(transport="docker-exec", exec_container="node",
+                                docker_host="unix:///x.sock"), environ={})
+    assert isinstance(d, DockerExecTransport) and d.docker_host == "unix:///x.sock"
+    d2 = make_transport(NodeSpec(transport="docker-exec", exec_container="node"),
+                        environ={"DOCKER_HOST": "unix:///env.sock"})
+    assert isinstance(d2, DockerExecTransport) and d2.docker_host == "unix:///env.sock"
+
+
+# -- SSH: a real sshd on loopback --------------------------------------------------------------
+@dataclass
+class Sshd:
+    port: int
+    key: Path
+    known_hosts: Path
+    pid: int
+
+
+def _free_port(start: int = 22200, end: int = 22300) -> int:
+    for port in range(start, end):
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return port
+    raise RuntimeError("no free port in 22200-22299")
+
+
+@pytest.fixture(scope="module")
+def sshd(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sshd]:
+    """A real OpenSSH server on 127.0.0.1 with a generated host key and one authorized key."""
+    if not os.path.exists(SSHD) or shutil.which("ssh-keygen") is None:
+        pytest.fail(f"{SSHD} not installed: apt-get install openssh-server (scripts/test does)")
+    if os.geteuid() != 0:
+        pytest.skip("sshd with privilege separation needs root")
+    d = tmp_path_factory.mktemp("sshd")
+    for name in ("host_key", "client_key"):
+        subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(d / name)],
+                       check=True)
+    (d / "authorized_keys").write_text((d / "client_key.pub").read_text())
+    port = _free_port()
+    (d / "sshd_config").write_text("\n".join([
+        f"Port {port}", "ListenAddress 127.0.0.1", f"HostKey {d / 'host_key'}",
+        f"AuthorizedKeysFile {d / 'authorized_keys'}", "PasswordAuthentication no",
+        "KbdInteractiveAuthentication no", "PubkeyAuthentication yes",
+        "PermitRootLogin prohibit-password", "UsePAM no", "StrictModes no",
+        f"PidFile {d / 'sshd.pid'}", ""]))
+    host_pub = (d / "host_key.pub").read_text().split()
+    (d / "known_hosts").write_text(f"[127.0.0.1]:{port} {host_pub[0]} {host_pub[1]}\n")
+    Path("/run/sshd").mkdir(exist_ok=True)
+    proc = subprocess.Popen([SSHD, "-D", "-e", "-f", str(d / "sshd_config")],
+                            stdout=subprocess.DEVNULL, stderr=open(d / "log", "w"))
+    deadline = time.monotonic() + 15
+    while True:
+        with socket.socket() as s:
+            if s.connect_ex(("127.0.0.1", port)) == 0:
+                break
+        if proc.poll() is not None or time.monotonic() > deadline:
+            proc.kill()
+            pytest.fail(f"sshd did not start: {(d / 'log').read_text()}")
+        time.sleep(0.1)
+    try:
+        yield Sshd(port=port, key=d / "client_key", known_hosts=d / "known_hosts", pid=proc.pid)
+    finally:
+        proc.terminate()
+        proc.wait(10)
+
+
+def test_ssh_transport_real(sshd: Sshd) -> None:
+    t = SshTransport("root@127.0.0.1", port=sshd.port, identity_file=sshd.key,
+                     known_hosts_file=sshd.known_hosts)
+    _check_transport(t, socket.gethostname())
+
+
+def test_ssh_unknown_host_key_is_refused_not_prompted(sshd: Sshd, tmp_path: Path) -> None:
+    empty = tmp_path / "known_hosts"
+    empty.write_text("")
+    t = SshTransport("root@127.0.0.1", port=sshd.port, identity_file=sshd.key,
+                     known_hosts_file=empty)
+    r = t.run(["true"], timeout_s=20)
+    assert not r.ok and r.rc == 255 and r.unreachable
+    assert "could not connect to or authenticate" in (r.failure or "")
+    with pytest.raises(TransportError, match="authenticate"):
+        t.preflight(["sh"])
+
+
+def test_ssh_wrong_key_fails_fast_in_batch_mode(sshd: Sshd, tmp_path: Path) -> None:
+    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(tmp_path / "k")],
+                   check=True)
+    t = SshTransport("root@127.0.0.1", port=sshd.port, identity_file=tmp_path / "k",
+                     known_hosts_file=sshd.known_hosts)
+    r = t.run(["true"], timeout_s=20)
+    assert not r.ok and r.rc == 255 and not r.timed_out
+
+
+def test_ssh_nothing_listening_is_unreachable() -> None:
+    port = _free_port(22300, 22400)
+    t = SshTransport("root@127.0.0.1", port=port)
+    r = t.run(["true"], timeout_s=20)
+    assert r.unreachable and r.rc == 255
+
+
+# -- docker exec into the lab's systemd node -------------------------------------------------
+def test_docker_exec_transport_real(lab) -> None:
+    t = DockerExecTransport(lab.node_container, docker_host=lab.docker_host)
+    _check_transport(t)
+    # it really is the node: systemd is PID 1 there
+    comm = t.read_text("/proc/1/comm").strip()
+    assert comm == "systemd"
+    # the container's own environment is not inherited (env -i)
+    env = t.run(["env"]).stdout
+    assert "container=" not in env
+
+
+def test_docker_exec_missing_container_is_unreachable(lab) -> None:
+    t = DockerExecTransport("seat-console-no-such-container", docker_host=lab.docker_host)
+    r = t.run(["true"])
+    assert not r.ok and r.unreachable
+    assert "does not exist" in (r.failure or "")
+
+
+def test_docker_exec_engine_down_is_unreachable(tmp_path: Path) -> None:
+    t = DockerExecTransport("node", docker_host=f"unix://{tmp_path}/none.sock")
+    r = t.run(["true"])
+    assert not r.ok and r.unreachable
+    assert "cannot connect to the docker engine" in (r.failure or "")
