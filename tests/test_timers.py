@@ -1,0 +1,219 @@
+"""Timers: machine-format parsing (recorded from the lab's systemd 252) and, against the lab's
+real systemd node, state before/after a stop/start and the Persistent= catch-up the warning
+describes."""
+
+from __future__ import annotations
+
+import subprocess
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+from conftest import wait_until
+
+from console.sources import Unavailable, utcnow
+from console.timers import (
+    PERSISTENT_WARNING,
+    TimerActionError,
+    TimerSource,
+    TimersReading,
+    build_timer_state,
+    check_unit_name,
+    parse_list_timers_json,
+    parse_schedule,
+    parse_show_blocks,
+    parse_timestamp,
+    read_timers,
+    service_running,
+    start_timer,
+    stop_timer,
+)
+from console.transport import DockerExecTransport
+
+DATA = Path(__file__).parent / "data" / "timers"
+
+
+# -- parsing (recorded output of systemd 252 in the lab node) -------------------------------
+def test_show_blocks_recorded() -> None:
+    blocks = parse_show_blocks((DATA / "systemd-252-show.txt").read_text())
+    assert [b["Id"] for b in blocks] == ["seat-conformance-smoke.timer",
+                                         "seat-conformance-full.timer",
+                                         "fleet-remediation-cycle.timer", "nosuch.timer"]
+    smoke, full, _, nosuch = blocks
+    # a repeated key keeps both values
+    assert parse_schedule(smoke.get("TimersCalendar"), smoke["TimersMonotonic"]) == (
+        "OnUnitActiveUSec=2min", "OnBootUSec=1min")
+    assert parse_schedule(full["TimersCalendar"]) == ("OnCalendar=*-*-* *:00/15:00",)
+    # systemd 252 prints these as locale text even with --timestamp=unix: never parsed
+    assert full["NextElapseUSecRealtime"] == "Sun 2026-11-29 13:15:00 UTC"
+    with pytest.raises(ValueError, match="not a machine-format"):
+        parse_timestamp(full["NextElapseUSecRealtime"])
+    assert nosuch["LoadState"] == "not-found"
+
+
+def test_list_timers_json_recorded() -> None:
+    times = parse_list_timers_json((DATA / "systemd-252-list-timers.json").read_text())
+    nxt, last = times["seat-conformance-smoke.timer"]
+    assert nxt == datetime.fromtimestamp(1795957975.392973, UTC)
+    assert last == datetime.fromtimestamp(1795957855.389182, UTC)
+    # "last": 0 means never triggered: n/a, not the epoch
+    assert times["seat-conformance-full.timer"] == (
+        datetime(2026, 11, 29, 13, 15, tzinfo=UTC), None)
+
+
+@pytest.mark.parametrize("raw,expected", [
+    ("@1795958100", datetime(2026, 11, 29, 13, 15, tzinfo=UTC)),
+    ("1795958100000000", datetime(2026, 11, 29, 13, 15, tzinfo=UTC)),
+    ("", None), ("n/a", None), ("0", None), ("@0", None), ("infinity", None),
+    (str(2**64 - 1), None), (None, None),
+])
+def test_parse_timestamp(raw: str | None, expected: datetime | None) -> None:
+    assert parse_timestamp(raw) == expected
+
+
+@pytest.mark.parametrize("active,sub,running", [
+    ("activating", "start", True),      # Type=oneshot while its command runs
+    ("active", "running", True),
+    ("active", "exited", False),        # finished oneshot with RemainAfterExit=yes
+    ("inactive", "dead", False),
+    ("failed", "failed", False),
+    ("deactivating", "stop-sigterm", True),
+    (None, None, None),
+])
+def test_service_running(active: str | None, sub: str | None, running: bool | None) -> None:
+    assert service_running(active, sub) is running
+
+
+def test_persistent_warning_only_for_persistent() -> None:
+    blocks = parse_show_blocks((DATA / "systemd-252-show.txt").read_text())
+    states = {b["Id"]: build_timer_state(b["Id"], b, None) for b in blocks}
+    assert states["seat-conformance-full.timer"].persistent is True
+    assert states["seat-conformance-full.timer"].persistent_warning == PERSISTENT_WARNING
+    assert "fire a missed run at once" in PERSISTENT_WARNING
+    assert states["seat-conformance-smoke.timer"].persistent is False
+    assert states["seat-conformance-smoke.timer"].persistent_warning is None
+    assert not states["nosuch.timer"].loaded
+
+
+@pytest.mark.parametrize("bad", ["-H.timer", "a b.timer", "x;y.timer", "noext", ""])
+def test_unit_names_checked(bad: str) -> None:
+    with pytest.raises(ValueError):
+        check_unit_name(bad)
+
+
+# -- the real systemd in the lab node ----------------------------------------------------------
+@pytest.fixture
+def node(lab) -> DockerExecTransport:
+    return DockerExecTransport(lab.node_container, docker_host=lab.docker_host)
+
+
+def test_lab_timers_read(lab, node) -> None:
+    r = TimerSource(node, list(lab.timers)).read()
+    assert isinstance(r, TimersReading), r
+    assert [t.unit for t in r.timers] == list(lab.timers)
+    assert r.notes == ()
+    for t, svc in zip(r.timers, lab.services, strict=True):
+        assert t.loaded and t.active, t
+        assert t.service is not None and t.service.unit == svc
+        assert t.service.running is not None
+        assert t.persistent is (t.unit in lab.persistent_timers)
+        assert (t.persistent_warning is not None) is (t.unit in lab.persistent_timers)
+        assert t.schedule
+        # armed: a next elapse, unless a monotonic timer's service is running right now
+        assert t.next_elapse is not None or t.service.running
+        if t.next_elapse is not None:
+            assert t.next_elapse > r.read_at - timedelta(seconds=5)
+
+
+def test_lab_timer_stop_start_verified(lab, node) -> None:
+    unit = next(u for u in lab.timers if u not in lab.persistent_timers)
+    before = read_timers(node, [unit])
+    assert isinstance(before, TimersReading) and before.timers[0].active
+    try:
+        stopped = stop_timer(node, unit)
+        assert stopped.changed and stopped.before.active_state == "active"
+        assert stopped.after.active_state == "inactive"
+        assert stopped.after.next_elapse is None          # not armed: n/a, never the epoch
+        assert stopped.command.ok and stopped.command.remote_argv[-1] == unit
+        # an independent read sees it too
+        mid = read_timers(node, [unit])
+        assert isinstance(mid, TimersReading) and mid.timers[0].active_state == "inactive"
+        again = stop_timer(node, unit)
+        assert not again.changed                          # nothing to restore later
+    finally:
+        started = start_timer(node, unit)
+    assert started.changed and started.after.active
+    assert started.after.next_elapse is not None
+
+
+def test_lab_stop_unknown_unit_is_refused(node) -> None:
+    with pytest.raises(TimerActionError, match="not loaded"):
+        stop_timer(node, "seat-console-no-such.timer")
+
+
+CATCHUP_UNIT = "seat-console-test-catchup"
+PERIOD_S = 10
+
+
+def _install(lab, node, tmp_path: Path, persistent: bool) -> None:
+    timer = tmp_path / f"{CATCHUP_UNIT}.timer"
+    timer.write_text(f"[Timer]\nOnCalendar=*:*:0/{PERIOD_S}\nAccuracySec=1ms\n"
+                     f"Persistent={'true' if persistent else 'false'}\n")
+    (tmp_path / f"{CATCHUP_UNIT}.service").write_text(
+        "[Service]\nType=oneshot\nExecStart=/bin/true\n")
+    for f in (timer, tmp_path / f"{CATCHUP_UNIT}.service"):
+        subprocess.run(lab.docker_argv("cp", str(f), f"{lab.node_container}:/etc/systemd/system/"),
+                       check=True, capture_output=True, timeout=60)
+    assert node.run(["systemctl", "daemon-reload"]).ok
+
+
+def _last(node) -> datetime | None:
+    r = read_timers(node, [f"{CATCHUP_UNIT}.timer"])
+    assert isinstance(r, TimersReading), r
+    return r.timers[0].last_trigger
+
+
+def _wait(pred, timeout: float, what: str):
+    return wait_until(pred, timeout=timeout, interval=0.1, what=what)
+
+
+def test_lab_persistent_timer_fires_missed_run_at_once(lab, node, tmp_path: Path) -> None:
+    """What the warning says, shown on the real systemd: a Persistent=yes calendar timer that
+    was stopped across a scheduled time runs its service as soon as it is started again —
+    seconds before the next scheduled time."""
+    unit = f"{CATCHUP_UNIT}.timer"
+    _install(lab, node, tmp_path, persistent=True)
+    try:
+        assert start_timer(node, unit).after.persistent_warning == PERSISTENT_WARNING
+        first = _wait(lambda: _last(node), PERIOD_S + 5, "the first scheduled trigger")
+        stop_timer(node, unit)
+        # stay stopped across the next scheduled time, then start well before the one after
+        missed = datetime.fromtimestamp((first.timestamp() // PERIOD_S + 1) * PERIOD_S, UTC)
+
+        def good_moment() -> bool:
+            now = utcnow()
+            into = now.timestamp() % PERIOD_S
+            return now > missed + timedelta(seconds=1) and 1.0 <= into <= PERIOD_S - 4.0
+
+        _wait(good_moment, 3 * PERIOD_S, "a start time between two scheduled times")
+        t_start = utcnow()
+        next_scheduled = datetime.fromtimestamp(
+            (t_start.timestamp() // PERIOD_S + 1) * PERIOD_S, UTC)
+        start_timer(node, unit)
+        fired = _wait(lambda: (lt := _last(node)) is not None and lt > first and lt,
+                      3.0, "the catch-up run right after start")
+        assert t_start - timedelta(seconds=0.5) <= fired < next_scheduled
+    finally:
+        node.run(["systemctl", "stop", unit])
+        node.run(["rm", "-f", f"/etc/systemd/system/{unit}",
+                  f"/etc/systemd/system/{CATCHUP_UNIT}.service",
+                  f"/var/lib/systemd/timers/stamp-{unit}"])
+        node.run(["systemctl", "daemon-reload"])
+
+
+def test_node_container_missing_is_unavailable(lab) -> None:
+    src = TimerSource(DockerExecTransport("seat-console-gone", docker_host=lab.docker_host),
+                      list(lab.timers))
+    r = src.read()
+    assert isinstance(r, Unavailable) and r.kind == "unreachable"
+    assert "does not exist" in r.reason
