@@ -560,7 +560,13 @@ def fit_budget(fp: Footprint, params: SeatParams, cards: Sequence[CardInput], *,
     Raises ``ValueError`` when a declared footprint lacks ``weights_bytes_per_rank``.
     """
     b = _core(fp, params, cards)
-    b = b.model_copy(update={"host_ram": _host_ram(fp, params, host),
+    hr = _host_ram(fp, params, host)
+    verdict = b.verdict
+    if hr is not None and hr.fits is False and verdict.fits:
+        verdict = verdict.model_copy(update={
+            "fits": False,
+            "words": f"does not fit on this host: the GPUs fit ({verdict.words}), but {hr.words}"})
+    b = b.model_copy(update={"host_ram": hr, "verdict": verdict,
                              "preflight": _preflight(b.cards, cards)})
     if not levers:
         return b

@@ -51,13 +51,15 @@ MAX_HEADER_BYTES = 100_000_000
 
 DTYPE_BITS: dict[str, int] = {
     "BOOL": 8, "U8": 8, "I8": 8, "F8_E5M2": 8, "F8_E4M3": 8, "F8_E8M0": 8,
+    "F8_E4M3FNUZ": 8, "F8_E5M2FNUZ": 8,
     "I16": 16, "U16": 16, "F16": 16, "BF16": 16,
     "I32": 32, "U32": 32, "F32": 32,
     "I64": 64, "U64": 64, "F64": 64, "C64": 64,
     "F4": 4, "F6_E2M3": 6, "F6_E3M2": 6,
 }
-"""Bits per element of each safetensors dtype (``Dtype::bitsize`` in safetensors ≥ 0.6; the
-sub-byte ``F4``/``F6_*`` are packed, so a tensor takes ceil(elements × bits / 8) bytes)."""
+"""Bits per element of each dtype the safetensors library (0.8) accepts (``Dtype::bitsize``); the
+sub-byte ``F4``/``F6_*`` are packed: a tensor takes elements × bits / 8 bytes, which must be a
+whole number (the library refuses it otherwise)."""
 
 DEFAULT_PLE_PATTERN = r"(^|\.)(embed_tokens_per_layer|per_layer_embed\w*)(\.|$)"
 """Default PLE-table tensor-name pattern (Gemma 3n: ``…embed_tokens_per_layer.weight``); the
@@ -237,6 +239,11 @@ def read_safetensors_header(path: str | os.PathLike[str]) -> ShardHeader:
         if end < begin:
             raise SafetensorsHeaderError(p, off, f"tensor {name!r}: data_offsets end {end} is "
                                          f"before begin {begin}")
+        bits = DTYPE_BITS.get(dtype)
+        if bits is not None and (math.prod(shape) * bits) % 8:
+            raise SafetensorsHeaderError(
+                p, off, f"tensor {name!r}: {dtype} {shape} is {math.prod(shape) * bits} bits, "
+                "not a whole number of bytes")
         want = expected_nbytes(dtype, shape)
         if want is not None and want != end - begin:
             raise SafetensorsHeaderError(
