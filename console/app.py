@@ -99,6 +99,13 @@ BACKOFF_MAX_S = 30.0
 HANGUP_EXIT_GRACE_S = 5.0
 """Seconds a clean exit may take after the terminal went away before the process is ended."""
 
+EXIT_HANGUP = 129
+"""Exit code after the terminal went away (128 + SIGHUP, the shell's convention)."""
+
+EXIT_HANGUP_FORCED = 140
+"""Exit code when, after the terminal went away, the clean exit did not finish within
+:data:`HANGUP_EXIT_GRACE_S` and the watchdog ended the process."""
+
 NODE_ACTION_PREFIX = "node."
 """Binding ids starting with this change the node (hold, build, probe, restore…); hidden and
 disabled under ``--readonly``."""
@@ -644,7 +651,7 @@ class SeatConsoleApp(App[int]):
 
         def watchdog() -> None:
             threading.Event().wait(HANGUP_EXIT_GRACE_S)
-            os._exit(129)  # the terminal is gone; nothing left to restore
+            os._exit(EXIT_HANGUP_FORCED)  # the terminal is gone; nothing left to restore
 
         threading.Thread(target=watchdog, name="seat-console-hangup", daemon=True).start()
         # Point stdin/stdout/stderr at /dev/null so Textual's writer thread and its restoring of
@@ -657,7 +664,23 @@ class SeatConsoleApp(App[int]):
                 os.close(devnull)
             except OSError:
                 log.debug("could not detach from the dead terminal", exc_info=True)
-        self.exit(return_code=129)
+        self._unblock_dead_writer()
+        self.exit(return_code=EXIT_HANGUP)
+
+    def _unblock_dead_writer(self) -> None:
+        """If Textual's output thread already died writing to the dead terminal, drain its
+        queue so the exit's last writes (restoring the terminal) cannot block the UI thread.
+        Best effort on Textual internals; the watchdog in :meth:`terminal_gone` backs it up."""
+        writer = getattr(self._driver, "_writer_thread", None)
+        queue = getattr(writer, "_queue", None)
+        if writer is None or queue is None or writer.is_alive():
+            return
+
+        def drain() -> None:
+            while True:
+                queue.get()
+
+        threading.Thread(target=drain, name="seat-console-drain", daemon=True).start()
 
     # -- shutdown ---------------------------------------------------------------------------
     def close_sources(self, timeout_s: float = 2.0) -> None:
@@ -682,7 +705,8 @@ def _close_quietly(source: Source) -> None:
 
 
 def run_app(loaded: LoadedProfile, readonly: bool = False, interval: float | None = None) -> int:
-    """Run the TUI on ``loaded`` until the user quits; return the exit code (0 ok, 129 hang-up).
+    """Run the TUI on ``loaded`` until the user quits; return the exit code (0 ok,
+    :data:`EXIT_HANGUP` when the terminal went away).
 
     ``interval`` (seconds) overrides the profile's ``console.refresh_interval_s``.
     """
@@ -697,7 +721,7 @@ def run_app(loaded: LoadedProfile, readonly: bool = False, interval: float | Non
 
 
 __all__ = [
-    "BACKOFF_MAX_S", "BACKOFF_MIN_S", "HelpScreen", "NODE_ACTION_PREFIX", "PANELS",
+    "BACKOFF_MAX_S", "BACKOFF_MIN_S", "EXIT_HANGUP", "EXIT_HANGUP_FORCED", "HelpScreen", "NODE_ACTION_PREFIX", "PANELS",
     "SeatConsoleApp", "SourceFactory", "SourceReading", "SourceState", "filter_action_bindings",
     "is_node_action", "next_delay", "read_guarded", "run_app",
 ]

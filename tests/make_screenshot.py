@@ -1,0 +1,50 @@
+"""Write the README screenshot: the app on the NVML double (``docs/screenshot.svg``).
+
+Usage: ``python tests/make_screenshot.py [OUT.svg] [--size COLSxROWS]`` (default
+``docs/screenshot.svg`` at 120x40). The seat is :func:`app_fixtures.demo_app`: two H200s, a
+~100 GiB vLLM worker in the ``seat-resident`` container on GPU 0, five minutes of history at a
+fixed clock, so the file is the same on every run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).parent))
+from app_fixtures import demo_app, loading_script  # noqa: E402
+
+
+async def take(out: Path, size: tuple[int, int]) -> None:
+    """Run the demo app headless, take every scripted reading, save the SVG to ``out``."""
+    app, src = demo_app()
+    async with app.run_test(size=size) as pilot:
+        st = app.states["gpus"]
+        for _ in range(len(loading_script(1))):
+            before = st.polls
+            await pilot.press("r")
+            while st.polls == before:
+                await pilot.pause()
+        await pilot.pause()
+        out.parent.mkdir(parents=True, exist_ok=True)
+        app.save_screenshot(filename=out.name, path=str(out.parent))
+
+
+def main() -> int:
+    """Parse the arguments and write the screenshot; returns 0."""
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("out", nargs="?", default="docs/screenshot.svg")
+    ap.add_argument("--size", default="120x40", help="terminal COLSxROWS")
+    args = ap.parse_args()
+    cols, rows = (int(x) for x in args.size.lower().split("x"))
+    os.environ.setdefault("TZ", "UTC")
+    asyncio.run(take(Path(args.out), (cols, rows)))
+    print(args.out)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,533 @@
+"""Pilot tests of the Seat Console app: press keys, check what is rendered.
+
+Sources are real :class:`console.sources.Source` subclasses with controlled behaviour
+(tests/app_fixtures.py): counting, hanging on an Event, raising, going down; the GPU panel runs
+the real GPU source over the in-process NVML double (tests/nvml_double.py). Waits are predicate
+loops around ``pilot.pause()``; the one fixed pause (checking that *nothing* happens while
+paused) is paired with a structural check (no poll scheduled, none in flight).
+"""
+
+from __future__ import annotations
+
+import os
+import pty
+import re
+import select
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import ClassVar
+
+import pynvml
+import pytest
+from textual.binding import Binding, BindingType
+from textual.command import CommandPalette
+
+sys.path.insert(0, str(Path(__file__).parent))
+from app_fixtures import (  # noqa: E402
+    GIB,
+    VLLM_WORKER_BYTES,
+    ClockedGpuSource,
+    CountingPanel,
+    CountingSource,
+    DownSource,
+    FakeClock,
+    HangingSource,
+    RaisingSource,
+    default_loaded,
+    demo_app,
+    demo_cards,
+    fixed,
+    vllm_mapper,
+)
+from nvml_double import NvmlDouble  # noqa: E402
+
+from console.app import (  # noqa: E402
+    BACKOFF_MAX_S,
+    BACKOFF_MIN_S,
+    EXIT_HANGUP,
+    HelpScreen,
+    SeatConsoleApp,
+    filter_action_bindings,
+    next_delay,
+)
+from widgets.gpu import GpuCardView, GpuPanel, Spark  # noqa: E402
+
+SIZE = (100, 40)
+
+
+# ------------------------------------------------------------------------------ helpers
+def screen_text(app: SeatConsoleApp) -> str:
+    """What the terminal shows now, as plain text (one line per row)."""
+    return "\n".join(strip.text for strip in app.screen._compositor.render_strips())
+
+
+def flat(text: str) -> str:
+    """Text with box borders and runs of whitespace collapsed (wrapped lines join up)."""
+    return re.sub(r"\s+", " ", re.sub(r"[│╭╮╰╯─]", " ", text))
+
+
+async def wait_for(pilot, predicate: Callable[[], bool], what: str, limit: int = 2000) -> None:
+    """Let the app run until ``predicate()`` holds (checked after each event-loop pass)."""
+    for _ in range(limit):
+        if predicate():
+            return
+        await pilot.pause(0.01)
+    raise AssertionError(f"timed out waiting for: {what}")
+
+
+def make_app(specs, *, interval: float = 3600.0, clock=None, readonly: bool = False,
+             age_tick_s: float = 3600.0, app_cls=SeatConsoleApp) -> SeatConsoleApp:
+    return app_cls(default_loaded(), readonly=readonly, interval=interval, panels=specs,
+                   clock=clock or FakeClock(), age_tick_s=age_tick_s, watch_terminal=False)
+
+
+async def press_refresh_and_wait(pilot, app: SeatConsoleApp, key: str) -> None:
+    st = app.states[key]
+    before = st.polls
+    await pilot.press("r")
+    await wait_for(pilot, lambda: st.polls > before, f"a new reading of {key}")
+    await pilot.pause()
+
+
+# ------------------------------------------------------------------------------ pure rules
+def test_backoff_grows_from_five_seconds_to_thirty():
+    assert [next_delay(1.0, n) for n in range(7)] == [1.0, 5.0, 5.0, 8.0, 16.0, 30.0, 30.0]
+    assert next_delay(0.05, 1) == BACKOFF_MIN_S
+    assert next_delay(0.05, 1000) == BACKOFF_MAX_S
+    assert next_delay(60.0, 3) == 60.0  # never polls a failing source more often than a good one
+
+
+def test_readonly_filters_node_actions_only():
+    hold = Binding("h", "hold", "hold", id="node.hold")
+    bindings = [Binding("q", "quit", "quit", id="quit"), hold, ("x", "noop", "tuple binding")]
+    assert filter_action_bindings(bindings, readonly=False) == bindings
+    assert filter_action_bindings(bindings, readonly=True) == [bindings[0], bindings[2]]
+
+
+def test_every_binding_has_an_id():
+    assert all(isinstance(b, Binding) and b.id for b in SeatConsoleApp.BINDINGS)
+    assert all(isinstance(b, Binding) and b.id for b in HelpScreen.BINDINGS)
+
+
+# ------------------------------------------------------------------------------ keys
+async def test_help_opens_and_closes():
+    app = make_app([(fixed(CountingSource()), CountingPanel)])
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("question_mark")
+        await wait_for(pilot, lambda: isinstance(app.screen, HelpScreen), "help screen")
+        text = flat(screen_text(app))
+        assert "Seat Console — help" in text
+        assert "q / ^q quit" in text and "p pause" in text and "^p palette" in text
+        assert "2^30 bytes" in text and "STALE" in text
+        await pilot.press("escape")
+        await wait_for(pilot, lambda: not isinstance(app.screen, HelpScreen), "help closed")
+        await pilot.press("question_mark")
+        await wait_for(pilot, lambda: isinstance(app.screen, HelpScreen), "help again")
+        await pilot.press("question_mark")
+        await wait_for(pilot, lambda: not isinstance(app.screen, HelpScreen), "closed by ?")
+
+
+async def test_pause_shows_paused_and_stops_polling():
+    src = CountingSource()
+    app = make_app([(fixed(src), CountingPanel)], interval=0.02)
+    async with app.run_test(size=SIZE) as pilot:
+        st = app.states["counter"]
+        await wait_for(pilot, lambda: src.reads >= 3, "three polls")
+        assert "PAUSED" not in screen_text(app) and "every 0.02 s" in screen_text(app)
+        await pilot.press("p")
+        await wait_for(pilot, lambda: st.busy_since is None, "the poll in flight to finish")
+        await pilot.pause()
+        assert app.paused and "PAUSED" in screen_text(app)
+        assert st.timer is None  # nothing scheduled
+        reads = src.reads
+        await pilot.pause(0.3)  # 15 intervals: would have polled many times if not paused
+        assert src.reads == reads
+        await pilot.press("p")
+        await wait_for(pilot, lambda: src.reads > reads + 1, "polling again")
+        assert "PAUSED" not in screen_text(app)
+
+
+async def test_refresh_key_reads_once_while_paused():
+    src = CountingSource()
+    app = make_app([(fixed(src), CountingPanel)])
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_for(pilot, lambda: app.states["counter"].polls == 1, "first poll")
+        await pilot.press("p")
+        await press_refresh_and_wait(pilot, app, "counter")
+        assert src.reads == 2 and app.states["counter"].timer is None
+        assert "n: 2" in screen_text(app)
+
+
+async def test_palette_opens_and_runs_console_commands():
+    src = CountingSource()
+    app = make_app([(fixed(src), CountingPanel)])
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("ctrl+p")
+        await wait_for(pilot, lambda: isinstance(app.screen, CommandPalette), "palette")
+        await pilot.press(*"pause polling")
+        await pilot.pause(0.05)
+        await wait_for(pilot, lambda: "Pause polling" in screen_text(app), "the pause command")
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: app.paused, "paused from the palette")
+        await pilot.press("ctrl+p")
+        await wait_for(pilot, lambda: isinstance(app.screen, CommandPalette), "palette again")
+        await pilot.press(*"interval 7")
+        await wait_for(pilot, lambda: "Set refresh interval to 7 s" in screen_text(app),
+                       "the typed interval offered")
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: app.interval_s == 7.0, "interval set")
+        await wait_for(pilot, lambda: not isinstance(app.screen, CommandPalette), "closed")
+        assert "PAUSED" in screen_text(app)
+        await pilot.press("p")
+        await wait_for(pilot, lambda: "every 7 s" in screen_text(app), "header shows 7 s")
+
+
+class AppWithNodeAction(SeatConsoleApp):
+    """The app plus one node-changing binding, as the actions helpers will add."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        *SeatConsoleApp.BINDINGS, Binding("h", "hold", "hold seat", id="node.hold")]
+    held = 0
+
+    def action_hold(self) -> None:
+        type(self).held += 1
+
+
+@pytest.mark.parametrize("readonly", [False, True])
+async def test_readonly_shows_and_hides_node_actions(readonly):
+    AppWithNodeAction.held = 0
+    app = make_app([(fixed(CountingSource()), CountingPanel)], readonly=readonly,
+                   app_cls=AppWithNodeAction)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        text = screen_text(app)
+        footer = text.splitlines()[-1]
+        assert ("READ-ONLY" in text) is readonly
+        assert ("hold seat" in footer) is (not readonly)
+        assert "quit" in footer
+        await pilot.press("h")
+        await pilot.pause()
+        assert AppWithNodeAction.held == (0 if readonly else 1)
+        assert any(what == "hold seat" for _, what in app.help_keys()) is (not readonly)
+
+
+# ------------------------------------------------------------------------------ bad sources
+async def test_hanging_source_stales_its_panel_and_keys_still_work():
+    clock = FakeClock()
+    hang, counter = HangingSource(), CountingSource()
+    app = make_app([(fixed(hang), CountingPanel), (fixed(counter), CountingPanel)],
+                   interval=0.02, clock=clock, age_tick_s=0.02)
+    try:
+        async with app.run_test(size=SIZE) as pilot:
+            await wait_for(pilot, lambda: hang.entered.is_set() and counter.reads >= 2,
+                           "the hanging read started and the counter polled")
+            clock.advance(40)
+            hung = app.states["hanging"].panel
+            await wait_for(pilot, lambda: hung.stale, "the hung panel marked stale")
+            reads = counter.reads
+            await wait_for(pilot, lambda: counter.reads > reads + 2, "the counter still polls")
+            await wait_for(pilot, lambda: "reading for 40 s" in screen_text(app), "age shown")
+            text = screen_text(app)
+            assert "STALE" in text and "waiting for the first reading" in text
+            assert not app.states["counter"].panel.stale
+            await pilot.press("question_mark")
+            await wait_for(pilot, lambda: isinstance(app.screen, HelpScreen), "help opens")
+            await pilot.press("escape")
+            await pilot.press("p")
+            await wait_for(pilot, lambda: "PAUSED" in screen_text(app), "pause works")
+            assert app.states["hanging"].polls == 0  # the hung read was never doubled up
+            # the hung read runs in a daemon thread, which process exit does not wait for
+            hung_threads = [t for t in threading.enumerate() if t.name == "seat-console:hanging"]
+            assert len(hung_threads) == 1 and hung_threads[0].daemon
+        # leaving the context quit the app although a read is still hung
+        assert not app.is_running and not hang.release.is_set()
+    finally:
+        hang.release.set()
+
+
+async def test_raising_source_is_shown_as_error_and_backs_off():
+    raising, counter = RaisingSource(), CountingSource()
+    app = make_app([(fixed(raising), CountingPanel), (fixed(counter), CountingPanel)],
+                   interval=1.0)
+    async with app.run_test(size=SIZE) as pilot:
+        st = app.states["raising"]
+        await wait_for(pilot, lambda: st.polls == 1 and app.states["counter"].polls >= 1,
+                       "first polls")
+        await pilot.pause()
+        text = flat(screen_text(app))
+        assert "raising unavailable (error): read() raised RuntimeError: disk on fire #1" in text
+        assert "no good value yet" in text and "n: 1" in text  # the other panel is fine
+        assert "retry every 5 s" in text
+        assert app.is_running and st.panel.unavailable is not None
+        delays = [st.delay_s]
+        assert st.timer is not None and st.timer._interval == 5.0
+        for _ in range(4):
+            await press_refresh_and_wait(pilot, app, "raising")
+            delays.append(st.delay_s)
+        assert delays == [5.0, 5.0, 8.0, 16.0, 30.0]
+        assert raising.reads == 5  # one read per poll: no overlap, no extra retries
+        assert "retry every 30 s" in screen_text(app)
+
+
+async def test_source_going_down_keeps_last_good_value_with_its_age():
+    clock = FakeClock()
+    down = DownSource()
+    app = make_app([(fixed(down), CountingPanel)], clock=clock)
+    async with app.run_test(size=SIZE) as pilot:
+        st = app.states["down"]
+        await wait_for(pilot, lambda: st.polls == 1, "first poll")
+        down.down = True
+        clock.advance(12)
+        await press_refresh_and_wait(pilot, app, "down")
+        text = flat(screen_text(app))
+        assert "down unavailable (unreachable): connection refused (127.0.0.1:9)" in text
+        assert "last good value 12 s ago" in text
+        assert "n: 1" in text  # the last good value is still on screen (dimmed)
+        assert st.panel.has_class("-unavailable") and st.last_good is not None
+        down.down = False
+        await press_refresh_and_wait(pilot, app, "down")
+        text = flat(screen_text(app))
+        assert "unavailable" not in text and "n: 3" in text
+        assert st.consecutive_errors == 0 and st.delay_s == 3600.0
+
+
+async def test_source_factory_that_raises_becomes_an_unavailable_panel():
+    def broken(_loaded):
+        raise ValueError("node.docker_host 'tcp://x' is not reachable")
+
+    app = make_app([(broken, CountingPanel), (fixed(CountingSource()), CountingPanel)])
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_for(pilot, lambda: all(s.polls for s in app.states.values()), "polls")
+        await pilot.pause()
+        text = flat(screen_text(app))
+        assert ("counter unavailable (config): could not set up: ValueError: node.docker_host "
+                "'tcp://x' is not reachable") in text
+        assert "n: 1" in text
+
+
+async def test_panel_render_bug_is_shown_not_raised():
+    class BadPanel(CountingPanel):
+        def render_reading(self, reading):
+            raise KeyError("field")
+
+    app = make_app([(fixed(CountingSource()), BadPanel)])
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_for(pilot, lambda: app.states["counter"].polls == 1, "first poll")
+        await pilot.pause()
+        assert "panel could not render this reading: KeyError: 'field'" in screen_text(app)
+        assert app.is_running
+
+
+async def test_readings_arriving_under_a_modal_are_drawn_when_it_closes():
+    src = CountingSource()
+    app = make_app([(fixed(src), CountingPanel)])
+    async with app.run_test(size=SIZE) as pilot:
+        st = app.states["counter"]
+        await wait_for(pilot, lambda: st.polls == 1, "first poll")
+        await pilot.press("question_mark")
+        await wait_for(pilot, lambda: isinstance(app.screen, HelpScreen), "help")
+        app.action_refresh_now()
+        await wait_for(pilot, lambda: st.polls == 2, "second poll under the modal")
+        assert st.dirty and st.panel.reading.n == 1  # not redrawn behind the modal
+        await pilot.press("escape")
+        await wait_for(pilot, lambda: not st.dirty, "redrawn on return")
+        assert "n: 2" in screen_text(app)
+
+
+# ------------------------------------------------------------------------------ GPU panel
+def gpu_app(double: NvmlDouble, clock: FakeClock | None = None,
+            interval: float = 3600.0) -> SeatConsoleApp:
+    clock = clock or FakeClock()
+    loaded = default_loaded()
+    src = ClockedGpuSource(double, clock, list(loaded.profile.node.gpus), vllm_mapper())
+    return make_app([(fixed(src), GpuPanel)], clock=clock, interval=interval)
+
+
+async def gpu_text(app: SeatConsoleApp, pilot, size=SIZE) -> str:
+    await wait_for(pilot, lambda: app.states["gpus"].polls >= 1, "a GPU reading")
+    await pilot.pause()
+    return screen_text(app)
+
+
+async def test_gpu_panel_shows_cards_bar_numbers_and_processes():
+    app = gpu_app(NvmlDouble(demo_cards()))
+    async with app.run_test(size=(100, 60)) as pilot:
+        text = await gpu_text(app, pilot)
+        assert "GPU 0  NVIDIA H200   SEAT" in text and "GPU 1  NVIDIA H200   SEAT" in text
+        assert "GPU-11111111-2222-3333-4444-555555555555  pci 00000000:18:00.0" in text
+        used = VLLM_WORKER_BYTES + 512 * (1 << 20)
+        assert f"█ used {used / GIB:.2f} GiB  ▓ reserved 0.60 GiB" in text
+        assert "total 140.40 GiB" in text and "CUDA-visible 139.80 GiB" in text
+        assert "GiB = 2^30 B" in text
+        row = next(line for line in text.splitlines() if " 4121 " in line)
+        assert "python3" in row and "seat-resident" in row and "100.38 GiB" in row
+        assert "unmapped PID" in text and "its memory still counts" in flat(text)
+        assert "no compute processes" in text
+        bar = next(line for line in text.splitlines() if "░" in line and "free" not in line)
+        assert "█" in bar and "▓" in bar  # used, reserved and free segments
+
+
+async def test_gpu_panel_v1_driver_says_used_includes_reserved():
+    app = gpu_app(NvmlDouble(demo_cards(), memory_v2=False))
+    async with app.run_test(size=SIZE) as pilot:
+        text = await gpu_text(app, pilot)
+        assert "used incl. reserved" in text and "▓ reserved" not in text
+        assert "v1 memory API" in text and "CUDA-visible n/a" in text
+
+
+async def test_gpu_panel_lost_card_while_the_other_stays_live():
+    cards = demo_cards()
+    app = gpu_app(NvmlDouble(cards))
+    async with app.run_test(size=(100, 60)) as pilot:
+        text = await gpu_text(app, pilot)
+        assert "LOST" not in text
+        cards[1].lost = True  # falls off the bus while the console watches
+        await press_refresh_and_wait(pilot, app, "gpus")
+        text = screen_text(app)
+        assert "LOST" in text and "The other cards stay live" in text
+        views = list(app.query(GpuCardView))
+        assert len(views) == 2  # the same view, now marked, not a new anonymous card
+        lost_view = next(v for v in views if v.card.state == "lost")
+        assert lost_view.card.uuid == cards[1].uuid
+        assert "100.38 GiB" in text and "python3" in text  # GPU 0 still live
+
+
+async def test_gpu_panel_card_lost_before_the_first_reading():
+    cards = demo_cards()
+    cards[1].lost = True
+    app = gpu_app(NvmlDouble(cards))
+    async with app.run_test(size=(100, 60)) as pilot:
+        text = await gpu_text(app, pilot)
+        assert "GPU 1" in text and "LOST" in text and "100.38 GiB" in text
+
+
+async def test_gpu_panel_unsupported_fields_are_na_never_zero():
+    cards = demo_cards()
+    cards[0].unsupported = {"nvmlDeviceGetPowerUsage", "nvmlDeviceGetTemperature",
+                            "nvmlDeviceGetUtilizationRates"}
+    app = gpu_app(NvmlDouble(cards))
+    async with app.run_test(size=SIZE) as pilot:
+        text = await gpu_text(app, pilot)
+        line = next(ln for ln in text.splitlines() if "CUDA-visible" in ln and "n/a" in ln)
+        assert "util n/a" in line and "mem n/a" in line and "n/a °C" not in line
+        assert "power n/a / 700 W" in line and " 0 °C" not in line
+        assert "not supported" in text
+
+
+@pytest.mark.parametrize(("code", "kind", "words"), [
+    (pynvml.NVML_ERROR_LIBRARY_NOT_FOUND, "no-library", "install the NVIDIA driver"),
+    (pynvml.NVML_ERROR_DRIVER_NOT_LOADED, "no-driver", "Check `nvidia-smi`"),
+    (pynvml.NVML_ERROR_LIB_RM_VERSION_MISMATCH, "version-mismatch", "reboot or reload"),
+])
+async def test_gpu_panel_nvml_unavailable_says_why(code, kind, words):
+    app = gpu_app(NvmlDouble(demo_cards(), init_error=code), interval=1.0)
+    async with app.run_test(size=SIZE) as pilot:
+        text = flat(await gpu_text(app, pilot))
+        assert f"nvml unavailable ({kind}):" in text
+        assert words in text and "The other panels are not affected" in text
+        assert "no good value yet" in text and "retry every 5 s" in text
+        assert "GPU 0" not in text  # nothing pretends to be a card
+
+
+async def test_gpu_panel_recovers_and_builds_history():
+    clock = FakeClock()
+    double = NvmlDouble(demo_cards(), init_error=pynvml.NVML_ERROR_DRIVER_NOT_LOADED)
+    app = gpu_app(double, clock)
+    async with app.run_test(size=SIZE) as pilot:
+        await gpu_text(app, pilot)
+        double.init_error = None  # the driver got loaded
+        for _ in range(5):
+            clock.advance(10)
+            await press_refresh_and_wait(pilot, app, "gpus")
+        text = screen_text(app)
+        assert "unavailable" not in text and "SEAT" in text
+        views = list(app.query(GpuCardView))
+        assert len(views) == 2 and all(len(v.points) == 5 for v in views)
+        assert "used, last 5 min (0–140 GiB)" in text
+
+
+def test_sparkline_scales_to_total_and_leaves_long_gaps_blank():
+    from datetime import timedelta
+
+    from app_fixtures import T0
+
+    pts = [(T0 + timedelta(seconds=10 * i), 70 * GIB) for i in range(10)]  # 0..90 s
+    pts.append((T0 + timedelta(seconds=290), 140 * GIB))  # after a 200 s gap
+    cols = Spark(pts, T0 + timedelta(seconds=300), 300, 140 * GIB).columns(30)
+    assert cols[0] == 70 * GIB and cols[9] == 70 * GIB  # forward-filled between samples
+    assert cols[15] is None  # the long gap stays blank
+    assert cols[29] == 140 * GIB
+
+
+async def test_no_color_renders_monochrome(monkeypatch):
+    monkeypatch.setenv("NO_COLOR", "1")
+    app, _src = demo_app(history=False)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await wait_for(pilot, lambda: app.states["gpus"].polls >= 1, "a GPU reading")
+        await pilot.pause()
+        assert app.no_color
+        svg = app.export_screenshot()
+    colours = set(re.findall(r"fill=\"#([0-9a-fA-F]{6})\"", svg))
+    colours |= set(re.findall(r"fill: #([0-9a-fA-F]{6})", svg))
+    assert colours
+    chroma = {c for c in colours
+              if len({c[0:2].lower(), c[2:4].lower(), c[4:6].lower()}) > 1}
+    # only the colours of Textual's SVG window frame (title text, the three window buttons)
+    assert chroma <= {"c5c8c6", "ff5f57", "febc2e", "28c840"}, chroma
+
+
+# ------------------------------------------------------------------------------ terminal gone
+def _spawn_on_pty(tmp_path: Path, block_sighup: bool) -> tuple[subprocess.Popen, int]:
+    master, slave = pty.openpty()
+    env = {**os.environ, "XDG_CONFIG_HOME": str(tmp_path), "TERM": "xterm-256color",
+           "COLUMNS": "80", "LINES": "24"}
+    env.pop("SEAT_CONSOLE_PROFILE", None)
+    env.pop("NO_COLOR", None)
+
+    def child_setup() -> None:
+        os.setsid()
+        import fcntl
+        import termios
+        fcntl.ioctl(0, termios.TIOCSCTTY, 0)
+        if block_sighup:
+            signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGHUP})
+
+    proc = subprocess.Popen([sys.executable, "-m", "console", "--interval", "0.5"],
+                            stdin=slave, stdout=slave, stderr=slave, env=env,
+                            preexec_fn=child_setup, close_fds=True)
+    os.close(slave)
+    return proc, master
+
+
+def _read_until(master: int, needle: bytes, limit_s: float = 60.0) -> bytes:
+    buf = b""
+    deadline = time.monotonic() + limit_s
+    while needle not in buf and time.monotonic() < deadline:
+        ready, _, _ = select.select([master], [], [], 0.5)
+        if ready:
+            try:
+                buf += os.read(master, 65536)
+            except OSError:
+                break
+    return buf
+
+
+@pytest.mark.parametrize("block_sighup", [False, True], ids=["sighup", "no-signal"])
+def test_app_exits_when_its_terminal_goes_away(tmp_path, block_sighup):
+    proc, master = _spawn_on_pty(tmp_path, block_sighup)
+    try:
+        out = _read_until(master, b"GPUs (NVML)")
+        assert b"GPUs (NVML)" in out, out[-2000:]
+        os.close(master)  # the SSH session drops: the terminal hangs up
+        rc = proc.wait(timeout=30)  # liveness bound, not a speed assert
+        # 129: the app's own clean exit (not killed by the signal: -1; not the watchdog: 140)
+        assert rc == EXIT_HANGUP
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
