@@ -1,0 +1,353 @@
+"""Silences: matcher semantics and credential handling (unit), a create → list → expire round
+trip against the lab's real Alertmanager, and basic auth + TLS against a real Alertmanager the
+test starts itself with a web config (self-signed certificate, bcrypt password)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import bcrypt
+import httpx
+import pytest
+
+from console.profile import AlertmanagerSpec, Matcher
+from console.silences import (
+    ENV_PASSWORD,
+    ENV_TOKEN,
+    ENV_USER,
+    AlertmanagerClient,
+    AlertmanagerError,
+    Credentials,
+    Silence,
+    SilenceMatcher,
+    SilenceSource,
+    SilencesReading,
+    load_credentials,
+    redact,
+    silence_applies_to_seat,
+)
+from console.sources import Unavailable, utcnow
+
+AM_BIN = "prometheus-alertmanager"
+
+
+def M(name: str, value: str, regex: bool = False, equal: bool = True) -> SilenceMatcher:
+    return SilenceMatcher(name=name, value=value, is_regex=regex, is_equal=equal)
+
+
+SEAT = (M("instance", "seat-node:8000"), M("job", "seat"))
+
+
+# -- matchers --------------------------------------------------------------------------------
+def test_matcher_api_form_has_every_field() -> None:
+    m = SilenceMatcher.from_profile(Matcher(name="alertname", value="Watchdog", is_equal=False))
+    assert m.to_api() == {"name": "alertname", "value": "Watchdog", "isRegex": False,
+                          "isEqual": False}
+    assert str(m) == 'alertname!="Watchdog"'
+    assert str(M("a", "x.*", regex=True, equal=False)) == 'a!~"x.*"'
+
+
+@pytest.mark.parametrize("m,value,hit", [
+    (M("i", "seat"), "seat", True),
+    (M("i", "seat"), "seat-node", False),
+    (M("i", "seat", regex=True), "seat-node", False),      # anchored, as Alertmanager
+    (M("i", "seat.*", regex=True), "seat-node", True),
+    (M("i", "seat", equal=False), "other", True),
+    (M("i", "seat.*", regex=True, equal=False), "seat-1", False),
+    (M("i", ""), None, True),                              # absent label == ""
+])
+def test_matcher_semantics(m: SilenceMatcher, value: str | None, hit: bool) -> None:
+    assert m.matches(value) is hit
+
+
+@pytest.mark.parametrize("silence,applies,exact", [
+    (SEAT, True, True),
+    ((SEAT[1], SEAT[0]), True, True),                                  # order does not matter
+    ((*SEAT, M("alertname", "Watchdog", equal=False)), True, False),   # narrower, on the seat
+    ((M("instance", "seat-.*", regex=True),), True, False),            # regex covering it
+    ((M("instance", "other:8000"),), False, False),                    # another instance
+    ((M("instance", "seat-node:8000", equal=False),), False, False),   # everything BUT the seat
+    ((M("alertname", "Watchdog"),), False, False),                     # no seat label at all
+])
+def test_silence_applies_to_seat(silence: tuple[SilenceMatcher, ...], applies: bool,
+                                 exact: bool) -> None:
+    assert silence_applies_to_seat(silence, SEAT) == (applies, exact)
+
+
+def test_from_api_defaults_missing_is_equal_and_parses_utc() -> None:
+    s = Silence.from_api({
+        "id": "abc", "status": {"state": "active"}, "updatedAt": "2026-11-29T13:00:00.000Z",
+        "matchers": [{"name": "a", "value": "b", "isRegex": False}],
+        "startsAt": "2026-11-29T13:00:00.000Z", "endsAt": "2026-11-29T15:00:00.000Z",
+        "createdBy": "me", "comment": "c"})
+    assert s.matchers[0].is_equal is True
+    assert s.ends_at == datetime(2026, 11, 29, 15, tzinfo=UTC)
+    assert s.ends_in_s(datetime(2026, 11, 29, 14, tzinfo=UTC)) == 3600
+    with pytest.raises(AlertmanagerError) as e:
+        Silence.from_api({"id": "x"})
+    assert e.value.kind == "bad-response"
+
+
+# -- credentials -----------------------------------------------------------------------------
+SECRET = "pa55-w0rd-that-must-not-leak"
+
+
+def test_basic_from_env_and_file(tmp_path: Path) -> None:
+    spec = AlertmanagerSpec(auth="basic")
+    c = load_credentials(spec, {ENV_USER: "ops", ENV_PASSWORD: SECRET})
+    assert c.scheme == "basic" and c.origin == "environment"
+    assert SECRET not in repr(c) and SECRET not in str(c)
+    f = tmp_path / "am.cred"
+    f.write_text(f"ops:{SECRET}\n")
+    c2 = load_credentials(AlertmanagerSpec(auth="basic", credentials_file=f), {})
+    assert c2.origin == str(f) and SECRET in c2.secrets()
+
+
+def test_bearer_from_env_sets_header_and_hides_it() -> None:
+    c = load_credentials(AlertmanagerSpec(auth="bearer"), {ENV_TOKEN: SECRET})
+    auth = c.httpx_auth()
+    assert auth is not None and SECRET not in repr(auth)
+    req = httpx.Request("GET", "http://127.0.0.1/api/v2/silences")
+    flow = auth.sync_auth_flow(req)
+    sent = next(flow)
+    assert sent.headers["Authorization"] == f"Bearer {SECRET}"
+
+
+@pytest.mark.parametrize("auth,env", [("basic", {ENV_USER: "ops"}), ("bearer", {})])
+def test_missing_credentials_named_not_shown(auth: str, env: dict[str, str]) -> None:
+    with pytest.raises(AlertmanagerError) as e:
+        load_credentials(AlertmanagerSpec(auth=auth), env)
+    assert e.value.kind == "config"
+    assert "SEAT_CONSOLE_AM_" in str(e.value)
+
+
+def test_unreadable_credentials_file(tmp_path: Path) -> None:
+    with pytest.raises(AlertmanagerError, match="cannot read"):
+        load_credentials(AlertmanagerSpec(auth="bearer", credentials_file=tmp_path / "none"), {})
+
+
+def test_url_with_credentials_refused() -> None:
+    with pytest.raises(AlertmanagerError, match="must not contain credentials") as e:
+        AlertmanagerClient(AlertmanagerSpec(url=f"http://ops:{SECRET}@127.0.0.1:9093"))
+    assert SECRET not in str(e.value)
+
+
+def test_redact() -> None:
+    assert redact(f"x {SECRET} y", [SECRET]) == "x <redacted> y"
+    assert redact("ab", ["a"]) == "ab"  # too short to scrub safely
+
+
+def test_naive_times_refused() -> None:
+    client = AlertmanagerClient(AlertmanagerSpec(url="http://127.0.0.1:1"))
+    with pytest.raises(ValueError, match="timezone-aware"):
+        client.create_silence(SEAT, ends_at=datetime(2030, 1, 1), created_by="t", comment="c")
+    client.close()
+
+
+def test_unreachable_alertmanager_is_unavailable() -> None:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]  # closed again: nothing listens there
+    src = SilenceSource(AlertmanagerClient(AlertmanagerSpec(url=f"http://127.0.0.1:{port}"),
+                                           read_attempts=2), SEAT)
+    r = src.read()
+    assert isinstance(r, Unavailable) and r.kind == "unreachable"
+    assert str(port) in r.reason
+    src.close()
+
+
+# -- the lab's Alertmanager: create → list → expire ------------------------------------------
+def test_lab_silence_round_trip(lab) -> None:
+    client = AlertmanagerClient(AlertmanagerSpec(url=lab.alertmanager_url))
+    seat = (M("instance", f"seat-test-{os.getpid()}:8000"), M("job", "seat-lab"))
+    negative = M("alertname", "Watchdog|InfoInhibitor", regex=True, equal=False)
+    not_equal = M("severity", "info", equal=False)
+    start = utcnow()
+    ends = start + timedelta(minutes=30)
+    created = []
+    try:
+        narrow = client.create_silence((*seat, negative, not_equal), ends_at=ends,
+                                       created_by="seat-console-test", comment="round trip")
+        created.append(narrow.id)
+        exact = client.create_silence(seat, ends_at=ends, created_by="seat-console-test",
+                                      comment="exact")
+        created.append(exact.id)
+        later = client.create_silence(seat, starts_at=start + timedelta(minutes=10),
+                                      ends_at=ends, created_by="seat-console-test",
+                                      comment="pending")
+        created.append(later.id)
+        assert narrow.state == "active" and exact.state == "active"
+        assert later.state == "pending" and 0 < later.starts_in_s() <= 600
+        assert set(narrow.matchers) == {*seat, negative, not_equal}
+        assert abs((narrow.ends_at - ends).total_seconds()) < 0.01
+        assert narrow.ends_at.tzinfo is not None
+        # an independent read of what Alertmanager stored: isEqual false is really false
+        raw = httpx.get(f"{lab.alertmanager_url}/api/v2/silence/{narrow.id}").json()
+        stored = {m["name"]: m for m in raw["matchers"]}
+        assert stored["severity"]["isEqual"] is False and stored["severity"]["isRegex"] is False
+        assert stored["alertname"]["isEqual"] is False and stored["alertname"]["isRegex"] is True
+
+        reading = SilenceSource(client, seat).read()
+        assert isinstance(reading, SilencesReading), reading
+        by_id = {s.id: s for s in reading.silences}
+        assert by_id[narrow.id].state == "active" and not by_id[narrow.id].exact
+        assert by_id[exact.id].exact
+        assert by_id[later.id].state == "pending"
+        assert 29 * 60 < by_id[exact.id].ends_in_s(reading.read_at) <= 30 * 60
+        assert reading.version and reading.total >= 3
+        assert [s.state for s in reading.silences][:2] == ["active", "active"]
+
+        for sid in list(created):
+            gone = client.expire_silence(sid)
+            assert gone.state == "expired"
+            created.remove(sid)
+        after = SilenceSource(client, seat).read()
+        assert isinstance(after, SilencesReading)
+        assert {s.id: s.state for s in after.silences if s.id in by_id} == {
+            narrow.id: "expired", exact.id: "expired", later.id: "expired"}
+        assert after.active == ()
+    finally:
+        for sid in created:
+            client.expire_silence(sid)
+        client.close()
+
+
+def test_lab_expire_unknown_silence_is_an_error(lab) -> None:
+    client = AlertmanagerClient(AlertmanagerSpec(url=lab.alertmanager_url))
+    with pytest.raises(AlertmanagerError) as e:
+        client.expire_silence("00000000-0000-0000-0000-000000000000")
+    assert e.value.kind == "http"
+    client.close()
+
+
+# -- a real Alertmanager with basic auth and TLS (started here) ------------------------------
+@dataclass
+class SecureAm:
+    url: str
+    ca_file: Path
+    user: str
+    password: str
+
+
+def _free_port(start: int = 29300, end: int = 29400) -> int:
+    for port in range(start, end):
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return port
+    raise RuntimeError("no free port")
+
+
+@pytest.fixture(scope="module")
+def secure_am(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SecureAm]:
+    binary = shutil.which(AM_BIN) or shutil.which(AM_BIN, path="/usr/bin:/usr/sbin")
+    if binary is None or shutil.which("openssl") is None:
+        pytest.fail(f"{AM_BIN} and openssl are needed: apt-get install prometheus-alertmanager "
+                    "openssl (scripts/lab.py up installs Alertmanager)")
+    d = tmp_path_factory.mktemp("am-secure")
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt",
+                    "ec_paramgen_curve:prime256v1", "-nodes", "-keyout", str(d / "key.pem"),
+                    "-out", str(d / "cert.pem"), "-days", "2", "-subj", "/CN=127.0.0.1",
+                    "-addext", "subjectAltName=IP:127.0.0.1"], check=True, capture_output=True)
+    password = "s3cret-" + os.urandom(6).hex()
+    hashed = bcrypt.hashpw(password.encode(), bcrypt.gensalt(rounds=4)).decode()
+    (d / "web.yml").write_text(
+        f"tls_server_config:\n  cert_file: {d / 'cert.pem'}\n  key_file: {d / 'key.pem'}\n"
+        f"basic_auth_users:\n  ops: '{hashed}'\n")
+    (d / "am.yml").write_text("route: {receiver: 'null'}\nreceivers: [{name: 'null'}]\n")
+    port = _free_port()
+    proc = subprocess.Popen(
+        [binary, f"--config.file={d / 'am.yml'}", f"--storage.path={d / 'data'}",
+         f"--web.listen-address=127.0.0.1:{port}", f"--web.config.file={d / 'web.yml'}",
+         "--cluster.listen-address="],
+        stdout=subprocess.DEVNULL, stderr=open(d / "log", "w"))
+    deadline = time.monotonic() + 20
+    while True:
+        with socket.socket() as s:
+            if s.connect_ex(("127.0.0.1", port)) == 0:
+                break
+        if proc.poll() is not None or time.monotonic() > deadline:
+            proc.kill()
+            pytest.fail(f"Alertmanager did not start: {(d / 'log').read_text()}")
+        time.sleep(0.1)
+    try:
+        yield SecureAm(url=f"https://127.0.0.1:{port}", ca_file=d / "cert.pem", user="ops",
+                       password=password)
+    finally:
+        proc.terminate()
+        proc.wait(10)
+
+
+def test_tls_verified_by_default(secure_am: SecureAm) -> None:
+    client = AlertmanagerClient(AlertmanagerSpec(url=secure_am.url, auth="basic"),
+                                environ={ENV_USER: secure_am.user,
+                                         ENV_PASSWORD: secure_am.password})
+    r = SilenceSource(client, SEAT).read()
+    assert isinstance(r, Unavailable) and r.kind == "tls", r
+    assert "ca_file" in r.reason
+    assert secure_am.password not in r.reason
+
+
+def test_basic_auth_and_private_ca(secure_am: SecureAm) -> None:
+    env = {ENV_USER: secure_am.user, ENV_PASSWORD: secure_am.password}
+    spec = AlertmanagerSpec(url=secure_am.url, auth="basic", ca_file=secure_am.ca_file)
+    client = AlertmanagerClient(spec, environ=env)
+    assert secure_am.password not in repr(client)
+    r = SilenceSource(client, SEAT).read()
+    assert isinstance(r, SilencesReading), r
+    assert r.tls_verify and r.version
+    s = client.create_silence(SEAT, ends_at=utcnow() + timedelta(minutes=5),
+                              created_by="seat-console-test", comment="auth")
+    assert client.expire_silence(s.id).state == "expired"
+    client.close()
+
+
+def test_wrong_password_is_auth_error_without_the_secret(secure_am: SecureAm) -> None:
+    wrong = "wrong-" + secure_am.password
+    spec = AlertmanagerSpec(url=secure_am.url, auth="basic", ca_file=secure_am.ca_file)
+    client = AlertmanagerClient(spec, environ={ENV_USER: secure_am.user, ENV_PASSWORD: wrong})
+    r = SilenceSource(client, SEAT).read()
+    assert isinstance(r, Unavailable) and r.kind == "auth", r
+    assert "401" in r.reason
+    assert wrong not in r.reason and wrong not in repr(client)
+    with pytest.raises(AlertmanagerError) as e:
+        client.create_silence(SEAT, ends_at=utcnow() + timedelta(minutes=5), created_by="t",
+                              comment="c")
+    assert e.value.kind == "auth" and wrong not in str(e.value)
+    client.close()
+
+
+def test_no_credentials_is_401(secure_am: SecureAm) -> None:
+    spec = AlertmanagerSpec(url=secure_am.url, ca_file=secure_am.ca_file)
+    r = SilenceSource(AlertmanagerClient(spec), SEAT).read()
+    assert isinstance(r, Unavailable) and r.kind == "auth"
+
+
+def test_credentials_are_not_logged(secure_am: SecureAm, caplog: pytest.LogCaptureFixture) -> None:
+    import logging
+
+    caplog.set_level(logging.DEBUG)
+    env = {ENV_USER: secure_am.user, ENV_PASSWORD: secure_am.password}
+    spec = AlertmanagerSpec(url=secure_am.url, auth="basic", ca_file=secure_am.ca_file)
+    client = AlertmanagerClient(spec, environ=env)
+    SilenceSource(client, SEAT).read()
+    client.close()
+    import base64
+
+    b64 = base64.b64encode(f"{secure_am.user}:{secure_am.password}".encode()).decode()
+    assert secure_am.password not in caplog.text and b64 not in caplog.text
+
+
+def test_credentials_object_repr() -> None:
+    c = Credentials("basic", "ops", SECRET, origin="environment")
+    assert SECRET not in repr(c) and "redacted" in repr(c)
