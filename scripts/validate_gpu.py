@@ -18,7 +18,8 @@ Steps (each recorded; a failing step is reported, the rest still run):
 
 Usage: ``python3 scripts/validate_gpu.py --out DIR [--gib 100] [--screenshots] [--bench]``.
 Exit 0 when every compared figure agrees to the MiB, 1 otherwise. nvidia-smi prints MiB
-(2^20 B); a console figure agrees when ``|bytes / 2^20 − nvidia-smi| < 1``.
+(2^20 B) rounded up; a console figure agrees when ``ceil(bytes / 2^20)`` equals nvidia-smi's
+number exactly (which implies ``|bytes / 2^20 − nvidia-smi| < 1``).
 """
 
 from __future__ import annotations
@@ -82,9 +83,10 @@ def _agree(console_bytes: int | None, smi_mib: str) -> dict:
     if console_bytes is None:
         return {"smi_mib": smi, "console_bytes": None, "agree": False}
     exact = console_bytes / MiB
+    ceil = -(-console_bytes // MiB)
     return {"smi_mib": smi, "console_bytes": console_bytes, "console_mib_exact": exact,
-            "console_mib_floor": console_bytes // MiB, "diff_mib": smi - exact,
-            "agree": abs(smi - exact) < 1.0}
+            "console_mib_ceil": ceil, "diff_mib": smi - exact,
+            "within_1_mib": abs(smi - exact) < 1.0, "agree": smi == ceil}
 
 
 def compare(raw: dict[str, dict], holder: dict | None) -> dict:
@@ -163,7 +165,7 @@ def markdown(results: list[dict], meta: dict) -> str:
         lines += [f"**{r['phase']}** (console sampled at {r.get('sampled_at')}; all commands "
                   f"finished within {r['spread_s']:.2f} s):", "",
                   "| card | field | nvidia-smi (MiB) | console (bytes) | console (MiB, exact) "
-                  "| agree |", "|---|---|---:|---:|---:|---|"]
+                  "| agree (ceil = smi) |", "|---|---|---:|---:|---:|---|"]
         for c in r["cards"]:
             for k in ("memory.total", "memory.reserved", "memory.used", "memory.free"):
                 a = c[k]
@@ -216,8 +218,10 @@ def main() -> int:
     ap.add_argument("--gib", type=float, default=100.0)
     ap.add_argument("--screenshots", action="store_true")
     ap.add_argument("--bench", action="store_true",
-                    help="also run benchmarks/bench_sampler.py and bench_idle_cpu.py (pty and "
-                         "headless, 60 s each) while the memory is held")
+                    help="also run benchmarks/bench_sampler.py and bench_idle_cpu.py (60 s per "
+                         "idle mode) while the memory is held")
+    ap.add_argument("--idle-modes", default="pty,headless,sampler",
+                    help="bench_idle_cpu.py modes to run with --bench (comma-separated)")
     args = ap.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
     py = sys.executable
@@ -239,7 +243,7 @@ def main() -> int:
             steps.append(run_step("bench_sampler", [py, "benchmarks/bench_sampler.py", "--json",
                                                     str(args.out / "bench_sampler.json")],
                                   args.out, 180))
-            for mode in ("pty", "headless"):
+            for mode in [m for m in args.idle_modes.split(",") if m]:
                 steps.append(run_step(f"bench_idle_{mode}", [
                     py, "benchmarks/bench_idle_cpu.py", "--mode", mode, "--seconds", "60",
                     "--json", str(args.out / f"bench_idle_{mode}.json")], args.out, 150))

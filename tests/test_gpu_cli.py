@@ -65,18 +65,29 @@ def test_table_in_gib_and_mib(inject, capsys):
     out = capsys.readouterr().out
     assert "GiB = 2^30 bytes, MiB = 2^20 bytes" in out
     assert "total 140.40 GiB (143,771 MiB)" in out
-    assert "reserved 0.60 GiB (615 MiB)" in out
+    assert "reserved 0.60 GiB (616 MiB)" in out  # 615.06 MiB, rounded up like nvidia-smi
     assert "used 100.00 GiB (102,400 MiB)" in out
-    assert "CUDA-visible (total - reserved) 139.80 GiB (143,155 MiB)" in out
+    assert "CUDA-visible (total - reserved) 139.80 GiB (143,156 MiB)" in out
     assert "[serves the seat: node.gpus '0']" in out
     assert "power n/a / 700.0 W" in out and "power_draw_mw" in out
+
+
+@pytest.mark.parametrize(("nvml_bytes", "smi_mib"), [
+    # (NVML bytes, what nvidia-smi printed) on the H200, driver 580.159.04 (docs/validation.md)
+    (150_754_820_096, 143_771), (644_939_776, 616), (108_023_054_336, 103_019),
+    (42_086_825_984, 40_138), (108_013_813_760, 103_010), (150_109_880_320, 143_156), (0, 0),
+])
+def test_mib_rounding_matches_nvidia_smi(nvml_bytes, smi_mib):
+    from console.commands.gpus_cmd import mib_as_nvidia_smi
+
+    assert mib_as_nvidia_smi(nvml_bytes) == smi_mib
 
 
 def test_v1_table_says_used_incl_reserved(inject, capsys):
     inject(NvmlDouble(h200_pair(), memory_v2=False))
     assert main(["gpus"]) == 0
     out = capsys.readouterr().out
-    assert "used incl. reserved 0.60 GiB (615 MiB)" in out
+    assert "used incl. reserved 0.60 GiB (616 MiB)" in out
     assert "CUDA-visible (total - reserved) n/a" in out
 
 

@@ -59,11 +59,21 @@ def run(args: argparse.Namespace, loaded: LoadedProfile | None) -> int:
 
 # ---------------------------------------------------------------------- text rendering
 
+def mib_as_nvidia_smi(n: int) -> int:
+    """``n`` bytes in whole MiB rounded *up*, as nvidia-smi prints them.
+
+    Observed on an H200 (driver 580.159.04, docs/validation.md): every nvidia-smi memory figure
+    equalled ceil(bytes / 2^20) of NVML's byte count, e.g. reserved 644,939,776 B = 615.06 MiB
+    printed as 616, free 42,086,825,984 B = 40,137.12 MiB printed as 40,138.
+    """
+    return -(-n // MiB)
+
+
 def _size(n: int | None) -> str:
-    """``n`` bytes as ``"140.40 GiB (143,771 MiB)"``; MiB rounded down as nvidia-smi prints."""
+    """``n`` bytes as ``"140.40 GiB (143,771 MiB)"``; MiB rounded up as nvidia-smi prints."""
     if n is None:
         return "n/a"
-    return f"{n / GiB:,.2f} GiB ({n // MiB:,} MiB)"
+    return f"{n / GiB:,.2f} GiB ({mib_as_nvidia_smi(n):,} MiB)"
 
 
 def _v(value: object, unit: str = "") -> str:
@@ -148,7 +158,7 @@ def render_table(snap: GpuSnapshot) -> str:
         f"GPUs: {len(snap.cards)}  driver {_v(snap.driver_version)}  CUDA "
         f"{_v(snap.cuda_driver_version)}  sampled {snap.sampled_at.isoformat()} in "
         f"{snap.sample_duration_s * 1000:.1f} ms",
-        "sizes: GiB = 2^30 bytes, MiB = 2^20 bytes (nvidia-smi's unit, rounded down)",
+        "sizes: GiB = 2^30 bytes, MiB = 2^20 bytes (nvidia-smi's unit, rounded up as it does)",
     ]
     if snap.unmatched_seat_gpus:
         lines.append("WARNING: node.gpus entries matching no card: "
