@@ -169,6 +169,10 @@ def expected_nbytes(dtype: str, shape: Iterable[int]) -> int | None:
     return (math.prod(shape) * bits + 7) // 8
 
 
+_RawTensor = tuple[str, str, list[int], int, int]
+"""(name, dtype, shape, begin, end) — the scan's internal, allocation-light tensor record."""
+
+
 def read_safetensors_header(path: str | os.PathLike[str]) -> ShardHeader:
     """Read and validate one safetensors file's header (the tensor data is never read).
 
@@ -177,11 +181,22 @@ def read_safetensors_header(path: str | os.PathLike[str]) -> ShardHeader:
     Raises :class:`SafetensorsHeaderError` (file + byte offset) for: a file shorter than 8 bytes,
     a header length of 0, above 100,000,000 or beyond the end of the file, a header that is not
     UTF-8 JSON or not an object, an entry without a string ``dtype``, an integer ``shape`` list
-    and a two-integer ``data_offsets``, offsets not contiguous from 0 or with end < begin, or
-    ``end − begin`` ≠ elements × dtype size for a known dtype; :class:`CheckpointError` if the
-    file cannot be opened.
+    and a two-integer ``data_offsets``, offsets not contiguous from 0 or with end < begin,
+    elements × bits not a whole number of bytes, or ``end − begin`` ≠ elements × dtype size for
+    a known dtype; :class:`CheckpointError` if the file cannot be opened.
     """
     p = Path(path)
+    size, n, meta, raw, cursor = _parse_header(p)
+    tensors = [TensorInfo(name=name, shard=p.name, dtype=dtype, shape=shape, begin=b, end=e)
+               for name, dtype, shape, b, e in raw]
+    return ShardHeader(path=str(p), file_size=size, header_len=n, data_bytes=cursor,
+                       missing_bytes=max(0, 8 + n + cursor - size), metadata=meta,
+                       tensors=tensors)
+
+
+def _parse_header(p: Path) -> tuple[int, int, dict[str, str] | None, list[_RawTensor], int]:
+    """(file size, header length, __metadata__, tensors sorted by offset, data bytes); the
+    checks of :func:`read_safetensors_header`. Entry offsets are located only for errors."""
     try:
         with p.open("rb") as fh:
             size = os.fstat(fh.fileno()).st_size
@@ -218,52 +233,51 @@ def read_safetensors_header(path: str | os.PathLike[str]) -> ShardHeader:
                                  and all(isinstance(v, str) for v in meta.values())):
         raise SafetensorsHeaderError(p, _entry_offset(header, "__metadata__"),
                                      "__metadata__ must map strings to strings")
-    tensors: list[TensorInfo] = []
+
+    def bad(name: str, problem: str) -> SafetensorsHeaderError:
+        return SafetensorsHeaderError(p, _entry_offset(header, name),
+                                      f"tensor {name!r}: {problem}")
+
+    raw: list[_RawTensor] = []
+    bits_of = DTYPE_BITS.get
     for name, entry in obj.items():
-        off = _entry_offset(header, name)
         if not isinstance(entry, dict):
-            raise SafetensorsHeaderError(p, off, f"tensor {name!r}: entry is not an object")
+            raise bad(name, "entry is not an object")
         dtype, shape, offsets = entry.get("dtype"), entry.get("shape"), entry.get("data_offsets")
         if not isinstance(dtype, str):
-            raise SafetensorsHeaderError(p, off, f"tensor {name!r}: missing or non-string dtype")
-        if not (isinstance(shape, list) and all(isinstance(d, int) and not isinstance(d, bool)
-                                                and d >= 0 for d in shape)):
-            raise SafetensorsHeaderError(p, off, f"tensor {name!r}: shape must be a list of "
-                                         f"non-negative integers, got {shape!r}")
+            raise bad(name, "missing or non-string dtype")
+        if type(shape) is not list:
+            raise bad(name, f"shape must be a list of non-negative integers, got {shape!r}")
+        for d in shape:
+            if type(d) is not int or d < 0:
+                raise bad(name, f"shape must be a list of non-negative integers, got {shape!r}")
         if not (isinstance(offsets, list) and len(offsets) == 2
-                and all(isinstance(o, int) and not isinstance(o, bool) and o >= 0
-                        for o in offsets)):
-            raise SafetensorsHeaderError(p, off, f"tensor {name!r}: data_offsets must be two "
-                                         f"non-negative integers, got {offsets!r}")
+                and type(offsets[0]) is int and type(offsets[1]) is int
+                and offsets[0] >= 0 and offsets[1] >= 0):
+            raise bad(name, f"data_offsets must be two non-negative integers, got {offsets!r}")
         begin, end = offsets
         if end < begin:
-            raise SafetensorsHeaderError(p, off, f"tensor {name!r}: data_offsets end {end} is "
-                                         f"before begin {begin}")
-        bits = DTYPE_BITS.get(dtype)
-        if bits is not None and (math.prod(shape) * bits) % 8:
-            raise SafetensorsHeaderError(
-                p, off, f"tensor {name!r}: {dtype} {shape} is {math.prod(shape) * bits} bits, "
-                "not a whole number of bytes")
-        want = expected_nbytes(dtype, shape)
-        if want is not None and want != end - begin:
-            raise SafetensorsHeaderError(
-                p, off, f"tensor {name!r}: {dtype} {shape} needs {want:,} bytes but data_offsets "
-                f"[{begin}, {end}] span {end - begin:,}")
-        tensors.append(TensorInfo(name=name, shard=p.name, dtype=dtype, shape=shape,
-                                  begin=begin, end=end))
-    tensors.sort(key=lambda t: (t.begin, t.end))
+            raise bad(name, f"data_offsets end {end} is before begin {begin}")
+        bits = bits_of(dtype)
+        if bits is not None:
+            total_bits = math.prod(shape) * bits
+            if total_bits % 8:
+                raise bad(name, f"{dtype} {shape} is {total_bits} bits, not a whole number of "
+                                "bytes")
+            if total_bits // 8 != end - begin:
+                raise bad(name, f"{dtype} {shape} needs {total_bits // 8:,} bytes but "
+                                f"data_offsets [{begin}, {end}] span {end - begin:,}")
+        raw.append((name, dtype, shape, begin, end))
+    raw.sort(key=lambda t: (t[3], t[4]))
     cursor = 0
-    for t in tensors:
-        if t.begin != cursor:
-            kind = "overlaps the previous tensor" if t.begin < cursor else \
-                f"leaves a gap of {t.begin - cursor:,} bytes after the previous tensor"
-            raise SafetensorsHeaderError(p, _entry_offset(header, t.name),
-                                         f"tensor {t.name!r}: data_offsets [{t.begin}, {t.end}] "
-                                         f"{kind} (data must be contiguous from offset 0)")
-        cursor = t.end
-    missing = max(0, 8 + n + cursor - size)
-    return ShardHeader(path=str(p), file_size=size, header_len=n, data_bytes=cursor,
-                       missing_bytes=missing, metadata=meta, tensors=tensors)
+    for name, _d, _s, b, e in raw:
+        if b != cursor:
+            kind = "overlaps the previous tensor" if b < cursor else \
+                f"leaves a gap of {b - cursor:,} bytes after the previous tensor"
+            raise bad(name, f"data_offsets [{b}, {e}] {kind} (data must be contiguous from "
+                            "offset 0)")
+        cursor = e
+    return size, n, meta, raw, cursor
 
 
 def classify_role(name: str, ple_pattern: re.Pattern[str]) -> Role:
@@ -637,7 +651,7 @@ def scan_checkpoint(directory: str | os.PathLike[str], *,
                               "model.safetensors.index.json (is this a checkpoint directory?)")
     shard_names = sorted(set(weight_map.values())) if weight_map is not None else on_disk
 
-    headers: dict[str, ShardHeader] = {}
+    headers: dict[str, tuple[int, int, list[_RawTensor], int]] = {}
     for shard in shard_names:
         sp = root / shard
         if not sp.is_file():
@@ -647,7 +661,8 @@ def scan_checkpoint(directory: str | os.PathLike[str], *,
                 detail=f"{shard}: listed in {index_file.name if index_file else 'the index'} "
                        f"for {n_listed} tensor(s) but not in {root}"))
             continue
-        headers[shard] = read_safetensors_header(sp)
+        size, n, _meta, raw, data = _parse_header(sp)
+        headers[shard] = (size, n, raw, data)
     if weight_map is not None:
         for extra in sorted(set(on_disk) - set(shard_names)):
             problems.append(CheckpointProblem(
@@ -655,37 +670,44 @@ def scan_checkpoint(directory: str | os.PathLike[str], *,
                 detail=f"{extra}: on disk but not referenced by {index_file.name}; engines "
                        "load only what the index lists, so it is not counted"))
 
-    counted: list[TensorInfo] = []
+    # Classification depends on the name with its numbers masked, ndim and numel ≤ 1: cache it
+    # (a DeepSeek-V3 checkpoint has ~90,000 tensors but a few dozen distinct patterns).
+    cache: dict[tuple[str, int, bool], tuple[Role, TpClass]] = {}
+    digits = re.compile(r"(?<=\.)\d+(?=\.|$)")  # layer / expert numbers, not "fc2" or "w1"
+    counted: list[tuple[str, str, str, list[int], int, int, Role, TpClass]] = []
     seen: dict[str, str] = {}
-    for shard, hdr in headers.items():
-        if hdr.missing_bytes:
+    for shard, (size, n, raw, data) in headers.items():
+        missing = max(0, 8 + n + data - size)
+        if missing:
             problems.append(CheckpointProblem(
                 kind="truncated-shard", severity="warning",
-                detail=f"{shard}: header declares {hdr.data_bytes:,} data bytes but the file "
-                       f"lacks the last {hdr.missing_bytes:,} (sizes come from the header)"))
-        for t in hdr.tensors:
-            if t.name in seen:
+                detail=f"{shard}: header declares {data:,} data bytes but the file lacks the "
+                       f"last {missing:,} (sizes come from the header)"))
+        for name, dtype, shape, b, e in raw:
+            if name in seen:
                 problems.append(CheckpointProblem(
-                    kind="duplicate-tensor",
-                    detail=f"{t.name}: in both {seen[t.name]} and {shard}"))
+                    kind="duplicate-tensor", detail=f"{name}: in both {seen[name]} and {shard}"))
                 continue
-            seen[t.name] = shard
+            seen[name] = shard
             if weight_map is not None:
-                listed = weight_map.get(t.name)
+                listed = weight_map.get(name)
                 if listed is None:
                     problems.append(CheckpointProblem(
                         kind="unlisted-tensor", severity="warning",
-                        detail=f"{t.name}: in {shard} but not in the index's weight_map "
+                        detail=f"{name}: in {shard} but not in the index's weight_map "
                                "(not counted; engines look tensors up through the index)"))
                     continue
                 if listed != shard:
                     problems.append(CheckpointProblem(
                         kind="tensor-absent",
-                        detail=f"{t.name}: index says {listed}, found in {shard}"))
+                        detail=f"{name}: index says {listed}, found in {shard}"))
                     continue
-            role = classify_role(t.name, ple_re)
-            counted.append(t.model_copy(update={"role": role,
-                                                "tp": classify_tp(t.name, t.shape, role)}))
+            key = (digits.sub("#", name), len(shape), e - b <= 8 and math.prod(shape) <= 1)
+            cls = cache.get(key)
+            if cls is None:
+                role = classify_role(name, ple_re)
+                cls = cache[key] = (role, classify_tp(name, shape, role))
+            counted.append((name, shard, dtype, shape, b, e, cls[0], cls[1]))
     if weight_map is not None:
         absent = [n for n, s in weight_map.items() if s in headers and seen.get(n) != s]
         for n in absent[:50]:
@@ -697,7 +719,7 @@ def scan_checkpoint(directory: str | os.PathLike[str], *,
             problems.append(CheckpointProblem(
                 kind="tensor-absent", detail=f"… and {len(absent) - 50} more tensors absent"))
 
-    total = sum(t.nbytes for t in counted)
+    total = sum(c[5] - c[4] for c in counted)
     if index_summary is not None and index_summary.total_size is not None \
             and not any(p.kind == "missing-shard" for p in problems) \
             and index_summary.total_size != total:
@@ -711,29 +733,31 @@ def scan_checkpoint(directory: str | os.PathLike[str], *,
     roles: dict[str, dict[str, Any]] = {r: {"bytes": 0, "tensors": 0, "by_dtype": {}}
                                         for r in ROLES}
     split = TpSplitBuilder()
-    for t in counted:
-        d = by_dtype.setdefault(t.dtype, [0, 0])
-        d[0] += t.nbytes
+    for name, _shard, dtype, shape, b, e, role, tp in counted:
+        nb = e - b
+        d = by_dtype.setdefault(dtype, [0, 0])
+        d[0] += nb
         d[1] += 1
-        r = roles[t.role]
-        r["bytes"] += t.nbytes
+        r = roles[role]
+        r["bytes"] += nb
         r["tensors"] += 1
-        r["by_dtype"][t.dtype] = r["by_dtype"].get(t.dtype, 0) + t.nbytes
-        split.add(t)
+        r["by_dtype"][dtype] = r["by_dtype"].get(dtype, 0) + nb
+        split.add(name, shape, nb, role, tp)
     unknown = sorted(d for d in by_dtype if d not in DTYPE_BITS)
     return CheckpointSummary(
         path=str(root), scan_duration_s=time.perf_counter() - t0,
         config=config, config_file=str(root / "config.json") if config is not None else None,
         quantization=quant,
-        shards=[ShardSummary(file=s, file_size=h.file_size, header_len=h.header_len,
-                             tensors=len(h.tensors), data_bytes=h.data_bytes,
-                             missing_bytes=h.missing_bytes) for s, h in headers.items()],
+        shards=[ShardSummary(file=sh, file_size=size, header_len=n, tensors=len(raw),
+                             data_bytes=data, missing_bytes=max(0, 8 + n + data - size))
+                for sh, (size, n, raw, data) in headers.items()],
         index=index_summary, problems=problems, total_bytes=total, tensor_count=len(counted),
         by_dtype=[DtypeTotal(dtype=k, bytes=v[0], tensors=v[1], known=k in DTYPE_BITS)
                   for k, v in sorted(by_dtype.items(), key=lambda kv: -kv[1][0])],
         by_role=[RoleTotal(role=r, **roles[r]) for r in ROLES],
         unknown_dtypes=unknown, ple_pattern=pattern_text, tp=split.build(),
-        tensors=counted if keep_tensors else None,
+        tensors=[TensorInfo(name=c[0], shard=c[1], dtype=c[2], shape=c[3], begin=c[4], end=c[5],
+                            role=c[6], tp=c[7]) for c in counted] if keep_tensors else None,
     )
 
 
@@ -747,19 +771,19 @@ class TpSplitBuilder:
         self.vocab: list[VocabTensor] = []
         self.ple: list[VocabTensor] = []
 
-    def add(self, t: TensorInfo) -> None:
+    def add(self, name: str, shape: list[int], nbytes: int, role: Role, tp: TpClass) -> None:
         """Count one tensor by its TP class (PLE tensors go to ``ple``)."""
-        if t.tp == "vocab":
-            vt = VocabTensor(name=t.name, role=t.role, rows=t.shape[0], bytes=t.nbytes)
-            (self.ple if t.role == "ple" else self.vocab).append(vt)
-        elif t.role == "ple":
-            self.ple.append(VocabTensor(name=t.name, role=t.role, rows=0, bytes=t.nbytes))
-        elif t.tp == "replicated":
-            self.replicated += t.nbytes
-        elif t.tp == "kv_proj":
-            self.kv_proj += t.nbytes
+        if tp == "vocab":
+            vt = VocabTensor(name=name, role=role, rows=shape[0], bytes=nbytes)
+            (self.ple if role == "ple" else self.vocab).append(vt)
+        elif role == "ple":
+            self.ple.append(VocabTensor(name=name, role=role, rows=0, bytes=nbytes))
+        elif tp == "replicated":
+            self.replicated += nbytes
+        elif tp == "kv_proj":
+            self.kv_proj += nbytes
         else:
-            self.split += t.nbytes
+            self.split += nbytes
 
     def build(self) -> TpSplit:
         """The accumulated :class:`TpSplit`."""
