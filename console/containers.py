@@ -252,6 +252,7 @@ class EventWatcher:
         self._last_error: str | None = None
         self._count = 0
         self._ignored = 0
+        self._reconnect_requested = False
 
     # -- lifecycle ----------------------------------------------------------------------------
     def start(self) -> "EventWatcher":
@@ -274,6 +275,18 @@ class EventWatcher:
                     pass
         if self._thread is not None:
             self._thread.join(timeout_s)
+
+    def reconnect(self) -> None:
+        """Drop the current connection; the thread reconnects after its back-off with
+        ``since`` = the last event seen (for a stream suspected to have stalled)."""
+        with self._lock:
+            stream = self._stream
+            self._reconnect_requested = True
+        if stream is not None:
+            try:
+                stream.close()
+            except Exception:  # noqa: BLE001 - already closed
+                pass
 
     @property
     def alive(self) -> bool:
@@ -307,7 +320,9 @@ class EventWatcher:
                         break
                     self._handle(raw)
                 if not self._stop.is_set():
-                    self._last_error = "the engine closed the event stream"
+                    self._last_error = ("reconnect requested" if self._reconnect_requested
+                                        else "the engine closed the event stream")
+                    self._reconnect_requested = False
             except Exception as exc:  # noqa: BLE001 - any failure → reconnect with back-off
                 if not self._stop.is_set():
                     self._last_error = f"{type(exc).__name__}: {exc}"
