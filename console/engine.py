@@ -79,9 +79,10 @@ def find_family(families: dict[str, Metric], logical: str) -> Metric | None:
     """The family that serves ``logical`` (a key of :data:`METRIC_ALIASES`), or ``None``.
 
     ``families`` maps normalized names to parsed families. Exact aliases first, in order; then
-    the first alias found as a fragment (shortest matching name wins, so
-    ``num_requests_running`` does not pick ``num_requests_running_by_lora``). Only families of
-    the right type (histogram or not, :data:`HISTOGRAMS`) are considered.
+    the first alias found as a fragment: a name that ends with it (another namespace prefix,
+    ``custom_vllm_num_requests_running``) beats one that merely contains it
+    (``num_requests_running_by_lora``, a breakdown); then the shortest. Only families of the
+    right type (histogram or not, :data:`HISTOGRAMS`) are considered.
     """
     aliases = METRIC_ALIASES[logical]
     want_hist = logical in HISTOGRAMS
@@ -93,7 +94,8 @@ def find_family(families: dict[str, Metric], logical: str) -> Metric | None:
         if a in families and fits(families[a]):
             return families[a]
     for a in aliases:
-        hits = sorted((n for n in families if a in n and fits(families[n])), key=len)
+        hits = sorted((n for n in families if a in n and fits(families[n])),
+                      key=lambda n: (not n.endswith(a), len(n)))
         if hits:
             return families[hits[0]]
     return None
