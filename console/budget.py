@@ -585,10 +585,12 @@ def _levers(fp: Footprint, p: SeatParams, cards: Sequence[CardInput], base: FitB
         return fit_budget(fp, q, cs, host=host, levers=False)
 
     def words(b: FitBudget) -> str:
-        if b.verdict.fits and b.capacity:
-            return (f"fits: KV {gib(min(r.kv_bytes or 0 for r in b.cards))} GiB per card = "
-                    f"{b.capacity.kv_tokens:,} tokens, {b.capacity.max_concurrency:.2f}× at "
-                    f"{b.params.max_model_len:,}")
+        gpu_fits = (b.capacity is not None and b.capacity.fits_one_request
+                    and all((r.kv_bytes or 0) > 0 for r in b.cards))
+        if gpu_fits and b.capacity:
+            return (f"fits on the GPUs: KV {gib(min(r.kv_bytes or 0 for r in b.cards))} GiB per "
+                    f"card = {b.capacity.kv_tokens:,} tokens, {b.capacity.max_concurrency:.2f}× "
+                    f"at {b.params.max_model_len:,}")
         return b.verdict.words
 
     if fp.ple_bytes and p.ple_placement != "host":

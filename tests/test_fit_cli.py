@@ -1,0 +1,166 @@
+"""``seat-console fit``: the default profile prints the paper's figures; files, what-ifs, JSON,
+live NVML (through the in-process double) and errors."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import struct
+from pathlib import Path
+
+import pytest
+
+import ckpt_factory as F
+import console.nvml as nvml_mod
+from console.cli import main
+from nvml_double import FakeCard, FakeProcess, NvmlDouble
+
+GiB = 1 << 30
+
+
+@pytest.fixture(autouse=True)
+def _isolated(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("SEAT_CONSOLE_PROFILE", raising=False)
+    monkeypatch.setenv("XDG_CONFIG_HOME", "/nonexistent-for-tests")
+
+
+def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    rc = main(list(argv))
+    out, err = capsys.readouterr()
+    return rc, out, err
+
+
+def test_default_profile_prints_the_papers_figures(capsys) -> None:
+    rc, out, _ = run(capsys, "fit", "--no-live")
+    assert rc == 0
+    assert "GiB = 2^30 B" in out and "truncated" in out
+    # 95.0 GiB CUDA-visible × 0.90 = 85.50 usable; 62.56 + 47.68 = 110.24; 24.74 over.
+    assert "95.00 GiB (102,005,473,280 B)" in out
+    assert "usable × 0.9" in out and "85.50 GiB (91,804,925,952 B)" in out
+    assert "62.56 GiB (67,173,288,509 B)" in out
+    assert "47.68 GiB (51,201,966,080 B)" in out
+    assert "110.24 GiB (118,375,254,589 B)" in out
+    assert "-24.74 GiB (-26,570,328,637 B)" in out
+    assert "exceed usable memory by 24.74 GiB per card" in out
+    # The KV budget once the table moves to the host (the first lever).
+    assert "PLE to host: frees 47.68 GiB per card; fits on the GPUs: KV 22.94 GiB per card = " \
+           "835,629 tokens" in out
+    assert "RESIDENT: n/a" in out and "weights_bytes_per_rank" in out
+
+
+def test_placement_host_and_what_ifs(capsys) -> None:
+    rc, out, _ = run(capsys, "fit", "--no-live", "--placement", "host")
+    assert rc == 0
+    assert "22.94 GiB (24,631,637,443 B)" in out
+    assert "GPU KV cache size: 835,629 tokens, Maximum concurrency for 262,144 tokens per " \
+           "request: 3.19x" in out
+    # A reserve of 2 GiB and utilisation 0.92: usable ceil(95 GiB × 0.92) = 93,845,035,418 B.
+    rc, out, _ = run(capsys, "fit", "--no-live", "--placement", "host", "--reserve", "2 GiB",
+                     "--utilization", "0.92", "--max-model-len", "131072")
+    assert rc == 0 and "93,845,035,418 B" in out and "2.00 GiB (2,147,483,648 B)" in out
+    kv = 93_845_035_418 - 67_173_288_509 - 2 * GiB
+    assert f"({kv:,} B)" in out and "131,072 tokens per request" in out
+
+
+def test_json_output(capsys) -> None:
+    rc, out, _ = run(capsys, "fit", "--no-live", "--json")
+    assert rc == 0
+    doc = json.loads(out)
+    assert doc["gib_bytes"] == GiB and doc["profile"] == "<embedded default>"
+    cand = doc["candidate"]
+    assert cand["cards"][0]["requested_bytes"] == 91_804_925_952
+    assert cand["cards"][0]["kv_bytes"] == -26_570_328_637
+    assert cand["verdict"]["fits"] is False
+    assert cand["verdict"]["over_bytes"] == 26_570_328_637
+    assert {lv["lever"] for lv in cand["verdict"]["levers"]} >= {"PLE to host", "lower context"}
+    assert doc["resident"]["unavailable"].startswith("resident 'resident-fp8'")
+    assert doc["kv_tokens_ratio"] is None
+
+
+def test_scanned_resident_and_candidate_side_by_side(capsys, tmp_path: Path) -> None:
+    cfg = F.llama3_8b_config()
+    F.write_checkpoint(tmp_path / "bf16", F.split_even(F.llama_tensors(cfg), 4), config=cfg)
+    hfq = {"producer": {"name": "modelopt"},
+           "quantization": {"quant_algo": "NVFP4", "group_size": 16}}
+    F.write_checkpoint(tmp_path / "nvfp4", [F.llama_tensors(cfg, linear="nvfp4")], config=cfg,
+                       hf_quant_config=hfq)
+    rc, out, _ = run(capsys, "fit", "--no-live", "--checkpoint", str(tmp_path / "bf16"),
+                     "--candidate", str(tmp_path / "nvfp4"), "--max-model-len", "8192",
+                     "--placement", "gpu-replicated", "--json")
+    assert rc == 0
+    doc = json.loads(out)
+    r, c = doc["resident"], doc["candidate"]
+    assert r["footprint_source"] == c["footprint_source"] == "scanned"
+    # Resident BF16 at TP 2: (16,060,522,496 − 532,480) / 2 + 532,480 (norms on both ranks).
+    assert r["cards"][0]["weights_bytes"] == 8_030_527_488
+    assert r["scan"]["total_bytes"] == 16_060_522_496
+    assert c["scan"]["quantization"]["quant_algo"] == "NVFP4"
+    # Both at TP 2 see 65,536 B per token: capacity ratio = ratio of their KV blocks.
+    rb = r["capacity"]["num_blocks"]
+    cb = c["capacity"]["num_blocks"]
+    assert r["capacity"]["bytes_per_block"] == 32 * 16 * 4 * 256 * 2
+    assert doc["kv_tokens_ratio"] == pytest.approx(cb / rb, rel=1e-12)
+    rc, text, _ = run(capsys, "fit", "--no-live", "--checkpoint", str(tmp_path / "bf16"),
+                      "--candidate", str(tmp_path / "nvfp4"), "--max-model-len", "8192")
+    assert "KV capacity, candidate / resident:" in text and "quantization: modelopt NVFP4" in text
+
+
+def test_corrupt_header_is_a_clear_error(capsys, tmp_path: Path) -> None:
+    (tmp_path / "config.json").write_text("{}")
+    h = b'{"w": {"dtype": "BF16", "shape": [4], "data_offsets": [0, 9]}}'
+    with (tmp_path / "model.safetensors").open("wb") as f:
+        f.write(struct.pack("<Q", len(h)) + h)
+        f.truncate(8 + len(h) + 9)
+    rc, _, err = run(capsys, "fit", "--no-live", "--checkpoint", str(tmp_path))
+    assert rc == 1
+    # The entry of tensor "w" starts at header byte 1 → file byte 8 + 1.
+    assert str(tmp_path / "model.safetensors") in err and "byte offset 9" in err
+    assert "needs 8 bytes but data_offsets [0, 9] span 9" in err
+
+
+def test_missing_directory_and_usage_errors(capsys, tmp_path: Path) -> None:
+    rc, _, err = run(capsys, "fit", "--no-live", "--checkpoint", str(tmp_path / "nope"))
+    assert rc == 1 and "not a directory" in err
+    with pytest.raises(SystemExit) as exc:
+        main(["fit", "--utilization", "1.5"])
+    assert exc.value.code == 2
+    assert run(capsys, "fit", "--tp", "0")[0] == 2
+
+
+def test_nothing_to_budget_is_unavailable(capsys, tmp_path: Path) -> None:
+    prof = tmp_path / "p.toml"
+    prof.write_text('[resident]\nname = "r"\n[[silence.matchers]]\nname = "i"\nvalue = "v"\n')
+    rc, _, err = run(capsys, "--profile", str(prof), "fit", "--no-live")
+    assert rc == 3 and "nothing to budget" in err
+
+
+def test_live_cards_from_nvml_preflight_and_overlay(capsys, monkeypatch, tmp_path) -> None:
+    # Two H200s through the NVML double: card 0 held by this very process (a real PID, so the
+    # pre-flight names it), card 1 idle. CUDA-visible = 150,754,820,096 − 644,939,776.
+    me = os.getpid()
+    cards = [FakeCard(uuid="GPU-aaaa", pci_bus_id="00000000:18:00.0", used=120 * GiB,
+                      processes=[FakeProcess(me, 120 * GiB)]),
+             FakeCard(uuid="GPU-bbbb", pci_bus_id="00000000:2A:00.0")]
+    monkeypatch.setattr(nvml_mod, "module_factory", lambda: NvmlDouble(cards))
+    cfg = F.llama3_8b_config()
+    F.write_checkpoint(tmp_path / "ck", [F.llama_tensors(cfg)], config=cfg)
+    rc, out, _ = run(capsys, "fit", "--checkpoint", str(tmp_path / "ck"), "--json")
+    assert rc == 0
+    doc = json.loads(out)
+    r = doc["resident"]
+    assert doc["gpu_unavailable"] is None
+    assert [c["total_source"] for c in r["cards"]] == ["nvml", "nvml"]
+    assert r["cards"][0]["total_bytes"] == 150_109_880_320
+    # ceil(total × 0.90) with vLLM's float arithmetic (request_memory).
+    assert r["cards"][0]["requested_bytes"] == math.ceil(150_109_880_320 * 0.90) \
+        == 135_098_892_288
+    pf0, pf1 = r["preflight"]
+    free0 = 150_109_880_320 - 120 * GiB
+    assert pf0["ok"] is False and pf0["free_bytes"] == free0
+    assert f"pid {me}" in pf0["words"] and "120.00 GiB" in pf0["words"]
+    assert pf1["ok"] is True
+    # Live overlay of the running seat: NVML used by the card's processes vs predicted.
+    o0 = doc["overlay"][0]
+    assert o0["nvml_used_bytes"] == 120 * GiB and o0["nvml_basis"] == "processes on the card"
+    assert o0["difference_bytes"] == 120 * GiB - o0["predicted_bytes"]
