@@ -447,9 +447,12 @@ class SeatConsoleApp(App[int]):
         """Redraw the header from the profile and the current state (PAUSED, READ-ONLY)."""
         p = self.loaded.profile
         ident = Text()
-        ident.append("Seat Console", style="bold")
-        ident.append(f"  node {p.node.name} · TP {p.seat.tensor_parallel_size} · "
-                     f"gpu_memory_utilization {p.seat.gpu_memory_utilization:.2f}")
+        ident.append("node ")
+        ident.append(p.node.name, style="bold")
+        ident.append(" · TP ")
+        ident.append(str(p.seat.tensor_parallel_size), style="bold")
+        ident.append(" · gpu_memory_utilization ")
+        ident.append(f"{p.seat.gpu_memory_utilization:.2f}", style="bold")
         where = ("embedded default" if self.loaded.origin == "default"
                  else f"{self.loaded.source} ({self.loaded.origin})")
         detail = Text(f"endpoint {p.seat.endpoint} · profile {where} · "
@@ -553,7 +556,9 @@ class SeatConsoleApp(App[int]):
                 self._draw(st)
 
     def _show_age(self, st: SourceState, now: datetime) -> None:
-        stale_after = max(STALE_FACTOR * max(self.interval_s, st.delay_s), STALE_MIN_S)
+        # while paused, readings age but are not "stale": the engineer stopped the polling
+        stale_after = (float("inf") if self.paused and st.busy_since is None
+                       else max(STALE_FACTOR * max(self.interval_s, st.delay_s), STALE_MIN_S))
         st.panel.show_age(now, stale_after_s=stale_after, busy_since=st.busy_since,
                           retry_s=st.delay_s if st.consecutive_errors else None)
 
@@ -578,6 +583,7 @@ class SeatConsoleApp(App[int]):
             for key in self._states:
                 self._start_poll(key)
         self.update_header()
+        self.tick_ages()
         self.refresh_bindings()
 
     def action_refresh_now(self) -> None:

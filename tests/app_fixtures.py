@@ -77,7 +77,8 @@ class ClockedGpuSource(GpuSource):
     """The real GPU source over the NVML double, timestamped by ``clock``.
 
     ``script``: optional used-memory values (bytes) for ``double.cards[0]``, one per read
-    (the last repeats); each read advances ``clock`` by ``step_s`` first.
+    (the last repeats); each scripted read advances ``clock`` by ``step_s`` first (reads past
+    the script's end leave the clock alone, so extra polls change nothing on screen).
     """
 
     def __init__(self, double: NvmlDouble, clock: FakeClock, seat: list[str],
@@ -90,7 +91,7 @@ class ClockedGpuSource(GpuSource):
 
     def read(self) -> BaseModel:
         """One snapshot with ``sampled_at`` from the fake clock (and a fixed duration)."""
-        if self.step_s:
+        if self.step_s and (not self.script or self.reads < len(self.script)):
             self.clock.advance(self.step_s)
         if self.script:
             used = self.script[min(self.reads, len(self.script) - 1)]

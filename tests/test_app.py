@@ -134,7 +134,8 @@ async def test_help_opens_and_closes():
 
 async def test_pause_shows_paused_and_stops_polling():
     src = CountingSource()
-    app = make_app([(fixed(src), CountingPanel)], interval=0.02)
+    clock = FakeClock()
+    app = make_app([(fixed(src), CountingPanel)], interval=0.02, clock=clock)
     async with app.run_test(size=SIZE) as pilot:
         st = app.states["counter"]
         await wait_for(pilot, lambda: src.reads >= 3, "three polls")
@@ -147,6 +148,11 @@ async def test_pause_shows_paused_and_stops_polling():
         reads = src.reads
         await pilot.pause(0.3)  # 15 intervals: would have polled many times if not paused
         assert src.reads == reads
+        clock.advance(3600)
+        app.tick_ages()
+        await pilot.pause()
+        # paused readings age visibly but are not flagged STALE: the engineer stopped polling
+        assert "updated 1 h 00 min ago" in screen_text(app) and not st.panel.stale
         await pilot.press("p")
         await wait_for(pilot, lambda: src.reads > reads + 1, "polling again")
         assert "PAUSED" not in screen_text(app)

@@ -208,6 +208,8 @@ class GpuCardView(Widget):
         self.history_s = history_s
         self.points: deque[tuple[datetime, int]] = deque()
         self.end: datetime | None = None
+        self.total_bytes: int | None = None
+        """Last known memory total (bytes): the sparkline's scale, kept when a card is lost."""
 
     def update_card(self, card: GpuCard | None, at: datetime) -> None:
         """Take the card's reading of the snapshot taken at ``at`` (``None``: not listed)."""
@@ -217,6 +219,8 @@ class GpuCardView(Widget):
         else:
             self.present = True
             self.card = card
+            if card.memory is not None and card.memory.total_bytes:
+                self.total_bytes = card.memory.total_bytes
             used = card.memory.used_bytes if card.memory is not None else None
             if used is not None and card.state == "ok":
                 self.points.append((at, used))
@@ -286,11 +290,15 @@ class GpuCardView(Widget):
         c = self.card
         rows: list = [self._title(), self._ids()]
         if c.state in ("lost", "error"):
-            why = c.state_reason or ("fallen off the bus (NVML_ERROR_GPU_IS_LOST)"
-                                     if c.state == "lost" else "could not be read")
-            rows.append(Text(f"{c.state.upper()}: {why}. "
-                             + ("Reset the GPU or reboot the node. " if c.state == "lost" else "")
-                             + "The other cards stay live.", style="bold red"))
+            if c.state_reason:
+                why = c.state_reason.rstrip(".") + "."
+            elif c.state == "lost":
+                why = ("the GPU fell off the bus (NVML_ERROR_GPU_IS_LOST); reset it or reboot "
+                       "the node.")
+            else:
+                why = "the card could not be read."
+            rows.append(Text(f"{c.state.upper()}: {why} The other cards stay live.",
+                             style="bold red"))
         m = c.memory
         if m is not None and c.state == "ok":
             rows.append(self._numbers(m))
@@ -300,13 +308,13 @@ class GpuCardView(Widget):
         if c.state == "ok":
             rows.append(self._info())
         if self.points and self.end is not None:
-            label = Text(f"used, last {_span(self.history_s)} (0–{gib(m.total_bytes if m else None, 0)}) ",
-                         style="dim")
+            label = Text(f"used, last {_span(self.history_s)} "
+                         f"(0–{gib(self.total_bytes, 0)}) ", style="dim")
             spark = Table.grid(expand=True)
             spark.add_column(no_wrap=True)
             spark.add_column(ratio=1, no_wrap=True)
             spark.add_row(label, Spark(list(self.points), self.end, self.history_s,
-                                       m.total_bytes if m else None))
+                                       self.total_bytes))
             rows.append(spark)
         if c.mig_enabled:
             for inst in c.mig_instances:
