@@ -559,18 +559,28 @@ class GpuSampler:
     """
 
     def __init__(self, nvml: Nvml, seat_gpus: list[str] | None = None,
-                 mapper: ProcessMapper | None = None) -> None:
+                 mapper: ProcessMapper | None = None, mig_mode_ttl_s: float = 30.0) -> None:
         self.nvml = nvml
         self.seat_gpus = list(seat_gpus or [])
         self.mapper = mapper if mapper is not None else ProcessMapper()
+        self.mig_mode_ttl_s = mig_mode_ttl_s
+        """How long a card's MIG mode is reused before it is read again (s). The current MIG
+        mode changes only with a GPU reset, and ``nvmlDeviceGetMigMode`` measured ~183 µs on an
+        H200 — more than every other call of a card's tick together (docs/benchmarks.md)."""
         self._system: dict[str, str | None] | None = None
         self._last_identity: dict[int, dict[str, Any]] = {}
+        self._mig_mode: dict[str, tuple[float, Any]] = {}
 
     def sample(self) -> GpuSnapshot | Unavailable:
-        """One snapshot of every card. See the class docstring."""
-        t0 = time.perf_counter()
+        """One snapshot of every card. See the class docstring.
+
+        ``sample_duration_s`` covers the batch of reads, not NVML's one-time initialisation
+        (about 0.1 s on the H200), which happens before the clock starts."""
         sampled_at = utcnow()
         try:
+            self.nvml.init()
+            t0 = time.perf_counter()
+            sampled_at = utcnow()
             count = self.nvml.call("nvmlDeviceGetCount")
             system = self._system_info()
             if is_na(count):
@@ -674,7 +684,8 @@ class GpuSampler:
             f["power_draw_mw"] = read("power_draw_mw", "nvmlDeviceGetPowerUsage", handle)
             f["power_limit_mw"] = read("power_limit_mw", "nvmlDeviceGetEnforcedPowerLimit",
                                        handle)
-            mig = read("mig_enabled", "nvmlDeviceGetMigMode", handle)
+            mig = self._mig_mode_of(f.get("uuid") or f"index:{index}", handle, unsupported,
+                                    errors)
             enabled_value = getattr(self.nvml.module, "NVML_DEVICE_MIG_ENABLE", 1)
             f["mig_enabled"] = None if mig is None else (int(mig[0]) == enabled_value)
             if f["mig_enabled"]:
@@ -699,6 +710,26 @@ class GpuSampler:
             known = self._last_identity.get(index, {})
             return GpuCard(index=index, **known, state="error", state_reason=str(exc))
         return GpuCard(**f, unsupported=unsupported, errors=errors)
+
+    def _mig_mode_of(self, key: str, handle: Any, unsupported: list[str],
+                     errors: dict[str, str]) -> Any:
+        """``nvmlDeviceGetMigMode`` ``[current, pending]`` for card ``key``, re-read at most
+        every :attr:`mig_mode_ttl_s`; None when not supported (listed) or failed (in errors)."""
+        now = time.monotonic()
+        cached = self._mig_mode.get(key)
+        if cached is not None and now - cached[0] < self.mig_mode_ttl_s:
+            value = cached[1]
+        else:
+            try:
+                value = self.nvml.call("nvmlDeviceGetMigMode", handle)
+            except NvmlCallError as exc:
+                errors["mig_enabled"] = exc.message
+                return None
+            self._mig_mode[key] = (now, value)
+        if is_na(value):
+            unsupported.append("mig_enabled")
+            return None
+        return value
 
     def _memory(self, handle: Any, unsupported: list[str], errors: dict[str, str],
                 field: str = _MEM_FIELDS) -> MemoryReading | None:

@@ -278,6 +278,12 @@ class Nvml:
             self._initialised = True
         return mod
 
+    def init(self) -> None:
+        """Initialise NVML now if not yet (every call does this lazily anyway).
+
+        Raises :class:`NvmlUnavailable` with the library state when it cannot."""
+        self._ensure_init()
+
     @property
     def initialised(self) -> bool:
         """True after a successful ``nvmlInit``."""

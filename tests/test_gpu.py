@@ -316,6 +316,33 @@ def test_mig_card_lists_instances_with_their_memory_and_processes():
     assert snap.cards[1].mig_enabled is None and "mig_enabled" in snap.cards[1].unsupported
 
 
+def test_mig_mode_is_reread_only_after_its_ttl():
+    cards = h200_pair()
+    double = NvmlDouble(cards)
+    sampler = sampler_for(double)
+    for _ in range(3):
+        sampler.sample()
+    assert double.calls["nvmlDeviceGetMigMode"] == 2  # once per card, then cached
+    sampler.mig_mode_ttl_s = 0.0
+    cards[0].mig_mode = True
+    cards[0].mig = [FakeMig("MIG-x", "1g", 1, 0, GIB, 0, 0)]
+    snap = sampler.sample()
+    assert double.calls["nvmlDeviceGetMigMode"] == 4
+    assert snap.cards[0].mig_enabled is True and snap.cards[0].mig_instances[0].uuid == "MIG-x"
+
+
+def test_sample_duration_excludes_nvml_init():
+    # nvmlInit takes ~0.1 s on the H200; here it takes 1 s, far more than a whole batch of
+    # in-process reads, so a duration that included it could not pass.
+    class SlowInit(NvmlDouble):
+        def nvmlInit(self):
+            time.sleep(1.0)
+            super().nvmlInit()
+
+    snap = snap_of(SlowInit(h200_pair()))
+    assert 0 < snap.sample_duration_s < 1.0
+
+
 # ---------------------------------------------------------------------------- processes
 
 def test_unmappable_pid_is_shown_as_such_and_its_memory_counts():
