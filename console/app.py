@@ -546,7 +546,8 @@ class SeatConsoleApp(App[int]):
             st.dirty = True
             return
         st.dirty = False
-        st.panel.show(st.reading, st.last_good, st.last_good_at, now=self.clock())
+        st.panel.show(st.reading, st.last_good, st.last_good_at, now=self.clock(),
+                      reading_at=st.reading_at)
         self._show_age(st, self.clock())
 
     def redraw_dirty(self) -> None:

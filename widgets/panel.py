@@ -173,12 +173,15 @@ class SourcePanel(Widget):
 
     # -- what the app calls -----------------------------------------------------------------
     def show(self, reading: BaseModel | None, last_good: BaseModel | None,
-             last_good_at: datetime | None, *, now: datetime | None = None) -> None:
+             last_good_at: datetime | None, *, now: datetime | None = None,
+             reading_at: datetime | None = None) -> None:
         """Render the latest ``reading`` (a frozen model or :class:`Unavailable`).
 
         ``last_good`` is the newest reading that was not :class:`Unavailable` (or ``None``),
         taken at ``last_good_at`` (UTC). ``now`` (UTC) is the app's clock, injected so tests and
-        snapshots are deterministic; defaults to the current time. Never raises.
+        snapshots are deterministic; defaults to the current time. ``reading_at`` (UTC) is when
+        ``reading`` arrived, by the same clock; defaults to ``Unavailable.at`` for an unavailable
+        reading, else ``last_good_at``. Never raises.
         """
         now = now or datetime.now(UTC)
         self.now = now
@@ -186,7 +189,11 @@ class SourcePanel(Widget):
             self.reading = reading
             self.last_good = last_good
             self.last_good_at = last_good_at
-            self._reading_at = (reading.at if isinstance(reading, Unavailable) else last_good_at)
+            if reading_at is not None:
+                self._reading_at = reading_at
+            else:
+                self._reading_at = (reading.at if isinstance(reading, Unavailable)
+                                    else last_good_at)
             self.remove_class("-waiting")
             shown = last_good if isinstance(reading, Unavailable) or reading is None else reading
             self.set_class(shown is None, "-no-value")
