@@ -46,10 +46,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 def machine() -> dict:
     """Host, CPU model, cores, Python, and the GPUs NVML sees (names), for the report."""
-    from bench_sampler import cpu_model  # noqa: PLC0415
+    from bench_sampler import cpu_model
 
-    from console.gpu import GpuSampler, GpuSnapshot  # noqa: PLC0415
-    from console.nvml import Nvml  # noqa: PLC0415
+    from console.gpu import GpuSampler, GpuSnapshot
+    from console.nvml import Nvml
 
     nv = Nvml()
     snap = GpuSampler(nv).sample()
@@ -116,8 +116,8 @@ def run_pty(seconds: float, warmup: float, cols: int, rows: int) -> dict:
 
 def run_headless(seconds: float, warmup: float, cols: int, rows: int) -> dict:
     """Run the app under ``run_test``; measure this process's CPU over ``seconds``."""
-    from console.app import SeatConsoleApp  # noqa: PLC0415
-    from console.profile import load_profile  # noqa: PLC0415
+    from console.app import SeatConsoleApp
+    from console.profile import load_profile
 
     app = SeatConsoleApp(load_profile(), interval=1.0, watch_terminal=False)
     me = psutil.Process()
@@ -150,8 +150,8 @@ def run_headless(seconds: float, warmup: float, cols: int, rows: int) -> dict:
 
 def run_sampler(seconds: float, warmup: float) -> dict:
     """GPU source ``read()`` at 1 Hz, no UI; this process's CPU over ``seconds``."""
-    from console.gpu import make_source  # noqa: PLC0415
-    from console.profile import load_profile  # noqa: PLC0415
+    from console.gpu import make_source
+    from console.profile import load_profile
 
     source = make_source(load_profile())
     me = psutil.Process()

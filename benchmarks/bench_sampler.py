@@ -32,14 +32,14 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from console.gpu import GpuSampler, GpuSnapshot  # noqa: E402
-from console.nvml import Nvml  # noqa: E402
+from console.gpu import GpuSampler, GpuSnapshot
+from console.nvml import Nvml
 
 
 def _pct(values: list[float], q: float) -> float:
     """The q-quantile (0..1) by the nearest-rank method."""
     s = sorted(values)
-    return s[min(len(s) - 1, max(0, int(round(q * len(s) + 0.5)) - 1))]
+    return s[min(len(s) - 1, max(0, round(q * len(s) + 0.5) - 1))]
 
 
 def summary(values_us: list[float]) -> dict[str, float]:
@@ -72,7 +72,7 @@ def main(argv: list[str] | None = None) -> int:
 
     if args.double:
         sys.path.insert(0, str(ROOT / "tests"))
-        from nvml_double import FakeCard, FakeProcess, NvmlDouble  # noqa: PLC0415
+        from nvml_double import FakeCard, FakeProcess, NvmlDouble
 
         cards = [FakeCard(uuid=f"GPU-{i:08d}-0000-0000-0000-000000000000",
                           pci_bus_id=f"00000000:{0x18 + i:02X}:00.0",

@@ -108,7 +108,7 @@ class MemoryReading(Frozen):
         return data
 
     @model_validator(mode="after")
-    def _consistent(self) -> "MemoryReading":
+    def _consistent(self) -> MemoryReading:
         if self.api == "v1" and not self.used_includes_reserved:
             raise ValueError("a v1 memory reading always counts reserved memory as used")
         if (self.cuda_visible_bytes is not None and self.total_bytes is not None
@@ -493,7 +493,7 @@ class DockerNamer:
             return None
         try:
             if self._client is None:
-                import docker  # noqa: PLC0415 - optional at run time
+                import docker
 
                 self._client = (docker.DockerClient(base_url=self.base_url, timeout=self.timeout_s)
                                 if self.base_url else docker.from_env(timeout=self.timeout_s))
@@ -513,8 +513,8 @@ class DockerNamer:
         if self._client is not None:
             try:
                 self._client.close()
-            except Exception:  # noqa: BLE001 - closing
-                pass
+            except Exception as exc:  # noqa: BLE001 - closing
+                log.debug("closing the docker client: %s", exc)
             self._client = None
 
 
@@ -784,7 +784,7 @@ class GpuSampler:
             inst_unsupported: list[str] = []
             inst_errors: dict[str, str] = {}
 
-            def val(fn: str) -> Any:
+            def val(fn: str, mh: Any = mh, inst_errors: dict[str, str] = inst_errors) -> Any:
                 try:
                     v = self.nvml.call(fn, mh)
                 except NvmlCallError as exc:
@@ -828,7 +828,7 @@ class GpuSource(Source):
         """One snapshot (see :meth:`GpuSampler.sample`)."""
         try:
             return self.sampler.sample()
-        except Exception as exc:  # noqa: BLE001 - the contract: never raise into the UI
+        except Exception as exc:
             log.exception("GPU sampler failed")
             return Unavailable(source="nvml", kind="error",
                                reason=f"GPU sampler failed: {type(exc).__name__}: {exc}")

@@ -98,7 +98,7 @@ class NaType:
     def __float__(self) -> float:
         return math.nan
 
-    def _absorb(self, *_: object) -> "NaType":
+    def _absorb(self, *_: object) -> NaType:
         return self
 
     __add__ = __radd__ = __sub__ = __rsub__ = __mul__ = __rmul__ = _absorb
@@ -166,7 +166,7 @@ def module_factory() -> ModuleType:
     Raises :class:`ImportError` when it is not installed. Replaced in tests/benchmarks to inject a
     double into code that creates its own :class:`Nvml`.
     """
-    import pynvml  # noqa: PLC0415 - lazy on purpose
+    import pynvml
 
     return pynvml
 

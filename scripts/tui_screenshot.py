@@ -18,8 +18,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from console.app import SeatConsoleApp  # noqa: E402
-from console.profile import load_profile  # noqa: E402
+from console.app import SeatConsoleApp
+from console.profile import load_profile
 
 
 async def shoot(out: Path, cols: int, rows: int) -> Path:
@@ -28,7 +28,7 @@ async def shoot(out: Path, cols: int, rows: int) -> Path:
     path = out / f"seat-console-{cols}x{rows}.svg"
     async with app.run_test(size=(cols, rows)) as pilot:
         deadline = time.monotonic() + 30
-        state = app._states.get("gpus")  # noqa: SLF001 - read-only peek for the wait
+        state = app._states.get("gpus")
         while state is not None and state.reading is None and time.monotonic() < deadline:
             await pilot.pause(0.1)
         for _ in range(5):

@@ -59,7 +59,8 @@ def at_one_moment(commands: dict[str, list[str]]) -> dict[str, dict]:
     def one(name: str, argv: list[str]) -> None:
         barrier.wait()
         t0 = time.time()
-        p = subprocess.run(argv, capture_output=True, text=True, cwd=ROOT, timeout=120)
+        p = subprocess.run(argv, capture_output=True, text=True, cwd=ROOT, timeout=120,
+                           check=False)
         results[name] = {"argv": argv, "rc": p.returncode, "stdout": p.stdout,
                          "stderr": p.stderr, "started": t0, "ended": time.time()}
 
@@ -130,9 +131,15 @@ def compare(raw: dict[str, dict], holder: dict | None) -> dict:
     if holder is not None:
         card0 = out["cards"][0] if out["cards"] else None
         cv = card0["cuda_visible_bytes"] if card0 else None
+        free = card0 and next((c["memory"]["free_bytes"] for c in snap["cards"]
+                               if c["uuid"] == card0["uuid"]), None)
         out["torch"] = {"mem_get_info_total_bytes": holder["total_bytes"],
                         "console_cuda_visible_bytes": cv,
                         "agree_exact_bytes": holder["total_bytes"] == cv,
+                        "mem_get_info_free_bytes": holder["free_bytes"],
+                        "console_free_bytes": free,
+                        "free_agree_exact_bytes": holder["free_bytes"] == free,
+                        "holder": holder,
                         "holder_pid": holder["pid"],
                         "holder_listed": holder["pid"] in console_procs,
                         "torch_memory_reserved": holder["torch_memory_reserved"]}
@@ -145,13 +152,13 @@ def compare(raw: dict[str, dict], holder: dict | None) -> dict:
     return out
 
 
-def phase(name: str, out_dir: Path, holder: dict | None) -> dict:
-    """Take the three readings at one moment, save them raw, compare."""
+def phase(name: str, label: str, out_dir: Path, holder: dict | None) -> dict:
+    """Take the three readings at one moment, save them raw (``NAME_raw.json``), compare."""
     raw = at_one_moment({"console": console_cmd(), "gpu": QUERY_GPU, "apps": QUERY_APPS,
                          "ids": QUERY_IDS})
     (out_dir / f"{name}_raw.json").write_text(json.dumps(raw, indent=2))
     result = compare(raw, holder)
-    result["phase"] = name
+    result["phase"] = label
     result["spread_s"] = (max(r["ended"] for r in raw.values())
                           - min(r["started"] for r in raw.values()))
     return result
@@ -159,13 +166,13 @@ def phase(name: str, out_dir: Path, holder: dict | None) -> dict:
 
 def markdown(results: list[dict], meta: dict) -> str:
     """The comparison tables as Markdown."""
-    lines = [f"Run {meta['date_utc']} on {meta['host']}: {meta['gpus']}, driver "
-             f"{meta['driver']}.", ""]
+    lines = [(f"Run {meta['date_utc']} on {meta['host']}: {meta['gpus']}, driver "
+              f"{meta['driver']}."), ""]
     for r in results:
-        lines += [f"**{r['phase']}** (console sampled at {r.get('sampled_at')}; all commands "
-                  f"finished within {r['spread_s']:.2f} s):", "",
-                  "| card | field | nvidia-smi (MiB) | console (bytes) | console (MiB, exact) "
-                  "| agree (ceil = smi) |", "|---|---|---:|---:|---:|---|"]
+        lines += [(f"**{r['phase']}** (console sampled at {r.get('sampled_at')}; all commands "
+                   f"finished within {r['spread_s']:.2f} s):"), "",
+                  ("| card | field | nvidia-smi (MiB) | console (bytes) | console (MiB, exact) "
+                   "| agree (ceil = smi) |"), "|---|---|---:|---:|---:|---|"]
         for c in r["cards"]:
             for k in ("memory.total", "memory.reserved", "memory.used", "memory.free"):
                 a = c[k]
@@ -191,6 +198,9 @@ def markdown(results: list[dict], meta: dict) -> str:
                          f"{t['mem_get_info_total_bytes']:,} vs "
                          f"{t['console_cuda_visible_bytes']:,} | – | "
                          f"{'yes (exact bytes)' if t['agree_exact_bytes'] else 'NO'} |")
+            lines.append(f"| torch | `mem_get_info()` free vs console memory.free | – | "
+                         f"{t['mem_get_info_free_bytes']:,} vs {t['console_free_bytes']:,} | – "
+                         f"| {'yes (exact bytes)' if t['free_agree_exact_bytes'] else 'NO'} |")
         if r["errors"]:
             lines += ["", *[f"- error: {e}" for e in r["errors"]]]
         lines += ["", f"Verdict: {'all figures agree to the MiB' if r['agree'] else 'MISMATCH'}.",
@@ -202,7 +212,8 @@ def run_step(name: str, argv: list[str], out_dir: Path, timeout: int) -> dict:
     """Run one extra step (screenshots, benchmarks); capture its output to OUT/NAME.log."""
     t0 = time.monotonic()
     try:
-        p = subprocess.run(argv, capture_output=True, text=True, cwd=ROOT, timeout=timeout)
+        p = subprocess.run(argv, capture_output=True, text=True, cwd=ROOT, timeout=timeout,
+                           check=False)
         rc, text = p.returncode, p.stdout + p.stderr
     except subprocess.TimeoutExpired as exc:
         rc, text = 124, f"timed out after {timeout} s: {exc}"
@@ -227,14 +238,15 @@ def main() -> int:
     py = sys.executable
     results, steps = [], []
 
-    results.append(phase("idle", args.out, None))
+    results.append(phase("idle", "idle", args.out, None))
     holder_proc = subprocess.Popen([py, str(ROOT / "scripts" / "gpu_hold.py"), "--gib",
                                     str(args.gib)], stdin=subprocess.PIPE,
                                    stdout=subprocess.PIPE, text=True)
     try:
         holder = json.loads(holder_proc.stdout.readline())
         print(f"holder: {holder}", flush=True)
-        results.append(phase(f"loaded ({args.gib:g} GiB held by torch)", args.out, holder))
+        results.append(phase("loaded", f"loaded ({args.gib:g} GiB held by torch)", args.out,
+                             holder))
         if args.screenshots:
             steps.append(run_step("screenshots", [py, "scripts/tui_screenshot.py", str(args.out),
                                                   "--size", "120x40", "--size", "80x24"],

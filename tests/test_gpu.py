@@ -40,7 +40,7 @@ from console.profile import load_profile
 from console.sources import Unavailable
 
 sys.path.insert(0, str(Path(__file__).parent))
-from nvml_double import (  # noqa: E402
+from nvml_double import (
     H200_RESERVED,
     H200_TOTAL,
     FakeCard,
@@ -420,15 +420,16 @@ ID = "0123456789abcdef" * 4
     # cgroup v2, docker with the cgroupfs driver
     (f"0::/docker/{ID}\n", "docker", None),
     # cgroup v2, Kubernetes (systemd driver) + containerd; the pod UID's dashes are underscores
-    ("0::/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod12345678_1234_1234_1234"
-     f"_123456789abc.slice/cri-containerd-{ID}.scope\n", "containerd",
+    (("0::/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod12345678_1234_1234_1234"
+      f"_123456789abc.slice/cri-containerd-{ID}.scope\n"), "containerd",
      "12345678-1234-1234-1234-123456789abc"),
     # cgroup v2, Kubernetes + CRI-O
-    ("0::/kubepods.slice/kubepods-besteffort.slice/kubepods-besteffort-pod0b7632a2_a56e_4278_987a"
-     f"_22de18008dbe.slice/crio-{ID}.scope\n", "cri-o", "0b7632a2-a56e-4278-987a-22de18008dbe"),
+    (("0::/kubepods.slice/kubepods-besteffort.slice/kubepods-besteffort-pod0b7632a2_a56e_4278"
+      f"_987a_22de18008dbe.slice/crio-{ID}.scope\n"), "cri-o",
+     "0b7632a2-a56e-4278-987a-22de18008dbe"),
     # cgroup v1, Kubernetes with the cgroupfs driver: the id follows the pod directory
-    (f"12:pids:/kubepods/burstable/pod12345678-1234-1234-1234-123456789abc/{ID}\n"
-     f"11:memory:/kubepods/burstable/pod12345678-1234-1234-1234-123456789abc/{ID}\n",
+    ((f"12:pids:/kubepods/burstable/pod12345678-1234-1234-1234-123456789abc/{ID}\n"
+      f"11:memory:/kubepods/burstable/pod12345678-1234-1234-1234-123456789abc/{ID}\n"),
      "kubepods", "12345678-1234-1234-1234-123456789abc"),
     # podman (cgroup v2)
     (f"0::/machine.slice/libpod-{ID}.scope/container\n", "podman", None),
@@ -475,7 +476,7 @@ def real_container():
     docker = ["docker", "-H", sock]
     try:
         deadline = time.monotonic() + 30
-        while subprocess.run([*docker, "info"], capture_output=True).returncode != 0:
+        while subprocess.run([*docker, "info"], capture_output=True, check=False).returncode:
             if time.monotonic() > deadline or daemon.poll() is not None:
                 pytest.skip(f"dockerd did not start: {(d / 'log').read_text()[-500:]}")
             time.sleep(0.2)
@@ -495,7 +496,7 @@ def real_container():
         pid = int(subprocess.run([*docker, "inspect", "-f", "{{.State.Pid}}", cid], check=True,
                                  capture_output=True, text=True).stdout)
         yield {"sock": sock, "id": cid, "pid": pid}
-        subprocess.run([*docker, "rm", "-f", cid], capture_output=True)
+        subprocess.run([*docker, "rm", "-f", cid], capture_output=True, check=False)
     finally:
         daemon.terminate()
         try:

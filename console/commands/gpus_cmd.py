@@ -20,7 +20,7 @@ import json
 import sys
 
 from console.gpu import GpuCard, GpuProcess, GpuSnapshot, MemoryReading, make_source
-from console.profile import GiB, MiB, LoadedProfile
+from console.profile import GiB, LoadedProfile, MiB
 from console.sources import Unavailable
 
 EXIT_OK, EXIT_ERROR, EXIT_UNAVAILABLE = 0, 1, 3
@@ -155,9 +155,9 @@ def _card_lines(card: GpuCard) -> list[str]:
 def render_table(snap: GpuSnapshot) -> str:
     """The human table for one snapshot (sizes in GiB = 2^30 B and MiB = 2^20 B)."""
     lines = [
-        f"GPUs: {len(snap.cards)}  driver {_v(snap.driver_version)}  CUDA "
-        f"{_v(snap.cuda_driver_version)}  sampled {snap.sampled_at.isoformat()} in "
-        f"{snap.sample_duration_s * 1000:.1f} ms",
+        (f"GPUs: {len(snap.cards)}  driver {_v(snap.driver_version)}  CUDA "
+         f"{_v(snap.cuda_driver_version)}  sampled {snap.sampled_at.isoformat()} in "
+         f"{snap.sample_duration_s * 1000:.1f} ms"),
         "sizes: GiB = 2^30 bytes, MiB = 2^20 bytes (nvidia-smi's unit, rounded up as it does)",
     ]
     if snap.unmatched_seat_gpus:
