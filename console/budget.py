@@ -165,8 +165,8 @@ class Footprint(Frozen):
         if placement == "gpu-replicated":
             return self.ple_bytes, []
         if self.source == "declared" or not any(t.rows for t in self.ple):
-            return -(-self.ple_bytes // tp), ["PLE sharded as bytes / TP (rows unknown: no "
-                                              "vocabulary padding applied)"]
+            note = "PLE sharded as bytes / TP (rows unknown: no vocabulary padding applied)"
+            return -(-self.ple_bytes // tp), [note]
         return sum(vocab_bytes_per_rank(t, tp) for t in self.ple), [
             "PLE sharded by vocabulary: pad64(rows) / TP rows per rank"]
 
@@ -269,7 +269,9 @@ def cards_for_seat(gpus: Sequence[str], tp: int, declared_total: int | None,
         entry = gpus[r] if r < len(gpus) else None
         match = None
         if entry is not None:
-            from console.gpu import match_seat  # pure function; lazy to keep imports light
+            from console.gpu import (
+                match_seat,  # pure function; lazy to keep imports light
+            )
 
             for c in cards:
                 if getattr(c, "seat_match", None) == entry or match_seat(
@@ -737,10 +739,34 @@ def live_overlay(budget: FitBudget, cards: Sequence[CardInput]) -> list[OverlayR
 
 
 __all__ = [
-    "CardBudget", "CardInput", "Comparison", "FitBudget", "Footprint", "GIB", "Holder",
-    "HostMemory", "HostRam", "Lever", "OverlayRow", "Placement", "PreflightCard", "SeatParams",
-    "UTILISATION_RISK", "VOCAB_PADDING", "Verdict", "cards_for_seat", "cards_for_tp", "compare",
+    "GIB",
+    "UTILISATION_RISK",
+    "VOCAB_PADDING",
+    "CardBudget",
+    "CardInput",
+    "Comparison",
+    "FitBudget",
+    "Footprint",
+    "Holder",
+    "HostMemory",
+    "HostRam",
+    "Lever",
+    "OverlayRow",
+    "Placement",
+    "PreflightCard",
+    "SeatParams",
+    "Verdict",
+    "cards_for_seat",
+    "cards_for_tp",
+    "compare",
     "fit_budget",
-    "footprint_declared", "footprint_from_summary", "gib", "gib_b", "live_overlay", "pad_vocab",
-    "requested_bytes", "vocab_bytes_per_rank", "vocab_rows_per_rank",
+    "footprint_declared",
+    "footprint_from_summary",
+    "gib",
+    "gib_b",
+    "live_overlay",
+    "pad_vocab",
+    "requested_bytes",
+    "vocab_bytes_per_rank",
+    "vocab_rows_per_rank",
 ]

@@ -16,20 +16,27 @@ from pydantic import Field
 
 from console.budget import (
     CardInput,
+    Comparison,
+    FitBudget,
     Footprint,
     HostMemory,
+    OverlayRow,
     SeatParams,
     cards_for_seat,
+    cards_for_tp,
+    compare,
+    fit_budget,
     footprint_declared,
     footprint_from_summary,
+    live_overlay,
 )
 from console.checkpoint import CheckpointError, CheckpointSummary, scan_checkpoint
 from console.kvcache import config_from_shape
 from console.profile import CheckpointSpec, LoadedProfile, Profile
 from console.sources import Frozen, Source, Unavailable
 
-__all__ = ["FitInputs", "FitSide", "FitSource", "gather_fit_inputs", "host_memory",
-           "load_side", "make_source", "seat_params"]
+__all__ = ["FitInputs", "FitSide", "FitSource", "WhatIf", "compute_budgets",
+           "gather_fit_inputs", "host_memory", "load_side", "make_source", "seat_params"]
 
 
 class FitSide(Frozen):
@@ -222,6 +229,48 @@ class FitSource(Source):
         """Close the GPU source it owns."""
         if self._gpu is not None:
             self._gpu.close()
+
+
+class WhatIf(Frozen):
+    """What-if overrides of the seat (``None`` keeps the profile's value): the candidate's PLE
+    placement, gpu_memory_utilization, tensor parallel size, max_model_len, max_num_seqs, KV
+    cache dtype, activation reserve (bytes)."""
+
+    placement: str | None = None
+    gpu_memory_utilization: float | None = Field(default=None, gt=0, le=1)
+    tensor_parallel_size: int | None = Field(default=None, ge=1, le=64)
+    max_model_len: int | None = Field(default=None, ge=1)
+    max_num_seqs: int | None = Field(default=None, ge=1)
+    kv_cache_dtype: str | None = None
+    activation_reserve_bytes: int | None = Field(default=None, ge=0)
+
+
+def compute_budgets(inputs: FitInputs, whatif: WhatIf | None = None
+                    ) -> tuple[Comparison, list[OverlayRow]]:
+    """Both budgets side by side with the what-if overrides (pure: no I/O), and the resident's
+    live overlay (empty without live cards). Shared by ``seat-console fit`` and the TUI."""
+    w = whatif or WhatIf()
+    upd = {k: v for k, v in w.model_dump().items() if v is not None and k != "placement"}
+    seat = inputs.seat.model_copy(update=upd)
+    cards = cards_for_tp(inputs.cards, seat.tensor_parallel_size, inputs.declared_total)
+
+    def one(side: FitSide | None, placement: str | None) -> tuple[FitBudget | None, str | None]:
+        if side is None:
+            return None, "no candidate in the profile"
+        if side.footprint is None:
+            return None, side.unavailable
+        p = seat.model_copy(update={"ple_placement": placement or side.ple_placement,
+                                    "ple_host_sharing": side.ple_host_sharing})
+        return fit_budget(side.footprint, p, cards, host=inputs.host,
+                          node_gpu_count=inputs.node_gpu_count,
+                          declared_total=inputs.declared_total), None
+
+    rb, rwhy = one(inputs.resident, None)
+    cb, cwhy = one(inputs.candidate, w.placement)
+    comp = compare(rb, cb, resident_unavailable=rwhy, candidate_unavailable=cwhy)
+    overlay = live_overlay(rb, cards) if rb is not None and any(
+        c.total_source == "nvml" for c in cards) else []
+    return comp, overlay
 
 
 def make_source(loaded_profile: LoadedProfile) -> FitSource:

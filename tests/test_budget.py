@@ -11,6 +11,7 @@ import math
 from pathlib import Path
 
 import ckpt_factory as F
+
 from console.budget import (
     CardInput,
     Holder,

@@ -12,12 +12,12 @@ import json
 import struct
 from pathlib import Path
 
+import ckpt_factory as F
 import numpy as np
 import pytest
 from safetensors import safe_open
 from safetensors.numpy import save_file
 
-import ckpt_factory as F
 from console.checkpoint import (
     CheckpointError,
     SafetensorsHeaderError,
@@ -25,7 +25,6 @@ from console.checkpoint import (
     read_safetensors_header,
     scan_checkpoint,
 )
-
 
 # ----------------------------------------------------------------- small, library-written files
 

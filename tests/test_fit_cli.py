@@ -9,12 +9,12 @@ import os
 import struct
 from pathlib import Path
 
-import pytest
-
 import ckpt_factory as F
+import pytest
+from nvml_double import FakeCard, FakeProcess, NvmlDouble
+
 import console.nvml as nvml_mod
 from console.cli import main
-from nvml_double import FakeCard, FakeProcess, NvmlDouble
 
 GiB = 1 << 30
 

@@ -13,9 +13,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import ckpt_factory as F
 import pytest
 
-import ckpt_factory as F
 from console.checkpoint import scan_checkpoint
 from console.kvcache import (
     EngineKVParams,

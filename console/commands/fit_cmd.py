@@ -20,19 +20,16 @@ from typing import Any
 
 from pydantic import ByteSize, TypeAdapter, ValidationError
 
-from console.budget import (
-    GIB,
-    Comparison,
-    FitBudget,
-    OverlayRow,
-    cards_for_tp,
-    compare,
-    fit_budget,
-    gib,
-    live_overlay,
-)
+from console.budget import GIB, Comparison, FitBudget, OverlayRow, gib
 from console.checkpoint import CheckpointError, CheckpointSummary
-from console.fit_source import FitInputs, FitSide, gather_fit_inputs, host_memory
+from console.fit_source import (
+    FitInputs,
+    FitSide,
+    WhatIf,
+    compute_budgets,
+    gather_fit_inputs,
+    host_memory,
+)
 from console.profile import LoadedProfile
 from console.sources import Unavailable
 
@@ -99,40 +96,12 @@ def _read_snapshot(loaded: LoadedProfile) -> tuple[Any | None, str | None]:
     return snap, None
 
 
-def compute(inputs: FitInputs, args: argparse.Namespace | None = None
-            ) -> tuple[Comparison, list[OverlayRow]]:
-    """Both budgets (with the what-if overrides in ``args``), side by side, and the resident's
-    live overlay (empty without live cards)."""
-    seat = inputs.seat
-    upd: dict[str, Any] = {}
-    if args is not None:
-        for attr, key in (("utilization", "gpu_memory_utilization"),
-                          ("tp", "tensor_parallel_size"), ("max_model_len", "max_model_len"),
-                          ("max_num_seqs", "max_num_seqs"), ("kv_cache_dtype", "kv_cache_dtype"),
-                          ("reserve", "activation_reserve_bytes")):
-            v = getattr(args, attr, None)
-            if v is not None:
-                upd[key] = v
-    seat = seat.model_copy(update=upd)
-    cards = cards_for_tp(inputs.cards, seat.tensor_parallel_size, inputs.declared_total)
-
-    def one(side: FitSide | None, placement: str | None) -> tuple[FitBudget | None, str | None]:
-        if side is None:
-            return None, "no candidate in the profile"
-        if side.footprint is None:
-            return None, side.unavailable
-        p = seat.model_copy(update={"ple_placement": placement or side.ple_placement,
-                                    "ple_host_sharing": side.ple_host_sharing})
-        return fit_budget(side.footprint, p, cards, host=inputs.host,
-                          node_gpu_count=inputs.node_gpu_count,
-                          declared_total=inputs.declared_total), None
-
-    rb, rwhy = one(inputs.resident, None)
-    cb, cwhy = one(inputs.candidate, getattr(args, "placement", None) if args else None)
-    comp = compare(rb, cb, resident_unavailable=rwhy, candidate_unavailable=cwhy)
-    overlay = live_overlay(rb, cards) if rb is not None and any(
-        c.total_source == "nvml" for c in cards) else []
-    return comp, overlay
+def whatif_from_args(args: argparse.Namespace) -> WhatIf:
+    """The :class:`~console.fit_source.WhatIf` of the command-line overrides."""
+    return WhatIf(placement=args.placement, gpu_memory_utilization=args.utilization,
+                  tensor_parallel_size=args.tp, max_model_len=args.max_model_len,
+                  max_num_seqs=args.max_num_seqs, kv_cache_dtype=args.kv_cache_dtype,
+                  activation_reserve_bytes=args.reserve)
 
 
 LABEL_W = 30
@@ -148,8 +117,8 @@ def _row(label: str, values: list[int | None]) -> str:
 def render_budget(b: FitBudget, scan: CheckpointSummary | None) -> list[str]:
     """Text lines of one budget (the CLI's and the TUI's words)."""
     p = b.params
-    lines = [f"{b.name} ({'scanned files' if b.footprint_source == 'scanned' else 'declared sizes'}"
-             f"), PLE {p.ple_placement}"]
+    how = "scanned files" if b.footprint_source == "scanned" else "declared sizes"
+    lines = [f"{b.name} ({how}), PLE {p.ple_placement}"]
     if scan is not None:
         lines.append(f"  files: {scan.path} — {len(scan.shards)} shard(s), {scan.tensor_count:,} "
                      f"tensors, {scan.total_bytes:,} B, scanned in {scan.scan_duration_s:.3f} s")
@@ -215,11 +184,11 @@ def render_text(inputs: FitInputs, comp: Comparison, overlay: list[OverlayRow],
     """The whole ``seat-console fit`` text report."""
     s = comp.candidate.params if comp.candidate else (comp.resident.params if comp.resident
                                                       else inputs.seat)
-    out = [f"Fit budget — profile {source}", f"Units: {UNITS_LINE}.",
-           f"Seat: TP {s.tensor_parallel_size}, gpu_memory_utilization "
-           f"{s.gpu_memory_utilization:g}, max_model_len {s.max_model_len:,}, max_num_seqs "
-           f"{s.max_num_seqs}, kv_cache_dtype {s.kv_cache_dtype}, block_size {s.block_size}, "
-           f"reserve {gib(s.activation_reserve_bytes)} GiB"]
+    seat = (f"Seat: TP {s.tensor_parallel_size}, gpu_memory_utilization "
+            f"{s.gpu_memory_utilization:g}, max_model_len {s.max_model_len:,}, max_num_seqs "
+            f"{s.max_num_seqs}, kv_cache_dtype {s.kv_cache_dtype}, block_size {s.block_size}, "
+            f"reserve {gib(s.activation_reserve_bytes)} GiB")
+    out = [f"Fit budget — profile {source}", f"Units: {UNITS_LINE}.", seat]
     if inputs.gpu_unavailable:
         out.append(f"GPUs: no live reading ({inputs.gpu_unavailable}); using the profile's "
                    f"declared CUDA-visible total {gib(inputs.declared_total)} GiB per card")
@@ -289,7 +258,7 @@ def run(args: argparse.Namespace, loaded: LoadedProfile) -> int:
         print(f"seat-console fit: {s.role}: {s.unavailable}", file=sys.stderr)
     if failed:
         return EXIT_ERROR
-    comp, overlay = compute(inputs, args)
+    comp, overlay = compute_budgets(inputs, whatif_from_args(args))
     if comp.resident is None and comp.candidate is None:
         print(f"seat-console fit: nothing to budget: {comp.resident_unavailable}; "
               f"{comp.candidate_unavailable}", file=sys.stderr)
