@@ -255,7 +255,7 @@ class EventWatcher:
         self._reconnect_requested = False
 
     # -- lifecycle ----------------------------------------------------------------------------
-    def start(self) -> "EventWatcher":
+    def start(self) -> EventWatcher:
         """Start the reader thread (idempotent)."""
         if self._thread is None:
             self._thread = threading.Thread(target=self._loop, name="docker-events", daemon=True)

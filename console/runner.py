@@ -60,7 +60,7 @@ class CommandError(Exception):
     plus the tail of stderr.
     """
 
-    def __init__(self, result: "CommandResult") -> None:
+    def __init__(self, result: CommandResult) -> None:
         self.result = result
         tail = result.stderr.strip().splitlines()[-3:]
         extra = f" — stderr: {' | '.join(tail)}" if tail else ""
@@ -97,7 +97,7 @@ class CommandResult(Frozen):
     failure: str | None = None
     unreachable: bool = False
 
-    def raise_for_failure(self) -> "CommandResult":
+    def raise_for_failure(self) -> CommandResult:
         """Return ``self`` when ``ok``; else raise :class:`CommandError`."""
         if not self.ok:
             raise CommandError(self)

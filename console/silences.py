@@ -59,8 +59,9 @@ SilenceState = Literal["pending", "active", "expired"]
 class AlertmanagerError(Exception):
     """An Alertmanager request failed or a write did not verify.
 
-    ``kind``: ``"unreachable"``, ``"timeout"``, ``"auth"``, ``"tls"``, ``"http"``, ``"bad-response"``,
-    ``"verify"``, ``"config"``; the message names the URL and the fix and never holds a secret.
+    ``kind``: ``"unreachable"``, ``"timeout"``, ``"auth"``, ``"tls"``, ``"http"``,
+    ``"bad-response"``, ``"verify"``, ``"config"``; the message names the URL and the fix and
+    never holds a secret.
     """
 
     def __init__(self, kind: str, message: str) -> None:
@@ -172,7 +173,7 @@ class SilenceMatcher(Frozen):
     is_equal: bool = Field(default=True, alias="isEqual")
 
     @classmethod
-    def from_profile(cls, m: Matcher) -> "SilenceMatcher":
+    def from_profile(cls, m: Matcher) -> SilenceMatcher:
         """From the profile's :class:`~console.profile.Matcher`."""
         return cls(name=m.name, value=m.value, is_regex=m.is_regex, is_equal=m.is_equal)
 
@@ -224,7 +225,7 @@ class Silence(Frozen):
         return (self.starts_at - (now or utcnow())).total_seconds()
 
     @classmethod
-    def from_api(cls, d: Mapping[str, Any]) -> "Silence":
+    def from_api(cls, d: Mapping[str, Any]) -> Silence:
         """Parse one ``gettableSilence``; raises :class:`AlertmanagerError` (``bad-response``)."""
         try:
             return cls(
@@ -350,7 +351,8 @@ class AlertmanagerClient:
             else:
                 kind, msg = "http", f"{what}: HTTP {code} from {self.url}: {body}"
         elif isinstance(exc, httpx.TimeoutException):
-            kind, msg = "timeout", f"{what}: {self.url} did not answer in time ({type(exc).__name__})"
+            kind, msg = "timeout", (f"{what}: {self.url} did not answer in time "
+                                    f"({type(exc).__name__})")
         elif isinstance(exc, httpx.ConnectError) and "CERTIFICATE_VERIFY_FAILED" in str(exc):
             kind, msg = "tls", (f"{what}: TLS certificate of {self.url} not trusted — set "
                                 "alertmanager.ca_file (verification stays on)")

@@ -322,7 +322,8 @@ def _explain_systemctl(res: CommandResult) -> tuple[str, str]:
         return "timeout", res.failure or "timed out"
     if res.rc == 127:
         return "not-found", res.failure or "systemctl not found"
-    return "error", (res.failure or "systemctl failed") + (f": {err.splitlines()[-1]}" if err else "")
+    tail = f": {err.splitlines()[-1]}" if err else ""
+    return "error", (res.failure or "systemctl failed") + tail
 
 
 def read_timers(transport: Transport, units: Sequence[str], *,
@@ -330,7 +331,8 @@ def read_timers(transport: Transport, units: Sequence[str], *,
     """Read the state of ``units`` (timer unit names) on the node behind ``transport``.
 
     Three commands: ``systemctl show`` for the timers, ``systemctl list-timers -o json`` for
-    their next elapse and last trigger, ``systemctl show`` for the services. Returns :class:`TimersReading`, or :class:`Unavailable` (kind ``no-systemd``,
+    their next elapse and last trigger, ``systemctl show`` for the services. Returns
+    :class:`TimersReading`, or :class:`Unavailable` (kind ``no-systemd``,
     ``timeout``, ``not-found``, ``unreachable``, ``error``) with the reason. Never raises for
     node problems; raises :class:`ValueError` for an invalid unit name.
     """
@@ -401,8 +403,9 @@ def _change(transport: Transport, unit: str, action: str, want: set[str],
         raise ValueError(f"{unit!r} is not a timer unit (must end in '.timer')")
     before = _read_one(transport, unit, timeout_s)
     if not before.loaded:
-        raise TimerActionError(unit, action, f"{unit} on {transport.where} is not loaded "
-                                             f"(LoadState={before.load_state}); nothing to {action}")
+        raise TimerActionError(unit, action, (
+            f"{unit} on {transport.where} is not loaded (LoadState={before.load_state}); "
+            f"nothing to {action}"))
     res = transport.run(["systemctl", action, "--", unit], timeout_s=timeout_s)
     if not res.ok:
         raise TimerActionError(unit, action, f"systemctl {action} {unit} failed: {res.failure}",

@@ -59,6 +59,10 @@ _SSH_TARGET_RE = re.compile(r"^[A-Za-z0-9._][A-Za-z0-9._-]*@[A-Za-z0-9._:\[\]-]+
 _CONTAINER_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 
 
+_Lookup = tuple[str | None, CommandResult | None]
+"""``(absolute path or None, failed lookup result or None)``: see :meth:`Transport.resolve`."""
+
+
 class TransportError(Exception):
     """The node cannot be reached or a transport is misconfigured (message names the fix)."""
 
@@ -101,10 +105,10 @@ class Transport(ABC):
         """Binaries this transport itself needs on the console's machine (e.g. ``ssh``)."""
 
     @abstractmethod
-    def _resolve_on_node(self, name: str, timeout_s: float) -> tuple[str | None, CommandResult | None]:
+    def _resolve_on_node(self, name: str, timeout_s: float) -> _Lookup:
         """Find ``name`` on the node's explicit PATH (same return shape as :meth:`resolve`)."""
 
-    def resolve(self, name: str, timeout_s: float = 10.0) -> tuple[str | None, CommandResult | None]:
+    def resolve(self, name: str, timeout_s: float = 10.0) -> _Lookup:
         """Absolute path of the binary ``name`` on the node (cached once found).
 
         Returns ``(path, None)`` when found (or cached); ``(None, None)`` when the lookup ran and
@@ -191,7 +195,7 @@ class Transport(ABC):
         return self.read_file(path, max_bytes=max_bytes, timeout_s=timeout_s).decode(
             "utf-8", errors="replace")
 
-    def close(self) -> None:
+    def close(self) -> None:  # noqa: B027 - optional hook, nothing to release by default
         """Release resources (nothing to release for these transports)."""
 
 
@@ -211,7 +215,7 @@ class LocalTransport(Transport):
     def _node_path(self) -> str:
         return self.runner.path
 
-    def _resolve_on_node(self, name: str, timeout_s: float) -> tuple[str | None, CommandResult | None]:
+    def _resolve_on_node(self, name: str, timeout_s: float) -> _Lookup:
         return self.runner.resolve(name), None
 
     def _run_resolved(self, argv: tuple[str, ...], *, timeout_s: float,
@@ -256,7 +260,7 @@ class _RemoteTransport(Transport):
 
     _node_path = REMOTE_PATH
 
-    def _resolve_on_node(self, name: str, timeout_s: float) -> tuple[str | None, CommandResult | None]:
+    def _resolve_on_node(self, name: str, timeout_s: float) -> _Lookup:
         # The script is fixed text; the name travels as "$1". It exits 0 whenever the shell ran,
         # so a non-zero status means the transport failed (ssh 255, docker exec 1/125/126).
         remote = self._wrap([SH_BIN, "-c", _LOOKUP_SCRIPT, "sh", name])

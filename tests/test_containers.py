@@ -16,8 +16,8 @@ import pytest
 from conftest import wait_until
 
 from console.containers import (
-    ContainersReading,
     ContainerSource,
+    ContainersReading,
     EventWatcher,
     event_from_api,
     parse_docker_time,

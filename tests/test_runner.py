@@ -13,6 +13,7 @@ from pathlib import Path
 
 import psutil
 import pytest
+from pydantic import ValidationError
 
 from console.runner import DEFAULT_PATH, CommandError, Runner, classify
 
@@ -147,7 +148,7 @@ def test_preflight_reports_each_binary() -> None:
 def test_result_is_frozen_and_timestamped() -> None:
     r = Runner().run(["true"])
     assert r.started_at.tzinfo is not None
-    with pytest.raises(Exception):
+    with pytest.raises(ValidationError):
         r.rc = 5  # type: ignore[misc]
 
 

@@ -116,11 +116,13 @@ def render_timers(r: TimersReading | Unavailable, now: datetime) -> str:
         out += f"  {t.unit}: {t.load_state or 'n/a'}, {t.active_state or 'n/a'}"
         out += f"/{t.sub_state or 'n/a'}\n"
         if t.loaded:
-            out += f"      next {fmt_when(t.next_elapse, now)}; last {fmt_when(t.last_trigger, now)}\n"
+            out += (f"      next {fmt_when(t.next_elapse, now)}; "
+                    f"last {fmt_when(t.last_trigger, now)}\n")
             if t.schedule:
                 out += f"      schedule {'; '.join(t.schedule)}\n"
         if t.service is not None:
-            run_s = {True: "RUNNING NOW", False: "not running", None: "state n/a"}[t.service.running]
+            run_s = {True: "RUNNING NOW", False: "not running",
+                     None: "state n/a"}[t.service.running]
             out += f"      triggers {t.service.unit}: {run_s}"
             out += f" ({t.service.active_state or 'n/a'}/{t.service.sub_state or 'n/a'})\n"
         if t.persistent_warning:

@@ -1,0 +1,117 @@
+"""``seat-console status [--json]``: the whole node snapshot headless, and take_snapshot's
+handling of broken and hung sources."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import threading
+import time
+
+from console.node import SOURCE_NAMES, NodeSnapshot, fmt_duration, fmt_when, take_snapshot
+from console.profile import load_profile
+from console.sources import Source, Unavailable
+
+
+class _Fixed(Source):
+    def __init__(self, name: str, reading) -> None:
+        self.name = name
+        self.reading = reading
+        self.closed = False
+
+    def read(self):
+        return self.reading
+
+    def close(self) -> None:
+        self.closed = True
+
+
+def test_take_snapshot_isolates_broken_and_hung_sources() -> None:
+    release = threading.Event()
+    made: dict[str, _Fixed] = {}
+
+    class Hung(Source):
+        name = "engine"
+
+        def read(self):
+            release.wait(30)
+            return Unavailable(source="engine", reason="late")
+
+    def broken(_loaded):
+        raise RuntimeError("factory exploded")
+
+    def fixed(name):
+        def f(_loaded):
+            made[name] = _Fixed(name, Unavailable(source=name, kind="unreachable", reason="x"))
+            return made[name]
+        return f
+
+    factories = {"gpus": fixed("gpus"), "timers": broken, "silences": fixed("silences"),
+                 "containers": fixed("containers"), "engine": lambda _l: Hung()}
+    t0 = time.monotonic()
+    snap = take_snapshot(load_profile(None, environ={}), timeout_s=1.0, factories=factories)
+    elapsed = time.monotonic() - t0
+    release.set()
+    assert elapsed < 10  # bounded by the timeout, not the hung read
+    down = snap.unavailable()
+    assert set(down) == set(SOURCE_NAMES)
+    assert down["timers"].kind == "error" and "factory exploded" in down["timers"].reason
+    assert down["engine"].kind == "timeout"
+    assert all(made[n].closed for n in ("gpus", "silences", "containers"))
+
+
+def test_fmt_helpers() -> None:
+    from datetime import UTC, datetime, timedelta
+
+    now = datetime(2026, 11, 29, 13, 0, tzinfo=UTC)
+    assert fmt_when(now + timedelta(seconds=391), now) == "2026-11-29 13:06:31Z (in 6 min 31 s)"
+    assert fmt_when(now - timedelta(hours=2, minutes=5), now).endswith("(2 h 05 min ago)")
+    assert fmt_when(None, now) == "n/a"
+    assert fmt_duration(3 * 86400 + 4 * 3600) == "3 d 04 h"
+
+
+def _status(lab, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "console", "--profile", str(lab.profile_path),
+                           "status", *args], capture_output=True, text=True, timeout=120)
+
+
+def test_lab_status_json(lab) -> None:
+    cp = _status(lab, "--json")
+    # the lab has no GPU: NVML is unavailable, so the exit code says "a source is unavailable"
+    assert cp.returncode == 3, cp.stderr
+    snap = NodeSnapshot.model_validate_json(cp.stdout)
+    assert set(snap.unavailable()) == {"gpus"}
+    assert snap.transport == "docker-exec" and snap.profile_source == str(lab.profile_path)
+    assert [t.unit for t in snap.timers.timers] == list(lab.timers)
+    assert snap.containers.get(lab.resident_container).image_id == lab.engine_image_id
+    assert snap.engine.healthy and snap.engine.models[0].id == lab.served_model_name
+    assert snap.silences.url == lab.alertmanager_url
+    raw = json.loads(cp.stdout)
+    assert raw["gpus"]["unavailable"] is True and raw["gpus"]["kind"]
+
+
+def test_lab_status_text(lab) -> None:
+    cp = _status(lab)
+    assert cp.returncode == 3, cp.stderr
+    out = cp.stdout
+    for section in ("GPUs (NVML)", "Timers (on docker-exec", "Silences (Alertmanager",
+                    "Containers (docker", "Engine (vLLM"):
+        assert section in out
+    for unit in lab.timers:
+        assert unit in out
+    if lab.persistent_timers:
+        assert "fire a missed run at once" in out
+    assert f"repo digest (manifest)   {lab.engine_repo_digest}" in out
+    assert f"image ID (config digest) {lab.engine_image_id}" in out
+    assert "unavailable: gpus (" in out
+
+
+def test_lab_status_with_alertmanager_down(lab, lab_stop) -> None:
+    with lab_stop("alertmanager"):
+        cp = _status(lab, "--json")
+    assert cp.returncode == 3
+    snap = NodeSnapshot.model_validate_json(cp.stdout)
+    assert set(snap.unavailable()) == {"gpus", "silences"}
+    assert snap.silences.kind == "unreachable"
+    assert snap.engine.healthy  # the rest is still read
