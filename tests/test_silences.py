@@ -248,6 +248,10 @@ def _free_port(start: int = 29300, end: int = 29400) -> int:
     raise RuntimeError("no free port")
 
 
+SECURE = pytest.mark.lab
+"""Tests on the secure Alertmanager need the binary the lab installs: selected with the lab."""
+
+
 @pytest.fixture(scope="module")
 def secure_am(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SecureAm]:
     binary = shutil.which(AM_BIN) or shutil.which(AM_BIN, path="/usr/bin:/usr/sbin")
@@ -288,6 +292,7 @@ def secure_am(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SecureAm]:
         proc.wait(10)
 
 
+@SECURE
 def test_tls_verified_by_default(secure_am: SecureAm) -> None:
     client = AlertmanagerClient(AlertmanagerSpec(url=secure_am.url, auth="basic"),
                                 environ={ENV_USER: secure_am.user,
@@ -298,6 +303,7 @@ def test_tls_verified_by_default(secure_am: SecureAm) -> None:
     assert secure_am.password not in r.reason
 
 
+@SECURE
 def test_basic_auth_and_private_ca(secure_am: SecureAm) -> None:
     env = {ENV_USER: secure_am.user, ENV_PASSWORD: secure_am.password}
     spec = AlertmanagerSpec(url=secure_am.url, auth="basic", ca_file=secure_am.ca_file)
@@ -312,6 +318,7 @@ def test_basic_auth_and_private_ca(secure_am: SecureAm) -> None:
     client.close()
 
 
+@SECURE
 def test_wrong_password_is_auth_error_without_the_secret(secure_am: SecureAm) -> None:
     wrong = "wrong-" + secure_am.password
     spec = AlertmanagerSpec(url=secure_am.url, auth="basic", ca_file=secure_am.ca_file)
@@ -327,12 +334,14 @@ def test_wrong_password_is_auth_error_without_the_secret(secure_am: SecureAm) ->
     client.close()
 
 
+@SECURE
 def test_no_credentials_is_401(secure_am: SecureAm) -> None:
     spec = AlertmanagerSpec(url=secure_am.url, ca_file=secure_am.ca_file)
     r = SilenceSource(AlertmanagerClient(spec), SEAT).read()
     assert isinstance(r, Unavailable) and r.kind == "auth"
 
 
+@SECURE
 def test_credentials_are_not_logged(secure_am: SecureAm, caplog: pytest.LogCaptureFixture) -> None:
     import logging
 
