@@ -1067,7 +1067,7 @@ def ensure_vllm(state: dict[str, Any]) -> None:
                     "utf-8", "replace")[-2000:])
             return None
 
-        wait_for(lambda: vllm_healthy(state)[0], 300, "vLLM /health", interval=1.0,
+        wait_for(lambda: vllm_healthy(state)[0], 600, "vLLM /health", interval=1.0,
                  alive=_alive)
         code, body = http_get(_vllm_url() + "/v1/models")
         models = [m.get("id") for m in json.loads(body).get("data", [])] if code == 200 else []
@@ -1276,6 +1276,10 @@ def cmd_down(args: argparse.Namespace) -> int:
                 pids = {state.get(comp, {}).get("pid")} | set(find_pids(marker, prog))
                 done = [pid for pid in pids if pid and terminate(int(pid), marker)]
                 info["detail"] = f"stopped pid {done}" if done else "not running"
+        if not find_pids(str(p["docker_root"]), "dockerd"):
+            # dockerd leaves its data-root bind mount and netns/default behind; ours to undo.
+            _unmount_under(p["docker_exec"])
+            _unmount_under(p["docker_root"])
         if args.purge:
             with step("purge lab dir") as info:
                 _unmount_under(LAB)

@@ -145,32 +145,75 @@ def lab_status() -> dict[str, dict[str, Any]]:
     return _lab_module().collect_status()
 
 
+# Outage lock: every test that uses the lab holds ``.lab/disrupt.lock`` SHARED while it runs;
+# ``lab_stop`` converts it to EXCLUSIVE for the outage. So, across test sessions sharing one lab,
+# a component is never taken down under another session's running test, and a test never starts
+# while another session has a component down. (flock: one open file per process; converting a
+# lock on the same open file cannot deadlock with itself.)
+_LOCK_WAIT_S = 900.0
+_lock_files: dict[Path, Any] = {}
+
+
+def _lock_file(lab_dir: Path) -> Any:
+    fh = _lock_files.get(lab_dir)
+    if fh is None:
+        lab_dir.mkdir(parents=True, exist_ok=True)
+        fh = _lock_files[lab_dir] = open(lab_dir / "disrupt.lock", "a+")  # noqa: SIM115
+    return fh
+
+
+def _flock(lab_dir: Path, mode: int, what: str) -> None:
+    """flock ``.lab/disrupt.lock`` in ``mode`` (LOCK_SH / LOCK_EX / LOCK_UN), waiting ≤ 15 min."""
+    fh = _lock_file(lab_dir)
+    if mode == fcntl.LOCK_UN:
+        fcntl.flock(fh, fcntl.LOCK_UN)
+        return
+    deadline = time.monotonic() + _LOCK_WAIT_S
+    while True:
+        try:
+            fcntl.flock(fh, mode | fcntl.LOCK_NB)
+            return
+        except BlockingIOError:
+            if time.monotonic() > deadline:
+                pytest.fail(f"{what}: {lab_dir / 'disrupt.lock'} held by another test session "
+                            f"for over {_LOCK_WAIT_S:.0f}s", pytrace=False)
+            time.sleep(0.2)
+
+
 @pytest.fixture(scope="session")
 def lab() -> Lab:
     """The running lab. Fails (does not skip) with the command to run if it is not up."""
     mod = _lab_module()
-    state_file = mod.STATE_FILE
+    state_file = Path(mod.STATE_FILE)
+    _flock(Path(mod.LAB), fcntl.LOCK_SH, "waiting out another session's lab outage")
     try:
-        state = json.loads(Path(state_file).read_text("utf-8"))
-        lab_ = Lab.from_state(state)
-    except (OSError, ValueError, KeyError, TypeError) as exc:
-        pytest.fail(f"the lab is not up ({state_file}: {exc!r}): {LAB_UP_HINT}", pytrace=False)
-    down = {c: s["detail"] for c, s in mod.collect_status().items() if not s["healthy"]}
-    if down:
-        pytest.fail(f"the lab is not (fully) up, down: {down}: {LAB_UP_HINT}", pytrace=False)
+        try:
+            state = json.loads(state_file.read_text("utf-8"))
+            lab_ = Lab.from_state(state)
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            pytest.fail(f"the lab is not up ({state_file}: {exc!r}): {LAB_UP_HINT}",
+                        pytrace=False)
+        down = {c: s["detail"] for c, s in mod.collect_status().items() if not s["healthy"]}
+        if down:
+            pytest.fail(f"the lab is not (fully) up, down: {down}: {LAB_UP_HINT}",
+                        pytrace=False)
+    finally:
+        _flock(Path(mod.LAB), fcntl.LOCK_UN, "lab")
     return lab_
 
 
-@contextlib.contextmanager
-def _disruption_lock(lab_dir: Path) -> Iterator[None]:
-    """Serialise component outages across test sessions sharing one lab (``.lab/disrupt.lock``)."""
-    lab_dir.mkdir(parents=True, exist_ok=True)
-    with open(lab_dir / "disrupt.lock", "a+") as fh:
-        fcntl.flock(fh, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(fh, fcntl.LOCK_UN)
+@pytest.fixture(autouse=True)
+def _lab_outage_guard(request: pytest.FixtureRequest) -> Iterator[None]:
+    """Hold the outage lock shared for the duration of every test that uses ``lab``."""
+    if "lab" not in request.fixturenames:
+        yield
+        return
+    lab_: Lab = request.getfixturevalue("lab")
+    _flock(lab_.lab_dir, fcntl.LOCK_SH, "waiting out another session's lab outage")
+    try:
+        yield
+    finally:
+        _flock(lab_.lab_dir, fcntl.LOCK_UN, "lab")
 
 
 @pytest.fixture
@@ -194,11 +237,17 @@ def lab_stop(lab: Lab, lab_start: Callable[[str], None]
     stopped), ``vllm`` (the ``seat-resident`` container is stopped). On leaving the block, always
     (also on failure), the component is started again and the block waits until it is healthy.
     ``dockerd`` runs with ``--live-restore``: while it is down, the containers keep running.
+    The outage holds the lab's outage lock exclusively (see ``_lab_outage_guard``).
     """
+
+    depth = [0]  # nested outages (two components down at once) keep the lock exclusive
 
     @contextlib.contextmanager
     def _stop(component: str) -> Iterator[None]:
-        with _disruption_lock(lab.lab_dir):
+        if depth[0] == 0:
+            _flock(lab.lab_dir, fcntl.LOCK_EX, f"stopping {component}")
+        depth[0] += 1
+        try:
             cp = lab_command("stop", component, timeout=120)
             try:
                 if cp.returncode != 0:
@@ -206,6 +255,10 @@ def lab_stop(lab: Lab, lab_start: Callable[[str], None]
                 yield
             finally:
                 lab_start(component)
+        finally:
+            depth[0] -= 1
+            if depth[0] == 0:
+                _flock(lab.lab_dir, fcntl.LOCK_SH, "lab")
 
     return _stop
 

@@ -203,3 +203,15 @@ def test_engine_down_leaves_containers_running(lab: Lab, lab_stop) -> None:
         names = {c.name for c in client.containers.list()}
     assert {lab.node_container, lab.resident_container} <= names
     wait_until(lambda: lab_status()["node"]["healthy"], 60, what="node healthy again")
+
+
+def test_node_stop_and_start_brings_systemd_and_timers_back(lab: Lab, lab_stop) -> None:
+    with lab_stop("node"):
+        st = lab_status()
+        assert st["node"]["healthy"] is False
+        with lab.docker_client() as client:
+            assert client.containers.get(lab.node_container).status == "exited"
+    code, out = _exec(lab, "systemctl", "is-system-running")
+    assert out.strip() == "running"
+    code, out = _exec(lab, "systemctl", "show", "-p", "ActiveState", *lab.timers)
+    assert out.split() == ["ActiveState=active"] * len(lab.timers)
