@@ -64,11 +64,13 @@ from textual.worker import Worker, WorkerState
 
 from console import containers as containers_source
 from console import engine as engine_source
+from console import fit_source
 from console import silences as silences_source
 from console import timers as timers_source
 from console.gpu import make_source as make_gpu_source
 from console.profile import LoadedProfile
 from console.sources import Source, Unavailable, utcnow
+from widgets.fit import FitPanel
 from widgets.gpu import GpuPanel
 from widgets.panel import STALE_FACTOR, STALE_MIN_S, SourcePanel
 from widgets.services import ContainersPanel, EnginePanel, SilencesPanel, TimersPanel
@@ -84,6 +86,7 @@ PANELS: list[tuple[SourceFactory, type[SourcePanel]]] = [
     (containers_source.make_source, ContainersPanel),
     (timers_source.make_source, TimersPanel),
     (silences_source.make_source, SilencesPanel),
+    (fit_source.make_source, FitPanel),
 ]
 """The panels the app shows, top to bottom: ``(make_source, PanelClass)`` pairs.
 

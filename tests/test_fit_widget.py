@@ -1,0 +1,143 @@
+"""The fit panel in the app (Pilot): stacked bars per card, verdict in words, resident and
+candidate side by side, what-if controls that recompute as you type."""
+
+from __future__ import annotations
+
+import re
+
+from app_fixtures import FakeClock, default_loaded
+from textual.widgets import Input, Select
+
+from console.app import PANELS, SeatConsoleApp
+from console.budget import CardBudget, HostMemory
+from console.fit_source import FitInputs, gather_fit_inputs
+from console.fit_source import make_source as make_fit_source
+from console.sources import Source
+from widgets.fit import FitBar, FitPanel, bar_parts
+
+GiB = 1 << 30
+BIG_HOST = HostMemory(total_bytes=2048 * GiB, available_bytes=1536 * GiB)
+
+
+class FixedFit(Source):
+    """The fit inputs of the embedded default profile (no NVML: declared 95 GiB cards)."""
+
+    name = "fit"
+
+    def __init__(self, inputs: FitInputs) -> None:
+        self.inputs = inputs
+        self.reads = 0
+
+    def read(self) -> FitInputs:
+        self.reads += 1
+        return self.inputs
+
+
+def screen_text(app: SeatConsoleApp) -> str:
+    return "\n".join(strip.text for strip in app.screen._compositor.render_strips())
+
+
+def flat(text: str) -> str:
+    return re.sub(r"\s+", " ", re.sub(r"[│╭╮╰╯─]", " ", text))
+
+
+async def wait_for(pilot, predicate, what: str, limit: int = 2000) -> None:
+    for _ in range(limit):
+        if predicate():
+            return
+        await pilot.pause(0.01)
+    raise AssertionError(f"timed out waiting for: {what}")
+
+
+def make_app() -> tuple[SeatConsoleApp, FixedFit]:
+    loaded = default_loaded()
+    src = FixedFit(gather_fit_inputs(loaded, None, gpu_unavailable="test", host=BIG_HOST))
+    app = SeatConsoleApp(loaded, interval=3600.0, panels=[(lambda _l: src, FitPanel)],
+                         clock=FakeClock(), age_tick_s=3600.0, watch_terminal=False)
+    return app, src
+
+
+def test_fit_panel_is_in_the_app() -> None:
+    assert (make_fit_source, FitPanel) in PANELS
+
+
+def test_bar_segments_in_bytes() -> None:
+    card = CardBudget(rank=0, label="GPU 0", total_bytes=95 * GiB, total_source="declared",
+                      requested_bytes=91_804_925_952, weights_bytes=67_173_288_509,
+                      ple_bytes=0, reserve_bytes=GiB, kv_bytes=91_804_925_952 - 67_173_288_509
+                      - GiB)
+    parts = dict(bar_parts(card))
+    assert parts["KV cache"] == 91_804_925_952 - 67_173_288_509 - GiB
+    assert parts["free"] == 95 * GiB - 91_804_925_952      # above gpu_memory_utilization
+    assert sum(parts.values()) == 95 * GiB                  # the bar covers the card exactly
+    from rich.console import Console
+    console = Console(width=40, color_system=None, record=True)
+    console.print(FitBar(card))
+    line = console.export_text().rstrip("\n")
+    assert len(line) == 40 and "│" in line and line.count("█") == round(
+        67_173_288_509 / (95 * GiB) * 40)
+
+
+async def test_default_seat_over_then_what_ifs_recompute_as_you_type() -> None:
+    app, src = make_app()
+    async with app.run_test(size=(160, 60)) as pilot:
+        panel = app.query_one(FitPanel)
+        await wait_for(pilot, lambda: "OVER by" in screen_text(app), "first fit reading drawn")
+        text = flat(screen_text(app))
+        assert "CANDIDATE candidate-nvfp4 (declared), PLE gpu-replicated" in text
+        assert "OVER by 24.74 GiB" in text
+        assert "does not fit: 31.94 GiB per card must leave the GPU" in text
+        assert "RESIDENT" in text and "n/a — resident 'resident-fp8'" in text
+        assert "weights 62.56" in text and "PLE 47.68" in text
+        cand = panel.comparison.candidate
+        assert cand.verdict.fits is False and cand.cards[0].kv_bytes == -26_570_328_637
+
+        # Placement → host: the table leaves the GPUs; 22.94 GiB of KV per card.
+        panel.query_one("#fit-placement", Select).value = "host"
+        await wait_for(pilot, lambda: panel.comparison.candidate.params.ple_placement == "host",
+                       "recompute for host placement")
+        cand = panel.comparison.candidate
+        assert cand.verdict.fits is True and cand.kv_tokens == 835_629
+        await pilot.pause()
+        assert "835,629 tokens" in flat(screen_text(app))
+
+        # Type a utilisation: each keystroke recomputes (no new reading needed).
+        reads = src.reads
+        await pilot.click("#fit-util")
+        await pilot.press("0", ".", "9", "5")
+        await wait_for(pilot, lambda: panel.whatif.gpu_memory_utilization == 0.95,
+                       "util 0.95 parsed")
+        cand = panel.comparison.candidate
+        assert cand.cards[0].requested_bytes == 96_905_199_616   # ceil(95 GiB × 0.95)
+        assert src.reads == reads                                 # recomputed without I/O
+
+        # Context: a shorter max_model_len raises the concurrency at that length.
+        await pilot.click("#fit-context")
+        await pilot.press(*"65536")
+        await wait_for(pilot, lambda: panel.whatif.max_model_len == 65_536, "context parsed")
+        assert panel.comparison.candidate.capacity.max_model_len == 65_536
+
+        # TP 4 on a 2-card node: hypothetical cards, the verdict still computed.
+        await pilot.click("#fit-tp")
+        await pilot.press("4")
+        await wait_for(pilot, lambda: panel.whatif.tensor_parallel_size == 4, "tp parsed")
+        assert len(panel.comparison.candidate.cards) == 4
+
+        # An invalid value is named and ignored (the last valid budget stays).
+        await pilot.click("#fit-util")
+        await pilot.press("backspace", "backspace", "backspace", "backspace", "2")
+        await wait_for(pilot, lambda: panel.whatif_error is not None, "invalid util")
+        assert "util" in panel.whatif_error
+        await pilot.pause()
+        assert "what-if ignored, invalid: util" in flat(screen_text(app))
+
+
+async def test_seqs_control_and_narrow_terminal() -> None:
+    app, _src = make_app()
+    async with app.run_test(size=(80, 24)) as pilot:
+        panel = app.query_one(FitPanel)
+        await wait_for(pilot, lambda: panel.comparison is not None, "first fit reading")
+        panel.query_one("#fit-seqs", Input).value = "8"
+        await wait_for(pilot, lambda: panel.whatif.max_num_seqs == 8, "seqs parsed")
+        levers = {lv.lever: lv for lv in panel.comparison.candidate.verdict.levers}
+        assert "max_num_seqs 8" in levers["fewer sequences"].effect

@@ -1,0 +1,272 @@
+"""The fit panel: resident and candidate side by side, a stacked bar per card, what-if controls.
+
+Per checkpoint and card: a bar of weights | PLE table | reserve | KV cache | free (the part of
+the CUDA-visible total above ``gpu_memory_utilization``), scaled to the card's total, with the
+numbers in GiB (2^30 B; 2 decimals truncated, as :func:`console.budget.gib`); when weights + PLE
++ reserve exceed the usable memory the bar shows the usable limit and says by how much. Below:
+KV tokens and maximum concurrency (as vLLM computes them), the verdict in words and the levers.
+At the bottom: the KV capacity ratio (candidate / resident) and the live overlay of the running
+seat (predicted vs NVML).
+
+What-if controls — the candidate's PLE placement, gpu_memory_utilization, tensor parallel size,
+context (max_model_len) and sequences (max_num_seqs) — recompute as you type; a blank field
+keeps the profile's value (shown as the placeholder). The recomputation is
+:func:`console.fit_source.compute_budgets`, pure arithmetic on the last reading: no I/O here.
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from pydantic import BaseModel, ValidationError
+from rich.console import Console, ConsoleOptions, Group, RenderResult
+from rich.text import Text
+from textual import on
+from textual.app import ComposeResult
+from textual.containers import Horizontal
+from textual.widgets import Input, Label, Select, Static
+
+from console.budget import CardBudget, Comparison, FitBudget, OverlayRow, gib
+from console.fit_source import FitInputs, WhatIf, compute_budgets
+from widgets.panel import SourcePanel
+
+PLACEMENTS = ("gpu-replicated", "gpu-sharded", "host")
+
+SEGMENTS: tuple[tuple[str, str, str], ...] = (
+    ("weights", "█", "cyan"),
+    ("PLE", "▓", "magenta"),
+    ("reserve", "▒", "yellow"),
+    ("KV cache", "░", "green"),
+    ("free", "·", "bright_black"),
+)
+"""Bar segments in order: (name, glyph, style). Glyphs differ so the bar reads under NO_COLOR."""
+
+
+def bar_parts(card: CardBudget) -> list[tuple[str, int]]:
+    """Bytes of each segment of ``card``'s bar, in :data:`SEGMENTS` order: weights, PLE,
+    reserve, KV cache (what is left, ≥ 0), free (CUDA-visible total − usable)."""
+    total = card.total_bytes or 0
+    usable = card.requested_bytes or 0
+    kv = max(0, card.kv_bytes or 0)
+    return [("weights", card.weights_bytes), ("PLE", card.ple_bytes),
+            ("reserve", card.reserve_bytes), ("KV cache", kv),
+            ("free", max(0, total - usable))]
+
+
+class FitBar:
+    """Rich renderable: one card's stacked bar across the available width (see module doc).
+
+    Cells are proportional to bytes over the CUDA-visible total (a non-zero part gets at least
+    one cell); the part beyond the total is cut, and a ``│`` marks where usable memory ends.
+    """
+
+    def __init__(self, card: CardBudget) -> None:
+        self.card = card
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        width = max(10, options.max_width)
+        total = self.card.total_bytes
+        text = Text()
+        if not total:
+            yield Text("total n/a", style="italic")
+            return
+        cells: list[tuple[str, str]] = []
+        for (name, nbytes), (_n, glyph, style) in zip(bar_parts(self.card), SEGMENTS,
+                                                      strict=True):
+            n = round(nbytes / total * width)
+            if nbytes > 0:
+                n = max(1, n)
+            cells += [(glyph, style)] * n
+        cells = cells[:width] + [(" ", "")] * max(0, width - len(cells))
+        mark = min(width - 1, round((self.card.requested_bytes or 0) / total * width))
+        over = (self.card.kv_bytes or 0) < 0
+        for i, (glyph, style) in enumerate(cells):
+            if i == mark:
+                text.append("│", style="bold red" if over else "bold")
+            else:
+                text.append(glyph, style=("red" if over and i > mark and glyph != " "
+                                          else style))
+        yield text
+
+
+def legend() -> Text:
+    """The bar legend line."""
+    t = Text()
+    for name, glyph, style in SEGMENTS:
+        t.append(f"{glyph} ", style=style)
+        t.append(f"{name}  ")
+    t.append("│ usable limit", style="bold")
+    return t
+
+
+def render_side(title: str, b: FitBudget | None, why: str | None) -> Group:
+    """One column: title, per-card bars with numbers, KV, verdict and levers."""
+    head = Text(title, style="bold")
+    if b is None:
+        return Group(head, Text(f"n/a — {why}", style="italic"))
+    p = b.params
+    head.append(f"  {b.name} ({b.footprint_source}), PLE {p.ple_placement}", style="")
+    parts: list = [head]
+    for c in b.cards:
+        parts.append(Text(f"{c.label}: {gib(c.total_bytes)} GiB {c.total_source}, usable "
+                          f"{gib(c.requested_bytes)} GiB (×{p.gpu_memory_utilization:g})"))
+        parts.append(FitBar(c))
+        line = Text()
+        for name, nbytes in bar_parts(c):
+            line.append(f"{name} {gib(nbytes)}  ")
+        if (c.kv_bytes or 0) < 0:
+            line.append(f"OVER by {gib(-(c.kv_bytes or 0))} GiB", style="bold red")
+        parts.append(line)
+    if b.capacity is not None:
+        cap = b.capacity
+        parts.append(Text(f"KV cache {cap.kv_tokens:,} tokens · max concurrency "
+                          f"{cap.max_concurrency:.2f}× at {cap.max_model_len:,} · "
+                          f"{b.kv_model.bytes_per_token:,} B/token/GPU" if b.kv_model else ""))
+    else:
+        parts.append(Text(f"KV cache n/a — {b.kv_unavailable}", style="italic"))
+    style = "bold green" if b.verdict.fits else "bold red"
+    parts.append(Text(b.verdict.words, style=style))
+    for lev in b.verdict.levers:
+        mark = {True: "+", False: "-", None: "·"}[lev.helps]
+        parts.append(Text(f" {mark} {lev.lever}: {lev.effect}", style="dim" if lev.helps
+                          is not True else ""))
+    if b.host_ram is not None:
+        parts.append(Text(f"host RAM: {b.host_ram.words}"))
+    for pf in b.preflight:
+        if pf.ok is False:
+            parts.append(Text(f"pre-flight: {pf.words}", style="yellow"))
+    return Group(*parts)
+
+
+def render_footer(comp: Comparison, overlay: list[OverlayRow]) -> Group:
+    """Ratio line and live overlay rows."""
+    parts: list = [legend()]
+    if comp.kv_tokens_ratio is not None:
+        parts.append(Text(f"KV capacity candidate / resident: {comp.kv_tokens_ratio:.2f}× "
+                          "(tokens)", style="bold"))
+    else:
+        parts.append(Text("KV capacity ratio: n/a (needs both budgets with KV tokens)",
+                          style="dim"))
+    for r in overlay:
+        parts.append(Text(f"live {r.label}: predicted {gib(r.predicted_bytes)} GiB · NVML "
+                          f"{gib(r.nvml_used_bytes)} GiB ({r.nvml_basis}) · difference "
+                          f"{gib(r.difference_bytes)} GiB"))
+    return Group(*parts)
+
+
+class FitPanel(SourcePanel):
+    """Fit budget panel (source ``fit``: :class:`console.fit_source.FitInputs`).
+
+    State for tests: ``comparison`` / ``overlay`` (the last computed), ``whatif`` (the parsed
+    controls), ``whatif_error`` (why the controls are invalid, or ``None``).
+    """
+
+    source_name: ClassVar[str] = "fit"
+    title: ClassVar[str] = "Fit budget (GiB = 2^30 B)"
+
+    DEFAULT_CSS = """
+    FitPanel #fit-controls { height: auto; }
+    FitPanel #fit-controls Label { padding: 0 0 0 1; }
+    FitPanel #fit-controls Input { margin: 0 0 0 1; }
+    FitPanel #fit-placement { width: 18; margin: 0 0 0 1; }
+    FitPanel #fit-util { width: 6; }
+    FitPanel #fit-tp { width: 4; }
+    FitPanel #fit-context { width: 9; }
+    FitPanel #fit-seqs { width: 6; }
+    FitPanel #fit-sides { height: auto; }
+    FitPanel #fit-sides > Static { width: 1fr; padding: 0 1 0 0; }
+    FitPanel #fit-error { color: $error; height: auto; }
+    """
+
+    def __init__(self, **kwargs) -> None:
+        super().__init__(**kwargs)
+        self._inputs: FitInputs | None = None
+        self.comparison: Comparison | None = None
+        self.overlay: list[OverlayRow] = []
+        self.whatif = WhatIf()
+        self.whatif_error: str | None = None
+
+    def compose_body(self) -> ComposeResult:
+        """What-if controls, the two sides, the footer."""
+        seat = self.loaded.profile.seat if self.loaded else None
+        cand = self.loaded.profile.candidate if self.loaded else None
+        with Horizontal(id="fit-controls"):
+            yield Label("PLE")
+            yield Select([(p, p) for p in PLACEMENTS], allow_blank=False, compact=True,
+                         value=cand.ple_placement if cand else "gpu-replicated",
+                         id="fit-placement")
+            yield Label("util")
+            yield Input(placeholder=f"{seat.gpu_memory_utilization:g}" if seat else "",
+                        type="number", compact=True, id="fit-util")
+            yield Label("TP")
+            yield Input(placeholder=str(seat.tensor_parallel_size) if seat else "",
+                        type="integer", compact=True, id="fit-tp")
+            yield Label("context")
+            yield Input(placeholder=str(seat.max_model_len) if seat else "", type="integer",
+                        compact=True, id="fit-context")
+            yield Label("seqs")
+            yield Input(placeholder=str(seat.max_num_seqs) if seat else "", type="integer",
+                        compact=True, id="fit-seqs")
+        yield Static("", id="fit-error")
+        with Horizontal(id="fit-sides"):
+            yield Static("", id="fit-resident")
+            yield Static("", id="fit-candidate")
+        yield Static("", id="fit-footer")
+
+    def render_reading(self, reading: BaseModel) -> None:
+        """Keep the latest inputs and recompute with the current what-if controls."""
+        if not isinstance(reading, FitInputs):
+            raise TypeError(f"fit panel got a {type(reading).__name__}")
+        self._inputs = reading
+        self._recompute()
+
+    def _read_controls(self) -> WhatIf:
+        def val(wid: str) -> str | None:
+            v = self.query_one(f"#{wid}", Input).value.strip()
+            return v or None
+
+        placement = self.query_one("#fit-placement", Select).value
+        raw = {"placement": placement if isinstance(placement, str) else None,
+               "gpu_memory_utilization": val("fit-util"),
+               "tensor_parallel_size": val("fit-tp"), "max_model_len": val("fit-context"),
+               "max_num_seqs": val("fit-seqs")}
+        return WhatIf.model_validate(raw)
+
+    def _recompute(self) -> None:
+        try:
+            self.whatif = self._read_controls()
+            self.whatif_error = None
+        except ValidationError as exc:
+            names = {"gpu_memory_utilization": "util (0 < u ≤ 1)",
+                     "tensor_parallel_size": "TP (1-64)", "max_model_len": "context (≥ 1)",
+                     "max_num_seqs": "seqs (≥ 1)"}
+            bad = ", ".join(names.get(str(e["loc"][0]), str(e["loc"][0])) for e in exc.errors())
+            self.whatif_error = f"what-if ignored, invalid: {bad}"
+        self.query_one("#fit-error", Static).update(self.whatif_error or "")
+        if self._inputs is None:
+            return
+        self.comparison, self.overlay = compute_budgets(self._inputs, self.whatif)
+        c = self.comparison
+        self.query_one("#fit-resident", Static).update(
+            render_side("RESIDENT", c.resident, c.resident_unavailable))
+        self.query_one("#fit-candidate", Static).update(
+            render_side("CANDIDATE", c.candidate, c.candidate_unavailable))
+        self.query_one("#fit-footer", Static).update(render_footer(c, self.overlay))
+
+    @on(Input.Changed)
+    @on(Select.Changed)
+    def _controls_changed(self) -> None:
+        """A what-if control changed: recompute at once (no I/O)."""
+        self._recompute()
+
+
+__all__ = [
+    "PLACEMENTS",
+    "SEGMENTS",
+    "FitBar",
+    "FitPanel",
+    "bar_parts",
+    "legend",
+    "render_footer",
+    "render_side",
+]
