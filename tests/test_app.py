@@ -44,7 +44,7 @@ from app_fixtures import (  # noqa: E402
     fixed,
     vllm_mapper,
 )
-from nvml_double import NvmlDouble  # noqa: E402
+from nvml_double import FakeMig, FakeProcess, NvmlDouble  # noqa: E402
 
 from console.app import (  # noqa: E402
     BACKOFF_MAX_S,
@@ -423,6 +423,29 @@ async def test_gpu_panel_unsupported_fields_are_na_never_zero():
         assert "util n/a" in line and "mem n/a" in line and "n/a °C" not in line
         assert "power n/a / 700 W" in line and " 0 °C" not in line
         assert "not supported" in text
+
+
+async def test_gpu_panel_mig_instances_and_a_card_outside_the_seat():
+    cards = demo_cards()
+    cards[1].mig_mode = True
+    cards[1].mig = [
+        FakeMig(uuid="MIG-aaaa", name="NVIDIA H200 MIG 3g.71gb", gpu_instance_id=1,
+                compute_instance_id=0, total=71 * GIB, reserved=0, used=20 * GIB,
+                processes=[FakeProcess(4121, 20 * GIB, 1, 0)]),
+        None,
+        FakeMig(uuid="MIG-bbbb", name="NVIDIA H200 MIG 3g.71gb", gpu_instance_id=2,
+                compute_instance_id=0, total=71 * GIB, reserved=0, used=0),
+    ]
+    clock = FakeClock()
+    src = ClockedGpuSource(NvmlDouble(cards), clock, ["0"], vllm_mapper())  # seat: GPU 0 only
+    app = make_app([(fixed(src), GpuPanel)], clock=clock)
+    async with app.run_test(size=(100, 60)) as pilot:
+        text = await gpu_text(app, pilot)
+        assert "GPU 1  NVIDIA H200  not in the seat" in text
+        assert "1 in the seat" in text
+        assert "MIG 3g.71gb  GI 1 CI 0  used 20.00 GiB of 71.00 GiB  processes 1" in text
+        assert "MIG 3g.71gb  GI 2 CI 0  used 0.00 GiB of 71.00 GiB  processes 0" in text
+        assert "python3 (MIG GI 1)" in text
 
 
 @pytest.mark.parametrize(("code", "kind", "words"), [

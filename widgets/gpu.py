@@ -29,7 +29,7 @@ from textual.containers import Container
 from textual.widget import Widget
 from textual.widgets import Static
 
-from console.gpu import GpuCard, GpuProcess, GpuSnapshot, MemoryReading
+from console.gpu import GpuCard, GpuProcess, GpuSnapshot, MemoryReading, MigInstance
 from console.sources import Unavailable
 from widgets.panel import SourcePanel
 
@@ -181,6 +181,8 @@ def _process_table(procs: list[GpuProcess] | None) -> Table | Text | Group:
             ctr = Text("host" if p.mapped else "n/a", style="dim")
         else:
             ctr = Text(p.container.name or p.container.short_id)
+        if p.gpu_instance_id is not None:
+            name.append(f" (MIG GI {p.gpu_instance_id})", style="dim")
         t.add_row(str(p.pid), name, ctr, gib(p.used_memory_bytes))
     if not reasons:
         return t
@@ -237,6 +239,8 @@ class GpuCardView(Widget):
         if c.serves_seat:
             t.append("  ")
             t.append(" SEAT ", style="bold reverse green")
+        else:
+            t.append("  not in the seat", style="dim")
         if c.state == "lost":
             t.append("  ")
             t.append(" LOST ", style="bold reverse red")
@@ -285,6 +289,18 @@ class GpuCardView(Widget):
         t.append(f"power {_na(draw)} / {_na(limit)} W")
         return t
 
+    def _mig_line(self, inst: MigInstance) -> Text:
+        name = inst.name or "n/a"
+        if self.card.name and name.startswith(self.card.name):
+            name = name[len(self.card.name):].strip()  # "NVIDIA H200 MIG 3g.71gb" → "MIG 3g.71gb"
+        im = inst.memory
+        nproc = "n/a" if inst.processes is None else str(len(inst.processes))
+        t = Text(f"{name}  GI {_na(inst.gpu_instance_id)} CI {_na(inst.compute_instance_id)}  ")
+        t.append("used ", style="bold")
+        t.append(f"{gib(im.used_bytes) if im else 'n/a'} of {gib(im.total_bytes) if im else 'n/a'}"
+                 f"  processes {nproc}")
+        return t
+
     def render(self) -> Group:
         """The card as a Rich group (no I/O)."""
         c = self.card
@@ -318,10 +334,7 @@ class GpuCardView(Widget):
             rows.append(spark)
         if c.mig_enabled:
             for inst in c.mig_instances:
-                im = inst.memory
-                rows.append(Text(f"MIG {inst.name or 'n/a'} #{inst.index}: used "
-                                 f"{gib(im.used_bytes) if im else 'n/a'} of "
-                                 f"{gib(im.total_bytes) if im else 'n/a'}"))
+                rows.append(self._mig_line(inst))
         if c.state == "ok":
             rows.append(_process_table(c.processes))
         problems = [f"{k}: not supported" for k in c.unsupported] + [
