@@ -56,6 +56,7 @@ from textual.app import App, ComposeResult
 from textual.binding import Binding, BindingType
 from textual.command import DiscoveryHit, Hit, Hits, Provider
 from textual.containers import VerticalScroll
+from textual.css.query import NoMatches
 from textual.message import Message
 from textual.screen import ModalScreen, Screen
 from textual.timer import Timer
@@ -158,7 +159,7 @@ def read_guarded(source: Source) -> BaseModel:
     name = getattr(source, "name", type(source).__name__)
     try:
         reading = source.read()
-    except Exception as exc:  # noqa: BLE001 - reported in the panel, never raised into the UI
+    except Exception as exc:
         log.warning("source %s raised", name, exc_info=True)
         return Unavailable(source=name, kind="error",
                            reason=f"read() raised {type(exc).__name__}: {exc}")
@@ -284,26 +285,26 @@ class HelpScreen(ModalScreen[None]):
 
 HELP_SECTIONS: list[tuple[str, list[str]]] = [
     ("Reading the GPU panel", [
-        "Memory is in GiB (1 GiB = 2^30 bytes). The bar shows used █, reserved ▓ and free ░ "
-        "per card.",
-        "'used incl. reserved': the driver only has NVML's v1 memory API, which counts the "
-        "driver-reserved memory as used.",
+        ("Memory is in GiB (1 GiB = 2^30 bytes). The bar shows used █, reserved ▓ and free ░ "
+         "per card."),
+        ("'used incl. reserved': the driver only has NVML's v1 memory API, which counts the "
+         "driver-reserved memory as used."),
         "CUDA-visible = total − reserved: the total that vLLM applies gpu_memory_utilization to.",
-        "n/a: the card does not report that field (never shown as 0). SEAT: the card serves the "
-        "seat (profile node.gpus). LOST: the card fell off the bus; the other cards stay live.",
+        ("n/a: the card does not report that field (never shown as 0). SEAT: the card serves the "
+         "seat (profile node.gpus). LOST: the card fell off the bus; the other cards stay live."),
     ]),
     ("States of a panel", [
         "The border shows how old the reading is.",
-        "STALE (red border): no new reading for a while, e.g. a read that hangs ('reading for "
-        "N s'). The other panels stay live.",
-        "Unavailable (yellow border): the reason, how old the last good value is, and that "
-        "value dimmed. A failing source is retried less often (5 s, growing to 30 s).",
-        "PAUSED: nothing is read until you press p again. READ-ONLY: no action that changes "
-        "the node is offered.",
+        ("STALE (red border): no new reading for a while, e.g. a read that hangs ('reading for "
+         "N s'). The other panels stay live."),
+        ("Unavailable (yellow border): the reason, how old the last good value is, and that "
+         "value dimmed. A failing source is retried less often (5 s, growing to 30 s)."),
+        ("PAUSED: nothing is read until you press p again. READ-ONLY: no action that changes "
+         "the node is offered."),
     ]),
     ("Command palette (ctrl+p)", [
-        "Pause or resume, refresh now, set the refresh interval (type e.g. 'interval 3'), "
-        "open this help.",
+        ("Pause or resume, refresh now, set the refresh interval (type e.g. 'interval 3'), "
+         "open this help."),
     ]),
 ]
 """Help text after the key list: (heading, paragraphs)."""
@@ -386,7 +387,6 @@ class SeatConsoleApp(App[int]):
 
     CSS = """
     #panels { height: 1fr; }
-    #panels > SourcePanel { margin: 0 0 0 0; }
     """
 
     def __init__(self, loaded: LoadedProfile, *, readonly: bool = False,
@@ -415,7 +415,7 @@ class SeatConsoleApp(App[int]):
         for i, (factory, panel_cls) in enumerate(self._panel_specs):
             try:
                 source = factory(self.loaded)
-            except Exception as exc:  # noqa: BLE001 - shown in the panel as unavailable
+            except Exception as exc:
                 log.warning("source factory %r failed", factory, exc_info=True)
                 source = BrokenSource(panel_cls.source_name,
                                       f"could not set up: {type(exc).__name__}: {exc}")
@@ -474,7 +474,7 @@ class SeatConsoleApp(App[int]):
         grid.add_row(ident, mode)
         try:
             self.query_one("#header-text", Static).update(Group(grid, detail))
-        except Exception:  # noqa: BLE001 - header not mounted yet (startup); drawn on mount
+        except NoMatches:  # not mounted yet (called before on_mount); drawn on mount
             log.debug("header not mounted yet")
 
     # -- polling ----------------------------------------------------------------------------
@@ -627,9 +627,7 @@ class SeatConsoleApp(App[int]):
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         """Under ``--readonly`` node actions are neither shown nor run."""
-        if self.readonly and action in self._node_action_names():
-            return False
-        return True
+        return not (self.readonly and action in self._node_action_names())
 
     def _node_action_names(self) -> set[str]:
         return {b.action for b in self.BINDINGS if isinstance(b, Binding) and is_node_action(b)}
@@ -710,7 +708,7 @@ class SeatConsoleApp(App[int]):
 def _close_quietly(source: Source) -> None:
     try:
         source.close()
-    except Exception:  # noqa: BLE001 - closing at exit; logged
+    except Exception:
         log.warning("closing source %s failed", getattr(source, "name", source), exc_info=True)
 
 
@@ -731,7 +729,20 @@ def run_app(loaded: LoadedProfile, readonly: bool = False, interval: float | Non
 
 
 __all__ = [
-    "BACKOFF_MAX_S", "BACKOFF_MIN_S", "EXIT_HANGUP", "EXIT_HANGUP_FORCED", "HelpScreen", "NODE_ACTION_PREFIX", "PANELS",
-    "SeatConsoleApp", "SourceFactory", "SourceReading", "SourceState", "filter_action_bindings",
-    "is_node_action", "next_delay", "read_guarded", "run_app",
+    "BACKOFF_MAX_S",
+    "BACKOFF_MIN_S",
+    "EXIT_HANGUP",
+    "EXIT_HANGUP_FORCED",
+    "NODE_ACTION_PREFIX",
+    "PANELS",
+    "HelpScreen",
+    "SeatConsoleApp",
+    "SourceFactory",
+    "SourceReading",
+    "SourceState",
+    "filter_action_bindings",
+    "is_node_action",
+    "next_delay",
+    "read_guarded",
+    "run_app",
 ]

@@ -33,7 +33,7 @@ from widgets.gpu import GpuPanel
 from widgets.panel import SourcePanel
 
 sys.path.insert(0, str(Path(__file__).parent))
-from nvml_double import FakeCard, FakeProcess, NvmlDouble, h200_pair  # noqa: E402
+from nvml_double import FakeCard, FakeProcess, NvmlDouble, h200_pair
 
 GIB = 1 << 30
 T0 = datetime(2026, 11, 29, 12, 0, 0, tzinfo=UTC)

@@ -16,7 +16,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
-from app_fixtures import demo_app, loading_script  # noqa: E402
+from app_fixtures import demo_app, loading_script
 
 
 async def take(out: Path, size: tuple[int, int]) -> None:

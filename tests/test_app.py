@@ -13,7 +13,6 @@ import os
 import pty
 import re
 import select
-import signal
 import subprocess
 import sys
 import threading
@@ -28,7 +27,7 @@ from textual.binding import Binding, BindingType
 from textual.command import CommandPalette
 
 sys.path.insert(0, str(Path(__file__).parent))
-from app_fixtures import (  # noqa: E402
+from app_fixtures import (
     GIB,
     VLLM_WORKER_BYTES,
     ClockedGpuSource,
@@ -44,9 +43,9 @@ from app_fixtures import (  # noqa: E402
     fixed,
     vllm_mapper,
 )
-from nvml_double import FakeMig, FakeProcess, NvmlDouble  # noqa: E402
+from nvml_double import FakeMig, FakeProcess, NvmlDouble
 
-from console.app import (  # noqa: E402
+from console.app import (
     BACKOFF_MAX_S,
     BACKOFF_MIN_S,
     EXIT_HANGUP,
@@ -55,7 +54,7 @@ from console.app import (  # noqa: E402
     filter_action_bindings,
     next_delay,
 )
-from widgets.gpu import GpuCardView, GpuPanel, Spark  # noqa: E402
+from widgets.gpu import GpuCardView, GpuPanel, Spark
 
 SIZE = (100, 40)
 
@@ -511,24 +510,25 @@ async def test_no_color_renders_monochrome(monkeypatch):
 
 
 # ------------------------------------------------------------------------------ terminal gone
+_PTY_CHILD = """
+import fcntl, os, signal, sys, termios
+fcntl.ioctl(0, termios.TIOCSCTTY, 0)  # the pty becomes the controlling terminal
+if sys.argv[1] == "block":
+    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGHUP})  # inherited across exec
+os.execv(sys.executable, [sys.executable, "-m", "console", "--interval", "0.5"])
+"""
+
+
 def _spawn_on_pty(tmp_path: Path, block_sighup: bool) -> tuple[subprocess.Popen, int]:
     master, slave = pty.openpty()
     env = {**os.environ, "XDG_CONFIG_HOME": str(tmp_path), "TERM": "xterm-256color",
            "COLUMNS": "80", "LINES": "24"}
     env.pop("SEAT_CONSOLE_PROFILE", None)
     env.pop("NO_COLOR", None)
-
-    def child_setup() -> None:
-        os.setsid()
-        import fcntl
-        import termios
-        fcntl.ioctl(0, termios.TIOCSCTTY, 0)
-        if block_sighup:
-            signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGHUP})
-
-    proc = subprocess.Popen([sys.executable, "-m", "console", "--interval", "0.5"],
-                            stdin=slave, stdout=slave, stderr=slave, env=env,
-                            preexec_fn=child_setup, close_fds=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-c", _PTY_CHILD, "block" if block_sighup else "deliver"],
+        stdin=slave, stdout=slave, stderr=slave, env=env, start_new_session=True,
+        close_fds=True, cwd=Path(__file__).parent.parent)
     os.close(slave)
     return proc, master
 

@@ -19,7 +19,7 @@ import pynvml
 import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
-from app_fixtures import (  # noqa: E402
+from app_fixtures import (
     CountingPanel,
     DownSource,
     FakeClock,
@@ -30,9 +30,9 @@ from app_fixtures import (  # noqa: E402
     fixed,
     loading_script,
 )
-from nvml_double import NvmlDouble  # noqa: E402
+from nvml_double import NvmlDouble
 
-from console.app import SeatConsoleApp  # noqa: E402
+from console.app import SeatConsoleApp
 
 NARROW = (80, 24)
 WIDE = (160, 50)

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from collections import deque
 from datetime import datetime, timedelta
+from itertools import pairwise
 from typing import ClassVar
 
 from pydantic import BaseModel
@@ -130,7 +131,7 @@ class Spark:
             c = min(width - 1, int((t - start).total_seconds() / self.span_s * width))
             cols[c] = used if cols[c] is None else max(cols[c], used)
             last_t[c] = t if last_t[c] is None else max(last_t[c], t)
-        gaps = sorted((b[0] - a[0]).total_seconds() for a, b in zip(pts, pts[1:], strict=False))
+        gaps = sorted((b[0] - a[0]).total_seconds() for a, b in pairwise(pts))
         if not gaps:
             return cols
         max_gap = 2.5 * gaps[len(gaps) // 2]
@@ -420,4 +421,4 @@ class GpuPanel(SourcePanel):
         return t
 
 
-__all__ = ["GpuCardView", "GpuPanel", "HINTS", "MemoryBar", "Spark", "gib"]
+__all__ = ["HINTS", "GpuCardView", "GpuPanel", "MemoryBar", "Spark", "gib"]
