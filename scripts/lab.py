@@ -1209,7 +1209,8 @@ HEALTH = {"dockerd": dockerd_healthy, "registry": registry_healthy,
 def _base_state() -> dict[str, Any]:
     state = load_state()
     state.setdefault("version", 1)
-    state.setdefault("started_at", utc_now())
+    if not state.get("complete") or "started_at" not in state:
+        state["started_at"] = utc_now()  # when this lab was (re)brought up
     state.update({"repo": str(REPO), "lab_dir": str(LAB), "cache_dir": str(CACHE),
                   "state_file": str(STATE_FILE), "runtime_dir": str(runtime_dir()),
                   "profile": str(PROFILE_FILE)})
