@@ -674,8 +674,15 @@ def scan_checkpoint(directory: str | os.PathLike[str], *,
     # (a DeepSeek-V3 checkpoint has ~90,000 tensors but a few dozen distinct patterns).
     cache: dict[tuple[str, int, bool], tuple[Role, TpClass]] = {}
     digits = re.compile(r"(?<=\.)\d+(?=\.|$)")  # layer / expert numbers, not "fc2" or "w1"
-    counted: list[tuple[str, str, str, list[int], int, int, Role, TpClass]] = []
+    kept: list[TensorInfo] | None = [] if keep_tensors else None
     seen: dict[str, str] = {}
+    total = 0
+    count = 0
+    by_dtype: dict[str, list[int]] = {}
+    roles: dict[str, dict[str, Any]] = {r: {"bytes": 0, "tensors": 0, "by_dtype": {}}
+                                        for r in ROLES}
+    split = TpSplitBuilder()
+    listed_of = weight_map.get if weight_map is not None else None
     for shard, (size, n, raw, data) in headers.items():
         missing = max(0, 8 + n + data - size)
         if missing:
@@ -689,8 +696,8 @@ def scan_checkpoint(directory: str | os.PathLike[str], *,
                     kind="duplicate-tensor", detail=f"{name}: in both {seen[name]} and {shard}"))
                 continue
             seen[name] = shard
-            if weight_map is not None:
-                listed = weight_map.get(name)
+            if listed_of is not None:
+                listed = listed_of(name)
                 if listed is None:
                     problems.append(CheckpointProblem(
                         kind="unlisted-tensor", severity="warning",
@@ -702,12 +709,29 @@ def scan_checkpoint(directory: str | os.PathLike[str], *,
                         kind="tensor-absent",
                         detail=f"{name}: index says {listed}, found in {shard}"))
                     continue
-            key = (digits.sub("#", name), len(shape), e - b <= 8 and math.prod(shape) <= 1)
+            nb = e - b
+            key = (digits.sub("#", name), len(shape), nb <= 8 and math.prod(shape) <= 1)
             cls = cache.get(key)
             if cls is None:
                 role = classify_role(name, ple_re)
                 cls = cache[key] = (role, classify_tp(name, shape, role))
-            counted.append((name, shard, dtype, shape, b, e, cls[0], cls[1]))
+            role, tp = cls
+            total += nb
+            count += 1
+            d = by_dtype.get(dtype)
+            if d is None:
+                d = by_dtype[dtype] = [0, 0]
+            d[0] += nb
+            d[1] += 1
+            r = roles[role]
+            r["bytes"] += nb
+            r["tensors"] += 1
+            rd = r["by_dtype"]
+            rd[dtype] = rd.get(dtype, 0) + nb
+            split.add(name, shape, nb, role, tp)
+            if kept is not None:
+                kept.append(TensorInfo(name=name, shard=shard, dtype=dtype, shape=shape,
+                                       begin=b, end=e, role=role, tp=tp))
     if weight_map is not None:
         absent = [n for n, s in weight_map.items() if s in headers and seen.get(n) != s]
         for n in absent[:50]:
@@ -719,7 +743,6 @@ def scan_checkpoint(directory: str | os.PathLike[str], *,
             problems.append(CheckpointProblem(
                 kind="tensor-absent", detail=f"… and {len(absent) - 50} more tensors absent"))
 
-    total = sum(c[5] - c[4] for c in counted)
     if index_summary is not None and index_summary.total_size is not None \
             and not any(p.kind == "missing-shard" for p in problems) \
             and index_summary.total_size != total:
@@ -729,20 +752,6 @@ def scan_checkpoint(directory: str | os.PathLike[str], *,
             detail=f"index metadata.total_size = {index_summary.total_size:,} B but the listed "
                    f"tensors' headers sum to {total:,} B ({diff:+,} B)"))
 
-    by_dtype: dict[str, list[int]] = {}
-    roles: dict[str, dict[str, Any]] = {r: {"bytes": 0, "tensors": 0, "by_dtype": {}}
-                                        for r in ROLES}
-    split = TpSplitBuilder()
-    for name, _shard, dtype, shape, b, e, role, tp in counted:
-        nb = e - b
-        d = by_dtype.setdefault(dtype, [0, 0])
-        d[0] += nb
-        d[1] += 1
-        r = roles[role]
-        r["bytes"] += nb
-        r["tensors"] += 1
-        r["by_dtype"][dtype] = r["by_dtype"].get(dtype, 0) + nb
-        split.add(name, shape, nb, role, tp)
     unknown = sorted(d for d in by_dtype if d not in DTYPE_BITS)
     return CheckpointSummary(
         path=str(root), scan_duration_s=time.perf_counter() - t0,
@@ -751,13 +760,12 @@ def scan_checkpoint(directory: str | os.PathLike[str], *,
         shards=[ShardSummary(file=sh, file_size=size, header_len=n, tensors=len(raw),
                              data_bytes=data, missing_bytes=max(0, 8 + n + data - size))
                 for sh, (size, n, raw, data) in headers.items()],
-        index=index_summary, problems=problems, total_bytes=total, tensor_count=len(counted),
+        index=index_summary, problems=problems, total_bytes=total, tensor_count=count,
         by_dtype=[DtypeTotal(dtype=k, bytes=v[0], tensors=v[1], known=k in DTYPE_BITS)
                   for k, v in sorted(by_dtype.items(), key=lambda kv: -kv[1][0])],
         by_role=[RoleTotal(role=r, **roles[r]) for r in ROLES],
         unknown_dtypes=unknown, ple_pattern=pattern_text, tp=split.build(),
-        tensors=[TensorInfo(name=c[0], shard=c[1], dtype=c[2], shape=c[3], begin=c[4], end=c[5],
-                            role=c[6], tp=c[7]) for c in counted] if keep_tensors else None,
+        tensors=kept,
     )
 
 

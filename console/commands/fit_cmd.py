@@ -124,9 +124,9 @@ def render_budget(b: FitBudget, scan: CheckpointSummary | None) -> list[str]:
                      f"tensors, {scan.total_bytes:,} B, scanned in {scan.scan_duration_s:.3f} s")
         lines.append(f"  quantization: {scan.quantization.describe()}")
         lines.append("  by dtype: " + ", ".join(
-            f"{d.dtype}{'' if d.known else ' (UNKNOWN dtype)'} {gib(d.bytes)} GiB"
-            for d in scan.by_dtype))
-        lines.append("  by role: " + ", ".join(f"{r.role} {gib(r.bytes)} GiB"
+            f"{d.dtype}{'' if d.known else ' (UNKNOWN dtype, bytes kept)'} {gib(d.bytes)} GiB "
+            f"({d.bytes:,} B)" for d in scan.by_dtype))
+        lines.append("  by role: " + ", ".join(f"{r.role} {gib(r.bytes)} GiB ({r.bytes:,} B)"
                                                for r in scan.by_role))
         for prob in scan.problems:
             lines.append(f"  {prob.severity.upper()} {prob.kind}: {prob.detail}")
