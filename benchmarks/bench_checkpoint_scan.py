@@ -25,9 +25,9 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-import ckpt_factory as F  # noqa: E402
+import ckpt_factory as F
 
-from console.checkpoint import scan_checkpoint  # noqa: E402
+from console.checkpoint import scan_checkpoint
 
 
 def _bf16(tensors: list[F.Tensor]) -> list[F.Tensor]:
