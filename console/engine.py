@@ -264,12 +264,12 @@ def parse_metrics(text: str) -> EngineMetrics:
     missing: list[str] = []
     found: dict[str, Metric | None] = {}
     for logical in METRIC_ALIASES:
-        fam = find_family(families, logical)
-        found[logical] = fam
-        if fam is None:
+        hit = find_family(families, logical)
+        found[logical] = hit
+        if hit is None:
             missing.append(logical)
         else:
-            matched[logical] = fam.name
+            matched[logical] = hit.name
     cache_cfg = families.get("cache_config_info")
     cfg_labels = None
     if cache_cfg is not None and cache_cfg.samples:

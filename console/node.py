@@ -119,7 +119,7 @@ def take_snapshot(loaded: LoadedProfile, *, timeout_s: float = 20.0,
     p = loaded.profile
     return NodeSnapshot(taken_at=utcnow(), node=p.node.name, transport=p.node.transport,
                         profile_source=loaded.source, profile_sha256=loaded.sha256,
-                        **{n: out[n] for n in SOURCE_NAMES})
+                        **{n: out[n] for n in SOURCE_NAMES})  # type: ignore[arg-type]
 
 
 # -- display helpers -------------------------------------------------------------------------

@@ -265,19 +265,20 @@ class Runner:
             _kill_group(proc)
             out, err = proc.communicate()
         duration = time.monotonic() - t0
-        rc = None if timed_out else proc.returncode
+        exit_rc: int | None = None if timed_out else proc.returncode
         truncated = len(out) > MAX_CAPTURE_BYTES
         out = out[:MAX_CAPTURE_BYTES]
         err = err[-MAX_CAPTURE_BYTES:]
         stdout = out.decode("utf-8", errors="replace")
         stderr = err.decode("utf-8", errors="replace")
-        failure = classify(rc, stderr, duration, timed_out=timed_out, timeout_s=timeout,
+        failure = classify(exit_rc, stderr, duration, timed_out=timed_out, timeout_s=timeout,
                            min_expected_s=min_expected_s, shown=shown, where=where)
-        if failure is not None and rc is not None and describe_rc and rc in describe_rc:
-            failure = f"`{shown}` on {where}: {describe_rc[rc]} (exit {rc})"
+        if (failure is not None and exit_rc is not None and describe_rc
+                and exit_rc in describe_rc):
+            failure = f"`{shown}` on {where}: {describe_rc[exit_rc]} (exit {exit_rc})"
         return CommandResult(
             argv=args, remote_argv=tuple(remote_argv) if remote_argv else None, where=where,
-            rc=rc, stdout=stdout, stderr=stderr, stdout_bytes=out, stdout_truncated=truncated,
+            rc=exit_rc, stdout=stdout, stderr=stderr, stdout_bytes=out, stdout_truncated=truncated,
             started_at=started_at, duration_s=duration, timed_out=timed_out,
             ok=failure is None, failure=failure)
 

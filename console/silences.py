@@ -175,7 +175,8 @@ class SilenceMatcher(Frozen):
     @classmethod
     def from_profile(cls, m: Matcher) -> SilenceMatcher:
         """From the profile's :class:`~console.profile.Matcher`."""
-        return cls(name=m.name, value=m.value, is_regex=m.is_regex, is_equal=m.is_equal)
+        return cls.model_validate({"name": m.name, "value": m.value, "isRegex": m.is_regex,
+                                   "isEqual": m.is_equal})
 
     def to_api(self) -> dict[str, Any]:
         """The v2 API form, every field present: ``{"name", "value", "isRegex", "isEqual"}``."""

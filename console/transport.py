@@ -211,9 +211,9 @@ class LocalTransport(Transport):
     def local_binaries(self) -> list[str]:
         return []
 
-    @property
-    def _node_path(self) -> str:
-        return self.runner.path
+    def __init__(self, runner: Runner | None = None) -> None:
+        super().__init__(runner)
+        self._node_path = self.runner.path
 
     def _resolve_on_node(self, name: str, timeout_s: float) -> _Lookup:
         return self.runner.resolve(name), None

@@ -191,8 +191,8 @@ def render_engine(r: EngineReading | Unavailable) -> str:
     out = (f"Engine (vLLM {r.version or 'n/a'} at {r.endpoint}): "
            f"{'healthy' if r.healthy else f'NOT healthy (HTTP {r.health_status})'}\n")
     if r.models is not None:
-        for m in r.models:
-            out += f"  model {m.id} (max_model_len {m.max_model_len or 'n/a'})\n"
+        for model in r.models:
+            out += f"  model {model.id} (max_model_len {model.max_model_len or 'n/a'})\n"
     m = r.metrics
     if m is not None:
         out += (f"  requests running {_num(m.requests_running)}, waiting "
