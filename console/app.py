@@ -70,7 +70,7 @@ from console import silences as silences_source
 from console import timers as timers_source
 from console.gpu import make_source as make_gpu_source
 from console.profile import LoadedProfile
-from console.sources import Source, Unavailable, utcnow
+from console.sources import BrokenSource, Source, Unavailable, utcnow
 from widgets.fit import FitPanel
 from widgets.gpu import GpuPanel
 from widgets.panel import STALE_FACTOR, STALE_MIN_S, SourcePanel
@@ -211,18 +211,6 @@ class SourceState:
     delay_s: float = 0.0
     timer: Timer | None = None
     dirty: bool = False
-
-
-class BrokenSource(Source):
-    """Stands in for a source whose factory raised: every read is the same Unavailable."""
-
-    def __init__(self, name: str, reason: str) -> None:
-        self.name = name
-        self._reason = reason
-
-    def read(self) -> BaseModel:
-        """Always ``Unavailable(kind="config")`` with the factory's error."""
-        return Unavailable(source=self.name, kind="config", reason=self._reason)
 
 
 class SourceReading(Message):

@@ -47,7 +47,7 @@ from tenacity import (
 )
 
 from console.profile import AlertmanagerSpec, LoadedProfile, Matcher
-from console.sources import Frozen, Source, Unavailable, utcnow
+from console.sources import BrokenSource, Frozen, Source, Unavailable, utcnow
 
 ENV_USER = "SEAT_CONSOLE_AM_USER"
 ENV_PASSWORD = "SEAT_CONSOLE_AM_PASSWORD"
@@ -514,16 +514,6 @@ class SilenceSource(Source):
         self.client.close()
 
 
-class _ConfigBroken(Source):
-    name = "silences"
-
-    def __init__(self, reason: str) -> None:
-        self.reason = reason
-
-    def read(self) -> BaseModel:
-        return Unavailable(source=self.name, kind="config", reason=self.reason)
-
-
 def make_source(loaded: LoadedProfile) -> Source:
     """The silences source for ``loaded``'s ``[alertmanager]`` and ``[silence]`` matchers.
 
@@ -534,7 +524,7 @@ def make_source(loaded: LoadedProfile) -> Source:
     try:
         client = AlertmanagerClient(p.alertmanager)
     except AlertmanagerError as exc:
-        return _ConfigBroken(str(exc))
+        return BrokenSource("silences", str(exc))
     return SilenceSource(client, [SilenceMatcher.from_profile(m) for m in p.silence.matchers])
 
 

@@ -61,3 +61,19 @@ class Source:
 
     def close(self) -> None:
         """Release resources; called once when the app exits."""
+
+
+class BrokenSource(Source):
+    """A source that cannot work with this profile (bad settings, a factory that raised).
+
+    Every :meth:`read` returns the same ``Unavailable(kind="config")`` carrying ``reason``, so
+    the app starts and the panel says what to fix instead of the console refusing to run.
+    """
+
+    def __init__(self, name: str, reason: str) -> None:
+        self.name = name
+        self.reason = reason
+
+    def read(self) -> BaseModel:
+        """Always ``Unavailable(source=name, kind="config", reason=reason)``."""
+        return Unavailable(source=self.name, kind="config", reason=self.reason)

@@ -40,7 +40,7 @@ from pydantic import BaseModel
 
 from console.profile import LoadedProfile
 from console.runner import CommandResult
-from console.sources import Frozen, Source, Unavailable, utcnow
+from console.sources import BrokenSource, Frozen, Source, Unavailable, utcnow
 from console.transport import Transport, TransportError, make_transport
 
 PERSISTENT_WARNING = ("Persistent=yes: starting it again may fire a missed run at once (systemd "
@@ -479,19 +479,8 @@ def make_source(loaded: LoadedProfile) -> Source:
     try:
         transport = make_transport(loaded)
     except TransportError as exc:
-        return _Broken("timers", str(exc))
+        return BrokenSource("timers", str(exc))
     return TimerSource(transport, loaded.profile.timers.all_units)
-
-
-class _Broken(Source):
-    """A source that cannot work with this profile: reports why on every read."""
-
-    def __init__(self, name: str, reason: str) -> None:
-        self.name = name
-        self.reason = reason
-
-    def read(self) -> BaseModel:
-        return Unavailable(source=self.name, kind="config", reason=self.reason)
 
 
 __all__ = ["PERSISTENT_WARNING", "ServiceState", "TimerActionError", "TimerChange",
