@@ -321,22 +321,34 @@ class SeatCommands(Provider):
             yield DiscoveryHit(text, cb, text=text, help=help_)
 
     async def search(self, query: str) -> Hits:
-        """Fuzzy matches; ``interval N`` (N seconds > 0) offers that interval."""
+        """Fuzzy matches; ``interval N`` (N seconds > 0) offers that interval, and only that one.
+
+        A typed interval replaces the offered choices: the fuzzy matcher scores "interval 3"
+        as high against "… to 30 s" as against "… to 3 s", so Enter would otherwise set 30 s.
+        """
         matcher = self.matcher(query)
-        for text, cb, help_ in self._commands():
-            score = matcher.match(text)
-            if score > 0:
-                yield Hit(score, matcher.highlight(text), cb, text=text, help=help_)
+        typed: float | None = None
         words = query.lower().split()
         if len(words) == 2 and words[0] in {"interval", "refresh"}:
             try:
                 s = float(words[1].removesuffix("s"))
             except ValueError:
-                return
+                s = 0.0
             if 0 < s <= 3600:
-                text = f"Set refresh interval to {s:g} s"
-                assert isinstance(self.app, SeatConsoleApp)
-                yield Hit(1.0, text, partial(self.app.set_refresh_interval, s), text=text)
+                typed = s
+        for text, cb, help_ in self._commands():
+            if typed is not None and text.startswith("Set refresh interval"):
+                continue
+            score = matcher.match(text)
+            if score > 0:
+                yield Hit(score, matcher.highlight(text), cb, text=text, help=help_)
+        if typed is not None:
+            text = f"Set refresh interval to {typed:g} s"
+            assert isinstance(self.app, SeatConsoleApp)
+            score = max(matcher.match(text), 1.0)
+            yield Hit(score, matcher.highlight(text), partial(self.app.set_refresh_interval, typed),
+                      text=text, help=f"Poll every source every {typed:g} s "
+                                      f"(now {self.app.interval_s:g} s)")
 
 
 class MainScreen(Screen[None]):

@@ -192,6 +192,24 @@ async def test_palette_opens_and_runs_console_commands():
         await wait_for(pilot, lambda: "every 7 s" in screen_text(app), "header shows 7 s")
 
 
+@pytest.mark.parametrize(("typed", "expected"), [("interval 3", 3.0), ("interval 6", 6.0),
+                                                 ("interval 1", 1.0), ("refresh 0.5s", 0.5)])
+async def test_palette_typed_interval_wins_over_a_longer_choice(typed, expected):
+    """'interval 3' + Enter sets 3 s, not the offered 30 s that fuzzy-matches the same text."""
+    src = CountingSource()
+    app = make_app([(fixed(src), CountingPanel)])
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("ctrl+p")
+        await wait_for(pilot, lambda: isinstance(app.screen, CommandPalette), "palette")
+        await pilot.press(*typed)
+        await wait_for(pilot, lambda: f"Set refresh interval to {expected:g} s" in screen_text(app),
+                       "the typed interval offered")
+        await pilot.pause(0.2)  # let every provider's hits arrive before choosing the first
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: not isinstance(app.screen, CommandPalette), "closed")
+        assert app.interval_s == expected
+
+
 class AppWithNodeAction(SeatConsoleApp):
     """The app plus one node-changing binding, as the actions helpers will add."""
 
