@@ -56,6 +56,8 @@ class Lab:
     Image identity: ``engine_image_id`` is the image ID (config digest); ``engine_repo_digest``
     is ``127.0.0.1:15000/engine@sha256:…`` (the manifest digest the registry serves), which is
     also the reference the ``seat-resident`` container was run by.
+    ``dockerd_pid`` (and ``state``) are as read when the session began: ``lab_stop("dockerd")``
+    and friends start new processes; :meth:`current_state` re-reads the state file.
     """
 
     lab_dir: Path
@@ -120,6 +122,10 @@ class Lab:
             yield client
         finally:
             client.close()
+
+    def current_state(self) -> dict[str, Any]:
+        """``state.json`` as it is now (PIDs change when a component is restarted)."""
+        return json.loads(self.state_file.read_text("utf-8"))
 
     def docker_argv(self, *args: str) -> list[str]:
         """An argument list for the docker CLI against the lab engine."""

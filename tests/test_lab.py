@@ -166,6 +166,9 @@ def test_up_again_is_a_no_op(lab: Lab) -> None:
                   for c in client.containers.list(all=True)}
     procs_before = _lab_processes(lab)
     assert all(len(p) == 1 for p in procs_before.values()), procs_before
+    # Read now: earlier tests may have restarted components (new PIDs) since the session began.
+    state_before = json.loads(lab.state_file.read_text())
+    assert state_before["dockerd"]["pid"] == procs_before["dockerd"][0]
     cp = lab_command("up")
     assert cp.returncode == 0, cp.stdout + cp.stderr
     assert "already running" in cp.stdout and "started pid" not in cp.stdout
@@ -177,7 +180,9 @@ def test_up_again_is_a_no_op(lab: Lab) -> None:
     assert sorted(n for n in after if n in (lab.node_container, lab.resident_container)) == [
         lab.node_container, lab.resident_container]
     state = json.loads(lab.state_file.read_text())
-    assert state["dockerd"]["pid"] == lab.dockerd_pid
+    for comp in ("dockerd", "registry", "alertmanager"):
+        assert state[comp]["pid"] == state_before[comp]["pid"], comp
+    assert state["vllm"]["container_id"] == state_before["vllm"]["container_id"]
 
 
 def test_status_shows_a_stopped_component_and_start_brings_it_back(lab: Lab, lab_stop) -> None:
