@@ -66,7 +66,10 @@ def test_alertmanager_v2_status_answers(lab: Lab) -> None:
 
 def test_node_runs_systemd_as_pid1_with_the_profile_timers(lab: Lab) -> None:
     code, out = _exec(lab, "systemctl", "is-system-running")
-    assert (code, out.strip()) == (0, "running")
+    # "degraded" only by units other than the lab's (other tests' failed transient units).
+    assert out.strip() in ("running", "degraded"), out
+    _, failed = _exec(lab, "systemctl", "list-units", "--failed", "--plain", "--no-legend")
+    assert not [u for u in lab.timers + lab.services if u in failed.split()], failed
     code, comm = _exec(lab, "cat", "/proc/1/comm")
     assert comm.strip() == "systemd"
     code, out = _exec(lab, "systemctl", "list-timers", "--all", "--output=json")
@@ -217,6 +220,6 @@ def test_node_stop_and_start_brings_systemd_and_timers_back(lab: Lab, lab_stop) 
         with lab.docker_client() as client:
             assert client.containers.get(lab.node_container).status == "exited"
     code, out = _exec(lab, "systemctl", "is-system-running")
-    assert out.strip() == "running"
+    assert out.strip() == "running"  # a fresh boot: no failed units at all
     code, out = _exec(lab, "systemctl", "show", "-p", "ActiveState", *lab.timers)
     assert out.split() == ["ActiveState=active"] * len(lab.timers)
