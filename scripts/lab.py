@@ -234,7 +234,7 @@ def utc_now() -> str:
 def http_get(url: str, timeout: float = 3.0) -> tuple[int, bytes]:
     """GET ``url``; returns ``(status, body)``, or ``(0, reason)`` if it could not connect."""
     try:
-        with urllib.request.urlopen(url, timeout=timeout) as r:  # noqa: S310 (loopback only)
+        with urllib.request.urlopen(url, timeout=timeout) as r:
             return r.status, r.read()
     except urllib.error.HTTPError as e:
         return e.code, e.read()
@@ -332,21 +332,20 @@ def save_state(state: dict[str, Any]) -> None:
 def lab_lock() -> Iterator[None]:
     """Exclusive lock on ``<lab>/.lock`` for commands that change the lab (waits up to 15 min)."""
     LAB.mkdir(parents=True, exist_ok=True)
-    fh = open(LAB / ".lock", "a+")
-    deadline = time.monotonic() + 900
-    while True:
+    with open(LAB / ".lock", "a+") as fh:
+        deadline = time.monotonic() + 900
+        while True:
+            try:
+                fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except OSError as e:
+                if e.errno not in (errno.EAGAIN, errno.EACCES) or time.monotonic() > deadline:
+                    raise LabError("another `lab.py` holds the lab lock (.lab/.lock)") from None
+                time.sleep(0.5)
         try:
-            fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            break
-        except OSError as e:
-            if e.errno not in (errno.EAGAIN, errno.EACCES) or time.monotonic() > deadline:
-                raise LabError("another `lab.py` holds the lab lock (.lab/.lock)") from None
-            time.sleep(0.5)
-    try:
-        yield
-    finally:
-        fcntl.flock(fh, fcntl.LOCK_UN)
-        fh.close()
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
 
 
 # --------------------------------------------------------------------------------------------
@@ -884,7 +883,7 @@ def _registry_manifest_digest(repo: str, tag: str) -> str | None:
         f"{_registry_url()}/v2/{repo}/manifests/{tag}", method="HEAD",
         headers={"Accept": "application/vnd.docker.distribution.manifest.v2+json"})
     try:
-        with urllib.request.urlopen(req, timeout=5) as r:  # noqa: S310 (loopback)
+        with urllib.request.urlopen(req, timeout=5) as r:
             return r.headers.get("Docker-Content-Digest")
     except (urllib.error.URLError, OSError):
         return None
@@ -904,10 +903,10 @@ def _unit_files() -> dict[str, tuple[str, int]]:
     }
     for name, (timer_lines, secs) in TIMERS.items():
         files[f"/etc/systemd/system/{name}.service"] = (
-            "[Unit]\n"
-            f"Description=Seat lab job {name} (writes {JOB_LOG_DIR}/{name}.log, takes {secs}s)\n\n"
-            "[Service]\nType=oneshot\n"
-            f"ExecStart={JOB_SCRIPT} {name} {secs}\n", 0o644)
+            ("[Unit]\n"
+             f"Description=Seat lab job {name} (writes {JOB_LOG_DIR}/{name}.log, takes {secs}s)\n\n"
+             "[Service]\nType=oneshot\n"
+             f"ExecStart={JOB_SCRIPT} {name} {secs}\n"), 0o644)
         files[f"/etc/systemd/system/{name}.timer"] = (
             "[Unit]\n"
             f"Description=Seat lab timer {name}\n\n"

@@ -90,7 +90,7 @@ class Lab:
     state: dict[str, Any] = field(repr=False, compare=False)
 
     @classmethod
-    def from_state(cls, s: dict[str, Any]) -> "Lab":
+    def from_state(cls, s: dict[str, Any]) -> Lab:
         """Build from the state file's dict; KeyError if the lab was not fully brought up."""
         v = s["vllm"]
         return cls(

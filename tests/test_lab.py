@@ -16,7 +16,6 @@ from pathlib import Path
 
 import httpx
 import pytest
-
 from conftest import Lab, lab_command, lab_status, wait_until
 
 pytestmark = pytest.mark.lab
@@ -95,7 +94,7 @@ def test_a_timer_service_does_something_observable(lab: Lab) -> None:
     code, out = _exec(lab, "systemctl", "start", service)  # oneshot: returns when it finished
     assert code == 0, out
     _, after = _exec(lab, "cat", log)
-    new = after[len(before):] if after.startswith(before) else after
+    new = after.removeprefix(before)
     assert f"{name} start" in new and f"{name} done" in new
     code, out = _exec(lab, "systemctl", "show", "-p", "Result,ExecMainStatus", service)
     assert "Result=success" in out and "ExecMainStatus=0" in out
@@ -219,7 +218,7 @@ def test_node_stop_and_start_brings_systemd_and_timers_back(lab: Lab, lab_stop) 
         assert st["node"]["healthy"] is False
         with lab.docker_client() as client:
             assert client.containers.get(lab.node_container).status == "exited"
-    code, out = _exec(lab, "systemctl", "is-system-running")
+    _, out = _exec(lab, "systemctl", "is-system-running")
     assert out.strip() == "running"  # a fresh boot: no failed units at all
-    code, out = _exec(lab, "systemctl", "show", "-p", "ActiveState", *lab.timers)
+    _, out = _exec(lab, "systemctl", "show", "-p", "ActiveState", *lab.timers)
     assert out.split() == ["ActiveState=active"] * len(lab.timers)
