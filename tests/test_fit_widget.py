@@ -123,7 +123,7 @@ async def test_default_seat_over_then_what_ifs_recompute_as_you_type() -> None:
         await wait_for(pilot, lambda: panel.whatif.tensor_parallel_size == 4, "tp parsed")
         assert len(panel.comparison.candidate.cards) == 4
 
-        # An invalid value is named and ignored (the last valid budget stays).
+        # An invalid value is named and ignored (the profile's value is used).
         await pilot.click("#fit-util")
         await pilot.press("backspace", "backspace", "backspace", "backspace", "2")
         await wait_for(pilot, lambda: panel.whatif_error is not None, "invalid util")
@@ -141,3 +141,25 @@ async def test_seqs_control_and_narrow_terminal() -> None:
         await wait_for(pilot, lambda: panel.whatif.max_num_seqs == 8, "seqs parsed")
         levers = {lv.lever: lv for lv in panel.comparison.candidate.verdict.levers}
         assert "max_num_seqs 8" in levers["fewer sequences"].effect
+
+
+async def test_invalid_what_if_uses_the_profile_value_not_a_half_typed_one() -> None:
+    """Typing "1.5" passes through the valid "1": the budget must not stay at util 1.0 while
+    the panel says the what-if is ignored; the other (valid) controls keep applying."""
+    app, _src = make_app()
+    async with app.run_test(size=(160, 50)) as pilot:
+        panel = app.query_one(FitPanel)
+        await wait_for(pilot, lambda: panel.comparison is not None, "first fit reading")
+        panel.query_one("#fit-tp", Input).value = "4"
+        await wait_for(pilot, lambda: panel.whatif.tensor_parallel_size == 4, "tp parsed")
+        await pilot.click("#fit-util")
+        await pilot.press("1", ".", "5")
+        await wait_for(pilot, lambda: panel.whatif_error is not None, "invalid util")
+        assert panel.query_one("#fit-util", Input).value == "1.5"
+        assert panel.whatif.gpu_memory_utilization is None       # the profile's 0.90 applies
+        assert panel.whatif.tensor_parallel_size == 4            # the valid control still applies
+        cand = panel.comparison.candidate
+        assert len(cand.cards) == 4
+        assert cand.cards[0].requested_bytes == 91_804_925_952   # 102,005,473,280 B × 0.90
+        await pilot.pause()
+        assert "profile's value" in flat(screen_text(app))

@@ -10,7 +10,8 @@ seat (predicted vs NVML).
 
 What-if controls — the candidate's PLE placement, gpu_memory_utilization, tensor parallel size,
 context (max_model_len) and sequences (max_num_seqs) — recompute as you type; a blank field
-keeps the profile's value (shown as the placeholder). The recomputation is
+keeps the profile's value (shown as the placeholder), and so does an invalid one (named). The
+recomputation is
 :func:`console.fit_source.compute_budgets`, pure arithmetic on the last reading: no I/O here.
 """
 
@@ -220,7 +221,13 @@ class FitPanel(SourcePanel):
         self._inputs = reading
         self._recompute()
 
-    def _read_controls(self) -> WhatIf:
+    def _read_controls(self) -> tuple[WhatIf, str | None]:
+        """The what-if of the controls, and the error text naming any invalid control.
+
+        An invalid control falls back to the profile's value (``None``) while the valid ones
+        keep applying: never the last valid value, which while typing "1.5" is the "1" that the
+        user passed through, not a value they chose.
+        """
         def val(wid: str) -> str | None:
             v = self.query_one(f"#{wid}", Input).value.strip()
             return v or None
@@ -230,18 +237,20 @@ class FitPanel(SourcePanel):
                "gpu_memory_utilization": val("fit-util"),
                "tensor_parallel_size": val("fit-tp"), "max_model_len": val("fit-context"),
                "max_num_seqs": val("fit-seqs")}
-        return WhatIf.model_validate(raw)
-
-    def _recompute(self) -> None:
         try:
-            self.whatif = self._read_controls()
-            self.whatif_error = None
+            return WhatIf.model_validate(raw), None
         except ValidationError as exc:
             names = {"gpu_memory_utilization": "util (0 < u ≤ 1)",
                      "tensor_parallel_size": "TP (1-64)", "max_model_len": "context (≥ 1)",
                      "max_num_seqs": "seqs (≥ 1)"}
-            bad = ", ".join(names.get(str(e["loc"][0]), str(e["loc"][0])) for e in exc.errors())
-            self.whatif_error = f"what-if ignored, invalid: {bad}"
+            keys = [str(e["loc"][0]) for e in exc.errors()]
+            bad = ", ".join(names.get(k, k) for k in keys)
+            kept = {k: v for k, v in raw.items() if k not in keys}
+            return (WhatIf.model_validate(kept),
+                    f"what-if ignored, invalid: {bad} — the profile's value is used")
+
+    def _recompute(self) -> None:
+        self.whatif, self.whatif_error = self._read_controls()
         self.query_one("#fit-error", Static).update(self.whatif_error or "")
         if self._inputs is None:
             return
