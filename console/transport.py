@@ -380,6 +380,11 @@ class DockerExecTransport(_RemoteTransport):
             reason = f"container {self.container!r} does not exist on the docker engine"
         elif "is not running" in err:
             reason = f"container {self.container!r} is not running"
+        elif "OCI runtime exec failed" in err:
+            # docker exec's own 126 while the container is stopping / restarting, e.g.
+            # "cannot exec in a stopped state": the transport failed, not the program.
+            detail = err.strip().splitlines()[-1] if err.strip() else "no detail"
+            reason = f"container {self.container!r} refused the exec (stopping?): {detail}"
         elif "Cannot connect to the Docker daemon" in err or "error during connect" in err:
             reason = (f"cannot connect to the docker engine at "
                       f"{self.docker_host or 'the default socket'} (is dockerd running?)")

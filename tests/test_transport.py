@@ -236,3 +236,21 @@ def test_docker_exec_engine_down_is_unreachable(tmp_path: Path) -> None:
     r = t.run(["true"])
     assert not r.ok and r.unreachable
     assert "cannot connect to the docker engine" in (r.failure or "")
+
+
+def test_docker_exec_refused_while_stopping_is_unreachable_not_126() -> None:
+    """docker exec exits 126 itself while the container stops; that is the transport failing,
+    not "the program cannot be executed" (seen in the lab while `docker stop` ran)."""
+    from datetime import UTC, datetime
+
+    from console.runner import CommandResult
+
+    t = DockerExecTransport("seat-lab-node", docker_host="unix:///x.sock")
+    stderr = ("OCI runtime exec failed: exec failed: cannot exec in a stopped state: unknown\n")
+    res = CommandResult(argv=("/usr/bin/docker", "exec", "seat-lab-node", "/bin/systemctl"),
+                        rc=126, stderr=stderr, started_at=datetime.now(UTC), duration_s=0.05,
+                        ok=False, failure="exit 126: permission denied or not a program")
+    out = t._explain(res)
+    assert out.unreachable
+    assert "refused the exec (stopping?)" in out.failure
+    assert "cannot exec in a stopped state" in out.failure
