@@ -290,6 +290,13 @@ HELP_SECTIONS: list[tuple[str, list[str]]] = [
         ("PAUSED: nothing is read until you press p again. READ-ONLY: no action that changes "
          "the node is offered."),
     ]),
+    ("Fit budget panel", [
+        ("Tab moves into the what-if controls (PLE placement, util, TP, context, seqs); the "
+         "budget recomputes as you type; a blank or invalid field uses the profile's value. "
+         "Escape leaves the field, so q, p, r and ? work again."),
+        ("Bar: █ weights ▓ PLE ▒ reserve ░ KV cache · the part above gpu_memory_utilization; "
+         "│ marks the usable limit."),
+    ]),
     ("Command palette (ctrl+p)", [
         ("Pause or resume, refresh now, set the refresh interval (type e.g. 'interval 3'), "
          "open this help."),
@@ -383,6 +390,7 @@ class SeatConsoleApp(App[int]):
         Binding("question_mark", "help", "help", key_display="?", id="help"),
         Binding("ctrl+p", "command_palette", "palette", show=False, id="command-palette",
                 priority=True),
+        Binding("escape", "leave_field", "leave field", show=False, id="leave-field"),
     ]
 
     CSS = """
@@ -594,6 +602,11 @@ class SeatConsoleApp(App[int]):
         """``r``: read every idle source now (also while paused: one reading each)."""
         for key in self._states:
             self._start_poll(key)
+
+    def action_leave_field(self) -> None:
+        """Escape: leave the focused control (a what-if field takes q, p, r and ? as typing),
+        so the console's keys work again. No-op when nothing is focused."""
+        self.screen.set_focus(None)
 
     def action_help(self) -> None:
         """``?``: open the help screen."""

@@ -163,3 +163,19 @@ async def test_invalid_what_if_uses_the_profile_value_not_a_half_typed_one() -> 
         assert cand.cards[0].requested_bytes == 91_804_925_952   # 102,005,473,280 B × 0.90
         await pilot.pause()
         assert "profile's value" in flat(screen_text(app))
+
+
+async def test_escape_leaves_a_what_if_field_so_the_keys_work_again() -> None:
+    """Tab into a control, Escape: the console's keys (p, q, r, ?) work again."""
+    app, _src = make_app()
+    async with app.run_test(size=(80, 24)) as pilot:
+        panel = app.query_one(FitPanel)
+        await wait_for(pilot, lambda: panel.comparison is not None, "first fit reading")
+        panel.query_one("#fit-util", Input).focus()
+        await wait_for(pilot, lambda: isinstance(app.focused, Input), "util focused")
+        await pilot.press("p")
+        assert not app.paused                       # p went to the field (rejected by it)
+        await pilot.press("escape")
+        await wait_for(pilot, lambda: app.focused is None, "field left")
+        await pilot.press("p")
+        await wait_for(pilot, lambda: app.paused, "p pauses again")
