@@ -164,3 +164,20 @@ def test_live_cards_from_nvml_preflight_and_overlay(capsys, monkeypatch, tmp_pat
     o0 = doc["overlay"][0]
     assert o0["nvml_used_bytes"] == 120 * GiB and o0["nvml_basis"] == "processes on the card"
     assert o0["difference_bytes"] == 120 * GiB - o0["predicted_bytes"]
+
+
+def test_a_checkpoint_with_scan_errors_is_reported_and_exits_1(capsys, tmp_path: Path) -> None:
+    """An index listing a shard that is not there: the report still prints (with the ERROR
+    line), but the budget understates the checkpoint, so the exit code says so (1), not 0."""
+    cfg = F.llama3_8b_config()
+    shards = F.split_even(F.llama_tensors(cfg), 2)
+    F.write_checkpoint(tmp_path / "ck", shards, config=cfg)
+    (tmp_path / "ck" / "model-00002-of-00002.safetensors").unlink()
+    rc, out, err = run(capsys, "fit", "--no-live", "--checkpoint", str(tmp_path / "ck"))
+    assert "ERROR missing-shard: model-00002-of-00002.safetensors" in out
+    assert rc == 1
+    assert "resident" in err and "missing-shard" in err and "cannot be trusted" in err
+    rc, out, err = run(capsys, "fit", "--no-live", "--json", "--checkpoint",
+                       str(tmp_path / "ck"))
+    assert rc == 1 and json.loads(out)["resident"]["scan"]["problems"][0]["kind"] == \
+        "missing-shard"

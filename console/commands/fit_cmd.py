@@ -7,8 +7,10 @@ verdict with levers; host RAM for a host-placed table; the pre-flight line; the 
 ratio; and, for the running seat, predicted use next to NVML's.
 
 Exit codes: 0 the report was produced (whether or not it fits: see ``verdict.fits`` in the
-JSON); 1 a checkpoint cannot be scanned (e.g. a corrupt header, named with file and offset);
-3 nothing can be budgeted (neither checkpoint has a path or declared sizes).
+JSON); 1 a checkpoint cannot be scanned (e.g. a corrupt header, named with file and offset), or
+was scanned with errors (e.g. a shard the index lists is missing: the report is printed, but
+its sizes cannot be trusted); 3 nothing can be budgeted (neither checkpoint has a path or
+declared sizes).
 """
 
 from __future__ import annotations
@@ -267,4 +269,12 @@ def run(args: argparse.Namespace, loaded: LoadedProfile) -> int:
         print(to_json(inputs, comp, overlay, loaded.source))
     else:
         sys.stdout.write(render_text(inputs, comp, overlay, loaded.source))
-    return EXIT_OK
+    untrusted = [s for s in (inputs.resident, inputs.candidate)
+                 if s is not None and s.scan is not None and s.scan.errors]
+    for s in untrusted:
+        assert s.scan is not None
+        kinds = ", ".join(sorted({p.kind for p in s.scan.errors}))
+        print(f"seat-console fit: {s.role}: {s.scan.path}: {len(s.scan.errors)} error(s) in the "
+              f"checkpoint ({kinds}): its sizes cannot be trusted, so neither can the budget "
+              f"above; fix the files (see the ERROR lines) and run it again", file=sys.stderr)
+    return EXIT_ERROR if untrusted else EXIT_OK
