@@ -179,3 +179,26 @@ async def test_escape_leaves_a_what_if_field_so_the_keys_work_again() -> None:
         await wait_for(pilot, lambda: app.focused is None, "field left")
         await pilot.press("p")
         await wait_for(pilot, lambda: app.paused, "p pauses again")
+
+
+async def test_scan_errors_show_in_the_panel(tmp_path) -> None:
+    """A checkpoint whose index lists a missing shard: the panel says so beside the budget
+    (the sizes cannot be trusted), instead of a silent 'fits'."""
+    import ckpt_factory as F
+    cfg = F.llama3_8b_config()
+    F.write_checkpoint(tmp_path / "ck", F.split_even(F.llama_tensors(cfg), 2), config=cfg)
+    (tmp_path / "ck" / "model-00002-of-00002.safetensors").unlink()
+    loaded = default_loaded()
+    inputs = gather_fit_inputs(loaded, None, gpu_unavailable="test", host=BIG_HOST,
+                               checkpoint=str(tmp_path / "ck"))
+    assert inputs.resident.scan is not None and inputs.resident.scan.errors
+    src = FixedFit(inputs)
+    app = SeatConsoleApp(loaded, interval=3600.0, panels=[(lambda _l: src, FitPanel)],
+                         clock=FakeClock(), age_tick_s=3600.0, watch_terminal=False)
+    async with app.run_test(size=(160, 50)) as pilot:
+        panel = app.query_one(FitPanel)
+        await wait_for(pilot, lambda: panel.comparison is not None, "first fit reading")
+        await pilot.pause()
+        text = flat(screen_text(app))
+        assert "ERROR missing-shard" in text and "model-00002-of-00002.safetensors" in text
+        assert "cannot be trusted" in text

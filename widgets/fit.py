@@ -17,6 +17,7 @@ recomputation is
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import ClassVar
 
 from pydantic import BaseModel, ValidationError
@@ -28,7 +29,8 @@ from textual.containers import Horizontal
 from textual.widgets import Input, Label, Select, Static
 
 from console.budget import CardBudget, Comparison, FitBudget, OverlayRow, gib
-from console.fit_source import FitInputs, WhatIf, compute_budgets
+from console.checkpoint import CheckpointProblem
+from console.fit_source import FitInputs, FitSide, WhatIf, compute_budgets
 from widgets.panel import SourcePanel
 
 PLACEMENTS = ("gpu-replicated", "gpu-sharded", "host")
@@ -100,14 +102,23 @@ def legend() -> Text:
     return t
 
 
-def render_side(title: str, b: FitBudget | None, why: str | None) -> Group:
-    """One column: title, per-card bars with numbers, KV, verdict and levers."""
+def render_side(title: str, b: FitBudget | None, why: str | None,
+                problems: Sequence[CheckpointProblem] = ()) -> Group:
+    """One column: title, the checkpoint scan's problems, per-card bars with numbers, KV,
+    verdict and levers. ``problems``: from :attr:`console.checkpoint.CheckpointSummary.problems`;
+    with any of severity ``error`` the budget is marked untrustworthy (its sizes are not)."""
     head = Text(title, style="bold")
     if b is None:
         return Group(head, Text(f"n/a — {why}", style="italic"))
     p = b.params
     head.append(f"  {b.name} ({b.footprint_source}), PLE {p.ple_placement}", style="")
     parts: list = [head]
+    for prob in problems:
+        parts.append(Text(f"{prob.severity.upper()} {prob.kind}: {prob.detail}",
+                          style="bold red" if prob.severity == "error" else "yellow"))
+    if any(prob.severity == "error" for prob in problems):
+        parts.append(Text("the checkpoint's sizes cannot be trusted, so neither can this budget",
+                          style="bold red"))
     for c in b.cards:
         parts.append(Text(f"{c.label}: {gib(c.total_bytes)} GiB {c.total_source}, usable "
                           f"{gib(c.requested_bytes)} GiB (×{p.gpu_memory_utilization:g})"))
@@ -256,10 +267,16 @@ class FitPanel(SourcePanel):
             return
         self.comparison, self.overlay = compute_budgets(self._inputs, self.whatif)
         c = self.comparison
+        inp = self._inputs
+
+        def problems(side: FitSide | None) -> list[CheckpointProblem]:
+            return list(side.scan.problems) if side is not None and side.scan else []
+
         self.query_one("#fit-resident", Static).update(
-            render_side("RESIDENT", c.resident, c.resident_unavailable))
+            render_side("RESIDENT", c.resident, c.resident_unavailable, problems(inp.resident)))
         self.query_one("#fit-candidate", Static).update(
-            render_side("CANDIDATE", c.candidate, c.candidate_unavailable))
+            render_side("CANDIDATE", c.candidate, c.candidate_unavailable,
+                        problems(inp.candidate)))
         self.query_one("#fit-footer", Static).update(render_footer(c, self.overlay))
 
     @on(Input.Changed)
