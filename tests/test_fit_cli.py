@@ -181,3 +181,16 @@ def test_a_checkpoint_with_scan_errors_is_reported_and_exits_1(capsys, tmp_path:
                        str(tmp_path / "ck"))
     assert rc == 1 and json.loads(out)["resident"]["scan"]["problems"][0]["kind"] == \
         "missing-shard"
+
+
+def test_text_columns_stay_apart_with_full_gpu_uuids(capsys, monkeypatch) -> None:
+    # Real UUIDs are 40 characters: "GPU 0 (GPU-7b262491-…)" is wider than a column and ran into
+    # the next card's header on the 2 × H200 run ("…f834)GPU 1 (…").
+    cards = [FakeCard(uuid="GPU-7b262491-9088-d3e9-325b-62aa6b35f834"),
+             FakeCard(uuid="GPU-41c6d1a1-da2d-2609-9417-6353e4f5030c")]
+    monkeypatch.setattr(nvml_mod, "module_factory", lambda: NvmlDouble(cards))
+    rc, out, _ = run(capsys, "fit")
+    assert rc == 0
+    header = next(line for line in out.splitlines() if "GPU 1" in line and "GPU 0" in line)
+    assert ")GPU" not in header and "…GPU" not in header
+    assert "  GPU 1 (GPU-41c6d1a1" in header

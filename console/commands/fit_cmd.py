@@ -110,6 +110,11 @@ LABEL_W = 30
 CELL_W = 36
 
 
+def _fit_cell(text: str) -> str:
+    """``text`` cut to one column cell with a trailing "…", so columns never run together."""
+    return text if len(text) <= CELL_W - 2 else text[:CELL_W - 3] + "…"
+
+
 def _row(label: str, values: list[int | None]) -> str:
     cells = [(f"{gib(v):>8} GiB" + (f" ({v:,} B)" if v is not None else "")).ljust(CELL_W)
              for v in values]
@@ -132,7 +137,8 @@ def render_budget(b: FitBudget, scan: CheckpointSummary | None) -> list[str]:
                                                for r in scan.by_role))
         for prob in scan.problems:
             lines.append(f"  {prob.severity.upper()} {prob.kind}: {prob.detail}")
-    lines.append("  " + " " * LABEL_W + "".join(f"{c.label:<{CELL_W}}" for c in b.cards).rstrip())
+    lines.append("  " + " " * LABEL_W + "".join(f"{_fit_cell(c.label):<{CELL_W}}"
+                                                for c in b.cards).rstrip())
     lines.append(_row("CUDA-visible total", [c.total_bytes for c in b.cards]))
     lines.append(_row(f"usable × {p.gpu_memory_utilization:g}",
                       [c.requested_bytes for c in b.cards]))
