@@ -69,7 +69,11 @@ from console import fit_source
 from console import silences as silences_source
 from console import timers as timers_source
 from console.gpu import make_source as make_gpu_source
-from console.profile import LoadedProfile
+from console.profile import (
+    REFRESH_INTERVAL_MAX_S,
+    REFRESH_INTERVAL_MIN_S,
+    LoadedProfile,
+)
 from console.sources import BrokenSource, Source, Unavailable, utcnow
 from widgets.fit import FitPanel
 from widgets.gpu import GpuPanel
@@ -328,7 +332,8 @@ class SeatCommands(Provider):
             yield DiscoveryHit(text, cb, text=text, help=help_)
 
     async def search(self, query: str) -> Hits:
-        """Fuzzy matches; ``interval N`` (N seconds > 0) offers that interval, and only that one.
+        """Fuzzy matches; ``interval N`` (N seconds, 0.1 to 3600) offers that interval, and only
+        that one.
 
         A typed interval replaces the offered choices: the fuzzy matcher scores "interval 3"
         as high against "… to 30 s" as against "… to 3 s", so Enter would otherwise set 30 s.
@@ -341,7 +346,7 @@ class SeatCommands(Provider):
                 s = float(words[1].removesuffix("s"))
             except ValueError:
                 s = 0.0
-            if 0 < s <= 3600:
+            if REFRESH_INTERVAL_MIN_S <= s <= REFRESH_INTERVAL_MAX_S:
                 typed = s
         for text, cb, help_ in self._commands():
             if typed is not None and text.startswith("Set refresh interval"):

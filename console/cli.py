@@ -15,7 +15,12 @@ import importlib
 import sys
 from collections.abc import Sequence
 
-from console.profile import ProfileError, load_profile
+from console.profile import (
+    REFRESH_INTERVAL_MAX_S,
+    REFRESH_INTERVAL_MIN_S,
+    ProfileError,
+    load_profile,
+)
 
 EXIT_OK = 0
 EXIT_ERROR = 1
@@ -43,7 +48,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--readonly", action="store_true",
                         help="hide every action that changes the node")
     parser.add_argument("--interval", type=float, metavar="S",
-                        help="refresh interval in seconds (default: the profile's, 1 s)")
+                        help="refresh interval in seconds, 0.1 to 3600 (default: the profile's, 1 s)")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name in COMMAND_MODULES:
         importlib.import_module(name).register(sub)
@@ -54,8 +59,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of ``seat-console`` and ``python -m console``; returns the exit code."""
     parser = build_parser()
     args = parser.parse_args(argv)
-    if args.interval is not None and args.interval <= 0:
-        parser.error(f"--interval {args.interval}: must be a positive number of seconds")
+    if args.interval is not None and not (
+            REFRESH_INTERVAL_MIN_S <= args.interval <= REFRESH_INTERVAL_MAX_S):  # also NaN
+        parser.error(f"--interval {args.interval:g}: give seconds between "
+                     f"{REFRESH_INTERVAL_MIN_S:g} and {REFRESH_INTERVAL_MAX_S:g}")
     func = getattr(args, "func", None)
     if func is not None and getattr(args, "needs_profile", True) is False:
         return func(args, None)

@@ -238,10 +238,20 @@ class SilenceSpec(_Strict):
     created_by: str = "seat-console"
 
 
-class ConsoleSpec(_Strict):
-    """Console behaviour: refresh interval (seconds, > 0) and history kept for sparklines."""
+REFRESH_INTERVAL_MIN_S = 0.1
+"""Shortest refresh interval (s) the profile, ``--interval`` and the palette accept: each source
+is polled again as soon as its last poll ends plus the interval, so a tiny one would hammer
+the node (``docker exec``, ``/metrics``) in a tight loop."""
+REFRESH_INTERVAL_MAX_S = 3600.0
+"""Longest refresh interval (s)."""
 
-    refresh_interval_s: float = Field(default=1.0, gt=0.0, le=3600.0)
+
+class ConsoleSpec(_Strict):
+    """Console behaviour: refresh interval (seconds, :data:`REFRESH_INTERVAL_MIN_S` to
+    :data:`REFRESH_INTERVAL_MAX_S`) and history kept for sparklines (seconds)."""
+
+    refresh_interval_s: float = Field(default=1.0, ge=REFRESH_INTERVAL_MIN_S,
+                                      le=REFRESH_INTERVAL_MAX_S)
     history_s: int = Field(default=300, ge=10, le=86400)
 
 
