@@ -346,13 +346,16 @@ def resolve_profile_path(cli_path: str | os.PathLike[str] | None = None,
     if cli_path:
         p = Path(cli_path).expanduser()
         if not p.is_file():
-            raise ProfileError(f"--profile {p}: no such file (give an existing TOML file, or omit "
+            what = "is a directory" if p.is_dir() else "no such file"
+            raise ProfileError(f"--profile {p}: {what} (give an existing TOML file, or omit "
                                "--profile to use the embedded default)")
         return p, "--profile"
     if env.get(ENV_VAR):
         p = Path(env[ENV_VAR]).expanduser()
         if not p.is_file():
-            raise ProfileError(f"${ENV_VAR}={p}: no such file (fix or unset the variable)")
+            what = "is a directory" if p.is_dir() else "no such file"
+            raise ProfileError(f"${ENV_VAR}={p}: {what} (point it at a TOML file, or unset the "
+                               "variable)")
         return p, f"${ENV_VAR}"
     xdg = xdg_profile_path()
     if xdg.is_file():

@@ -120,3 +120,14 @@ def test_profile_show_is_json(monkeypatch, tmp_path, capsys):
     data = json.loads(capsys.readouterr().out)
     assert data["origin"] == "default"
     assert data["profile"]["candidate"]["ple_bytes"] == 51_201_966_080
+
+
+def test_a_directory_given_as_the_profile_is_named_as_one(tmp_path):
+    """``--profile DIR`` (or the variable) exists but is a directory: say that, not 'no such file'."""
+    with pytest.raises(ProfileError) as exc:
+        load_profile(tmp_path, environ={})
+    assert f"--profile {tmp_path}: is a directory" in str(exc.value)
+    assert "no such file" not in str(exc.value)
+    with pytest.raises(ProfileError) as exc:
+        load_profile(None, environ={"SEAT_CONSOLE_PROFILE": str(tmp_path)})
+    assert f"$SEAT_CONSOLE_PROFILE={tmp_path}: is a directory" in str(exc.value)
