@@ -32,7 +32,14 @@ from console.budget import (
 )
 from console.checkpoint import CheckpointError, CheckpointSummary, scan_checkpoint
 from console.kvcache import config_from_shape
-from console.profile import CheckpointSpec, LoadedProfile, Profile
+from console.profile import (
+    MAX_MODEL_LEN,
+    MAX_NUM_SEQS,
+    MAX_SIZE_BYTES,
+    CheckpointSpec,
+    LoadedProfile,
+    Profile,
+)
 from console.sources import Frozen, Source, Unavailable
 
 __all__ = ["FitInputs", "FitSide", "FitSource", "WhatIf", "compute_budgets",
@@ -239,10 +246,10 @@ class WhatIf(Frozen):
     placement: str | None = None
     gpu_memory_utilization: float | None = Field(default=None, gt=0, le=1)
     tensor_parallel_size: int | None = Field(default=None, ge=1, le=64)
-    max_model_len: int | None = Field(default=None, ge=1)
-    max_num_seqs: int | None = Field(default=None, ge=1)
+    max_model_len: int | None = Field(default=None, ge=1, le=MAX_MODEL_LEN)
+    max_num_seqs: int | None = Field(default=None, ge=1, le=MAX_NUM_SEQS)
     kv_cache_dtype: str | None = None
-    activation_reserve_bytes: int | None = Field(default=None, ge=0)
+    activation_reserve_bytes: int | None = Field(default=None, ge=0, le=MAX_SIZE_BYTES)
 
 
 def compute_budgets(inputs: FitInputs, whatif: WhatIf | None = None

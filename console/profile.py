@@ -21,7 +21,7 @@ import tomllib
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
-from typing import Literal
+from typing import Annotated, Literal
 
 import platformdirs
 from pydantic import (
@@ -37,6 +37,17 @@ from pydantic import (
 
 ENV_VAR = "SEAT_CONSOLE_PROFILE"
 """Environment variable naming a profile file (second in the lookup order)."""
+
+MAX_SIZE_BYTES = 1 << 50
+"""Largest size (bytes) a profile may declare: 1 PiB, far above any card's memory or any
+checkpoint's bytes per rank; a larger value is a typo (extra digits, a wrong unit)."""
+MAX_MODEL_LEN = 1 << 32
+"""Largest ``max_model_len`` (tokens) accepted: 4,294,967,296, far above any model's context."""
+MAX_NUM_SEQS = 1 << 20
+"""Largest ``max_num_seqs`` accepted: 1,048,576 concurrent sequences."""
+
+Size = Annotated[ByteSize, Field(le=MAX_SIZE_BYTES)]
+"""A byte count, integer or with a unit ("62.56 GiB"), at most :data:`MAX_SIZE_BYTES`."""
 
 PlePlacement = Literal["gpu-replicated", "gpu-sharded", "host"]
 """Where the per-layer embedding (PLE) table lives: a full copy on every TP rank, split by
@@ -84,7 +95,7 @@ class NodeSpec(_Strict):
         default=None, description="known_hosts for transport = ssh (default: ~/.ssh/known_hosts); "
                                   "host keys are always checked")
     gpus: list[str] = Field(default_factory=lambda: ["0", "1"], min_length=1)
-    declared_cuda_visible_bytes: ByteSize | None = None
+    declared_cuda_visible_bytes: Size | None = None
 
     @field_validator("gpus", mode="before")
     @classmethod
@@ -107,11 +118,11 @@ class SeatSpec(_Strict):
 
     tensor_parallel_size: int = Field(default=2, ge=1, le=64)
     gpu_memory_utilization: float = Field(default=0.90, gt=0.0, le=1.0)
-    max_model_len: int = Field(default=262144, ge=1)
-    max_num_seqs: int = Field(default=256, ge=1)
+    max_model_len: int = Field(default=262144, ge=1, le=MAX_MODEL_LEN)
+    max_num_seqs: int = Field(default=256, ge=1, le=MAX_NUM_SEQS)
     kv_cache_dtype: Literal["auto", "fp8", "fp8_e4m3", "fp8_e5m2"] = "auto"
     block_size: int = Field(default=16, ge=1, description="KV cache block size in tokens")
-    activation_reserve_bytes: ByteSize = Field(
+    activation_reserve_bytes: Size = Field(
         default=ByteSize(0),
         description="explicit per-card reserve for activations / CUDA graphs in the fit budget",
     )
@@ -169,8 +180,8 @@ class CheckpointSpec(_Strict):
     path: Path | None = None
     container: str | None = None
     image: str | None = None
-    weights_bytes_per_rank: ByteSize | None = None
-    ple_bytes: ByteSize | None = None
+    weights_bytes_per_rank: Size | None = None
+    ple_bytes: Size | None = None
     ple_placement: PlePlacement = "gpu-replicated"
     ple_tensor_pattern: str = r"(^|\.)(embed_tokens_per_layer|per_layer_embed\w*)(\.|$)"
     config_json: Path | None = None

@@ -194,3 +194,13 @@ def test_text_columns_stay_apart_with_full_gpu_uuids(capsys, monkeypatch) -> Non
     header = next(line for line in out.splitlines() if "GPU 1" in line and "GPU 0" in line)
     assert ")GPU" not in header and "…GPU" not in header
     assert "  GPU 1 (GPU-41c6d1a1" in header
+
+
+@pytest.mark.parametrize("argv", [["--max-model-len", "99999999999999999999999"],
+                                  ["--max-num-seqs", "9999999999"],
+                                  ["--reserve", "2 PiB"]])
+def test_absurdly_large_what_ifs_are_usage_errors(capsys, argv) -> None:
+    with pytest.raises(SystemExit) as exc:
+        main(["fit", "--no-live", *argv])
+    assert exc.value.code == 2
+    assert argv[0] in capsys.readouterr().err

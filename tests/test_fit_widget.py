@@ -202,3 +202,15 @@ async def test_scan_errors_show_in_the_panel(tmp_path) -> None:
         text = flat(screen_text(app))
         assert "ERROR missing-shard" in text and "model-00002-of-00002.safetensors" in text
         assert "cannot be trusted" in text
+
+
+async def test_a_huge_context_what_if_is_named_with_its_range() -> None:
+    app, _src = make_app()
+    async with app.run_test(size=(160, 50)) as pilot:
+        panel = app.query_one(FitPanel)
+        await wait_for(pilot, lambda: panel.comparison is not None, "first fit reading")
+        panel.query_one("#fit-context", Input).value = "99999999999999999999999"
+        await wait_for(pilot, lambda: panel.whatif_error is not None, "invalid context")
+        assert "context (1 to 4,294,967,296)" in panel.whatif_error
+        assert panel.whatif.max_model_len is None
+        assert panel.comparison.candidate.capacity.max_model_len == 262_144

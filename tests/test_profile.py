@@ -131,3 +131,21 @@ def test_a_directory_given_as_the_profile_is_named_as_one(tmp_path):
     with pytest.raises(ProfileError) as exc:
         load_profile(None, environ={"SEAT_CONSOLE_PROFILE": str(tmp_path)})
     assert f"$SEAT_CONSOLE_PROFILE={tmp_path}: is a directory" in str(exc.value)
+
+
+@pytest.mark.parametrize(("old", "new", "key"), [
+    ("max_model_len = 262144", "max_model_len = 99999999999999999999999", "seat.max_model_len"),
+    ("max_num_seqs = 256", "max_num_seqs = 9999999999", "seat.max_num_seqs"),
+    ('weights_bytes_per_rank = "62.56 GiB"', 'weights_bytes_per_rank = "99999999 PiB"',
+     "candidate.weights_bytes_per_rank"),
+    ("ple_bytes = 51201966080", "ple_bytes = 99999999999999999999999", "candidate.ple_bytes"),
+    ('declared_cuda_visible_bytes = "95.0 GiB"', 'declared_cuda_visible_bytes = "2 PiB"',
+     "node.declared_cuda_visible_bytes"),
+])
+def test_absurdly_large_numbers_are_rejected_with_the_key(old, new, key):
+    """A typo'd extra digits must not become a 10^23-token context or a 10^14 GiB budget."""
+    text = default_profile_text()
+    assert old in text
+    with pytest.raises(ProfileError) as exc:
+        parse_profile(text.replace(old, new), "p.toml")
+    assert key in str(exc.value) and "p.toml" in str(exc.value)

@@ -31,6 +31,7 @@ from textual.widgets import Input, Label, Select, Static
 from console.budget import CardBudget, Comparison, FitBudget, OverlayRow, gib
 from console.checkpoint import CheckpointProblem
 from console.fit_source import FitInputs, FitSide, WhatIf, compute_budgets
+from console.profile import MAX_MODEL_LEN, MAX_NUM_SEQS
 from widgets.panel import SourcePanel
 
 PLACEMENTS = ("gpu-replicated", "gpu-sharded", "host")
@@ -252,8 +253,9 @@ class FitPanel(SourcePanel):
             return WhatIf.model_validate(raw), None
         except ValidationError as exc:
             names = {"gpu_memory_utilization": "util (0 < u ≤ 1)",
-                     "tensor_parallel_size": "TP (1-64)", "max_model_len": "context (≥ 1)",
-                     "max_num_seqs": "seqs (≥ 1)"}
+                     "tensor_parallel_size": "TP (1-64)",
+                     "max_model_len": f"context (1 to {MAX_MODEL_LEN:,})",
+                     "max_num_seqs": f"seqs (1 to {MAX_NUM_SEQS:,})"}
             keys = [str(e["loc"][0]) for e in exc.errors()]
             bad = ", ".join(names.get(k, k) for k in keys)
             kept = {k: v for k, v in raw.items() if k not in keys}

@@ -32,7 +32,7 @@ from console.fit_source import (
     gather_fit_inputs,
     host_memory,
 )
-from console.profile import LoadedProfile
+from console.profile import MAX_MODEL_LEN, MAX_NUM_SEQS, MAX_SIZE_BYTES, LoadedProfile
 from console.sources import Unavailable
 
 EXIT_OK, EXIT_ERROR, EXIT_UNAVAILABLE = 0, 1, 3
@@ -43,9 +43,26 @@ UNITS_LINE = ("GiB = 2^30 B, 2 decimals truncated toward zero (as the evaluation
 
 def _bytes_arg(text: str) -> int:
     try:
-        return int(TypeAdapter(ByteSize).validate_python(text))
+        v = int(TypeAdapter(ByteSize).validate_python(text))
     except ValidationError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a size (bytes, or e.g. '2 GiB')")
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not a size (bytes, or e.g. '2 GiB')") from None
+    if v > MAX_SIZE_BYTES:
+        raise argparse.ArgumentTypeError(f"{text!r} is above {MAX_SIZE_BYTES:,} B (1 PiB)")
+    return v
+
+
+def _count_arg(limit: int) -> Any:
+    """An argparse type: an integer from 1 to ``limit``."""
+    def parse(text: str) -> int:
+        try:
+            v = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+        if not 1 <= v <= limit:
+            raise argparse.ArgumentTypeError(f"{v:,} must be from 1 to {limit:,}")
+        return v
+    return parse
 
 
 def _util_arg(text: str) -> float:
@@ -71,8 +88,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--utilization", type=_util_arg, metavar="U",
                    help="gpu_memory_utilization what-if (default: the profile's)")
     p.add_argument("--tp", type=int, metavar="N", help="tensor parallel size what-if")
-    p.add_argument("--max-model-len", type=int, metavar="N", help="context length what-if")
-    p.add_argument("--max-num-seqs", type=int, metavar="N", help="max sequences what-if")
+    p.add_argument("--max-model-len", type=_count_arg(MAX_MODEL_LEN), metavar="N", help="context length what-if")
+    p.add_argument("--max-num-seqs", type=_count_arg(MAX_NUM_SEQS), metavar="N", help="max sequences what-if")
     p.add_argument("--kv-cache-dtype", choices=["auto", "fp8", "fp8_e4m3", "fp8_e5m2"],
                    help="KV cache dtype what-if")
     p.add_argument("--reserve", type=_bytes_arg, metavar="SIZE",
