@@ -88,8 +88,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--utilization", type=_util_arg, metavar="U",
                    help="gpu_memory_utilization what-if (default: the profile's)")
     p.add_argument("--tp", type=int, metavar="N", help="tensor parallel size what-if")
-    p.add_argument("--max-model-len", type=_count_arg(MAX_MODEL_LEN), metavar="N", help="context length what-if")
-    p.add_argument("--max-num-seqs", type=_count_arg(MAX_NUM_SEQS), metavar="N", help="max sequences what-if")
+    p.add_argument("--max-model-len", type=_count_arg(MAX_MODEL_LEN), metavar="N",
+                   help="context length what-if")
+    p.add_argument("--max-num-seqs", type=_count_arg(MAX_NUM_SEQS), metavar="N",
+                   help="max sequences what-if")
     p.add_argument("--kv-cache-dtype", choices=["auto", "fp8", "fp8_e4m3", "fp8_e5m2"],
                    help="KV cache dtype what-if")
     p.add_argument("--reserve", type=_bytes_arg, metavar="SIZE",
