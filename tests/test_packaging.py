@@ -1,0 +1,32 @@
+"""The distribution holds every package and data file the console needs.
+
+The test command installs the project editable, which hides a package missing from the wheel
+(``console.commands`` once was: ``pip install . && seat-console`` then failed with
+ModuleNotFoundError). Build the real wheel and compare it with the source tree.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_wheel_contains_every_module_and_the_default_profile(tmp_path: Path) -> None:
+    subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps",
+                    "-q", "-w", str(tmp_path), str(ROOT)], check=True, capture_output=True,
+                   timeout=300)
+    (wheel,) = tmp_path.glob("seat_console-*.whl")
+    names = set(zipfile.ZipFile(wheel).namelist())
+    expected = {p.relative_to(ROOT).as_posix()
+                for pkg in ("console", "widgets", "actions")
+                for p in (ROOT / pkg).rglob("*.py") if "__pycache__" not in p.parts}
+    assert expected, "no sources found"
+    missing = sorted(expected - names)
+    assert not missing, f"modules missing from the wheel: {missing}"
+    assert "console/default_profile.toml" in names
+    entry = next(n for n in names if n.endswith("entry_points.txt"))
+    assert "seat-console = console.cli:main" in zipfile.ZipFile(wheel).read(entry).decode()
