@@ -578,3 +578,23 @@ def test_app_exits_when_its_terminal_goes_away(tmp_path, block_sighup):
         if proc.poll() is None:
             proc.kill()
             proc.wait()
+
+
+async def test_header_names_the_profile_and_its_hash():
+    import dataclasses
+
+    from console.profile import load_profile
+
+    loaded = load_profile(None, environ={})
+    app = SeatConsoleApp(loaded, interval=3600.0, panels=[(fixed(CountingSource()), CountingPanel)],
+                         clock=FakeClock(), age_tick_s=3600.0, watch_terminal=False)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        text = screen_text(app)
+        assert f"sha256 {loaded.sha256[:8]}" in text and "embedded default" in text
+    other = dataclasses.replace(loaded, sha256="ab" * 32)
+    app2 = SeatConsoleApp(other, interval=3600.0, panels=[(fixed(CountingSource()), CountingPanel)],
+                          clock=FakeClock(), age_tick_s=3600.0, watch_terminal=False)
+    async with app2.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        assert "sha256 abababab" in screen_text(app2)
