@@ -346,21 +346,24 @@ def parse_profile(text: str, source: str = "<string>") -> Profile:
 
 
 def resolve_profile_path(cli_path: str | os.PathLike[str] | None = None,
-                         environ: dict[str, str] | None = None) -> tuple[Path | None, str]:
+                         environ: dict[str, str] | None = None,
+                         flag: str = "--profile") -> tuple[Path | None, str]:
     """Which profile file to load, and the lookup step that chose it.
 
     Returns ``(path, origin)``; ``path`` is ``None`` for the embedded default. A path given on
-    the command line or in ``$SEAT_CONSOLE_PROFILE`` must exist (raises :class:`ProfileError`
-    naming it); the XDG path is used only if present.
+    the command line (``flag`` names the option the user typed, for the message) or in
+    ``$SEAT_CONSOLE_PROFILE`` must exist (raises :class:`ProfileError` naming it); the XDG path
+    is used only if present.
     """
     env = os.environ if environ is None else environ
     if cli_path:
         p = Path(cli_path).expanduser()
         if not p.is_file():
             what = "is a directory" if p.is_dir() else "no such file"
-            raise ProfileError(f"--profile {p}: {what} (give an existing TOML file, or omit "
-                               "--profile to use the embedded default)")
-        return p, "--profile"
+            raise ProfileError(f"{flag} {p}: {what} (give an existing TOML file"
+                               + (", or omit --profile to use the embedded default)"
+                                  if flag == "--profile" else ")"))
+        return p, flag
     if env.get(ENV_VAR):
         p = Path(env[ENV_VAR]).expanduser()
         if not p.is_file():
@@ -375,19 +378,22 @@ def resolve_profile_path(cli_path: str | os.PathLike[str] | None = None,
 
 
 def load_profile(cli_path: str | os.PathLike[str] | None = None,
-                 environ: dict[str, str] | None = None) -> LoadedProfile:
-    """Find (see :func:`resolve_profile_path`), read and validate the seat profile.
+                 environ: dict[str, str] | None = None,
+                 flag: str = "--profile") -> LoadedProfile:
+    """Find (see :func:`resolve_profile_path`; ``flag`` as there), read and validate the seat
+    profile.
 
     Raises :class:`ProfileError` for a missing/unreadable file or invalid content.
     """
-    path, origin = resolve_profile_path(cli_path, environ)
+    path, origin = resolve_profile_path(cli_path, environ, flag)
     if path is None:
         text, source = default_profile_text(), "<embedded default>"
     else:
         try:
             text = path.read_text("utf-8")
         except (OSError, UnicodeDecodeError) as exc:
-            raise ProfileError(f"{path}: cannot read profile: {exc}") from None
+            raise ProfileError(f"{path}: cannot read profile: {exc} (make it readable by this "
+                               "user and save it as UTF-8 TOML)") from None
         source = str(path)
     profile = parse_profile(text, source)
     return LoadedProfile(profile=profile, source=source, origin=origin,

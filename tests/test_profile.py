@@ -149,3 +149,17 @@ def test_absurdly_large_numbers_are_rejected_with_the_key(old, new, key):
     with pytest.raises(ProfileError) as exc:
         parse_profile(text.replace(old, new), "p.toml")
     assert key in str(exc.value) and "p.toml" in str(exc.value)
+
+
+def test_check_names_the_option_typed(tmp_path, capsys):
+    assert main(["profile", "--check", str(tmp_path / "nowhere.toml")]) == 1
+    err = capsys.readouterr().err
+    assert f"--check {tmp_path / 'nowhere.toml'}: no such file" in err
+    assert "--profile" not in err
+
+
+def test_undecodable_profile_says_how_to_fix(tmp_path):
+    f = tmp_path / "p.toml"
+    f.write_bytes(b"\xff\xfe[seat]\n")
+    with pytest.raises(ProfileError, match=r"cannot read profile: .*save it as UTF-8 TOML"):
+        load_profile(f)

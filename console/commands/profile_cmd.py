@@ -27,7 +27,8 @@ def run(args: argparse.Namespace, _loaded: object) -> int:
         sys.stdout.write(default_profile_text())
         return 0
     try:
-        loaded = load_profile(args.check if args.check else args.profile)
+        loaded = (load_profile(args.check, flag="--check") if args.check
+                  else load_profile(args.profile))
     except ProfileError as exc:
         print(f"seat-console: {exc}", file=sys.stderr)
         return 1
