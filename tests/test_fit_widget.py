@@ -214,3 +214,33 @@ async def test_a_huge_context_what_if_is_named_with_its_range() -> None:
         assert "context (1 to 4,294,967,296)" in panel.whatif_error
         assert panel.whatif.max_model_len is None
         assert panel.comparison.candidate.capacity.max_model_len == 262_144
+
+
+async def test_what_if_fields_show_their_longest_values_at_80_columns() -> None:
+    """Each what-if field holds its longest valid value plus the cursor at 80 columns: "0.9515"
+    showed as ".9515" in a 6-cell field; the context's 4,294,967,296 lost its leading digit."""
+    from console.profile import MAX_MODEL_LEN, MAX_NUM_SEQS
+    longest = {"fit-util": "0.9515", "fit-tp": "64", "fit-context": str(MAX_MODEL_LEN),
+               "fit-seqs": str(MAX_NUM_SEQS)}
+    app, _src = make_app()
+    async with app.run_test(size=(80, 24)) as pilot:
+        panel = app.query_one(FitPanel)
+        await wait_for(pilot, lambda: panel.comparison is not None, "first fit reading")
+        controls = panel.query_one("#fit-controls")
+        for wid, value in longest.items():
+            field = panel.query_one(f"#{wid}", Input)
+            field.value = value
+            field.focus()
+            field.cursor_position = len(value)
+            await wait_for(pilot, lambda f=field: f.has_focus and f.region.width > 0,
+                           f"{wid} focused")
+            await pilot.pause()
+            assert field.region.width >= len(value) + 1, wid          # value + the cursor
+            assert field.region.right <= controls.region.right, wid   # not cut at 80 columns
+            row = next(line for line in screen_text(app).splitlines() if "context" in line)
+            assert f" {value} " in row + " ", (wid, row)
+        assert panel.whatif_error is None
+        sel = panel.query_one("#fit-placement", Select)
+        assert sel.region.right <= controls.region.right
+        assert "gpu-replicated ▼" in next(line for line in screen_text(app).splitlines()
+                                          if "context" in line)

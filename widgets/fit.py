@@ -181,11 +181,13 @@ class FitPanel(SourcePanel):
     FitPanel #fit-controls { height: auto; }
     FitPanel #fit-controls Label { padding: 0 0 0 1; }
     FitPanel #fit-controls Input { margin: 0 0 0 1; }
-    FitPanel #fit-placement { width: 18; margin: 0 0 0 1; }
-    FitPanel #fit-util { width: 6; }
-    FitPanel #fit-tp { width: 4; }
-    FitPanel #fit-context { width: 9; }
-    FitPanel #fit-seqs { width: 6; }
+    FitPanel #fit-controls #fit-placement-label { padding: 0; }
+    FitPanel #fit-placement { width: 16; margin: 0 0 0 1; }
+    FitPanel #fit-placement > SelectCurrent { padding: 0; }
+    FitPanel #fit-util { width: 7; }
+    FitPanel #fit-tp { width: 3; }
+    FitPanel #fit-context { width: 11; }
+    FitPanel #fit-seqs { width: 8; }
     FitPanel #fit-sides { height: auto; }
     FitPanel #fit-sides > Static { width: 1fr; padding: 0 1 0 0; }
     FitPanel #fit-error { color: $error; height: auto; }
@@ -204,7 +206,7 @@ class FitPanel(SourcePanel):
         seat = self.loaded.profile.seat if self.loaded else None
         cand = self.loaded.profile.candidate if self.loaded else None
         with Horizontal(id="fit-controls"):
-            yield Label("PLE")
+            yield Label("PLE", id="fit-placement-label")
             yield Select([(p, p) for p in PLACEMENTS], allow_blank=False, compact=True,
                          value=cand.ple_placement if cand else "gpu-replicated",
                          id="fit-placement")
