@@ -102,12 +102,15 @@ class Footprint(Frozen):
     ``total_kv_heads`` (to place ``k_proj``/``v_proj``). Declared: ``declared_weights_per_rank``
     at ``declared_tp`` (excluding the PLE table) and ``declared_ple_bytes``.
     ``kv_config`` is the config.json-like dict the KV model reads (``None``: unknown shape) and
-    ``kv_config_source`` says where it came from.
+    ``kv_config_source`` says where it came from. ``name_note``: why ``name`` is not the
+    profile's (``--checkpoint`` / ``--candidate`` replaced the path: the side is named after the
+    directory), else ``None``.
     """
 
     name: str
     source: Literal["scanned", "declared"]
     path: str | None = None
+    name_note: str | None = None
     split_bytes: int = 0
     replicated_bytes: int = 0
     kv_proj_bytes: int = 0
@@ -171,8 +174,10 @@ class Footprint(Frozen):
             "PLE sharded by vocabulary: pad64(rows) / TP rows per rank"]
 
 
-def footprint_from_summary(name: str, summary: CheckpointSummary) -> Footprint:
-    """A scanned :class:`Footprint` from a :class:`console.checkpoint.CheckpointSummary`."""
+def footprint_from_summary(name: str, summary: CheckpointSummary, *,
+                           name_note: str | None = None) -> Footprint:
+    """A scanned :class:`Footprint` from a :class:`console.checkpoint.CheckpointSummary`
+    (``name_note``: see :class:`Footprint`)."""
     cfg = summary.config or {}
     text = cfg.get("text_config") if isinstance(cfg.get("text_config"), dict) else cfg
     kv_heads = text.get("num_key_value_heads") or text.get("num_attention_heads")
@@ -181,7 +186,8 @@ def footprint_from_summary(name: str, summary: CheckpointSummary) -> Footprint:
                                or q.method == "fp8"
                                or "FP8" in q.per_layer_counts))
     return Footprint(
-        name=name, source="scanned", path=summary.path, split_bytes=summary.tp.split_bytes,
+        name=name, source="scanned", path=summary.path, name_note=name_note,
+        split_bytes=summary.tp.split_bytes,
         replicated_bytes=summary.tp.replicated_bytes, kv_proj_bytes=summary.tp.kv_proj_bytes,
         vocab=summary.tp.vocab, ple=summary.tp.ple,
         total_kv_heads=kv_heads if isinstance(kv_heads, int) else None,
@@ -389,10 +395,14 @@ class PreflightCard(Frozen):
 
 class FitBudget(Frozen):
     """The fit budget of one checkpoint in the seat: per card, the KV model and capacity, the
-    verdict with levers, host RAM for a host-placed table, and the pre-flight line."""
+    verdict with levers, host RAM for a host-placed table, and the pre-flight line. ``name``,
+    ``path`` (scanned directory, else ``None``) and ``name_note`` come from the
+    :class:`Footprint`."""
 
     name: str
     footprint_source: str
+    path: str | None = None
+    name_note: str | None = None
     params: SeatParams
     cards: list[CardBudget]
     kv_model: ModelKV | None = None
@@ -402,6 +412,14 @@ class FitBudget(Frozen):
     host_ram: HostRam | None = None
     preflight: list[PreflightCard] = Field(default_factory=list)
     notes: list[str] = Field(default_factory=list)
+
+    def heading(self) -> str:
+        """``"lab-tiny-llama (scanned files: /models/lab-tiny-llama)"`` or
+        ``"candidate-nvfp4 (declared sizes)"``: the name and where the sizes came from (shared
+        by ``seat-console fit`` and the TUI's fit panel)."""
+        if self.footprint_source == "scanned":
+            return f"{self.name} (scanned files" + (f": {self.path})" if self.path else ")")
+        return f"{self.name} (declared sizes)"
 
     @property
     def kv_tokens(self) -> int | None:
@@ -468,7 +486,8 @@ def _core(fp: Footprint, p: SeatParams, cards: Sequence[CardInput]) -> FitBudget
         kv_unavailable = kv_unavailable or ("a card's CUDA-visible total is unknown (no live "
                                             "reading, no node.declared_cuda_visible_bytes)")
     verdict = _verdict(rows, cap, p)
-    return FitBudget(name=fp.name, footprint_source=fp.source, params=p, cards=rows, kv_model=kvm,
+    return FitBudget(name=fp.name, footprint_source=fp.source, path=fp.path,
+                     name_note=fp.name_note, params=p, cards=rows, kv_model=kvm,
                      capacity=cap, kv_unavailable=kv_unavailable, verdict=verdict, notes=notes)
 
 

@@ -42,7 +42,7 @@ from console.profile import (
 )
 from console.sources import Frozen, Source, Unavailable
 
-__all__ = ["FitInputs", "FitSide", "FitSource", "WhatIf", "compute_budgets",
+__all__ = ["FitInputs", "FitSide", "FitSource", "WhatIf", "compute_budgets", "dir_name",
            "gather_fit_inputs", "host_memory", "load_side", "make_source", "seat_params"]
 
 
@@ -121,22 +121,38 @@ def _scan_cached(path: Path, pattern: str) -> CheckpointSummary:
     return summary
 
 
+def dir_name(path: str | os.PathLike[str]) -> str:
+    """The name of checkpoint directory ``path`` (``~`` expanded; ``"."`` and a trailing ``/``
+    resolved: ``"models/lab-tiny-llama/"`` → ``"lab-tiny-llama"``)."""
+    p = Path(path).expanduser()
+    return p.name or p.resolve().name or str(p)
+
+
 def load_side(role: str, spec: CheckpointSpec, tp: int,
               override_path: str | os.PathLike[str] | None = None) -> FitSide:
     """Build one :class:`FitSide` from a profile checkpoint entry (I/O: scans files).
 
-    ``override_path`` (``--checkpoint`` / ``--candidate``) replaces ``spec.path``. Never raises:
+    ``override_path`` (``--checkpoint`` / ``--candidate``) replaces ``spec.path``; the side is
+    then named after that directory (:func:`dir_name`), with a ``name_note`` on its footprint
+    saying the profile's ``spec.name`` was overridden when the two differ. Never raises:
     a scan failure or missing sizes become ``unavailable`` with the reason and the fix.
     """
     path = Path(override_path).expanduser() if override_path else spec.path
-    base = {"role": role, "name": spec.name, "ple_placement": spec.ple_placement,
+    name, name_note = spec.name, None
+    if override_path:
+        name = dir_name(path)
+        if name != spec.name:
+            flag = "--checkpoint" if role == "resident" else f"--{role}"
+            name_note = (f"named after the directory: {flag} overrides {role}.path: the "
+                         f"profile's name {spec.name!r} does not apply")
+    base = {"role": role, "name": name, "ple_placement": spec.ple_placement,
             "ple_host_sharing": spec.ple_host_sharing}
     if path is not None:
         try:
             summary = _scan_cached(Path(path), spec.ple_tensor_pattern)
         except CheckpointError as exc:
             return FitSide(**base, unavailable=str(exc), scan_failed=True)
-        fp = footprint_from_summary(spec.name, summary)
+        fp = footprint_from_summary(name, summary, name_note=name_note)
         if fp.kv_config is None and spec.model_shape is not None:
             fp = fp.model_copy(update={"kv_config": config_from_shape(spec.model_shape),
                                        "kv_config_source": f"{role}.model_shape (declared)"})
@@ -186,7 +202,7 @@ def gather_fit_inputs(loaded: LoadedProfile, snapshot: Any | None, *,
     resident = load_side("resident", prof.resident, tp, checkpoint)
     cand: FitSide | None = None
     if prof.candidate is not None or candidate:
-        spec = prof.candidate or CheckpointSpec(name=Path(str(candidate)).name)
+        spec = prof.candidate or CheckpointSpec(name=dir_name(str(candidate)))
         cand = load_side("candidate", spec, tp, candidate)
     declared = (int(prof.node.declared_cuda_visible_bytes)
                 if prof.node.declared_cuda_visible_bytes is not None else None)

@@ -204,3 +204,38 @@ def test_absurdly_large_what_ifs_are_usage_errors(capsys, argv) -> None:
         main(["fit", "--no-live", *argv])
     assert exc.value.code == 2
     assert argv[0] in capsys.readouterr().err
+
+
+def test_an_overriding_checkpoint_is_named_after_its_directory(capsys, tmp_path: Path) -> None:
+    """--checkpoint / --candidate replace the profile's path: the scanned files are not the
+    profile's "resident-fp8" / "candidate-nvfp4", so the side is named after the directory and
+    the report says the profile's name was overridden."""
+    cfg = F.llama3_8b_config()
+    F.write_checkpoint(tmp_path / "lab-tiny-llama", [F.llama_tensors(cfg)], config=cfg)
+    F.write_checkpoint(tmp_path / "other-llama", [F.llama_tensors(cfg)], config=cfg)
+    rc, out, _ = run(capsys, "fit", "--no-live", "--checkpoint", str(tmp_path / "lab-tiny-llama"),
+                     "--candidate", str(tmp_path / "other-llama"), "--max-model-len", "8192")
+    assert rc == 0
+    assert f"RESIDENT: lab-tiny-llama (scanned files: {tmp_path / 'lab-tiny-llama'})" in out
+    assert f"CANDIDATE: other-llama (scanned files: {tmp_path / 'other-llama'})" in out
+    assert "RESIDENT: resident-fp8" not in out and "CANDIDATE: candidate-nvfp4" not in out
+    assert "--checkpoint overrides resident.path: the profile's name 'resident-fp8'" in out
+    assert "--candidate overrides candidate.path: the profile's name 'candidate-nvfp4'" in out
+    rc, out, _ = run(capsys, "fit", "--no-live", "--json", "--checkpoint",
+                     str(tmp_path / "lab-tiny-llama"))
+    doc = json.loads(out)
+    assert doc["resident"]["name"] == "lab-tiny-llama"
+    assert "'resident-fp8'" in doc["resident"]["name_note"]
+    assert doc["resident"]["path"] == str(tmp_path / "lab-tiny-llama")
+
+
+def test_a_candidate_without_a_profile_entry_has_no_override_note(capsys, tmp_path) -> None:
+    cfg = F.llama3_8b_config()
+    F.write_checkpoint(tmp_path / "ck", [F.llama_tensors(cfg)], config=cfg)
+    prof = tmp_path / "p.toml"
+    prof.write_text('[resident]\nname = "r"\n[[silence.matchers]]\nname = "i"\nvalue = "v"\n'
+                    '[node]\ndeclared_cuda_visible_bytes = 102005473280\n')
+    rc, out, _ = run(capsys, "--profile", str(prof), "fit", "--no-live", "--candidate",
+                     str(tmp_path / "ck") + "/")
+    assert f"CANDIDATE: ck (scanned files: {tmp_path / 'ck'})" in out
+    assert "overrides" not in out

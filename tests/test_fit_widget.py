@@ -84,7 +84,7 @@ async def test_default_seat_over_then_what_ifs_recompute_as_you_type() -> None:
         panel = app.query_one(FitPanel)
         await wait_for(pilot, lambda: "OVER by" in screen_text(app), "first fit reading drawn")
         text = flat(screen_text(app))
-        assert "CANDIDATE candidate-nvfp4 (declared), PLE gpu-replicated" in text
+        assert "CANDIDATE candidate-nvfp4 (declared sizes), PLE gpu-replicated" in text
         assert "OVER by 24.74 GiB" in text
         assert "does not fit: 31.94 GiB per card must leave the GPU" in text
         assert "RESIDENT" in text and "n/a — resident 'resident-fp8'" in text
@@ -244,3 +244,24 @@ async def test_what_if_fields_show_their_longest_values_at_80_columns() -> None:
         assert sel.region.right <= controls.region.right
         assert "gpu-replicated ▼" in next(line for line in screen_text(app).splitlines()
                                           if "context" in line)
+
+
+async def test_an_overriding_checkpoint_is_named_after_its_directory(tmp_path) -> None:
+    import ckpt_factory as F
+    cfg = F.llama3_8b_config()
+    F.write_checkpoint(tmp_path / "lab-tiny-llama", [F.llama_tensors(cfg)], config=cfg)
+    loaded = default_loaded()
+    inputs = gather_fit_inputs(loaded, None, gpu_unavailable="test", host=BIG_HOST,
+                               checkpoint=str(tmp_path / "lab-tiny-llama"))
+    src = FixedFit(inputs)
+    app = SeatConsoleApp(loaded, interval=3600.0, panels=[(lambda _l: src, FitPanel)],
+                         clock=FakeClock(), age_tick_s=3600.0, watch_terminal=False)
+    async with app.run_test(size=(160, 50)) as pilot:
+        panel = app.query_one(FitPanel)
+        await wait_for(pilot, lambda: panel.comparison is not None, "first fit reading")
+        await pilot.pause()
+        text = flat(screen_text(app))
+        assert "RESIDENT lab-tiny-llama (scanned files:" in text
+        assert "resident-fp8 (scanned" not in text
+        assert "--checkpoint overrides resident.path" in text
+        assert "'resident-fp8' does not apply" in text

@@ -112,8 +112,10 @@ def render_side(title: str, b: FitBudget | None, why: str | None,
     if b is None:
         return Group(head, Text(f"n/a — {why}", style="italic"))
     p = b.params
-    head.append(f"  {b.name} ({b.footprint_source}), PLE {p.ple_placement}", style="")
+    head.append(f"  {b.heading()}, PLE {p.ple_placement}", style="")
     parts: list = [head]
+    if b.name_note:
+        parts.append(Text(b.name_note, style="yellow"))
     for prob in problems:
         parts.append(Text(f"{prob.severity.upper()} {prob.kind}: {prob.detail}",
                           style="bold red" if prob.severity == "error" else "yellow"))

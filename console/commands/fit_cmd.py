@@ -143,8 +143,9 @@ def _row(label: str, values: list[int | None]) -> str:
 def render_budget(b: FitBudget, scan: CheckpointSummary | None) -> list[str]:
     """Text lines of one budget (the CLI's and the TUI's words)."""
     p = b.params
-    how = "scanned files" if b.footprint_source == "scanned" else "declared sizes"
-    lines = [f"{b.name} ({how}), PLE {p.ple_placement}"]
+    lines = [f"{b.heading()}, PLE {p.ple_placement}"]
+    if b.name_note:
+        lines.append(f"  note: {b.name_note}")
     if scan is not None:
         lines.append(f"  files: {scan.path} — {len(scan.shards)} shard(s), {scan.tensor_count:,} "
                      f"tensors, {scan.total_bytes:,} B, scanned in {scan.scan_duration_s:.3f} s")
