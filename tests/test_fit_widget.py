@@ -68,7 +68,7 @@ def test_bar_segments_in_bytes() -> None:
                       - GiB)
     parts = dict(bar_parts(card))
     assert parts["KV cache"] == 91_804_925_952 - 67_173_288_509 - GiB
-    assert parts["free"] == 95 * GiB - 91_804_925_952      # above gpu_memory_utilization
+    assert parts["above util"] == 95 * GiB - 91_804_925_952  # above gpu_memory_utilization
     assert sum(parts.values()) == 95 * GiB                  # the bar covers the card exactly
     from rich.console import Console
     console = Console(width=40, color_system=None, record=True)
@@ -265,3 +265,41 @@ async def test_an_overriding_checkpoint_is_named_after_its_directory(tmp_path) -
         assert "resident-fp8 (scanned" not in text
         assert "--checkpoint overrides resident.path" in text
         assert "'resident-fp8' does not apply" in text
+
+
+def _line(renderable, width: int = 80) -> str:
+    from rich.console import Console
+    console = Console(width=width, color_system=None, record=True)
+    console.print(renderable)
+    return console.export_text()
+
+
+def test_the_part_above_utilisation_is_not_called_free() -> None:
+    """The segment is CUDA-visible total − usable (1 − gpu_memory_utilization of the card), not
+    NVML free memory: "free 9.50" beside "OVER" read as 9.50 GiB to spare."""
+    from widgets.fit import SEGMENTS, legend
+    assert [s[0] for s in SEGMENTS] == ["weights", "PLE", "reserve", "KV cache", "above util"]
+    text = _line(legend(), 160)
+    assert "above util (1 − util)" in text and "free" not in text
+
+
+def test_an_over_card_shows_no_kv_and_no_room_above_util() -> None:
+    """An OVER card: the bar is all weights + PLE up to the card's edge (red past the usable
+    mark, » where it spills over the card) and its numbers list no KV cache and no part above
+    util — nothing a bar segment does not show."""
+    from widgets.fit import card_numbers
+    usable = 91_804_925_952
+    over = CardBudget(rank=0, label="GPU 0", total_bytes=102_005_473_280,
+                      total_source="declared", requested_bytes=usable,
+                      weights_bytes=67_173_288_509, ple_bytes=51_201_966_080, reserve_bytes=0,
+                      kv_bytes=usable - 67_173_288_509 - 51_201_966_080)
+    bar = _line(FitBar(over), 40).rstrip("\n")
+    assert "·" not in bar and "░" not in bar and bar.endswith("»") and "│" in bar
+    nums = _line(card_numbers(over), 160)
+    assert "above util" not in nums and "KV cache" not in nums and "free" not in nums
+    assert "weights 62.56  PLE 47.68  reserve 0.00 = 110.24 > usable 85.50" in nums
+    fits = over.model_copy(update={"ple_bytes": 0, "kv_bytes": usable - 67_173_288_509})
+    nums = _line(card_numbers(fits), 160)
+    assert "KV cache 22.94" in nums and "above util 9.50" in nums
+    bar = _line(FitBar(fits), 40)
+    assert "·" in bar and "»" not in bar

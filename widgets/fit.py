@@ -1,9 +1,12 @@
 """The fit panel: resident and candidate side by side, a stacked bar per card, what-if controls.
 
-Per checkpoint and card: a bar of weights | PLE table | reserve | KV cache | free (the part of
-the CUDA-visible total above ``gpu_memory_utilization``), scaled to the card's total, with the
-numbers in GiB (2^30 B; 2 decimals truncated, as :func:`console.budget.gib`); when weights + PLE
-+ reserve exceed the usable memory the bar shows the usable limit and says by how much. Below:
+Per checkpoint and card: a bar of weights | PLE table | reserve | KV cache | above util (CUDA-
+visible total − usable = the (1 − gpu_memory_utilization) share of the card that vLLM never
+requests; not NVML's free memory), scaled to the card's total, with the numbers in GiB (2^30 B;
+2 decimals truncated, as :func:`console.budget.gib`); a ``│`` marks the usable limit. When
+weights + PLE + reserve exceed the usable memory (OVER) there is no KV cache and no room above
+util: the bar is red past the mark (``»`` where it spills past the card) and the numbers say
+weights + PLE + reserve > usable, then by how much. Below:
 KV tokens and maximum concurrency (as vLLM computes them), the verdict in words and the levers.
 At the bottom: the KV capacity ratio (candidate / resident) and the live overlay of the running
 seat (predicted vs NVML).
@@ -41,27 +44,34 @@ SEGMENTS: tuple[tuple[str, str, str], ...] = (
     ("PLE", "▓", "magenta"),
     ("reserve", "▒", "yellow"),
     ("KV cache", "░", "green"),
-    ("free", "·", "bright_black"),
+    ("above util", "·", "bright_black"),
 )
-"""Bar segments in order: (name, glyph, style). Glyphs differ so the bar reads under NO_COLOR."""
+"""Bar segments in order: (name, glyph, style). Glyphs differ so the bar reads under NO_COLOR.
+"above util" is CUDA-visible total − usable (ceil(total × gpu_memory_utilization)): memory vLLM
+leaves to the CUDA context, NCCL and other processes — not free memory (NVML's free is in the
+pre-flight line)."""
 
 
 def bar_parts(card: CardBudget) -> list[tuple[str, int]]:
     """Bytes of each segment of ``card``'s bar, in :data:`SEGMENTS` order: weights, PLE,
-    reserve, KV cache (what is left, ≥ 0), free (CUDA-visible total − usable)."""
+    reserve, KV cache (what is left, ≥ 0), above util (CUDA-visible total − usable, bytes;
+    unknown totals count as 0). On an OVER card the static parts alone exceed the card's usable
+    memory, so :class:`FitBar` cuts the last two off (see :func:`card_numbers`)."""
     total = card.total_bytes or 0
     usable = card.requested_bytes or 0
     kv = max(0, card.kv_bytes or 0)
     return [("weights", card.weights_bytes), ("PLE", card.ple_bytes),
             ("reserve", card.reserve_bytes), ("KV cache", kv),
-            ("free", max(0, total - usable))]
+            ("above util", max(0, total - usable))]
 
 
 class FitBar:
     """Rich renderable: one card's stacked bar across the available width (see module doc).
 
     Cells are proportional to bytes over the CUDA-visible total (a non-zero part gets at least
-    one cell); the part beyond the total is cut, and a ``│`` marks where usable memory ends.
+    one cell); a ``│`` marks where usable memory ends. On an OVER card (KV bytes < 0) the cells
+    past the mark are red and, when weights + PLE + reserve exceed even the total, the part
+    beyond the card is cut and the last cell is a red ``»``.
     """
 
     def __init__(self, card: CardBudget) -> None:
@@ -84,6 +94,12 @@ class FitBar:
         cells = cells[:width] + [(" ", "")] * max(0, width - len(cells))
         mark = min(width - 1, round((self.card.requested_bytes or 0) / total * width))
         over = (self.card.kv_bytes or 0) < 0
+        if over:   # no KV cache and nothing above util: only the static parts, cut at the card
+            static = sum(len(g) for g, _s in cells[:width] if g not in ("░", "·"))
+            cells = [c for c in cells if c[0] not in ("░", "·")][:width]
+            cells += [(" ", "")] * max(0, width - static)
+            if self.card.static_bytes > total:
+                cells[-1] = ("»", "bold red")
         for i, (glyph, style) in enumerate(cells):
             if i == mark:
                 text.append("│", style="bold red" if over else "bold")
@@ -94,13 +110,31 @@ class FitBar:
 
 
 def legend() -> Text:
-    """The bar legend line."""
+    """The bar legend line; the last segment is spelled out as "above util (1 − util)": the
+    share of the card above gpu_memory_utilization, not free memory."""
     t = Text()
     for name, glyph, style in SEGMENTS:
         t.append(f"{glyph} ", style=style)
-        t.append(f"{name}  ")
+        t.append(f"{name}  " if name != "above util" else
+                 "above util (1 − util)  ")
     t.append("│ usable limit", style="bold")
     return t
+
+
+def card_numbers(card: CardBudget) -> Text:
+    """The numbers under ``card``'s bar in GiB: each :func:`bar_parts` segment; on an OVER card
+    only weights, PLE and reserve, "= static > usable", and by how much (the bar shows no KV
+    cache and nothing above util then)."""
+    line = Text()
+    if (card.kv_bytes or 0) >= 0:
+        for name, nbytes in bar_parts(card):
+            line.append(f"{name} {gib(nbytes)}  ")
+        return line
+    line.append(f"weights {gib(card.weights_bytes)}  PLE {gib(card.ple_bytes)}  reserve "
+                f"{gib(card.reserve_bytes)} = {gib(card.static_bytes)} > usable "
+                f"{gib(card.requested_bytes)}  ")
+    line.append(f"OVER by {gib(-(card.kv_bytes or 0))} GiB", style="bold red")
+    return line
 
 
 def render_side(title: str, b: FitBudget | None, why: str | None,
@@ -126,12 +160,7 @@ def render_side(title: str, b: FitBudget | None, why: str | None,
         parts.append(Text(f"{c.label}: {gib(c.total_bytes)} GiB {c.total_source}, usable "
                           f"{gib(c.requested_bytes)} GiB (×{p.gpu_memory_utilization:g})"))
         parts.append(FitBar(c))
-        line = Text()
-        for name, nbytes in bar_parts(c):
-            line.append(f"{name} {gib(nbytes)}  ")
-        if (c.kv_bytes or 0) < 0:
-            line.append(f"OVER by {gib(-(c.kv_bytes or 0))} GiB", style="bold red")
-        parts.append(line)
+        parts.append(card_numbers(c))
     if b.capacity is not None:
         cap = b.capacity
         parts.append(Text(f"KV cache {cap.kv_tokens:,} tokens · max concurrency "
@@ -298,6 +327,7 @@ __all__ = [
     "FitBar",
     "FitPanel",
     "bar_parts",
+    "card_numbers",
     "legend",
     "render_footer",
     "render_side",
