@@ -421,6 +421,24 @@ class FitBudget(Frozen):
             return f"{self.name} (scanned files" + (f": {self.path})" if self.path else ")")
         return f"{self.name} (declared sizes)"
 
+    def over_words(self, card: CardBudget) -> str | None:
+        """The headline of an OVER card in one phrase, relating the two figures the verdict
+        gives: ``"OVER: 24.74 GiB before any KV cache; 31.94 GiB must leave to serve one
+        262,144-token request"`` — the first is weights + PLE + reserve − usable (−``kv_bytes``),
+        the second adds the KV cache vLLM needs for one max_model_len request
+        (:attr:`console.kvcache.KVCapacity.min_kv_bytes`, vLLM's
+        ``_check_enough_kv_cache_memory``); on the worst card it is
+        :attr:`Verdict.must_leave_bytes`. GiB = 2^30 B (:func:`gib`). ``None`` when ``card`` is
+        not over (``kv_bytes`` ≥ 0 or unknown)."""
+        if card.kv_bytes is None or card.kv_bytes >= 0:
+            return None
+        over = -card.kv_bytes
+        head = f"OVER: {gib(over)} GiB before any KV cache; "
+        ctx = f"{self.params.max_model_len:,}-token request"
+        if self.capacity is None:
+            return head + f"plus the KV cache for one {ctx} (n/a: model shape unknown)"
+        return head + f"{gib(over + self.capacity.min_kv_bytes)} GiB must leave to serve one {ctx}"
+
     @property
     def kv_tokens(self) -> int | None:
         """KV cache size in tokens (None when the shape or totals are unknown)."""

@@ -264,3 +264,21 @@ def test_declared_shape_file_and_missing_sizes(tmp_path: Path) -> None:
     # The resident has neither a path nor declared sizes: unavailable, with the fix.
     assert inputs.resident.footprint is None
     assert "set resident.path, or resident.weights_bytes_per_rank" in inputs.resident.unavailable
+
+
+def test_over_headline_carries_the_over_and_the_must_leave_figures() -> None:
+    """"OVER by 24.74 GiB" above "31.94 GiB per card must leave the GPU" read as two answers; the
+    headline says how they relate: 24.74 before any KV cache + 7.19 GiB of KV cache for one
+    max_model_len request = 31.94."""
+    prof, inputs = _default()
+    b = _budget(prof, inputs)
+    c0 = b.cards[0]
+    words = b.over_words(c0)
+    assert words == ("OVER: 24.74 GiB before any KV cache; 31.94 GiB must leave to serve one "
+                     "262,144-token request")
+    assert b.verdict.must_leave_bytes == -c0.kv_bytes + b.capacity.min_kv_bytes
+    assert f"{gib(b.verdict.must_leave_bytes)} GiB must leave" in words
+    assert b.over_words(c0.model_copy(update={"kv_bytes": 1})) is None     # not over
+    nocap = b.model_copy(update={"capacity": None})
+    assert nocap.over_words(c0) == ("OVER: 24.74 GiB before any KV cache; plus the KV cache for "
+                                    "one 262,144-token request (n/a: model shape unknown)")

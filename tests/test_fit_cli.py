@@ -43,6 +43,10 @@ def test_default_profile_prints_the_papers_figures(capsys) -> None:
     assert "110.24 GiB (118,375,254,589 B)" in out
     assert "-24.74 GiB (-26,570,328,637 B)" in out
     assert "exceed usable memory by 24.74 GiB per card" in out
+    # The headline relates the two figures (24.74 over + 7.19 of KV cache = 31.94 must leave).
+    assert "  GPU 0: OVER: 24.74 GiB before any KV cache; 31.94 GiB must leave to serve one " \
+           "262,144-token request\n" in out
+    assert "does not fit: 31.94 GiB per card must leave the GPU" in out
     # The KV budget once the table moves to the host (the first lever).
     assert "PLE to host: frees 47.68 GiB per card; fits on the GPUs: KV 22.94 GiB per card = " \
            "835,629 tokens" in out

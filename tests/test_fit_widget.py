@@ -13,7 +13,7 @@ from console.budget import CardBudget, HostMemory
 from console.fit_source import FitInputs, gather_fit_inputs
 from console.fit_source import make_source as make_fit_source
 from console.sources import Source
-from widgets.fit import FitBar, FitPanel, bar_parts
+from widgets.fit import FitBar, FitPanel, bar_parts, render_side
 
 GiB = 1 << 30
 BIG_HOST = HostMemory(total_bytes=2048 * GiB, available_bytes=1536 * GiB)
@@ -82,10 +82,14 @@ async def test_default_seat_over_then_what_ifs_recompute_as_you_type() -> None:
     app, src = make_app()
     async with app.run_test(size=(160, 60)) as pilot:
         panel = app.query_one(FitPanel)
-        await wait_for(pilot, lambda: "OVER by" in screen_text(app), "first fit reading drawn")
+        await wait_for(pilot, lambda: "OVER:" in screen_text(app), "first fit reading drawn")
         text = flat(screen_text(app))
         assert "CANDIDATE candidate-nvfp4 (declared sizes), PLE gpu-replicated" in text
-        assert "OVER by 24.74 GiB" in text
+        assert "OVER by" not in text
+        # One phrase relates the headline to the verdict (24.74 + 7.19 GiB of KV = 31.94).
+        assert "OVER: 24.74 GiB before any KV cache; 31.94 GiB must leave to serve one " \
+               "262,144-token request" in _line(
+                   render_side("CANDIDATE", panel.comparison.candidate, None), 200)
         assert "does not fit: 31.94 GiB per card must leave the GPU" in text
         assert "RESIDENT" in text and "n/a — resident 'resident-fp8'" in text
         assert "weights 62.56" in text and "PLE 47.68" in text
@@ -296,8 +300,9 @@ def test_an_over_card_shows_no_kv_and_no_room_above_util() -> None:
     bar = _line(FitBar(over), 40).rstrip("\n")
     assert "·" not in bar and "░" not in bar and bar.endswith("»") and "│" in bar
     nums = _line(card_numbers(over), 160)
-    assert "above util" not in nums and "KV cache" not in nums and "free" not in nums
+    assert "above util" not in nums and "KV cache 0" not in nums and "free" not in nums
     assert "weights 62.56  PLE 47.68  reserve 0.00 = 110.24 > usable 85.50" in nums
+    assert "OVER: 24.74 GiB before any KV cache" in nums
     fits = over.model_copy(update={"ple_bytes": 0, "kv_bytes": usable - 67_173_288_509})
     nums = _line(card_numbers(fits), 160)
     assert "KV cache 22.94" in nums and "above util 9.50" in nums

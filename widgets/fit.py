@@ -5,8 +5,10 @@ visible total − usable = the (1 − gpu_memory_utilization) share of the card 
 requests; not NVML's free memory), scaled to the card's total, with the numbers in GiB (2^30 B;
 2 decimals truncated, as :func:`console.budget.gib`); a ``│`` marks the usable limit. When
 weights + PLE + reserve exceed the usable memory (OVER) there is no KV cache and no room above
-util: the bar is red past the mark (``»`` where it spills past the card) and the numbers say
-weights + PLE + reserve > usable, then by how much. Below:
+util: the bar is red past the mark (``»`` where it spills past the card), the numbers say
+weights + PLE + reserve > usable, and the headline relates the two figures of the verdict
+("OVER: 24.74 GiB before any KV cache; 31.94 GiB must leave to serve one 262,144-token
+request"). Below:
 KV tokens and maximum concurrency (as vLLM computes them), the verdict in words and the levers.
 At the bottom: the KV capacity ratio (candidate / resident) and the live overlay of the running
 seat (predicted vs NVML).
@@ -121,10 +123,12 @@ def legend() -> Text:
     return t
 
 
-def card_numbers(card: CardBudget) -> Text:
+def card_numbers(card: CardBudget, budget: FitBudget | None = None) -> Text:
     """The numbers under ``card``'s bar in GiB: each :func:`bar_parts` segment; on an OVER card
-    only weights, PLE and reserve, "= static > usable", and by how much (the bar shows no KV
-    cache and nothing above util then)."""
+    only weights, PLE and reserve, "= static > usable" (the bar shows no KV cache and nothing
+    above util then), and on the next line the headline :meth:`FitBudget.over_words` of
+    ``budget`` (which adds what must leave to serve one max_model_len request; without
+    ``budget`` only the part before any KV cache)."""
     line = Text()
     if (card.kv_bytes or 0) >= 0:
         for name, nbytes in bar_parts(card):
@@ -132,8 +136,10 @@ def card_numbers(card: CardBudget) -> Text:
         return line
     line.append(f"weights {gib(card.weights_bytes)}  PLE {gib(card.ple_bytes)}  reserve "
                 f"{gib(card.reserve_bytes)} = {gib(card.static_bytes)} > usable "
-                f"{gib(card.requested_bytes)}  ")
-    line.append(f"OVER by {gib(-(card.kv_bytes or 0))} GiB", style="bold red")
+                f"{gib(card.requested_bytes)}\n")
+    words = (budget.over_words(card) if budget is not None else None) or (
+        f"OVER: {gib(-(card.kv_bytes or 0))} GiB before any KV cache")
+    line.append(words, style="bold red")
     return line
 
 
@@ -160,7 +166,7 @@ def render_side(title: str, b: FitBudget | None, why: str | None,
         parts.append(Text(f"{c.label}: {gib(c.total_bytes)} GiB {c.total_source}, usable "
                           f"{gib(c.requested_bytes)} GiB (×{p.gpu_memory_utilization:g})"))
         parts.append(FitBar(c))
-        parts.append(card_numbers(c))
+        parts.append(card_numbers(c, b))
     if b.capacity is not None:
         cap = b.capacity
         parts.append(Text(f"KV cache {cap.kv_tokens:,} tokens · max concurrency "

@@ -167,6 +167,10 @@ def render_budget(b: FitBudget, scan: CheckpointSummary | None) -> list[str]:
     lines.append(_row("activation reserve", [c.reserve_bytes for c in b.cards]))
     lines.append(_row("weights + PLE + reserve", [c.static_bytes for c in b.cards]))
     lines.append(_row("left for the KV cache", [c.kv_bytes for c in b.cards]))
+    for c in b.cards:
+        over = b.over_words(c)
+        if over:
+            lines.append(f"  {c.label}: {over}")
     src = [c.total_source for c in b.cards]
     lines.append(f"  totals from: {', '.join(src)}")
     if b.kv_model is not None:
