@@ -725,7 +725,25 @@ class Comparison(Frozen):
 def compare(resident: FitBudget | None, candidate: FitBudget | None, *,
             resident_unavailable: str | None = None,
             candidate_unavailable: str | None = None) -> Comparison:
-    """Put two budgets side by side (see :class:`Comparison`)."""
+    """Put two budgets side by side (see :class:`Comparison`).
+
+    ``resident`` / ``candidate``: a :class:`FitBudget` from :func:`fit_budget`, or ``None`` when
+    that side cannot be budgeted; ``resident_unavailable`` / ``candidate_unavailable`` then say
+    why (shown as "n/a — …"). The returned :class:`Comparison` carries them and two ratios,
+    candidate / resident, dimensionless:
+
+    * ``kv_tokens_ratio`` = candidate KV tokens / resident KV tokens (tokens as vLLM's
+      ``get_kv_cache_capacity`` counts them, :func:`console.kvcache.kv_capacity`). ``None`` when
+      either budget is ``None``, the resident's KV tokens are 0 or unknown, or the candidate's are
+      unknown (no model shape, or a card total unknown); 0.0 when the candidate has no KV cache.
+    * ``kv_bytes_ratio`` = max(0, candidate KV bytes) / resident KV bytes, each the smallest
+      :attr:`CardBudget.kv_bytes` (bytes per card) over its cards — vLLM sizes every rank's pool
+      by the smallest (``vllm/v1/core/kv_cache_utils.py`` ``get_kv_cache_configs``). ``None``
+      when either budget is ``None``, the resident's KV bytes are ≤ 0 or unknown, or the
+      candidate's are unknown; an OVER candidate (negative KV bytes) counts as 0.
+
+    Pure arithmetic: no I/O, never raises.
+    """
     tr = kr = None
     if resident and candidate:
         if resident.kv_tokens and candidate.kv_tokens is not None:
@@ -753,7 +771,28 @@ class OverlayRow(Frozen):
 
 
 def live_overlay(budget: FitBudget, cards: Sequence[CardInput]) -> list[OverlayRow]:
-    """Predicted per-card use of ``budget`` next to the live NVML figures of ``cards``."""
+    """Predicted per-card use of ``budget`` next to the live NVML figures of ``cards``.
+
+    ``budget``: the running seat's (the resident's) :class:`FitBudget`; ``cards``: one
+    :class:`CardInput` per TP rank (:func:`cards_for_seat` / :func:`cards_for_tp`), matched to
+    ``budget.cards`` by ``rank``. Returns one :class:`OverlayRow` per ``budget.cards`` entry, in
+    the same order; every figure is bytes on that card:
+
+    * ``predicted_bytes`` = weights + PLE + reserve (:attr:`CardBudget.static_bytes`) + the KV
+      pool vLLM allocates, num_blocks × bytes_per_block (:class:`console.kvcache.KVCapacity`;
+      ``vllm/v1/core/kv_cache_utils.py`` ``get_kv_cache_configs``). ``None`` when the budget has
+      no KV capacity (model shape or a card total unknown).
+    * ``nvml_used_bytes``: the sum of the card's processes' used memory (NVML
+      ``nvmlDeviceGetComputeRunningProcesses`` ``usedGpuMemory``; ``nvml_basis`` "processes on
+      the card"), else the card's used memory (``nvmlDeviceGetMemoryInfo(_v2)`` ``used``; "card
+      used"). ``None`` (basis "n/a") when the card was not read live (``total_source`` not
+      ``nvml``: a declared or hypothetical card) or NVML gave neither figure.
+    * ``difference_bytes`` = NVML − predicted: positive is memory beyond the model's (CUDA
+      context, activations / CUDA graphs beyond the reserve, allocator slack), negative is less
+      than predicted (e.g. the engine is not up). ``None`` when either side is ``None``.
+
+    Pure arithmetic: no I/O, never raises.
+    """
     pool = (budget.capacity.num_blocks * budget.capacity.bytes_per_block
             if budget.capacity else None)
     by_rank = {c.rank: c for c in cards}

@@ -180,7 +180,10 @@ def load_side(role: str, spec: CheckpointSpec, tp: int,
 
 
 def host_memory() -> HostMemory | None:
-    """Host memory now from psutil (``None`` if psutil cannot read it)."""
+    """Host memory of the machine running the console, now: psutil ``virtual_memory()``
+    ``total`` and ``available`` (bytes; ``available`` is what new processes can get without
+    swapping, which a host-placed PLE table must fit in). ``None`` when psutil is missing or
+    cannot read it (the budget then says host RAM "available n/a", never 0). Never raises."""
     try:
         import psutil
 
@@ -196,7 +199,25 @@ def gather_fit_inputs(loaded: LoadedProfile, snapshot: Any | None, *,
                       candidate: str | os.PathLike[str] | None = None,
                       host: HostMemory | None = None) -> FitInputs:
     """Assemble :class:`FitInputs` from the profile, a GPU snapshot (or ``None``) and host
-    memory; ``checkpoint`` / ``candidate`` override the resident's / candidate's path."""
+    memory (I/O: scans checkpoint headers, reads ``config_json`` files).
+
+    ``snapshot``: a :class:`console.gpu.GpuSnapshot` (cards matched to ``node.gpus``), or
+    ``None`` for no live reading — then every card's total is ``node.declared_cuda_visible_bytes``
+    (bytes) and ``gpu_unavailable`` says why. ``checkpoint`` / ``candidate``: directories that
+    override the resident's / candidate's path (``--checkpoint`` / ``--candidate``); the side is
+    then named after the directory. ``host``: host memory in bytes (:func:`host_memory`), or
+    ``None`` for unknown.
+
+    Checkpoint problems are not raised: a :class:`console.checkpoint.CheckpointError` from
+    scanning — the path is not a directory, it holds no ``*.safetensors``, a header is corrupt
+    or a file unreadable (named with file and byte offset), the index has no ``weight_map``, or
+    ``ple_tensor_pattern`` is not a valid regular expression — is caught and becomes that side's
+    :attr:`FitSide.unavailable` reason with :attr:`FitSide.scan_failed` set (``seat-console
+    fit`` exits 1 on it). Problems found while scanning (e.g. a missing shard) are in
+    ``FitSide.scan.problems``. A side with neither a path nor declared sizes is ``unavailable``
+    without ``scan_failed``. Nothing else is expected to raise; :meth:`FitSource.read` still
+    turns any exception into :class:`~console.sources.Unavailable`.
+    """
     prof = loaded.profile
     tp = prof.seat.tensor_parallel_size
     resident = load_side("resident", prof.resident, tp, checkpoint)

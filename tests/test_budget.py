@@ -282,3 +282,28 @@ def test_over_headline_carries_the_over_and_the_must_leave_figures() -> None:
     nocap = b.model_copy(update={"capacity": None})
     assert nocap.over_words(c0) == ("OVER: 24.74 GiB before any KV cache; plus the KV cache for "
                                     "one 262,144-token request (n/a: model shape unknown)")
+
+
+def test_fit_docstrings_give_units_none_and_errors(tmp_path: Path) -> None:
+    """The standards: public functions say shapes, units, what None means, errors and sources."""
+    import inspect
+
+    from console.fit_source import gather_fit_inputs as gather
+    from console.fit_source import host_memory
+    need = {compare: ["bytes", "None", "candidate / resident", "get_kv_cache_capacity",
+                      "never raises"],
+            live_overlay: ["bytes", "None", "num_blocks", "nvmlDeviceGetComputeRunningProcesses",
+                           "nvmlDeviceGetMemoryInfo", "NVML − predicted"],
+            gather: ["CheckpointError", "scan_failed", "not a directory", "bytes"],
+            host_memory: ["bytes", "None", "virtual_memory"]}
+    for fn, words in need.items():
+        doc = inspect.getdoc(fn) or ""
+        missing = [w for w in words if w not in doc]
+        assert not missing, f"{fn.__name__}: docstring lacks {missing}"
+    # What the docstring says about CheckpointError is what happens: a missing directory is
+    # not raised, it becomes the side's reason with scan_failed set.
+    prof, _ = _default()
+    loaded = LoadedProfile(profile=prof, source="<embedded default>", origin="default",
+                           sha256="x")
+    inputs = gather(loaded, None, checkpoint=tmp_path / "nope")
+    assert inputs.resident.scan_failed and "not a directory" in inputs.resident.unavailable
