@@ -204,22 +204,37 @@ def test_lab_engine_counters_follow_real_requests(lab) -> None:
 
 
 def test_lab_engine_running_request_and_kv_usage(lab) -> None:
-    done = threading.Event()
+    # One 480-token request takes ~2 s on this CPU, and a full read (4 HTTP calls to a server
+    # whose engine is busy on the same 2 cores) can take about as long: a single request was
+    # sometimes over before any read saw it. 48 requests against max_num_seqs 16 keep the engine
+    # busy (running > 0, and a queue) for many reads; the wait stops early if they all finish.
+    n = 48
+    errors: list[str] = []
 
     def long_request() -> None:
         try:
-            httpx.post(f"{lab.vllm_url}/v1/completions", timeout=300, json={
+            httpx.post(f"{lab.vllm_url}/v1/completions", timeout=600, json={
                 "model": lab.served_model_name, "prompt": "a long one", "max_tokens": 480,
-                "ignore_eos": True, "temperature": 0})
-        finally:
-            done.set()
+                "ignore_eos": True, "temperature": 0}).raise_for_status()
+        except httpx.HTTPError as exc:
+            errors.append(repr(exc))
 
-    t = threading.Thread(target=long_request, daemon=True)
-    t.start()
-    busy = wait_until(lambda: (m := _read(lab).metrics).requests_running >= 1 and m,
-                      timeout=60, interval=0.05, what="a running request")
+    threads = [threading.Thread(target=long_request, daemon=True) for _ in range(n)]
+    for t in threads:
+        t.start()
+
+    def busy_or_all_done():
+        if all(not t.is_alive() for t in threads):
+            pytest.fail(f"all {n} requests finished before a read saw one running "
+                        f"(errors: {errors[:3]})")
+        m = _read(lab).metrics
+        return m.requests_running >= 1 and m
+
+    busy = wait_until(busy_or_all_done, timeout=300, interval=0.05, what="a running request")
     assert busy.kv_cache_usage is not None and busy.kv_cache_usage > 0
-    done.wait(300)
+    for t in threads:
+        t.join(600)
+    assert not errors, errors[:3]
     idle = wait_until(lambda: (m := _read(lab).metrics).requests_running == 0 and m,
                       what="idle again")
     assert idle.requests_running == 0
