@@ -292,3 +292,17 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 # ==============================================================================================
 # Other fixtures (add below; one section per owner)
 # ==============================================================================================
+
+# -- shared helpers for tests that start their own servers on loopback (lead) -------------------
+def free_port(start: int, end: int) -> int:
+    """The first TCP port in ``[start, end)`` that binds on 127.0.0.1; RuntimeError if none."""
+    import socket
+
+    for port in range(start, end):
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return port
+    raise RuntimeError(f"no free port in {start}-{end - 1} on 127.0.0.1")

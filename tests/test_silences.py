@@ -17,6 +17,7 @@ from pathlib import Path
 import bcrypt
 import httpx
 import pytest
+from conftest import free_port
 
 from console.profile import AlertmanagerSpec, Matcher
 from console.silences import (
@@ -237,15 +238,6 @@ class SecureAm:
     password: str
 
 
-def _free_port(start: int = 29300, end: int = 29400) -> int:
-    for port in range(start, end):
-        with socket.socket() as s:
-            try:
-                s.bind(("127.0.0.1", port))
-            except OSError:
-                continue
-            return port
-    raise RuntimeError("no free port")
 
 
 SECURE = pytest.mark.lab
@@ -269,7 +261,7 @@ def secure_am(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SecureAm]:
         f"tls_server_config:\n  cert_file: {d / 'cert.pem'}\n  key_file: {d / 'key.pem'}\n"
         f"basic_auth_users:\n  ops: '{hashed}'\n")
     (d / "am.yml").write_text("route: {receiver: 'null'}\nreceivers: [{name: 'null'}]\n")
-    port = _free_port()
+    port = free_port(29300, 29400)
     proc = subprocess.Popen(
         [binary, f"--config.file={d / 'am.yml'}", f"--storage.path={d / 'data'}",
          f"--web.listen-address=127.0.0.1:{port}", f"--web.config.file={d / 'web.yml'}",

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from conftest import free_port
 
 from console.profile import NodeSpec
 from console.transport import (
@@ -127,15 +128,6 @@ class Sshd:
     pid: int
 
 
-def _free_port(start: int = 22200, end: int = 22300) -> int:
-    for port in range(start, end):
-        with socket.socket() as s:
-            try:
-                s.bind(("127.0.0.1", port))
-            except OSError:
-                continue
-            return port
-    raise RuntimeError("no free port in 22200-22299")
 
 
 @pytest.fixture(scope="module")
@@ -150,7 +142,7 @@ def sshd(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sshd]:
         subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(d / name)],
                        check=True)
     (d / "authorized_keys").write_text((d / "client_key.pub").read_text())
-    port = _free_port()
+    port = free_port(22200, 22300)
     (d / "sshd_config").write_text("\n".join([
         f"Port {port}", "ListenAddress 127.0.0.1", f"HostKey {d / 'host_key'}",
         f"AuthorizedKeysFile {d / 'authorized_keys'}", "PasswordAuthentication no",
@@ -206,7 +198,7 @@ def test_ssh_wrong_key_fails_fast_in_batch_mode(sshd: Sshd, tmp_path: Path) -> N
 
 
 def test_ssh_nothing_listening_is_unreachable() -> None:
-    port = _free_port(22300, 22400)
+    port = free_port(22300, 22400)
     t = SshTransport("root@127.0.0.1", port=port)
     r = t.run(["true"], timeout_s=20)
     assert r.unreachable and r.rc == 255
