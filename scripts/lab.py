@@ -54,7 +54,7 @@ import tarfile
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -740,37 +740,54 @@ def registry_healthy(state: dict[str, Any]) -> tuple[bool, str]:
     return (code == 200, f"pid {pid}, GET /v2/ -> {code or 'no answer'}")
 
 
-def ensure_registry(state: dict[str, Any]) -> None:
-    """Start Debian's docker-registry on 127.0.0.1:15000 with storage in the lab dir."""
-    d = paths()["registry_dir"]
-    cfg = d / "config.yml"
-    with step("registry") as info:
-        pid = state.get("registry", {}).get("pid")
+def _ensure_http_daemon(state: dict[str, Any], name: str, program: str, cfg: Path,
+                        config: dict[str, Any], argv: list[str], port: int, url: str,
+                        healthy: Callable[[dict[str, Any]], tuple[bool, str]],
+                        extra_state: dict[str, Any]) -> None:
+    """Start ``argv`` (a loopback HTTP daemon configured by ``cfg``) unless it already runs.
+
+    A process is ours when its command line names ``cfg`` (found by the recorded PID or by
+    ``program`` + ``cfg``); a healthy one is kept, an unhealthy one is stopped and started again.
+    ``config`` is written to ``cfg`` as JSON (JSON is YAML: no quoting questions). Waits up to
+    30 s for ``healthy``; records ``pid``, ``url``, ``port``, ``config``, ``log`` and
+    ``extra_state`` under ``state[name]``. Raises :class:`LabError` when the port is taken by a
+    process the lab did not start, or the daemon exits or never becomes healthy.
+    """
+    log = LAB / "logs" / f"{name}.log"
+    with step(name) as info:
+        pid = state.get(name, {}).get("pid")
         if not pid_matches(pid, str(cfg)):
-            found = find_pids(str(cfg), "docker-registry")
+            found = find_pids(str(cfg), program)
             pid = found[0] if found else None
-        if pid and registry_healthy(state)[0]:
+        if pid and healthy(state)[0]:
             info["detail"] = f"already running, pid {pid}"
         else:
             if pid:
                 terminate(pid, str(cfg))
-            (d / "data").mkdir(parents=True, exist_ok=True)
-            # JSON is YAML: no quoting questions.
-            cfg.write_text(json.dumps({
-                "version": 0.1, "log": {"level": "info"},
-                "storage": {"filesystem": {"rootdirectory": str(d / "data")},
-                            "delete": {"enabled": True}},
-                "http": {"addr": f"{LOOPBACK}:{REGISTRY_PORT}"},
-            }, indent=2))
-            _port_free_or_fail(REGISTRY_PORT, "registry")
-            pid = spawn(["docker-registry", "serve", str(cfg)], LAB / "logs" / "registry.log")
-            wait_for(lambda: http_get(_registry_url() + "/v2/")[0] == 200, 30, "registry /v2/",
-                     alive=lambda: exited(pid, LAB / "logs" / "registry.log"))
-            info["detail"] = f"started pid {pid}, {_registry_url()}"
-        state["registry"] = {"pid": pid, "url": _registry_url(), "addr": f"{LOOPBACK}:{REGISTRY_PORT}",
-                             "port": REGISTRY_PORT, "config": str(cfg),
-                             "storage": str(d / "data"), "log": str(LAB / "logs" / "registry.log")}
+            cfg.write_text(json.dumps(config, indent=2))
+            _port_free_or_fail(port, name)
+            pid = spawn(argv, log)
+            wait_for(lambda: healthy(state)[0], 30, f"{name} health",
+                     alive=lambda: exited(pid, log))
+            info["detail"] = f"started pid {pid}, {url}"
+        state[name] = {"pid": pid, "url": url, "port": port, "config": str(cfg),
+                       "log": str(log), **extra_state}
         save_state(state)
+
+
+def ensure_registry(state: dict[str, Any]) -> None:
+    """Start Debian's docker-registry on 127.0.0.1:15000 with storage in the lab dir."""
+    d = paths()["registry_dir"]
+    cfg = d / "config.yml"
+    (d / "data").mkdir(parents=True, exist_ok=True)
+    _ensure_http_daemon(
+        state, "registry", "docker-registry", cfg,
+        {"version": 0.1, "log": {"level": "info"},
+         "storage": {"filesystem": {"rootdirectory": str(d / "data")},
+                     "delete": {"enabled": True}},
+         "http": {"addr": f"{LOOPBACK}:{REGISTRY_PORT}"}},
+        ["docker-registry", "serve", str(cfg)], REGISTRY_PORT, _registry_url(),
+        registry_healthy, {"addr": f"{LOOPBACK}:{REGISTRY_PORT}", "storage": str(d / "data")})
 
 
 def _am_url() -> str:
@@ -800,31 +817,13 @@ def ensure_alertmanager(state: dict[str, Any]) -> None:
     """Start Alertmanager on 127.0.0.1:19093 (no cluster), a 'null' receiver, lab storage."""
     d = paths()["alertmanager_dir"]
     cfg = d / "alertmanager.yml"
-    with step("alertmanager") as info:
-        pid = state.get("alertmanager", {}).get("pid")
-        if not pid_matches(pid, str(cfg)):
-            found = find_pids(str(cfg), "prometheus-alertmanager")
-            pid = found[0] if found else None
-        if pid and alertmanager_healthy(state)[0]:
-            info["detail"] = f"already running, pid {pid}"
-        else:
-            if pid:
-                terminate(pid, str(cfg))
-            (d / "data").mkdir(parents=True, exist_ok=True)
-            cfg.write_text(json.dumps({"route": {"receiver": "null"},
-                                       "receivers": [{"name": "null"}]}, indent=2))
-            _port_free_or_fail(ALERTMANAGER_PORT, "alertmanager")
-            pid = spawn(["prometheus-alertmanager", f"--config.file={cfg}",
-                         f"--storage.path={d / 'data'}",
-                         f"--web.listen-address={LOOPBACK}:{ALERTMANAGER_PORT}",
-                         "--cluster.listen-address="], LAB / "logs" / "alertmanager.log")
-            wait_for(lambda: alertmanager_healthy(state)[0], 30, "alertmanager /-/ready",
-                     alive=lambda: exited(pid, LAB / "logs" / "alertmanager.log"))
-            info["detail"] = f"started pid {pid}, {_am_url()}"
-        state["alertmanager"] = {"pid": pid, "url": _am_url(), "port": ALERTMANAGER_PORT,
-                                 "config": str(cfg), "storage": str(d / "data"),
-                                 "log": str(LAB / "logs" / "alertmanager.log")}
-        save_state(state)
+    (d / "data").mkdir(parents=True, exist_ok=True)
+    _ensure_http_daemon(
+        state, "alertmanager", "prometheus-alertmanager", cfg,
+        {"route": {"receiver": "null"}, "receivers": [{"name": "null"}]},
+        ["prometheus-alertmanager", f"--config.file={cfg}", f"--storage.path={d / 'data'}",
+         f"--web.listen-address={LOOPBACK}:{ALERTMANAGER_PORT}", "--cluster.listen-address="],
+        ALERTMANAGER_PORT, _am_url(), alertmanager_healthy, {"storage": str(d / "data")})
 
 
 def ensure_images(state: dict[str, Any]) -> None:
