@@ -548,6 +548,27 @@ def _norm_bus_id(bus_id: str) -> str:
 _MEM_FIELDS = "memory"
 
 
+def _guarded(field: str, call: Callable[[], Any], unsupported: list[str],
+             errors: dict[str, str]) -> Any:
+    """Run one NVML read for snapshot field ``field``.
+
+    Returns the value; or ``None`` with ``field`` appended to ``unsupported`` when NVML says
+    NOT_SUPPORTED / FUNCTION_NOT_FOUND (the gateway's n/a sentinel, :func:`console.nvml.is_na`);
+    or ``None`` with ``errors[field]`` set to the message when the call failed otherwise. Never 0
+    for an unknown. :class:`console.nvml.GpuLost` is not caught: a lost card ends the card's
+    read.
+    """
+    try:
+        value = call()
+    except NvmlCallError as exc:
+        errors[field] = exc.message
+        return None
+    if is_na(value):
+        unsupported.append(field)
+        return None
+    return value
+
+
 class GpuSampler:
     """Takes one batched :class:`GpuSnapshot` per call from an :class:`~console.nvml.Nvml`.
 
@@ -648,16 +669,8 @@ class GpuSampler:
         errors: dict[str, str] = {}
 
         def read(field: str, fn: str, *args: Any) -> Any:
-            """One NVML value for ``field``: NA → None + unsupported; other error → errors."""
-            try:
-                value = self.nvml.call(fn, *args)
-            except NvmlCallError as exc:
-                errors[field] = exc.message
-                return None
-            if is_na(value):
-                unsupported.append(field)
-                return None
-            return value
+            """One NVML value for ``field`` (see :func:`_guarded`)."""
+            return _guarded(field, lambda: self.nvml.call(fn, *args), unsupported, errors)
 
         try:
             handle = self.nvml.call("nvmlDeviceGetHandleByIndex", index)
@@ -733,13 +746,8 @@ class GpuSampler:
 
     def _memory(self, handle: Any, unsupported: list[str], errors: dict[str, str],
                 field: str = _MEM_FIELDS) -> MemoryReading | None:
-        try:
-            result = self.nvml.memory_info(handle)
-        except NvmlCallError as exc:
-            errors[field] = exc.message
-            return None
-        if is_na(result):
-            unsupported.append(field)
+        result = _guarded(field, lambda: self.nvml.memory_info(handle), unsupported, errors)
+        if result is None:
             return None
         api, m = result
         return MemoryReading(api=api, total_bytes=m["total"], reserved_bytes=m["reserved"],
@@ -747,13 +755,9 @@ class GpuSampler:
 
     def _processes(self, handle: Any, field: str, unsupported: list[str],
                    errors: dict[str, str]) -> list[GpuProcess] | None:
-        try:
-            result = self.nvml.running_processes(handle)
-        except NvmlCallError as exc:
-            errors[field] = exc.message
-            return None
-        if is_na(result):
-            unsupported.append(field)
+        result = _guarded(field, lambda: self.nvml.running_processes(handle), unsupported,
+                          errors)
+        if result is None:
             return None
         _api, raw = result
         out = []
