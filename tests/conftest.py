@@ -306,3 +306,23 @@ def free_port(start: int, end: int) -> int:
                 continue
             return port
     raise RuntimeError(f"no free port in {start}-{end - 1} on 127.0.0.1")
+
+
+def wait_for_port(port: int, proc: subprocess.Popen, log: Path, what: str,
+                  timeout: float = 20.0) -> None:
+    """Wait until 127.0.0.1:``port`` accepts a TCP connection from the server ``proc`` started.
+
+    Fails the test (after killing ``proc``) with ``log``'s text when ``proc`` exits first or
+    ``timeout`` seconds pass.
+    """
+    import socket
+
+    deadline = time.monotonic() + timeout
+    while True:
+        with socket.socket() as s:
+            if s.connect_ex(("127.0.0.1", port)) == 0:
+                return
+        if proc.poll() is not None or time.monotonic() > deadline:
+            proc.kill()
+            pytest.fail(f"{what} did not start: {log.read_text()}")
+        time.sleep(0.1)

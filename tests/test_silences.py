@@ -8,7 +8,6 @@ import os
 import shutil
 import socket
 import subprocess
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -17,7 +16,7 @@ from pathlib import Path
 import bcrypt
 import httpx
 import pytest
-from conftest import free_port
+from conftest import free_port, wait_for_port
 
 from console.profile import AlertmanagerSpec, Matcher
 from console.silences import (
@@ -267,15 +266,7 @@ def secure_am(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SecureAm]:
          f"--web.listen-address=127.0.0.1:{port}", f"--web.config.file={d / 'web.yml'}",
          "--cluster.listen-address="],
         stdout=subprocess.DEVNULL, stderr=open(d / "log", "w"))
-    deadline = time.monotonic() + 20
-    while True:
-        with socket.socket() as s:
-            if s.connect_ex(("127.0.0.1", port)) == 0:
-                break
-        if proc.poll() is not None or time.monotonic() > deadline:
-            proc.kill()
-            pytest.fail(f"Alertmanager did not start: {(d / 'log').read_text()}")
-        time.sleep(0.1)
+    wait_for_port(port, proc, d / "log", "Alertmanager", timeout=20)
     try:
         yield SecureAm(url=f"https://127.0.0.1:{port}", ca_file=d / "cert.pem", user="ops",
                        password=password)

@@ -9,13 +9,12 @@ import shlex
 import shutil
 import socket
 import subprocess
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from conftest import free_port
+from conftest import free_port, wait_for_port
 
 from console.profile import NodeSpec
 from console.transport import (
@@ -154,15 +153,7 @@ def sshd(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sshd]:
     Path("/run/sshd").mkdir(exist_ok=True)
     proc = subprocess.Popen([SSHD, "-D", "-e", "-f", str(d / "sshd_config")],
                             stdout=subprocess.DEVNULL, stderr=open(d / "log", "w"))
-    deadline = time.monotonic() + 15
-    while True:
-        with socket.socket() as s:
-            if s.connect_ex(("127.0.0.1", port)) == 0:
-                break
-        if proc.poll() is not None or time.monotonic() > deadline:
-            proc.kill()
-            pytest.fail(f"sshd did not start: {(d / 'log').read_text()}")
-        time.sleep(0.1)
+    wait_for_port(port, proc, d / "log", "sshd", timeout=15)
     try:
         yield Sshd(port=port, key=d / "client_key", known_hosts=d / "known_hosts", pid=proc.pid)
     finally:
