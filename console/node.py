@@ -23,7 +23,7 @@ from console.engine import EngineReading
 from console.gpu import GpuSnapshot
 from console.profile import LoadedProfile
 from console.silences import SilencesReading
-from console.sources import Frozen, Source, Unavailable, utcnow
+from console.sources import Frozen, Source, Unavailable, read_once, utcnow
 from console.timers import TimersReading
 
 SOURCE_NAMES = ("gpus", "timers", "silences", "containers", "engine")
@@ -73,18 +73,10 @@ DEFAULT_FACTORIES: dict[str, Callable[[LoadedProfile], Source]] = {
 
 def _read_one(name: str, factory: Callable[[LoadedProfile], Source], loaded: LoadedProfile,
               out: dict[str, BaseModel]) -> None:
-    src: Source | None = None
     try:
-        src = factory(loaded)
-        out[name] = src.read()
+        out[name] = read_once(factory(loaded))
     except Exception as exc:  # noqa: BLE001 - a broken factory is one unavailable source
         out[name] = Unavailable(source=name, kind="error", reason=f"{type(exc).__name__}: {exc}")
-    finally:
-        if src is not None:
-            try:
-                src.close()
-            except Exception:  # noqa: BLE001 - closing must not lose the reading
-                pass
 
 
 def take_snapshot(loaded: LoadedProfile, *, timeout_s: float = 20.0,

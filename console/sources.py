@@ -7,6 +7,7 @@ A source never raises into the UI and never reports an unknown as 0.
 
 from __future__ import annotations
 
+import logging
 from datetime import UTC, datetime
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -77,3 +78,20 @@ class BrokenSource(Source):
     def read(self) -> BaseModel:
         """Always ``Unavailable(source=name, kind="config", reason=reason)``."""
         return Unavailable(source=self.name, kind="config", reason=self.reason)
+
+
+def read_once(source: Source) -> BaseModel:
+    """One reading of ``source``, then :meth:`Source.close` (the headless commands' pattern).
+
+    Returns what :meth:`Source.read` returns (a model or :class:`Unavailable`); an exception from
+    ``read`` propagates after the source is closed; one from ``close`` is logged and does not
+    lose the reading.
+    """
+    try:
+        return source.read()
+    finally:
+        try:
+            source.close()
+        except Exception:  # noqa: BLE001 - closing must not lose the reading
+            logging.getLogger(__name__).warning("closing source %r failed", source.name,
+                                                exc_info=True)

@@ -33,7 +33,7 @@ from console.fit_source import (
     host_memory,
 )
 from console.profile import MAX_MODEL_LEN, MAX_NUM_SEQS, MAX_SIZE_BYTES, LoadedProfile
-from console.sources import Unavailable
+from console.sources import Unavailable, read_once
 
 EXIT_OK, EXIT_ERROR, EXIT_UNAVAILABLE = 0, 1, 3
 
@@ -107,11 +107,7 @@ def _read_snapshot(loaded: LoadedProfile) -> tuple[Any | None, str | None]:
         from console.gpu import make_source
     except Exception as exc:  # noqa: BLE001
         return None, f"GPU source unavailable: {exc}"
-    src = make_source(loaded)
-    try:
-        snap = src.read()
-    finally:
-        src.close()
+    snap = read_once(make_source(loaded))
     if isinstance(snap, Unavailable):
         return None, str(snap)
     return snap, None

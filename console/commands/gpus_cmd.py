@@ -21,7 +21,7 @@ import sys
 
 from console.gpu import GpuCard, GpuProcess, GpuSnapshot, MemoryReading, make_source
 from console.profile import GiB, LoadedProfile, MiB
-from console.sources import Unavailable
+from console.sources import Unavailable, read_once
 
 EXIT_OK, EXIT_ERROR, EXIT_UNAVAILABLE = 0, 1, 3
 UNAVAILABLE_KINDS = {"no-library", "no-driver", "version-mismatch", "no-permission", "no-gpu"}
@@ -39,11 +39,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace, loaded: LoadedProfile | None) -> int:
     """Take one snapshot and print it; returns the exit code (see the module docstring)."""
-    source = make_source(loaded)
-    try:
-        reading = source.read()
-    finally:
-        source.close()
+    reading = read_once(make_source(loaded))
     if isinstance(reading, Unavailable):
         print(f"seat-console gpus: {reading}", file=sys.stderr)
         if args.json:
