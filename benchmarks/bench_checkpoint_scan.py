@@ -1,4 +1,4 @@
-"""Benchmark: how long ``console.checkpoint.scan_checkpoint`` takes on multi-hundred-GB to
+"""Benchmark: how long ``seat_console.sources.checkpoint.scan_checkpoint`` takes on multi-hundred-GB to
 multi-TB checkpoints (sparse files with real-size headers; only headers are read).
 
 Checkpoints (tensor lists of ``tests/ckpt_factory.py``, published configs):
@@ -27,7 +27,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import ckpt_factory as F
 
-from console.checkpoint import scan_checkpoint
+from seat_console.sources.checkpoint import scan_checkpoint
 
 
 def _bf16(tensors: list[F.Tensor]) -> list[F.Tensor]:

@@ -3,10 +3,10 @@
 
 Modes (``--mode``):
 
-* ``pty`` (default): the real ``python -m console --interval 1`` in a pseudo-terminal of
+* ``pty`` (default): the real ``python -m seat_console --interval 1`` in a pseudo-terminal of
   120×40 (what an engineer runs), its output drained and counted; CPU time of that process (all
   threads) read with psutil before and after the window.
-* ``headless``: :class:`console.app.SeatConsoleApp` in this process under Textual's
+* ``headless``: :class:`seat_console.app.SeatConsoleApp` in this process under Textual's
   ``App.run_test`` (no terminal writes); CPU time of this process.
 * ``sampler``: only the GPU source's ``read()`` once a second (no UI) — the floor.
 
@@ -48,8 +48,8 @@ def machine() -> dict:
     """Host, CPU model, cores, Python, and the GPUs NVML sees (names), for the report."""
     from bench_sampler import cpu_model
 
-    from console.gpu import GpuSampler, GpuSnapshot
-    from console.nvml import Nvml
+    from seat_console.sources.gpu import GpuSampler, GpuSnapshot
+    from seat_console.sources.nvml import Nvml
 
     nv = Nvml()
     snap = GpuSampler(nv).sample()
@@ -70,7 +70,7 @@ def run_pty(seconds: float, warmup: float, cols: int, rows: int) -> dict:
     master, slave = os.openpty()
     fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", rows, cols, 0, 0))
     env = {**os.environ, "TERM": "xterm-256color", "COLUMNS": str(cols), "LINES": str(rows)}
-    child = subprocess.Popen([sys.executable, "-m", "console", "--interval", "1"],
+    child = subprocess.Popen([sys.executable, "-m", "seat_console", "--interval", "1"],
                              stdin=slave, stdout=slave, stderr=slave, env=env, cwd=ROOT,
                              start_new_session=True)
     os.close(slave)
@@ -116,8 +116,8 @@ def run_pty(seconds: float, warmup: float, cols: int, rows: int) -> dict:
 
 def run_headless(seconds: float, warmup: float, cols: int, rows: int) -> dict:
     """Run the app under ``run_test``; measure this process's CPU over ``seconds``."""
-    from console.app import SeatConsoleApp
-    from console.profile import load_profile
+    from seat_console.app import SeatConsoleApp
+    from seat_console.profile import load_profile
 
     app = SeatConsoleApp(load_profile(), interval=1.0, watch_terminal=False)
     me = psutil.Process()
@@ -150,8 +150,8 @@ def run_headless(seconds: float, warmup: float, cols: int, rows: int) -> dict:
 
 def run_sampler(seconds: float, warmup: float) -> dict:
     """GPU source ``read()`` at 1 Hz, no UI; this process's CPU over ``seconds``."""
-    from console.gpu import make_source
-    from console.profile import load_profile
+    from seat_console.sources.gpu import make_source
+    from seat_console.profile import load_profile
 
     source = make_source(load_profile())
     me = psutil.Process()

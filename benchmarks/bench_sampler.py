@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Sampler cost: µs per card per tick of :meth:`console.gpu.GpuSampler.sample`.
+"""Sampler cost: µs per card per tick of :meth:`seat_console.sources.gpu.GpuSampler.sample`.
 
 One tick = one batched snapshot of every card (identity, memory v2, utilisation, temperature,
 power, MIG mode, compute processes with their PID → process/container mapping, which is cached
@@ -32,8 +32,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from console.gpu import GpuSampler, GpuSnapshot
-from console.nvml import Nvml
+from seat_console.sources.gpu import GpuSampler, GpuSnapshot
+from seat_console.sources.nvml import Nvml
 
 
 def _pct(values: list[float], q: float) -> float:

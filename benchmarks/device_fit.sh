@@ -60,9 +60,9 @@ for _ in $(seq 1 120); do [ -f "$WORK/held" ] && break; sleep 0.5; done
 nvidia-smi --query-gpu=index,memory.total,memory.reserved,memory.used,memory.free --format=csv \
   > "$OUT/nvidia-smi.csv"
 nvidia-smi --query-compute-apps=pid,used_memory --format=csv >> "$OUT/nvidia-smi.csv"
-python3 -m console --profile "$WORK/profile.toml" fit --checkpoint "$WORK/llama" \
+python3 -m seat_console --profile "$WORK/profile.toml" fit --checkpoint "$WORK/llama" \
   | tee "$OUT/fit.txt"
-python3 -m console --profile "$WORK/profile.toml" fit --checkpoint "$WORK/llama" --json \
+python3 -m seat_console --profile "$WORK/profile.toml" fit --checkpoint "$WORK/llama" --json \
   > "$OUT/fit.json"
 echo "holder pid: $HOLDER" | tee -a "$OUT/fit.txt"
 kill "$HOLDER"

@@ -1,7 +1,7 @@
-"""``python -m console`` runs the same entry point as ``seat-console``."""
+"""``python -m seat_console`` runs the same entry point as ``seat-console``."""
 
 import sys
 
-from console.cli import main
+from seat_console.cli import main
 
 sys.exit(main())

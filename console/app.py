@@ -1,7 +1,7 @@
 """The Seat Console TUI: composes the panels, polls the sources, and stays responsive.
 
 Shape (see ``../shared/DESIGN.md``): each entry of :data:`PANELS` pairs a source factory
-(``make_source(loaded_profile) -> Source``) with the :class:`~widgets.panel.SourcePanel`
+(``make_source(loaded_profile) -> Source``) with the :class:`~seat_console.widgets.panel.SourcePanel`
 subclass that draws it. For every entry the app
 
 * polls the source's blocking ``read()`` in a thread of its own, started by a Textual worker
@@ -10,7 +10,7 @@ subclass that draws it. For every entry the app
   source never overlap, and backs off after unavailable readings (:func:`next_delay`);
 * gets the result back as a :class:`SourceReading` message and, on the UI thread, keeps per
   source the last reading, the last good reading and its time, then calls the panel's
-  :meth:`~widgets.panel.SourcePanel.show`;
+  :meth:`~seat_console.widgets.panel.SourcePanel.show`;
 * once a second (no I/O) refreshes every panel's age, so a read that hangs only stales its own
   panel ("STALE · reading for 40 s") while keys and the other panels keep working.
 
@@ -63,22 +63,22 @@ from textual.timer import Timer
 from textual.widgets import Footer, Static
 from textual.worker import Worker, WorkerState
 
-from console import containers as containers_source
-from console import engine as engine_source
-from console import fit_source
-from console import silences as silences_source
-from console import timers as timers_source
-from console.gpu import make_source as make_gpu_source
-from console.profile import (
+from seat_console.sources import containers as containers_source
+from seat_console.sources import engine as engine_source
+from seat_console.sources import fit_source
+from seat_console.sources import silences as silences_source
+from seat_console.sources import timers as timers_source
+from seat_console.sources.gpu import make_source as make_gpu_source
+from seat_console.profile import (
     REFRESH_INTERVAL_MAX_S,
     REFRESH_INTERVAL_MIN_S,
     LoadedProfile,
 )
-from console.sources import BrokenSource, Source, Unavailable, utcnow
-from widgets.fit import FitPanel
-from widgets.gpu import GpuPanel
-from widgets.panel import STALE_FACTOR, STALE_MIN_S, SourcePanel
-from widgets.services import ContainersPanel, EnginePanel, SilencesPanel, TimersPanel
+from seat_console.sources import BrokenSource, Source, Unavailable, utcnow
+from seat_console.widgets.fit import FitPanel
+from seat_console.widgets.gpu import GpuPanel
+from seat_console.widgets.panel import STALE_FACTOR, STALE_MIN_S, SourcePanel
+from seat_console.widgets.services import ContainersPanel, EnginePanel, SilencesPanel, TimersPanel
 
 log = logging.getLogger(__name__)
 
@@ -95,7 +95,7 @@ PANELS: list[tuple[SourceFactory, type[SourcePanel]]] = [
 ]
 """The panels the app shows, top to bottom: ``(make_source, PanelClass)`` pairs.
 
-To add a panel, append one line, e.g. ``(console.timers.make_source, TimersPanel),``.
+To add a panel, append one line, e.g. ``(seat_console.sources.timers.make_source, TimersPanel),``.
 """
 
 BACKOFF_MIN_S = 5.0

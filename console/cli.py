@@ -15,7 +15,7 @@ import importlib
 import sys
 from collections.abc import Sequence
 
-from console.profile import (
+from seat_console.profile import (
     REFRESH_INTERVAL_MAX_S,
     REFRESH_INTERVAL_MIN_S,
     ProfileError,
@@ -27,12 +27,12 @@ EXIT_ERROR = 1
 EXIT_USAGE = 2
 EXIT_UNAVAILABLE = 3
 
-# Modules under console.commands that provide ``register(subparsers)``.
+# Modules under seat_console.commands that provide ``register(subparsers)``.
 COMMAND_MODULES = [
-    "console.commands.profile_cmd",
-    "console.commands.gpus_cmd",
-    "console.commands.fit_cmd",
-    "console.commands.status_cmd",
+    "seat_console.commands.profile_cmd",
+    "seat_console.commands.gpus_cmd",
+    "seat_console.commands.fit_cmd",
+    "seat_console.commands.status_cmd",
 ]
 
 
@@ -56,7 +56,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of ``seat-console`` and ``python -m console``; returns the exit code."""
+    """Entry point of ``seat-console`` and ``python -m seat_console``; returns the exit code."""
     parser = build_parser()
     args = parser.parse_args(argv)
     if args.interval is not None and not (
@@ -72,7 +72,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"seat-console: {exc}", file=sys.stderr)
         return EXIT_ERROR
     if func is None:
-        from console.app import run_app
+        from seat_console.app import run_app
 
         return run_app(loaded, readonly=args.readonly, interval=args.interval)
     return func(args, loaded)

@@ -1198,7 +1198,7 @@ def write_profile(state: dict[str, Any]) -> None:
     with step("profile") as info:
         tmp = PROFILE_FILE.with_suffix(".toml.tmp")
         tmp.write_text("\n".join(lines), "utf-8")
-        cp = run([sys.executable, "-m", "console", "profile", "--check", str(tmp)], timeout=60,
+        cp = run([sys.executable, "-m", "seat_console", "profile", "--check", str(tmp)], timeout=60,
                  cwd=REPO, check=False,
                  env=base_env({"PYTHONPATH": str(REPO)}))
         if cp.returncode != 0:

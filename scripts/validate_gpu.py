@@ -46,9 +46,9 @@ QUERY_APPS = ["nvidia-smi", "--query-compute-apps=pid,used_memory",
 
 
 def console_cmd() -> list[str]:
-    """``seat-console gpus --json`` if installed, else ``python -m console gpus --json``."""
+    """``seat-console gpus --json`` if installed, else ``python -m seat_console gpus --json``."""
     exe = shutil.which("seat-console")
-    return [exe, "gpus", "--json"] if exe else [sys.executable, "-m", "console", "gpus", "--json"]
+    return [exe, "gpus", "--json"] if exe else [sys.executable, "-m", "seat_console", "gpus", "--json"]
 
 
 def at_one_moment(commands: dict[str, list[str]]) -> dict[str, dict]:

@@ -14,7 +14,7 @@ gib=${2:-100}
 cd "$(dirname "$0")/.." || exit 2
 mkdir -p "$out"
 py=${PYTHON:-python3}
-if ! "${PYTHON:-python3}" -c "import textual, pydantic, console.gpu" >/dev/null 2>&1; then
+if ! "${PYTHON:-python3}" -c "import textual, pydantic, seat_console.sources.gpu" >/dev/null 2>&1; then
   if [ -d .wheels ]; then
     "$py" -m pip install -q --no-index --find-links .wheels --no-build-isolation -e . \
       >"$out/install.log" 2>&1 || { echo "install failed:"; tail -20 "$out/install.log"; exit 2; }

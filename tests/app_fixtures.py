@@ -5,7 +5,7 @@
 * :class:`RecordedMapper` — stands where the host's ``/proc`` stands for the GPU sampler: a
   recorded PID → process/container table (NVML's PIDs in the double do not exist on this
   machine). The real ``/proc`` mapping is tested in ``tests/test_gpu.py``.
-* :class:`ClockedGpuSource` — the real :class:`console.gpu.GpuSource` over the NVML double,
+* :class:`ClockedGpuSource` — the real :class:`seat_console.sources.gpu.GpuSource` over the NVML double,
   with its timestamps taken from the fake clock; optionally plays a script of used-memory
   values (one per read) for the sparkline.
 * :func:`demo_app` — the seat of the README screenshot: two H200s, a ~100 GiB vLLM worker in
@@ -26,13 +26,13 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from console.app import SeatConsoleApp
-from console.gpu import ContainerRef, GpuSampler, GpuSnapshot, GpuSource, ProcessMapper
-from console.nvml import Nvml
-from console.profile import LoadedProfile, load_profile
-from console.sources import Frozen, Source, Unavailable
-from widgets.gpu import GpuPanel
-from widgets.panel import SourcePanel
+from seat_console.app import SeatConsoleApp
+from seat_console.sources.gpu import ContainerRef, GpuSampler, GpuSnapshot, GpuSource, ProcessMapper
+from seat_console.sources.nvml import Nvml
+from seat_console.profile import LoadedProfile, load_profile
+from seat_console.sources import Frozen, Source, Unavailable
+from seat_console.widgets.gpu import GpuPanel
+from seat_console.widgets.panel import SourcePanel
 
 sys.path.insert(0, str(Path(__file__).parent))
 from nvml_double import FakeCard, FakeProcess, NvmlDouble, h200_pair

@@ -3,7 +3,7 @@
 Large checkpoints are *sparse* files: the 8-byte length, the JSON header with every tensor's
 real dtype/shape/offsets, then ``truncate`` to the full size, so a 16 GB shard takes a few kB
 of disk. The element sizes below are the safetensors format's own (spec table, written out
-independently of ``console.checkpoint`` so a bug there cannot hide here).
+independently of ``seat_console.sources.checkpoint`` so a bug there cannot hide here).
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Pilot tests of the Seat Console app: press keys, check what is rendered.
 
-Sources are real :class:`console.sources.Source` subclasses with controlled behaviour
+Sources are real :class:`seat_console.sources.Source` subclasses with controlled behaviour
 (tests/app_fixtures.py): counting, hanging on an Event, raising, going down; the GPU panel runs
 the real GPU source over the in-process NVML double (tests/nvml_double.py). Waits are predicate
 loops around ``pilot.pause()``; the one fixed pause (checking that *nothing* happens while
@@ -45,7 +45,7 @@ from app_fixtures import (
 )
 from nvml_double import FakeMig, FakeProcess, NvmlDouble
 
-from console.app import (
+from seat_console.app import (
     BACKOFF_MAX_S,
     BACKOFF_MIN_S,
     EXIT_HANGUP,
@@ -54,7 +54,7 @@ from console.app import (
     filter_action_bindings,
     next_delay,
 )
-from widgets.gpu import GpuCardView, GpuPanel, Spark
+from seat_console.widgets.gpu import GpuCardView, GpuPanel, Spark
 
 SIZE = (100, 40)
 
@@ -533,7 +533,7 @@ import fcntl, os, signal, sys, termios
 fcntl.ioctl(0, termios.TIOCSCTTY, 0)  # the pty becomes the controlling terminal
 if sys.argv[1] == "block":
     signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGHUP})  # inherited across exec
-os.execv(sys.executable, [sys.executable, "-m", "console", "--interval", "0.5"])
+os.execv(sys.executable, [sys.executable, "-m", "seat_console", "--interval", "0.5"])
 """
 
 
@@ -583,7 +583,7 @@ def test_app_exits_when_its_terminal_goes_away(tmp_path, block_sighup):
 async def test_header_names_the_profile_and_its_hash():
     import dataclasses
 
-    from console.profile import load_profile
+    from seat_console.profile import load_profile
 
     loaded = load_profile(None, environ={})
     app = SeatConsoleApp(loaded, interval=3600.0, panels=[(fixed(CountingSource()), CountingPanel)],

@@ -2,7 +2,7 @@
 
 Units: bytes in code; GiB = 2^30 B. The evaluation wrote its figures to 2 decimals, truncated
 (51,201,966,080 B = 47.685546875 GiB was written 47.68, which rounding would make 47.69), so the
-console prints GiB the same way (:func:`console.budget.gib`) and always next to exact bytes.
+console prints GiB the same way (:func:`seat_console.fit.budget.gib`) and always next to exact bytes.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from pathlib import Path
 
 import ckpt_factory as F
 
-from console.budget import (
+from seat_console.fit.budget import (
     CardInput,
     Holder,
     HostMemory,
@@ -27,10 +27,10 @@ from console.budget import (
     pad_vocab,
     requested_bytes,
 )
-from console.checkpoint import scan_checkpoint
-from console.fit_source import gather_fit_inputs, seat_params
-from console.gpu import GpuCard, GpuProcess, GpuSnapshot, MemoryReading
-from console.profile import LoadedProfile, default_profile_text, parse_profile
+from seat_console.sources.checkpoint import scan_checkpoint
+from seat_console.sources.fit_source import gather_fit_inputs, seat_params
+from seat_console.sources.gpu import GpuCard, GpuProcess, GpuSnapshot, MemoryReading
+from seat_console.profile import LoadedProfile, default_profile_text, parse_profile
 
 GiB = 1 << 30
 BIG_HOST = HostMemory(total_bytes=2048 * GiB, available_bytes=1536 * GiB)
@@ -288,8 +288,8 @@ def test_fit_docstrings_give_units_none_and_errors(tmp_path: Path) -> None:
     """The standards: public functions say shapes, units, what None means, errors and sources."""
     import inspect
 
-    from console.fit_source import gather_fit_inputs as gather
-    from console.fit_source import host_memory
+    from seat_console.sources.fit_source import gather_fit_inputs as gather
+    from seat_console.sources.fit_source import host_memory
     need = {compare: ["bytes", "None", "candidate / resident", "get_kv_cache_capacity",
                       "never raises"],
             live_overlay: ["bytes", "None", "num_blocks", "nvmlDeviceGetComputeRunningProcesses",

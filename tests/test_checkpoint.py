@@ -18,7 +18,7 @@ import pytest
 from safetensors import safe_open
 from safetensors.numpy import save_file
 
-from console.checkpoint import (
+from seat_console.sources.checkpoint import (
     CheckpointError,
     SafetensorsHeaderError,
     parse_quant_config,

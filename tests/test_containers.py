@@ -15,7 +15,7 @@ import httpx
 import pytest
 from conftest import wait_until
 
-from console.containers import (
+from seat_console.sources.containers import (
     ContainerSource,
     ContainersReading,
     EventWatcher,
@@ -23,7 +23,7 @@ from console.containers import (
     parse_docker_time,
     pick_repo_digest,
 )
-from console.sources import Unavailable
+from seat_console.sources import Unavailable
 
 DATA = Path(__file__).parent / "data" / "containers"
 

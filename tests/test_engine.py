@@ -15,7 +15,7 @@ import httpx
 import pytest
 from conftest import wait_until
 
-from console.engine import (
+from seat_console.sources.engine import (
     MISSING,
     EngineReading,
     EngineSource,
@@ -26,7 +26,7 @@ from console.engine import (
     parse_metrics,
     parse_models,
 )
-from console.sources import Unavailable
+from seat_console.sources import Unavailable
 
 DATA = Path(__file__).parent / "data" / "engine"
 RECORDED = (DATA / "vllm-0.32.0-cpu.metrics.txt").read_text()

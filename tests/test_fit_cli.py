@@ -13,8 +13,8 @@ import ckpt_factory as F
 import pytest
 from nvml_double import FakeCard, FakeProcess, NvmlDouble
 
-import console.nvml as nvml_mod
-from console.cli import main
+import seat_console.sources.nvml as nvml_mod
+from seat_console.cli import main
 
 GiB = 1 << 30
 

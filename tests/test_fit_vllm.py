@@ -11,7 +11,7 @@
    (vllm/v1/core/kv_cache_utils.py), ``Platform._align_hybrid_block_size``
    (vllm/platforms/interface.py) and ``Qwen3NextForCausalLM.get_mamba_state_shape_from_config``
    in the lab's vLLM interpreter, with per-layer specs built from the same config.json through
-   transformers' config classes — and comparing with :func:`console.kvcache.kv_capacity`.
+   transformers' config classes — and comparing with :func:`seat_console.fit.kvcache.kv_capacity`.
 """
 
 from __future__ import annotations
@@ -27,15 +27,15 @@ import pytest
 from conftest import Lab
 from prometheus_client.parser import text_string_to_metric_families
 
-from console.checkpoint import scan_checkpoint
-from console.kvcache import (
+from seat_console.sources.checkpoint import scan_checkpoint
+from seat_console.fit.kvcache import (
     EngineKVParams,
     config_from_shape,
     kv_capacity,
     max_model_len_for,
     model_kv,
 )
-from console.profile import default_profile_text, parse_profile
+from seat_console.profile import default_profile_text, parse_profile
 
 pytestmark = pytest.mark.lab
 

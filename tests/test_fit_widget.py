@@ -8,12 +8,12 @@ import re
 from app_fixtures import FakeClock, default_loaded
 from textual.widgets import Input, Select
 
-from console.app import PANELS, SeatConsoleApp
-from console.budget import CardBudget, HostMemory
-from console.fit_source import FitInputs, gather_fit_inputs
-from console.fit_source import make_source as make_fit_source
-from console.sources import Source
-from widgets.fit import FitBar, FitPanel, bar_parts, render_side
+from seat_console.app import PANELS, SeatConsoleApp
+from seat_console.fit.budget import CardBudget, HostMemory
+from seat_console.sources.fit_source import FitInputs, gather_fit_inputs
+from seat_console.sources.fit_source import make_source as make_fit_source
+from seat_console.sources import Source
+from seat_console.widgets.fit import FitBar, FitPanel, bar_parts, render_side
 
 GiB = 1 << 30
 BIG_HOST = HostMemory(total_bytes=2048 * GiB, available_bytes=1536 * GiB)
@@ -223,7 +223,7 @@ async def test_a_huge_context_what_if_is_named_with_its_range() -> None:
 async def test_what_if_fields_show_their_longest_values_at_80_columns() -> None:
     """Each what-if field holds its longest valid value plus the cursor at 80 columns: "0.9515"
     showed as ".9515" in a 6-cell field; the context's 4,294,967,296 lost its leading digit."""
-    from console.profile import MAX_MODEL_LEN, MAX_NUM_SEQS
+    from seat_console.profile import MAX_MODEL_LEN, MAX_NUM_SEQS
     longest = {"fit-util": "0.9515", "fit-tp": "64", "fit-context": str(MAX_MODEL_LEN),
                "fit-seqs": str(MAX_NUM_SEQS)}
     app, _src = make_app()
@@ -281,7 +281,7 @@ def _line(renderable, width: int = 80) -> str:
 def test_the_part_above_utilisation_is_not_called_free() -> None:
     """The segment is CUDA-visible total − usable (1 − gpu_memory_utilization of the card), not
     NVML free memory: "free 9.50" beside "OVER" read as 9.50 GiB to spare."""
-    from widgets.fit import SEGMENTS, legend
+    from seat_console.widgets.fit import SEGMENTS, legend
     assert [s[0] for s in SEGMENTS] == ["weights", "PLE", "reserve", "KV cache", "above util"]
     text = _line(legend(), 160)
     assert "above util (1 − util)" in text and "free" not in text
@@ -291,7 +291,7 @@ def test_an_over_card_shows_no_kv_and_no_room_above_util() -> None:
     """An OVER card: the bar is all weights + PLE up to the card's edge (red past the usable
     mark, » where it spills over the card) and its numbers list no KV cache and no part above
     util — nothing a bar segment does not show."""
-    from widgets.fit import card_numbers
+    from seat_console.widgets.fit import card_numbers
     usable = 91_804_925_952
     over = CardBudget(rank=0, label="GPU 0", total_bytes=102_005_473_280,
                       total_source="declared", requested_bytes=usable,

@@ -1,7 +1,7 @@
 """``seat-console gpus [--json]`` with the NVML double injected.
 
-Injection: ``monkeypatch.setattr(console.nvml, "module_factory", lambda: double)`` — every
-:class:`console.nvml.Nvml` built without an explicit module (as the command's
+Injection: ``monkeypatch.setattr(seat_console.sources.nvml, "module_factory", lambda: double)`` — every
+:class:`seat_console.sources.nvml.Nvml` built without an explicit module (as the command's
 ``make_source`` does) then talks to the double. One test runs the installed command for real on
 this machine, which has no NVIDIA driver.
 """
@@ -18,10 +18,10 @@ from pathlib import Path
 import pynvml
 import pytest
 
-import console.nvml as nvml_mod
-from console.cli import main
-from console.gpu import GpuSnapshot
-from console.sources import Unavailable
+import seat_console.sources.nvml as nvml_mod
+from seat_console.cli import main
+from seat_console.sources.gpu import GpuSnapshot
+from seat_console.sources import Unavailable
 
 sys.path.insert(0, str(Path(__file__).parent))
 from nvml_double import FakeProcess, NvmlDouble, h200_pair
@@ -78,7 +78,7 @@ def test_table_in_gib_and_mib(inject, capsys):
     (42_086_825_984, 40_138), (108_013_813_760, 103_010), (150_109_880_320, 143_156), (0, 0),
 ])
 def test_mib_rounding_matches_nvidia_smi(nvml_bytes, smi_mib):
-    from console.commands.gpus_cmd import mib_as_nvidia_smi
+    from seat_console.commands.gpus_cmd import mib_as_nvidia_smi
 
     assert mib_as_nvidia_smi(nvml_bytes) == smi_mib
 
@@ -129,7 +129,7 @@ def test_installed_command_without_a_driver_exits_3(tmp_path):
         pytest.skip("this machine has an NVIDIA driver")
     env = {**os.environ, "XDG_CONFIG_HOME": str(tmp_path)}
     env.pop("SEAT_CONSOLE_PROFILE", None)
-    proc = subprocess.run([sys.executable, "-m", "console", "gpus"], capture_output=True,
+    proc = subprocess.run([sys.executable, "-m", "seat_console", "gpus"], capture_output=True,
                           text=True, env=env, timeout=60, check=False)
     assert proc.returncode == 3, proc.stderr
     assert "(no-library)" in proc.stderr and "libnvidia-ml.so.1" in proc.stderr

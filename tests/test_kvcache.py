@@ -16,8 +16,8 @@ from pathlib import Path
 import ckpt_factory as F
 import pytest
 
-from console.checkpoint import scan_checkpoint
-from console.kvcache import (
+from seat_console.sources.checkpoint import scan_checkpoint
+from seat_console.fit.kvcache import (
     EngineKVParams,
     KVModelError,
     config_from_shape,
@@ -25,7 +25,7 @@ from console.kvcache import (
     max_model_len_for,
     model_kv,
 )
-from console.profile import ModelShapeSpec
+from seat_console.profile import ModelShapeSpec
 
 GiB = 1 << 30
 

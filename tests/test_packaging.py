@@ -1,7 +1,7 @@
 """The distribution holds every package and data file the console needs.
 
 The test command installs the project editable, which hides a package missing from the wheel
-(``console.commands`` once was: ``pip install . && seat-console`` then failed with
+(``seat_console.commands`` once was: ``pip install . && seat-console`` then failed with
 ModuleNotFoundError). Build the real wheel and compare it with the source tree.
 """
 
@@ -21,12 +21,16 @@ def test_wheel_contains_every_module_and_the_default_profile(tmp_path: Path) -> 
                    timeout=300)
     (wheel,) = tmp_path.glob("seat_console-*.whl")
     names = set(zipfile.ZipFile(wheel).namelist())
-    expected = {p.relative_to(ROOT).as_posix()
-                for pkg in ("console", "widgets", "actions")
+    # The folders map onto one import name (pyproject's package-dir): console/ is seat_console/,
+    # widgets/ and actions/ are seat_console/widgets/ and seat_console/actions/.
+    where = {"console": "seat_console", "widgets": "seat_console/widgets",
+             "actions": "seat_console/actions"}
+    expected = {f"{where[pkg]}/{p.relative_to(ROOT / pkg).as_posix()}"
+                for pkg in where
                 for p in (ROOT / pkg).rglob("*.py") if "__pycache__" not in p.parts}
     assert expected, "no sources found"
     missing = sorted(expected - names)
     assert not missing, f"modules missing from the wheel: {missing}"
-    assert "console/default_profile.toml" in names
+    assert "seat_console/default_profile.toml" in names
     entry = next(n for n in names if n.endswith("entry_points.txt"))
-    assert "seat-console = console.cli:main" in zipfile.ZipFile(wheel).read(entry).decode()
+    assert "seat-console = seat_console.cli:main" in zipfile.ZipFile(wheel).read(entry).decode()

@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from console.cli import main
-from console.profile import (
+from seat_console.cli import main
+from seat_console.profile import (
     ENV_VAR,
     GiB,
     ProfileError,

@@ -15,7 +15,7 @@ import psutil
 import pytest
 from pydantic import ValidationError
 
-from console.runner import DEFAULT_PATH, CommandError, Runner, classify
+from seat_console.node.runner import DEFAULT_PATH, CommandError, Runner, classify
 
 
 def test_missing_binary_is_127_with_a_clear_message() -> None:

@@ -12,21 +12,24 @@ from pathlib import Path
 import pytest
 from textual.app import App, ComposeResult
 
-from console import containers, engine, silences, timers
-from console.app import SeatConsoleApp
-from console.containers import (
+from seat_console.sources import containers
+from seat_console.sources import engine
+from seat_console.sources import silences
+from seat_console.sources import timers
+from seat_console.app import SeatConsoleApp
+from seat_console.sources.containers import (
     ContainerEvent,
     ContainersReading,
     ContainerState,
     EventStreamStatus,
 )
-from console.engine import EngineReading, ModelInfo, parse_metrics
-from console.profile import load_profile
-from console.silences import Silence, SilenceMatcher, SilencesReading
-from console.sources import Unavailable
-from console.timers import PERSISTENT_WARNING, ServiceState, TimersReading, TimerState
-from widgets.panel import SourcePanel
-from widgets.services import ContainersPanel, EnginePanel, SilencesPanel, TimersPanel
+from seat_console.sources.engine import EngineReading, ModelInfo, parse_metrics
+from seat_console.profile import load_profile
+from seat_console.sources.silences import Silence, SilenceMatcher, SilencesReading
+from seat_console.sources import Unavailable
+from seat_console.sources.timers import PERSISTENT_WARNING, ServiceState, TimersReading, TimerState
+from seat_console.widgets.panel import SourcePanel
+from seat_console.widgets.services import ContainersPanel, EnginePanel, SilencesPanel, TimersPanel
 
 NOW = datetime(2026, 11, 29, 13, 0, 0, tzinfo=UTC)
 RECORDED = (Path(__file__).parent / "data" / "engine" / "vllm-0.32.0-cpu.metrics.txt").read_text()

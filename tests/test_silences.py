@@ -18,8 +18,8 @@ import httpx
 import pytest
 from conftest import free_port, wait_for_port
 
-from console.profile import AlertmanagerSpec, Matcher
-from console.silences import (
+from seat_console.profile import AlertmanagerSpec, Matcher
+from seat_console.sources.silences import (
     ENV_PASSWORD,
     ENV_TOKEN,
     ENV_USER,
@@ -34,7 +34,7 @@ from console.silences import (
     redact,
     silence_applies_to_seat,
 )
-from console.sources import Unavailable, utcnow
+from seat_console.sources import Unavailable, utcnow
 
 AM_BIN = "prometheus-alertmanager"
 

@@ -9,9 +9,9 @@ import sys
 import threading
 import time
 
-from console.node import SOURCE_NAMES, NodeSnapshot, fmt_duration, fmt_when, take_snapshot
-from console.profile import load_profile
-from console.sources import Source, Unavailable
+from seat_console.snapshot import SOURCE_NAMES, NodeSnapshot, fmt_duration, fmt_when, take_snapshot
+from seat_console.profile import load_profile
+from seat_console.sources import Source, Unavailable
 
 
 class _Fixed(Source):
@@ -72,7 +72,7 @@ def test_fmt_helpers() -> None:
 
 
 def _status(lab, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "console", "--profile", str(lab.profile_path),
+    return subprocess.run([sys.executable, "-m", "seat_console", "--profile", str(lab.profile_path),
                            "status", *args], capture_output=True, text=True, timeout=120)
 
 

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 from conftest import wait_until
 
-from console.sources import Unavailable, utcnow
-from console.timers import (
+from seat_console.sources import Unavailable, utcnow
+from seat_console.sources.timers import (
     PERSISTENT_WARNING,
     TimerActionError,
     TimerSource,
@@ -28,7 +28,7 @@ from console.timers import (
     start_timer,
     stop_timer,
 )
-from console.transport import DockerExecTransport
+from seat_console.node.transport import DockerExecTransport
 
 DATA = Path(__file__).parent / "data" / "timers"
 

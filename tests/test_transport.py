@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 from conftest import free_port, wait_for_port
 
-from console.profile import NodeSpec
-from console.transport import (
+from seat_console.profile import NodeSpec
+from seat_console.node.transport import (
     REMOTE_PATH,
     DockerExecTransport,
     LocalTransport,
@@ -226,7 +226,7 @@ def test_docker_exec_refused_while_stopping_is_unreachable_not_126() -> None:
     not "the program cannot be executed" (seen in the lab while `docker stop` ran)."""
     from datetime import UTC, datetime
 
-    from console.runner import CommandResult
+    from seat_console.node.runner import CommandResult
 
     t = DockerExecTransport("seat-lab-node", docker_host="unix:///x.sock")
     stderr = ("OCI runtime exec failed: exec failed: cannot exec in a stopped state: unknown\n")

@@ -3,7 +3,7 @@
 Per checkpoint and card: a bar of weights | PLE table | reserve | KV cache | above util (CUDA-
 visible total − usable = the (1 − gpu_memory_utilization) share of the card that vLLM never
 requests; not NVML's free memory), scaled to the card's total, with the numbers in GiB (2^30 B;
-2 decimals truncated, as :func:`console.budget.gib`); a ``│`` marks the usable limit. When
+2 decimals truncated, as :func:`seat_console.fit.budget.gib`); a ``│`` marks the usable limit. When
 weights + PLE + reserve exceed the usable memory (OVER) there is no KV cache and no room above
 util: the bar is red past the mark (``»`` where it spills past the card), the numbers say
 weights + PLE + reserve > usable, and the headline relates the two figures of the verdict
@@ -17,7 +17,7 @@ What-if controls — the candidate's PLE placement, gpu_memory_utilization, tens
 context (max_model_len) and sequences (max_num_seqs) — recompute as you type; a blank field
 keeps the profile's value (shown as the placeholder), and so does an invalid one (named). The
 recomputation is
-:func:`console.fit_source.compute_budgets`, pure arithmetic on the last reading: no I/O here.
+:func:`seat_console.sources.fit_source.compute_budgets`, pure arithmetic on the last reading: no I/O here.
 """
 
 from __future__ import annotations
@@ -33,11 +33,11 @@ from textual.app import ComposeResult
 from textual.containers import Horizontal
 from textual.widgets import Input, Label, Select, Static
 
-from console.budget import CardBudget, Comparison, FitBudget, OverlayRow, gib
-from console.checkpoint import CheckpointProblem
-from console.fit_source import FitInputs, FitSide, WhatIf, compute_budgets
-from console.profile import MAX_MODEL_LEN, MAX_NUM_SEQS
-from widgets.panel import SourcePanel
+from seat_console.fit.budget import CardBudget, Comparison, FitBudget, OverlayRow, gib
+from seat_console.sources.checkpoint import CheckpointProblem
+from seat_console.sources.fit_source import FitInputs, FitSide, WhatIf, compute_budgets
+from seat_console.profile import MAX_MODEL_LEN, MAX_NUM_SEQS
+from seat_console.widgets.panel import SourcePanel
 
 PLACEMENTS = ("gpu-replicated", "gpu-sharded", "host")
 
@@ -146,7 +146,7 @@ def card_numbers(card: CardBudget, budget: FitBudget | None = None) -> Text:
 def render_side(title: str, b: FitBudget | None, why: str | None,
                 problems: Sequence[CheckpointProblem] = ()) -> Group:
     """One column: title, the checkpoint scan's problems, per-card bars with numbers, KV,
-    verdict and levers. ``problems``: from :attr:`console.checkpoint.CheckpointSummary.problems`;
+    verdict and levers. ``problems``: from :attr:`seat_console.sources.checkpoint.CheckpointSummary.problems`;
     with any of severity ``error`` the budget is marked untrustworthy (its sizes are not)."""
     head = Text(title, style="bold")
     if b is None:
@@ -205,7 +205,7 @@ def render_footer(comp: Comparison, overlay: list[OverlayRow]) -> Group:
 
 
 class FitPanel(SourcePanel):
-    """Fit budget panel (source ``fit``: :class:`console.fit_source.FitInputs`).
+    """Fit budget panel (source ``fit``: :class:`seat_console.sources.fit_source.FitInputs`).
 
     State for tests: ``comparison`` / ``overlay`` (the last computed), ``whatif`` (the parsed
     controls), ``whatif_error`` (why the controls are invalid, or ``None``).

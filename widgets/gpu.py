@@ -1,4 +1,4 @@
-"""The GPU panel: one block per card from a :class:`console.gpu.GpuSnapshot`.
+"""The GPU panel: one block per card from a :class:`seat_console.sources.gpu.GpuSnapshot`.
 
 Per card: identity (NVML index for display only, name, UUID, PCI bus id; SEAT when the profile's
 ``node.gpus`` names it; LOST when it fell off the bus), a bar of used | reserved | free memory
@@ -30,9 +30,9 @@ from textual.containers import Container
 from textual.widget import Widget
 from textual.widgets import Static
 
-from console.gpu import GpuCard, GpuProcess, GpuSnapshot, MemoryReading, MigInstance
-from console.sources import Unavailable
-from widgets.panel import SourcePanel
+from seat_console.sources.gpu import GpuCard, GpuProcess, GpuSnapshot, MemoryReading, MigInstance
+from seat_console.sources import Unavailable
+from seat_console.widgets.panel import SourcePanel
 
 GiB = 1 << 30
 """Bytes in one GiB (2^30), the display unit."""

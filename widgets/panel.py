@@ -5,7 +5,7 @@ calls :meth:`SourcePanel.show` with the latest reading, the last *good* reading 
 good reading was taken. A panel renders:
 
 * a good reading: the subclass's view of it (:meth:`SourcePanel.render_reading`);
-* an :class:`~console.sources.Unavailable`: its reason, "last good value N s ago" (or "no good
+* an :class:`~seat_console.sources.Unavailable`: its reason, "last good value N s ago" (or "no good
   value yet"), and below it the last good value, dimmed, so the engineer still sees what was
   last known and how old it is;
 * staleness: :meth:`SourcePanel.show_age` (called by the app about once a second, no I/O) puts
@@ -18,7 +18,7 @@ business rules; they only draw the frozen models they are given.
 
 Adding a panel: subclass, set ``source_name`` (the ``Source.name`` it shows) and ``title``,
 override :meth:`compose_body` (the widgets of the body) and :meth:`render_reading` (fill them
-from one reading), then add ``(make_source, YourPanel)`` to ``console.app.PANELS``. The app
+from one reading), then add ``(make_source, YourPanel)`` to ``seat_console.app.PANELS``. The app
 constructs it as ``YourPanel(loaded=loaded_profile)``; if you override ``__init__``, accept and
 pass on ``**kwargs``.
 """
@@ -35,8 +35,8 @@ from textual.app import ComposeResult
 from textual.widget import Widget
 from textual.widgets import Static
 
-from console.profile import LoadedProfile
-from console.sources import Unavailable
+from seat_console.profile import LoadedProfile
+from seat_console.sources import Unavailable
 
 log = logging.getLogger(__name__)
 

@@ -1,9 +1,9 @@
 """Panels for the node's services: timers, silences, containers and the engine.
 
-Each panel draws one source's frozen reading (``console.timers.TimersReading``,
-``console.silences.SilencesReading``, ``console.containers.ContainersReading``,
-``console.engine.EngineReading``). When its source is unavailable the base class
-(:class:`widgets.panel.SourcePanel`) shows the reason and the last good value's age and keeps
+Each panel draws one source's frozen reading (``seat_console.sources.timers.TimersReading``,
+``seat_console.sources.silences.SilencesReading``, ``seat_console.sources.containers.ContainersReading``,
+``seat_console.sources.engine.EngineReading``). When its source is unavailable the base class
+(:class:`seat_console.widgets.panel.SourcePanel`) shows the reason and the last good value's age and keeps
 the last good value dimmed below; :meth:`unavailable_hint` adds what that failure means for the
 engineer. Times are UTC with a relative age against the app's clock (``self.now``). Unknown
 values render ``n/a``; a metric the engine does not expose renders "metric missing" (never 0).
@@ -23,13 +23,13 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.widgets import Static
 
-from console.containers import ContainersReading
-from console.engine import MISSING, EngineReading, HistogramSummary
-from console.node import fmt_duration
-from console.silences import SilencesReading
-from console.sources import Unavailable, utcnow
-from console.timers import TimersReading
-from widgets.panel import SourcePanel
+from seat_console.sources.containers import ContainersReading
+from seat_console.sources.engine import MISSING, EngineReading, HistogramSummary
+from seat_console.snapshot import fmt_duration
+from seat_console.sources.silences import SilencesReading
+from seat_console.sources import Unavailable, utcnow
+from seat_console.sources.timers import TimersReading
+from seat_console.widgets.panel import SourcePanel
 
 
 def _short_digest(d: str | None, n: int = 12) -> str:

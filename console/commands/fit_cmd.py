@@ -22,9 +22,9 @@ from typing import Any
 
 from pydantic import ByteSize, TypeAdapter, ValidationError
 
-from console.budget import GIB, Comparison, FitBudget, OverlayRow, gib
-from console.checkpoint import CheckpointError, CheckpointSummary
-from console.fit_source import (
+from seat_console.fit.budget import GIB, Comparison, FitBudget, OverlayRow, gib
+from seat_console.sources.checkpoint import CheckpointError, CheckpointSummary
+from seat_console.sources.fit_source import (
     FitInputs,
     FitSide,
     WhatIf,
@@ -32,8 +32,8 @@ from console.fit_source import (
     gather_fit_inputs,
     host_memory,
 )
-from console.profile import MAX_MODEL_LEN, MAX_NUM_SEQS, MAX_SIZE_BYTES, LoadedProfile
-from console.sources import Unavailable, read_once
+from seat_console.profile import MAX_MODEL_LEN, MAX_NUM_SEQS, MAX_SIZE_BYTES, LoadedProfile
+from seat_console.sources import Unavailable, read_once
 
 EXIT_OK, EXIT_ERROR, EXIT_UNAVAILABLE = 0, 1, 3
 
@@ -104,7 +104,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def _read_snapshot(loaded: LoadedProfile) -> tuple[Any | None, str | None]:
     try:
-        from console.gpu import make_source
+        from seat_console.sources.gpu import make_source
     except Exception as exc:  # noqa: BLE001
         return None, f"GPU source unavailable: {exc}"
     snap = read_once(make_source(loaded))
@@ -114,7 +114,7 @@ def _read_snapshot(loaded: LoadedProfile) -> tuple[Any | None, str | None]:
 
 
 def whatif_from_args(args: argparse.Namespace) -> WhatIf:
-    """The :class:`~console.fit_source.WhatIf` of the command-line overrides."""
+    """The :class:`~seat_console.sources.fit_source.WhatIf` of the command-line overrides."""
     return WhatIf(placement=args.placement, gpu_memory_utilization=args.utilization,
                   tensor_parallel_size=args.tp, max_model_len=args.max_model_len,
                   max_num_seqs=args.max_num_seqs, kv_cache_dtype=args.kv_cache_dtype,

@@ -1,15 +1,15 @@
 """``seat-console gpus [--json]``: one GPU snapshot, headless.
 
 ``--json`` prints ``GpuSnapshot.model_dump(mode="json")`` — the same model the TUI's GPU panel
-renders (:mod:`console.gpu`); without it, a table with sizes in GiB (2^30 B) and MiB (2^20 B,
+renders (:mod:`seat_console.sources.gpu`); without it, a table with sizes in GiB (2^30 B) and MiB (2^20 B,
 nvidia-smi's unit).
 
-Exit codes (``console.cli``): 0 — a snapshot was taken (check each card's ``state``: a lost card
+Exit codes (``seat_console.cli``): 0 — a snapshot was taken (check each card's ``state``: a lost card
 is reported, not an exit code); 3 — no GPU or NVML unavailable (no library, no driver,
 driver/library version mismatch, no permission): the reason goes to stderr, and with ``--json``
-the :class:`~console.sources.Unavailable` model goes to stdout; 1 — any other error.
+the :class:`~seat_console.sources.Unavailable` model goes to stdout; 1 — any other error.
 
-Tests inject the NVML double by replacing :func:`console.nvml.module_factory` (see
+Tests inject the NVML double by replacing :func:`seat_console.sources.nvml.module_factory` (see
 ``tests/test_gpu_cli.py``).
 """
 
@@ -19,9 +19,9 @@ import argparse
 import json
 import sys
 
-from console.gpu import GpuCard, GpuProcess, GpuSnapshot, MemoryReading, make_source
-from console.profile import GiB, LoadedProfile, MiB
-from console.sources import Unavailable, read_once
+from seat_console.sources.gpu import GpuCard, GpuProcess, GpuSnapshot, MemoryReading, make_source
+from seat_console.profile import GiB, LoadedProfile, MiB
+from seat_console.sources import Unavailable, read_once
 
 EXIT_OK, EXIT_ERROR, EXIT_UNAVAILABLE = 0, 1, 3
 UNAVAILABLE_KINDS = {"no-library", "no-driver", "version-mismatch", "no-permission", "no-gpu"}

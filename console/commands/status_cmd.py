@@ -1,8 +1,8 @@
 """``seat-console status [--json] [--timeout S]``: the whole node snapshot, headless.
 
 Reads every source once (GPUs, timers, silences, containers, engine; see
-:func:`console.node.take_snapshot`) and prints it as text, or as the
-:class:`~console.node.NodeSnapshot` JSON (the same model the panels render).
+:func:`seat_console.snapshot.take_snapshot`) and prints it as text, or as the
+:class:`~seat_console.snapshot.NodeSnapshot` JSON (the same model the panels render).
 
 Exit codes: ``0`` every source was read; ``3`` at least one source is unavailable (the output
 says which and why; the others are still printed); ``1`` error.
@@ -14,14 +14,14 @@ import argparse
 import sys
 from datetime import datetime
 
-from console.containers import ContainersReading
-from console.engine import MISSING, EngineReading, HistogramSummary
-from console.gpu import GpuSnapshot
-from console.node import NodeSnapshot, fmt_duration, fmt_when, take_snapshot
-from console.profile import GiB, LoadedProfile
-from console.silences import SilencesReading
-from console.sources import Unavailable
-from console.timers import TimersReading
+from seat_console.sources.containers import ContainersReading
+from seat_console.sources.engine import MISSING, EngineReading, HistogramSummary
+from seat_console.sources.gpu import GpuSnapshot
+from seat_console.snapshot import NodeSnapshot, fmt_duration, fmt_when, take_snapshot
+from seat_console.profile import GiB, LoadedProfile
+from seat_console.sources.silences import SilencesReading
+from seat_console.sources import Unavailable
+from seat_console.sources.timers import TimersReading
 
 EXIT_OK = 0
 EXIT_ERROR = 1
@@ -209,7 +209,7 @@ def render_engine(r: EngineReading | Unavailable) -> str:
 
 
 def render_text(snap: NodeSnapshot) -> str:
-    """The whole snapshot as text (sections in :data:`console.node.SOURCE_NAMES` order)."""
+    """The whole snapshot as text (sections in :data:`seat_console.snapshot.SOURCE_NAMES` order)."""
     now = snap.taken_at
     head = (f"Seat Console status: node {snap.node} via {snap.transport}, "
             f"{now.strftime('%Y-%m-%d %H:%M:%SZ')}\nprofile {snap.profile_source} "

@@ -10,7 +10,7 @@ implementations of :class:`Transport`:
   systemd running as PID 1 in a container), through the ``docker`` CLI pointed at the profile's
   ``node.docker_host`` with ``-H``.
 
-Every command is an argument list and goes through the one :class:`~console.runner.Runner`.
+Every command is an argument list and goes through the one :class:`~seat_console.node.runner.Runner`.
 On a remote node the command runs as ``/usr/bin/env -i PATH=<explicit> LC_ALL=C.UTF-8
 LANG=C.UTF-8 <absolute binary> <args…>``: the node's environment is not inherited either, and the
 binary was resolved to an absolute path on the node once (preflight, cached). For SSH the remote
@@ -33,9 +33,9 @@ from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from console.profile import LoadedProfile, NodeSpec
-from console.runner import DEFAULT_PATH, CommandResult, Runner
-from console.sources import utcnow
+from seat_console.profile import LoadedProfile, NodeSpec
+from seat_console.node.runner import DEFAULT_PATH, CommandResult, Runner
+from seat_console.sources import utcnow
 
 REMOTE_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 """The explicit ``PATH`` given to commands on a remote node (and used to resolve them there)."""
@@ -150,7 +150,7 @@ class Transport(ABC):
     # -- running ----------------------------------------------------------------------------
     def run(self, argv: Sequence[str], *, timeout_s: float = 30.0,
             min_expected_s: float | None = None, stdin: bytes | None = None) -> CommandResult:
-        """Run ``argv`` on the node; returns the :class:`~console.runner.CommandResult`.
+        """Run ``argv`` on the node; returns the :class:`~seat_console.node.runner.CommandResult`.
 
         ``argv[0]`` is resolved on the node first (see :meth:`resolve`); an unresolvable binary
         gives a failed result with rc 127 and says where it looked. Never raises for a failed
@@ -398,8 +398,8 @@ def make_transport(node: NodeSpec | LoadedProfile, runner: Runner | None = None,
                    environ: Mapping[str, str] | None = None) -> Transport:
     """The transport the profile's ``[node]`` asks for.
 
-    ``node``: a :class:`~console.profile.NodeSpec` or a loaded profile; ``runner``: shared runner
-    (default: a new one with :data:`~console.runner.DEFAULT_PATH`); ``environ``: where
+    ``node``: a :class:`~seat_console.profile.NodeSpec` or a loaded profile; ``runner``: shared runner
+    (default: a new one with :data:`~seat_console.node.runner.DEFAULT_PATH`); ``environ``: where
     ``DOCKER_HOST`` is looked up when ``node.docker_host`` is unset (default ``os.environ``).
     Raises :class:`TransportError` for an invalid target.
     """

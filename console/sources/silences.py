@@ -46,8 +46,8 @@ from tenacity import (
     wait_exponential,
 )
 
-from console.profile import AlertmanagerSpec, LoadedProfile, Matcher
-from console.sources import BrokenSource, Frozen, Source, Unavailable, utcnow
+from seat_console.profile import AlertmanagerSpec, LoadedProfile, Matcher
+from seat_console.sources import BrokenSource, Frozen, Source, Unavailable, utcnow
 
 ENV_USER = "SEAT_CONSOLE_AM_USER"
 ENV_PASSWORD = "SEAT_CONSOLE_AM_PASSWORD"
@@ -174,7 +174,7 @@ class SilenceMatcher(Frozen):
 
     @classmethod
     def from_profile(cls, m: Matcher) -> SilenceMatcher:
-        """From the profile's :class:`~console.profile.Matcher`."""
+        """From the profile's :class:`~seat_console.profile.Matcher`."""
         return cls.model_validate({"name": m.name, "value": m.value, "isRegex": m.is_regex,
                                    "isEqual": m.is_equal})
 

@@ -17,14 +17,18 @@ from datetime import UTC, datetime
 
 from pydantic import BaseModel
 
-from console import containers, engine, gpu, silences, timers
-from console.containers import ContainersReading
-from console.engine import EngineReading
-from console.gpu import GpuSnapshot
-from console.profile import LoadedProfile
-from console.silences import SilencesReading
-from console.sources import Frozen, Source, Unavailable, read_once, utcnow
-from console.timers import TimersReading
+from seat_console.sources import containers
+from seat_console.sources import engine
+from seat_console.sources import gpu
+from seat_console.sources import silences
+from seat_console.sources import timers
+from seat_console.sources.containers import ContainersReading
+from seat_console.sources.engine import EngineReading
+from seat_console.sources.gpu import GpuSnapshot
+from seat_console.profile import LoadedProfile
+from seat_console.sources.silences import SilencesReading
+from seat_console.sources import Frozen, Source, Unavailable, read_once, utcnow
+from seat_console.sources.timers import TimersReading
 
 SOURCE_NAMES = ("gpus", "timers", "silences", "containers", "engine")
 """The sources of a node snapshot, in display order."""

@@ -8,7 +8,7 @@ The arithmetic follows vLLM (0.32.0):
 
 * usable ("requested") memory per card = ceil(CUDA-visible total × gpu_memory_utilization)
   (``vllm/v1/worker/utils.py`` ``request_memory``); the CUDA-visible total is NVML total −
-  reserved (``MemoryReading.cuda_visible_bytes`` in :mod:`console.gpu`), read live where the card
+  reserved (``MemoryReading.cuda_visible_bytes`` in :mod:`seat_console.sources.gpu`), read live where the card
   is present, else the profile's ``node.declared_cuda_visible_bytes``;
 * vLLM refuses to start when a card's free memory is below that figure (same function) — the
   pre-flight line;
@@ -16,8 +16,8 @@ The arithmetic follows vLLM (0.32.0):
   (``vllm/v1/worker/gpu_worker.py`` ``determine_available_memory``: requested − non-KV memory);
   the reserve is the profile's explicit ``seat.activation_reserve_bytes`` because vLLM measures
   the real peak only at start-up;
-* KV tokens and maximum concurrency: :func:`console.kvcache.kv_capacity`;
-* weights per TP rank: :class:`console.checkpoint.TpClass` — split tensors / TP, replicated
+* KV tokens and maximum concurrency: :func:`seat_console.fit.kvcache.kv_capacity`;
+* weights per TP rank: :class:`seat_console.sources.checkpoint.TpClass` — split tensors / TP, replicated
   tensors on every rank, vocabulary-parallel tensors as pad64(rows) / TP rows
   (``vllm/model_executor/layers/vocab_parallel_embedding.py``: ``pad_vocab_size`` to
   ``DEFAULT_VOCAB_PADDING_SIZE`` = 64, then ``divide(num_embeddings_padded, tp_size)``).
@@ -31,8 +31,8 @@ from typing import Any, Literal
 
 from pydantic import Field
 
-from console.checkpoint import CheckpointSummary, VocabTensor
-from console.kvcache import (
+from seat_console.sources.checkpoint import CheckpointSummary, VocabTensor
+from seat_console.fit.kvcache import (
     EngineKVParams,
     KVCapacity,
     KVModelError,
@@ -41,7 +41,7 @@ from console.kvcache import (
     max_model_len_for,
     model_kv,
 )
-from console.sources import Frozen
+from seat_console.sources import Frozen
 
 GIB = 1 << 30
 """Bytes in one GiB (2^30)."""
@@ -98,7 +98,7 @@ def vocab_bytes_per_rank(t: VocabTensor, tp: int) -> int:
 class Footprint(Frozen):
     """What a checkpoint puts on the GPUs, scanned from files or declared in the profile.
 
-    Scanned (``source="scanned"``): the :class:`console.checkpoint.TpSplit` figures and
+    Scanned (``source="scanned"``): the :class:`seat_console.sources.checkpoint.TpSplit` figures and
     ``total_kv_heads`` (to place ``k_proj``/``v_proj``). Declared: ``declared_weights_per_rank``
     at ``declared_tp`` (excluding the PLE table) and ``declared_ple_bytes``.
     ``kv_config`` is the config.json-like dict the KV model reads (``None``: unknown shape) and
@@ -176,7 +176,7 @@ class Footprint(Frozen):
 
 def footprint_from_summary(name: str, summary: CheckpointSummary, *,
                            name_note: str | None = None) -> Footprint:
-    """A scanned :class:`Footprint` from a :class:`console.checkpoint.CheckpointSummary`
+    """A scanned :class:`Footprint` from a :class:`seat_console.sources.checkpoint.CheckpointSummary`
     (``name_note``: see :class:`Footprint`)."""
     cfg = summary.config or {}
     text = cfg.get("text_config") if isinstance(cfg.get("text_config"), dict) else cfg
@@ -224,7 +224,7 @@ class SeatParams(Frozen):
     max_concurrent_batches: int = 2
 
     def engine(self) -> EngineKVParams:
-        """The :class:`console.kvcache.EngineKVParams` of these settings."""
+        """The :class:`seat_console.fit.kvcache.EngineKVParams` of these settings."""
         return EngineKVParams(max_model_len=self.max_model_len, block_size=self.block_size,
                               hybrid_kv_cache_manager=self.hybrid_kv_cache_manager,
                               max_num_batched_tokens=self.max_num_batched_tokens,
@@ -266,7 +266,7 @@ def cards_for_seat(gpus: Sequence[str], tp: int, declared_total: int | None,
                    snapshot: Any | None = None) -> list[CardInput]:
     """The :class:`CardInput` of TP ranks 0..tp−1: rank r is the card named by ``gpus[r]``
     (NVML index or UUID, the profile's ``node.gpus``), read from ``snapshot`` (a
-    :class:`console.gpu.GpuSnapshot`) when that card is present with a CUDA-visible total, else
+    :class:`seat_console.sources.gpu.GpuSnapshot`) when that card is present with a CUDA-visible total, else
     the declared total. Ranks beyond ``gpus`` (a what-if TP above the node's cards) use the
     declared total, or rank 0's, labelled as hypothetical."""
     cards = list(getattr(snapshot, "cards", None) or [])
@@ -275,7 +275,7 @@ def cards_for_seat(gpus: Sequence[str], tp: int, declared_total: int | None,
         entry = gpus[r] if r < len(gpus) else None
         match = None
         if entry is not None:
-            from console.gpu import (
+            from seat_console.sources.gpu import (
                 match_seat,  # pure function; lazy to keep imports light
             )
 
@@ -426,7 +426,7 @@ class FitBudget(Frozen):
         gives: ``"OVER: 24.74 GiB before any KV cache; 31.94 GiB must leave to serve one
         262,144-token request"`` — the first is weights + PLE + reserve − usable (−``kv_bytes``),
         the second adds the KV cache vLLM needs for one max_model_len request
-        (:attr:`console.kvcache.KVCapacity.min_kv_bytes`, vLLM's
+        (:attr:`seat_console.fit.kvcache.KVCapacity.min_kv_bytes`, vLLM's
         ``_check_enough_kv_cache_memory``); on the worst card it is
         :attr:`Verdict.must_leave_bytes`. GiB = 2^30 B (:func:`gib`). ``None`` when ``card`` is
         not over (``kv_bytes`` ≥ 0 or unknown)."""
@@ -733,7 +733,7 @@ def compare(resident: FitBudget | None, candidate: FitBudget | None, *,
     candidate / resident, dimensionless:
 
     * ``kv_tokens_ratio`` = candidate KV tokens / resident KV tokens (tokens as vLLM's
-      ``get_kv_cache_capacity`` counts them, :func:`console.kvcache.kv_capacity`). ``None`` when
+      ``get_kv_cache_capacity`` counts them, :func:`seat_console.fit.kvcache.kv_capacity`). ``None`` when
       either budget is ``None``, the resident's KV tokens are 0 or unknown, or the candidate's are
       unknown (no model shape, or a card total unknown); 0.0 when the candidate has no KV cache.
     * ``kv_bytes_ratio`` = max(0, candidate KV bytes) / resident KV bytes, each the smallest
@@ -779,7 +779,7 @@ def live_overlay(budget: FitBudget, cards: Sequence[CardInput]) -> list[OverlayR
     the same order; every figure is bytes on that card:
 
     * ``predicted_bytes`` = weights + PLE + reserve (:attr:`CardBudget.static_bytes`) + the KV
-      pool vLLM allocates, num_blocks × bytes_per_block (:class:`console.kvcache.KVCapacity`;
+      pool vLLM allocates, num_blocks × bytes_per_block (:class:`seat_console.fit.kvcache.KVCapacity`;
       ``vllm/v1/core/kv_cache_utils.py`` ``get_kv_cache_configs``). ``None`` when the budget has
       no KV capacity (model shape or a card total unknown).
     * ``nvml_used_bytes``: the sum of the card's processes' used memory (NVML

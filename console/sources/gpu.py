@@ -14,9 +14,9 @@ An unknown value is ``None`` (rendered ``n/a``), never 0. A field NVML reports a
 is listed in ``GpuCard.unsupported``; a field that failed for another reason is in
 ``GpuCard.errors`` with NVML's message; the other fields of the card stay live.
 
-When the whole NVML is unusable the source returns :class:`console.sources.Unavailable` with
+When the whole NVML is unusable the source returns :class:`seat_console.sources.Unavailable` with
 ``source="nvml"`` and ``kind`` one of ``no-library``, ``no-driver``, ``version-mismatch``,
-``no-permission``, ``no-gpu`` or ``error`` (see :mod:`console.nvml`).
+``no-permission``, ``no-gpu`` or ``error`` (see :mod:`seat_console.sources.nvml`).
 
 Each field's docstring names the equivalent ``nvidia-smi --query-gpu=...`` (or
 ``--query-compute-apps=...``) field, so a reader can check a value by hand.
@@ -37,7 +37,7 @@ from typing import Any, Literal
 import psutil
 from pydantic import Field, model_validator
 
-from console.nvml import (
+from seat_console.sources.nvml import (
     NA,
     GpuLost,
     Nvml,
@@ -46,8 +46,8 @@ from console.nvml import (
     is_na,
     na_to_none,
 )
-from console.profile import LoadedProfile
-from console.sources import Frozen, Source, Unavailable, utcnow
+from seat_console.profile import LoadedProfile
+from seat_console.sources import Frozen, Source, Unavailable, utcnow
 
 log = logging.getLogger(__name__)
 
@@ -553,9 +553,9 @@ def _guarded(field: str, call: Callable[[], Any], unsupported: list[str],
     """Run one NVML read for snapshot field ``field``.
 
     Returns the value; or ``None`` with ``field`` appended to ``unsupported`` when NVML says
-    NOT_SUPPORTED / FUNCTION_NOT_FOUND (the gateway's n/a sentinel, :func:`console.nvml.is_na`);
+    NOT_SUPPORTED / FUNCTION_NOT_FOUND (the gateway's n/a sentinel, :func:`seat_console.sources.nvml.is_na`);
     or ``None`` with ``errors[field]`` set to the message when the call failed otherwise. Never 0
-    for an unknown. :class:`console.nvml.GpuLost` is not caught: a lost card ends the card's
+    for an unknown. :class:`seat_console.sources.nvml.GpuLost` is not caught: a lost card ends the card's
     read.
     """
     try:
@@ -570,7 +570,7 @@ def _guarded(field: str, call: Callable[[], Any], unsupported: list[str],
 
 
 class GpuSampler:
-    """Takes one batched :class:`GpuSnapshot` per call from an :class:`~console.nvml.Nvml`.
+    """Takes one batched :class:`GpuSnapshot` per call from an :class:`~seat_console.sources.nvml.Nvml`.
 
     ``seat_gpus``: the profile's ``node.gpus`` entries (index or UUID) that mark seat cards.
     ``mapper``: maps PIDs to processes/containers (default: the host's ``/proc``, no names).
@@ -850,7 +850,7 @@ def make_source(loaded_profile: LoadedProfile | None, nvml: Nvml | None = None,
 
     Seat cards come from ``profile.node.gpus``; container names from the engine at
     ``profile.node.docker_host``. ``nvml`` defaults to a new :class:`Nvml` over the real
-    ``pynvml`` (or whatever :func:`console.nvml.module_factory` returns).
+    ``pynvml`` (or whatever :func:`seat_console.sources.nvml.module_factory` returns).
     """
     seat: list[str] = []
     docker_host: str | None = None

@@ -33,8 +33,8 @@ from prometheus_client.metrics_core import Metric
 from prometheus_client.parser import text_string_to_metric_families
 from pydantic import BaseModel
 
-from console.profile import LoadedProfile
-from console.sources import Frozen, Source, Unavailable, utcnow
+from seat_console.profile import LoadedProfile
+from seat_console.sources import Frozen, Source, Unavailable, utcnow
 
 METRIC_ALIASES: dict[str, tuple[str, ...]] = {
     "requests_running": ("num_requests_running",),

@@ -38,10 +38,10 @@ from datetime import UTC, datetime
 
 from pydantic import BaseModel
 
-from console.profile import LoadedProfile
-from console.runner import CommandResult
-from console.sources import BrokenSource, Frozen, Source, Unavailable, utcnow
-from console.transport import Transport, TransportError, make_transport
+from seat_console.profile import LoadedProfile
+from seat_console.node.runner import CommandResult
+from seat_console.sources import BrokenSource, Frozen, Source, Unavailable, utcnow
+from seat_console.node.transport import Transport, TransportError, make_transport
 
 PERSISTENT_WARNING = ("Persistent=yes: starting it again may fire a missed run at once (systemd "
                       "stores the last trigger on disk and catches up on a schedule missed while "
@@ -65,7 +65,7 @@ _NO_SYSTEMD = ("System has not been booted with systemd", "Failed to connect to 
 class TimerActionError(Exception):
     """A timer stop/start failed or its read-back did not show the change.
 
-    ``unit``, ``action`` and ``result`` (the :class:`~console.runner.CommandResult`, or ``None``
+    ``unit``, ``action`` and ``result`` (the :class:`~seat_console.node.runner.CommandResult`, or ``None``
     when the command succeeded but verification failed) are attributes.
     """
 

@@ -44,7 +44,7 @@ from typing import Any, Literal
 
 from pydantic import Field
 
-from console.sources import Frozen
+from seat_console.sources import Frozen
 
 MAX_HEADER_BYTES = 100_000_000
 """The safetensors library refuses headers larger than this (``MAX_HEADER_SIZE``, tensor.rs)."""

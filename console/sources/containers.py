@@ -39,8 +39,8 @@ import requests
 from docker.errors import DockerException, NotFound
 from pydantic import BaseModel
 
-from console.profile import LoadedProfile
-from console.sources import Frozen, Source, Unavailable, utcnow
+from seat_console.profile import LoadedProfile
+from seat_console.sources import Frozen, Source, Unavailable, utcnow
 
 DEFAULT_DOCKER_HOST = "unix:///var/run/docker.sock"
 """The engine used when neither ``node.docker_host`` nor ``$DOCKER_HOST`` is set."""

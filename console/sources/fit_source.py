@@ -1,6 +1,6 @@
 """The fit source: gathers what the fit budget needs from the node — checkpoint scans (cached
 while the files do not change), the model shape, a GPU snapshot and host memory — into one
-frozen :class:`FitInputs`. The budget itself (:mod:`console.budget`) is pure arithmetic over it,
+frozen :class:`FitInputs`. The budget itself (:mod:`seat_console.fit.budget`) is pure arithmetic over it,
 so the TUI's what-if controls recompute without I/O.
 """
 
@@ -14,7 +14,7 @@ from typing import Any
 
 from pydantic import Field
 
-from console.budget import (
+from seat_console.fit.budget import (
     CardInput,
     Comparison,
     FitBudget,
@@ -30,9 +30,9 @@ from console.budget import (
     footprint_from_summary,
     live_overlay,
 )
-from console.checkpoint import CheckpointError, CheckpointSummary, scan_checkpoint
-from console.kvcache import config_from_shape
-from console.profile import (
+from seat_console.sources.checkpoint import CheckpointError, CheckpointSummary, scan_checkpoint
+from seat_console.fit.kvcache import config_from_shape
+from seat_console.profile import (
     MAX_MODEL_LEN,
     MAX_NUM_SEQS,
     MAX_SIZE_BYTES,
@@ -40,7 +40,7 @@ from console.profile import (
     LoadedProfile,
     Profile,
 )
-from console.sources import Frozen, Source, Unavailable
+from seat_console.sources import Frozen, Source, Unavailable
 
 __all__ = ["FitInputs", "FitSide", "FitSource", "WhatIf", "compute_budgets", "dir_name",
            "gather_fit_inputs", "host_memory", "load_side", "make_source", "seat_params"]
@@ -62,9 +62,9 @@ class FitSide(Frozen):
 
 
 class FitInputs(Frozen):
-    """Everything :func:`console.budget.fit_budget` needs for both checkpoints.
+    """Everything :func:`seat_console.fit.budget.fit_budget` needs for both checkpoints.
 
-    ``cards``: one :class:`~console.budget.CardInput` per ``node.gpus`` entry (live from NVML
+    ``cards``: one :class:`~seat_console.fit.budget.CardInput` per ``node.gpus`` entry (live from NVML
     where present); ``gpu_unavailable``: why there is no live reading (then totals are the
     profile's declared figure); ``host``: host memory now (psutil).
     """
@@ -80,7 +80,7 @@ class FitInputs(Frozen):
 
 
 def seat_params(profile: Profile, spec: CheckpointSpec | None = None) -> SeatParams:
-    """The profile's ``[seat]`` as :class:`~console.budget.SeatParams`, with ``spec``'s PLE
+    """The profile's ``[seat]`` as :class:`~seat_console.fit.budget.SeatParams`, with ``spec``'s PLE
     placement."""
     s = profile.seat
     return SeatParams(
@@ -201,14 +201,14 @@ def gather_fit_inputs(loaded: LoadedProfile, snapshot: Any | None, *,
     """Assemble :class:`FitInputs` from the profile, a GPU snapshot (or ``None``) and host
     memory (I/O: scans checkpoint headers, reads ``config_json`` files).
 
-    ``snapshot``: a :class:`console.gpu.GpuSnapshot` (cards matched to ``node.gpus``), or
+    ``snapshot``: a :class:`seat_console.sources.gpu.GpuSnapshot` (cards matched to ``node.gpus``), or
     ``None`` for no live reading — then every card's total is ``node.declared_cuda_visible_bytes``
     (bytes) and ``gpu_unavailable`` says why. ``checkpoint`` / ``candidate``: directories that
     override the resident's / candidate's path (``--checkpoint`` / ``--candidate``); the side is
     then named after the directory. ``host``: host memory in bytes (:func:`host_memory`), or
     ``None`` for unknown.
 
-    Checkpoint problems are not raised: a :class:`console.checkpoint.CheckpointError` from
+    Checkpoint problems are not raised: a :class:`seat_console.sources.checkpoint.CheckpointError` from
     scanning — the path is not a directory, it holds no ``*.safetensors``, a header is corrupt
     or a file unreadable (named with file and byte offset), the index has no ``weight_map``, or
     ``ple_tensor_pattern`` is not a valid regular expression — is caught and becomes that side's
@@ -216,7 +216,7 @@ def gather_fit_inputs(loaded: LoadedProfile, snapshot: Any | None, *,
     fit`` exits 1 on it). Problems found while scanning (e.g. a missing shard) are in
     ``FitSide.scan.problems``. A side with neither a path nor declared sizes is ``unavailable``
     without ``scan_failed``. Nothing else is expected to raise; :meth:`FitSource.read` still
-    turns any exception into :class:`~console.sources.Unavailable`.
+    turns any exception into :class:`~seat_console.sources.Unavailable`.
     """
     prof = loaded.profile
     tp = prof.seat.tensor_parallel_size
@@ -236,7 +236,7 @@ def gather_fit_inputs(loaded: LoadedProfile, snapshot: Any | None, *,
 
 class FitSource(Source):
     """The fit panel's source: one :class:`FitInputs` per poll. Reads NVML through its own
-    :class:`console.gpu.GpuSource` (µs per call), scans checkpoints only when their files
+    :class:`seat_console.sources.gpu.GpuSource` (µs per call), scans checkpoints only when their files
     change, and reads host memory with psutil. Never raises."""
 
     name = "fit"
@@ -248,7 +248,7 @@ class FitSource(Source):
     def _gpu_source(self) -> Source | None:
         if self._gpu is None:
             try:
-                from console.gpu import make_source as make_gpu_source
+                from seat_console.sources.gpu import make_source as make_gpu_source
 
                 self._gpu = make_gpu_source(self.loaded)
             except Exception:  # noqa: BLE001
