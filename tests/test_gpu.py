@@ -129,6 +129,45 @@ def test_v2_not_supported_on_one_card_falls_back_to_v1_for_that_card_only():
     assert snap.memory_api == "v2"
 
 
+def test_v2_not_supported_on_the_first_card_does_not_switch_the_other_cards_to_v1():
+    """Review bug (#12): card 0 answering v2 NOT_SUPPORTED made every card use v1 for the rest
+    of the run (reserved and CUDA-visible totals lost on healthy cards)."""
+    cards = h200_pair(used=3 * GIB)
+    cards[0].unsupported.add("nvmlDeviceGetMemoryInfo_v2")
+    double = NvmlDouble(cards)
+    sampler = sampler_for(double)
+    for _ in range(3):
+        snap = sampler.sample()
+        healthy = snap.cards[1].memory
+        assert healthy.api == "v2" and not healthy.used_includes_reserved
+        assert healthy.reserved_bytes == H200_RESERVED
+        assert healthy.cuda_visible_bytes == H200_TOTAL - H200_RESERVED
+        assert healthy.used_bytes == 3 * GIB
+        assert snap.cards[0].memory.api == "v1"
+        assert snap.cards[0].memory.reserved_bytes is None
+    # per call: the card that refused v2 gets v2 again once it answers it
+    cards[0].unsupported.discard("nvmlDeviceGetMemoryInfo_v2")
+    snap = sampler.sample()
+    assert snap.cards[0].memory.api == "v2"
+    assert snap.cards[0].memory.reserved_bytes == H200_RESERVED
+    assert snap.memory_api == "v2"
+
+
+def test_gateway_memory_fallback_is_per_call_and_per_card():
+    cards = h200_pair()
+    cards[0].unsupported.add("nvmlDeviceGetMemoryInfo_v2")
+    double = NvmlDouble(cards)
+    nvml = Nvml(double)
+    h0 = nvml.call("nvmlDeviceGetHandleByIndex", 0)
+    h1 = nvml.call("nvmlDeviceGetHandleByIndex", 1)
+    assert nvml.memory_info(h0)[0] == "v1"
+    assert nvml.memory_api is None  # a per-card NOT_SUPPORTED is not a choice of API
+    api, m = nvml.memory_info(h1)
+    assert api == "v2" and m["reserved"] == H200_RESERVED
+    assert nvml.memory_info(h0)[0] == "v1" and nvml.memory_api == "v2"
+    assert double.calls["nvmlDeviceGetMemoryInfo_v2"] == 3
+
+
 def test_old_pynvml_without_v3_wrapper_uses_v2():
     double = NvmlDouble(h200_pair(processes=[FakeProcess(absent_pid(), GIB)]),
                         missing={"nvmlDeviceGetComputeRunningProcesses_v3"})

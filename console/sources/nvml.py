@@ -356,11 +356,15 @@ class Nvml:
         ``"v1"`` (``nvmlDeviceGetMemoryInfo``: ``used`` includes reserved; ``reserved`` is
         None). v2 is probed once; if its function is missing (``FUNCTION_NOT_FOUND``, an old
         ``pynvml`` without the ``version`` argument, or ``ARGUMENT_VERSION_MISMATCH``) v1 is used
-        from then on. A card whose v2 answer is NOT_SUPPORTED falls back to v1 for that call.
+        from then on. A card whose v2 answer is NOT_SUPPORTED falls back to v1 for that call
+        only: the choice (:attr:`memory_api`) is not changed by it, so the next call, and every
+        other card, tries v2 again (one card's NOT_SUPPORTED must not cost the healthy cards
+        their reserved and CUDA-visible figures).
         Returns :class:`NaType` when neither works. nvidia-smi: ``memory.total``,
         ``memory.reserved``, ``memory.used``, ``memory.free``.
         """
         mod = self._ensure_init()
+        per_call_fallback = False
         if self.memory_api != "v1":
             version = getattr(mod, "nvmlMemory_v2", None)
             fn = getattr(mod, "nvmlDeviceGetMemoryInfo", None)
@@ -381,6 +385,7 @@ class Nvml:
                         if not is_na(result):  # pragma: no cover - _classify raises otherwise
                             return result
                         # not supported on this card: try v1 for this call only
+                        per_call_fallback = True
                 else:
                     self.memory_api = "v2"
                     return "v2", {"total": int(m.total), "reserved": int(m.reserved),
@@ -388,7 +393,7 @@ class Nvml:
         m = self.call("nvmlDeviceGetMemoryInfo", handle)
         if is_na(m):
             return m
-        if self.memory_api is None:
+        if self.memory_api is None and not per_call_fallback:
             self.memory_api = "v1"
         return "v1", {"total": int(m.total), "reserved": None, "used": int(m.used),
                       "free": int(m.free)}
