@@ -106,7 +106,11 @@ VENV_RECIPE = (
 VLLM_MAX_MODEL_LEN = 512
 VLLM_MAX_NUM_SEQS = 16
 VLLM_BLOCK_SIZE = 128
-VLLM_ENV = {"HF_HUB_OFFLINE": "1", "VLLM_NO_USAGE_STATS": "1", "VLLM_CPU_KVCACHE_SPACE": "1"}
+# TORCHDYNAMO_DISABLE: the engine container has no C++ compiler, and vLLM's sampler wraps the
+# logprob rank count in torch.compile (inductor; vllm/v1/sample/ops/logprobs.py), so the first
+# request with `logprobs` killed the engine ("InvalidCxxCompiler ... g++"). Seen 2026-12-01.
+VLLM_ENV = {"HF_HUB_OFFLINE": "1", "VLLM_NO_USAGE_STATS": "1", "VLLM_CPU_KVCACHE_SPACE": "1",
+            "TORCHDYNAMO_DISABLE": "1"}
 
 APT_PACKAGES = {
     # package: a file it installs, to tell whether it is there
