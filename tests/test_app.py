@@ -54,6 +54,7 @@ from seat_console.app import (
     filter_action_bindings,
     next_delay,
 )
+from seat_console.fmt import gib
 from seat_console.widgets.gpu import GpuCardView, GpuPanel, Spark
 
 SIZE = (100, 40)
@@ -384,11 +385,11 @@ async def test_gpu_panel_shows_cards_bar_numbers_and_processes():
         assert "GPU 0  NVIDIA H200   SEAT" in text and "GPU 1  NVIDIA H200   SEAT" in text
         assert "GPU-11111111-2222-3333-4444-555555555555  pci 00000000:18:00.0" in text
         used = VLLM_WORKER_BYTES + 512 * (1 << 20)
-        assert f"█ used {used / GIB:.2f} GiB  ▓ reserved 0.60 GiB" in text
+        assert f"█ used {gib(used)} GiB  ▓ reserved 0.60 GiB" in text
         assert "total 140.40 GiB" in text and "CUDA-visible 139.80 GiB" in text
         assert "GiB = 2^30 B" in text
         row = next(line for line in text.splitlines() if " 4121 " in line)
-        assert "python3" in row and "seat-resident" in row and "100.38 GiB" in row
+        assert "python3" in row and "seat-resident" in row and "100.37 GiB" in row
         assert "unmapped PID" in text and "its memory still counts" in flat(text)
         assert "no compute processes" in text
         bar = next(line for line in text.splitlines() if "░" in line and "free" not in line)
@@ -417,7 +418,7 @@ async def test_gpu_panel_lost_card_while_the_other_stays_live():
         assert len(views) == 2  # the same view, now marked, not a new anonymous card
         lost_view = next(v for v in views if v.card.state == "lost")
         assert lost_view.card.uuid == cards[1].uuid
-        assert "100.38 GiB" in text and "python3" in text  # GPU 0 still live
+        assert "100.37 GiB" in text and "python3" in text  # GPU 0 still live
 
 
 async def test_gpu_panel_card_lost_before_the_first_reading():
@@ -426,7 +427,7 @@ async def test_gpu_panel_card_lost_before_the_first_reading():
     app = gpu_app(NvmlDouble(cards))
     async with app.run_test(size=(100, 60)) as pilot:
         text = await gpu_text(app, pilot)
-        assert "GPU 1" in text and "LOST" in text and "100.38 GiB" in text
+        assert "GPU 1" in text and "LOST" in text and "100.37 GiB" in text
 
 
 async def test_gpu_panel_unsupported_fields_are_na_never_zero():

@@ -31,6 +31,7 @@ from textual.widget import Widget
 from textual.widgets import Static
 
 from seat_console.sources.gpu import GpuCard, GpuProcess, GpuSnapshot, MemoryReading, MigInstance
+from seat_console.fmt import gib_unit
 from seat_console.sources import Unavailable
 from seat_console.widgets.panel import SourcePanel
 
@@ -61,8 +62,9 @@ _FREE_STYLE = "blue"
 
 
 def gib(n: int | None, digits: int = 2) -> str:
-    """``n`` bytes as ``"98.20 GiB"`` (GiB = 2^30 B); ``None`` → ``"n/a"``."""
-    return "n/a" if n is None else f"{n / GiB:.{digits}f} GiB"
+    """``n`` bytes as ``"98.20 GiB"`` (GiB = 2^30 B, the one rule of :mod:`seat_console.fmt`:
+    truncated toward zero); ``None`` → ``"n/a"``."""
+    return gib_unit(n, digits)
 
 
 def _na(v: object, fmt: str = "{}") -> str:

@@ -20,7 +20,8 @@ import json
 import sys
 
 from seat_console.sources.gpu import GpuCard, GpuProcess, GpuSnapshot, MemoryReading, make_source
-from seat_console.profile import GiB, LoadedProfile, MiB
+from seat_console.fmt import gib
+from seat_console.profile import LoadedProfile, MiB
 from seat_console.sources import Unavailable, read_once
 
 EXIT_OK, EXIT_ERROR, EXIT_UNAVAILABLE = 0, 1, 3
@@ -69,7 +70,7 @@ def _size(n: int | None) -> str:
     """``n`` bytes as ``"140.40 GiB (143,771 MiB)"``; MiB rounded up as nvidia-smi prints."""
     if n is None:
         return "n/a"
-    return f"{n / GiB:,.2f} GiB ({mib_as_nvidia_smi(n):,} MiB)"
+    return f"{gib(n)} GiB ({mib_as_nvidia_smi(n):,} MiB)"
 
 
 def _v(value: object, unit: str = "") -> str:

@@ -18,7 +18,8 @@ from seat_console.sources.containers import ContainersReading
 from seat_console.sources.engine import MISSING, EngineReading, HistogramSummary
 from seat_console.sources.gpu import GpuSnapshot
 from seat_console.snapshot import NodeSnapshot, fmt_duration, fmt_when, take_snapshot
-from seat_console.profile import GiB, LoadedProfile
+from seat_console.fmt import gib_unit
+from seat_console.profile import LoadedProfile
 from seat_console.sources.silences import SilencesReading
 from seat_console.sources import Unavailable
 from seat_console.sources.timers import TimersReading
@@ -62,7 +63,7 @@ def _unavail(u: Unavailable) -> str:
 
 
 def _gib(n: int | None) -> str:
-    return "n/a" if n is None else f"{n / GiB:.2f} GiB"
+    return gib_unit(n)
 
 
 def _pct(v: float | None) -> str:

@@ -2,7 +2,8 @@
 
 Pure arithmetic, no I/O: every input (profile values, a checkpoint summary, a GPU snapshot, host
 memory figures) is passed in, and every result is a frozen model. Bytes in code; the display
-helpers print GiB = 2^30 B truncated toward zero (:func:`gib`), always next to exact bytes.
+helpers print GiB = 2^30 B truncated toward zero (:func:`seat_console.fmt.gib`, the one display
+rule, re-exported here), always next to exact bytes.
 
 The arithmetic follows vLLM (0.32.0):
 
@@ -41,10 +42,8 @@ from seat_console.fit.kvcache import (
     max_model_len_for,
     model_kv,
 )
+from seat_console.fmt import GIB, gib, gib_b  # the one GiB display rule (re-exported)
 from seat_console.sources import Frozen
-
-GIB = 1 << 30
-"""Bytes in one GiB (2^30)."""
 
 VOCAB_PADDING = 64
 """vLLM's ``DEFAULT_VOCAB_PADDING_SIZE`` (vocab_parallel_embedding.py)."""
@@ -54,26 +53,6 @@ UTILISATION_RISK = 0.95
 allocator fragmentation live outside vLLM's requested memory and need the rest of the card."""
 
 Placement = Literal["gpu-replicated", "gpu-sharded", "host"]
-
-
-def gib(n: int | None, digits: int = 2) -> str:
-    """``n`` bytes as GiB (2^30 B) with ``digits`` decimals, the way the evaluation wrote its
-    figures: the exact value is first rounded to 10^-6 GiB (≈1 kB: this absorbs the sub-byte
-    remainder lost when "62.56 GiB" is parsed to whole bytes), then truncated toward zero — so
-    51,201,966,080 B (47.685546875 GiB) prints ``47.68`` and int(62.56 × 2^30) B prints
-    ``62.56``. ``None`` → ``n/a``. Always shown next to exact bytes where it matters."""
-    if n is None:
-        return "n/a"
-    micro = (abs(n) * 10**6 + GIB // 2) // GIB
-    scale = 10 ** digits
-    q = micro // 10 ** (6 - digits) if digits <= 6 else micro * 10 ** (digits - 6)
-    sign = "-" if n < 0 and q else ""
-    return f"{sign}{q // scale}.{q % scale:0{digits}d}"
-
-
-def gib_b(n: int | None) -> str:
-    """``"47.68 GiB (51,201,966,080 B)"``; ``n/a`` for ``None``."""
-    return "n/a" if n is None else f"{gib(n)} GiB ({n:,} B)"
 
 
 def pad_vocab(rows: int, pad_to: int = VOCAB_PADDING) -> int:

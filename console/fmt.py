@@ -1,0 +1,60 @@
+"""One display rule for byte counts: GiB = 2^30 B, two decimals, truncated toward zero.
+
+Code carries bytes; only the screen shows GiB. Every panel, command and message formats sizes
+through this module, so the same bytes print the same way everywhere (51,201,966,080 B was
+"47.69 GiB" in the GPU panel and "47.68 GiB" in the fit panel before there was one rule).
+
+The rule (:func:`gib`): the exact value is first rounded to 10^-6 GiB (≈1 kB: this absorbs the
+sub-byte remainder lost when a profile's ``"62.56 GiB"`` is parsed to whole bytes by
+``pydantic.ByteSize``), then truncated toward zero to ``digits`` decimals — the way the problem
+statement wrote its figures (51,201,966,080 B = 47.685546875 GiB is "47.68"; 24.7455 GiB over is
+"24.74"). Truncation never shows more memory than there is. Thousands are grouped with commas
+("1,024.00"). ``None`` (unknown) renders ``n/a``, never 0.
+"""
+
+from __future__ import annotations
+
+GIB = 1 << 30
+"""Bytes in one GiB (2^30)."""
+
+MIB = 1 << 20
+"""Bytes in one MiB (2^20), the unit nvidia-smi prints."""
+
+NA = "n/a"
+"""How an unknown quantity renders."""
+
+UNITS_NOTE = "GiB = 2^30 B, 2 decimals truncated toward zero"
+"""The rule in words, for legends and ``--help``."""
+
+
+def gib(n: int | None, digits: int = 2) -> str:
+    """``n`` bytes as a GiB number without the unit: ``gib(51_201_966_080) == "47.68"``.
+
+    ``n``: bytes (int; negative allowed, e.g. "over by"), ``None`` → ``"n/a"``. ``digits``:
+    decimals, 0..6. Rounded to 10^-6 GiB, then truncated toward zero (see the module docstring);
+    thousands grouped with commas. Raises ``ValueError`` for ``digits`` outside 0..6.
+    """
+    if n is None:
+        return NA
+    if not 0 <= digits <= 6:
+        raise ValueError(f"gib: digits must be 0..6, got {digits}")
+    micro = (abs(int(n)) * 10**6 + GIB // 2) // GIB
+    scale = 10 ** digits
+    q = micro // 10 ** (6 - digits)
+    sign = "-" if n < 0 and q else ""
+    whole = f"{q // scale:,}"
+    return f"{sign}{whole}.{q % scale:0{digits}d}" if digits else f"{sign}{whole}"
+
+
+def gib_unit(n: int | None, digits: int = 2) -> str:
+    """``"47.68 GiB"``; ``None`` → ``"n/a"`` (no unit after an unknown)."""
+    return NA if n is None else f"{gib(n, digits)} GiB"
+
+
+def gib_b(n: int | None) -> str:
+    """``"47.68 GiB (51,201,966,080 B)"``: the GiB figure next to the exact bytes; ``None`` →
+    ``"n/a"``."""
+    return NA if n is None else f"{gib(n)} GiB ({int(n):,} B)"
+
+
+__all__ = ["GIB", "MIB", "NA", "UNITS_NOTE", "gib", "gib_b", "gib_unit"]

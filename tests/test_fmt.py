@@ -1,0 +1,55 @@
+"""One GiB display rule everywhere (issue 12, "the same bytes print two ways").
+
+51,201,966,080 B (47.685546875 GiB) printed "47.69 GiB" in the GPU panel and "47.68 GiB" in the
+fit panel. Every display now goes through :mod:`seat_console.fmt`; these tests pin the rule and
+check each place that shows sizes, and that no module formats GiB on its own again.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from seat_console import fmt
+from seat_console.commands import gpus_cmd, status_cmd
+from seat_console.fit import budget
+from seat_console.widgets import gpu as gpu_widget
+
+PLE = 51_201_966_080
+"""47.685546875 GiB: the byte count the review saw printed two ways."""
+
+
+def test_rule_truncates_after_micro_rounding():
+    assert fmt.gib(PLE) == "47.68"
+    assert fmt.gib(int(62.56 * fmt.GIB)) == "62.56"  # sub-byte parse remainder absorbed
+    assert fmt.gib(-26_570_328_637) == "-24.74"
+    assert fmt.gib(fmt.GIB - 1) == "1.00"            # within 10^-6 GiB of 1
+    assert fmt.gib(fmt.GIB * 1024) == "1,024.00"
+    assert fmt.gib(150_754_820_096, 0) == "140"
+    assert fmt.gib(None) == "n/a" and fmt.gib_unit(None) == "n/a" and fmt.gib_b(None) == "n/a"
+    assert fmt.gib(0) == "0.00"                       # a known 0 is 0; unknown is n/a
+    assert fmt.gib_b(PLE) == "47.68 GiB (51,201,966,080 B)"
+    with pytest.raises(ValueError, match="digits"):
+        fmt.gib(1, 7)
+
+
+def test_every_display_prints_the_same_bytes_the_same_way():
+    assert budget.gib(PLE) == "47.68"
+    assert gpu_widget.gib(PLE) == "47.68 GiB"
+    assert gpus_cmd._size(PLE).startswith("47.68 GiB (")
+    assert status_cmd._gib(PLE) == "47.68 GiB"
+
+
+def test_no_module_formats_gib_by_itself():
+    """A new ``n / GiB:.2f`` somewhere would bring the two rules back."""
+    root = Path(__file__).resolve().parent.parent
+    pattern = re.compile(r"/\s*(GiB|GIB|\(1 << 30\)|2\s*\*\*\s*30|1024\s*\*\*\s*3)\s*:")
+    offenders = []
+    for folder in ("console", "widgets", "actions"):
+        for path in (root / folder).rglob("*.py"):
+            for i, line in enumerate(path.read_text("utf-8").splitlines(), 1):
+                if pattern.search(line):
+                    offenders.append(f"{path.relative_to(root)}:{i}: {line.strip()}")
+    assert not offenders, "format GiB with seat_console.fmt instead:\n" + "\n".join(offenders)
