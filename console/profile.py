@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 import tomllib
 from dataclasses import dataclass
 from importlib import resources
@@ -31,6 +32,7 @@ from pydantic import (
     ConfigDict,
     Field,
     ValidationError,
+    ValidationInfo,
     field_validator,
     model_validator,
 )
@@ -266,6 +268,266 @@ class ConsoleSpec(_Strict):
     history_s: int = Field(default=300, ge=10, le=86400)
 
 
+# -- [backport] and [swap] (issue 8) -------------------------------------------------------------
+DIGEST_REF_RE = re.compile(
+    r"^(?P<repo>[a-z0-9]+(?:[._-][a-z0-9]+)*(?:\.[a-z0-9-]+)*(?::[0-9]{1,5})?"
+    r"(?:/[a-z0-9]+(?:(?:\.|_|__|-+)[a-z0-9]+)*)*)@(?P<digest>sha256:[0-9a-f]{64})$")
+"""``repo@sha256:<64 lowercase hex>``: a repository (optional ``host[:port]/``, lowercase path
+components, Docker's reference grammar, ``distribution/reference``) pinned by a *manifest*
+digest, with no tag. A tag next to a digest is refused: the digest alone decides, and a tag
+there only misleads the reader."""
+SHA256_HEX_RE = re.compile(r"^[0-9a-f]{64}$")
+ENV_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+CONTAINER_NAME_RE = re.compile(r"^[a-zA-Z0-9][a-zA-Z0-9_.-]{0,127}$")
+"""Docker's container name rule (``[a-zA-Z0-9][a-zA-Z0-9_.-]+``), bounded."""
+TAG_REF_RE = re.compile(
+    r"^[a-z0-9]+(?:[._-][a-z0-9]+)*(?:\.[a-z0-9-]+)*(?::[0-9]{1,5})?"
+    r"(?:/[a-z0-9]+(?:(?:\.|_|__|-+)[a-z0-9]+)*)*:[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$")
+"""``repo:tag`` (Docker's grammar: a tag is ``[\\w][\\w.-]{0,127}``)."""
+TAG_TEMPLATE_FIELDS = frozenset({"content_hash"})
+"""Placeholders a ``backport.tag`` template may use: ``{content_hash}`` (required) is the first
+16 hex digits of the sha256 over the build's inputs (base digest, each file's dest and sha256,
+env), so the same inputs always give the same tag and any change gives a new one."""
+
+
+def _profile_dir(info: ValidationInfo) -> Path:
+    ctx = info.context if isinstance(info.context, dict) else {}
+    d = ctx.get("profile_dir")
+    return Path(d) if d else Path.cwd()
+
+
+class BackportFile(_Strict):
+    """One patched file copied over the base image.
+
+    ``source``: the patched file on this machine; a relative path is relative to the profile's
+    directory; it must exist when the profile is loaded. ``dest``: the absolute path inside the
+    image it replaces (it must already exist there: the preflight checks, since a typo'd path
+    would add a new file and the backport would change nothing). ``original_sha256``: the
+    sha256 (64 lowercase hex) the base image's file must have, so the patch lands on the file
+    it was written against.
+    """
+
+    source: Path
+    dest: str
+    original_sha256: str | None = None
+
+    @field_validator("source")
+    @classmethod
+    def _source_exists(cls, v: Path, info: ValidationInfo) -> Path:
+        p = v.expanduser()
+        if not p.is_absolute():
+            p = _profile_dir(info) / p
+        if not p.is_file():
+            what = "is a directory" if p.is_dir() else "no such file"
+            raise ValueError(f"patched source file {p}: {what} (give the patched file's path, "
+                             "absolute or relative to the profile's directory)")
+        return p
+
+    @field_validator("dest")
+    @classmethod
+    def _dest_absolute(cls, v: str) -> str:
+        if not v.startswith("/"):
+            raise ValueError(f"dest {v!r} is a relative path: give the absolute path of the file "
+                             "inside the image (e.g. '/usr/lib/python3/dist-packages/x.py')")
+        parts = v.split("/")
+        if ".." in parts or v.endswith("/") or "\n" in v or "\x00" in v:
+            raise ValueError(f"dest {v!r} must name one file: no '..', no trailing '/'")
+        return v
+
+    @field_validator("original_sha256")
+    @classmethod
+    def _sha_hex(cls, v: str | None) -> str | None:
+        if v is not None and not SHA256_HEX_RE.match(v):
+            raise ValueError(f"original_sha256 {v!r} is not 64 lowercase hex digits "
+                             "(as `sha256sum FILE` prints it)")
+        return v
+
+
+class BackportSpec(_Strict):
+    """A backport: patched files copied over a base image pinned by digest (``seat-console
+    build-backport``).
+
+    ``base``: ``repo@sha256:…`` (:data:`DIGEST_REF_RE`), the registry manifest digest — not the
+    image ID, which is local to one engine. ``files``: at least one :class:`BackportFile`,
+    dests unique. ``env``: ``ENV`` lines added to the image (e.g. an offload switch the seat
+    needs). ``tag``: the result's ``repo:tag`` template, which must contain ``{content_hash}``;
+    ``--push`` pushes it to the registry named by its host part.
+    """
+
+    base: str
+    files: list[BackportFile] = Field(min_length=1)
+    env: dict[str, str] = Field(default_factory=dict)
+    tag: str = "seat-backport:{content_hash}"
+
+    @field_validator("base")
+    @classmethod
+    def _base_by_digest(cls, v: str) -> str:
+        if DIGEST_REF_RE.match(v):
+            return v
+        if "@" not in v:
+            raise ValueError(f"base {v!r} is not pinned by digest: write 'repo@sha256:<64 hex>' "
+                             "(`docker inspect -f '{{.RepoDigests}}' IMAGE` prints it; a tag "
+                             "can move, an image ID is local to one engine)")
+        name, _, digest = v.partition("@")
+        if ":" in name.rsplit("/", 1)[-1]:
+            raise ValueError(f"base {v!r}: drop the tag, keep 'repo@sha256:…' (the digest alone "
+                             "decides which image is built on)")
+        raise ValueError(f"base {v!r}: bad digest syntax {digest!r} (expected 'sha256:' and 64 "
+                         "lowercase hex digits) or bad repository name {name!r}")
+
+    @field_validator("env")
+    @classmethod
+    def _env_names(cls, v: dict[str, str]) -> dict[str, str]:
+        for k, val in v.items():
+            if not ENV_NAME_RE.match(k):
+                raise ValueError(f"env name {k!r} is not a valid variable name "
+                                 "([A-Za-z_][A-Za-z0-9_]*)")
+            if "\n" in val or "\x00" in val:
+                raise ValueError(f"env {k}: the value must be one line")
+        return v
+
+    @field_validator("tag")
+    @classmethod
+    def _tag_template(cls, v: str) -> str:
+        import string
+
+        try:
+            fields = {f for _, f, _, _ in string.Formatter().parse(v) if f is not None}
+        except ValueError as exc:
+            raise ValueError(f"tag template {v!r}: {exc} (use '{{content_hash}}')") from None
+        unknown = fields - TAG_TEMPLATE_FIELDS
+        if unknown:
+            raise ValueError(f"tag template {v!r}: unknown placeholder(s) {sorted(unknown)}; "
+                             "the only one is {content_hash}")
+        if "content_hash" not in fields:
+            raise ValueError(f"tag template {v!r} must contain {{content_hash}} (same inputs → "
+                             "same tag, other inputs → another tag)")
+        sample = v.format(content_hash="0" * 16)
+        if not TAG_REF_RE.match(sample):
+            raise ValueError(f"tag template {v!r} does not give a 'repo:tag' reference "
+                             f"(gives {sample!r})")
+        return v
+
+    @model_validator(mode="after")
+    def _unique_dests(self) -> "BackportSpec":
+        seen: set[str] = set()
+        for f in self.files:
+            if f.dest in seen:
+                raise ValueError(f"dest {f.dest!r} appears twice in backport.files")
+            seen.add(f.dest)
+        return self
+
+
+def _re2_options() -> object:
+    import re2
+
+    opts = re2.Options()
+    opts.log_errors = False
+    return opts
+
+
+class FailurePattern(_Strict):
+    """A log pattern that fails a swap's startup check when it matches any line of the probe's
+    log. ``pattern`` is RE2 syntax (google-re2: linear time, so a pattern cannot hang on a long
+    line; no lookaround or backreferences); ``(?i)`` makes it case-insensitive."""
+
+    name: str = Field(min_length=1, max_length=64)
+    pattern: str = Field(min_length=1, max_length=2000)
+    meaning: str = ""
+
+    @field_validator("pattern")
+    @classmethod
+    def _compiles(cls, v: str) -> str:
+        import re2
+
+        try:
+            re2.compile(v, options=_re2_options())
+        except re2.error as exc:
+            msg = exc.args[0].decode() if exc.args and isinstance(exc.args[0], bytes) else exc
+            raise ValueError(f"pattern {v!r} is not valid RE2 syntax: {msg} (RE2 has no "
+                             "lookaround or backreferences)") from None
+        return v
+
+
+DEFAULT_FAILURE_PATTERNS: tuple[FailurePattern, ...] = (
+    FailurePattern(
+        name="out-of-memory",
+        pattern=r"(?i)(CUDA out of memory|OutOfMemoryError|No available memory for the cache "
+                r"blocks|larger than the available KV cache memory|Available KV cache memory: -)",
+        meaning="the engine ran out of device memory or has no room for one request's KV cache"),
+    FailurePattern(
+        name="ple-zeros",
+        pattern=r"(?i)(zeros? in (the )?(PLE|per[-_ ]layer[-_ ]embed)|(PLE|per[-_ ]layer[-_ ]"
+                r"embed\w*)[^\n]{0,200}(all[-_ ]zeros?|zero[-_ ]filled|filled with zeros))",
+        meaning="the per-layer embedding table loaded as zeros: it serves, but degraded"),
+    FailurePattern(
+        name="weight-offload-fallback",
+        pattern=r"(?i)(fall(ing|s)? back to [^\n]{0,80}offload|offloading [^\n]{0,40}weights "
+                r"to (the )?cpu|cpu[-_ ]offload(ing)?[-_ ]gb ?= ?[1-9])",
+        meaning="weights were offloaded to host memory: it serves, far slower than the seat needs"),
+)
+"""The default ``swap.failure_patterns``: illustrative wording, not vLLM's exact strings for
+every version — check them against the candidate's real log (``docker logs``) and extend."""
+
+
+class SwapSpec(_Strict):
+    """The probe container a seat swap starts (``seat-console swap``) in the resident's place.
+
+    ``container``: its name. ``image``: ``"backport"`` (the image ``build-backport`` made from
+    ``[backport]``, run by image ID) or an image reference. ``entrypoint`` (optional) and
+    ``command`` are the container's argv (for a vLLM image, the engine arguments).
+    ``volumes``: ``"/host/path:/container/path[:ro|:rw]"``. ``gpus``: GPU UUIDs given to the
+    container (``DeviceRequests``); unset = ``node.gpus`` (which must then be UUIDs); ``[]`` =
+    none (the lab's CPU engine). ``served_model_name``: what ``/v1/models`` must list.
+    ``endpoint``: the probe's URL (default ``seat.endpoint``: the probe takes the seat's port).
+    ``start_timeout_s``: how long ``/health`` may take (a large model loads for minutes).
+    ``failure_patterns``: log patterns that fail the start (:data:`DEFAULT_FAILURE_PATTERNS`).
+    """
+
+    container: str = "seat-probe"
+    image: str = "backport"
+    entrypoint: list[str] | None = None
+    command: list[str] = Field(default_factory=list)
+    env: dict[str, str] = Field(default_factory=dict)
+    volumes: list[str] = Field(default_factory=list)
+    network_mode: str = "host"
+    ipc_mode: str | None = None
+    shm_size: Size | None = None
+    gpus: list[str] | None = None
+    served_model_name: str = Field(min_length=1)
+    endpoint: AnyHttpUrl | None = None
+    start_timeout_s: float = Field(default=900.0, ge=5.0, le=7200.0)
+    failure_patterns: list[FailurePattern] = Field(
+        default_factory=lambda: list(DEFAULT_FAILURE_PATTERNS))
+
+    @field_validator("container")
+    @classmethod
+    def _name(cls, v: str) -> str:
+        if not CONTAINER_NAME_RE.match(v):
+            raise ValueError(f"container name {v!r} is not a valid docker name "
+                             "([a-zA-Z0-9][a-zA-Z0-9_.-]*)")
+        return v
+
+    @field_validator("env")
+    @classmethod
+    def _env(cls, v: dict[str, str]) -> dict[str, str]:
+        for k in v:
+            if not ENV_NAME_RE.match(k):
+                raise ValueError(f"env name {k!r} is not a valid variable name")
+        return v
+
+    @field_validator("volumes")
+    @classmethod
+    def _volumes(cls, v: list[str]) -> list[str]:
+        for spec in v:
+            parts = spec.split(":")
+            if len(parts) not in (2, 3) or not all(p.startswith("/") for p in parts[:2]) or (
+                    len(parts) == 3 and parts[2] not in ("ro", "rw")):
+                raise ValueError(f"volume {spec!r}: write '/host/path:/container/path[:ro|:rw]' "
+                                 "(absolute paths)")
+        return v
+
+
 class Profile(_Strict):
     """A whole seat profile. See ``console/default_profile.toml`` for every key with a comment."""
 
@@ -277,6 +539,8 @@ class Profile(_Strict):
     alertmanager: AlertmanagerSpec = Field(default_factory=AlertmanagerSpec)
     silence: SilenceSpec
     console: ConsoleSpec = Field(default_factory=ConsoleSpec)
+    backport: BackportSpec | None = None
+    swap: SwapSpec | None = None
 
     @model_validator(mode="after")
     def _gpus_vs_tp(self) -> "Profile":
@@ -340,7 +604,11 @@ def parse_profile(text: str, source: str = "<string>") -> Profile:
     except tomllib.TOMLDecodeError as exc:
         raise ProfileError(f"{source}: not valid TOML: {exc}") from None
     try:
-        return Profile.model_validate(data)
+        # Relative paths in the profile (backport.files[].source) are relative to its directory.
+        src = Path(source)
+        profile_dir = src.parent if not source.startswith("<") and src.parent != Path("") \
+            else Path.cwd()
+        return Profile.model_validate(data, context={"profile_dir": str(profile_dir)})
     except ValidationError as exc:
         raise ProfileError(_format_validation_error(exc, source)) from None
 
@@ -415,7 +683,8 @@ def fmt_gib(n: int | None, digits: int = 2) -> str:
 
 
 __all__ = [
-    "AlertmanagerSpec", "CheckpointSpec", "ConsoleSpec", "ENV_VAR", "GiB", "LoadedProfile",
+    "AlertmanagerSpec", "BackportFile", "BackportSpec", "DEFAULT_FAILURE_PATTERNS",
+    "FailurePattern", "SwapSpec", "CheckpointSpec", "ConsoleSpec", "ENV_VAR", "GiB", "LoadedProfile",
     "Matcher", "MiB", "ModelShapeSpec", "NodeSpec", "PlePlacement", "Profile", "ProfileError",
     "SeatSpec", "SilenceSpec", "TimerSpec", "default_profile_text", "fmt_gib", "load_profile",
     "parse_profile", "resolve_profile_path", "xdg_profile_path",
