@@ -1,0 +1,364 @@
+"""The action journal: an append-only, hash-chained SQLite record of every runbook.
+
+Where: ``$SEAT_CONSOLE_STATE_DIR/journal.sqlite3`` when that variable is set (tests, a shared
+on-call box), else ``platformdirs.user_state_dir("seat-console")/journal.sqlite3`` (on Linux
+``$XDG_STATE_HOME/seat-console`` or ``~/.local/state/seat-console``). stdlib :mod:`sqlite3`, WAL
+journal mode (readers — the TUI's action log, ``hold --status`` of another console — never block
+the writer), ``synchronous=FULL`` (a row written is on disk before the next node change).
+
+One row per runbook start, step event (``begin``, ``apply``, ``verify``, ``skip``, ``fail``,
+``undo``, ``undo-fail``), end, and per hold-state change and interference notice. Each row holds:
+``seq`` (1, 2, 3…), ``at`` (UTC, ISO 8601 with ``Z``), ``user``, ``host``, ``profile_sha256``,
+``run_id``, ``runbook``, ``kind``, ``step``, ``inputs`` (JSON), ``outcome``, ``output`` (a command
+output tail, at most :data:`OUTPUT_TAIL_CHARS` characters), ``facts`` (JSON: what a step learnt,
+e.g. a silence ID), ``prev_hash`` and ``hash``.
+
+Hash chain: ``hash = SHA-256(prev_hash ‖ canonical JSON of every other column, seq included)``,
+``prev_hash`` of row 1 is 64 zeros (:data:`GENESIS`). :meth:`Journal.verify` recomputes it, so
+an edited row (its own hash no longer matches), a deleted row (a gap in ``seq``, or the next row's
+``prev_hash`` no longer matches), or reordered rows are found and *named* (by ``seq``). SQLite
+triggers refuse ``UPDATE``/``DELETE`` through the library; someone with the ``sqlite3`` shell can
+drop them, which is what the chain is for.
+
+Secrets never reach it: every text written is passed through :func:`scrub` — values of keys that
+look like credentials (``password``, ``token``, ``secret``, ``authorization``…) become
+``<redacted>``, and every string the caller registered as a secret (e.g. the Alertmanager
+credentials, :meth:`Journal.add_secrets`) is replaced wherever it appears.
+
+Threads: one :class:`Journal` (one connection) per thread; the runbook engine writes from the
+thread that runs the runbook. Appends from several processes are serialised by
+``BEGIN IMMEDIATE`` (the chain stays linear).
+"""
+
+from __future__ import annotations
+
+import getpass
+import hashlib
+import json
+import os
+import re
+import socket
+import sqlite3
+import threading
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import platformdirs
+
+ENV_STATE_DIR = "SEAT_CONSOLE_STATE_DIR"
+"""Environment variable that overrides the state directory (the journal lives in it)."""
+
+JOURNAL_FILE = "journal.sqlite3"
+GENESIS = "0" * 64
+"""``prev_hash`` of the first row."""
+OUTPUT_TAIL_CHARS = 4000
+"""At most this many characters of a command's output are kept in a row (the tail)."""
+
+_SECRET_KEY_RE = re.compile(r"(pass(word)?|token|secret|authori[sz]ation|api[_-]?key|cookie|"
+                            r"credential)", re.IGNORECASE)
+_COLUMNS = ("seq", "at", "user", "host", "profile_sha256", "run_id", "runbook", "kind", "step",
+            "inputs", "outcome", "output", "facts")
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS entries (
+    seq INTEGER PRIMARY KEY,
+    at TEXT NOT NULL,
+    user TEXT NOT NULL,
+    host TEXT NOT NULL,
+    profile_sha256 TEXT NOT NULL,
+    run_id TEXT NOT NULL,
+    runbook TEXT NOT NULL,
+    kind TEXT NOT NULL,
+    step TEXT NOT NULL,
+    inputs TEXT NOT NULL,
+    outcome TEXT NOT NULL,
+    output TEXT NOT NULL,
+    facts TEXT NOT NULL,
+    prev_hash TEXT NOT NULL,
+    hash TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS entries_run ON entries(run_id);
+CREATE TRIGGER IF NOT EXISTS entries_no_update BEFORE UPDATE ON entries
+BEGIN SELECT RAISE(ABORT, 'the seat-console journal is append-only'); END;
+CREATE TRIGGER IF NOT EXISTS entries_no_delete BEFORE DELETE ON entries
+BEGIN SELECT RAISE(ABORT, 'the seat-console journal is append-only'); END;
+"""
+
+
+class JournalError(Exception):
+    """The journal cannot be opened or written (message names the file and the fix)."""
+
+
+def state_dir(environ: Mapping[str, str] | None = None) -> Path:
+    """The console's state directory: ``$SEAT_CONSOLE_STATE_DIR`` or platformdirs' user state
+    dir for ``seat-console`` (XDG: ``$XDG_STATE_HOME/seat-console``)."""
+    env = os.environ if environ is None else environ
+    if env.get(ENV_STATE_DIR):
+        return Path(env[ENV_STATE_DIR]).expanduser()
+    return Path(platformdirs.user_state_dir("seat-console"))
+
+
+def journal_path(environ: Mapping[str, str] | None = None) -> Path:
+    """Path of the journal file in :func:`state_dir`."""
+    return state_dir(environ) / JOURNAL_FILE
+
+
+def _iso(t: datetime) -> str:
+    return t.astimezone(UTC).isoformat(timespec="microseconds").replace("+00:00", "Z")
+
+
+def parse_time(text: str) -> datetime:
+    """A journal ``at`` (ISO 8601, ``Z``) → aware UTC datetime. Raises :class:`ValueError`."""
+    t = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    if t.tzinfo is None:
+        raise ValueError(f"{text!r} has no timezone")
+    return t.astimezone(UTC)
+
+
+def scrub(value: Any, secrets: Sequence[str] = ()) -> Any:
+    """``value`` (JSON-like: dict/list/str/number) with credential-looking keys' values replaced by
+    ``<redacted>`` and every string of ``secrets`` (3+ characters) replaced wherever it appears.
+    Pure; returns a new object."""
+    if isinstance(value, Mapping):
+        return {str(k): ("<redacted>" if _SECRET_KEY_RE.search(str(k)) and v not in (None, "")
+                         else scrub(v, secrets)) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [scrub(v, secrets) for v in value]
+    if isinstance(value, str):
+        for s in sorted(secrets, key=len, reverse=True):
+            if s and len(s) >= 3:
+                value = value.replace(s, "<redacted>")
+        return value
+    if value is None or isinstance(value, (bool, int, float)):
+        return value
+    return scrub(str(value), secrets)
+
+
+def _canonical(d: Mapping[str, Any]) -> str:
+    return json.dumps(d, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+def row_hash(prev_hash: str, content: Mapping[str, Any]) -> str:
+    """SHA-256 (hex) of ``prev_hash`` followed by the canonical JSON of the row's columns
+    (:data:`_COLUMNS`, ``seq`` included; sorted keys, no spaces, UTF-8)."""
+    return hashlib.sha256((prev_hash + _canonical(
+        {k: content[k] for k in _COLUMNS})).encode("utf-8")).hexdigest()
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One journal row. ``inputs`` / ``facts`` are decoded JSON; ``at`` is aware UTC."""
+
+    seq: int
+    at: datetime
+    user: str
+    host: str
+    profile_sha256: str
+    run_id: str
+    runbook: str
+    kind: str
+    step: str
+    inputs: dict[str, Any]
+    outcome: str
+    output: str
+    facts: dict[str, Any]
+    prev_hash: str
+    hash: str
+
+    def to_json(self) -> dict[str, Any]:
+        """JSON-ready dict (``at`` as ISO 8601 with ``Z``)."""
+        d = {k: getattr(self, k) for k in (*_COLUMNS, "prev_hash", "hash")}
+        d["at"] = _iso(self.at)
+        return d
+
+
+@dataclass(frozen=True)
+class VerifyReport:
+    """Result of :meth:`Journal.verify`: ``ok``; ``rows`` checked; ``problems``: one sentence
+    per bad row, naming its ``seq``; ``bad_seqs``: those seqs."""
+
+    ok: bool
+    rows: int
+    problems: tuple[str, ...] = ()
+    bad_seqs: tuple[int, ...] = ()
+
+
+@dataclass
+class Journal:
+    """The journal file at ``path`` (default :func:`journal_path`), opened (and created) now.
+
+    ``user`` / ``host`` default to the login name and host name. Raises :class:`JournalError`
+    when the directory cannot be created or the file is not a journal.
+    """
+
+    path: Path = field(default_factory=journal_path)
+    user: str = field(default_factory=lambda: _user())
+    host: str = field(default_factory=socket.gethostname)
+    _secrets: list[str] = field(default_factory=list, repr=False)
+
+    def __post_init__(self) -> None:
+        self.path = Path(self.path)
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            # One connection used under a lock: a Journal made on the UI thread may be handed
+            # to the worker that runs the runbook.
+            self._lock = threading.RLock()
+            self._db = sqlite3.connect(self.path, timeout=30.0, isolation_level=None,
+                                       check_same_thread=False)
+            self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.execute("PRAGMA synchronous=FULL")
+            self._db.executescript(_SCHEMA)
+        except (OSError, sqlite3.Error) as exc:
+            raise JournalError(f"journal {self.path}: cannot open ({exc}); check the directory "
+                               f"permissions or set ${ENV_STATE_DIR}") from None
+
+    def close(self) -> None:
+        """Close the connection."""
+        self._db.close()
+
+    def __enter__(self) -> Journal:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def add_secrets(self, secrets: Iterable[str]) -> None:
+        """Register strings that must never be written (replaced by ``<redacted>``)."""
+        self._secrets.extend(s for s in secrets if s)
+
+    # -- writing ------------------------------------------------------------------------------
+    def append(self, *, run_id: str, runbook: str, kind: str, step: str = "",
+               inputs: Mapping[str, Any] | None = None, outcome: str = "",
+               output: str = "", facts: Mapping[str, Any] | None = None,
+               profile_sha256: str = "", at: datetime | None = None) -> Entry:
+        """Append one row (scrubbed of secrets, output cut to its tail) and return it.
+
+        Raises :class:`JournalError` when the write fails (disk full, read-only file).
+        """
+        sec = self._secrets
+        content: dict[str, Any] = {
+            "at": _iso(at or datetime.now(UTC)), "user": self.user, "host": self.host,
+            "profile_sha256": profile_sha256, "run_id": run_id, "runbook": runbook,
+            "kind": kind, "step": scrub(step, sec),
+            "inputs": _canonical(scrub(dict(inputs or {}), sec)),
+            "outcome": scrub(outcome, sec),
+            "output": scrub(output[-OUTPUT_TAIL_CHARS:], sec),
+            "facts": _canonical(scrub(dict(facts or {}), sec)),
+        }
+        try:
+            self._lock.acquire()
+            self._db.execute("BEGIN IMMEDIATE")
+            try:
+                last = self._db.execute(
+                    "SELECT seq, hash FROM entries ORDER BY seq DESC LIMIT 1").fetchone()
+                seq, prev = (last[0] + 1, last[1]) if last else (1, GENESIS)
+                content["seq"] = seq
+                h = row_hash(prev, content)
+                self._db.execute(
+                    f"INSERT INTO entries ({', '.join(_COLUMNS)}, prev_hash, hash) VALUES "
+                    f"({', '.join('?' * (len(_COLUMNS) + 2))})",
+                    (*(content[k] for k in _COLUMNS), prev, h))
+                self._db.execute("COMMIT")
+            except BaseException:
+                self._db.execute("ROLLBACK")
+                raise
+        except sqlite3.Error as exc:
+            raise JournalError(f"journal {self.path}: cannot write ({exc})") from None
+        finally:
+            self._lock.release()
+        return _entry({**content, "prev_hash": prev, "hash": h})
+
+    # -- reading ------------------------------------------------------------------------------
+    def entries(self, *, since: datetime | None = None, run_id: str | None = None,
+                runbook: str | None = None, kind: str | None = None) -> list[Entry]:
+        """Rows in ``seq`` order, optionally only those at/after ``since`` (aware), of one run,
+        one runbook or one kind."""
+        q, args = "SELECT * FROM entries WHERE 1=1", []
+        if run_id is not None:
+            q, args = q + " AND run_id = ?", [*args, run_id]
+        if runbook is not None:
+            q, args = q + " AND runbook = ?", [*args, runbook]
+        if kind is not None:
+            q, args = q + " AND kind = ?", [*args, kind]
+        with self._lock:
+            names = self._names()
+            raw = self._db.execute(q + " ORDER BY seq", args).fetchall()
+        rows = [_entry(dict(zip(names, r, strict=True))) for r in raw]
+        if since is not None:
+            rows = [r for r in rows if r.at >= since]
+        return rows
+
+    def _names(self) -> list[str]:
+        return [d[1] for d in self._db.execute("PRAGMA table_info(entries)")]
+
+    def runs(self) -> dict[str, list[Entry]]:
+        """Every run's rows, keyed by ``run_id``, in order of each run's first row."""
+        out: dict[str, list[Entry]] = {}
+        for e in self.entries():
+            out.setdefault(e.run_id, []).append(e)
+        return out
+
+    def unfinished(self) -> list[list[Entry]]:
+        """Runs with a ``start`` row and no ``end`` row (a console that died mid-runbook), oldest
+        first; each is that run's rows."""
+        return [rows for rows in self.runs().values()
+                if any(r.kind == "start" for r in rows) and not any(r.kind == "end" for r in rows)]
+
+    def verify(self) -> VerifyReport:
+        """Recompute the hash chain; name every row that was edited, deleted or moved.
+
+        Checks, per row in ``seq`` order: ``seq`` follows the previous one (a gap = deleted
+        rows), ``prev_hash`` equals the previous row's ``hash``, and ``hash`` equals
+        :func:`row_hash` of the row's own content.
+        """
+        with self._lock:
+            names = self._names()
+            all_rows = self._db.execute("SELECT * FROM entries ORDER BY seq").fetchall()
+        problems: list[str] = []
+        bad: list[int] = []
+        prev_hash, prev_seq, n = GENESIS, 0, 0
+        for raw in all_rows:
+            n += 1
+            r = dict(zip(names, raw, strict=True))
+            seq = r["seq"]
+            if seq != prev_seq + 1:
+                problems.append(f"row {prev_seq + 1}" + (f"–{seq - 1}" if seq - 1 > prev_seq + 1
+                                                         else "")
+                                + f" missing before row {seq} (deleted)")
+                bad.append(seq)
+            elif r["prev_hash"] != prev_hash:
+                problems.append(f"row {seq}: prev_hash does not match row {prev_seq}'s hash "
+                                "(a row before it was edited, deleted or reordered)")
+                bad.append(seq)
+            if row_hash(r["prev_hash"], r) != r["hash"]:
+                problems.append(f"row {seq} ({r['kind']} {r['step'] or r['runbook']}): content "
+                                "does not match its hash (edited)")
+                bad.append(seq)
+            prev_hash, prev_seq = r["hash"], seq
+        return VerifyReport(ok=not problems, rows=n, problems=tuple(problems),
+                            bad_seqs=tuple(dict.fromkeys(bad)))
+
+    def __iter__(self) -> Iterator[Entry]:
+        return iter(self.entries())
+
+
+def _entry(d: Mapping[str, Any]) -> Entry:
+    return Entry(seq=int(d["seq"]), at=parse_time(d["at"]), user=d["user"], host=d["host"],
+                 profile_sha256=d["profile_sha256"], run_id=d["run_id"], runbook=d["runbook"],
+                 kind=d["kind"], step=d["step"], inputs=json.loads(d["inputs"] or "{}"),
+                 outcome=d["outcome"], output=d["output"], facts=json.loads(d["facts"] or "{}"),
+                 prev_hash=d["prev_hash"], hash=d["hash"])
+
+
+def _user() -> str:
+    try:
+        return getpass.getuser()
+    except (KeyError, OSError):
+        return f"uid {os.getuid()}"
+
+
+__all__ = ["ENV_STATE_DIR", "Entry", "GENESIS", "Journal", "JournalError", "VerifyReport",
+           "journal_path", "parse_time", "row_hash", "scrub", "state_dir"]

@@ -1,0 +1,568 @@
+"""The runbook engine: ordered steps with precondition, apply, verify and undo, journaled.
+
+A :class:`Runbook` is a list of :class:`Step`. Each step has
+
+* ``check`` (the precondition, read from the node now): returns :class:`Check` — ``go=True``
+  with what it will change ("stop fleet-remediation-cycle.timer (active, next in 3 min)"), or
+  ``go=False`` with why it is skipped ("skip seat-conformance-smoke.timer: already inactive — not
+  ours to restart"); raising :class:`StepError` refuses the step (the run stops there);
+* ``apply``: changes the node; returns an output tail (journaled) or ``None``;
+* ``verify``: reads the postcondition back from the source (never the command's exit code
+  alone); returns a sentence or raises :class:`StepError`;
+* ``undo``: puts back what ``apply`` changed and verifies that; idempotent (it reads the node and
+  does nothing when there is nothing to put back), so :mod:`recover <seat_console.actions.recover>`
+  can call it after a crash that happened anywhere inside ``apply``; ``None`` for a step that has
+  nothing to undo;
+* ``manual``: how to put it back by hand, shown when ``undo`` fails (or for a forward-only
+  runbook's failed step).
+
+:meth:`Runbook.run`: steps run in order; each step's precondition is checked again right before
+its apply. The journal gets a ``begin`` row *before* ``apply`` runs (so a console killed inside a
+step still leaves a record that the step may have changed the node), an ``apply`` row after, and
+a ``verify`` row after the read-back. A failure (or Ctrl-C, or :meth:`Runbook.request_stop`)
+stops the run and — with ``policy="undo"`` — undoes every begun step in reverse order; with
+``policy="continue"`` (release / restore: putting the safety net back must not stop at the first
+failure) the remaining steps still run. The :class:`Result` says exactly what remains changed on
+the node and how to fix each by hand.
+
+:meth:`Runbook.plan` runs only the checks and returns the dry-run :class:`Plan`.
+
+Facts: steps share what they learn (a lease unit name, a silence ID, which timers were active) in
+``ctx.facts`` (a JSON-able dict). Every row the engine writes carries the facts as they were then,
+so a later console rebuilds the run from the journal (:func:`facts_from_rows`).
+
+Observers: ``observer(event)`` is called with an :class:`Event` for every start, check, skip,
+begin, apply, verify, fail, undo, warning and end — the CLI prints lines, the TUI posts messages
+from it (it is called on the runbook's thread). Nothing here imports Textual.
+
+Defining a runbook (see :mod:`seat_console.actions.hold` for a full one)::
+
+    steps = [Step(name="stop x.timer", check=..., apply=..., verify=..., undo=...,
+                  manual="systemctl start x.timer")]
+    result = Runbook("hold", steps, journal=journal, inputs={"ttl_s": 600}).run()
+    if not result.ok: print(result.describe())
+"""
+
+from __future__ import annotations
+
+import threading
+import uuid
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any, Literal
+
+from seat_console.actions.journal import Entry, Journal
+
+Policy = Literal["undo", "continue"]
+
+
+class StepError(Exception):
+    """A step's precondition, apply, verify or undo failed.
+
+    ``output``: a command output tail for the journal (may be empty). The message says what
+    failed and, where known, the fix.
+    """
+
+    def __init__(self, message: str, output: str = "") -> None:
+        self.output = output
+        super().__init__(message)
+
+
+class StopRequested(Exception):
+    """Raised between steps when :meth:`Runbook.request_stop` was called (e.g. the terminal hung
+    up): the run stops there and undoes (policy ``undo``) what it began."""
+
+
+@dataclass(frozen=True)
+class Check:
+    """A step's precondition: ``go`` (apply it) and ``text`` (the plan line: what it will
+    change, or why it is skipped)."""
+
+    go: bool
+    text: str
+
+
+@dataclass(frozen=True)
+class Event:
+    """One thing that happened in a run, for observers.
+
+    ``kind``: ``start``, ``check``, ``skip``, ``begin``, ``apply``, ``verify``, ``fail``,
+    ``undo``, ``undo-fail``, ``warn``, ``end``; ``step``: the step's name (``""`` for run-level
+    events); ``ok``: ``True``/``False`` for verify/fail/undo/end, else ``None``; ``at``: UTC.
+    """
+
+    run_id: str
+    runbook: str
+    kind: str
+    step: str
+    message: str
+    ok: bool | None = None
+    at: datetime = field(default_factory=lambda: datetime.now(UTC))
+
+    def line(self) -> str:
+        """One terminal line: ``HH:MM:SSZ kind  step: message``."""
+        head = f"{self.at:%H:%M:%S}Z {self.kind:<9}"
+        return f"{head} {self.step + ': ' if self.step else ''}{self.message}"
+
+
+Observer = Callable[[Event], None]
+"""Called with each :class:`Event`, on the runbook's thread (keep it quick; the TUI posts a
+message from it, the CLI prints)."""
+
+
+@dataclass
+class RunContext:
+    """What a step's functions receive: ``run_id``, the runbook's ``inputs`` and ``facts`` (a
+    JSON-able dict the steps share and the journal records), and :meth:`warn`."""
+
+    run_id: str
+    runbook: str
+    inputs: dict[str, Any]
+    facts: dict[str, Any]
+    _emit: Callable[[str, str, str], None] = field(repr=False, default=lambda *a: None)
+
+    def warn(self, message: str, step: str = "") -> None:
+        """Journal and show a warning (e.g. a Persistent=true timer that will fire at once, or
+        interference by someone else)."""
+        self._emit("warn", step, message)
+
+
+@dataclass
+class Step:
+    """One runbook step (see the module docstring for each part's contract).
+
+    ``name``: short, unique within the runbook ("stop fleet-remediation-cycle.timer");
+    ``check`` / ``apply`` / ``verify`` / ``undo``: functions of the :class:`RunContext`;
+    ``manual``: text, or a function of the context, saying how to put the change back by hand.
+    """
+
+    name: str
+    check: Callable[[RunContext], Check]
+    apply: Callable[[RunContext], str | None]
+    verify: Callable[[RunContext], str | None]
+    undo: Callable[[RunContext], str | None] | None = None
+    manual: str | Callable[[RunContext], str] = ""
+
+    def manual_text(self, ctx: RunContext) -> str:
+        """The by-hand fix as text."""
+        return self.manual(ctx) if callable(self.manual) else self.manual
+
+
+@dataclass(frozen=True)
+class PlanLine:
+    """One step of a dry-run plan: ``step`` name, ``go`` (will change the node) and ``text``;
+    ``error``: set when the precondition itself failed (the run would stop there)."""
+
+    step: str
+    go: bool
+    text: str
+    error: str | None = None
+
+
+@dataclass(frozen=True)
+class Plan:
+    """The dry-run plan of a runbook, read from the node's current state."""
+
+    runbook: str
+    lines: tuple[PlanLine, ...]
+
+    @property
+    def ok(self) -> bool:
+        """``True`` when no precondition failed."""
+        return all(line.error is None for line in self.lines)
+
+    @property
+    def changes(self) -> tuple[PlanLine, ...]:
+        """The lines that will change the node."""
+        return tuple(line for line in self.lines if line.go and line.error is None)
+
+    def text_lines(self) -> list[str]:
+        """Plan lines as shown by ``--dry-run`` and the confirmation modal."""
+        out = []
+        for line in self.lines:
+            if line.error is not None:
+                out.append(f"✗ {line.step}: {line.error}")
+            else:
+                out.append(("• " if line.go else "– ") + line.text)
+        return out
+
+    def to_json(self) -> dict[str, Any]:
+        """JSON-ready dict."""
+        return {"runbook": self.runbook, "ok": self.ok,
+                "steps": [{"step": p.step, "go": p.go, "text": p.text, "error": p.error}
+                          for p in self.lines]}
+
+
+StepStatus = Literal["done", "skipped", "failed", "undone", "undo-failed", "not-run", "left"]
+
+
+@dataclass(frozen=True)
+class StepOutcome:
+    """What happened to one step: ``status`` — ``done`` (applied and verified), ``skipped``
+    (precondition said no), ``failed``, ``undone``, ``undo-failed``, ``not-run``, ``left`` (done,
+    not undone: a forward-only step); ``detail``: the last message."""
+
+    step: str
+    status: StepStatus
+    detail: str = ""
+
+
+@dataclass(frozen=True)
+class Result:
+    """The outcome of a run.
+
+    ``outcome``: ``done`` (every step done or skipped); ``undone`` (a step failed, everything
+    begun was undone: the node is as before); ``partial`` (something could not be undone, or a
+    forward-only step failed: see ``remaining`` and ``manual``); ``refused`` (the first
+    precondition failed: nothing changed). ``error``: the failure that stopped the run;
+    ``remaining``: what is left changed on the node, one sentence each; ``manual``: how to fix
+    each by hand; ``facts``: the run's facts at the end.
+    """
+
+    run_id: str
+    runbook: str
+    outcome: Literal["done", "undone", "partial", "refused"]
+    steps: tuple[StepOutcome, ...]
+    error: str | None = None
+    remaining: tuple[str, ...] = ()
+    manual: tuple[str, ...] = ()
+    warnings: tuple[str, ...] = ()
+    facts: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def ok(self) -> bool:
+        """``True`` when the run completed (``outcome == "done"``)."""
+        return self.outcome == "done"
+
+    def describe(self) -> str:
+        """Human text: the outcome, the error, what remains and how to fix it by hand."""
+        head = {"done": "done", "undone": "FAILED — every change was undone; the node is as "
+                "it was", "partial": "FAILED — the node is left partly changed",
+                "refused": "REFUSED — nothing was changed"}[self.outcome]
+        lines = [f"{self.runbook} {self.run_id}: {head}"]
+        if self.error:
+            lines.append(f"  error: {self.error}")
+        for w in self.warnings:
+            lines.append(f"  warning: {w}")
+        for r in self.remaining:
+            lines.append(f"  still changed: {r}")
+        for m in self.manual:
+            lines.append(f"  fix by hand: {m}")
+        return "\n".join(lines)
+
+    def to_json(self) -> dict[str, Any]:
+        """JSON-ready dict."""
+        return {"run_id": self.run_id, "runbook": self.runbook, "outcome": self.outcome,
+                "ok": self.ok, "error": self.error, "remaining": list(self.remaining),
+                "manual": list(self.manual), "warnings": list(self.warnings),
+                "steps": [{"step": s.step, "status": s.status, "detail": s.detail}
+                          for s in self.steps], "facts": self.facts}
+
+
+_IN_FLIGHT: set[Runbook] = set()
+_IN_FLIGHT_LOCK = threading.Lock()
+
+
+def in_flight() -> list[Runbook]:
+    """Runbooks running now in this process (the hang-up watchdog asks them to stop)."""
+    with _IN_FLIGHT_LOCK:
+        return list(_IN_FLIGHT)
+
+
+def new_run_id(runbook: str) -> str:
+    """``<runbook>-YYYYmmddTHHMMSSZ-<6 hex>`` (UTC)."""
+    return f"{runbook}-{datetime.now(UTC):%Y%m%dT%H%M%SZ}-{uuid.uuid4().hex[:6]}"
+
+
+class Runbook:
+    """An ordered list of steps run with journaling, undo on failure and observers.
+
+    ``name``: the runbook kind (``"hold"``, ``"release"``…); ``inputs``: JSON-able parameters
+    (journaled with the start row; never secrets); ``journal``: where rows go (``None``: not
+    journaled — only for tests of the engine); ``observer``: see :data:`Observer`;
+    ``policy``: ``"undo"`` or ``"continue"`` (module docstring); ``facts``: initial facts;
+    ``run_id``: default :func:`new_run_id`; ``profile_sha256``: recorded in every row.
+    """
+
+    def __init__(self, name: str, steps: Sequence[Step], *, journal: Journal | None,
+                 inputs: Mapping[str, Any] | None = None, observer: Observer | None = None,
+                 policy: Policy = "undo", facts: Mapping[str, Any] | None = None,
+                 run_id: str | None = None, profile_sha256: str = "") -> None:
+        names = [s.name for s in steps]
+        if len(set(names)) != len(names):
+            raise ValueError(f"runbook {name}: step names must be unique: {names}")
+        self.name = name
+        self.steps = list(steps)
+        self.journal = journal
+        self.observer = observer
+        self.policy: Policy = policy
+        self.run_id = run_id or new_run_id(name)
+        self.profile_sha256 = profile_sha256
+        self.ctx = RunContext(run_id=self.run_id, runbook=name, inputs=dict(inputs or {}),
+                              facts=dict(facts or {}), _emit=self._emit_warn)
+        self._stop = threading.Event()
+        self._warnings: list[str] = []
+        self.current_step: str | None = None
+
+    def __repr__(self) -> str:
+        return f"Runbook({self.name!r}, run_id={self.run_id!r}, steps={len(self.steps)})"
+
+    # -- observers and journal ------------------------------------------------------------------
+    def _event(self, kind: str, step: str, message: str, ok: bool | None = None) -> None:
+        if self.observer is not None:
+            try:
+                self.observer(Event(self.run_id, self.name, kind, step, message, ok))
+            except Exception:  # noqa: BLE001 - a broken observer must not break the runbook
+                pass
+
+    def _row(self, kind: str, step: str = "", outcome: str = "", output: str = "") -> Entry | None:
+        if self.journal is None:
+            return None
+        return self.journal.append(run_id=self.run_id, runbook=self.name, kind=kind, step=step,
+                                   inputs=self.ctx.inputs, outcome=outcome, output=output or "",
+                                   facts=self.ctx.facts, profile_sha256=self.profile_sha256)
+
+    def _emit_warn(self, kind: str, step: str, message: str) -> None:
+        self._warnings.append(message)
+        self._row(kind, step, message)
+        self._event(kind, step, message)
+
+    def request_stop(self) -> None:
+        """Ask the run to stop before its next step (thread-safe). The step in progress
+        finishes (its apply and verify are not cut in half); then the run undoes (policy
+        ``undo``) and journals where it stopped."""
+        self._stop.set()
+
+    # -- plan -------------------------------------------------------------------------------------
+    def plan(self) -> Plan:
+        """The dry-run plan: every step's precondition read from the node now; nothing changes.
+        Each line is a :class:`PlanLine` (a precondition that raised gives ``error``)."""
+        lines = []
+        for s in self.steps:
+            try:
+                c = s.check(self.ctx)
+                lines.append(PlanLine(s.name, c.go, c.text))
+            except StepError as exc:
+                lines.append(PlanLine(s.name, False, "", error=str(exc)))
+        return Plan(self.name, tuple(lines))
+
+    # -- run --------------------------------------------------------------------------------------
+    def run(self) -> Result:
+        """Run every step (module docstring); returns the :class:`Result`, never raises for a
+        step failure. Raises :class:`~seat_console.actions.journal.JournalError` when the start
+        row cannot be written (then nothing was changed)."""
+        with _IN_FLIGHT_LOCK:
+            _IN_FLIGHT.add(self)
+        try:
+            return self._run()
+        finally:
+            with _IN_FLIGHT_LOCK:
+                _IN_FLIGHT.discard(self)
+            self.current_step = None
+
+    def _run(self) -> Result:
+        self._row("start", outcome="started")
+        self._event("start", "", f"{len(self.steps)} steps")
+        outcomes: dict[str, StepOutcome] = {s.name: StepOutcome(s.name, "not-run")
+                                            for s in self.steps}
+        begun: list[Step] = []
+        error: str | None = None
+        failed_any = False
+        for s in self.steps:
+            self.current_step = s.name
+            try:
+                if self._stop.is_set():
+                    raise StopRequested("stop requested (terminal hung up?) before this step")
+                try:
+                    c = s.check(self.ctx)
+                except StepError as exc:
+                    raise StepError(f"precondition: {exc}", exc.output) from None
+                if not c.go:
+                    outcomes[s.name] = StepOutcome(s.name, "skipped", c.text)
+                    self._row("skip", s.name, c.text)
+                    self._event("skip", s.name, c.text)
+                    continue
+                self._row("begin", s.name, c.text)
+                self._event("begin", s.name, c.text)
+                begun.append(s)
+                out = s.apply(self.ctx) or ""
+                self._row("apply", s.name, "applied", out)
+                self._event("apply", s.name, "applied")
+                v = s.verify(self.ctx) or "verified"
+                self._row("verify", s.name, v)
+                self._event("verify", s.name, v, ok=True)
+                outcomes[s.name] = StepOutcome(s.name, "done", v)
+            except (StepError, StopRequested, KeyboardInterrupt) as exc:
+                msg = (str(exc) if not isinstance(exc, KeyboardInterrupt)
+                       else "interrupted (Ctrl-C)")
+                self._row("fail", s.name, msg, getattr(exc, "output", ""))
+                self._event("fail", s.name, msg, ok=False)
+                outcomes[s.name] = StepOutcome(s.name, "failed", msg)
+                error = error or f"{s.name}: {msg}"
+                failed_any = True
+                if self.policy == "undo" or not isinstance(exc, StepError):
+                    if not begun:
+                        return self._end("refused", outcomes, error, [], [])
+                    break
+            except Exception as exc:  # noqa: BLE001 - a bug in a step is still a failed step
+                msg = f"{type(exc).__name__}: {exc}"
+                self._row("fail", s.name, msg)
+                self._event("fail", s.name, msg, ok=False)
+                outcomes[s.name] = StepOutcome(s.name, "failed", msg)
+                error = error or f"{s.name}: {msg}"
+                failed_any = True
+                if self.policy == "undo":
+                    if not begun:
+                        return self._end("refused", outcomes, error, [], [])
+                    break
+        self.current_step = None
+        if not failed_any:
+            return self._end("done", outcomes, None, [], [])
+        remaining: list[str] = []
+        manual: list[str] = []
+        if self.policy == "undo":
+            for s in reversed(begun):
+                ok, detail = self.undo_step(s)
+                outcomes[s.name] = StepOutcome(s.name, "undone" if ok else "undo-failed", detail)
+                if not ok:
+                    remaining.append(f"{s.name}: {detail}")
+                    manual.append(s.manual_text(self.ctx) or f"undo '{s.name}' by hand")
+        else:
+            for s in self.steps:
+                if outcomes[s.name].status in ("failed", "not-run"):
+                    remaining.append(f"{s.name}: not done ({outcomes[s.name].detail or 'not run'})")
+                    manual.append(s.manual_text(self.ctx) or f"do '{s.name}' by hand")
+        return self._end("partial" if remaining else "undone", outcomes, error, remaining, manual)
+
+    def undo_step(self, s: Step) -> tuple[bool, str]:
+        """Undo one step (journaled ``undo`` / ``undo-fail``); returns ``(ok, detail)``. A step
+        without ``undo`` counts as undone (it changed nothing that needs putting back)."""
+        self.current_step = s.name
+        try:
+            if s.undo is None:
+                detail = "nothing to undo"
+            else:
+                detail = s.undo(self.ctx) or "undone"
+            self._row("undo", s.name, detail)
+            self._event("undo", s.name, detail, ok=True)
+            return True, detail
+        except Exception as exc:  # noqa: BLE001 - report every undo failure, keep undoing
+            detail = str(exc) if isinstance(exc, StepError) else f"{type(exc).__name__}: {exc}"
+            self._row("undo-fail", s.name, detail, getattr(exc, "output", ""))
+            self._event("undo-fail", s.name, detail, ok=False)
+            return False, detail
+        finally:
+            self.current_step = None
+
+    def _end(self, outcome: Literal["done", "undone", "partial", "refused"],
+             outcomes: Mapping[str, StepOutcome], error: str | None, remaining: list[str],
+             manual: list[str]) -> Result:
+        res = Result(run_id=self.run_id, runbook=self.name, outcome=outcome,
+                     steps=tuple(outcomes[s.name] for s in self.steps), error=error,
+                     remaining=tuple(remaining), manual=tuple(manual),
+                     warnings=tuple(self._warnings), facts=dict(self.ctx.facts))
+        self._row("end", outcome=outcome, output=res.describe())
+        self._event("end", "", outcome, ok=res.ok)
+        return res
+
+    # -- after a crash ----------------------------------------------------------------------------
+    def finish_from_journal(self, rows: Sequence[Entry], action: Literal["undo", "complete"]
+                            ) -> Result:
+        """Finish an unfinished run of this runbook (same ``run_id``) found in the journal.
+
+        ``rows``: the run's journal rows; the facts are taken from them
+        (:func:`facts_from_rows`). ``"undo"``: every step with a ``begin`` row is undone in
+        reverse order (undo is idempotent, so a step killed inside ``apply`` is safe to undo);
+        ``"complete"``: steps already verified are kept, the rest run from the first one not
+        verified, with the usual undo on failure. Rows are appended under the same ``run_id``
+        and the run gets its ``end`` row.
+        """
+        self.ctx.facts.update(facts_from_rows(rows))
+        begun_names = [r.step for r in rows if r.kind == "begin"]
+        verified = {r.step for r in rows if r.kind == "verify"}
+        undone = {r.step for r in rows if r.kind == "undo"}
+        by_name = {s.name: s for s in self.steps}
+        self._row("recover", outcome=action)
+        self._event("start", "", f"recovering ({action})")
+        outcomes = {s.name: StepOutcome(s.name, "done" if s.name in verified else
+                                        ("skipped" if any(r.kind == "skip" and r.step == s.name
+                                                          for r in rows) else "not-run"))
+                    for s in self.steps}
+        if action == "undo":
+            remaining, manual = [], []
+            for name in reversed(begun_names):
+                s = by_name.get(name)
+                if s is None or name in undone:
+                    continue
+                ok, detail = self.undo_step(s)
+                outcomes[name] = StepOutcome(name, "undone" if ok else "undo-failed", detail)
+                if not ok:
+                    remaining.append(f"{name}: {detail}")
+                    manual.append(s.manual_text(self.ctx))
+            return self._end("partial" if remaining else "undone", outcomes,
+                             "recovered after a crash: undone", remaining, manual)
+        todo = [s for s in self.steps if s.name not in verified
+                and not any(r.kind == "skip" and r.step == s.name for r in rows)]
+        done_begun = [by_name[n] for n in begun_names if n in by_name and n in verified]
+        sub = Runbook(self.name, todo, journal=None, inputs=self.ctx.inputs,
+                      observer=self.observer, policy=self.policy, facts=self.ctx.facts,
+                      run_id=self.run_id, profile_sha256=self.profile_sha256)
+        sub.journal = self.journal
+        sub._row = self._row_for(sub)  # type: ignore[method-assign]
+        with _IN_FLIGHT_LOCK:
+            _IN_FLIGHT.add(sub)
+        try:
+            res = sub._run_steps_only(done_begun)
+        finally:
+            with _IN_FLIGHT_LOCK:
+                _IN_FLIGHT.discard(sub)
+        self.ctx.facts = sub.ctx.facts
+        merged = {**outcomes, **{o.step: o for o in res.steps}}
+        return self._end(res.outcome, merged, res.error, list(res.remaining), list(res.manual))
+
+    def _row_for(self, sub: Runbook) -> Callable[..., Entry | None]:
+        def row(kind: str, step: str = "", outcome: str = "", output: str = "") -> Entry | None:
+            if kind in ("start", "end"):  # the parent writes the run's start/end
+                return None
+            return Runbook._row(sub, kind, step, outcome, output)
+        return row
+
+    def _run_steps_only(self, already_begun: list[Step]) -> Result:
+        """``_run`` for recovery: steps already begun before the crash are undone too if a later
+        step fails."""
+        res = self._run()
+        if res.outcome in ("undone", "partial") and self.policy == "undo" and already_begun:
+            remaining, manual = list(res.remaining), list(res.manual)
+            outs = {o.step: o for o in res.steps}
+            for s in reversed(already_begun):
+                ok, detail = self.undo_step(s)
+                outs[s.name] = StepOutcome(s.name, "undone" if ok else "undo-failed", detail)
+                if not ok:
+                    remaining.append(f"{s.name}: {detail}")
+                    manual.append(s.manual_text(self.ctx))
+            return Result(self.run_id, self.name, "partial" if remaining else "undone",
+                          tuple(outs.values()), res.error, tuple(remaining), tuple(manual),
+                          res.warnings, dict(self.ctx.facts))
+        return res
+
+
+def facts_from_rows(rows: Sequence[Entry]) -> dict[str, Any]:
+    """The facts of a run as of its last journal row (each row records the whole fact dict)."""
+    facts: dict[str, Any] = {}
+    for r in rows:
+        facts.update(r.facts)
+    return facts
+
+
+def printing_observer(write: Callable[[str], Any]) -> Observer:
+    """An observer that writes :meth:`Event.line` for each event (the CLI passes
+    ``lambda s: print(s, flush=True)``)."""
+    def obs(e: Event) -> None:
+        write(e.line())
+    return obs
+
+
+__all__ = ["Check", "Event", "Observer", "Plan", "PlanLine", "Result", "RunContext", "Runbook",
+           "Step", "StepError", "StepOutcome", "StopRequested", "facts_from_rows", "in_flight",
+           "new_run_id", "printing_observer"]
