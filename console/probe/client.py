@@ -1,0 +1,435 @@
+"""The probe's load client: one streaming request to vLLM's OpenAI-compatible server, timed.
+
+Transport is async :mod:`httpx`; Server-Sent Events framing is :mod:`httpx_sse` (no hand-written
+framing here: events split across or merged within network reads, ``: ping`` comment lines and
+multi-byte UTF-8 split across reads are the library's and httpx's incremental decoder's job).
+This module only interprets each event's ``data`` payload (:func:`parse_chunk`) and keeps the
+clock (:class:`StreamTimer`).
+
+Definitions (written next to ``vllm bench serve``'s in ``docs/probe.md``; all times in seconds,
+``time.perf_counter`` from just before the request is sent):
+
+* **TTFT** — time to the first chunk that carries output tokens (a chat ``role`` chunk with
+  ``completion_tokens`` still 0, or a ``choices: []`` usage chunk, is not output);
+* **ITL** — for each later output chunk, the gap since the previous output chunk, spread evenly
+  over the tokens the chunk carries (a chunk of *k* tokens after a gap *g* adds *k* values
+  *g/k*, as speculative decoding produces). The extra tokens of a multi-token *first* chunk add
+  no ITL values (they arrived with the first token; the TTFT covers them);
+* **E2E latency** — time to the last output chunk (as ``vllm bench serve``: the trailing usage
+  chunk and ``[DONE]`` do not move it); ``stream_end_s`` records the end of the stream too;
+* **TPOT** — ``(E2E − TTFT) / (output tokens − 1)``, only for output tokens > 1
+  (``vllm/benchmarks/serve.py``, ``calculate_metrics``);
+* **output tokens** — ``usage.completion_tokens`` of the final usage chunk
+  (``stream_options.include_usage``). Tokens per chunk come from the change in the running
+  ``usage.completion_tokens`` (``stream_options.continuous_usage_stats``, which vLLM supports),
+  else from the chunk's ``logprobs`` token list, else 1 for a chunk with non-empty text.
+
+A request **fails** (``ok = False``, with ``failure_kind`` and a one-sentence ``failure``) on:
+a non-200 status (``http``); a connect/read/overall timeout, including a stall with no bytes for
+``read_timeout_s`` (``timeout``); a ``data: {"error": …}`` event in an HTTP 200 stream
+(``error-event``); a stream that ends without ``data: [DONE]`` (``truncated``); no final usage
+chunk, so the output token count is unknown (``no-usage``); a chunk that is not the JSON this
+API sends (``bad-chunk``); a wrong content type (``not-sse``); a transport error (``transport``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import math
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Literal
+
+import httpx
+from httpx_sse import SSEError, aconnect_sse
+from pydantic import Field
+
+from seat_console.sources import Frozen, utcnow
+
+Api = Literal["completions", "chat"]
+"""Which endpoint: ``/v1/completions`` (``prompt``) or ``/v1/chat/completions`` (``messages``)."""
+
+API_PATHS: dict[str, str] = {"completions": "/v1/completions", "chat": "/v1/chat/completions"}
+"""URL path per :data:`Api`."""
+
+MAX_ERROR_TEXT = 500
+"""At most this many characters of a server's error body are kept in a record."""
+
+
+class ChunkError(ValueError):
+    """An SSE ``data`` payload is not a chunk this API sends; the message quotes (a prefix of)
+    the payload and says what was wrong."""
+
+
+@dataclass(frozen=True)
+class Chunk:
+    """One parsed ``data`` payload.
+
+    ``kind``: ``"done"`` (``[DONE]``), ``"error"`` (``{"error": …}``; ``error`` holds its
+    message), ``"usage"`` (``choices: []`` with ``usage``: not a token), ``"choice"`` (a chunk
+    with a choice: ``text`` is the completion text or the chat delta's content);
+    ``completion_tokens``: ``usage.completion_tokens`` when the chunk carries usage (running
+    total with ``continuous_usage_stats``, the final total on the usage chunk), else ``None``;
+    ``prompt_tokens``: likewise; ``logprob_tokens``: how many tokens the chunk's ``logprobs``
+    lists, ``None`` without logprobs; ``finish_reason``: the choice's, or ``None``.
+    """
+
+    kind: Literal["done", "error", "usage", "choice"]
+    text: str = ""
+    completion_tokens: int | None = None
+    prompt_tokens: int | None = None
+    logprob_tokens: int | None = None
+    finish_reason: str | None = None
+    error: str | None = None
+
+
+def _clip(s: str, n: int = 80) -> str:
+    return s if len(s) <= n else s[:n] + "…"
+
+
+def _count(v: Any, what: str, data: str) -> int | None:
+    if v is None:
+        return None
+    if isinstance(v, bool) or not isinstance(v, int) or v < 0:
+        raise ChunkError(f"{what} is {v!r}, not a non-negative integer, in chunk "
+                         f"{_clip(data)!r}")
+    return v
+
+
+def parse_chunk(data: str) -> Chunk:
+    """Interpret one SSE event's ``data`` (vLLM's completions or chat completions stream).
+
+    Accepts ``[DONE]``; ``{"error": {...} | str}``; ``{"choices": [], "usage": {...}}``; and
+    ``{"choices": [{"text" | "delta": {"content"}, "logprobs", "finish_reason"}], "usage"?}``.
+    Raises :class:`ChunkError` (quoting the payload) for anything else: not JSON, not an
+    object, ``choices`` not a list, ``usage`` counts that are not non-negative integers, a
+    ``choices: []`` chunk without usage. Never raises another exception type.
+    """
+    s = data.strip()
+    if s == "[DONE]":
+        return Chunk(kind="done")
+    try:
+        obj = json.loads(s)
+    except (ValueError, RecursionError) as exc:
+        raise ChunkError(f"chunk is not JSON ({type(exc).__name__}): {_clip(data)!r}") from None
+    if not isinstance(obj, dict):
+        raise ChunkError(f"chunk is JSON but not an object: {_clip(data)!r}")
+    if "error" in obj and obj["error"] is not None:
+        err = obj["error"]
+        msg = err.get("message") if isinstance(err, dict) else err
+        return Chunk(kind="error", error=_clip(str(msg if msg is not None else err),
+                                               MAX_ERROR_TEXT))
+    usage = obj.get("usage")
+    ctoks = ptoks = None
+    if usage is not None:
+        if not isinstance(usage, dict):
+            raise ChunkError(f"usage is not an object in chunk {_clip(data)!r}")
+        ctoks = _count(usage.get("completion_tokens"), "usage.completion_tokens", data)
+        ptoks = _count(usage.get("prompt_tokens"), "usage.prompt_tokens", data)
+    choices = obj.get("choices")
+    if not isinstance(choices, list):
+        raise ChunkError(f"chunk has no 'choices' list: {_clip(data)!r}")
+    if not choices:
+        if usage is None or ctoks is None:
+            raise ChunkError(f"chunk has 'choices: []' but no usage.completion_tokens: "
+                             f"{_clip(data)!r}")
+        return Chunk(kind="usage", completion_tokens=ctoks, prompt_tokens=ptoks)
+    c0 = choices[0]
+    if not isinstance(c0, dict):
+        raise ChunkError(f"choices[0] is not an object in chunk {_clip(data)!r}")
+    if "delta" in c0:
+        delta = c0["delta"]
+        if not isinstance(delta, dict):
+            raise ChunkError(f"choices[0].delta is not an object in chunk {_clip(data)!r}")
+        text = delta.get("content")
+    else:
+        text = c0.get("text")
+    if text is not None and not isinstance(text, str):
+        raise ChunkError(f"the chunk's text is {type(text).__name__}, not a string: "
+                         f"{_clip(data)!r}")
+    lp = c0.get("logprobs")
+    lp_n: int | None = None
+    if isinstance(lp, dict):
+        toks = lp.get("tokens") if "tokens" in lp else lp.get("content")
+        if isinstance(toks, list):
+            lp_n = len(toks)
+    fr = c0.get("finish_reason")
+    return Chunk(kind="choice", text=text or "", completion_tokens=ctoks, prompt_tokens=ptoks,
+                 logprob_tokens=lp_n, finish_reason=fr if isinstance(fr, str) else None)
+
+
+class StreamFailure(Exception):
+    """The stream shows the request failed: ``kind`` (a :class:`RequestRecord` failure kind)
+    and ``reason`` (one sentence)."""
+
+    def __init__(self, kind: str, reason: str) -> None:
+        super().__init__(reason)
+        self.kind = kind
+        self.reason = reason
+
+
+@dataclass
+class StreamTimer:
+    """Pure accumulator of one stream's chunks and their arrival times (seconds since send).
+
+    Feed each event's ``data`` with :meth:`feed`; it raises :class:`StreamFailure` for an error
+    event or an unparseable chunk. :meth:`result` checks the end state ([DONE] seen, usage
+    seen) and returns the timing fields of a :class:`RequestRecord`.
+    """
+
+    ttft_s: float | None = None
+    last_token_s: float | None = None
+    itl_s: list[float] = field(default_factory=list)
+    output_chunks: int = 0
+    events: int = 0
+    tokens_streamed: int = 0
+    running_tokens: int | None = None
+    final_tokens: int | None = None
+    prompt_tokens: int | None = None
+    finish_reason: str | None = None
+    count_source: str | None = None
+    done: bool = False
+    text_chars: int = 0
+
+    def feed(self, data: str, t: float) -> None:
+        """One event payload arriving ``t`` seconds after the request was sent."""
+        self.events += 1
+        if self.done:
+            raise StreamFailure("bad-chunk", f"an event after [DONE]: {_clip(data)!r}")
+        try:
+            ch = parse_chunk(data)
+        except ChunkError as exc:
+            raise StreamFailure("bad-chunk", str(exc)) from None
+        if ch.kind == "done":
+            self.done = True
+            return
+        if ch.kind == "error":
+            raise StreamFailure("error-event", f"error event in the HTTP 200 stream: {ch.error}")
+        if ch.prompt_tokens is not None:
+            self.prompt_tokens = ch.prompt_tokens
+        if ch.kind == "usage":
+            self.final_tokens = ch.completion_tokens
+            return
+        # a choice chunk: how many output tokens does it carry?
+        if ch.completion_tokens is not None:
+            prev = self.running_tokens or 0
+            n = ch.completion_tokens - prev
+            if n < 0:
+                raise StreamFailure("bad-chunk", f"usage.completion_tokens went down "
+                                                 f"({prev} → {ch.completion_tokens})")
+            self.running_tokens = ch.completion_tokens
+            self.count_source = "usage"
+        elif ch.logprob_tokens is not None:
+            n = ch.logprob_tokens
+            self.count_source = self.count_source or "logprobs"
+        else:
+            n = 1 if ch.text else 0
+            self.count_source = self.count_source or "text-chunks"
+        if ch.finish_reason is not None:
+            self.finish_reason = ch.finish_reason
+        self.text_chars += len(ch.text)
+        if n == 0:
+            return
+        self.output_chunks += 1
+        self.tokens_streamed += n
+        if self.ttft_s is None:
+            self.ttft_s = t
+        else:
+            assert self.last_token_s is not None
+            gap = max(t - self.last_token_s, 0.0)
+            self.itl_s.extend([gap / n] * n)
+        self.last_token_s = t
+
+    def result(self) -> dict[str, Any]:
+        """Timing fields for a completed stream; raises :class:`StreamFailure` for a stream cut
+        before ``[DONE]`` (``truncated``), without a final usage chunk (``no-usage``) or without
+        any output token (``no-output``)."""
+        if not self.done:
+            raise StreamFailure("truncated", f"the stream ended without data: [DONE] after "
+                                             f"{self.events} event(s), {self.tokens_streamed} "
+                                             "token(s)")
+        if self.final_tokens is None:
+            raise StreamFailure("no-usage", "no final usage chunk (choices: []), so the output "
+                                            "token count is unknown; the server must honour "
+                                            "stream_options.include_usage")
+        if self.ttft_s is None or self.last_token_s is None:
+            raise StreamFailure("no-output", f"no output token in {self.events} event(s)")
+        out = self.final_tokens
+        tpot = ((self.last_token_s - self.ttft_s) / (out - 1)) if out > 1 else None
+        return {"ttft_s": self.ttft_s, "e2e_s": self.last_token_s, "tpot_s": tpot,
+                "itl_s": list(self.itl_s), "output_tokens": out,
+                "prompt_tokens": self.prompt_tokens, "finish_reason": self.finish_reason,
+                "count_source": self.count_source}
+
+
+# -- records --------------------------------------------------------------------------------
+class RequestSpec(Frozen):
+    """One request to send: ``phase``/``index`` (its place), ``api``, ``model`` (served model
+    name), ``prompt`` (text; chat sends it as one user message), ``max_tokens`` (output
+    length), ``ignore_eos`` (vLLM's extension: generate exactly ``max_tokens``),
+    ``prompt_id`` (index into the prompt set)."""
+
+    phase: str
+    index: int
+    api: Api = "completions"
+    model: str
+    prompt: str
+    prompt_id: int = 0
+    max_tokens: int = Field(ge=1)
+    ignore_eos: bool = True
+
+    def payload(self) -> dict[str, Any]:
+        """The JSON body (streaming, usage in every chunk and at the end, temperature 0)."""
+        body: dict[str, Any] = {
+            "model": self.model, "max_tokens": self.max_tokens, "stream": True,
+            "stream_options": {"include_usage": True, "continuous_usage_stats": True},
+            "temperature": 0.0, "ignore_eos": self.ignore_eos,
+        }
+        if self.api == "chat":
+            body["messages"] = [{"role": "user", "content": self.prompt}]
+        else:
+            body["prompt"] = self.prompt
+        return body
+
+
+class RequestRecord(Frozen):
+    """What one request did (one JSONL line of a run). Times in seconds.
+
+    ``sent_at``: UTC wall time when it was sent; ``start_s``: perf-counter seconds since the
+    phase started; ``ok``; ``failure_kind`` / ``failure`` when not ok; ``http_status``;
+    ``ttft_s``, ``e2e_s``, ``tpot_s`` (``None`` when ≤ 1 output token), ``itl_s`` (one value
+    per output token after the first chunk), ``stream_end_s``; ``output_tokens``
+    (``usage.completion_tokens``; ``None`` if unknown — never 0 for unknown);
+    ``tokens_streamed`` (sum over chunks); ``prompt_tokens``; ``output_chunks``; ``events``
+    (SSE events with data); ``finish_reason``; ``count_source`` (how tokens per chunk were
+    known: ``usage`` / ``logprobs`` / ``text-chunks``); ``text_chars``: characters of output
+    text received (the text itself is not kept).
+    """
+
+    phase: str
+    index: int
+    api: str
+    prompt_id: int
+    sent_at: datetime
+    start_s: float
+    ok: bool
+    failure_kind: str | None = None
+    failure: str | None = None
+    http_status: int | None = None
+    ttft_s: float | None = None
+    e2e_s: float | None = None
+    tpot_s: float | None = None
+    itl_s: tuple[float, ...] = ()
+    stream_end_s: float | None = None
+    output_tokens: int | None = None
+    tokens_streamed: int = 0
+    prompt_tokens: int | None = None
+    output_chunks: int = 0
+    events: int = 0
+    finish_reason: str | None = None
+    count_source: str | None = None
+    text_chars: int = 0
+
+
+@dataclass(frozen=True)
+class ClientTimeouts:
+    """Timeouts (seconds): ``connect_s``; ``read_s`` — longest silence between bytes (a stall
+    past it fails the request); ``total_s`` — the whole request."""
+
+    connect_s: float = 10.0
+    read_s: float = 60.0
+    total_s: float = 600.0
+
+    def httpx(self) -> httpx.Timeout:
+        """As an :class:`httpx.Timeout` (write and pool timeouts = ``read_s``)."""
+        return httpx.Timeout(connect=self.connect_s, read=self.read_s, write=self.read_s,
+                             pool=self.total_s)
+
+
+def make_client(base_url: str, timeouts: ClientTimeouts, max_connections: int) -> httpx.AsyncClient:
+    """An :class:`httpx.AsyncClient` for ``base_url`` with room for ``max_connections``
+    concurrent streams (keep-alive pool of the same size)."""
+    limits = httpx.Limits(max_connections=max_connections,
+                          max_keepalive_connections=max_connections)
+    return httpx.AsyncClient(base_url=base_url.rstrip("/"), timeout=timeouts.httpx(),
+                             limits=limits, follow_redirects=False)
+
+
+async def run_request(client: httpx.AsyncClient, spec: RequestSpec, *,
+                      timeouts: ClientTimeouts = ClientTimeouts(),
+                      phase_t0: float | None = None,
+                      headers: Mapping[str, str] | None = None) -> RequestRecord:
+    """Send ``spec`` over ``client`` and time its stream; never raises for a failed request.
+
+    Returns a :class:`RequestRecord` (``ok = False`` with the reason for every failure listed in
+    the module docstring). ``phase_t0``: perf-counter origin for ``start_s`` (default: now).
+    :class:`asyncio.CancelledError` propagates (Ctrl-C): the caller records the request as
+    interrupted.
+    """
+    sent_at = utcnow()
+    t0 = time.perf_counter()
+    base = phase_t0 if phase_t0 is not None else t0
+    timer = StreamTimer()
+    status: int | None = None
+    common = {"phase": spec.phase, "index": spec.index, "api": spec.api,
+              "prompt_id": spec.prompt_id, "sent_at": sent_at, "start_s": t0 - base}
+
+    def failed(kind: str, reason: str) -> RequestRecord:
+        return RequestRecord(**common, ok=False, failure_kind=kind, failure=reason,
+                             http_status=status, stream_end_s=time.perf_counter() - t0,
+                             tokens_streamed=timer.tokens_streamed,
+                             output_tokens=timer.final_tokens,
+                             prompt_tokens=timer.prompt_tokens,
+                             output_chunks=timer.output_chunks, events=timer.events,
+                             ttft_s=timer.ttft_s, finish_reason=timer.finish_reason,
+                             count_source=timer.count_source, text_chars=timer.text_chars)
+
+    try:
+        async with asyncio.timeout(timeouts.total_s):
+            async with aconnect_sse(client, "POST", API_PATHS[spec.api], json=spec.payload(),
+                                    headers=dict(headers or {})) as es:
+                status = es.response.status_code
+                if status != 200:
+                    body = (await es.response.aread()).decode("utf-8", "replace")
+                    return failed("http", f"HTTP {status}: {_clip(body.strip(), MAX_ERROR_TEXT)}")
+                async for ev in es.aiter_sse():
+                    if not ev.data and not ev.event:
+                        continue
+                    timer.feed(ev.data, time.perf_counter() - t0)
+                    if timer.done:
+                        break
+        end = time.perf_counter() - t0
+        fields = timer.result()
+    except StreamFailure as exc:
+        return failed(exc.kind, exc.reason)
+    except TimeoutError:
+        return failed("timeout", f"no complete answer within the request timeout of "
+                                 f"{timeouts.total_s:g} s")
+    except httpx.TimeoutException as exc:
+        what = {"ConnectTimeout": f"could not connect within {timeouts.connect_s:g} s",
+                "ReadTimeout": f"the stream stalled: no bytes for {timeouts.read_s:g} s",
+                "WriteTimeout": f"could not send the request within {timeouts.read_s:g} s",
+                "PoolTimeout": "no free connection in the client's pool"}
+        return failed("timeout", what.get(type(exc).__name__, f"{type(exc).__name__}: {exc}"))
+    except SSEError as exc:
+        return failed("not-sse", f"not an event stream: {exc}")
+    except httpx.RemoteProtocolError as exc:
+        return failed("truncated", f"the connection closed mid-stream: {exc}")
+    except httpx.HTTPError as exc:
+        return failed("transport", f"{type(exc).__name__}: {exc}")
+    return RequestRecord(**common, ok=True, http_status=status, stream_end_s=end,
+                         tokens_streamed=timer.tokens_streamed, output_chunks=timer.output_chunks,
+                         events=timer.events, text_chars=timer.text_chars, **fields)
+
+
+def finite(x: float | None) -> bool:
+    """Whether ``x`` is a finite number (not ``None``/NaN/inf)."""
+    return x is not None and math.isfinite(x)
+
+
+__all__ = ["API_PATHS", "Api", "Chunk", "ChunkError", "ClientTimeouts", "RequestRecord",
+           "RequestSpec", "StreamFailure", "StreamTimer", "finite", "make_client",
+           "parse_chunk", "run_request"]

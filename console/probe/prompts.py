@@ -1,0 +1,73 @@
+"""The probe's prompt set: shipped with the package (``prompts.json``), deterministic.
+
+The file holds ``{"name", "generator", "prompts": [str, ...]}``; it was written once (its
+``generator`` says how) and is what every probe sends, so two runs of the same profile send the
+same bytes. Its sha256 is part of a run's identity.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+
+BUILTIN = "builtin:seat-probe-v1"
+"""The profile value naming the shipped set."""
+
+
+class PromptSetError(ValueError):
+    """A prompt set file is missing or not ``{"prompts": [non-empty strings]}``; the message
+    names the file and the fix."""
+
+
+@dataclass(frozen=True)
+class PromptSet:
+    """``name``; ``prompts`` (non-empty strings); ``sha256`` of the file's bytes; ``source``
+    (``builtin:…`` or a path)."""
+
+    name: str
+    prompts: tuple[str, ...]
+    sha256: str
+    source: str
+
+    def pick(self, i: int) -> tuple[int, str]:
+        """The ``i``-th prompt of a phase, cycling through the set: ``(prompt_id, text)``."""
+        pid = i % len(self.prompts)
+        return pid, self.prompts[pid]
+
+
+def parse_prompt_set(raw: bytes, source: str) -> PromptSet:
+    """Parse a prompt set file's bytes. Raises :class:`PromptSetError` naming ``source``."""
+    try:
+        doc = json.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError, RecursionError) as exc:
+        raise PromptSetError(f"{source}: not UTF-8 JSON ({type(exc).__name__}); give a file "
+                             'like {"prompts": ["...", ...]}') from None
+    prompts = doc.get("prompts") if isinstance(doc, dict) else None
+    if (not isinstance(prompts, list) or not prompts
+            or not all(isinstance(p, str) and p for p in prompts)):
+        raise PromptSetError(f'{source}: needs "prompts": a non-empty list of non-empty '
+                             "strings")
+    name = doc.get("name") if isinstance(doc.get("name"), str) else Path(source).stem
+    return PromptSet(name=name, prompts=tuple(prompts), sha256=hashlib.sha256(raw).hexdigest(),
+                     source=source)
+
+
+def load_prompt_set(spec: str = BUILTIN) -> PromptSet:
+    """The set named by the profile's ``probe.prompt_set``: :data:`BUILTIN` or a file path.
+    Raises :class:`PromptSetError` for a missing/unreadable/invalid file."""
+    if spec == BUILTIN:
+        raw = resources.files("seat_console.probe").joinpath("prompts.json").read_bytes()
+        return parse_prompt_set(raw, BUILTIN)
+    p = Path(spec).expanduser()
+    try:
+        raw = p.read_bytes()
+    except OSError as exc:
+        raise PromptSetError(f"probe.prompt_set {p}: cannot read ({exc.strerror}); give an "
+                             f"existing JSON file or {BUILTIN!r}") from None
+    return parse_prompt_set(raw, str(p))
+
+
+__all__ = ["BUILTIN", "PromptSet", "PromptSetError", "load_prompt_set", "parse_prompt_set"]

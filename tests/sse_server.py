@@ -1,0 +1,209 @@
+"""A small, real HTTP/1.1 server on 127.0.0.1 that streams Server-Sent Events the nasty ways.
+
+Used by the probe client tests (``tests/test_probe_client.py``). Raw :mod:`asyncio` streams, so
+the test controls every byte and every write boundary: chunked transfer encoding as uvicorn
+(vLLM's server) sends it, events split across writes at arbitrary byte positions (also inside a
+multi-byte UTF-8 character), several events merged into one write, ``: ping`` comments, a stream
+cut without ``[DONE]`` or without the terminating chunk, HTTP 500, a stall.
+
+The scenario is chosen by the request's prompt (``/v1/completions``) or the last message's
+content (``/v1/chat/completions``); see :data:`SCENARIOS`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+Writer = Callable[[bytes], Awaitable[None]]
+
+
+def completion_chunk(text: str, running: int | None = None, finish: str | None = None,
+                     logprob_tokens: int | None = None) -> bytes:
+    """One ``/v1/completions`` stream event (as vLLM 0.32 sends it), bytes incl. blank line."""
+    choice: dict[str, Any] = {"index": 0, "text": text, "finish_reason": finish,
+                              "logprobs": None}
+    if logprob_tokens is not None:
+        choice["logprobs"] = {"tokens": ["t"] * logprob_tokens}
+    obj: dict[str, Any] = {"id": "cmpl-x", "object": "text_completion", "choices": [choice]}
+    if running is not None:
+        obj["usage"] = {"prompt_tokens": 7, "completion_tokens": running,
+                        "total_tokens": 7 + running}
+    return b"data: " + json.dumps(obj, ensure_ascii=False).encode() + b"\n\n"
+
+
+def chat_chunk(content: str | None, running: int, role: bool = False) -> bytes:
+    """One ``/v1/chat/completions`` stream event with continuous usage."""
+    delta: dict[str, Any] = {"content": content}
+    if role:
+        delta["role"] = "assistant"
+    obj = {"id": "chatcmpl-x", "object": "chat.completion.chunk",
+           "choices": [{"index": 0, "delta": delta, "finish_reason": None}],
+           "usage": {"prompt_tokens": 9, "completion_tokens": running,
+                     "total_tokens": 9 + running}}
+    return b"data: " + json.dumps(obj, ensure_ascii=False).encode() + b"\n\n"
+
+
+def usage_chunk(total: int) -> bytes:
+    """The final ``choices: []`` usage event."""
+    obj = {"id": "cmpl-x", "choices": [],
+           "usage": {"prompt_tokens": 7, "completion_tokens": total, "total_tokens": 7 + total}}
+    return b"data: " + json.dumps(obj).encode() + b"\n\n"
+
+
+DONE = b"data: [DONE]\n\n"
+PING = b": ping\n\n"
+SNOWMAN_TEXT = "h\u00e9\u2603\U0001F600"
+"""Output text with 2-, 3- and 4-byte UTF-8 characters (4 characters, 10 bytes)."""
+
+
+async def _normal(w: Writer) -> None:
+    await w(PING)
+    for i in range(1, 5):
+        await w(completion_chunk("ab", running=i))
+        await asyncio.sleep(0.01)
+        await w(PING)
+    await w(usage_chunk(4) + DONE)
+
+
+async def _multi(w: Writer) -> None:
+    # tokens per chunk 1, 3, 2 with ~0.05 s gaps: ITL = [g/3]*3 + [g/2]*2
+    await w(completion_chunk("a", running=1))
+    await asyncio.sleep(0.06)
+    await w(completion_chunk("bcd", running=4))
+    await asyncio.sleep(0.06)
+    await w(completion_chunk("ef", running=6, finish="length"))
+    await w(usage_chunk(6) + DONE)
+
+
+async def _logprobs(w: Writer) -> None:
+    # no continuous usage: tokens per chunk from the logprobs list (2, 2)
+    await w(completion_chunk("ab", logprob_tokens=2))
+    await asyncio.sleep(0.02)
+    await w(completion_chunk("cd", logprob_tokens=2, finish="length"))
+    await w(usage_chunk(4) + DONE)
+
+
+async def _split(w: Writer) -> None:
+    # every event split into 1-3 byte writes: lines, the blank separator and the 2/3/4-byte
+    # characters of SNOWMAN_TEXT all cross write boundaries
+    body = (completion_chunk(SNOWMAN_TEXT[:2], running=1) + PING
+            + completion_chunk(SNOWMAN_TEXT[2:], running=2) + usage_chunk(2) + DONE)
+    sizes = [1, 2, 3]
+    i = k = 0
+    while i < len(body):
+        n = sizes[k % 3]
+        await w(body[i:i + n])
+        await asyncio.sleep(0.001)
+        i += n
+        k += 1
+
+
+async def _merged(w: Writer) -> None:
+    await w(b"".join(completion_chunk("x", running=i) for i in range(1, 6))
+            + usage_chunk(5) + DONE)
+
+
+async def _error_event(w: Writer) -> None:
+    await w(completion_chunk("a", running=1))
+    await w(b'data: {"error": {"message": "engine dead", "type": "InternalServerError", '
+            b'"code": 500}}\n\n')
+    await w(DONE)
+
+
+async def _cut(w: Writer) -> None:
+    # two tokens, then the server ends the body cleanly but never sends usage or [DONE]
+    await w(completion_chunk("a", running=1) + completion_chunk("b", running=2))
+
+
+async def _no_usage(w: Writer) -> None:
+    await w(completion_chunk("a", running=1) + completion_chunk("b", running=2) + DONE)
+
+
+async def _stall(w: Writer) -> None:
+    await w(completion_chunk("a", running=1))
+    await asyncio.sleep(5)  # longer than the client's read timeout in the test
+    await w(usage_chunk(1) + DONE)
+
+
+async def _chat(w: Writer) -> None:
+    await w(chat_chunk("", 0, role=True))        # role chunk: no token
+    await asyncio.sleep(0.02)
+    await w(chat_chunk("hi", 1))
+    await w(chat_chunk("", 2))                    # a token with empty text (partial UTF-8)
+    await w(chat_chunk(" there", 3))
+    await w(usage_chunk(3) + DONE)
+
+
+async def _bad_json(w: Writer) -> None:
+    await w(completion_chunk("a", running=1) + b"data: {not json\n\n" + DONE)
+
+
+SCENARIOS: dict[str, Callable[[Writer], Awaitable[None]]] = {
+    "normal": _normal, "multi": _multi, "logprobs": _logprobs, "split": _split,
+    "merged": _merged, "error-event": _error_event, "cut": _cut, "no-usage": _no_usage,
+    "stall": _stall, "chat": _chat, "bad-json": _bad_json,
+}
+"""Scenario name (the prompt) → body writer. Special prompts: ``http500`` (HTTP 500 with a JSON
+error body), ``cut-chunked`` (the connection closes inside a chunked body)."""
+
+
+class SSEServer:
+    """``async with SSEServer() as srv:`` → ``srv.url``; counts requests in ``srv.requests``."""
+
+    def __init__(self) -> None:
+        self.requests: list[dict[str, Any]] = []
+        self._server: asyncio.base_events.Server | None = None
+        self.url = ""
+
+    async def __aenter__(self) -> SSEServer:
+        self._server = await asyncio.start_server(self._handle, "127.0.0.1", 0)
+        port = self._server.sockets[0].getsockname()[1]
+        self.url = f"http://127.0.0.1:{port}"
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        assert self._server is not None
+        self._server.close()
+        await self._server.wait_closed()
+
+    async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            head = await reader.readuntil(b"\r\n\r\n")
+            length = 0
+            for line in head.decode("latin-1").split("\r\n")[1:]:
+                k, _, v = line.partition(":")
+                if k.strip().lower() == "content-length":
+                    length = int(v.strip())
+            body = json.loads(await reader.readexactly(length)) if length else {}
+            self.requests.append(body)
+            scenario = body.get("prompt") or body.get("messages", [{}])[-1].get("content", "")
+            if scenario == "http500":
+                msg = b'{"error": {"message": "boom", "code": 500}}'
+                writer.write(b"HTTP/1.1 500 Internal Server Error\r\nContent-Type: "
+                             b"application/json\r\nContent-Length: " + str(len(msg)).encode()
+                             + b"\r\nConnection: close\r\n\r\n" + msg)
+                await writer.drain()
+                return
+            writer.write(b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream; charset=utf-8\r\n"
+                         b"Transfer-Encoding: chunked\r\nConnection: close\r\n\r\n")
+            await writer.drain()
+
+            async def w(data: bytes) -> None:
+                writer.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
+                await writer.drain()
+
+            if scenario == "cut-chunked":
+                await w(completion_chunk("a", running=1))
+                writer.write(b"40\r\ndata: {\"trunc")  # a chunk announced, never finished
+                await writer.drain()
+                return
+            await SCENARIOS[scenario](w)
+            writer.write(b"0\r\n\r\n")
+            await writer.drain()
+        except (ConnectionError, asyncio.IncompleteReadError):
+            pass
+        finally:
+            writer.close()
