@@ -528,6 +528,64 @@ class SwapSpec(_Strict):
         return v
 
 
+class ProbePhaseSpec(_Strict):
+    """One measured phase of the probe (``[[probe.phases]]``).
+
+    ``name``: shown and used in file names (``[a-z0-9][a-z0-9_-]*``); ``requests``: how many
+    requests the phase sends (its expected population); ``concurrency``: closed loop — at most
+    this many in flight, a new one sent as soon as one finishes; ``request_rate``: optional
+    open-loop arrival rate (requests/s, Poisson arrivals seeded by ``probe.seed``, as ``vllm
+    bench serve --request-rate``), still capped by ``concurrency``.
+    """
+
+    name: str = Field(pattern=r"^[a-z0-9][a-z0-9_-]{0,40}$")
+    requests: int = Field(ge=1, le=1_000_000)
+    concurrency: int = Field(default=1, ge=1, le=4096)
+    request_rate: float | None = Field(default=None, gt=0.0, le=1e6)
+
+
+def _default_probe_phases() -> list[ProbePhaseSpec]:
+    return [ProbePhaseSpec(name="single-stream", requests=32, concurrency=1),
+            ProbePhaseSpec(name="concurrency-64", requests=256, concurrency=64)]
+
+
+class ProbeSpec(_Strict):
+    """The probe (``seat-console probe``): load sent to whichever container holds the seat.
+
+    ``api``: ``completions`` (``/v1/completions``) or ``chat`` (``/v1/chat/completions``);
+    ``prompt_set``: ``"builtin:seat-probe-v1"`` (shipped) or a JSON file path;
+    ``output_tokens``: ``max_tokens`` of every request; ``ignore_eos``: generate exactly that many
+    (vLLM's extension; needed for fixed lengths); ``warmup_requests``: sent first, one at a time,
+    excluded from every figure; ``phases``: the measured phases in order; ``model``: served model
+    name (default: the first of ``/v1/models``); ``endpoint``: default ``seat.endpoint``;
+    ``read_timeout_s``: longest silence inside a stream before the request fails;
+    ``request_timeout_s``: longest whole request; ``seed``: arrival times of rate-limited
+    phases; ``watch_interval_s``: how often interference is checked during a run.
+    """
+
+    api: Literal["completions", "chat"] = "completions"
+    prompt_set: str = "builtin:seat-probe-v1"
+    output_tokens: int = Field(default=256, ge=1, le=1_000_000)
+    ignore_eos: bool = True
+    warmup_requests: int = Field(default=2, ge=0, le=10_000)
+    phases: list[ProbePhaseSpec] = Field(default_factory=_default_probe_phases, min_length=1)
+    model: str | None = None
+    endpoint: AnyHttpUrl | None = None
+    read_timeout_s: float = Field(default=60.0, gt=0.0, le=3600.0)
+    request_timeout_s: float = Field(default=600.0, gt=0.0, le=86400.0)
+    seed: int = 0
+    watch_interval_s: float = Field(default=2.0, ge=0.2, le=60.0)
+
+    @field_validator("phases")
+    @classmethod
+    def _unique(cls, v: list[ProbePhaseSpec]) -> list[ProbePhaseSpec]:
+        names = [p.name for p in v]
+        dup = sorted({n for n in names if names.count(n) > 1})
+        if dup:
+            raise ValueError(f"phase names must be unique; repeated: {', '.join(dup)}")
+        return v
+
+
 class Profile(_Strict):
     """A whole seat profile. See ``console/default_profile.toml`` for every key with a comment."""
 
@@ -541,6 +599,7 @@ class Profile(_Strict):
     console: ConsoleSpec = Field(default_factory=ConsoleSpec)
     backport: BackportSpec | None = None
     swap: SwapSpec | None = None
+    probe: ProbeSpec = Field(default_factory=ProbeSpec)
 
     @model_validator(mode="after")
     def _gpus_vs_tp(self) -> "Profile":
@@ -676,10 +735,11 @@ MiB = 1 << 20
 
 
 def fmt_gib(n: int | None, digits: int = 2) -> str:
-    """Format a byte count as GiB (2^30 B) with ``digits`` decimals; ``None`` renders ``n/a``."""
-    if n is None:
-        return "n/a"
-    return f"{n / GiB:.{digits}f}"
+    """Format a byte count as GiB (2^30 B) with ``digits`` decimals; ``None`` renders ``n/a``.
+    The one display rule, :func:`seat_console.fmt.gib` (truncated toward zero)."""
+    from seat_console.fmt import gib
+
+    return gib(n, digits)
 
 
 __all__ = [
@@ -687,6 +747,6 @@ __all__ = [
     "FailurePattern", "SwapSpec", "CheckpointSpec", "ConsoleSpec", "ENV_VAR", "GiB", "LoadedProfile",
     "Matcher", "MiB", "ModelShapeSpec", "NodeSpec", "PlePlacement", "Profile", "ProfileError",
     "SeatSpec", "SilenceSpec", "TimerSpec", "default_profile_text", "fmt_gib", "load_profile",
-    "parse_profile", "resolve_profile_path", "xdg_profile_path",
+    "parse_profile", "resolve_profile_path", "xdg_profile_path", "ProbePhaseSpec", "ProbeSpec",
 ]
 

@@ -1198,6 +1198,22 @@ def write_profile(state: dict[str, Any]) -> None:
         "refresh_interval_s = 1.0",
         "history_s = 300",
         "",
+        "# The probe, bounded for tests: tiny counts on the CPU engine (~seconds).",
+        "[probe]",
+        "output_tokens = 16",
+        "warmup_requests = 1",
+        "read_timeout_s = 30",
+        "request_timeout_s = 120",
+        "watch_interval_s = 0.5",
+        "[[probe.phases]]",
+        'name = "single-stream"',
+        "requests = 4",
+        "concurrency = 1",
+        "[[probe.phases]]",
+        'name = "concurrency-8"',
+        "requests = 16",
+        "concurrency = 8",
+        "",
     ]
     with step("profile") as info:
         tmp = PROFILE_FILE.with_suffix(".toml.tmp")
