@@ -14,7 +14,6 @@ from conftest import wait_until
 from seat_console.sources import Unavailable, utcnow
 from seat_console.sources.timers import (
     PERSISTENT_WARNING,
-    TimerActionError,
     TimerSource,
     TimersReading,
     build_timer_state,
@@ -25,9 +24,8 @@ from seat_console.sources.timers import (
     parse_timestamp,
     read_timers,
     service_running,
-    start_timer,
-    stop_timer,
 )
+from seat_console.actions.node_ops import TimerActionError, start_timer, stop_timer
 from seat_console.node.transport import DockerExecTransport
 
 DATA = Path(__file__).parent / "data" / "timers"

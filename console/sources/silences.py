@@ -15,7 +15,8 @@ Rules this client keeps:
 * every matcher is sent with **all four fields** (``name``, ``value``, ``isRegex``,
   ``isEqual``): an omitted ``isEqual`` defaults to ``true`` server-side, which would silently turn
   a negative matcher (``!=``) into a positive one;
-* create and expire are **verified by reading the silence back** (matchers, end time, state);
+* this module only reads; create / expire / extend (each verified by reading the silence back)
+  live in :mod:`seat_console.actions.node_ops`, so reading code cannot change the node;
 * times are timezone-aware UTC;
 * credentials (basic or bearer) come from the environment or a file, never the profile, and never
   appear in a repr, log line or error message (:func:`redact`);
@@ -33,12 +34,12 @@ import os
 import re
 import ssl
 from collections.abc import Mapping, Sequence
-from datetime import datetime, timedelta
+from datetime import datetime
 from pathlib import Path
 from typing import Any, Literal
 
 import httpx
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 from tenacity import (
     Retrying,
     retry_if_exception,
@@ -48,6 +49,14 @@ from tenacity import (
 
 from seat_console.profile import AlertmanagerSpec, LoadedProfile, Matcher
 from seat_console.sources import BrokenSource, Frozen, Source, Unavailable, utcnow
+from seat_console.sources.untrusted import (
+    InputError,
+    aware_utc,
+    compile_re2,
+    get_dict,
+    get_str,
+    load_json,
+)
 
 ENV_USER = "SEAT_CONSOLE_AM_USER"
 ENV_PASSWORD = "SEAT_CONSOLE_AM_PASSWORD"
@@ -185,9 +194,17 @@ class SilenceMatcher(Frozen):
 
     def matches(self, label_value: str | None) -> bool:
         """Whether this matcher matches a label value (``None`` = label absent, i.e. ``""``),
-        as Alertmanager does (pkg/labels/matcher.go: regex anchored ``^(?:…)$``)."""
+        as Alertmanager does (pkg/labels/matcher.go: a regex is Go ``regexp`` (RE2) syntax,
+        anchored ``^(?:…)$``). Regexes are matched with RE2 (``google-re2``): linear time, so
+        no pattern can hang the console, and RE2-only syntax such as ``\\z`` works.
+
+        Raises :class:`~seat_console.sources.untrusted.InputError` naming the matcher when its
+        regex is not valid RE2 (then whether it matches is unknown, not False)."""
         v = label_value or ""
-        hit = (re.fullmatch(self.value, v) is not None) if self.is_regex else (v == self.value)
+        if self.is_regex:
+            hit = _compiled(self.value, str(self)).search(v) is not None
+        else:
+            hit = v == self.value
         return hit if self.is_equal else not hit
 
     def __str__(self) -> str:
@@ -196,11 +213,32 @@ class SilenceMatcher(Frozen):
         return f'{self.name}{op}"{self.value}"'
 
 
+_API_NAMES = {"starts_at": "startsAt", "ends_at": "endsAt", "updated_at": "updatedAt",
+              "created_by": "createdBy", "state": "status.state"}
+"""Model field → the API's name for it (error messages name what the reply calls it)."""
+
+_RE2_CACHE: dict[str, Any] = {}
+
+
+def _compiled(pattern: str, what: str) -> Any:
+    """The anchored RE2 program of a matcher value (cached; at most 1,024 kept)."""
+    prog = _RE2_CACHE.get(pattern)
+    if prog is None:
+        prog = compile_re2(pattern, f"matcher {what}", anchored=True)
+        if len(_RE2_CACHE) >= 1024:
+            _RE2_CACHE.clear()
+        _RE2_CACHE[pattern] = prog
+    return prog
+
+
 class Silence(Frozen):
-    """A silence as Alertmanager returns it; times are aware UTC.
+    """A silence as Alertmanager returns it; times are aware UTC (a time without an offset is
+    refused: it would be the wall clock of an unknown zone).
 
     ``state``: ``pending`` (starts later), ``active``, ``expired``. ``exact``: its matchers are
-    exactly the profile's (the hold's own silence); set by the source.
+    exactly the profile's (the hold's own silence); set by the source. ``match_unknown``: why
+    it cannot be told whether the silence concerns the seat (a regex matcher RE2 refuses), else
+    ``None``; set by the source.
     """
 
     id: str
@@ -212,6 +250,24 @@ class Silence(Frozen):
     created_by: str = ""
     comment: str = ""
     exact: bool = False
+    match_unknown: str | None = None
+
+    @field_validator("starts_at", "ends_at", "updated_at", mode="before")
+    @classmethod
+    def _rfc3339_text(cls, v: object) -> object:
+        if v is not None and not isinstance(v, str | datetime):
+            raise ValueError(f"must be an RFC 3339 time string, got {type(v).__name__}")
+        return v
+
+    @field_validator("starts_at", "ends_at", "updated_at")
+    @classmethod
+    def _aware(cls, v: datetime | None) -> datetime | None:
+        if v is None:
+            return None
+        try:
+            return aware_utc(v, "time")
+        except InputError as exc:
+            raise ValueError(exc.problem) from None
 
     def ends_in_s(self, now: datetime | None = None) -> float | None:
         """Seconds until it ends (``None`` once expired)."""
@@ -226,18 +282,37 @@ class Silence(Frozen):
         return (self.starts_at - (now or utcnow())).total_seconds()
 
     @classmethod
-    def from_api(cls, d: Mapping[str, Any]) -> Silence:
-        """Parse one ``gettableSilence``; raises :class:`AlertmanagerError` (``bad-response``)."""
+    def from_api(cls, d: Mapping[str, Any], what: str = "Alertmanager") -> Silence:
+        """Parse one ``gettableSilence`` (``what`` names the reply, e.g.
+        ``GET /api/v2/silences``). Raises :class:`AlertmanagerError` (``bad-response``) naming
+        ``what``, the silence ID and the field for a wrong shape or type, a missing field, a
+        time that is not aware RFC 3339 text."""
+        sid = get_str(d, "id", max_len=200)
+        where = f"{what}: silence {sid!r}" if sid else f"{what}: silence object"
+        if not isinstance(d, Mapping):
+            raise AlertmanagerError("bad-response", f"{where}: is a JSON {type(d).__name__}, "
+                                                    "not an object")
+        raw_matchers = d.get("matchers")
+        if not isinstance(raw_matchers, list) or not all(isinstance(m, Mapping)
+                                                         for m in raw_matchers):
+            raise AlertmanagerError("bad-response", f"{where}: matchers must be a list of "
+                                                    "objects")
         try:
             return cls(
-                id=d["id"], state=d["status"]["state"],
+                id=d.get("id"), state=get_dict(d, "status").get("state"),
                 matchers=tuple(SilenceMatcher.model_validate(
-                    {"isEqual": True, **m}) for m in d["matchers"]),
-                starts_at=d["startsAt"], ends_at=d["endsAt"], updated_at=d.get("updatedAt"),
+                    {"isEqual": True, **m}) for m in raw_matchers),
+                starts_at=d.get("startsAt"), ends_at=d.get("endsAt"),
+                updated_at=d.get("updatedAt"),
                 created_by=d.get("createdBy", ""), comment=d.get("comment", ""))
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            loc = ".".join(_API_NAMES.get(str(x), str(x)) for x in first["loc"]) or "(object)"
+            raise AlertmanagerError("bad-response", (
+                f"{where}: field {loc}: {first['msg']} ({exc.error_count()} problem(s))"
+            )) from None
         except (KeyError, TypeError, ValueError) as exc:
-            raise AlertmanagerError("bad-response",
-                                    f"unexpected silence object from Alertmanager: {exc}") from None
+            raise AlertmanagerError("bad-response", f"{where}: {exc}") from None
 
 
 class SilencesReading(Frozen):
@@ -246,7 +321,9 @@ class SilencesReading(Frozen):
     ``url``: the Alertmanager; ``version``: its ``versionInfo.version`` (``None`` if not given);
     ``seat_matchers``: the profile's matchers; ``silences``: those that apply to the seat (see
     :func:`silence_applies_to_seat`), active first, then pending, then expired, newest end first;
-    ``total``: all silences Alertmanager holds; ``tls_verify``: whether TLS is verified.
+    ``total``: all silences Alertmanager holds; ``tls_verify``: whether TLS is verified;
+    ``unreadable``: one reason per silence object that could not be parsed (the others are
+    still shown: one malformed silence must not blind the panel).
     """
 
     url: str
@@ -256,11 +333,18 @@ class SilencesReading(Frozen):
     silences: tuple[Silence, ...]
     total: int
     tls_verify: bool
+    unreadable: tuple[str, ...] = ()
 
     @property
     def active(self) -> tuple[Silence, ...]:
-        """The silences in state ``active``."""
-        return tuple(s for s in self.silences if s.state == "active")
+        """The silences in state ``active`` that are known to concern the seat."""
+        return tuple(s for s in self.silences if s.state == "active" and s.match_unknown is None)
+
+    @property
+    def undecided(self) -> tuple[Silence, ...]:
+        """Silences for which it cannot be told whether they concern the seat (see
+        :attr:`Silence.match_unknown`)."""
+        return tuple(s for s in self.silences if s.match_unknown is not None)
 
 
 def seat_labels(seat: Sequence[SilenceMatcher]) -> dict[str, str]:
@@ -277,6 +361,8 @@ def silence_applies_to_seat(silence: Sequence[SilenceMatcher],
     the labels the seat pins with ``name="value"`` — every silence matcher on one of those labels
     matches the seat's value and at least one such matcher exists (e.g. ``instance=~"seat-.*"``).
     Matchers on other labels (``alertname``…) narrow a silence but do not make it foreign.
+    Raises :class:`~seat_console.sources.untrusted.InputError` (naming the matcher) when a regex
+    matcher that decides it is not valid RE2: the answer is then unknown, for that silence only.
     """
     s_set, seat_set = set(silence), set(seat)
     exact = s_set == seat_set
@@ -367,7 +453,7 @@ class AlertmanagerClient:
         def once() -> Any:
             r = self._client.get(path)
             r.raise_for_status()
-            return r.json()
+            return load_json(r.content, f"GET {path} from {self.url}")
 
         try:
             for attempt in Retrying(stop=stop_after_attempt(self.read_attempts),
@@ -383,81 +469,41 @@ class AlertmanagerClient:
     def version(self) -> str | None:
         """Alertmanager's version from ``GET /api/v2/status`` (``None`` if absent)."""
         data = self._get("/api/v2/status", "read status")
-        return (data.get("versionInfo") or {}).get("version") if isinstance(data, dict) else None
+        return get_str(get_dict(data, "versionInfo"), "version", max_len=200)
 
     def list_silences(self) -> list[Silence]:
-        """Every silence Alertmanager holds (``GET /api/v2/silences``)."""
+        """Every silence Alertmanager holds (``GET /api/v2/silences``). Raises
+        :class:`AlertmanagerError` for a reply that is not a list, or for the first silence
+        that cannot be parsed (see :meth:`list_silences_tolerant` for the source's reading)."""
+        good, bad = self.list_silences_tolerant()
+        if bad:
+            raise AlertmanagerError("bad-response", bad[0])
+        return good
+
+    def list_silences_tolerant(self) -> tuple[list[Silence], list[str]]:
+        """``(silences, reasons)``: every silence that parses, and one reason per silence object
+        that does not (named by its ID). Raises :class:`AlertmanagerError` only when the reply
+        as a whole is unusable (not JSON, not a list, unreachable…)."""
         data = self._get("/api/v2/silences", "list silences")
         if not isinstance(data, list):
-            raise AlertmanagerError("bad-response", "GET /api/v2/silences did not return a list")
-        return [Silence.from_api(d) for d in data]
+            raise AlertmanagerError("bad-response", f"GET /api/v2/silences from {self.url} "
+                                                    f"returned a JSON {type(data).__name__}, "
+                                                    "not a list")
+        good: list[Silence] = []
+        bad: list[str] = []
+        for d in data:
+            try:
+                good.append(Silence.from_api(d, "GET /api/v2/silences"))
+            except AlertmanagerError as exc:
+                bad.append(str(exc))
+        return good, bad
 
     def get_silence(self, silence_id: str) -> Silence:
         """One silence by ID (``GET /api/v2/silence/{id}``)."""
         _check_id(silence_id)
         return Silence.from_api(self._get(f"/api/v2/silence/{silence_id}",
-                                          f"read silence {silence_id}"))
-
-    # -- writes (sent once, verified by reading back) ------------------------------------------
-    def create_silence(self, matchers: Sequence[SilenceMatcher | Matcher], *,
-                       ends_at: datetime, starts_at: datetime | None = None,
-                       created_by: str, comment: str) -> Silence:
-        """Create a silence and verify it by reading it back.
-
-        ``ends_at`` / ``starts_at`` must be timezone-aware (``starts_at`` defaults to now, UTC).
-        Every matcher is sent with all four fields. Returns the silence as read back; raises
-        :class:`AlertmanagerError` when the POST fails (kind ``http``/``auth``/…; Alertmanager's
-        400 text is included) or the read-back differs (kind ``verify``: matchers, end time,
-        creator, or a state other than pending/active).
-        """
-        ms = tuple(m if isinstance(m, SilenceMatcher) else SilenceMatcher.from_profile(m)
-                   for m in matchers)
-        if not ms:
-            raise ValueError("a silence needs at least one matcher")
-        start = starts_at or utcnow()
-        for label, t in (("ends_at", ends_at), ("starts_at", start)):
-            if t.tzinfo is None:
-                raise ValueError(f"{label} must be timezone-aware (UTC)")
-        if ends_at <= start:
-            raise ValueError("ends_at must be after starts_at")
-        body = {"matchers": [m.to_api() for m in ms], "startsAt": _iso(start),
-                "endsAt": _iso(ends_at), "createdBy": created_by, "comment": comment}
-        try:
-            r = self._client.post("/api/v2/silences", json=body)
-            r.raise_for_status()
-            sid = r.json()["silenceID"]
-        except (httpx.HTTPError, ValueError, KeyError, TypeError) as exc:
-            raise self._error(exc, "create silence") from None
-        back = self.get_silence(sid)
-        problems = []
-        if set(back.matchers) != set(ms):
-            problems.append(f"matchers {[str(m) for m in back.matchers]} != "
-                            f"{[str(m) for m in ms]}")
-        if abs((back.ends_at - ends_at).total_seconds()) > 1.0:
-            problems.append(f"endsAt {back.ends_at.isoformat()} != {ends_at.isoformat()}")
-        if back.created_by != created_by:
-            problems.append(f"createdBy {back.created_by!r} != {created_by!r}")
-        if back.state not in ("pending", "active"):
-            problems.append(f"state {back.state}")
-        if problems:
-            raise AlertmanagerError("verify", f"silence {sid} read back differs: "
-                                              + "; ".join(problems))
-        return back
-
-    def expire_silence(self, silence_id: str) -> Silence:
-        """Expire a silence (``DELETE /api/v2/silence/{id}``) and verify it reads back
-        ``expired``. Returns the silence as read back; raises :class:`AlertmanagerError`."""
-        _check_id(silence_id)
-        try:
-            r = self._client.delete(f"/api/v2/silence/{silence_id}")
-            r.raise_for_status()
-        except httpx.HTTPError as exc:
-            raise self._error(exc, f"expire silence {silence_id}") from None
-        back = self.get_silence(silence_id)
-        if back.state != "expired":
-            raise AlertmanagerError("verify", f"silence {silence_id} still {back.state} after "
-                                              "DELETE")
-        return back
+                                          f"read silence {silence_id}"),
+                                f"GET /api/v2/silence/{silence_id}")
 
 
 def _check_id(silence_id: str) -> None:
@@ -470,12 +516,6 @@ def _iso(t: datetime) -> str:
     from datetime import UTC
 
     return t.astimezone(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
-
-
-def hold_window(ttl_s: int, now: datetime | None = None) -> tuple[datetime, datetime]:
-    """``(starts_at, ends_at)`` for a hold lease of ``ttl_s`` seconds from ``now`` (UTC)."""
-    start = now or utcnow()
-    return start, start + timedelta(seconds=ttl_s)
 
 
 # -- source ------------------------------------------------------------------------------------
@@ -493,7 +533,7 @@ class SilenceSource(Source):
         :class:`AlertmanagerError`); never raises, never shows a secret."""
         try:
             version = self.client.version()
-            all_s = self.client.list_silences()
+            all_s, unreadable = self.client.list_silences_tolerant()
         except AlertmanagerError as exc:
             return Unavailable(source=self.name, kind=exc.kind, reason=str(exc))
         except Exception as exc:  # noqa: BLE001 - never raise into the UI
@@ -501,13 +541,20 @@ class SilenceSource(Source):
                 f"{type(exc).__name__}: {exc}", self.client.credentials.secrets()))
         mine = []
         for s in all_s:
-            applies, exact = silence_applies_to_seat(s.matchers, self.seat)
+            try:
+                applies, exact = silence_applies_to_seat(s.matchers, self.seat)
+            except InputError as exc:
+                # one silence's regex RE2 refuses: that silence's match is unknown, no more
+                mine.append(s.model_copy(update={"match_unknown": str(exc)}))
+                continue
             if applies:
                 mine.append(s.model_copy(update={"exact": exact}))
         mine.sort(key=lambda s: (_ORDER[s.state], -s.ends_at.timestamp()))
         return SilencesReading(url=self.client.url, version=version, read_at=utcnow(),
-                               seat_matchers=self.seat, silences=tuple(mine), total=len(all_s),
-                               tls_verify=self.client.tls_verify)
+                               seat_matchers=self.seat, silences=tuple(mine),
+                               total=len(all_s) + len(unreadable),
+                               tls_verify=self.client.tls_verify,
+                               unreadable=tuple(unreadable))
 
     def close(self) -> None:
         """Close the HTTP client."""
@@ -530,5 +577,5 @@ def make_source(loaded: LoadedProfile) -> Source:
 
 __all__ = ["AlertmanagerClient", "AlertmanagerError", "Credentials", "ENV_PASSWORD", "ENV_TOKEN",
            "ENV_USER", "Silence", "SilenceMatcher", "SilenceSource", "SilencesReading",
-           "hold_window", "load_credentials", "make_source", "redact", "seat_labels",
+           "load_credentials", "make_source", "redact", "seat_labels",
            "silence_applies_to_seat"]

@@ -23,16 +23,14 @@ locally, over SSH and via ``docker exec`` into a container running systemd as PI
 scheduled time, starting them again fires the missed run at once (systemd.timer(5),
 "Persistent="). The reading carries that warning so the hold/restore action can show it.
 
-Stop/start (:func:`stop_timer`, :func:`start_timer`) are the low-level operations for the coming
-hold action: they run ``systemctl stop|start UNIT`` and then read the state back; the change
-counts only if the read-back shows it (``inactive`` after stop, ``active`` after start).
+This module only reads. The writers (``systemctl stop|start`` with read-back) live in
+:mod:`seat_console.actions.node_ops`: reading code cannot change the node.
 """
 
 from __future__ import annotations
 
 import json
 import re
-import time
 from collections.abc import Sequence
 from datetime import UTC, datetime
 
@@ -60,21 +58,6 @@ _UNIT_RE = re.compile(r"^[A-Za-z0-9:_.\\@][A-Za-z0-9:_.\\@-]*$")
 _RUNNING_STATES = {"activating", "deactivating", "reloading", "refreshing"}
 _NO_SYSTEMD = ("System has not been booted with systemd", "Failed to connect to bus",
                "Failed to connect to system scope bus", "Host is down")
-
-
-class TimerActionError(Exception):
-    """A timer stop/start failed or its read-back did not show the change.
-
-    ``unit``, ``action`` and ``result`` (the :class:`~seat_console.node.runner.CommandResult`, or ``None``
-    when the command succeeded but verification failed) are attributes.
-    """
-
-    def __init__(self, unit: str, action: str, message: str,
-                 result: CommandResult | None = None) -> None:
-        self.unit = unit
-        self.action = action
-        self.result = result
-        super().__init__(message)
 
 
 class ServiceState(Frozen):
@@ -143,19 +126,6 @@ class TimersReading(Frozen):
     def get(self, unit: str) -> TimerState | None:
         """The state of ``unit``, or ``None`` when it is not part of this reading."""
         return next((t for t in self.timers if t.unit == unit), None)
-
-
-class TimerChange(Frozen):
-    """A verified stop or start: the state ``before`` and ``after`` (read back), the command's
-    result, and ``action`` (``"stop"`` / ``"start"``). ``changed`` is ``False`` when the timer
-    was already in the wanted state (nothing to restore later)."""
-
-    unit: str
-    action: str
-    before: TimerState
-    after: TimerState
-    command: CommandResult
-    changed: bool
 
 
 # -- parsing (pure) ------------------------------------------------------------------------------
@@ -388,64 +358,6 @@ def read_timers(transport: Transport, units: Sequence[str], *,
                          notes=tuple(notes))
 
 
-# -- stop / start (low level, for the hold action) -------------------------------------------
-def _read_one(transport: Transport, unit: str, timeout_s: float) -> TimerState:
-    r = read_timers(transport, [unit], timeout_s=timeout_s)
-    if isinstance(r, Unavailable):
-        raise TimerActionError(unit, "read", f"cannot read {unit} on {transport.where}: {r.reason}")
-    return r.timers[0]
-
-
-def _change(transport: Transport, unit: str, action: str, want: set[str],
-            timeout_s: float, settle_s: float) -> TimerChange:
-    check_unit_name(unit)
-    if not unit.endswith(".timer"):
-        raise ValueError(f"{unit!r} is not a timer unit (must end in '.timer')")
-    before = _read_one(transport, unit, timeout_s)
-    if not before.loaded:
-        raise TimerActionError(unit, action, (
-            f"{unit} on {transport.where} is not loaded (LoadState={before.load_state}); "
-            f"nothing to {action}"))
-    res = transport.run(["systemctl", action, "--", unit], timeout_s=timeout_s)
-    if not res.ok:
-        raise TimerActionError(unit, action, f"systemctl {action} {unit} failed: {res.failure}",
-                               res)
-    deadline = time.monotonic() + settle_s
-    after = _read_one(transport, unit, timeout_s)
-    while after.active_state not in want and time.monotonic() < deadline:
-        time.sleep(0.2)
-        after = _read_one(transport, unit, timeout_s)
-    if after.active_state not in want:
-        raise TimerActionError(unit, action, (
-            f"systemctl {action} {unit} exited 0 but the read-back shows ActiveState="
-            f"{after.active_state} (wanted {'/'.join(sorted(want))}); not counted as done"), res)
-    return TimerChange(unit=unit, action=action, before=before, after=after, command=res,
-                       changed=before.active_state not in want)
-
-
-def stop_timer(transport: Transport, unit: str, *, timeout_s: float = 30.0,
-               settle_s: float = 5.0) -> TimerChange:
-    """Stop the timer ``unit`` (``systemctl stop``) and verify it reads back ``inactive``.
-
-    Only the timer is stopped; a run of its service already in progress continues (systemd
-    semantics) — check ``after.service.running``. ``settle_s``: how long to keep re-reading for
-    the new state. Returns a :class:`TimerChange`; raises :class:`TimerActionError` when the
-    unit is not loaded, the command fails, or the read-back does not show ``inactive``.
-    """
-    return _change(transport, unit, "stop", {"inactive"}, timeout_s, settle_s)
-
-
-def start_timer(transport: Transport, unit: str, *, timeout_s: float = 30.0,
-                settle_s: float = 5.0) -> TimerChange:
-    """Start the timer ``unit`` (``systemctl start``) and verify it reads back ``active``.
-
-    For a ``Persistent=yes`` timer this may fire a missed run at once (see
-    :data:`PERSISTENT_WARNING`). Returns a :class:`TimerChange`; raises
-    :class:`TimerActionError` on failure or when the read-back does not show ``active``.
-    """
-    return _change(transport, unit, "start", {"active"}, timeout_s, settle_s)
-
-
 # -- source ----------------------------------------------------------------------------------
 class TimerSource(Source):
     """Polls the profile's timer units through the node transport (``name = "timers"``)."""
@@ -483,7 +395,7 @@ def make_source(loaded: LoadedProfile) -> Source:
     return TimerSource(transport, loaded.profile.timers.all_units)
 
 
-__all__ = ["PERSISTENT_WARNING", "ServiceState", "TimerActionError", "TimerChange",
-           "TimerSource", "TimerState", "TimersReading", "build_timer_state", "make_source",
-           "parse_list_timers_json", "parse_schedule", "parse_show_blocks", "parse_timestamp",
-           "read_timers", "service_running", "start_timer", "stop_timer"]
+__all__ = ["PERSISTENT_WARNING", "ServiceState", "TimerSource", "TimerState", "TimersReading",
+           "build_timer_state", "check_unit_name", "make_source", "parse_list_timers_json",
+           "parse_schedule", "parse_show_blocks", "parse_timestamp", "read_timers",
+           "service_running"]

@@ -1,0 +1,129 @@
+"""One node context built from the profile, shared by the sources and the actions.
+
+:class:`NodeContext` holds the one transport (local / SSH / docker exec), the Alertmanager
+client, a factory for docker engine clients and the NVML gateway for the profile's node, so an
+action's verify step and the panels read the same things through the same objects. Each part
+is built on first use (an NVML init or a docker connection costs nothing until asked for); a
+part that cannot be built (invalid transport target, missing Alertmanager credentials) is kept
+as its error and raised as the documented exception on use, so the console still starts and
+the panel or step names what to fix.
+
+Typical use::
+
+    ctx = NodeContext.from_profile(loaded)
+    timers = read_timers(ctx.transport, ctx.timer_units)    # a read
+    stop_timer(ctx.transport, unit)                          # an action (actions/node_ops)
+    ctx.close()
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+from seat_console.node.transport import Transport, TransportError, make_transport
+from seat_console.profile import LoadedProfile
+
+
+class NodeContext:
+    """The node's shared clients for ``loaded`` (a :class:`~seat_console.profile.LoadedProfile`).
+
+    Attributes built lazily, thread-safe: :attr:`transport` (raises
+    :class:`~seat_console.node.transport.TransportError`), :attr:`alertmanager` (an
+    :class:`~seat_console.sources.silences.AlertmanagerClient`; raises
+    :class:`~seat_console.sources.silences.AlertmanagerError` kind ``config``), :meth:`docker`
+    (a new docker SDK client on ``node.docker_host`` / ``$DOCKER_HOST``), :attr:`nvml` (the
+    :class:`~seat_console.sources.nvml.Nvml` gateway). ``transport`` / ``alertmanager`` may be
+    given (tests, a shared client).
+    """
+
+    def __init__(self, loaded: LoadedProfile, *, transport: Transport | None = None,
+                 alertmanager: Any | None = None) -> None:
+        self.loaded = loaded
+        self.profile = loaded.profile
+        self._lock = threading.Lock()
+        self._transport = transport
+        self._am = alertmanager
+        self._nvml: Any | None = None
+
+    @classmethod
+    def from_profile(cls, loaded: LoadedProfile) -> NodeContext:
+        """The context for a loaded profile (nothing is connected yet)."""
+        return cls(loaded)
+
+    def __repr__(self) -> str:
+        return f"NodeContext({self.profile.node.name!r}, source={self.loaded.source!r})"
+
+    @property
+    def node_name(self) -> str:
+        """The profile's ``node.name``."""
+        return self.profile.node.name
+
+    @property
+    def timer_units(self) -> list[str]:
+        """Every timer unit the hold manages (conformance first, then remediation)."""
+        return list(self.profile.timers.all_units)
+
+    @property
+    def transport(self) -> Transport:
+        """The node transport (built once); raises ``TransportError`` for an invalid target."""
+        with self._lock:
+            if self._transport is None:
+                self._transport = make_transport(self.loaded)
+            return self._transport
+
+    @property
+    def alertmanager(self) -> Any:
+        """The Alertmanager client (built once); raises ``AlertmanagerError`` (``config``)."""
+        from seat_console.sources.silences import AlertmanagerClient
+
+        with self._lock:
+            if self._am is None:
+                self._am = AlertmanagerClient(self.profile.alertmanager)
+            return self._am
+
+    def silence_matchers(self) -> list[Any]:
+        """The profile's silence matchers as
+        :class:`~seat_console.sources.silences.SilenceMatcher` (all four fields)."""
+        from seat_console.sources.silences import SilenceMatcher
+
+        return [SilenceMatcher.from_profile(m) for m in self.profile.silence.matchers]
+
+    def docker(self, timeout_s: float = 5.0) -> Any:
+        """A new docker SDK client on the node's engine (the caller closes it)."""
+        import docker
+
+        from seat_console.sources.containers import resolve_docker_host
+
+        return docker.DockerClient(base_url=resolve_docker_host(self.profile.node.docker_host),
+                                   version="auto", timeout=int(max(1, timeout_s)))
+
+    @property
+    def nvml(self) -> Any:
+        """The NVML gateway (built once, initialised lazily on its first call)."""
+        from seat_console.sources.nvml import Nvml
+
+        with self._lock:
+            if self._nvml is None:
+                self._nvml = Nvml()
+            return self._nvml
+
+    def secrets(self) -> list[str]:
+        """Credential strings to keep out of the journal and messages (none when the
+        Alertmanager client could not be built)."""
+        try:
+            return list(self.alertmanager.credentials.secrets())
+        except Exception:  # noqa: BLE001 - no client, no secrets to scrub
+            return []
+
+    def close(self) -> None:
+        """Close whatever was built; never raises."""
+        for obj in (self._am, self._transport, self._nvml):
+            if obj is not None:
+                try:
+                    obj.close()
+                except Exception:  # noqa: BLE001
+                    pass
+
+
+__all__ = ["NodeContext", "TransportError"]
