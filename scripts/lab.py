@@ -1133,6 +1133,61 @@ def _toml_str(s: str) -> str:
     return json.dumps(s)  # a JSON string is a valid TOML basic string
 
 
+# Issue 8: the lab's backport (one real file of engine:day0 replaced) and the swap's probe.
+BACKPORT_DEST = "/etc/issue"
+BACKPORT_LINE = "Seat Console lab backport: this line comes from the patched file.\n"
+PROBE_CONTAINER = "seat-probe"
+
+
+def _backport_lines(state: dict[str, Any]) -> list[str]:
+    """``[backport]`` over the engine image pinned by digest, replacing ``/etc/issue`` (read
+    from the rootfs tarball the image was imported from: its sha256 is the original's), and
+    ``[swap]``: the probe container (the same vLLM, on the backport image). Empty until the
+    image is pushed and the venv is built."""
+    engine = state.get("images", {}).get("engine", {})
+    tarball = state.get("rootfs", {}).get("tarball")
+    build = state.get("vllm_build")
+    if not engine.get("ref") or not tarball or not Path(tarball).is_file() or not build:
+        return []
+    import tarfile
+
+    with tarfile.open(tarball) as tar:
+        fh = tar.extractfile("." + BACKPORT_DEST)
+        original = fh.read() if fh is not None else b""
+    patch_dir = LAB / "backport"
+    patch_dir.mkdir(parents=True, exist_ok=True)
+    patched = patch_dir / "issue"
+    patched.write_bytes(original + BACKPORT_LINE.encode())
+    cmd = vllm_spec(state)["cmd"]
+    vols = [f"{p_}:{p_}:ro" for p_ in (build["base_prefix"], build["venv"], build["model_dir"])]
+    env = ", ".join(f"{k} = {_toml_str(v)}" for k, v in VLLM_ENV.items())
+    return [
+        "# The backport: engine:day0 pinned by digest, one real file replaced (issue 8).",
+        "[backport]",
+        f"base = {_toml_str(engine['ref'])}",
+        f"tag = {_toml_str(f'{LOOPBACK}:{REGISTRY_PORT}/seat-backport:{{content_hash}}')}",
+        'env = { SEAT_LAB_BACKPORT = "1" }',
+        "[[backport.files]]",
+        f"source = {_toml_str(str(patched))}",
+        f"dest = {_toml_str(BACKPORT_DEST)}",
+        f"original_sha256 = {_toml_str(hashlib.sha256(original).hexdigest())}",
+        "",
+        "# The swap's probe container: the lab's vLLM on the backport image, on the seat's port.",
+        "[swap]",
+        f"container = {_toml_str(PROBE_CONTAINER)}",
+        'image = "backport"',
+        "command = [" + ", ".join(_toml_str(a) for a in cmd) + "]",
+        "env = { " + env + " }",
+        "volumes = [" + ", ".join(_toml_str(v) for v in vols) + "]",
+        'network_mode = "host"',
+        'shm_size = "1 GiB"',
+        "gpus = []                   # no GPU in the lab",
+        f"served_model_name = {_toml_str(SERVED_MODEL_NAME)}",
+        "start_timeout_s = 600",
+        "",
+    ]
+
+
 def write_profile(state: dict[str, Any]) -> None:
     """Write ``<lab>/profile.toml`` pointing the console at the lab; validate it."""
     model = state.get("vllm_build", {}).get("model_dir")
@@ -1215,6 +1270,7 @@ def write_profile(state: dict[str, Any]) -> None:
         "concurrency = 8",
         "",
     ]
+    lines += _backport_lines(state)
     with step("profile") as info:
         tmp = PROFILE_FILE.with_suffix(".toml.tmp")
         tmp.write_text("\n".join(lines), "utf-8")
