@@ -1,0 +1,250 @@
+"""The engine's own counts, read before and after each phase, and its KV-cache capacity.
+
+``/metrics`` is parsed with ``prometheus_client`` (the engine source's
+:func:`~seat_console.sources.engine.parse_metrics` for the logical metrics, and the same parser
+here for the label breakdown of ``vllm:request_success_total`` by ``finished_reason``).
+Counters used (vLLM ``vllm/v1/metrics/loggers.py``):
+
+* ``vllm:generation_tokens_total`` — output tokens generated, all requests;
+* ``vllm:prompt_tokens_total`` — prompt tokens processed;
+* ``vllm:request_success_total{finished_reason=stop|length|abort|error|…}`` — finished
+  requests by reason; *succeeded* here means ``stop`` + ``length`` (+ any reason other than
+  ``abort``/``error``);
+* ``process_start_time_seconds`` — the API server process's start (a change = a restart).
+
+The probe compares Σ ``usage.completion_tokens`` of its requests with Δ generation tokens, and
+its completed requests with Δ succeeded requests; any difference (foreign traffic, a restart,
+a lost request) is reported with both figures. A counter that went *down*, or a changed process
+start time, means the engine restarted: the run is disrupted.
+
+KV-cache capacity comes from ``vllm:cache_config_info``'s labels (``kv_cache_size_tokens``,
+``kv_cache_max_concurrency``, ``num_gpu_blocks``, ``block_size`` when this vLLM exposes them)
+and from the engine's startup log (:func:`seat_console.sources.startup_log.parse_startup_log`).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import httpx
+from prometheus_client.parser import text_string_to_metric_families
+
+from seat_console.sources import Frozen
+from seat_console.sources.engine import normalize, parse_metrics
+
+FAILED_REASONS = frozenset({"abort", "error"})
+"""``finished_reason`` values of ``vllm:request_success_total`` that are not a success."""
+
+
+class EngineCounters(Frozen):
+    """One scrape's counters (``None`` = the metric is not exposed — never 0 for unknown).
+
+    ``generation_tokens``, ``prompt_tokens``: cumulative tokens; ``requests_by_reason``:
+    finished requests per ``finished_reason`` (``None`` when the metric is missing);
+    ``requests_succeeded``: sum over reasons outside :data:`FAILED_REASONS`;
+    ``process_start_s``: ``process_start_time_seconds`` (Unix s); ``running`` / ``waiting``:
+    requests in the engine's queues; ``kv_cache_usage``: 0–1; ``cache_config``: the labels of
+    ``vllm:cache_config_info``.
+    """
+
+    generation_tokens: float | None = None
+    prompt_tokens: float | None = None
+    requests_by_reason: dict[str, float] | None = None
+    requests_succeeded: float | None = None
+    process_start_s: float | None = None
+    running: float | None = None
+    waiting: float | None = None
+    kv_cache_usage: float | None = None
+    cache_config: dict[str, str] | None = None
+
+
+def parse_counters(text: str) -> EngineCounters:
+    """Parse Prometheus text from vLLM's ``/metrics`` into :class:`EngineCounters`.
+
+    Raises :class:`ValueError` when the text is not Prometheus exposition format.
+    """
+    m = parse_metrics(text)
+    by_reason: dict[str, float] | None = None
+    start: float | None = None
+    for fam in text_string_to_metric_families(text):
+        name = normalize(fam.name)
+        if name == "request_success":
+            for s in fam.samples:
+                if s.name.endswith("_created") or math.isnan(s.value):
+                    continue
+                reason = s.labels.get("finished_reason", "unlabelled")
+                by_reason = by_reason or {}
+                by_reason[reason] = by_reason.get(reason, 0.0) + s.value
+        elif fam.name == "process_start_time" or fam.name == "process_start_time_seconds":
+            for s in fam.samples:
+                start = s.value
+    succeeded = (None if by_reason is None else
+                 sum(v for k, v in by_reason.items() if k not in FAILED_REASONS))
+    if by_reason is None and m.requests_finished is not None:
+        succeeded = m.requests_finished
+    return EngineCounters(
+        generation_tokens=m.generation_tokens, prompt_tokens=m.prompt_tokens,
+        requests_by_reason=by_reason, requests_succeeded=succeeded, process_start_s=start,
+        running=m.requests_running, waiting=m.requests_waiting,
+        kv_cache_usage=m.kv_cache_usage, cache_config=m.cache_config)
+
+
+async def scrape(client: httpx.AsyncClient) -> EngineCounters | str:
+    """``GET /metrics`` on ``client``'s base URL → :class:`EngineCounters`, or a sentence saying
+    why not (never raises for an engine problem)."""
+    try:
+        r = await client.get("/metrics", timeout=10.0)
+    except httpx.HTTPError as exc:
+        return f"GET /metrics: {type(exc).__name__}: {exc}"
+    if r.status_code != 200:
+        return f"GET /metrics: HTTP {r.status_code}"
+    try:
+        return parse_counters(r.text)
+    except ValueError as exc:
+        return f"GET /metrics: not Prometheus text ({exc})"
+
+
+class Check(Frozen):
+    """One client-vs-engine comparison: ``what``; ``client`` (the probe's count); ``engine``
+    (Δ of the engine's counter, ``None`` when unknown); ``ok`` (equal); ``note`` (why not, with
+    both figures)."""
+
+    what: str
+    client: int
+    engine: float | None
+    ok: bool
+    note: str | None = None
+
+
+class Accounting(Frozen):
+    """Client vs engine for one phase: ``tokens`` (Σ usage.completion_tokens vs Δ
+    ``vllm:generation_tokens_total``), ``requests`` (completed vs Δ succeeded requests);
+    ``engine_failed`` (Δ of abort/error finished requests); ``reset``: a sentence when the
+    engine's counters went down or its process restarted between the two scrapes; ``ok``: both
+    checks agree and no reset."""
+
+    tokens: Check
+    requests: Check
+    engine_failed: float | None = None
+    reset: str | None = None
+    ok: bool
+
+
+def _delta(before: float | None, after: float | None) -> float | None:
+    return None if before is None or after is None else after - before
+
+
+def compare(before: EngineCounters, after: EngineCounters, *, client_tokens: int,
+            client_requests: int) -> Accounting:
+    """Build :class:`Accounting` from two scrapes around a phase and the client's sums.
+
+    The engine counts every token it generated, including those of requests the client gave up
+    on (a timeout aborts the request in the engine after some tokens), so the tokens check
+    compares with Σ ``usage.completion_tokens`` of *completed* requests plus the streamed tokens
+    of failed ones being unknown: any difference is shown, never hidden.
+    """
+    reset = None
+    for name in ("generation_tokens", "prompt_tokens", "requests_succeeded"):
+        b, a = getattr(before, name), getattr(after, name)
+        if b is not None and a is not None and a < b:
+            reset = (f"the engine's {name} counter went down ({b:,.0f} → {a:,.0f}): the engine "
+                     "restarted during the phase")
+    if (before.process_start_s is not None and after.process_start_s is not None
+            and before.process_start_s != after.process_start_s):
+        reset = (f"the engine's process start time changed ({before.process_start_s:.0f} → "
+                 f"{after.process_start_s:.0f}): the engine restarted during the phase")
+
+    def check(what: str, client: int, engine: float | None, metric: str) -> Check:
+        if engine is None:
+            return Check(what=what, client=client, engine=None, ok=False,
+                         note=f"{metric} not exposed by the engine; {what} cannot be checked "
+                              f"(client: {client:,})")
+        ok = engine == client
+        note = None if ok else (f"{what}: client {client:,} vs engine Δ{metric} "
+                                f"{engine:,.0f} (foreign traffic, a restart or a lost request)")
+        return Check(what=what, client=client, engine=engine, ok=ok, note=note)
+
+    tokens = check("output tokens", client_tokens,
+                   _delta(before.generation_tokens, after.generation_tokens),
+                   "vllm:generation_tokens_total")
+    reqs = check("requests", client_requests,
+                 _delta(before.requests_succeeded, after.requests_succeeded),
+                 "vllm:request_success_total")
+    failed = None
+    if before.requests_by_reason is not None and after.requests_by_reason is not None:
+        failed = sum(after.requests_by_reason.get(k, 0.0) - before.requests_by_reason.get(k, 0.0)
+                     for k in FAILED_REASONS)
+    return Accounting(tokens=tokens, requests=reqs, engine_failed=failed, reset=reset,
+                      ok=tokens.ok and reqs.ok and reset is None)
+
+
+class KvCapacity(Frozen):
+    """The engine's KV-cache capacity: ``tokens`` (KV cache size in tokens) and
+    ``max_concurrency`` (requests of ``per_request_tokens`` that fit at once), each with where it
+    came from (``source``: ``"vllm:cache_config_info"`` / ``"startup log"``); ``blocks``,
+    ``block_size``; ``memory_bytes`` (``kv_cache_memory_bytes`` label or the log's
+    "Available KV cache memory"); ``notes``: what could not be read."""
+
+    tokens: int | None = None
+    max_concurrency: float | None = None
+    per_request_tokens: int | None = None
+    blocks: int | None = None
+    block_size: int | None = None
+    memory_bytes: int | None = None
+    source: tuple[str, ...] = ()
+    notes: tuple[str, ...] = ()
+
+
+def _num(v: Any) -> float | None:
+    try:
+        x = float(v)
+    except (TypeError, ValueError):
+        return None
+    return x if math.isfinite(x) else None
+
+
+def kv_capacity(cache_config: dict[str, str] | None, startup: Any | None,
+                max_model_len: int | None = None) -> KvCapacity:
+    """Combine ``vllm:cache_config_info`` labels and a startup-log reading
+    (:class:`~seat_console.sources.startup_log.StartupFacts` or ``None``) into
+    :class:`KvCapacity`. The metric wins where both have a figure; both sources are named."""
+    cfg = cache_config or {}
+    src: list[str] = []
+    notes: list[str] = []
+    tokens = _num(cfg.get("kv_cache_size_tokens"))
+    conc = _num(cfg.get("kv_cache_max_concurrency"))
+    mem = _num(cfg.get("kv_cache_memory_bytes"))
+    blocks = _num(cfg.get("num_gpu_blocks"))
+    bsz = _num(cfg.get("block_size"))
+    if cache_config is None:
+        notes.append("vllm:cache_config_info not exposed")
+    elif tokens is not None or blocks is not None:
+        src.append("vllm:cache_config_info")
+    per_req = max_model_len
+    if startup is not None:
+        used = False
+        if tokens is None and startup.kv_cache_tokens is not None:
+            tokens, used = float(startup.kv_cache_tokens), True
+        if startup.max_concurrency is not None:
+            if conc is None:
+                conc, used = startup.max_concurrency, True
+            per_req = startup.concurrency_tokens_per_request or per_req
+        if mem is None and startup.available_kv_cache_bytes is not None:
+            mem, used = float(startup.available_kv_cache_bytes), True
+        if used or startup.kv_cache_tokens is not None:
+            src.append("startup log")
+    else:
+        notes.append("startup log not read")
+    if tokens is None and blocks is not None and bsz is not None:
+        tokens = blocks * bsz
+    return KvCapacity(tokens=int(tokens) if tokens is not None else None,
+                      max_concurrency=conc, per_request_tokens=per_req,
+                      blocks=int(blocks) if blocks is not None else None,
+                      block_size=int(bsz) if bsz is not None else None,
+                      memory_bytes=int(mem) if mem is not None else None,
+                      source=tuple(src), notes=tuple(notes))
+
+
+__all__ = ["Accounting", "Check", "EngineCounters", "FAILED_REASONS", "KvCapacity", "compare",
+           "kv_capacity", "parse_counters", "scrape"]

@@ -1,0 +1,725 @@
+"""A probe run: preflight, warm-up, phases, accounting, interference, kept evidence.
+
+:func:`preflight` (blocking, run it in a worker) finds which container holds the seat, the
+engine's version and served model, the run's identity and whether a hold is active; it refuses
+(:class:`ProbeRefused`) without an active hold unless forced with a reason.
+:func:`run_probe` (async) then sends the warm-up requests (excluded from every figure) and each
+phase — closed loop (at most ``concurrency`` in flight) or open loop (Poisson arrivals at
+``request_rate``, seeded, still capped by ``concurrency``) —, reads the engine's counters before
+and after each phase, watches for interference, and writes the run directory
+(:mod:`seat_console.probe.store`) as it goes. Ctrl-C (task cancellation) or :meth:`Probe.stop`
+ends it cleanly: in-flight requests are recorded as ``interrupted`` and the run is kept with
+status ``interrupted``.
+
+Status and headlines (``docs/probe.md``): a phase shows a headline only if every expected
+request was sent and completed, the client's counts equal the engine's, every watch check could
+be made, and nothing disturbed the run. Otherwise it says why, in words, and every record stays.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import platform
+import random
+import time
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from seat_console.probe.client import (
+    ClientTimeouts,
+    RequestRecord,
+    RequestSpec,
+    make_client,
+    run_request,
+)
+from seat_console.probe.engine_counters import (
+    Accounting,
+    EngineCounters,
+    KvCapacity,
+    compare,
+    kv_capacity,
+    scrape,
+)
+from seat_console.probe.interference import InterferenceMonitor
+from seat_console.probe.prompts import PromptSet, load_prompt_set
+from seat_console.probe.stats import PhaseStats, phase_stats
+from seat_console.probe.store import SUMMARY_SCHEMA, RunWriter
+from seat_console.profile import LoadedProfile, ProbePhaseSpec, ProbeSpec
+from seat_console.sources import utcnow
+
+WARMUP = "warmup"
+"""Phase name of the warm-up requests in ``requests.jsonl`` (excluded from every figure)."""
+
+SETTLE_S = 3.0
+"""How long the after-phase scrape waits for the engine's counters to catch up with the last
+responses (vLLM updates them as it finishes a request, which can trail the stream's end)."""
+
+
+class ProbeRefused(Exception):
+    """Preflight refused to start the probe; the message says why and how to proceed."""
+
+
+@dataclass(frozen=True)
+class HoldInfo:
+    """Whether a hold is active: ``active`` (``None`` = cannot tell), ``detail`` (one
+    sentence), ``silence_id`` (the hold's silence, to watch), ``expires_at`` (UTC)."""
+
+    active: bool | None
+    detail: str
+    silence_id: str | None = None
+    expires_at: datetime | None = None
+
+
+def hold_info() -> HoldInfo:
+    """Ask issue 7's hold module (``seat_console.actions.hold.active_hold`` over the journal)
+    whether a hold is active. ``active = None`` when that cannot be told (module or journal
+    missing), with the reason."""
+    try:
+        from seat_console.actions.hold import active_hold  # type: ignore[attr-defined]
+        from seat_console.actions.journal import Journal
+    except ImportError as exc:
+        return HoldInfo(None, f"cannot tell whether a hold is active ({exc})")
+    try:
+        journal = Journal()
+        try:
+            h = active_hold(journal)
+        finally:
+            close = getattr(journal, "close", None)
+            if close:
+                close()
+    except Exception as exc:  # noqa: BLE001 - any journal problem = cannot tell
+        return HoldInfo(None, f"cannot tell whether a hold is active: {type(exc).__name__}: "
+                              f"{exc}")
+    if h is None:
+        return HoldInfo(False, "no active hold in the journal")
+    sid = getattr(h, "silence_id", None)
+    exp = getattr(h, "expires_at", None)
+    return HoldInfo(True, f"hold active (silence {sid}, expires {exp})", silence_id=sid,
+                    expires_at=exp)
+
+
+def journal_force(loaded: LoadedProfile, run_id: str, reason: str, hold: HoldInfo) -> str | None:
+    """Journal a forced probe (no active hold) through issue 7's journal; returns a sentence
+    when it could not be journaled (the caller refuses then: a force must leave a record)."""
+    try:
+        from seat_console.actions.journal import Journal
+    except ImportError as exc:
+        return f"the journal is not available ({exc})"
+    try:
+        j = Journal()
+        j.append(run_id=run_id, runbook="probe", kind="force", step="preflight",
+                 inputs={"reason": reason}, outcome="forced",
+                 output=f"probe started without an active hold: {hold.detail}",
+                 profile_sha256=loaded.sha256)
+        close = getattr(j, "close", None)
+        if close:
+            close()
+    except Exception as exc:  # noqa: BLE001
+        return f"could not journal the forced start: {type(exc).__name__}: {exc}"
+    return None
+
+
+@dataclass
+class Preflight:
+    """What preflight found: ``endpoint`` (probe URL), ``model`` (served model name),
+    ``identity`` (the summary's identity block), ``kv`` (:class:`KvCapacity`), ``hold``,
+    ``seat_containers`` (names whose foreign changes disrupt the run), ``problems``."""
+
+    endpoint: str
+    model: str
+    identity: dict[str, Any]
+    kv: KvCapacity
+    hold: HoldInfo
+    seat_containers: set[str]
+    forced: str | None = None
+    problems: list[str] = field(default_factory=list)
+
+
+def _sha256_file(p: Path) -> str | None:
+    try:
+        return hashlib.sha256(p.read_bytes()).hexdigest()
+    except OSError:
+        return None
+
+
+def _seat_container(loaded: LoadedProfile) -> tuple[dict[str, Any], set[str], str | None]:
+    """Inspect the profile's containers; the running one that holds the seat (the swap probe
+    when running, else the resident) → (identity dict, names, startup log text or None)."""
+    from seat_console.sources.containers import (
+        ContainerSource,
+        ContainersReading,
+        resolve_docker_host,
+    )
+
+    p = loaded.profile
+    names: dict[str, str] = {}
+    swap = getattr(p, "swap", None)
+    if swap is not None:
+        names["probe"] = swap.container
+    elif p.candidate is not None and p.candidate.container:
+        names["probe"] = p.candidate.container
+    if p.resident.container:
+        names["resident"] = p.resident.container
+    all_names = set(names.values())
+    if p.node.transport == "docker-exec" and p.node.exec_container:
+        all_names.add(p.node.exec_container)
+    host = resolve_docker_host(p.node.docker_host)
+    src = ContainerSource(host, names, watch_events=False)
+    try:
+        r = src.read()
+        if not isinstance(r, ContainersReading):
+            return {"problem": str(r)}, all_names, None
+        seat = next((c for c in r.containers if c.role == "probe" and c.running), None) or \
+            next((c for c in r.containers if c.running), None)
+        if seat is None:
+            states = ", ".join(f"{c.name}: {c.state}" for c in r.containers) or "none named"
+            return {"problem": f"no seat container is running ({states})"}, all_names, None
+        ident = {"name": seat.name, "role": seat.role, "id": seat.id, "image_ref": seat.image_ref,
+                 "image_id": seat.image_id, "repo_digest": seat.repo_digest,
+                 "started_at": seat.started_at.isoformat() if seat.started_at else None,
+                 "docker_host": host}
+        log = None
+        try:
+            client = src._get_client()  # the source's own SDK client
+            raw = client.api.logs(seat.name, stdout=True, stderr=True, tail=4000)
+            log = raw.decode("utf-8", "replace") if isinstance(raw, bytes) else str(raw)
+        except Exception as exc:  # noqa: BLE001 - no log = no startup facts, said so
+            ident["log_problem"] = f"{type(exc).__name__}: {exc}"
+        return ident, all_names, log
+    finally:
+        src.close()
+
+
+def _gpus(loaded: LoadedProfile) -> dict[str, Any]:
+    """GPU UUIDs, names and the driver version from NVML, or why they are unavailable."""
+    try:
+        from seat_console.sources import read_once
+        from seat_console.sources.gpu import make_source
+
+        snap = read_once(make_source(loaded))
+    except Exception as exc:  # noqa: BLE001
+        return {"unavailable": f"{type(exc).__name__}: {exc}"}
+    cards = getattr(snap, "cards", None)
+    if cards is None:
+        return {"unavailable": str(snap)}
+    return {"driver": getattr(snap, "driver_version", None),
+            "cards": [{"uuid": c.uuid, "name": getattr(c, "name", None),
+                       "pci_bus_id": getattr(c, "pci_bus_id", None)} for c in cards]}
+
+
+def _backport(loaded: LoadedProfile) -> list[dict[str, Any]]:
+    bp = getattr(loaded.profile, "backport", None)
+    if bp is None:
+        return []
+    base = Path(loaded.source).parent if loaded.source.startswith("/") else Path.cwd()
+    out = []
+    for f in bp.files:
+        src = f.source if f.source.is_absolute() else base / f.source
+        out.append({"dest": f.dest, "source": str(src), "sha256": _sha256_file(src)})
+    return out
+
+
+def preflight(loaded: LoadedProfile, *, force_reason: str | None = None,
+              hold: HoldInfo | None = None, timeout_s: float = 10.0) -> Preflight:
+    """Check that a probe may start and gather its identity (blocking I/O; a worker thread).
+
+    Raises :class:`ProbeRefused` when there is no active hold (or it cannot be told) and no
+    ``force_reason``; when no seat container runs; when the engine does not answer or lists no
+    model. ``hold``: pre-computed :func:`hold_info` (tests).
+    """
+    from seat_console.sources.engine import EngineClient, EngineReading
+    from seat_console.sources.startup_log import parse_startup_log
+
+    spec = loaded.profile.probe
+    h = hold if hold is not None else hold_info()
+    if h.active is not True and not force_reason:
+        raise ProbeRefused(f"refusing to probe: {h.detail}. Place a hold first "
+                           "(`seat-console hold`), or pass --force --reason '…' (journaled)")
+    endpoint = str(spec.endpoint or loaded.profile.seat.endpoint).rstrip("/")
+    ident_c, names, log = _seat_container(loaded)
+    if "problem" in ident_c:
+        raise ProbeRefused(f"refusing to probe: {ident_c['problem']}")
+    ec = EngineClient(endpoint, timeout_s=timeout_s)
+    try:
+        er = ec.read()
+    finally:
+        ec.close()
+    if not isinstance(er, EngineReading):
+        raise ProbeRefused(f"refusing to probe: {er}")
+    if not er.healthy:
+        raise ProbeRefused(f"refusing to probe: engine at {endpoint} is not healthy "
+                           f"({'; '.join(er.problems) or er.health_status})")
+    model = spec.model or (er.models[0].id if er.models else None)
+    if not model:
+        raise ProbeRefused(f"refusing to probe: {endpoint}/v1/models lists no model; set "
+                           "probe.model")
+    max_len = next((m.max_model_len for m in (er.models or ()) if m.id == model), None)
+    startup = parse_startup_log(log, loaded.profile.seat.block_size) if log else None
+    kv = kv_capacity(er.metrics.cache_config if er.metrics else None, startup, max_len)
+    prompts = load_prompt_set(spec.prompt_set)
+    identity = {
+        "profile_sha256": loaded.sha256, "profile_source": loaded.source,
+        "endpoint": endpoint, "served_model": model, "engine_version": er.version,
+        "max_model_len": max_len, "container": ident_c,
+        "backport_patches": _backport(loaded), "gpus": _gpus(loaded),
+        "prompt_set": {"name": prompts.name, "sha256": prompts.sha256,
+                       "source": prompts.source, "count": len(prompts.prompts)},
+        "client_host": platform.node(),
+    }
+    return Preflight(endpoint=endpoint, model=model, identity=identity, kv=kv, hold=h,
+                     seat_containers=names, forced=force_reason if h.active is not True else None)
+
+
+# -- live progress -------------------------------------------------------------------------
+@dataclass
+class PhaseProgress:
+    """Live counts of one phase: ``expected``, ``attempted``, ``completed``, ``failed``,
+    ``in_flight``; ``tokens`` (Σ output tokens of completed requests); ``state``."""
+
+    name: str
+    expected: int
+    concurrency: int
+    attempted: int = 0
+    completed: int = 0
+    failed: int = 0
+    in_flight: int = 0
+    tokens: int = 0
+    started: float | None = None
+    ended: float | None = None
+    state: str = "waiting"
+
+
+@dataclass
+class Progress:
+    """What the live panel shows, updated by the run (read it through :meth:`snapshot` from
+    another thread). ``token_times``: (perf-counter s, tokens) of completed requests, recent;
+    ``ttft_s`` / ``itl_s``: recent values; ``engine``: last counters."""
+
+    run_id: str
+    phases: list[PhaseProgress]
+    status: str = "starting"
+    current: str | None = None
+    token_events: deque[tuple[float, int]] = field(default_factory=lambda: deque(maxlen=20000))
+    ttft_s: deque[float] = field(default_factory=lambda: deque(maxlen=2000))
+    itl_s: deque[float] = field(default_factory=lambda: deque(maxlen=20000))
+    engine: EngineCounters | None = None
+    disruptions: list[str] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)
+    result: dict[str, Any] | None = None
+
+    def tok_s(self, window_s: float = 5.0, now: float | None = None) -> float:
+        """Output tokens/s over the last ``window_s`` seconds (streamed, per token event)."""
+        t = time.perf_counter() if now is None else now
+        return sum(n for ts, n in self.token_events if ts >= t - window_s) / window_s
+
+
+# -- the run ---------------------------------------------------------------------------------
+class Probe:
+    """One probe run. ``loaded``: the profile; ``pre``: :func:`preflight`'s result;
+    ``phases``: which phases to run (default all of ``probe.phases``); ``writer``: where the
+    run is kept (default a new :class:`RunWriter`); ``monitor_factory``: builds the
+    :class:`InterferenceMonitor` for the run's event loop (``None``: no watching — recorded as
+    a problem, the run is then *incomplete*); ``on_progress``: called (in the run's loop) after
+    every change."""
+
+    def __init__(self, loaded: LoadedProfile, pre: Preflight, *,
+                 phases: list[str] | None = None, writer: RunWriter | None = None,
+                 monitor_factory: Callable[[Callable[[], Any]], InterferenceMonitor] | None = None,
+                 on_progress: Callable[[Progress], None] | None = None) -> None:
+        self.loaded = loaded
+        self.spec: ProbeSpec = loaded.profile.probe
+        self.pre = pre
+        chosen = self.spec.phases
+        if phases:
+            known = {p.name for p in self.spec.phases}
+            unknown = [n for n in phases if n not in known]
+            if unknown:
+                raise ValueError(f"--phase {', '.join(unknown)}: not in probe.phases "
+                                 f"({', '.join(sorted(known))})")
+            chosen = [p for p in self.spec.phases if p.name in phases]
+        self.phases: list[ProbePhaseSpec] = list(chosen)
+        self.writer = writer or RunWriter()
+        self.monitor_factory = monitor_factory
+        self.on_progress = on_progress
+        self.prompts: PromptSet = load_prompt_set(self.spec.prompt_set)
+        self.timeouts = ClientTimeouts(connect_s=min(10.0, self.spec.read_timeout_s),
+                                       read_s=self.spec.read_timeout_s,
+                                       total_s=self.spec.request_timeout_s)
+        self.progress = Progress(run_id=self.writer.run_id, phases=[
+            PhaseProgress(name=p.name, expected=p.requests, concurrency=p.concurrency)
+            for p in self.phases])
+        self.started_at = utcnow()
+        self._stop: asyncio.Event | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self.records: dict[str, list[RequestRecord]] = {p.name: [] for p in self.phases}
+        self.summary: dict[str, Any] = {}
+
+    @property
+    def run_id(self) -> str:
+        """The run's id (its directory name)."""
+        return self.writer.run_id
+
+    def stop(self) -> None:
+        """Ask the run to stop (thread-safe): no new requests; in-flight ones are cancelled and
+        recorded as interrupted; the run is kept as ``interrupted``."""
+        loop, ev = self._loop, self._stop
+        if loop is not None and ev is not None:
+            loop.call_soon_threadsafe(ev.set)
+
+    def _changed(self) -> None:
+        if self.on_progress is not None:
+            try:
+                self.on_progress(self.progress)
+            except Exception:  # noqa: BLE001 - a broken view must not break the run
+                pass
+
+    def _base_summary(self, status: str) -> dict[str, Any]:
+        s = self.spec
+        return {
+            "schema": SUMMARY_SCHEMA, "run_id": self.run_id, "status": status,
+            "started_at": self.started_at.isoformat(), "ended_at": None,
+            "identity": self.pre.identity,
+            "settings": {"api": s.api, "output_tokens": s.output_tokens,
+                         "ignore_eos": s.ignore_eos, "warmup_requests": s.warmup_requests,
+                         "read_timeout_s": s.read_timeout_s,
+                         "request_timeout_s": s.request_timeout_s, "seed": s.seed,
+                         "phases": [p.model_dump() for p in self.phases]},
+            "hold": {"active": self.pre.hold.active, "detail": self.pre.hold.detail,
+                     "silence_id": self.pre.hold.silence_id,
+                     "forced_reason": self.pre.forced},
+            "kv_capacity": self.pre.kv.model_dump(),
+            "warmup": {"expected": s.warmup_requests, "completed": 0, "failed": 0},
+            "phases": [], "disruptions": [], "check_problems": [], "problems": [],
+            "headline_allowed": False, "requests_file": "requests.jsonl",
+        }
+
+    async def _one(self, client: httpx.AsyncClient, phase: str, i: int, t0: float
+                   ) -> RequestRecord:
+        pid, text = self.prompts.pick(i)
+        spec = RequestSpec(phase=phase, index=i, api=self.spec.api, model=self.pre.model,
+                           prompt=text, prompt_id=pid, max_tokens=self.spec.output_tokens,
+                           ignore_eos=self.spec.ignore_eos)
+        sent_at = utcnow()
+        t_send = time.perf_counter()
+        try:
+            return await run_request(client, spec, timeouts=self.timeouts, phase_t0=t0)
+        except asyncio.CancelledError:
+            rec = RequestRecord(phase=phase, index=i, api=spec.api, prompt_id=pid,
+                                sent_at=sent_at, start_s=t_send - t0, ok=False,
+                                failure_kind="interrupted",
+                                failure="the run was stopped while this request was in flight",
+                                stream_end_s=time.perf_counter() - t_send)
+            self.writer.append(rec)
+            if phase != WARMUP:
+                self.records[phase].append(rec)
+            raise
+
+    def _account(self, rec: RequestRecord, pp: PhaseProgress | None) -> None:
+        self.writer.append(rec)
+        if pp is None:
+            return
+        self.records[pp.name].append(rec)
+        pp.in_flight -= 1
+        if rec.ok:
+            pp.completed += 1
+            pp.tokens += rec.output_tokens or 0
+            now = time.perf_counter()
+            self.progress.token_events.append((now, rec.output_tokens or 0))
+            if rec.ttft_s is not None:
+                self.progress.ttft_s.append(rec.ttft_s)
+            self.progress.itl_s.extend(rec.itl_s)
+        else:
+            pp.failed += 1
+        self._changed()
+
+    async def _phase(self, client: httpx.AsyncClient, ph: ProbePhaseSpec, pp: PhaseProgress
+                     ) -> None:
+        assert self._stop is not None
+        t0 = time.perf_counter()
+        pp.started = t0
+        pp.state = "running"
+        sem = asyncio.Semaphore(ph.concurrency)
+        rng = random.Random(f"{self.spec.seed}:{ph.name}")
+        tasks: set[asyncio.Task[None]] = set()
+
+        async def one(i: int) -> None:
+            try:
+                rec = await self._one(client, ph.name, i, t0)
+                self._account(rec, pp)
+            finally:
+                sem.release()
+
+        next_at = t0
+        for i in range(ph.requests):
+            if self._stop.is_set():
+                break
+            if ph.request_rate is not None:
+                next_at += rng.expovariate(ph.request_rate)
+                delay = next_at - time.perf_counter()
+                if delay > 0:
+                    try:
+                        await asyncio.wait_for(self._stop.wait(), delay)
+                        break
+                    except TimeoutError:
+                        pass
+            acq = asyncio.ensure_future(sem.acquire())
+            stop_w = asyncio.ensure_future(self._stop.wait())
+            done, _ = await asyncio.wait({acq, stop_w}, return_when=asyncio.FIRST_COMPLETED)
+            if acq not in done:
+                acq.cancel()
+                break
+            stop_w.cancel()
+            if self._stop.is_set():
+                sem.release()
+                break
+            pp.attempted += 1
+            pp.in_flight += 1
+            t = asyncio.ensure_future(one(i))
+            tasks.add(t)
+            t.add_done_callback(tasks.discard)
+            self._changed()
+        if self._stop.is_set():
+            for t in list(tasks):
+                t.cancel()
+        if tasks:
+            await asyncio.gather(*tasks, return_exceptions=True)
+        pp.ended = time.perf_counter()
+
+    async def _settled_after(self, client: httpx.AsyncClient, before: EngineCounters,
+                             tokens: int, requests: int) -> EngineCounters | str:
+        deadline = time.monotonic() + SETTLE_S
+        while True:
+            after = await scrape(client)
+            if isinstance(after, str):
+                return after
+            acc = compare(before, after, client_tokens=tokens, client_requests=requests)
+            if acc.ok or time.monotonic() > deadline:
+                return after
+            await asyncio.sleep(0.1)
+
+    async def run(self) -> dict[str, Any]:
+        """Run warm-up and phases; returns the final summary (also written to the run dir).
+        Cancellation (Ctrl-C) ends the run as ``interrupted`` and re-raises after the summary
+        is written."""
+        self._loop = asyncio.get_running_loop()
+        self._stop = asyncio.Event()
+        summary = self._base_summary("running")
+        self.writer.write_summary(summary)
+        self.progress.status = "running"
+        self._changed()
+        max_c = max([p.concurrency for p in self.phases] + [1])
+        client = make_client(self.pre.endpoint, self.timeouts, max_c)
+        monitor: InterferenceMonitor | None = None
+        accounting: dict[str, Accounting | str] = {}
+        interrupted = False
+        fatal: str | None = None
+        try:
+            if self.monitor_factory is not None:
+                monitor = self.monitor_factory(lambda: scrape(client))
+                monitor.on_change = self._sync_monitor(monitor)
+                await monitor.baseline()
+                monitor.start()
+            # warm-up (excluded)
+            for i in range(self.spec.warmup_requests):
+                if self._stop.is_set():
+                    break
+                rec = await self._one(client, WARMUP, i, time.perf_counter())
+                self.writer.append(rec)
+                w = summary["warmup"]
+                w["completed" if rec.ok else "failed"] += 1
+            for ph, pp in zip(self.phases, self.progress.phases, strict=True):
+                if self._stop.is_set():
+                    break
+                if monitor is not None:
+                    monitor.phase = ph.name
+                self.progress.current = ph.name
+                before = await scrape(client)
+                await self._phase(client, ph, pp)
+                recs = self.records[ph.name]
+                toks = sum(r.output_tokens or 0 for r in recs if r.ok) + sum(
+                    r.tokens_streamed for r in recs if not r.ok)
+                done = sum(1 for r in recs if r.ok)
+                if isinstance(before, str):
+                    accounting[ph.name] = f"before the phase: {before}"
+                else:
+                    after = await self._settled_after(client, before, toks, done)
+                    accounting[ph.name] = (f"after the phase: {after}" if isinstance(after, str)
+                                           else compare(before, after, client_tokens=toks,
+                                                        client_requests=done))
+                pp.state = "measured"
+                summary["phases"] = self._phase_blocks(accounting, monitor)
+                self.writer.write_summary(summary)
+                self._changed()
+            interrupted = self._stop.is_set()
+        except asyncio.CancelledError:
+            interrupted = True
+            raise
+        except Exception as exc:  # noqa: BLE001 - the run is kept as failed, with the reason
+            fatal = f"{type(exc).__name__}: {exc}"
+        finally:
+            if monitor is not None:
+                try:
+                    await asyncio.shield(monitor.stop())
+                except (asyncio.CancelledError, Exception):  # noqa: BLE001
+                    pass
+                closer = getattr(monitor, "close_watcher", None)
+                if closer is not None:
+                    await asyncio.to_thread(closer)
+            await client.aclose()
+            self.summary = self._finish(summary, accounting, monitor, interrupted, fatal)
+            self.writer.write_summary(self.summary)
+            self.writer.close()
+            self.progress.status = self.summary["status"]
+            self.progress.result = self.summary
+            self._changed()
+        return self.summary
+
+    def _sync_monitor(self, monitor: InterferenceMonitor) -> Callable[[], None]:
+        def sync() -> None:
+            self.progress.disruptions = [f"{d.at.isoformat(timespec='seconds')} {d.kind}: "
+                                         f"{d.what}" for d in monitor.disruptions]
+            self.progress.problems = [f"{p.check}: {p.reason}" for p in monitor.problems]
+            self.progress.engine = monitor.last_counters
+            self._changed()
+        return sync
+
+    def _phase_blocks(self, accounting: dict[str, Accounting | str],
+                      monitor: InterferenceMonitor | None) -> list[dict[str, Any]]:
+        disrupted = None
+        unverified_run = None
+        if monitor is not None:
+            if monitor.disruptions:
+                d = monitor.disruptions[0]
+                disrupted = f"{d.kind} at {d.at.isoformat(timespec='seconds')}: {d.what}"
+            if monitor.problems:
+                p = monitor.problems[0]
+                unverified_run = f"watch check {p.check} failed: {p.reason}"
+        else:
+            unverified_run = "interference was not watched"
+        blocks = []
+        for ph in self.phases:
+            if ph.name not in accounting:
+                continue
+            acc = accounting[ph.name]
+            unverified = unverified_run
+            if isinstance(acc, str):
+                unverified = unverified or f"engine counters not read ({acc})"
+            elif not acc.ok:
+                unverified = unverified or "; ".join(
+                    n for n in (acc.reset, acc.tokens.note, acc.requests.note) if n)
+            st: PhaseStats = phase_stats(ph.name, self.records[ph.name], expected=ph.requests,
+                                         concurrency=ph.concurrency,
+                                         request_rate=ph.request_rate, disrupted=disrupted,
+                                         unverified=unverified)
+            blocks.append({"name": ph.name, "state": st.state, "stats": st.model_dump(mode="json"),
+                           "accounting": (acc.model_dump(mode="json")
+                                          if isinstance(acc, Accounting) else {"problem": acc})})
+        return blocks
+
+    def _finish(self, summary: dict[str, Any], accounting: dict[str, Accounting | str],
+                monitor: InterferenceMonitor | None, interrupted: bool,
+                fatal: str | None) -> dict[str, Any]:
+        out = dict(summary)
+        out["ended_at"] = utcnow().isoformat()
+        out["phases"] = self._phase_blocks(accounting, monitor)
+        ran = {b["name"] for b in out["phases"]}
+        for ph, pp in zip(self.phases, self.progress.phases, strict=True):
+            if ph.name not in ran and self.records[ph.name]:
+                # interrupted mid-phase: keep its stats (incomplete by construction)
+                st = phase_stats(ph.name, self.records[ph.name], expected=ph.requests,
+                                 concurrency=ph.concurrency, request_rate=ph.request_rate,
+                                 unverified="interrupted")
+                out["phases"].append({"name": ph.name, "state": st.state,
+                                      "stats": st.model_dump(mode="json"),
+                                      "accounting": {"problem": "interrupted before the "
+                                                                "after-phase scrape"}})
+            elif ph.name not in ran:
+                out["phases"].append({"name": ph.name, "state": "not run", "stats": None,
+                                      "accounting": None})
+            pp.state = next(b["state"] for b in out["phases"] if b["name"] == ph.name)
+        if monitor is not None:
+            out["disruptions"] = [d.model_dump(mode="json") for d in monitor.disruptions]
+            out["check_problems"] = [p.model_dump(mode="json") for p in monitor.problems]
+        if fatal:
+            out["problems"] = [*out.get("problems", []), fatal]
+        if interrupted:
+            status = "interrupted"
+        elif fatal:
+            status = "failed"
+        elif out["disruptions"]:
+            status = "disrupted"
+        elif all(b.get("stats") and b["stats"].get("headline") for b in out["phases"]):
+            status = "complete"
+        else:
+            status = "incomplete"
+        out["status"] = status
+        out["headline_allowed"] = status == "complete"
+        return out
+
+
+def default_monitor_factory(loaded: LoadedProfile, pre: Preflight,
+                            ) -> Callable[[Callable[[], Any]], InterferenceMonitor]:
+    """The real monitor: the docker event stream (its own :class:`EventWatcher` from now), the
+    node's service units of the profile's timers, the hold's silence, the engine's counters."""
+    from seat_console.node.transport import TransportError, make_transport
+    from seat_console.probe.interference import service_units
+    from seat_console.sources.containers import EventWatcher, resolve_docker_host
+
+    def factory(scrape_fn: Callable[[], Any]) -> InterferenceMonitor:
+        import docker
+
+        host = resolve_docker_host(loaded.profile.node.docker_host)
+        watcher = EventWatcher(lambda: docker.DockerClient(base_url=host, version="auto",
+                                                           timeout=10),
+                               types=("container",), since=utcnow()).start()
+        try:
+            transport = make_transport(loaded)
+        except TransportError:
+            transport = None
+        silence_state = None
+        if pre.hold.silence_id:
+            silence_state = _silence_checker(loaded, pre.hold.silence_id)
+        mon = InterferenceMonitor(
+            watcher=watcher, container_names=pre.seat_containers, transport=transport,
+            services=service_units(loaded.profile.timers.all_units),
+            silence_state=silence_state, scrape=scrape_fn,
+            interval_s=loaded.profile.probe.watch_interval_s)
+        mon.close_watcher = watcher.close  # type: ignore[attr-defined]
+        return mon
+
+    return factory
+
+
+def _silence_checker(loaded: LoadedProfile, silence_id: str) -> Callable[[], str | None]:
+    """``None`` while silence ``silence_id`` is active; a sentence when it is not; ``"check
+    failed: …"`` when Alertmanager cannot be asked."""
+    from seat_console.sources.silences import AlertmanagerClient
+
+    def check() -> str | None:
+        try:
+            c = AlertmanagerClient(loaded.profile.alertmanager)
+        except Exception as exc:  # noqa: BLE001
+            return f"check failed: {type(exc).__name__}: {exc}"
+        try:
+            s = c.get_silence(silence_id)
+        except Exception as exc:  # noqa: BLE001
+            return f"check failed: {type(exc).__name__}: {exc}"
+        finally:
+            c.close()
+        state = getattr(s, "state", None)
+        if state != "active":
+            return f"the hold's silence {silence_id} is {state} (it expired or was removed)"
+        return None
+
+    return check
+
+
+__all__ = ["HoldInfo", "Preflight", "Probe", "ProbeRefused", "Progress", "PhaseProgress",
+           "WARMUP", "default_monitor_factory", "hold_info", "journal_force", "preflight"]

@@ -1,0 +1,185 @@
+"""Per-phase figures of a probe, computed from its request records (pure).
+
+Definitions follow ``vllm bench serve`` (``vllm/benchmarks/serve.py``, ``calculate_metrics``),
+written out in ``docs/probe.md``:
+
+* **duration** — from the first request sent to the last request finished (the phase's wall
+  time; ``bench serve``'s ``benchmark_duration``);
+* **request throughput** — completed requests / duration (req/s);
+* **output throughput** — Σ ``usage.completion_tokens`` of completed requests / duration (tok/s);
+* **total token throughput** — (Σ prompt tokens + Σ output tokens) of completed requests /
+  duration (tok/s);
+* **percentiles** — p50/p95/p99 by linear interpolation between closest ranks (numpy's default
+  ``np.percentile``, Hyndman & Fan type 7, what ``bench serve`` uses) over: TTFT and E2E (one
+  value per completed request), TPOT (completed requests with > 1 output token), ITL (every
+  value of every completed request, pooled).
+
+Every figure carries its population (``n``); a phase that is not complete (failed or missing
+requests) has ``headline = None`` and says ``"incomplete: 61/64 completed"``.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections import Counter
+from collections.abc import Iterable, Sequence
+
+from seat_console.probe.client import RequestRecord
+from seat_console.sources import Frozen
+
+PERCENTILES = (50, 95, 99)
+"""The percentiles reported for every latency."""
+
+
+def percentile(values: Sequence[float], p: float) -> float | None:
+    """The ``p``-th percentile (0–100) of ``values`` by linear interpolation (numpy's default,
+    type 7); ``None`` for no values. Raises :class:`ValueError` for ``p`` outside 0–100."""
+    if not 0 <= p <= 100:
+        raise ValueError(f"percentile {p}: give 0 to 100")
+    if not values:
+        return None
+    xs = sorted(values)
+    if len(xs) == 1:
+        return float(xs[0])
+    if p == 100:
+        return float(xs[-1])
+    if p == 0:
+        return float(xs[0])
+    # type 7: rank h = (n − 1)·p/100, interpolate between xs[floor(h)] and the next
+    h = (len(xs) - 1) * p / 100.0
+    lo = int(h)
+    return float(xs[lo] + (h - lo) * (xs[min(lo + 1, len(xs) - 1)] - xs[lo]))
+
+
+class Distribution(Frozen):
+    """A latency's population and summary, seconds: ``n`` values; ``mean_s``; ``p50_s`` /
+    ``p95_s`` / ``p99_s``; ``max_s``. All ``None`` when ``n == 0``."""
+
+    n: int
+    mean_s: float | None = None
+    p50_s: float | None = None
+    p95_s: float | None = None
+    p99_s: float | None = None
+    max_s: float | None = None
+
+
+def distribution(values: Iterable[float]) -> Distribution:
+    """Summarize ``values`` (seconds) into a :class:`Distribution`."""
+    xs = list(values)
+    if not xs:
+        return Distribution(n=0)
+    return Distribution(n=len(xs), mean_s=statistics.fmean(xs), p50_s=percentile(xs, 50),
+                        p95_s=percentile(xs, 95), p99_s=percentile(xs, 99), max_s=max(xs))
+
+
+class Headline(Frozen):
+    """The phase's headline figures — only ever built for a complete, undisturbed phase:
+    ``output_tok_s``, ``request_s``, ``total_tok_s`` and the p50/p95 of TTFT, TPOT, ITL, E2E
+    are in :class:`PhaseStats`; this says which population they stand on."""
+
+    completed: int
+    output_tok_s: float
+    request_s: float
+    total_tok_s: float
+
+
+class PhaseStats(Frozen):
+    """Figures of one phase.
+
+    Counts: ``expected`` (the phase's ``requests``), ``attempted`` (sent), ``completed``,
+    ``failed``, ``not_sent`` (expected − attempted, e.g. after Ctrl-C), ``failures`` (kind →
+    count). ``duration_s``: first send to last finish, ``None`` when nothing was sent.
+    Throughputs over completed requests / duration (``None`` when duration is unknown or 0).
+    ``output_tokens`` / ``prompt_tokens``: sums of ``usage`` over completed requests.
+    ``complete``: every expected request was sent and completed. ``headline``: set only when
+    ``complete`` and the caller did not mark the phase disrupted or unverified; ``state``: one
+    phrase (``"complete"``, ``"incomplete: 61/64 completed"``, ``"disrupted: …"``,
+    ``"unverified: …"``).
+    """
+
+    phase: str
+    concurrency: int
+    request_rate: float | None = None
+    expected: int
+    attempted: int
+    completed: int
+    failed: int
+    not_sent: int
+    failures: dict[str, int]
+    duration_s: float | None
+    output_tokens: int
+    prompt_tokens: int
+    request_s: float | None
+    output_tok_s: float | None
+    total_tok_s: float | None
+    ttft: Distribution
+    tpot: Distribution
+    itl: Distribution
+    e2e: Distribution
+    complete: bool
+    state: str
+    headline: Headline | None = None
+
+
+def phase_stats(phase: str, records: Sequence[RequestRecord], *, expected: int,
+                concurrency: int, request_rate: float | None = None,
+                disrupted: str | None = None, unverified: str | None = None) -> PhaseStats:
+    """Compute :class:`PhaseStats` for the measured records of one phase.
+
+    ``expected``: requests the phase should send; ``disrupted``: a reason the run was disturbed
+    (then there is no headline even when every request completed); ``unverified``: a reason the
+    phase's population could not be verified (accounting mismatch, a watch check that could not
+    be made) — no headline either. Raises :class:`ValueError`
+    when ``records`` hold more requests than ``expected`` (an accounting bug, never hidden).
+    """
+    attempted = len(records)
+    if attempted > expected:
+        raise ValueError(f"phase {phase}: {attempted} records for {expected} expected requests")
+    ok = [r for r in records if r.ok]
+    bad = [r for r in records if not r.ok]
+    failures = dict(Counter(r.failure_kind or "unknown" for r in bad))
+    if records:
+        start = min(r.start_s for r in records)
+        end = max(r.start_s + (r.stream_end_s or 0.0) for r in records)
+        duration: float | None = max(end - start, 0.0)
+    else:
+        duration = None
+    out_toks = sum(r.output_tokens or 0 for r in ok)
+    prompt_toks = sum(r.prompt_tokens or 0 for r in ok)
+
+    def rate(x: float) -> float | None:
+        return x / duration if duration else None
+
+    complete = attempted == expected and not bad
+    if not complete:
+        state = f"incomplete: {len(ok)}/{expected} completed"
+        if bad:
+            state += f", {len(bad)} failed"
+        if attempted < expected:
+            state += f", {expected - attempted} not sent"
+    elif disrupted:
+        state = f"disrupted: {disrupted}"
+    elif unverified:
+        state = f"unverified: {unverified}"
+    else:
+        state = "complete"
+    st = PhaseStats(
+        phase=phase, concurrency=concurrency, request_rate=request_rate, expected=expected,
+        attempted=attempted, completed=len(ok), failed=len(bad), not_sent=expected - attempted,
+        failures=failures, duration_s=duration, output_tokens=out_toks,
+        prompt_tokens=prompt_toks, request_s=rate(len(ok)), output_tok_s=rate(out_toks),
+        total_tok_s=rate(out_toks + prompt_toks),
+        ttft=distribution(r.ttft_s for r in ok if r.ttft_s is not None),
+        tpot=distribution(r.tpot_s for r in ok if r.tpot_s is not None),
+        itl=distribution(x for r in ok for x in r.itl_s),
+        e2e=distribution(r.e2e_s for r in ok if r.e2e_s is not None),
+        complete=complete, state=state)
+    if complete and not disrupted and not unverified and st.output_tok_s is not None:
+        st = st.model_copy(update={"headline": Headline(
+            completed=len(ok), output_tok_s=st.output_tok_s, request_s=st.request_s or 0.0,
+            total_tok_s=st.total_tok_s or 0.0)})
+    return st
+
+
+__all__ = ["Distribution", "Headline", "PERCENTILES", "PhaseStats", "distribution",
+           "percentile", "phase_stats"]

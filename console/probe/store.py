@@ -1,0 +1,178 @@
+"""Probe runs kept on disk: one directory per run under the XDG data dir, never deleted.
+
+Layout (``docs/probe.md`` has the full summary schema)::
+
+    $SEAT_CONSOLE_DATA_DIR or platformdirs.user_data_dir("seat-console")  (~/.local/share/…)
+      runs/
+        20261201T091700Z-3f9a1c/        run id: start time (UTC, basic ISO 8601) + 6 hex
+          summary.json                  SUMMARY_SCHEMA; rewritten atomically as the run goes
+          requests.jsonl                one RequestRecord per line (warm-up included, phase
+                                        "warmup"), appended as each request finishes
+
+``summary.json`` is written when the run starts (``status: "running"``), after every phase, and
+at the end; a console killed mid-run leaves ``running``, which :func:`list_runs` shows as
+``"running (or killed)"`` — it is kept like every other run. Writes go to a temporary file in the
+same directory, then :func:`os.replace` (atomic on POSIX), so a reader never sees half a file.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+from collections.abc import Iterator
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import platformdirs
+
+from seat_console.probe.client import RequestRecord
+from seat_console.sources import utcnow
+
+DATA_DIR_ENV = "SEAT_CONSOLE_DATA_DIR"
+"""Environment variable that overrides the data directory (tests, a shared evidence disk)."""
+
+SUMMARY_SCHEMA = "seat-console.probe-run/1"
+"""``schema`` value of every summary this version writes."""
+
+STATUSES = ("running", "complete", "incomplete", "disrupted", "interrupted", "failed")
+"""Run statuses: ``complete`` — every phase complete, undisturbed, accounting agrees (the only
+status with headline numbers); ``incomplete`` — a phase had failed or unsent requests, or an
+accounting check could not be made; ``disrupted`` — interference during the run;
+``interrupted`` — stopped by Ctrl-C / a stop request; ``failed`` — the run could not proceed
+(preflight passed but e.g. the engine vanished); ``running`` — in progress, or the console was
+killed (the summary was never finalised)."""
+
+
+class StoreError(Exception):
+    """The data directory cannot be used (not writable, a file where a directory should be); the
+    message names the path and the fix."""
+
+
+def data_dir(environ: dict[str, str] | None = None) -> Path:
+    """``$SEAT_CONSOLE_DATA_DIR``, else platformdirs' user data dir for ``seat-console``."""
+    env = os.environ if environ is None else environ
+    if env.get(DATA_DIR_ENV):
+        return Path(env[DATA_DIR_ENV]).expanduser()
+    return Path(platformdirs.user_data_dir("seat-console"))
+
+
+def runs_dir(environ: dict[str, str] | None = None) -> Path:
+    """The ``runs/`` folder inside :func:`data_dir`."""
+    return data_dir(environ) / "runs"
+
+
+def new_run_id(at: datetime | None = None) -> str:
+    """``YYYYMMDDTHHMMSSZ-xxxxxx``: the start time in UTC plus 6 random hex digits."""
+    t = at or utcnow()
+    return f"{t.strftime('%Y%m%dT%H%M%SZ')}-{secrets.token_hex(3)}"
+
+
+def _jsonable(obj: Any) -> Any:
+    if hasattr(obj, "model_dump"):
+        return obj.model_dump(mode="json")
+    if isinstance(obj, datetime):
+        return obj.isoformat()
+    raise TypeError(f"not JSON-serialisable: {type(obj).__name__}")
+
+
+class RunWriter:
+    """Writes one run's directory. ``root``: the runs folder (default :func:`runs_dir`).
+
+    Raises :class:`StoreError` when the directory cannot be created.
+    """
+
+    def __init__(self, run_id: str | None = None, root: Path | None = None) -> None:
+        self.run_id = run_id or new_run_id()
+        self.root = root or runs_dir()
+        self.path = self.root / self.run_id
+        try:
+            self.path.mkdir(parents=True, exist_ok=False)
+        except FileExistsError:
+            raise StoreError(f"{self.path}: a run with this id already exists") from None
+        except OSError as exc:
+            raise StoreError(f"{self.path}: cannot create the run directory ({exc.strerror}); "
+                             f"make {self.root} writable or set ${DATA_DIR_ENV}") from None
+        self._requests = (self.path / "requests.jsonl").open("a", encoding="utf-8")
+
+    def append(self, record: RequestRecord) -> None:
+        """Append one request record (a line of JSON) and flush it."""
+        self._requests.write(json.dumps(record.model_dump(mode="json"), separators=(",", ":"))
+                             + "\n")
+        self._requests.flush()
+
+    def write_summary(self, summary: dict[str, Any]) -> None:
+        """Write ``summary.json`` atomically (temp file + ``os.replace``)."""
+        tmp = self.path / ".summary.json.tmp"
+        tmp.write_text(json.dumps(summary, indent=1, default=_jsonable) + "\n", "utf-8")
+        os.replace(tmp, self.path / "summary.json")
+
+    def close(self) -> None:
+        """Close the requests file (fsync first, so a kept run survives a crash)."""
+        try:
+            self._requests.flush()
+            os.fsync(self._requests.fileno())
+        finally:
+            self._requests.close()
+
+
+def read_summary(run_dir: Path) -> dict[str, Any]:
+    """A run's ``summary.json``; raises :class:`StoreError` naming the file when it is missing
+    or not JSON."""
+    p = run_dir / "summary.json"
+    try:
+        return json.loads(p.read_text("utf-8"))
+    except OSError as exc:
+        raise StoreError(f"{p}: cannot read ({exc.strerror})") from None
+    except ValueError as exc:
+        raise StoreError(f"{p}: not JSON ({exc})") from None
+
+
+def read_requests(run_dir: Path) -> Iterator[RequestRecord]:
+    """The run's request records in file order; a damaged line raises :class:`StoreError`
+    naming the file and line number."""
+    p = run_dir / "requests.jsonl"
+    with p.open(encoding="utf-8") as fh:
+        for n, line in enumerate(fh, 1):
+            if not line.strip():
+                continue
+            try:
+                yield RequestRecord.model_validate_json(line)
+            except ValueError as exc:
+                raise StoreError(f"{p}:{n}: not a request record ({exc})") from None
+
+
+def list_runs(root: Path | None = None) -> list[dict[str, Any]]:
+    """Every run under ``root`` (default :func:`runs_dir`), oldest first: for each, ``run_id``,
+    ``path``, ``status``, ``started_at``, ``ended_at``, ``phases`` (name, state, headline or
+    ``None``), ``disruptions`` (count), and ``problem`` when its summary cannot be read (the run
+    is still listed)."""
+    base = root or runs_dir()
+    if not base.is_dir():
+        return []
+    out: list[dict[str, Any]] = []
+    for d in sorted(p for p in base.iterdir() if p.is_dir()):
+        row: dict[str, Any] = {"run_id": d.name, "path": str(d)}
+        try:
+            s = read_summary(d)
+        except StoreError as exc:
+            row.update(status="unreadable", problem=str(exc))
+            out.append(row)
+            continue
+        status = s.get("status", "unknown")
+        row.update(
+            status="running (or killed)" if status == "running" else status,
+            started_at=s.get("started_at"), ended_at=s.get("ended_at"),
+            endpoint=(s.get("identity") or {}).get("endpoint"),
+            served_model=(s.get("identity") or {}).get("served_model"),
+            phases=[{"name": p.get("name"), "state": p.get("state"),
+                     "headline": (p.get("stats") or {}).get("headline")}
+                    for p in s.get("phases", [])],
+            disruptions=len(s.get("disruptions", [])))
+        out.append(row)
+    return out
+
+
+__all__ = ["DATA_DIR_ENV", "RunWriter", "STATUSES", "SUMMARY_SCHEMA", "StoreError", "data_dir",
+           "list_runs", "new_run_id", "read_requests", "read_summary", "runs_dir"]
