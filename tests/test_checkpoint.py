@@ -152,6 +152,9 @@ def test_unknown_dtype_keeps_its_bytes_and_is_flagged(tmp_path: Path) -> None:
                    sizes={"w.weight": 36_864})
     s = scan_checkpoint(tmp_path)
     assert s.unknown_dtypes == ["Q4_K"]
+    # … but its element size (so its served bytes) is unknown: an error, the fit gives no verdict.
+    (p,) = s.errors
+    assert p.kind == "unknown-dtype" and p.bytes == 36_864 and "'Q4_K'" in p.detail
     assert {d.dtype: (d.bytes, d.known) for d in s.by_dtype} == {"Q4_K": (36_864, False),
                                                                  "BF16": (512, True)}
     assert s.total_bytes == 36_864 + 512
@@ -393,8 +396,15 @@ def test_tensor_present_but_unlisted_and_unreferenced_shard(tmp_path: Path) -> N
     F.write_sparse(root / "stray.safetensors", [("x", "BF16", [8])])
     s = scan_checkpoint(root)
     kinds = sorted(p.kind for p in s.problems)
-    assert kinds == ["unlisted-tensor", "unreferenced-shard"]
+    # vLLM loads every tensor of a shard the index names, listed or not: the unlisted norm is
+    # counted, so the lowered total_size now disagrees by its 8,192 B (a warning: vLLM never
+    # reads total_size); the stray shard is not named by the index, so it is not loaded.
+    assert kinds == ["total-size", "unlisted-tensor", "unreferenced-shard"]
     assert all(p.severity == "warning" for p in s.problems)
+    by_kind = {p.kind: p for p in s.problems}
+    assert by_kind["unlisted-tensor"].bytes == 4096 * 2
+    assert by_kind["total-size"].bytes == -4096 * 2
+    assert s.total_bytes == idx["metadata"]["total_size"] + 4096 * 2
 
 
 def test_truncated_shard_still_scans_from_its_header(tmp_path: Path) -> None:

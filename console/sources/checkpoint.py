@@ -92,8 +92,19 @@ _EXPERT_RE = re.compile(r"(^|\.)experts\.")
 _NORM_RE = re.compile(r"(norm|(^|\.)ln_?\w*|layernorm)", re.IGNORECASE)
 _ROUTER_RE = re.compile(r"(^|\.)(mlp|block_sparse_moe|feed_forward|moe)\.(gate|router)\.|"
                         r"(^|\.)router\.")
-_REPLICATED_LINEAR_RE = re.compile(r"(^|\.)(q_a_proj|kv_a_proj_with_mqa|q_a_layernorm|"
-                                   r"kv_a_layernorm|rotary_emb)\.|inv_freq$")
+_REPLICATED_LINEAR_RE = re.compile(
+    r"(^|\.)(q_a_proj|kv_a_proj_with_mqa|q_a_layernorm|kv_a_layernorm|rotary_emb|"
+    r"shared_expert_gate|patch_embed|patch_embedding|per_layer_projection|per_layer_input_gate|"
+    r"embedding_projection|eh_proj)\.|inv_freq$|(^|\.)(mm_input_projection_weight|"
+    r"class_embedding)$|(^|\.)mm_soft_emb_norm\.")
+"""Tensors vLLM builds as ``ReplicatedLinear``, a plain ``nn.Parameter`` or a convolution, so
+every TP rank holds all of them (vLLM 0.32.0 ``vllm/model_executor/models/``): MLA's
+``q_a_proj``/``kv_a_proj_with_mqa`` (deepseek_v2.py); the shared-expert gate
+(``qwen2_moe.py`` / ``qwen3_next.py``: ``shared_expert_gate = ReplicatedLinear(hidden, 1)``);
+vision patch embeddings (``Conv2dLayer`` / ``Conv3dLayer`` in siglip.py, qwen2_vl.py, or
+``ReplicatedLinear``); Gemma 3's projector (``gemma3_mm.py``: ``mm_input_projection_weight =
+nn.Parameter``, ``mm_soft_emb_norm``); Gemma 3n's ``per_layer_projection`` /
+``per_layer_input_gate`` / ``embedding_projection``; CLIP's ``class_embedding``; MTP ``eh_proj``."""
 _ROW_PARALLEL_RE = re.compile(r"(^|\.)(o_proj|down_proj|dense|out_proj|fc2|c_proj|w2|"
                               r"dense_4h_to_h)\.bias$")
 _KV_PROJ_RE = re.compile(r"(^|\.)(k_proj|v_proj)\.")
@@ -280,6 +291,31 @@ def _parse_header(p: Path) -> tuple[int, int, dict[str, str] | None, list[_RawTe
     return size, n, meta, raw, cursor
 
 
+CASTABLE_DTYPES: dict[str, int] = {"F16": 2, "BF16": 2, "F32": 4, "F64": 8}
+"""Stored floating-point dtypes (bytes per element) that vLLM converts to the served dtype:
+parameters are created in the model dtype (``vllm/model_executor/model_loader/utils.py``
+``set_default_torch_dtype(model_config.dtype)``) and ``default_weight_loader`` copies the
+checkpoint tensor into them (``param.data.copy_(loaded_weight)``, a cast). Quantised weights
+(``U8``/``I8``/``I32`` packed, ``F8_*``, ``F4``) keep their stored bytes, and so do a quantised
+checkpoint's scales and zero points (:data:`QUANT_AUX_RE`), which the quantisation methods
+create in their own dtype."""
+
+QUANT_AUX_RE = re.compile(r"(_scale|_scale_inv|_scale_2|\.scales|\.qzeros|\.zeros|\.g_idx|"
+                          r"_zero_point|\.zp|_global_scale)$|(^|\.)(weight_scale|input_scale|"
+                          r"k_scale|v_scale|q_scale)(\.|$)")
+"""Names of a quantised checkpoint's auxiliary tensors (scales, zero points, group indices):
+kept at their stored bytes when the checkpoint declares a quantisation scheme."""
+
+
+def is_castable(name: str, dtype: str, quantised: bool) -> bool:
+    """Whether vLLM holds tensor ``name`` at the served dtype rather than as stored: an
+    unquantised floating dtype (:data:`CASTABLE_DTYPES`), and not a scale / zero point of a
+    checkpoint that declares quantisation (``quantised``)."""
+    if dtype not in CASTABLE_DTYPES:
+        return False
+    return not (quantised and QUANT_AUX_RE.search(name))
+
+
 def classify_role(name: str, ple_pattern: re.Pattern[str]) -> Role:
     """The :data:`Role` of a tensor name (the PLE pattern is tested first)."""
     if ple_pattern.search(name):
@@ -312,16 +348,20 @@ def classify_tp(name: str, shape: list[int], role: Role) -> TpClass:
 ProblemKind = Literal["missing-shard", "tensor-absent", "unlisted-tensor", "total-size",
                       "unreferenced-shard", "duplicate-tensor", "truncated-shard",
                       "config-unreadable", "quant-config-unreadable", "index-unreadable",
-                      "quant-disagreement"]
+                      "quant-disagreement", "tensor-misplaced", "unknown-dtype"]
 
 
 class CheckpointProblem(Frozen):
     """Something wrong or worth knowing about a checkpoint. ``severity``: ``error`` (the engine
-    would fail to load it, or the sizes cannot be trusted) or ``warning``."""
+    would fail to load it, or the sizes cannot be trusted: the fit gives NO VERDICT) or
+    ``warning`` (the sizes are counted the way vLLM loads them; the files disagree with each
+    other). ``bytes``: the bytes involved (a tensor's, a shard's, a total's difference), ``None``
+    when not known."""
 
     kind: ProblemKind
     severity: Literal["error", "warning"] = "error"
     detail: str
+    bytes: int | None = None
 
 
 class DtypeTotal(Frozen):
@@ -344,24 +384,33 @@ class RoleTotal(Frozen):
 
 class VocabTensor(Frozen):
     """A vocabulary-parallel tensor (embedding, LM head, PLE table): ``rows`` = its first
-    dimension (the vocabulary), ``bytes`` its whole size; per TP rank it holds
-    ``pad64(rows) / TP`` rows of ``bytes / rows`` bytes each."""
+    dimension (the vocabulary), ``bytes`` its whole size as stored; per TP rank it holds
+    ``pad64(rows) / TP`` rows of ``bytes / rows`` bytes each. ``elements``: its element count;
+    ``castable``: an unquantised floating tensor, which vLLM holds at the served dtype
+    (``elements × served size`` bytes) rather than as stored (see :data:`CASTABLE_DTYPES`)."""
 
     name: str
     role: Role
     rows: int
     bytes: int
+    elements: int = 0
+    castable: bool = False
 
 
 class TpSplit(Frozen):
     """Bytes by :data:`TpClass`, excluding the PLE table (placed separately):
-    ``split_bytes``, ``replicated_bytes``, ``kv_proj_bytes`` and the vocab-parallel tensors."""
+    ``split_bytes``, ``replicated_bytes``, ``kv_proj_bytes`` (as stored) and the vocab-parallel
+    tensors. ``cast``: for each of ``split`` / ``replicated`` / ``kv_proj``, ``[stored bytes,
+    elements]`` of its castable tensors (unquantised floating point, :data:`CASTABLE_DTYPES`),
+    so the budget can hold them at the served dtype: served = stored − cast bytes + cast
+    elements × served element size."""
 
     split_bytes: int = 0
     replicated_bytes: int = 0
     kv_proj_bytes: int = 0
     vocab: list[VocabTensor] = Field(default_factory=list)
     ple: list[VocabTensor] = Field(default_factory=list)
+    cast: dict[str, list[int]] = Field(default_factory=dict)
 
 
 class QuantGroup(Frozen):
@@ -649,7 +698,14 @@ def scan_checkpoint(directory: str | os.PathLike[str], *,
     if weight_map is None and not on_disk:
         raise CheckpointError(f"{root}: no *.safetensors file and no "
                               "model.safetensors.index.json (is this a checkpoint directory?)")
+    # The loading rule (vLLM 0.32.0 vllm/model_executor/model_loader/weight_utils.py):
+    # with an index, the files are the shards its weight_map names
+    # (filter_duplicate_safetensors_files keeps the files that appear as weight_map values),
+    # and every tensor in each of those files is loaded (safetensors_weights_iterator iterates
+    # all keys of a file), wherever the index says it is. Without an index, every
+    # *.safetensors file. metadata.total_size is never read.
     shard_names = sorted(set(weight_map.values())) if weight_map is not None else on_disk
+    index_name = index_file.name if index_file else "the index"
 
     headers: dict[str, tuple[int, int, list[_RawTensor], int]] = {}
     for shard in shard_names:
@@ -658,17 +714,23 @@ def scan_checkpoint(directory: str | os.PathLike[str], *,
             n_listed = sum(1 for v in (weight_map or {}).values() if v == shard)
             problems.append(CheckpointProblem(
                 kind="missing-shard",
-                detail=f"{shard}: listed in {index_file.name if index_file else 'the index'} "
-                       f"for {n_listed} tensor(s) but not in {root}"))
+                detail=f"{shard}: listed in {index_name} for {n_listed} tensor(s) but not in "
+                       f"{root}; vLLM would fail to load them, and their sizes are unknown"))
             continue
         size, n, _meta, raw, data = _parse_header(sp)
         headers[shard] = (size, n, raw, data)
     if weight_map is not None:
         for extra in sorted(set(on_disk) - set(shard_names)):
+            try:
+                extra_size = (root / extra).stat().st_size
+            except OSError:
+                extra_size = None
             problems.append(CheckpointProblem(
-                kind="unreferenced-shard", severity="warning",
-                detail=f"{extra}: on disk but not referenced by {index_file.name}; engines "
-                       "load only what the index lists, so it is not counted"))
+                kind="unreferenced-shard", severity="warning", bytes=extra_size,
+                detail=f"{extra}: on disk ({extra_size:,} B) but not named by {index_name}; "
+                       "vLLM loads only the shards the index names, so it is not counted"
+                       if extra_size is not None else
+                       f"{extra}: on disk but not named by {index_name}; not counted"))
 
     # Classification depends on the name with its numbers masked, ndim and numel ≤ 1: cache it
     # (a DeepSeek-V3 checkpoint has ~90,000 tensors but a few dozen distinct patterns).
@@ -683,33 +745,32 @@ def scan_checkpoint(directory: str | os.PathLike[str], *,
                                         for r in ROLES}
     split = TpSplitBuilder()
     listed_of = weight_map.get if weight_map is not None else None
+    quantised = quant.declared
+    unlisted: list[tuple[str, str, int]] = []
+    misplaced: list[tuple[str, str, str, int]] = []
     for shard, (size, n, raw, data) in headers.items():
         missing = max(0, 8 + n + data - size)
         if missing:
             problems.append(CheckpointProblem(
-                kind="truncated-shard", severity="warning",
+                kind="truncated-shard", severity="warning", bytes=missing,
                 detail=f"{shard}: header declares {data:,} data bytes but the file lacks the "
                        f"last {missing:,} (sizes come from the header)"))
         for name, dtype, shape, b, e in raw:
+            nb = e - b
             if name in seen:
                 problems.append(CheckpointProblem(
-                    kind="duplicate-tensor", detail=f"{name}: in both {seen[name]} and {shard}"))
+                    kind="duplicate-tensor", severity="warning", bytes=nb,
+                    detail=f"{name}: in both {seen[name]} and {shard} ({nb:,} B); vLLM loads "
+                           "both into the same parameter (the later one wins), so it is "
+                           "counted once"))
                 continue
             seen[name] = shard
             if listed_of is not None:
                 listed = listed_of(name)
                 if listed is None:
-                    problems.append(CheckpointProblem(
-                        kind="unlisted-tensor", severity="warning",
-                        detail=f"{name}: in {shard} but not in the index's weight_map "
-                               "(not counted; engines look tensors up through the index)"))
-                    continue
-                if listed != shard:
-                    problems.append(CheckpointProblem(
-                        kind="tensor-absent",
-                        detail=f"{name}: index says {listed}, found in {shard}"))
-                    continue
-            nb = e - b
+                    unlisted.append((name, shard, nb))
+                elif listed != shard:
+                    misplaced.append((name, listed, shard, nb))
             key = (digits.sub("#", name), len(shape), nb <= 8 and math.prod(shape) <= 1)
             cls = cache.get(key)
             if cls is None:
@@ -728,17 +789,39 @@ def scan_checkpoint(directory: str | os.PathLike[str], *,
             r["tensors"] += 1
             rd = r["by_dtype"]
             rd[dtype] = rd.get(dtype, 0) + nb
-            split.add(name, shape, nb, role, tp)
+            split.add(name, shape, nb, role, tp,
+                      castable=is_castable(name, dtype, quantised),
+                      elements=math.prod(shape))
             if kept is not None:
                 kept.append(TensorInfo(name=name, shard=shard, dtype=dtype, shape=shape,
                                        begin=b, end=e, role=role, tp=tp))
+    for name, shard, nb in unlisted[:50]:
+        problems.append(CheckpointProblem(
+            kind="unlisted-tensor", severity="warning", bytes=nb,
+            detail=f"{name}: in {shard} ({nb:,} B) but not in {index_name}'s weight_map; "
+                   "counted: vLLM loads every tensor of a shard the index names"))
+    if len(unlisted) > 50:
+        rest = sum(t[2] for t in unlisted[50:])
+        problems.append(CheckpointProblem(
+            kind="unlisted-tensor", severity="warning", bytes=rest,
+            detail=f"… and {len(unlisted) - 50} more unlisted tensors ({rest:,} B), counted"))
+    for name, listed, shard, nb in misplaced[:50]:
+        problems.append(CheckpointProblem(
+            kind="tensor-misplaced", severity="warning", bytes=nb,
+            detail=f"{name}: the index says {listed}, found in {shard} ({nb:,} B); counted "
+                   "where it is (vLLM loads it from the file that holds it)"))
+    if len(misplaced) > 50:
+        rest = sum(t[3] for t in misplaced[50:])
+        problems.append(CheckpointProblem(
+            kind="tensor-misplaced", severity="warning", bytes=rest,
+            detail=f"… and {len(misplaced) - 50} more misplaced tensors ({rest:,} B), counted"))
     if weight_map is not None:
-        absent = [n for n, s in weight_map.items() if s in headers and seen.get(n) != s]
+        absent = [n for n, s in weight_map.items() if s in headers and n not in seen]
         for n in absent[:50]:
             problems.append(CheckpointProblem(
                 kind="tensor-absent",
-                detail=f"{n}: listed in the index under {weight_map[n]} but absent from that "
-                       "shard's header"))
+                detail=f"{n}: listed in {index_name} under {weight_map[n]} but in no shard's "
+                       "header; its size is unknown and vLLM would fail to initialise it"))
         if len(absent) > 50:
             problems.append(CheckpointProblem(
                 kind="tensor-absent", detail=f"… and {len(absent) - 50} more tensors absent"))
@@ -748,9 +831,18 @@ def scan_checkpoint(directory: str | os.PathLike[str], *,
             and index_summary.total_size != total:
         diff = index_summary.total_size - total
         problems.append(CheckpointProblem(
-            kind="total-size",
-            detail=f"index metadata.total_size = {index_summary.total_size:,} B but the listed "
-                   f"tensors' headers sum to {total:,} B ({diff:+,} B)"))
+            kind="total-size", severity="warning", bytes=diff,
+            detail=f"index metadata.total_size = {index_summary.total_size:,} B but the "
+                   f"tensors vLLM would load sum to {total:,} B ({diff:+,} B); vLLM does not "
+                   "read total_size, so the headers' sum is used"))
+
+    for dt in sorted(d for d in by_dtype if d not in DTYPE_BITS):
+        nb, nt = by_dtype[dt]
+        problems.append(CheckpointProblem(
+            kind="unknown-dtype", bytes=nb,
+            detail=f"dtype {dt!r} ({nt} tensor(s), {nb:,} B by their offsets) is not defined "
+                   "by the safetensors format (the library and vLLM refuse the file); its "
+                   "element size, and so the served bytes, are unknown"))
 
     unknown = sorted(d for d in by_dtype if d not in DTYPE_BITS)
     return CheckpointSummary(
@@ -778,28 +870,42 @@ class TpSplitBuilder:
         self.kv_proj = 0
         self.vocab: list[VocabTensor] = []
         self.ple: list[VocabTensor] = []
+        self.cast: dict[str, list[int]] = {}
 
-    def add(self, name: str, shape: list[int], nbytes: int, role: Role, tp: TpClass) -> None:
-        """Count one tensor by its TP class (PLE tensors go to ``ple``)."""
+    def add(self, name: str, shape: list[int], nbytes: int, role: Role, tp: TpClass, *,
+            castable: bool = False, elements: int = 0) -> None:
+        """Count one tensor by its TP class (PLE tensors go to ``ple``); ``castable`` /
+        ``elements``: see :attr:`TpSplit.cast`."""
         if tp == "vocab":
-            vt = VocabTensor(name=name, role=role, rows=shape[0], bytes=nbytes)
+            vt = VocabTensor(name=name, role=role, rows=shape[0], bytes=nbytes,
+                             elements=elements, castable=castable)
             (self.ple if role == "ple" else self.vocab).append(vt)
-        elif role == "ple":
-            self.ple.append(VocabTensor(name=name, role=role, rows=0, bytes=nbytes))
-        elif tp == "replicated":
+            return
+        if role == "ple":
+            self.ple.append(VocabTensor(name=name, role=role, rows=0, bytes=nbytes,
+                                        elements=elements, castable=castable))
+            return
+        cls = tp if tp in ("replicated", "kv_proj") else "split"
+        if cls == "replicated":
             self.replicated += nbytes
-        elif tp == "kv_proj":
+        elif cls == "kv_proj":
             self.kv_proj += nbytes
         else:
             self.split += nbytes
+        if castable:
+            c = self.cast.setdefault(cls, [0, 0])
+            c[0] += nbytes
+            c[1] += elements
 
     def build(self) -> TpSplit:
         """The accumulated :class:`TpSplit`."""
         return TpSplit(split_bytes=self.split, replicated_bytes=self.replicated,
-                       kv_proj_bytes=self.kv_proj, vocab=self.vocab, ple=self.ple)
+                       kv_proj_bytes=self.kv_proj, vocab=self.vocab, ple=self.ple,
+                       cast={k: list(v) for k, v in self.cast.items()})
 
 
 __all__ = [
+    "CASTABLE_DTYPES",
     "DEFAULT_PLE_PATTERN",
     "DTYPE_BITS",
     "MAX_HEADER_BYTES",
@@ -823,6 +929,7 @@ __all__ = [
     "classify_role",
     "classify_tp",
     "expected_nbytes",
+    "is_castable",
     "parse_quant_config",
     "read_safetensors_header",
     "scan_checkpoint",
