@@ -16,10 +16,18 @@ size for dtypes the format defines. A header that breaks them is a :class:`Safet
 naming the file and the byte offset. A dtype this module does not know keeps its ``e − b`` bytes
 and is flagged in :attr:`CheckpointSummary.unknown_dtypes`.
 
-A sharded checkpoint's ``model.safetensors.index.json`` (``weight_map``: tensor → shard file,
-``metadata.total_size``) is the source of truth: totals count the tensors it lists, and the scan
-reports missing shards, tensors listed but absent from their shard's header, tensors present but
-not listed, and ``total_size`` vs the summed bytes, as :class:`CheckpointProblem` entries.
+The loading rule is vLLM's (0.32.0, ``vllm/model_executor/model_loader/weight_utils.py``):
+with a ``model.safetensors.index.json``, the files loaded are the shards its ``weight_map``
+names (``filter_duplicate_safetensors_files``), and *every* tensor in each of them is loaded
+(``safetensors_weights_iterator`` iterates all of a file's keys), wherever the index says it
+is; without an index, every ``*.safetensors`` file. Totals count exactly those tensors.
+``metadata.total_size`` is never read by vLLM. Disagreements between the index and the shards
+are :class:`CheckpointProblem` warnings carrying the bytes involved — a tensor in a named shard
+but not in the index (counted), in another named shard than the index says (counted where it
+is), in two named shards (counted once), a shard on disk the index does not name (not
+counted), ``total_size`` ≠ the counted sum. Errors (the sizes cannot be trusted; the fit gives
+no verdict): a named shard missing, a listed tensor in no shard, a dtype the format does not
+define.
 
 The quantization scheme is reported as the files declare it — ModelOpt's ``hf_quant_config.json``
 (``quantization.quant_algo`` FP8 / NVFP4 / MIXED_PRECISION with ``quantized_layers``) or
