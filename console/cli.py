@@ -34,6 +34,11 @@ COMMAND_MODULES = [
     "seat_console.commands.fit_cmd",
     "seat_console.commands.status_cmd",
     "seat_console.commands.backport_cmd",
+    "seat_console.commands.hold_cmd",
+    "seat_console.commands.release_cmd",
+    "seat_console.commands.recover_cmd",
+    "seat_console.commands.journal_cmd",
+    "seat_console.commands.probe_cmd",
 ]
 
 

@@ -456,6 +456,25 @@ class Probe:
             finally:
                 sem.release()
 
+        try:
+            await self._send_all(ph, pp, sem, rng, tasks, one, t0)
+        except asyncio.CancelledError:
+            for t in list(tasks):
+                t.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+            pp.ended = time.perf_counter()
+            raise
+        if self._stop.is_set():
+            for t in list(tasks):
+                t.cancel()
+        if tasks:
+            await asyncio.gather(*tasks, return_exceptions=True)
+        pp.ended = time.perf_counter()
+
+    async def _send_all(self, ph: ProbePhaseSpec, pp: PhaseProgress, sem: asyncio.Semaphore,
+                        rng: random.Random, tasks: set[asyncio.Task[None]],
+                        one: Callable[[int], Any], t0: float) -> None:
+        assert self._stop is not None
         next_at = t0
         for i in range(ph.requests):
             if self._stop.is_set():
@@ -485,12 +504,6 @@ class Probe:
             tasks.add(t)
             t.add_done_callback(tasks.discard)
             self._changed()
-        if self._stop.is_set():
-            for t in list(tasks):
-                t.cancel()
-        if tasks:
-            await asyncio.gather(*tasks, return_exceptions=True)
-        pp.ended = time.perf_counter()
 
     async def _settled_after(self, client: httpx.AsyncClient, before: EngineCounters,
                              tokens: int, requests: int) -> EngineCounters | str:
@@ -685,7 +698,7 @@ def default_monitor_factory(loaded: LoadedProfile, pre: Preflight,
             transport = None
         silence_state = None
         if pre.hold.silence_id:
-            silence_state = _silence_checker(loaded, pre.hold.silence_id)
+            silence_state = _silence_checker(loaded, pre.hold.silence_id, pre.hold.expires_at)
         mon = InterferenceMonitor(
             watcher=watcher, container_names=pre.seat_containers, transport=transport,
             services=service_units(loaded.profile.timers.all_units),
@@ -697,12 +710,16 @@ def default_monitor_factory(loaded: LoadedProfile, pre: Preflight,
     return factory
 
 
-def _silence_checker(loaded: LoadedProfile, silence_id: str) -> Callable[[], str | None]:
-    """``None`` while silence ``silence_id`` is active; a sentence when it is not; ``"check
-    failed: …"`` when Alertmanager cannot be asked."""
+def _silence_checker(loaded: LoadedProfile, silence_id: str,
+                     expires_at: datetime | None = None) -> Callable[[], str | None]:
+    """``None`` while silence ``silence_id`` is active and the hold's lease (``expires_at``,
+    UTC) has not passed; a sentence when either ended; ``"check failed: …"`` when Alertmanager
+    cannot be asked."""
     from seat_console.sources.silences import AlertmanagerClient
 
     def check() -> str | None:
+        if expires_at is not None and utcnow() >= expires_at:
+            return f"the hold's lease expired at {expires_at.isoformat(timespec='seconds')}"
         try:
             c = AlertmanagerClient(loaded.profile.alertmanager)
         except Exception as exc:  # noqa: BLE001

@@ -1,0 +1,301 @@
+"""``seat-console probe [--phase NAME …] [--json] [--dry-run] [--force --reason TEXT]`` and
+``seat-console runs [--json] [RUN_ID]``.
+
+``probe`` sends the profile's ``[probe]`` load to whichever container holds the seat and keeps
+the run under the XDG data dir (:mod:`seat_console.probe.store`). It changes nothing on the node;
+it refuses without an active hold unless ``--force --reason`` (the reason is journaled).
+Ctrl-C stops it cleanly: the run is kept as ``interrupted``.
+
+Exit codes of ``probe`` (README.md): ``0`` complete (every phase complete, accounting agrees,
+nothing disturbed it; headlines printed); ``1`` error (invalid profile, data dir unwritable);
+``2`` usage; ``5`` refused at preflight (no active hold, no seat container running, engine
+down; nothing was sent); ``7`` the run was kept but is not complete (incomplete, disrupted or
+failed: no headline); ``130`` interrupted (Ctrl-C), kept. ``runs`` exits 0, or 1 when the
+named run does not exist.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+from typing import Any
+
+from seat_console.probe.run import (
+    Preflight,
+    Probe,
+    ProbeRefused,
+    Progress,
+    default_monitor_factory,
+    journal_force,
+    preflight,
+)
+from seat_console.probe.store import RunWriter, StoreError, list_runs, read_summary, runs_dir
+from seat_console.profile import LoadedProfile
+
+EXIT_OK = 0
+EXIT_ERROR = 1
+EXIT_USAGE = 2
+EXIT_REFUSED = 5
+EXIT_NOT_COMPLETE = 7
+EXIT_INTERRUPTED = 130
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    """Add the ``probe`` and ``runs`` subcommands."""
+    p = sub.add_parser("probe", help="run the profile's probe load against the seat and keep the "
+                                     "run (needs an active hold, or --force --reason)")
+    p.add_argument("--phase", action="append", metavar="NAME",
+                   help="run only this phase of probe.phases (repeatable)")
+    p.add_argument("--json", action="store_true", help="print the run summary as JSON")
+    p.add_argument("--dry-run", action="store_true",
+                   help="preflight only: print what would be sent; send nothing")
+    p.add_argument("--force", action="store_true",
+                   help="probe without an active hold (needs --reason; journaled)")
+    p.add_argument("--reason", metavar="TEXT", help="why --force is needed (journaled)")
+    p.set_defaults(func=run_probe_cmd)
+    r = sub.add_parser("runs", help="list kept probe runs (never deleted), or show one")
+    r.add_argument("run_id", nargs="?", help="show this run's summary")
+    r.add_argument("--json", action="store_true", help="print as JSON")
+    r.set_defaults(func=run_runs_cmd)
+
+
+# -- formatting -------------------------------------------------------------------------------
+def _ms(x: float | None) -> str:
+    return "n/a" if x is None else f"{x * 1000:,.1f}"
+
+
+def _dist(name: str, d: dict[str, Any] | None) -> str:
+    if not d or not d.get("n"):
+        return f"{name} n/a (n=0)"
+    return (f"{name} p50/p95/p99 {_ms(d['p50_s'])}/{_ms(d['p95_s'])}/{_ms(d['p99_s'])} ms "
+            f"(n={d['n']:,})")
+
+
+def _check(c: dict[str, Any] | None) -> str:
+    if not c:
+        return "n/a"
+    eng = "n/a" if c.get("engine") is None else f"{c['engine']:,.0f}"
+    sign = "=" if c.get("ok") else "≠"
+    return f"client {c['client']:,} {sign} engine Δ {eng}"
+
+
+def render_phase(b: dict[str, Any]) -> list[str]:
+    """Text lines for one phase block of a summary (``docs/probe.md``)."""
+    st = b.get("stats")
+    if not st:
+        return [f"phase {b['name']}: {b['state']}"]
+    lines = [f"phase {b['name']} (concurrency {st['concurrency']}"
+             + (f", {st['request_rate']:g} req/s" if st.get("request_rate") else "")
+             + f"): expected {st['expected']}, attempted {st['attempted']}, completed "
+             f"{st['completed']}, failed {st['failed']}"
+             + (f" ({', '.join(f'{k} {v}' for k, v in st['failures'].items())})"
+                if st.get("failures") else "")]
+    h = st.get("headline")
+    dur = st.get("duration_s")
+    if h:
+        lines.append(f"  output {h['output_tok_s']:,.1f} tok/s · {h['request_s']:,.2f} req/s · "
+                     f"total {h['total_tok_s']:,.1f} tok/s over {dur:,.2f} s (n={h['completed']} "
+                     f"requests, {st['output_tokens']:,} output tokens)")
+        lines.append("  " + " · ".join(_dist(n, st.get(k)) for n, k in
+                                       (("TTFT", "ttft"), ("TPOT", "tpot"))))
+        lines.append("  " + " · ".join(_dist(n, st.get(k)) for n, k in
+                                       (("ITL", "itl"), ("E2E", "e2e"))))
+    else:
+        lines.append(f"  {b['state']} — no headline")
+    acc = b.get("accounting") or {}
+    if "problem" in acc:
+        lines.append(f"  accounting: {acc['problem']}")
+    elif acc:
+        lines.append(f"  accounting: output tokens {_check(acc.get('tokens'))}; requests "
+                     f"{_check(acc.get('requests'))}"
+                     + (f"; engine aborted/errored Δ {acc['engine_failed']:,.0f}"
+                        if acc.get("engine_failed") else ""))
+        for k in ("reset",):
+            if acc.get(k):
+                lines.append(f"  {acc[k]}")
+    return lines
+
+
+def render_summary(s: dict[str, Any], path: str | None = None) -> str:
+    """The whole run as text."""
+    ident = s.get("identity") or {}
+    c = ident.get("container") or {}
+    kv = s.get("kv_capacity") or {}
+    hold = s.get("hold") or {}
+    out = [f"probe run {s['run_id']}: {s['status'].upper()}"
+           + (f"  (kept in {path})" if path else ""),
+           f"  {s.get('started_at')} → {s.get('ended_at') or '…'} (UTC)",
+           f"seat: {c.get('name')} ({c.get('role')}), image ID {c.get('image_id')}, repo digest "
+           f"{c.get('repo_digest') or 'n/a'}; engine {ident.get('engine_version')}, model "
+           f"{ident.get('served_model')} at {ident.get('endpoint')}",
+           "hold: " + (f"FORCED without a hold: {hold['forced_reason']!r} ({hold.get('detail')})"
+                       if hold.get("forced_reason") else str(hold.get("detail")))]
+    tok = kv.get("tokens")
+    conc = kv.get("max_concurrency")
+    out.append("KV cache: " + (f"{tok:,} tokens" if tok is not None else "tokens n/a")
+               + (f", max concurrency {conc:,.2f}x for {kv.get('per_request_tokens') or '?'} "
+                  "tokens per request" if conc is not None else ", max concurrency n/a")
+               + f" ({', '.join(kv.get('source') or ()) or 'no source'})")
+    w = s.get("warmup") or {}
+    out.append(f"warm-up: {w.get('completed', 0)}/{w.get('expected', 0)} completed (excluded)")
+    for b in s.get("phases", []):
+        out += render_phase(b)
+    for d in s.get("disruptions", []):
+        out.append(f"DISRUPTED {d['at']} ({d.get('phase') or 'between phases'}) {d['kind']}: "
+                   f"{d['what']}")
+    for p in s.get("check_problems", []):
+        out.append(f"NOT WATCHED {p['at']} {p['check']}: {p['reason']}")
+    for p in s.get("problems", []):
+        out.append(f"problem: {p}")
+    if not s.get("headline_allowed"):
+        out.append(f"no headline: the run is {s['status']}")
+    return "\n".join(out) + "\n"
+
+
+def render_preflight(pre: Preflight, loaded: LoadedProfile, phases: list[str] | None) -> str:
+    """The dry-run plan as text."""
+    spec = loaded.profile.probe
+    chosen = [p for p in spec.phases if not phases or p.name in phases]
+    c = pre.identity.get("container") or {}
+    lines = ["probe — plan (preflight read now; nothing sent):",
+             f"  seat: {c.get('name')} ({c.get('role')}), image ID {c.get('image_id')}",
+             f"  endpoint {pre.endpoint}, model {pre.model}, api {spec.api}, "
+             f"{spec.output_tokens} output tokens per request (ignore_eos {spec.ignore_eos})",
+             f"  hold: {pre.hold.detail}" + (f"; FORCED: {pre.forced!r}" if pre.forced else ""),
+             f"  warm-up: {spec.warmup_requests} request(s), excluded"]
+    for p in chosen:
+        lines.append(f"  phase {p.name}: {p.requests} requests, concurrency {p.concurrency}"
+                     + (f", {p.request_rate:g} req/s" if p.request_rate else ", closed loop"))
+    lines.append(f"  run kept under {runs_dir()}")
+    return "\n".join(lines) + "\n"
+
+
+# -- commands ------------------------------------------------------------------------------
+def _progress_printer(json_mode: bool) -> Any:
+    shown: set[str] = set()
+    stream = sys.stderr
+
+    def cb(p: Progress) -> None:
+        for ph in p.phases:
+            if ph.state == "running" and f"{ph.name}:run" not in shown:
+                shown.add(f"{ph.name}:run")
+                print(f"[probe] phase {ph.name}: {ph.expected} requests at concurrency "
+                      f"{ph.concurrency}…", file=stream, flush=True)
+            if ph.state == "measured" and f"{ph.name}:end" not in shown:
+                shown.add(f"{ph.name}:end")
+                print(f"[probe] phase {ph.name}: {ph.completed}/{ph.expected} completed, "
+                      f"{ph.failed} failed", file=stream, flush=True)
+        for d in p.disruptions:
+            if d not in shown:
+                shown.add(d)
+                print(f"[probe] DISRUPTED: {d}", file=stream, flush=True)
+    return cb
+
+
+def run_probe_cmd(args: argparse.Namespace, loaded: LoadedProfile) -> int:
+    """Run ``probe`` (see the module docstring for exit codes)."""
+    if args.force and not (args.reason and args.reason.strip()):
+        print("seat-console probe: --force needs --reason 'why there is no hold' (journaled)",
+              file=sys.stderr)
+        return EXIT_USAGE
+    if args.reason and not args.force:
+        print("seat-console probe: --reason goes with --force", file=sys.stderr)
+        return EXIT_USAGE
+    known = {p.name for p in loaded.profile.probe.phases}
+    bad = [n for n in (args.phase or []) if n not in known]
+    if bad:
+        print(f"seat-console probe: --phase {', '.join(bad)}: not in probe.phases of "
+              f"{loaded.source} ({', '.join(sorted(known))})", file=sys.stderr)
+        return EXIT_USAGE
+    try:
+        pre = preflight(loaded, force_reason=args.reason if args.force else None)
+    except ProbeRefused as exc:
+        if args.json:
+            print(json.dumps({"refused": str(exc), "dry_run": bool(args.dry_run)}, indent=2))
+        print(f"seat-console probe: {exc}", file=sys.stderr)
+        return EXIT_REFUSED
+    except Exception as exc:  # noqa: BLE001 - report, exit 1
+        print(f"seat-console probe: {type(exc).__name__}: {exc}", file=sys.stderr)
+        return EXIT_ERROR
+    if args.dry_run:
+        if args.json:
+            print(json.dumps({"dry_run": True, "endpoint": pre.endpoint, "model": pre.model,
+                              "identity": pre.identity, "kv_capacity": pre.kv.model_dump(),
+                              "hold": pre.hold.detail, "forced": pre.forced,
+                              "phases": [p.model_dump() for p in loaded.profile.probe.phases
+                                         if not args.phase or p.name in args.phase]},
+                             indent=2, default=str))
+        else:
+            sys.stdout.write(render_preflight(pre, loaded, args.phase))
+        return EXIT_OK
+    try:
+        writer = RunWriter()
+    except StoreError as exc:
+        print(f"seat-console probe: {exc}", file=sys.stderr)
+        return EXIT_ERROR
+    if pre.forced:
+        why = journal_force(loaded, writer.run_id, pre.forced, pre.hold)
+        if why:
+            writer.write_summary({"schema": "seat-console.probe-run/1", "run_id": writer.run_id,
+                                  "status": "failed", "problems": [
+                                      f"--force could not be journaled: {why}"], "phases": []})
+            writer.close()
+            print(f"seat-console probe: refusing: --force could not be journaled ({why})",
+                  file=sys.stderr)
+            return EXIT_REFUSED
+    probe = Probe(loaded, pre, phases=args.phase, writer=writer,
+                  monitor_factory=default_monitor_factory(loaded, pre),
+                  on_progress=_progress_printer(args.json))
+    print(f"[probe] run {probe.run_id} → {writer.path}", file=sys.stderr, flush=True)
+    interrupted = False
+    try:
+        summary = asyncio.run(probe.run())
+    except KeyboardInterrupt:
+        interrupted = True
+        summary = probe.summary or read_summary(writer.path)
+    if args.json:
+        print(json.dumps({**summary, "path": str(writer.path)}, indent=2, default=str))
+    else:
+        sys.stdout.write(render_summary(summary, str(writer.path)))
+    if interrupted or summary.get("status") == "interrupted":
+        return EXIT_INTERRUPTED
+    return EXIT_OK if summary.get("status") == "complete" else EXIT_NOT_COMPLETE
+
+
+def run_runs_cmd(args: argparse.Namespace, _loaded: LoadedProfile) -> int:
+    """Run ``runs``: list every kept run (oldest first), or show one."""
+    if args.run_id:
+        d = runs_dir() / args.run_id
+        try:
+            s = read_summary(d)
+        except StoreError as exc:
+            print(f"seat-console runs: {exc} (list runs with `seat-console runs`)",
+                  file=sys.stderr)
+            return EXIT_ERROR
+        if args.json:
+            print(json.dumps({**s, "path": str(d)}, indent=2))
+        else:
+            sys.stdout.write(render_summary(s, str(d)))
+        return EXIT_OK
+    rows = list_runs()
+    if args.json:
+        print(json.dumps({"runs_dir": str(runs_dir()), "runs": rows}, indent=2))
+        return EXIT_OK
+    if not rows:
+        print(f"no probe runs kept in {runs_dir()}")
+        return EXIT_OK
+    for r in rows:
+        ph = "; ".join(
+            f"{p['name']}: " + (f"{p['headline']['output_tok_s']:,.1f} tok/s "
+                                f"(n={p['headline']['completed']})" if p.get("headline")
+                                else str(p.get("state")))
+            for p in r.get("phases") or [])
+        extra = f" — {r['problem']}" if r.get("problem") else ""
+        dis = f", {r['disruptions']} disruption(s)" if r.get("disruptions") else ""
+        print(f"{r['run_id']}  {r['status']}{dis}  {r.get('served_model') or ''}  {ph}{extra}")
+    return EXIT_OK
+
+
+__all__ = ["register", "render_phase", "render_summary", "run_probe_cmd", "run_runs_cmd"]
