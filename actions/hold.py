@@ -1,0 +1,773 @@
+"""The hold as a lease: stop the seat's timers and silence its endpoint, with the restore put
+in place on the node *before* anything is changed. Also extend, release, and the hold's state.
+
+The hold runbook (:func:`build_hold`), in order:
+
+1. **schedule lease** — preflight (node reachable; ``systemctl`` and ``systemd-run`` on the
+   node's PATH; the timers read; no other hold active), then a transient systemd timer on the
+   node (``systemd-run --on-active=TTL``, :func:`~seat_console.actions.node_ops.schedule_lease`)
+   that starts exactly the timers that are active now — the ones this hold is about to stop.
+   A console killed at any later instant, or a lost SSH session, still gets them back at expiry.
+2. **stop <timer>** for each timer of the profile that is active (recorded; a timer already
+   inactive is skipped: "not ours to restart"); verified ``inactive`` by an independent read.
+3. **silence seat** — an Alertmanager silence with every profile matcher (all four fields),
+   ``endsAt = now + TTL`` (UTC, ``Z``; it lapses by itself), comment carrying the hold ID;
+   verified by reading it back (matchers, ``endsAt``, state ``active``).
+
+On any failure the steps done are undone in reverse (timers started again, the lease cancelled,
+the silence expired). The hold's state (lease unit, silence ID, stopped timers, expiry) is the
+run's facts in the journal, so any later console finds it: :func:`holds`, :func:`active_hold`.
+
+Release (:func:`build_release`, policy ``continue``: one failure does not stop the rest): start
+each timer the hold stopped and verify it is active with a next elapse (warning first when a
+``Persistent=true`` timer missed its elapse during the hold: it fires at once), expire the
+silence (it stays listed as expired), cancel the lease. Extend (:func:`build_extend`): a new
+lease first, then the silence's end moved (using the ID the response gives), then the old lease
+cancelled.
+"""
+
+from __future__ import annotations
+
+import re
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from seat_console.actions import node_ops
+from seat_console.actions.journal import Entry, Journal
+from seat_console.actions.runbook import Check, Observer, Runbook, RunContext, Step, StepError
+from seat_console.node.context import NodeContext
+from seat_console.node.transport import TransportError
+from seat_console.sources import Unavailable, utcnow
+from seat_console.sources.silences import AlertmanagerError, Silence
+from seat_console.sources.timers import TimerState, TimersReading, read_timers
+
+TTL_MIN_S = 10
+"""Shortest hold TTL in seconds (tests use 15–20 s; on call, use hours)."""
+TTL_MAX_S = 7 * 86400
+"""Longest hold TTL in seconds (the profile's ``silence.ttl_s`` bound)."""
+
+_TTL_RE = re.compile(r"^\s*(?:(\d+)\s*d)?\s*(?:(\d+)\s*h)?\s*(?:(\d+)\s*m(?:in)?)?\s*"
+                     r"(?:(\d+)\s*s?)?\s*$", re.IGNORECASE)
+
+
+def parse_ttl(text: str) -> int:
+    """A TTL such as ``"4h"``, ``"10m"``, ``"1h30m"``, ``"90s"`` or ``"900"`` → seconds.
+
+    Raises :class:`ValueError` naming the text and the accepted range (:data:`TTL_MIN_S` to
+    :data:`TTL_MAX_S`) for anything else.
+    """
+    m = _TTL_RE.match(text or "")
+    if not m or not any(m.groups()):
+        raise ValueError(f"TTL {text!r}: give a duration such as 4h, 30m, 1h30m or 900s")
+    d, h, mi, s = (int(g) if g else 0 for g in m.groups())
+    total = d * 86400 + h * 3600 + mi * 60 + s
+    if not TTL_MIN_S <= total <= TTL_MAX_S:
+        raise ValueError(f"TTL {text!r} = {total} s: must be between {TTL_MIN_S} s and "
+                         f"{TTL_MAX_S // 86400} days")
+    return total
+
+
+def zulu(t: datetime | None) -> str:
+    """``HH:MMZ`` (UTC), or ``n/a``."""
+    return "n/a" if t is None else t.astimezone(UTC).strftime("%H:%MZ")
+
+
+def iso(t: datetime | None) -> str | None:
+    """ISO 8601 UTC with ``Z`` (second precision), or ``None``."""
+    return None if t is None else t.astimezone(UTC).isoformat(
+        timespec="seconds").replace("+00:00", "Z")
+
+
+def _from_iso(s: str | None) -> datetime | None:
+    return None if not s else datetime.fromisoformat(s.replace("Z", "+00:00"))
+
+
+def _in(t: datetime | None, now: datetime | None = None) -> str:
+    if t is None:
+        return "n/a"
+    s = int((t - (now or utcnow())).total_seconds())
+    if s < 0:
+        return f"{-s} s ago"
+    if s < 120:
+        return f"in {s} s"
+    if s < 7200:
+        return f"in {s // 60} min"
+    return f"in {s // 3600} h {(s % 3600) // 60:02d} min"
+
+
+def new_hold_id() -> str:
+    """``seat-hold-<YYYYmmddtHHMMSSz>-<4 hex>`` — a valid systemd unit name prefix."""
+    return f"seat-hold-{datetime.now(UTC):%Y%m%dt%H%M%Sz}-{uuid.uuid4().hex[:4]}"
+
+
+# -- the hold's state ---------------------------------------------------------------------------
+@dataclass(frozen=True)
+class HoldState:
+    """A hold as the journal records it.
+
+    ``state``: ``active`` (placed, not released; may have ``lapsed`` once ``expires_at`` passed),
+    ``released``, ``release-partial`` (a release ran but left something: see the journal),
+    ``unfinished`` (the console died mid-hold: run ``seat-console recover``), ``failed`` (the
+    hold failed and was undone). ``stopped``: timers this hold stopped (and will restore);
+    ``lease_unit``: the transient timer on the node; ``silence_id``: the silence (``None`` until
+    created); ``expires_at``: UTC; ``placed_by``: ``user@host``; ``timers_before``: per stopped
+    timer, its state before the hold (``next_elapse``, ``last_trigger`` ISO, ``persistent``).
+    """
+
+    hold_id: str
+    run_id: str
+    state: str
+    lease_unit: str
+    silence_id: str | None
+    stopped: tuple[str, ...]
+    expires_at: datetime
+    placed_at: datetime
+    placed_by: str
+    reason: str
+    timers_before: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+    def remaining_s(self, now: datetime | None = None) -> float:
+        """Seconds until the lease and silence lapse (negative once past)."""
+        return (self.expires_at - (now or utcnow())).total_seconds()
+
+    def lapsed(self, now: datetime | None = None) -> bool:
+        """``True`` once ``expires_at`` has passed (the lease fired, the silence ended)."""
+        return self.remaining_s(now) <= 0
+
+    def is_active(self, now: datetime | None = None) -> bool:
+        """Placed, not released, not lapsed."""
+        return self.state == "active" and not self.lapsed(now)
+
+    def banner(self) -> str:
+        """``held by the console until 12:41Z (lease seat-hold-…-lease)`` — for the panels."""
+        return f"held by the console until {zulu(self.expires_at)} (lease {self.lease_unit})"
+
+    def to_json(self, now: datetime | None = None) -> dict[str, Any]:
+        """JSON-ready dict (times ISO 8601 ``Z``; ``remaining_s`` rounded)."""
+        return {"hold_id": self.hold_id, "run_id": self.run_id, "state": self.state,
+                "active": self.is_active(now), "lease_unit": self.lease_unit,
+                "silence_id": self.silence_id, "stopped": list(self.stopped),
+                "expires_at": iso(self.expires_at), "placed_at": iso(self.placed_at),
+                "placed_by": self.placed_by, "reason": self.reason,
+                "remaining_s": round(self.remaining_s(now)), "timers_before": self.timers_before}
+
+
+def _hold_from_facts(h: dict[str, Any], run_id: str, state: str, first: Entry) -> HoldState:
+    return HoldState(hold_id=h["hold_id"], run_id=run_id, state=state,
+                     lease_unit=node_ops.lease_timer(h["lease"]), silence_id=h.get("silence_id"),
+                     stopped=tuple(h.get("stopped", [])),
+                     expires_at=_from_iso(h["expires_at"]) or first.at,
+                     placed_at=first.at, placed_by=f"{first.user}@{first.host}",
+                     reason=h.get("reason", ""), timers_before=h.get("timers_before", {}))
+
+
+def holds(journal: Journal) -> list[HoldState]:
+    """Every hold in the journal, oldest first, with extends and releases applied."""
+    out: dict[str, HoldState] = {}
+    for run_id, rows in journal.runs().items():
+        rb = rows[0].runbook
+        end = next((r for r in rows if r.kind == "end"), None)
+        facts: dict[str, Any] = {}
+        for r in rows:
+            facts.update(r.facts)
+        h = facts.get("hold")
+        if not isinstance(h, dict) or "hold_id" not in h:
+            continue
+        hid = h["hold_id"]
+        if rb == "hold":
+            if end is None:
+                state = "unfinished"
+            elif end.outcome == "done":
+                state = "active"
+            else:
+                state = "failed"
+            out[hid] = _hold_from_facts(h, run_id, state, rows[0])
+        elif hid in out and end is not None:
+            prev = out[hid]
+            if rb == "extend" and end.outcome == "done":
+                out[hid] = HoldState(**{**prev.__dict__, "lease_unit": node_ops.lease_timer(
+                    h["lease"]), "silence_id": h.get("silence_id"),
+                    "expires_at": _from_iso(h["expires_at"]) or prev.expires_at})
+            elif rb == "release" and end.outcome != "refused":
+                out[hid] = HoldState(**{**prev.__dict__, "state": "released" if end.outcome
+                                        == "done" else "release-partial"})
+    return list(out.values())
+
+
+def active_hold(journal: Journal, now: datetime | None = None) -> HoldState | None:
+    """The hold in effect now (placed, not released, not lapsed), whoever placed it; ``None``
+    when there is none. A probe/swap runbook should refuse to start without one."""
+    live = [h for h in holds(journal) if h.is_active(now)]
+    return live[-1] if live else None
+
+
+def current_hold(journal: Journal) -> HoldState | None:
+    """The newest hold not yet released (active, lapsed, unfinished or release-partial) — what
+    ``release`` acts on; ``None`` when every hold was released."""
+    cands = [h for h in holds(journal) if h.state in ("active", "unfinished", "release-partial")]
+    return cands[-1] if cands else None
+
+
+# -- reading the node for the steps ------------------------------------------------------------
+def _read_timers(nctx: NodeContext, units: Sequence[str]) -> TimersReading:
+    try:
+        r = read_timers(nctx.transport, list(units))
+    except TransportError as exc:
+        raise StepError(str(exc)) from None
+    if isinstance(r, Unavailable):
+        raise StepError(f"cannot read the timers on {nctx.transport.where}: {r.reason}")
+    return r
+
+
+def _timer(nctx: NodeContext, unit: str) -> TimerState:
+    t = _read_timers(nctx, [unit]).timers[0]
+    return t
+
+
+def _describe_timer(t: TimerState) -> str:
+    nxt = f"next {_in(t.next_elapse)}" if t.next_elapse else "no next elapse"
+    return f"{t.active_state}, {nxt}"
+
+
+def _am(nctx: NodeContext) -> Any:
+    try:
+        return nctx.alertmanager
+    except AlertmanagerError as exc:
+        raise StepError(str(exc)) from None
+
+
+def _find_silence(nctx: NodeContext, hold_id: str) -> Silence | None:
+    """The hold's silence, found by the hold ID in its comment (when a crash lost the ID)."""
+    for s in _am(nctx).list_silences():
+        if f"[{hold_id}]" in s.comment and s.state != "expired":
+            return s
+    return None
+
+
+# -- hold ----------------------------------------------------------------------------------------
+def build_hold(nctx: NodeContext, journal: Journal, *, ttl_s: int, reason: str = "",
+               observer: Observer | None = None, run_id: str | None = None,
+               facts: dict[str, Any] | None = None) -> Runbook:
+    """The hold runbook (module docstring) for the profile's timers and silence.
+
+    ``ttl_s``: lease and silence lifetime in seconds (:func:`parse_ttl` bounds); ``reason``:
+    free text for the silence comment and the journal. ``run_id`` / ``facts``: given by
+    :mod:`~seat_console.actions.recover` to finish a crashed run.
+    """
+    units = nctx.timer_units
+    spec = nctx.profile.silence
+    init = facts or {}
+    if "hold" not in init:
+        hid = new_hold_id()
+        init = {"hold": {"hold_id": hid, "lease": f"{hid}-lease", "ttl_s": ttl_s,
+                         "reason": reason, "expires_at": None, "to_stop": [], "stopped": [],
+                         "timers_before": {}, "silence_id": None}}
+
+    def hold(ctx: RunContext) -> dict[str, Any]:
+        return ctx.facts["hold"]
+
+    def expires(ctx: RunContext) -> datetime:
+        h = hold(ctx)
+        if h["expires_at"] is None:  # fixed when the lease is planned/scheduled
+            return utcnow() + timedelta(seconds=ttl_s)
+        return _from_iso(h["expires_at"])  # type: ignore[return-value]
+
+    # 1. lease ----------------------------------------------------------------------------
+    def lease_check(ctx: RunContext) -> Check:
+        try:
+            tr = nctx.transport
+            for b in ("systemctl", "systemd-run"):
+                path, res = tr.resolve(b)
+                if res is not None:
+                    raise StepError(f"node {nctx.node_name} not reachable: {res.failure}")
+                if path is None:
+                    raise StepError(f"`{b}` not found on {tr.where} (PATH={tr._node_path}); "
+                                    "the hold needs it — install systemd's tools there or fix "
+                                    "the PATH")
+        except TransportError as exc:
+            raise StepError(str(exc)) from None
+        other = active_hold(journal)
+        if other is not None and other.hold_id != hold(ctx)["hold_id"]:
+            raise StepError(f"a hold is already active: {other.hold_id} by {other.placed_by} "
+                            f"until {iso(other.expires_at)} — use `seat-console hold --extend "
+                            "TTL` or `seat-console release`")
+        r = _read_timers(nctx, units)
+        missing = [t.unit for t in r.timers if not t.loaded]
+        if missing:
+            raise StepError(f"timer(s) {', '.join(missing)} not loaded on {tr.where}: fix "
+                            "[timers] in the profile")
+        active = [t.unit for t in r.timers if t.active]
+        h = hold(ctx)
+        h["to_stop"] = active
+        h["timers_before"] = {t.unit: {"next_elapse": iso(t.next_elapse),
+                                       "last_trigger": iso(t.last_trigger),
+                                       "persistent": t.persistent} for t in r.timers if t.active}
+        if not active:
+            return Check(False, "no lease needed: none of the timers is active "
+                                f"({', '.join(units)})")
+        when = expires(ctx)
+        return Check(True, f"schedule lease {h['lease']}.timer on {tr.where}: at {zulu(when)} "
+                           f"(in {fmt_ttl(ttl_s)}) it starts {', '.join(active)}")
+
+    def lease_apply(ctx: RunContext) -> str:
+        h = hold(ctx)
+        h["expires_at"] = iso(utcnow() + timedelta(seconds=ttl_s))
+        try:
+            _, res = node_ops.schedule_lease(
+                nctx.transport, h["lease"], ttl_s, h["to_stop"],
+                description=f"seat-console hold {h['hold_id']}: restore timers")
+        except node_ops.LeaseError as exc:
+            raise StepError(str(exc)) from None
+        return (res.stdout + res.stderr).strip()
+
+    def lease_verify(ctx: RunContext) -> str:
+        h = hold(ctx)
+        try:
+            st = node_ops.read_lease(nctx.transport, h["lease"])
+        except node_ops.LeaseError as exc:
+            raise StepError(str(exc)) from None
+        if not node_ops.lease_pending(st):
+            raise StepError(f"lease {h['lease']}.timer reads back {st.load_state}/"
+                            f"{st.active_state}: not armed")
+        return f"lease armed: {h['lease']}.timer elapses at {iso(st.next_elapse)}"
+
+    def lease_undo(ctx: RunContext) -> str:
+        h = hold(ctx)
+        try:
+            node_ops.cancel_lease(nctx.transport, h["lease"])
+        except (node_ops.LeaseError, TransportError) as exc:
+            raise StepError(str(exc)) from None
+        return f"lease {h['lease']}.timer cancelled"
+
+    steps = [Step("schedule lease", lease_check, lease_apply, lease_verify, lease_undo,
+                  manual=lambda ctx: f"systemctl stop {hold(ctx)['lease']}.timer (on the node)")]
+
+    # 2. timers ---------------------------------------------------------------------------
+    for unit in units:
+        steps.append(_stop_step(nctx, unit, hold))
+
+    # 3. silence --------------------------------------------------------------------------
+    matchers = nctx.silence_matchers()
+
+    def sil_check(ctx: RunContext) -> Check:
+        _am(nctx)
+        shown = ", ".join(str(m) for m in matchers)
+        return Check(True, f"create silence {{{shown}}} on {_am(nctx).url} until "
+                           f"{iso(expires(ctx))}")
+
+    def sil_apply(ctx: RunContext) -> str:
+        h = hold(ctx)
+        ends = expires(ctx)
+        comment = f"{spec.comment}: {h['reason'] or 'no reason given'} [{h['hold_id']}]"
+        try:
+            s = node_ops.create_silence(_am(nctx), matchers, ends_at=ends,
+                                        created_by=spec.created_by, comment=comment)
+        except AlertmanagerError as exc:
+            raise StepError(str(exc)) from None
+        h["silence_id"] = s.id
+        h["expires_at"] = iso(ends)
+        return f"silenceID {s.id}"
+
+    def sil_verify(ctx: RunContext) -> str:
+        h = hold(ctx)
+        try:
+            back = _am(nctx).get_silence(h["silence_id"])
+        except AlertmanagerError as exc:
+            raise StepError(str(exc)) from None
+        problems = []
+        if set(back.matchers) != set(matchers):
+            problems.append("matchers differ")
+        if abs((back.ends_at - expires(ctx)).total_seconds()) > 1.0:
+            problems.append(f"endsAt {iso(back.ends_at)}")
+        if back.state != "active":
+            problems.append(f"state {back.state}")
+        if problems:
+            raise StepError(f"silence {back.id} reads back wrong: {'; '.join(problems)}")
+        return f"silence {back.id} active until {iso(back.ends_at)}"
+
+    def sil_undo(ctx: RunContext) -> str:
+        h = hold(ctx)
+        try:
+            sid = h.get("silence_id")
+            if sid is None:
+                found = _find_silence(nctx, h["hold_id"])
+                if found is None:
+                    return "no silence was created"
+                sid = found.id
+            s = _am(nctx).get_silence(sid)
+            if s.state == "expired":
+                return f"silence {sid} already expired"
+            node_ops.expire_silence(_am(nctx), sid)
+        except AlertmanagerError as exc:
+            raise StepError(str(exc)) from None
+        return f"silence {sid} expired"
+
+    def sil_manual(ctx: RunContext) -> str:
+        sid = hold(ctx).get("silence_id") or f"(the one whose comment has [{hold(ctx)['hold_id']}])"
+        return (f"expire silence {sid}: curl -X DELETE {_safe_url(nctx)}/api/v2/silence/{sid} "
+                "or `amtool silence expire`")
+
+    steps.append(Step("silence seat", sil_check, sil_apply, sil_verify, sil_undo,
+                      manual=sil_manual))
+    return Runbook("hold", steps, journal=journal, observer=observer, policy="undo",
+                   inputs={"ttl_s": ttl_s, "reason": reason, "node": nctx.node_name,
+                           "timers": units}, facts=init, run_id=run_id,
+                   profile_sha256=nctx.loaded.sha256)
+
+
+def _safe_url(nctx: NodeContext) -> str:
+    return str(nctx.profile.alertmanager.url).rstrip("/")
+
+
+def fmt_ttl(ttl_s: int) -> str:
+    """``4 h``, ``1 h 30 min``, ``10 min``, ``20 s``."""
+    h, rem = divmod(int(ttl_s), 3600)
+    m, s = divmod(rem, 60)
+    parts = [f"{h} h"] if h else []
+    parts += [f"{m} min"] if m else []
+    parts += [f"{s} s"] if s else []
+    return " ".join(parts) or "0 s"
+
+
+def _stop_step(nctx: NodeContext, unit: str, hold: Any) -> Step:
+    def check(ctx: RunContext) -> Check:
+        h = hold(ctx)
+        t = _timer(nctx, unit)
+        if not t.active:
+            return Check(False, f"skip {unit}: already {t.active_state} — not ours to restart")
+        if unit not in h["to_stop"]:
+            return Check(False, f"skip {unit}: became active after the lease was planned, so "
+                                "the lease would not restart it — not stopping it")
+        if h["to_stop"]:
+            try:
+                ls = node_ops.read_lease(nctx.transport, h["lease"])
+            except node_ops.LeaseError as exc:
+                raise StepError(str(exc)) from None
+            if not node_ops.lease_pending(ls) and h.get("expires_at") is not None:
+                raise StepError(f"the lease {h['lease']}.timer is not armed "
+                                f"({ls.load_state}/{ls.active_state}); refusing to stop "
+                                f"{unit} without a restore scheduled")
+        return Check(True, f"stop {unit} ({_describe_timer(t)})")
+
+    def apply(ctx: RunContext) -> str:
+        try:
+            ch = node_ops.stop_timer(nctx.transport, unit)
+        except node_ops.TimerActionError as exc:
+            raise StepError(str(exc), (exc.result.stderr if exc.result else "")) from None
+        h = hold(ctx)
+        if unit not in h["stopped"]:
+            h["stopped"].append(unit)
+        run = " (its service is running now and finishes its run)" if (
+            ch.after.service and ch.after.service.running) else ""
+        return f"stopped{run}"
+
+    def verify(ctx: RunContext) -> str:
+        t = _timer(nctx, unit)
+        if t.active_state != "inactive":
+            raise StepError(f"{unit} reads back {t.active_state}, not inactive")
+        return f"{unit} inactive"
+
+    def undo(ctx: RunContext) -> str:
+        t = _timer(nctx, unit)
+        if t.active:
+            return f"{unit} already active"
+        try:
+            ch = node_ops.start_timer(nctx.transport, unit)
+        except node_ops.TimerActionError as exc:
+            raise StepError(str(exc)) from None
+        return f"{unit} started again (next elapse {iso(ch.after.next_elapse)})"
+
+    return Step(f"stop {unit}", check, apply, verify, undo,
+                manual=f"systemctl start {unit} (on the node)")
+
+
+# -- release -------------------------------------------------------------------------------------
+def catchup_warning(unit: str, before: dict[str, Any], now: datetime | None = None
+                    ) -> str | None:
+    """The warning for a ``Persistent=true`` timer whose next elapse (recorded when the hold
+    stopped it) passed while it was stopped: starting it fires the missed run at once
+    (systemd.timer(5), ``Persistent=``). ``None`` when that does not apply."""
+    nxt = _from_iso(before.get("next_elapse"))
+    if not before.get("persistent") or nxt is None or nxt > (now or utcnow()):
+        return None
+    return (f"{unit} is Persistent=true and missed its elapse at {iso(nxt)} during the hold "
+            f"(LastTriggerUSec {before.get('last_trigger') or 'n/a'}): starting it fires the "
+            "missed run at once")
+
+
+def build_release(nctx: NodeContext, journal: Journal, h: HoldState, *,
+                  observer: Observer | None = None, run_id: str | None = None,
+                  facts: dict[str, Any] | None = None) -> Runbook:
+    """The release runbook for hold ``h`` (module docstring). Policy ``continue``."""
+    steps: list[Step] = []
+    for unit in h.stopped:
+        steps.append(_start_step(nctx, journal, h, unit))
+    steps.append(_expire_step(nctx, h))
+    steps.append(_cancel_lease_step(nctx, h))
+    init = facts or {"hold": {"hold_id": h.hold_id, "lease": h.lease_unit.removesuffix(".timer"),
+                              "silence_id": h.silence_id, "stopped": list(h.stopped),
+                              "expires_at": iso(h.expires_at)}}
+    return Runbook("release", steps, journal=journal, observer=observer, policy="continue",
+                   inputs={"hold_id": h.hold_id}, facts=init, run_id=run_id,
+                   profile_sha256=nctx.loaded.sha256)
+
+
+def _start_step(nctx: NodeContext, journal: Journal, h: HoldState, unit: str) -> Step:
+    before = h.timers_before.get(unit, {})
+
+    def check(ctx: RunContext) -> Check:
+        t = _timer(nctx, unit)
+        if t.active:
+            return Check(False, f"skip {unit}: already active — started by someone else "
+                                "during the hold, or by the lease at expiry")
+        warn = catchup_warning(unit, before)
+        return Check(True, f"start {unit} ({t.active_state} since the hold)"
+                           + (f" ⚠ {warn}" if warn else ""))
+
+    def apply(ctx: RunContext) -> str:
+        warn = catchup_warning(unit, before)
+        if warn:
+            ctx.warn(warn, f"start {unit}")
+        try:
+            ch = node_ops.start_timer(nctx.transport, unit)
+        except node_ops.TimerActionError as exc:
+            raise StepError(str(exc)) from None
+        if warn:
+            ctx.warn(f"{unit} started; next elapse after the start: {iso(ch.after.next_elapse)}; "
+                     f"last trigger {iso(ch.after.last_trigger)}", f"start {unit}")
+        return "started"
+
+    def verify(ctx: RunContext) -> str:
+        t = _timer(nctx, unit)
+        if not t.active:
+            raise StepError(f"{unit} reads back {t.active_state}, not active")
+        if t.next_elapse is None and not (t.service and t.service.running):
+            raise StepError(f"{unit} is active but has no NextElapse (not armed)")
+        return f"{unit} active, next elapse {iso(t.next_elapse)}"
+
+    return Step(f"start {unit}", check, apply, verify, None,
+                manual=f"systemctl start {unit} (on the node)")
+
+
+def _expire_step(nctx: NodeContext, h: HoldState) -> Step:
+    def sid(ctx: RunContext) -> str | None:
+        s = ctx.facts["hold"].get("silence_id")
+        if s is None:
+            found = _find_silence(nctx, h.hold_id)
+            s = found.id if found else None
+            ctx.facts["hold"]["silence_id"] = s
+        return s
+
+    def check(ctx: RunContext) -> Check:
+        try:
+            i = sid(ctx)
+            if i is None:
+                return Check(False, "skip silence: the hold created none")
+            s = _am(nctx).get_silence(i)
+        except AlertmanagerError as exc:
+            raise StepError(str(exc)) from None
+        if s.state == "expired":
+            if s.ends_at > utcnow() - timedelta(seconds=1) and s.ends_at < h.expires_at - \
+                    timedelta(seconds=2):
+                ctx.warn(f"silence {i} was expired by someone else during the hold "
+                         f"(ended {iso(s.ends_at)}, the hold ran to {iso(h.expires_at)})",
+                         "expire silence")
+            return Check(False, f"skip silence {i}: already expired (at {iso(s.ends_at)})")
+        return Check(True, f"expire silence {i} (active until {iso(s.ends_at)})")
+
+    def apply(ctx: RunContext) -> str:
+        try:
+            node_ops.expire_silence(_am(nctx), sid(ctx))  # type: ignore[arg-type]
+        except AlertmanagerError as exc:
+            raise StepError(str(exc)) from None
+        return "expired"
+
+    def verify(ctx: RunContext) -> str:
+        try:
+            s = _am(nctx).get_silence(sid(ctx))  # type: ignore[arg-type]
+        except AlertmanagerError as exc:
+            raise StepError(str(exc)) from None
+        if s.state != "expired":
+            raise StepError(f"silence {s.id} reads back {s.state}, not expired")
+        return f"silence {s.id} expired (still listed)"
+
+    return Step("expire silence", check, apply, verify, None,
+                manual=lambda ctx: f"curl -X DELETE {_safe_url(nctx)}/api/v2/silence/"
+                                   f"{ctx.facts['hold'].get('silence_id')}")
+
+
+def _cancel_lease_step(nctx: NodeContext, h: HoldState) -> Step:
+    name = h.lease_unit.removesuffix(".timer")
+
+    def check(ctx: RunContext) -> Check:
+        try:
+            st = node_ops.read_lease(nctx.transport, name)
+        except (node_ops.LeaseError, TransportError) as exc:
+            raise StepError(str(exc)) from None
+        if not node_ops.lease_pending(st):
+            return Check(False, f"skip lease {name}.timer: already gone ({st.load_state})")
+        return Check(True, f"cancel lease {name}.timer (would elapse {_in(st.next_elapse)})")
+
+    def apply(ctx: RunContext) -> str:
+        try:
+            node_ops.cancel_lease(nctx.transport, name)
+        except (node_ops.LeaseError, TransportError) as exc:
+            raise StepError(str(exc)) from None
+        return "cancelled"
+
+    def verify(ctx: RunContext) -> str:
+        try:
+            st = node_ops.read_lease(nctx.transport, name)
+        except (node_ops.LeaseError, TransportError) as exc:
+            raise StepError(str(exc)) from None
+        if node_ops.lease_pending(st):
+            raise StepError(f"lease {name}.timer still armed")
+        return f"lease {name}.timer gone ({st.load_state})"
+
+    return Step("cancel lease", check, apply, verify, None,
+                manual=f"systemctl stop {name}.timer (on the node)")
+
+
+# -- extend --------------------------------------------------------------------------------------
+def build_extend(nctx: NodeContext, journal: Journal, h: HoldState, ttl_s: int, *,
+                 observer: Observer | None = None) -> Runbook:
+    """Extend hold ``h`` to now + ``ttl_s``: a new lease, the silence's end moved (the ID the
+    response gives is kept and verified), the old lease cancelled. Policy ``undo``."""
+    old = h.lease_unit.removesuffix(".timer")
+    base = re.sub(r"-lease(-\d+)?$", "", old)
+    n = int(m.group(1)) + 1 if (m := re.search(r"-lease-(\d+)$", old)) else 2
+    new = f"{base}-lease-{n}"
+    ends = utcnow() + timedelta(seconds=ttl_s)
+    facts = {"hold": {"hold_id": h.hold_id, "lease": old, "silence_id": h.silence_id,
+                      "stopped": list(h.stopped), "expires_at": iso(h.expires_at)}}
+
+    def hf(ctx: RunContext) -> dict[str, Any]:
+        return ctx.facts["hold"]
+
+    def new_check(ctx: RunContext) -> Check:
+        if not h.stopped:
+            return Check(False, "no lease needed: the hold stopped no timer")
+        return Check(True, f"schedule lease {new}.timer: at {zulu(ends)} it starts "
+                           f"{', '.join(h.stopped)}")
+
+    def new_apply(ctx: RunContext) -> str:
+        ttl = max(TTL_MIN_S, int((ends - utcnow()).total_seconds()))
+        try:
+            _, res = node_ops.schedule_lease(nctx.transport, new, ttl, list(h.stopped),
+                                             description=f"seat-console hold {h.hold_id}: "
+                                                         "restore timers (extended)")
+        except node_ops.LeaseError as exc:
+            raise StepError(str(exc)) from None
+        ctx.facts["new_lease"] = new
+        return (res.stdout + res.stderr).strip()
+
+    def new_verify(ctx: RunContext) -> str:
+        st = node_ops.read_lease(nctx.transport, new)
+        if not node_ops.lease_pending(st):
+            raise StepError(f"lease {new}.timer not armed")
+        return f"lease {new}.timer elapses at {iso(st.next_elapse)}"
+
+    def new_undo(ctx: RunContext) -> str:
+        node_ops.cancel_lease(nctx.transport, new)
+        return f"lease {new}.timer cancelled"
+
+    def sil_check(ctx: RunContext) -> Check:
+        if h.silence_id is None:
+            return Check(False, "skip silence: the hold has none")
+        return Check(True, f"move silence {h.silence_id}'s end to {iso(ends)}")
+
+    def sil_apply(ctx: RunContext) -> str:
+        try:
+            cur = _am(nctx).get_silence(h.silence_id)
+            back = node_ops.extend_silence(_am(nctx), cur, ends)
+        except AlertmanagerError as exc:
+            raise StepError(str(exc)) from None
+        ctx.facts["old_silence_end"] = iso(cur.ends_at)
+        hf(ctx)["silence_id"] = back.id
+        return f"silenceID {back.id}" + ("" if back.id == cur.id else f" (was {cur.id})")
+
+    def sil_verify(ctx: RunContext) -> str:
+        s = _am(nctx).get_silence(hf(ctx)["silence_id"])
+        if s.state != "active" or abs((s.ends_at - ends).total_seconds()) > 1:
+            raise StepError(f"silence {s.id} reads back {s.state} until {iso(s.ends_at)}")
+        return f"silence {s.id} active until {iso(s.ends_at)}"
+
+    def sil_undo(ctx: RunContext) -> str:
+        old_end = _from_iso(ctx.facts.get("old_silence_end"))
+        if old_end is None or old_end <= utcnow():
+            return "nothing to undo"
+        s = _am(nctx).get_silence(hf(ctx)["silence_id"])
+        back = node_ops.extend_silence(_am(nctx), s, old_end)
+        hf(ctx)["silence_id"] = back.id
+        return f"silence {back.id} back to end at {iso(old_end)}"
+
+    def old_check(ctx: RunContext) -> Check:
+        if not h.stopped:
+            return Check(False, "no old lease")
+        return Check(True, f"cancel the old lease {old}.timer")
+
+    def old_apply(ctx: RunContext) -> str:
+        node_ops.cancel_lease(nctx.transport, old)
+        hf(ctx)["lease"] = new
+        hf(ctx)["expires_at"] = iso(ends)
+        return "cancelled"
+
+    def old_verify(ctx: RunContext) -> str:
+        if node_ops.lease_pending(node_ops.read_lease(nctx.transport, old)):
+            raise StepError(f"old lease {old}.timer still armed")
+        return f"old lease {old}.timer gone"
+
+    def done_check(ctx: RunContext) -> Check:
+        hf(ctx)["expires_at"] = iso(ends)
+        if h.stopped:
+            hf(ctx)["lease"] = new
+        return Check(False, f"hold {h.hold_id} now ends at {iso(ends)}")
+
+    steps = [Step("schedule new lease", new_check, new_apply, new_verify, new_undo,
+                  manual=f"systemctl stop {new}.timer"),
+             Step("extend silence", sil_check, sil_apply, sil_verify, sil_undo),
+             Step("cancel old lease", old_check, old_apply, old_verify, None,
+                  manual=f"systemctl stop {old}.timer"),
+             Step("record new end", done_check, lambda c: None, lambda c: None)]
+    return Runbook("extend", steps, journal=journal, observer=observer, policy="undo",
+                   inputs={"hold_id": h.hold_id, "ttl_s": ttl_s}, facts=facts,
+                   profile_sha256=nctx.loaded.sha256)
+
+
+# -- interference ------------------------------------------------------------------------------
+def interference(h: HoldState, timers: TimersReading | None,
+                 silences: Sequence[Silence] | None, now: datetime | None = None) -> list[str]:
+    """Changes made by someone else while hold ``h`` is active, one sentence each: a timer the
+    hold stopped that is active again before the lease elapsed, or the hold's silence expired
+    before its end. Pure (reads only the given readings)."""
+    now = now or utcnow()
+    if not h.is_active(now):
+        return []
+    out = []
+    if timers is not None:
+        for unit in h.stopped:
+            t = timers.get(unit)
+            if t is not None and t.active:
+                out.append(f"{unit} was started by someone else during hold {h.hold_id} "
+                           f"(the hold stopped it; the lease restarts it at "
+                           f"{zulu(h.expires_at)})")
+    if silences is not None and h.silence_id is not None:
+        s = next((x for x in silences if x.id == h.silence_id), None)
+        if s is not None and s.state == "expired":
+            out.append(f"silence {s.id} of hold {h.hold_id} was expired by someone else "
+                       f"before {zulu(h.expires_at)}")
+    return out
+
+
+def note_interference(journal: Journal, h: HoldState, message: str) -> Entry:
+    """Journal one interference notice against hold ``h`` (kind ``interference``)."""
+    return journal.append(run_id=h.run_id, runbook="hold", kind="interference",
+                          outcome=message, step="watch")
+
+
+__all__ = ["HoldState", "TTL_MAX_S", "TTL_MIN_S", "active_hold", "build_extend", "build_hold",
+           "build_release", "catchup_warning", "current_hold", "fmt_ttl", "holds",
+           "interference", "iso", "new_hold_id", "note_interference", "parse_ttl", "zulu"]

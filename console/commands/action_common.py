@@ -1,0 +1,121 @@
+"""What the action commands (``hold``, ``release``, ``recover``; later ``backport``, ``swap``,
+``probe``) share: exit codes, the confirmation prompt, the terminal observer, and opening the
+journal and the node context.
+
+Exit codes of action commands (README.md):
+
+* ``0`` — done (or, for ``--dry-run`` / ``--status``, the plan / status was printed);
+* ``1`` — error: the action failed and every change was undone (the node is as it was), or an
+  error before anything ran (invalid profile, journal unwritable);
+* ``2`` — usage error, or confirmation needed: not a terminal and no ``--yes``;
+* ``4`` — failed part-way and something is LEFT CHANGED on the node: the output lists what and
+  how to fix it by hand (also ``recover`` when an unfinished run was found and no choice given);
+* ``5`` — refused: a precondition failed and nothing was changed (node unreachable, a binary
+  missing on the node, a hold already active, no hold to release);
+* ``6`` — the engineer declined at the confirmation prompt (nothing was changed).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Callable
+from typing import Any, TextIO
+
+from seat_console.actions.journal import Journal, JournalError
+from seat_console.actions.runbook import Event, Plan, Result
+from seat_console.node.context import NodeContext
+from seat_console.profile import LoadedProfile
+
+EXIT_OK = 0
+EXIT_ERROR = 1
+EXIT_USAGE = 2
+EXIT_PARTIAL = 4
+EXIT_REFUSED = 5
+EXIT_DECLINED = 6
+
+
+def exit_code(result: Result) -> int:
+    """The exit code of a finished run (module docstring)."""
+    return {"done": EXIT_OK, "undone": EXIT_ERROR, "partial": EXIT_PARTIAL,
+            "refused": EXIT_REFUSED}[result.outcome]
+
+
+def open_journal(nctx: NodeContext | None = None) -> Journal:
+    """The journal (``$SEAT_CONSOLE_STATE_DIR`` or the XDG state dir), with the node's
+    credentials registered as secrets. Raises :class:`JournalError`."""
+    j = Journal()
+    if nctx is not None:
+        j.add_secrets(nctx.secrets())
+    return j
+
+
+def context(loaded: LoadedProfile) -> NodeContext:
+    """The node context for ``loaded``."""
+    return NodeContext.from_profile(loaded)
+
+
+def observer(json_mode: bool, out: TextIO | None = None) -> Callable[[Event], None]:
+    """Prints each event as a line (to stderr with ``--json``, so stdout stays one document),
+    flushed at once (a killed console has shown everything it did)."""
+    stream = out or (sys.stderr if json_mode else sys.stdout)
+
+    def obs(e: Event) -> None:
+        print(e.line(), file=stream, flush=True)
+    return obs
+
+
+def print_plan(plan: Plan, title: str, json_mode: bool) -> None:
+    """Print a dry-run plan (text or JSON on stdout)."""
+    if json_mode:
+        print(json.dumps({"dry_run": True, **plan.to_json()}, indent=2))
+        return
+    print(f"{title} — plan (read from the node now; nothing changed):")
+    for line in plan.text_lines():
+        print(f"  {line}")
+
+
+def confirm(plan: Plan, title: str, yes: bool, prog: str) -> int | None:
+    """Ask before changing the node: ``None`` to go on, or the exit code to return.
+
+    With ``--yes`` go on. Without it, on a terminal, print the plan and ask ``[y/N]``; not on a
+    terminal, refuse with exit 2 and say to add ``--yes``.
+    """
+    if yes:
+        return None
+    if not sys.stdin.isatty():
+        print(f"{prog}: this changes the node; not a terminal, so add --yes to confirm "
+              "(or --dry-run to see the plan)", file=sys.stderr)
+        return EXIT_USAGE
+    print_plan(plan, title, False)
+    try:
+        answer = input("Proceed? [y/N] ").strip().lower()
+    except EOFError:
+        answer = ""
+    if answer not in ("y", "yes"):
+        print("declined; nothing was changed", file=sys.stderr)
+        return EXIT_DECLINED
+    return None
+
+
+def report(result: Result, json_mode: bool, extra: dict[str, Any] | None = None) -> int:
+    """Print a run's result (JSON on stdout, or text) and return its exit code."""
+    if json_mode:
+        print(json.dumps({**result.to_json(), **(extra or {})}, indent=2, default=str))
+    else:
+        stream = sys.stdout if result.ok else sys.stderr
+        print(result.describe(), file=stream)
+    return exit_code(result)
+
+
+def fail(prog: str, message: str, code: int, json_mode: bool = False) -> int:
+    """Print an error (JSON ``{"error": …}`` on stdout with ``--json``) and return ``code``."""
+    if json_mode:
+        print(json.dumps({"ok": False, "error": message, "exit": code}))
+    print(f"{prog}: {message}", file=sys.stderr)
+    return code
+
+
+__all__ = ["EXIT_DECLINED", "EXIT_ERROR", "EXIT_OK", "EXIT_PARTIAL", "EXIT_REFUSED",
+           "EXIT_USAGE", "JournalError", "confirm", "context", "exit_code", "fail",
+           "observer", "open_journal", "print_plan", "report"]

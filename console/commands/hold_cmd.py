@@ -1,0 +1,173 @@
+"""``seat-console hold``: place the hold as a lease, show it, or extend it.
+
+* ``hold [--ttl 4h] [--reason TEXT] [--dry-run] [--yes] [--json]`` — the hold runbook
+  (:mod:`seat_console.actions.hold`): lease first, then the timers, then the silence;
+* ``hold --status [--json]`` — the hold in effect (whoever placed it, from the journal), its
+  countdown, the lease and silence as read on the node now, interference, unfinished runs;
+* ``hold --extend TTL [--dry-run] [--yes] [--json]`` — a new lease and the silence's end moved
+  to now + TTL, then the old lease cancelled.
+
+Exit codes: see :mod:`seat_console.commands.action_common` (0 done, 1 failed and undone,
+2 usage / needs --yes, 4 left partly changed, 5 refused — nothing changed, 6 declined).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from typing import Any
+
+from seat_console.actions import hold as hold_mod
+from seat_console.actions import node_ops
+from seat_console.actions.journal import JournalError
+from seat_console.commands import action_common as ac
+from seat_console.profile import LoadedProfile
+from seat_console.sources import utcnow
+from seat_console.sources.silences import AlertmanagerError
+from seat_console.sources.timers import TimersReading, read_timers
+
+PROG = "seat-console hold"
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    """Add the ``hold`` subcommand."""
+    p = sub.add_parser("hold", help="stop the seat's timers and silence it, as a lease that "
+                                    "restores them by itself at expiry",
+                       description="Place the hold: a transient systemd timer on the node that "
+                                   "restarts the timers at expiry is scheduled first, then the "
+                                   "active timers are stopped and the seat silenced until "
+                                   "now + TTL. Exit 0 done, 1 failed and undone, 2 usage, "
+                                   "4 left partly changed, 5 refused (nothing changed), "
+                                   "6 declined.")
+    p.add_argument("--ttl", metavar="TTL", help="lease and silence lifetime, e.g. 4h, 30m, "
+                                               "1h30m, 900s (default: the profile's "
+                                               "silence.ttl_s)")
+    p.add_argument("--reason", default="", metavar="TEXT",
+                   help="why (goes in the silence comment and the journal)")
+    p.add_argument("--dry-run", action="store_true", help="print the plan, change nothing")
+    p.add_argument("--yes", action="store_true", help="do not ask for confirmation")
+    p.add_argument("--json", action="store_true", help="print the result as JSON")
+    g = p.add_mutually_exclusive_group()
+    g.add_argument("--status", action="store_true",
+                   help="show the hold in effect (from the journal) and the node's lease/silence")
+    g.add_argument("--extend", metavar="TTL", help="extend the active hold to now + TTL")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace, loaded: LoadedProfile) -> int:
+    """Dispatch to status / extend / place."""
+    try:
+        ttl_s = hold_mod.parse_ttl(args.ttl) if args.ttl else loaded.profile.silence.ttl_s
+        ext_s = hold_mod.parse_ttl(args.extend) if args.extend else None
+    except ValueError as exc:
+        return ac.fail(PROG, f"--{'extend' if args.extend else 'ttl'}: {exc}", ac.EXIT_USAGE,
+                       args.json)
+    nctx = ac.context(loaded)
+    try:
+        journal = ac.open_journal(nctx)
+    except JournalError as exc:
+        return ac.fail(PROG, str(exc), ac.EXIT_ERROR, args.json)
+    try:
+        if args.status:
+            return status(nctx, journal, args.json)
+        if ext_s is not None:
+            h = hold_mod.active_hold(journal)
+            if h is None:
+                return ac.fail(PROG, "no active hold to extend (see `seat-console hold "
+                                     "--status`)", ac.EXIT_REFUSED, args.json)
+            rb = hold_mod.build_extend(nctx, journal, h, ext_s,
+                                       observer=ac.observer(args.json))
+            title = f"extend hold {h.hold_id} to now + {hold_mod.fmt_ttl(ext_s)}"
+        else:
+            rb = hold_mod.build_hold(nctx, journal, ttl_s=ttl_s, reason=args.reason,
+                                     observer=ac.observer(args.json))
+            title = f"hold {loaded.profile.node.name} for {hold_mod.fmt_ttl(ttl_s)}"
+        plan = rb.plan()
+        if args.dry_run:
+            ac.print_plan(plan, title, args.json)
+            return ac.EXIT_OK if plan.ok else ac.EXIT_REFUSED
+        if not plan.ok:
+            err = next(p.error for p in plan.lines if p.error)
+            return ac.fail(PROG, f"refused, nothing changed: {err}", ac.EXIT_REFUSED, args.json)
+        code = ac.confirm(plan, title, args.yes, PROG)
+        if code is not None:
+            return code
+        res = rb.run()
+        extra: dict[str, Any] = {}
+        if res.ok:
+            h = hold_mod.active_hold(journal)
+            if h is not None:
+                extra["hold"] = h.to_json()
+                if not args.json:
+                    print(f"hold {h.hold_id} active until {hold_mod.iso(h.expires_at)} "
+                          f"(lease {h.lease_unit}); release with `seat-console release`")
+        return ac.report(res, args.json, extra)
+    finally:
+        journal.close()
+        nctx.close()
+
+
+def status(nctx: Any, journal: Any, json_mode: bool) -> int:
+    """Print the hold in effect and what the node says now; exit 0."""
+    now = utcnow()
+    h = hold_mod.current_hold(journal)
+    out: dict[str, Any] = {"now": hold_mod.iso(now), "hold": None, "lease": None,
+                           "silence": None, "interference": [], "unfinished": []}
+    from seat_console.actions import recover
+
+    out["unfinished"] = [recover.describe(rows) for rows in journal.unfinished()]
+    timers: TimersReading | None = None
+    if h is not None:
+        out["hold"] = h.to_json(now)
+        try:
+            ls = node_ops.read_lease(nctx.transport, h.lease_unit)
+            out["lease"] = {"unit": h.lease_unit, "load_state": ls.load_state,
+                            "active_state": ls.active_state, "armed": node_ops.lease_pending(ls),
+                            "next_elapse": hold_mod.iso(ls.next_elapse)}
+            r = read_timers(nctx.transport, nctx.timer_units)
+            timers = r if isinstance(r, TimersReading) else None
+        except Exception as exc:  # noqa: BLE001 - status reports what it cannot read
+            out["lease"] = {"unit": h.lease_unit, "error": str(exc)}
+        sils = None
+        if h.silence_id:
+            try:
+                s = nctx.alertmanager.get_silence(h.silence_id)
+                sils = [s]
+                out["silence"] = {"id": s.id, "state": s.state, "ends_at": hold_mod.iso(s.ends_at)}
+            except (AlertmanagerError, ValueError) as exc:
+                out["silence"] = {"id": h.silence_id, "error": str(exc)}
+        out["interference"] = hold_mod.interference(h, timers, sils, now)
+    if json_mode:
+        print(json.dumps(out, indent=2, default=str))
+        return ac.EXIT_OK
+    if h is None:
+        print("no hold in effect (every hold in the journal was released)")
+    else:
+        left = h.remaining_s(now)
+        state = h.state if not (h.state == "active" and left <= 0) else "lapsed"
+        print(f"hold {h.hold_id}: {state}, placed {hold_mod.iso(h.placed_at)} by {h.placed_by}"
+              + (f" — {h.reason}" if h.reason else ""))
+        print(f"  expires {hold_mod.iso(h.expires_at)} "
+              + (f"(in {hold_mod.fmt_ttl(int(left))})" if left > 0 else "(passed)"))
+        print(f"  stopped: {', '.join(h.stopped) or 'none'}")
+        lease = out["lease"] or {}
+        print(f"  lease {h.lease_unit}: " + (lease.get("error") or (
+            f"armed, elapses {lease['next_elapse']}" if lease.get("armed")
+            else f"not armed ({lease.get('load_state')})")))
+        sil = out["silence"] or {}
+        print(f"  silence {h.silence_id or 'none'}: " + (sil.get("error") or (
+            f"{sil.get('state')} until {sil.get('ends_at')}" if sil else "n/a")))
+        for i in out["interference"]:
+            print(f"  INTERFERENCE: {i}")
+        if h.state == "active" and left <= 0:
+            print("  the lease has elapsed (timers restarted by the node, silence ended); run "
+                  "`seat-console release` to check and close it")
+    from seat_console.actions import recover as rec
+
+    for rows in journal.unfinished():
+        for line in rec.describe_text(rows):
+            print(line)
+    return ac.EXIT_OK
+
+
+__all__ = ["register", "run", "status"]

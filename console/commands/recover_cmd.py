@@ -1,0 +1,95 @@
+"""``seat-console recover [--undo | --complete] [--dry-run] [--yes] [--json]``: finish a
+runbook that a dead console left unfinished.
+
+Without ``--undo``/``--complete`` it lists each unfinished run (what it did, what may have
+changed, what remains) and exits 4 when there is one (0 when there is none). ``--undo`` puts
+back every change the run began (idempotent: what the lease already restored is left alone);
+``--complete`` runs its remaining steps (a hold is completed only while its lease is armed).
+
+Exit codes: :mod:`seat_console.commands.action_common`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+from seat_console.actions import recover as rec
+from seat_console.actions.journal import JournalError
+from seat_console.commands import action_common as ac
+from seat_console.profile import LoadedProfile
+
+PROG = "seat-console recover"
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    """Add the ``recover`` subcommand."""
+    p = sub.add_parser("recover", help="find runbooks a dead console left unfinished; undo or "
+                                       "complete them",
+                       description="Finish unfinished runbooks from the journal. Without a "
+                                   "choice: list them (exit 4 if any, 0 if none).")
+    g = p.add_mutually_exclusive_group()
+    g.add_argument("--undo", action="store_true", help="undo what each unfinished run began")
+    g.add_argument("--complete", action="store_true", help="run each one's remaining steps")
+    p.add_argument("--dry-run", action="store_true", help="print what would be done")
+    p.add_argument("--yes", action="store_true", help="do not ask for confirmation")
+    p.add_argument("--json", action="store_true", help="print the result as JSON")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace, loaded: LoadedProfile) -> int:
+    """List or finish unfinished runs (oldest first)."""
+    nctx = ac.context(loaded)
+    try:
+        journal = ac.open_journal(nctx)
+    except JournalError as exc:
+        return ac.fail(PROG, str(exc), ac.EXIT_ERROR, args.json)
+    try:
+        runs = rec.unfinished(journal)
+        if not args.undo and not args.complete or args.dry_run:
+            if args.json:
+                print(json.dumps({"unfinished": [rec.describe(r) for r in runs]}, indent=2,
+                                 default=str))
+            elif not runs:
+                print("no unfinished runbook in the journal")
+            else:
+                for rows in runs:
+                    print("\n".join(rec.describe_text(rows)))
+            if args.dry_run:
+                return ac.EXIT_OK
+            return ac.EXIT_PARTIAL if runs else ac.EXIT_OK
+        if not runs:
+            print(json.dumps({"unfinished": [], "results": []}) if args.json
+                  else "no unfinished runbook in the journal; nothing to do")
+            return ac.EXIT_OK
+        action = "undo" if args.undo else "complete"
+        if not args.yes:
+            import sys
+            if not sys.stdin.isatty():
+                return ac.fail(PROG, "this changes the node; add --yes to confirm",
+                               ac.EXIT_USAGE, args.json)
+            for rows in runs:
+                print("\n".join(rec.describe_text(rows)))
+            if input(f"{action} these? [y/N] ").strip().lower() not in ("y", "yes"):
+                return ac.EXIT_DECLINED
+        results, worst = [], ac.EXIT_OK
+        for rows in runs:
+            try:
+                res = rec.finish(nctx, journal, rows, action, observer=ac.observer(args.json))
+            except ValueError as exc:
+                print(f"{PROG}: {exc}", flush=True)
+                worst = ac.EXIT_REFUSED if worst != ac.EXIT_PARTIAL else worst
+                continue
+            results.append(res.to_json())
+            if not args.json:
+                print(res.describe())
+            code = ac.exit_code(res)
+            # the worst outcome decides: partial (4) > refused (5) > failed-undone (1) > ok
+            worst = max((worst, code), key=[ac.EXIT_OK, ac.EXIT_ERROR, ac.EXIT_REFUSED,
+                                            ac.EXIT_PARTIAL].index)
+        if args.json:
+            print(json.dumps({"results": results}, indent=2, default=str))
+        return worst
+    finally:
+        journal.close()
+        nctx.close()
