@@ -33,6 +33,7 @@ COMMAND_MODULES = [
     "seat_console.commands.gpus_cmd",
     "seat_console.commands.fit_cmd",
     "seat_console.commands.status_cmd",
+    "seat_console.commands.report_cmd",
     "seat_console.commands.backport_cmd",
     "seat_console.commands.hold_cmd",
     "seat_console.commands.release_cmd",

@@ -1,0 +1,92 @@
+"""``seat-console report RUN… [--md|--json] [--out FILE]`` and ``seat-console report --verify FILE``.
+
+Builds the evidence report (``seat_console.evidence.report``) from probe runs, comparison legs
+or one comparison (by directory, or by ID under the data dir), prints it as Markdown (default)
+or JSON, and optionally writes it to ``--out``. ``--verify FILE`` re-hashes every raw file the
+report at FILE recorded.
+
+Exit codes: 0 the report was produced / every file verified unchanged; 1 a run cannot be read,
+or ``--verify`` found a file changed or missing; 2 usage error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+EXIT_OK, EXIT_ERROR, EXIT_USAGE = 0, 1, 2
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    """Add the ``report`` subcommand."""
+    p = sub.add_parser("report", help="evidence report from probe runs or a bracketed "
+                                      "comparison (claims, populations, SHA-256 of raw files)",
+                       description=__doc__.split("\n\n")[0])
+    p.add_argument("runs", nargs="*", metavar="RUN",
+                   help="a run or comparison ID (see `seat-console runs`) or its directory")
+    fmt = p.add_mutually_exclusive_group()
+    fmt.add_argument("--md", action="store_true", help="Markdown (the default)")
+    fmt.add_argument("--json", action="store_true", help="JSON")
+    p.add_argument("--out", metavar="FILE", help="also write the report to FILE")
+    p.add_argument("--verify", metavar="FILE",
+                   help="re-check the SHA-256 of every raw file the report FILE recorded")
+    p.add_argument("--data-dir", metavar="DIR",
+                   help="where run IDs are looked up (default: $SEAT_CONSOLE_DATA_DIR or the "
+                        "XDG data dir)")
+    p.set_defaults(func=run, needs_profile=False)
+
+
+def run(args: argparse.Namespace, _loaded: Any) -> int:
+    """Build / print the report, or verify one; returns the exit code."""
+    from seat_console.evidence import report as rp
+    from seat_console.evidence.runs import RunError
+
+    if args.verify:
+        if args.runs:
+            print("seat-console report: --verify FILE takes no RUN arguments", file=sys.stderr)
+            return EXIT_USAGE
+        src = Path(args.verify)
+        try:
+            recorded = rp.recorded_hashes(src.read_text("utf-8"), str(src))
+        except OSError as exc:
+            print(f"seat-console report: {src}: cannot read ({exc.strerror})", file=sys.stderr)
+            return EXIT_ERROR
+        except RunError as exc:
+            print(f"seat-console report: {exc}", file=sys.stderr)
+            return EXIT_ERROR
+        rows = rp.verify(recorded)
+        bad = [r for r in rows if not r.ok]
+        if args.json:
+            print(json.dumps({"report": str(src), "ok": not bad,
+                              "files": [r.as_dict() for r in rows]}, indent=2))
+        else:
+            for r in rows:
+                print(f"{'ok     ' if r.ok else 'FAILED '} {r.path}"
+                      + (f": {r.problem} (recorded {r.recorded[:12]}…, now "
+                         f"{(r.actual or 'unreadable')[:12]}…)" if not r.ok else ""))
+            print(f"{len(rows) - len(bad)}/{len(rows)} files unchanged"
+                  + ("" if not bad else f"; {len(bad)} FAILED: the report no longer describes "
+                                        f"these files"))
+        return EXIT_ERROR if bad else EXIT_OK
+    if not args.runs:
+        print("seat-console report: give at least one RUN (or --verify FILE)", file=sys.stderr)
+        return EXIT_USAGE
+    try:
+        inputs = rp.load_inputs(args.runs, Path(args.data_dir) if args.data_dir else None)
+    except RunError as exc:
+        print(f"seat-console report: {exc}", file=sys.stderr)
+        return EXIT_ERROR
+    rep = rp.build_report(inputs)
+    text = json.dumps(rep, indent=2) + "\n" if args.json else rp.render_markdown(rep)
+    if args.out:
+        try:
+            Path(args.out).write_text(text, "utf-8")
+        except OSError as exc:
+            print(f"seat-console report: --out {args.out}: cannot write ({exc.strerror})",
+                  file=sys.stderr)
+            return EXIT_ERROR
+    sys.stdout.write(text)
+    return EXIT_OK

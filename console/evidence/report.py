@@ -1,0 +1,619 @@
+"""The evidence report: identity, fit and KV capacity, phases with populations, fidelity,
+canaries, every retained non-complete run, the claims that survive and those refused (with
+the rule), and the SHA-256 of every raw file it was built from.
+
+Rules (``docs/evidence.md`` explains each and the claim it guards):
+
+* :data:`RULE_INCOMPLETE` — a figure from a phase whose expected = attempted = completed does
+  not hold (in any run of either arm) is not a claim;
+* :data:`RULE_DISRUPTED` — a run with interference (or a non-complete status) backs no claim;
+* :data:`RULE_NOT_SIMULTANEOUS` — arms not measured in one bracket are "not simultaneous
+  (taken N days apart)": no cross-arm claim;
+* :data:`RULE_UNMATCHED` — the arms must have measured the same case IDs;
+* :data:`RULE_OVERLAP` — a difference is claimed only when the intervals (Wilson 95 % for pass
+  rates, the per-leg range for throughput) are disjoint: "no difference can be claimed";
+* :data:`RULE_UNKNOWN` — a figure that was not recorded (e.g. the KV capacity) is unknown,
+  never 0, and backs no claim;
+* :data:`RULE_IDENTITY` — the legs of one arm must share one identity (image, digest, patches,
+  served model).
+
+Pure except :func:`load_inputs` (reads files) and :func:`verify` (re-reads them).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import statistics
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from seat_console.evidence import canaries as can
+from seat_console.evidence import fidelity as fid
+from seat_console.evidence.runs import (
+    FileLedger,
+    Identity,
+    Phase,
+    RunError,
+    RunSummary,
+    load_leg,
+    load_probe_run,
+    parse_time,
+)
+from seat_console.evidence.stats import NO_DIFFERENCE, RateComparison
+
+REPORT_SCHEMA = "seat-console.evidence-report/1"
+
+RULE_INCOMPLETE = "incomplete population"
+RULE_DISRUPTED = "disrupted"
+RULE_NOT_SIMULTANEOUS = "not simultaneous"
+RULE_UNMATCHED = "unmatched cases"
+RULE_OVERLAP = "overlapping intervals"
+RULE_UNKNOWN = "unknown"
+RULE_IDENTITY = "mixed identities"
+
+RULES: dict[str, str] = {
+    RULE_INCOMPLETE: "every phase behind a figure has expected = attempted = completed",
+    RULE_DISRUPTED: "no run behind a claim was disrupted, interrupted, failed or killed",
+    RULE_NOT_SIMULTANEOUS: "cross-arm claims need both arms measured in one bracket",
+    RULE_UNMATCHED: "both arms measured the same case IDs",
+    RULE_OVERLAP: "a difference needs disjoint intervals, else no difference can be claimed",
+    RULE_UNKNOWN: "a figure that was not recorded is unknown, never 0, and backs no claim",
+    RULE_IDENTITY: "every leg of an arm ran the same image, digest, patches and model",
+}
+
+
+# -- inputs ----------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Inputs:
+    """What a report is built from: ``runs`` (each with ``arm`` set to "A" or "B"),
+    ``comparison`` (the ``compare.json`` dict, or ``None`` for plain runs), ``files`` (path →
+    SHA-256 of every raw file read)."""
+
+    runs: tuple[RunSummary, ...]
+    comparison: Mapping[str, Any] | None
+    files: Mapping[str, str]
+
+
+def _resolve(arg: str, data_root: Path | None) -> Path:
+    p = Path(arg).expanduser()
+    if p.is_dir():
+        return p
+    from seat_console.probe.store import data_dir
+
+    base = data_root or data_dir()
+    for sub in ("runs", "comparisons"):
+        if (base / sub / arg).is_dir():
+            return base / sub / arg
+    raise RunError(f"{arg}: no such run directory, and no run or comparison with that ID under "
+                   f"{base}/runs or {base}/comparisons (see `seat-console runs`)")
+
+
+def load_inputs(args: Sequence[str], data_root: Path | None = None) -> Inputs:
+    """Read every RUN argument: a comparison directory (``compare.json``), a leg directory
+    (``leg.json``) or a probe run directory (``summary.json``), by path or by ID under the data
+    dir (``data_root``, default the probe store's). Plain runs are put in arms by identity
+    (first identity seen = A); more than two identities is an error.
+
+    Raises :class:`RunError` naming the argument or file.
+    """
+    if not args:
+        raise RunError("give at least one RUN (a run or comparison ID or directory)")
+    ledger = FileLedger()
+    comparison: dict[str, Any] | None = None
+    runs: list[RunSummary] = []
+    plain: list[RunSummary] = []
+    for arg in args:
+        d = _resolve(arg, data_root)
+        if (d / "compare.json").is_file():
+            if comparison is not None:
+                raise RunError(f"{arg}: one comparison per report (give its legs' runs "
+                               f"instead to mix comparisons)")
+            cp = d / "compare.json"
+            try:
+                comparison = json.loads(ledger.read(cp))
+            except ValueError as exc:
+                raise RunError(f"{cp}: not JSON ({str(exc)[:80]})") from None
+            if not isinstance(comparison, dict) or not isinstance(comparison.get("legs"), list):
+                raise RunError(f"{cp}: not a comparison record (no 'legs' list)")
+            for leg in comparison["legs"]:
+                runs.append(load_leg(d / str(leg), ledger))
+        elif (d / "leg.json").is_file():
+            runs.append(load_leg(d, ledger))
+        else:
+            plain.append(load_probe_run(d, ledger))
+    if plain and runs:
+        raise RunError("give either comparison legs or plain probe runs, not both: plain runs "
+                       "are put in arms by identity, legs by their bracket")
+    if plain:
+        keys: list[tuple[Any, ...]] = []
+        for r in plain:
+            if r.identity.key() not in keys:
+                keys.append(r.identity.key())
+        if len(keys) > 2:
+            raise RunError(f"{len(keys)} different identities (image, digest, patches, model) "
+                           f"among the runs: a report compares at most two arms")
+        runs = [_with_arm(r, "A" if r.identity.key() == keys[0] else "B") for r in plain]
+    return Inputs(runs=tuple(runs), comparison=comparison, files=dict(ledger.files))
+
+
+def _with_arm(r: RunSummary, arm: str) -> RunSummary:
+    from dataclasses import replace
+
+    return replace(r, arm=arm)
+
+
+# -- helpers ---------------------------------------------------------------------------------
+def _arms(runs: Iterable[RunSummary]) -> dict[str, list[RunSummary]]:
+    out: dict[str, list[RunSummary]] = {}
+    for r in runs:
+        out.setdefault(r.arm or "A", []).append(r)
+    return dict(sorted(out.items()))
+
+
+def _run_name(r: RunSummary) -> str:
+    return f"{r.arm}{r.leg}" if r.leg is not None else r.run_id
+
+
+def _span_text(seconds: float) -> str:
+    if seconds >= 86_400:
+        return f"{seconds / 86_400:.1f} days"
+    if seconds >= 3_600:
+        return f"{seconds / 3_600:.1f} hours"
+    return f"{seconds / 60:.0f} minutes"
+
+
+def simultaneity(runs: Sequence[RunSummary]) -> tuple[bool, str]:
+    """(simultaneous, label): true only when every run is a leg of one bracket; else the
+    label says "not simultaneous (taken N days apart)" from the earliest to the latest start
+    (or "times unknown")."""
+    ids = {r.bracket_id for r in runs}
+    if len(ids) == 1 and None not in ids:
+        return True, f"simultaneous: one bracket ({ids.pop()})"
+    starts = [r.started_at for r in runs if r.started_at is not None]
+    if len(starts) < len(runs) or not starts:
+        return False, "not simultaneous (start times unknown)"
+    gap = (max(starts) - min(starts)).total_seconds()
+    return False, f"not simultaneous (taken {_span_text(gap)} apart)"
+
+
+@dataclass(frozen=True)
+class Claim:
+    """One claim: ``subject``, ``statement`` (what it says, with figures), ``survives``, and
+    ``refused_by`` (``[(rule, detail), …]``; empty when it survives)."""
+
+    subject: str
+    statement: str
+    refused_by: tuple[tuple[str, str], ...] = ()
+
+    @property
+    def survives(self) -> bool:
+        """True when no rule refused it."""
+        return not self.refused_by
+
+    def as_dict(self) -> dict[str, Any]:
+        """JSON-ready."""
+        return {"subject": self.subject, "statement": self.statement,
+                "survives": self.survives,
+                "refused_by": [{"rule": r, "detail": d} for r, d in self.refused_by]}
+
+
+def _fmt(v: float | None, unit: str = "", scale: float = 1.0, digits: int = 1) -> str:
+    return "unknown" if v is None else f"{v * scale:,.{digits}f}{unit}"
+
+
+# -- building --------------------------------------------------------------------------------
+def build_report(inputs: Inputs, now: datetime | None = None) -> dict[str, Any]:
+    """The report as a JSON-ready dict (schema :data:`REPORT_SCHEMA`): ``arms`` (identity,
+    KV capacity, fit, runs), ``phases``, ``fidelity``, ``canaries``, ``retained`` (every run not
+    complete, with its reason), ``claims``, ``simultaneity``, ``rules``, ``files`` (path →
+    SHA-256)."""
+    arms = _arms(inputs.runs)
+    runs = list(inputs.runs)
+    simultaneous, sim_label = simultaneity(runs)
+    two = len(arms) == 2
+    claims: list[Claim] = []
+
+    # identity and KV capacity per arm
+    arm_out: dict[str, Any] = {}
+    kv: dict[str, int | None] = {}
+    for arm, rs in arms.items():
+        idents = {r.identity.key() for r in rs}
+        kvs = {r.kv_cache_tokens for r in rs}
+        kv[arm] = kvs.pop() if len(kvs) == 1 else None
+        arm_out[arm] = {
+            "identity": rs[0].identity.as_dict(),
+            "identity_consistent": len(idents) == 1,
+            "kv_cache_tokens": kv[arm],
+            "kv_cache_tokens_per_leg": {_run_name(r): r.kv_cache_tokens for r in rs},
+            "fit": next((dict(r.fit) for r in rs if r.fit), None),
+            "runs": [{"name": _run_name(r), "run_id": r.run_id, "path": str(r.path),
+                      "status": r.status, "started_at": _iso(r.started_at),
+                      "ended_at": _iso(r.ended_at), "identity": r.identity.as_dict()}
+                     for r in rs],
+        }
+        if len(idents) != 1:
+            claims.append(Claim(f"identity of arm {arm}", f"arm {arm} is one configuration",
+                                ((RULE_IDENTITY, f"{len(idents)} identities among "
+                                  + ", ".join(_run_name(r) for r in rs)),)))
+    kv_ratio = None
+    if two:
+        a, b = kv.get("A"), kv.get("B")
+        if a and b:
+            kv_ratio = a / b
+            claims.append(Claim("KV capacity", f"resident/candidate KV capacity = "
+                                f"{kv_ratio:.2f}× ({a:,} vs {b:,} tokens)"))
+        else:
+            claims.append(Claim("KV capacity", "resident/candidate KV capacity ratio",
+                                ((RULE_UNKNOWN, "the engine's KV capacity was not recorded (or "
+                                  "differs between legs) for arm " + ", ".join(
+                                      x for x in ("A", "B") if not kv.get(x))),)))
+
+    # retained runs (every run that is not complete is listed with its reason)
+    retained = [{"name": _run_name(r), "run_id": r.run_id, "path": str(r.path),
+                 "status": r.status if not r.disruptions or r.status != "complete"
+                 else "disrupted",
+                 "reason": "; ".join(filter(None, [r.reason, *r.disruptions])) or "unknown"}
+                for r in runs if not r.complete]
+
+    # phases
+    phase_names: list[str] = []
+    for r in runs:
+        for p in r.phases:
+            if p.name not in phase_names:
+                phase_names.append(p.name)
+    phases_out = []
+    for name in phase_names:
+        per_arm: dict[str, list[tuple[RunSummary, Phase | None]]] = {
+            arm: [(r, next((p for p in r.phases if p.name == name), None)) for r in rs]
+            for arm, rs in arms.items()}
+        rows = [{"arm": arm, "run": _run_name(r), **(p.as_dict() if p else
+                 {"name": name, "population": "phase missing", "complete": False})}
+                for arm, lst in per_arm.items() for r, p in lst]
+        phases_out.append({"phase": name, "rows": rows})
+        claims.extend(_phase_claims(name, per_arm, two, simultaneous, sim_label))
+
+    # fidelity
+    fidelity_out, fclaims = _fidelity(arms, two, simultaneous, sim_label)
+    claims.extend(fclaims)
+    canaries_out, cclaims = _canaries(arms, two, simultaneous, sim_label)
+    claims.extend(cclaims)
+
+    return {
+        "schema": REPORT_SCHEMA,
+        "generated_at": _iso(now or datetime.now(timezone.utc)),
+        "comparison": {k: inputs.comparison.get(k) for k in
+                       ("bracket_id", "order", "rounds", "status", "reason", "started_at",
+                        "ended_at", "restored", "hold_released")}
+        if inputs.comparison else None,
+        "simultaneity": {"simultaneous": simultaneous, "label": sim_label},
+        "arms": arm_out,
+        "kv_ratio_resident_over_candidate": kv_ratio,
+        "phases": phases_out,
+        "fidelity": fidelity_out,
+        "canaries": canaries_out,
+        "retained": retained,
+        "claims": [c.as_dict() for c in claims],
+        "rules": RULES,
+        "files": dict(inputs.files),
+    }
+
+
+def _iso(t: datetime | None) -> str | None:
+    return None if t is None else t.astimezone(timezone.utc).isoformat()
+
+
+def _common_refusals(rs: Sequence[RunSummary], two: bool, simultaneous: bool,
+                     sim_label: str) -> list[tuple[str, str]]:
+    out = []
+    bad = [r for r in rs if r.disruptions or r.status not in ("complete", "incomplete")]
+    if bad:
+        out.append((RULE_DISRUPTED, "; ".join(
+            f"{_run_name(r)} {r.status}" + (f": {r.disruptions[0]}" if r.disruptions else "")
+            for r in bad)))
+    if two and not simultaneous:
+        out.append((RULE_NOT_SIMULTANEOUS, sim_label))
+    return out
+
+
+def _phase_claims(name: str, per_arm: Mapping[str, list[tuple[RunSummary, Phase | None]]],
+                  two: bool, simultaneous: bool, sim_label: str) -> list[Claim]:
+    rs = [r for lst in per_arm.values() for r, _ in lst]
+    refusals = _common_refusals(rs, two, simultaneous, sim_label)
+    incomplete = [f"{_run_name(r)}: {p.population if p else 'phase missing'}"
+                  for lst in per_arm.values() for r, p in lst if p is None or not p.complete]
+    if incomplete:
+        refusals.insert(0, (RULE_INCOMPLETE, "; ".join(incomplete)))
+    if two:
+        keysets = {frozenset(c for c in r.cases if c[0] == name) for r in rs}
+        if len(keysets) > 1:
+            refusals.append((RULE_UNMATCHED, "the runs measured different (phase, index, "
+                                             "prompt) case sets"))
+    tput = {arm: [p.output_tok_s for _, p in lst if p is not None] for arm, lst in
+            per_arm.items()}
+    if any(v is None for vs in tput.values() for v in vs) and not incomplete:
+        refusals.append((RULE_UNKNOWN, "output throughput not recorded for a run"))
+
+    def arm_text(arm: str) -> str:
+        vals = [v for v in tput[arm] if v is not None]
+        ph = [p for _, p in per_arm[arm] if p is not None]
+        ttft = [p.ttft_p50_s for p in ph if p.ttft_p50_s is not None]
+        e2e = [p.e2e_p50_s for p in ph if p.e2e_p50_s is not None]
+        pops = "+".join(str(p.completed) for p in ph)
+        return (f"{arm}: {_fmt(statistics.fmean(vals) if vals else None, ' tok/s')} "
+                f"[{_fmt(min(vals) if vals else None)}–{_fmt(max(vals) if vals else None)}] "
+                f"over {len(vals)} run(s), n={pops}; TTFT p50 "
+                f"{_fmt(statistics.fmean(ttft) if ttft else None, ' ms', 1000)}, E2E p50 "
+                f"{_fmt(statistics.fmean(e2e) if e2e else None, ' ms', 1000)}")
+
+    figures = "; ".join(arm_text(a) for a in per_arm)
+    out = [Claim(f"throughput/latency ({name})", figures, tuple(refusals))]
+    if two:
+        diff_ref = list(refusals)
+        a = [v for v in tput.get("A", []) if v is not None]
+        b = [v for v in tput.get("B", []) if v is not None]
+        statement = f"B differs from A in output throughput ({name})"
+        if a and b:
+            ratio = statistics.fmean(b) / statistics.fmean(a) if statistics.fmean(a) else None
+            statement += f": B/A = {_fmt(ratio, '×', digits=3)}"
+            if len(a) < 2 or len(b) < 2:
+                diff_ref.append((RULE_OVERLAP, "one run per arm: no interval, so "
+                                 + NO_DIFFERENCE))
+            elif min(b) <= max(a) and min(a) <= max(b):
+                diff_ref.append((RULE_OVERLAP, f"per-run ranges overlap (A "
+                                 f"{min(a):,.1f}–{max(a):,.1f}, B {min(b):,.1f}–{max(b):,.1f} "
+                                 f"tok/s): {NO_DIFFERENCE}"))
+        out.append(Claim(f"throughput difference ({name})", statement, tuple(diff_ref)))
+    return out
+
+
+def _fidelity(arms: Mapping[str, list[RunSummary]], two: bool, simultaneous: bool,
+              sim_label: str) -> tuple[dict[str, Any] | None, list[Claim]]:
+    with_traces = {arm: [r for r in rs if r.fidelity] for arm, rs in arms.items()}
+    if not any(with_traces.values()):
+        return None, []
+    out: dict[str, Any] = {"note": fid.LOCALISATION_NOTE, "pairs": []}
+    claims: list[Claim] = []
+
+    def pair(x: RunSummary, y: RunSummary) -> fid.FidelitySummary:
+        s = fid.compare_arms(x.fidelity, y.fidelity)
+        out["pairs"].append({"a": _run_name(x), "b": _run_name(y), **s.as_dict()})
+        return s
+
+    for arm, rs in with_traces.items():  # within-arm control: is the arm reproducible?
+        if len(rs) >= 2:
+            pair(rs[0], rs[1])
+    if two and with_traces.get("A") and with_traces.get("B"):
+        ra, rb = with_traces["A"][0], with_traces["B"][0]
+        s = pair(ra, rb)
+        refusals = _common_refusals([ra, rb], True, simultaneous, sim_label)
+        if s.unmatched:
+            refusals.append((RULE_UNMATCHED, "cases on one arm only: " + ", ".join(s.unmatched)))
+        div = [c for c in s.cases if c.first_divergence is not None]
+        if s.all_exact:
+            statement = (f"B's greedy outputs, top-20 sets and logprobs equal A's on all "
+                         f"{len(s.cases)} cases")
+        else:
+            worst = min((c.min_top_overlap for c in s.cases if c.min_top_overlap is not None),
+                        default=None)
+            statement = (f"{len(div)}/{len(s.cases)} cases diverge ("
+                         + ", ".join(f"{c.case_id} at position {c.first_divergence}"
+                                     for c in div[:5])
+                         + ("…" if len(div) > 5 else "")
+                         + f"); minimum top-20 overlap {worst}")
+        claims.append(Claim("fidelity (localisation, not KL)", statement, tuple(refusals)))
+    return out, claims
+
+
+def _canaries(arms: Mapping[str, list[RunSummary]], two: bool, simultaneous: bool,
+              sim_label: str) -> tuple[dict[str, Any] | None, list[Claim]]:
+    pooled = {arm: [c for r in rs for c in r.canaries] for arm, rs in arms.items()}
+    if not any(pooled.values()):
+        return None, []
+    sums = {arm: can.summarise(cs) for arm, cs in pooled.items() if cs}
+    out: dict[str, Any] = {"arms": {arm: {k: v.as_dict() for k, v in s.items()}
+                                    for arm, s in sums.items()}, "comparisons": {}}
+    claims: list[Claim] = []
+    if two and "A" in sums and "B" in sums:
+        refusals_common = _common_refusals([r for rs in arms.values() for r in rs if r.canaries],
+                                           True, simultaneous, sim_label)
+        ida = {c.case_id for c in pooled["A"]}
+        idb = {c.case_id for c in pooled["B"]}
+        if ida != idb:
+            refusals_common.append((RULE_UNMATCHED, f"{len(ida ^ idb)} canary case IDs on one "
+                                                    f"arm only"))
+        for kind, cmp_ in sorted(can.compare_canaries(sums["A"], sums["B"]).items()):
+            refusals = list(refusals_common)
+            if isinstance(cmp_, RateComparison):
+                out["comparisons"][kind] = {"verdict": cmp_.verdict,
+                                            "a": cmp_.a.as_dict(), "b": cmp_.b.as_dict()}
+                statement = (f"canaries ({kind}): A {cmp_.a.successes}/{cmp_.a.trials} "
+                             f"[{cmp_.a.low:.3f}, {cmp_.a.high:.3f}] vs B "
+                             f"{cmp_.b.successes}/{cmp_.b.trials} "
+                             f"[{cmp_.b.low:.3f}, {cmp_.b.high:.3f}]: {cmp_.verdict}")
+                if not cmp_.claimable:
+                    refusals.append((RULE_OVERLAP, f"Wilson 95 % intervals overlap: "
+                                                   f"{NO_DIFFERENCE}"))
+            else:
+                out["comparisons"][kind] = {"verdict": cmp_}
+                statement = f"canaries ({kind}): pass-rate difference"
+                refusals.append((RULE_INCOMPLETE, cmp_))
+            claims.append(Claim(f"canaries ({kind})", statement, tuple(refusals)))
+    return out, claims
+
+
+# -- rendering -------------------------------------------------------------------------------
+def render_markdown(rep: Mapping[str, Any]) -> str:
+    """The report as Markdown (sections: comparison, identity, KV/fit, phases, fidelity,
+    canaries, retained runs, claims, rules, raw files with SHA-256)."""
+    L: list[str] = ["# Seat evidence report", "",
+                    f"Generated {rep['generated_at']} (UTC). {rep['simultaneity']['label']}."]
+    cmp_ = rep.get("comparison")
+    if cmp_:
+        L.append(f"Bracket {cmp_.get('bracket_id')}: order {cmp_.get('order')}, "
+                 f"{cmp_.get('rounds')} round(s), status {cmp_.get('status')}"
+                 + (f" ({cmp_.get('reason')})" if cmp_.get("reason") else "")
+                 + f"; seat restored: {_yn(cmp_.get('restored'))}; hold released: "
+                   f"{_yn(cmp_.get('hold_released'))}.")
+    arms = rep["arms"]
+    L += ["", "## Identity per arm", "",
+          "| field | " + " | ".join(f"arm {a}" for a in arms) + " |",
+          "|---|" + "---|" * len(arms)]
+    for f in Identity.FIELDS:
+        L.append(f"| {f} | " + " | ".join(_cell(arms[a]["identity"].get(f)) for a in arms)
+                 + " |")
+    L.append("| runs | " + " | ".join(", ".join(f"{r['name']} ({r['status']})"
+                                                 for r in arms[a]["runs"]) for a in arms) + " |")
+    L += ["", "## Fit budget and engine KV capacity", ""]
+    for a, v in arms.items():
+        kvt = v["kv_cache_tokens"]
+        L.append(f"- arm {a}: KV capacity {'unknown' if kvt is None else f'{kvt:,} tokens'} "
+                 f"(engine startup log; per leg: "
+                 + ", ".join(f"{k} {'unknown' if x is None else f'{x:,}'}"
+                             for k, x in v["kv_cache_tokens_per_leg"].items()) + ")"
+                 + (f"; fit: {_cell(v['fit'])}" if v.get("fit") else "; fit: not recorded"))
+    if rep.get("kv_ratio_resident_over_candidate"):
+        L.append(f"- resident/candidate KV ratio: "
+                 f"{rep['kv_ratio_resident_over_candidate']:.2f}×")
+    L += ["", "## Throughput and latency per phase (population first)", ""]
+    for ph in rep["phases"]:
+        L += [f"### {ph['phase']}", "",
+              "| arm | run | population | state | output tok/s | TTFT p50 ms | TTFT p95 ms "
+              "| TPOT p50 ms | ITL p50 ms | E2E p50 ms |", "|---|---|---|---|---|---|---|---|---|---|"]
+        for r in ph["rows"]:
+            L.append(f"| {r['arm']} | {r['run']} | {r['population']} | {r.get('state', '')} | "
+                     f"{_fmt(r.get('output_tok_s'))} | {_fmt(r.get('ttft_p50_s'), '', 1000)} | "
+                     f"{_fmt(r.get('ttft_p95_s'), '', 1000)} | "
+                     f"{_fmt(r.get('tpot_p50_s'), '', 1000, 2)} | "
+                     f"{_fmt(r.get('itl_p50_s'), '', 1000, 2)} | "
+                     f"{_fmt(r.get('e2e_p50_s'), '', 1000)} |")
+        L.append("")
+    fd = rep.get("fidelity")
+    L += ["## Fidelity", ""]
+    if fd:
+        L += [fd["note"], "", "| pair | case | positions compared | first divergence | "
+              "min top-20 overlap | max common abs Δ logprob | exact |", "|---|---|---|---|---|---|---|"]
+        for p in fd["pairs"]:
+            for c in p["cases"]:
+                d = c["max_common_abs_dlogprob"]
+                L.append(f"| {p['a']} vs {p['b']} | {c['case_id']} | {c['positions_compared']} "
+                         f"| {_cell(c['first_divergence'], 'none')} | {_cell(c['min_top_overlap'])} "
+                         f"| {'unknown' if d is None else f'{d:.3g}'} | {_yn(c['exact'])} |")
+            if p["unmatched"]:
+                L.append(f"| {p['a']} vs {p['b']} | unmatched: {', '.join(p['unmatched'])} "
+                         f"| | | | | |")
+    else:
+        L.append("No fidelity traces in these runs.")
+    cn = rep.get("canaries")
+    L += ["", "## Canaries (verdicts by code)", ""]
+    if cn:
+        L += ["| arm | kind | passed/completed (attempted) | Wilson 95 % | pass^k | note |",
+              "|---|---|---|---|---|---|"]
+        for a, kinds in cn["arms"].items():
+            for k, s in kinds.items():
+                iv = s["interval"]
+                L.append(f"| {a} | {k} | {s['passed']}/{s['completed']} ({s['attempted']}) | "
+                         + (f"[{iv['low']:.3f}, {iv['high']:.3f}]" if iv else "withheld")
+                         + " | " + ("withheld" if s["pass_k"] is None
+                                    else f"{s['pass_k']:.3f}")
+                         + f" (k={s['k']}) | {s['refused'] or ''} |")
+    else:
+        L.append("No canary results in these runs.")
+    L += ["", "## Retained runs that are not complete", ""]
+    L += ([f"- {r['name']} ({r['run_id']}): **{r['status']}** — {r['reason']} ({r['path']})"
+           for r in rep["retained"]] or ["None: every run is complete."])
+    L += ["", "## Claims", ""]
+    for c in rep["claims"]:
+        if c["survives"]:
+            L.append(f"- SURVIVES — {c['subject']}: {c['statement']}")
+        else:
+            L.append(f"- REFUSED — {c['subject']}: {c['statement']}")
+            for r in c["refused_by"]:
+                L.append(f"  - rule **{r['rule']}**: {r['detail']}")
+    L += ["", "## Rules", ""] + [f"- **{k}**: {v}" for k, v in rep["rules"].items()]
+    L += ["", "## Raw files (SHA-256)", "", "`seat-console report --verify THIS_FILE` "
+          "re-checks them.", "", "| sha256 | path |", "|---|---|"]
+    L += [f"| `{h}` | {p} |" for p, h in rep["files"].items()]
+    return "\n".join(L) + "\n"
+
+
+def _yn(v: Any) -> str:
+    return "unknown" if v is None else ("yes" if v else "no")
+
+
+def _cell(v: Any, none: str = "unknown") -> str:
+    if v is None:
+        return none
+    if isinstance(v, (list, tuple)):
+        return ", ".join(str(x) for x in v) or "none"
+    if isinstance(v, dict):
+        return ", ".join(f"{k}={x}" for k, x in v.items())
+    return str(v).replace("|", "\\|")
+
+
+# -- verify ----------------------------------------------------------------------------------
+_MD_ROW = re.compile(r"^\| `([0-9a-f]{64})` \| (.+) \|$")
+
+
+def recorded_hashes(report_text: str, source: str) -> dict[str, str]:
+    """The ``{path: sha256}`` a report recorded: the JSON report's ``files``, or the Markdown
+    report's "Raw files (SHA-256)" table. Raises :class:`RunError` naming ``source`` if it holds
+    none."""
+    try:
+        doc = json.loads(report_text)
+    except ValueError:
+        doc = None
+    if isinstance(doc, dict):
+        files = doc.get("files")
+        if not isinstance(files, dict) or not all(
+                isinstance(v, str) and re.fullmatch(r"[0-9a-f]{64}", v) for v in files.values()):
+            raise RunError(f"{source}: a JSON report without a valid 'files' map")
+        return dict(files)
+    out = {m.group(2): m.group(1) for line in report_text.splitlines()
+           if (m := _MD_ROW.match(line))}
+    if not out:
+        raise RunError(f"{source}: no SHA-256 table found (is this a seat-console report?)")
+    return out
+
+
+@dataclass(frozen=True)
+class VerifyRow:
+    """One file: ``path``, ``recorded`` and ``actual`` SHA-256 (``None`` if unreadable),
+    ``ok``."""
+
+    path: str
+    recorded: str
+    actual: str | None
+    problem: str | None
+
+    @property
+    def ok(self) -> bool:
+        """The file is there and unchanged."""
+        return self.actual == self.recorded
+
+    def as_dict(self) -> dict[str, Any]:
+        """JSON-ready."""
+        return {"path": self.path, "recorded": self.recorded, "actual": self.actual,
+                "ok": self.ok, "problem": self.problem}
+
+
+def verify(recorded: Mapping[str, str]) -> list[VerifyRow]:
+    """Re-hash every recorded file; a missing or unreadable file has ``actual`` None."""
+    rows = []
+    for path, h in recorded.items():
+        try:
+            actual = hashlib.sha256(Path(path).read_bytes()).hexdigest()
+            problem = None if actual == h else "changed since the report"
+        except OSError as exc:
+            actual, problem = None, f"cannot read ({exc.strerror or exc})"
+        rows.append(VerifyRow(path, h, actual, problem))
+    return rows
+
+
+__all__ = ["Claim", "Inputs", "REPORT_SCHEMA", "RULES", "VerifyRow", "build_report",
+           "load_inputs", "recorded_hashes", "render_markdown", "simultaneity", "verify",
+           "parse_time"]

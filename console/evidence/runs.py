@@ -1,0 +1,390 @@
+"""The run-summary model the report reads, loaded from the files on disk with their SHA-256.
+
+Two kinds of directory are read:
+
+* a **probe run** (``seat_console.probe.store``): ``summary.json`` + ``requests.jsonl``;
+* a **leg** of a bracketed comparison (written by ``seat-console compare``): ``leg.json``
+  (arm, leg number, bracket ID, the probe run it made, the fresh container's identity and
+  the engine's KV capacity from its startup log), ``engine.log``, ``fidelity.jsonl`` (one
+  :class:`~seat_console.evidence.fidelity.Trace` per line) and ``canaries.jsonl`` (one
+  :class:`~seat_console.evidence.canaries.CanaryResult` per line).
+
+Every file is read once as bytes; its SHA-256 is taken from those same bytes before parsing,
+so the report's hashes are of exactly what it was built from. Fields that are absent are
+``None`` ("unknown" on screen), never 0.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from seat_console.evidence.canaries import CanaryError, CanaryResult
+from seat_console.evidence.fidelity import FidelityError, Trace
+
+MAX_FILE_BYTES = 512 * 2**20
+"""A raw file above 512 MiB is refused (the report reads files whole)."""
+
+
+class RunError(ValueError):
+    """A run or leg directory that cannot be read; the message names the file and the fix."""
+
+
+@dataclass
+class FileLedger:
+    """SHA-256 of every raw file read, ``{absolute path: hex digest}``, in reading order."""
+
+    files: dict[str, str] = field(default_factory=dict)
+
+    def read(self, path: Path) -> bytes:
+        """Read ``path`` whole, record its SHA-256, return the bytes.
+
+        Raises :class:`RunError` naming the path if it cannot be read or is over
+        :data:`MAX_FILE_BYTES`.
+        """
+        try:
+            size = path.stat().st_size
+            if size > MAX_FILE_BYTES:
+                raise RunError(f"{path}: {size:,} B is over the {MAX_FILE_BYTES:,} B limit")
+            data = path.read_bytes()
+        except OSError as exc:
+            raise RunError(f"{path}: cannot read ({exc.strerror or exc})") from None
+        self.files[str(path.resolve())] = hashlib.sha256(data).hexdigest()
+        return data
+
+
+def _json(data: bytes, path: Path) -> Any:
+    try:
+        return json.loads(data)
+    except (ValueError, RecursionError) as exc:
+        raise RunError(f"{path}: not JSON ({str(exc)[:100]})") from None
+
+
+def _jsonl(data: bytes, path: Path) -> list[Any]:
+    out = []
+    for n, line in enumerate(data.decode("utf-8", "replace").splitlines(), 1):
+        if line.strip():
+            try:
+                out.append(json.loads(line))
+            except (ValueError, RecursionError) as exc:
+                raise RunError(f"{path}:{n}: not JSON ({str(exc)[:80]})") from None
+    return out
+
+
+def parse_time(v: Any, what: str) -> datetime | None:
+    """An ISO 8601 time as an aware UTC datetime; ``None`` for absent; :class:`RunError`
+    naming ``what`` for a malformed or zone-less time."""
+    if v is None:
+        return None
+    try:
+        t = datetime.fromisoformat(str(v).replace("Z", "+00:00"))
+    except ValueError:
+        raise RunError(f"{what}: {str(v)[:40]!r} is not an ISO 8601 time") from None
+    if t.tzinfo is None:
+        raise RunError(f"{what}: {v!r} has no time zone (runs record UTC)")
+    return t.astimezone(timezone.utc)
+
+
+@dataclass(frozen=True)
+class Identity:
+    """What was measured: ``endpoint``, ``served_model``, ``image_id`` (config digest),
+    ``repo_digest`` (manifest digest reference), ``patch_sha256s`` (``path=sha256`` strings),
+    ``profile_sha256``, ``engine_version``, ``gpu_uuids``, ``driver_version``,
+    ``prompt_set_sha256``, ``container_id``. ``None`` = not recorded."""
+
+    endpoint: str | None = None
+    served_model: str | None = None
+    image_id: str | None = None
+    repo_digest: str | None = None
+    patch_sha256s: tuple[str, ...] | None = None
+    profile_sha256: str | None = None
+    engine_version: str | None = None
+    gpu_uuids: tuple[str, ...] | None = None
+    driver_version: str | None = None
+    prompt_set_sha256: str | None = None
+    container_id: str | None = None
+
+    FIELDS = ("image_id", "repo_digest", "patch_sha256s", "profile_sha256", "engine_version",
+              "gpu_uuids", "driver_version", "served_model", "endpoint", "prompt_set_sha256",
+              "container_id")
+
+    @classmethod
+    def from_mapping(cls, d: Mapping[str, Any] | None) -> Identity:
+        """From a summary's ``identity`` (tolerant: unknown keys ignored, aliases accepted)."""
+        d = dict(d or {})
+
+        def s(*keys: str) -> str | None:
+            for k in keys:
+                if d.get(k) not in (None, ""):
+                    return str(d[k])
+            return None
+
+        def seq(*keys: str) -> tuple[str, ...] | None:
+            for k in keys:
+                v = d.get(k)
+                if isinstance(v, dict):
+                    return tuple(f"{p}={h}" for p, h in sorted(v.items()))
+                if isinstance(v, (list, tuple)):
+                    return tuple(str(x) for x in v)
+            return None
+
+        return cls(endpoint=s("endpoint"), served_model=s("served_model", "model"),
+                   image_id=s("image_id"), repo_digest=s("repo_digest"),
+                   patch_sha256s=seq("patch_sha256s", "patches"),
+                   profile_sha256=s("profile_sha256", "profile_hash"),
+                   engine_version=s("engine_version", "vllm_version"),
+                   gpu_uuids=seq("gpu_uuids", "gpus"),
+                   driver_version=s("driver_version", "driver"),
+                   prompt_set_sha256=s("prompt_set_sha256"),
+                   container_id=s("container_id"))
+
+    def merged(self, other: Identity) -> Identity:
+        """Fields of ``self``, with ``other``'s filling the unknown ones."""
+        return Identity(**{k: getattr(self, k) if getattr(self, k) is not None
+                           else getattr(other, k) for k in self.FIELDS})
+
+    def key(self) -> tuple[Any, ...]:
+        """What makes two runs the same arm: image, digest, patches, served model."""
+        return (self.image_id, self.repo_digest, self.patch_sha256s, self.served_model)
+
+    def as_dict(self) -> dict[str, Any]:
+        """JSON-ready (tuples as lists)."""
+        return {k: (list(v) if isinstance(v, tuple) else v)
+                for k in self.FIELDS for v in [getattr(self, k)]}
+
+
+@dataclass(frozen=True)
+class Phase:
+    """One phase's population and figures (seconds, tokens/s); ``None`` = unknown.
+
+    ``expected``/``attempted``/``completed``/``failed``; ``state`` (the probe's phrase);
+    ``complete`` (expected = attempted = completed); ``output_tok_s``, ``request_s``;
+    ``ttft_p50_s``/``ttft_p95_s``, ``tpot_p50_s``, ``itl_p50_s``, ``e2e_p50_s``/``e2e_p95_s``.
+    """
+
+    name: str
+    expected: int | None
+    attempted: int | None
+    completed: int | None
+    failed: int | None
+    state: str
+    output_tok_s: float | None = None
+    request_s: float | None = None
+    ttft_p50_s: float | None = None
+    ttft_p95_s: float | None = None
+    tpot_p50_s: float | None = None
+    itl_p50_s: float | None = None
+    e2e_p50_s: float | None = None
+    e2e_p95_s: float | None = None
+
+    @property
+    def complete(self) -> bool:
+        """expected = attempted = completed, all known and ≥ 1."""
+        return (self.expected is not None and self.expected >= 1
+                and self.expected == self.attempted == self.completed)
+
+    @property
+    def population(self) -> str:
+        """``"completed/expected"`` with attempted, e.g. ``"61/64 completed (64 attempted)"``."""
+        def f(v: int | None) -> str:
+            return "?" if v is None else str(v)
+        return f"{f(self.completed)}/{f(self.expected)} completed ({f(self.attempted)} attempted)"
+
+    @classmethod
+    def from_summary(cls, p: Mapping[str, Any], where: str) -> Phase:
+        """From one ``phases[]`` entry of a probe summary (``{name, state, stats}``)."""
+        if not isinstance(p, Mapping):
+            raise RunError(f"{where}: a phase is not an object")
+        st = p.get("stats") if isinstance(p.get("stats"), Mapping) else p
+
+        def i(k: str) -> int | None:
+            v = st.get(k)
+            return v if isinstance(v, int) and not isinstance(v, bool) and v >= 0 else None
+
+        def fl(k: str) -> float | None:
+            v = st.get(k)
+            return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else None
+
+        def dist(k: str, q: str) -> float | None:
+            d = st.get(k)
+            v = d.get(q) if isinstance(d, Mapping) else None
+            return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else None
+
+        name = p.get("name") or st.get("phase")
+        if not isinstance(name, str) or not name:
+            raise RunError(f"{where}: a phase has no name")
+        return cls(name=name, expected=i("expected"), attempted=i("attempted"),
+                   completed=i("completed"), failed=i("failed"),
+                   state=str(p.get("state") or st.get("state") or "unknown"),
+                   output_tok_s=fl("output_tok_s"), request_s=fl("request_s"),
+                   ttft_p50_s=dist("ttft", "p50_s"), ttft_p95_s=dist("ttft", "p95_s"),
+                   tpot_p50_s=dist("tpot", "p50_s"), itl_p50_s=dist("itl", "p50_s"),
+                   e2e_p50_s=dist("e2e", "p50_s"), e2e_p95_s=dist("e2e", "p95_s"))
+
+    def as_dict(self) -> dict[str, Any]:
+        """JSON-ready, with ``complete`` and ``population``."""
+        d = {k: getattr(self, k) for k in self.__dataclass_fields__}
+        d.update(complete=self.complete, population=self.population)
+        return d
+
+
+@dataclass(frozen=True)
+class RunSummary:
+    """One run (a probe run, possibly as a leg of a bracket), as the report needs it.
+
+    ``status``: complete / incomplete / interrupted / disrupted / failed / running (or
+    killed) / unreadable; ``reason``: why it is not complete; ``cases``: the request keys
+    ``(phase, index, prompt_id)`` measured (for pairing); ``arm``/``leg``/``bracket_id``: set
+    for a leg of a comparison; ``kv_cache_tokens``: the engine's KV capacity in tokens (from
+    its startup log); ``fit``: the fit budget recorded for the leg (free-form dict);
+    ``fidelity``/``canaries``: the leg's traces and canary results.
+    """
+
+    run_id: str
+    path: Path
+    status: str
+    reason: str | None
+    started_at: datetime | None
+    ended_at: datetime | None
+    identity: Identity
+    phases: tuple[Phase, ...]
+    disruptions: tuple[str, ...]
+    cases: frozenset[tuple[str, int, int]] = frozenset()
+    arm: str | None = None
+    leg: int | None = None
+    bracket_id: str | None = None
+    kv_cache_tokens: int | None = None
+    fit: Mapping[str, Any] | None = None
+    fidelity: tuple[Trace, ...] = ()
+    canaries: tuple[CanaryResult, ...] = ()
+
+    @property
+    def complete(self) -> bool:
+        """Status complete, no disruption, and every phase's population complete."""
+        return (self.status == "complete" and not self.disruptions
+                and bool(self.phases) and all(p.complete for p in self.phases))
+
+
+def _disruption_text(d: Any) -> str:
+    if isinstance(d, Mapping):
+        for k in ("reason", "detail", "message", "what"):
+            if d.get(k):
+                at = d.get("at") or d.get("time")
+                return f"{d[k]}" + (f" (at {at})" if at else "")
+        return json.dumps(d, sort_keys=True)[:200]
+    return str(d)[:200]
+
+
+def load_probe_run(run_dir: Path, ledger: FileLedger) -> RunSummary:
+    """Read a probe run directory (``summary.json`` + ``requests.jsonl`` if present).
+
+    Raises :class:`RunError` naming the file for a missing or malformed summary, a request
+    line that is not a request record, or a time without a zone.
+    """
+    from seat_console.probe.client import RequestRecord  # the probe's own record model
+
+    sp = run_dir / "summary.json"
+    if not sp.is_file():
+        raise RunError(f"{run_dir}: no summary.json — not a probe run directory (give a run "
+                       f"directory, or a run ID under the data dir's runs/)")
+    s = _json(ledger.read(sp), sp)
+    if not isinstance(s, dict):
+        raise RunError(f"{sp}: the summary is not a JSON object")
+    status = str(s.get("status") or "unknown")
+    if status == "running":
+        status = "running (or killed)"
+    phases = tuple(Phase.from_summary(p, str(sp)) for p in (s.get("phases") or []))
+    disruptions = tuple(_disruption_text(d) for d in (s.get("disruptions") or []))
+    cases: set[tuple[str, int, int]] = set()
+    rp = run_dir / "requests.jsonl"
+    if rp.is_file():
+        for n, line in enumerate(ledger.read(rp).decode("utf-8", "replace").splitlines(), 1):
+            if not line.strip():
+                continue
+            try:
+                rec = RequestRecord.model_validate_json(line)
+            except ValueError as exc:
+                raise RunError(f"{rp}:{n}: not a request record ({str(exc)[:120]})") from None
+            if rec.phase != "warmup":
+                cases.add((rec.phase, rec.index, rec.prompt_id))
+    reason = s.get("reason") or s.get("status_reason")
+    if reason is None and status != "complete":
+        bad = [f"{p.name}: {p.state}" for p in phases if not p.complete]
+        reason = "; ".join(bad) or None
+    ident = s.get("identity") if isinstance(s.get("identity"), Mapping) else {}
+    kv = ident.get("kv_cache_tokens") if isinstance(ident, Mapping) else None
+    return RunSummary(
+        run_id=str(s.get("run_id") or run_dir.name), path=run_dir, status=status,
+        reason=None if reason is None else str(reason),
+        started_at=parse_time(s.get("started_at"), f"{sp} started_at"),
+        ended_at=parse_time(s.get("ended_at"), f"{sp} ended_at"),
+        identity=Identity.from_mapping(ident), phases=phases, disruptions=disruptions,
+        cases=frozenset(cases),
+        kv_cache_tokens=kv if isinstance(kv, int) and not isinstance(kv, bool) else None)
+
+
+def load_leg(leg_dir: Path, ledger: FileLedger, runs_root: Path | None = None) -> RunSummary:
+    """Read a comparison leg (``leg.json`` and its files) and the probe run it points at.
+
+    ``leg.json``: ``{"arm": "A"|"B", "leg": int, "bracket_id", "probe_run_dir" (absolute, or
+    relative to the leg), "status", "reason", "identity": {...}, "kv_cache_tokens", "fit",
+    "started_at", "ended_at"}``. A leg whose probe never ran (failed before it) is still
+    returned, with the leg's own status and reason. Raises :class:`RunError` naming the file.
+    """
+    lp = leg_dir / "leg.json"
+    leg = _json(ledger.read(lp), lp)
+    if not isinstance(leg, dict) or leg.get("arm") not in ("A", "B"):
+        raise RunError(f"{lp}: not a leg record (needs arm 'A' or 'B')")
+    probe_dir = leg.get("probe_run_dir")
+    ident = Identity.from_mapping(leg.get("identity"))
+    if probe_dir:
+        pdir = Path(probe_dir)
+        if not pdir.is_absolute():
+            pdir = (leg_dir / pdir) if runs_root is None else runs_root / pdir
+        run = load_probe_run(pdir, ledger)
+        ident = ident.merged(run.identity)
+    else:
+        run = RunSummary(run_id=leg_dir.name, path=leg_dir, status=str(
+            leg.get("status") or "failed"), reason=leg.get("reason") or "the probe never ran",
+            started_at=None, ended_at=None, identity=ident, phases=(), disruptions=())
+    traces: list[Trace] = []
+    fp = leg_dir / "fidelity.jsonl"
+    if fp.is_file():
+        for n, d in enumerate(_jsonl(ledger.read(fp), fp), 1):
+            try:
+                traces.append(Trace.from_dict(d, f"{fp}:{n}"))
+            except FidelityError as exc:
+                raise RunError(str(exc)) from None
+    results: list[CanaryResult] = []
+    cp = leg_dir / "canaries.jsonl"
+    if cp.is_file():
+        for n, d in enumerate(_jsonl(ledger.read(cp), cp), 1):
+            try:
+                results.append(CanaryResult.from_dict(d, f"{cp}:{n}"))
+            except CanaryError as exc:
+                raise RunError(str(exc)) from None
+    if (leg_dir / "engine.log").is_file():
+        ledger.read(leg_dir / "engine.log")
+    leg_status = leg.get("status")
+    status, reason = run.status, run.reason
+    if leg_status and leg_status != "complete" and status == "complete":
+        status, reason = str(leg_status), leg.get("reason") or reason
+    kv = leg.get("kv_cache_tokens")
+    disruptions = run.disruptions + tuple(_disruption_text(d)
+                                          for d in (leg.get("disruptions") or []))
+    return RunSummary(
+        run_id=run.run_id, path=leg_dir, status=status, reason=reason,
+        started_at=run.started_at or parse_time(leg.get("started_at"), f"{lp} started_at"),
+        ended_at=run.ended_at or parse_time(leg.get("ended_at"), f"{lp} ended_at"),
+        identity=ident, phases=run.phases, disruptions=disruptions, cases=run.cases,
+        arm=leg["arm"], leg=leg.get("leg") if isinstance(leg.get("leg"), int) else None,
+        bracket_id=str(leg["bracket_id"]) if leg.get("bracket_id") else None,
+        kv_cache_tokens=kv if isinstance(kv, int) and not isinstance(kv, bool)
+        else run.kv_cache_tokens,
+        fit=leg.get("fit") if isinstance(leg.get("fit"), Mapping) else None,
+        fidelity=tuple(traces), canaries=tuple(results))

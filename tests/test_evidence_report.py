@@ -1,0 +1,150 @@
+"""The evidence report: claims refused by rule, retained runs, and SHA-256 verification."""
+
+from __future__ import annotations
+
+import json
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+
+from evidence_factory import IDENT_A, IDENT_B, T0, write_leg, write_run
+from seat_console.cli import main
+from seat_console.evidence import report as rp
+from seat_console.evidence.runs import RunError
+
+
+def _claims(rep: dict, subject: str) -> list[dict]:
+    return [c for c in rep["claims"] if c["subject"] == subject]
+
+
+def _rules(claim: dict) -> set[str]:
+    return {r["rule"] for r in claim["refused_by"]}
+
+
+def test_61_of_64_refuses_the_throughput_claim(tmp_path: Path) -> None:
+    bad = write_run(tmp_path / "runs", phases={"load": (64, 3)})
+    rep = rp.build_report(rp.load_inputs([str(bad)]))
+    (claim,) = _claims(rep, "throughput/latency (load)")
+    assert not claim["survives"] and _rules(claim) == {rp.RULE_INCOMPLETE}
+    assert "61/64 completed (64 attempted)" in claim["refused_by"][0]["detail"]
+    (kept,) = rep["retained"]
+    assert kept["status"] == "incomplete" and "61/64" in kept["reason"]
+    md = rp.render_markdown(rep)
+    assert "REFUSED — throughput/latency (load)" in md and "61/64 completed" in md
+
+
+def test_64_of_64_keeps_the_throughput_claim(tmp_path: Path) -> None:
+    good = write_run(tmp_path / "runs", phases={"load": (64, 0)})
+    rep = rp.build_report(rp.load_inputs([str(good)]))
+    (claim,) = _claims(rep, "throughput/latency (load)")
+    assert claim["survives"], claim
+    assert "n=64" in claim["statement"] and rep["retained"] == []
+
+
+def test_runs_taken_days_apart_are_not_simultaneous(tmp_path: Path) -> None:
+    a = write_run(tmp_path / "runs", ident=IDENT_A)
+    b = write_run(tmp_path / "runs", ident=IDENT_B, at=T0 + timedelta(days=9))
+    rep = rp.build_report(rp.load_inputs([str(a), str(b)]))
+    assert rep["simultaneity"]["label"] == "not simultaneous (taken 9.0 days apart)"
+    (claim,) = _claims(rep, "throughput difference (load)")
+    assert rp.RULE_NOT_SIMULTANEOUS in _rules(claim)
+    assert "taken 9.0 days apart" in json.dumps(claim)
+    assert set(rep["arms"]) == {"A", "B"}
+
+
+def test_disrupted_run_backs_no_claim(tmp_path: Path) -> None:
+    d = write_run(tmp_path / "runs", disruptions=[{"reason": "container seat-resident restarted "
+                                                           "by someone else"}])
+    rep = rp.build_report(rp.load_inputs([str(d)]))
+    (claim,) = _claims(rep, "throughput/latency (load)")
+    assert rp.RULE_DISRUPTED in _rules(claim)
+    assert rep["retained"][0]["status"] == "disrupted"
+    assert "restarted by someone else" in rep["retained"][0]["reason"]
+
+
+def _trace(case: str, ids: list[int]) -> dict:
+    return {"case_id": case, "positions": [{"token_id": t, "logprob": -0.5,
+                                            "top": {str(t): -0.5, str(t + 1): -1.0}}
+                                           for t in ids]}
+
+
+def _canary(item: str, run: int, passed: bool) -> dict:
+    return {"item_id": item, "kind": "arithmetic", "run": run, "passed": passed,
+            "reason": "r", "answer": "", "error": None}
+
+
+def _bracket(tmp_path: Path, speed_b: float, b_ids: list[int]) -> Path:
+    runs, cmp_dir = tmp_path / "runs", tmp_path / "comparisons" / "cmp-1"
+    legs = []
+    for n, arm in enumerate("ABBA", 1):
+        ident, speed, kv, ids = ((IDENT_A, 1.0, 9_000, [1, 2, 3]) if arm == "A"
+                                 else (IDENT_B, speed_b, 4_000, b_ids))
+        probe = write_run(runs, ident=ident, speed=speed, at=T0 + timedelta(minutes=5 * n))
+        legs.append(write_leg(cmp_dir, n, arm, probe, kv=kv, traces=[_trace("c1", ids)],
+                              canaries=[_canary("x", r, r < 9) for r in range(10)]))
+    (cmp_dir / "compare.json").write_text(json.dumps({
+        "bracket_id": "br-1", "order": "ABBA", "rounds": 1, "legs": legs,
+        "status": "complete", "restored": True, "hold_released": True}))
+    return cmp_dir
+
+
+def test_bracket_report(tmp_path: Path) -> None:
+    cmp_dir = _bracket(tmp_path, speed_b=1.0, b_ids=[1, 2, 9])
+    rep = rp.build_report(rp.load_inputs([str(cmp_dir)]))
+    assert rep["simultaneity"]["simultaneous"]
+    assert rep["kv_ratio_resident_over_candidate"] == pytest.approx(2.25)
+    (kv,) = _claims(rep, "KV capacity")
+    assert kv["survives"] and "2.25×" in kv["statement"]
+    (tl,) = _claims(rep, "throughput/latency (load)")
+    assert tl["survives"]
+    # identical per-leg throughput on both arms: ranges overlap → no difference claimed
+    (diff,) = _claims(rep, "throughput difference (load)")
+    assert _rules(diff) == {rp.RULE_OVERLAP}
+    (fid,) = _claims(rep, "fidelity (localisation, not KL)")
+    assert fid["survives"] and "c1 at position 2" in fid["statement"]
+    (cn,) = _claims(rep, "canaries (arithmetic)")
+    assert _rules(cn) == {rp.RULE_OVERLAP} and "no difference can be claimed" in cn["statement"]
+    assert rep["arms"]["B"]["identity"]["patch_sha256s"] == ["/opt/vllm/x.py=" + "c" * 64]
+    md = rp.render_markdown(rep)
+    for section in ("## Identity per arm", "## Fit budget and engine KV capacity",
+                    "## Fidelity", "## Canaries", "## Claims", "## Raw files (SHA-256)"):
+        assert section in md
+
+
+def test_bracket_with_disjoint_throughput_claims_a_difference(tmp_path: Path) -> None:
+    rep = rp.build_report(rp.load_inputs([str(_bracket(tmp_path, speed_b=2.0,
+                                                        b_ids=[1, 2, 3]))]))
+    (diff,) = _claims(rep, "throughput difference (load)")
+    assert diff["survives"], diff
+    (fid,) = _claims(rep, "fidelity (localisation, not KL)")
+    assert "equal A's on all 1 cases" in fid["statement"]
+
+
+def test_verify_passes_then_fails_after_a_raw_file_is_edited(tmp_path: Path,
+                                                            capsys: pytest.CaptureFixture) -> None:
+    run = write_run(tmp_path / "runs")
+    for fmt in ("--json", "--md"):
+        out = tmp_path / f"report{fmt}"
+        assert main(["report", str(run), fmt, "--out", str(out)]) == 0
+        assert main(["report", "--verify", str(out)]) == 0
+    capsys.readouterr()
+    req = run / "requests.jsonl"
+    req.write_text(req.read_text().replace('"ok":true', '"ok":false', 1))
+    for fmt in ("--json", "--md"):
+        assert main(["report", "--verify", str(tmp_path / f"report{fmt}")]) == 1
+        text = capsys.readouterr().out
+        assert f"FAILED  {req.resolve()}: changed since the report" in text
+        assert "1 FAILED" in text
+
+
+def test_report_errors_name_the_input(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    assert main(["report", str(tmp_path / "nope"), "--data-dir", str(tmp_path)]) == 1
+    assert "nope: no such run directory" in capsys.readouterr().err
+    d = tmp_path / "runs" / "broken"
+    d.mkdir(parents=True)
+    (d / "summary.json").write_text("{not json")
+    with pytest.raises(RunError, match="broken/summary.json: not JSON"):
+        rp.load_inputs([str(d)])
+    assert main(["report", "--verify", str(tmp_path / "runs" / "broken" / "summary.json")]) == 1
+    assert main(["report"]) == 2
