@@ -148,3 +148,41 @@ def test_report_errors_name_the_input(tmp_path: Path, capsys: pytest.CaptureFixt
         rp.load_inputs([str(d)])
     assert main(["report", "--verify", str(tmp_path / "runs" / "broken" / "summary.json")]) == 1
     assert main(["report"]) == 2
+
+
+from hypothesis import HealthCheck, given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+from seat_console.evidence.runs import FileLedger, load_probe_run  # noqa: E402
+
+_json_values = st.recursive(
+    st.none() | st.booleans() | st.integers(-5, 10**6) | st.floats(allow_nan=False)
+    | st.text(max_size=10) | st.sampled_from(["complete", "2026-12-01T09:00:00+00:00",
+                                             "2026-12-01T09:00:00", "load"]),
+    lambda ch: st.lists(ch, max_size=4) | st.dictionaries(st.sampled_from(
+        ["status", "started_at", "ended_at", "phases", "name", "stats", "expected",
+         "attempted", "completed", "identity", "disruptions", "ttft", "p50_s", "image_id",
+         "patch_sha256s", "gpu_uuids", "reason"]), ch, max_size=6), max_leaves=30)
+
+
+@given(_json_values)
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+def test_summary_parser_only_documented_errors(tmp_path: Path, doc: object) -> None:
+    d = tmp_path / "run"
+    d.mkdir(exist_ok=True)
+    (d / "summary.json").write_text(json.dumps(doc))
+    try:
+        run = load_probe_run(d, FileLedger())
+    except RunError as exc:
+        assert "summary.json" in str(exc)
+    else:
+        assert all(p.expected is None or p.expected >= 0 for p in run.phases)
+        rp.build_report(rp.Inputs(runs=(run,), comparison=None, files={}))  # never raises
+
+
+@given(st.text(max_size=300))
+def test_recorded_hashes_only_documented_errors(text: str) -> None:
+    try:
+        rp.recorded_hashes(text, "r.md")
+    except RunError as exc:
+        assert "r.md" in str(exc)

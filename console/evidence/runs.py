@@ -270,6 +270,15 @@ class RunSummary:
                 and bool(self.phases) and all(p.complete for p in self.phases))
 
 
+def _list(doc: Mapping[str, Any], key: str, path: Path) -> list[Any]:
+    v = doc.get(key)
+    if v is None:
+        return []
+    if not isinstance(v, list):
+        raise RunError(f"{path}: '{key}' is a {type(v).__name__}, not a list")
+    return v
+
+
 def _disruption_text(d: Any) -> str:
     if isinstance(d, Mapping):
         for k in ("reason", "detail", "message", "what"):
@@ -298,8 +307,8 @@ def load_probe_run(run_dir: Path, ledger: FileLedger) -> RunSummary:
     status = str(s.get("status") or "unknown")
     if status == "running":
         status = "running (or killed)"
-    phases = tuple(Phase.from_summary(p, str(sp)) for p in (s.get("phases") or []))
-    disruptions = tuple(_disruption_text(d) for d in (s.get("disruptions") or []))
+    phases = tuple(Phase.from_summary(p, str(sp)) for p in _list(s, "phases", sp))
+    disruptions = tuple(_disruption_text(d) for d in _list(s, "disruptions", sp))
     cases: set[tuple[str, int, int]] = set()
     rp = run_dir / "requests.jsonl"
     if rp.is_file():
@@ -376,7 +385,7 @@ def load_leg(leg_dir: Path, ledger: FileLedger, runs_root: Path | None = None) -
         status, reason = str(leg_status), leg.get("reason") or reason
     kv = leg.get("kv_cache_tokens")
     disruptions = run.disruptions + tuple(_disruption_text(d)
-                                          for d in (leg.get("disruptions") or []))
+                                          for d in _list(leg, "disruptions", lp))
     return RunSummary(
         run_id=run.run_id, path=leg_dir, status=status, reason=reason,
         started_at=run.started_at or parse_time(leg.get("started_at"), f"{lp} started_at"),
