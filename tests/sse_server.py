@@ -149,6 +149,9 @@ SCENARIOS: dict[str, Callable[[Writer], Awaitable[None]]] = {
 """Scenario name (the prompt) → body writer. Special prompts: ``http500`` (HTTP 500 with a JSON
 error body), ``cut-chunked`` (the connection closes inside a chunked body)."""
 
+TOKENS = {"normal": 4, "multi": 6, "logprobs": 4, "split": 2, "merged": 5, "chat": 3}
+"""Output tokens the server counts (``/metrics``) for each scenario that succeeds."""
+
 
 class SSEServer:
     """``async with SSEServer() as srv:`` → ``srv.url``; counts requests in ``srv.requests``."""
@@ -157,6 +160,26 @@ class SSEServer:
         self.requests: list[dict[str, Any]] = []
         self._server: asyncio.base_events.Server | None = None
         self.url = ""
+        # engine-like counters served on GET /metrics (Prometheus text), as vLLM names them
+        self.generation_tokens = 0
+        self.succeeded = 0
+        self.extra_tokens = 0          # tests add "foreign traffic" here
+        self.process_start = 1_700_000_000.0
+
+    def metrics_text(self) -> str:
+        """vLLM-style ``/metrics`` for what this server has streamed."""
+        return (
+            "# TYPE vllm:generation_tokens_total counter\n"
+            f'vllm:generation_tokens_total{{engine="0",model_name="m"}} '
+            f"{float(self.generation_tokens + self.extra_tokens)}\n"
+            "# TYPE vllm:request_success_total counter\n"
+            f'vllm:request_success_total{{engine="0",finished_reason="length",model_name="m"}} '
+            f"{float(self.succeeded)}\n"
+            f'vllm:request_success_total{{engine="0",finished_reason="abort",model_name="m"}} 0.0\n'
+            "# TYPE vllm:num_requests_running gauge\n"
+            'vllm:num_requests_running{engine="0",model_name="m"} 0.0\n'
+            "# TYPE process_start_time_seconds gauge\n"
+            f"process_start_time_seconds {self.process_start}\n")
 
     async def __aenter__(self) -> SSEServer:
         self._server = await asyncio.start_server(self._handle, "127.0.0.1", 0)
@@ -177,6 +200,12 @@ class SSEServer:
                 k, _, v = line.partition(":")
                 if k.strip().lower() == "content-length":
                     length = int(v.strip())
+            if head.startswith(b"GET /metrics"):
+                text = self.metrics_text().encode()
+                writer.write(b"HTTP/1.1 200 OK\r\nContent-Type: text/plain; version=0.0.4\r\n"
+                             b"Content-Length: " + str(len(text)).encode() + b"\r\n\r\n" + text)
+                await writer.drain()
+                return
             body = json.loads(await reader.readexactly(length)) if length else {}
             self.requests.append(body)
             scenario = body.get("prompt") or body.get("messages", [{}])[-1].get("content", "")
@@ -203,6 +232,9 @@ class SSEServer:
             await SCENARIOS[scenario](w)
             writer.write(b"0\r\n\r\n")
             await writer.drain()
+            if scenario in TOKENS:
+                self.generation_tokens += TOKENS[scenario]
+                self.succeeded += 1
         except (ConnectionError, asyncio.IncompleteReadError):
             pass
         finally:
