@@ -1,8 +1,9 @@
 """The Seat Console TUI: composes the panels, polls the sources, and stays responsive.
 
-Shape (see ``../shared/DESIGN.md``): each entry of :data:`PANELS` pairs a source factory
-(``make_source(loaded_profile) -> Source``) with the :class:`~seat_console.widgets.panel.SourcePanel`
-subclass that draws it. For every entry the app
+Shape (see ``../shared/DESIGN.md``): each :class:`PanelSpec` of :data:`PANELS` pairs a source
+factory (``"module:function"`` imported after the first frame, or a callable
+``make_source(loaded_profile) -> Source``) with the
+:class:`~seat_console.widgets.panel.SourcePanel` subclass that draws it. For every entry the app
 
 * polls the source's blocking ``read()`` in a thread of its own, started by a Textual worker
   (``run_worker(..., exclusive=True, exit_on_error=False)``, one worker group per source);
@@ -13,6 +14,18 @@ subclass that draws it. For every entry the app
   :meth:`~seat_console.widgets.panel.SourcePanel.show`;
 * once a second (no I/O) refreshes every panel's age, so a read that hangs only stales its own
   panel ("STALE · reading for 40 s") while keys and the other panels keep working.
+
+Redraw only what changed: a reading equal to the last one (:func:`same_reading`, ignoring its
+timestamp) is not drawn again; ages are coarse and the border is only touched when its text
+changes; nothing calls ``refresh(layout=True)`` on a tick. The fit source reads the GPU panel's
+reading (:class:`LatestReading`) instead of a second NVML sampler of its own.
+
+Screen: header, the one-glance :class:`~seat_console.widgets.status.StatusLine`, the panels
+(compact forms below :data:`COMPACT_BELOW_ROWS` rows, two columns from :data:`WIDE_FROM_COLS`
+columns), footer. Enter on a focused panel opens its :class:`DetailScreen` (full view; the fit
+budget's what-if controls). Adding a key: a ``Binding`` with an ``id`` in
+:attr:`SeatConsoleApp.BINDINGS` and an ``action_*`` method; adding a screen: ``push_screen``
+from that action (readings arriving meanwhile are drawn when it closes).
 
 Why a daemon thread per read instead of ``@work(thread=True)``: Textual runs thread workers in
 asyncio's default executor, and ``asyncio.run`` joins that executor's threads on exit, so a
@@ -63,12 +76,6 @@ from textual.timer import Timer
 from textual.widgets import Footer, Static
 from textual.worker import Worker, WorkerState
 
-from seat_console.sources import containers as containers_source
-from seat_console.sources import engine as engine_source
-from seat_console.sources import fit_source
-from seat_console.sources import silences as silences_source
-from seat_console.sources import timers as timers_source
-from seat_console.sources.gpu import make_source as make_gpu_source
 from seat_console.profile import (
     REFRESH_INTERVAL_MAX_S,
     REFRESH_INTERVAL_MIN_S,
@@ -79,30 +86,72 @@ from seat_console.widgets.fit import FitPanel
 from seat_console.widgets.gpu import GpuPanel
 from seat_console.widgets.panel import STALE_FACTOR, STALE_MIN_S, SourcePanel
 from seat_console.widgets.services import ContainersPanel, EnginePanel, SilencesPanel, TimersPanel
+from seat_console.widgets.status import StatusLine, build_status
 
 log = logging.getLogger(__name__)
 
-SourceFactory = Callable[[LoadedProfile], Source]
-"""``make_source(loaded_profile) -> Source``: builds one source from the seat profile."""
+SourceFactory = Callable[..., Source]
+"""``make_source(loaded_profile) -> Source`` builds one source from the seat profile; with
+``PanelSpec.uses_readings`` it is called as ``make_source(loaded_profile, readings)`` where
+``readings`` is the app's :class:`LatestReadings` (e.g. the fit source takes the GPU reading)."""
 
-PANELS: list[tuple[SourceFactory, type[SourcePanel]]] = [
-    (make_gpu_source, GpuPanel),
-    (engine_source.make_source, EnginePanel),
-    (containers_source.make_source, ContainersPanel),
-    (timers_source.make_source, TimersPanel),
-    (silences_source.make_source, SilencesPanel),
-    (fit_source.make_source, FitPanel),
+
+@dataclass(frozen=True)
+class PanelSpec:
+    """One panel of the main screen.
+
+    ``source``: ``"module:function"`` (imported in a thread after the first frame, so docker,
+    httpx or the checkpoint scanner do not delay it) or a callable factory (see
+    :data:`SourceFactory`); ``panel``: the :class:`SourcePanel` subclass that draws it;
+    ``eager``: built and read at start-up, before the first frame (the GPU panel);
+    ``min_interval_s``: poll no more often than this (s), whatever the refresh interval;
+    ``uses_readings``: pass the app's :class:`LatestReadings` to the factory; ``span``: columns
+    the panel takes in the two-column layout (1 or 2; ``None``: the panel class's
+    ``wide_span``).
+    """
+
+    source: str | SourceFactory
+    panel: type[SourcePanel]
+    eager: bool = False
+    min_interval_s: float = 0.0
+    uses_readings: bool = False
+    span: int | None = None
+
+
+PANELS: list[PanelSpec] = [
+    PanelSpec("seat_console.sources.gpu:make_source", GpuPanel, eager=True),
+    PanelSpec("seat_console.sources.timers:make_source", TimersPanel),
+    PanelSpec("seat_console.sources.silences:make_source", SilencesPanel),
+    PanelSpec("seat_console.app:make_fit_source", FitPanel, uses_readings=True,
+              min_interval_s=10.0),
+    PanelSpec("seat_console.sources.engine:make_source", EnginePanel),
+    PanelSpec("seat_console.sources.containers:make_source", ContainersPanel),
 ]
-"""The panels the app shows, top to bottom: ``(make_source, PanelClass)`` pairs.
+"""The panels the app shows, in reading order (the seat's safety net — GPUs, timers, silences,
+fit — first, so it is on the first screen at 80×24).
 
-To add a panel, append one line, e.g. ``(seat_console.sources.timers.make_source, TimersPanel),``.
-"""
+To add a panel, append one line, e.g.
+``PanelSpec("seat_console.sources.probe:make_source", ProbePanel),``. Plain
+``(make_source, PanelClass)`` pairs are accepted too (tests)."""
 
-BACKOFF_MIN_S = 5.0
+BACKOFF_MIN_S = 2.0
 """Shortest wait in seconds before polling a source again after an unavailable reading."""
 
-BACKOFF_MAX_S = 30.0
-"""Longest wait in seconds between polls of a failing source (unless the interval is longer)."""
+BACKOFF_MAX_S = 10.0
+"""Longest wait in seconds between polls of a failing source (unless the interval is longer):
+a source that recovered is seen within 10 s, or at once with ``r``."""
+
+COMPACT_BELOW_ROWS = 50
+"""Below this many terminal rows the main screen shows the panels' compact forms."""
+
+WIDE_FROM_COLS = 160
+"""From this many columns the panels are laid out in two columns."""
+
+MIN_COLS, MIN_ROWS = 60, 12
+"""Smallest terminal that can show the header and the status line (columns, rows)."""
+
+TIME_FIELDS = frozenset({"read_at", "sampled_at"})
+"""Fields of a reading that say when it was taken; ignored by :func:`same_reading`."""
 
 HANGUP_EXIT_GRACE_S = 5.0
 """Seconds a clean exit may take after the terminal went away before the process is ended."""
@@ -128,13 +177,92 @@ def next_delay(interval_s: float, consecutive_errors: int) -> float:
     ``interval_s``: the refresh interval (s). ``consecutive_errors``: how many readings in a row
     were unavailable. No errors → ``interval_s``. Otherwise exponential back-off from the
     interval, clamped to [:data:`BACKOFF_MIN_S`, :data:`BACKOFF_MAX_S`] and never shorter than
-    the interval: ``max(interval, min(max(interval × 2^errors, 5), 30))`` — at 1 s: 5, 5, 8,
-    16, 30, 30… (the rule of ``../shared/STYLE.md``, made exponential).
+    the interval: ``max(interval, min(max(interval × 2^errors, 2), 10))`` — at 1 s: 2, 4, 8,
+    10, 10… (the rule of ``../shared/STYLE.md``, capped at 10 s so a recovered source is seen
+    within 10 s).
     """
     if consecutive_errors <= 0:
         return interval_s
     grown = interval_s * (2.0 ** min(consecutive_errors, 16))
     return max(interval_s, min(max(grown, BACKOFF_MIN_S), BACKOFF_MAX_S))
+
+
+def same_reading(a: BaseModel | None, b: BaseModel | None) -> bool:
+    """Whether two readings show the same thing: same type and equal fields, ignoring
+    :data:`TIME_FIELDS` (when they were taken). Two :class:`Unavailable` readings are the same
+    when kind and reason are. ``None`` is never the same as anything."""
+    if a is None or b is None or type(a) is not type(b):
+        return False
+    if isinstance(a, Unavailable):
+        return (a.kind, a.reason) == (b.kind, b.reason)  # type: ignore[attr-defined]
+    da, db = a.__dict__, b.__dict__
+    return all(k in TIME_FIELDS or da[k] == db.get(k) for k in da) and da.keys() == db.keys()
+
+
+class LatestReadings:
+    """The app's newest good reading per source key, readable from any thread (the app writes
+    it on the UI thread; a reader gets a frozen model or ``None``)."""
+
+    def __init__(self) -> None:
+        self._by_key: dict[str, BaseModel] = {}
+
+    def get(self, key: str) -> BaseModel | None:
+        """The newest good reading of source ``key``, or ``None`` before the first."""
+        return self._by_key.get(key)
+
+    def put(self, key: str, reading: BaseModel) -> None:
+        """Record ``reading`` as source ``key``'s newest good reading (UI thread)."""
+        self._by_key[key] = reading
+
+
+class LatestReading(Source):
+    """A source that returns another panel's newest good reading (no I/O): how the fit source
+    shares the GPU panel's NVML sample. Before the first one: ``Unavailable(kind="waiting")``."""
+
+    def __init__(self, readings: LatestReadings, key: str) -> None:
+        self.readings = readings
+        self.key = key
+        self.name = key
+
+    def read(self) -> BaseModel:
+        """The newest good reading of ``key``, or :class:`Unavailable` naming what is awaited."""
+        got = self.readings.get(self.key)
+        if got is None:
+            return Unavailable(source=self.key, kind="waiting",
+                               reason=f"no {self.key} reading yet")
+        return got
+
+
+def make_fit_source(loaded: LoadedProfile, readings: LatestReadings) -> Source:
+    """The fit panel's source, reading the GPU panel's newest snapshot instead of NVML (so the
+    GPU and fit panels show one sample, and no second sampler, ``/proc`` mapper or docker
+    client runs)."""
+    from seat_console.sources.fit_source import FitSource
+
+    return FitSource(loaded, gpu_source=LatestReading(readings, "gpus"))
+
+
+def resolve_factory(source: str | SourceFactory) -> SourceFactory:
+    """``"package.module:function"`` → that function (imports the module); a callable as is.
+
+    Raises ``ImportError`` / ``AttributeError`` naming the module or function when it is
+    missing, ``ValueError`` for a string without ``:``."""
+    if callable(source):
+        return source
+    mod, sep, fn = source.partition(":")
+    if not sep:
+        raise ValueError(f"panel source {source!r}: write 'package.module:function'")
+    import importlib
+
+    return getattr(importlib.import_module(mod), fn)
+
+
+def as_spec(entry: PanelSpec | tuple) -> PanelSpec:
+    """A :class:`PanelSpec` from a spec or a ``(factory, PanelClass)`` pair."""
+    if isinstance(entry, PanelSpec):
+        return entry
+    factory, panel = entry
+    return PanelSpec(factory, panel)
 
 
 def is_node_action(binding: Binding) -> bool:
@@ -203,8 +331,9 @@ class SourceState:
     """
 
     key: str
-    source: Source
+    source: Source | None
     panel: SourcePanel
+    spec: PanelSpec | None = None
     reading: BaseModel | None = None
     reading_at: datetime | None = None
     last_good: BaseModel | None = None
@@ -215,21 +344,27 @@ class SourceState:
     delay_s: float = 0.0
     timer: Timer | None = None
     dirty: bool = False
+    manual: bool = False
+    """The poll in flight was asked for with ``r`` (its failure does not count)."""
+    prebuilt: concurrent.futures.Future | None = None
+    """Eager sources: the future of ``(source, first reading)`` started before the first frame."""
 
 
 class SourceReading(Message):
     """A poll finished: ``key`` names the source, ``reading`` is its model or Unavailable.
 
-    ``started_at`` / ``finished_at`` are UTC times from the app's clock.
+    ``started_at`` / ``finished_at`` are UTC times from the app's clock. ``source``: set when
+    this poll also built the source (deferred construction).
     """
 
     def __init__(self, key: str, reading: BaseModel, started_at: datetime,
-                 finished_at: datetime) -> None:
+                 finished_at: datetime, source: Source | None = None) -> None:
         super().__init__()
         self.key = key
         self.reading = reading
         self.started_at = started_at
         self.finished_at = finished_at
+        self.source = source
 
 
 class SeatHeader(Static):
@@ -262,7 +397,9 @@ class HelpScreen(ModalScreen[None]):
     def compose(self) -> ComposeResult:
         """A scrollable help text: keys first, then how to read the panels."""
         t = Text()
-        t.append("Seat Console — help\n\n", style="bold")
+        t.append("Seat Console — help\n", style="bold")
+        t.append("Close: Esc, q or ?. Scroll: ↑ ↓, PgUp PgDn, Home End (or the mouse wheel).\n\n",
+                 style="italic")
         t.append("Keys\n", style="bold underline")
         for key, what in self._keys:
             t.append(f"  {key:<14}", style="bold")
@@ -271,8 +408,64 @@ class HelpScreen(ModalScreen[None]):
             t.append(f"\n{heading}\n", style="bold underline")
             for para in paragraphs:
                 t.append(f"• {para}\n")
-        with VerticalScroll():
+        with VerticalScroll(id="help-scroll"):
             yield Static(t, id="help-text")
+
+    def on_mount(self) -> None:
+        """Focus the text so the arrow keys and PgUp/PgDn scroll it at once."""
+        self.query_one("#help-scroll").focus()
+
+
+class DetailScreen(ModalScreen[None]):
+    """A panel's full view (Enter on a focused panel): everything the compact form leaves out —
+    a source's full reason and fix, the fit budget per card with its what-if controls. The app
+    keeps drawing the source's readings into it while it is open. Esc leaves a field first,
+    then closes; q closes."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("escape", "back", "close", key_display="Esc", id="detail-close"),
+        Binding("q", "dismiss", "close", show=False, id="detail-close-q"),
+    ]
+
+    DEFAULT_CSS = """
+    DetailScreen { align: center middle; }
+    DetailScreen > VerticalScroll {
+        width: 96%; height: 94%; border: thick $primary; background: $surface;
+    }
+    DetailScreen #detail-hint { color: $text-muted; padding: 0 1; }
+    """
+
+    def __init__(self, key: str, panel: SourcePanel) -> None:
+        super().__init__(id="detail")
+        self.key = key
+        self.panel = panel
+
+    def compose(self) -> ComposeResult:
+        """The hint line and the full panel in a scrolling column, then the footer."""
+        with VerticalScroll(id="detail-scroll"):
+            yield Static(Text("Esc or q: back to the seat · ↑ ↓ PgUp PgDn: scroll · Tab: "
+                              "next control"), id="detail-hint")
+            yield self.panel
+        yield Footer()
+
+    def on_mount(self) -> None:
+        """Focus the scroll column so the arrow keys scroll."""
+        self.query_one("#detail-scroll").focus()
+
+    def action_back(self) -> None:
+        """Esc: inside a field, leave the field (focus the column); else close."""
+        focused = self.focused
+        if focused is not None and _is_field(focused):
+            self.query_one("#detail-scroll").focus()
+            return
+        self.dismiss()
+
+
+def _is_field(widget: object) -> bool:
+    """Whether ``widget`` takes typed keys (an Input or a Select)."""
+    from textual.widgets import Input, Select
+
+    return isinstance(widget, Input | Select)
 
 
 HELP_SECTIONS: list[tuple[str, list[str]]] = [
@@ -290,9 +483,24 @@ HELP_SECTIONS: list[tuple[str, list[str]]] = [
         ("STALE (red border): no new reading for a while, e.g. a read that hangs ('reading for "
          "N s'). The other panels stay live."),
         ("Unavailable (yellow border): the reason, how old the last good value is, and that "
-         "value dimmed. A failing source is retried less often (5 s, growing to 30 s)."),
+         "value dimmed. A failing source is retried less often (2 s, growing to 10 s); r reads "
+         "it again at once and resets that."),
+        ("Ages are coarse ('just now', '10 s ago', '3 min ago') so the screen only changes when "
+         "something did."),
         ("PAUSED: nothing is read until you press p again. READ-ONLY: no action that changes "
          "the node is offered."),
+    ]),
+    ("The status line (under the header)", [
+        ("engine UP/DOWN · which container holds the seat · hold · silence on the seat · "
+         "timers active of those in the profile · fit of the candidate (fits / OVER by N GiB "
+         "per card). Each in words, so it reads the same without colour (NO_COLOR)."),
+    ]),
+    ("Panels and detail views", [
+        ("Tab / shift+Tab move between panels (the focused one has a bright border); Enter "
+         "opens its detail view: the full reading, an unavailable source's reason and fix, the "
+         "fit budget per card with its what-if controls. Esc or q goes back."),
+        ("Below 50 rows the main screen shows each panel compactly; from 160 columns it uses "
+         "two columns."),
     ]),
     ("Fit budget panel", [
         ("Tab moves into the what-if controls (PLE placement, util, TP, context, seqs); the "
@@ -372,6 +580,12 @@ class MainScreen(Screen[None]):
         if isinstance(app, SeatConsoleApp):
             app.redraw_dirty()
 
+    def on_resize(self, event: object) -> None:
+        """Compact or full panels, one or two columns, "too small" — by the new size."""
+        app = self.app
+        if isinstance(app, SeatConsoleApp):
+            app.apply_size(self.size.width, self.size.height)
+
 
 class SeatConsoleApp(App[int]):
     """Seat Console: header, one panel per :data:`PANELS` entry, footer, help and palette.
@@ -380,33 +594,44 @@ class SeatConsoleApp(App[int]):
     refresh interval in seconds (``None`` → the profile's ``console.refresh_interval_s``);
     ``panels`` overrides :data:`PANELS` (tests); ``clock`` returns the current UTC time
     (tests inject a fixed one for deterministic ages); ``age_tick_s`` how often ages are redrawn
-    (s); ``watch_terminal`` exits on SIGHUP / a dead terminal (off in headless tests).
+    (s); ``watch_terminal`` exits on SIGHUP / a dead terminal (off in headless tests);
+    ``compact`` forces the panels' compact (True) or full (False) forms (``None``: by size).
     """
 
     TITLE = "Seat Console"
     COMMANDS = App.COMMANDS | {SeatCommands}
-    HORIZONTAL_BREAKPOINTS: ClassVar[list[tuple[int, str]]] = [(0, "-narrow"), (150, "-wide")]
+    HORIZONTAL_BREAKPOINTS: ClassVar[list[tuple[int, str]]] = [(0, "-narrow"),
+                                                                (WIDE_FROM_COLS, "-wide")]
 
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("q", "quit", "quit", id="quit"),
         Binding("ctrl+q", "quit", "quit", show=False, id="quit-ctrl", priority=True),
-        Binding("p", "toggle_pause", "pause", id="toggle-pause"),
+        Binding("p", "pause", "pause", id="toggle-pause"),
+        Binding("p", "resume", "resume", id="resume"),
         Binding("r", "refresh_now", "refresh", id="refresh-now"),
         Binding("question_mark", "help", "help", key_display="?", id="help"),
         Binding("ctrl+p", "command_palette", "palette", show=False, id="command-palette",
                 priority=True),
-        Binding("escape", "leave_field", "leave field", show=False, id="leave-field"),
+        Binding("escape", "leave_field", "leave field", key_display="Esc", id="leave-field"),
     ]
+    """Keys of the main screen. To add one: a ``Binding(key, action, description, id=...)``
+    here and an ``action_<action>`` method; an id starting with :data:`NODE_ACTION_PREFIX`
+    marks a key that changes the node (hidden under ``--readonly``)."""
 
     CSS = """
     #panels { height: 1fr; }
+    Screen.-wide #panels { layout: grid; grid-size: 2; grid-rows: auto; grid-gutter: 0 1; }
+    Screen.-wide #panels > .-span2 { column-span: 2; }
+    #too-small { display: none; height: 1fr; content-align: center middle; text-style: bold; }
+    Screen.-too-small #too-small { display: block; }
+    Screen.-too-small #panels, Screen.-too-small #status-line { display: none; }
     """
 
     def __init__(self, loaded: LoadedProfile, *, readonly: bool = False,
                  interval: float | None = None,
                  panels: list[tuple[SourceFactory, type[SourcePanel]]] | None = None,
                  clock: Callable[[], datetime] = utcnow, age_tick_s: float = 1.0,
-                 watch_terminal: bool = True) -> None:
+                 watch_terminal: bool = True, compact: bool | None = None) -> None:
         super().__init__()
         if interval is not None and not interval > 0:
             raise ValueError(f"interval {interval!r}: must be a positive number of seconds")
@@ -417,46 +642,112 @@ class SeatConsoleApp(App[int]):
         self.clock = clock
         self.age_tick_s = age_tick_s
         self.watch_terminal = watch_terminal
-        self._panel_specs = list(PANELS if panels is None else panels)
+        self._panel_specs = [as_spec(e) for e in (PANELS if panels is None else panels)]
         self._states: dict[str, SourceState] = {}
         self._shutting_down = False
         self._tty_fd: int | None = None
+        self._compact: bool | None = None
+        self.force_compact = compact
+        """``None``: compact panels below :data:`COMPACT_BELOW_ROWS` rows; True / False: always
+        / never (tests of a panel's full view)."""
+        self.readings = LatestReadings()
+        self.hold_reader: Callable[[], object | None] | None = None
+        """Set by the hold feature (issue 7): returns the active hold (attributes ``active``
+        and ``until``, UTC) or ``None``; while unset the status line says "hold n/a"."""
+        self._fit_signature: object = None
+        self._fit_comparison: object = None
         self._build_states()
 
     # -- construction ---------------------------------------------------------------------
+    def _make_source(self, spec: PanelSpec) -> Source:
+        """Build ``spec``'s source; a factory that fails becomes a :class:`BrokenSource`."""
+        try:
+            factory = resolve_factory(spec.source)
+            if spec.uses_readings:
+                return factory(self.loaded, self.readings)
+            return factory(self.loaded)
+        except Exception as exc:
+            log.warning("source factory %r failed", spec.source, exc_info=True)
+            return BrokenSource(spec.panel.source_name,
+                                f"could not set up: {type(exc).__name__}: {exc}")
+
     def _build_states(self) -> None:
-        for i, (factory, panel_cls) in enumerate(self._panel_specs):
-            try:
-                source = factory(self.loaded)
-            except Exception as exc:
-                log.warning("source factory %r failed", factory, exc_info=True)
-                source = BrokenSource(panel_cls.source_name,
-                                      f"could not set up: {type(exc).__name__}: {exc}")
-            key = source.name if source.name not in self._states else f"{source.name}-{i}"
-            panel = panel_cls(loaded=self.loaded, id=f"panel-{key}")
-            self._states[key] = SourceState(key=key, source=source, panel=panel,
-                                            delay_s=self.interval_s)
+        for i, spec in enumerate(self._panel_specs):
+            source: Source | None = None
+            if callable(spec.source):   # tests: built now, so their names key the states
+                source = self._make_source(spec)
+                name = source.name
+            else:
+                name = spec.panel.source_name
+            key = name if name not in self._states else f"{name}-{i}"
+            panel = spec.panel(loaded=self.loaded, id=f"panel-{key}",
+                               classes="-span2" if (spec.span or spec.panel.wide_span) > 1
+                               else None)
+            st = SourceState(key=key, source=source, panel=panel, spec=spec,
+                             delay_s=self.interval_s)
+            if source is None and spec.eager:   # read before the first frame is drawn
+                st.prebuilt = call_in_daemon_thread(partial(self._build_and_read, spec),
+                                                    name=f"seat-console:build:{key}")
+            self._states[key] = st
+
+    def _build_and_read(self, spec: PanelSpec) -> tuple[Source, BaseModel]:
+        """Worker thread: build ``spec``'s source and take its first reading."""
+        source = self._make_source(spec)
+        return source, read_guarded(source)
 
     def get_default_screen(self) -> Screen:
         """The console's main screen (see :class:`MainScreen`)."""
         return MainScreen(id="main")
 
     def compose(self) -> ComposeResult:
-        """Header, the panels in a scrolling column, footer."""
+        """Header, status line, the panels in a scrolling column (two at ≥ 160 columns),
+        footer."""
         yield SeatHeader(id="header-text")
+        yield StatusLine(id="status-line")
+        yield Static(id="too-small")
         with VerticalScroll(id="panels"):
             for st in self._states.values():
                 yield st.panel
         yield Footer()
 
     def on_mount(self) -> None:
-        """Draw the header, start every source's first poll, start the age ticker."""
+        """Draw the header, start the sources that are built (the GPU one first), and after
+        the first frame build and start the others; start the age ticker."""
         self.update_header()
+        self.update_status()
         self.set_interval(self.age_tick_s, self.tick_ages, name="age-ticker")
         if self.watch_terminal and not self.is_headless:
             self._install_hangup_watch()
-        for key in self._states:
-            self._start_poll(key)
+        for key, st in self._states.items():
+            if st.source is not None or st.prebuilt is not None:
+                self._start_poll(key)
+        self.call_after_refresh(self._start_deferred)
+
+    def _start_deferred(self) -> None:
+        """After the first frame: build (in their poll threads) and read the other sources."""
+        for key, st in self._states.items():
+            if st.source is None and st.prebuilt is None:
+                self._start_poll(key)
+
+    # -- size -----------------------------------------------------------------------------
+    def apply_size(self, width: int, height: int) -> None:
+        """Compact panels below :data:`COMPACT_BELOW_ROWS` rows; "too small" below
+        :data:`MIN_COLS` × :data:`MIN_ROWS` (saying so, and what is needed)."""
+        small = width < MIN_COLS or height < MIN_ROWS
+        self.screen.set_class(small, "-too-small")
+        if small:
+            try:
+                self.query_one("#too-small", Static).update(Text(
+                    f"Terminal {width}×{height} is too small for the seat's status line: "
+                    f"make it at least {MIN_COLS}×{MIN_ROWS} (q quits).", justify="center"))
+            except NoMatches:
+                pass
+        compact = (height < COMPACT_BELOW_ROWS if self.force_compact is None
+                   else self.force_compact)
+        if compact != self._compact:
+            self._compact = compact
+            for st in self._states.values():
+                st.panel.set_compact(compact)
 
     # -- the header -----------------------------------------------------------------------
     def update_header(self) -> None:
@@ -490,14 +781,58 @@ class SeatConsoleApp(App[int]):
         except NoMatches:  # not mounted yet (called before on_mount); drawn on mount
             log.debug("header not mounted yet")
 
+    def update_status(self) -> None:
+        """Redraw the one-glance status line from the newest readings (no I/O; only when its
+        text changes)."""
+        def good(key: str) -> BaseModel | None:
+            st = self._states.get(key)
+            return None if st is None else st.reading
+
+        hold = None
+        if self.hold_reader is not None:
+            try:
+                hold = self.hold_reader()
+            except Exception:  # noqa: BLE001 - the status line must not break the app
+                log.warning("hold reader failed", exc_info=True)
+                hold = "error"
+        facts = build_status(engine=good("engine"), containers=good("containers"),
+                             timers=good("timers"), silences=good("silences"),
+                             fit=self._fit_comparison, hold=hold,
+                             hold_known=self.hold_reader is not None, now=self.clock())
+        try:
+            self.query_one("#status-line", StatusLine).show_facts(facts)
+        except NoMatches:
+            log.debug("status line not mounted yet")
+
+    def _update_fit_summary(self, reading: BaseModel | None) -> None:
+        """Recompute the profile's fit verdict for the status line, only when the fit inputs
+        changed (:func:`seat_console.widgets.fit.fit_signature`)."""
+        from seat_console.widgets.fit import fit_signature
+
+        sig = fit_signature(reading)
+        if sig == self._fit_signature:
+            return
+        self._fit_signature = sig
+        if sig is None:
+            self._fit_comparison = None
+            return
+        from seat_console.sources.fit_source import compute_budgets
+
+        try:
+            self._fit_comparison, _ = compute_budgets(reading)  # type: ignore[arg-type]
+        except Exception:  # noqa: BLE001 - the panel shows the error; the line says n/a
+            log.warning("fit summary failed", exc_info=True)
+            self._fit_comparison = None
+
     # -- polling ----------------------------------------------------------------------------
     @property
     def states(self) -> dict[str, SourceState]:
         """Per-source state, by source key (read-only use: tests, commands)."""
         return self._states
 
-    def _start_poll(self, key: str) -> None:
-        """Start one read of source ``key`` unless one is in flight (UI thread)."""
+    def _start_poll(self, key: str, manual: bool = False) -> None:
+        """Start one read of source ``key`` unless one is in flight (UI thread). ``manual``:
+        asked for with ``r`` (a failure then does not count towards the back-off)."""
         st = self._states[key]
         if st.timer is not None:
             st.timer.stop()
@@ -505,34 +840,77 @@ class SeatConsoleApp(App[int]):
         if st.busy_since is not None or self._shutting_down:
             return
         st.busy_since = self.clock()
+        st.manual = manual
         self.run_worker(self._poll(key, st.busy_since), name=f"poll:{key}", group=f"poll:{key}",
                         exclusive=True, exit_on_error=False,
                         description=f"read source {key}")
 
     async def _poll(self, key: str, started_at: datetime) -> None:
-        """Worker body: run the blocking read in its own daemon thread, post the result."""
-        source = self._states[key].source
-        fut = call_in_daemon_thread(partial(read_guarded, source), name=f"seat-console:{key}")
-        reading = await asyncio.wrap_future(fut)
-        self.post_message(SourceReading(key, reading, started_at, self.clock()))
+        """Worker body: run the blocking read (building the source first if it is not built
+        yet) in its own daemon thread, post the result."""
+        st = self._states[key]
+        built: Source | None = None
+        if st.prebuilt is not None:
+            fut, st.prebuilt = st.prebuilt, None
+            built, reading = await asyncio.wrap_future(fut)
+        elif st.source is None:
+            assert st.spec is not None
+            fut = call_in_daemon_thread(partial(self._build_and_read, st.spec),
+                                        name=f"seat-console:build:{key}")
+            built, reading = await asyncio.wrap_future(fut)
+        else:
+            fut = call_in_daemon_thread(partial(read_guarded, st.source),
+                                        name=f"seat-console:{key}")
+            reading = await asyncio.wrap_future(fut)
+        self.post_message(SourceReading(key, reading, started_at, self.clock(), source=built))
 
     @on(SourceReading)
     def _on_reading(self, message: SourceReading) -> None:
         st = self._states.get(message.key)
         if st is None:
             return
+        if message.source is not None and st.source is None:
+            st.source = message.source
+        manual, st.manual = st.manual, False
         st.busy_since = None
         st.polls += 1
-        st.reading = message.reading
+        reading = message.reading
+        unchanged = same_reading(reading, st.reading)
+        st.reading = reading
         st.reading_at = message.finished_at
-        if isinstance(message.reading, Unavailable):
-            st.consecutive_errors += 1
+        if isinstance(reading, Unavailable):
+            if not manual:   # a refresh asked for with r never counts as a failure
+                st.consecutive_errors += 1
         else:
             st.consecutive_errors = 0
-            st.last_good = message.reading
+            st.last_good = reading
             st.last_good_at = message.finished_at
+            self.readings.put(st.key, reading)
         self._schedule_next(st)
+        if unchanged and not st.dirty and st.panel.reading is not None:
+            st.panel.reading = reading   # same content: only the age moves (no redraw)
+            st.panel._reading_at = message.finished_at
+            st.panel.note_unchanged(reading)
+            self._show_age(st, self.clock())
+            return
         self._draw(st)
+        self._after_change(st)
+
+    def _after_change(self, st: SourceState) -> None:
+        """A source's reading changed: refresh what depends on it (the status line; the fit
+        summary; a fit re-read when the GPU totals moved)."""
+        if st.key == "fit":
+            self._update_fit_summary(st.last_good)
+        if st.key == "gpus" and "fit" in self._states:
+            from seat_console.widgets.fit import gpu_fit_signature
+
+            sig = gpu_fit_signature(st.last_good)
+            if sig != getattr(self, "_gpu_fit_sig", None):
+                self._gpu_fit_sig = sig
+                fit = self._states["fit"]
+                if fit.source is not None and not self.paused:
+                    self._start_poll("fit")
+        self.update_status()
 
     @on(Worker.StateChanged)
     def _on_worker_state(self, event: Worker.StateChanged) -> None:
@@ -551,13 +929,18 @@ class SeatConsoleApp(App[int]):
             started, self.clock()))
 
     def _schedule_next(self, st: SourceState) -> None:
-        st.delay_s = next_delay(self.interval_s, st.consecutive_errors)
+        interval = max(self.interval_s, st.spec.min_interval_s if st.spec else 0.0)
+        st.delay_s = next_delay(interval, st.consecutive_errors)
         if self.paused or self._shutting_down or st.busy_since is not None:
             return
         st.timer = self.set_timer(st.delay_s, partial(self._start_poll, st.key),
                                   name=f"next-poll:{st.key}")
 
     def _draw(self, st: SourceState) -> None:
+        screen = self.screen if self.screen_stack else None
+        if isinstance(screen, DetailScreen) and screen.key == st.key:
+            screen.panel.show(st.reading, st.last_good, st.last_good_at, now=self.clock(),
+                              reading_at=st.reading_at)
         if len(self.screen_stack) > 1:  # a modal (help, palette) is open: draw on return
             st.dirty = True
             return
@@ -576,6 +959,7 @@ class SeatConsoleApp(App[int]):
         # while paused, readings age but are not "stale": the engineer stopped the polling
         stale_after = (float("inf") if self.paused and st.busy_since is None
                        else max(STALE_FACTOR * max(self.interval_s, st.delay_s), STALE_MIN_S))
+        st.panel.fresh_s = max(2.0, 2 * max(self.interval_s, st.delay_s))
         st.panel.show_age(now, stale_after_s=stale_after, busy_since=st.busy_since,
                           retry_s=st.delay_s if st.consecutive_errors else None)
 
@@ -584,10 +968,21 @@ class SeatConsoleApp(App[int]):
         now = self.clock()
         for st in self._states.values():
             self._show_age(st, now)
+        self.update_status()   # "ends in 2 h 10 min" moves by the minute; unchanged text: no-op
         if self._tty_fd is not None and not self._shutting_down:
             self._check_terminal()
 
     # -- actions ----------------------------------------------------------------------------
+    def action_pause(self) -> None:
+        """``p`` while polling: pause (the footer then offers ``p`` resume)."""
+        if not self.paused:
+            self.action_toggle_pause()
+
+    def action_resume(self) -> None:
+        """``p`` while paused: resume."""
+        if self.paused:
+            self.action_toggle_pause()
+
     def action_toggle_pause(self) -> None:
         """``p``: stop polling (pending polls cancelled) or resume (every source polled now)."""
         self.paused = not self.paused
@@ -604,14 +999,44 @@ class SeatConsoleApp(App[int]):
         self.refresh_bindings()
 
     def action_refresh_now(self) -> None:
-        """``r``: read every idle source now (also while paused: one reading each)."""
-        for key in self._states:
-            self._start_poll(key)
+        """``r``: read every idle source now (also while paused: one reading each). Resets
+        each source's back-off; a failure of this read does not count as one."""
+        for key, st in self._states.items():
+            st.consecutive_errors = 0
+            self._start_poll(key, manual=True)
 
     def action_leave_field(self) -> None:
         """Escape: leave the focused control (a what-if field takes q, p, r and ? as typing),
-        so the console's keys work again. No-op when nothing is focused."""
-        self.screen.set_focus(None)
+        so the console's keys work again. Focus moves to the panel around the field (never to
+        nothing), so the arrow keys and PgUp/PgDn keep scrolling."""
+        focused = self.screen.focused
+        node = focused.parent if focused is not None else None
+        while node is not None and not isinstance(node, SourcePanel):
+            node = node.parent
+        if isinstance(node, SourcePanel):
+            node.focus()
+        else:
+            try:
+                self.query_one("#panels", VerticalScroll).focus()
+            except NoMatches:
+                self.screen.set_focus(None)
+
+    def action_open_detail(self) -> None:
+        """Enter on a focused panel: open its full view (:class:`DetailScreen`)."""
+        if isinstance(self.screen, DetailScreen):
+            return
+        node = self.screen.focused
+        while node is not None and not isinstance(node, SourcePanel):
+            node = node.parent
+        st = next((s for s in self._states.values() if s.panel is node), None)
+        if st is None:
+            return
+        spec_panel = type(st.panel)
+        panel = spec_panel(loaded=self.loaded, id=f"detail-{st.key}")
+        screen = DetailScreen(st.key, panel)
+        self.push_screen(screen)
+        self.call_after_refresh(lambda: panel.show(st.reading, st.last_good, st.last_good_at,
+                                                   now=self.clock(), reading_at=st.reading_at))
 
     def action_help(self) -> None:
         """``?``: open the help screen."""
@@ -644,7 +1069,14 @@ class SeatConsoleApp(App[int]):
         self.notify(f"refresh interval {self.interval_s:g} s")
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        """Under ``--readonly`` node actions are neither shown nor run."""
+        """Under ``--readonly`` node actions are neither shown nor run; ``p`` offers pause or
+        resume (whichever applies); "Esc leave field" shows only inside a field."""
+        if action == "pause":
+            return not self.paused
+        if action == "resume":
+            return self.paused
+        if action == "leave_field":
+            return self.screen_stack and _is_field(self.screen.focused)
         return not (self.readonly and action in self._node_action_names())
 
     def _node_action_names(self) -> set[str]:
@@ -714,6 +1146,8 @@ class SeatConsoleApp(App[int]):
         self._shutting_down = True
         threads = []
         for st in self._states.values():
+            if st.source is None:
+                continue
             t = threading.Thread(target=_close_quietly, args=(st.source,),
                                  name=f"seat-console-close:{st.key}", daemon=True)
             t.start()
@@ -753,7 +1187,11 @@ __all__ = [
     "EXIT_HANGUP_FORCED",
     "NODE_ACTION_PREFIX",
     "PANELS",
+    "DetailScreen",
     "HelpScreen",
+    "LatestReading",
+    "LatestReadings",
+    "PanelSpec",
     "SeatConsoleApp",
     "SourceFactory",
     "SourceReading",
@@ -761,6 +1199,9 @@ __all__ = [
     "filter_action_bindings",
     "is_node_action",
     "next_delay",
+    "make_fit_source",
     "read_guarded",
+    "resolve_factory",
     "run_app",
+    "same_reading",
 ]

@@ -57,7 +57,7 @@ from seat_console.app import (
 from seat_console.fmt import gib
 from seat_console.widgets.gpu import GpuCardView, GpuPanel, Spark
 
-SIZE = (100, 40)
+SIZE = (100, 60)  # ≥ COMPACT_BELOW_ROWS: the full panels (compact forms: test_screen.py)
 
 
 # ------------------------------------------------------------------------------ helpers
@@ -95,8 +95,8 @@ async def press_refresh_and_wait(pilot, app: SeatConsoleApp, key: str) -> None:
 
 
 # ------------------------------------------------------------------------------ pure rules
-def test_backoff_grows_from_five_seconds_to_thirty():
-    assert [next_delay(1.0, n) for n in range(7)] == [1.0, 5.0, 5.0, 8.0, 16.0, 30.0, 30.0]
+def test_backoff_grows_from_two_seconds_and_is_capped_at_ten():
+    assert [next_delay(1.0, n) for n in range(7)] == [1.0, 2.0, 4.0, 8.0, 10.0, 10.0, 10.0]
     assert next_delay(0.05, 1) == BACKOFF_MIN_S
     assert next_delay(0.05, 1000) == BACKOFF_MAX_S
     assert next_delay(60.0, 3) == 60.0  # never polls a failing source more often than a good one
@@ -286,16 +286,23 @@ async def test_raising_source_is_shown_as_error_and_backs_off():
         text = flat(screen_text(app))
         assert "raising unavailable (error): read() raised RuntimeError: disk on fire #1" in text
         assert "no good value yet" in text and "n: 1" in text  # the other panel is fine
-        assert "retry every 5 s" in text
+        assert "retry every 2 s" in text
         assert app.is_running and st.panel.unavailable is not None
         delays = [st.delay_s]
-        assert st.timer is not None and st.timer._interval == 5.0
-        for _ in range(4):
-            await press_refresh_and_wait(pilot, app, "raising")
+        assert st.timer is not None and st.timer._interval == BACKOFF_MIN_S
+        for _ in range(4):   # scheduled polls (as the timer makes them): the back-off grows
+            before = st.polls
+            app._start_poll("raising")
+            await wait_for(pilot, lambda b=before: st.polls == b + 1, "scheduled poll")
             delays.append(st.delay_s)
-        assert delays == [5.0, 5.0, 8.0, 16.0, 30.0]
+        assert delays == [2.0, 4.0, 8.0, 10.0, 10.0]  # capped at 10 s
         assert raising.reads == 5  # one read per poll: no overlap, no extra retries
-        assert "retry every 30 s" in screen_text(app)
+        await pilot.pause()
+        assert "retry every 10 s" in screen_text(app)
+        # r resets the back-off, and its own failed read does not count as a failure
+        await press_refresh_and_wait(pilot, app, "raising")
+        assert st.consecutive_errors == 0 and st.delay_s == 1.0 and raising.reads == 6
+        assert st.timer is not None and st.timer._interval == 1.0
 
 
 async def test_source_going_down_keeps_last_good_value_with_its_age():
@@ -310,7 +317,7 @@ async def test_source_going_down_keeps_last_good_value_with_its_age():
         await press_refresh_and_wait(pilot, app, "down")
         text = flat(screen_text(app))
         assert "down unavailable (unreachable): connection refused (127.0.0.1:9)" in text
-        assert "last good value 12 s ago" in text
+        assert "last good value 10 s ago" in text
         assert "n: 1" in text  # the last good value is still on screen (dimmed)
         assert st.panel.has_class("-unavailable") and st.last_good is not None
         down.down = False
@@ -477,7 +484,7 @@ async def test_gpu_panel_nvml_unavailable_says_why(code, kind, words):
         text = flat(await gpu_text(app, pilot))
         assert f"nvml unavailable ({kind}):" in text
         assert words in text and "The other panels are not affected" in text
-        assert "no good value yet" in text and "retry every 5 s" in text
+        assert "no good value yet" in text and "retry every 2 s" in text
         assert "GPU 0" not in text  # nothing pretends to be a card
 
 

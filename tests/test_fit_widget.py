@@ -53,12 +53,19 @@ def make_app() -> tuple[SeatConsoleApp, FixedFit]:
     loaded = default_loaded()
     src = FixedFit(gather_fit_inputs(loaded, None, gpu_unavailable="test", host=BIG_HOST))
     app = SeatConsoleApp(loaded, interval=3600.0, panels=[(lambda _l: src, FitPanel)],
-                         clock=FakeClock(), age_tick_s=3600.0, watch_terminal=False)
+                         clock=FakeClock(), age_tick_s=3600.0, watch_terminal=False,
+                         compact=False)  # the full panel, as on its detail view
     return app, src
 
 
-def test_fit_panel_is_in_the_app() -> None:
-    assert (make_fit_source, FitPanel) in PANELS
+def test_fit_panel_is_in_the_app_and_reads_the_gpu_panels_reading() -> None:
+    from seat_console.app import LatestReading, LatestReadings, make_fit_source as app_fit
+
+    spec = next(s for s in PANELS if s.panel is FitPanel)
+    assert spec.source == "seat_console.app:make_fit_source" and spec.uses_readings
+    src = app_fit(default_loaded(), LatestReadings())
+    assert isinstance(src._gpu, LatestReading) and src._gpu.key == "gpus"  # no NVML of its own
+    assert make_fit_source is not None
 
 
 def test_bar_segments_in_bytes() -> None:
@@ -85,7 +92,7 @@ async def test_default_seat_over_then_what_ifs_recompute_as_you_type() -> None:
         await wait_for(pilot, lambda: "OVER:" in screen_text(app), "first fit reading drawn")
         text = flat(screen_text(app))
         assert "CANDIDATE candidate-nvfp4 (declared sizes), PLE gpu-replicated" in text
-        assert "OVER by" not in text
+        assert "OVER by" not in text.split("Fit budget", 1)[1]  # the status line says it
         # One phrase relates the headline to the verdict (24.74 + 7.19 GiB of KV = 31.94).
         assert "OVER: 24.74 GiB before any KV cache; 31.94 GiB must leave to serve one " \
                "262,144-token request" in _line(
@@ -180,7 +187,7 @@ async def test_escape_leaves_a_what_if_field_so_the_keys_work_again() -> None:
         await pilot.press("p")
         assert not app.paused                       # p went to the field (rejected by it)
         await pilot.press("escape")
-        await wait_for(pilot, lambda: app.focused is None, "field left")
+        await wait_for(pilot, lambda: app.focused is panel, "field left, its panel focused")
         await pilot.press("p")
         await wait_for(pilot, lambda: app.paused, "p pauses again")
 
@@ -198,7 +205,8 @@ async def test_scan_errors_show_in_the_panel(tmp_path) -> None:
     assert inputs.resident.scan is not None and inputs.resident.scan.errors
     src = FixedFit(inputs)
     app = SeatConsoleApp(loaded, interval=3600.0, panels=[(lambda _l: src, FitPanel)],
-                         clock=FakeClock(), age_tick_s=3600.0, watch_terminal=False)
+                         clock=FakeClock(), age_tick_s=3600.0, watch_terminal=False,
+                         compact=False)  # the full panel, as on its detail view
     async with app.run_test(size=(160, 50)) as pilot:
         panel = app.query_one(FitPanel)
         await wait_for(pilot, lambda: panel.comparison is not None, "first fit reading")
@@ -259,7 +267,8 @@ async def test_an_overriding_checkpoint_is_named_after_its_directory(tmp_path) -
                                checkpoint=str(tmp_path / "lab-tiny-llama"))
     src = FixedFit(inputs)
     app = SeatConsoleApp(loaded, interval=3600.0, panels=[(lambda _l: src, FitPanel)],
-                         clock=FakeClock(), age_tick_s=3600.0, watch_terminal=False)
+                         clock=FakeClock(), age_tick_s=3600.0, watch_terminal=False,
+                         compact=False)  # the full panel, as on its detail view
     async with app.run_test(size=(160, 50)) as pilot:
         panel = app.query_one(FitPanel)
         await wait_for(pilot, lambda: panel.comparison is not None, "first fit reading")

@@ -160,7 +160,7 @@ async def test_unavailable_shows_reason_age_and_last_good() -> None:
     text = await _show(panel, down, last_good=good, last_good_at=NOW,
                        now=NOW + timedelta(seconds=42))
     assert "engine unavailable (unreachable): engine at X not answering" in text
-    assert "last good value 42 s ago" in text
+    assert "last good value 40 s ago" in text  # coarse: tens of seconds
     assert "seat's endpoint does not answer" in text   # the panel's hint
     assert "generation tokens 13" in text              # last good value still shown (dimmed)
     assert panel.has_class("-unavailable")

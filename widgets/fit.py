@@ -23,7 +23,7 @@ recomputation is
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from pydantic import BaseModel, ValidationError
 from rich.console import Console, ConsoleOptions, Group, RenderResult
@@ -33,11 +33,54 @@ from textual.app import ComposeResult
 from textual.containers import Horizontal
 from textual.widgets import Input, Label, Select, Static
 
-from seat_console.fit.budget import CardBudget, Comparison, FitBudget, OverlayRow, gib
-from seat_console.sources.checkpoint import CheckpointProblem
-from seat_console.sources.fit_source import FitInputs, FitSide, WhatIf, compute_budgets
+from seat_console.fmt import gib
 from seat_console.profile import MAX_MODEL_LEN, MAX_NUM_SEQS
 from seat_console.widgets.panel import SourcePanel
+
+if TYPE_CHECKING:  # imported where used: the checkpoint scanner loads after the first frame
+    from seat_console.fit.budget import CardBudget, Comparison, FitBudget, OverlayRow
+    from seat_console.sources.checkpoint import CheckpointProblem
+    from seat_console.sources.fit_source import FitInputs, FitSide, WhatIf
+
+SIGNIFICANT_BYTES = 1 << 28
+"""Live GPU and host memory figures count as changed for the fit budget only when they move
+by this much (256 MiB): the budget is recomputed when an input changes, not every second."""
+
+
+def _q(n: int | None) -> int | None:
+    return None if n is None else n // SIGNIFICANT_BYTES
+
+
+def fit_signature(inputs: Any) -> tuple | None:
+    """What the fit budget depends on in ``inputs`` (a
+    :class:`~seat_console.sources.fit_source.FitInputs`): everything but the live memory
+    figures, which count in steps of :data:`SIGNIFICANT_BYTES`. Equal signatures → the same
+    budget, so it is not recomputed. ``None`` for anything that is not a FitInputs."""
+    if inputs is None or not hasattr(inputs, "cards") or not hasattr(inputs, "resident"):
+        return None
+    cards = tuple((c.rank, c.label, c.key, c.cuda_visible_bytes, c.total_source,
+                   _q(c.used_bytes), _q(c.free_bytes),
+                   tuple((h.pid, h.name, h.container, _q(h.used_bytes)) for h in c.holders))
+                  for c in inputs.cards)
+    host = None if inputs.host is None else (inputs.host.total_bytes,
+                                             _q(inputs.host.available_bytes))
+    return (inputs.resident, inputs.candidate, inputs.seat, cards, inputs.gpu_unavailable,
+            host, inputs.node_gpu_count, inputs.declared_total)
+
+
+def gpu_fit_signature(snapshot: Any) -> tuple | None:
+    """What the fit budget takes from a GPU snapshot: per card its key, CUDA-visible total and
+    used memory in steps of :data:`SIGNIFICANT_BYTES`. The app re-reads the fit inputs when
+    this changes. ``None`` without a snapshot."""
+    cards = getattr(snapshot, "cards", None)
+    if cards is None:
+        return None
+    out = []
+    for c in cards:
+        m = c.memory
+        out.append((c.key, c.state, None if m is None else m.cuda_visible_bytes,
+                    None if m is None else _q(m.used_bytes)))
+    return tuple(out)
 
 PLACEMENTS = ("gpu-replicated", "gpu-sharded", "host")
 
@@ -213,6 +256,7 @@ class FitPanel(SourcePanel):
 
     source_name: ClassVar[str] = "fit"
     title: ClassVar[str] = "Fit budget (GiB = 2^30 B)"
+    wide_span: ClassVar[int] = 2
 
     DEFAULT_CSS = """
     FitPanel #fit-controls { height: auto; }
@@ -233,10 +277,13 @@ class FitPanel(SourcePanel):
     def __init__(self, **kwargs) -> None:
         super().__init__(**kwargs)
         self._inputs: FitInputs | None = None
+        self._signature: tuple | None = None
         self.comparison: Comparison | None = None
         self.overlay: list[OverlayRow] = []
-        self.whatif = WhatIf()
+        self.whatif: WhatIf | None = None
         self.whatif_error: str | None = None
+        self.recomputes = 0
+        """How many times the budgets were computed (tests: not on unchanged inputs)."""
 
     def compose_body(self) -> ComposeResult:
         """What-if controls, the two sides, the footer."""
@@ -266,13 +313,63 @@ class FitPanel(SourcePanel):
         yield Static("", id="fit-footer")
 
     def render_reading(self, reading: BaseModel) -> None:
-        """Keep the latest inputs and recompute with the current what-if controls."""
+        """Keep the latest inputs and recompute with the current what-if controls — only when
+        they differ from the last inputs (:func:`fit_signature`)."""
+        from seat_console.sources.fit_source import FitInputs
+
         if not isinstance(reading, FitInputs):
             raise TypeError(f"fit panel got a {type(reading).__name__}")
         self._inputs = reading
+        sig = fit_signature(reading)
+        if sig == self._signature and self.comparison is not None:
+            return
+        self._signature = sig
         self._recompute()
 
+    def render_compact(self, reading: BaseModel) -> Text | None:
+        """One line per side: verdict and KV capacity with the profile's settings (the full
+        budget per card, what-if controls included, is on the detail view, Enter)."""
+        from seat_console.sources.fit_source import FitInputs, compute_budgets
+
+        if not isinstance(reading, FitInputs):
+            raise TypeError(f"fit panel got a {type(reading).__name__}")
+        sig = fit_signature(reading)
+        if sig != self._signature or self._compact_comparison is None:
+            self._signature = sig
+            self._compact_comparison, _ = compute_budgets(reading)
+            self.recomputes += 1
+        c = self._compact_comparison
+        t = Text()
+        for i, (label, b, why) in enumerate((
+                ("RESIDENT", c.resident, c.resident_unavailable),
+                ("CANDIDATE", c.candidate, c.candidate_unavailable))):
+            if i:
+                t.append("\n")
+            t.append(f"{label:<10}", style="bold")
+            if b is None:
+                t.append(f"n/a — {why}", style="italic")
+                continue
+            v = b.verdict
+            if v.fits:
+                t.append("fits", style="bold green")
+            elif v.over_bytes > 0:
+                t.append(f"OVER by {gib(v.over_bytes)} GiB per card", style="bold red")
+            else:
+                t.append(f"OVER: KV short by {gib(v.kv_short_bytes)} GiB per card",
+                         style="bold red")
+            t.append(f"  {b.name} · TP {b.params.tensor_parallel_size} · util "
+                     f"{b.params.gpu_memory_utilization:g}")
+            if b.capacity is not None:
+                t.append(f" · KV {b.capacity.kv_tokens:,} tokens, "
+                         f"{b.capacity.max_concurrency:.2f}× at {b.capacity.max_model_len:,}")
+        t.append("\nEnter: full budget per card and what-if", style="dim")
+        return t
+
+    _compact_comparison: Any = None
+
     def _read_controls(self) -> tuple[WhatIf, str | None]:
+        from seat_console.sources.fit_source import WhatIf
+
         """The what-if of the controls, and the error text naming any invalid control.
 
         An invalid control falls back to the profile's value (``None``) while the valid ones
@@ -302,10 +399,13 @@ class FitPanel(SourcePanel):
                     f"what-if ignored, invalid: {bad} — the profile's value is used")
 
     def _recompute(self) -> None:
+        from seat_console.sources.fit_source import compute_budgets
+
         self.whatif, self.whatif_error = self._read_controls()
         self.query_one("#fit-error", Static).update(self.whatif_error or "")
         if self._inputs is None:
             return
+        self.recomputes += 1
         self.comparison, self.overlay = compute_budgets(self._inputs, self.whatif)
         c = self.comparison
         inp = self._inputs
@@ -329,6 +429,9 @@ class FitPanel(SourcePanel):
 
 __all__ = [
     "PLACEMENTS",
+    "SIGNIFICANT_BYTES",
+    "fit_signature",
+    "gpu_fit_signature",
     "SEGMENTS",
     "FitBar",
     "FitPanel",

@@ -217,7 +217,12 @@ class GpuCardView(Widget):
         """Last known memory total (bytes): the sparkline's scale, kept when a card is lost."""
 
     def update_card(self, card: GpuCard | None, at: datetime) -> None:
-        """Take the card's reading of the snapshot taken at ``at`` (``None``: not listed)."""
+        """Take the card's reading of the snapshot taken at ``at`` (``None``: not listed).
+
+        Redraws only when what the view shows changed (the card's fields, its presence, or a
+        sparkline column); re-lays out only when its number of lines may have changed (state,
+        processes, MIG instances, problems)."""
+        before = self._signature()
         self.end = at
         if card is None:
             self.present = False
@@ -232,7 +237,21 @@ class GpuCardView(Widget):
         cutoff = at - timedelta(seconds=self.history_s)
         while self.points and self.points[0][0] < cutoff:
             self.points.popleft()
-        self.refresh(layout=True)
+        after = self._signature()
+        if after != before:
+            self.refresh(layout=before is None or after[0] != before[0])
+
+    def _signature(self) -> tuple | None:
+        """(what decides the view's height, what it draws) — compared across updates."""
+        if self.end is None:
+            return None
+        c = self.card
+        shape = (c.state, self.present, len(c.processes or ()), c.processes is None,
+                 len(c.mig_instances), len(c.unsupported), len(c.errors), bool(self.points))
+        width = max(10, self.size.width - 20)
+        spark = (tuple(Spark(list(self.points), self.end, self.history_s,
+                             self.total_bytes).columns(width)) if self.points else ())
+        return shape, c, spark
 
     def _title(self) -> Text:
         c = self.card
@@ -360,6 +379,7 @@ class GpuPanel(SourcePanel):
 
     source_name: ClassVar[str] = "gpus"
     title: ClassVar[str] = "GPUs (NVML)"
+    wide_span: ClassVar[int] = 2
 
     SCOPED_CSS = False  # the wide-screen rule below starts at Screen, outside the panel
 
@@ -387,6 +407,58 @@ class GpuPanel(SourcePanel):
     def card_views(self) -> dict[str, GpuCardView]:
         """The mounted card views by card key (UUID, else PCI bus id)."""
         return {v.card.key: v for v in self.query(GpuCardView)}
+
+    def note_unchanged(self, reading: BaseModel) -> None:
+        """An equal snapshot: add its sample to each card's sparkline (redrawn only when a
+        column changes)."""
+        if isinstance(reading, GpuSnapshot) and not self.compact:
+            views = self.card_views()
+            for card in reading.cards:
+                view = views.get(card.key)
+                if view is not None:
+                    view.update_card(card, reading.sampled_at)
+
+    def render_compact(self, reading: BaseModel) -> Text | None:
+        """One line per card: index, name, SEAT/LOST, used of CUDA-visible total in GiB, a
+        20-cell bar (█ used ░ free), utilisation, and the containers holding it; the summary
+        only when it warns (v1 memory API, unmatched node.gpus)."""
+        if not isinstance(reading, GpuSnapshot):
+            raise TypeError(f"GPU panel got {type(reading).__name__}, not GpuSnapshot")
+        t = Text(no_wrap=True, overflow="ellipsis")
+        for i, c in enumerate(reading.cards):
+            if i:
+                t.append("\n")
+            t.append(f"GPU {_na(c.index)} ", style="bold")
+            t.append(f"{(c.name or 'n/a').removeprefix('NVIDIA ')} ")
+            if c.state != "ok":
+                t.append(f" {c.state.upper()} ", style="bold reverse red")
+                t.append(f" {c.state_reason or ''}".rstrip())
+                continue
+            t.append(" SEAT " if c.serves_seat else " ---- ",
+                     style="bold reverse green" if c.serves_seat else "dim")
+            m = c.memory
+            if m is None or not m.total_bytes:
+                t.append("  memory n/a", style="dim")
+            else:
+                total = m.cuda_visible_bytes or m.total_bytes
+                t.append(f" {m.used_label} {gib_unit(m.used_bytes).removesuffix(' GiB')} / "
+                         f"{gib_unit(total)} ")
+                used = m.used_bytes
+                n = 0 if used is None else min(20, round(20 * used / m.total_bytes))
+                t.append("█" * n, style=_USED_STYLE[m.used_includes_reserved])
+                t.append("░" * (20 - n), style=_FREE_STYLE)
+            t.append(f" util {_na(c.utilization_gpu_pct, '{} %')}")
+            names = sorted({p.container.name or p.container.short_id for p in c.processes or ()
+                            if p.container is not None})
+            if names:
+                t.append(f" · {', '.join(names)}")
+            elif c.processes is not None and not c.processes:
+                t.append(" · no processes", style="dim")
+        summary = self._summary(reading)
+        if "\n" in summary.plain:
+            t.append("\n")
+            t.append_text(Text(summary.plain.split("\n", 1)[1], style="yellow"))
+        return t
 
     def render_reading(self, reading: BaseModel) -> None:
         """Draw a :class:`GpuSnapshot`: summary line, then one view per card (by key)."""

@@ -16,11 +16,21 @@ A panel never raises: an exception from a subclass's rendering is shown in the p
 line (with its type and message) instead of reaching the app. Panels do no I/O and hold no
 business rules; they only draw the frozen models they are given.
 
+Compact form (the one-glance main screen at 80×24): a subclass may override
+:meth:`SourcePanel.render_compact` to return a few lines (a Rich ``Text``); while the app has
+the panel in compact mode (:meth:`SourcePanel.set_compact`) that replaces the body, and an
+unavailable reading takes one line (the reason and fix are on the panel's detail view, Enter).
+Panels are focusable (Tab); the focused one has a bright border, and Enter opens its detail.
+
+Redraws: the age in the border is coarse ("just now", "10 s", "2 min") and the border and the
+status line are only touched when their text changes, so a once-a-second age tick on a healthy
+console changes nothing on screen (no layout, no repaint).
+
 Adding a panel: subclass, set ``source_name`` (the ``Source.name`` it shows) and ``title``,
 override :meth:`compose_body` (the widgets of the body) and :meth:`render_reading` (fill them
-from one reading), then add ``(make_source, YourPanel)`` to ``seat_console.app.PANELS``. The app
-constructs it as ``YourPanel(loaded=loaded_profile)``; if you override ``__init__``, accept and
-pass on ``**kwargs``.
+from one reading), optionally :meth:`render_compact`, then add a ``PanelSpec`` to
+``seat_console.app.PANELS``. The app constructs it as ``YourPanel(loaded=loaded_profile)``; if
+you override ``__init__``, accept and pass on ``**kwargs``.
 """
 
 from __future__ import annotations
@@ -30,8 +40,10 @@ from datetime import UTC, datetime
 from typing import Any, ClassVar
 
 from pydantic import BaseModel
+from rich.console import RenderableType
 from rich.text import Text
 from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
 from textual.widget import Widget
 from textual.widgets import Static
 
@@ -67,6 +79,41 @@ def fmt_age(seconds: float | None) -> str:
     return f"{h} h {r // 60:02d} min"
 
 
+def fmt_coarse_age(seconds: float | None, fresh_s: float = 2.0) -> str:
+    """An age that changes rarely, so redrawing it once a second costs nothing on screen:
+    ``"just now"`` up to ``fresh_s`` seconds, then whole tens of seconds (``"10 s"``, ``"50 s"``),
+    whole minutes (``"3 min"``), then ``"2 h 04 min"``; ``None`` → ``"n/a"``.
+
+    ``seconds``: a duration (s; negative, from clock skew, counts as 0). ``fresh_s``: how long a
+    reading counts as current (the app passes twice the refresh interval, at least 2 s).
+    """
+    if seconds is None:
+        return "n/a"
+    s = max(0.0, seconds)
+    if s <= fresh_s:
+        return "just now"
+    if s < 10:
+        return f"{int(s)} s"
+    if s < 60:
+        return f"{int(s) // 10 * 10} s"
+    if s < 3600:
+        return f"{int(s) // 60} min"
+    h, r = divmod(int(s), 3600)
+    return f"{h} h {r // 60:02d} min"
+
+
+def set_text_if_changed(widget: Static, text: Text) -> bool:
+    """Update ``widget`` with ``text`` only when it differs from what it shows; re-layout only
+    when the number of lines changes. Returns whether anything was redrawn."""
+    old = getattr(widget, "_seat_text", None)
+    if old is not None and old == text:
+        return False
+    layout = old is None or old.plain.count("\n") != text.plain.count("\n")
+    widget._seat_text = text  # type: ignore[attr-defined]
+    widget.update(text, layout=layout)
+    return True
+
+
 def _age(now: datetime, then: datetime | None) -> float | None:
     if then is None:
         return None
@@ -87,6 +134,13 @@ class SourcePanel(Widget):
 
     source_name: ClassVar[str] = "source"
     title: ClassVar[str] = "Source"
+    wide_span: ClassVar[int] = 1
+    """Columns the panel takes in the two-column layout (≥ 160 columns): 1 or 2."""
+    can_focus = True
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("enter", "app.open_detail", "details", id="panel-details"),
+    ]
 
     DEFAULT_CSS = """
     SourcePanel {
@@ -97,9 +151,26 @@ class SourcePanel(Widget):
         border-subtitle-color: $text-muted;
         padding: 0 1;
     }
+    SourcePanel:focus {
+        border: heavy $accent;
+        border-title-color: $accent;
+    }
     SourcePanel > .panel-status {
         height: auto;
         display: none;
+    }
+    SourcePanel > .panel-compact {
+        height: auto;
+        display: none;
+    }
+    SourcePanel.-compact.-has-compact > .panel-compact {
+        display: block;
+    }
+    SourcePanel.-compact.-has-compact > .panel-body {
+        display: none;
+    }
+    SourcePanel.-compact.-unavailable.-has-compact > .panel-compact {
+        text-opacity: 55%;
     }
     SourcePanel.-unavailable > .panel-status,
     SourcePanel.-render-error > .panel-status,
@@ -137,7 +208,15 @@ class SourcePanel(Widget):
         self.stale: bool = False
         self.render_error: str | None = None
         self.now: datetime | None = None
+        self.compact: bool = False
+        self.fresh_s: float = 2.0
+        """Seconds a reading counts as current ("just now"); the app sets 2 × interval."""
+        self.draws: int = 0
+        """How many times a reading was rendered (tests count redraws)."""
+        self._shown: BaseModel | None = None
         self._reading_at: datetime | None = None
+        self._subtitle: str | None = None
+        self._status_text: Text | None = None
         self.border_title = self.title
         self.add_class("-waiting", "-no-value")
 
@@ -146,6 +225,7 @@ class SourcePanel(Widget):
         """Status line (reasons, errors) above the subclass's body."""
         yield Static(Text("waiting for the first reading…", style="italic"),
                      classes="panel-status", id="panel-status")
+        yield Static("", classes="panel-compact", id="panel-compact")
         with PanelBody(classes="panel-body", id="panel-body"):
             yield from self.compose_body()
 
@@ -165,6 +245,32 @@ class SourcePanel(Widget):
             lines.append(f"{value}\n")
         lines.rstrip()
         self.query_one("#panel-default-body", Static).update(lines)
+
+    def render_compact(self, reading: BaseModel) -> Text | None:
+        """The panel's compact form (a few lines) for the one-glance main screen, or ``None``
+        when the panel has none (then the full body is shown in compact mode too). Default:
+        ``None``. May raise; :meth:`show` catches it."""
+        return None
+
+    def note_unchanged(self, reading: BaseModel) -> None:
+        """A reading equal to the shown one arrived (the app does not redraw it): record what
+        must still move with time (e.g. a sparkline's sample), without redrawing unless that
+        changes what is drawn. Default: nothing."""
+
+    def detail_renderable(self) -> RenderableType | None:
+        """Extra content for the detail view beyond the full panel (default: none)."""
+        return None
+
+    def set_compact(self, compact: bool) -> None:
+        """Switch between the compact and the full form and redraw the last value in it."""
+        if compact == self.compact:
+            return
+        self.compact = compact
+        self.set_class(compact, "-compact")
+        if self._shown is not None:
+            self._render_guarded(self._shown)
+        if self.unavailable is not None and self.now is not None:
+            self._set_status(self._unavailable_text(self.unavailable, self.now))
 
     def unavailable_hint(self, unavailable: Unavailable) -> str | None:
         """Extra explanation shown under an unavailable reading's reason (e.g. what a
@@ -201,7 +307,7 @@ class SourcePanel(Widget):
                 self.unavailable = reading
                 self.add_class("-unavailable")
                 self._set_status(self._unavailable_text(reading, now))
-                if last_good is not None:
+                if last_good is not None and last_good is not self._shown:
                     self._render_guarded(last_good)
             elif reading is not None:
                 self.unavailable = None
@@ -237,12 +343,17 @@ class SourcePanel(Widget):
                 parts.append("STALE")
             if age is not None:
                 verb = "checked" if self.unavailable is not None else "updated"
-                parts.append(f"{verb} {fmt_age(age)} ago")
+                coarse = fmt_coarse_age(age, self.fresh_s)
+                parts.append(f"{verb} {coarse}" if coarse == "just now"
+                             else f"{verb} {coarse} ago")
             if retry_s is not None and self.unavailable is not None and busy is None:
                 parts.append(f"retry every {fmt_age(retry_s)}")
-            if busy is not None and busy >= 1.0:
-                parts.append(f"reading for {fmt_age(busy)}")
-            self.border_subtitle = " · ".join(parts)
+            if busy is not None and busy >= 2.0:
+                parts.append(f"reading for {fmt_coarse_age(busy, 0)}")
+            subtitle = " · ".join(parts)
+            if subtitle != self._subtitle:
+                self._subtitle = subtitle
+                self.border_subtitle = subtitle
             if self.unavailable is not None:
                 self._set_status(self._unavailable_text(self.unavailable, now))
         except Exception as exc:  # noqa: BLE001 - never raise into the app
@@ -250,6 +361,12 @@ class SourcePanel(Widget):
 
     # -- helpers ------------------------------------------------------------------------------
     def _unavailable_text(self, u: Unavailable, now: datetime) -> Text:
+        if self.compact:   # one line; the reason in full and the fix are on the detail view
+            t = Text(no_wrap=True, overflow="ellipsis")
+            t.append("unavailable", style="bold")
+            t.append(f" ({u.kind}): {u.reason}")
+            t.append(" · Enter: why & fix", style="dim")
+            return t
         t = Text()
         t.append(f"{u.source} unavailable", style="bold")
         t.append(f" ({u.kind}): ")
@@ -262,16 +379,23 @@ class SourcePanel(Widget):
         if self.last_good_at is None:
             t.append("no good value yet", style="italic")
         else:
-            t.append(f"last good value {fmt_age(_age(now, self.last_good_at))} ago "
-                     "(shown dimmed below)", style="italic")
+            t.append(f"last good value {fmt_coarse_age(_age(now, self.last_good_at), 0)} "
+                     "ago (shown dimmed below)", style="italic")
         return t
 
     def _set_status(self, text: Text) -> None:
-        self.query_one("#panel-status", Static).update(text)
+        set_text_if_changed(self.query_one("#panel-status", Static), text)
 
     def _render_guarded(self, reading: BaseModel) -> None:
+        self._shown = reading
+        self.draws += 1
         try:
-            self.render_reading(reading)
+            compact = self.render_compact(reading) if self.compact else None
+            self.set_class(self.compact and compact is not None, "-has-compact")
+            if compact is not None:
+                set_text_if_changed(self.query_one("#panel-compact", Static), compact)
+            else:
+                self.render_reading(reading)
         except Exception as exc:  # noqa: BLE001 - shown in the panel, logged
             self._show_render_error(exc)
         else:
@@ -304,4 +428,5 @@ class PanelBody(Widget):
     """
 
 
-__all__ = ["STALE_FACTOR", "STALE_MIN_S", "PanelBody", "SourcePanel", "fmt_age"]
+__all__ = ["STALE_FACTOR", "STALE_MIN_S", "PanelBody", "SourcePanel", "fmt_age",
+           "fmt_coarse_age", "set_text_if_changed"]

@@ -14,7 +14,7 @@ The widgets do no I/O and hold no business rules.
 from __future__ import annotations
 
 from datetime import datetime
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 from pydantic import BaseModel
 from rich.console import Group
@@ -23,13 +23,21 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.widgets import Static
 
-from seat_console.sources.containers import ContainersReading
-from seat_console.sources.engine import MISSING, EngineReading, HistogramSummary
-from seat_console.snapshot import fmt_duration
-from seat_console.sources.silences import SilencesReading
 from seat_console.sources import Unavailable, utcnow
-from seat_console.sources.timers import TimersReading
 from seat_console.widgets.panel import SourcePanel
+
+if TYPE_CHECKING:  # the source modules (docker, httpx) load after the first frame
+    from seat_console.sources.engine import HistogramSummary
+
+MISSING = "metric missing"
+"""How a metric the engine does not expose is shown (as ``seat_console.sources.engine.MISSING``)."""
+
+
+def fmt_duration(seconds: float | None) -> str:
+    """:func:`seat_console.snapshot.fmt_duration` (imported when first used)."""
+    from seat_console.snapshot import fmt_duration as f
+
+    return f(seconds)
 
 
 def _short_digest(d: str | None, n: int = 12) -> str:
@@ -70,6 +78,14 @@ class _ServicePanel(SourcePanel):
         """The renderable for one reading; subclasses implement."""
         raise NotImplementedError
 
+    def compact(self, reading: BaseModel, now: datetime) -> Text | None:
+        """The compact form (a few lines), or ``None`` for none; subclasses implement."""
+        return None
+
+    def render_compact(self, reading: BaseModel) -> Text | None:
+        """:meth:`compact` at the app's clock."""
+        return self.compact(reading, self._now())
+
     def render_reading(self, reading: BaseModel) -> None:
         """Fill the body from one reading (raises TypeError for a reading of another source)."""
         self.query_one(f"#{self.body_id}", Static).update(self.build(reading, self._now()))
@@ -91,8 +107,35 @@ class TimersPanel(_ServicePanel):
                     "running. The other panels are not affected.")
         return None
 
+    def compact(self, reading: BaseModel, now: datetime) -> Text | None:
+        """One line per timer: unit, state in words, next elapse (UTC and relative)."""
+        from seat_console.sources.timers import TimersReading
+
+        if not isinstance(reading, TimersReading):
+            raise TypeError(f"timers panel got {type(reading).__name__}")
+        t = Text(no_wrap=True, overflow="ellipsis")
+        if not reading.timers:
+            t.append("no timer units in the profile ([timers])", style="italic")
+        for i, tm in enumerate(reading.timers):
+            if i:
+                t.append("\n")
+            if not tm.loaded:
+                t.append(f"{tm.load_state or 'n/a':<8}", style="bold red")
+            elif tm.active:
+                t.append("ACTIVE  ", style="green")
+            else:
+                t.append("STOPPED ", style="bold yellow")
+            t.append(tm.unit + (" [P]" if tm.persistent else ""))
+            if tm.next_elapse is not None:
+                t.append(f"  next {_hhmm(tm.next_elapse)} ({_rel(tm.next_elapse, now)})")
+            if tm.service is not None and tm.service.running:
+                t.append("  RUNNING", style="bold magenta")
+        return t
+
     def build(self, reading: BaseModel, now: datetime) -> Group:
         """Table of timers, then warnings and notes."""
+        from seat_console.sources.timers import TimersReading
+
         if not isinstance(reading, TimersReading):
             raise TypeError(f"timers panel got {type(reading).__name__}")
         table = Table(box=None, pad_edge=False, expand=True, show_edge=False)
@@ -148,8 +191,37 @@ class SilencesPanel(_ServicePanel):
                     "credentials_file); they are never shown here.")
         return None
 
+    def compact(self, reading: BaseModel, now: datetime) -> Text | None:
+        """One line per silence that concerns the seat (state, time left, matchers), or "no
+        silence on the seat"."""
+        from seat_console.sources.silences import SilencesReading
+
+        if not isinstance(reading, SilencesReading):
+            raise TypeError(f"silences panel got {type(reading).__name__}")
+        t = Text(no_wrap=True, overflow="ellipsis")
+        shown = [x for x in reading.silences if x.state != "expired"]
+        if not shown:
+            t.append("no silence on the seat", style="bold")
+            t.append(f" · {reading.total} in Alertmanager", style="dim")
+        for i, x in enumerate(shown):
+            if i:
+                t.append("\n")
+            if x.state == "active":
+                t.append("ACTIVE  ", style="bold green")
+                t.append(f"ends in {fmt_duration(x.ends_in_s(now))}")
+            else:
+                t.append(f"{x.state.upper():<8}", style="yellow")
+                t.append(f"starts in {fmt_duration(x.starts_in_s(now))}")
+            t.append(f"  {x.id[:8]}  " + ", ".join(str(m) for m in x.matchers))
+            t.append(f"  by {x.created_by}", style="dim")
+        if not reading.tls_verify:
+            t.append("\nTLS NOT VERIFIED", style="bold red")
+        return t
+
     def build(self, reading: BaseModel, now: datetime) -> Group:
         """Header (Alertmanager, seat matchers, counts), then one row per silence."""
+        from seat_console.sources.silences import SilencesReading
+
         if not isinstance(reading, SilencesReading):
             raise TypeError(f"silences panel got {type(reading).__name__}")
         head = Text()
@@ -181,6 +253,17 @@ class SilencesPanel(_ServicePanel):
 
 
 # -- containers ----------------------------------------------------------------------------
+def _since(c: object, now: datetime) -> str:
+    """A running container's start ("started 3 min 02 s ago"); a stopped one's end ("exited
+    3 min 02 s ago", never its old start time)."""
+    if getattr(c, "running", False):
+        return f"started {_rel(getattr(c, 'started_at', None), now)}"
+    finished = getattr(c, "finished_at", None)
+    state = getattr(c, "state", None) or "stopped"
+    if finished is None:
+        return f"{state}, end n/a"
+    return f"{state} {_rel(finished, now)}"
+
 class ContainersPanel(_ServicePanel):
     """The resident and probe containers (source ``containers``): state, health, start time,
     restart count, image ID (config digest) vs repo digest (registry manifest), and the recent
@@ -199,12 +282,42 @@ class ContainersPanel(_ServicePanel):
                     "(live-restore) — check the engine panel. The other panels are not affected.")
         return None
 
+    def compact(self, reading: BaseModel, now: datetime) -> Text | None:
+        """One line per container: role, name, state (exit code), health, since."""
+        from seat_console.sources.containers import ContainersReading
+
+        if not isinstance(reading, ContainersReading):
+            raise TypeError(f"containers panel got {type(reading).__name__}")
+        t = Text(no_wrap=True, overflow="ellipsis")
+        if not reading.containers:
+            t.append("no containers in the profile", style="italic")
+        for i, c in enumerate(reading.containers):
+            if i:
+                t.append("\n")
+            t.append(f"{c.role:<9}", style="bold")
+            t.append(f"{c.name}  ")
+            if c.state == "absent":
+                t.append("absent", style="dim")
+                continue
+            state = c.state + ("" if c.running or c.exit_code is None else f" ({c.exit_code})")
+            t.append(state, style="green" if c.running else "bold yellow")
+            if c.health:
+                t.append(f" {c.health}", style={"healthy": "green",
+                                                "unhealthy": "bold red"}.get(c.health, ""))
+            t.append(f"  {_since(c, now)}")
+        ev = reading.events
+        if ev is not None and not ev.connected:
+            t.append("\nevents DISCONNECTED", style="bold red")
+        return t
+
     def build(self, reading: BaseModel, now: datetime) -> Group:
         """Table of containers, then the event stream's state and the latest changes."""
+        from seat_console.sources.containers import ContainersReading
+
         if not isinstance(reading, ContainersReading):
             raise TypeError(f"containers panel got {type(reading).__name__}")
         table = Table(box=None, pad_edge=False, expand=True, show_edge=False)
-        for col in ("role", "container", "state", "health", "started", "restarts",
+        for col in ("role", "container", "state", "health", "since", "restarts",
                     "image ID / repo digest"):
             table.add_column(col, overflow="fold")
         for c in reading.containers:
@@ -217,7 +330,7 @@ class ContainersPanel(_ServicePanel):
             table.add_row(
                 c.role, c.name, Text(state, style=style),
                 Text(c.health or "n/a", style=health_style),
-                _rel(c.started_at, now), "n/a" if c.restart_count is None else str(c.restart_count),
+                _since(c, now), "n/a" if c.restart_count is None else str(c.restart_count),
                 f"{_short_digest(c.image_id)}\n{_short_digest(c.repo_digest)}")
         head = Text(f"docker {reading.engine_version or 'n/a'} at {reading.engine}", style="dim")
         parts: list[Text | Table] = [head, table]
@@ -279,6 +392,8 @@ class EnginePanel(_ServicePanel):
 
     def build(self, reading: BaseModel, now: datetime) -> Group:
         """Health line, models, then a two-column grid of metrics."""
+        from seat_console.sources.engine import EngineReading
+
         if not isinstance(reading, EngineReading):
             raise TypeError(f"engine panel got {type(reading).__name__}")
         head = Text()
