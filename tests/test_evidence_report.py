@@ -186,3 +186,38 @@ def test_recorded_hashes_only_documented_errors(text: str) -> None:
         rp.recorded_hashes(text, "r.md")
     except RunError as exc:
         assert "r.md" in str(exc)
+
+
+def test_unverified_phase_backs_no_claim(tmp_path: Path) -> None:
+    """The probe marks a phase 'unverified: …' when the engine's counters disagree with the
+    client's: populations look complete but the claim is refused."""
+    run = write_run(tmp_path / "runs", phases={"load": (8, 0)})
+    s = json.loads((run / "summary.json").read_text())
+    s["phases"][0]["state"] = "unverified: output tokens client 128 ≠ engine Δ 120"
+    s["status"] = "incomplete"
+    (run / "summary.json").write_text(json.dumps(s))
+    rep = rp.build_report(rp.load_inputs([str(run)]))
+    (claim,) = _claims(rep, "throughput/latency (load)")
+    assert rp.RULE_INCOMPLETE in _rules(claim) and "unverified" in json.dumps(claim)
+    assert rep["simultaneity"]["label"] == "one arm: no cross-arm comparison"
+
+
+def test_lab_report_from_a_real_probe_run(lab, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                          capsys: pytest.CaptureFixture) -> None:
+    """A real `seat-console probe` on the lab's vLLM, then `report` over its run directory:
+    identity read from the probe's nested summary, KV capacity known, claims survive."""
+    monkeypatch.setenv("SEAT_CONSOLE_DATA_DIR", str(tmp_path / "data"))
+    monkeypatch.setenv("SEAT_CONSOLE_STATE_DIR", str(tmp_path / "state"))
+    assert main(["--profile", str(lab.profile_path), "probe", "--force", "--reason",
+                 "evidence report lab test"]) == 0
+    capsys.readouterr()
+    (run_dir,) = (tmp_path / "data" / "runs").iterdir()
+    assert main(["report", run_dir.name, "--json"]) == 0
+    rep = json.loads(capsys.readouterr().out)
+    ident = rep["arms"]["A"]["identity"]
+    assert ident["image_id"].startswith("sha256:") and ident["engine_version"] == "0.32.0"
+    assert ident["repo_digest"] and ident["container_id"] and ident["prompt_set_sha256"]
+    assert rep["arms"]["A"]["kv_cache_tokens"] and rep["arms"]["A"]["kv_cache_tokens"] > 0
+    phase_claims = [c for c in rep["claims"] if c["subject"].startswith("throughput/latency")]
+    assert phase_claims and all(c["survives"] for c in phase_claims), phase_claims
+    assert str((run_dir / "requests.jsonl").resolve()) in rep["files"]

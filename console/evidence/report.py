@@ -168,10 +168,12 @@ def _span_text(seconds: float) -> str:
 
 
 def simultaneity(runs: Sequence[RunSummary]) -> tuple[bool, str]:
-    """(simultaneous, label): true only when every run is a leg of one bracket; else the
-    label says "not simultaneous (taken N days apart)" from the earliest to the latest start
+    """(simultaneous, label): true only when every run is a leg of one bracket (or there is
+    only one arm, so nothing is compared across time); else the label says "not simultaneous (taken N days apart)" from the earliest to the latest start
     (or "times unknown")."""
     ids = {r.bracket_id for r in runs}
+    if len({r.arm for r in runs}) < 2:
+        return True, "one arm: no cross-arm comparison"
     if len(ids) == 1 and None not in ids:
         return True, f"simultaneous: one bracket ({ids.pop()})"
     starts = [r.started_at for r in runs if r.started_at is not None]

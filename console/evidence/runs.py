@@ -133,6 +133,29 @@ class Identity:
                     return tuple(str(x) for x in v)
             return None
 
+        # The probe's summary (issue 9, schema seat-console.probe-run/1) nests some fields:
+        # container {id, image_id, repo_digest}, backport_patches [{dest, sha256}],
+        # gpus {driver, cards: [{uuid}]}, prompt_set {sha256}. Flat names are accepted too.
+        c = d.get("container") if isinstance(d.get("container"), Mapping) else {}
+        for k_flat, k_nested in (("image_id", "image_id"), ("repo_digest", "repo_digest"),
+                                 ("container_id", "id")):
+            if d.get(k_flat) in (None, "") and c.get(k_nested):
+                d[k_flat] = c[k_nested]
+        bp = d.get("backport_patches")
+        if isinstance(bp, list) and "patch_sha256s" not in d:
+            d["patch_sha256s"] = [f"{x.get('dest')}={x.get('sha256')}" for x in bp
+                                  if isinstance(x, Mapping)]
+        g = d.get("gpus")
+        if isinstance(g, Mapping):
+            d.pop("gpus")
+            cards = g.get("cards")
+            if isinstance(cards, list) and "gpu_uuids" not in d:
+                d["gpu_uuids"] = [str(x.get("uuid")) for x in cards if isinstance(x, Mapping)]
+            if g.get("driver") and "driver_version" not in d:
+                d["driver_version"] = g["driver"]
+        ps = d.get("prompt_set")
+        if isinstance(ps, Mapping) and ps.get("sha256") and "prompt_set_sha256" not in d:
+            d["prompt_set_sha256"] = ps["sha256"]
         return cls(endpoint=s("endpoint"), served_model=s("served_model", "model"),
                    image_id=s("image_id"), repo_digest=s("repo_digest"),
                    patch_sha256s=seq("patch_sha256s", "patches"),
@@ -184,16 +207,21 @@ class Phase:
 
     @property
     def complete(self) -> bool:
-        """expected = attempted = completed, all known and ≥ 1."""
+        """expected = attempted = completed, all known and ≥ 1, and the probe's own state
+        says ``complete`` (not e.g. ``unverified: …`` when its engine accounting disagreed)."""
         return (self.expected is not None and self.expected >= 1
-                and self.expected == self.attempted == self.completed)
+                and self.expected == self.attempted == self.completed
+                and self.state in ("complete", "unknown"))
 
     @property
     def population(self) -> str:
         """``"completed/expected"`` with attempted, e.g. ``"61/64 completed (64 attempted)"``."""
         def f(v: int | None) -> str:
             return "?" if v is None else str(v)
-        return f"{f(self.completed)}/{f(self.expected)} completed ({f(self.attempted)} attempted)"
+        text = f"{f(self.completed)}/{f(self.expected)} completed ({f(self.attempted)} attempted)"
+        if self.state not in ("complete", "unknown") and not self.state.startswith("incomplete"):
+            text += f"; {self.state}"
+        return text
 
     @classmethod
     def from_summary(cls, p: Mapping[str, Any], where: str) -> Phase:
@@ -284,7 +312,8 @@ def _disruption_text(d: Any) -> str:
         for k in ("reason", "detail", "message", "what"):
             if d.get(k):
                 at = d.get("at") or d.get("time")
-                return f"{d[k]}" + (f" (at {at})" if at else "")
+                kind = f"{d['kind']}: " if d.get("kind") else ""
+                return f"{kind}{d[k]}" + (f" (at {at})" if at else "")
         return json.dumps(d, sort_keys=True)[:200]
     return str(d)[:200]
 
@@ -326,7 +355,10 @@ def load_probe_run(run_dir: Path, ledger: FileLedger) -> RunSummary:
         bad = [f"{p.name}: {p.state}" for p in phases if not p.complete]
         reason = "; ".join(bad) or None
     ident = s.get("identity") if isinstance(s.get("identity"), Mapping) else {}
-    kv = ident.get("kv_cache_tokens") if isinstance(ident, Mapping) else None
+    kv = ident.get("kv_cache_tokens")
+    kvc = s.get("kv_capacity")
+    if kv is None and isinstance(kvc, Mapping):  # the probe's summary: kv_capacity.tokens
+        kv = kvc.get("tokens")
     return RunSummary(
         run_id=str(s.get("run_id") or run_dir.name), path=run_dir, status=status,
         reason=None if reason is None else str(reason),
