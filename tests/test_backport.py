@@ -150,7 +150,7 @@ def test_base_without_repo_digest_is_refused_with_the_explanation(lab, tmp_path,
             tar.addfile(info, io.BytesIO(df))
         ctx.seek(0)
         img, _ = client.images.build(fileobj=ctx, custom_context=True,
-                                     tag="seat-backport-test-local:1")
+                                     tag="seat-backport-test-local:1", rm=True, forcerm=True)
         cleanup_images.append(img.id)
         assert not img.attrs.get("RepoDigests")
         base = f"127.0.0.1:15000/engine-local@{img.id}"

@@ -1,0 +1,777 @@
+"""The seat swap (the probe container takes the seat) and the restore (the resident comes back).
+
+**Swap** (:func:`build_swap`, runbook ``swap``, policy ``undo``):
+
+1. **record resident** — precondition: a hold is active (:func:`~seat_console.actions.hold.
+   active_hold`), the fit budget says the candidate fits (or ``force`` with a reason, journaled),
+   the resident container is running, the probe image resolves (``swap.image = "backport"``: the
+   image ``build-backport`` tagged from ``[backport]``, with the matching content-hash label),
+   the GPU UUIDs are known, no probe container is running. Apply: record the resident's
+   identity — container ID, image ID, image reference, repo digest, entrypoint/cmd, stop
+   timeout, start time, the models ``/v1/models`` lists — in the journal (facts ``resident``).
+2. **stop resident** — ``POST /containers/{id}/stop?t=<its StopTimeout>`` with a client timeout
+   above that (the docker SDK adds ``t`` to its own timeout); after a client timeout the
+   container is inspected again before the step is called failed. Verify: not running.
+   Undo: start the recorded container and verify image ID, ``/health`` 200 and the models.
+3. **start probe** — an old stopped probe container of the same name is renamed
+   (``<name>-<finished UTC>``, kept, never removed); the probe is created from the image **by
+   ID**, with the profile's argv, env, volumes, network/IPC mode, shm size and GPUs by UUID
+   (``DeviceRequests``), labelled with the run ID. Verify: running. Undo: stop it, keep it.
+4. **probe serving** — wait until ``/health`` is 200 and ``/v1/models`` lists
+   ``swap.served_model_name`` (up to ``swap.start_timeout_s``; the log tail goes to the
+   observer); fail at once if the container exits or a failure pattern (``swap.failure_
+   patterns``: out-of-memory, "zeros in PLE", weight-offload fallback) matches its log. Verify:
+   the engine's startup lines parsed (KV cache memory, KV tokens, max concurrency;
+   :mod:`seat_console.sources.startup_log`) into facts ``probe_startup``.
+
+Any failure undoes in reverse: the probe is stopped (kept), the resident started and verified.
+The hold stays in place (so a corrected retry needs no new hold; its lease still restores the
+timers at expiry); ``restore`` releases it.
+
+**Restore** (:func:`build_restore`, runbook ``restore``, policy ``continue``): from the newest
+swap's recorded identity: stop (keep) the probe; start the resident as recorded (same
+container, so the same image, args and mounts); verify its image ID is the recorded one,
+``/health`` 200, the recorded models listed, and **one real completion** answered; then run
+part 1's release of the hold (timers started and verified, silence expired, lease cancelled).
+
+After a kill -9: the journal holds an unfinished ``swap`` (or ``restore``) run; :func:`rebuild`
+gives ``recover`` the runbook with the same run ID and facts; every undo reads the node first
+and does only what is still needed (idempotent).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+import httpx
+
+from seat_console.actions import hold as hold_mod
+from seat_console.actions.journal import Entry, Journal
+from seat_console.actions.runbook import (
+    Check,
+    Observer,
+    Runbook,
+    RunContext,
+    Step,
+    StepError,
+    facts_from_rows,
+)
+from seat_console.node.context import NodeContext
+from seat_console.profile import SwapSpec
+from seat_console.sources.startup_log import parse_startup_log, scan_failures
+
+SWAP_LABEL = "org.seat-console.swap.run-id"
+"""Label on a probe container: the swap run that started it."""
+DOCKER_TIMEOUT_S = 60
+"""Docker client timeout (s) for one API call (a stop adds the container's stop timeout)."""
+RESIDENT_START_TIMEOUT_S = 900.0
+"""How long (s) the restored resident may take to answer ``/health`` and ``/v1/models``."""
+POLL_S = 1.0
+
+
+@dataclass
+class SwapOptions:
+    """``force`` + ``reason``: swap without a fitting budget (the reason is journaled);
+    ``on_log``: called with each new line of the starting engine's log (TUI log pane, CLI)."""
+
+    force: bool = False
+    reason: str = ""
+    on_log: Callable[[str], None] = lambda line: None
+
+
+# -- small reads -----------------------------------------------------------------------------------
+def _client(nctx: NodeContext) -> Any:
+    return nctx.docker(timeout_s=DOCKER_TIMEOUT_S)
+
+
+def _inspect(client: Any, name_or_id: str) -> Any | None:
+    from docker.errors import NotFound
+
+    try:
+        c = client.containers.get(name_or_id)
+    except NotFound:
+        return None
+    return c
+
+
+def _running(c: Any | None) -> bool:
+    return c is not None and bool(c.attrs.get("State", {}).get("Running"))
+
+
+def _models(endpoint: str, timeout_s: float = 5.0) -> list[str] | None:
+    """Model IDs ``/v1/models`` lists, or ``None`` when it does not answer 200 with JSON."""
+    try:
+        r = httpx.get(f"{endpoint}/v1/models", timeout=timeout_s)
+        if r.status_code != 200:
+            return None
+        data = r.json().get("data", [])
+        return [str(m.get("id")) for m in data if isinstance(m, dict)]
+    except (httpx.HTTPError, ValueError, AttributeError):
+        return None
+
+
+def _health(endpoint: str, timeout_s: float = 3.0) -> int | None:
+    """``/health`` status code, or ``None`` when nothing answers."""
+    try:
+        return httpx.get(f"{endpoint}/health", timeout=timeout_s).status_code
+    except httpx.HTTPError:
+        return None
+
+
+def completion(endpoint: str, model: str, timeout_s: float = 120.0) -> str:
+    """One real completion (``POST /v1/completions``, 4 tokens): returns a sentence with the
+    tokens counted; raises :class:`StepError` when it is not answered with ≥ 1 token."""
+    body = {"model": model, "prompt": "The seat is back:", "max_tokens": 4, "temperature": 0,
+            "ignore_eos": True}
+    try:
+        r = httpx.post(f"{endpoint}/v1/completions", json=body, timeout=timeout_s)
+    except httpx.HTTPError as exc:
+        raise StepError(f"completion on {endpoint}: {type(exc).__name__}: {exc}") from None
+    if r.status_code != 200:
+        raise StepError(f"completion on {endpoint}: HTTP {r.status_code}: {r.text[:300]}")
+    try:
+        doc = r.json()
+        text = doc["choices"][0]["text"]
+        n = int((doc.get("usage") or {}).get("completion_tokens") or 0)
+    except (ValueError, KeyError, IndexError, TypeError):
+        raise StepError(f"completion on {endpoint}: unexpected answer {r.text[:300]!r}") from None
+    if n < 1:
+        raise StepError(f"completion on {endpoint}: answered with {n} tokens")
+    return f"one completion answered: {n} token(s), {len(text)} characters"
+
+
+def _logs(c: Any, since: datetime | None = None) -> str:
+    try:
+        kw: dict[str, Any] = {"stdout": True, "stderr": True}
+        if since is not None:
+            kw["since"] = since
+        return c.logs(**kw).decode("utf-8", "replace")
+    except Exception:  # noqa: BLE001 - a log that cannot be read is reported as empty
+        return ""
+
+
+def _tail(text: str, n: int = 20) -> str:
+    return "\n".join(text.splitlines()[-n:])
+
+
+def _started_at(c: Any) -> datetime | None:
+    from seat_console.sources.containers import parse_docker_time
+
+    return parse_docker_time(c.attrs.get("State", {}).get("StartedAt"))
+
+
+def identity(c: Any, endpoint: str) -> dict[str, Any]:
+    """The recorded identity of a container (JSON-able; env as names only — values may hold
+    credentials): ``id``, ``name``, ``image_id``, ``image_ref``, ``repo_digests``,
+    ``entrypoint``, ``cmd``, ``env_names``, ``stop_timeout_s``, ``started_at`` (ISO UTC),
+    ``models`` (what ``/v1/models`` listed at ``endpoint``)."""
+    a = c.attrs
+    cfg = a.get("Config") or {}
+    img = None
+    try:
+        img = c.client.images.get(a["Image"]).attrs
+    except Exception:  # noqa: BLE001 - the image may be gone; the ID is still recorded
+        pass
+    started = _started_at(c)
+    return {"id": a["Id"], "name": a.get("Name", "").lstrip("/"), "image_id": a["Image"],
+            "image_ref": cfg.get("Image"), "repo_digests": (img or {}).get("RepoDigests") or [],
+            "entrypoint": cfg.get("Entrypoint"), "cmd": cfg.get("Cmd"),
+            "env_names": sorted(e.split("=", 1)[0] for e in cfg.get("Env") or []),
+            "stop_timeout_s": int(cfg.get("StopTimeout") or 10),
+            "started_at": hold_mod.iso(started) if started else None,
+            "models": _models(endpoint) or []}
+
+
+def stop_container(client: Any, c: Any, stop_timeout_s: int) -> str:
+    """Stop ``c`` with ``t = stop_timeout_s`` and a client timeout above it; after a client
+    timeout, inspect again before calling it failed. Returns a sentence; raises
+    :class:`StepError` when it still runs."""
+    import requests
+
+    try:
+        c.stop(timeout=stop_timeout_s)
+    except requests.exceptions.RequestException as exc:
+        c.reload()
+        if _running(c):
+            raise StepError(f"stop {c.name}: client gave up after {DOCKER_TIMEOUT_S + stop_timeout_s}"
+                            f" s ({exc}) and it is still running") from None
+        return f"stopped {c.name} (the stop call timed out; re-inspected: not running)"
+    except Exception as exc:  # noqa: BLE001 - APIError
+        raise StepError(f"stop {c.name}: {exc}") from None
+    return f"stopped {c.name} (t={stop_timeout_s} s)"
+
+
+def wait_serving(c: Any, endpoint: str, want_models: Sequence[str], timeout_s: float,
+                 on_log: Callable[[str], None], patterns: Sequence[Any] = (),
+                 since: datetime | None = None) -> str:
+    """Wait until ``endpoint`` answers ``/health`` 200 and ``/v1/models`` lists every name in
+    ``want_models``, streaming new log lines of ``c`` to ``on_log``. Raises :class:`StepError`
+    (with the log tail) when ``c`` stops running, a failure pattern matches its log, or
+    ``timeout_s`` passes."""
+    deadline = time.monotonic() + timeout_s
+    seen = 0
+    log = ""
+    while True:
+        log = _logs(c, since)
+        lines = log.splitlines()
+        for line in lines[seen:]:
+            on_log(line)
+        seen = len(lines)
+        if patterns:
+            bad = scan_failures(log, patterns)
+            if bad:
+                raise StepError(f"{c.name}: failure pattern '{bad[0].name}' in its log (line "
+                                f"{bad[0].line_no}: {bad[0].line[:200]})", _tail(log))
+        c.reload()
+        if not _running(c):
+            st = c.attrs.get("State", {})
+            raise StepError(f"{c.name} exited (code {st.get('ExitCode')}, "
+                            f"OOMKilled {st.get('OOMKilled')}) before serving", _tail(log))
+        if _health(endpoint) == 200:
+            models = _models(endpoint)
+            if models is not None and all(m in models for m in want_models):
+                return f"{c.name} serving at {endpoint}: /health 200, /v1/models {models}"
+        if time.monotonic() > deadline:
+            raise StepError(f"{c.name}: not serving after {timeout_s:.0f} s", _tail(log))
+        time.sleep(POLL_S)
+
+
+def probe_image(nctx: NodeContext, client: Any) -> tuple[str, str]:
+    """``(image_id, described)`` of the probe image; raises :class:`StepError` when it cannot
+    be resolved (no backport built yet, label mismatch, unknown reference)."""
+    from docker.errors import ImageNotFound
+
+    spec = _swap_spec(nctx)
+    if spec.image == "backport":
+        from seat_console.actions.backport import LABEL_PREFIX, BackportError, BackportInputs
+
+        if nctx.profile.backport is None:
+            raise StepError("swap.image = 'backport' but the profile has no [backport]")
+        try:
+            inputs = BackportInputs.from_spec(nctx.profile.backport)
+        except BackportError as exc:
+            raise StepError(str(exc)) from None
+        try:
+            attrs = client.images.get(inputs.tag).attrs
+        except ImageNotFound:
+            raise StepError(f"the backport image {inputs.tag} is not built: run "
+                            "`seat-console build-backport` first") from None
+        got = ((attrs.get("Config") or {}).get("Labels") or {}).get(f"{LABEL_PREFIX}.content-hash")
+        if got != inputs.content_hash:
+            raise StepError(f"{inputs.tag} carries content hash {got!r}, not "
+                            f"{inputs.content_hash}: rebuild it with build-backport")
+        return attrs["Id"], f"backport {inputs.tag} (image ID {attrs['Id']})"
+    try:
+        attrs = client.images.get(spec.image).attrs
+    except ImageNotFound:
+        raise StepError(f"swap.image {spec.image!r} is not on the engine (pull it first)") from None
+    return attrs["Id"], f"{spec.image} (image ID {attrs['Id']})"
+
+
+def gpu_uuids(nctx: NodeContext) -> list[str]:
+    """The GPUs the probe gets, by UUID (``swap.gpus``, else ``node.gpus``); raises
+    :class:`StepError` when ``node.gpus`` are indices (positions can change; the probe must
+    get the same cards by UUID)."""
+    spec = _swap_spec(nctx)
+    ids = list(spec.gpus) if spec.gpus is not None else list(nctx.profile.node.gpus)
+    bad = [g for g in ids if not g.startswith("GPU-")]
+    if bad:
+        raise StepError(f"GPUs {bad} are not UUIDs: set swap.gpus (or node.gpus) to the cards' "
+                        "UUIDs (`nvidia-smi --query-gpu=uuid --format=csv`)")
+    return ids
+
+
+def fit_verdict(nctx: NodeContext) -> tuple[bool, str]:
+    """``(fits, words)`` from the candidate's fit budget (the same as ``seat-console fit``)."""
+    from seat_console.sources import Unavailable, read_once
+    from seat_console.sources.fit_source import compute_budgets, gather_fit_inputs, host_memory
+
+    snap, why = None, None
+    try:
+        from seat_console.sources.gpu import make_source
+
+        snap = read_once(make_source(nctx.loaded))
+        if isinstance(snap, Unavailable):
+            why, snap = str(snap), None
+    except Exception as exc:  # noqa: BLE001 - no live reading: declared totals are used
+        why, snap = f"{type(exc).__name__}: {exc}", None
+    inputs = gather_fit_inputs(nctx.loaded, snap, gpu_unavailable=why, host=host_memory())
+    comp, _ = compute_budgets(inputs)
+    if comp.candidate is None:
+        return False, f"the candidate cannot be budgeted: {comp.candidate_unavailable}"
+    v = comp.candidate.verdict
+    return v.fits, v.words
+
+
+def _swap_spec(nctx: NodeContext) -> SwapSpec:
+    spec = nctx.profile.swap
+    if spec is None:
+        raise StepError(f"{nctx.loaded.source}: the profile has no [swap] table (the probe "
+                        "container: image, command, volumes, served_model_name; see "
+                        "`seat-console profile --print-default`)")
+    return spec
+
+
+def _resident_name(nctx: NodeContext) -> str:
+    name = nctx.profile.resident.container
+    if not name:
+        raise StepError("resident.container is not set in the profile")
+    return name
+
+
+def _seat(nctx: NodeContext) -> str:
+    return str(nctx.profile.seat.endpoint).rstrip("/")
+
+
+def _probe_endpoint(nctx: NodeContext) -> str:
+    spec = _swap_spec(nctx)
+    return str(spec.endpoint or nctx.profile.seat.endpoint).rstrip("/")
+
+
+# -- shared steps ---------------------------------------------------------------------------------
+def _start_resident(nctx: NodeContext, ctx: RunContext, on_log: Callable[[str], None]) -> str:
+    """Start the recorded resident (if not running) and verify it (image ID, serving)."""
+    rec = ctx.facts.get("resident")
+    if not rec:
+        raise StepError("no recorded resident identity in this run's facts")
+    client = _client(nctx)
+    try:
+        c = _inspect(client, rec["id"])
+        if c is None:
+            raise StepError(f"the resident container {rec['name']} ({rec['id'][:12]}) no longer "
+                            "exists: recreate it from the recorded identity (journal) by hand")
+        if c.attrs["Image"] != rec["image_id"]:
+            raise StepError(f"{rec['name']} now has image {c.attrs['Image']}, recorded "
+                            f"{rec['image_id']}")
+        out = "already running"
+        since = None
+        if not _running(c):
+            c.start()
+            c.reload()
+            since = _started_at(c)
+            out = "started"
+        msg = wait_serving(c, _seat(nctx), rec.get("models") or [], RESIDENT_START_TIMEOUT_S,
+                           on_log, since=since)
+        return f"{rec['name']} {out}, image ID {rec['image_id'][:19]}… as recorded; {msg}"
+    finally:
+        client.close()
+
+
+def _stop_probe(nctx: NodeContext, ctx: RunContext) -> str:
+    """Stop (never remove) the probe container if it runs; idempotent."""
+    spec = _swap_spec(nctx)
+    client = _client(nctx)
+    try:
+        c = _inspect(client, ctx.facts.get("probe_id") or spec.container)
+        if c is None and ctx.facts.get("probe_id"):
+            c = _inspect(client, spec.container)
+        if not _running(c):
+            return "the probe container is not running"
+        out = stop_container(client, c, int(c.attrs.get("Config", {}).get("StopTimeout") or 10))
+        c.reload()
+        if _running(c):
+            raise StepError(f"{c.name} still running after stop")
+        return out + " (kept, not removed)"
+    finally:
+        client.close()
+
+
+# -- swap ------------------------------------------------------------------------------------------
+def build_swap(nctx: NodeContext, journal: Journal, *, options: SwapOptions | None = None,
+               observer: Observer | None = None, run_id: str | None = None,
+               facts: dict[str, Any] | None = None) -> Runbook:
+    """The swap runbook (module docstring)."""
+    opts = options or SwapOptions()
+
+    def pre_check(ctx: RunContext) -> Check:
+        spec = _swap_spec(nctx)
+        h = hold_mod.active_hold(journal)
+        if h is None:
+            raise StepError("no active hold: place one first (`seat-console hold`) — the swap "
+                            "stops the resident, and the fleet's timers and alerts must be held")
+        ctx.facts["hold_id"] = h.hold_id
+        if opts.force:
+            if not opts.reason.strip():
+                raise StepError("--force needs --reason (it is journaled)")
+            fit_text = f"fit check skipped (--force: {opts.reason})"
+            ctx.facts["forced"] = opts.reason
+        else:
+            try:
+                fits, words = fit_verdict(nctx)
+            except Exception as exc:  # noqa: BLE001
+                fits, words = False, f"fit budget failed: {type(exc).__name__}: {exc}"
+            if not fits:
+                raise StepError(f"the fit budget says the candidate does not fit: {words} "
+                                "(or --force --reason '…')")
+            fit_text = f"fit: {words}"
+        client = _client(nctx)
+        try:
+            res = _inspect(client, _resident_name(nctx))
+            if not _running(res):
+                raise StepError(f"the resident container {_resident_name(nctx)} is not running: "
+                                "nothing to swap out")
+            image_id, image_words = probe_image(nctx, client)
+            gpus = gpu_uuids(nctx)
+            old = _inspect(client, spec.container)
+            if _running(old):
+                raise StepError(f"a probe container {spec.container} is already running: "
+                                "`seat-console restore` first")
+        finally:
+            client.close()
+        ctx.facts.update(probe_image_id=image_id, gpus=gpus)
+        return Check(True, f"record {_resident_name(nctx)} (image ID "
+                           f"{res.attrs['Image'][:19]}…); hold {h.hold_id} until "
+                           f"{hold_mod.zulu(h.expires_at)}; {fit_text}; probe: {image_words}")
+
+    def pre_apply(ctx: RunContext) -> str:
+        client = _client(nctx)
+        try:
+            c = _inspect(client, _resident_name(nctx))
+            if c is None:
+                raise StepError(f"{_resident_name(nctx)} vanished")
+            ctx.facts["resident"] = identity(c, _seat(nctx))
+        finally:
+            client.close()
+        return "recorded " + ", ".join(f"{k}={v}" for k, v in ctx.facts["resident"].items()
+                                       if k in ("id", "image_id", "image_ref", "models"))
+
+    def pre_verify(ctx: RunContext) -> str:
+        rec = ctx.facts.get("resident") or {}
+        if not rec.get("id") or not rec.get("image_id"):
+            raise StepError("the resident identity was not recorded")
+        if not rec.get("models"):
+            raise StepError(f"{rec.get('name')}: /v1/models listed no model before the swap: "
+                            "is the resident serving?")
+        return f"resident {rec['name']} = image ID {rec['image_id']}, models {rec['models']}"
+
+    def stop_check(ctx: RunContext) -> Check:
+        client = _client(nctx)
+        try:
+            c = _inspect(client, _resident_name(nctx))
+        finally:
+            client.close()
+        if not _running(c):
+            return Check(False, f"{_resident_name(nctx)} is already stopped")
+        t = int(c.attrs.get("Config", {}).get("StopTimeout") or 10)
+        return Check(True, f"stop {_resident_name(nctx)} (stop timeout {t} s; client waits "
+                           f"{DOCKER_TIMEOUT_S + t} s)")
+
+    def stop_apply(ctx: RunContext) -> str:
+        client = _client(nctx)
+        try:
+            c = _inspect(client, ctx.facts["resident"]["id"])
+            if c is None:
+                raise StepError("the resident container vanished")
+            return stop_container(client, c, ctx.facts["resident"]["stop_timeout_s"])
+        finally:
+            client.close()
+
+    def stop_verify(ctx: RunContext) -> str:
+        client = _client(nctx)
+        try:
+            c = _inspect(client, ctx.facts["resident"]["id"])
+        finally:
+            client.close()
+        if _running(c):
+            raise StepError(f"{_resident_name(nctx)} still running after stop")
+        return f"{_resident_name(nctx)} not running"
+
+    def stop_undo(ctx: RunContext) -> str:
+        return _start_resident(nctx, ctx, opts.on_log)
+
+    def probe_check(ctx: RunContext) -> Check:
+        spec = _swap_spec(nctx)
+        image = ctx.facts.get("probe_image_id")
+        if image is None:
+            client = _client(nctx)
+            try:
+                image = probe_image(nctx, client)[0]
+            finally:
+                client.close()
+        return Check(True, f"start {spec.container} from image {image} with GPUs "
+                           f"{gpu_uuids(nctx) or 'none'}")
+
+    def probe_apply(ctx: RunContext) -> str:
+        from docker.types import DeviceRequest
+
+        spec = _swap_spec(nctx)
+        client = _client(nctx)
+        try:
+            notes = []
+            old = _inspect(client, spec.container)
+            if old is not None:
+                if _running(old):
+                    raise StepError(f"{spec.container} is running (started by someone else?)")
+                fin = old.attrs.get("State", {}).get("FinishedAt", "")[:19].replace(":", "")
+                new_name = f"{spec.container}-{fin.replace('-', '')}Z-{old.id[:6]}"
+                old.rename(new_name)
+                notes.append(f"kept the previous probe container as {new_name}")
+            kw: dict[str, Any] = dict(
+                image=ctx.facts["probe_image_id"], name=spec.container, detach=True,
+                command=list(spec.command) or None, environment=dict(spec.env),
+                volumes=list(spec.volumes), network_mode=spec.network_mode,
+                labels={SWAP_LABEL: ctx.run_id, "org.seat-console.role": "probe"})
+            if spec.entrypoint is not None:
+                kw["entrypoint"] = list(spec.entrypoint)
+            if spec.ipc_mode:
+                kw["ipc_mode"] = spec.ipc_mode
+            if spec.shm_size is not None:
+                kw["shm_size"] = int(spec.shm_size)
+            if ctx.facts.get("gpus"):
+                kw["device_requests"] = [DeviceRequest(driver="nvidia",
+                                                       device_ids=ctx.facts["gpus"],
+                                                       capabilities=[["gpu"]])]
+            try:
+                c = client.containers.run(**kw)
+            except Exception as exc:  # noqa: BLE001 - APIError, ImageNotFound
+                raise StepError(f"start {spec.container}: {exc}") from None
+            ctx.facts["probe_id"] = c.id
+            c.reload()
+            started = _started_at(c)
+            ctx.facts["probe_started_at"] = hold_mod.iso(started) if started else None
+            return "; ".join([*notes, f"started {spec.container} ({c.id[:12]})"])
+        finally:
+            client.close()
+
+    def probe_verify(ctx: RunContext) -> str:
+        client = _client(nctx)
+        try:
+            c = _inspect(client, ctx.facts["probe_id"])
+            if c is None:
+                raise StepError("the probe container vanished")
+            if c.attrs["Image"] != ctx.facts["probe_image_id"]:
+                raise StepError(f"the probe runs image {c.attrs['Image']}, not "
+                                f"{ctx.facts['probe_image_id']}")
+            if not _running(c):
+                st = c.attrs.get("State", {})
+                raise StepError(f"the probe exited at once (code {st.get('ExitCode')})",
+                                _tail(_logs(c)))
+        finally:
+            client.close()
+        return f"probe {ctx.facts['probe_id'][:12]} running image {ctx.facts['probe_image_id']}"
+
+    def probe_undo(ctx: RunContext) -> str:
+        return _stop_probe(nctx, ctx)
+
+    def serve_check(ctx: RunContext) -> Check:
+        spec = _swap_spec(nctx)
+        return Check(True, f"wait ≤ {spec.start_timeout_s:.0f} s for /health 200 and "
+                           f"/v1/models listing {spec.served_model_name}; scan the log for "
+                           f"{', '.join(p.name for p in spec.failure_patterns) or 'no patterns'}")
+
+    def serve_apply(ctx: RunContext) -> str:
+        spec = _swap_spec(nctx)
+        client = _client(nctx)
+        try:
+            c = _inspect(client, ctx.facts["probe_id"])
+            if c is None:
+                raise StepError("the probe container vanished")
+            return wait_serving(c, _probe_endpoint(nctx), [spec.served_model_name],
+                                spec.start_timeout_s, opts.on_log, spec.failure_patterns)
+        finally:
+            client.close()
+
+    def serve_verify(ctx: RunContext) -> str:
+        spec = _swap_spec(nctx)
+        client = _client(nctx)
+        try:
+            c = _inspect(client, ctx.facts["probe_id"])
+            log = _logs(c) if c is not None else ""
+        finally:
+            client.close()
+        bad = scan_failures(log, spec.failure_patterns)
+        if bad:
+            raise StepError("failure pattern(s) in the probe's log: " + "; ".join(
+                f"{m.name} (line {m.line_no}: {m.line[:160]})" for m in bad[:3]), _tail(log))
+        facts = parse_startup_log(log, block_size=nctx.profile.seat.block_size)
+        ctx.facts["probe_startup"] = facts.model_dump()
+        kv = (f"KV cache {facts.kv_cache_tokens:,} tokens" if facts.kv_cache_tokens is not None
+              else "KV cache size not in the log")
+        conc = (f", max concurrency {facts.max_concurrency:.2f}x at "
+                f"{facts.concurrency_tokens_per_request:,} tokens"
+                if facts.max_concurrency is not None and facts.concurrency_tokens_per_request
+                else "")
+        return f"probe serving; {kv}{conc}; no failure pattern matched"
+
+    steps = [
+        Step("record resident", pre_check, pre_apply, pre_verify, None),
+        Step("stop resident", stop_check, stop_apply, stop_verify, stop_undo,
+             manual=lambda ctx: f"docker start {(ctx.facts.get('resident') or {}).get('name')}"),
+        Step("start probe", probe_check, probe_apply, probe_verify, probe_undo,
+             manual=lambda ctx: f"docker stop {_swap_spec(nctx).container} (keep it)"),
+        Step("probe serving", serve_check, serve_apply, serve_verify, None),
+    ]
+    return Runbook("swap", steps, journal=journal, observer=observer, policy="undo",
+                   inputs={"force": opts.force, "reason": opts.reason,
+                           "resident": nctx.profile.resident.container,
+                           "probe": (nctx.profile.swap.container if nctx.profile.swap else None)},
+                   facts=facts, run_id=run_id, profile_sha256=nctx.loaded.sha256)
+
+
+# -- restore ---------------------------------------------------------------------------------------
+def last_swap(journal: Journal) -> list[Entry] | None:
+    """The newest ``swap`` run that recorded a resident identity (its rows), or ``None``."""
+    best: list[Entry] | None = None
+    for rows in journal.runs().values():
+        if rows and rows[0].runbook == "swap" and facts_from_rows(rows).get("resident"):
+            if best is None or rows[0].at >= best[0].at:
+                best = rows
+    return best
+
+
+def build_restore(nctx: NodeContext, journal: Journal, *, on_log: Callable[[str], None] =
+                  lambda line: None, observer: Observer | None = None,
+                  run_id: str | None = None, facts: dict[str, Any] | None = None) -> Runbook:
+    """The restore runbook (module docstring); raises :class:`StepError` when no swap recorded
+    a resident identity (nothing to restore from)."""
+    if facts is None:
+        rows = last_swap(journal)
+        if rows is None:
+            raise StepError("no swap in the journal recorded a resident: nothing to restore "
+                            "(start the resident by hand: `docker start "
+                            f"{nctx.profile.resident.container}`)")
+        prev = facts_from_rows(rows)
+        facts = {"resident": prev["resident"], "probe_id": prev.get("probe_id"),
+                 "swap_run_id": rows[0].run_id}
+
+    def probe_check(ctx: RunContext) -> Check:
+        client = _client(nctx)
+        try:
+            c = _inspect(client, ctx.facts.get("probe_id") or _swap_spec(nctx).container)
+        finally:
+            client.close()
+        if not _running(c):
+            return Check(False, "the probe container is not running")
+        return Check(True, f"stop the probe {c.name} ({c.id[:12]}) and keep it")
+
+    def probe_verify(ctx: RunContext) -> str:
+        client = _client(nctx)
+        try:
+            c = _inspect(client, ctx.facts.get("probe_id") or _swap_spec(nctx).container)
+        finally:
+            client.close()
+        if _running(c):
+            raise StepError("the probe is still running")
+        return "probe stopped" + (" and kept" if c is not None else "")
+
+    def res_check(ctx: RunContext) -> Check:
+        rec = ctx.facts["resident"]
+        client = _client(nctx)
+        try:
+            c = _inspect(client, rec["id"])
+        finally:
+            client.close()
+        if c is None:
+            raise StepError(f"the recorded resident container {rec['name']} ({rec['id'][:12]}) "
+                            "is gone: recreate it by hand from the journal's identity")
+        what = "verify" if _running(c) else "start"
+        return Check(True, f"{what} {rec['name']} as recorded (image ID {rec['image_id'][:19]}…)")
+
+    def res_apply(ctx: RunContext) -> str:
+        return _start_resident(nctx, ctx, on_log)
+
+    def res_verify(ctx: RunContext) -> str:
+        rec = ctx.facts["resident"]
+        client = _client(nctx)
+        try:
+            c = _inspect(client, rec["id"])
+        finally:
+            client.close()
+        if c is None or not _running(c):
+            raise StepError(f"{rec['name']} is not running")
+        if c.attrs["Image"] != rec["image_id"]:
+            raise StepError(f"{rec['name']} runs image {c.attrs['Image']}, recorded "
+                            f"{rec['image_id']}")
+        if _health(_seat(nctx)) != 200:
+            raise StepError(f"{_seat(nctx)}/health is not 200")
+        models = _models(_seat(nctx)) or []
+        if not rec.get("models") or rec["models"][0] not in models:
+            raise StepError(f"/v1/models lists {models}, recorded {rec.get('models')}")
+        done = completion(_seat(nctx), rec["models"][0])
+        return f"{rec['name']} image ID {c.attrs['Image']} as recorded, /health 200; {done}"
+
+    def rel_check(ctx: RunContext) -> Check:
+        h = hold_mod.current_hold(journal)
+        if h is None:
+            return Check(False, "no hold to release")
+        ctx.facts["hold_id"] = h.hold_id
+        return Check(True, f"release hold {h.hold_id}: start {', '.join(h.stopped) or 'no'} "
+                           "timer(s), expire the silence, cancel the lease")
+
+    def rel_apply(ctx: RunContext) -> str:
+        h = hold_mod.current_hold(journal)
+        if h is None:
+            return "the hold was released meanwhile"
+        res = hold_mod.build_release(nctx, journal, h, observer=observer).run()
+        ctx.facts["release_run_id"] = res.run_id
+        if not res.ok:
+            raise StepError(f"release {res.outcome}: {res.describe()}")
+        return res.describe()
+
+    def rel_verify(ctx: RunContext) -> str:
+        hid = ctx.facts.get("hold_id")
+        state = next((h.state for h in hold_mod.holds(journal) if h.hold_id == hid), None)
+        if state not in ("released", None):
+            raise StepError(f"hold {hid} is {state} after the release")
+        return f"hold {hid} released (timers verified active, silence expired, lease cancelled)"
+
+    steps = [
+        Step("stop probe", probe_check, lambda ctx: _stop_probe(nctx, ctx), probe_verify, None),
+        Step("start resident", res_check, res_apply, res_verify, None,
+             manual=lambda ctx: f"docker start {ctx.facts['resident']['name']}; check /health"),
+        Step("release hold", rel_check, rel_apply, rel_verify, None,
+             manual="seat-console release"),
+    ]
+    return Runbook("restore", steps, journal=journal, observer=observer, policy="continue",
+                   inputs={"swap_run_id": facts.get("swap_run_id")}, facts=facts,
+                   run_id=run_id, profile_sha256=nctx.loaded.sha256)
+
+
+def rebuild(nctx: NodeContext, journal: Journal, rows: Sequence[Entry],
+            observer: Observer | None = None) -> Runbook:
+    """For ``recover``: the ``swap`` or ``restore`` runbook of an unfinished run, with its
+    run ID and facts (``swap``: undo; ``restore``: complete). Raises :class:`ValueError` for
+    another runbook."""
+    first = rows[0]
+    facts = facts_from_rows(rows)
+    if first.runbook == "swap":
+        opts = SwapOptions(force=bool(first.inputs.get("force")),
+                           reason=str(first.inputs.get("reason", "")))
+        return build_swap(nctx, journal, options=opts, observer=observer,
+                          run_id=first.run_id, facts=facts)
+    if first.runbook == "restore":
+        return build_restore(nctx, journal, observer=observer, run_id=first.run_id,
+                             facts=facts)
+    raise ValueError(f"swap.rebuild: {first.runbook!r} is not a swap or restore run")
+
+
+def seat_holder(nctx: NodeContext, client: Any) -> dict[str, Any]:
+    """Which container holds the seat now, for the seat panel: ``{"role": "resident" |
+    "probe" | None, "name", "since" (UTC ISO), "image_id", "image_ref", "startup"
+    (:class:`~seat_console.sources.startup_log.StartupFacts` as a dict, from its log since it
+    started)}``; ``role`` ``None`` when neither runs."""
+    names = [("resident", nctx.profile.resident.container)]
+    if nctx.profile.swap is not None:
+        names.append(("probe", nctx.profile.swap.container))
+    for role, name in names:
+        if not name:
+            continue
+        c = _inspect(client, name)
+        if _running(c):
+            since = _started_at(c)
+            facts = parse_startup_log(_logs(c, since), block_size=nctx.profile.seat.block_size)
+            return {"role": role, "name": name, "since": hold_mod.iso(since),
+                    "image_id": c.attrs["Image"], "image_ref": c.attrs["Config"].get("Image"),
+                    "startup": facts.model_dump()}
+    return {"role": None, "name": None, "since": None, "image_id": None, "image_ref": None,
+            "startup": None}
+
+
+__all__ = ["SwapOptions", "build_restore", "build_swap", "completion", "fit_verdict",
+           "gpu_uuids", "identity", "last_swap", "probe_image", "rebuild", "seat_holder",
+           "stop_container", "wait_serving"]
+

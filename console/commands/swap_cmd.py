@@ -1,0 +1,145 @@
+"""``seat-console swap`` and ``seat-console restore``: the probe container takes the seat, and
+the resident comes back (:mod:`seat_console.actions.swap`).
+
+* ``swap [--dry-run] [--yes] [--force --reason TEXT] [--json]`` — refuses without an active
+  hold, and without a fitting candidate budget unless ``--force --reason`` (journaled). Asks
+  the engineer to **type the seat's name** (``node.name``) unless ``--yes``: it stops the
+  resident. A failure undoes the swap (the resident is started and verified); the hold stays.
+* ``restore [--dry-run] [--yes] [--json]`` — stop (keep) the probe, start the resident as the
+  newest swap recorded it, verify image ID, ``/health``, one completion, then release the hold.
+
+The starting engine's log lines go to stderr prefixed ``  | ``. Exit codes: see
+:mod:`seat_console.commands.action_common` (0 done, 1 failed and undone, 2 usage / needs
+--yes, 4 left partly changed, 5 refused — nothing changed, 6 declined).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from seat_console.actions.journal import JournalError
+from seat_console.actions.runbook import StepError
+from seat_console.commands import action_common as ac
+from seat_console.profile import LoadedProfile
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    """Add the ``swap`` and ``restore`` subcommands."""
+    p = sub.add_parser("swap", help="stop the resident and start the probe container in the "
+                                    "seat (needs an active hold and a fitting budget)")
+    p.add_argument("--dry-run", action="store_true", help="print the plan, change nothing")
+    p.add_argument("--yes", action="store_true",
+                   help="do not ask (otherwise the seat's name must be typed)")
+    p.add_argument("--force", action="store_true",
+                   help="swap although the fit budget says the candidate does not fit")
+    p.add_argument("--reason", default="", metavar="TEXT", help="why --force (journaled)")
+    p.add_argument("--json", action="store_true", help="print the result as JSON")
+    p.set_defaults(func=run_swap)
+    r = sub.add_parser("restore", help="stop (keep) the probe, start the resident as recorded, "
+                                       "verify it answers, release the hold")
+    r.add_argument("--dry-run", action="store_true", help="print the plan, change nothing")
+    r.add_argument("--yes", action="store_true", help="do not ask for confirmation")
+    r.add_argument("--json", action="store_true", help="print the result as JSON")
+    r.set_defaults(func=run_restore)
+
+
+def _log_line(line: str) -> None:
+    print(f"  | {line}", file=sys.stderr, flush=True)
+
+
+def typed_confirm(plan: object, title: str, seat: str, yes: bool, prog: str) -> int | None:
+    """Typed confirmation: ``None`` to go on, else the exit code. With ``--yes`` go on; not on a
+    terminal without it, exit 2; else print the plan and require the seat's name typed."""
+    if yes:
+        return None
+    if not sys.stdin.isatty():
+        print(f"{prog}: this stops the seat's resident; not a terminal, so add --yes "
+              "(or --dry-run to see the plan)", file=sys.stderr)
+        return ac.EXIT_USAGE
+    ac.print_plan(plan, title, False)  # type: ignore[arg-type]
+    try:
+        answer = input(f"Type the seat's name ({seat}) to proceed: ").strip()
+    except EOFError:
+        answer = ""
+    if answer != seat:
+        print("declined (the name did not match); nothing was changed", file=sys.stderr)
+        return ac.EXIT_DECLINED
+    return None
+
+
+def run_swap(args: argparse.Namespace, loaded: LoadedProfile) -> int:
+    """``swap``: exit codes in the module docstring."""
+    from seat_console.actions import swap as swap_mod
+
+    prog = "seat-console swap"
+    if args.force and not args.reason.strip():
+        return ac.fail(prog, "--force needs --reason TEXT (it is journaled)", ac.EXIT_USAGE,
+                       args.json)
+    nctx = ac.context(loaded)
+    try:
+        journal = ac.open_journal(nctx)
+    except JournalError as exc:
+        return ac.fail(prog, str(exc), ac.EXIT_ERROR, args.json)
+    try:
+        opts = swap_mod.SwapOptions(force=args.force, reason=args.reason, on_log=_log_line)
+        rb = swap_mod.build_swap(nctx, journal, options=opts, observer=ac.observer(args.json))
+        plan = rb.plan()
+        title = f"swap the seat {loaded.profile.node.name}"
+        if args.dry_run:
+            ac.print_plan(plan, title, args.json)
+            return ac.EXIT_OK if plan.ok else ac.EXIT_REFUSED
+        if not plan.ok:
+            err = next(p.error for p in plan.lines if p.error)
+            # journal the refusal too: run it (the first check refuses again, nothing changes)
+            res = rb.run()
+            if res.outcome == "refused":
+                return ac.fail(prog, f"refused, nothing changed: {err}", ac.EXIT_REFUSED,
+                               args.json)
+            return ac.report(res, args.json)
+        code = typed_confirm(plan, title, loaded.profile.node.name, args.yes, prog)
+        if code is not None:
+            return code
+        res = rb.run()
+        if not res.ok and not args.json:
+            print("the swap failed; the resident was put back (see above). The hold is still "
+                  "active: fix and swap again, or `seat-console restore` to release it",
+                  file=sys.stderr)
+        startup = res.facts.get("probe_startup")
+        return ac.report(res, args.json, {"probe_startup": startup})
+    finally:
+        journal.close()
+        nctx.close()
+
+
+def run_restore(args: argparse.Namespace, loaded: LoadedProfile) -> int:
+    """``restore``: exit codes in the module docstring."""
+    from seat_console.actions import swap as swap_mod
+
+    prog = "seat-console restore"
+    nctx = ac.context(loaded)
+    try:
+        journal = ac.open_journal(nctx)
+    except JournalError as exc:
+        return ac.fail(prog, str(exc), ac.EXIT_ERROR, args.json)
+    try:
+        try:
+            rb = swap_mod.build_restore(nctx, journal, on_log=_log_line,
+                                        observer=ac.observer(args.json))
+        except StepError as exc:
+            return ac.fail(prog, f"refused, nothing changed: {exc}", ac.EXIT_REFUSED, args.json)
+        plan = rb.plan()
+        title = f"restore the seat {loaded.profile.node.name}"
+        if args.dry_run:
+            ac.print_plan(plan, title, args.json)
+            return ac.EXIT_OK if plan.ok else ac.EXIT_REFUSED
+        code = ac.confirm(plan, title, args.yes, prog)
+        if code is not None:
+            return code
+        return ac.report(rb.run(), args.json)
+    finally:
+        journal.close()
+        nctx.close()
+
+
+__all__ = ["register", "run_restore", "run_swap", "typed_confirm"]
