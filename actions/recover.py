@@ -9,7 +9,9 @@ lease that already fired is fine) or completes it (the steps not yet verified), 
 chooses. The rows are appended under the run's own ``run_id`` and the run gets its ``end``.
 
 Runbooks known here: ``hold`` (undo or complete), ``release`` (complete: it only puts the safety
-net back), ``extend`` (undo: the new lease is cancelled if it was made; the old one is kept).
+net back), ``extend`` (undo: the new lease is cancelled if it was made; the old one is kept), ``swap``
+(undo: the probe stopped and kept, the resident started and verified; :mod:`seat_console.
+actions.swap`), ``restore`` (complete).
 """
 
 from __future__ import annotations
@@ -39,7 +41,7 @@ def describe(rows: Sequence[Entry]) -> dict[str, Any]:
     begun = [r.step for r in rows if r.kind == "begin"]
     undone = {r.step for r in rows if r.kind == "undo"}
     can = {"hold": ["undo", "complete"], "release": ["complete"],
-           "extend": ["undo"]}.get(first.runbook, [])
+           "extend": ["undo"], "swap": ["undo"], "restore": ["complete"]}.get(first.runbook, [])
     last = rows[-1]
     return {"run_id": first.run_id, "runbook": first.runbook,
             "started_at": hold_mod.iso(first.at), "started_by": f"{first.user}@{first.host}",
@@ -93,6 +95,10 @@ def build_for(nctx: NodeContext, journal: Journal, rows: Sequence[Entry],
                 placeholder = prev
         return hold_mod.build_release(nctx, journal, placeholder, observer=observer,
                                       run_id=first.run_id, facts=facts)
+    if first.runbook in ("swap", "restore"):  # issue 8: seat swap and restore
+        from seat_console.actions import swap as swap_mod
+
+        return swap_mod.rebuild(nctx, journal, rows, observer)
     raise ValueError(f"recover: runbook {first.runbook!r} cannot be rebuilt here")
 
 
