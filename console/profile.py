@@ -628,7 +628,7 @@ class LoadedProfile:
 
 def default_profile_text() -> str:
     """The embedded default profile, as TOML text (what ``profile --print-default`` prints)."""
-    return resources.files("console").joinpath("default_profile.toml").read_text("utf-8")
+    return resources.files("seat_console").joinpath("default_profile.toml").read_text("utf-8")
 
 
 def xdg_profile_path() -> Path:

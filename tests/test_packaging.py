@@ -34,3 +34,19 @@ def test_wheel_contains_every_module_and_the_default_profile(tmp_path: Path) -> 
     assert "seat_console/default_profile.toml" in names
     entry = next(n for n in names if n.endswith("entry_points.txt"))
     assert "seat-console = seat_console.cli:main" in zipfile.ZipFile(wheel).read(entry).decode()
+
+
+def test_the_console_runs_outside_the_source_tree(tmp_path: Path) -> None:
+    """From another folder the folder name ``console/`` is not importable: everything must go
+    through the import name ``seat_console`` (the default profile once was read with
+    ``resources.files("console")``, which only worked with the repo as the working directory)."""
+    env = {k: v for k, v in __import__("os").environ.items()
+           if k not in ("PYTHONPATH", "SEAT_CONSOLE_PROFILE")}
+    env["XDG_CONFIG_HOME"] = str(tmp_path / "xdg")
+    cp = subprocess.run([sys.executable, "-m", "seat_console", "profile", "--print-default"],
+                        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+    assert cp.returncode == 0, cp.stderr
+    assert "[seat]" in cp.stdout
+    cp = subprocess.run([sys.executable, "-c", "import console"], cwd=tmp_path, env=env,
+                        capture_output=True, text=True, timeout=60)
+    assert cp.returncode != 0, "a top-level 'console' module is importable outside the tree"
