@@ -3,8 +3,10 @@
 See :mod:`seat_console.actions.backport` for the steps. Progress (the runbook's events and the
 build log) goes to stderr; stdout gets the result (text, or JSON with ``--json``).
 
-Exit codes: ``0`` built, or already built from the same inputs (a no-op, said so), or the
-dry-run plan has no error; ``1`` refused or failed (the message says why and what remains);
+Exit codes (:mod:`seat_console.commands.action_common`, plus ``3``): ``0`` built, or already
+built from the same inputs (a no-op, said so), or the dry-run plan has no error; ``1`` failed
+and undone (the built image removed); ``4`` failed and something is left (the output says
+what); ``5`` refused before anything changed (bad base, wrong file, no ``[backport]``);
 ``3`` the docker engine cannot be reached.
 """
 
@@ -20,6 +22,8 @@ from seat_console.profile import LoadedProfile
 EXIT_OK = 0
 EXIT_ERROR = 1
 EXIT_UNAVAILABLE = 3
+EXIT_PARTIAL = 4
+EXIT_REFUSED = 5
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -70,7 +74,7 @@ def run(args: argparse.Namespace, loaded: LoadedProfile) -> int:
             else:
                 print(f"build-backport plan (dry run, nothing built) for {rb.ctx.facts['tag']}:")
                 print("\n".join(plan.text_lines()))
-            return EXIT_OK if plan.ok else EXIT_ERROR
+            return EXIT_OK if plan.ok else EXIT_REFUSED
         try:
             journal = Journal()
         except JournalError as exc:
@@ -82,7 +86,7 @@ def run(args: argparse.Namespace, loaded: LoadedProfile) -> int:
             res = rb.run()
     except BackportError as exc:
         err(f"seat-console build-backport: {exc}")
-        return EXIT_ERROR
+        return EXIT_REFUSED
     finally:
         client.close()
     f = res.facts
@@ -100,4 +104,5 @@ def run(args: argparse.Namespace, loaded: LoadedProfile) -> int:
             print(f"pushed: {f['pushed_repo_digest']}")
     else:
         print(res.describe())
-    return EXIT_OK if res.ok else EXIT_ERROR
+    return {"done": EXIT_OK, "undone": EXIT_ERROR, "partial": EXIT_PARTIAL,
+            "refused": EXIT_REFUSED}[res.outcome]
