@@ -15,7 +15,9 @@ Lookup order (first found wins), see :func:`resolve_profile_path`:
 
 from __future__ import annotations
 
+import functools
 import hashlib
+import math
 import os
 import re
 import tomllib
@@ -27,6 +29,7 @@ from typing import Annotated, Literal
 import platformdirs
 from pydantic import (
     AnyHttpUrl,
+    BeforeValidator,
     BaseModel,
     ByteSize,
     ConfigDict,
@@ -48,7 +51,27 @@ MAX_MODEL_LEN = 1 << 32
 MAX_NUM_SEQS = 1 << 20
 """Largest ``max_num_seqs`` accepted: 1,048,576 concurrent sequences."""
 
-Size = Annotated[ByteSize, Field(le=MAX_SIZE_BYTES)]
+MAX_PROFILE_CHARS = 256 << 10
+"""Largest profile text accepted (256 KiB characters; the default profile is ~5 KB). Bounds
+the parse time: ``tomllib`` takes ~1.3 s for an 800 KB array on the team's VM."""
+MAX_DOTTED_KEY_PARTS = 32
+"""Most parts in one dotted key or table header (``a.b.c``). ``tomllib`` is quadratic in them
+(20,000 parts: 5 s; 40,000: out of memory), and no profile key has more than 4."""
+MAX_PROFILE_DEPTH = 16
+"""Deepest nesting of tables/arrays accepted in a profile (the deepest key nests 4 levels)."""
+
+def _size_input(v: object) -> object:
+    """Refuse what pydantic's ByteSize would crash on (OverflowError): a size string longer
+    than 64 characters, a non-finite float."""
+    if isinstance(v, str) and len(v) > 64:
+        raise ValueError(f"a size is a number with an optional unit (\"62.56 GiB\"); "
+                         f"got {len(v):,} characters")
+    if isinstance(v, float) and not math.isfinite(v):
+        raise ValueError(f"a size must be finite, got {v}")
+    return v
+
+
+Size = Annotated[ByteSize, BeforeValidator(_size_input), Field(le=MAX_SIZE_BYTES)]
 """A byte count, integer or with a unit ("62.56 GiB"), at most :data:`MAX_SIZE_BYTES`."""
 
 PlePlacement = Literal["gpu-replicated", "gpu-sharded", "host"]
@@ -122,7 +145,14 @@ class SeatSpec(_Strict):
     gpu_memory_utilization: float = Field(default=0.90, gt=0.0, le=1.0)
     max_model_len: int = Field(default=262144, ge=1, le=MAX_MODEL_LEN)
     max_num_seqs: int = Field(default=256, ge=1, le=MAX_NUM_SEQS)
-    kv_cache_dtype: Literal["auto", "fp8", "fp8_e4m3", "fp8_e5m2"] = "auto"
+    kv_cache_dtype: Literal["auto", "bfloat16", "float16", "fp8", "fp8_e4m3",
+                            "fp8_e5m2"] = "auto"
+    dtype: Literal["auto", "bfloat16", "float16", "float32"] = Field(
+        default="auto", description="vLLM --dtype: the served dtype of unquantised weights "
+                                    "(auto: float32 checkpoints are served as bfloat16 on CUDA)")
+    device: Literal["cuda", "cuda-no-bf16", "cpu", "cpu-ppc64le"] = Field(
+        default="cuda", description="what serves the seat, for dtype auto: cuda (compute "
+                                    "capability >= 8.0), cuda-no-bf16 (6.0-7.x), cpu, cpu-ppc64le")
     block_size: int = Field(default=16, ge=1, description="KV cache block size in tokens")
     activation_reserve_bytes: Size = Field(
         default=ByteSize(0),
@@ -190,6 +220,18 @@ class CheckpointSpec(_Strict):
     model_shape: ModelShapeSpec | None = None
     ple_host_sharing: Literal["per-process", "shared"] = "per-process"
 
+    @field_validator("ple_tensor_pattern")
+    @classmethod
+    def _ple_re2(cls, v: str) -> str:
+        from seat_console.sources.untrusted import InputError, compile_re2
+
+        try:
+            compile_re2(v, "ple_tensor_pattern")
+        except InputError as exc:
+            raise ValueError(f"{exc.problem} (the scan matches it with RE2, in linear time)"
+                             ) from None
+        return v
+
 
 class TimerSpec(_Strict):
     """systemd timer units the hold recipe stops and restores (names of ``*.timer`` units)."""
@@ -234,12 +276,25 @@ class AlertmanagerSpec(_Strict):
 
 
 class Matcher(_Strict):
-    """One Alertmanager silence matcher, as the v2 API's ``matchers[]`` item."""
+    """One Alertmanager silence matcher, as the v2 API's ``matchers[]`` item. A regex
+    (``is_regex = true``) must be valid RE2 (Go ``regexp``) syntax, as Alertmanager requires:
+    look-arounds and back-references are refused here, at load time."""
 
     name: str = Field(min_length=1)
     value: str
     is_regex: bool = False
     is_equal: bool = True
+
+    @model_validator(mode="after")
+    def _re2(self) -> "Matcher":
+        if self.is_regex:
+            from seat_console.sources.untrusted import InputError, compile_re2
+
+            try:
+                compile_re2(self.value, "value", anchored=True)
+            except InputError as exc:
+                raise ValueError(exc.problem) from None
+        return self
 
 
 class SilenceSpec(_Strict):
@@ -636,6 +691,11 @@ def xdg_profile_path() -> Path:
     return Path(platformdirs.user_config_dir("seat-console")) / "profile.toml"
 
 
+def _clip(text: str, limit: int = 120) -> str:
+    """``text`` cut to ``limit`` characters with its length said (hostile values are long)."""
+    return text if len(text) <= limit else f"{text[:limit]}… ({len(text):,} characters)"
+
+
 def _format_validation_error(err: ValidationError, source: str) -> str:
     lines = [f"{source}: invalid seat profile ({err.error_count()} problem(s)):"]
     for e in err.errors():
@@ -647,7 +707,7 @@ def _format_validation_error(err: ValidationError, source: str) -> str:
             lines.append(f"  {loc}: required key is missing")
         else:
             got = e.get("input")
-            shown = "" if isinstance(got, dict) else f" (got {got!r})"
+            shown = "" if isinstance(got, dict) else f" (got {_clip(repr(got))})"
             lines.append(f"  {loc}: {e['msg']}{shown}")
     return "\n".join(lines)
 
@@ -656,12 +716,32 @@ def parse_profile(text: str, source: str = "<string>") -> Profile:
     """Parse and validate profile TOML text.
 
     Raises :class:`ProfileError` naming ``source`` and each offending key on a TOML syntax error
-    (with line and column), an unknown key, a missing key, or a wrong type.
+    (with line and column), an unknown key, a missing key, or a wrong type; also for a profile
+    above :data:`MAX_PROFILE_CHARS` or nesting tables/arrays deeper than
+    :data:`MAX_PROFILE_DEPTH` (``tomllib`` would raise :class:`RecursionError`).
     """
+    if len(text) > MAX_PROFILE_CHARS:
+        raise ProfileError(f"{source}: {len(text):,} characters is above the "
+                           f"{MAX_PROFILE_CHARS:,}-character limit for a profile")
+    long_key = _dotted_key_re().search(text)
+    if long_key is not None:
+        line = text.count("\n", 0, long_key.start()) + 1
+        raise ProfileError(f"{source}: line {line}: a dotted key or table header with more than "
+                           f"{MAX_DOTTED_KEY_PARTS} parts (no profile key has more than 4)")
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise ProfileError(f"{source}: not valid TOML: {exc}") from None
+    except RecursionError:
+        raise ProfileError(f"{source}: arrays or inline tables nest too deeply to parse "
+                           f"(a profile nests at most {MAX_PROFILE_DEPTH} levels)") from None
+    except ValueError as exc:  # tomllib lets a few value errors through (e.g. int digit limit)
+        raise ProfileError(f"{source}: not valid TOML: {exc}") from None
+    from seat_console.sources.untrusted import nesting_depth
+
+    if nesting_depth(data, MAX_PROFILE_DEPTH) > MAX_PROFILE_DEPTH:
+        raise ProfileError(f"{source}: tables or arrays nest deeper than {MAX_PROFILE_DEPTH} "
+                           "levels (no profile key does)")
     try:
         # Relative paths in the profile (backport.files[].source) are relative to its directory.
         src = Path(source)
@@ -670,6 +750,18 @@ def parse_profile(text: str, source: str = "<string>") -> Profile:
         return Profile.model_validate(data, context={"profile_dir": str(profile_dir)})
     except ValidationError as exc:
         raise ProfileError(_format_validation_error(exc, source)) from None
+
+
+@functools.cache
+def _dotted_key_re():  # noqa: ANN202 - an re2 program
+    """An RE2 program (linear time) finding a run of more than :data:`MAX_DOTTED_KEY_PARTS`
+    dot-separated bare or quoted key parts."""
+    import re2
+
+    part = r"""(?:[A-Za-z0-9_-]+|"[^"\n]*"|'[^'\n]*')"""
+    opts = re2.Options()
+    opts.log_errors = False
+    return re2.compile(rf"(?:{part}[ \t]*\.[ \t]*){{{MAX_DOTTED_KEY_PARTS}}}{part}", opts)
 
 
 def resolve_profile_path(cli_path: str | os.PathLike[str] | None = None,

@@ -1,0 +1,265 @@
+"""Guards for every parser of outside input: bounded nesting and size, typed fields, aware UTC
+times and RE2 regular expressions.
+
+Every source reads text it does not control (safetensors headers, ``config.json``, vLLM's
+``/metrics`` and JSON endpoints, ``systemctl`` output, Alertmanager and docker JSON, the profile).
+A fuzzing pass (issue #12) found the same classes of crash in all of them; this module is the one
+place that fixes each class:
+
+* **Nesting.** ``json.loads`` and :mod:`tomllib` recurse once per ``[`` / ``{``: a deeply
+  nested document raises :class:`RecursionError` (not a ``ValueError``), which escaped the
+  sources' ``except ValueError``. :func:`check_json_depth` measures the depth first, in linear
+  time and without recursion, and :func:`load_json` refuses more than :data:`MAX_DEPTH` levels.
+* **Size.** :func:`load_json` refuses a document above its ``max_bytes``.
+* **Non-finite numbers.** ``NaN``, ``Infinity`` and ``1e400`` (which Python's parser turns into
+  ``inf``) are refused by :func:`load_json`: no reply of these sources legitimately holds them,
+  and ``int(inf)`` raises :class:`OverflowError` later.
+* **Field types.** :func:`get_int`, :func:`get_str`, :func:`get_bool`, :func:`get_dict`,
+  :func:`get_list` read one field and return ``None`` for a wrong type (a ``bool`` is never an
+  ``int`` here, though Python says it is), so an object where a list is expected, a number
+  where a string is, or ``null`` becomes "unknown" instead of an ``AttributeError`` /
+  ``TypeError`` three calls later.
+* **Times.** :func:`aware_utc` rejects naive datetimes and normalises aware ones to UTC.
+* **Regular expressions.** Alertmanager matchers are Go ``regexp`` (RE2) patterns, fully
+  anchored (Alertmanager ``pkg/labels/matcher.go``: ``"^(?:" + value + ")$"``). Python's ``re``
+  is both wrong for them (RE2 accepts ``\\z``, which ``re`` refuses; ``re`` accepts
+  back-references and look-arounds, which RE2 refuses) and a denial of service (``(.*){18}x``
+  backtracks for hours). :func:`compile_re2` compiles with ``google-re2`` (linear-time matching)
+  and raises :class:`InputError` naming the pattern's origin for a pattern RE2 refuses.
+
+Every error is an :class:`InputError` (a :class:`ValueError`) whose message starts with the name
+of the input (``what``), so the caller can add it to its own typed error or ``Unavailable``.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections.abc import Mapping
+from datetime import UTC, datetime
+from typing import Any
+
+import re2
+
+MAX_DEPTH = 64
+"""Deepest nesting of arrays/objects accepted in outside JSON or TOML. Real inputs nest at most
+about 8 levels (a ``config.json`` with ``text_config.rope_scaling``, a compressed-tensors
+``config_groups`` entry); the parsers' own limit is Python's recursion limit (~1000)."""
+
+MAX_JSON_BYTES = 16 << 20
+"""Default size limit for one JSON reply or file (16 MiB); safetensors headers pass their own
+format limit (100,000,000 B)."""
+
+
+class InputError(ValueError):
+    """Outside input this console refuses. ``what`` names the input (a file, a URL path, a
+    command, a profile key); ``problem`` says what is wrong; ``str()`` is ``"what: problem"``."""
+
+    def __init__(self, what: str, problem: str) -> None:
+        self.what = what
+        self.problem = problem
+        super().__init__(f"{what}: {problem}")
+
+
+# -- nesting ------------------------------------------------------------------------------------
+_JSON_STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
+_NOT_BRACKETS = re.compile(r"[^\[\]{}]+")
+
+
+def json_depth_exceeds(text: str, max_depth: int = MAX_DEPTH) -> bool:
+    """Whether JSON ``text`` nests arrays/objects deeper than ``max_depth``.
+
+    Linear and recursion-free: string literals are removed (brackets inside them do not count),
+    every other character but brackets is dropped, then innermost ``[]`` / ``{}`` pairs are
+    removed ``max_depth`` times; anything left over nests deeper (or is unbalanced, which the
+    JSON parser reports itself: that case returns False).
+    """
+    if text.count("[") + text.count("{") <= max_depth:
+        return False
+    s = _JSON_STRING.sub("", text)
+    s = _NOT_BRACKETS.sub("", s)
+    for _ in range(max_depth):
+        if not s:
+            return False
+        t = s.replace("[]", "").replace("{}", "")
+        if t == s:
+            return False  # unbalanced / mismatched: let the parser say where
+        s = t
+    return bool(s) and s.replace("[]", "").replace("{}", "") != s
+
+
+def check_json_depth(text: str, what: str, max_depth: int = MAX_DEPTH) -> None:
+    """Raise :class:`InputError` naming ``what`` when ``text`` nests deeper than ``max_depth``."""
+    if json_depth_exceeds(text, max_depth):
+        raise InputError(what, f"JSON nests arrays/objects deeper than {max_depth} levels; "
+                               "refused (no real reply nests that deep)")
+
+
+def _refuse_constant(name: str) -> Any:
+    raise ValueError(f"non-finite number {name} is not JSON")
+
+
+def _finite_float(text: str) -> float:
+    v = float(text)
+    if not math.isfinite(v):
+        raise ValueError(f"number {text[:40]} is out of range (it would be {v})")
+    return v
+
+
+def load_json(data: str | bytes, what: str, *, max_bytes: int = MAX_JSON_BYTES,
+              max_depth: int = MAX_DEPTH) -> Any:
+    """Parse outside JSON with bounded size and nesting and only finite numbers.
+
+    ``data``: the text (bytes are decoded as UTF-8); ``what``: the input's name for messages.
+    Returns the parsed value. Raises :class:`InputError` naming ``what`` for a document above
+    ``max_bytes`` bytes, nesting deeper than ``max_depth``, not UTF-8, not JSON (with line and
+    column), ``NaN``/``Infinity`` or a number that overflows a float (``1e400``), or an integer
+    literal of more than 4,300 digits (Python's limit).
+    """
+    size = len(data)
+    if size > max_bytes:
+        raise InputError(what, f"{size:,} bytes is above the {max_bytes:,}-byte limit")
+    if isinstance(data, bytes | bytearray):
+        try:
+            data = bytes(data).decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise InputError(what, f"not UTF-8 (byte {exc.start})") from None
+    check_json_depth(data, what, max_depth)
+    try:
+        return json.loads(data, parse_constant=_refuse_constant, parse_float=_finite_float)
+    except json.JSONDecodeError as exc:
+        raise InputError(what, f"not valid JSON at line {exc.lineno} column {exc.colno}: "
+                               f"{exc.msg}") from None
+    except RecursionError:
+        raise InputError(what, "JSON nests too deeply to parse") from None
+    except ValueError as exc:  # non-finite number, int digits limit
+        raise InputError(what, f"not acceptable JSON: {exc}") from None
+
+
+def nesting_depth(value: Any, limit: int = MAX_DEPTH) -> int:
+    """Nesting depth of parsed data (dicts/lists/tuples), computed without recursion; stops
+    counting at ``limit + 1``."""
+    deepest = 0
+    stack: list[tuple[Any, int]] = [(value, 0)]
+    while stack:
+        v, d = stack.pop()
+        if isinstance(v, Mapping):
+            children = v.values()
+        elif isinstance(v, list | tuple):
+            children = v
+        else:
+            continue
+        d += 1
+        if d > deepest:
+            deepest = d
+            if deepest > limit:
+                return deepest
+        stack.extend((c, d) for c in children)
+    return deepest
+
+
+# -- typed fields --------------------------------------------------------------------------------
+def get_int(d: Any, key: str, *, minimum: int | None = None,
+            maximum: int | None = None) -> int | None:
+    """``d[key]`` when ``d`` is a mapping and the value is an ``int`` (not a ``bool``) within
+    ``[minimum, maximum]``; else ``None``."""
+    v = d.get(key) if isinstance(d, Mapping) else None
+    if not isinstance(v, int) or isinstance(v, bool):
+        return None
+    if (minimum is not None and v < minimum) or (maximum is not None and v > maximum):
+        return None
+    return v
+
+
+def get_str(d: Any, key: str, *, max_len: int = 4096) -> str | None:
+    """``d[key]`` when ``d`` is a mapping and the value is a ``str`` of at most ``max_len``
+    characters; else ``None``."""
+    v = d.get(key) if isinstance(d, Mapping) else None
+    return v if isinstance(v, str) and len(v) <= max_len else None
+
+
+def get_bool(d: Any, key: str) -> bool | None:
+    """``d[key]`` when ``d`` is a mapping and the value is a ``bool``; else ``None``."""
+    v = d.get(key) if isinstance(d, Mapping) else None
+    return v if isinstance(v, bool) else None
+
+
+def get_dict(d: Any, key: str) -> dict[str, Any]:
+    """``d[key]`` when ``d`` is a mapping and the value is a mapping; else ``{}``."""
+    v = d.get(key) if isinstance(d, Mapping) else None
+    return dict(v) if isinstance(v, Mapping) else {}
+
+
+def get_list(d: Any, key: str) -> list[Any]:
+    """``d[key]`` when ``d`` is a mapping and the value is a list; else ``[]``."""
+    v = d.get(key) if isinstance(d, Mapping) else None
+    return list(v) if isinstance(v, list) else []
+
+
+def finite_nonneg(v: Any) -> float | None:
+    """``v`` as a float when it is a finite number ≥ 0 (not a ``bool``); else ``None``."""
+    if isinstance(v, bool) or not isinstance(v, int | float):
+        return None
+    try:
+        f = float(v)
+    except OverflowError:
+        return None
+    return f if math.isfinite(f) and f >= 0 else None
+
+
+# -- times ---------------------------------------------------------------------------------------
+def aware_utc(value: datetime, what: str) -> datetime:
+    """``value`` in UTC. Raises :class:`InputError` naming ``what`` for a naive datetime (no
+    offset: the wall clock of an unknown zone; this console keeps every time aware UTC)."""
+    if value.tzinfo is None or value.tzinfo.utcoffset(value) is None:
+        raise InputError(what, f"time {value.isoformat()} has no UTC offset; give it in UTC "
+                               "(…Z or +00:00)")
+    return value.astimezone(UTC)
+
+
+# -- regular expressions ---------------------------------------------------------------------------
+def _options() -> Any:
+    opts = re2.Options()
+    opts.log_errors = False  # RE2 would print every refused pattern to stderr
+    return opts
+
+
+_RE2_OPTIONS = _options()
+MAX_PATTERN_CHARS = 4096
+"""Longest regular expression taken from outside (a matcher value, a profile pattern)."""
+
+
+def compile_re2(pattern: str, what: str, *, anchored: bool = False) -> Any:
+    """Compile ``pattern`` with RE2 (Go ``regexp`` syntax; matching is linear-time).
+
+    ``anchored``: wrap it as Alertmanager does, ``^(?:pattern)$``, so ``.search`` is a full
+    match. Returns the compiled pattern (``.search(text)`` → match or ``None``). Raises
+    :class:`InputError` naming ``what`` for a pattern that is not a ``str``, longer than
+    :data:`MAX_PATTERN_CHARS`, or not valid RE2 (look-arounds, back-references, possessive
+    quantifiers…), with RE2's reason.
+    """
+    if not isinstance(pattern, str):
+        raise InputError(what, f"regular expression must be a string, got {type(pattern).__name__}")
+    if len(pattern) > MAX_PATTERN_CHARS:
+        raise InputError(what, f"regular expression of {len(pattern):,} characters is above the "
+                               f"{MAX_PATTERN_CHARS:,}-character limit")
+    text = f"^(?:{pattern})$" if anchored else pattern
+    try:
+        return re2.compile(text, _RE2_OPTIONS)
+    except re2.error as exc:
+        reason = exc.args[0] if exc.args else exc
+        if isinstance(reason, bytes):
+            reason = reason.decode("utf-8", "replace")
+        raise InputError(what, f"{pattern!r} is not a valid RE2 regular expression "
+                               f"({reason}); Alertmanager and this console use RE2 (Go regexp) "
+                               "syntax: no look-arounds or back-references") from None
+    except (TypeError, ValueError) as exc:  # e.g. a NUL or lone surrogate in the pattern
+        raise InputError(what, f"{pattern!r} cannot be compiled: {exc}") from None
+
+
+__all__ = [
+    "InputError", "MAX_DEPTH", "MAX_JSON_BYTES", "MAX_PATTERN_CHARS", "aware_utc",
+    "check_json_depth", "compile_re2", "finite_nonneg", "get_bool", "get_dict", "get_int",
+    "get_list", "get_str", "json_depth_exceeds", "load_json", "nesting_depth",
+]
