@@ -74,3 +74,210 @@ def test_a_listed_tensor_in_no_shard_is_an_error(tmp_path: Path) -> None:
     s = scan_checkpoint(tmp_path)
     kinds = {p.kind: p.severity for p in s.problems}
     assert kinds["tensor-absent"] == "error"
+
+
+# ------------------------------------------------------------------ 1. served dtype
+
+from seat_console.fit.budget import (  # noqa: E402
+    CardInput,
+    SeatParams,
+    fit_budget,
+    footprint_from_summary,
+)
+from seat_console.fit.dtype import resolve_kv_cache_dtype, resolve_served_dtype  # noqa: E402
+
+GiB = 1 << 30
+CARD = 100 * GiB  # one CUDA-visible total for every card here
+
+
+def _tiny_cfg(**kw) -> dict:
+    """A small Llama-shaped config: 4 layers, hidden 1024, 8 heads of 128, 2 KV heads."""
+    return {"architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": 1024,
+            "intermediate_size": 4096, "num_attention_heads": 8, "num_hidden_layers": 4,
+            "num_key_value_heads": 2, "head_dim": 128, "vocab_size": 32000,
+            "max_position_embeddings": 8192, **kw}
+
+
+def _budget(root: Path, tp: int = 1, **seat):
+    s = scan_checkpoint(root)
+    fp = footprint_from_summary(root.name, s)
+    p = SeatParams(tensor_parallel_size=tp, gpu_memory_utilization=0.9,
+                   max_model_len=seat.pop("max_model_len", 4096), max_num_seqs=16, **seat)
+    cards = [CardInput(rank=r, label=f"GPU {r}", cuda_visible_bytes=CARD,
+                       total_source="declared") for r in range(tp)]
+    return s, fit_budget(fp, p, cards)
+
+
+def test_float32_checkpoint_is_served_in_bfloat16_on_cuda(tmp_path: Path) -> None:
+    cfg = _tiny_cfg(torch_dtype="float32")
+    F.write_checkpoint(tmp_path, [F.llama_tensors(cfg, dtype="F32")], config=cfg)
+    s, auto = _budget(tmp_path)
+    # Every tensor is F32 and unquantised: vLLM holds them in bfloat16, half the stored bytes.
+    assert auto.served.dtype == "bfloat16" and auto.served.config_dtype == "float32"
+    assert auto.cards[0].weights_bytes * 2 == s.total_bytes
+    # The KV cache under auto is the served dtype: 2 B per element, not float32's 4.
+    assert auto.kv_model.kv_dtype_bytes == 2 and auto.kv_cache_dtype == "bfloat16"
+    assert auto.kv_model.bytes_per_token == 4 * 2 * 2 * 128 * 2
+    _, f32 = _budget(tmp_path, dtype="float32")
+    assert f32.cards[0].weights_bytes == s.total_bytes and f32.kv_model.kv_dtype_bytes == 4
+    # Twice the KV bytes per token, and more memory left for it: more than 2× the tokens.
+    assert auto.kv_tokens > 2 * f32.kv_tokens
+    assert any("float32 checkpoint served as bfloat16" in n for n in auto.notes)
+    # On a pre-Ampere card auto means float16 (no bfloat16 there): same bytes.
+    _, v100 = _budget(tmp_path, device="cuda-no-bf16")
+    assert v100.served.dtype == "float16" and v100.cards[0].weights_bytes * 2 == s.total_bytes
+
+
+def test_quantised_tensors_keep_their_stored_bytes(tmp_path: Path) -> None:
+    cfg = _tiny_cfg(torch_dtype="bfloat16")
+    hfq = {"producer": {"name": "modelopt"},
+           "quantization": {"quant_algo": "NVFP4", "group_size": 16}}
+    F.write_checkpoint(tmp_path, [F.llama_tensors(cfg, linear="nvfp4")], config=cfg,
+                       hf_quant_config=hfq)
+    s, auto = _budget(tmp_path)
+    assert auto.cards[0].weights_bytes == s.total_bytes       # bfloat16 served as stored
+    _, f32 = _budget(tmp_path, dtype="float32")
+    by = {d.dtype: d.bytes for d in s.by_dtype}
+    # float32: only the BF16 tensors (embeddings, norms, LM head) double; the U8 packed
+    # weights, their F8_E4M3 block scales and the F32 scalar scales keep their bytes.
+    assert f32.cards[0].weights_bytes == s.total_bytes + by["BF16"]
+    assert by["U8"] > 0 and by["F8_E4M3"] > 0 and by["F32"] > 0
+
+
+def test_kv_cache_dtype_auto_follows_the_served_dtype_and_modelopt() -> None:
+    assert resolve_kv_cache_dtype("auto", "bfloat16")[0] == "bfloat16"
+    assert resolve_kv_cache_dtype("fp8", "bfloat16")[0] == "fp8"
+    qc = {"quant_method": "modelopt", "quant_algo": "FP8", "kv_cache_quant_algo": "FP8"}
+    assert resolve_kv_cache_dtype("auto", "bfloat16", qc)[0] == "fp8_e4m3"
+    assert resolve_kv_cache_dtype("bfloat16", "bfloat16", qc)[0] == "bfloat16"
+
+
+def test_dtype_refusals_name_the_setting() -> None:
+    import pytest
+
+    from seat_console.fit.dtype import DtypeError
+
+    with pytest.raises(DtypeError, match="float16 for model type 'gemma3_text'"):
+        resolve_served_dtype("float16", "bfloat16", model_type="gemma3_text")
+    with pytest.raises(DtypeError, match="seat.dtype 'int8'"):
+        resolve_served_dtype("int8", "bfloat16")
+    # auto never picks float16 for Gemma 3, even where bfloat16 is missing.
+    assert resolve_served_dtype("auto", "float16", model_type="gemma3_text",
+                                platform="cuda-no-bf16").dtype == "float32"
+
+
+# ------------------------------------------------------------------ 4. context limit
+
+
+def test_max_model_len_above_max_position_embeddings_is_refused(tmp_path: Path) -> None:
+    cfg = _tiny_cfg(torch_dtype="bfloat16", max_position_embeddings=2048)
+    F.write_checkpoint(tmp_path, [F.llama_tensors(cfg)], config=cfg)
+    _, b = _budget(tmp_path, max_model_len=262_144)
+    # The KV pool would hold many 262,144-token requests, but vLLM refuses to start.
+    assert b.capacity is not None and b.capacity.max_concurrency > 1
+    assert b.verdict.fits is False and len(b.verdict.refused) == 1
+    assert "262,144" in b.verdict.words and "max_position_embeddings = 2,048" in b.verdict.words
+    lever = next(lv for lv in b.verdict.levers if lv.lever == "context within the model's maximum")
+    assert lever.helps is True and "max_model_len 2,048" in lever.effect
+    _, ok = _budget(tmp_path, max_model_len=2048)
+    assert ok.verdict.fits and not ok.verdict.refused
+    # A linear rope scaling block extends it (×128 = 262,144): accepted.
+    cfg2 = _tiny_cfg(max_position_embeddings=2048,
+                     rope_scaling={"rope_type": "linear", "factor": 128.0})
+    F.write_checkpoint(tmp_path / "rope", [F.llama_tensors(cfg2)], config=cfg2)
+    _, scaled = _budget(tmp_path / "rope", max_model_len=262_144)
+    assert not scaled.verdict.refused
+
+
+# ------------------------------------------------------------------ 6. replicated small tensors
+
+
+def test_shared_expert_gate_and_vision_patch_embedding_are_on_every_rank(tmp_path: Path) -> None:
+    cfg = _tiny_cfg(torch_dtype="bfloat16")
+    extra = [("model.layers.0.mlp.shared_expert_gate.weight", "BF16", [1, 1024]),   # 2,048 B
+             ("visual.patch_embed.proj.weight", "BF16", [1024, 3, 2, 14, 14]),       # 2,408,448
+             ("multi_modal_projector.mm_input_projection_weight", "BF16", [1152, 1024])]
+    F.write_checkpoint(tmp_path, [F.llama_tensors(cfg) + extra], config=cfg)
+    s = scan_checkpoint(tmp_path)
+    small = 2048 + 1024 * 3 * 2 * 14 * 14 * 2 + 1152 * 1024 * 2
+    F.write_checkpoint(tmp_path / "plain", [F.llama_tensors(cfg)], config=cfg)
+    plain = scan_checkpoint(tmp_path / "plain")
+    assert s.tp.replicated_bytes - plain.tp.replicated_bytes == small
+    assert s.tp.split_bytes == plain.tp.split_bytes
+    _, b2 = _budget(tmp_path, tp=2)
+    _, p2 = _budget(tmp_path / "plain", tp=2)
+    assert b2.cards[0].weights_bytes - p2.cards[0].weights_bytes == small  # whole, each rank
+
+
+# ------------------------------------------------------------------ 3. no verdict on damage
+
+import struct  # noqa: E402
+
+import pytest  # noqa: E402
+
+from seat_console.cli import main  # noqa: E402
+
+
+@pytest.fixture()
+def cli(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]):
+    monkeypatch.delenv("SEAT_CONSOLE_PROFILE", raising=False)
+    monkeypatch.setenv("XDG_CONFIG_HOME", "/nonexistent-for-tests")
+
+    def run(*argv: str) -> tuple[int, str, str]:
+        rc = main(list(argv))
+        out, err = capsys.readouterr()
+        return rc, out, err
+    return run
+
+
+def _damaged(root: Path, how: str) -> Path:
+    cfg = _tiny_cfg(torch_dtype="bfloat16")
+    tensors = F.llama_tensors(cfg)
+    if how == "missing-shard":
+        F.write_checkpoint(root, F.split_even(tensors, 2), config=cfg)
+        (root / "model-00002-of-00002.safetensors").unlink()
+    elif how == "unknown-dtype":
+        F.write_checkpoint(root, [tensors], config=cfg)
+        F.write_sparse(root / "model.safetensors", tensors + [("q.weight", "Q4_K", [64, 64])],
+                       sizes={"q.weight": 2304})
+    elif how == "corrupt-header":
+        F.write_checkpoint(root, [tensors], config=cfg)
+        h = b'{"w": {"dtype": "BF16", "shape": [4], "data_offsets": [0, 9]}}'
+        with (root / "model.safetensors").open("wb") as f:
+            f.write(struct.pack("<Q", len(h)) + h)
+            f.truncate(8 + len(h) + 9)
+    return root
+
+
+@pytest.mark.parametrize("how", ["missing-shard", "unknown-dtype", "corrupt-header"])
+def test_a_damaged_checkpoint_gets_no_verdict_in_json_and_text(cli, tmp_path: Path,
+                                                               how: str) -> None:
+    root = _damaged(tmp_path / "ck", how)
+    args = ("fit", "--no-live", "--checkpoint", str(root), "--max-model-len", "4096")
+    rc, out, err = cli(*args, "--json")
+    assert rc == 1
+    r = json.loads(out)["resident"]
+    assert r["verdict"] is None
+    assert how.split("-")[0] in r["no_verdict"] or "scanned" in r["no_verdict"]
+    assert str(root) in r["no_verdict"]
+    rc, out, err = cli(*args)
+    resident = out.split("\nCANDIDATE:")[0]   # the default profile's candidate is intact
+    assert rc == 1 and "NO VERDICT: " in resident
+    assert "VERDICT: fits" not in resident and "\n  VERDICT:" not in resident
+    assert "NO VERDICT" in err
+
+
+def test_the_panel_words_say_no_verdict(tmp_path: Path) -> None:
+    """The TUI renders the budget's verdict words; with scan errors they are NO VERDICT."""
+    from seat_console.profile import LoadedProfile, default_profile_text, parse_profile
+    from seat_console.sources.fit_source import compute_budgets, gather_fit_inputs
+
+    root = _damaged(tmp_path / "ck", "missing-shard")
+    prof = parse_profile(default_profile_text(), "<embedded default>")
+    loaded = LoadedProfile(profile=prof, source="<embedded default>", origin="default",
+                           sha256="0" * 64)
+    inputs = gather_fit_inputs(loaded, None, checkpoint=root)
+    comp, _ = compute_budgets(inputs)
+    assert comp.resident.no_verdict and comp.resident.verdict.words.startswith("NO VERDICT: ")
+    assert comp.resident.verdict.levers == []
+    assert comp.resident.model_dump(mode="json")["verdict"] is None

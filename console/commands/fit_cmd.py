@@ -6,11 +6,21 @@ what is left for the KV cache; KV tokens and maximum concurrency as vLLM compute
 verdict with levers; host RAM for a host-placed table; the pre-flight line; the KV capacity
 ratio; and, for the running seat, predicted use next to NVML's.
 
+Served dtype: unquantised weights and an ``auto`` KV cache are budgeted at the dtype vLLM
+serves them in (profile ``seat.dtype`` / ``--dtype``, resolved for ``seat.device`` as vLLM
+does: a float32 checkpoint under ``auto`` is served in bfloat16 on CUDA); quantised tensors keep
+their stored bytes. A ``max_model_len`` above the model's ``max_position_embeddings`` (no RoPE
+scaling extending it) is refused, as vLLM refuses it.
+
+NO VERDICT: when a checkpoint cannot be scanned, or its scan has errors (a missing shard, a
+listed tensor in no shard, an unreadable header, a dtype the format does not define), that
+side's verdict is ``null`` in the JSON (with ``no_verdict``: the reason) and the text says
+"NO VERDICT: …" — never "fits" on part of the weights.
+
 Exit codes: 0 the report was produced (whether or not it fits: see ``verdict.fits`` in the
-JSON); 1 a checkpoint cannot be scanned (e.g. a corrupt header, named with file and offset), or
-was scanned with errors (e.g. a shard the index lists is missing: the report is printed, but
-its sizes cannot be trusted); 3 nothing can be budgeted (neither checkpoint has a path or
-declared sizes).
+JSON); 1 a side has NO VERDICT: a checkpoint cannot be scanned (e.g. a corrupt header, named
+with file and offset), or was scanned with errors (the report is printed, but its sizes cannot
+be trusted); 3 nothing can be budgeted (neither checkpoint has a path or declared sizes).
 """
 
 from __future__ import annotations
@@ -31,6 +41,7 @@ from seat_console.sources.fit_source import (
     compute_budgets,
     gather_fit_inputs,
     host_memory,
+    no_verdict_reason,
 )
 from seat_console.profile import MAX_MODEL_LEN, MAX_NUM_SEQS, MAX_SIZE_BYTES, LoadedProfile
 from seat_console.sources import Unavailable, read_once
@@ -92,8 +103,11 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="context length what-if")
     p.add_argument("--max-num-seqs", type=_count_arg(MAX_NUM_SEQS), metavar="N",
                    help="max sequences what-if")
-    p.add_argument("--kv-cache-dtype", choices=["auto", "fp8", "fp8_e4m3", "fp8_e5m2"],
-                   help="KV cache dtype what-if")
+    p.add_argument("--kv-cache-dtype", choices=["auto", "bfloat16", "float16", "fp8", "fp8_e4m3",
+                                                "fp8_e5m2"],
+                   help="KV cache dtype what-if (auto: the served dtype)")
+    p.add_argument("--dtype", choices=["auto", "bfloat16", "float16", "float32"],
+                   help="served dtype what-if (vLLM --dtype; default: the profile's seat.dtype)")
     p.add_argument("--reserve", type=_bytes_arg, metavar="SIZE",
                    help="activation / CUDA-graph reserve per card (bytes or '2 GiB')")
     p.add_argument("--no-live", action="store_true",
@@ -118,7 +132,7 @@ def whatif_from_args(args: argparse.Namespace) -> WhatIf:
     return WhatIf(placement=args.placement, gpu_memory_utilization=args.utilization,
                   tensor_parallel_size=args.tp, max_model_len=args.max_model_len,
                   max_num_seqs=args.max_num_seqs, kv_cache_dtype=args.kv_cache_dtype,
-                  activation_reserve_bytes=args.reserve)
+                  activation_reserve_bytes=args.reserve, dtype=getattr(args, "dtype", None))
 
 
 LABEL_W = 30
@@ -194,7 +208,15 @@ def render_budget(b: FitBudget, scan: CheckpointSummary | None) -> list[str]:
             lines.append(f"    note: {n}")
     elif b.kv_unavailable:
         lines.append(f"  KV cache: n/a — {b.kv_unavailable}")
-    lines.append(f"  VERDICT: {b.verdict.words}")
+    if b.served is not None:
+        lines.append(f"  served dtype: {b.served.dtype} — {b.served.words}; checkpoint dtype "
+                     f"from {b.served.config_source}")
+    if b.kv_cache_dtype_words:
+        lines.append(f"  KV cache dtype: {b.kv_cache_dtype} — {b.kv_cache_dtype_words}")
+    if b.no_verdict:
+        lines.append(f"  NO VERDICT: {b.no_verdict}")
+    else:
+        lines.append(f"  VERDICT: {b.verdict.words}")
     for lev in b.verdict.levers:
         mark = {True: "+", False: "-", None: "·"}[lev.helps]
         lines.append(f"    {mark} {lev.lever}: {lev.effect}")
@@ -226,7 +248,8 @@ def render_text(inputs: FitInputs, comp: Comparison, overlay: list[OverlayRow],
                                 inputs.candidate)):
         out.append("")
         if b is None:
-            out.append(f"{role}: n/a — {why}")
+            nv = no_verdict_reason(side)
+            out.append(f"{role}: NO VERDICT: {nv}" if nv else f"{role}: n/a — {why}")
             continue
         lines = render_budget(b, side.scan if side else None)
         out.append(f"{role}: {lines[0]}")
@@ -251,7 +274,11 @@ def to_json(inputs: FitInputs, comp: Comparison, overlay: list[OverlayRow], sour
     """The JSON report: ``{"profile", "gib_bytes", "resident", "candidate", ...}``."""
     def side(b: FitBudget | None, why: str | None, s: FitSide | None) -> dict[str, Any]:
         d: dict[str, Any] = {"unavailable": why} if b is None else b.model_dump(mode="json")
-        if b is not None:
+        if b is None:
+            nv = no_verdict_reason(s)
+            if nv:   # a checkpoint that cannot be scanned: no verdict, with the reason
+                d.update({"verdict": None, "no_verdict": nv})
+        else:
             d["kv_tokens"] = b.kv_tokens
             d["max_concurrency"] = b.max_concurrency
         if s is not None and s.scan is not None:
@@ -283,11 +310,9 @@ def run(args: argparse.Namespace, loaded: LoadedProfile) -> int:
         return EXIT_ERROR
     failed = [s for s in (inputs.resident, inputs.candidate) if s is not None and s.scan_failed]
     for s in failed:
-        print(f"seat-console fit: {s.role}: {s.unavailable}", file=sys.stderr)
-    if failed:
-        return EXIT_ERROR
+        print(f"seat-console fit: {s.role}: NO VERDICT: {s.unavailable}", file=sys.stderr)
     comp, overlay = compute_budgets(inputs, whatif_from_args(args))
-    if comp.resident is None and comp.candidate is None:
+    if comp.resident is None and comp.candidate is None and not failed:
         print(f"seat-console fit: nothing to budget: {comp.resident_unavailable}; "
               f"{comp.candidate_unavailable}", file=sys.stderr)
         return EXIT_UNAVAILABLE
@@ -301,6 +326,6 @@ def run(args: argparse.Namespace, loaded: LoadedProfile) -> int:
         assert s.scan is not None
         kinds = ", ".join(sorted({p.kind for p in s.scan.errors}))
         print(f"seat-console fit: {s.role}: {s.scan.path}: {len(s.scan.errors)} error(s) in the "
-              f"checkpoint ({kinds}): its sizes cannot be trusted, so neither can the budget "
-              f"above; fix the files (see the ERROR lines) and run it again", file=sys.stderr)
-    return EXIT_ERROR if untrusted else EXIT_OK
+              f"checkpoint ({kinds}): its sizes cannot be trusted, so there is NO VERDICT; fix "
+              f"the files (see the ERROR lines) and run it again", file=sys.stderr)
+    return EXIT_ERROR if untrusted or failed else EXIT_OK

@@ -30,7 +30,7 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
-from pydantic import Field
+from pydantic import Field, field_serializer
 
 from seat_console.sources.checkpoint import CheckpointSummary, VocabTensor
 from seat_console.fit.kvcache import (
@@ -41,6 +41,15 @@ from seat_console.fit.kvcache import (
     kv_capacity,
     max_model_len_for,
     model_kv,
+)
+from seat_console.fit.dtype import (
+    DtypeError,
+    ServedDtype,
+    check_max_model_len,
+    config_dtype,
+    derived_max_model_len,
+    resolve_kv_cache_dtype,
+    resolve_served_dtype,
 )
 from seat_console.fmt import GIB, gib, gib_b  # the one GiB display rule (re-exported)
 from seat_console.sources import Frozen
@@ -66,11 +75,22 @@ def vocab_rows_per_rank(rows: int, tp: int) -> int:
     return -(-pad_vocab(rows) // tp)
 
 
-def vocab_bytes_per_rank(t: VocabTensor, tp: int) -> int:
-    """Bytes of a vocabulary-parallel tensor on one rank: rows per rank × bytes per row."""
+def served_tensor_bytes(t: VocabTensor, element_bytes: int | None = None) -> int:
+    """Bytes of a whole tensor as vLLM holds it: ``elements × element_bytes`` for a castable
+    (unquantised floating) tensor when the served element size is given, else as stored."""
+    if element_bytes and t.castable and t.elements:
+        return t.elements * element_bytes
+    return t.bytes
+
+
+def vocab_bytes_per_rank(t: VocabTensor, tp: int, element_bytes: int | None = None) -> int:
+    """Bytes of a vocabulary-parallel tensor on one rank: rows per rank × bytes per row (a
+    castable tensor's row at ``element_bytes`` per element when given, see
+    :func:`served_tensor_bytes`)."""
+    whole = served_tensor_bytes(t, element_bytes)
     if t.rows <= 0:
-        return t.bytes
-    row = t.bytes // t.rows
+        return whole
+    row = whole // t.rows
     return vocab_rows_per_rank(t.rows, tp) * row
 
 
@@ -104,20 +124,44 @@ class Footprint(Frozen):
     fp8_checkpoint: bool = False
     quantization: str | None = None
     has_routed_experts: bool = False
+    cast: dict[str, list[int]] = Field(default_factory=dict)
+    config_dtype: str | None = None
+    config_dtype_source: str | None = None
+    model_type: str | None = None
+    quantization_config: dict[str, Any] | None = None
 
     @property
     def ple_bytes(self) -> int:
-        """The whole PLE table in bytes (0 when the model has none)."""
+        """The whole PLE table in bytes as stored (0 when the model has none)."""
         if self.source == "declared":
             return self.declared_ple_bytes or 0
         return sum(t.bytes for t in self.ple)
 
-    def weights_per_rank(self, tp: int) -> tuple[int, list[str]]:
-        """Weights (excluding the PLE table) on one TP rank, and notes on how they were split.
+    def ple_served_bytes(self, element_bytes: int | None = None) -> int:
+        """The whole PLE table as vLLM holds it (castable tensors at ``element_bytes`` per
+        element; declared sizes as declared)."""
+        if self.source == "declared" or not element_bytes:
+            return self.ple_bytes
+        return sum(served_tensor_bytes(t, element_bytes) for t in self.ple)
+
+    def _served(self, cls: str, stored: int, element_bytes: int | None) -> int:
+        c = self.cast.get(cls)
+        if not element_bytes or not c:
+            return stored
+        return stored - c[0] + c[1] * element_bytes
+
+    def weights_per_rank(self, tp: int, element_bytes: int | None = None
+                         ) -> tuple[int, list[str]]:
+        """Weights (excluding the PLE table) on one TP rank in bytes, and notes on how they
+        were split.
 
         Scanned: ceil(split / TP) + replicated + ceil(kv_proj / min(TP, KV heads)) + Σ vocab
-        tensors per rank. Declared: the declared figure at its TP, rescaled by declared_tp / TP
-        for another TP (an approximation: treats everything as split).
+        tensors per rank, each class at the served dtype when ``element_bytes`` (the served
+        dtype's element size, :class:`seat_console.fit.dtype.ServedDtype`) is given: castable
+        tensors (:data:`seat_console.sources.checkpoint.CASTABLE_DTYPES`) count elements ×
+        ``element_bytes``, quantised tensors their stored bytes. Declared: the declared figure
+        at its TP, rescaled by declared_tp / TP for another TP (an approximation: treats
+        everything as split); declared sizes are taken as served.
         """
         notes: list[str] = []
         if self.source == "declared":
@@ -130,9 +174,11 @@ class Footprint(Frozen):
                          "(approximation: assumes every tensor splits)")
             return -(-self.declared_weights_per_rank * base_tp // tp), notes
         kv_split = min(tp, self.total_kv_heads) if self.total_kv_heads else tp
-        vocab = sum(vocab_bytes_per_rank(t, tp) for t in self.vocab)
-        total = (-(-self.split_bytes // tp) + self.replicated_bytes
-                 + -(-self.kv_proj_bytes // kv_split) + vocab)
+        eb = element_bytes
+        vocab = sum(vocab_bytes_per_rank(t, tp, eb) for t in self.vocab)
+        total = (-(-self._served("split", self.split_bytes, eb) // tp)
+                 + self._served("replicated", self.replicated_bytes, eb)
+                 + -(-self._served("kv_proj", self.kv_proj_bytes, eb) // kv_split) + vocab)
         if self.total_kv_heads and self.total_kv_heads < tp and self.kv_proj_bytes:
             notes.append(f"k_proj/v_proj split over {kv_split} ranks ({self.total_kv_heads} KV "
                          f"heads < TP {tp}: replicated)")
@@ -140,16 +186,19 @@ class Footprint(Frozen):
             notes.append("routed experts split by TP (vLLM's default without expert parallel)")
         return total, notes
 
-    def ple_per_rank(self, placement: Placement, tp: int) -> tuple[int, list[str]]:
-        """PLE table bytes on one TP rank's GPU for ``placement``, with notes."""
-        if self.ple_bytes == 0 or placement == "host":
+    def ple_per_rank(self, placement: Placement, tp: int,
+                     element_bytes: int | None = None) -> tuple[int, list[str]]:
+        """PLE table bytes on one TP rank's GPU for ``placement``, with notes (castable
+        tensors at ``element_bytes`` per element when given)."""
+        whole = self.ple_served_bytes(element_bytes)
+        if whole == 0 or placement == "host":
             return 0, []
         if placement == "gpu-replicated":
-            return self.ple_bytes, []
+            return whole, []
         if self.source == "declared" or not any(t.rows for t in self.ple):
             note = "PLE sharded as bytes / TP (rows unknown: no vocabulary padding applied)"
-            return -(-self.ple_bytes // tp), [note]
-        return sum(vocab_bytes_per_rank(t, tp) for t in self.ple), [
+            return -(-whole // tp), [note]
+        return sum(vocab_bytes_per_rank(t, tp, element_bytes) for t in self.ple), [
             "PLE sharded by vocabulary: pad64(rows) / TP rows per rank"]
 
 
@@ -164,7 +213,13 @@ def footprint_from_summary(name: str, summary: CheckpointSummary, *,
     fp8 = bool(q.declared and ((q.quant_algo or "").startswith("FP8")
                                or q.method == "fp8"
                                or "FP8" in q.per_layer_counts))
+    cdt, csrc = config_dtype(summary.config, {d.dtype: d.bytes for d in summary.by_dtype})
+    qc = cfg.get("quantization_config")
+    mt = text.get("model_type") or cfg.get("model_type")
     return Footprint(
+        cast=summary.tp.cast, config_dtype=cdt, config_dtype_source=csrc,
+        model_type=mt if isinstance(mt, str) else None,
+        quantization_config=qc if isinstance(qc, dict) else None,
         name=name, source="scanned", path=summary.path, name_note=name_note,
         split_bytes=summary.tp.split_bytes,
         replicated_bytes=summary.tp.replicated_bytes, kv_proj_bytes=summary.tp.kv_proj_bytes,
@@ -179,7 +234,9 @@ def footprint_declared(name: str, weights_per_rank: int | None, tp: int, ple_byt
                        kv_config: Mapping[str, Any] | None,
                        kv_config_source: str | None) -> Footprint:
     """A declared :class:`Footprint` (sizes from the profile)."""
+    cdt, csrc = config_dtype(kv_config)
     return Footprint(name=name, source="declared", declared_weights_per_rank=weights_per_rank,
+                     config_dtype=cdt, config_dtype_source=csrc,
                      declared_tp=tp, declared_ple_bytes=ple_bytes,
                      kv_config=dict(kv_config) if kv_config is not None else None,
                      kv_config_source=kv_config_source)
@@ -187,13 +244,18 @@ def footprint_declared(name: str, weights_per_rank: int | None, tp: int, ple_byt
 
 class SeatParams(Frozen):
     """The engine settings the budget uses (the profile's ``[seat]`` plus the checkpoint's PLE
-    placement); the what-if controls change these."""
+    placement); the what-if controls change these. ``dtype``: vLLM ``--dtype`` (auto |
+    bfloat16 | float16 | float32); ``device``: the :data:`seat_console.fit.dtype.Platform` the
+    seat runs on (cuda | cuda-no-bf16 | cpu | cpu-ppc64le), which decides what ``auto``
+    resolves to; ``kv_cache_dtype``: vLLM ``--kv-cache-dtype``."""
 
     tensor_parallel_size: int = Field(ge=1)
     gpu_memory_utilization: float = Field(gt=0, le=1)
     max_model_len: int = Field(ge=1)
     max_num_seqs: int = Field(ge=1)
     kv_cache_dtype: str = "auto"
+    dtype: str = "auto"
+    device: str = "cuda"
     block_size: int = Field(default=16, ge=1)
     activation_reserve_bytes: int = Field(default=0, ge=0)
     ple_placement: Placement = "gpu-replicated"
@@ -347,6 +409,9 @@ class Verdict(Frozen):
     must_leave_bytes: int = 0
     words: str
     levers: list[Lever] = Field(default_factory=list)
+    refused: list[str] = Field(default_factory=list)
+    """Why vLLM would refuse these settings outright, whatever the memory (max_model_len above
+    the model's maximum, a dtype vLLM refuses); empty when it would not."""
 
 
 class HostRam(Frozen):
@@ -391,6 +456,17 @@ class FitBudget(Frozen):
     host_ram: HostRam | None = None
     preflight: list[PreflightCard] = Field(default_factory=list)
     notes: list[str] = Field(default_factory=list)
+    served: ServedDtype | None = None
+    kv_cache_dtype: str | None = None
+    kv_cache_dtype_words: str | None = None
+    no_verdict: str | None = None
+    """Why no verdict is given (the checkpoint's scan has errors: its sizes cannot be trusted);
+    ``None`` when the verdict stands. With a reason, ``verdict`` serialises as ``null`` and
+    its words start "NO VERDICT: "; the numbers are shown for diagnosis only."""
+
+    @field_serializer("verdict")
+    def _verdict_or_null(self, v: Verdict) -> Any:
+        return None if self.no_verdict else v.model_dump(mode="json")
 
     def heading(self) -> str:
         """``"lab-tiny-llama (scanned files: /models/lab-tiny-llama)"`` or
@@ -445,9 +521,33 @@ def requested_bytes(total: int, utilisation: float) -> int:
 def _core(fp: Footprint, p: SeatParams, cards: Sequence[CardInput]) -> FitBudget:
     tp = p.tensor_parallel_size
     notes: list[str] = []
-    weights, wnotes = fp.weights_per_rank(tp)
-    ple, pnotes = fp.ple_per_rank(p.ple_placement, tp)
+    refused: list[str] = []
+    served: ServedDtype | None = None
+    try:
+        served = resolve_served_dtype(p.dtype, fp.config_dtype or "float32",
+                                      model_type=fp.model_type, platform=p.device,
+                                      config_source=fp.config_dtype_source or "config.json")
+    except DtypeError as exc:
+        refused.append(str(exc))
+    eb = served.element_bytes if served is not None and fp.source == "scanned" else None
+    weights, wnotes = fp.weights_per_rank(tp, eb)
+    ple, pnotes = fp.ple_per_rank(p.ple_placement, tp, eb)
     notes += wnotes + pnotes
+    if served is not None:
+        if fp.source == "scanned" and served.dtype != served.config_dtype:
+            stored_w, _ = fp.weights_per_rank(tp)
+            notes.append(f"served dtype: {served.words}; unquantised weights per rank "
+                         f"{stored_w:,} B as stored → {weights:,} B served (quantised tensors "
+                         "and scales keep their stored bytes)")
+        elif fp.source == "declared" and served.dtype != served.config_dtype:
+            notes.append(f"served dtype: {served.words}; declared weights are taken as served")
+    kv_dtype, kv_words = resolve_kv_cache_dtype(
+        p.kv_cache_dtype, served.dtype if served else (fp.config_dtype or "bfloat16"),
+        fp.quantization_config)
+    if fp.kv_config is not None:
+        why = check_max_model_len(p.max_model_len, fp.kv_config)
+        if why:
+            refused.append(why)
     rows: list[CardBudget] = []
     for c in cards[:tp]:
         total = c.cuda_visible_bytes
@@ -468,8 +568,9 @@ def _core(fp: Footprint, p: SeatParams, cards: Sequence[CardInput]) -> FitBudget
                           "model_shape in the profile): KV tokens n/a")
     else:
         try:
-            kvm = model_kv(fp.kv_config, tensor_parallel_size=tp, kv_cache_dtype=p.kv_cache_dtype,
-                           source=fp.kv_config_source or "config", fp8_checkpoint=fp.fp8_checkpoint)
+            kvm = model_kv(fp.kv_config, tensor_parallel_size=tp, kv_cache_dtype=kv_dtype,
+                           source=fp.kv_config_source or "config", fp8_checkpoint=fp.fp8_checkpoint,
+                           model_dtype=served.dtype if served else None)
         except KVModelError as exc:
             kv_unavailable = str(exc)
     known = [r.kv_bytes for r in rows if r.kv_bytes is not None]
@@ -483,9 +584,15 @@ def _core(fp: Footprint, p: SeatParams, cards: Sequence[CardInput]) -> FitBudget
         kv_unavailable = kv_unavailable or ("a card's CUDA-visible total is unknown (no live "
                                             "reading, no node.declared_cuda_visible_bytes)")
     verdict = _verdict(rows, cap, p)
+    if refused:
+        verdict = Verdict(fits=False, over_bytes=verdict.over_bytes,
+                          kv_short_bytes=verdict.kv_short_bytes,
+                          must_leave_bytes=verdict.must_leave_bytes, refused=refused,
+                          words="does not fit: vLLM refuses to start: " + "; ".join(refused))
     return FitBudget(name=fp.name, footprint_source=fp.source, path=fp.path,
                      name_note=fp.name_note, params=p, cards=rows, kv_model=kvm,
-                     capacity=cap, kv_unavailable=kv_unavailable, verdict=verdict, notes=notes)
+                     capacity=cap, kv_unavailable=kv_unavailable, verdict=verdict, notes=notes,
+                     served=served, kv_cache_dtype=kv_dtype, kv_cache_dtype_words=kv_words)
 
 
 def _verdict(rows: Sequence[CardBudget], cap: KVCapacity | None, p: SeatParams) -> Verdict:
@@ -522,12 +629,14 @@ def _verdict(rows: Sequence[CardBudget], cap: KVCapacity | None, p: SeatParams) 
                          + "; ".join(parts) + ")")
 
 
-def _host_ram(fp: Footprint, p: SeatParams, host: HostMemory | None) -> HostRam | None:
-    if p.ple_placement != "host" or fp.ple_bytes == 0:
+def _host_ram(fp: Footprint, p: SeatParams, host: HostMemory | None,
+              element_bytes: int | None = None) -> HostRam | None:
+    table = fp.ple_served_bytes(element_bytes)
+    if p.ple_placement != "host" or table == 0:
         return None
     copies = p.tensor_parallel_size if p.ple_host_sharing == "per-process" else 1
-    need = fp.ple_bytes * copies
-    how = (f"one copy per TP worker process ({copies} × {gib(fp.ple_bytes)} GiB)"
+    need = table * copies
+    how = (f"one copy per TP worker process ({copies} × {gib(table)} GiB)"
            if p.ple_host_sharing == "per-process" else "one shared copy")
     if host is None:
         return HostRam(mode=p.ple_host_sharing, needed_bytes=need,
@@ -568,17 +677,21 @@ def _preflight(rows: Sequence[CardBudget], cards: Sequence[CardInput]) -> list[P
 
 def fit_budget(fp: Footprint, params: SeatParams, cards: Sequence[CardInput], *,
                host: HostMemory | None = None, node_gpu_count: int | None = None,
-               declared_total: int | None = None, levers: bool = True) -> FitBudget:
+               declared_total: int | None = None, levers: bool = True,
+               no_verdict: str | None = None) -> FitBudget:
     """The :class:`FitBudget` of ``fp`` in a seat with ``params`` on ``cards`` (one per TP rank,
     see :func:`cards_for_seat`).
 
     ``host``: host memory now (for a host-placed PLE table); ``node_gpu_count``: cards the node
     has (for the higher-TP lever); ``declared_total``: per-card total for hypothetical extra
     cards. ``levers`` False skips the what-if evaluation (used by the levers themselves).
+    ``no_verdict``: why the footprint cannot be trusted (the checkpoint's scan errors); then
+    the budget carries it in :attr:`FitBudget.no_verdict`, its verdict reads "NO VERDICT: …"
+    (and serialises as ``null``) and no levers are evaluated.
     Raises ``ValueError`` when a declared footprint lacks ``weights_bytes_per_rank``.
     """
     b = _core(fp, params, cards)
-    hr = _host_ram(fp, params, host)
+    hr = _host_ram(fp, params, host, b.served.element_bytes if b.served else None)
     verdict = b.verdict
     if hr is not None and hr.fits is False and verdict.fits:
         verdict = verdict.model_copy(update={
@@ -586,6 +699,9 @@ def fit_budget(fp: Footprint, params: SeatParams, cards: Sequence[CardInput], *,
             "words": f"does not fit on this host: the GPUs fit ({verdict.words}), but {hr.words}"})
     b = b.model_copy(update={"host_ram": hr, "verdict": verdict,
                              "preflight": _preflight(b.cards, cards)})
+    if no_verdict:
+        return b.model_copy(update={"no_verdict": no_verdict, "verdict": Verdict(
+            fits=False, words=f"NO VERDICT: {no_verdict}")})
     if not levers:
         return b
     return b.model_copy(update={"verdict": b.verdict.model_copy(
@@ -624,8 +740,17 @@ def _levers(fp: Footprint, p: SeatParams, cards: Sequence[CardInput], base: FitB
         out.append(Lever(lever="PLE sharded by vocabulary", helps=b.verdict.fits,
                          effect=f"PLE {gib(b.cards[0].ple_bytes if b.cards else 0)} GiB per card; "
                                 + words(b), kv_tokens=b.kv_tokens))
+    limit = None
+    if fp.kv_config is not None and check_max_model_len(p.max_model_len, fp.kv_config):
+        derived, _key, said = derived_max_model_len(fp.kv_config)
+        limit = int(derived)
+        if limit >= 1:
+            b = run(max_model_len=limit)
+            out.append(Lever(lever="context within the model's maximum", helps=b.verdict.fits,
+                             effect=f"max_model_len {limit:,} ({said}) is the most vLLM "
+                                    f"accepts; {words(b)}", kv_tokens=b.kv_tokens))
     worst_kv = min((r.kv_bytes for r in base.cards if r.kv_bytes is not None), default=None)
-    if base.kv_model is not None and worst_kv is not None:
+    if base.kv_model is not None and worst_kv is not None and limit is None:
         if worst_kv <= 0:
             out.append(Lever(lever="lower context", helps=False,
                              effect="cannot help: weights + PLE + reserve alone exceed usable "

@@ -191,12 +191,16 @@ def config_from_shape(shape: Any) -> dict[str, Any]:
 
 def model_kv(config: Mapping[str, Any], *, tensor_parallel_size: int = 1,
              kv_cache_dtype: str = "auto", source: str = "config.json",
-             fp8_checkpoint: bool = False) -> ModelKV:
+             fp8_checkpoint: bool = False, model_dtype: str | None = None) -> ModelKV:
     """The :class:`ModelKV` of a model at ``tensor_parallel_size`` with ``kv_cache_dtype``.
 
     ``config`` is ``config.json`` as a dict (a nested ``text_config`` is merged over it), or
-    :func:`config_from_shape` of a declared shape. ``kv_cache_dtype``: ``auto`` (the model dtype,
-    ``torch_dtype``/``dtype``, default bfloat16) or ``fp8``/``fp8_e4m3``/``fp8_e5m2`` (1 byte).
+    :func:`config_from_shape` of a declared shape. ``model_dtype``: the *served* dtype
+    (:func:`seat_console.fit.dtype.resolve_served_dtype`: a float32 checkpoint is served in
+    bfloat16 on CUDA under ``dtype auto``); ``None`` falls back to the config's
+    ``torch_dtype``/``dtype`` (default bfloat16). ``kv_cache_dtype``: ``auto`` (= the served
+    model dtype, vLLM ``kv_cache_dtype_str_to_dtype``), ``bfloat16``/``float16``/``float32``, or
+    ``fp8``/``fp8_e4m3``/``fp8_e5m2`` (1 byte).
     ``fp8_checkpoint``: the weights are FP8-quantized (vLLM refuses ``fp8_e5m2`` KV then).
     Raises :class:`KVModelError` for a missing or invalid key, or KV heads that TP cannot place
     (neither divides the other: vLLM's QKVParallelLinear refuses).
@@ -210,7 +214,7 @@ def model_kv(config: Mapping[str, Any], *, tensor_parallel_size: int = 1,
     n_heads = _int(cfg, "num_attention_heads", source)
     if n_heads == 0:
         raise KVModelError(f"{source}: num_attention_heads is 0")
-    model_dtype = str(cfg.get("torch_dtype") or cfg.get("dtype") or "bfloat16")
+    model_dtype = str(model_dtype or cfg.get("torch_dtype") or cfg.get("dtype") or "bfloat16")
     if model_dtype not in DTYPE_BYTES:
         raise KVModelError(f"{source}: torch_dtype {model_dtype!r} not known "
                            "(bfloat16 | float16 | float32)")

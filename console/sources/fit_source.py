@@ -43,7 +43,8 @@ from seat_console.profile import (
 from seat_console.sources import Frozen, Source, Unavailable
 
 __all__ = ["FitInputs", "FitSide", "FitSource", "WhatIf", "compute_budgets", "dir_name",
-           "gather_fit_inputs", "host_memory", "load_side", "make_source", "seat_params"]
+           "gather_fit_inputs", "host_memory", "load_side", "make_source", "no_verdict_reason",
+           "seat_params"]
 
 
 class FitSide(Frozen):
@@ -86,7 +87,8 @@ def seat_params(profile: Profile, spec: CheckpointSpec | None = None) -> SeatPar
     return SeatParams(
         tensor_parallel_size=s.tensor_parallel_size,
         gpu_memory_utilization=s.gpu_memory_utilization, max_model_len=s.max_model_len,
-        max_num_seqs=s.max_num_seqs, kv_cache_dtype=s.kv_cache_dtype, block_size=s.block_size,
+        max_num_seqs=s.max_num_seqs, kv_cache_dtype=s.kv_cache_dtype, dtype=s.dtype,
+        device=s.device, block_size=s.block_size,
         activation_reserve_bytes=int(s.activation_reserve_bytes),
         ple_placement=spec.ple_placement if spec else "gpu-replicated",
         ple_host_sharing=spec.ple_host_sharing if spec else "per-process")
@@ -278,7 +280,7 @@ class FitSource(Source):
 class WhatIf(Frozen):
     """What-if overrides of the seat (``None`` keeps the profile's value): the candidate's PLE
     placement, gpu_memory_utilization, tensor parallel size, max_model_len, max_num_seqs, KV
-    cache dtype, activation reserve (bytes)."""
+    cache dtype, activation reserve (bytes), served dtype (vLLM ``--dtype``)."""
 
     placement: str | None = None
     gpu_memory_utilization: float | None = Field(default=None, gt=0, le=1)
@@ -287,6 +289,27 @@ class WhatIf(Frozen):
     max_num_seqs: int | None = Field(default=None, ge=1, le=MAX_NUM_SEQS)
     kv_cache_dtype: str | None = None
     activation_reserve_bytes: int | None = Field(default=None, ge=0, le=MAX_SIZE_BYTES)
+    dtype: str | None = None
+
+
+def no_verdict_reason(side: FitSide | None) -> str | None:
+    """Why ``side`` gets no verdict, or ``None``: its files could not be scanned (a corrupt
+    header, an unreadable file: :attr:`FitSide.scan_failed`), or the scan found errors (a shard
+    the index names is missing, a listed tensor in no shard, a dtype the safetensors format does
+    not define): the sizes cannot be trusted, so neither can a verdict. The reason names the
+    checkpoint and each error (the first three, then a count)."""
+    if side is None:
+        return None
+    if side.scan_failed:
+        return f"{side.role} {side.name}: the checkpoint cannot be scanned: {side.unavailable}"
+    errors = side.scan.errors if side.scan is not None else []
+    if not errors:
+        return None
+    assert side.scan is not None
+    shown = "; ".join(f"{p.kind}: {p.detail}" for p in errors[:3])
+    more = f"; and {len(errors) - 3} more" if len(errors) > 3 else ""
+    return (f"{side.role} {side.name} ({side.scan.path}) was scanned with {len(errors)} "
+            f"error(s), so its sizes cannot be trusted: {shown}{more}")
 
 
 def compute_budgets(inputs: FitInputs, whatif: WhatIf | None = None
@@ -307,7 +330,8 @@ def compute_budgets(inputs: FitInputs, whatif: WhatIf | None = None
                                     "ple_host_sharing": side.ple_host_sharing})
         return fit_budget(side.footprint, p, cards, host=inputs.host,
                           node_gpu_count=inputs.node_gpu_count,
-                          declared_total=inputs.declared_total), None
+                          declared_total=inputs.declared_total,
+                          no_verdict=no_verdict_reason(side)), None
 
     rb, rwhy = one(inputs.resident, None)
     cb, cwhy = one(inputs.candidate, w.placement)
