@@ -1,0 +1,209 @@
+"""The probe on the lab: real vLLM on the CPU, real docker events, real systemd services.
+
+hold → probe → release through the real CLI in child processes. Every test that holds changes
+the lab (timers stopped, a silence placed), so it takes ``.lab/disrupt.lock`` EXCLUSIVELY and
+releases the hold at the end (the lab is left as found: timers running, no silence, container
+running and healthy). Counts are tiny (bounded: seconds per test).
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+from conftest import _flock, wait_until
+
+from seat_console.node.transport import DockerExecTransport
+from seat_console.probe.interference import read_services, service_units
+
+PROBE = """
+[probe]
+output_tokens = {tokens}
+warmup_requests = 1
+read_timeout_s = 30
+request_timeout_s = 120
+watch_interval_s = 0.5
+[[probe.phases]]
+name = "single-stream"
+requests = {single}
+concurrency = 1
+[[probe.phases]]
+name = "concurrency-8"
+requests = {conc}
+concurrency = 8
+"""
+
+
+def probe_profile(lab, tmp_path: Path, single: int = 4, conc: int = 16, tokens: int = 16
+                  ) -> Path:
+    """The lab's profile with a bounded ``[probe]`` (replacing any the lab wrote)."""
+    text = lab.profile_path.read_text("utf-8")
+    for marker in ("\n# The probe, bounded", "\n[probe]"):
+        if marker in text:
+            text = text[: text.index(marker)]
+    p = tmp_path / "lab-probe.toml"
+    p.write_text(text + PROBE.format(single=single, conc=conc, tokens=tokens), "utf-8")
+    return p
+
+
+@pytest.fixture
+def exclusive(lab) -> Iterator[None]:
+    """The lab's outage lock held exclusively (the test holds the seat: timers, silence)."""
+    _flock(lab.lab_dir, fcntl.LOCK_EX, "probe tests hold the seat")
+    try:
+        yield
+    finally:
+        _flock(lab.lab_dir, fcntl.LOCK_SH, "lab")
+
+
+@pytest.fixture
+def env(tmp_path: Path) -> dict[str, str]:
+    return {**os.environ, "SEAT_CONSOLE_STATE_DIR": str(tmp_path / "state"),
+            "SEAT_CONSOLE_DATA_DIR": str(tmp_path / "data"), "PYTHONUNBUFFERED": "1"}
+
+
+def cli(profile: Path, env: dict[str, str], *args: str, timeout: float = 180
+        ) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "seat_console.cli", "--profile", str(profile),
+                           *args], capture_output=True, text=True, env=env, timeout=timeout,
+                          check=False)
+
+
+@pytest.fixture
+def node(lab) -> DockerExecTransport:
+    return DockerExecTransport(lab.node_container, docker_host=lab.docker_host)
+
+
+@pytest.fixture
+def held(lab, exclusive, env, tmp_path: Path, node) -> Iterator[Path]:
+    """A real hold on the lab (released afterwards, always); yields the probe profile. Waits
+    until no timer's service is running, so the probe's baseline is quiet."""
+    prof = probe_profile(lab, tmp_path)
+    cp = cli(prof, env, "hold", "--yes", "--ttl", "10m", "--reason", "probe lab test")
+    assert cp.returncode == 0, cp.stdout + cp.stderr
+    try:
+        units = service_units(lab.timers)
+
+        def quiet() -> bool:
+            r = read_services(node, units)
+            return isinstance(r, dict) and all(
+                p.get("ActiveState") in ("inactive", "failed") for p in r.values())
+
+        wait_until(quiet, 30, what="the lab's timer services to finish")
+        yield prof
+    finally:
+        rc = cli(prof, env, "release", "--yes")
+        assert rc.returncode == 0, rc.stdout + rc.stderr
+
+
+def _engine_healthy(lab) -> bool:
+    try:
+        return httpx.get(f"{lab.vllm_url}/health", timeout=3).status_code == 200
+    except httpx.HTTPError:
+        return False
+
+
+def test_probe_refuses_without_a_hold(lab, env, tmp_path: Path) -> None:
+    prof = probe_profile(lab, tmp_path)
+    cp = cli(prof, env, "probe")
+    assert cp.returncode == 5, cp.stdout + cp.stderr
+    assert "no active hold" in cp.stderr and "--force --reason" in cp.stderr
+    assert not (tmp_path / "data" / "runs").exists()     # nothing sent, nothing kept
+    dry = cli(prof, env, "probe", "--dry-run", "--force", "--reason", "dry")
+    assert dry.returncode == 0 and "nothing sent" in dry.stdout
+    assert "seat-resident" in dry.stdout
+
+
+def test_hold_probe_release_counts_equal_the_engines(lab, held: Path, env, tmp_path: Path
+                                                     ) -> None:
+    cp = cli(held, env, "probe", "--json")
+    assert cp.returncode == 0, cp.stdout + cp.stderr
+    s = json.loads(cp.stdout)
+    assert s["status"] == "complete" and s["headline_allowed"], s
+    assert s["hold"]["active"] is True and s["hold"]["silence_id"]
+    ident = s["identity"]
+    assert ident["container"]["image_id"] == lab.engine_image_id
+    assert ident["container"]["repo_digest"] == lab.engine_repo_digest
+    assert ident["served_model"] == lab.served_model_name and ident["engine_version"]
+    assert s["kv_capacity"]["tokens"] and s["kv_capacity"]["max_concurrency"]
+    for b, n in zip(s["phases"], (4, 16), strict=True):
+        st = b["stats"]
+        assert st["expected"] == st["attempted"] == st["completed"] == n and st["failed"] == 0
+        acc = b["accounting"]
+        assert acc["tokens"]["ok"] and acc["requests"]["ok"], acc
+        assert acc["tokens"]["client"] == acc["tokens"]["engine"] == n * 16
+        assert acc["requests"]["engine"] == n
+        assert st["headline"]["completed"] == n and st["ttft"]["n"] == n
+    runs = cli(held, env, "runs", "--json")
+    assert runs.returncode == 0
+    assert json.loads(runs.stdout)["runs"][-1]["run_id"] == s["run_id"]
+
+
+def test_remediation_service_during_probe_disrupts_the_run(lab, held: Path, env, node,
+                                                           tmp_path: Path) -> None:
+    prof = probe_profile(lab, tmp_path, single=30, conc=16, tokens=32)
+    proc = subprocess.Popen([sys.executable, "-m", "seat_console.cli", "--profile", str(prof),
+                             "probe"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, env=env)
+    try:
+        assert proc.stderr is not None
+        for line in proc.stderr:
+            if "phase single-stream:" in line:
+                break
+        started = node.run(["systemctl", "start", "--no-block",
+                            "fleet-remediation-cycle.service"])
+        assert started.ok, started.failure
+        out, err = proc.communicate(timeout=180)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 7, out + err
+    assert "DISRUPTED" in out and "fleet-remediation-cycle.service" in out
+    assert "no headline: the run is disrupted" in out
+    assert "tok/s ·" not in out                              # no headline line printed
+    run_dir = next((tmp_path / "data" / "runs").iterdir())
+    s = json.loads((run_dir / "summary.json").read_text())
+    assert s["status"] == "disrupted"
+    d = next(d for d in s["disruptions"] if d["kind"] == "service")
+    assert "fleet-remediation-cycle.service" in d["what"] and d["at"]
+    assert all(b["stats"]["headline"] is None for b in s["phases"])
+    wait_until(lambda: isinstance(r := read_services(node, ["fleet-remediation-cycle.service"]),
+                                  dict) and r["fleet-remediation-cycle.service"]["ActiveState"]
+               != "activating", 30, what="the remediation service to finish")
+
+
+def test_container_pause_during_probe_disrupts_the_run(lab, held: Path, env,
+                                                       tmp_path: Path) -> None:
+    prof = probe_profile(lab, tmp_path, single=30, conc=16, tokens=32)
+    proc = subprocess.Popen([sys.executable, "-m", "seat_console.cli", "--profile", str(prof),
+                             "probe", "--json"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, env=env)
+    try:
+        assert proc.stderr is not None
+        for line in proc.stderr:
+            if "phase single-stream:" in line:
+                break
+        with lab.docker_client() as dc:
+            c = dc.containers.get(lab.resident_container)
+            c.pause()
+            time.sleep(0.5)
+            c.unpause()
+        out, err = proc.communicate(timeout=180)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 7, out + err
+    s = json.loads(out)
+    assert s["status"] == "disrupted" and not s["headline_allowed"]
+    whats = [d["what"] for d in s["disruptions"] if d["kind"] == "container"]
+    assert any("seat-resident: pause" in w for w in whats), s["disruptions"]
+    assert all(b["stats"]["headline"] is None for b in s["phases"])
+    wait_until(lambda: _engine_healthy(lab), 60, what="vLLM healthy again")
