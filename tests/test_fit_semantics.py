@@ -281,3 +281,32 @@ def test_the_panel_words_say_no_verdict(tmp_path: Path) -> None:
     assert comp.resident.no_verdict and comp.resident.verdict.words.startswith("NO VERDICT: ")
     assert comp.resident.verdict.levers == []
     assert comp.resident.model_dump(mode="json")["verdict"] is None
+
+
+@pytest.mark.parametrize("how", ["missing-shard", "corrupt-header"])
+@pytest.mark.parametrize("compact", [False, True])
+async def test_the_tui_says_no_verdict(tmp_path: Path, how: str, compact: bool) -> None:
+    from app_fixtures import FakeClock, default_loaded
+    from test_fit_widget import BIG_HOST, FixedFit, flat, screen_text, wait_for
+
+    from seat_console.app import SeatConsoleApp
+    from seat_console.sources.fit_source import gather_fit_inputs
+    from seat_console.widgets.fit import FitPanel
+
+    root = _damaged(tmp_path / "ck", how)
+    loaded = default_loaded()
+    src = FixedFit(gather_fit_inputs(loaded, None, gpu_unavailable="test", host=BIG_HOST,
+                                     checkpoint=str(root)))
+    app = SeatConsoleApp(loaded, interval=3600.0, panels=[(lambda _l: src, FitPanel)],
+                         clock=FakeClock(), age_tick_s=3600.0, watch_terminal=False,
+                         compact=compact)
+    async with app.run_test(size=(160, 50)) as pilot:
+        panel = app.query_one(FitPanel)
+        await wait_for(pilot, lambda: src.reads >= 1, "first fit reading")
+        for _ in range(20):
+            await pilot.pause()
+        text = flat(screen_text(app))
+        assert "NO VERDICT:" in text, text[:3000]
+        resident = text.split("CANDIDATE")[0]
+        assert " fits" not in resident
+        assert panel is not None

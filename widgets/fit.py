@@ -187,12 +187,18 @@ def card_numbers(card: CardBudget, budget: FitBudget | None = None) -> Text:
 
 
 def render_side(title: str, b: FitBudget | None, why: str | None,
-                problems: Sequence[CheckpointProblem] = ()) -> Group:
+                problems: Sequence[CheckpointProblem] = (),
+                no_verdict: str | None = None) -> Group:
     """One column: title, the checkpoint scan's problems, per-card bars with numbers, KV,
     verdict and levers. ``problems``: from :attr:`seat_console.sources.checkpoint.CheckpointSummary.problems`;
-    with any of severity ``error`` the budget is marked untrustworthy (its sizes are not)."""
+    with any of severity ``error`` the budget is marked untrustworthy (its sizes are not) and
+    its verdict reads "NO VERDICT: …" (:attr:`FitBudget.no_verdict`). ``no_verdict``: for a
+    side without a budget (``b`` None), why it gets no verdict (its files cannot be scanned:
+    :func:`seat_console.sources.fit_source.no_verdict_reason`); shown as "NO VERDICT: …"."""
     head = Text(title, style="bold")
     if b is None:
+        if no_verdict:
+            return Group(head, Text(f"NO VERDICT: {no_verdict}", style="bold red"))
         return Group(head, Text(f"n/a — {why}", style="italic"))
     p = b.params
     head.append(f"  {b.heading()}, PLE {p.ple_placement}", style="")
@@ -218,6 +224,9 @@ def render_side(title: str, b: FitBudget | None, why: str | None,
     else:
         parts.append(Text(f"KV cache n/a — {b.kv_unavailable}", style="italic"))
     style = "bold green" if b.verdict.fits else "bold red"
+    if b.served is not None:
+        parts.append(Text(f"served {b.served.dtype} ({b.served.words}) · KV cache "
+                          f"{b.kv_cache_dtype}", style="dim"))
     parts.append(Text(b.verdict.words, style=style))
     for lev in b.verdict.levers:
         mark = {True: "+", False: "-", None: "·"}[lev.helps]
@@ -329,7 +338,7 @@ class FitPanel(SourcePanel):
     def render_compact(self, reading: BaseModel) -> Text | None:
         """One line per side: verdict and KV capacity with the profile's settings (the full
         budget per card, what-if controls included, is on the detail view, Enter)."""
-        from seat_console.sources.fit_source import FitInputs, compute_budgets
+        from seat_console.sources.fit_source import FitInputs, compute_budgets, no_verdict_reason
 
         if not isinstance(reading, FitInputs):
             raise TypeError(f"fit panel got a {type(reading).__name__}")
@@ -340,17 +349,23 @@ class FitPanel(SourcePanel):
             self.recomputes += 1
         c = self._compact_comparison
         t = Text()
-        for i, (label, b, why) in enumerate((
-                ("RESIDENT", c.resident, c.resident_unavailable),
-                ("CANDIDATE", c.candidate, c.candidate_unavailable))):
+        for i, (label, b, why, side) in enumerate((
+                ("RESIDENT", c.resident, c.resident_unavailable, reading.resident),
+                ("CANDIDATE", c.candidate, c.candidate_unavailable, reading.candidate))):
             if i:
                 t.append("\n")
             t.append(f"{label:<10}", style="bold")
+            nv = b.no_verdict if b is not None else no_verdict_reason(side)
+            if nv:
+                t.append(f"NO VERDICT: {nv}", style="bold red")
+                continue
             if b is None:
                 t.append(f"n/a — {why}", style="italic")
                 continue
             v = b.verdict
-            if v.fits:
+            if v.refused:
+                t.append("vLLM refuses to start: " + "; ".join(v.refused), style="bold red")
+            elif v.fits:
                 t.append("fits", style="bold green")
             elif v.over_bytes > 0:
                 t.append(f"OVER by {gib(v.over_bytes)} GiB per card", style="bold red")
@@ -399,7 +414,7 @@ class FitPanel(SourcePanel):
                     f"what-if ignored, invalid: {bad} — the profile's value is used")
 
     def _recompute(self) -> None:
-        from seat_console.sources.fit_source import compute_budgets
+        from seat_console.sources.fit_source import compute_budgets, no_verdict_reason
 
         self.whatif, self.whatif_error = self._read_controls()
         self.query_one("#fit-error", Static).update(self.whatif_error or "")
@@ -414,10 +429,11 @@ class FitPanel(SourcePanel):
             return list(side.scan.problems) if side is not None and side.scan else []
 
         self.query_one("#fit-resident", Static).update(
-            render_side("RESIDENT", c.resident, c.resident_unavailable, problems(inp.resident)))
+            render_side("RESIDENT", c.resident, c.resident_unavailable, problems(inp.resident),
+                        no_verdict_reason(inp.resident)))
         self.query_one("#fit-candidate", Static).update(
             render_side("CANDIDATE", c.candidate, c.candidate_unavailable,
-                        problems(inp.candidate)))
+                        problems(inp.candidate), no_verdict_reason(inp.candidate)))
         self.query_one("#fit-footer", Static).update(render_footer(c, self.overlay))
 
     @on(Input.Changed)
