@@ -34,6 +34,7 @@ COMMAND_MODULES = [
     "seat_console.commands.fit_cmd",
     "seat_console.commands.status_cmd",
     "seat_console.commands.report_cmd",
+    "seat_console.commands.compare_cmd",
     "seat_console.commands.backport_cmd",
     "seat_console.commands.swap_cmd",
     "seat_console.commands.hold_cmd",

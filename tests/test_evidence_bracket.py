@@ -47,3 +47,20 @@ def test_every_balanced_order_pairs_every_leg_once(order: str, rounds: int) -> N
     used = [leg.n for p in ps for leg in p]
     assert sorted(used) == list(range(1, len(legs) + 1))
     assert all(a.round == b.round and a.arm == "A" and b.arm == "B" for a, b in ps)
+
+
+def test_transitions_give_every_leg_a_fresh_container() -> None:
+    from seat_console.evidence.bracket import plan_lines, transition
+
+    legs = plan_bracket("ABBA", 2)
+    prev = None
+    seen = []
+    for leg in legs:
+        seen.append(transition(prev, leg.arm))
+        prev = leg.arm
+    assert seen == ["restart-resident", "swap", "restart-candidate", "restore",
+                    "restart-resident", "swap", "restart-candidate", "restore"]
+    lines = plan_lines(plan_bracket("ABBA"), "seat-resident", "seat-probe")
+    assert len(lines) == 5 and "swap" in lines[1] and "restore" in lines[3]
+    assert lines[-1].startswith("end: the resident (seat-resident) already holds the seat")
+    assert plan_lines(plan_bracket("BAAB"), "r", "c")[-1].startswith("end: restore the resident")

@@ -101,18 +101,34 @@ def new_bracket_id(at: datetime | None = None) -> str:
     return f"cmp-{t.strftime('%Y%m%dT%H%M%SZ')}-{secrets.token_hex(3)}"
 
 
+def transition(prev: str | None, arm: str) -> str:
+    """How leg ``arm`` gets a freshly started container after a leg of arm ``prev`` (``None``
+    for the first leg): ``"restart-resident"`` (A after A or first), ``"swap"`` (B after A or
+    first), ``"restart-candidate"`` (B after B), ``"restore"`` (A after B)."""
+    if arm == "A":
+        return "restore" if prev == "B" else "restart-resident"
+    return "restart-candidate" if prev == "B" else "swap"
+
+
+_HOW = {"restart-resident": "restart the resident container (stop, start: fresh incarnation)",
+        "swap": "swap: stop the resident, start the candidate container (swap runbook)",
+        "restart-candidate": "restart the candidate container (stop, start: fresh incarnation)",
+        "restore": "restore: stop the candidate, start the recorded resident (hold kept)"}
+
+
 def plan_lines(legs: tuple[LegPlan, ...], resident: str, candidate: str) -> list[str]:
-    """The dry-run plan, one line per action, in order: for each leg, start the arm's
-    container fresh, wait for health, read its KV capacity, probe, fidelity, canaries; then
-    restore the resident and release the hold (if the compare placed it)."""
+    """The dry-run plan, one line per leg, in order: how the leg's arm gets a freshly started
+    container (:func:`transition`), then what is measured; then the end (restore the resident,
+    release the hold if the compare placed it)."""
     out = []
+    prev: str | None = None
     for leg in legs:
         who = resident if leg.arm == "A" else candidate
-        how = "restore the resident" if leg.arm == "A" else "swap to the candidate"
-        out.append(f"leg {leg.name} (round {leg.round}, pair {leg.pair}): {how} on a freshly "
-                   f"started container ({who}); wait for /health; read the engine's KV capacity "
-                   f"from its startup log; probe (every phase); fidelity (greedy, logprobs=20); "
-                   f"canaries")
-    out.append(f"end: restore the resident ({resident}) and verify it serves; release the hold "
-               f"if this compare placed it")
+        out.append(f"leg {leg.name} (round {leg.round}, pair {leg.pair}, {who}): "
+                   f"{_HOW[transition(prev, leg.arm)]}; wait for /health; probe (every phase, "
+                   f"KV capacity from the engine); fidelity (greedy, logprobs=20); canaries")
+        prev = leg.arm
+    end = (f"restore the resident ({resident})" if prev == "B"
+           else f"the resident ({resident}) already holds the seat")
+    out.append(f"end: {end}; release the hold if this compare placed it")
     return out

@@ -1,0 +1,455 @@
+"""The bracketed comparison: A/B/B/A legs, each on a freshly started container, one hold.
+
+Runbook ``compare`` (policy ``undo``), built from the bracket plan
+(:func:`seat_console.evidence.bracket.plan_bracket`):
+
+1. **hold** — an active hold is used as it is (and left in place at the end); otherwise one is
+   placed (:func:`~seat_console.actions.hold.build_hold`) and released at the end. Undo:
+   release it if this compare placed it.
+2. per leg, **seat** — make the leg's arm serve on a freshly started container:
+
+   * A after nothing or A: restart the resident container (stop, start; same container);
+   * B after A (or first): the ``swap`` runbook (:func:`~seat_console.actions.swap.build_swap`);
+   * B after B: restart the probe container (stop, start; same container, same image ID);
+   * A after B: the ``restore`` runbook's first two steps (stop the probe, start the recorded
+     resident and verify it) — *without* its hold release, so the hold is held throughout.
+
+   Verify: the seat's container is running, started after the step began, and serves.
+   Undo (swap steps): restore the resident, keeping the hold.
+3. per leg, **measure** — the probe (every phase of ``[probe]``), fidelity (greedy with
+   ``logprobs`` 20 on the shipped prompts) and canaries, written to the leg's directory
+   (:mod:`seat_console.evidence.runs` documents ``leg.json``). A leg whose probe is not
+   complete is kept and reported as such: it does not stop the bracket (the report refuses
+   claims from it).
+4. **restore seat** — if the candidate holds the seat, the restore steps (hold kept).
+5. **release hold** — only if step 1 placed it.
+
+``compare.json`` (in ``<data dir>/comparisons/<bracket id>/``) is written before the first
+step (status ``running``) and rewritten at the end with the outcome, so a killed compare is
+kept too. Nothing recorded is ever deleted.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from seat_console.actions import hold as hold_mod
+from seat_console.actions import swap as swap_mod
+from seat_console.actions.journal import Journal
+from seat_console.actions.runbook import Check, Observer, Result, Runbook, RunContext, Step, StepError
+from seat_console.evidence import canaries as can
+from seat_console.evidence import fidelity as fid
+from seat_console.evidence.bracket import LegPlan, new_bracket_id, plan_bracket, transition
+from seat_console.node.context import NodeContext
+from seat_console.sources import utcnow
+
+COMPARE_SCHEMA = "seat-console.comparison/1"
+
+
+@dataclass
+class CompareOptions:
+    """``order``/``rounds``: the bracket; ``ttl_s``: the hold's lease if the compare places
+    one; ``canary_runs``: runs per canary item per leg (≥ 3 so pass^3 is defined);
+    ``fidelity``/``canaries``: whether to run them; ``force``/``reason``: passed to the swap
+    (skip its fit check, journaled); ``on_log``: each engine log line while one starts;
+    ``data_root``: the data dir (default the probe store's)."""
+
+    order: str = "ABBA"
+    rounds: int = 1
+    ttl_s: int = 3600
+    canary_runs: int = 3
+    fidelity: bool = True
+    canaries: bool = True
+    force: bool = False
+    reason: str = ""
+    on_log: Callable[[str], None] = field(default=lambda line: None)
+    data_root: Path | None = None
+
+
+def comparisons_dir(data_root: Path | None = None) -> Path:
+    """``<data dir>/comparisons`` (the data dir of :mod:`seat_console.probe.store`)."""
+    from seat_console.probe.store import data_dir
+
+    return (data_root or data_dir()) / "comparisons"
+
+
+def _write_json(path: Path, doc: dict[str, Any]) -> None:
+    tmp = path.with_name("." + path.name + ".tmp")
+    tmp.write_text(json.dumps(doc, indent=1, default=str) + "\n", "utf-8")
+    os.replace(tmp, path)
+
+
+# -- seat changes -----------------------------------------------------------------------------
+def _started(c: Any) -> datetime | None:
+    from seat_console.sources.containers import parse_docker_time
+
+    return parse_docker_time(c.attrs.get("State", {}).get("StartedAt"))
+
+
+def restart_container(nctx: NodeContext, name: str, on_log: Callable[[str], None]) -> str:
+    """Stop and start container ``name`` (the same container: same image ID, args, mounts)
+    and wait until the seat serves. Raises :class:`StepError` if it is missing, does not stop
+    or does not serve (with its log tail)."""
+    client = nctx.docker(timeout_s=swap_mod.DOCKER_TIMEOUT_S)
+    try:
+        c = swap_mod._inspect(client, name)
+        if c is None:
+            raise StepError(f"container {name} does not exist")
+        models = swap_mod._models(swap_mod._seat(nctx)) or []
+        out = ""
+        if swap_mod._running(c):
+            out = swap_mod.stop_container(
+                client, c, int(c.attrs.get("Config", {}).get("StopTimeout") or 10)) + "; "
+        c.start()
+        c.reload()
+        msg = swap_mod.wait_serving(c, swap_mod._seat(nctx), models,
+                                    swap_mod.RESIDENT_START_TIMEOUT_S, on_log,
+                                    since=_started(c))
+        return f"{out}{name} started fresh; {msg}"
+    finally:
+        client.close()
+
+
+def restore_keep_hold(nctx: NodeContext, journal: Journal, observer: Observer | None,
+                      on_log: Callable[[str], None]) -> Result:
+    """The ``restore`` runbook without its last step (the hold release): stop the probe,
+    start the recorded resident and verify it. Raises :class:`StepError` when no swap
+    recorded a resident."""
+    rb = swap_mod.build_restore(nctx, journal, on_log=on_log, observer=observer)
+    steps = [s for s in rb.steps if s.name != "release hold"]
+    keep = Runbook("restore", steps, journal=journal, observer=observer, policy="continue",
+                   inputs={**rb.ctx.inputs, "keep_hold": "compare holds it throughout"},
+                   facts=rb.ctx.facts, profile_sha256=nctx.loaded.sha256)
+    return keep.run()
+
+
+def _seat_container(nctx: NodeContext) -> Any | None:
+    """The running container that holds the seat (resident or probe), or ``None``."""
+    names = [nctx.profile.resident.container]
+    if nctx.profile.swap is not None:
+        names.append(nctx.profile.swap.container)
+    client = nctx.docker(timeout_s=swap_mod.DOCKER_TIMEOUT_S)
+    try:
+        for n in names:
+            c = swap_mod._inspect(client, n)
+            if swap_mod._running(c):
+                return c
+        return None
+    finally:
+        client.close()
+
+
+# -- one leg's measurement --------------------------------------------------------------------
+def measure_leg(nctx: NodeContext, leg: LegPlan, bracket_id: str, cmp_dir: Path,
+                opts: CompareOptions) -> dict[str, Any]:
+    """Probe + fidelity + canaries on whatever holds the seat now, into ``cmp_dir/legs/<n>-<arm>``.
+
+    Returns the ``leg.json`` dict it wrote. Never raises for a measurement that went wrong: the
+    leg is written with ``status`` and ``reason`` (kept like every run). Blocking (worker).
+    """
+    from seat_console.probe.run import Probe, ProbeRefused, default_monitor_factory, preflight
+    from seat_console.probe.store import RunWriter, runs_dir
+
+    d = cmp_dir / "legs" / leg.dirname
+    d.mkdir(parents=True, exist_ok=True)
+    rec: dict[str, Any] = {"arm": leg.arm, "leg": leg.n, "round": leg.round, "pair": leg.pair,
+                           "bracket_id": bracket_id, "started_at": utcnow().isoformat(),
+                           "status": "running", "reason": None, "probe_run_dir": None}
+    _write_json(d / "leg.json", rec)
+    problems: list[str] = []
+    loaded = nctx.loaded
+    try:
+        pre = preflight(loaded)
+    except ProbeRefused as exc:
+        rec.update(status="failed", reason=f"probe refused: {exc}", ended_at=utcnow().isoformat())
+        _write_json(d / "leg.json", rec)
+        return rec
+    c = _seat_container(nctx)
+    if c is not None:
+        try:
+            (d / "engine.log").write_bytes(c.logs(since=_started(c)))
+        except Exception as exc:  # noqa: BLE001 - the log is evidence, not a precondition
+            problems.append(f"engine log not kept: {exc}")
+    root = (opts.data_root / "runs") if opts.data_root else runs_dir()
+    writer = RunWriter(root=root)
+    rec["probe_run_dir"] = str(writer.path)
+    _write_json(d / "leg.json", rec)
+    probe = Probe(loaded, pre, writer=writer, monitor_factory=default_monitor_factory(loaded, pre))
+    summary = asyncio.run(probe.run())
+    rec["kv_cache_tokens"] = (summary.get("kv_capacity") or {}).get("tokens")
+    with httpx.Client(base_url=pre.endpoint, timeout=120) as client:
+        if opts.fidelity:
+            try:
+                traces = fid.collect(client, pre.model, fid.shipped_cases())
+                (d / "fidelity.jsonl").write_text(
+                    "".join(json.dumps(t.as_dict()) + "\n" for t in traces), "utf-8")
+            except (fid.FidelityError, httpx.HTTPError) as exc:
+                problems.append(f"fidelity: {exc}")
+        if opts.canaries:
+            results = can.run_canaries(client, pre.model, can.shipped_canaries(),
+                                       opts.canary_runs)
+            (d / "canaries.jsonl").write_text(
+                "".join(json.dumps(r.as_dict()) + "\n" for r in results), "utf-8")
+            failed = sum(r.error is not None for r in results)
+            if failed:
+                problems.append(f"canaries: {failed}/{len(results)} requests failed")
+    status = summary.get("status") or "unknown"
+    if problems and status == "complete":
+        status = "incomplete"
+    rec.update(status=status, reason="; ".join(problems + list(summary.get("problems") or []))
+               or None, ended_at=utcnow().isoformat())
+    _write_json(d / "leg.json", rec)
+    return rec
+
+
+# -- the runbook ------------------------------------------------------------------------------
+def build_compare(nctx: NodeContext, journal: Journal, *, options: CompareOptions | None = None,
+                  observer: Observer | None = None,
+                  bracket_id: str | None = None) -> tuple[Runbook, Path]:
+    """The compare runbook (module docstring) and its comparison directory (not created yet:
+    :func:`run_compare` creates it, runs the runbook and finalises ``compare.json``).
+
+    Raises :class:`~seat_console.evidence.bracket.BracketError` for a bad order/rounds.
+    """
+    opts = options or CompareOptions()
+    legs = plan_bracket(opts.order, opts.rounds)
+    bid = bracket_id or new_bracket_id()
+    cmp_dir = comparisons_dir(opts.data_root) / bid
+    resident = nctx.profile.resident.container
+    probe_name = nctx.profile.swap.container if nctx.profile.swap is not None else None
+
+    def hold_check(ctx: RunContext) -> Check:
+        h = hold_mod.active_hold(journal)
+        if h is not None:
+            ctx.facts["hold_placed"] = False
+            ctx.facts["hold_id"] = h.hold_id
+            return Check(False, f"use the active hold {h.hold_id} (left in place at the end)")
+        return Check(True, f"place a hold for {hold_mod.fmt_ttl(opts.ttl_s)} (released at "
+                           "the end)")
+
+    def hold_apply(ctx: RunContext) -> str:
+        res = hold_mod.build_hold(nctx, journal, ttl_s=opts.ttl_s,
+                                  reason=f"seat-console compare {bid}", observer=observer).run()
+        if not res.ok:
+            raise StepError(f"hold {res.outcome}: {res.describe()}")
+        ctx.facts["hold_placed"] = True
+        h = hold_mod.active_hold(journal)
+        ctx.facts["hold_id"] = h.hold_id if h else None
+        return res.describe()
+
+    def hold_verify(ctx: RunContext) -> str:
+        h = hold_mod.active_hold(journal)
+        if h is None:
+            raise StepError("no active hold after placing one")
+        return f"hold {h.hold_id} active until {hold_mod.zulu(h.expires_at)}"
+
+    def release(ctx: RunContext) -> str:
+        h = hold_mod.current_hold(journal)
+        if h is None:
+            return "no hold to release"
+        res = hold_mod.build_release(nctx, journal, h, observer=observer).run()
+        if not res.ok:
+            raise StepError(f"release {res.outcome}: {res.describe()}")
+        ctx.facts["hold_released"] = True
+        return res.describe()
+
+    def undo_hold(ctx: RunContext) -> str | None:
+        return release(ctx) if ctx.facts.get("hold_placed") else None
+
+    def restore_seat(ctx: RunContext) -> str:
+        c = _seat_container(nctx)
+        if c is not None and c.name == resident:
+            return f"{resident} already holds the seat"
+        res = restore_keep_hold(nctx, journal, observer, opts.on_log)
+        if not res.ok:
+            raise StepError(f"restore {res.outcome}: {res.describe()}")
+        return res.describe()
+
+    steps: list[Step] = [Step("hold", hold_check, hold_apply, hold_verify, undo_hold,
+                              manual="seat-console release")]
+    prev: str | None = None
+    for leg in legs:
+        steps.append(_seat_step(nctx, journal, leg, prev, opts, observer, resident, probe_name,
+                                restore_seat))
+        steps.append(_measure_step(nctx, leg, bid, cmp_dir, opts))
+        prev = leg.arm
+
+    def end_check(ctx: RunContext) -> Check:
+        if prev == "A":
+            return Check(False, f"the resident ({resident}) already holds the seat")
+        return Check(True, f"restore the resident ({resident}), keeping the hold until the "
+                           "next step")
+
+    def end_verify(ctx: RunContext) -> str:
+        c = _seat_container(nctx)
+        if c is None or c.name != resident:
+            raise StepError(f"the seat is held by {c.name if c else 'nothing'}, not {resident}")
+        return f"{resident} holds the seat"
+
+    steps.append(Step("restore seat", end_check, restore_seat, end_verify, None,
+                      manual="seat-console restore"))
+
+    def rel_check(ctx: RunContext) -> Check:
+        if ctx.facts.get("hold_placed") is False or (
+                "hold_placed" not in ctx.facts and hold_mod.active_hold(journal) is not None):
+            return Check(False, "the hold was placed before this compare: left in place "
+                                "(`seat-console release` ends it)")
+        return Check(True, "release the hold this compare placed")
+
+    def rel_verify(ctx: RunContext) -> str:
+        if hold_mod.active_hold(journal) is not None:
+            raise StepError("a hold is still active after the release")
+        return "hold released"
+
+    steps.append(Step("release hold", rel_check, release, rel_verify, None,
+                      manual="seat-console release"))
+    rb = Runbook("compare", steps, journal=journal, observer=observer, policy="undo",
+                 inputs={"bracket_id": bid, "order": opts.order, "rounds": opts.rounds,
+                         "force": opts.force, "reason": opts.reason},
+                 facts={"bracket_id": bid, "cmp_dir": str(cmp_dir)},
+                 profile_sha256=nctx.loaded.sha256)
+    return rb, cmp_dir
+
+
+def _seat_step(nctx: NodeContext, journal: Journal, leg: LegPlan, prev: str | None,
+               opts: CompareOptions, observer: Observer | None, resident: str,
+               probe_name: str | None, restore_seat: Callable[[RunContext], str]) -> Step:
+    how = transition(prev, leg.arm)
+    if how == "restart-resident":
+        what, text = "restart", f"restart the resident {resident} (fresh incarnation)"
+
+        def apply(ctx: RunContext) -> str:
+            return restart_container(nctx, resident, opts.on_log)
+    elif how == "restart-candidate":
+        if probe_name is None:
+            raise StepError("the profile has no [swap] section: no candidate to compare")
+        what, text = "restart", f"restart the probe {probe_name} (fresh incarnation)"
+
+        def apply(ctx: RunContext) -> str:
+            return restart_container(nctx, probe_name, opts.on_log)
+    elif how == "swap":
+        what, text = "swap", "swap: stop the resident, start the candidate (swap runbook)"
+
+        def apply(ctx: RunContext) -> str:
+            res = swap_mod.build_swap(nctx, journal, options=swap_mod.SwapOptions(
+                force=opts.force, reason=opts.reason, on_log=opts.on_log),
+                observer=observer).run()
+            if not res.ok:
+                raise StepError(f"swap {res.outcome}: {res.describe()}")
+            return res.describe()
+    else:
+        what, text = "restore", "restore the resident (restore runbook, hold kept)"
+        apply = restore_seat  # type: ignore[assignment]
+
+    want = resident if leg.arm == "A" else probe_name
+
+    def check(ctx: RunContext) -> Check:
+        ctx.facts[f"leg{leg.n}_began"] = utcnow().isoformat()
+        return Check(True, f"leg {leg.name}: {text}")
+
+    def verify(ctx: RunContext) -> str:
+        c = _seat_container(nctx)
+        if c is None or c.name != want:
+            raise StepError(f"leg {leg.name}: the seat is held by "
+                            f"{c.name if c else 'nothing'}, not {want}")
+        began = datetime.fromisoformat(ctx.facts[f"leg{leg.n}_began"])
+        st = _started(c)
+        if st is None or st < began:
+            raise StepError(f"leg {leg.name}: {want} started at {st}, before this leg began "
+                            f"({began.isoformat()}): not a fresh incarnation")
+        ctx.facts[f"leg{leg.n}_container"] = {"name": c.name, "id": c.id,
+                                               "image_id": c.attrs.get("Image"),
+                                               "started_at": st.isoformat()}
+        return f"leg {leg.name}: {want} ({c.id[:12]}) started fresh at {st.isoformat()}"
+
+    def undo(ctx: RunContext) -> str | None:
+        if what == "swap":
+            return restore_seat(ctx)
+        return None
+
+    return Step(f"leg {leg.name}: seat", check, apply, verify, undo,
+                manual="seat-console restore")
+
+
+def _measure_step(nctx: NodeContext, leg: LegPlan, bid: str, cmp_dir: Path,
+                  opts: CompareOptions) -> Step:
+    def check(ctx: RunContext) -> Check:
+        return Check(True, f"leg {leg.name}: probe, fidelity, canaries → "
+                           f"{cmp_dir / 'legs' / leg.dirname}")
+
+    def apply(ctx: RunContext) -> str:
+        t = time.monotonic()
+        rec = measure_leg(nctx, leg, bid, cmp_dir, opts)
+        ctx.facts.setdefault("legs", []).append(f"legs/{leg.dirname}")
+        return (f"leg {leg.name}: {rec['status']}" + (f" ({rec['reason']})" if rec["reason"]
+                                                      else "")
+                + f" in {time.monotonic() - t:.1f} s")
+
+    def verify(ctx: RunContext) -> str:
+        p = cmp_dir / "legs" / leg.dirname / "leg.json"
+        try:
+            doc = json.loads(p.read_text("utf-8"))
+        except (OSError, ValueError) as exc:
+            raise StepError(f"{p}: not written ({exc})") from None
+        if doc.get("arm") != leg.arm or doc.get("status") == "running":
+            raise StepError(f"{p}: arm {doc.get('arm')}, status {doc.get('status')}")
+        return f"{p} written (status {doc['status']})"
+
+    return Step(f"leg {leg.name}: measure", check, apply, verify, None)
+
+
+def compare_record(rb: Runbook, opts: CompareOptions, status: str, *,
+                   result: Result | None = None) -> dict[str, Any]:
+    """The ``compare.json`` document for runbook ``rb`` in ``status``."""
+    legs = plan_bracket(opts.order, opts.rounds)
+    f = result.facts if result is not None else rb.ctx.facts
+    return {"schema": COMPARE_SCHEMA, "bracket_id": f.get("bracket_id"), "order": opts.order,
+            "rounds": opts.rounds, "run_id": rb.run_id, "status": status,
+            "reason": result.error if result is not None else None,
+            "legs": [x for x in (f.get("legs") or [])],
+            "planned_legs": [f"legs/{leg.dirname}" for leg in legs],
+            "containers": {k: v for k, v in f.items() if k.endswith("_container")},
+            "hold_placed": f.get("hold_placed"), "hold_released": f.get("hold_released"),
+            "restored": None if result is None else (result.ok or result.outcome == "undone"),
+            "started_at": f.get("compare_started_at"),
+            "ended_at": utcnow().isoformat() if result is not None else None}
+
+
+def run_compare(rb: Runbook, cmp_dir: Path, opts: CompareOptions,
+                nctx: NodeContext | None = None) -> Result:
+    """Run the compare runbook, writing ``compare.json`` before (``running``) and after
+    (``complete`` when every step is done and every leg complete; else ``incomplete`` /
+    ``failed`` with the reason)."""
+    cmp_dir.mkdir(parents=True, exist_ok=True)
+    rb.ctx.facts["compare_started_at"] = utcnow().isoformat()
+    _write_json(cmp_dir / "compare.json", compare_record(rb, opts, "running"))
+    res = rb.run()
+    legs_ok = True
+    for leg in res.facts.get("legs") or []:
+        try:
+            legs_ok &= json.loads((cmp_dir / leg / "leg.json").read_text())["status"] == "complete"
+        except (OSError, ValueError, KeyError):
+            legs_ok = False
+    status = ("complete" if res.ok and legs_ok else "incomplete" if res.ok else "failed")
+    doc = compare_record(rb, opts, status, result=res)
+    if nctx is not None:  # read the seat back rather than trusting the runbook's outcome
+        try:
+            c = _seat_container(nctx)
+            doc["restored"] = c is not None and c.name == nctx.profile.resident.container
+        except Exception as exc:  # noqa: BLE001 - unknown, said so
+            doc["restored"] = None
+            doc["restored_problem"] = f"{type(exc).__name__}: {exc}"
+    if res.ok and not legs_ok:
+        doc["reason"] = "a leg is not complete (see its leg.json)"
+    _write_json(cmp_dir / "compare.json", doc)
+    return res

@@ -1,0 +1,146 @@
+"""``seat-console compare --bracket ABBA [--rounds N] [--dry-run] [--yes] [--json]``.
+
+Runs the bracketed comparison (``seat_console.actions.compare``): A (resident) / B (candidate)
+legs in the bracket's order, each on a freshly started container, one hold throughout, the
+resident restored at the end; then prints the evidence report of the comparison
+(``seat-console report <bracket id>`` prints it again). ``--dry-run`` prints the bracket's
+legs, their pairing and the runbook plan, and changes nothing. The compare stops the seat's
+resident, so it asks the engineer to type the seat's name unless ``--yes``.
+
+Exit codes: as the other action commands (README.md): 0 done; 1 failed and undone; 2 usage
+(or no terminal and no --yes); 4 left partly changed (the output says what); 5 refused,
+nothing changed; 6 declined at the prompt.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from seat_console.commands import action_common as ac
+from seat_console.profile import LoadedProfile
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    """Add the ``compare`` subcommand."""
+    p = sub.add_parser("compare", help="bracketed A/B comparison of the resident and the "
+                                       "candidate (probe, fidelity, canaries), then its report",
+                       description=__doc__.split("\n\n")[0])
+    p.add_argument("--bracket", default="ABBA", metavar="ORDER",
+                   help="leg order, letters A (resident) and B (candidate), as many of each "
+                        "(default ABBA)")
+    p.add_argument("--rounds", type=int, default=1, metavar="N",
+                   help="repeat the bracket N times, 1-16 (default 1)")
+    p.add_argument("--ttl", default="1h", metavar="DURATION",
+                   help="the hold's lease if the compare places one (default 1h)")
+    p.add_argument("--canary-runs", type=int, default=3, metavar="N",
+                   help="runs per canary item per leg, 3-100 (default 3)")
+    p.add_argument("--no-fidelity", action="store_true", help="skip the fidelity prompts")
+    p.add_argument("--no-canaries", action="store_true", help="skip the canaries")
+    p.add_argument("--force", action="store_true",
+                   help="swap even if the fit budget says the candidate does not fit "
+                        "(needs --reason; journaled)")
+    p.add_argument("--reason", default="", metavar="TEXT", help="why --force")
+    p.add_argument("--dry-run", action="store_true", help="print the plan; change nothing")
+    p.add_argument("--yes", action="store_true", help="do not ask for confirmation")
+    p.add_argument("--json", action="store_true", help="JSON on stdout")
+    p.set_defaults(func=run)
+
+
+def _plan_json(legs: Any, pairs_: Any, plan: Any) -> dict[str, Any]:
+    return {"dry_run": True, "legs": [{"name": x.name, "arm": x.arm, "round": x.round,
+                                       "pair": x.pair} for x in legs],
+            "pairs": [[a.name, b.name] for a, b in pairs_], "plan": plan.to_json()}
+
+
+def run(args: argparse.Namespace, loaded: LoadedProfile) -> int:
+    """``compare``: exit codes in the module docstring."""
+    from seat_console.actions.hold import parse_ttl
+    from seat_console.actions.journal import JournalError
+    from seat_console.evidence.bracket import BracketError, pairs, plan_bracket, plan_lines
+
+    prog = "seat-console compare"
+    try:
+        legs = plan_bracket(args.bracket, args.rounds)
+        ttl_s = parse_ttl(args.ttl)
+    except (BracketError, ValueError) as exc:
+        return ac.fail(prog, str(exc), ac.EXIT_USAGE, args.json)
+    if not 3 <= args.canary_runs <= 100:
+        return ac.fail(prog, f"--canary-runs {args.canary_runs}: give 3 to 100 (pass^3 needs "
+                             "3 runs per item)", ac.EXIT_USAGE, args.json)
+    if args.force and not args.reason.strip():
+        return ac.fail(prog, "--force needs --reason TEXT (it is journaled)", ac.EXIT_USAGE,
+                       args.json)
+    if loaded.profile.swap is None:
+        return ac.fail(prog, f"{loaded.source} has no [swap] section: there is no candidate "
+                             "to compare (see docs/evidence.md)", ac.EXIT_REFUSED, args.json)
+    from seat_console.actions import compare as cmp_mod
+
+    nctx = ac.context(loaded)
+    try:
+        journal = ac.open_journal(nctx)
+    except JournalError as exc:
+        nctx.close()
+        return ac.fail(prog, str(exc), ac.EXIT_ERROR, args.json)
+    try:
+        opts = cmp_mod.CompareOptions(
+            order=args.bracket, rounds=args.rounds, ttl_s=ttl_s, canary_runs=args.canary_runs,
+            fidelity=not args.no_fidelity, canaries=not args.no_canaries, force=args.force,
+            reason=args.reason,
+            on_log=lambda line: print(f"  | {line}", file=sys.stderr, flush=True))
+        rb, cmp_dir = cmp_mod.build_compare(nctx, journal, options=opts,
+                                            observer=ac.observer(args.json))
+        plan = rb.plan()
+        resident = loaded.profile.resident.container
+        candidate = loaded.profile.swap.container
+        title = f"compare {args.bracket} x{args.rounds} on the seat {loaded.profile.node.name}"
+        if args.dry_run:
+            if args.json:
+                print(json.dumps(_plan_json(legs, pairs(legs), plan), indent=2, default=str))
+            else:
+                print(f"{title}: {len(legs)} legs, pairs "
+                      + ", ".join(f"{a.name}-{b.name}" for a, b in pairs(legs)))
+                for line in plan_lines(legs, resident, candidate):
+                    print(f"  {line}")
+                ac.print_plan(plan, title, False)
+            return ac.EXIT_OK if plan.ok else ac.EXIT_REFUSED
+        if not plan.ok:
+            err = next(p.error for p in plan.lines if p.error)
+            return ac.fail(prog, f"refused, nothing changed: {err}", ac.EXIT_REFUSED, args.json)
+        from seat_console.commands.swap_cmd import typed_confirm
+
+        code = typed_confirm(plan, title, loaded.profile.node.name, args.yes, prog)
+        if code is not None:
+            return code
+        res = cmp_mod.run_compare(rb, cmp_dir, opts, nctx)
+        code = ac.exit_code(res)
+        print(f"[compare] {cmp_dir}", file=sys.stderr)
+        if not args.json:
+            print(res.describe(), file=sys.stderr)
+        return _print_report(cmp_dir, args.json, res.to_json(), code)
+    finally:
+        journal.close()
+        nctx.close()
+
+
+def _print_report(cmp_dir: Path, json_mode: bool, result: dict[str, Any], code: int) -> int:
+    from seat_console.evidence import report as rp
+    from seat_console.evidence.runs import RunError
+
+    try:
+        rep = rp.build_report(rp.load_inputs([str(cmp_dir)]))
+    except RunError as exc:
+        print(f"seat-console compare: the report cannot be built: {exc}", file=sys.stderr)
+        if json_mode:
+            print(json.dumps({"result": result, "comparison": str(cmp_dir),
+                              "report_error": str(exc)}, indent=2, default=str))
+        return code or ac.EXIT_ERROR
+    if json_mode:
+        print(json.dumps({"result": result, "comparison": str(cmp_dir), "report": rep},
+                         indent=2, default=str))
+    else:
+        sys.stdout.write(rp.render_markdown(rep))
+    return code
