@@ -68,7 +68,7 @@ from textual import on
 from textual.app import App, ComposeResult
 from textual.binding import Binding, BindingType
 from textual.command import DiscoveryHit, Hit, Hits, Provider
-from textual.containers import VerticalScroll
+from textual.containers import Horizontal, VerticalScroll
 from textual.css.query import NoMatches
 from textual.message import Message
 from textual.screen import ModalScreen, Screen
@@ -620,8 +620,9 @@ class SeatConsoleApp(App[int]):
 
     CSS = """
     #panels { height: 1fr; }
-    Screen.-wide #panels { layout: grid; grid-size: 2; grid-rows: auto; grid-gutter: 0 1; }
-    Screen.-wide #panels > .-span2 { column-span: 2; }
+    .panel-row { height: auto; layout: vertical; }
+    Screen.-wide .panel-row { layout: horizontal; }
+    Screen.-wide .panel-row > SourcePanel { width: 1fr; }
     #too-small { display: none; height: 1fr; content-align: center middle; text-style: bold; }
     Screen.-too-small #too-small { display: block; }
     Screen.-too-small #panels, Screen.-too-small #status-line { display: none; }
@@ -706,8 +707,20 @@ class SeatConsoleApp(App[int]):
         yield StatusLine(id="status-line")
         yield Static(id="too-small")
         with VerticalScroll(id="panels"):
-            for st in self._states.values():
-                yield st.panel
+            row: list[SourcePanel] = []
+            for st in self._states.values():   # span-1 panels pair up in the wide layout
+                if "-span2" in st.panel.classes:
+                    if row:
+                        yield Horizontal(*row, classes="panel-row")
+                        row = []
+                    yield st.panel
+                    continue
+                row.append(st.panel)
+                if len(row) == 2:
+                    yield Horizontal(*row, classes="panel-row")
+                    row = []
+            if row:
+                yield Horizontal(*row, classes="panel-row")
         yield Footer()
 
     def on_mount(self) -> None:
@@ -721,6 +734,9 @@ class SeatConsoleApp(App[int]):
         for key, st in self._states.items():
             if st.source is not None or st.prebuilt is not None:
                 self._start_poll(key)
+        first = next(iter(self._states.values()), None)
+        if first is not None:   # a focused panel: visible, and the keys scroll the column
+            first.panel.focus()
         self.call_after_refresh(self._start_deferred)
 
     def _start_deferred(self) -> None:
@@ -748,6 +764,7 @@ class SeatConsoleApp(App[int]):
             self._compact = compact
             for st in self._states.values():
                 st.panel.set_compact(compact)
+            self.update_header()
 
     # -- the header -----------------------------------------------------------------------
     def update_header(self) -> None:
@@ -776,8 +793,9 @@ class SeatConsoleApp(App[int]):
         grid.add_column(ratio=1)
         grid.add_column(justify="right", no_wrap=True)
         grid.add_row(ident, mode)
-        try:
-            self.query_one("#header-text", Static).update(Group(grid, detail))
+        try:   # compact screens keep one header line: the detail is in help (?) and --json
+            self.query_one("#header-text", Static).update(grid if self._compact else
+                                                          Group(grid, detail))
         except NoMatches:  # not mounted yet (called before on_mount); drawn on mount
             log.debug("header not mounted yet")
 

@@ -265,6 +265,7 @@ class FitPanel(SourcePanel):
 
     source_name: ClassVar[str] = "fit"
     title: ClassVar[str] = "Fit budget (GiB = 2^30 B)"
+    compact_title: ClassVar[str] = "Fit (GiB = 2^30 B; Enter: budget per card, what-if)"
     wide_span: ClassVar[int] = 2
 
     DEFAULT_CSS = """
@@ -337,7 +338,8 @@ class FitPanel(SourcePanel):
 
     def render_compact(self, reading: BaseModel) -> Text | None:
         """One line per side: verdict and KV capacity with the profile's settings (the full
-        budget per card, what-if controls included, is on the detail view, Enter)."""
+        budget per card, what-if controls included, is on the detail view, Enter — the title
+        says so)."""
         from seat_console.sources.fit_source import FitInputs, compute_budgets, no_verdict_reason
 
         if not isinstance(reading, FitInputs):
@@ -377,7 +379,6 @@ class FitPanel(SourcePanel):
             if b.capacity is not None:
                 t.append(f" · KV {b.capacity.kv_tokens:,} tokens, "
                          f"{b.capacity.max_concurrency:.2f}× at {b.capacity.max_model_len:,}")
-        t.append("\nEnter: full budget per card and what-if", style="dim")
         return t
 
     _compact_comparison: Any = None

@@ -419,12 +419,12 @@ class GpuPanel(SourcePanel):
                     view.update_card(card, reading.sampled_at)
 
     def render_compact(self, reading: BaseModel) -> Text | None:
-        """One line per card: index, name, SEAT/LOST, used of CUDA-visible total in GiB, a
-        20-cell bar (█ used ░ free), utilisation, and the containers holding it; the summary
+        """One line per card: index, name, SEAT/LOST, used / CUDA-visible total in GiB, a
+        12-cell bar (█ used ░ free), utilisation, and the containers holding it; the summary
         only when it warns (v1 memory API, unmatched node.gpus)."""
         if not isinstance(reading, GpuSnapshot):
             raise TypeError(f"GPU panel got {type(reading).__name__}, not GpuSnapshot")
-        t = Text(no_wrap=True, overflow="ellipsis")
+        t = Text()
         for i, c in enumerate(reading.cards):
             if i:
                 t.append("\n")
@@ -441,19 +441,20 @@ class GpuPanel(SourcePanel):
                 t.append("  memory n/a", style="dim")
             else:
                 total = m.cuda_visible_bytes or m.total_bytes
-                t.append(f" {m.used_label} {gib_unit(m.used_bytes).removesuffix(' GiB')} / "
+                label = "used" if not m.used_includes_reserved else "used+rsv"
+                t.append(f" {label} {gib_unit(m.used_bytes).removesuffix(' GiB'):>6}/"
                          f"{gib_unit(total)} ")
                 used = m.used_bytes
-                n = 0 if used is None else min(20, round(20 * used / m.total_bytes))
+                n = 0 if used is None else min(12, round(12 * used / m.total_bytes))
                 t.append("█" * n, style=_USED_STYLE[m.used_includes_reserved])
-                t.append("░" * (20 - n), style=_FREE_STYLE)
-            t.append(f" util {_na(c.utilization_gpu_pct, '{} %')}")
+                t.append("░" * (12 - n), style=_FREE_STYLE)
+            t.append(f" {_na(c.utilization_gpu_pct, '{:>3} %')}")
             names = sorted({p.container.name or p.container.short_id for p in c.processes or ()
                             if p.container is not None})
             if names:
-                t.append(f" · {', '.join(names)}")
+                t.append(f" {', '.join(names)}")
             elif c.processes is not None and not c.processes:
-                t.append(" · no processes", style="dim")
+                t.append(" idle", style="dim")
         summary = self._summary(reading)
         if "\n" in summary.plain:
             t.append("\n")

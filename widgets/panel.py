@@ -134,6 +134,8 @@ class SourcePanel(Widget):
 
     source_name: ClassVar[str] = "source"
     title: ClassVar[str] = "Source"
+    compact_title: ClassVar[str | None] = None
+    """Border title in compact mode (``None``: ``title``)."""
     wide_span: ClassVar[int] = 1
     """Columns the panel takes in the two-column layout (≥ 160 columns): 1 or 2."""
     can_focus = True
@@ -162,6 +164,24 @@ class SourcePanel(Widget):
     SourcePanel > .panel-compact {
         height: auto;
         display: none;
+        text-wrap: nowrap;
+        text-overflow: ellipsis;
+    }
+    SourcePanel.-compact {
+        border: none;
+        border-top: solid $primary 60%;
+    }
+    SourcePanel.-compact.-unavailable {
+        border: none;
+        border-top: solid $warning;
+    }
+    SourcePanel.-compact.-stale {
+        border: none;
+        border-top: solid $error;
+    }
+    SourcePanel.-compact:focus {
+        border: none;
+        border-top: heavy $accent;
     }
     SourcePanel.-compact.-has-compact > .panel-compact {
         display: block;
@@ -267,6 +287,7 @@ class SourcePanel(Widget):
             return
         self.compact = compact
         self.set_class(compact, "-compact")
+        self._show_subtitle(self._subtitle or "", force=True)
         if self._shown is not None:
             self._render_guarded(self._shown)
         if self.unavailable is not None and self.now is not None:
@@ -351,15 +372,27 @@ class SourcePanel(Widget):
             if busy is not None and busy >= 2.0:
                 parts.append(f"reading for {fmt_coarse_age(busy, 0)}")
             subtitle = " · ".join(parts)
-            if subtitle != self._subtitle:
-                self._subtitle = subtitle
-                self.border_subtitle = subtitle
+            self._show_subtitle(subtitle)
             if self.unavailable is not None:
                 self._set_status(self._unavailable_text(self.unavailable, now))
         except Exception as exc:  # noqa: BLE001 - never raise into the app
             self._show_render_error(exc)
 
     # -- helpers ------------------------------------------------------------------------------
+    def _show_subtitle(self, subtitle: str, force: bool = False) -> None:
+        """The age in the bottom border; in compact mode (no bottom border) after the title.
+        Touches the border only when the text changed."""
+        if subtitle == self._subtitle and not force:
+            return
+        self._subtitle = subtitle
+        if self.compact:
+            title = self.compact_title or self.title
+            self.border_title = f"{title} · {subtitle}" if subtitle else title
+            self.border_subtitle = None
+        else:
+            self.border_title = self.title
+            self.border_subtitle = subtitle
+
     def _unavailable_text(self, u: Unavailable, now: datetime) -> Text:
         if self.compact:   # one line; the reason in full and the fix are on the detail view
             t = Text(no_wrap=True, overflow="ellipsis")

@@ -78,13 +78,13 @@ class _ServicePanel(SourcePanel):
         """The renderable for one reading; subclasses implement."""
         raise NotImplementedError
 
-    def compact(self, reading: BaseModel, now: datetime) -> Text | None:
+    def build_compact(self, reading: BaseModel, now: datetime) -> Text | None:
         """The compact form (a few lines), or ``None`` for none; subclasses implement."""
         return None
 
     def render_compact(self, reading: BaseModel) -> Text | None:
-        """:meth:`compact` at the app's clock."""
-        return self.compact(reading, self._now())
+        """:meth:`build_compact` at the app's clock."""
+        return self.build_compact(reading, self._now())
 
     def render_reading(self, reading: BaseModel) -> None:
         """Fill the body from one reading (raises TypeError for a reading of another source)."""
@@ -107,7 +107,7 @@ class TimersPanel(_ServicePanel):
                     "running. The other panels are not affected.")
         return None
 
-    def compact(self, reading: BaseModel, now: datetime) -> Text | None:
+    def build_compact(self, reading: BaseModel, now: datetime) -> Text | None:
         """One line per timer: unit, state in words, next elapse (UTC and relative)."""
         from seat_console.sources.timers import TimersReading
 
@@ -191,7 +191,7 @@ class SilencesPanel(_ServicePanel):
                     "credentials_file); they are never shown here.")
         return None
 
-    def compact(self, reading: BaseModel, now: datetime) -> Text | None:
+    def build_compact(self, reading: BaseModel, now: datetime) -> Text | None:
         """One line per silence that concerns the seat (state, time left, matchers), or "no
         silence on the seat"."""
         from seat_console.sources.silences import SilencesReading
@@ -282,7 +282,7 @@ class ContainersPanel(_ServicePanel):
                     "(live-restore) — check the engine panel. The other panels are not affected.")
         return None
 
-    def compact(self, reading: BaseModel, now: datetime) -> Text | None:
+    def build_compact(self, reading: BaseModel, now: datetime) -> Text | None:
         """One line per container: role, name, state (exit code), health, since."""
         from seat_console.sources.containers import ContainersReading
 
@@ -375,13 +375,100 @@ def _lat(h: HistogramSummary | None) -> Text:
     return Text(f"mean {h.mean_s * 1000:.1f} ms · p95 ~{p} ms (n={h.count})")
 
 
+def _rate(v: float | None, width: int = 7) -> str:
+    """A rate in a fixed width (so columns do not shift): ``"   12.3"``; unknown → ``n/a``."""
+    return f"{'n/a':>{width}}" if v is None else f"{v:>{width}.1f}"
+
+
+def _ms(v: float | None) -> str:
+    return f"{'n/a':>6}" if v is None else f"{v * 1000:>6.0f}"
+
+
+def _window(lat: object | None) -> Text:
+    """``p50    36 · p95    58 ms (n=   12)`` over the window; fixed widths."""
+    if lat is None:
+        return Text(f"{'n/a (one scrape, missing or reset)':<33}", style="dim")
+    n = getattr(lat, "n", 0)
+    if n == 0:
+        return Text(f"{'no requests in the window':<33}", style="dim")
+    return Text(f"p50 {_ms(lat.p50_s)} · p95 {_ms(lat.p95_s)} ms (n={n:>5})")
+
+
+def rates_lines(rates: object) -> list[tuple[str, Text, str, Text]]:
+    """Rows of the rates grid: req/s and output tok/s over the last interval, TTFT / ITL / E2E
+    percentiles over the window."""
+    win = getattr(rates, "window_s", None)
+    wl = "n/a" if win is None else f"{win:.0f} s"
+    return [
+        ("req/s", Text(_rate(rates.req_per_s)), "output tok/s", Text(_rate(rates.out_tok_per_s))),
+        (f"TTFT ({wl})", _window(rates.ttft), f"ITL ({wl})", _window(rates.itl)),
+        (f"E2E ({wl})", _window(rates.e2e), "", Text("")),
+    ]
+
+
 class EnginePanel(_ServicePanel):
     """The seat's vLLM engine (source ``engine``): health, version, model, queue, KV cache
-    usage, token counters, preemptions, TTFT / ITL / E2E latency."""
+    usage, rates (req/s and output tok/s over the last interval, from counter differences),
+    TTFT / ITL / E2E percentiles over the last minute (from histogram bucket differences, with
+    the sample count), preemptions. Rates: :mod:`seat_console.engine_rates`."""
 
     source_name: ClassVar[str] = "engine"
     title: ClassVar[str] = "Engine (vLLM)"
     body_id: ClassVar[str] = "engine-body"
+
+    def __init__(self, **kwargs) -> None:
+        super().__init__(**kwargs)
+        from seat_console.engine_rates import RateHistory
+
+        self.history = RateHistory()
+        self._last_added: object = None
+
+    def _add(self, reading: BaseModel) -> None:
+        """Add the reading's scrape to the rate history (once per reading)."""
+        if reading is self._last_added:
+            return
+        self._last_added = reading
+        at = getattr(reading, "read_at", None)
+        if at is not None:
+            self.history.add(at, getattr(reading, "metrics", None))
+
+    def render_reading(self, reading: BaseModel) -> None:
+        """Add the scrape to the history, then draw."""
+        self._add(reading)
+        super().render_reading(reading)
+
+    def note_unchanged(self, reading: BaseModel) -> None:
+        """An equal scrape: no traffic since the last one; the rates fall to 0 (redrawn only
+        if their text changes)."""
+        self._add(reading)
+        if self.compact:
+            self._render_guarded(reading)
+
+    def build_compact(self, reading: BaseModel, now: datetime) -> Text | None:
+        """Two lines: health, model, queue and KV cache; then req/s, tok/s, TTFT p50/p95."""
+        from seat_console.sources.engine import EngineReading
+
+        if not isinstance(reading, EngineReading):
+            raise TypeError(f"engine panel got {type(reading).__name__}")
+        self._add(reading)
+        t = Text(no_wrap=True, overflow="ellipsis")
+        t.append("UP healthy" if reading.healthy else
+                 f"DOWN: not healthy (HTTP {reading.health_status})",
+                 style="bold green" if reading.healthy else "bold red")
+        if reading.models:
+            t.append(f" · {reading.models[0].id}")
+        m = reading.metrics
+        if m is None:
+            t.append(" · metrics n/a", style="yellow")
+            return t
+        run = "n/a" if m.requests_running is None else f"{m.requests_running:.0f}"
+        wait = "n/a" if m.requests_waiting is None else f"{m.requests_waiting:.0f}"
+        kv = "n/a" if m.kv_cache_usage is None else f"{m.kv_cache_usage * 100:5.1f} %"
+        t.append(f" · running {run:>3} waiting {wait:>3} · KV {kv}")
+        r = self.history.rates()
+        t.append(f"\nreq/s {_rate(r.req_per_s, 6)} · tok/s {_rate(r.out_tok_per_s, 7)} · TTFT ")
+        t.append_text(_window(r.ttft))
+        return t
 
     def unavailable_hint(self, unavailable: Unavailable) -> str | None:
         """What an engine that does not answer means here."""
@@ -411,11 +498,13 @@ class EnginePanel(_ServicePanel):
                 grid.add_column()
             grid.add_row("running", _num(m.requests_running), "waiting", _num(m.requests_waiting))
             grid.add_row("KV cache", _pct(m.kv_cache_usage), "preemptions", _num(m.preemptions))
+            for row in rates_lines(self.history.rates()):
+                grid.add_row(*row)
             grid.add_row("prompt tokens", _num(m.prompt_tokens), "generation tokens",
                          _num(m.generation_tokens))
             grid.add_row("finished", _num(m.requests_finished), "", "")
-            grid.add_row("TTFT", _lat(m.ttft), "ITL", _lat(m.itl))
-            grid.add_row("E2E", _lat(m.e2e), "", "")
+            grid.add_row("TTFT (all)", _lat(m.ttft), "ITL (all)", _lat(m.itl))
+            grid.add_row("E2E (all)", _lat(m.e2e), "", "")
             parts.append(grid)
         for p in reading.problems:
             parts.append(Text(f"problem: {p}", style="yellow"))

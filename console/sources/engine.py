@@ -105,13 +105,16 @@ class HistogramSummary(Frozen):
     """A latency histogram merged across label sets: ``count`` observations summing to
     ``sum_s`` seconds; ``mean_s``; ``p50_s`` / ``p95_s`` estimated by linear interpolation inside
     the merged cumulative buckets (as PromQL's ``histogram_quantile``); ``None`` when there are
-    no observations."""
+    no observations. ``buckets``: the merged cumulative ``(upper bound s, count)`` pairs, sorted
+    (``+Inf`` last), so rates over a window can be taken from two scrapes' differences
+    (``seat_console.engine_rates``)."""
 
     count: int
     sum_s: float
     mean_s: float | None
     p50_s: float | None
     p95_s: float | None
+    buckets: tuple[tuple[float, float], ...] = ()
 
 
 class EngineMetrics(Frozen):
@@ -244,7 +247,8 @@ def summarize_histogram(fam: Metric | None) -> HistogramSummary | None:
     bl = sorted(buckets.items())
     return HistogramSummary(
         count=int(count), sum_s=total_sum, mean_s=(total_sum / count) if count else None,
-        p50_s=histogram_quantile(0.5, bl), p95_s=histogram_quantile(0.95, bl))
+        p50_s=histogram_quantile(0.5, bl), p95_s=histogram_quantile(0.95, bl),
+        buckets=tuple(bl))
 
 
 def parse_metrics(text: str) -> EngineMetrics:

@@ -1,0 +1,147 @@
+"""The whole seat on one screen, from recorded inputs: every panel of the app with a fixed
+reading (GPU: the real source over the NVML double; timers, silences, containers, engine:
+constructed readings; fit: the default profile's inputs over the double's cards), for the
+80×24 first-screen tests, the snapshots and the README screenshot.
+
+:func:`seat_app` returns the app and its sources by key; a test can swap a source's reading
+(``sources["engine"].reading = Unavailable(...)``) and press ``r``.
+"""
+
+from __future__ import annotations
+
+import sys
+from datetime import timedelta
+from pathlib import Path
+
+from pydantic import BaseModel
+
+sys.path.insert(0, str(Path(__file__).parent))
+from app_fixtures import T0, ClockedGpuSource, FakeClock, default_loaded, demo_cards, vllm_mapper
+from nvml_double import NvmlDouble
+
+from seat_console.app import PanelSpec, SeatConsoleApp
+from seat_console.fit.budget import HostMemory
+from seat_console.sources import Source
+from seat_console.sources.containers import ContainersReading, ContainerState, EventStreamStatus
+from seat_console.sources.engine import EngineReading, ModelInfo, parse_metrics
+from seat_console.sources.fit_source import gather_fit_inputs
+from seat_console.sources.gpu import GpuSampler
+from seat_console.sources.nvml import Nvml
+from seat_console.sources.silences import Silence, SilenceMatcher, SilencesReading
+from seat_console.sources.timers import ServiceState, TimersReading, TimerState
+from seat_console.widgets.fit import FitPanel
+from seat_console.widgets.gpu import GpuPanel
+from seat_console.widgets.services import ContainersPanel, EnginePanel, SilencesPanel, TimersPanel
+
+GiB = 1 << 30
+NOW = T0
+RECORDED_METRICS = (Path(__file__).parent / "data" / "engine"
+                    / "vllm-0.32.0-cpu.metrics.txt").read_text()
+
+
+class Fixed(Source):
+    """Returns ``reading`` (settable); ``reads`` counts calls."""
+
+    def __init__(self, name: str, reading: BaseModel) -> None:
+        self.name = name
+        self.reading = reading
+        self.reads = 0
+
+    def read(self) -> BaseModel:
+        self.reads += 1
+        return self.reading
+
+
+def timers() -> TimersReading:
+    """Two fleet timers, both armed."""
+    return TimersReading(where="docker-exec seat-node", read_at=NOW, timers=(
+        TimerState(unit="fleet-remediation-cycle.timer", load_state="loaded",
+                   active_state="active", sub_state="waiting", persistent=False,
+                   next_elapse=NOW + timedelta(minutes=6, seconds=31),
+                   last_trigger=NOW - timedelta(minutes=8),
+                   service=ServiceState(unit="fleet-remediation-cycle.service",
+                                        active_state="inactive", sub_state="dead",
+                                        running=False)),
+        TimerState(unit="seat-conformance-smoke.timer", load_state="loaded",
+                   active_state="active", sub_state="waiting", persistent=False,
+                   next_elapse=NOW + timedelta(minutes=21),
+                   last_trigger=NOW - timedelta(minutes=39),
+                   service=ServiceState(unit="seat-conformance-smoke.service",
+                                        active_state="inactive", sub_state="dead",
+                                        running=False)),
+    ))
+
+
+def silences(active: bool = False) -> SilencesReading:
+    """The seat's silences: none, or one active for 2 h 10 min more."""
+    seat = (SilenceMatcher(name="instance", value="seat-node:8000", is_regex=False,
+                           is_equal=True),)
+    rows = ()
+    if active:
+        rows = (Silence(id="5d2c9a1e0b7f4c3a", state="active", matchers=seat,
+                        starts_at=NOW - timedelta(minutes=20),
+                        ends_at=NOW + timedelta(hours=2, minutes=10),
+                        created_by="seat-console", comment="hold"),)
+    return SilencesReading(url="http://127.0.0.1:9093", version="0.25.0", read_at=NOW,
+                           seat_matchers=seat, total=3, tls_verify=True, silences=rows)
+
+
+def containers(running: bool = True) -> ContainersReading:
+    """The resident container (running, or exited 3 min ago) and no probe."""
+    resident = ContainerState(
+        role="resident", name="seat-resident", state="running" if running else "exited",
+        running=running, exit_code=None if running else 137,
+        started_at=NOW - timedelta(hours=5), finished_at=None if running
+        else NOW - timedelta(minutes=3), restart_count=0,
+        image_id="sha256:a04e5f50632b47b4b563e705b5a5df581bd2fd829f59",
+        repo_digest="127.0.0.1:5000/engine@sha256:58a86611e91eeb76b6df")
+    return ContainersReading(
+        engine="unix:///run/docker.sock", engine_version="20.10.24", api_version="1.41",
+        read_at=NOW, containers=(resident, ContainerState(role="probe", name="seat-probe",
+                                                          state="absent")),
+        events=EventStreamStatus(connected=True, since=NOW, reconnects=0, last_error=None,
+                                 events_seen=0), recent_changes=())
+
+
+def engine(healthy: bool = True) -> EngineReading:
+    """The resident engine, healthy, with the recorded vLLM 0.32.0 metrics."""
+    return EngineReading(endpoint="http://127.0.0.1:8000", read_at=NOW, healthy=healthy,
+                         health_status=200 if healthy else 503, version="0.32.0",
+                         models=(ModelInfo(id="seat-resident", max_model_len=262144),),
+                         metrics=parse_metrics(RECORDED_METRICS))
+
+
+def fit_inputs():
+    """The default profile's fit inputs over the double's two H200s (host RAM fixed)."""
+    loaded = default_loaded()
+    snap = GpuSampler(Nvml(NvmlDouble(demo_cards())), list(loaded.profile.node.gpus),
+                      vllm_mapper()).sample()
+    return gather_fit_inputs(loaded, snap, host=HostMemory(total_bytes=2048 * GiB,
+                                                           available_bytes=1536 * GiB))
+
+
+def seat_app(*, clock: FakeClock | None = None, interval: float = 3600.0,
+             silence_active: bool = False, compact: bool | None = None,
+             ) -> tuple[SeatConsoleApp, dict[str, Source]]:
+    """Every panel of the app in its production order over recorded inputs."""
+    clock = clock or FakeClock()
+    loaded = default_loaded()
+    gpu = ClockedGpuSource(NvmlDouble(demo_cards()), clock, list(loaded.profile.node.gpus),
+                           vllm_mapper())
+    srcs: dict[str, Source] = {
+        "gpus": gpu,
+        "timers": Fixed("timers", timers()),
+        "silences": Fixed("silences", silences(silence_active)),
+        "fit": Fixed("fit", fit_inputs()),
+        "engine": Fixed("engine", engine()),
+        "containers": Fixed("containers", containers()),
+    }
+    panels = {"gpus": GpuPanel, "timers": TimersPanel, "silences": SilencesPanel,
+              "fit": FitPanel, "engine": EnginePanel, "containers": ContainersPanel}
+    specs = [PanelSpec((lambda s: (lambda _l: s))(srcs[k]), panels[k]) for k in srcs]
+    app = SeatConsoleApp(loaded, interval=interval, panels=specs, clock=clock,
+                         watch_terminal=False, age_tick_s=3600.0, compact=compact)
+    return app, srcs
+
+
+__all__ = ["Fixed", "containers", "engine", "fit_inputs", "seat_app", "silences", "timers"]
