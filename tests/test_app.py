@@ -68,7 +68,7 @@ def screen_text(app: SeatConsoleApp) -> str:
 
 def flat(text: str) -> str:
     """Text with box borders and runs of whitespace collapsed (wrapped lines join up)."""
-    return re.sub(r"\s+", " ", re.sub(r"[│╭╮╰╯─┃┏┓┗┛━]", " ", text)  # heavy: the focused panel)
+    return re.sub(r"\s+", " ", re.sub(r"[│╭╮╰╯─┃┏┓┗┛━]", " ", text))  # heavy: the focused panel
 
 
 async def wait_for(pilot, predicate: Callable[[], bool], what: str, limit: int = 2000) -> None:

@@ -38,7 +38,7 @@ def screen_text(app: SeatConsoleApp) -> str:
 
 
 def flat(text: str) -> str:
-    return re.sub(r"\s+", " ", re.sub(r"[│╭╮╰╯─┃┏┓┗┛━]", " ", text)  # heavy: the focused panel)
+    return re.sub(r"\s+", " ", re.sub(r"[│╭╮╰╯─┃┏┓┗┛━]", " ", text))  # heavy: the focused panel
 
 
 async def wait_for(pilot, predicate, what: str, limit: int = 2000) -> None:
