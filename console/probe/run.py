@@ -360,6 +360,7 @@ class Probe:
         self._loop: asyncio.AbstractEventLoop | None = None
         self.records: dict[str, list[RequestRecord]] = {p.name: [] for p in self.phases}
         self.summary: dict[str, Any] = {}
+        self.phase_cpu: dict[str, float] = {}
 
     @property
     def run_id(self) -> str:
@@ -554,7 +555,9 @@ class Probe:
                     monitor.phase = ph.name
                 self.progress.current = ph.name
                 before = await scrape(client)
+                cpu0 = time.process_time()
                 await self._phase(client, ph, pp)
+                self.phase_cpu[ph.name] = time.process_time() - cpu0
                 recs = self.records[ph.name]
                 toks = sum(r.output_tokens or 0 for r in recs if r.ok) + sum(
                     r.tokens_streamed for r in recs if not r.ok)
@@ -632,6 +635,7 @@ class Probe:
                                          request_rate=ph.request_rate, disrupted=disrupted,
                                          unverified=unverified)
             blocks.append({"name": ph.name, "state": st.state, "stats": st.model_dump(mode="json"),
+                           "client_cpu_s": self.phase_cpu.get(ph.name),
                            "accounting": (acc.model_dump(mode="json")
                                           if isinstance(acc, Accounting) else {"problem": acc})})
         return blocks
