@@ -45,8 +45,13 @@ def test_llama3_8b_gqa_per_token_and_tp() -> None:
     assert any("replicated on 2 ranks" in n for n in m16.notes)
     # fp8 KV: 1 byte per element halves it.
     assert model_kv(cfg, tensor_parallel_size=1, kv_cache_dtype="fp8").bytes_per_token == 65_536
-    with pytest.raises(KVModelError, match="cannot be split over tensor_parallel_size 3"):
+    # vLLM checks the attention heads first: 32 heads do not divide by TP 3.
+    with pytest.raises(KVModelError, match="num_attention_heads 32 is not divisible by "
+                                           "tensor_parallel_size 3"):
         model_kv(cfg, tensor_parallel_size=3)
+    # 48 heads do, but 8 KV heads neither divide nor are divided by 3.
+    with pytest.raises(KVModelError, match="cannot be split over tensor_parallel_size 3"):
+        model_kv({**cfg, "num_attention_heads": 48, "head_dim": 128}, tensor_parallel_size=3)
 
 
 def test_llama3_8b_capacity_block_granularity() -> None:

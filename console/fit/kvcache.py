@@ -136,11 +136,36 @@ def _text_config(config: Mapping[str, Any]) -> Mapping[str, Any]:
     return config
 
 
-def _int(cfg: Mapping[str, Any], key: str, source: str) -> int:
+MAX_LAYERS = 10_000
+"""Most ``num_hidden_layers`` accepted (real models have at most a few hundred). The KV model
+builds one record per layer: 3,000,000 layers would allocate gigabytes."""
+
+MAX_CONFIG_INT = 1 << 40
+"""Largest integer accepted for a config dimension (heads, head_dim, hidden_size, windows…);
+anything larger is a corrupt config, and would make the byte arithmetic meaningless."""
+
+
+def _int(cfg: Mapping[str, Any], key: str, source: str, maximum: int = MAX_CONFIG_INT) -> int:
     v = cfg.get(key)
     if not isinstance(v, int) or isinstance(v, bool) or v < 0:
-        raise KVModelError(f"{source}: '{key}' must be a non-negative integer (got {v!r}); the KV "
-                           "model needs it")
+        shown = repr(v) if len(repr(v)) <= 80 else f"{repr(v)[:80]}…"
+        raise KVModelError(f"{source}: '{key}' must be a non-negative integer (got {shown}); the "
+                           "KV model needs it")
+    if v > maximum:
+        raise KVModelError(f"{source}: '{key}' = {v:,} is above {maximum:,}; not a real model "
+                           "(a corrupt or hostile config)")
+    return v
+
+
+def _opt_positive(cfg: Mapping[str, Any], key: str, source: str) -> int | None:
+    """``cfg[key]`` as a positive integer, ``None`` when absent or null; a present value that
+    is 0, negative, a bool or not an integer is refused (vLLM refuses such a config)."""
+    if cfg.get(key) is None:
+        return None
+    v = _int(cfg, key, source)
+    if v == 0:
+        raise KVModelError(f"{source}: '{key}' is 0; it must be a positive integer (vLLM refuses "
+                           "this config)")
     return v
 
 
@@ -210,10 +235,18 @@ def model_kv(config: Mapping[str, Any], *, tensor_parallel_size: int = 1,
     cfg = _text_config(config)
     arch_list = config.get("architectures") or cfg.get("architectures")
     arch = arch_list[0] if isinstance(arch_list, list) and arch_list else None
-    n_layers = _int(cfg, "num_hidden_layers", source)
+    if not isinstance(arch, str):
+        arch = None
+    n_layers = _int(cfg, "num_hidden_layers", source, maximum=MAX_LAYERS)
     n_heads = _int(cfg, "num_attention_heads", source)
     if n_heads == 0:
         raise KVModelError(f"{source}: num_attention_heads is 0")
+    if n_heads % tensor_parallel_size:
+        # vllm/config/parallel.py ParallelConfig / ModelConfig.verify_with_parallel_config:
+        # "Total number of attention heads must be divisible by tensor parallel size."
+        raise KVModelError(f"{source}: num_attention_heads {n_heads} is not divisible by "
+                           f"tensor_parallel_size {tensor_parallel_size}; vLLM refuses to start "
+                           "(use a TP size that divides it)")
     model_dtype = str(model_dtype or cfg.get("torch_dtype") or cfg.get("dtype") or "bfloat16")
     if model_dtype not in DTYPE_BYTES:
         raise KVModelError(f"{source}: torch_dtype {model_dtype!r} not known "
@@ -245,13 +278,17 @@ def model_kv(config: Mapping[str, Any], *, tensor_parallel_size: int = 1,
                          "MLA; Triton MLA needs SM89+); sparse MLA's fp8_ds_mla packs 656 B/token")
             fp8_ok = None
     else:
-        total_kv = cfg.get("num_key_value_heads") or n_heads
-        if not isinstance(total_kv, int) or total_kv < 1:
-            raise KVModelError(f"{source}: num_key_value_heads must be a positive integer")
-        head = cfg.get("head_dim") or (cfg.get("hidden_size", 0) // n_heads)
-        if not isinstance(head, int) or head < 1:
-            raise KVModelError(f"{source}: needs head_dim, or hidden_size and "
-                               "num_attention_heads to derive it")
+        kv_given = _opt_positive(cfg, "num_key_value_heads", source)
+        total_kv = n_heads if kv_given is None else kv_given
+        head_given = _opt_positive(cfg, "head_dim", source)
+        if head_given is not None:
+            head = head_given
+        else:
+            hidden = cfg.get("hidden_size")
+            if not isinstance(hidden, int) or isinstance(hidden, bool) or hidden < n_heads:
+                raise KVModelError(f"{source}: needs head_dim, or hidden_size (an integer of at "
+                                   "least num_attention_heads) to derive it")
+            head = _int(cfg, "hidden_size", source) // n_heads
         head_v = head
         if total_kv >= tp and total_kv % tp:
             raise KVModelError(f"{source}: {total_kv} KV heads cannot be split over "
@@ -284,11 +321,12 @@ def model_kv(config: Mapping[str, Any], *, tensor_parallel_size: int = 1,
 
     kinds = _layer_kinds(cfg, n_layers, source)
     window = cfg.get("sliding_window")
-    if "sliding" in kinds and not (isinstance(window, int) and window > 0):
+    if "sliding" in kinds and not (isinstance(window, int) and not isinstance(window, bool)
+                                   and 0 < window <= MAX_CONFIG_INT):
         raise KVModelError(f"{source}: sliding layers need a positive integer sliding_window")
     shared = cfg.get("num_kv_shared_layers") or 0
     if shared:
-        if not isinstance(shared, int) or shared >= n_layers:
+        if not isinstance(shared, int) or isinstance(shared, bool) or shared >= n_layers:
             raise KVModelError(f"{source}: num_kv_shared_layers must be < num_hidden_layers")
         notes.append(f"the last {shared} layers reuse earlier layers' KV cache "
                      "(num_kv_shared_layers): no cache of their own")
@@ -350,7 +388,10 @@ def _linear_state_bytes(cfg: Mapping[str, Any], tp: int, model_dtype: str, sourc
         return (conv_dim // tp * (kern - 1) + vh // tp * vd * kd) * el
     if cfg.get("mamba_d_state"):
         hidden = _int(cfg, "hidden_size", source)
-        inter = int(cfg.get("mamba_expand", 2)) * hidden
+        expand = cfg.get("mamba_expand", 2)
+        if not isinstance(expand, int) or isinstance(expand, bool) or not 1 <= expand <= 64:
+            raise KVModelError(f"{source}: mamba_expand must be an integer from 1 to 64")
+        inter = expand * hidden
         d_conv = _int(cfg, "mamba_d_conv", source)
         d_state = _int(cfg, "mamba_d_state", source)
         if inter % tp:

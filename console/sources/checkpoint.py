@@ -53,9 +53,25 @@ from typing import Any, Literal
 from pydantic import Field
 
 from seat_console.sources import Frozen
+from seat_console.sources.untrusted import (
+    InputError,
+    compile_re2,
+    get_dict,
+    get_int,
+    get_str,
+    load_json,
+)
 
 MAX_HEADER_BYTES = 100_000_000
 """The safetensors library refuses headers larger than this (``MAX_HEADER_SIZE``, tensor.rs)."""
+
+MAX_TENSOR_DIMS = 64
+"""Most dimensions a tensor's ``shape`` may have (PyTorch's limit is 64; real tensors have at
+most 5). A longer shape is refused before ``math.prod`` multiplies thousands of big integers."""
+
+MAX_CONFIG_BYTES = 16 << 20
+"""Largest ``config.json`` / ``hf_quant_config.json`` / index file read (16 MiB; the index of a
+~90,000-tensor DeepSeek-V3 checkpoint is ~9 MB)."""
 
 DTYPE_BITS: dict[str, int] = {
     "BOOL": 8, "U8": 8, "I8": 8, "F8_E5M2": 8, "F8_E4M3": 8, "F8_E8M0": 8,
@@ -245,6 +261,13 @@ def _parse_header(p: Path) -> tuple[int, int, dict[str, str] | None, list[_RawTe
         raise SafetensorsHeaderError(
             p, 8 + len(text[:exc.pos].encode("utf-8")), f"header is not valid JSON: {exc.msg}"
         ) from None
+    except RecursionError:
+        # Only nesting this deep exhausts the C parser's recursion guard; the checks below
+        # refuse any entry nested more than 3 levels, so no depth pre-scan is needed.
+        raise SafetensorsHeaderError(p, 8, "header nests arrays/objects too deeply to parse"
+                                     ) from None
+    except ValueError as exc:  # an integer literal above Python's 4,300-digit limit
+        raise SafetensorsHeaderError(p, 8, f"header is not acceptable JSON: {exc}") from None
     if not isinstance(obj, dict):
         raise SafetensorsHeaderError(p, 8, f"header is a JSON {type(obj).__name__}, not an object")
     meta = obj.pop("__metadata__", None)
@@ -266,14 +289,19 @@ def _parse_header(p: Path) -> tuple[int, int, dict[str, str] | None, list[_RawTe
         if not isinstance(dtype, str):
             raise bad(name, "missing or non-string dtype")
         if type(shape) is not list:
-            raise bad(name, f"shape must be a list of non-negative integers, got {shape!r}")
+            raise bad(name, f"shape must be a list of non-negative integers, got "
+                            f"{_clip(repr(shape))}")
+        if len(shape) > MAX_TENSOR_DIMS:
+            raise bad(name, f"shape has {len(shape):,} dimensions (at most {MAX_TENSOR_DIMS})")
         for d in shape:
             if type(d) is not int or d < 0:
-                raise bad(name, f"shape must be a list of non-negative integers, got {shape!r}")
+                raise bad(name, f"shape must be a list of non-negative integers, got "
+                                f"{_clip(repr(shape))}")
         if not (isinstance(offsets, list) and len(offsets) == 2
                 and type(offsets[0]) is int and type(offsets[1]) is int
                 and offsets[0] >= 0 and offsets[1] >= 0):
-            raise bad(name, f"data_offsets must be two non-negative integers, got {offsets!r}")
+            raise bad(name, f"data_offsets must be two non-negative integers, got "
+                            f"{_clip(repr(offsets))}")
         begin, end = offsets
         if end < begin:
             raise bad(name, f"data_offsets end {end} is before begin {begin}")
@@ -324,8 +352,25 @@ def is_castable(name: str, dtype: str, quantised: bool) -> bool:
     return not (quantised and QUANT_AUX_RE.search(name))
 
 
-def classify_role(name: str, ple_pattern: re.Pattern[str]) -> Role:
-    """The :data:`Role` of a tensor name (the PLE pattern is tested first)."""
+def _clip(text: str, limit: int = 120) -> str:
+    return text if len(text) <= limit else f"{text[:limit]}… ({len(text):,} characters)"
+
+
+def compile_ple_pattern(pattern: str) -> Any:
+    """The PLE tensor-name pattern compiled with RE2 (linear-time matching: a pattern such as
+    ``(\\w+\\.?)*x$`` cannot hang the scan, as it did with Python ``re``).
+
+    Raises :class:`CheckpointError` naming ``ple_tensor_pattern`` for a pattern RE2 refuses
+    (look-arounds, back-references) or that is not a string."""
+    try:
+        return compile_re2(pattern, "ple_tensor_pattern")
+    except InputError as exc:
+        raise CheckpointError(str(exc)) from None
+
+
+def classify_role(name: str, ple_pattern: Any) -> Role:
+    """The :data:`Role` of a tensor name (the PLE pattern, an RE2 or ``re`` program with
+    ``.search``, is tested first)."""
     if ple_pattern.search(name):
         return "ple"
     if _EMBED_RE.search(name):
@@ -492,10 +537,26 @@ class QuantScheme(Frozen):
 
 
 def _as_int(v: Any) -> int | None:
-    try:
-        return int(v) if v is not None else None
-    except (TypeError, ValueError):
+    """``v`` as a non-negative int when it is one (not a ``bool``: ``true`` is not 1 byte) or
+    a string of up to 20 decimal digits; else ``None`` (a negative size is unknown, not a
+    size)."""
+    if isinstance(v, bool):
         return None
+    if isinstance(v, int):
+        return v if v >= 0 else None
+    if isinstance(v, str) and v.strip().isascii() and v.strip().isdigit() and len(v) <= 20:
+        return int(v)
+    return None
+
+
+def _strs(v: Any) -> list[str]:
+    """A list of strings from a JSON value: a list keeps its string items, anything else is
+    empty (a bare string is not iterated character by character)."""
+    return [x for x in v if isinstance(x, str)] if isinstance(v, list) else []
+
+
+def _algo(v: Any) -> str | None:
+    return v.upper() if isinstance(v, str) and v else None
 
 
 def parse_quant_config(config: dict[str, Any] | None,
@@ -505,6 +566,8 @@ def parse_quant_config(config: dict[str, Any] | None,
     ``config.json`` ``quantization_config`` wins when both are present (vLLM reads it first,
     ``vllm/config/model.py`` ``_parse_quant_hf_config``); ``hf_quant_config.json`` (ModelOpt's
     legacy file, ``{"producer": …, "quantization": {"quant_algo": …}}``) otherwise.
+    Never raises: a field of the wrong JSON type (an object where a list is expected, a number
+    where a string is, ``null``) is read as absent.
     """
     qc = (config or {}).get("quantization_config") if isinstance(config, dict) else None
     if isinstance(qc, dict):
@@ -519,46 +582,47 @@ def parse_quant_config(config: dict[str, Any] | None,
     return QuantScheme()
 
 
+def _per_layer(layers: dict[str, Any]) -> dict[str, str]:
+    return {str(k): _algo(v.get("quant_algo")) or "?"
+            for k, v in layers.items() if isinstance(v, dict)}
+
+
 def _scheme_from(qc: dict[str, Any], source: str) -> QuantScheme:
-    method = qc.get("quant_method")
-    if "quantization" in qc and isinstance(qc["quantization"], dict):  # ModelOpt nested form
+    method = get_str(qc, "quant_method")
+    if isinstance(qc.get("quantization"), dict):  # ModelOpt nested form
         q = qc["quantization"]
-        layers = q.get("quantized_layers") or {}
         return QuantScheme(
-            declared=True, source=source, method=str(method) if method else None,
-            quant_algo=str(q.get("quant_algo")).upper() if q.get("quant_algo") else None,
-            kv_cache_quant_algo=(str(q["kv_cache_quant_algo"]).upper()
-                                 if q.get("kv_cache_quant_algo") else None),
+            declared=True, source=source, method=method or None,
+            quant_algo=_algo(q.get("quant_algo")),
+            kv_cache_quant_algo=_algo(q.get("kv_cache_quant_algo")),
             group_size=_as_int(q.get("group_size")),
-            per_layer={str(k): str((v or {}).get("quant_algo", "?")).upper()
-                       for k, v in layers.items() if isinstance(v, dict)},
-            exclude=[str(x) for x in q.get("exclude_modules") or []],
+            per_layer=_per_layer(get_dict(q, "quantized_layers")),
+            exclude=_strs(q.get("exclude_modules")),
             extra={k: v for k, v in qc.items() if k in ("producer",)},
         )
     groups = []
-    for gname, g in (qc.get("config_groups") or {}).items():
+    for gname, g in get_dict(qc, "config_groups").items():
         if isinstance(g, dict):
-            groups.append(QuantGroup(name=str(gname), targets=[str(t) for t in g.get("targets")
-                                                              or []],
-                                     format=g.get("format"), weights=g.get("weights"),
-                                     input_activations=g.get("input_activations")))
+            groups.append(QuantGroup(
+                name=str(gname), targets=_strs(g.get("targets")), format=get_str(g, "format"),
+                weights=g["weights"] if isinstance(g.get("weights"), dict) else None,
+                input_activations=(g["input_activations"]
+                                   if isinstance(g.get("input_activations"), dict) else None)))
     kv_scheme = qc.get("kv_cache_scheme") if isinstance(qc.get("kv_cache_scheme"), dict) else None
-    kv_algo = qc.get("kv_cache_quant_algo")
+    kv_algo = _algo(qc.get("kv_cache_quant_algo"))
     if kv_algo is None and kv_scheme and kv_scheme.get("type") == "float" \
-            and kv_scheme.get("num_bits") == 8:
+            and get_int(kv_scheme, "num_bits") == 8:
         kv_algo = "FP8"
-    layers = qc.get("quantized_layers") or {}
     extra_keys = ("fmt", "weight_block_size", "activation_scheme", "bits", "quant_type")
     return QuantScheme(
-        declared=True, source=source, method=str(method) if method else None,
-        quant_algo=str(qc.get("quant_algo")).upper() if qc.get("quant_algo") else None,
-        kv_cache_quant_algo=str(kv_algo).upper() if kv_algo else None,
+        declared=True, source=source, method=method or None,
+        quant_algo=_algo(qc.get("quant_algo")),
+        kv_cache_quant_algo=kv_algo,
         kv_cache_scheme=kv_scheme, group_size=_as_int(qc.get("group_size")),
-        format=qc.get("format"),
-        per_layer={str(k): str((v or {}).get("quant_algo", "?")).upper()
-                   for k, v in layers.items() if isinstance(v, dict)},
+        format=get_str(qc, "format"),
+        per_layer=_per_layer(get_dict(qc, "quantized_layers")),
         groups=groups,
-        exclude=[str(x) for x in (qc.get("ignore") or qc.get("exclude_modules") or [])],
+        exclude=_strs(qc.get("ignore")) or _strs(qc.get("exclude_modules")),
         extra={k: qc[k] for k in extra_keys if k in qc},
     )
 
@@ -629,14 +693,24 @@ class CheckpointSummary(Frozen):
 
 
 def _read_json(path: Path) -> tuple[dict[str, Any] | None, str | None]:
+    """``(object, None)``, ``(None, None)`` when absent, or ``(None, reason naming the file)``
+    for a file that is unreadable, above :data:`MAX_CONFIG_BYTES`, not bounded JSON
+    (:func:`~seat_console.sources.untrusted.load_json`) or not an object."""
     try:
-        data = json.loads(path.read_text("utf-8"))
+        with path.open("rb") as fh:
+            size = os.fstat(fh.fileno()).st_size
+            if size > MAX_CONFIG_BYTES:
+                return None, (f"{path}: {size:,} bytes is above the {MAX_CONFIG_BYTES:,}-byte "
+                              "limit for a JSON file of a checkpoint")
+            raw = fh.read(MAX_CONFIG_BYTES + 1)
     except FileNotFoundError:
         return None, None
-    except (OSError, UnicodeDecodeError) as exc:
-        return None, f"{path}: cannot read: {exc}"
-    except json.JSONDecodeError as exc:
-        return None, f"{path}: not valid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}"
+    except OSError as exc:
+        return None, f"{path}: cannot read: {exc.strerror or exc}"
+    try:
+        data = load_json(raw, str(path), max_bytes=MAX_CONFIG_BYTES)
+    except InputError as exc:
+        return None, str(exc)
     if not isinstance(data, dict):
         return None, f"{path}: top level is a JSON {type(data).__name__}, expected an object"
     return data, None
@@ -661,11 +735,7 @@ def scan_checkpoint(directory: str | os.PathLike[str], *,
         raise CheckpointError(f"{root}: not a directory (give the checkpoint directory holding "
                               "config.json and the *.safetensors files)")
     pattern_text = ple_pattern or DEFAULT_PLE_PATTERN
-    try:
-        ple_re = re.compile(pattern_text)
-    except re.error as exc:
-        raise CheckpointError(f"ple_tensor_pattern {pattern_text!r} is not a valid regular "
-                              f"expression: {exc}") from None
+    ple_re = compile_ple_pattern(pattern_text)
     problems: list[CheckpointProblem] = []
 
     config, err = _read_json(root / "config.json")
@@ -695,8 +765,15 @@ def scan_checkpoint(directory: str | os.PathLike[str], *,
         if err or idx is None or not isinstance(idx.get("weight_map"), dict):
             raise CheckpointError(err or f"{index_file}: no 'weight_map' object; the index "
                                   "must map tensor names to shard files")
-        weight_map = {str(k): str(v) for k, v in idx["weight_map"].items()}
-        meta = idx.get("metadata") if isinstance(idx.get("metadata"), dict) else {}
+        weight_map = {}
+        for k, v in idx["weight_map"].items():
+            if not isinstance(v, str) or not _plain_file_name(v):
+                raise CheckpointError(
+                    f"{index_file}: weight_map[{_clip(repr(k))}] = {_clip(repr(v))} is not a "
+                    "shard file name in this directory (a plain name such as "
+                    "'model-00001-of-00002.safetensors')")
+            weight_map[k] = v
+        meta = get_dict(idx, "metadata")
         index_summary = IndexSummary(file=index_file.name,
                                      total_size=_as_int(meta.get("total_size")),
                                      tensors_listed=len(weight_map),
@@ -867,6 +944,12 @@ def scan_checkpoint(directory: str | os.PathLike[str], *,
         unknown_dtypes=unknown, ple_pattern=pattern_text, tp=split.build(),
         tensors=kept,
     )
+
+
+def _plain_file_name(name: str) -> bool:
+    """A file name inside the checkpoint directory: no separator, not ``.``/``..``, no NUL."""
+    return bool(name) and "/" not in name and "\\" not in name and "\0" not in name \
+        and name not in (".", "..")
 
 
 class TpSplitBuilder:
