@@ -149,6 +149,39 @@ def _seat_container(nctx: NodeContext) -> Any | None:
         client.close()
 
 
+# -- the fit budget of both arms ---------------------------------------------------------------
+def fit_summary(nctx: NodeContext) -> dict[str, Any]:
+    """The fit budget of the resident (A) and the candidate (B) from the profile and the
+    checkpoints (``seat-console fit --no-live``'s pipeline): per arm ``name``, ``kv_tokens``
+    (predicted KV capacity, tokens), ``max_concurrency``, ``fits`` and ``words``; plus
+    ``kv_tokens_ratio`` (resident/candidate). ``{"problem": …}`` when it cannot be computed
+    (the compare goes on; the report says "fit: not recorded")."""
+    try:
+        from seat_console.commands.fit_cmd import to_json
+        from seat_console.sources.fit_source import (
+            WhatIf,
+            compute_budgets,
+            gather_fit_inputs,
+            host_memory,
+        )
+
+        inputs = gather_fit_inputs(nctx.loaded, None, gpu_unavailable="not read by compare",
+                                   host=host_memory(), containers=None)
+        comp, overlay = compute_budgets(inputs, WhatIf())
+        doc = json.loads(to_json(inputs, comp, overlay, nctx.loaded.source))
+    except Exception as exc:  # noqa: BLE001 - the budget is context, not a precondition
+        return {"problem": f"{type(exc).__name__}: {exc}"}
+    out: dict[str, Any] = {"kv_tokens_ratio": doc.get("kv_tokens_ratio"),
+                           "source": "seat-console fit --no-live (profile + checkpoints)"}
+    for arm, side in (("A", "resident"), ("B", "candidate")):
+        d = doc.get(side) or {}
+        v = d.get("verdict") if isinstance(d.get("verdict"), dict) else {}
+        out[arm] = {"name": d.get("name"), "kv_tokens": d.get("kv_tokens"),
+                    "max_concurrency": d.get("max_concurrency"), "fits": v.get("fits"),
+                    "words": v.get("words") or d.get("unavailable") or d.get("no_verdict")}
+    return out
+
+
 # -- one leg's measurement --------------------------------------------------------------------
 def measure_leg(nctx: NodeContext, leg: LegPlan, bracket_id: str, cmp_dir: Path,
                 opts: CompareOptions) -> dict[str, Any]:
@@ -432,7 +465,8 @@ def run_compare(rb: Runbook, cmp_dir: Path, opts: CompareOptions,
     ``failed`` with the reason)."""
     cmp_dir.mkdir(parents=True, exist_ok=True)
     rb.ctx.facts["compare_started_at"] = utcnow().isoformat()
-    _write_json(cmp_dir / "compare.json", compare_record(rb, opts, "running"))
+    fit = fit_summary(nctx) if nctx is not None else {"problem": "no node context"}
+    _write_json(cmp_dir / "compare.json", {**compare_record(rb, opts, "running"), "fit": fit})
     res = rb.run()
     legs_ok = True
     for leg in res.facts.get("legs") or []:
@@ -441,7 +475,7 @@ def run_compare(rb: Runbook, cmp_dir: Path, opts: CompareOptions,
         except (OSError, ValueError, KeyError):
             legs_ok = False
     status = ("complete" if res.ok and legs_ok else "incomplete" if res.ok else "failed")
-    doc = compare_record(rb, opts, status, result=res)
+    doc = {**compare_record(rb, opts, status, result=res), "fit": fit}
     if nctx is not None:  # read the seat back rather than trusting the runbook's outcome
         try:
             c = _seat_container(nctx)

@@ -85,7 +85,9 @@ def _bracket(tmp_path: Path, speed_b: float, b_ids: list[int]) -> Path:
                               canaries=[_canary("x", r, r < 9) for r in range(10)]))
     (cmp_dir / "compare.json").write_text(json.dumps({
         "bracket_id": "br-1", "order": "ABBA", "rounds": 1, "legs": legs,
-        "status": "complete", "restored": True, "hold_released": True}))
+        "status": "complete", "restored": True, "hold_released": True,
+        "fit": {"A": {"name": "resident-fp8", "kv_tokens": 9_500, "fits": True, "words": "fits"},
+                "B": {"name": "candidate-bf16", "kv_tokens": 4_200, "fits": True}}}))
     return cmp_dir
 
 
@@ -106,7 +108,9 @@ def test_bracket_report(tmp_path: Path) -> None:
     (cn,) = _claims(rep, "canaries (arithmetic)")
     assert _rules(cn) == {rp.RULE_OVERLAP} and "no difference can be claimed" in cn["statement"]
     assert rep["arms"]["B"]["identity"]["patch_sha256s"] == ["/opt/vllm/x.py=" + "c" * 64]
+    assert rep["arms"]["B"]["fit"]["kv_tokens"] == 4_200
     md = rp.render_markdown(rep)
+    assert "fit budget: candidate-bf16 — predicted KV 4,200 tokens — fits" in md
     for section in ("## Identity per arm", "## Fit budget and engine KV capacity",
                     "## Fidelity", "## Canaries", "## Claims", "## Raw files (SHA-256)"):
         assert section in md

@@ -232,7 +232,7 @@ def build_report(inputs: Inputs, now: datetime | None = None) -> dict[str, Any]:
             "identity_consistent": len(idents) == 1,
             "kv_cache_tokens": kv[arm],
             "kv_cache_tokens_per_leg": {_run_name(r): r.kv_cache_tokens for r in rs},
-            "fit": next((dict(r.fit) for r in rs if r.fit), None),
+            "fit": next((dict(r.fit) for r in rs if r.fit), None) or _cmp_fit(inputs, arm),
             "runs": [{"name": _run_name(r), "run_id": r.run_id, "path": str(r.path),
                       "status": r.status, "started_at": _iso(r.started_at),
                       "ended_at": _iso(r.ended_at), "identity": r.identity.as_dict()}
@@ -303,6 +303,13 @@ def build_report(inputs: Inputs, now: datetime | None = None) -> dict[str, Any]:
         "rules": RULES,
         "files": dict(inputs.files),
     }
+
+
+def _cmp_fit(inputs: Inputs, arm: str) -> dict[str, Any] | None:
+    """The fit budget the comparison recorded for ``arm`` (``compare.json`` → ``fit``)."""
+    fit = (inputs.comparison or {}).get("fit")
+    v = fit.get(arm) if isinstance(fit, Mapping) else None
+    return dict(v) if isinstance(v, Mapping) else None
 
 
 def _iso(t: datetime | None) -> str | None:
@@ -477,7 +484,7 @@ def render_markdown(rep: Mapping[str, Any]) -> str:
                  f"(engine startup log; per leg: "
                  + ", ".join(f"{k} {'unknown' if x is None else f'{x:,}'}"
                              for k, x in v["kv_cache_tokens_per_leg"].items()) + ")"
-                 + (f"; fit: {_cell(v['fit'])}" if v.get("fit") else "; fit: not recorded"))
+                 + "; fit budget: " + _fit_text(v.get("fit")))
     if rep.get("kv_ratio_resident_over_candidate"):
         L.append(f"- resident/candidate KV ratio: "
                  f"{rep['kv_ratio_resident_over_candidate']:.2f}×")
@@ -541,6 +548,19 @@ def render_markdown(rep: Mapping[str, Any]) -> str:
           "re-checks them.", "", "| sha256 | path |", "|---|---|"]
     L += [f"| `{h}` | {p} |" for p, h in rep["files"].items()]
     return "\n".join(L) + "\n"
+
+
+def _fit_text(fit: Mapping[str, Any] | None) -> str:
+    if not fit:
+        return "not recorded"
+    kv = fit.get("kv_tokens")
+    parts = [f"{fit.get('name') or 'unnamed'}"]
+    parts.append("predicted KV " + ("unknown" if kv is None else f"{kv:,} tokens"))
+    if fit.get("fits") is not None:
+        parts.append("fits" if fit["fits"] else "DOES NOT FIT")
+    if fit.get("words"):
+        parts.append(str(fit["words"]))
+    return " — ".join(parts)
 
 
 def _yn(v: Any) -> str:
