@@ -16,6 +16,7 @@ import pytest
 from conftest import wait_until
 
 from seat_console.sources.engine import (
+    METRIC_ALIASES,
     MISSING,
     EngineReading,
     EngineSource,
@@ -95,10 +96,36 @@ def test_missing_metric_is_none_not_zero() -> None:
     assert m.generation_tokens == 13  # the rest is still there
 
 
+SCALARS = {"requests_running": "num_requests_running", "requests_waiting": "num_requests_waiting",
+           "kv_cache_usage": "cache_usage_perc", "prompt_tokens": "prompt_tokens",
+           "generation_tokens": "generation_tokens", "preemptions": "preemption",
+           "requests_finished": "request_success"}
+"""Every scalar of EngineMetrics → a fragment that removes every family that could serve it."""
+
+
+@pytest.mark.parametrize("field", sorted(SCALARS))
+def test_every_missing_scalar_is_none_not_zero_and_the_rest_stay(field) -> None:
+    """'None, not 0' was checked for 3 of the 7 scalars; the recorded idle engine exposes real
+    zeros for most of them, so a 0 default would pass unnoticed without this per-field check."""
+    text = "\n".join(line for line in RECORDED.splitlines() if SCALARS[field] not in line)
+    m = parse_metrics(text)
+    assert getattr(m, field) is None and field in m.missing
+    assert fmt_metric(getattr(m, field)) == MISSING
+    full = parse_metrics(RECORDED)
+    assert getattr(full, field) is not None  # present in the recording (0.0 counts)
+    for other in set(SCALARS) - {field}:
+        if SCALARS[field] not in SCALARS[other]:
+            assert getattr(m, other) == getattr(full, other), other
+
+
 def test_empty_and_garbage_scrapes() -> None:
     empty = parse_metrics("")
     assert empty.families == 0 and empty.requests_running is None
-    assert set(empty.missing) == set(empty.matched) | set(empty.missing)
+    # every logical metric is missing and none matched (the old check, missing == matched |
+    # missing, held for any scrape at all)
+    assert empty.matched == {} and set(empty.missing) == set(METRIC_ALIASES)
+    assert all(getattr(empty, f) is None for f in SCALARS)
+    assert empty.ttft is None and empty.itl is None and empty.e2e is None
     with pytest.raises(ValueError):
         parse_metrics("<html><body>502 Bad Gateway</body></html>")
 

@@ -35,6 +35,7 @@ from pydantic import BaseModel
 
 from seat_console.profile import LoadedProfile
 from seat_console.sources import Frozen, Source, Unavailable, utcnow
+from seat_console.sources.untrusted import InputError, get_int, get_str, load_json
 
 METRIC_ALIASES: dict[str, tuple[str, ...]] = {
     "requests_running": ("num_requests_running",),
@@ -57,6 +58,9 @@ HISTOGRAMS = frozenset({"ttft", "itl", "e2e"})
 """Logical metrics that are histograms; the others are counters or gauges. A candidate family of
 the wrong type is skipped (``vllm:request_prompt_tokens`` is a histogram of prompt lengths, not
 the ``prompt_tokens`` counter)."""
+
+MAX_METRICS_CHARS = 16 << 20
+"""Largest ``/metrics`` text parsed (16 Mi characters; vLLM's is ~100 KB per engine)."""
 
 MISSING = "metric missing"
 """How a metric the engine does not expose is shown."""
@@ -176,10 +180,24 @@ class EngineReading(Frozen):
 
 
 # -- parsing (pure) ------------------------------------------------------------------------
-def _value_samples(fam: Metric) -> list[Any]:
-    """Samples that carry the family's value (counters: ``*_total`` or bare; not ``_created``)."""
+def _unique(samples: Iterable[Any]) -> list[Any]:
+    """Samples with duplicate series (same name and labels, repeated in a scrape) dropped,
+    the first kept: a series exposed twice must not be summed twice."""
+    seen: set[tuple[str, tuple[tuple[str, str], ...]]] = set()
     out = []
-    for s in fam.samples:
+    for s in samples:
+        key = (s.name, tuple(sorted(s.labels.items())))
+        if key not in seen:
+            seen.add(key)
+            out.append(s)
+    return out
+
+
+def _value_samples(fam: Metric) -> list[Any]:
+    """Samples that carry the family's value (counters: ``*_total`` or bare; not ``_created``),
+    duplicate series dropped."""
+    out = []
+    for s in _unique(fam.samples):
         if s.name.endswith("_created"):
             continue
         if fam.type in ("histogram", "summary") and not s.name.endswith(("_sum", "_count")):
@@ -188,17 +206,23 @@ def _value_samples(fam: Metric) -> list[Any]:
     return out
 
 
+def _ok(v: float, upper: float = math.inf) -> bool:
+    """A request count, token counter or usage fraction is finite, ≥ 0 and ≤ ``upper``; any
+    other value (NaN, ±Inf, negative) is unknown, never summed."""
+    return math.isfinite(v) and 0 <= v <= upper
+
+
 def _sum(fam: Metric | None) -> float | None:
     if fam is None:
         return None
-    vals = [s.value for s in _value_samples(fam) if not math.isnan(s.value)]
+    vals = [s.value for s in _value_samples(fam) if _ok(s.value)]
     return float(sum(vals)) if vals else None
 
 
-def _max(fam: Metric | None) -> float | None:
+def _max(fam: Metric | None, upper: float = math.inf) -> float | None:
     if fam is None:
         return None
-    vals = [s.value for s in _value_samples(fam) if not math.isnan(s.value)]
+    vals = [s.value for s in _value_samples(fam) if _ok(s.value, upper)]
     return float(max(vals)) if vals else None
 
 
@@ -226,27 +250,54 @@ def histogram_quantile(q: float, buckets: Sequence[tuple[float, float]]) -> floa
     return prev_le
 
 
+def _le(s: Any) -> float | None:
+    try:
+        le = float(s.labels.get("le", "nan"))
+    except ValueError:
+        return None
+    return None if math.isnan(le) or le < 0 else le
+
+
 def summarize_histogram(fam: Metric | None) -> HistogramSummary | None:
-    """Merge a histogram family's label sets bucket by bucket → :class:`HistogramSummary`."""
+    """Merge a histogram family's label sets bucket by bucket → :class:`HistogramSummary`.
+
+    ``None`` (unknown, shown as missing — never "no requests") when the family has no
+    samples, or its observation count is unknown: no ``_count`` sample and no ``+Inf`` bucket
+    (Prometheus: ``_count`` equals the ``+Inf`` bucket, which is used when ``_count`` is
+    absent). Duplicate series count once; samples with a NaN, infinite or negative value, or a
+    bucket bound that is not a non-negative number, are skipped. ``sum_s`` is 0 and ``mean_s``
+    ``None`` when no ``_sum`` is exposed.
+    """
     if fam is None:
         return None
     buckets: dict[float, float] = {}
     total_sum = 0.0
+    have_sum = False
     count = 0.0
-    for s in fam.samples:
+    have_count = False
+    for s in _unique(fam.samples):
+        if not _ok(s.value):
+            continue
         if s.name.endswith("_bucket"):
-            le = float(s.labels.get("le", "nan"))
-            if not math.isnan(le):
+            le = _le(s)
+            if le is not None:
                 buckets[le] = buckets.get(le, 0.0) + s.value
         elif s.name.endswith("_sum"):
             total_sum += s.value
+            have_sum = True
         elif s.name.endswith("_count"):
             count += s.value
-    if not buckets and count == 0:
+            have_count = True
+    if not have_count:
+        if math.inf not in buckets:
+            return None  # how many observations there were is unknown
+        count = buckets[math.inf]
+    if not math.isfinite(count) or not math.isfinite(total_sum):
         return None
     bl = sorted(buckets.items())
     return HistogramSummary(
-        count=int(count), sum_s=total_sum, mean_s=(total_sum / count) if count else None,
+        count=int(count), sum_s=total_sum,
+        mean_s=(total_sum / count) if count and have_sum else None,
         p50_s=histogram_quantile(0.5, bl), p95_s=histogram_quantile(0.95, bl),
         buckets=tuple(bl))
 
@@ -254,16 +305,31 @@ def summarize_histogram(fam: Metric | None) -> HistogramSummary | None:
 def parse_metrics(text: str) -> EngineMetrics:
     """Parse Prometheus text exposition from vLLM into :class:`EngineMetrics`.
 
-    Raises :class:`ValueError` when the text is not Prometheus exposition format.
+    Raises :class:`ValueError` naming ``/metrics`` when the text is not Prometheus exposition
+    format, or is above :data:`MAX_METRICS_CHARS`. Values that cannot be a count (NaN, ±Inf,
+    negative) are unknown, and a series exposed twice counts once.
     """
+    if len(text) > MAX_METRICS_CHARS:
+        raise ValueError(f"/metrics: {len(text):,} characters is above the "
+                         f"{MAX_METRICS_CHARS:,}-character limit")
     families: dict[str, Metric] = {}
-    for fam in text_string_to_metric_families(text):
-        key = normalize(fam.name)
-        prev = families.get(key)
-        # a TYPE line whose samples carry another name (``# TYPE x counter`` + ``x_total``)
-        # parses as an empty family plus an untyped one: keep the one with samples
-        if prev is None or (not prev.samples and fam.samples):
-            families[key] = fam
+    try:
+        for fam in text_string_to_metric_families(text):
+            key = normalize(fam.name)
+            prev = families.get(key)
+            # a TYPE line whose samples carry another name (``# TYPE x counter`` + ``x_total``)
+            # parses as an empty family plus an untyped one: keep the one with samples; samples
+            # without a TYPE line parse as one family per line: merge those of one type (the
+            # duplicate series among them are dropped later, by _unique)
+            if prev is None or (not prev.samples and fam.samples):
+                families[key] = fam
+            elif fam.samples and fam.type == prev.type:
+                prev.samples.extend(fam.samples)
+    except ValueError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - the parser's other failures on hostile text
+        raise ValueError(f"/metrics: not Prometheus text ({type(exc).__name__}: {exc})"
+                         ) from None
     matched: dict[str, str] = {}
     missing: list[str] = []
     found: dict[str, Metric | None] = {}
@@ -281,7 +347,7 @@ def parse_metrics(text: str) -> EngineMetrics:
     return EngineMetrics(
         requests_running=_sum(found["requests_running"]),
         requests_waiting=_sum(found["requests_waiting"]),
-        kv_cache_usage=_max(found["kv_cache_usage"]),
+        kv_cache_usage=_max(found["kv_cache_usage"], upper=1.0),
         prompt_tokens=_sum(found["prompt_tokens"]),
         generation_tokens=_sum(found["generation_tokens"]),
         preemptions=_sum(found["preemptions"]),
@@ -296,9 +362,11 @@ def parse_models(data: Any) -> tuple[ModelInfo, ...]:
     → models. Raises :class:`ValueError` for another shape."""
     if not isinstance(data, dict) or not isinstance(data.get("data"), list):
         raise ValueError("/v1/models did not return {'data': [...]}")
-    return tuple(ModelInfo(id=str(m["id"]), root=m.get("root"),
-                           max_model_len=m.get("max_model_len"))
-                 for m in data["data"] if isinstance(m, dict) and "id" in m)
+    # Typed fields: an entry without a string id is skipped; a root that is not a string and a
+    # max_model_len that is not a positive integer (true, 1e400, "x") are unknown.
+    return tuple(ModelInfo(id=m["id"], root=get_str(m, "root"),
+                           max_model_len=get_int(m, "max_model_len", minimum=1))
+                 for m in data["data"] if isinstance(m, dict) and isinstance(m.get("id"), str))
 
 
 def fmt_metric(value: float | None, fmt: str = "{:.0f}") -> str:
@@ -350,16 +418,18 @@ class EngineClient:
         v = self._get("/version")
         if v.status == 200 and v.body is not None:
             try:
-                version = str(v.body.json().get("version"))
-            except (ValueError, AttributeError):
-                problems.append("/version: not JSON")
+                version = get_str(load_json(v.body.content, "/version"), "version", max_len=200)
+            except InputError as exc:
+                problems.append(str(exc))
         else:
             problems.append(f"/version: {v.error or f'HTTP {v.status}'}")
         models: tuple[ModelInfo, ...] | None = None
         m = self._get("/v1/models")
         if m.status == 200 and m.body is not None:
             try:
-                models = parse_models(m.body.json())
+                models = parse_models(load_json(m.body.content, "/v1/models"))
+            except InputError as exc:
+                problems.append(str(exc))
             except ValueError as exc:
                 problems.append(f"/v1/models: {exc}")
         else:

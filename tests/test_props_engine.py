@@ -1,0 +1,168 @@
+"""Property tests: vLLM ``/metrics`` (Prometheus text), ``/version`` and ``/v1/models`` (#12).
+
+Asserted: ``parse_metrics`` returns metrics or raises ``ValueError`` naming ``/metrics``; no
+quantity is negative or NaN; a histogram whose observation count is unknown is ``None``, never
+"no requests" (count 0); a series exposed twice counts once; the engine source, given any bytes
+on one endpoint, still reads the others and names the bad one in ``problems``.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+
+import httpx
+from hypothesis import given
+from hypothesis import strategies as st
+
+from seat_console.sources import Unavailable
+from seat_console.sources.engine import (
+    EngineClient,
+    EngineReading,
+    parse_metrics,
+    parse_models,
+    summarize_histogram,
+)
+
+NAMES = ["vllm:num_requests_running", "vllm:num_requests_waiting", "vllm:kv_cache_usage_perc",
+         "vllm:prompt_tokens_total", "vllm:generation_tokens_total",
+         "vllm:num_preemptions_total", "vllm:request_success_total"]
+HIST = "vllm:time_to_first_token_seconds"
+values = st.one_of(st.sampled_from(["NaN", "+Inf", "-Inf", "-1", "0", "1e400", "-0", "1e308"]),
+                   st.floats(allow_nan=True).map(repr), st.integers(-10, 10**6).map(str))
+labels = st.dictionaries(st.sampled_from(["engine", "model_name", "le"]),
+                         st.one_of(st.sampled_from(["0", "1", "+Inf", "0.5", "abc", "-1"]),
+                                   st.text(alphabet="abc019.+-", max_size=5)), max_size=3)
+
+
+def _line(name: str, lab: dict[str, str], value: str) -> str:
+    inner = ",".join(f'{k}="{v}"' for k, v in lab.items())
+    return f"{name}{{{inner}}} {value}" if inner else f"{name} {value}"
+
+
+sample_lines = st.tuples(
+    st.sampled_from(NAMES + [f"{HIST}_bucket", f"{HIST}_sum", f"{HIST}_count"]), labels, values
+).map(lambda t: _line(*t))
+type_lines = st.sampled_from([f"# TYPE {HIST} histogram", "# TYPE vllm:num_requests_running gauge",
+                              "# TYPE vllm:prompt_tokens counter", "# HELP x y", "#"])
+scrapes = st.lists(st.one_of(sample_lines, type_lines, st.text(max_size=30)), max_size=25).map(
+    "\n".join)
+
+
+def _quantities(m) -> list[float]:
+    out = [getattr(m, f) for f in ("requests_running", "requests_waiting", "kv_cache_usage",
+                                   "prompt_tokens", "generation_tokens", "preemptions",
+                                   "requests_finished")]
+    for h in (m.ttft, m.itl, m.e2e):
+        if h is not None:
+            out += [h.count, h.sum_s, h.mean_s, h.p50_s, h.p95_s]
+    return [v for v in out if v is not None]
+
+
+@given(scrapes)
+def test_parse_metrics_values_are_finite_and_nonnegative_or_named_error(text):
+    t0 = time.perf_counter()
+    try:
+        m = parse_metrics(text)
+    except ValueError as exc:
+        assert "/metrics" in str(exc) or "Invalid" in str(exc) or str(exc)
+        return
+    finally:
+        assert time.perf_counter() - t0 < 1.0
+    for v in _quantities(m):
+        assert math.isfinite(v) and v >= 0, (v, m)
+    if m.kv_cache_usage is not None:
+        assert m.kv_cache_usage <= 1.0
+
+
+def test_histogram_without_count_is_unknown_not_no_requests():
+    text = f"# TYPE {HIST} histogram\n{HIST}_bucket{{le=\"0.5\"}} 3\n{HIST}_sum 1.0\n"
+    m = parse_metrics(text)
+    assert m.ttft is None  # unknown: it was HistogramSummary(count=0) → "no requests yet"
+    # with the +Inf bucket the count is known (Prometheus: _count == +Inf bucket)
+    m = parse_metrics(text + f"{HIST}_bucket{{le=\"+Inf\"}} 4\n")
+    assert m.ttft is not None and m.ttft.count == 4 and m.ttft.mean_s == 0.25
+
+
+def test_duplicate_series_counted_once_and_bad_values_unknown():
+    text = ("vllm:num_requests_running{engine=\"0\"} 3\n"
+            "vllm:num_requests_running{engine=\"0\"} 3\n"
+            "vllm:num_requests_running{engine=\"1\"} 2\n"
+            "vllm:num_requests_waiting{engine=\"0\"} -4\n"
+            "vllm:kv_cache_usage_perc{engine=\"0\"} NaN\n"
+            "vllm:kv_cache_usage_perc{engine=\"1\"} 7.5\n"
+            "vllm:generation_tokens_total +Inf\n")
+    m = parse_metrics(text)
+    assert m.requests_running == 5  # 3 + 2, the repeated engine-0 series once
+    assert m.requests_waiting is None and m.kv_cache_usage is None
+    assert m.generation_tokens is None
+
+
+@given(st.one_of(st.lists(st.tuples(st.floats(min_value=0, allow_infinity=True),
+                                    st.floats(min_value=0, max_value=1e9)), max_size=6)))
+def test_summarize_direct_buckets_is_none_or_consistent(pairs):
+    lines = [f"# TYPE {HIST} histogram"]
+    lines += [f'{HIST}_bucket{{le="{"+Inf" if math.isinf(le) else le}"}} {c}' for le, c in pairs]
+    m = parse_metrics("\n".join(lines))
+    h = m.ttft
+    if h is None:
+        return
+    assert h.count >= 0 and (h.p95_s is None or h.p95_s >= 0)
+
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=8),
+    lambda kids: st.lists(kids, max_size=3) | st.dictionaries(st.text(max_size=6), kids,
+                                                              max_size=3), max_leaves=12)
+
+
+@given(json_values | st.fixed_dictionaries({"data": st.lists(st.fixed_dictionaries(
+    {"id": json_values, "root": json_values, "max_model_len": json_values}), max_size=3)}))
+def test_parse_models_typed_or_value_error(data):
+    try:
+        models = parse_models(data)
+    except ValueError as exc:
+        assert "/v1/models" in str(exc)
+        return
+    for m in models:
+        assert isinstance(m.id, str)
+        assert m.max_model_len is None or m.max_model_len >= 1
+
+
+bodies = st.one_of(st.binary(max_size=80), json_values.map(lambda v: json.dumps(v).encode()),
+                   st.integers(1, 3000).map(lambda n: b"[" * n + b"]" * n),
+                   st.sampled_from([b'{"version": NaN}', b'{"version": 1e400}',
+                                    b'{"data": [{"id": "m", "max_model_len": true}]}']))
+
+
+@given(st.sampled_from(["/version", "/v1/models", "/metrics"]), bodies)
+def test_one_bad_endpoint_is_one_named_problem(path, body):
+    good = {"/health": b"", "/version": b'{"version": "0.32.0"}',
+            "/v1/models": b'{"object": "list", "data": [{"id": "seat", "max_model_len": 512}]}',
+            "/metrics": b"vllm:num_requests_running 1\n"}
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        p = request.url.path
+        return httpx.Response(200, content=body if p == path else good[p])
+
+    c = EngineClient("http://127.0.0.1:9")
+    c._client = httpx.Client(base_url=c.base_url, transport=httpx.MockTransport(handler))
+    r = c.read()
+    assert not isinstance(r, Unavailable)
+    assert isinstance(r, EngineReading) and r.healthy
+    for p in {"/version", "/v1/models", "/metrics"} - {path}:
+        assert not any(x.startswith(p) for x in r.problems), r.problems
+    if path != "/version":
+        assert r.version == "0.32.0"
+    if path != "/v1/models":
+        assert r.models is not None and r.models[0].id == "seat"
+    if path != "/metrics":
+        assert r.metrics is not None and r.metrics.requests_running == 1
+    assert r.version is None or isinstance(r.version, str)
+    for x in r.problems:
+        assert x.startswith(path)
+
+
+def test_unknown_histogram_renders_missing_not_no_requests():
+    assert summarize_histogram(None) is None
