@@ -239,7 +239,8 @@ def make_fit_source(loaded: LoadedProfile, readings: LatestReadings) -> Source:
     client runs)."""
     from seat_console.sources.fit_source import FitSource
 
-    return FitSource(loaded, gpu_source=LatestReading(readings, "gpus"))
+    return FitSource(loaded, gpu_source=LatestReading(readings, "gpus"),
+                     containers_source=LatestReading(readings, "containers"))
 
 
 def resolve_factory(source: str | SourceFactory) -> SourceFactory:
@@ -613,6 +614,7 @@ class SeatConsoleApp(App[int]):
         Binding("ctrl+p", "command_palette", "palette", show=False, id="command-palette",
                 priority=True),
         Binding("escape", "leave_field", "leave field", key_display="Esc", id="leave-field"),
+        Binding("P", "probe", "probe", id="node.probe"),
     ]
     """Keys of the main screen. To add one: a ``Binding(key, action, description, id=...)``
     here and an ``action_<action>`` method; an id starting with :data:`NODE_ACTION_PREFIX`
@@ -1055,6 +1057,13 @@ class SeatConsoleApp(App[int]):
         self.push_screen(screen)
         self.call_after_refresh(lambda: panel.show(st.reading, st.last_good, st.last_good_at,
                                                    now=self.clock(), reading_at=st.reading_at))
+
+    def action_probe(self) -> None:
+        """The probe key (hidden under ``--readonly``): preflight, confirm, then the live probe
+        panel (``seat_console.probe.tui``); again while it runs reopens the panel."""
+        from seat_console.probe.tui import attach
+
+        attach(self)()
 
     def action_help(self) -> None:
         """``?``: open the help screen."""

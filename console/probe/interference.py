@@ -238,6 +238,8 @@ class InterferenceMonitor:
                     r = counters_reset(self._counters0, c)
                     if r:
                         self._disrupt("engine-reset", r)
+        if self.on_change:
+            self.on_change()   # the live panel shows the engine's queues from this round
 
     async def _loop(self) -> None:
         while True:

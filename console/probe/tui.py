@@ -1,0 +1,192 @@
+"""The TUI side of the probe: the probe key's flow, kept out of ``console/app.py``.
+
+:class:`ProbeController` (one per app): the probe key runs :func:`~.run.preflight` in a daemon
+thread (never on the UI thread), then shows the plan in the confirmation modal
+(``seat_console.widgets.confirm.ConfirmScreen`` when issue 7's modal is present, else
+:class:`PlanConfirm`), and on "yes" runs the probe in its own thread with its own event loop.
+The live panel (:class:`~seat_console.widgets.probe.ProbeScreen`) redraws four times a second
+from the run's :class:`~.run.Progress` (pure computation, no I/O on the UI thread). Pressing the
+key again while a probe runs reopens the live screen; ``x`` there stops it (kept as
+interrupted). Preflight refusals (no hold, engine down) are shown as an error notification.
+A forced probe (no hold) is not offered in the TUI: use the CLI's ``--force --reason``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Callable
+from typing import Any, ClassVar
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import Vertical
+from textual.screen import ModalScreen
+from textual.widgets import Static
+
+REDRAW_S = 0.25
+"""Live panel redraw period, seconds."""
+
+
+class PlanConfirm(ModalScreen[bool]):
+    """Fallback confirmation (y / n / Escape) listing the plan, used when issue 7's
+    ``widgets/confirm.py`` is not available."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("y", "answer(True)", "yes", id="confirm-yes"),
+        Binding("n,escape", "answer(False)", "no", id="confirm-no"),
+    ]
+    DEFAULT_CSS = """
+    PlanConfirm { align: center middle; }
+    PlanConfirm > Vertical { width: 90; height: auto; border: thick $warning; padding: 1 2; }
+    """
+
+    def __init__(self, title: str, lines: list[str]) -> None:
+        super().__init__()
+        self._title = title
+        self._lines = lines
+
+    def compose(self) -> ComposeResult:
+        body = Text(self._title + "\n\n", style="bold")
+        body.append("\n".join(self._lines) + "\n\n")
+        body.append("y: start the probe   n / Esc: cancel", style="bold")
+        with Vertical():
+            yield Static(body)
+
+    def action_answer(self, yes: bool) -> None:
+        """Close with the answer."""
+        self.dismiss(yes)
+
+
+def confirm_screen(title: str, lines: list[str]) -> ModalScreen[bool]:
+    """Issue 7's confirmation modal when importable (called with the title and plan lines as
+    far as its signature allows), else :class:`PlanConfirm`."""
+    try:
+        from seat_console.widgets.confirm import ConfirmScreen  # type: ignore[import-not-found]
+    except ImportError:
+        return PlanConfirm(title, lines)
+    for call in (lambda: ConfirmScreen(title, lines), lambda: ConfirmScreen(title=title,
+                                                                               lines=lines)):
+        try:
+            return call()
+        except TypeError:
+            continue
+    return PlanConfirm(title, lines)
+
+
+class ProbeController:
+    """The probe key's flow for one app (see the module docstring). ``app``: the Textual app
+    (uses ``loaded``, ``push_screen``, ``notify``, ``call_from_thread``)."""
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+        self.probe: Any = None
+        self.thread: threading.Thread | None = None
+        self.screen: Any = None
+        self._preflighting = False
+
+    @property
+    def running(self) -> bool:
+        """Whether a probe run is in progress."""
+        return self.thread is not None and self.thread.is_alive()
+
+    def key(self) -> None:
+        """The probe key: reopen the live screen, or preflight → confirm → run."""
+        if self.running:
+            self._open_screen()
+            return
+        if self._preflighting:
+            self.app.notify("probe: preflight is already running")
+            return
+        self._preflighting = True
+        self.app.notify("probe: preflight (seat container, engine, hold)…")
+        threading.Thread(target=self._preflight, name="seat-console:probe-preflight",
+                         daemon=True).start()
+
+    def _preflight(self) -> None:
+        from seat_console.probe.run import ProbeRefused, preflight
+
+        try:
+            result: Any = preflight(self.app.loaded)
+        except ProbeRefused as exc:
+            result = exc
+        except Exception as exc:  # noqa: BLE001 - shown, never raised into the UI
+            result = RuntimeError(f"{type(exc).__name__}: {exc}")
+        self.app.call_from_thread(self._confirm, result)
+
+    def _confirm(self, pre: Any) -> None:
+        self._preflighting = False
+        if isinstance(pre, Exception):
+            self.app.notify(f"probe: {pre}", severity="error", timeout=15)
+            return
+        from seat_console.commands.probe_cmd import render_preflight
+
+        lines = render_preflight(pre, self.app.loaded, None).splitlines()[1:]
+        self.app.push_screen(confirm_screen("Start the probe? (sends load to the seat)",
+                                            [ln.strip() for ln in lines]),
+                             lambda yes: self._start(pre) if yes else None)
+
+    def _start(self, pre: Any) -> None:
+        from seat_console.probe.run import Probe, default_monitor_factory
+        from seat_console.probe.store import RunWriter, StoreError
+
+        loaded = self.app.loaded
+        try:
+            writer = RunWriter()
+        except StoreError as exc:
+            self.app.notify(f"probe: {exc}", severity="error", timeout=15)
+            return
+        self.probe = Probe(loaded, pre, writer=writer,
+                           monitor_factory=default_monitor_factory(loaded, pre))
+        self.thread = threading.Thread(target=self._run, name="seat-console:probe",
+                                       daemon=True)
+        self.thread.start()
+        self._open_screen()
+
+    def _run(self) -> None:
+        try:
+            asyncio.run(self.probe.run())
+        except Exception as exc:  # noqa: BLE001 - the run is kept; say what happened
+            self.app.call_from_thread(self.app.notify, f"probe failed: {type(exc).__name__}: "
+                                                       f"{exc}", severity="error")
+            return
+        s = self.probe.summary
+        self.app.call_from_thread(
+            self.app.notify, f"probe {s.get('run_id')}: {s.get('status')}"
+            + ("" if s.get("headline_allowed") else " — no headline"),
+            severity="information" if s.get("headline_allowed") else "warning", timeout=15)
+
+    def _open_screen(self) -> None:
+        from seat_console.probe.live import live_view
+        from seat_console.widgets.probe import ProbeScreen
+
+        probe = self.probe
+        screen = ProbeScreen(self.stop, live_view(probe.progress))
+        self.screen = screen
+
+        def redraw() -> None:
+            screen.show(live_view(probe.progress))
+
+        def closed(_: object) -> None:
+            self.screen = None
+
+        self.app.push_screen(screen, closed)
+        screen.set_interval(REDRAW_S, redraw)
+
+    def stop(self) -> None:
+        """Stop the running probe (thread-safe; the run is kept as interrupted)."""
+        if self.probe is not None:
+            self.probe.stop()
+
+
+def attach(app: Any) -> Callable[[], None]:
+    """The probe key's action for ``app`` (one controller per app, created on first use)."""
+    ctl = getattr(app, "_probe_controller", None)
+    if ctl is None:
+        ctl = ProbeController(app)
+        app._probe_controller = ctl
+    return ctl.key
+
+
+__all__ = ["PlanConfirm", "ProbeController", "REDRAW_S", "attach", "confirm_screen"]
