@@ -367,8 +367,8 @@ class SourcePanel(Widget):
                 coarse = fmt_coarse_age(age, self.fresh_s)
                 parts.append(f"{verb} {coarse}" if coarse == "just now"
                              else f"{verb} {coarse} ago")
-            if retry_s is not None and self.unavailable is not None and busy is None:
-                parts.append(f"retry every {fmt_age(retry_s)}")
+            if retry_s is not None and self.unavailable is not None:  # also while re-reading:
+                parts.append(f"retry every {fmt_age(retry_s)}")         # no flicker per poll
             if busy is not None and busy >= 2.0:
                 parts.append(f"reading for {fmt_coarse_age(busy, 0)}")
             subtitle = " · ".join(parts)

@@ -440,6 +440,8 @@ class EnginePanel(_ServicePanel):
     def note_unchanged(self, reading: BaseModel) -> None:
         """An equal scrape: no traffic since the last one; the rates fall to 0 (redrawn only
         if their text changes)."""
+        if isinstance(reading, Unavailable) or self.unavailable is not None:
+            return
         self._add(reading)
         if self.compact:
             self._render_guarded(reading)
