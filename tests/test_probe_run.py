@@ -355,3 +355,26 @@ def test_data_dir_env_override(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) 
     assert runs_dir() == tmp_path / "runs"
     monkeypatch.delenv("SEAT_CONSOLE_DATA_DIR")
     assert str(runs_dir()).endswith(os.path.join("seat-console", "runs"))
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.binary(max_size=300))
+def test_parse_prompt_set_only_raises_prompt_set_error(raw: bytes) -> None:
+    from seat_console.probe.prompts import PromptSetError, parse_prompt_set
+
+    try:
+        ps = parse_prompt_set(raw, "f.json")
+    except PromptSetError as exc:
+        assert "f.json" in str(exc)
+        return
+    assert ps.prompts and all(isinstance(p, str) and p for p in ps.prompts)
+
+
+def test_shipped_prompt_set_is_deterministic() -> None:
+    from seat_console.probe.prompts import load_prompt_set
+
+    a, b = load_prompt_set(), load_prompt_set()
+    assert a == b and len(a.prompts) == 128 and a.pick(130) == (2, a.prompts[2])
+    assert a.sha256 == hashlib.sha256(
+        (Path(__file__).parents[1] / "console" / "probe" / "prompts.json").read_bytes()
+    ).hexdigest()
