@@ -29,7 +29,7 @@ This module only reads. The writers (``systemctl stop|start`` with read-back) li
 
 from __future__ import annotations
 
-import json
+import math
 import re
 from collections.abc import Sequence
 from datetime import UTC, datetime
@@ -39,6 +39,7 @@ from pydantic import BaseModel
 from seat_console.profile import LoadedProfile
 from seat_console.node.runner import CommandResult
 from seat_console.sources import BrokenSource, Frozen, Source, Unavailable, utcnow
+from seat_console.sources.untrusted import load_json
 from seat_console.node.transport import Transport, TransportError, make_transport
 
 PERSISTENT_WARNING = ("Persistent=yes: starting it again may fire a missed run at once (systemd "
@@ -133,19 +134,21 @@ def parse_show_blocks(text: str) -> list[dict[str, str]]:
     """Split ``systemctl show`` output (``Key=value`` lines, blocks separated by blank lines)
     into one dict per unit, in output order. A value keeps everything after the first ``=``; a
     key that repeats within a block (``TimersMonotonic``) has its values joined by newlines."""
+    # Values of a repeated key are collected in lists and joined once per block: joining them
+    # one by one copied the growing string every time (quadratic in a long repeated value).
     blocks: list[dict[str, str]] = []
-    cur: dict[str, str] = {}
+    cur: dict[str, list[str]] = {}
     for line in text.splitlines():
         if not line.strip():
             if cur:
-                blocks.append(cur)
+                blocks.append({k: "\n".join(v) for k, v in cur.items()})
                 cur = {}
             continue
         key, sep, value = line.partition("=")
         if sep:
-            cur[key] = f"{cur[key]}\n{value}" if key in cur else value
+            cur.setdefault(key, []).append(value)
     if cur:
-        blocks.append(cur)
+        blocks.append({k: "\n".join(v) for k, v in cur.items()})
     return blocks
 
 
@@ -162,13 +165,20 @@ def parse_timestamp(value: str | None) -> datetime | None:
     v = value.strip()
     if v in ("", "n/a", "0", "@0", "infinity", str(2**64 - 1)):
         return None
-    if v.startswith("@"):
-        secs = float(v[1:])
-        return None if secs <= 0 else datetime.fromtimestamp(secs, UTC)
-    if v.isdigit():
-        usec = int(v)
-        return None if usec <= 0 or usec >= 2**63 else datetime.fromtimestamp(usec / 1e6, UTC)
-    raise ValueError(f"not a machine-format systemd time: {value!r} (expected @SECONDS or µs)")
+    shown = v if len(v) <= 40 else f"{v[:40]}…"
+    try:
+        if v.startswith("@"):
+            secs = float(v[1:])
+            if not math.isfinite(secs):
+                raise ValueError("not finite")
+            return None if secs <= 0 else datetime.fromtimestamp(secs, UTC)
+        if v.isascii() and v.isdigit() and len(v) <= 20:
+            usec = int(v)
+            return None if usec <= 0 or usec >= 2**63 else datetime.fromtimestamp(usec / 1e6, UTC)
+    except (ValueError, OverflowError, OSError) as exc:  # year out of range, inf, nan
+        raise ValueError(f"systemd time {shown!r} is out of range or not a number ({exc})"
+                         ) from None
+    raise ValueError(f"not a machine-format systemd time: {shown!r} (expected @SECONDS or µs)")
 
 
 def parse_bool(value: str | None) -> bool | None:
@@ -183,7 +193,7 @@ def parse_bool(value: str | None) -> bool | None:
     return None
 
 
-_SCHED_RE = re.compile(r"\{\s*(\w+)=(.*?)\s*;")
+_SCHED_HEAD_RE = re.compile(r"\s*(\w+)=([^\n]*)")
 
 
 def parse_schedule(*values: str | None) -> tuple[str, ...]:
@@ -192,10 +202,18 @@ def parse_schedule(*values: str | None) -> tuple[str, ...]:
     systemd prints each trigger as ``{ OnCalendar=… ; next_elapse=… }``; only the definition
     before the first ``;`` is kept (the elapse is read from the dedicated properties).
     """
+    # Split on "{" and cut at the first ";": linear in the text. The regex this replaced
+    # (``\{\s*(\w+)=(.*?)\s*;``) rescanned to the end of the text from every "{" when no ";"
+    # followed: quadratic on a long systemctl value.
     out: list[str] = []
     for v in values:
-        for m in _SCHED_RE.finditer(v or ""):
-            out.append(f"{m.group(1)}={m.group(2)}")
+        for chunk in (v or "").split("{")[1:]:
+            head, sep, _ = chunk.partition(";")
+            if not sep:
+                continue
+            m = _SCHED_HEAD_RE.match(head)
+            if m is not None:
+                out.append(f"{m.group(1)}={m.group(2).strip()}")
     return tuple(out)
 
 
@@ -256,11 +274,12 @@ def parse_list_timers_json(text: str) -> dict[str, tuple[datetime | None, dateti
 
     systemd 252 prints ``[{"next": µs, "left": µs, "last": µs, "passed": µs, "unit": "x.timer",
     "activates": "x.service"}, …]`` (µs since the epoch, UTC); ``null`` or 0 mean n/a → ``None``.
-    Raises :class:`ValueError` for text that is not that shape.
+    Raises :class:`ValueError` (an :class:`~seat_console.sources.untrusted.InputError` naming
+    the command for JSON it refuses: too deep, NaN, oversize) for text that is not that shape.
     """
-    data = json.loads(text)
+    data = load_json(text, "systemctl list-timers -o json")
     if not isinstance(data, list):
-        raise ValueError("list-timers JSON is not a list")
+        raise ValueError("systemctl list-timers -o json: not a JSON list")
 
     def usec(v: object) -> datetime | None:
         return parse_timestamp(str(v)) if isinstance(v, int) and not isinstance(v, bool) else None
