@@ -424,6 +424,14 @@ def _measure_step(nctx: NodeContext, leg: LegPlan, bid: str, cmp_dir: Path,
         t = time.monotonic()
         rec = measure_leg(nctx, leg, bid, cmp_dir, opts)
         ctx.facts.setdefault("legs", []).append(f"legs/{leg.dirname}")
+        cp = cmp_dir / "compare.json"
+        try:  # keep compare.json current: a compare killed after this leg still lists it
+            doc = json.loads(cp.read_text("utf-8"))
+            doc["legs"] = list(ctx.facts["legs"])
+            doc["containers"] = {k: v for k, v in ctx.facts.items() if k.endswith("_container")}
+            _write_json(cp, doc)
+        except (OSError, ValueError):
+            pass  # written again at the end by run_compare
         return (f"leg {leg.name}: {rec['status']}" + (f" ({rec['reason']})" if rec["reason"]
                                                       else "")
                 + f" in {time.monotonic() - t:.1f} s")

@@ -225,3 +225,21 @@ def test_lab_report_from_a_real_probe_run(lab, tmp_path: Path, monkeypatch: pyte
     phase_claims = [c for c in rep["claims"] if c["subject"].startswith("throughput/latency")]
     assert phase_claims and all(c["survives"] for c in phase_claims), phase_claims
     assert str((run_dir / "requests.jsonl").resolve()) in rep["files"]
+
+
+def test_a_cut_bracket_backs_no_cross_arm_claim(tmp_path: Path) -> None:
+    """The evaluation's failure: one leg cut part-way. A compare killed after B2 kept A1 and B2;
+    the report lists them but refuses every cross-arm claim."""
+    cmp_dir = _bracket(tmp_path, speed_b=2.0, b_ids=[1, 2, 3])
+    doc = json.loads((cmp_dir / "compare.json").read_text())
+    doc.update(status="running", legs=doc["legs"][:2],
+               planned_legs=["legs/1-A", "legs/2-B", "legs/3-B", "legs/4-A"])
+    (cmp_dir / "compare.json").write_text(json.dumps(doc))
+    rep = rp.build_report(rp.load_inputs([str(cmp_dir)]))
+    cross = [c for c in rep["claims"] if c["subject"] in (
+        "throughput difference (load)", "fidelity (localisation, not KL)", "KV capacity")]
+    assert len(cross) == 3
+    for c in cross:
+        assert not c["survives"]
+        assert any("bracket incomplete: 2/4 legs measured" in r["detail"]
+                   for r in c["refused_by"]), c

@@ -285,6 +285,13 @@ def build_report(inputs: Inputs, now: datetime | None = None) -> dict[str, Any]:
     canaries_out, cclaims = _canaries(arms, two, simultaneous, sim_label)
     claims.extend(cclaims)
 
+    problem = bracket_problem(inputs.comparison, runs)
+    if problem and two:  # a cut bracket backs no cross-arm claim (one leg cut at run 4 of 5)
+        from dataclasses import replace
+
+        claims = [c if c.subject.startswith("identity of arm") else
+                  replace(c, refused_by=(*c.refused_by, (RULE_INCOMPLETE, problem)))
+                  for c in claims]
     return {
         "schema": REPORT_SCHEMA,
         "generated_at": _iso(now or datetime.now(timezone.utc)),
@@ -303,6 +310,23 @@ def build_report(inputs: Inputs, now: datetime | None = None) -> dict[str, Any]:
         "rules": RULES,
         "files": dict(inputs.files),
     }
+
+
+def bracket_problem(comparison: Mapping[str, Any] | None,
+                    runs: Sequence[RunSummary]) -> str | None:
+    """Why a comparison's bracket is not whole, or ``None``: its status is not ``complete``
+    (running or killed, failed, incomplete), or fewer legs were measured than planned."""
+    if not comparison:
+        return None
+    planned = comparison.get("planned_legs")
+    n_planned = len(planned) if isinstance(planned, list) else None
+    status = comparison.get("status")
+    if n_planned is not None and len(runs) < n_planned:
+        return (f"bracket incomplete: {len(runs)}/{n_planned} legs measured (comparison "
+                f"{status}: {comparison.get('reason') or 'no reason recorded'})")
+    if status != "complete":
+        return f"comparison {status or 'status unknown'}: {comparison.get('reason') or 'no reason recorded'}"
+    return None
 
 
 def _cmp_fit(inputs: Inputs, arm: str) -> dict[str, Any] | None:

@@ -1,0 +1,53 @@
+"""compare's CLI without changing the node: the dry-run plan, and usage errors."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from seat_console.cli import main
+
+REPO = Path(__file__).resolve().parents[1]
+LAB_PROFILE = REPO / ".lab" / "profile.toml"
+
+
+@pytest.fixture
+def state(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv("SEAT_CONSOLE_STATE_DIR", str(tmp_path / "state"))
+    monkeypatch.setenv("SEAT_CONSOLE_DATA_DIR", str(tmp_path / "data"))
+    return tmp_path
+
+
+def test_dry_run_lists_legs_pairs_and_plan_and_changes_nothing(state: Path,
+                                                               capsys: pytest.CaptureFixture):
+    # the plan reads only the journal (is a hold active?): the lab's profile, not its node
+    assert LAB_PROFILE.is_file(), "run `python scripts/lab.py up` (writes .lab/profile.toml)"
+    assert main(["--profile", str(LAB_PROFILE), "compare", "--bracket", "ABBA",
+                 "--rounds", "2", "--dry-run", "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert [x["name"] for x in doc["legs"]] == ["A1", "B2", "B3", "A4", "A5", "B6", "B7", "A8"]
+    assert doc["pairs"] == [["A1", "B2"], ["A4", "B3"], ["A5", "B6"], ["A8", "B7"]]
+    steps = [line["step"] for line in doc["plan"]["steps"]]
+    assert steps[0] == "hold" and steps[-2:] == ["restore seat", "release hold"]
+    assert steps.count("leg B2: seat") == 1 and len(steps) == 1 + 2 * 8 + 2
+    assert not (state / "data" / "comparisons").exists()  # nothing written
+
+
+@pytest.mark.parametrize("args, code, text", [
+    (["--bracket", "ABB"], 2, "cannot all pair"),
+    (["--rounds", "0"], 2, "--rounds 0"),
+    (["--canary-runs", "2"], 2, "pass^3 needs 3 runs"),
+    (["--force"], 2, "--force needs --reason"),
+])
+def test_usage_errors(state: Path, capsys: pytest.CaptureFixture, args: list[str], code: int,
+                      text: str) -> None:
+    assert main(["compare", "--dry-run", *args]) == code
+    assert text in capsys.readouterr().err
+
+
+def test_no_candidate_is_refused(state: Path, tmp_path: Path, capsys: pytest.CaptureFixture):
+    # the embedded default profile has no [swap]: nothing to compare against
+    assert main(["compare", "--dry-run"]) == 5
+    assert "no [swap] section" in capsys.readouterr().err
