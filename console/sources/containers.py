@@ -37,10 +37,11 @@ from typing import Any
 import docker
 import requests
 from docker.errors import DockerException, NotFound
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 from seat_console.profile import LoadedProfile
 from seat_console.sources import Frozen, Source, Unavailable, utcnow
+from seat_console.sources.untrusted import get_bool, get_dict, get_int, get_list, get_str
 
 DEFAULT_DOCKER_HOST = "unix:///var/run/docker.sock"
 """The engine used when neither ``node.docker_host`` nor ``$DOCKER_HOST`` is set."""
@@ -85,6 +86,28 @@ class ContainerState(Frozen):
     image_id: str | None = None
     repo_digests: tuple[str, ...] = ()
     repo_digest: str | None = None
+    device_env: dict[str, str] = Field(default_factory=dict)
+    """The container's ``CUDA_VISIBLE_DEVICES`` / ``CUDA_DEVICE_ORDER`` /
+    ``NVIDIA_VISIBLE_DEVICES`` (``Config.Env``) when set — they renumber or hide GPUs, so
+    ``node.gpus`` indices may not be what the engine sees. No other variable is kept (the
+    environment may hold secrets)."""
+
+
+DEVICE_ENV_VARS = ("CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER", "NVIDIA_VISIBLE_DEVICES")
+"""Environment variables that change which GPUs a process sees, or their numbering."""
+
+
+def device_env(env: Any) -> dict[str, str]:
+    """The :data:`DEVICE_ENV_VARS` set in ``env`` (``Config.Env``: a list of ``"K=V"``
+    strings, or a mapping); ``{}`` for anything else. Never raises."""
+    out: dict[str, str] = {}
+    items = env.items() if isinstance(env, Mapping) else (
+        (str(kv).partition("=")[0], str(kv).partition("=")[2]) for kv in env
+        if isinstance(kv, str)) if isinstance(env, list) else ()
+    for k, v in items:
+        if k in DEVICE_ENV_VARS and isinstance(v, str):
+            out[k] = v[:256]
+    return out
 
 
 class ContainerEvent(Frozen):
@@ -141,15 +164,31 @@ class ContainersReading(Frozen):
 # -- pure helpers ----------------------------------------------------------------------------
 def parse_docker_time(value: str | None) -> datetime | None:
     """A docker RFC 3339 time with nanoseconds (``2026-11-29T13:00:00.123456789Z``) → UTC
-    datetime (µs precision); the zero time ``0001-01-01T00:00:00Z`` and empty → ``None``."""
+    datetime (µs precision); the zero time ``0001-01-01T00:00:00Z`` and empty → ``None``.
+    Raises :class:`ValueError` naming the value for anything else (month 13, offset +99:99)."""
     if not value or value.startswith("0001-01-01"):
         return None
+    shown = value if len(value) <= 60 else f"{value[:60]}…"
     m = _TIME_RE.match(value.strip())
     if m is None:
-        raise ValueError(f"not a docker RFC 3339 time: {value!r}")
+        raise ValueError(f"not a docker RFC 3339 time: {shown!r}")
     frac = (m.group(2) or ".0")[1:7].ljust(6, "0")
     tz = "+00:00" if m.group(3) == "Z" else m.group(3)
-    return datetime.fromisoformat(f"{m.group(1)}.{frac}{tz}").astimezone(UTC)
+    try:
+        return datetime.fromisoformat(f"{m.group(1)}.{frac}{tz}").astimezone(UTC)
+    except (ValueError, OverflowError) as exc:
+        raise ValueError(f"docker time {shown!r} is not a valid time ({exc})") from None
+
+
+def _time_or_none(value: Any) -> datetime | None:
+    """:func:`parse_docker_time` for an inspect field; ``None`` (unknown) for a value that is
+    not a string or not a valid docker time."""
+    if not isinstance(value, str):
+        return None
+    try:
+        return parse_docker_time(value)
+    except ValueError:
+        return None
 
 
 _TIME_RE = re.compile(r"^(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)(\.\d+)?(Z|[+-]\d\d:\d\d)$")
@@ -180,19 +219,24 @@ def pick_repo_digest(image_ref: str | None, repo_digests: Iterable[str]) -> str 
 def container_state_from_inspect(role: str, name: str, c: Mapping[str, Any],
                                  image: Mapping[str, Any] | None) -> ContainerState:
     """Build a :class:`ContainerState` from ``docker inspect`` JSON of the container and its
-    image (``None`` when the image could not be inspected). Pure."""
-    st = c.get("State") or {}
-    health = (st.get("Health") or {}).get("Status")
-    ref = (c.get("Config") or {}).get("Image")
-    digests = tuple((image or {}).get("RepoDigests") or ())
+    image (``None`` when the image could not be inspected). Pure; never raises: a field of the
+    wrong JSON type (an object where a string is expected, ``null``, a negative restart count,
+    a time that is not RFC 3339) is unknown (``None``), never 0 or a crash."""
+    st = get_dict(c, "State")
+    cfg = get_dict(c, "Config")
+    health = get_str(get_dict(st, "Health"), "Status")
+    ref = get_str(cfg, "Image")
+    digests = tuple(d for d in get_list(image, "RepoDigests") if isinstance(d, str))
     return ContainerState(
-        role=role, name=name, state=st.get("Status") or "unknown", id=c.get("Id"),
-        running=bool(st.get("Running")), health=health or None,
-        started_at=parse_docker_time(st.get("StartedAt")),
-        finished_at=parse_docker_time(st.get("FinishedAt")),
-        restart_count=c.get("RestartCount"), exit_code=st.get("ExitCode"),
-        oom_killed=st.get("OOMKilled"), image_ref=ref, image_id=c.get("Image"),
-        repo_digests=digests, repo_digest=pick_repo_digest(ref, digests))
+        role=role, name=name, state=get_str(st, "Status") or "unknown", id=get_str(c, "Id"),
+        running=get_bool(st, "Running") is True, health=health or None,
+        started_at=_time_or_none(st.get("StartedAt")),
+        finished_at=_time_or_none(st.get("FinishedAt")),
+        restart_count=get_int(c, "RestartCount", minimum=0),
+        exit_code=get_int(st, "ExitCode", minimum=-(2**31), maximum=2**32),
+        oom_killed=get_bool(st, "OOMKilled"), image_ref=ref, image_id=get_str(c, "Image"),
+        repo_digests=digests, repo_digest=pick_repo_digest(ref, digests),
+        device_env=device_env(cfg.get("Env") or []))
 
 
 def event_from_api(ev: Mapping[str, Any]) -> ContainerEvent | None:
@@ -200,8 +244,10 @@ def event_from_api(ev: Mapping[str, Any]) -> ContainerEvent | None:
     understand). Uses ``timeNano``, ``Type``, ``Action``, ``Actor.ID``, ``Actor.Attributes``."""
     try:
         tn = int(ev.get("timeNano") or int(ev["time"]) * 1_000_000_000)
-        actor = ev.get("Actor") or {}
-        attrs = actor.get("Attributes") or {}
+        if tn <= 0:
+            return None  # no time: not an event this console can place
+        actor = get_dict(ev, "Actor")
+        attrs = get_dict(actor, "Attributes")
         code = attrs.get("exitCode")
         return ContainerEvent(
             at=datetime.fromtimestamp(tn / 1e9, UTC), time_nano=tn,
@@ -209,8 +255,9 @@ def event_from_api(ev: Mapping[str, Any]) -> ContainerEvent | None:
             action=ev.get("Action") or ev.get("status") or "unknown",
             actor_id=actor.get("ID") or ev.get("id") or "",
             actor_name=attrs.get("name"), image=attrs.get("image") or ev.get("from"),
-            exit_code=int(code) if code is not None and str(code).lstrip("-").isdigit() else None)
-    except (KeyError, TypeError, ValueError):
+            exit_code=(int(code) if isinstance(code, str | int) and not isinstance(code, bool)
+                       and str(code).lstrip("-").isdigit() and len(str(code)) <= 12 else None))
+    except (KeyError, TypeError, ValueError, AttributeError, OverflowError, OSError):
         return None
 
 
@@ -458,8 +505,9 @@ class ContainerSource(Source):
                                reason=f"{type(exc).__name__}: {_short(exc)}")
         w = self.watcher
         return ContainersReading(
-            engine=self.docker_host, engine_version=ver.get("Version"),
-            api_version=ver.get("ApiVersion"), read_at=utcnow(), containers=tuple(states),
+            engine=self.docker_host, engine_version=get_str(ver, "Version", max_len=200),
+            api_version=get_str(ver, "ApiVersion", max_len=50), read_at=utcnow(),
+            containers=tuple(states),
             events=w.status() if w else None,
             recent_changes=w.changes()[-50:] if w else ())
 
