@@ -29,6 +29,7 @@ cancelled.
 from __future__ import annotations
 
 import re
+import time
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -47,6 +48,8 @@ from seat_console.sources.timers import TimerState, TimersReading, read_timers
 TTL_MIN_S = 10
 """Shortest hold TTL in seconds (tests use 15–20 s; on call, use hours)."""
 TTL_MAX_S = 7 * 86400
+START_SETTLE_S = 10.0
+"""How long release waits for a started timer to show its next elapse (seconds)."""
 """Longest hold TTL in seconds (the profile's ``silence.ttl_s`` bound)."""
 
 _TTL_RE = re.compile(r"^\s*(?:(\d+)\s*d)?\s*(?:(\d+)\s*h)?\s*(?:(\d+)\s*m(?:in)?)?\s*"
@@ -541,10 +544,19 @@ def _start_step(nctx: NodeContext, journal: Journal, h: HoldState, unit: str) ->
         return "started"
 
     def verify(ctx: RunContext) -> str:
+        # A monotonic timer whose OnBootSec= has passed fires at once on start; its next
+        # elapse (OnUnitActiveSec=) exists only once that run ends: wait for it a little.
+        deadline = utcnow() + timedelta(seconds=START_SETTLE_S)
         t = _timer(nctx, unit)
+        while t.active and t.next_elapse is None and utcnow() < deadline:
+            time.sleep(0.5)
+            t = _timer(nctx, unit)
         if not t.active:
             raise StepError(f"{unit} reads back {t.active_state}, not active")
-        if t.next_elapse is None and not (t.service and t.service.running):
+        if t.next_elapse is None:
+            if t.service and t.service.running:
+                return (f"{unit} active; its service is running now (fired on start), next "
+                        "elapse once it ends")
             raise StepError(f"{unit} is active but has no NextElapse (not armed)")
         return f"{unit} active, next elapse {iso(t.next_elapse)}"
 

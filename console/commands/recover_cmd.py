@@ -81,9 +81,11 @@ def run(args: argparse.Namespace, loaded: LoadedProfile) -> int:
                 worst = ac.EXIT_REFUSED if worst != ac.EXIT_PARTIAL else worst
                 continue
             results.append(res.to_json())
+            undone_ok = action == "undo" and res.outcome == "undone"
             if not args.json:
-                print(res.describe())
-            code = ac.exit_code(res)
+                print(f"{res.runbook} {res.run_id}: recovered — every change it began is undone;"
+                      " the node is as it was" if undone_ok else res.describe())
+            code = ac.EXIT_OK if undone_ok else ac.exit_code(res)
             # the worst outcome decides: partial (4) > refused (5) > failed-undone (1) > ok
             worst = max((worst, code), key=[ac.EXIT_OK, ac.EXIT_ERROR, ac.EXIT_REFUSED,
                                             ac.EXIT_PARTIAL].index)
