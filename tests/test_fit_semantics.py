@@ -310,3 +310,110 @@ async def test_the_tui_says_no_verdict(tmp_path: Path, how: str, compact: bool) 
         resident = text.split("CANDIDATE")[0]
         assert " fits" not in resident
         assert panel is not None
+
+
+# ------------------------------------------------------------------ 5. GPU identity
+
+from nvml_double import FakeCard, FakeMig, NvmlDouble  # noqa: E402
+
+import seat_console.sources.nvml as nvml_mod  # noqa: E402
+from seat_console.sources.containers import container_state_from_inspect  # noqa: E402
+from seat_console.sources.gpu import match_seat, norm_bus_id, seat_conflicts  # noqa: E402
+
+
+def _profile(tmp_path: Path, gpus: str) -> Path:
+    p = tmp_path / "p.toml"
+    p.write_text('[resident]\nname = "r"\nweights_bytes_per_rank = "10 GiB"\n'
+                 '[[silence.matchers]]\nname = "i"\nvalue = "v"\n'
+                 f'[node]\ngpus = {gpus}\ndeclared_cuda_visible_bytes = "95 GiB"\n')
+    return p
+
+
+def _two_cards(monkeypatch: pytest.MonkeyPatch, mig: bool = False) -> None:
+    cards = [FakeCard(uuid="GPU-aaaa", pci_bus_id="00000000:18:00.0"),
+             FakeCard(uuid="GPU-bbbb", pci_bus_id="00000000:2A:00.0")]
+    if mig:
+        cards[1].mig_mode = True
+        cards[1].mig = [FakeMig(uuid="MIG-cccc", name="NVIDIA H200 MIG 3g.71gb",
+                                gpu_instance_id=1, compute_instance_id=0, total=71 * GiB,
+                                reserved=0, used=0)]
+    monkeypatch.setattr(nvml_mod, "module_factory", lambda: NvmlDouble(cards))
+
+
+def test_bus_ids_in_every_spelling_and_mig_uuids_match() -> None:
+    assert norm_bus_id("2a:00.0") == norm_bus_id("0000:2A:00.0") == "00000000:2a:00.0"
+    assert match_seat("2a:00.0", 1, "GPU-bbbb", "00000000:2A:00.0")       # lspci's short form
+    assert not match_seat("18:00.0", 1, "GPU-bbbb", "00000000:2A:00.0")
+    assert match_seat("mig-cccc", 1, "GPU-bbbb", None, ["MIG-cccc"])
+    assert not match_seat("MIG-cccc", 1, "GPU-bbbb", None, [])
+    for junk in ("zz:yy", "1:2:3:4", ":", "2a:00.9", "GPU-", ""):
+        assert match_seat(junk, 0, "GPU-aaaa", "00000000:2A:00.0") is False
+
+
+def test_fit_names_entries_that_matched_no_card(cli, monkeypatch, tmp_path: Path) -> None:
+    _two_cards(monkeypatch)
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    monkeypatch.delenv("CUDA_DEVICE_ORDER", raising=False)
+    prof = _profile(tmp_path, '["2a:00.0", "GPU-dead"]')
+    rc, out, _ = cli("--profile", str(prof), "fit", "--json")
+    doc = json.loads(out)
+    assert doc["gpu_identity"]["unmatched"] == ["GPU-dead"]
+    r = doc["resident"]
+    assert r["cards"][0]["total_source"] == "nvml" and "GPU-bbbb" in r["cards"][0]["label"]
+    assert r["cards"][1]["total_source"] == "declared"
+    rc, text, _ = cli("--profile", str(prof), "fit")
+    assert "node.gpus entries that matched no card: 'GPU-dead'" in text
+
+
+def test_two_ranks_on_one_card_is_an_error_with_no_verdict(cli, monkeypatch,
+                                                           tmp_path: Path) -> None:
+    _two_cards(monkeypatch)
+    prof = _profile(tmp_path, '["1", "GPU-bbbb"]')      # both are the second card
+    rc, out, err = cli("--profile", str(prof), "fit", "--json")
+    assert rc == 1
+    doc = json.loads(out)
+    assert doc["resident"]["verdict"] is None
+    (e,) = doc["gpu_identity"]["errors"]
+    assert "'1', 'GPU-bbbb'" in e and "two TP ranks" in e
+    # Without a live reading the same entries still cannot both be one device.
+    prof2 = _profile(tmp_path, '["0", "0"]')
+    rc, out, err = cli("--profile", str(prof2), "fit", "--no-live", "--json")
+    assert rc == 1 and json.loads(out)["resident"]["verdict"] is None
+    assert seat_conflicts(["0", "1"], []) == []     # nothing to resolve against: no conflict
+
+
+def test_a_mig_entry_budgets_the_mig_instance_memory(cli, monkeypatch, tmp_path: Path) -> None:
+    _two_cards(monkeypatch, mig=True)
+    prof = _profile(tmp_path, '["MIG-cccc"]').read_text().replace(
+        "[node]", "[seat]\ntensor_parallel_size = 1\n[node]")
+    (tmp_path / "m.toml").write_text(prof)
+    rc, out, _ = cli("--profile", str(tmp_path / "m.toml"), "fit", "--json")
+    card = json.loads(out)["resident"]["cards"][0]
+    assert card["total_bytes"] == 71 * GiB and card["total_source"] == "nvml"
+    assert "MIG" in card["label"] and "MIG-cccc" in card["label"]
+
+
+def test_cuda_device_variables_are_warned_about(cli, monkeypatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "1,0")
+    rc, out, _ = cli("--profile", str(_profile(tmp_path, '["0", "1"]')), "fit", "--no-live",
+                     "--json")
+    (w,) = json.loads(out)["gpu_identity"]["env_warnings"]
+    assert "CUDA_VISIBLE_DEVICES='1,0'" in w and "NVML indices" in w
+    # The seat container's environment, from docker inspect (only these variables are kept).
+    st = container_state_from_inspect("resident", "seat-resident", {
+        "State": {"Status": "running"},
+        "Config": {"Env": ["HF_TOKEN=secret", "CUDA_DEVICE_ORDER=FASTEST_FIRST"]}}, None)
+    assert st.device_env == {"CUDA_DEVICE_ORDER": "FASTEST_FIRST"}
+    from seat_console.profile import load_profile
+    from seat_console.sources.fit_source import gather_fit_inputs
+
+    class Conts:
+        def get(self, name):
+            return st if name == "seat-resident" else None
+
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES")
+    prof = _profile(tmp_path, '["0", "1"]')
+    prof.write_text(prof.read_text().replace('name = "r"\n', 'name = "r"\ncontainer = "seat-resident"\n'))
+    inputs = gather_fit_inputs(load_profile(str(prof)), None, containers=Conts(), environ={})
+    (w,) = inputs.env_warnings
+    assert "CUDA_DEVICE_ORDER='FASTEST_FIRST'" in w and "resident container seat-resident" in w

@@ -240,9 +240,25 @@ def render_side(title: str, b: FitBudget | None, why: str | None,
     return Group(*parts)
 
 
-def render_footer(comp: Comparison, overlay: list[OverlayRow]) -> Group:
-    """Ratio line and live overlay rows."""
-    parts: list = [legend()]
+def identity_lines(inputs: FitInputs | None) -> list[Text]:
+    """The GPU identity findings of ``inputs``: errors (two TP ranks on one card: no verdict),
+    ``node.gpus`` entries that matched no card, and ``CUDA_VISIBLE_DEVICES`` /
+    ``CUDA_DEVICE_ORDER`` set in the console's or the seat container's environment."""
+    if inputs is None:
+        return []
+    out = [Text(f"GPU identity: {e}", style="bold red") for e in inputs.gpu_errors]
+    if inputs.unmatched_gpus:
+        out.append(Text("node.gpus matched no card: " + ", ".join(inputs.unmatched_gpus)
+                        + " (NVML indices, not CUDA ordinals; budgeted at the declared total)",
+                        style="bold yellow"))
+    out += [Text(w, style="yellow") for w in inputs.env_warnings]
+    return out
+
+
+def render_footer(comp: Comparison, overlay: list[OverlayRow],
+                  identity: Sequence[Text] = ()) -> Group:
+    """Ratio line, live overlay rows and the GPU identity lines (:func:`identity_lines`)."""
+    parts: list = [legend(), *identity]
     if comp.kv_tokens_ratio is not None:
         parts.append(Text(f"KV capacity candidate / resident: {comp.kv_tokens_ratio:.2f}× "
                           "(tokens)", style="bold"))
@@ -379,6 +395,9 @@ class FitPanel(SourcePanel):
             if b.capacity is not None:
                 t.append(f" · KV {b.capacity.kv_tokens:,} tokens, "
                          f"{b.capacity.max_concurrency:.2f}× at {b.capacity.max_model_len:,}")
+        for line in identity_lines(reading):
+            t.append("\n")
+            t.append_text(line)
         return t
 
     _compact_comparison: Any = None
@@ -435,7 +454,8 @@ class FitPanel(SourcePanel):
         self.query_one("#fit-candidate", Static).update(
             render_side("CANDIDATE", c.candidate, c.candidate_unavailable,
                         problems(inp.candidate), no_verdict_reason(inp.candidate)))
-        self.query_one("#fit-footer", Static).update(render_footer(c, self.overlay))
+        self.query_one("#fit-footer", Static).update(
+            render_footer(c, self.overlay, identity_lines(inp)))
 
     @on(Input.Changed)
     @on(Select.Changed)
@@ -455,6 +475,7 @@ __all__ = [
     "bar_parts",
     "card_numbers",
     "legend",
+    "identity_lines",
     "render_footer",
     "render_side",
 ]

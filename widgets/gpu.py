@@ -493,6 +493,8 @@ class GpuPanel(SourcePanel):
         if snap.unmatched_seat_gpus:
             t.append(f"\nprofile node.gpus matched no card: {', '.join(snap.unmatched_seat_gpus)}",
                      style="bold yellow")
+        for conflict in snap.seat_conflicts:
+            t.append(f"\n{conflict}", style="bold red")
         return t
 
 

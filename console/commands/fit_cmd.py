@@ -127,6 +127,19 @@ def _read_snapshot(loaded: LoadedProfile) -> tuple[Any | None, str | None]:
     return snap, None
 
 
+def _read_containers(loaded: LoadedProfile) -> Any | None:
+    """One containers reading (for the seat container's ``CUDA_VISIBLE_DEVICES`` /
+    ``CUDA_DEVICE_ORDER``), or ``None`` when docker cannot be read (then only the console's
+    environment is checked)."""
+    try:
+        from seat_console.sources.containers import make_source
+
+        reading = read_once(make_source(loaded, watch_events=False))
+    except Exception:  # noqa: BLE001 - optional to the budget
+        return None
+    return None if isinstance(reading, Unavailable) else reading
+
+
 def whatif_from_args(args: argparse.Namespace) -> WhatIf:
     """The :class:`~seat_console.sources.fit_source.WhatIf` of the command-line overrides."""
     return WhatIf(placement=args.placement, gpu_memory_utilization=args.utilization,
@@ -242,6 +255,15 @@ def render_text(inputs: FitInputs, comp: Comparison, overlay: list[OverlayRow],
     if inputs.gpu_unavailable:
         out.append(f"GPUs: no live reading ({inputs.gpu_unavailable}); using the profile's "
                    f"declared CUDA-visible total {gib(inputs.declared_total)} GiB per card")
+    if inputs.unmatched_gpus:
+        out.append("GPUs: node.gpus entries that matched no card: "
+                   + ", ".join(repr(e) for e in inputs.unmatched_gpus)
+                   + " (budgeted at the declared total; indices are NVML indices, not CUDA "
+                     "ordinals)")
+    for e in inputs.gpu_errors:
+        out.append(f"GPUs: ERROR {e}")
+    for w in inputs.env_warnings:
+        out.append(f"GPUs: WARNING {w}")
     for role, b, why, side in (("RESIDENT", comp.resident, comp.resident_unavailable,
                                 inputs.resident),
                                ("CANDIDATE", comp.candidate, comp.candidate_unavailable,
@@ -288,6 +310,8 @@ def to_json(inputs: FitInputs, comp: Comparison, overlay: list[OverlayRow], sour
     doc = {"profile": source, "gib_bytes": GIB, "gpu_unavailable": inputs.gpu_unavailable,
            "resident": side(comp.resident, comp.resident_unavailable, inputs.resident),
            "candidate": side(comp.candidate, comp.candidate_unavailable, inputs.candidate),
+           "gpu_identity": {"unmatched": inputs.unmatched_gpus, "errors": inputs.gpu_errors,
+                            "env_warnings": inputs.env_warnings},
            "kv_tokens_ratio": comp.kv_tokens_ratio, "kv_bytes_ratio": comp.kv_bytes_ratio,
            "overlay": [r.model_dump(mode="json") for r in overlay]}
     return json.dumps(doc, indent=2)
@@ -301,10 +325,11 @@ def run(args: argparse.Namespace, loaded: LoadedProfile) -> int:
             print(f"seat-console fit: --{name.replace('_', '-')} must be >= 1", file=sys.stderr)
             return 2
     snap, why = (None, "--no-live") if args.no_live else _read_snapshot(loaded)
+    conts = None if args.no_live else _read_containers(loaded)
     try:
         inputs = gather_fit_inputs(loaded, snap, gpu_unavailable=why,
                                    checkpoint=args.checkpoint, candidate=args.candidate,
-                                   host=host_memory())
+                                   host=host_memory(), containers=conts)
     except CheckpointError as exc:
         print(f"seat-console fit: {exc}", file=sys.stderr)
         return EXIT_ERROR
@@ -328,4 +353,7 @@ def run(args: argparse.Namespace, loaded: LoadedProfile) -> int:
         print(f"seat-console fit: {s.role}: {s.scan.path}: {len(s.scan.errors)} error(s) in the "
               f"checkpoint ({kinds}): its sizes cannot be trusted, so there is NO VERDICT; fix "
               f"the files (see the ERROR lines) and run it again", file=sys.stderr)
-    return EXIT_ERROR if untrusted or failed else EXIT_OK
+    for e in inputs.gpu_errors:
+        print(f"seat-console fit: NO VERDICT: {e} (fix node.gpus in the profile)",
+              file=sys.stderr)
+    return EXIT_ERROR if untrusted or failed or inputs.gpu_errors else EXIT_OK

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 
 from seat_console.sources.gpu import GpuCard, GpuProcess, GpuSnapshot, MemoryReading, make_source
@@ -160,6 +161,13 @@ def render_table(snap: GpuSnapshot) -> str:
     if snap.unmatched_seat_gpus:
         lines.append("WARNING: node.gpus entries matching no card: "
                      + ", ".join(snap.unmatched_seat_gpus))
+    for conflict in snap.seat_conflicts:
+        lines.append(f"ERROR: {conflict}")
+    for var in ("CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER"):
+        if var in os.environ:
+            lines.append(f"WARNING: {var}={os.environ[var]!r} is set in this environment; the "
+                         "GPU numbers here are NVML indices (nvidia-smi's order), not CUDA "
+                         "ordinals")
     for card in snap.cards:
         lines.append("")
         lines += _card_lines(card)

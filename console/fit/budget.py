@@ -305,32 +305,38 @@ class CardInput(Frozen):
 
 def cards_for_seat(gpus: Sequence[str], tp: int, declared_total: int | None,
                    snapshot: Any | None = None) -> list[CardInput]:
-    """The :class:`CardInput` of TP ranks 0..tp−1: rank r is the card named by ``gpus[r]``
-    (NVML index or UUID, the profile's ``node.gpus``), read from ``snapshot`` (a
-    :class:`seat_console.sources.gpu.GpuSnapshot`) when that card is present with a CUDA-visible total, else
-    the declared total. Ranks beyond ``gpus`` (a what-if TP above the node's cards) use the
-    declared total, or rank 0's, labelled as hypothetical."""
+    """The :class:`CardInput` of TP ranks 0..tp−1: rank r is the device named by ``gpus[r]``
+    (the profile's ``node.gpus``: an NVML index — NVML's order, not the CUDA ordinal —, a
+    ``GPU-…`` UUID, a PCI bus id in NVML's or ``lspci``'s spelling, or a ``MIG-…`` UUID:
+    :func:`seat_console.sources.gpu.match_seat`), read from ``snapshot`` (a
+    :class:`seat_console.sources.gpu.GpuSnapshot`) when that device is present with a
+    CUDA-visible total, else the declared total. A ``MIG-…`` entry budgets that MIG instance's
+    own memory (``nvmlDeviceGetMemoryInfo`` on the MIG handle), not the card's. Ranks beyond
+    ``gpus`` (a what-if TP above the node's cards) use the declared total, or rank 0's,
+    labelled as hypothetical."""
+    from seat_console.sources.gpu import card_matches  # pure; lazy to keep imports light
+
     cards = list(getattr(snapshot, "cards", None) or [])
     out: list[CardInput] = []
     for r in range(tp):
         entry = gpus[r] if r < len(gpus) else None
         match = None
+        mig = None
         if entry is not None:
-            from seat_console.sources.gpu import (
-                match_seat,  # pure function; lazy to keep imports light
-            )
-
             for c in cards:
-                if getattr(c, "seat_match", None) == entry or match_seat(
-                        entry, getattr(c, "index", None), getattr(c, "uuid", None),
-                        getattr(c, "pci_bus_id", None)):
+                if card_matches(entry, c):
                     match = c
                     break
-        mem = getattr(match, "memory", None) if match is not None else None
+            if match is not None and entry.strip().upper().startswith("MIG-"):
+                mig = next((m for m in getattr(match, "mig_instances", None) or []
+                            if (getattr(m, "uuid", None) or "").lower()
+                            == entry.strip().lower()), None)
+        holder_of = mig if mig is not None else match
+        mem = getattr(holder_of, "memory", None) if holder_of is not None else None
         visible = getattr(mem, "cuda_visible_bytes", None) if mem is not None else None
         if match is not None and visible is not None:
             holders = []
-            for p in getattr(match, "processes", None) or []:
+            for p in getattr(holder_of, "processes", None) or []:
                 cont = getattr(p, "container", None)
                 holders.append(Holder(pid=p.pid, name=getattr(p, "name", None),
                                       container=(getattr(cont, "name", None)
@@ -338,7 +344,12 @@ def cards_for_seat(gpus: Sequence[str], tp: int, declared_total: int | None,
                                       if cont is not None else None,
                                       used_bytes=getattr(p, "used_memory_bytes", None)))
             label = f"GPU {getattr(match, 'index', '?')} ({getattr(match, 'uuid', None) or entry})"
-            out.append(CardInput(rank=r, label=label, key=getattr(match, "key", None),
+            key = getattr(match, "key", None)
+            if mig is not None:
+                label = (f"GPU {getattr(match, 'index', '?')} MIG {getattr(mig, 'name', None) or '?'}"
+                         f" ({getattr(mig, 'uuid', None)})")
+                key = getattr(mig, "uuid", None) or key
+            out.append(CardInput(rank=r, label=label, key=key,
                                  cuda_visible_bytes=visible, total_source="nvml",
                                  free_bytes=getattr(mem, "free_bytes", None),
                                  used_bytes=getattr(mem, "used_bytes", None), holders=holders))

@@ -43,7 +43,8 @@ from seat_console.profile import (
 from seat_console.sources import Frozen, Source, Unavailable
 
 __all__ = ["FitInputs", "FitSide", "FitSource", "WhatIf", "compute_budgets", "dir_name",
-           "gather_fit_inputs", "host_memory", "load_side", "make_source", "no_verdict_reason",
+           "env_warnings", "gather_fit_inputs", "host_memory", "load_side", "make_source",
+           "no_verdict_reason",
            "seat_params"]
 
 
@@ -78,6 +79,14 @@ class FitInputs(Frozen):
     host: HostMemory | None = None
     node_gpu_count: int
     declared_total: int | None = None
+    unmatched_gpus: list[str] = Field(default_factory=list)
+    """``node.gpus`` entries that matched no card in the live reading (empty without one)."""
+    gpu_errors: list[str] = Field(default_factory=list)
+    """Entries resolving to one device (two TP ranks on one card): no verdict is given."""
+    env_warnings: list[str] = Field(default_factory=list)
+    """``CUDA_VISIBLE_DEVICES`` / ``CUDA_DEVICE_ORDER`` set in the console's or the seat
+    container's environment: ``node.gpus`` indices are NVML's, not CUDA's, and these renumber
+    or hide CUDA devices."""
 
 
 def seat_params(profile: Profile, spec: CheckpointSpec | None = None) -> SeatParams:
@@ -195,11 +204,41 @@ def host_memory() -> HostMemory | None:
         return None
 
 
+def _entry_identity(entry: str) -> str:
+    """One spelling per device for a ``node.gpus`` entry (for duplicates without a reading)."""
+    from seat_console.sources.gpu import norm_bus_id
+
+    e = entry.strip()
+    if e.isdigit():
+        return f"index:{int(e)}"
+    if ":" in e and not e.upper().startswith(("GPU-", "MIG-")):
+        return f"pci:{norm_bus_id(e) or e.lower()}"
+    return e.lower()
+
+
+def env_warnings(environ: Any, where: str) -> list[str]:
+    """Warnings for the device-renumbering variables set in ``environ`` (a mapping, or a
+    :class:`seat_console.sources.containers.ContainerState`'s ``device_env``), naming
+    ``where`` (``"the console's environment"``, ``"container seat-resident"``)."""
+    from seat_console.sources.containers import DEVICE_ENV_VARS
+
+    out = []
+    for k in DEVICE_ENV_VARS:
+        v = environ.get(k) if hasattr(environ, "get") else None
+        if isinstance(v, str):
+            out.append(f"{k}={v!r} is set in {where}: it renumbers or hides CUDA devices; "
+                       "node.gpus indices are NVML indices (nvidia-smi's order), not CUDA "
+                       "ordinals — name cards by UUID to be sure")
+    return out
+
+
 def gather_fit_inputs(loaded: LoadedProfile, snapshot: Any | None, *,
                       gpu_unavailable: str | None = None,
                       checkpoint: str | os.PathLike[str] | None = None,
                       candidate: str | os.PathLike[str] | None = None,
-                      host: HostMemory | None = None) -> FitInputs:
+                      host: HostMemory | None = None,
+                      containers: Any | None = None,
+                      environ: Any | None = None) -> FitInputs:
     """Assemble :class:`FitInputs` from the profile, a GPU snapshot (or ``None``) and host
     memory (I/O: scans checkpoint headers, reads ``config_json`` files).
 
@@ -208,7 +247,15 @@ def gather_fit_inputs(loaded: LoadedProfile, snapshot: Any | None, *,
     (bytes) and ``gpu_unavailable`` says why. ``checkpoint`` / ``candidate``: directories that
     override the resident's / candidate's path (``--checkpoint`` / ``--candidate``); the side is
     then named after the directory. ``host``: host memory in bytes (:func:`host_memory`), or
-    ``None`` for unknown.
+    ``None`` for unknown. ``containers``: a
+    :class:`seat_console.sources.containers.ContainersReading` (or ``None``), for the seat
+    container's device variables; ``environ``: the console's environment (default
+    ``os.environ``).
+
+    GPU identity: :attr:`FitInputs.unmatched_gpus` (entries no live card matched),
+    :attr:`FitInputs.gpu_errors` (entries resolving to one device: two TP ranks on one card;
+    the budgets then get no verdict) and :attr:`FitInputs.env_warnings`
+    (``CUDA_VISIBLE_DEVICES`` / ``CUDA_DEVICE_ORDER`` set here or in the seat container).
 
     Checkpoint problems are not raised: a :class:`seat_console.sources.checkpoint.CheckpointError` from
     scanning — the path is not a directory, it holds no ``*.safetensors``, a header is corrupt
@@ -231,9 +278,33 @@ def gather_fit_inputs(loaded: LoadedProfile, snapshot: Any | None, *,
                 if prof.node.declared_cuda_visible_bytes is not None else None)
     gpus = list(prof.node.gpus)
     cards = cards_for_seat(gpus, len(gpus), declared, snapshot)
+    unmatched: list[str] = []
+    errors: list[str] = []
+    if snapshot is not None:
+        from seat_console.sources.gpu import card_matches, seat_conflicts
+
+        live = list(getattr(snapshot, "cards", None) or [])
+        unmatched = [e for e in gpus if not any(card_matches(e, c) for c in live)]
+        errors = seat_conflicts(gpus, live)
+    seen: dict[str, str] = {}
+    for e in gpus:
+        ident = _entry_identity(e)
+        if ident in seen and not errors:
+            errors.append(f"node.gpus entries {seen[ident]!r} and {e!r} name the same device: "
+                          "two TP ranks cannot share one card; list each card once")
+        seen.setdefault(ident, e)
+    warnings = env_warnings(os.environ if environ is None else environ,
+                            "the console's environment")
+    for role, spec in (("resident", prof.resident), ("candidate", prof.candidate)):
+        name = getattr(spec, "container", None) if spec is not None else None
+        get = getattr(containers, "get", None)
+        state = get(name) if name and callable(get) else None
+        if state is not None and getattr(state, "device_env", None):
+            warnings += env_warnings(state.device_env, f"the {role} container {name}")
     return FitInputs(resident=resident, candidate=cand, seat=seat_params(prof),
                      cards=cards, gpu_unavailable=gpu_unavailable, host=host,
-                     node_gpu_count=len(gpus), declared_total=declared)
+                     node_gpu_count=len(gpus), declared_total=declared,
+                     unmatched_gpus=unmatched, gpu_errors=errors, env_warnings=warnings)
 
 
 class FitSource(Source):
@@ -243,9 +314,11 @@ class FitSource(Source):
 
     name = "fit"
 
-    def __init__(self, loaded: LoadedProfile, gpu_source: Source | None = None) -> None:
+    def __init__(self, loaded: LoadedProfile, gpu_source: Source | None = None,
+                 containers_source: Source | None = None) -> None:
         self.loaded = loaded
         self._gpu = gpu_source
+        self._containers = containers_source
 
     def _gpu_source(self) -> Source | None:
         if self._gpu is None:
@@ -266,7 +339,11 @@ class FitSource(Source):
             if isinstance(snap, Unavailable) or snap is None:
                 why = str(snap) if snap is not None else "GPU source could not be created"
                 snap = None
-            return gather_fit_inputs(self.loaded, snap, gpu_unavailable=why, host=host_memory())
+            conts = self._containers.read() if self._containers is not None else None
+            if isinstance(conts, Unavailable):
+                conts = None
+            return gather_fit_inputs(self.loaded, snap, gpu_unavailable=why, host=host_memory(),
+                                     containers=conts)
         except Exception as exc:  # noqa: BLE001 - the contract: never raise into the UI
             return Unavailable(source="fit", kind="error",
                                reason=f"fit inputs failed: {type(exc).__name__}: {exc}")
@@ -328,10 +405,13 @@ def compute_budgets(inputs: FitInputs, whatif: WhatIf | None = None
             return None, side.unavailable
         p = seat.model_copy(update={"ple_placement": placement or side.ple_placement,
                                     "ple_host_sharing": side.ple_host_sharing})
+        nv = no_verdict_reason(side)
+        if inputs.gpu_errors:
+            nv = "; ".join(filter(None, [nv, *inputs.gpu_errors]))
         return fit_budget(side.footprint, p, cards, host=inputs.host,
                           node_gpu_count=inputs.node_gpu_count,
                           declared_total=inputs.declared_total,
-                          no_verdict=no_verdict_reason(side)), None
+                          no_verdict=nv or None), None
 
     rb, rwhy = one(inputs.resident, None)
     cb, cwhy = one(inputs.candidate, w.placement)

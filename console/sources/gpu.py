@@ -28,7 +28,7 @@ import logging
 import os
 import re
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -269,6 +269,9 @@ class GpuSnapshot(Frozen):
     """The profile's ``node.gpus`` entries."""
     unmatched_seat_gpus: list[str] = Field(default_factory=list)
     """``node.gpus`` entries that matched no card present (wrong UUID, card missing)."""
+    seat_conflicts: list[str] = Field(default_factory=list)
+    """``node.gpus`` entries resolving to one device (two TP ranks on one card), in words
+    (:func:`seat_conflicts`); an error for the seat."""
 
     def card(self, key: str) -> GpuCard | None:
         """The card whose UUID, PCI bus id or :attr:`GpuCard.key` equals ``key``, else None."""
@@ -521,26 +524,85 @@ class DockerNamer:
 # ====================================================================== seat matching
 
 def match_seat(entry: str, index: int | None, uuid: str | None,
-               pci_bus_id: str | None) -> bool:
+               pci_bus_id: str | None, mig_uuids: Iterable[str | None] = ()) -> bool:
     """Does profile ``node.gpus`` entry ``entry`` name this card?
 
-    A decimal string matches the NVML ``index``; ``GPU-…`` / ``MIG-…`` matches the UUID
-    (case-insensitive, as ``nvidia-smi -L`` prints it); anything with a ``:`` matches the PCI bus
-    id (``0000:18:00.0`` and the 8-digit-domain form ``00000000:18:00.0`` are the same card).
+    A decimal string matches the NVML ``index`` — NVML's enumeration order (PCI bus order, as
+    ``nvidia-smi`` numbers cards), which is *not* the CUDA device ordinal (CUDA orders by speed
+    unless ``CUDA_DEVICE_ORDER=PCI_BUS_ID``, and renumbers under ``CUDA_VISIBLE_DEVICES``);
+    ``GPU-…`` matches the card's UUID and ``MIG-…`` the UUID of one of its MIG instances
+    (``mig_uuids``), case-insensitive, as ``nvidia-smi -L`` prints them; anything with a ``:``
+    matches the PCI bus id, in any of its spellings: NVML's ``00000000:2A:00.0``,
+    ``0000:2a:00.0`` (sysfs) or ``lspci``'s short ``2a:00.0`` (domain 0). Never raises.
     """
     e = entry.strip()
     if e.isdigit():
         return index is not None and int(e) == index
-    if e.upper().startswith(("GPU-", "MIG-")):
+    if e.upper().startswith("GPU-"):
         return uuid is not None and uuid.lower() == e.lower()
+    if e.upper().startswith("MIG-"):
+        return any(m is not None and m.lower() == e.lower() for m in mig_uuids)
     if ":" in e and pci_bus_id:
-        return _norm_bus_id(e) == _norm_bus_id(pci_bus_id)
+        mine = norm_bus_id(e)
+        return mine is not None and mine == norm_bus_id(pci_bus_id)
     return False
 
 
+def norm_bus_id(bus_id: str) -> str | None:
+    """A PCI bus id in one spelling, ``dddddddd:bb:dd.f`` lower-case hex: ``2a:00.0``
+    (``lspci``, domain 0), ``0000:2a:00.0`` and ``00000000:2A:00.0`` (NVML) all give
+    ``00000000:2a:00.0``. ``None`` for text that is not a bus id. Never raises."""
+    parts = bus_id.strip().lower().split(":")
+    if len(parts) == 2:
+        parts = ["0", *parts]
+    if len(parts) != 3:
+        return None
+    domain, bus, devfn = parts
+    dev, _, fn = devfn.partition(".")
+    try:
+        d, b, v, f = int(domain, 16), int(bus, 16), int(dev, 16), int(fn or "0", 16)
+    except ValueError:
+        return None
+    if not (0 <= d <= 0xFFFFFFFF and 0 <= b <= 0xFF and 0 <= v <= 0x1F and 0 <= f <= 7):
+        return None
+    return f"{d:08x}:{b:02x}:{v:02x}.{f:x}"
+
+
 def _norm_bus_id(bus_id: str) -> str:
-    domain, _, rest = bus_id.strip().lower().partition(":")
-    return f"{int(domain, 16):08x}:{rest}" if rest else bus_id.lower()
+    return norm_bus_id(bus_id) or bus_id.lower()
+
+
+def card_matches(entry: str, card: Any) -> bool:
+    """:func:`match_seat` of ``entry`` against a :class:`GpuCard` (its MIG instances too)."""
+    return match_seat(entry, getattr(card, "index", None), getattr(card, "uuid", None),
+                      getattr(card, "pci_bus_id", None),
+                      [getattr(m, "uuid", None) for m in getattr(card, "mig_instances", None)
+                       or []])
+
+
+def seat_conflicts(entries: Iterable[str], cards: Iterable[Any]) -> list[str]:
+    """Profile ``node.gpus`` entries that resolve to the same device — two TP ranks on one card
+    (or one MIG instance), which vLLM cannot run — in words, one per device; ``[]`` when every
+    entry names its own. Entries naming different MIG instances of one card are distinct
+    devices. Never raises."""
+    out: list[str] = []
+    for card in cards:
+        hits = [e for e in entries if card_matches(e, card)]
+        whole = [e for e in hits if not e.strip().upper().startswith("MIG-")]
+        migs: dict[str, list[str]] = {}
+        for e in hits:
+            if e.strip().upper().startswith("MIG-"):
+                migs.setdefault(e.strip().lower(), []).append(e)
+        label = (f"GPU {getattr(card, 'index', '?')} "
+                 f"({getattr(card, 'uuid', None) or getattr(card, 'pci_bus_id', None) or '?'})")
+        if len(whole) > 1 or (whole and migs):
+            out.append(f"node.gpus entries {', '.join(repr(e) for e in hits)} all name {label}:"
+                       " two TP ranks cannot share one card; list each card once")
+        for same in migs.values():
+            if len(same) > 1:
+                out.append(f"node.gpus entries {', '.join(repr(e) for e in same)} name the same "
+                           f"MIG instance of {label}; list each device once")
+    return out
 
 
 # ====================================================================== the sampler
@@ -620,7 +682,7 @@ class GpuSampler:
         pids = {p.pid for c in cards for p in (c.processes or [])}
         self.mapper.forget_except(pids)
         cards = self._mark_seat(cards)
-        unmatched = [e for e in self.seat_gpus if not any(c.seat_match == e for c in cards)]
+        unmatched = [e for e in self.seat_gpus if not any(card_matches(e, c) for c in cards)]
         return GpuSnapshot(
             sampled_at=sampled_at,
             sample_duration_s=time.perf_counter() - t0,
@@ -632,6 +694,7 @@ class GpuSampler:
             cards=cards,
             seat_gpus=self.seat_gpus,
             unmatched_seat_gpus=unmatched,
+            seat_conflicts=seat_conflicts(self.seat_gpus, cards),
         )
 
     # ------------------------------------------------------------------ pieces
@@ -656,8 +719,7 @@ class GpuSampler:
     def _mark_seat(self, cards: list[GpuCard]) -> list[GpuCard]:
         out = []
         for card in cards:
-            entry = next((e for e in self.seat_gpus
-                          if match_seat(e, card.index, card.uuid, card.pci_bus_id)), None)
+            entry = next((e for e in self.seat_gpus if card_matches(e, card)), None)
             if entry is not None:
                 card = card.model_copy(update={"serves_seat": True, "seat_match": entry})
             out.append(card)
