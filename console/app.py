@@ -82,10 +82,12 @@ from seat_console.profile import (
     LoadedProfile,
 )
 from seat_console.sources import BrokenSource, Source, Unavailable, utcnow
+from seat_console.actions.runbook import in_flight, stop_in_flight
 from seat_console.widgets.fit import FitPanel
 from seat_console.widgets.gpu import GpuPanel
 from seat_console.widgets.panel import STALE_FACTOR, STALE_MIN_S, SourcePanel
 from seat_console.widgets.services import ContainersPanel, EnginePanel, SilencesPanel, TimersPanel
+from seat_console.widgets.seat import SeatPanel
 from seat_console.widgets.status import StatusLine, build_status
 
 log = logging.getLogger(__name__)
@@ -126,6 +128,7 @@ PANELS: list[PanelSpec] = [
               min_interval_s=10.0),
     PanelSpec("seat_console.sources.engine:make_source", EnginePanel),
     PanelSpec("seat_console.sources.containers:make_source", ContainersPanel),
+    PanelSpec("seat_console.sources.seat:make_source", SeatPanel),
 ]
 """The panels the app shows, in reading order (the seat's safety net — GPUs, timers, silences,
 fit — first, so it is on the first screen at 80×24).
@@ -155,6 +158,10 @@ TIME_FIELDS = frozenset({"read_at", "sampled_at"})
 
 HANGUP_EXIT_GRACE_S = 5.0
 """Seconds a clean exit may take after the terminal went away before the process is ended."""
+
+RUNBOOK_STOP_GRACE_S = 60.0
+"""After a hang-up, seconds a runbook in flight gets to finish its current step and undo before
+the process ends (a step cut off is journaled; the hold's lease covers the rest)."""
 
 EXIT_HANGUP = 129
 """Exit code after the terminal went away (128 + SIGHUP, the shell's convention)."""
@@ -529,6 +536,8 @@ class SeatCommands(Provider):
              "Stop or restart reading the node (same as p)"),
             ("Refresh now", app.action_refresh_now, "Read every source once now (same as r)"),
             ("Open help", app.action_help, "Keys and how to read the panels (same as ?)"),
+            ("Open the evidence report", app.action_evidence,
+             "The newest comparison's (else probe run's) report, read-only (same as e)"),
         ]
         for s in INTERVAL_CHOICES_S:
             cmds.append((f"Set refresh interval to {s:g} s", partial(app.set_refresh_interval, s),
@@ -614,6 +623,11 @@ class SeatConsoleApp(App[int]):
         Binding("ctrl+p", "command_palette", "palette", show=False, id="command-palette",
                 priority=True),
         Binding("escape", "leave_field", "leave field", key_display="Esc", id="leave-field"),
+        Binding("P", "probe", "probe", id="node.probe"),
+        Binding("B", "build_backport", "build backport", show=False, id="node.build-backport"),
+        Binding("S", "swap", "swap seat", show=False, id="node.swap"),
+        Binding("R", "restore", "restore seat", show=False, id="node.restore"),
+        Binding("e", "evidence", "evidence", id="evidence"),
     ]
     """Keys of the main screen. To add one: a ``Binding(key, action, description, id=...)``
     here and an ``action_<action>`` method; an id starting with :data:`NODE_ACTION_PREFIX`
@@ -933,13 +947,25 @@ class SeatConsoleApp(App[int]):
 
     @on(Worker.StateChanged)
     def _on_worker_state(self, event: Worker.StateChanged) -> None:
-        """A poll worker that failed outside ``read`` (a bug): show it, keep polling."""
+        """A poll worker that failed outside ``read`` (a bug): show it, keep polling. One
+        that was cancelled (exclusive restart, app shutting down) no longer leaves its source
+        marked busy — which stopped that source from ever being polled again."""
         name = event.worker.name or ""
-        if not name.startswith("poll:") or event.state != WorkerState.ERROR:
+        if not name.startswith("poll:") or event.state not in (WorkerState.ERROR,
+                                                               WorkerState.CANCELLED):
             return
         key = name.removeprefix("poll:")
         st = self._states.get(key)
         if st is None:
+            return
+        if event.state == WorkerState.CANCELLED:
+            if any(w is not event.worker and w.name == name and w.state in (
+                    WorkerState.PENDING, WorkerState.RUNNING) for w in self.workers):
+                return   # a newer poll of this source is already under way
+            st.busy_since = None
+            st.manual = False
+            if not self._shutting_down:
+                self._schedule_next(st)
             return
         err = event.worker.error
         started = st.busy_since or self.clock()
@@ -1057,6 +1083,42 @@ class SeatConsoleApp(App[int]):
         self.call_after_refresh(lambda: panel.show(st.reading, st.last_good, st.last_good_at,
                                                    now=self.clock(), reading_at=st.reading_at))
 
+    def action_probe(self) -> None:
+        """The probe key (hidden under ``--readonly``): preflight, confirm, then the live probe
+        panel (``seat_console.probe.tui``); again while it runs reopens the panel."""
+        from seat_console.probe.tui import attach
+
+        attach(self)()
+
+    def action_build_backport(self) -> None:
+        """``B`` (hidden under ``--readonly``): plan, confirm, build the profile's backport
+        (``seat_console.swap_tui``)."""
+        from seat_console.swap_tui import attach as swap_attach
+
+        swap_attach(self, "build")()
+
+    def action_swap(self) -> None:
+        """``S`` (hidden under ``--readonly``): plan, typed confirmation (the seat's name),
+        then the seat swap with its log on screen (``seat_console.swap_tui``)."""
+        from seat_console.swap_tui import attach as swap_attach
+
+        swap_attach(self, "swap")()
+
+    def action_restore(self) -> None:
+        """``R`` (hidden under ``--readonly``): plan, confirm, restore the resident and release
+        the hold (``seat_console.swap_tui``)."""
+        from seat_console.swap_tui import attach as swap_attach
+
+        swap_attach(self, "restore")()
+
+    def action_evidence(self) -> None:
+        """``e``: the read-only evidence report of the newest comparison (else probe run);
+        built in a worker by :class:`~seat_console.widgets.evidence.EvidenceScreen`."""
+        from seat_console.widgets.evidence import EvidenceScreen
+
+        if not isinstance(self.screen, EvidenceScreen):
+            self.push_screen(EvidenceScreen())
+
     def action_help(self) -> None:
         """``?``: open the help screen."""
         if not isinstance(self.screen, HelpScreen):
@@ -1127,8 +1189,13 @@ class SeatConsoleApp(App[int]):
         log.warning("exiting: %s", why)
 
         def watchdog() -> None:
+            for rb in in_flight():   # a runbook stops after its current step and undoes
+                rb.request_stop()
             threading.Event().wait(HANGUP_EXIT_GRACE_S)
-            os._exit(EXIT_HANGUP_FORCED)  # the terminal is gone; nothing left to restore
+            # before ending the process: let a runbook in flight finish its step, or journal
+            # exactly where it was cut off (seat-console recover picks it up)
+            stop_in_flight(RUNBOOK_STOP_GRACE_S)
+            os._exit(EXIT_HANGUP_FORCED)
 
         threading.Thread(target=watchdog, name="seat-console-hangup", daemon=True).start()
         # Point stdin/stdout/stderr at /dev/null so Textual's writer thread and its restoring of
@@ -1193,6 +1260,7 @@ def run_app(loaded: LoadedProfile, readonly: bool = False, interval: float | Non
     try:
         rc = app.run()
     finally:
+        stop_in_flight(RUNBOOK_STOP_GRACE_S)   # a runbook worker must not die with the process
         app.close_sources()
     if app.return_code not in (None, 0):
         return app.return_code
