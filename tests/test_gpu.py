@@ -396,6 +396,64 @@ def test_unmappable_pid_is_shown_as_such_and_its_memory_counts():
     assert card.process_memory_bytes == 7 * GIB
 
 
+_NOT_AVAILABLE = 0xFFFFFFFFFFFFFFFF  # NVML_VALUE_NOT_AVAILABLE_ulonglong
+
+
+@pytest.mark.parametrize("versions", [("v3",), ("v2",), ("v1",)])
+@pytest.mark.parametrize("raw", [None, _NOT_AVAILABLE])
+def test_value_not_available_is_unknown_on_every_process_struct_path(versions, raw):
+    """The sentinel was tested on the newest struct only: v2 (pynvml may pass the raw value)
+    and the v1 ctypes struct (always raw) must give None too, never 2^64 − 1 bytes or 0."""
+    gone = absent_pid()
+    cards = h200_pair(processes=[FakeProcess(gone, raw), FakeProcess(gone + 1, raw)])
+    snap = snap_of(NvmlDouble(cards, process_versions=versions))
+    card = snap.cards[0]
+    assert snap.process_api == versions[0]
+    assert [p.used_memory_bytes for p in card.processes] == [None, None]
+    assert card.process_memory_bytes is None  # unknown, not "0 B"
+
+
+def test_process_memory_is_zero_only_without_processes():
+    assert snap_of(NvmlDouble(h200_pair())).cards[0].process_memory_bytes == 0
+
+
+@pytest.mark.parametrize(("reserved", "used", "what"), [
+    (H200_TOTAL + 1, 0, "reserved"), (0, H200_TOTAL + 5, "used")])
+def test_reserved_or_used_above_total_is_unknown_never_negative(reserved, used, what):
+    cards = h200_pair()
+    cards[0].reserved, cards[0].used = reserved, used
+    card = snap_of(NvmlDouble(cards)).cards[0]
+    m = card.memory
+    assert getattr(m, f"{what}_bytes") is None and m.total_bytes == H200_TOTAL
+    assert m.free_bytes is None or m.free_bytes >= 0
+    assert m.cuda_visible_bytes is None or m.cuda_visible_bytes >= 0
+    assert "above total" in card.errors["memory"]
+    healthy = snap_of(NvmlDouble(h200_pair())).cards[1].memory  # the other card is untouched
+    assert healthy.cuda_visible_bytes == H200_TOTAL - H200_RESERVED
+
+
+def test_pid_reuse_invalidates_the_cached_mapping(sleeper, tmp_path, monkeypatch):
+    """The cache is keyed by (PID, start time): the same PID with another start time is another
+    process, and must be inspected again (not shown with the old process's container)."""
+    import seat_console.sources.gpu as gpu_mod
+
+    root = tmp_path / "proc"
+    (root / str(sleeper.pid) / "fd").mkdir(parents=True)
+    os.symlink("/dev/nvidia0", root / str(sleeper.pid) / "fd" / "3")
+    cg = root / str(sleeper.pid) / "cgroup"
+    cg.write_text("0::/system.slice/docker-" + "ab" * 32 + ".scope\n")
+    starts = iter([100.0, 100.0, 555.0, 555.0])
+    monkeypatch.setattr(gpu_mod, "_start_ticks", lambda pid: next(starts))
+    mapper = ProcessMapper(root)
+    first = mapper.map(sleeper.pid)
+    assert first["container"].id == "ab" * 32
+    assert mapper.map(sleeper.pid) is first  # same start time: cached
+    cg.write_text("0::/user.slice/session-1.scope\n")  # the PID now names another process
+    second = mapper.map(sleeper.pid)
+    assert second is not first and second["container"] is None
+    assert mapper.map(sleeper.pid) is second
+
+
 def test_pid_reused_in_this_namespace_without_a_gpu_handle_is_not_mapped():
     # This test process exists here but holds no /dev/nvidia* device: the PID NVML gave must
     # belong to another PID namespace, so it must not be shown as this process.

@@ -242,10 +242,14 @@ class GpuCard(Frozen):
     @property
     def process_memory_bytes(self) -> int | None:
         """Sum of the known per-process memory (unmapped processes included); ``None`` if the
-        process list is n/a."""
+        process list is n/a, or processes run but NVML attributes memory to none of them
+        (unknown, never "0 B"); 0 only when no process runs."""
         if self.processes is None:
             return None
-        return sum(p.used_memory_bytes or 0 for p in self.processes)
+        known = [p.used_memory_bytes for p in self.processes if p.used_memory_bytes is not None]
+        if self.processes and not known:
+            return None
+        return sum(known)
 
 
 class GpuSnapshot(Frozen):
@@ -610,6 +614,38 @@ def seat_conflicts(entries: Iterable[str], cards: Iterable[Any]) -> list[str]:
 _MEM_FIELDS = "memory"
 
 
+_MAX_BYTES = 1 << 56
+"""Largest device memory figure believed (64 PiB); NVML's "not available" value is 2^64 − 1."""
+
+
+def checked_memory(m: dict[str, Any]) -> tuple[dict[str, int | None], str | None]:
+    """NVML memory figures (``total``, ``reserved``, ``used``, ``free``, bytes) with impossible
+    values made unknown, and why (or ``None``): a value that is not an integer, is negative or
+    above 2^56 (NVML_VALUE_NOT_AVAILABLE is 2^64 − 1) is ``None``; ``reserved``, ``used`` or
+    ``free`` above ``total`` is ``None`` — so free memory and the CUDA-visible total (total −
+    reserved) are never negative. Never raises."""
+    out: dict[str, int | None] = {}
+    bad: list[str] = []
+    for k in ("total", "reserved", "used", "free"):
+        v = m.get(k)
+        if v is None:
+            out[k] = None
+        elif isinstance(v, bool) or not isinstance(v, int) or not 0 <= v <= _MAX_BYTES:
+            out[k] = None
+            bad.append(f"{k} {v!r} is not a byte count")
+        else:
+            out[k] = v
+    total = out["total"]
+    if total is not None:
+        for k in ("reserved", "used", "free"):
+            v = out[k]
+            if v is not None and v > total:
+                out[k] = None
+                bad.append(f"{k} {v:,} B is above total {total:,} B")
+    return out, ("NVML memory reading inconsistent: " + "; ".join(bad) + " (shown as n/a)"
+                 if bad else None)
+
+
 def _guarded(field: str, call: Callable[[], Any], unsupported: list[str],
              errors: dict[str, str]) -> Any:
     """Run one NVML read for snapshot field ``field``.
@@ -812,8 +848,12 @@ class GpuSampler:
         if result is None:
             return None
         api, m = result
-        return MemoryReading(api=api, total_bytes=m["total"], reserved_bytes=m["reserved"],
-                             used_bytes=m["used"], free_bytes=m["free"])
+        checked, problem = checked_memory(m)
+        if problem:
+            errors[field] = problem
+        return MemoryReading(api=api, total_bytes=checked["total"],
+                             reserved_bytes=checked["reserved"], used_bytes=checked["used"],
+                             free_bytes=checked["free"])
 
     def _processes(self, handle: Any, field: str, unsupported: list[str],
                    errors: dict[str, str]) -> list[GpuProcess] | None:
