@@ -182,6 +182,14 @@ def fit_summary(nctx: NodeContext) -> dict[str, Any]:
     return out
 
 
+def _incarnation(nctx: NodeContext) -> str | None:
+    """``"<name> <container id[:12]> started <StartedAt>"`` of the seat's container, or None."""
+    c = _seat_container(nctx)
+    if c is None:
+        return None
+    return f"{c.name} {c.id[:12]} started {c.attrs.get('State', {}).get('StartedAt')}"
+
+
 # -- one leg's measurement --------------------------------------------------------------------
 def measure_leg(nctx: NodeContext, leg: LegPlan, bracket_id: str, cmp_dir: Path,
                 opts: CompareOptions) -> dict[str, Any]:
@@ -201,6 +209,7 @@ def measure_leg(nctx: NodeContext, leg: LegPlan, bracket_id: str, cmp_dir: Path,
     _write_json(d / "leg.json", rec)
     problems: list[str] = []
     loaded = nctx.loaded
+    before = _incarnation(nctx)
     try:
         pre = preflight(loaded)
     except ProbeRefused as exc:
@@ -239,6 +248,12 @@ def measure_leg(nctx: NodeContext, leg: LegPlan, bracket_id: str, cmp_dir: Path,
     status = summary.get("status") or "unknown"
     if problems and status == "complete":
         status = "incomplete"
+    after = _incarnation(nctx)
+    if after != before:  # the probe watches its own window; this covers fidelity + canaries
+        rec["disruptions"] = [{"kind": "container", "at": utcnow().isoformat(),
+                               "what": f"the seat's container changed during the leg: "
+                                       f"{before} → {after}"}]
+        status = "disrupted"
     rec.update(status=status, reason="; ".join(problems + list(summary.get("problems") or []))
                or None, ended_at=utcnow().isoformat())
     _write_json(d / "leg.json", rec)

@@ -243,3 +243,39 @@ def test_a_cut_bracket_backs_no_cross_arm_claim(tmp_path: Path) -> None:
         assert not c["survives"]
         assert any("bracket incomplete: 2/4 legs measured" in r["detail"]
                    for r in c["refused_by"]), c
+
+
+from seat_console.evidence.runs import load_leg  # noqa: E402
+
+
+@given(_json_values, _json_values)
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+def test_leg_parser_only_documented_errors(tmp_path: Path, leg: object, line: object) -> None:
+    d = tmp_path / "leg"
+    d.mkdir(exist_ok=True)
+    doc = {"arm": "A", **leg} if isinstance(leg, dict) else leg
+    (d / "leg.json").write_text(json.dumps(doc))
+    (d / "fidelity.jsonl").write_text(json.dumps(line) + "\n")
+    (d / "canaries.jsonl").write_text(json.dumps(line) + "\n")
+    try:
+        run = load_leg(d, FileLedger())
+    except RunError as exc:
+        assert str(d) in str(exc)
+    else:
+        rp.build_report(rp.Inputs(runs=(run,), comparison=None, files={}))
+
+
+def test_a_leg_disrupted_after_its_probe_backs_no_claim(tmp_path: Path) -> None:
+    """compare marks a leg disrupted when the seat's container changed during fidelity or
+    canaries (after the probe's own watch ended)."""
+    cmp_dir = _bracket(tmp_path, speed_b=2.0, b_ids=[1, 2, 3])
+    lp = cmp_dir / "legs" / "3-B" / "leg.json"
+    leg = json.loads(lp.read_text())
+    leg.update(status="disrupted", disruptions=[{"kind": "container", "at": "2026-12-01T10:00Z",
+                                                 "what": "the seat's container changed"}])
+    lp.write_text(json.dumps(leg))
+    rep = rp.build_report(rp.load_inputs([str(cmp_dir)]))
+    (diff,) = _claims(rep, "throughput difference (load)")
+    assert rp.RULE_DISRUPTED in _rules(diff)
+    assert "container: the seat's container changed" in json.dumps(diff)
+    assert [r["name"] for r in rep["retained"]] == ["B3"]

@@ -116,7 +116,7 @@ class Identity:
     @classmethod
     def from_mapping(cls, d: Mapping[str, Any] | None) -> Identity:
         """From a summary's ``identity`` (tolerant: unknown keys ignored, aliases accepted)."""
-        d = dict(d or {})
+        d = dict(d) if isinstance(d, Mapping) else {}
 
         def s(*keys: str) -> str | None:
             for k in keys:
@@ -382,6 +382,8 @@ def load_leg(leg_dir: Path, ledger: FileLedger, runs_root: Path | None = None) -
     if not isinstance(leg, dict) or leg.get("arm") not in ("A", "B"):
         raise RunError(f"{lp}: not a leg record (needs arm 'A' or 'B')")
     probe_dir = leg.get("probe_run_dir")
+    if probe_dir is not None and not isinstance(probe_dir, str):
+        raise RunError(f"{lp}: 'probe_run_dir' is not a path string")
     ident = Identity.from_mapping(leg.get("identity"))
     if probe_dir:
         pdir = Path(probe_dir)
