@@ -94,9 +94,13 @@ class _Strict(BaseModel):
 class NodeSpec(_Strict):
     """The serving node and how it is reached.
 
-    ``gpus`` lists the cards that serve the seat, each an NVML index (``"0"``) or a GPU UUID
-    (``"GPU-…"``, as ``nvidia-smi --query-gpu=uuid`` prints it). Matching live cards by UUID is
-    preferred: indices can change across reboots.
+    ``gpus`` lists the cards that serve the seat, TP rank 0 first, each an NVML index (``"0"``:
+    nvidia-smi's numbering, *not* the CUDA ordinal, which ``CUDA_VISIBLE_DEVICES`` /
+    ``CUDA_DEVICE_ORDER`` change), a GPU UUID (``"GPU-…"``, as ``nvidia-smi --query-gpu=uuid``
+    prints it), a PCI bus id (``"00000000:2A:00.0"`` or ``lspci``'s ``"2a:00.0"``) or a MIG
+    instance's UUID (``"MIG-…"``: the fit budgets that instance's memory). Matching live cards by
+    UUID is preferred: indices can change across reboots. Two entries naming one card are an
+    error in the fit budget (two TP ranks cannot share a card).
     ``declared_cuda_visible_bytes`` is the per-card CUDA-visible total (NVML total − reserved) used
     when a card cannot be read live (planning on another machine).
     ``ssh_port`` / ``ssh_identity_file`` / ``ssh_known_hosts_file`` tune ``transport = "ssh"``
