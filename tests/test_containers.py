@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import time
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -214,3 +215,26 @@ def test_dockerd_down_then_back(lab, lab_stop, scratch) -> None:
                                for e in src.watcher.changes()), what="stop seen after reconnect")
     finally:
         src.close()
+
+
+def test_reconnect_back_off_doubles_and_is_capped_counted_by_attempts() -> None:
+    """The back-off was only 'tested' by a lab test that never counted connection attempts (a
+    watcher retrying in a tight loop passed it). Count them: with back-off (0.1, 0.4) s the
+    attempts are ~0.1, 0.2, 0.4, 0.4 s apart — about 5 in 1.2 s, never dozens."""
+    from seat_console.sources.containers import EventWatcher
+
+    attempts: list[float] = []
+
+    def unreachable_engine():  # noqa: ANN202 - a docker client factory that always fails
+        attempts.append(time.monotonic())
+        raise ConnectionRefusedError("engine down")
+
+    watcher = EventWatcher(unreachable_engine, backoff_s=(0.1, 0.4)).start()
+    time.sleep(1.25)
+    watcher.close()
+    gaps = [b - a for a, b in zip(attempts, attempts[1:])]
+    assert 3 <= len(attempts) <= 7, attempts
+    assert gaps[0] >= 0.09 and gaps[1] >= 0.18, gaps      # doubles...
+    assert all(g < 0.4 + 0.15 for g in gaps), gaps        # ...up to the cap
+    assert watcher.status().last_error == "ConnectionRefusedError: engine down"
+    assert not watcher.status().connected

@@ -192,3 +192,32 @@ def test_odd_status_reply_leaves_version_unknown_or_names_it(status_body):
         assert "/api/v2/status" in r.reason
     else:
         assert r.version is None or isinstance(r.version, str)
+
+
+def _counting_client(status: int, attempts: int = 3) -> tuple[AlertmanagerClient, list[float]]:
+    calls: list[float] = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        calls.append(time.monotonic())
+        return httpx.Response(status, content=b"busy")
+
+    client = AlertmanagerClient(AlertmanagerSpec(url="http://127.0.0.1:9"),
+                                read_attempts=attempts)
+    client._client = httpx.Client(base_url=client.url, transport=httpx.MockTransport(handler))
+    return client, calls
+
+
+def test_idempotent_reads_retry_with_growing_back_off_counted_by_attempts():
+    """The unreachable-Alertmanager test never counted attempts (a client that gave up at once,
+    or retried without waiting, passed it). 503 is retried read_attempts times, waits growing;
+    a 404 is not retried."""
+    client, calls = _counting_client(503)
+    with pytest.raises(AlertmanagerError) as e:
+        client.list_silences()
+    assert e.value.kind == "http" and len(calls) == 3
+    gaps = [b - a for a, b in zip(calls, calls[1:])]
+    assert gaps[0] >= 0.15 and gaps[1] >= 1.5 * gaps[0], gaps  # exponential: 0.2 s, 0.4 s
+    client, calls = _counting_client(404)
+    with pytest.raises(AlertmanagerError):
+        client.list_silences()
+    assert len(calls) == 1
