@@ -369,6 +369,8 @@ def build_hold(nctx: NodeContext, journal: Journal, *, ttl_s: int, reason: str =
             s = node_ops.create_silence(_am(nctx), matchers, ends_at=ends,
                                         created_by=spec.created_by, comment=comment)
         except AlertmanagerError as exc:
+            if getattr(exc, "sent", True) is False:
+                h["silence_post"] = "not-sent"   # the connection failed: nothing was created
             raise StepError(str(exc)) from None
         h["silence_id"] = s.id
         h["expires_at"] = iso(ends)
@@ -395,6 +397,9 @@ def build_hold(nctx: NodeContext, journal: Journal, *, ttl_s: int, reason: str =
         h = hold(ctx)
         try:
             sid = h.get("silence_id")
+            if sid is None and h.get("silence_post") == "not-sent":
+                return ("no silence was created (the POST never reached Alertmanager: the "
+                        "connection failed)")
             if sid is None:
                 found = _find_silence(nctx, h["hold_id"])
                 if found is None:
@@ -409,7 +414,11 @@ def build_hold(nctx: NodeContext, journal: Journal, *, ttl_s: int, reason: str =
         return f"silence {sid} expired"
 
     def sil_manual(ctx: RunContext) -> str:
-        sid = hold(ctx).get("silence_id") or f"(the one whose comment has [{hold(ctx)['hold_id']}])"
+        sid = hold(ctx).get("silence_id")
+        if sid is None:
+            return (f"in Alertmanager ({_safe_url(nctx)}), expire the silence whose comment "
+                    f"contains [{hold(ctx)['hold_id']}], if there is one (`amtool silence query`"
+                    ", then `amtool silence expire ID`)")
         return (f"expire silence {sid}: curl -X DELETE {_safe_url(nctx)}/api/v2/silence/{sid} "
                 "or `amtool silence expire`")
 

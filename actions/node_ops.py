@@ -157,6 +157,10 @@ def create_silence(client: AlertmanagerClient, matchers: Sequence[SilenceMatcher
         r = client._client.post("/api/v2/silences", json=body)
         r.raise_for_status()
         sid = r.json()["silenceID"]
+    except (httpx.ConnectError, httpx.ConnectTimeout) as exc:
+        err = client._error(exc, "create silence")
+        err.sent = False  # type: ignore[attr-defined] - no connection: nothing was created
+        raise err from None
     except (httpx.HTTPError, ValueError, KeyError, TypeError) as exc:
         raise client._error(exc, "create silence") from None
     back = client.get_silence(sid)

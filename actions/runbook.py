@@ -270,6 +270,33 @@ def in_flight() -> list[Runbook]:
         return list(_IN_FLIGHT)
 
 
+def stop_in_flight(grace_s: float) -> list[str]:
+    """Ask every runbook running in this process to stop (:meth:`Runbook.request_stop`) and wait
+    up to ``grace_s`` seconds for them to finish their current step and undo. A run still going
+    after that gets a ``cut-off`` journal row naming the step it was in, so ``seat-console
+    recover`` knows exactly where it stopped. Returns one sentence per run cut off. Used by the
+    app's hang-up watchdog before it ends the process."""
+    import time
+
+    runs = in_flight()
+    for rb in runs:
+        rb.request_stop()
+    deadline = time.monotonic() + grace_s
+    while in_flight() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    left = []
+    for rb in in_flight():
+        step = rb.current_step or ""
+        msg = (f"the console is ending (terminal gone) while step '{step}' was running; it may "
+               "have changed the node — run `seat-console recover`")
+        try:
+            rb._row("cut-off", step, msg)
+        except Exception:  # noqa: BLE001 - the process is ending; the row is best effort
+            pass
+        left.append(f"{rb.name} {rb.run_id}: cut off in step '{step}'")
+    return left
+
+
 def new_run_id(runbook: str) -> str:
     """``<runbook>-YYYYmmddTHHMMSSZ-<6 hex>`` (UTC)."""
     return f"{runbook}-{datetime.now(UTC):%Y%m%dT%H%M%SZ}-{uuid.uuid4().hex[:6]}"
@@ -565,4 +592,4 @@ def printing_observer(write: Callable[[str], Any]) -> Observer:
 
 __all__ = ["Check", "Event", "Observer", "Plan", "PlanLine", "Result", "RunContext", "Runbook",
            "Step", "StepError", "StepOutcome", "StopRequested", "facts_from_rows", "in_flight",
-           "new_run_id", "printing_observer"]
+           "new_run_id", "printing_observer", "stop_in_flight"]

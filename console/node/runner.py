@@ -48,6 +48,10 @@ of the console's inherited ``PATH``."""
 DEFAULT_TIMEOUT_S = 30.0
 """Timeout of a command when the caller gives none, in seconds."""
 
+DRAIN_AFTER_KILL_S = 3.0
+"""After a timeout kill, how long the runner keeps reading the child's output pipes (seconds);
+a process outside the killed group that holds them open cannot block the runner longer."""
+
 MAX_CAPTURE_BYTES = 4 * 1024 * 1024
 """At most this many bytes of stdout (and of stderr) are kept; the rest is dropped and the
 result says so (``stdout_truncated``)."""
@@ -263,7 +267,20 @@ class Runner:
         except subprocess.TimeoutExpired:
             timed_out = True
             _kill_group(proc)
-            out, err = proc.communicate()
+            try:
+                # bounded too: a grandchild that left the process group (setsid, a daemonising
+                # ssh ControlMaster) can hold the pipes open long after the group is dead
+                out, err = proc.communicate(timeout=DRAIN_AFTER_KILL_S)
+            except subprocess.TimeoutExpired as exc:
+                out, err = _partial(exc.stdout), _partial(exc.stderr) + (
+                    f"\n[seat-console: output still held open by a process outside its process "
+                    f"group {DRAIN_AFTER_KILL_S:g} s after the kill; stopped reading]").encode()
+                for pipe in (proc.stdout, proc.stderr):
+                    if pipe is not None:
+                        try:
+                            pipe.close()
+                        except OSError:
+                            pass
         duration = time.monotonic() - t0
         exit_rc: int | None = None if timed_out else proc.returncode
         truncated = len(out) > MAX_CAPTURE_BYTES
@@ -281,6 +298,15 @@ class Runner:
             rc=exit_rc, stdout=stdout, stderr=stderr, stdout_bytes=out, stdout_truncated=truncated,
             started_at=started_at, duration_s=duration, timed_out=timed_out,
             ok=failure is None, failure=failure)
+
+
+def _partial(data: object) -> bytes:
+    """What ``communicate`` had read when it timed out (bytes, a list of chunks, or None)."""
+    if isinstance(data, bytes):
+        return data
+    if isinstance(data, list):
+        return b"".join(data)
+    return b""
 
 
 def _kill_group(proc: subprocess.Popen[bytes]) -> None:

@@ -34,6 +34,7 @@ from __future__ import annotations
 import ctypes
 import logging
 import math
+import functools
 import threading
 from dataclasses import dataclass
 from types import ModuleType
@@ -177,6 +178,18 @@ class _ProcessInfoV1(ctypes.Structure):
     _fields_ = [("pid", ctypes.c_uint), ("usedGpuMemory", ctypes.c_ulonglong)]
 
 
+def _tracked(method: Any) -> Any:
+    """Count the call as in flight for :meth:`Nvml.close` (see there)."""
+    @functools.wraps(method)
+    def wrapper(self: Nvml, *args: Any, **kwargs: Any) -> Any:
+        self._enter()
+        try:
+            return method(self, *args, **kwargs)
+        finally:
+            self._leave()
+    return wrapper
+
+
 class Nvml:
     """Gateway to NVML. Thread-safe for the single sampler thread plus the UI's ``close()``.
 
@@ -193,6 +206,11 @@ class Nvml:
         self._lock = threading.RLock()
         self._initialised = False
         self._logged_missing: set[str] = set()
+        # Calls in flight (a read abandoned by a timed-out poll may still be inside NVML):
+        # close() waits for them, or leaves the shutdown to the last one to finish.
+        self._busy = threading.Condition(threading.Lock())
+        self._in_flight = 0
+        self._close_pending = False
         self.memory_api: str | None = None
         """``"v2"`` or ``"v1"`` once probed."""
         self.process_api: str | None = None
@@ -289,9 +307,38 @@ class Nvml:
         """True after a successful ``nvmlInit``."""
         return self._initialised
 
-    def close(self) -> None:
-        """``nvmlShutdown`` if initialised; never raises."""
+    def _enter(self) -> None:
+        with self._busy:
+            self._in_flight += 1
+
+    def _leave(self) -> None:
+        with self._busy:
+            self._in_flight -= 1
+            last = self._in_flight == 0
+            pending = last and self._close_pending
+            if last:
+                self._busy.notify_all()
+        if pending:
+            self._shutdown()
+
+    def close(self, wait_s: float = 2.0) -> None:
+        """``nvmlShutdown`` if initialised; never raises.
+
+        A call still running in another thread (a read the app abandoned after a timeout) is
+        waited for up to ``wait_s`` seconds; if it is still inside NVML then, the shutdown is
+        left to that call, which performs it when it returns — NVML is never shut down under a
+        running call.
+        """
+        with self._busy:
+            self._busy.wait_for(lambda: self._in_flight == 0, timeout=wait_s)
+            if self._in_flight:
+                self._close_pending = True
+                return
+        self._shutdown()
+
+    def _shutdown(self) -> None:
         with self._lock:
+            self._close_pending = False
             if not self._initialised:
                 return
             self._initialised = False
@@ -325,6 +372,7 @@ class Nvml:
             raise state from None
         raise NvmlCallError(name, code, str(exc)) from None
 
+    @_tracked
     def call(self, name: str, *args: Any) -> Any:
         """Call NVML function ``name`` (a ``pynvml`` attribute) with ``args``.
 
@@ -349,6 +397,7 @@ class Nvml:
         return value
 
     # ------------------------------------------------------------------ versioned: memory
+    @_tracked
     def memory_info(self, handle: Any) -> tuple[str, dict[str, int | None]] | NaType:
         """Memory of a device or MIG handle: ``(api, {total, reserved, used, free})`` in bytes.
 
@@ -404,6 +453,7 @@ class Nvml:
         self.memory_api = api
 
     # ------------------------------------------------------------------ versioned: processes
+    @_tracked
     def running_processes(self, handle: Any) -> tuple[str, list[RawProcess]] | NaType:
         """Compute processes on a device or MIG handle: ``(api, [RawProcess, ...])``.
 

@@ -1,0 +1,169 @@
+"""The ground the runbooks stand on (issue 7): a cancelled poll worker, the runner after a
+timeout kill, NVML shut down under a running call, and the hang-up watchdog with a runbook in
+flight. Each test fails against the code before its fix."""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+import threading
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).parent))
+from app_fixtures import CountingPanel, HangingSource, default_loaded, fixed  # noqa: E402
+from test_app import SIZE, make_app, wait_for  # noqa: E402
+
+from seat_console.actions.journal import Journal
+from seat_console.actions.runbook import Check, Runbook, Step, stop_in_flight
+from seat_console.node.runner import Runner
+from seat_console.sources.nvml import Nvml
+
+
+# -- a cancelled poll worker -------------------------------------------------------------------
+async def test_cancelled_poll_worker_does_not_leave_its_source_busy():
+    hang = HangingSource()
+    app = make_app([(fixed(hang), CountingPanel)], interval=0.05)
+    try:
+        async with app.run_test(size=SIZE) as pilot:
+            await wait_for(pilot, hang.entered.is_set, "the first read started")
+            st = app.states["hanging"]
+            assert st.busy_since is not None
+            (worker,) = [w for w in app.workers if w.name == "poll:hanging"]
+            worker.cancel()
+            await wait_for(pilot, lambda: st.busy_since is None or st.polls > 0,
+                           "the source no longer busy")
+            hang.release.set()     # later reads answer at once
+            await wait_for(pilot, lambda: st.polls >= 1, "the source polled again")
+    finally:
+        hang.release.set()
+
+
+# -- runner: communicate() after the timeout kill ------------------------------------------------
+def test_runner_timeout_returns_although_a_grandchild_holds_the_pipes():
+    """A grandchild in its own session (outside the killed process group) keeps stdout open;
+    the runner's drain after the kill must itself be bounded."""
+    t0 = time.monotonic()
+    res = Runner().run(["sh", "-c", "setsid sleep 20 & echo $!; exec sleep 30"],
+                       timeout_s=0.5)
+    took = time.monotonic() - t0
+    grandchild = int(res.stdout.split()[0])
+    try:
+        assert res.timed_out and not res.ok
+        assert took < 12, f"run() took {took:.1f} s: the drain after the kill waited on the pipe"
+        assert "outside its process group" in res.stderr
+    finally:
+        os.kill(grandchild, signal.SIGKILL)   # the one process this test started outside
+
+
+# -- NVML close under a running call ---------------------------------------------------------
+class _SlowNvml:
+    """A pynvml stand-in whose ``nvmlDeviceGetCount`` blocks until released."""
+
+    class NVMLError(Exception):
+        value = 999
+
+    def __init__(self) -> None:
+        self.calls: list[str] = []
+        self.entered = threading.Event()
+        self.release = threading.Event()
+
+    def nvmlInit(self) -> None:
+        self.calls.append("init")
+
+    def nvmlShutdown(self) -> None:
+        self.calls.append("shutdown")
+
+    def nvmlDeviceGetCount(self) -> int:
+        self.calls.append("count:start")
+        self.entered.set()
+        self.release.wait(10)
+        self.calls.append("count:end")
+        return 2
+
+
+def test_nvml_close_waits_for_a_running_call_then_shuts_down():
+    mod = _SlowNvml()
+    nvml = Nvml(mod)
+    out: list = []
+    t = threading.Thread(target=lambda: out.append(nvml.call("nvmlDeviceGetCount")))
+    t.start()
+    assert mod.entered.wait(5)
+    nvml.close(wait_s=0.1)               # the call is still inside NVML
+    assert "shutdown" not in mod.calls   # not shut down under it
+    mod.release.set()
+    t.join(5)
+    assert out == [2]
+    assert mod.calls[-2:] == ["count:end", "shutdown"]   # the last call out shut it down
+
+
+def test_nvml_close_without_calls_shuts_down_at_once():
+    mod = _SlowNvml()
+    nvml = Nvml(mod)
+    nvml.init()
+    nvml.close()
+    assert mod.calls == ["init", "shutdown"]
+
+
+# -- hang-up watchdog with a runbook in flight ------------------------------------------------
+def test_stop_in_flight_lets_the_step_finish_and_journals(tmp_path: Path):
+    journal = Journal(tmp_path / "j.sqlite3")
+    node: dict = {}
+    entered, release = threading.Event(), threading.Event()
+
+    def apply(ctx):
+        entered.set()
+        release.wait(5)
+        node["a"] = True
+
+    def undo(ctx):
+        node.pop("a", None)
+
+    steps = [Step("a", lambda c: Check(True, "set a"), apply, lambda c: None, undo),
+             Step("b", lambda c: Check(True, "set b"), lambda c: node.update(b=True),
+                  lambda c: None)]
+    rb = Runbook("demo", steps, journal=journal)
+    t = threading.Thread(target=rb.run)
+    t.start()
+    assert entered.wait(5)
+    threading.Timer(0.3, release.set).start()
+    left = stop_in_flight(grace_s=5)
+    t.join(5)
+    assert left == []                     # it finished within the grace: nothing cut off
+    assert node == {}                     # the step finished, then everything was undone
+    kinds = [e.kind for e in journal.entries(run_id=rb.run_id)]
+    assert kinds[-1] == "end" and "undo" in kinds and "b" not in node
+
+    # a step that outlives the grace is journaled as cut off
+    entered.clear()
+    release.clear()
+    rb2 = Runbook("demo", steps, journal=journal)
+    t2 = threading.Thread(target=rb2.run, daemon=True)
+    t2.start()
+    assert entered.wait(5)
+    left = stop_in_flight(grace_s=0.2)
+    assert left and "a" in left[0]
+    cut = journal.entries(run_id=rb2.run_id, kind="cut-off")
+    assert cut and cut[0].step == "a" and "recover" in cut[0].outcome
+    release.set()
+    t2.join(5)
+    journal.close()
+
+
+def test_app_watchdog_waits_for_runbooks(monkeypatch):
+    """``terminal_gone``'s watchdog asks in-flight runbooks to stop before ``os._exit``."""
+    import seat_console.app as app_mod
+
+    calls: list = []
+    monkeypatch.setattr(app_mod, "HANGUP_EXIT_GRACE_S", 0.0)
+    monkeypatch.setattr(app_mod, "stop_in_flight", lambda grace_s: calls.append(grace_s) or [])
+    monkeypatch.setattr(app_mod.os, "_exit", lambda code: calls.append(("exit", code)))
+    app = app_mod.SeatConsoleApp(default_loaded(), watch_terminal=False)
+    monkeypatch.setattr(app, "exit", lambda **kw: None)
+    app.terminal_gone("test")
+    for _ in range(100):
+        if len(calls) >= 2:
+            break
+        time.sleep(0.02)
+    assert calls[0] == app_mod.RUNBOOK_STOP_GRACE_S and calls[1][0] == "exit"
