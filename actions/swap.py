@@ -749,29 +749,7 @@ def rebuild(nctx: NodeContext, journal: Journal, rows: Sequence[Entry],
     raise ValueError(f"swap.rebuild: {first.runbook!r} is not a swap or restore run")
 
 
-def seat_holder(nctx: NodeContext, client: Any) -> dict[str, Any]:
-    """Which container holds the seat now, for the seat panel: ``{"role": "resident" |
-    "probe" | None, "name", "since" (UTC ISO), "image_id", "image_ref", "startup"
-    (:class:`~seat_console.sources.startup_log.StartupFacts` as a dict, from its log since it
-    started)}``; ``role`` ``None`` when neither runs."""
-    names = [("resident", nctx.profile.resident.container)]
-    if nctx.profile.swap is not None:
-        names.append(("probe", nctx.profile.swap.container))
-    for role, name in names:
-        if not name:
-            continue
-        c = _inspect(client, name)
-        if _running(c):
-            since = _started_at(c)
-            facts = parse_startup_log(_logs(c, since), block_size=nctx.profile.seat.block_size)
-            return {"role": role, "name": name, "since": hold_mod.iso(since),
-                    "image_id": c.attrs["Image"], "image_ref": c.attrs["Config"].get("Image"),
-                    "startup": facts.model_dump()}
-    return {"role": None, "name": None, "since": None, "image_id": None, "image_ref": None,
-            "startup": None}
-
-
 __all__ = ["SwapOptions", "build_restore", "build_swap", "completion", "fit_verdict",
-           "gpu_uuids", "identity", "last_swap", "probe_image", "rebuild", "seat_holder",
+           "gpu_uuids", "identity", "last_swap", "probe_image", "rebuild",
            "stop_container", "wait_serving"]
 
