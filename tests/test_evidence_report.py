@@ -279,3 +279,20 @@ def test_a_leg_disrupted_after_its_probe_backs_no_claim(tmp_path: Path) -> None:
     assert rp.RULE_DISRUPTED in _rules(diff)
     assert "container: the seat's container changed" in json.dumps(diff)
     assert [r["name"] for r in rep["retained"]] == ["B3"]
+
+
+def test_identity_from_the_probe_summary_shape() -> None:
+    from seat_console.evidence.runs import Identity
+
+    probe = {"container": {"role": "probe", "id": "c1", "image_id": "sha256:b",
+                           "repo_digest": None},
+             "backport_patches": [{"dest": "/etc/issue", "sha256": "f" * 64}],
+             "gpus": {"driver": "580.159.04", "cards": [{"uuid": "GPU-1"}, {"uuid": "GPU-2"}]},
+             "prompt_set": {"sha256": "e" * 64}, "served_model": "m"}
+    i = Identity.from_mapping(probe)
+    assert (i.container_id, i.image_id, i.driver_version) == ("c1", "sha256:b", "580.159.04")
+    assert i.patch_sha256s == ("/etc/issue=" + "f" * 64,) and i.gpu_uuids == ("GPU-1", "GPU-2")
+    assert i.prompt_set_sha256 == "e" * 64 and i.repo_digest is None
+    resident = {**probe, "container": {**probe["container"], "role": "resident"}}
+    assert Identity.from_mapping(resident).patch_sha256s == ()
+    assert Identity.from_mapping("not a mapping") == Identity()

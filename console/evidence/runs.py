@@ -142,6 +142,8 @@ class Identity:
             if d.get(k_flat) in (None, "") and c.get(k_nested):
                 d[k_flat] = c[k_nested]
         bp = d.get("backport_patches")
+        if c.get("role") == "resident":  # the probe lists the profile's [backport] files for
+            bp = []                      # any seat container; the resident runs none of them
         if isinstance(bp, list) and "patch_sha256s" not in d:
             d["patch_sha256s"] = [f"{x.get('dest')}={x.get('sha256')}" for x in bp
                                   if isinstance(x, Mapping)]
