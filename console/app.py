@@ -82,6 +82,7 @@ from seat_console.profile import (
     LoadedProfile,
 )
 from seat_console.sources import BrokenSource, Source, Unavailable, utcnow
+from seat_console.actions.runbook import in_flight, stop_in_flight
 from seat_console.widgets.fit import FitPanel
 from seat_console.widgets.gpu import GpuPanel
 from seat_console.widgets.panel import STALE_FACTOR, STALE_MIN_S, SourcePanel
@@ -157,6 +158,10 @@ TIME_FIELDS = frozenset({"read_at", "sampled_at"})
 
 HANGUP_EXIT_GRACE_S = 5.0
 """Seconds a clean exit may take after the terminal went away before the process is ended."""
+
+RUNBOOK_STOP_GRACE_S = 60.0
+"""After a hang-up, seconds a runbook in flight gets to finish its current step and undo before
+the process ends (a step cut off is journaled; the hold's lease covers the rest)."""
 
 EXIT_HANGUP = 129
 """Exit code after the terminal went away (128 + SIGHUP, the shell's convention)."""
@@ -531,6 +536,8 @@ class SeatCommands(Provider):
              "Stop or restart reading the node (same as p)"),
             ("Refresh now", app.action_refresh_now, "Read every source once now (same as r)"),
             ("Open help", app.action_help, "Keys and how to read the panels (same as ?)"),
+            ("Open the evidence report", app.action_evidence,
+             "The newest comparison's (else probe run's) report, read-only (same as e)"),
         ]
         for s in INTERVAL_CHOICES_S:
             cmds.append((f"Set refresh interval to {s:g} s", partial(app.set_refresh_interval, s),
@@ -620,6 +627,7 @@ class SeatConsoleApp(App[int]):
         Binding("B", "build_backport", "build backport", show=False, id="node.build-backport"),
         Binding("S", "swap", "swap seat", show=False, id="node.swap"),
         Binding("R", "restore", "restore seat", show=False, id="node.restore"),
+        Binding("e", "evidence", "evidence", id="evidence"),
     ]
     """Keys of the main screen. To add one: a ``Binding(key, action, description, id=...)``
     here and an ``action_<action>`` method; an id starting with :data:`NODE_ACTION_PREFIX`
@@ -939,13 +947,25 @@ class SeatConsoleApp(App[int]):
 
     @on(Worker.StateChanged)
     def _on_worker_state(self, event: Worker.StateChanged) -> None:
-        """A poll worker that failed outside ``read`` (a bug): show it, keep polling."""
+        """A poll worker that failed outside ``read`` (a bug): show it, keep polling. One
+        that was cancelled (exclusive restart, app shutting down) no longer leaves its source
+        marked busy — which stopped that source from ever being polled again."""
         name = event.worker.name or ""
-        if not name.startswith("poll:") or event.state != WorkerState.ERROR:
+        if not name.startswith("poll:") or event.state not in (WorkerState.ERROR,
+                                                               WorkerState.CANCELLED):
             return
         key = name.removeprefix("poll:")
         st = self._states.get(key)
         if st is None:
+            return
+        if event.state == WorkerState.CANCELLED:
+            if any(w is not event.worker and w.name == name and w.state in (
+                    WorkerState.PENDING, WorkerState.RUNNING) for w in self.workers):
+                return   # a newer poll of this source is already under way
+            st.busy_since = None
+            st.manual = False
+            if not self._shutting_down:
+                self._schedule_next(st)
             return
         err = event.worker.error
         started = st.busy_since or self.clock()
@@ -1091,6 +1111,14 @@ class SeatConsoleApp(App[int]):
 
         swap_attach(self, "restore")()
 
+    def action_evidence(self) -> None:
+        """``e``: the read-only evidence report of the newest comparison (else probe run);
+        built in a worker by :class:`~seat_console.widgets.evidence.EvidenceScreen`."""
+        from seat_console.widgets.evidence import EvidenceScreen
+
+        if not isinstance(self.screen, EvidenceScreen):
+            self.push_screen(EvidenceScreen())
+
     def action_help(self) -> None:
         """``?``: open the help screen."""
         if not isinstance(self.screen, HelpScreen):
@@ -1161,8 +1189,13 @@ class SeatConsoleApp(App[int]):
         log.warning("exiting: %s", why)
 
         def watchdog() -> None:
+            for rb in in_flight():   # a runbook stops after its current step and undoes
+                rb.request_stop()
             threading.Event().wait(HANGUP_EXIT_GRACE_S)
-            os._exit(EXIT_HANGUP_FORCED)  # the terminal is gone; nothing left to restore
+            # before ending the process: let a runbook in flight finish its step, or journal
+            # exactly where it was cut off (seat-console recover picks it up)
+            stop_in_flight(RUNBOOK_STOP_GRACE_S)
+            os._exit(EXIT_HANGUP_FORCED)
 
         threading.Thread(target=watchdog, name="seat-console-hangup", daemon=True).start()
         # Point stdin/stdout/stderr at /dev/null so Textual's writer thread and its restoring of
@@ -1227,6 +1260,7 @@ def run_app(loaded: LoadedProfile, readonly: bool = False, interval: float | Non
     try:
         rc = app.run()
     finally:
+        stop_in_flight(RUNBOOK_STOP_GRACE_S)   # a runbook worker must not die with the process
         app.close_sources()
     if app.return_code not in (None, 0):
         return app.return_code
