@@ -307,3 +307,32 @@ def test_fit_docstrings_give_units_none_and_errors(tmp_path: Path) -> None:
                            sha256="x")
     inputs = gather(loaded, None, checkpoint=tmp_path / "nope")
     assert inputs.resident.scan_failed and "not a directory" in inputs.resident.unavailable
+
+
+def test_non_identical_cards_budget_the_smallest_pool_in_any_order() -> None:
+    """Every test used identical cards, so min vs max per card was never exercised: vLLM sizes
+    every rank's KV pool to the smallest one, so the capacity, the verdict and the comparison
+    must all follow the card with the least room, wherever it sits in node.gpus."""
+    shape = {"num_hidden_layers": 32, "num_attention_heads": 32, "num_key_value_heads": 8,
+             "head_dim": 128, "torch_dtype": "bfloat16"}
+    p = SeatParams(tensor_parallel_size=2, gpu_memory_utilization=0.9, max_model_len=8192,
+                   max_num_seqs=16)
+    big = CardInput(rank=0, label="GPU 0", cuda_visible_bytes=80 * GiB, total_source="nvml")
+    small = CardInput(rank=1, label="GPU 1", cuda_visible_bytes=60 * GiB, total_source="nvml")
+    fp = footprint_declared("m", 20 * GiB, 2, None, shape, "t")
+    b = fit_budget(fp, p, [big, small])
+    kv = {r.label: r.kv_bytes for r in b.cards}
+    # requested = ceil(total × 0.9); KV = requested − 20 GiB of weights per rank
+    assert kv == {"GPU 0": math.ceil(80 * GiB * 0.9) - 20 * GiB,
+                  "GPU 1": math.ceil(60 * GiB * 0.9) - 20 * GiB}
+    # TP 2 halves the 8 KV heads: a block is 32 layers × 16 tokens × 4 heads × 256 × 2 B = 1 MiB
+    assert b.capacity.bytes_per_block == 1 << 20
+    assert b.capacity.num_blocks == kv["GPU 1"] // (1 << 20)  # the smaller pool, not the larger
+    assert f"{gib(kv['GPU 1'])} GiB per card" in b.verdict.words
+    swapped = fit_budget(fp, p, [small.model_copy(update={"rank": 0}),
+                                 big.model_copy(update={"rank": 1})])
+    assert swapped.capacity.num_blocks == b.capacity.num_blocks
+    same = fit_budget(fp, p, [big, big.model_copy(update={"rank": 1, "label": "GPU 1"})])
+    assert same.capacity.num_blocks > b.capacity.num_blocks
+    comp = compare(same, b)
+    assert comp.kv_bytes_ratio == kv["GPU 1"] / kv["GPU 0"]  # smallest of each side
