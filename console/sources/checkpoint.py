@@ -820,6 +820,7 @@ def scan_checkpoint(directory: str | os.PathLike[str], *,
     # Classification depends on the name with its numbers masked, ndim and numel ≤ 1: cache it
     # (a DeepSeek-V3 checkpoint has ~90,000 tensors but a few dozen distinct patterns).
     cache: dict[tuple[str, int, bool], tuple[Role, TpClass]] = {}
+    cast_cache: dict[tuple[str, str], bool] = {}
     digits = re.compile(r"(?<=\.)\d+(?=\.|$)")  # layer / expert numbers, not "fc2" or "w1"
     kept: list[TensorInfo] | None = [] if keep_tensors else None
     seen: dict[str, str] = {}
@@ -856,7 +857,8 @@ def scan_checkpoint(directory: str | os.PathLike[str], *,
                     unlisted.append((name, shard, nb))
                 elif listed != shard:
                     misplaced.append((name, listed, shard, nb))
-            key = (digits.sub("#", name), len(shape), nb <= 8 and math.prod(shape) <= 1)
+            masked = digits.sub("#", name)
+            key = (masked, len(shape), nb <= 8 and math.prod(shape) <= 1)
             cls = cache.get(key)
             if cls is None:
                 role = classify_role(name, ple_re)
@@ -874,9 +876,11 @@ def scan_checkpoint(directory: str | os.PathLike[str], *,
             r["tensors"] += 1
             rd = r["by_dtype"]
             rd[dtype] = rd.get(dtype, 0) + nb
-            split.add(name, shape, nb, role, tp,
-                      castable=is_castable(name, dtype, quantised),
-                      elements=math.prod(shape))
+            ck = (masked, dtype)
+            castable = cast_cache.get(ck)
+            if castable is None:
+                castable = cast_cache[ck] = is_castable(name, dtype, quantised)
+            split.add(name, shape, nb, role, tp, castable=castable, elements=math.prod(shape))
             if kept is not None:
                 kept.append(TensorInfo(name=name, shard=shard, dtype=dtype, shape=shape,
                                        begin=b, end=e, role=role, tp=tp))
