@@ -11,6 +11,7 @@ from __future__ import annotations
 import fcntl
 import json
 import os
+import re
 import subprocess
 import sys
 import time
@@ -42,13 +43,23 @@ concurrency = 8
 """
 
 
+def without_probe(text: str) -> str:
+    """Profile TOML text with its ``[probe]`` / ``[[probe.phases]]`` tables removed (the other
+    tables — ``[swap]``, ``[candidate]``… — are kept)."""
+    out, skipping = [], False
+    for line in text.splitlines():
+        s = line.strip()
+        if s.startswith("["):
+            skipping = bool(re.match(r"^\[\[?\s*probe\s*[\].]", s))
+        if not skipping and not s.startswith("# The probe, bounded"):
+            out.append(line)
+    return "\n".join(out) + "\n"
+
+
 def probe_profile(lab, tmp_path: Path, single: int = 4, conc: int = 16, tokens: int = 16
                   ) -> Path:
     """The lab's profile with a bounded ``[probe]`` (replacing any the lab wrote)."""
-    text = lab.profile_path.read_text("utf-8")
-    for marker in ("\n# The probe, bounded", "\n[probe]"):
-        if marker in text:
-            text = text[: text.index(marker)]
+    text = without_probe(lab.profile_path.read_text("utf-8"))
     p = tmp_path / "lab-probe.toml"
     p.write_text(text + PROBE.format(single=single, conc=conc, tokens=tokens), "utf-8")
     return p

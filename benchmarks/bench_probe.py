@@ -1,0 +1,278 @@
+#!/usr/bin/env python3
+"""The probe's load client vs ``vllm bench serve``, paired on the same vLLM server, and the
+SSE parsing rate.
+
+**Paired throughput and client CPU** (``--pairs N``): each pair runs ``vllm bench serve`` and
+the probe one after the other (order alternating between pairs) against the same server, with
+the same prompts (the probe's shipped set, written as a ``custom`` JSONL dataset with
+``--disable-shuffle --skip-chat-template``), the same output length (``ignore_eos``), the same
+closed-loop concurrency and request count, temperature 0, streaming ``/v1/completions``.
+``vllm bench serve`` runs from the lab's vLLM venv through its module, as ``RECIPES.md`` says
+(``from vllm.benchmarks.serve import add_cli_args, main``); its client CPU time is measured
+around its ``benchmark()`` coroutine only (tokenizer and dataset loading excluded), the probe's
+around its phase; the probe's phase CPU (``client_cpu_s``: the measured requests, no warm-up or
+scrapes) is compared, its whole-run CPU (client setup, warm-up, two ``/metrics`` scrapes, run
+files) is reported too. Both run in their own process; CPU = user + system time of that process
+(``time.process_time``). Reported: output tok/s of each and their ratio, CPU seconds per 1,000
+output tokens of each and their ratio.
+
+**SSE events parsed per second per core** (``--events N``): vLLM-shaped completion chunks (with
+continuous usage) run through the probe's parsing pipeline — httpx-sse's line and event
+decoders, :func:`~seat_console.probe.client.parse_chunk`, :class:`StreamTimer` — in one thread;
+events / CPU second.
+
+Usage (on the lab: ``python scripts/lab.py up`` first)::
+
+    python benchmarks/bench_probe.py --pairs 3 --requests 64 --concurrency 8 --output-len 64 \\
+        --json docs/validation/cpu-lab-bench_probe.json
+
+Holds the lab's ``.lab/disrupt.lock`` exclusively while it sends load (no test session sends
+requests meanwhile). Not a test: nothing is asserted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import fcntl
+import json
+import os
+import platform
+import re
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+BENCH_SERVE = r"""
+import json, sys, time, argparse
+import vllm.benchmarks.serve as S
+import vllm.benchmarks.datasets.datasets as D
+# pandas is an optional vLLM dependency the lab venv lacks; CustomDataset only needs
+# read_json(lines=True) -> .columns / .iterrows() of {"prompt": ...} rows (harness shim, not timed)
+class _Rows:
+    def __init__(self, path):
+        self.rows = [json.loads(l) for l in open(path) if l.strip()]
+        self.columns = sorted({k for r in self.rows for k in r})
+    def iterrows(self):
+        for i, r in enumerate(self.rows):
+            yield i, type("Row", (), {"to_dict": lambda self, r=r: dict(r)})()
+class _PD:
+    @staticmethod
+    def read_json(path_or_buf, lines):
+        return _Rows(path_or_buf)
+D.pd = _PD
+cpu = {}
+orig = S.benchmark
+async def timed(*a, **k):
+    c0, w0 = time.process_time(), time.perf_counter()
+    r = await orig(*a, **k)
+    cpu["cpu_s"], cpu["wall_s"] = time.process_time() - c0, time.perf_counter() - w0
+    return r
+S.benchmark = timed
+p = argparse.ArgumentParser()
+S.add_cli_args(p)
+res = S.main(p.parse_args(sys.argv[1:]))
+print("@@RESULT@@" + json.dumps({"output_throughput": res["output_throughput"],
+      "completed": res["completed"], "failed": res.get("failed"),
+      "total_output_tokens": res["total_output_tokens"], "duration_s": res["duration"], **cpu}))
+"""
+
+PROBE = r"""
+import asyncio, json, sys, time
+from seat_console.profile import load_profile
+from seat_console.probe.run import Probe, Preflight, HoldInfo
+from seat_console.probe.engine_counters import KvCapacity
+from seat_console.probe.store import RunWriter
+from pathlib import Path
+loaded = load_profile(sys.argv[1])
+url, model, out = sys.argv[2], sys.argv[3], Path(sys.argv[4])
+pre = Preflight(endpoint=url, model=model, identity={"endpoint": url}, kv=KvCapacity(),
+                hold=HoldInfo(None, "benchmark"), seat_containers=set())
+probe = Probe(loaded, pre, writer=RunWriter(root=out))
+c0, w0 = time.process_time(), time.perf_counter()
+s = asyncio.run(probe.run())
+cpu, wall = time.process_time() - c0, time.perf_counter() - w0
+st = s["phases"][0]["stats"]
+print("@@RESULT@@" + json.dumps({"output_throughput": st["output_tok_s"],
+      "completed": st["completed"], "failed": st["failed"],
+      "total_output_tokens": st["output_tokens"], "duration_s": st["duration_s"],
+      "cpu_s": s["phases"][0]["client_cpu_s"], "run_cpu_s": cpu, "wall_s": wall,
+      "accounting": s["phases"][0]["accounting"], "status": s["status"]}))
+"""
+
+
+def without_probe(text: str) -> str:
+    """Profile TOML text with its ``[probe]`` / ``[[probe.phases]]`` tables removed (the other
+    tables — ``[swap]``, ``[candidate]``… — are kept)."""
+    out, skipping = [], False
+    for line in text.splitlines():
+        s = line.strip()
+        if s.startswith("["):
+            skipping = bool(re.match(r"^\[\[?\s*probe\s*[\].]", s))
+        if not skipping and not s.startswith("# The probe, bounded"):
+            out.append(line)
+    return "\n".join(out) + "\n"
+
+
+def _result(cp: subprocess.CompletedProcess[str], what: str) -> dict:
+    for line in cp.stdout.splitlines():
+        if line.startswith("@@RESULT@@"):
+            return json.loads(line[len("@@RESULT@@"):])
+    raise SystemExit(f"{what} gave no result (rc {cp.returncode}):\n{cp.stdout[-3000:]}\n"
+                     f"{cp.stderr[-3000:]}")
+
+
+def run_bench_serve(py: str, url: str, model: str, tokenizer: str, dataset: Path, n: int,
+                    conc: int, out_len: int) -> dict:
+    """One ``vllm bench serve`` run in the vLLM venv's python; its result dict."""
+    args = ["--backend", "vllm", "--base-url", url, "--endpoint", "/v1/completions",
+            "--model", model, "--tokenizer", tokenizer, "--dataset-name", "custom",
+            "--dataset-path", str(dataset), "--custom-output-len", str(out_len),
+            "--skip-chat-template", "--disable-shuffle", "--num-prompts", str(n),
+            "--max-concurrency", str(conc), "--ignore-eos", "--temperature", "0",
+            "--disable-tqdm", "--percentile-metrics", "ttft,tpot,itl,e2el"]
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "VLLM_NO_USAGE_STATS": "1",
+           "TORCHDYNAMO_DISABLE": "1"}
+    cp = subprocess.run([py, "-c", BENCH_SERVE, *args], capture_output=True, text=True,
+                        timeout=900, env=env, check=False)
+    return _result(cp, "vllm bench serve")
+
+
+def run_probe(profile: Path, url: str, model: str, out: Path) -> dict:
+    """One probe run (one phase) in a child process; its result dict."""
+    cp = subprocess.run([sys.executable, "-c", PROBE, str(profile), url, model, str(out)],
+                        capture_output=True, text=True, timeout=900, check=False,
+                        env={**os.environ, "PYTHONPATH": str(ROOT)})
+    return _result(cp, "probe")
+
+
+def sse_rate(n_events: int) -> dict:
+    """Events per CPU second through the probe's SSE parsing pipeline (one thread)."""
+    from httpx_sse._decoders import SSEDecoder, SSELineDecoder
+
+    from seat_console.probe.client import StreamTimer
+
+    chunks = []
+    for i in range(1, n_events + 1):
+        obj = {"id": "cmpl-0123456789abcdef", "object": "text_completion", "created": 1796116449,
+               "model": "seat-resident", "choices": [{"index": 0, "text": " tok", "logprobs": None,
+                                                      "finish_reason": None, "stop_reason": None,
+                                                      "prompt_token_ids": None,
+                                                      "token_ids": None}],
+               "usage": {"prompt_tokens": 60, "total_tokens": 60 + i, "completion_tokens": i}}
+        chunks.append(("data: " + json.dumps(obj, separators=(",", ":")) + "\n\n"))
+    text = "".join(chunks)
+    # 1,400-character reads, as a network read of a few events would be
+    reads = [text[i:i + 1400] for i in range(0, len(text), 1400)]
+    best = None
+    for _ in range(3):
+        line_dec, ev_dec, timer = SSELineDecoder(), SSEDecoder(), StreamTimer()
+        c0 = time.process_time()
+        t = 0.0
+        for r in reads:
+            for line in line_dec.decode(r):
+                ev = ev_dec.decode(line.rstrip("\n"))
+                if ev is not None:
+                    t += 1e-4
+                    timer.feed(ev.data, t)
+        cpu = time.process_time() - c0
+        assert timer.tokens_streamed == n_events
+        best = cpu if best is None else min(best, cpu)
+    return {"events": n_events, "cpu_s": best, "events_per_cpu_s": n_events / best,
+            "bytes_per_event": len(text) / n_events}
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--pairs", type=int, default=3)
+    ap.add_argument("--requests", type=int, default=64)
+    ap.add_argument("--concurrency", type=int, default=8)
+    ap.add_argument("--output-len", type=int, default=64)
+    ap.add_argument("--events", type=int, default=100_000)
+    ap.add_argument("--json", metavar="FILE")
+    a = ap.parse_args(argv)
+    from seat_console.probe.prompts import load_prompt_set
+
+    state = json.loads((ROOT / ".lab" / "state.json").read_text())
+    v = state["vllm"]
+    url, model, py, tok = v["url"], v["served_model_name"], v["python"], v["model_dir"]
+    tmp = Path(tempfile.mkdtemp(prefix="bench-probe-"))
+    prompts = load_prompt_set().prompts
+    dataset = tmp / "prompts.jsonl"
+    with dataset.open("w") as fh:
+        for i in range(a.requests):
+            fh.write(json.dumps({"prompt": prompts[i % len(prompts)]}) + "\n")
+    lab_profile = without_probe(Path(state["profile"]).read_text())
+    profile = tmp / "profile.toml"
+    profile.write_text(lab_profile + f"""
+[probe]
+output_tokens = {a.output_len}
+warmup_requests = 1
+[[probe.phases]]
+name = "paired"
+requests = {a.requests}
+concurrency = {a.concurrency}
+""")
+    lock = open(ROOT / ".lab" / "disrupt.lock", "a+")  # noqa: SIM115
+    print("waiting for the lab's disrupt.lock (exclusive)…", file=sys.stderr, flush=True)
+    fcntl.flock(lock, fcntl.LOCK_EX)
+    import httpx
+
+    deadline = time.monotonic() + 600
+    while True:   # another session may have just restored the seat
+        try:
+            if httpx.get(url + "/health", timeout=3).status_code == 200:
+                break
+        except httpx.HTTPError:
+            pass
+        if time.monotonic() > deadline:
+            raise SystemExit(f"{url}/health did not answer 200 within 10 min")
+        time.sleep(2)
+    pairs = []
+    try:
+        for k in range(a.pairs):
+            order = ("bench", "probe") if k % 2 == 0 else ("probe", "bench")
+            r: dict = {}
+            for who in order:
+                if who == "bench":
+                    r["bench_serve"] = run_bench_serve(py, url, model, tok, dataset, a.requests,
+                                                       a.concurrency, a.output_len)
+                else:
+                    r["probe"] = run_probe(profile, url, model, tmp / "runs")
+            b, p = r["bench_serve"], r["probe"]
+            r["tok_s_ratio"] = p["output_throughput"] / b["output_throughput"]
+            r["bench_cpu_s_per_1k"] = b["cpu_s"] / b["total_output_tokens"] * 1000
+            r["probe_cpu_s_per_1k"] = p["cpu_s"] / p["total_output_tokens"] * 1000
+            r["cpu_ratio"] = r["probe_cpu_s_per_1k"] / r["bench_cpu_s_per_1k"]
+            r["order"] = list(order)
+            pairs.append(r)
+            print(f"pair {k + 1}: bench serve {b['output_throughput']:,.1f} tok/s, probe "
+                  f"{p['output_throughput']:,.1f} tok/s (ratio {r['tok_s_ratio']:.3f}); CPU s/1k "
+                  f"tokens bench {r['bench_cpu_s_per_1k']:.4f}, probe "
+                  f"{r['probe_cpu_s_per_1k']:.4f} (ratio {r['cpu_ratio']:.3f})", flush=True)
+    finally:
+        fcntl.flock(lock, fcntl.LOCK_UN)
+    sse = sse_rate(a.events)
+    print(f"SSE pipeline: {sse['events_per_cpu_s']:,.0f} events per CPU second "
+          f"({sse['bytes_per_event']:.0f} B/event)")
+    med = {k: statistics.median(p[k] for p in pairs)
+           for k in ("tok_s_ratio", "cpu_ratio", "bench_cpu_s_per_1k", "probe_cpu_s_per_1k")}
+    print(f"median: tok/s ratio {med['tok_s_ratio']:.3f}, CPU ratio {med['cpu_ratio']:.3f}")
+    if a.json:
+        Path(a.json).write_text(json.dumps({
+            "date_utc": datetime.now(UTC).isoformat(timespec="seconds"),
+            "machine": {"node": platform.node(), "python": platform.python_version(),
+                        "cpus": os.cpu_count(), "loadavg": os.getloadavg()},
+            "argv": sys.argv, "server": {"url": url, "model": model, "vllm": "0.32.0 (CPU)"},
+            "pairs": pairs, "median": med, "sse": sse}, indent=1) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
