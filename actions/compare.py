@@ -46,7 +46,15 @@ import httpx
 from seat_console.actions import hold as hold_mod
 from seat_console.actions import swap as swap_mod
 from seat_console.actions.journal import Journal
-from seat_console.actions.runbook import Check, Observer, Result, Runbook, RunContext, Step, StepError
+from seat_console.actions.runbook import (
+    Check,
+    Observer,
+    Result,
+    Runbook,
+    RunContext,
+    Step,
+    StepError,
+)
 from seat_console.evidence import canaries as can
 from seat_console.evidence import fidelity as fid
 from seat_console.evidence.bracket import LegPlan, new_bracket_id, plan_bracket, transition

@@ -16,7 +16,7 @@ from seat_console.evidence.fidelity import FidelityError, Position, Trace
 def _body(ids: list[int], tops: list[dict[int, float]]) -> str:
     return json.dumps({"choices": [{"logprobs": {
         "tokens": [f"token_id:{i}" for i in ids],
-        "token_logprobs": [t[i] for i, t in zip(ids, tops)],
+        "token_logprobs": [t[i] for i, t in zip(ids, tops, strict=True)],
         "top_logprobs": [{f"token_id:{k}": v for k, v in t.items()} for t in tops]}}]})
 
 
@@ -81,7 +81,7 @@ def test_parse_roundtrip(rows: list[tuple[int, dict[int, float]]]) -> None:
         tops.append(top)
     out = f.parse_completion(_body(ids, tops))
     assert [p.token_id for p in out] == ids
-    assert all(len(p.top) == min(20, len(t)) for p, t in zip(out, tops))
+    assert all(len(p.top) == min(20, len(t)) for p, t in zip(out, tops, strict=True))
 
 
 def test_compare_identical_is_exact() -> None:

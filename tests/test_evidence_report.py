@@ -170,7 +170,8 @@ _json_values = st.recursive(
 
 
 @given(_json_values)
-@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=200, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
 def test_summary_parser_only_documented_errors(tmp_path: Path, doc: object) -> None:
     d = tmp_path / "run"
     d.mkdir(exist_ok=True)
@@ -249,7 +250,8 @@ from seat_console.evidence.runs import load_leg  # noqa: E402
 
 
 @given(_json_values, _json_values)
-@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=200, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
 def test_leg_parser_only_documented_errors(tmp_path: Path, leg: object, line: object) -> None:
     d = tmp_path / "leg"
     d.mkdir(exist_ok=True)

@@ -1,4 +1,4 @@
-"""``seat-console report RUN… [--md|--json] [--out FILE]`` and ``seat-console report --verify FILE``.
+"""``seat-console report RUN… [--md|--json] [--out FILE]``; ``seat-console report --verify FILE``.
 
 Builds the evidence report (``seat_console.evidence.report``) from probe runs, comparison legs
 or one comparison (by directory, or by ID under the data dir), prints it as Markdown (default)

@@ -262,7 +262,7 @@ def compare_traces(a: Trace, b: Trace) -> CaseFidelity:
     min_overlap: int | None = None
     max_d: float | None = None
     identical = True
-    for i, (pa, pb) in enumerate(zip(a.positions, b.positions)):
+    for i, (pa, pb) in enumerate(zip(a.positions, b.positions, strict=False)):  # may differ
         compared = i + 1
         common = pa.top.keys() & pb.top.keys()
         overlap = len(common)
@@ -356,7 +356,7 @@ def parse_cases(raw: bytes | str, source: str) -> tuple[FidelityCase, ...]:
 
 
 def shipped_cases() -> tuple[FidelityCase, ...]:
-    """The fidelity prompt set shipped with the console (``evidence/data/fidelity_prompts.json``)."""
+    """The fidelity prompts shipped with the console (``evidence/data/fidelity_prompts.json``)."""
     src = resources.files("seat_console.evidence").joinpath("data/fidelity_prompts.json")
     return parse_cases(src.read_bytes(), "seat_console.evidence/data/fidelity_prompts.json")
 

@@ -169,7 +169,8 @@ def _span_text(seconds: float) -> str:
 
 def simultaneity(runs: Sequence[RunSummary]) -> tuple[bool, str]:
     """(simultaneous, label): true only when every run is a leg of one bracket (or there is
-    only one arm, so nothing is compared across time); else the label says "not simultaneous (taken N days apart)" from the earliest to the latest start
+    only one arm, so nothing is compared across time); else the label says "not simultaneous
+    (taken N days apart)" from the earliest to the latest start
     (or "times unknown")."""
     ids = {r.bracket_id for r in runs}
     if len({r.arm for r in runs}) < 2:
@@ -325,7 +326,8 @@ def bracket_problem(comparison: Mapping[str, Any] | None,
         return (f"bracket incomplete: {len(runs)}/{n_planned} legs measured (comparison "
                 f"{status}: {comparison.get('reason') or 'no reason recorded'})")
     if status != "complete":
-        return f"comparison {status or 'status unknown'}: {comparison.get('reason') or 'no reason recorded'}"
+        why = comparison.get("reason") or "no reason recorded"
+        return f"comparison {status or 'status unknown'}: {why}"
     return None
 
 
@@ -417,7 +419,7 @@ def _fidelity(arms: Mapping[str, list[RunSummary]], two: bool, simultaneous: boo
         out["pairs"].append({"a": _run_name(x), "b": _run_name(y), **s.as_dict()})
         return s
 
-    for arm, rs in with_traces.items():  # within-arm control: is the arm reproducible?
+    for rs in with_traces.values():  # within-arm control: is the arm reproducible?
         if len(rs) >= 2:
             pair(rs[0], rs[1])
     if two and with_traces.get("A") and with_traces.get("B"):
@@ -516,7 +518,8 @@ def render_markdown(rep: Mapping[str, Any]) -> str:
     for ph in rep["phases"]:
         L += [f"### {ph['phase']}", "",
               "| arm | run | population | state | output tok/s | TTFT p50 ms | TTFT p95 ms "
-              "| TPOT p50 ms | ITL p50 ms | E2E p50 ms |", "|---|---|---|---|---|---|---|---|---|---|"]
+              "| TPOT p50 ms | ITL p50 ms | E2E p50 ms |",
+              "|---|---|---|---|---|---|---|---|---|---|"]
         for r in ph["rows"]:
             L.append(f"| {r['arm']} | {r['run']} | {r['population']} | {r.get('state', '')} | "
                      f"{_fmt(r.get('output_tok_s'))} | {_fmt(r.get('ttft_p50_s'), '', 1000)} | "
@@ -529,12 +532,14 @@ def render_markdown(rep: Mapping[str, Any]) -> str:
     L += ["## Fidelity", ""]
     if fd:
         L += [fd["note"], "", "| pair | case | positions compared | first divergence | "
-              "min top-20 overlap | max common abs Δ logprob | exact |", "|---|---|---|---|---|---|---|"]
+              "min top-20 overlap | max common abs Δ logprob | exact |",
+              "|---|---|---|---|---|---|---|"]
         for p in fd["pairs"]:
             for c in p["cases"]:
                 d = c["max_common_abs_dlogprob"]
                 L.append(f"| {p['a']} vs {p['b']} | {c['case_id']} | {c['positions_compared']} "
-                         f"| {_cell(c['first_divergence'], 'none')} | {_cell(c['min_top_overlap'])} "
+                         f"| {_cell(c['first_divergence'], 'none')} "
+                         f"| {_cell(c['min_top_overlap'])} "
                          f"| {'unknown' if d is None else f'{d:.3g}'} | {_yn(c['exact'])} |")
             if p["unmatched"]:
                 L.append(f"| {p['a']} vs {p['b']} | unmatched: {', '.join(p['unmatched'])} "
