@@ -35,7 +35,7 @@ import asyncio
 import json
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -45,7 +45,7 @@ import httpx
 
 from seat_console.actions import hold as hold_mod
 from seat_console.actions import swap as swap_mod
-from seat_console.actions.journal import Journal
+from seat_console.actions.journal import Entry, Journal
 from seat_console.actions.runbook import (
     Check,
     Observer,
@@ -54,6 +54,7 @@ from seat_console.actions.runbook import (
     RunContext,
     Step,
     StepError,
+    facts_from_rows,
 )
 from seat_console.evidence import canaries as can
 from seat_console.evidence import fidelity as fid
@@ -270,8 +271,9 @@ def measure_leg(nctx: NodeContext, leg: LegPlan, bracket_id: str, cmp_dir: Path,
 
 # -- the runbook ------------------------------------------------------------------------------
 def build_compare(nctx: NodeContext, journal: Journal, *, options: CompareOptions | None = None,
-                  observer: Observer | None = None,
-                  bracket_id: str | None = None) -> tuple[Runbook, Path]:
+                  observer: Observer | None = None, bracket_id: str | None = None,
+                  run_id: str | None = None,
+                  facts: dict[str, Any] | None = None) -> tuple[Runbook, Path]:
     """The compare runbook (module docstring) and its comparison directory (not created yet:
     :func:`run_compare` creates it, runs the runbook and finalises ``compare.json``).
 
@@ -372,9 +374,28 @@ def build_compare(nctx: NodeContext, journal: Journal, *, options: CompareOption
     rb = Runbook("compare", steps, journal=journal, observer=observer, policy="undo",
                  inputs={"bracket_id": bid, "order": opts.order, "rounds": opts.rounds,
                          "force": opts.force, "reason": opts.reason},
-                 facts={"bracket_id": bid, "cmp_dir": str(cmp_dir)},
-                 profile_sha256=nctx.loaded.sha256)
+                 facts={"bracket_id": bid, "cmp_dir": str(cmp_dir), **(facts or {})},
+                 run_id=run_id, profile_sha256=nctx.loaded.sha256)
     return rb, cmp_dir
+
+
+def rebuild(nctx: NodeContext, journal: Journal, rows: Sequence[Entry],
+            observer: Observer | None = None) -> Runbook:
+    """For ``recover``: the compare runbook of an unfinished (killed) compare, with its run
+    ID, inputs and facts. Its undo puts the resident back (the swap steps' undo: restore,
+    hold kept) and releases the hold if the compare placed it; the legs measured stay kept.
+    Raises :class:`ValueError` for another runbook."""
+    first = rows[0]
+    if first.runbook != "compare":
+        raise ValueError(f"compare.rebuild: {first.runbook!r} is not a compare run")
+    inp = first.inputs
+    facts = facts_from_rows(rows)
+    opts = CompareOptions(order=str(inp.get("order", "ABBA")), rounds=int(inp.get("rounds", 1)),
+                          force=bool(inp.get("force")), reason=str(inp.get("reason", "")))
+    rb, _ = build_compare(nctx, journal, options=opts, observer=observer,
+                          bracket_id=str(inp.get("bracket_id") or facts.get("bracket_id")),
+                          run_id=first.run_id, facts=facts)
+    return rb
 
 
 def _seat_step(nctx: NodeContext, journal: Journal, leg: LegPlan, prev: str | None,
@@ -428,13 +449,11 @@ def _seat_step(nctx: NodeContext, journal: Journal, leg: LegPlan, prev: str | No
                                                "started_at": st.isoformat()}
         return f"leg {leg.name}: {want} ({c.id[:12]}) started fresh at {st.isoformat()}"
 
-    def undo(ctx: RunContext) -> str | None:
-        if what == "swap":
-            return restore_seat(ctx)
-        return None
+    def undo(ctx: RunContext) -> str | None:  # a swap is undone by a restore (hold kept)
+        return restore_seat(ctx)
 
-    return Step(f"leg {leg.name}: seat", check, apply, verify, undo,
-                manual="seat-console restore")
+    return Step(f"leg {leg.name}: seat", check, apply, verify,
+                undo if what == "swap" else None, manual="seat-console restore")
 
 
 def _measure_step(nctx: NodeContext, leg: LegPlan, bid: str, cmp_dir: Path,

@@ -11,7 +11,8 @@ chooses. The rows are appended under the run's own ``run_id`` and the run gets i
 Runbooks known here: ``hold`` (undo or complete), ``release`` (complete: it only puts the safety
 net back), ``extend`` (undo: the new lease is cancelled if it was made; the old one is kept), ``swap``
 (undo: the probe stopped and kept, the resident started and verified; :mod:`seat_console.
-actions.swap`), ``restore`` (complete).
+actions.swap`), ``restore`` (complete), ``compare`` (undo: the resident restored, a hold the
+compare placed released; the measured legs are kept; :mod:`seat_console.actions.compare`).
 """
 
 from __future__ import annotations
@@ -41,7 +42,8 @@ def describe(rows: Sequence[Entry]) -> dict[str, Any]:
     begun = [r.step for r in rows if r.kind == "begin"]
     undone = {r.step for r in rows if r.kind == "undo"}
     can = {"hold": ["undo", "complete"], "release": ["complete"],
-           "extend": ["undo"], "swap": ["undo"], "restore": ["complete"]}.get(first.runbook, [])
+           "extend": ["undo"], "swap": ["undo"], "restore": ["complete"],
+           "compare": ["undo"]}.get(first.runbook, [])
     last = rows[-1]
     return {"run_id": first.run_id, "runbook": first.runbook,
             "started_at": hold_mod.iso(first.at), "started_by": f"{first.user}@{first.host}",
@@ -99,6 +101,10 @@ def build_for(nctx: NodeContext, journal: Journal, rows: Sequence[Entry],
         from seat_console.actions import swap as swap_mod
 
         return swap_mod.rebuild(nctx, journal, rows, observer)
+    if first.runbook == "compare":  # issue 10: undo = resident back, the compare's hold released
+        from seat_console.actions import compare as compare_mod
+
+        return compare_mod.rebuild(nctx, journal, rows, observer)
     raise ValueError(f"recover: runbook {first.runbook!r} cannot be rebuilt here")
 
 

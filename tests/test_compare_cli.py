@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
@@ -51,3 +52,40 @@ def test_no_candidate_is_refused(state: Path, tmp_path: Path, capsys: pytest.Cap
     # the embedded default profile has no [swap]: nothing to compare against
     assert main(["compare", "--dry-run"]) == 5
     assert "no [swap] section" in capsys.readouterr().err
+
+
+def test_a_killed_compare_is_rebuilt_for_recover_undo(state: Path) -> None:
+    """A compare killed after its B2 swap began: `recover` offers undo, and the rebuilt runbook
+    (same run ID, inputs, facts) undoes the swap step (resident back) and the hold it placed."""
+    from seat_console.actions import compare as cmp_mod
+    from seat_console.actions import recover
+    from seat_console.actions.journal import Journal
+    from seat_console.node.context import NodeContext
+    from seat_console.profile import load_profile
+
+    loaded = load_profile(str(LAB_PROFILE))
+    journal = Journal()
+    try:
+        rid, bid = "compare-test-1", "cmp-20261201T090000Z-abcdef"
+        inputs = {"bracket_id": bid, "order": "ABBA", "rounds": 1, "force": False, "reason": ""}
+        facts = {"bracket_id": bid, "hold_placed": True, "legs": ["legs/1-A"]}
+        for kind, step in (("start", ""), ("begin", "hold"), ("verify", "hold"),
+                           ("begin", "leg A1: seat"), ("verify", "leg A1: seat"),
+                           ("begin", "leg A1: measure"), ("verify", "leg A1: measure"),
+                           ("begin", "leg B2: seat")):
+            journal.append(run_id=rid, runbook="compare", kind=kind, step=step, inputs=inputs,
+                           facts=facts)
+        (rows,) = [r for r in journal.unfinished() if r[0].run_id == rid]
+        assert recover.describe(rows)["can"] == ["undo"]
+        rb = recover.build_for(NodeContext.from_profile(loaded), journal, rows)
+        assert rb.name == "compare" and rb.run_id == rid
+        assert rb.ctx.facts["hold_placed"] is True and rb.ctx.inputs["bracket_id"] == bid
+        by_name = {s.name: s for s in rb.steps}
+        assert by_name["leg B2: seat"].undo is not None  # a swap: undone by a restore
+        assert by_name["hold"].undo is not None  # releases the hold the compare placed
+        assert by_name["leg A1: seat"].undo is None  # a restart leaves nothing to put back
+        with pytest.raises(ValueError, match="not a compare run"):
+            cmp_mod.rebuild(NodeContext.from_profile(loaded), journal,
+                            [dataclasses.replace(rows[0], runbook="swap")])
+    finally:
+        journal.close()
