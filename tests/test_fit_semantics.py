@@ -417,3 +417,20 @@ def test_cuda_device_variables_are_warned_about(cli, monkeypatch, tmp_path: Path
     inputs = gather_fit_inputs(load_profile(str(prof)), None, containers=Conts(), environ={})
     (w,) = inputs.env_warnings
     assert "CUDA_DEVICE_ORDER='FASTEST_FIRST'" in w and "resident container seat-resident" in w
+
+
+def test_fit_dtype_what_if_and_json_carry_the_served_dtype(cli, tmp_path: Path) -> None:
+    cfg = _tiny_cfg(torch_dtype="float32")
+    F.write_checkpoint(tmp_path / "f32", [F.llama_tensors(cfg, dtype="F32")], config=cfg)
+    base = ("fit", "--no-live", "--checkpoint", str(tmp_path / "f32"), "--max-model-len", "4096")
+    rc, out, _ = cli(*base, "--json")
+    r = json.loads(out)["resident"]
+    assert rc == 0 and r["served"]["dtype"] == "bfloat16" and r["kv_cache_dtype"] == "bfloat16"
+    rc, out, _ = cli(*base, "--json", "--dtype", "float32")
+    r32 = json.loads(out)["resident"]
+    assert r32["served"]["dtype"] == "float32"
+    # Every tensor is F32: per rank, float32 serving holds exactly twice bfloat16's bytes
+    # (± the rounding of ceil(split / TP)).
+    assert abs(r32["cards"][0]["weights_bytes"] - 2 * r["cards"][0]["weights_bytes"]) <= 2
+    rc, text, _ = cli(*base)
+    assert "served dtype: bfloat16 — float32 checkpoint served as bfloat16" in text

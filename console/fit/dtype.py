@@ -275,6 +275,8 @@ def derived_max_model_len(config: Mapping[str, Any] | None) -> tuple[float, str 
         factor: float = 1.0
         for rp in blocks:
             rtype = rp.get("rope_type") or rp.get("type") or "default"
+            if not isinstance(rtype, str):
+                rtype = "default"
             if rtype not in ROPE_TYPES_ALREADY_SCALED:
                 f = rp.get("factor", factor)
                 factor = f if isinstance(f, (int, float)) and not isinstance(f, bool) else 1.0
