@@ -251,6 +251,7 @@ concurrency = {a.concurrency}
             r["probe_cpu_s_per_1k"] = p["cpu_s"] / p["total_output_tokens"] * 1000
             r["cpu_ratio"] = r["probe_cpu_s_per_1k"] / r["bench_cpu_s_per_1k"]
             r["order"] = list(order)
+            r["loadavg_1m"] = os.getloadavg()[0]
             pairs.append(r)
             print(f"pair {k + 1}: bench serve {b['output_throughput']:,.1f} tok/s, probe "
                   f"{p['output_throughput']:,.1f} tok/s (ratio {r['tok_s_ratio']:.3f}); CPU s/1k "
@@ -261,16 +262,19 @@ concurrency = {a.concurrency}
     sse = sse_rate(a.events)
     print(f"SSE pipeline: {sse['events_per_cpu_s']:,.0f} events per CPU second "
           f"({sse['bytes_per_event']:.0f} B/event)")
-    med = {k: statistics.median(p[k] for p in pairs)
-           for k in ("tok_s_ratio", "cpu_ratio", "bench_cpu_s_per_1k", "probe_cpu_s_per_1k")}
-    print(f"median: tok/s ratio {med['tok_s_ratio']:.3f}, CPU ratio {med['cpu_ratio']:.3f}")
+    keys = ("tok_s_ratio", "cpu_ratio", "bench_cpu_s_per_1k", "probe_cpu_s_per_1k")
+    med = {k: statistics.median(p[k] for p in pairs) for k in keys}
+    spread = {k: [min(p[k] for p in pairs), max(p[k] for p in pairs)] for k in keys}
+    print(f"median: tok/s ratio {med['tok_s_ratio']:.3f} (range {spread['tok_s_ratio'][0]:.3f}"
+          f"–{spread['tok_s_ratio'][1]:.3f}), CPU ratio {med['cpu_ratio']:.3f} (range "
+          f"{spread['cpu_ratio'][0]:.3f}–{spread['cpu_ratio'][1]:.3f})")
     if a.json:
         Path(a.json).write_text(json.dumps({
             "date_utc": datetime.now(UTC).isoformat(timespec="seconds"),
             "machine": {"node": platform.node(), "python": platform.python_version(),
                         "cpus": os.cpu_count(), "loadavg": os.getloadavg()},
             "argv": sys.argv, "server": {"url": url, "model": model, "vllm": "0.32.0 (CPU)"},
-            "pairs": pairs, "median": med, "sse": sse}, indent=1) + "\n")
+            "pairs": pairs, "median": med, "range": spread, "sse": sse}, indent=1) + "\n")
     return 0
 
 

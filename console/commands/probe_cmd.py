@@ -29,6 +29,7 @@ from seat_console.probe.run import (
     Progress,
     default_monitor_factory,
     journal_force,
+    journal_probe,
     preflight,
 )
 from seat_console.probe.store import RunWriter, StoreError, list_runs, read_summary, runs_dir
@@ -249,12 +250,21 @@ def run_probe_cmd(args: argparse.Namespace, loaded: LoadedProfile) -> int:
                   monitor_factory=default_monitor_factory(loaded, pre),
                   on_progress=_progress_printer(args.json))
     print(f"[probe] run {probe.run_id} → {writer.path}", file=sys.stderr, flush=True)
+    for why in filter(None, [journal_probe(loaded, probe.run_id, "start", "started",
+                                           f"probe run kept in {writer.path}")]):
+        print(f"[probe] warning: {why}", file=sys.stderr)
     interrupted = False
     try:
         summary = asyncio.run(probe.run())
     except KeyboardInterrupt:
         interrupted = True
         summary = probe.summary or read_summary(writer.path)
+    for why in filter(None, [journal_probe(
+            loaded, probe.run_id, "end", str(summary.get("status")),
+            f"headline {'allowed' if summary.get('headline_allowed') else 'withheld'}",
+            {"disruptions": len(summary.get("disruptions", [])),
+             "phases": {b["name"]: b["state"] for b in summary.get("phases", [])}})]):
+        print(f"[probe] warning: {why}", file=sys.stderr)
     if args.json:
         print(json.dumps({**summary, "path": str(writer.path)}, indent=2, default=str))
     else:

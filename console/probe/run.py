@@ -126,6 +126,27 @@ def journal_force(loaded: LoadedProfile, run_id: str, reason: str, hold: HoldInf
     return None
 
 
+def journal_probe(loaded: LoadedProfile, run_id: str, step: str, outcome: str,
+                  output: str = "", facts: dict[str, Any] | None = None) -> str | None:
+    """Journal a probe's start or end (``kind = "probe"``, ``step`` ``start``/``end``) so the
+    action log shows every probe next to the hold and swap it ran under. Returns a sentence
+    when the journal could not be written (the run itself is kept either way)."""
+    try:
+        from seat_console.actions.journal import Journal
+
+        j = Journal()
+        try:
+            j.append(run_id=run_id, runbook="probe", kind="probe", step=step, outcome=outcome,
+                     output=output, facts=facts or {}, profile_sha256=loaded.sha256)
+        finally:
+            close = getattr(j, "close", None)
+            if close:
+                close()
+    except Exception as exc:  # noqa: BLE001 - a journal problem must not lose the run
+        return f"could not journal the probe's {step}: {type(exc).__name__}: {exc}"
+    return None
+
+
 @dataclass
 class Preflight:
     """What preflight found: ``endpoint`` (probe URL), ``model`` (served model name),
@@ -743,4 +764,5 @@ def _silence_checker(loaded: LoadedProfile, silence_id: str,
 
 
 __all__ = ["HoldInfo", "Preflight", "Probe", "ProbeRefused", "Progress", "PhaseProgress",
-           "WARMUP", "default_monitor_factory", "hold_info", "journal_force", "preflight"]
+           "WARMUP", "default_monitor_factory", "hold_info", "journal_force", "journal_probe",
+           "preflight"]

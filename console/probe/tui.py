@@ -145,6 +145,10 @@ class ProbeController:
         self._open_screen()
 
     def _run(self) -> None:
+        from seat_console.probe.run import journal_probe
+
+        loaded = self.app.loaded
+        journal_probe(loaded, self.probe.run_id, "start", "started", "from the TUI")
         try:
             asyncio.run(self.probe.run())
         except Exception as exc:  # noqa: BLE001 - the run is kept; say what happened
@@ -152,6 +156,8 @@ class ProbeController:
                                                        f"{exc}", severity="error")
             return
         s = self.probe.summary
+        journal_probe(loaded, self.probe.run_id, "end", str(s.get("status")),
+                      f"headline {'allowed' if s.get('headline_allowed') else 'withheld'}")
         self.app.call_from_thread(
             self.app.notify, f"probe {s.get('run_id')}: {s.get('status')}"
             + ("" if s.get("headline_allowed") else " — no headline"),
