@@ -33,7 +33,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     """Add the ``gpus`` subcommand."""
     p = sub.add_parser("gpus", help="print one GPU snapshot (NVML): memory per card, processes",
                        description="Print one GPU snapshot. Sizes: GiB = 2^30 B, MiB = 2^20 B. "
-                                   "Exit 0 ok, 3 no GPU / NVML unavailable, 1 error.")
+                                   "GPU numbers are NVML indices (nvidia-smi's order), not CUDA "
+                                   "ordinals. Exit 0 ok, 3 no GPU / NVML unavailable, 1 error.")
     p.add_argument("--json", action="store_true",
                    help="print the snapshot model as JSON (the model the TUI renders)")
     p.set_defaults(func=run)
