@@ -434,3 +434,45 @@ def test_fit_dtype_what_if_and_json_carry_the_served_dtype(cli, tmp_path: Path) 
     assert abs(r32["cards"][0]["weights_bytes"] - 2 * r["cards"][0]["weights_bytes"]) <= 2
     rc, text, _ = cli(*base)
     assert "served dtype: bfloat16 — float32 checkpoint served as bfloat16" in text
+
+
+def test_gpus_says_which_entries_matched_no_card_and_which_share_one(cli, monkeypatch,
+                                                                     tmp_path: Path) -> None:
+    _two_cards(monkeypatch, mig=True)
+    monkeypatch.setenv("CUDA_DEVICE_ORDER", "FASTEST_FIRST")
+    prof = _profile(tmp_path, '["18:00.0", "GPU-aaaa", "MIG-cccc", "GPU-gone"]')
+    rc, out, _ = cli("--profile", str(prof), "gpus")
+    assert "WARNING: node.gpus entries matching no card: GPU-gone" in out
+    assert "ERROR: node.gpus entries '18:00.0', 'GPU-aaaa' all name GPU 0" in out
+    assert "WARNING: CUDA_DEVICE_ORDER='FASTEST_FIRST' is set" in out and "NVML indices" in out
+    rc, out, _ = cli("--profile", str(prof), "gpus", "--json")
+    snap = json.loads(out)
+    assert snap["unmatched_seat_gpus"] == ["GPU-gone"] and len(snap["seat_conflicts"]) == 1
+    assert [c["seat_match"] for c in snap["cards"]] == ["18:00.0", "MIG-cccc"]
+
+
+async def test_the_gpu_panel_shows_a_seat_conflict() -> None:
+    from app_fixtures import FakeClock, default_loaded
+    from test_fit_widget import flat, screen_text, wait_for
+
+    from seat_console.app import SeatConsoleApp
+    from seat_console.sources.gpu import GpuSnapshot
+    from seat_console.widgets.gpu import GpuPanel
+
+    class Fixed:
+        name = "gpus"
+
+        def read(self):
+            return GpuSnapshot(seat_gpus=["0", "0"], seat_conflicts=[
+                "node.gpus entries '0', '0' all name GPU 0 (GPU-aaaa): two TP ranks cannot "
+                "share one card; list each card once"])
+
+        def close(self):
+            pass
+
+    src = Fixed()
+    app = SeatConsoleApp(default_loaded(), interval=3600.0, panels=[(lambda _l: src, GpuPanel)],
+                         clock=FakeClock(), age_tick_s=3600.0, watch_terminal=False,
+                         compact=False)
+    async with app.run_test(size=(160, 50)) as pilot:
+        await wait_for(pilot, lambda: "two TP ranks" in flat(screen_text(app)), "conflict line")
