@@ -195,3 +195,29 @@ def test_cli_dry_run_json_builds_nothing(lab, tmp_path, capsys, monkeypatch):
 
         with pytest.raises(ImageNotFound):
             client.images.get(doc["tag"])
+
+
+# -- property: the stream check on any chunk shapes ------------------------------------------------
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+_JSON = st.recursive(st.none() | st.booleans() | st.integers() | st.text(max_size=30),
+                     lambda c: st.lists(c, max_size=3) | st.dictionaries(st.text(max_size=8), c,
+                                                                         max_size=3),
+                     max_leaves=8)
+_CHUNK = st.dictionaries(st.sampled_from(["stream", "status", "progress", "aux", "error",
+                                          "errorDetail", "id", "x"]), _JSON, max_size=4)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(_CHUNK | _JSON, max_size=12))
+def test_property_stream_check_raises_only_step_error_and_never_misses_an_error(chunks):
+    lines: list[str] = []
+    has_error = any(isinstance(c, dict) and (c.get("error") or c.get("errorDetail"))
+                    for c in chunks)
+    try:
+        seen = bp.check_stream(chunks, lines.append, "build")
+    except StepError as exc:
+        assert has_error and str(exc).startswith("build failed: ")
+        return
+    assert not has_error and all(isinstance(c, dict) for c in seen)
