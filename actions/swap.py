@@ -72,6 +72,20 @@ RESIDENT_START_TIMEOUT_S = 900.0
 """How long (s) the restored resident may take to answer ``/health`` and ``/v1/models``."""
 POLL_S = 1.0
 
+EXPECT_HOOKS: list[Callable[[str, Sequence[str]], None]] = []
+"""Called as ``hook(container_name, actions)`` right before the swap or restore changes a
+container, so an event watcher in the same process (the TUI's containers panel,
+:meth:`seat_console.sources.containers.EventWatcher.expect`) marks those engine events as made
+by the console, not as interference."""
+
+
+def _expect(name: str, actions: Sequence[str]) -> None:
+    for hook in list(EXPECT_HOOKS):
+        try:
+            hook(name, actions)
+        except Exception:  # noqa: BLE001 - a broken hook must not break the step
+            pass
+
 
 @dataclass
 class SwapOptions:
@@ -192,6 +206,7 @@ def stop_container(client: Any, c: Any, stop_timeout_s: int) -> str:
     :class:`StepError` when it still runs."""
     import requests
 
+    _expect(c.name, ("kill", "die", "stop"))
     try:
         c.stop(timeout=stop_timeout_s)
     except requests.exceptions.RequestException as exc:
@@ -350,6 +365,7 @@ def _start_resident(nctx: NodeContext, ctx: RunContext, on_log: Callable[[str], 
         out = "already running"
         since = None
         if not _running(c):
+            _expect(c.name, ("start",))
             c.start()
             c.reload()
             since = _started_at(c)
@@ -508,6 +524,8 @@ def build_swap(nctx: NodeContext, journal: Journal, *, options: SwapOptions | No
                     raise StepError(f"{spec.container} is running (started by someone else?)")
                 fin = old.attrs.get("State", {}).get("FinishedAt", "")[:19].replace(":", "")
                 new_name = f"{spec.container}-{fin.replace('-', '')}Z-{old.id[:6]}"
+                _expect(spec.container, ("rename",))
+                _expect(new_name, ("rename",))
                 old.rename(new_name)
                 notes.append(f"kept the previous probe container as {new_name}")
             kw: dict[str, Any] = dict(
@@ -526,6 +544,7 @@ def build_swap(nctx: NodeContext, journal: Journal, *, options: SwapOptions | No
                                                        device_ids=ctx.facts["gpus"],
                                                        capabilities=[["gpu"]])]
             try:
+                _expect(spec.container, ("create", "start"))
                 c = client.containers.run(**kw)
             except Exception as exc:  # noqa: BLE001 - APIError, ImageNotFound
                 raise StepError(f"start {spec.container}: {exc}") from None

@@ -8,7 +8,9 @@ typed, since it stops the resident; build and restore use the same y/n modal as 
 (issue 7's ``widgets/confirm.py`` when present) — and on yes runs the runbook in its own daemon
 thread with a fresh journal and node context. Progress (every runbook event and the engine's
 or the build's log lines) goes to a log screen (:class:`RunLogScreen`; Esc closes it, the run
-goes on; the key reopens it) and the outcome to a notification. One action at a time.
+goes on; the key reopens it) and the outcome to a notification. One action at a time. The
+runbook's own container changes are registered with the app's docker event watcher
+(``actions.swap.EXPECT_HOOKS``), so the containers panel does not flag them as interference.
 """
 
 from __future__ import annotations
@@ -239,6 +241,24 @@ def attach(app: Any, kind: str) -> Callable[[], None]:
     if ctl is None:
         ctl = SwapController(app)
         app._swap_controller = ctl
+        import weakref
+
+        from seat_console.actions import swap as swap_mod
+
+        ref = weakref.ref(app)
+
+        def expect(name: str, actions: Any) -> None:
+            """The app's docker event watchers mark the runbook's own changes by_console."""
+            live = ref()
+            if live is None:
+                swap_mod.EXPECT_HOOKS.remove(expect)
+                return
+            for st in list(getattr(live, "_states", {}).values()):
+                watcher = getattr(getattr(st, "source", None), "watcher", None)
+                if watcher is not None:
+                    watcher.expect(name, actions)
+
+        swap_mod.EXPECT_HOOKS.append(expect)
     return lambda: ctl.key(kind)
 
 
