@@ -1352,6 +1352,18 @@ def _rm_container(name: str) -> str:
     return "removed"
 
 
+def _stop_probes() -> str:
+    """Stop (keep) running probe containers a seat swap started (label
+    ``org.seat-console.role=probe``): one left running would hold the seat's port."""
+    if not docker_ping(str(paths()["docker_sock"])):
+        return "dockerd down"
+    cp = docker("ps", "-q", "--filter", "label=org.seat-console.role=probe", timeout=30)
+    ids = cp.stdout.decode().split()
+    for cid in ids:
+        docker("stop", cid, timeout=60)
+    return f"stopped {len(ids)}" if ids else "none running"
+
+
 def cmd_down(args: argparse.Namespace) -> int:
     """Tear down what the lab started: containers, then processes by recorded PID."""
     p = paths()
@@ -1361,6 +1373,8 @@ def cmd_down(args: argparse.Namespace) -> int:
         if not docker_ping(str(p["docker_sock"])) and state.get("dockerd"):
             with contextlib.suppress(LabError):
                 ensure_dockerd(state)  # need the engine to remove its containers
+        with step("stop probe containers") as info:
+            info["detail"] = _stop_probes()
         for name in (VLLM_CONTAINER, NODE_CONTAINER):
             with step(f"remove {name}") as info:
                 info["detail"] = _rm_container(name)
