@@ -550,7 +550,8 @@ def _core(fp: Footprint, p: SeatParams, cards: Sequence[CardInput]) -> FitBudget
             notes.append(f"served dtype: {served.words}; unquantised weights per rank "
                          f"{stored_w:,} B as stored → {weights:,} B served (quantised tensors "
                          "and scales keep their stored bytes)")
-        elif fp.source == "declared" and served.dtype != served.config_dtype:
+        elif fp.source == "declared" and fp.kv_config is not None \
+                and served.dtype != served.config_dtype:
             notes.append(f"served dtype: {served.words}; declared weights are taken as served")
     kv_dtype, kv_words = resolve_kv_cache_dtype(
         p.kv_cache_dtype, served.dtype if served else (fp.config_dtype or "bfloat16"),
