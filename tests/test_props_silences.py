@@ -221,3 +221,18 @@ def test_idempotent_reads_retry_with_growing_back_off_counted_by_attempts():
     with pytest.raises(AlertmanagerError):
         client.list_silences()
     assert len(calls) == 1
+
+
+def test_status_text_names_the_undecided_and_the_unreadable_silences():
+    from seat_console.commands.status_cmd import render_silences
+
+    body = json.dumps([
+        _silence("b-bad-re2", "active", [{"name": "instance", "value": r"seat-(?=node).*",
+                                          "isRegex": True, "isEqual": True}]),
+        {"id": "d-broken", "status": {"state": "active"}, "matchers": 7},
+    ]).encode()
+    r = _source(body).read()
+    text = render_silences(r, datetime.now(UTC))
+    assert "0 active for the seat" in text
+    assert "whether it concerns the seat is unknown" in text and "not a valid RE2" in text
+    assert "unreadable silence (not shown): GET /api/v2/silences: silence 'd-broken'" in text

@@ -150,8 +150,12 @@ def render_silences(r: SilencesReading | Unavailable, now: datetime) -> str:
         else:
             when = f"ended {fmt_when(s.ends_at, now)}"
         mine = " [exactly the seat's matchers]" if s.exact else ""
+        if s.match_unknown:
+            mine = f" [whether it concerns the seat is unknown: {s.match_unknown}]"
         out += f"  {s.id[:8]} {s.state:<8} {when}{mine}\n"
         out += f"      {', '.join(str(m) for m in s.matchers)} — by {s.created_by}: {s.comment}\n"
+    for reason in r.unreadable:
+        out += f"  unreadable silence (not shown): {reason}\n"
     return out
 
 
