@@ -5,13 +5,21 @@ Exit codes (documented in README.md):
 * ``0`` — ok;
 * ``1`` — error (a source or action failed, invalid profile);
 * ``2`` — usage error (bad arguments; argparse's convention);
-* ``3`` — unavailable: no GPU / NVML unavailable (``gpus``), or a required source is down.
+* ``3`` — unavailable: no GPU / NVML unavailable (``gpus``), or a required source is down;
+* a closed output pipe (``seat-console gpus | head -1``) is not an error of its own: the rest
+  of the output is dropped and the command ends with its own code, without a traceback
+  (``141``, 128 + SIGPIPE, only if the pipe breaks outside a command's writes).
+
+Start-up: with no subcommand (the TUI) only the global options are parsed, so no command
+module is imported before the first frame; ``--help`` and subcommands build the full parser.
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib
+import os
+import re
 import sys
 from collections.abc import Sequence
 
@@ -26,6 +34,8 @@ EXIT_OK = 0
 EXIT_ERROR = 1
 EXIT_USAGE = 2
 EXIT_UNAVAILABLE = 3
+EXIT_PIPE = 141
+"""128 + SIGPIPE: the reader of our output went away while we were still writing."""
 
 # Modules under seat_console.commands that provide ``register(subparsers)``.
 COMMAND_MODULES = [
@@ -45,12 +55,49 @@ COMMAND_MODULES = [
 ]
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """The argument parser with every registered subcommand."""
-    parser = argparse.ArgumentParser(
-        prog="seat-console",
-        description="Watch an LLM serving seat and run the seat-swap runbook safely.",
-    )
+_MARKUP = [
+    (re.compile(r":[a-z]+:`~?(?:[\w.]+\.)?([^`<]+?)`"), r"\1"),   # :class:`x.Y` → Y
+    (re.compile(r"``([^`]+)``"), r"\1"),                            # ``x`` → x
+    (re.compile(r"\*\*([^*]+)\*\*"), r"\1"),                        # **x** → x
+]
+
+
+def plain_help(text: str | None) -> str | None:
+    """Help text without reStructuredText markup (``x``, :role:`x`, **x**): command modules
+    use their docstrings as ``--help`` text, which a terminal shows raw."""
+    if not text:
+        return text
+    for pat, repl in _MARKUP:
+        text = pat.sub(repl, text)
+    return text
+
+
+def _strip_markup(parser: argparse.ArgumentParser) -> None:
+    """Apply :func:`plain_help` to a parser, its options and its subcommands, recursively."""
+    parser.description = plain_help(parser.description)
+    parser.epilog = plain_help(parser.epilog)
+    for action in parser._actions:
+        if isinstance(action.help, str):
+            action.help = plain_help(action.help)
+        if isinstance(action, argparse._SubParsersAction):
+            for choice in action._choices_actions:
+                choice.help = plain_help(choice.help)
+            for sub in action.choices.values():
+                _strip_markup(sub)
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("seat-console")
+    except PackageNotFoundError:
+        return "unknown (not installed)"
+
+
+def _add_global_options(parser: argparse.ArgumentParser) -> None:
+    """The options before any subcommand (shared by the fast TUI path and the full parser)."""
+    parser.add_argument("--version", action="version", version=f"seat-console {_version()}")
     parser.add_argument("--profile", metavar="FILE",
                         help="seat profile TOML (else $SEAT_CONSOLE_PROFILE, the XDG config "
                              "path, then the embedded default)")
@@ -58,18 +105,104 @@ def build_parser() -> argparse.ArgumentParser:
                         help="hide every action that changes the node")
     parser.add_argument("--interval", type=float, metavar="S",
                         help="refresh interval in seconds, 0.1 to 3600 (default: the profile's, 1 s)")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser with every registered subcommand (help text without markup)."""
+    parser = argparse.ArgumentParser(
+        prog="seat-console",
+        description="Watch an LLM serving seat and run the seat-swap runbook safely.",
+    )
+    _add_global_options(parser)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name in COMMAND_MODULES:
         importlib.import_module(name).register(sub)
+    _strip_markup(parser)
     return parser
 
 
+def _tui_args(argv: Sequence[str] | None) -> argparse.Namespace | None:
+    """The global options when ``argv`` asks for the TUI (no subcommand, no ``--help``), else
+    ``None`` (then the full parser runs)."""
+    quick = argparse.ArgumentParser(prog="seat-console", add_help=False)
+    _add_global_options(quick)
+    args, rest = quick.parse_known_args(argv)
+    if rest:
+        return None
+    args.command = None
+    args.func = None
+    return args
+
+
+def _quiet_stdout() -> None:
+    """Point stdout at /dev/null so the interpreter's last flush cannot raise again."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError):
+        pass
+
+
+class PipeSafeStdout:
+    """``sys.stdout`` for headless commands: once the reader has gone (``BrokenPipeError``),
+    further output is dropped instead of raising, so the command runs to its end and returns
+    its own exit code. Everything else is the wrapped stream's."""
+
+    def __init__(self, stream: object) -> None:
+        self._stream = stream
+        self.broken = False
+
+    def write(self, text: str) -> int:
+        """Write ``text``, or drop it once the pipe is closed; returns ``len(text)``."""
+        if not self.broken:
+            try:
+                return self._stream.write(text)  # type: ignore[attr-defined]
+            except BrokenPipeError:
+                self._broke()
+        return len(text)
+
+    def flush(self) -> None:
+        """Flush, or nothing once the pipe is closed."""
+        if not self.broken:
+            try:
+                self._stream.flush()  # type: ignore[attr-defined]
+            except BrokenPipeError:
+                self._broke()
+
+    def _broke(self) -> None:
+        self.broken = True
+        _quiet_stdout()
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self._stream, name)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of ``seat-console`` and ``python -m seat_console``; returns the exit code."""
-    parser = build_parser()
-    args = parser.parse_args(argv)
+    """Entry point of ``seat-console`` and ``python -m seat_console``; returns the exit code.
+
+    A closed output pipe (``seat-console gpus | head -1``) ends quietly with the command's
+    own code (:class:`PipeSafeStdout`); :data:`EXIT_PIPE` only if it breaks elsewhere."""
+    rc = EXIT_PIPE
+    try:
+        rc = _main(argv)
+        sys.stdout.flush()
+    except BrokenPipeError:
+        _quiet_stdout()
+    return rc
+
+
+def _main(argv: Sequence[str] | None) -> int:
+    args = _tui_args(argv)
+    parser: argparse.ArgumentParser | None = None
+    if args is None:
+        if not isinstance(sys.stdout, PipeSafeStdout) and sys.stdout is not None:
+            sys.stdout = PipeSafeStdout(sys.stdout)  # headless: a closed pipe is not an error
+        parser = build_parser()
+        args = parser.parse_args(argv)
     if args.interval is not None and not (
             REFRESH_INTERVAL_MIN_S <= args.interval <= REFRESH_INTERVAL_MAX_S):  # also NaN
+        parser = parser or build_parser()
         parser.error(f"--interval {args.interval:g}: give seconds between "
                      f"{REFRESH_INTERVAL_MIN_S:g} and {REFRESH_INTERVAL_MAX_S:g}")
     func = getattr(args, "func", None)

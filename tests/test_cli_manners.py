@@ -1,0 +1,78 @@
+"""CLI manners (issue 11): a closed pipe ends quietly with the command's code, ``--version``,
+``--help`` without reStructuredText markup, and the TUI path parsing only global options (no
+command module imported before the first frame)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from seat_console import cli
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _run(*args: str, close_stdout_early: bool = False) -> tuple[int, str, str]:
+    p = subprocess.Popen([sys.executable, "-m", "seat_console", *args], cwd=ROOT,
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    if close_stdout_early:   # the reader is gone before the command writes (| head -0)
+        p.stdout.close()
+        err = p.stderr.read()
+        p.wait(60)
+        return p.returncode, "", err
+    out, err = p.communicate(timeout=60)
+    return p.returncode, out, err
+
+
+def test_closed_pipe_exits_quietly_with_the_commands_code() -> None:
+    rc, _out, err = _run("profile", "--print-default", close_stdout_early=True)
+    assert "BrokenPipeError" not in err and "Traceback" not in err, err
+    assert rc == 0   # the command's own code: the pipe broke at the final flush
+
+
+def test_broken_pipe_mid_output_is_141_without_traceback(monkeypatch, capsys) -> None:
+    def writes_then_breaks(_argv):
+        raise BrokenPipeError(32, "Broken pipe")
+
+    monkeypatch.setattr(cli, "_main", writes_then_breaks)
+    monkeypatch.setattr(cli, "_quiet_stdout", lambda: None)
+    assert cli.main([]) == cli.EXIT_PIPE == 141
+
+
+def test_version() -> None:
+    rc, out, _err = _run("--version")
+    assert rc == 0 and out.startswith("seat-console ") and out.strip() != "seat-console"
+
+
+@pytest.mark.parametrize("text, plain", [
+    ("run ``seat-console fit --json``", "run seat-console fit --json"),
+    ("see :class:`seat_console.fit.budget.Verdict`", "see Verdict"),
+    ("the :func:`~seat_console.x.gib` rule", "the gib rule"),
+    ("**OVER** by", "OVER by"),
+])
+def test_plain_help_strips_markup(text: str, plain: str) -> None:
+    assert cli.plain_help(text) == plain
+
+
+def test_help_of_every_command_has_no_raw_markup() -> None:
+    parser = cli.build_parser()
+    sub = next(a for a in parser._actions if a.__class__.__name__ == "_SubParsersAction")
+    texts = [parser.format_help()] + [p.format_help() for p in sub.choices.values()]
+    assert len(texts) > 5
+    for t in texts:
+        assert "``" not in t and ":class:`" not in t and ":func:`" not in t, t[:400]
+
+
+def test_tui_path_parses_only_global_options() -> None:
+    args = cli._tui_args(["--readonly", "--interval", "2"])
+    assert args is not None and args.readonly and args.interval == 2.0 and args.func is None
+    assert cli._tui_args(["gpus", "--json"]) is None      # a subcommand: the full parser
+    assert cli._tui_args(["--help"]) is None
+    code = ("import sys; from seat_console import cli; cli._tui_args([]); "
+            "print(sorted(m for m in sys.modules if m.startswith('seat_console.commands.')))")
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True,
+                         text=True, timeout=60).stdout
+    assert out.strip() == "[]", out
