@@ -218,3 +218,32 @@ def test_container_pause_during_probe_disrupts_the_run(lab, held: Path, env,
     assert any("seat-resident: pause" in w for w in whats), s["disruptions"]
     assert all(b["stats"]["headline"] is None for b in s["phases"])
     wait_until(lambda: _engine_healthy(lab), 60, what="vLLM healthy again")
+
+
+def test_ctrl_c_keeps_the_run_as_interrupted(lab, held: Path, env, tmp_path: Path) -> None:
+    import signal
+
+    prof = probe_profile(lab, tmp_path, single=200, conc=16, tokens=32)
+    proc = subprocess.Popen([sys.executable, "-m", "seat_console.cli", "--profile", str(prof),
+                             "probe", "--json"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, env=env)
+    try:
+        assert proc.stderr is not None
+        for line in proc.stderr:
+            if "phase single-stream:" in line:
+                break
+        time.sleep(0.5)
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 130, out + err
+    s = json.loads(out)
+    assert s["status"] == "interrupted" and not s["headline_allowed"]
+    st = s["phases"][0]["stats"]
+    assert 0 < st["attempted"] < 200 and st["not_sent"] == 200 - st["attempted"]
+    run_dir = Path(s["path"])
+    assert json.loads((run_dir / "summary.json").read_text())["status"] == "interrupted"
+    lines = (run_dir / "requests.jsonl").read_text().splitlines()
+    assert len(lines) == 1 + st["attempted"]       # warm-up + every request sent, kept
