@@ -464,7 +464,21 @@ def _measure_step(nctx: NodeContext, leg: LegPlan, bid: str, cmp_dir: Path,
 
     def apply(ctx: RunContext) -> str:
         t = time.monotonic()
-        rec = measure_leg(nctx, leg, bid, cmp_dir, opts)
+        try:
+            rec = measure_leg(nctx, leg, bid, cmp_dir, opts)
+        except Exception as exc:  # noqa: BLE001 - kept as a failed leg, then the step fails
+            lp = cmp_dir / "legs" / leg.dirname / "leg.json"
+            try:
+                doc = json.loads(lp.read_text("utf-8"))
+            except (OSError, ValueError):
+                doc = {"arm": leg.arm, "leg": leg.n, "bracket_id": bid}
+            doc.update(status="failed", reason=f"{type(exc).__name__}: {exc}",
+                       ended_at=utcnow().isoformat())
+            lp.parent.mkdir(parents=True, exist_ok=True)
+            _write_json(lp, doc)
+            ctx.facts.setdefault("legs", []).append(f"legs/{leg.dirname}")
+            raise StepError(f"leg {leg.name}: the measurement failed ({type(exc).__name__}: "
+                            f"{exc}); the leg is kept as failed") from None
         ctx.facts.setdefault("legs", []).append(f"legs/{leg.dirname}")
         cp = cmp_dir / "compare.json"
         try:  # keep compare.json current: a compare killed after this leg still lists it

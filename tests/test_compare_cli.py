@@ -89,3 +89,25 @@ def test_a_killed_compare_is_rebuilt_for_recover_undo(state: Path) -> None:
                             [dataclasses.replace(rows[0], runbook="swap")])
     finally:
         journal.close()
+
+
+def test_a_measurement_that_raises_is_kept_as_a_failed_leg(state: Path,
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    from seat_console.actions import compare as cmp_mod
+    from seat_console.actions.runbook import RunContext, StepError
+    from seat_console.evidence.bracket import plan_bracket
+
+    def boom(*a: object, **k: object) -> dict:
+        raise RuntimeError("the data dir filled up")
+
+    monkeypatch.setattr(cmp_mod, "measure_leg", boom)
+    leg = plan_bracket("ABBA")[1]
+    cmp_dir = state / "cmp"
+    step = cmp_mod._measure_step(None, leg, "cmp-x", cmp_dir,  # type: ignore[arg-type]
+                                 cmp_mod.CompareOptions())
+    ctx = RunContext(run_id="r", runbook="compare", inputs={}, facts={})
+    with pytest.raises(StepError, match="leg B2: the measurement failed .*kept as failed"):
+        step.apply(ctx)
+    doc = json.loads((cmp_dir / "legs" / "2-B" / "leg.json").read_text())
+    assert doc["status"] == "failed" and "the data dir filled up" in doc["reason"]
+    assert ctx.facts["legs"] == ["legs/2-B"]
