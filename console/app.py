@@ -5,9 +5,11 @@ factory (``"module:function"`` imported after the first frame, or a callable
 ``make_source(loaded_profile) -> Source``) with the
 :class:`~seat_console.widgets.panel.SourcePanel` subclass that draws it. For every entry the app
 
-* polls the source's blocking ``read()`` in a thread of its own, started by a Textual worker
-  (``run_worker(..., exclusive=True, exit_on_error=False)``, one worker group per source);
-* schedules the next poll only when the last one has finished (``set_timer``), so polls of one
+* polls the source's blocking ``read()`` in a daemon thread of its own, reused for every read
+  of that source (:class:`Poller`; no Textual worker, task or thread start per poll — at 1 Hz
+  that overhead was most of the idle console's CPU);
+* schedules the next poll only when the last one has finished (:class:`PollTimer`, an asyncio
+  ``call_later``), so polls of one
   source never overlap, and backs off after unavailable readings (:func:`next_delay`);
 * gets the result back as a :class:`SourceReading` message and, on the UI thread, keeps per
   source the last reading, the last good reading and its time, then calls the panel's
@@ -49,6 +51,7 @@ import asyncio
 import concurrent.futures
 import logging
 import os
+import queue
 import signal
 import sys
 import termios
@@ -72,7 +75,6 @@ from textual.containers import Horizontal, VerticalScroll
 from textual.css.query import NoMatches
 from textual.message import Message
 from textual.screen import ModalScreen, Screen
-from textual.timer import Timer
 from textual.widgets import Footer, Static
 from textual.worker import Worker, WorkerState
 
@@ -88,6 +90,7 @@ from seat_console.widgets.gpu import GpuPanel
 from seat_console.widgets.panel import STALE_FACTOR, STALE_MIN_S, SourcePanel
 from seat_console.widgets.services import ContainersPanel, EnginePanel, SilencesPanel, TimersPanel
 from seat_console.widgets.seat import SeatPanel
+from seat_console.widgets.actionlog import ActionLogPanel
 from seat_console.widgets.status import StatusLine, build_status
 
 log = logging.getLogger(__name__)
@@ -129,6 +132,7 @@ PANELS: list[PanelSpec] = [
     PanelSpec("seat_console.sources.engine:make_source", EnginePanel),
     PanelSpec("seat_console.sources.containers:make_source", ContainersPanel),
     PanelSpec("seat_console.sources.seat:make_source", SeatPanel),
+    PanelSpec("seat_console.sources.actionlog:make_source", ActionLogPanel, uses_readings=True),
 ]
 """The panels the app shows, in reading order (the seat's safety net — GPUs, timers, silences,
 fit — first, so it is on the first screen at 80×24).
@@ -152,6 +156,9 @@ WIDE_FROM_COLS = 160
 
 MIN_COLS, MIN_ROWS = 60, 12
 """Smallest terminal that can show the header and the status line (columns, rows)."""
+
+STATUS_SOURCES = frozenset({"engine", "containers", "timers", "silences", "fit"})
+"""Sources the status line is drawn from (a change of another does not redraw it)."""
 
 TIME_FIELDS = frozenset({"read_at", "sampled_at"})
 """Fields of a reading that say when it was taken; ignored by :func:`same_reading`."""
@@ -350,12 +357,54 @@ class SourceState:
     consecutive_errors: int = 0
     polls: int = 0
     delay_s: float = 0.0
-    timer: Timer | None = None
+    timer: PollTimer | None = None
     dirty: bool = False
     manual: bool = False
     """The poll in flight was asked for with ``r`` (its failure does not count)."""
     prebuilt: concurrent.futures.Future | None = None
     """Eager sources: the future of ``(source, first reading)`` started before the first frame."""
+
+
+class PollTimer:
+    """The pending next poll of one source: an asyncio ``call_later`` handle (a Textual
+    ``Timer`` builds a task and a repr of its target per poll). ``interval_s``: its delay (s)."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop, delay_s: float,
+                 callback: Callable[[], None]) -> None:
+        self.interval_s = delay_s
+        self._handle = loop.call_later(delay_s, callback)
+
+    def stop(self) -> None:
+        """Cancel it (no-op once it ran)."""
+        self._handle.cancel()
+
+
+class Poller:
+    """One daemon thread that runs one source's reads, one after another, for the app's life.
+
+    ``submit(fn)`` queues ``fn`` (a read that posts its own result). The thread is started on
+    the first submit and abandoned at exit (a daemon: a read hung on a dead mount cannot keep
+    the console alive). An exception escaping ``fn`` is logged and the thread goes on."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self._queue: queue.SimpleQueue[Callable[[], None]] = queue.SimpleQueue()
+        self._thread: threading.Thread | None = None
+
+    def submit(self, fn: Callable[[], None]) -> None:
+        """Queue ``fn`` to run on this source's thread."""
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._loop, name=self.name, daemon=True)
+            self._thread.start()
+        self._queue.put(fn)
+
+    def _loop(self) -> None:
+        while True:
+            fn = self._queue.get()
+            try:
+                fn()
+            except BaseException:  # noqa: BLE001 - logged; the next read still runs
+                log.exception("poll on %s failed", self.name)
 
 
 class SourceReading(Message):
@@ -628,6 +677,8 @@ class SeatConsoleApp(App[int]):
         Binding("S", "swap", "swap seat", show=False, id="node.swap"),
         Binding("R", "restore", "restore seat", show=False, id="node.restore"),
         Binding("e", "evidence", "evidence", id="evidence"),
+        Binding("H", "hold", "hold", show=False, id="node.hold"),
+        Binding("U", "release", "release hold", show=False, id="node.release"),
     ]
     """Keys of the main screen. To add one: a ``Binding(key, action, description, id=...)``
     here and an ``action_<action>`` method; an id starting with :data:`NODE_ACTION_PREFIX`
@@ -660,6 +711,7 @@ class SeatConsoleApp(App[int]):
         self.watch_terminal = watch_terminal
         self._panel_specs = [as_spec(e) for e in (PANELS if panels is None else panels)]
         self._states: dict[str, SourceState] = {}
+        self._pollers: dict[str, Poller] = {}
         self._shutting_down = False
         self._tty_fd: int | None = None
         self._compact: bool | None = None
@@ -736,7 +788,7 @@ class SeatConsoleApp(App[int]):
                     row = []
             if row:
                 yield Horizontal(*row, classes="panel-row")
-        yield Footer()
+        yield Footer(compact=True)   # compact: every key fits on one line at 100 columns
 
     def on_mount(self) -> None:
         """Draw the header, start the sources that are built (the GPU one first), and after
@@ -874,27 +926,30 @@ class SeatConsoleApp(App[int]):
             return
         st.busy_since = self.clock()
         st.manual = manual
-        self.run_worker(self._poll(key, st.busy_since), name=f"poll:{key}", group=f"poll:{key}",
-                        exclusive=True, exit_on_error=False,
-                        description=f"read source {key}")
+        poller = self._pollers.get(key)
+        if poller is None:
+            poller = self._pollers[key] = Poller(f"seat-console:{key}")
+        poller.submit(partial(self._poll, key, st.busy_since))
 
-    async def _poll(self, key: str, started_at: datetime) -> None:
-        """Worker body: run the blocking read (building the source first if it is not built
-        yet) in its own daemon thread, post the result."""
+    def _poll(self, key: str, started_at: datetime) -> None:
+        """Poll thread: the blocking read (building the source first if it is not built yet),
+        then post the result to the UI thread. Never raises: a failure outside ``read`` (a
+        bug) is posted as ``Unavailable(kind="error")``, so the source never stays busy."""
         st = self._states[key]
         built: Source | None = None
-        if st.prebuilt is not None:
-            fut, st.prebuilt = st.prebuilt, None
-            built, reading = await asyncio.wrap_future(fut)
-        elif st.source is None:
-            assert st.spec is not None
-            fut = call_in_daemon_thread(partial(self._build_and_read, st.spec),
-                                        name=f"seat-console:build:{key}")
-            built, reading = await asyncio.wrap_future(fut)
-        else:
-            fut = call_in_daemon_thread(partial(read_guarded, st.source),
-                                        name=f"seat-console:{key}")
-            reading = await asyncio.wrap_future(fut)
+        try:
+            if st.prebuilt is not None:
+                fut, st.prebuilt = st.prebuilt, None
+                built, reading = fut.result()
+            elif st.source is None:
+                assert st.spec is not None
+                built, reading = self._build_and_read(st.spec)
+            else:
+                reading = read_guarded(st.source)
+        except BaseException as exc:  # noqa: BLE001 - shown in the panel, polling goes on
+            log.warning("poll of %s failed", key, exc_info=True)
+            reading = Unavailable(source=key, kind="error",
+                                  reason=f"poll failed: {type(exc).__name__}: {exc}")
         self.post_message(SourceReading(key, reading, started_at, self.clock(), source=built))
 
     @on(SourceReading)
@@ -934,6 +989,8 @@ class SeatConsoleApp(App[int]):
         summary; a fit re-read when the GPU totals moved)."""
         if st.key == "fit":
             self._update_fit_summary(st.last_good)
+        if st.key == "actions":
+            self._show_hold_banner(st.last_good)
         if st.key == "gpus" and "fit" in self._states:
             from seat_console.widgets.fit import gpu_fit_signature
 
@@ -943,7 +1000,8 @@ class SeatConsoleApp(App[int]):
                 fit = self._states["fit"]
                 if fit.source is not None and not self.paused:
                     self._start_poll("fit")
-        self.update_status()
+        if st.key in STATUS_SOURCES:
+            self.update_status()
 
     @on(Worker.StateChanged)
     def _on_worker_state(self, event: Worker.StateChanged) -> None:
@@ -978,8 +1036,8 @@ class SeatConsoleApp(App[int]):
         st.delay_s = next_delay(interval, st.consecutive_errors)
         if self.paused or self._shutting_down or st.busy_since is not None:
             return
-        st.timer = self.set_timer(st.delay_s, partial(self._start_poll, st.key),
-                                  name=f"next-poll:{st.key}")
+        st.timer = PollTimer(asyncio.get_running_loop(), st.delay_s,
+                             partial(self._start_poll, st.key))
 
     def _draw(self, st: SourceState) -> None:
         screen = self.screen if self.screen_stack else None
@@ -1110,6 +1168,32 @@ class SeatConsoleApp(App[int]):
         from seat_console.swap_tui import attach as swap_attach
 
         swap_attach(self, "restore")()
+
+    def action_hold(self) -> None:
+        """``H`` (hidden under ``--readonly``): plan, confirm, place the hold as a lease
+        (``seat_console.hold_tui``); progress in the action-log panel."""
+        from seat_console.hold_tui import attach as hold_attach
+
+        hold_attach(self).key("hold")
+
+    def action_release(self) -> None:
+        """``U`` (hidden under ``--readonly``): plan, confirm, release the hold."""
+        from seat_console.hold_tui import attach as hold_attach
+
+        hold_attach(self).key("release")
+
+    def _show_hold_banner(self, reading: BaseModel | None) -> None:
+        """Put "held by the console until …" on the timers and silences panels (or take it
+        off) and redraw them when it changed."""
+        h = getattr(reading, "hold", None)
+        banner = h.banner if h is not None and h.state == "active" else None
+        for key in ("timers", "silences"):
+            st = self._states.get(key)
+            if st is None or getattr(st.panel, "hold_banner", None) == banner:
+                continue
+            st.panel.hold_banner = banner
+            if st.reading is not None:
+                self._draw(st)
 
     def action_evidence(self) -> None:
         """``e``: the read-only evidence report of the newest comparison (else probe run);

@@ -67,6 +67,17 @@ class _ServicePanel(SourcePanel):
     """One ``Static`` body filled with a Rich renderable built by :meth:`build`."""
 
     body_id: ClassVar[str] = "svc-body"
+    hold_banner: str | None = None
+    """Set by the app while a hold is in effect ("held by the console until 12:41Z (lease
+    …)"); the timers and silences panels show it on top."""
+
+    def _with_banner(self, r: Group | Text | Table) -> Group | Text | Table:
+        if not self.hold_banner:
+            return r
+        banner = Text(self.hold_banner, style="bold cyan")
+        if isinstance(r, Text):
+            return Text.assemble(banner, "\n", r)
+        return Group(banner, r)
 
     def compose_body(self) -> ComposeResult:
         yield Static("", id=self.body_id)
@@ -83,12 +94,14 @@ class _ServicePanel(SourcePanel):
         return None
 
     def render_compact(self, reading: BaseModel) -> Text | None:
-        """:meth:`build_compact` at the app's clock."""
-        return self.build_compact(reading, self._now())
+        """:meth:`build_compact` at the app's clock (with the hold banner, if any)."""
+        t = self.build_compact(reading, self._now())
+        return t if t is None else self._with_banner(t)  # type: ignore[return-value]
 
     def render_reading(self, reading: BaseModel) -> None:
         """Fill the body from one reading (raises TypeError for a reading of another source)."""
-        self.query_one(f"#{self.body_id}", Static).update(self.build(reading, self._now()))
+        self.query_one(f"#{self.body_id}", Static).update(
+            self._with_banner(self.build(reading, self._now())))
 
 
 # -- timers ----------------------------------------------------------------------------------

@@ -1,0 +1,180 @@
+"""The TUI side of the hold: the hold (``H``) and release (``U``) keys' flow, kept out of
+``console/app.py``.
+
+Each key reads the plan in a daemon thread (never on the UI thread: it runs ``systemctl`` on the
+node and reads the journal), shows it in :class:`~seat_console.widgets.confirm.ConfirmScreen`,
+and on yes runs the runbook in its own daemon thread with a fresh journal and node context.
+Progress is shown in place in the action-log panel (one line per step, its latest state); the
+outcome goes to one notification (an error once, not on every refresh); the timers, silences
+and actions panels are re-read at the end. One hold action at a time. The runbook is
+registered in :func:`seat_console.actions.runbook.in_flight`, so a hang-up lets it finish its
+step (see the app's watchdog).
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+from seat_console.actions.runbook import Event, Plan, Result
+
+_MARK = {"begin": "…", "apply": "…", "verify": "✓", "skip": "–", "fail": "✗ FAILED",
+         "undo": "↺ undone", "undo-fail": "✗ UNDO FAILED", "warn": "⚠"}
+
+
+class HoldController:
+    """The hold/release keys for one app (uses ``loaded``, ``push_screen``, ``notify``,
+    ``call_from_thread``, ``states``)."""
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+        self.thread: threading.Thread | None = None
+        self._planning = False
+        self.lines: dict[str, str] = {}
+        self.title = ""
+        self.last_result: Result | None = None
+
+    @property
+    def busy(self) -> bool:
+        """Whether a plan is being read or a runbook runs."""
+        return self._planning or (self.thread is not None and self.thread.is_alive())
+
+    def key(self, kind: str) -> None:
+        """``kind``: ``"hold"`` or ``"release"``: read the plan, then confirm."""
+        if self.busy:
+            self.app.notify("a hold action is already running", severity="warning")
+            return
+        self._planning = True
+        self.app.notify(f"{kind}: reading the plan from the node…")
+        threading.Thread(target=self._plan, args=(kind,), daemon=True,
+                         name=f"seat-console:{kind}-plan").start()
+
+    def _build(self, kind: str, journal: Any, nctx: Any, observer: Any) -> Any:
+        from seat_console.actions import hold as hold_mod
+
+        if kind == "hold":
+            return hold_mod.build_hold(nctx, journal, ttl_s=self.app.loaded.profile.silence.ttl_s,
+                                       reason="placed from the console TUI", observer=observer)
+        h = hold_mod.current_hold(journal)
+        if h is None:
+            raise LookupError("no hold to release: nothing changed")
+        if h.state == "unfinished":
+            raise LookupError(f"hold {h.hold_id} never finished (its console died): run "
+                              "`seat-console recover` in a shell")
+        return hold_mod.build_release(nctx, journal, h, observer=observer)
+
+    def _plan(self, kind: str) -> None:
+        from seat_console.actions.journal import Journal
+        from seat_console.node.context import NodeContext
+
+        result: Any
+        try:
+            nctx = NodeContext.from_profile(self.app.loaded)
+            try:
+                with Journal() as journal:
+                    result = self._build(kind, journal, nctx, None).plan()
+            finally:
+                nctx.close()
+        except Exception as exc:  # noqa: BLE001 - shown once, never raised into the UI
+            result = exc
+        self._call(self._confirm, kind, result)
+
+    def _call(self, fn: Any, *args: Any) -> None:
+        try:
+            self.app.call_from_thread(fn, *args)
+        except RuntimeError:  # the app is gone
+            pass
+
+    def _confirm(self, kind: str, plan: Plan | Exception) -> None:
+        from seat_console.widgets.confirm import ConfirmScreen
+
+        self._planning = False
+        if isinstance(plan, Exception):
+            self.app.notify(f"{kind}: {plan}", severity="error", timeout=15)
+            return
+        if not plan.ok:
+            err = next(p.error for p in plan.lines if p.error)
+            self.app.notify(f"{kind} refused, nothing changed: {err}", severity="error",
+                            timeout=20)
+            return
+        seat = self.app.loaded.profile.node.name
+        from seat_console.actions.hold import fmt_ttl
+
+        title = (f"Place the hold on {seat} for {fmt_ttl(self.app.loaded.profile.silence.ttl_s)}?"
+                 if kind == "hold" else f"Release the hold on {seat}?")
+        self.app.push_screen(ConfirmScreen(title, plan.text_lines()),
+                             lambda yes: self._start(kind, title) if yes
+                             else self.app.notify(f"{kind}: cancelled; nothing changed"))
+
+    def _start(self, kind: str, title: str) -> None:
+        self.title = title.rstrip("?")
+        self.lines = {}
+        self._show()
+        self.thread = threading.Thread(target=self._run, args=(kind,), daemon=True,
+                                       name=f"seat-console:{kind}")
+        self.thread.start()
+
+    def _event(self, e: Event) -> None:
+        """Runbook thread: record the step's latest state and show it."""
+        if e.kind in ("start", "end", "check"):
+            return
+        key = e.step or e.kind
+        if e.kind == "warn":
+            key = f"warn:{len(self.lines)}"
+        self.lines[key] = f"{_MARK.get(e.kind, e.kind)} {e.step}: {e.message}"
+        self._call(self._show)
+
+    def _show(self) -> None:
+        st = getattr(self.app, "states", {}).get("actions")
+        if st is not None:
+            try:
+                st.panel.set_progress(self.title, list(self.lines.values()))
+            except Exception:  # noqa: BLE001 - the panel may not be mounted (compact, tests)
+                pass
+
+    def _run(self, kind: str) -> None:
+        from seat_console.actions.journal import Journal
+        from seat_console.node.context import NodeContext
+
+        res: Result | Exception
+        try:
+            nctx = NodeContext.from_profile(self.app.loaded)
+            try:
+                with Journal() as journal:
+                    journal.add_secrets(nctx.secrets())
+                    res = self._build(kind, journal, nctx, self._event).run()
+            finally:
+                nctx.close()
+        except Exception as exc:  # noqa: BLE001 - shown once
+            res = exc
+        self._call(self._done, kind, res)
+
+    def _done(self, kind: str, res: Result | Exception) -> None:
+        if isinstance(res, Exception):
+            self.app.notify(f"{kind}: {type(res).__name__}: {res}", severity="error", timeout=20)
+        else:
+            self.last_result = res
+            self.lines["end"] = ("✓ done" if res.ok else
+                                 f"✗ FAILED ({res.outcome}): {res.error}")
+            for r in res.remaining:
+                self.lines[f"left:{r}"] = f"✗ still changed: {r}"
+            self._show()
+            if res.ok:
+                self.app.notify(f"{kind}: done", timeout=8)
+            else:
+                self.app.notify(res.describe(), severity="error", timeout=30)
+        start = getattr(self.app, "_start_poll", None)
+        for key in ("actions", "timers", "silences"):
+            if start is not None and key in getattr(self.app, "states", {}):
+                start(key, manual=True)
+
+
+def attach(app: Any) -> HoldController:
+    """The app's :class:`HoldController` (made once, kept on the app)."""
+    ctl = getattr(app, "_hold_controller", None)
+    if ctl is None:
+        ctl = app._hold_controller = HoldController(app)
+    return ctl
+
+
+__all__ = ["HoldController", "attach"]

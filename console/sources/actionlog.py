@@ -1,0 +1,159 @@
+"""The action log: the journal's newest rows, the hold in effect, unfinished runs, and
+interference while a hold is active (source ``actions``).
+
+Reads the journal (SQLite, a read in the poll worker — never on the UI thread) and, for
+interference, the app's newest timers and silences readings (no extra node I/O): a timer the
+hold stopped that is active again before the lease elapsed, or the hold's silence expired by
+someone else (:func:`seat_console.actions.hold.interference`). Each new interference notice is
+journaled once (kind ``interference``) and shown in the panel.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from pydantic import BaseModel
+
+from seat_console.profile import LoadedProfile
+from seat_console.sources import Frozen, Source, Unavailable, utcnow
+
+RECENT_ROWS = 12
+"""Journal rows shown in the panel (newest last)."""
+
+
+class LogRow(Frozen):
+    """One journal row as the panel shows it: ``seq``, ``at`` (UTC), ``who`` (user@host),
+    ``runbook``, ``kind``, ``step``, ``outcome``."""
+
+    seq: int
+    at: datetime
+    who: str
+    runbook: str
+    kind: str
+    step: str
+    outcome: str
+
+
+class HoldInfo(Frozen):
+    """The hold in effect: ``hold_id``, ``state`` (``active`` / ``lapsed`` / ``unfinished`` /
+    ``release-partial``), ``expires_at`` (UTC), ``lease_unit``, ``silence_id``, ``stopped``
+    timers, ``placed_by``, ``reason``, and ``banner`` ("held by the console until 12:41Z (lease
+    …)") for the timer and silence panels."""
+
+    hold_id: str
+    state: str
+    expires_at: datetime
+    lease_unit: str
+    silence_id: str | None
+    stopped: tuple[str, ...]
+    placed_by: str
+    reason: str
+    banner: str
+
+
+class ActionLogReading(Frozen):
+    """What the action-log panel shows: the journal ``path``, the ``hold`` in effect (or
+    ``None``), ``unfinished`` runs (one sentence each), ``interference`` notices of the hold in
+    effect, the ``recent`` rows, ``read_at`` (UTC)."""
+
+    path: str
+    read_at: datetime
+    hold: HoldInfo | None = None
+    unfinished: tuple[str, ...] = ()
+    interference: tuple[str, ...] = ()
+    recent: tuple[LogRow, ...] = ()
+
+
+class ActionLogSource(Source):
+    """Reads the journal (and the app's latest timers / silences readings) for the panel.
+
+    ``readings``: the app's :class:`~seat_console.app.LatestReadings` (``None``: no
+    interference check); ``journal_path``: default the journal's usual place.
+    """
+
+    name = "actions"
+
+    def __init__(self, readings: Any | None = None, journal_path: str | None = None) -> None:
+        self.readings = readings
+        self._path = journal_path
+        self._journal: Any = None
+        self._flagged: set[str] = set()
+
+    def _open(self) -> Any:
+        from seat_console.actions.journal import Journal, journal_path
+
+        if self._journal is None:
+            self._journal = Journal(self._path or journal_path())
+        return self._journal
+
+    def read(self) -> BaseModel:
+        """One :class:`ActionLogReading`, or :class:`Unavailable` (the journal cannot be
+        opened); never raises."""
+        from seat_console.actions import hold as hold_mod
+        from seat_console.actions.journal import JournalError
+
+        try:
+            j = self._open()
+            now = utcnow()
+            h = hold_mod.current_hold(j)
+            info = None
+            notes: list[str] = []
+            if h is not None:
+                state = "lapsed" if h.state == "active" and h.lapsed(now) else h.state
+                info = HoldInfo(hold_id=h.hold_id, state=state, expires_at=h.expires_at,
+                                lease_unit=h.lease_unit, silence_id=h.silence_id,
+                                stopped=h.stopped, placed_by=h.placed_by, reason=h.reason,
+                                banner=h.banner())
+                notes = self._interference(j, h, now)
+            unfinished = tuple(
+                f"unfinished {rows[0].runbook} run {rows[0].run_id} by "
+                f"{rows[0].user}@{rows[0].host}: run `seat-console recover`"
+                for rows in j.unfinished())
+            rows = j.entries()[-RECENT_ROWS:]
+            recent = tuple(LogRow(seq=r.seq, at=r.at, who=f"{r.user}@{r.host}",
+                                  runbook=r.runbook, kind=r.kind, step=r.step,
+                                  outcome=r.outcome) for r in rows)
+            return ActionLogReading(path=str(j.path), read_at=now, hold=info,
+                                    unfinished=unfinished, interference=tuple(notes),
+                                    recent=recent)
+        except JournalError as exc:
+            return Unavailable(source=self.name, kind="error", reason=str(exc))
+        except Exception as exc:  # noqa: BLE001 - a source never raises into the UI
+            return Unavailable(source=self.name, kind="error",
+                               reason=f"{type(exc).__name__}: {exc}")
+
+    def _interference(self, j: Any, h: Any, now: datetime) -> list[str]:
+        """The interference notices for hold ``h``; each new one is journaled once."""
+        from seat_console.actions import hold as hold_mod
+        from seat_console.sources.silences import SilencesReading
+        from seat_console.sources.timers import TimersReading
+
+        if self.readings is None or not h.is_active(now):
+            return []
+        timers = self.readings.get("timers")
+        sils = self.readings.get("silences")
+        notes = hold_mod.interference(
+            h, timers if isinstance(timers, TimersReading) else None,
+            sils.silences if isinstance(sils, SilencesReading) else None, now)
+        journaled = {e.outcome for e in j.entries(run_id=h.run_id, kind="interference")}
+        for n in notes:
+            if n not in journaled and n not in self._flagged:
+                hold_mod.note_interference(j, h, n)
+            self._flagged.add(n)
+        return notes
+
+    def close(self) -> None:
+        """Close the journal connection."""
+        if self._journal is not None:
+            self._journal.close()
+            self._journal = None
+
+
+def make_source(loaded: LoadedProfile, readings: Any | None = None) -> Source:
+    """The action-log source (the journal is the same for every profile; ``readings`` enables
+    the interference check)."""
+    return ActionLogSource(readings)
+
+
+__all__ = ["ActionLogReading", "ActionLogSource", "HoldInfo", "LogRow", "make_source"]

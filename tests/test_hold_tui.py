@@ -1,0 +1,138 @@
+"""TUI: the confirmation modal (plain and typed), the hold/release keys hidden under
+--readonly, and — on the lab's real systemd node and Alertmanager — placing and releasing a hold
+with confirmation from the keys, progress in the action-log panel, and the "held by the console
+until …" banner on the timers and silences panels."""
+
+from __future__ import annotations
+
+import fcntl
+from pathlib import Path
+
+import pytest
+from conftest import _flock
+
+from seat_console.app import PanelSpec, SeatConsoleApp, filter_action_bindings
+from seat_console.node.transport import DockerExecTransport
+from seat_console.profile import load_profile
+from seat_console.sources.timers import TimersReading, read_timers
+from seat_console.widgets.actionlog import ActionLogPanel
+from seat_console.widgets.confirm import ConfirmScreen
+from seat_console.widgets.services import SilencesPanel, TimersPanel
+
+from app_fixtures import CountingPanel, CountingSource, FakeClock, default_loaded
+
+
+async def _wait(pilot, pred, what: str, limit: int = 3000) -> None:
+    for _ in range(limit):
+        if pred():
+            return
+        await pilot.pause(0.02)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def _plain_app(readonly: bool = False) -> SeatConsoleApp:
+    return SeatConsoleApp(default_loaded(), readonly=readonly, interval=3600.0,
+                          panels=[(lambda _l: CountingSource(), CountingPanel)],
+                          clock=FakeClock(), age_tick_s=3600.0, watch_terminal=False)
+
+
+@pytest.mark.parametrize("readonly", [False, True])
+def test_hold_keys_hidden_under_readonly(readonly):
+    ids = {b.id for b in filter_action_bindings(SeatConsoleApp.BINDINGS, readonly)}
+    assert ("node.hold" in ids) is (not readonly)
+    assert ("node.release" in ids) is (not readonly)
+
+
+async def test_confirm_plain_yes_no():
+    answers: list[bool] = []
+    app = _plain_app()
+    async with app.run_test(size=(120, 40)) as pilot:
+        app.push_screen(ConfirmScreen("Do it?", ["• stop x.timer", "– skip y.timer"]),
+                        answers.append)
+        await pilot.pause()
+        await pilot.press("n")
+        await _wait(pilot, lambda: answers == [False], "no")
+        app.push_screen(ConfirmScreen("Do it?", ["• stop x.timer"]), answers.append)
+        await pilot.pause()
+        await pilot.press("y")
+        await _wait(pilot, lambda: answers == [False, True], "yes")
+
+
+async def test_confirm_typed_needs_the_text():
+    answers: list[bool] = []
+    app = _plain_app()
+    async with app.run_test(size=(120, 40)) as pilot:
+        app.push_screen(ConfirmScreen("Swap?", ["• stop resident"], typed="seat-node"),
+                        answers.append)
+        await pilot.pause()
+        scr = app.screen
+        assert isinstance(scr, ConfirmScreen)
+        await pilot.press("y", "n", "enter")       # typing, not answers
+        await pilot.pause()
+        assert answers == [] and scr.query_one("#confirm-yes-button").disabled
+        for _ in range(2):
+            await pilot.press("backspace")
+        await pilot.press(*"seat-node")
+        await _wait(pilot, lambda: not scr.query_one("#confirm-yes-button").disabled,
+                    "yes enabled once typed")
+        await pilot.press("enter")
+        await _wait(pilot, lambda: answers == [True], "confirmed")
+
+
+# -- on the lab ------------------------------------------------------------------------------
+@pytest.fixture
+def exclusive(lab):
+    _flock(lab.lab_dir, fcntl.LOCK_EX, "the hold TUI test changes the node's timers")
+    try:
+        yield
+    finally:
+        _flock(lab.lab_dir, fcntl.LOCK_SH, "lab")
+
+
+async def test_tui_places_and_releases_a_hold(lab, exclusive, tmp_path: Path, monkeypatch):
+    monkeypatch.setenv("SEAT_CONSOLE_STATE_DIR", str(tmp_path / "state"))
+    node = DockerExecTransport(lab.node_container, docker_host=lab.docker_host)
+    before = read_timers(node, list(lab.timers))
+    assert isinstance(before, TimersReading)
+    active = {t.unit for t in before.timers if t.active}
+    loaded = load_profile(str(lab.profile_path))
+    panels = [PanelSpec("seat_console.sources.timers:make_source", TimersPanel),
+              PanelSpec("seat_console.sources.silences:make_source", SilencesPanel),
+              PanelSpec("seat_console.sources.actionlog:make_source", ActionLogPanel,
+                        uses_readings=True)]
+    app = SeatConsoleApp(loaded, interval=0.5, panels=panels, watch_terminal=False)
+    try:
+        async with app.run_test(size=(160, 60)) as pilot:
+            await _wait(pilot, lambda: app.states["actions"].reading is not None
+                        and app.states["timers"].reading is not None, "first readings")
+            await pilot.press("H")
+            await _wait(pilot, lambda: isinstance(app.screen, ConfirmScreen), "the plan modal")
+            lines = "\n".join(app.screen.lines)
+            assert "schedule lease" in lines and "create silence" in lines
+            await pilot.press("y")
+            ctl = app._hold_controller
+            await _wait(pilot, lambda: ctl.last_result is not None, "the hold to finish")
+            assert ctl.last_result.ok, ctl.last_result.describe()
+            assert "✓ done" in ctl.lines["end"] and any(
+                "✓ stop" in v for v in ctl.lines.values())
+            now = read_timers(node, list(lab.timers))
+            assert all(not t.active for t in now.timers)
+            await _wait(pilot, lambda: (app.states["timers"].panel.hold_banner or "")
+                        .startswith("held by the console until"), "the banner on timers")
+            assert app.states["silences"].panel.hold_banner == \
+                app.states["timers"].panel.hold_banner
+            ctl.last_result = None
+            await pilot.press("U")
+            await _wait(pilot, lambda: isinstance(app.screen, ConfirmScreen), "release modal")
+            assert any(line.startswith("• start") for line in app.screen.lines)
+            await pilot.press("y")
+            await _wait(pilot, lambda: ctl.last_result is not None, "the release to finish")
+            assert ctl.last_result.ok, ctl.last_result.describe()
+            await _wait(pilot, lambda: app.states["timers"].panel.hold_banner is None,
+                        "the banner gone")
+    finally:
+        after = read_timers(node, list(lab.timers))
+        for t in after.timers:
+            if t.unit in active and not t.active:
+                node.run(["systemctl", "start", t.unit])
+    assert {t.unit for t in after.timers if t.active} == active

@@ -1,0 +1,120 @@
+"""The confirmation modal every node action uses: a title, the plan lines, and yes / no.
+
+``ConfirmScreen(title, lines)`` — ``y`` / Enter on "Yes" confirms, ``n`` / Escape cancels;
+``ConfirmScreen(title, lines, typed="seat-node")`` — the most destructive actions (k9s'
+ShowConfirmAck idea): the engineer must type the text (e.g. the seat's name) before "Yes" is
+enabled; ``y`` is then typing, not an answer. It dismisses with ``True`` (go) or ``False``
+(cancel); push it with a callback: ``app.push_screen(ConfirmScreen(...), on_answer)``.
+
+The plan lines come from :meth:`seat_console.actions.runbook.Plan.text_lines` (``•`` will change
+the node, ``–`` skipped, ``✗`` a precondition failed). Pure view: no I/O.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import ClassVar
+
+from rich.text import Text
+from textual import on
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.screen import ModalScreen
+from textual.widgets import Button, Input, Static
+
+
+class ConfirmScreen(ModalScreen[bool]):
+    """Confirm a node action (see the module docstring).
+
+    ``title``: the question ("Place the hold on seat-node for 4 h?"); ``lines``: the plan, one
+    line per step; ``typed``: text that must be typed exactly to enable "Yes" (``None``: a plain
+    y/n); ``yes_label``: the button's label.
+    """
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("escape", "answer(False)", "cancel", id="confirm-cancel"),
+        Binding("n", "answer(False)", "no", id="confirm-no", show=False),
+        Binding("y", "yes_key", "yes", id="confirm-yes", show=False),
+    ]
+
+    DEFAULT_CSS = """
+    ConfirmScreen { align: center middle; }
+    ConfirmScreen > Vertical {
+        width: 90%; max-width: 130; height: auto; max-height: 90%;
+        border: thick $warning; background: $surface; padding: 0 1;
+    }
+    ConfirmScreen #confirm-title { text-style: bold; padding: 0 0 1 0; }
+    ConfirmScreen #confirm-plan { height: auto; max-height: 24; }
+    ConfirmScreen #confirm-hint { color: $text-muted; padding: 1 0 0 0; }
+    ConfirmScreen Horizontal { height: auto; align: right middle; }
+    ConfirmScreen Button { margin: 0 1; }
+    """
+
+    def __init__(self, title: str, lines: Sequence[str], typed: str | None = None, *,
+                 yes_label: str = "Yes, do it") -> None:
+        super().__init__(id="confirm")
+        self.title_text = title
+        self.lines = list(lines)
+        self.typed = typed
+        self.yes_label = yes_label
+
+    def compose(self) -> ComposeResult:
+        """Title, the plan (scrolls when long), the typed field if asked, the buttons."""
+        plan = Text()
+        for i, line in enumerate(self.lines):
+            if i:
+                plan.append("\n")
+            style = ("bold" if line.startswith("•") else "red" if line.startswith("✗")
+                     else "dim")
+            plan.append(line, style=style)
+        with Vertical():
+            yield Static(Text(self.title_text), id="confirm-title")
+            with VerticalScroll(id="confirm-plan"):
+                yield Static(plan if self.lines else Text("(nothing to change)",
+                                                          style="italic"), id="confirm-lines")
+            if self.typed is not None:
+                yield Static(Text(f"Type {self.typed!r} to confirm:"), id="confirm-typed-label")
+                yield Input(placeholder=self.typed, id="confirm-input")
+            hint = ("Esc: cancel" if self.typed is not None else "y: yes · n / Esc: no")
+            yield Static(Text(hint), id="confirm-hint")
+            with Horizontal():
+                yield Button("Cancel", id="confirm-no-button")
+                yield Button(self.yes_label, id="confirm-yes-button", variant="warning",
+                             disabled=self.typed is not None)
+
+    def on_mount(self) -> None:
+        """Focus the typed field (typed confirmation) or the Cancel button (safe default)."""
+        if self.typed is not None:
+            self.query_one("#confirm-input", Input).focus()
+        else:
+            self.query_one("#confirm-no-button", Button).focus()
+
+    @on(Input.Changed, "#confirm-input")
+    def _typed_changed(self, event: Input.Changed) -> None:
+        self.query_one("#confirm-yes-button", Button).disabled = event.value != self.typed
+
+    @on(Input.Submitted, "#confirm-input")
+    def _typed_submitted(self, event: Input.Submitted) -> None:
+        if event.value == self.typed:
+            self.dismiss(True)
+
+    @on(Button.Pressed, "#confirm-yes-button")
+    def _yes(self) -> None:
+        self.dismiss(True)
+
+    @on(Button.Pressed, "#confirm-no-button")
+    def _no(self) -> None:
+        self.dismiss(False)
+
+    def action_yes_key(self) -> None:
+        """``y``: yes, for a plain confirmation (a typed one needs the text)."""
+        if self.typed is None:
+            self.dismiss(True)
+
+    def action_answer(self, yes: bool) -> None:
+        """Close with the answer."""
+        self.dismiss(yes)
+
+
+__all__ = ["ConfirmScreen"]
