@@ -1,0 +1,182 @@
+"""The hold's pure parts: TTL and --since parsing (property tests: documented error naming the
+input, never a hang, never 0), the Persistent catch-up rule, interference, the hold state the
+journal yields (hold → extend → release), and the action-log source journaling interference
+once."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from seat_console.actions.hold import (
+    TTL_MAX_S,
+    TTL_MIN_S,
+    HoldState,
+    active_hold,
+    catchup_warning,
+    current_hold,
+    holds,
+    interference,
+    parse_ttl,
+)
+from seat_console.actions.journal import Journal
+from seat_console.commands.journal_cmd import parse_since
+from seat_console.sources.actionlog import ActionLogReading, ActionLogSource
+from seat_console.sources.silences import Silence, SilenceMatcher
+from seat_console.sources.timers import TimersReading, TimerState
+
+NOW = datetime(2026, 12, 1, 10, 0, tzinfo=UTC)
+
+
+@pytest.mark.parametrize("text,secs", [("4h", 14400), ("10m", 600), ("1h30m", 5400),
+                                       ("90s", 90), ("900", 900), ("2d", 172800),
+                                       ("15 s", 15), ("1H 5MIN", 3900)])
+def test_parse_ttl(text: str, secs: int) -> None:
+    assert parse_ttl(text) == secs
+
+
+@pytest.mark.parametrize("bad", ["", "0", "5s", "8d", "4x", "-10m", "1h-5m", "h", "1.5h"])
+def test_parse_ttl_rejects_naming_the_input(bad: str) -> None:
+    with pytest.raises(ValueError, match="TTL"):
+        parse_ttl(bad)
+
+
+@settings(max_examples=300, deadline=200)
+@given(st.text(max_size=40))
+def test_parse_ttl_property(text: str) -> None:
+    try:
+        v = parse_ttl(text)
+    except ValueError as exc:
+        assert str(exc).startswith(f"TTL {text!r}")      # names the input
+        return
+    assert TTL_MIN_S <= v <= TTL_MAX_S
+
+
+@settings(max_examples=200, deadline=200)
+@given(st.text(max_size=40))
+def test_parse_since_property(text: str) -> None:
+    try:
+        t = parse_since(text, now=NOW)
+    except ValueError as exc:
+        assert "--since" in str(exc)
+        return
+    assert t.tzinfo is not None
+
+
+def test_parse_since_forms() -> None:
+    assert parse_since("2h", now=NOW) == NOW - timedelta(hours=2)
+    assert parse_since("2026-12-01T09:00Z") == datetime(2026, 12, 1, 9, 0, tzinfo=UTC)
+    assert parse_since("2026-12-01T09:00") == datetime(2026, 12, 1, 9, 0, tzinfo=UTC)
+
+
+def test_catchup_warning_only_for_a_missed_persistent_elapse() -> None:
+    missed = {"persistent": True, "next_elapse": "2026-12-01T09:30:00Z",
+              "last_trigger": "2026-12-01T09:15:00Z"}
+    w = catchup_warning("x.timer", missed, now=NOW)
+    assert w and "fires the missed run at once" in w and "2026-12-01T09:15:00Z" in w
+    assert catchup_warning("x.timer", {**missed, "persistent": False}, now=NOW) is None
+    assert catchup_warning("x.timer", {**missed, "next_elapse": "2026-12-01T10:30:00Z"},
+                           now=NOW) is None
+    assert catchup_warning("x.timer", {**missed, "next_elapse": None}, now=NOW) is None
+
+
+def _hold(**kw) -> HoldState:
+    base = dict(hold_id="seat-hold-x", run_id="hold-1", state="active",
+                lease_unit="seat-hold-x-lease.timer", silence_id="s1",
+                stopped=("a.timer", "b.timer"), expires_at=NOW + timedelta(hours=1),
+                placed_at=NOW - timedelta(minutes=5), placed_by="u@h", reason="")
+    base.update(kw)
+    return HoldState(**base)
+
+
+def _timers(active: dict[str, bool]) -> TimersReading:
+    return TimersReading(where="test", read_at=NOW, timers=tuple(
+        TimerState(unit=u, load_state="loaded", active_state="active" if a else "inactive")
+        for u, a in active.items()))
+
+
+def _silence(state: str) -> Silence:
+    return Silence(id="s1", state=state, matchers=(SilenceMatcher(name="a", value="b",
+                                                                  isRegex=False),),
+                   starts_at=NOW - timedelta(minutes=5), ends_at=NOW + timedelta(hours=1))
+
+
+def test_interference_flags_someone_elses_changes_only_while_active() -> None:
+    h = _hold()
+    assert interference(h, _timers({"a.timer": False, "b.timer": False}),
+                        [_silence("active")], NOW) == []
+    notes = interference(h, _timers({"a.timer": True, "b.timer": False}),
+                         [_silence("expired")], NOW)
+    assert len(notes) == 2
+    assert "a.timer was started by someone else" in notes[0]
+    assert "silence s1" in notes[1] and "expired by someone else" in notes[1]
+    lapsed = _hold(expires_at=NOW - timedelta(seconds=1))
+    assert interference(lapsed, _timers({"a.timer": True}), [_silence("expired")], NOW) == []
+
+
+def _run(j: Journal, runbook: str, run_id: str, hold: dict, outcome: str | None,
+         inputs: dict | None = None) -> None:
+    j.append(run_id=run_id, runbook=runbook, kind="start", facts={"hold": hold},
+             inputs=inputs or {})
+    if outcome is not None:
+        j.append(run_id=run_id, runbook=runbook, kind="end", outcome=outcome,
+                 facts={"hold": hold})
+
+
+def test_hold_state_from_the_journal(tmp_path: Path) -> None:
+    j = Journal(tmp_path / "j.sqlite3")
+    exp = (datetime.now(UTC) + timedelta(hours=1)).isoformat().replace("+00:00", "Z")
+    h = {"hold_id": "seat-hold-a", "lease": "seat-hold-a-lease", "stopped": ["a.timer"],
+         "silence_id": "s1", "expires_at": exp, "timers_before": {}}
+    _run(j, "hold", "hold-1", h, "done")
+    assert active_hold(j).hold_id == "seat-hold-a"
+    exp2 = (datetime.now(UTC) + timedelta(hours=3)).isoformat().replace("+00:00", "Z")
+    _run(j, "extend", "ext-1", {**h, "lease": "seat-hold-a-lease-2", "silence_id": "s2",
+                                "expires_at": exp2}, "done")
+    a = active_hold(j)
+    assert a.lease_unit == "seat-hold-a-lease-2.timer" and a.silence_id == "s2"
+    assert a.expires_at > datetime.now(UTC) + timedelta(hours=2)
+    _run(j, "extend", "ext-2", {**h, "expires_at": exp}, "undone")     # failed: no change
+    assert active_hold(j).silence_id == "s2"
+    _run(j, "release", "rel-1", h, "done")
+    assert active_hold(j) is None and current_hold(j) is None
+    assert [x.state for x in holds(j)] == ["released"]
+    # a hold whose console died: unfinished, found by current_hold, not "active"
+    _run(j, "hold", "hold-2", {**h, "hold_id": "seat-hold-b"}, None)
+    assert active_hold(j) is None and current_hold(j).state == "unfinished"
+    j.close()
+
+
+class _Readings:
+    def __init__(self, **kw) -> None:
+        self.kw = kw
+
+    def get(self, key: str):
+        return self.kw.get(key)
+
+
+def test_action_log_source_journals_interference_once(tmp_path: Path) -> None:
+    path = tmp_path / "j.sqlite3"
+    j = Journal(path)
+    exp = (datetime.now(UTC) + timedelta(hours=1)).isoformat().replace("+00:00", "Z")
+    h = {"hold_id": "seat-hold-a", "lease": "seat-hold-a-lease", "stopped": ["a.timer"],
+         "silence_id": None, "expires_at": exp, "timers_before": {}}
+    _run(j, "hold", "hold-1", h, "done")
+    src = ActionLogSource(_Readings(timers=_timers({"a.timer": True})), str(path))
+    r1 = src.read()
+    assert isinstance(r1, ActionLogReading) and r1.hold is not None
+    assert r1.hold.banner.startswith("held by the console until")
+    assert len(r1.interference) == 1
+    src.read()
+    src.close()
+    again = ActionLogSource(_Readings(timers=_timers({"a.timer": True})), str(path))
+    again.read()
+    again.close()
+    rows = j.entries(kind="interference")
+    assert len(rows) == 1 and "a.timer was started by someone else" in rows[0].outcome
+    assert j.verify().ok
+    j.close()
