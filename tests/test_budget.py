@@ -336,3 +336,5 @@ def test_non_identical_cards_budget_the_smallest_pool_in_any_order() -> None:
     assert same.capacity.num_blocks > b.capacity.num_blocks
     comp = compare(same, b)
     assert comp.kv_bytes_ratio == kv["GPU 1"] / kv["GPU 0"]  # smallest of each side
+    back = compare(b, same)  # the non-identical side as the resident
+    assert back.kv_bytes_ratio == kv["GPU 0"] / kv["GPU 1"]

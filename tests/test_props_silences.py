@@ -236,3 +236,14 @@ def test_status_text_names_the_undecided_and_the_unreadable_silences():
     assert "0 active for the seat" in text
     assert "whether it concerns the seat is unknown" in text and "not a valid RE2" in text
     assert "unreadable silence (not shown): GET /api/v2/silences: silence 'd-broken'" in text
+
+
+def test_a_narrower_silence_on_a_regex_seat_applies():
+    """A silence holding every seat matcher plus more (e.g. one alertname) is a narrower silence
+    on the seat, also when the seat pins no label by equality (a regex-only seat)."""
+    seat = (SilenceMatcher(name="job", value="vllm.*", isRegex=True),)
+    narrower = seat + (SilenceMatcher(name="alertname", value="KVCacheFull", isRegex=False),)
+    assert silence_applies_to_seat(narrower, seat) == (True, False)
+    assert silence_applies_to_seat(seat, seat) == (True, True)
+    other = (SilenceMatcher(name="alertname", value="KVCacheFull", isRegex=False),)
+    assert silence_applies_to_seat(other, seat) == (False, False)

@@ -134,3 +134,21 @@ def test_bad_list_timers_reply_blanks_only_the_elapse_times_with_a_note():
     assert t.next_elapse is None and t.last_trigger is None
     assert any("list-timers" in n and "deeper" in n for n in r.notes)
     assert UTC  # times elsewhere in the reading stay aware
+
+
+def test_times_at_or_above_2_63_usec_are_no_time_not_an_error():
+    """systemd prints USEC_INFINITY (2^64 − 1) and values ≥ 2^63 µs mean "never"; they must be
+    None, not a year-292,277 error."""
+    for v in (str(2**63), str(2**64 - 2), str(2**64 - 1)):
+        assert parse_timestamp(v) is None
+    # below 2^63 but past year 9999: a corrupt value, refused by name (not an OverflowError)
+    import pytest
+
+    with pytest.raises(ValueError, match="9223372036854775807.*out of range"):
+        parse_timestamp(str(2**63 - 1))
+
+
+def test_a_trigger_without_its_semicolon_is_not_a_schedule():
+    assert parse_schedule("{ OnCalendar=daily }") == ()
+    assert parse_schedule("{ OnCalendar=*-*-* 02:00:00 ; next_elapse=@1 } { OnBootSec=5min") \
+        == ("OnCalendar=*-*-* 02:00:00",)
