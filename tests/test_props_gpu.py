@@ -96,3 +96,17 @@ entries = st.one_of(st.text(max_size=20), st.sampled_from(
        st.one_of(st.none(), st.text(max_size=20)), st.one_of(st.none(), st.text(max_size=20)))
 def test_match_seat_never_raises(entry, index, uuid, bus):
     assert isinstance(match_seat(entry, index, uuid, bus), bool)
+
+
+def test_no_mig_instance_id_is_none_not_0xffffffff():
+    """NVML reports "no MIG instance" as 0xFFFFFFFF in gpuInstanceId / computeInstanceId: a
+    process on a plain card has no instance (None), never instance 4,294,967,295."""
+    card = FakeCard(uuid="GPU-11111111-2222-3333-4444-555555555555",
+                    processes=[FakeProcess(4_000_001, 1 << 30)])
+    snap = GpuSampler(Nvml(NvmlDouble([card])), ["0"], ProcessMapper("/nonexistent")).sample()
+    (p,) = snap.cards[0].processes
+    assert p.gpu_instance_id is None and p.compute_instance_id is None
+    card.processes = [FakeProcess(4_000_001, 1 << 30, gpu_instance_id=1, compute_instance_id=0)]
+    snap = GpuSampler(Nvml(NvmlDouble([card])), ["0"], ProcessMapper("/nonexistent")).sample()
+    (p,) = snap.cards[0].processes
+    assert (p.gpu_instance_id, p.compute_instance_id) == (1, 0)
