@@ -330,6 +330,7 @@ class Runbook:
                               facts=dict(facts or {}), _emit=self._emit_warn)
         self._stop = threading.Event()
         self._warnings: list[str] = []
+        self._planning = False
         self.current_step: str | None = None
 
     def __repr__(self) -> str:
@@ -351,6 +352,8 @@ class Runbook:
                                    facts=self.ctx.facts, profile_sha256=self.profile_sha256)
 
     def _emit_warn(self, kind: str, step: str, message: str) -> None:
+        if self._planning:   # a dry run journals nothing; the plan line says it
+            return
         self._warnings.append(message)
         self._row(kind, step, message)
         self._event(kind, step, message)
@@ -366,12 +369,19 @@ class Runbook:
         """The dry-run plan: every step's precondition read from the node now; nothing changes.
         Each line is a :class:`PlanLine` (a precondition that raised gives ``error``)."""
         lines = []
-        for s in self.steps:
-            try:
-                c = s.check(self.ctx)
-                lines.append(PlanLine(s.name, c.go, c.text))
-            except StepError as exc:
-                lines.append(PlanLine(s.name, False, "", error=str(exc)))
+        self._planning = True
+        try:
+            for s in self.steps:
+                try:
+                    c = s.check(self.ctx)
+                    lines.append(PlanLine(s.name, c.go, c.text))
+                except StepError as exc:
+                    lines.append(PlanLine(s.name, False, "", error=str(exc)))
+                except Exception as exc:  # noqa: BLE001 - a bug in a check: the plan says it
+                    lines.append(PlanLine(s.name, False, "",
+                                          error=f"{type(exc).__name__}: {exc}"))
+        finally:
+            self._planning = False
         return Plan(self.name, tuple(lines))
 
     # -- run --------------------------------------------------------------------------------------
