@@ -155,7 +155,6 @@ def run_probe(profile: Path, url: str, model: str, out: Path) -> dict:
 def sse_rate(n_events: int) -> dict:
     """Events per CPU second through the probe's SSE parsing pipeline (one thread)."""
     from httpx_sse._decoders import SSEDecoder, SSELineDecoder
-
     from seat_console.probe.client import StreamTimer
 
     chunks = []
@@ -166,7 +165,7 @@ def sse_rate(n_events: int) -> dict:
                                                       "prompt_token_ids": None,
                                                       "token_ids": None}],
                "usage": {"prompt_tokens": 60, "total_tokens": 60 + i, "completion_tokens": i}}
-        chunks.append(("data: " + json.dumps(obj, separators=(",", ":")) + "\n\n"))
+        chunks.append("data: " + json.dumps(obj, separators=(",", ":")) + "\n\n")
     text = "".join(chunks)
     # 1,400-character reads, as a network read of a few events would be
     reads = [text[i:i + 1400] for i in range(0, len(text), 1400)]

@@ -203,7 +203,8 @@ class SSEServer:
             if head.startswith(b"GET /metrics"):
                 text = self.metrics_text().encode()
                 writer.write(b"HTTP/1.1 200 OK\r\nContent-Type: text/plain; version=0.0.4\r\n"
-                             b"Content-Length: " + str(len(text)).encode() + b"\r\n\r\n" + text)
+                             b"Connection: close\r\nContent-Length: " + str(len(text)).encode()
+                             + b"\r\n\r\n" + text)
                 await writer.drain()
                 return
             body = json.loads(await reader.readexactly(length)) if length else {}

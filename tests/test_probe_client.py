@@ -8,7 +8,6 @@ import json
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
 from seat_console.probe.client import (
     ChunkError,
     ClientTimeouts,
@@ -19,7 +18,6 @@ from seat_console.probe.client import (
     parse_chunk,
     run_request,
 )
-
 from sse_server import SNOWMAN_TEXT, SSEServer
 
 FAST = ClientTimeouts(connect_s=2.0, read_s=0.5, total_s=10.0)

@@ -21,7 +21,6 @@ from pathlib import Path
 import httpx
 import pytest
 from conftest import _flock, wait_until
-
 from seat_console.node.transport import DockerExecTransport
 from seat_console.probe.interference import read_services, service_units
 

@@ -12,16 +12,14 @@ import json
 from pathlib import Path
 
 import pytest
+from app_fixtures import CountingPanel, CountingSource, FakeClock
 from rich.text import Text
-
 from seat_console.app import SeatConsoleApp
 from seat_console.probe.engine_counters import KvCapacity
 from seat_console.probe.live import LiveView, PhaseLine
 from seat_console.probe.run import HoldInfo, Preflight, ProbeRefused
 from seat_console.profile import LoadedProfile, default_profile_text, parse_profile
 from seat_console.widgets.probe import ProbeScreen, progress_bar, render_live, sparkline
-
-from app_fixtures import CountingPanel, CountingSource, FakeClock
 from sse_server import SSEServer
 
 
@@ -84,8 +82,7 @@ async def test_probe_key_confirms_runs_and_shows_the_live_panel(
         app = _app(_loaded(tmp_path, srv.url, ["normal", "http500"]))
         async with app.run_test(size=(120, 40)) as pilot:
             await pilot.press("P")
-            await _wait(pilot, lambda: type(app.screen).__name__ in ("PlanConfirm",
-                                                                       "ConfirmScreen"),
+            await _wait(pilot, lambda: type(app.screen).__name__ == "ConfirmScreen",
                         "the confirmation modal")
             assert not srv.requests                      # nothing sent before "yes"
             await pilot.press("y")
@@ -110,8 +107,7 @@ async def test_probe_key_declined_sends_nothing_and_refusal_is_shown(
         app = _app(_loaded(tmp_path, srv.url, ["normal"]))
         async with app.run_test(size=(120, 40)) as pilot:
             await pilot.press("P")
-            await _wait(pilot, lambda: type(app.screen).__name__ in ("PlanConfirm",
-                                                                       "ConfirmScreen"),
+            await _wait(pilot, lambda: type(app.screen).__name__ == "ConfirmScreen",
                         "the confirmation modal")
             await pilot.press("n")
             await pilot.pause(0.3)
@@ -144,8 +140,7 @@ async def test_stop_in_the_live_screen_keeps_the_run_as_interrupted(
         app = _app(_loaded(tmp_path, srv.url, ["stall"]))
         async with app.run_test(size=(120, 40)) as pilot:
             await pilot.press("P")
-            await _wait(pilot, lambda: type(app.screen).__name__ in ("PlanConfirm",
-                                                                       "ConfirmScreen"),
+            await _wait(pilot, lambda: type(app.screen).__name__ == "ConfirmScreen",
                         "the confirmation modal")
             await pilot.press("y")
             await _wait(pilot, lambda: isinstance(app.screen, ProbeScreen), "the live screen")

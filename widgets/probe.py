@@ -16,13 +16,13 @@ from collections.abc import Callable
 from typing import ClassVar
 
 from rich.text import Text
+from seat_console.probe.live import LiveView
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Vertical
+from textual.css.query import NoMatches
 from textual.screen import ModalScreen
 from textual.widgets import Footer, Static
-
-from seat_console.probe.live import LiveView
 
 BAR_WIDTH = 30
 """Characters of a phase's progress bar."""
@@ -148,9 +148,10 @@ class ProbeScreen(ModalScreen[None]):
         """Draw ``view`` in the panel."""
         self._view = view
         try:
-            self.query_one(ProbePanel).show(view)
-        except Exception:  # noqa: BLE001 - not mounted yet / already closed
-            pass
+            panel = self.query_one(ProbePanel)
+        except NoMatches:   # not mounted yet / already closed: on_mount draws the last view
+            return
+        panel.show(view)
 
     def action_stop_probe(self) -> None:
         """Ask the probe to stop (it keeps the run as interrupted)."""

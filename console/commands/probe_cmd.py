@@ -32,7 +32,13 @@ from seat_console.probe.run import (
     journal_probe,
     preflight,
 )
-from seat_console.probe.store import RunWriter, StoreError, list_runs, read_summary, runs_dir
+from seat_console.probe.store import (
+    RunWriter,
+    StoreError,
+    list_runs,
+    read_summary,
+    runs_dir,
+)
 from seat_console.profile import LoadedProfile
 
 EXIT_OK = 0
@@ -128,9 +134,9 @@ def render_summary(s: dict[str, Any], path: str | None = None) -> str:
     out = [f"probe run {s['run_id']}: {s['status'].upper()}"
            + (f"  (kept in {path})" if path else ""),
            f"  {s.get('started_at')} → {s.get('ended_at') or '…'} (UTC)",
-           f"seat: {c.get('name')} ({c.get('role')}), image ID {c.get('image_id')}, repo digest "
-           f"{c.get('repo_digest') or 'n/a'}; engine {ident.get('engine_version')}, model "
-           f"{ident.get('served_model')} at {ident.get('endpoint')}",
+           (f"seat: {c.get('name')} ({c.get('role')}), image ID {c.get('image_id')}, repo "
+            f"digest {c.get('repo_digest') or 'n/a'}; engine {ident.get('engine_version')}, "
+            f"model {ident.get('served_model')} at {ident.get('endpoint')}"),
            "hold: " + (f"FORCED without a hold: {hold['forced_reason']!r} ({hold.get('detail')})"
                        if hold.get("forced_reason") else str(hold.get("detail")))]
     tok = kv.get("tokens")
@@ -162,8 +168,8 @@ def render_preflight(pre: Preflight, loaded: LoadedProfile, phases: list[str] | 
     c = pre.identity.get("container") or {}
     lines = ["probe — plan (preflight read now; nothing sent):",
              f"  seat: {c.get('name')} ({c.get('role')}), image ID {c.get('image_id')}",
-             f"  endpoint {pre.endpoint}, model {pre.model}, api {spec.api}, "
-             f"{spec.output_tokens} output tokens per request (ignore_eos {spec.ignore_eos})",
+             (f"  endpoint {pre.endpoint}, model {pre.model}, api {spec.api}, "
+              f"{spec.output_tokens} output tokens per request (ignore_eos {spec.ignore_eos})"),
              f"  hold: {pre.hold.detail}" + (f"; FORCED: {pre.forced!r}" if pre.forced else ""),
              f"  warm-up: {spec.warmup_requests} request(s), excluded"]
     for p in chosen:

@@ -47,7 +47,6 @@ from typing import Any, Literal
 import httpx
 from httpx_sse import SSEError, aconnect_sse
 from pydantic import Field
-
 from seat_console.sources import Frozen, utcnow
 
 Api = Literal["completions", "chat"]

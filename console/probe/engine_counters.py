@@ -29,7 +29,6 @@ from typing import Any
 
 import httpx
 from prometheus_client.parser import text_string_to_metric_families
-
 from seat_console.sources import Frozen
 from seat_console.sources.engine import normalize, parse_metrics
 
@@ -267,5 +266,14 @@ def kv_capacity(cache_config: dict[str, str] | None, startup: Any | None,
                       source=tuple(src), notes=tuple(notes))
 
 
-__all__ = ["Accounting", "Check", "EngineCounters", "FAILED_REASONS", "KvCapacity", "compare",
-           "kv_capacity", "parse_counters", "scrape"]
+__all__ = [
+    "FAILED_REASONS",
+    "Accounting",
+    "Check",
+    "EngineCounters",
+    "KvCapacity",
+    "compare",
+    "kv_capacity",
+    "parse_counters",
+    "scrape",
+]

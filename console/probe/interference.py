@@ -175,7 +175,8 @@ class InterferenceMonitor:
         if self.on_change:
             self.on_change()
 
-    def _problem(self, check: str, reason: str) -> None:
+    def problem(self, check: str, reason: str) -> None:
+        """Record a :class:`CheckProblem` (once per check and reason)."""
         key = f"problem:{check}:{reason}"
         if key in self._seen:
             return
@@ -191,7 +192,7 @@ class InterferenceMonitor:
         if self.transport is not None and self.services:
             r = await asyncio.to_thread(read_services, self.transport, self.services)
             if isinstance(r, str):
-                self._problem("services", r)
+                self.problem("services", r)
             else:
                 self._svc_base = r
                 for s in service_changes({u: p for u, p in r.items()}, r):
@@ -200,7 +201,7 @@ class InterferenceMonitor:
         if self.scrape is not None:
             c = await self.scrape()
             if isinstance(c, str):
-                self._problem("metrics", c)
+                self.problem("metrics", c)
             else:
                 self._counters0 = self.last_counters = c
 
@@ -209,7 +210,7 @@ class InterferenceMonitor:
         if self.watcher is not None:
             st = self.watcher.status()
             if not st.connected and st.last_error:
-                self._problem("docker-events", f"the docker event stream is down "
+                self.problem("docker-events", f"the docker event stream is down "
                                                f"({st.last_error})")
             for s in container_disruptions(self.watcher.foreign_changes(self.started_at),
                                            self.names):
@@ -217,7 +218,7 @@ class InterferenceMonitor:
         if self.transport is not None and self.services and self._svc_base is not None:
             r = await asyncio.to_thread(read_services, self.transport, self.services)
             if isinstance(r, str):
-                self._problem("services", r)
+                self.problem("services", r)
             else:
                 for s in service_changes(self._svc_base, r):
                     self._disrupt("service", s)
@@ -225,7 +226,7 @@ class InterferenceMonitor:
             s = await asyncio.to_thread(self.silence_state)
             if s is not None:
                 if s.startswith("check failed:"):
-                    self._problem("silence", s.removeprefix("check failed:").strip())
+                    self.problem("silence", s.removeprefix("check failed:").strip())
                 else:
                     self._disrupt("silence", s)
         if self.scrape is not None:
@@ -247,12 +248,12 @@ class InterferenceMonitor:
             try:
                 await self.check_once()
             except Exception as exc:  # noqa: BLE001 - a broken check is a problem, not a crash
-                self._problem("monitor", f"{type(exc).__name__}: {exc}")
+                self.problem("monitor", f"{type(exc).__name__}: {exc}")
 
     def start(self) -> None:
         """Start the periodic checks in the running event loop."""
         if self.watcher is None:
-            self._problem("docker-events", "no docker event stream: container changes during "
+            self.problem("docker-events", "no docker event stream: container changes during "
                                            "the run cannot be seen")
         self._task = asyncio.get_running_loop().create_task(self._loop())
 
@@ -268,9 +269,17 @@ class InterferenceMonitor:
         try:
             await self.check_once()
         except Exception as exc:  # noqa: BLE001
-            self._problem("monitor", f"{type(exc).__name__}: {exc}")
+            self.problem("monitor", f"{type(exc).__name__}: {exc}")
 
 
-__all__ = ["CheckProblem", "DISRUPTING_ACTIONS", "Disruption", "InterferenceMonitor",
-           "container_disruptions", "counters_reset", "read_services", "service_changes",
-           "service_units"]
+__all__ = [
+    "DISRUPTING_ACTIONS",
+    "CheckProblem",
+    "Disruption",
+    "InterferenceMonitor",
+    "container_disruptions",
+    "counters_reset",
+    "read_services",
+    "service_changes",
+    "service_units",
+]

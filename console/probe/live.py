@@ -107,4 +107,4 @@ def live_view(p: Progress, now: float | None = None) -> LiveView:
         disruptions=tuple(p.disruptions), problems=tuple(p.problems))
 
 
-__all__ = ["LiveView", "PhaseLine", "SPARK_BARS", "SPARK_BUCKET_S", "live_view"]
+__all__ = ["SPARK_BARS", "SPARK_BUCKET_S", "LiveView", "PhaseLine", "live_view"]

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import logging
 import platform
 import random
 import time
@@ -31,7 +32,6 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-
 from seat_console.probe.client import (
     ClientTimeouts,
     RequestRecord,
@@ -53,6 +53,8 @@ from seat_console.probe.stats import PhaseStats, phase_stats
 from seat_console.probe.store import SUMMARY_SCHEMA, RunWriter
 from seat_console.profile import LoadedProfile, ProbePhaseSpec, ProbeSpec
 from seat_console.sources import utcnow
+
+log = logging.getLogger(__name__)
 
 WARMUP = "warmup"
 """Phase name of the warm-up requests in ``requests.jsonl`` (excluded from every figure)."""
@@ -399,8 +401,8 @@ class Probe:
         if self.on_progress is not None:
             try:
                 self.on_progress(self.progress)
-            except Exception:  # noqa: BLE001 - a broken view must not break the run
-                pass
+            except Exception:
+                log.warning("probe progress callback failed", exc_info=True)
 
     def _base_summary(self, status: str) -> dict[str, Any]:
         s = self.spec
@@ -604,8 +606,11 @@ class Probe:
             if monitor is not None:
                 try:
                     await asyncio.shield(monitor.stop())
-                except (asyncio.CancelledError, Exception):  # noqa: BLE001
-                    pass
+                except asyncio.CancelledError:
+                    monitor.problem("monitor", "the final interference check was cut short by "
+                                               "the interruption")
+                except Exception as exc:  # noqa: BLE001 - recorded, the run is still kept
+                    monitor.problem("monitor", f"final check failed: {type(exc).__name__}: {exc}")
                 closer = getattr(monitor, "close_watcher", None)
                 if closer is not None:
                     await asyncio.to_thread(closer)
@@ -763,6 +768,17 @@ def _silence_checker(loaded: LoadedProfile, silence_id: str,
     return check
 
 
-__all__ = ["HoldInfo", "Preflight", "Probe", "ProbeRefused", "Progress", "PhaseProgress",
-           "WARMUP", "default_monitor_factory", "hold_info", "journal_force", "journal_probe",
-           "preflight"]
+__all__ = [
+    "WARMUP",
+    "HoldInfo",
+    "PhaseProgress",
+    "Preflight",
+    "Probe",
+    "ProbeRefused",
+    "Progress",
+    "default_monitor_factory",
+    "hold_info",
+    "journal_force",
+    "journal_probe",
+    "preflight",
+]

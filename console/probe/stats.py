@@ -181,5 +181,12 @@ def phase_stats(phase: str, records: Sequence[RequestRecord], *, expected: int,
     return st
 
 
-__all__ = ["Distribution", "Headline", "PERCENTILES", "PhaseStats", "distribution",
-           "percentile", "phase_stats"]
+__all__ = [
+    "PERCENTILES",
+    "Distribution",
+    "Headline",
+    "PhaseStats",
+    "distribution",
+    "percentile",
+    "phase_stats",
+]

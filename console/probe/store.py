@@ -26,7 +26,6 @@ from pathlib import Path
 from typing import Any
 
 import platformdirs
-
 from seat_console.probe.client import RequestRecord
 from seat_console.sources import utcnow
 
@@ -174,5 +173,16 @@ def list_runs(root: Path | None = None) -> list[dict[str, Any]]:
     return out
 
 
-__all__ = ["DATA_DIR_ENV", "RunWriter", "STATUSES", "SUMMARY_SCHEMA", "StoreError", "data_dir",
-           "list_runs", "new_run_id", "read_requests", "read_summary", "runs_dir"]
+__all__ = [
+    "DATA_DIR_ENV",
+    "STATUSES",
+    "SUMMARY_SCHEMA",
+    "RunWriter",
+    "StoreError",
+    "data_dir",
+    "list_runs",
+    "new_run_id",
+    "read_requests",
+    "read_summary",
+    "runs_dir",
+]

@@ -2,9 +2,8 @@
 
 :class:`ProbeController` (one per app): the probe key runs :func:`~.run.preflight` in a daemon
 thread (never on the UI thread), then shows the plan in the confirmation modal
-(``seat_console.widgets.confirm.ConfirmScreen`` when issue 7's modal is present, else
-:class:`PlanConfirm`), and on "yes" runs the probe in its own thread with its own event loop.
-The live panel (:class:`~seat_console.widgets.probe.ProbeScreen`) redraws four times a second
+(``seat_console.widgets.confirm.ConfirmScreen``), and on "yes" runs the probe in its own
+thread with its own event loop. The live panel (:class:`~seat_console.widgets.probe.ProbeScreen`) redraws four times a second
 from the run's :class:`~.run.Progress` (pure computation, no I/O on the UI thread). Pressing the
 key again while a probe runs reopens the live screen; ``x`` there stops it (kept as
 interrupted). Preflight refusals (no hold, engine down) are shown as an error notification.
@@ -16,63 +15,19 @@ from __future__ import annotations
 import asyncio
 import threading
 from collections.abc import Callable
-from typing import Any, ClassVar
+from typing import Any
 
-from rich.text import Text
-from textual.app import ComposeResult
-from textual.binding import Binding, BindingType
-from textual.containers import Vertical
 from textual.screen import ModalScreen
-from textual.widgets import Static
 
 REDRAW_S = 0.25
 """Live panel redraw period, seconds."""
 
 
-class PlanConfirm(ModalScreen[bool]):
-    """Fallback confirmation (y / n / Escape) listing the plan, used when issue 7's
-    ``widgets/confirm.py`` is not available."""
-
-    BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("y", "answer(True)", "yes", id="confirm-yes"),
-        Binding("n,escape", "answer(False)", "no", id="confirm-no"),
-    ]
-    DEFAULT_CSS = """
-    PlanConfirm { align: center middle; }
-    PlanConfirm > Vertical { width: 90; height: auto; border: thick $warning; padding: 1 2; }
-    """
-
-    def __init__(self, title: str, lines: list[str]) -> None:
-        super().__init__()
-        self._title = title
-        self._lines = lines
-
-    def compose(self) -> ComposeResult:
-        body = Text(self._title + "\n\n", style="bold")
-        body.append("\n".join(self._lines) + "\n\n")
-        body.append("y: start the probe   n / Esc: cancel", style="bold")
-        with Vertical():
-            yield Static(body)
-
-    def action_answer(self, yes: bool) -> None:
-        """Close with the answer."""
-        self.dismiss(yes)
-
-
 def confirm_screen(title: str, lines: list[str]) -> ModalScreen[bool]:
-    """Issue 7's confirmation modal when importable (called with the title and plan lines as
-    far as its signature allows), else :class:`PlanConfirm`."""
-    try:
-        from seat_console.widgets.confirm import ConfirmScreen  # type: ignore[import-not-found]
-    except ImportError:
-        return PlanConfirm(title, lines)
-    for call in (lambda: ConfirmScreen(title, lines), lambda: ConfirmScreen(title=title,
-                                                                               lines=lines)):
-        try:
-            return call()
-        except TypeError:
-            continue
-    return PlanConfirm(title, lines)
+    """Issue 7's confirmation modal (``widgets/confirm.py``) with the probe's plan lines."""
+    from seat_console.widgets.confirm import ConfirmScreen
+
+    return ConfirmScreen(title, lines, yes_label="Yes, start the probe")
 
 
 class ProbeController:
@@ -195,4 +150,4 @@ def attach(app: Any) -> Callable[[], None]:
     return ctl.key
 
 
-__all__ = ["PlanConfirm", "ProbeController", "REDRAW_S", "attach", "confirm_screen"]
+__all__ = ["REDRAW_S", "ProbeController", "attach", "confirm_screen"]
