@@ -353,8 +353,11 @@ def make_client(base_url: str, timeouts: ClientTimeouts, max_connections: int) -
     """An :class:`httpx.AsyncClient` for ``base_url`` with room for ``max_connections``
     concurrent streams (keep-alive pool of the same size); TLS certificates are verified for
     ``https://`` URLs."""
+    # idle connections are dropped after 2 s, before uvicorn's (vLLM's server) 5 s keep-alive
+    # timeout closes them under us: a request sent on a connection the server is closing would
+    # fail as a transport error that is not the engine's
     limits = httpx.Limits(max_connections=max_connections,
-                          max_keepalive_connections=max_connections)
+                          max_keepalive_connections=max_connections, keepalive_expiry=2.0)
     # a plain-HTTP endpoint never uses TLS: skip building a verifying SSL context (loading the
     # CA bundle costs ~0.1 s of CPU); an https:// endpoint is always verified
     verify = not base_url.lower().startswith("http://")
