@@ -131,3 +131,21 @@ def test_ple_pattern_must_be_re2(pattern):
     text = DEFAULT.replace("[candidate]", f"[candidate]\nple_tensor_pattern = '{pattern}'", 1)
     with pytest.raises(ProfileError, match=r"candidate\.ple_tensor_pattern.*RE2"):
         parse_profile(text, SRC)
+
+
+def test_a_5000_digit_size_is_refused_by_name_not_an_overflow():
+    text = re.sub(r'(?m)^weights_bytes_per_rank = .*$',
+                  'weights_bytes_per_rank = "' + "9" * 5000 + '"', DEFAULT, count=1)
+    with pytest.raises(ProfileError, match=r"weights_bytes_per_rank: .*5,000 characters"):
+        parse_profile(text, SRC)
+
+
+@pytest.mark.parametrize(("gpus", "ok"), [('["0"]', False), ('["0", "1"]', True)])
+def test_fewer_cards_than_tensor_parallel_size_is_refused(gpus, ok):
+    text = re.sub(r"(?m)^gpus = .*$", f"gpus = {gpus}", DEFAULT, count=1)
+    text = re.sub(r"(?m)^tensor_parallel_size = .*$", "tensor_parallel_size = 2", text, count=1)
+    if ok:
+        assert parse_profile(text, SRC).seat.tensor_parallel_size == 2
+    else:
+        with pytest.raises(ProfileError, match="needs at least that many cards in node.gpus"):
+            parse_profile(text, SRC)
