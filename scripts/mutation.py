@@ -1,0 +1,364 @@
+#!/usr/bin/env python3
+"""Mutation run: do the tests fail when the code is wrong? (issue #12, "tests that can fail").
+
+A curated list of realistic mutations (an off-by-one, a dropped check, ``min`` for ``max``, a
+``None`` turned into 0, a fallback made global, a regex made unanchored…) over the core
+modules: kvcache, runner, budget, silences, timers, gpu/nvml, checkpoint, profile, and the
+parsers hardened for issue #12 (engine, containers, untrusted). Each mutation is one exact
+text replacement (it must occur exactly once, else the mutation is reported ``invalid``).
+
+For each mutation the script applies it to a **copy** of the working tree (never the tree it
+was started from: several builders share that one), runs the mutation's test files there, and
+restores the file. The mutation is *killed* when the tests fail, *survived* when they pass,
+*timeout* (counted as killed, as mutmut does) when they run past ``--timeout``. Lab tests are
+deselected (``-m "not lab"``): the copy has no lab state, and the lab is shared.
+
+The copy is imported as ``seat_console`` through a ``PYTHONPATH`` folder of symlinks
+(``_imp/seat_console → console``, ``console/widgets → widgets``, ``console/actions →
+actions``), which precedes the editable install's finder; the script checks that the copy's
+files are what gets imported before it starts.
+
+Usage (not run in CI; ~5 minutes on the 2-core VM)::
+
+    python3 scripts/mutation.py                 # all mutations; writes docs/mutation.json
+    python3 scripts/mutation.py -k silences     # only ids containing "silences"
+    python3 scripts/mutation.py --list          # list the mutations
+    python3 scripts/mutation.py --check         # only check every mutation applies
+
+Exit status: 0 when the kill rate is at least ``--target`` (default 0.90), 1 below it, 2 when a
+mutation is invalid or the unmutated tests fail in the copy.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+@dataclass(frozen=True)
+class Mutation:
+    """One mutation: ``id``, the file (repo-relative), the exact text ``old`` → ``new``, what
+    it breaks (``why``) and the test files that should catch it."""
+
+    id: str
+    file: str
+    old: str
+    new: str
+    why: str
+    tests: tuple[str, ...]
+
+
+K = "console/fit/kvcache.py"
+R = "console/node/runner.py"
+B = "console/fit/budget.py"
+S = "console/sources/silences.py"
+T = "console/sources/timers.py"
+G = "console/sources/gpu.py"
+N = "console/sources/nvml.py"
+C = "console/sources/checkpoint.py"
+P = "console/profile.py"
+E = "console/sources/engine.py"
+D = "console/sources/containers.py"
+U = "console/sources/untrusted.py"
+
+T_KV = ("tests/test_kvcache.py", "tests/test_props_checkpoint.py")
+T_RUN = ("tests/test_runner.py",)
+T_BUD = ("tests/test_budget.py",)
+T_SIL = ("tests/test_silences.py", "tests/test_props_silences.py", "tests/test_verify_fakes.py")
+T_TIM = ("tests/test_timers.py", "tests/test_props_timers.py", "tests/test_verify_fakes.py")
+T_GPU = ("tests/test_gpu.py", "tests/test_props_gpu.py")
+T_CK = ("tests/test_checkpoint.py", "tests/test_props_checkpoint.py")
+T_PRO = ("tests/test_profile.py", "tests/test_props_profile.py")
+T_ENG = ("tests/test_engine.py", "tests/test_props_engine.py")
+T_DOC = ("tests/test_containers.py", "tests/test_props_containers.py")
+
+M = Mutation
+MUTATIONS: list[Mutation] = [
+    # -- kvcache ---------------------------------------------------------------------------
+    M("kvcache-replicas", K, "replicas = max(1, tp // total_kv)", "replicas = 1",
+      "KV heads fewer than TP are not replicated", T_KV),
+    M("kvcache-per-rank", K, "per_rank = max(1, total_kv // tp)", "per_rank = total_kv",
+      "KV heads not split across TP ranks", T_KV),
+    M("kvcache-head-v", K, "        head_v = head\n", "        head_v = 0\n",
+      "V half of the KV cache forgotten", T_KV),
+    M("kvcache-kv0", K, '''    if v == 0:
+        raise KVModelError(f"{source}: '{key}' is 0''', '''    if v < 0:
+        raise KVModelError(f"{source}: '{key}' is 0''',
+      "num_key_value_heads / head_dim 0 accepted", T_KV),
+    M("kvcache-heads-tp", K, "    if n_heads % tensor_parallel_size:",
+      "    if False and n_heads % tensor_parallel_size:",
+      "attention heads not divisible by TP accepted (vLLM refuses)", T_KV),
+    M("kvcache-max-layers", K, "MAX_LAYERS = 10_000", "MAX_LAYERS = 10_000_000",
+      "3,000,000 layers allocated", T_KV),
+    M("kvcache-blocks-ceil", K, "        return _cdiv(p.max_model_len, block_size)",
+      "        return p.max_model_len // block_size",
+      "a partial last block not counted", T_KV),
+    M("kvcache-shared", K, "        if shared and i >= n_layers - shared:",
+      "        if shared and i > n_layers - shared:", "off by one in KV-shared layers", T_KV),
+    # -- runner ----------------------------------------------------------------------------
+    M("runner-127", R, "    if rc == 127:", "    if rc == 128:",
+      "exit 127 not recognised as command not found", T_RUN),
+    M("runner-126", R, "    if rc == 126:", "    if rc == 125:",
+      "exit 126 not recognised", T_RUN),
+    M("runner-min-expected", R, "    if min_expected_s is not None and duration_s < min_expected_s:",
+      "    if min_expected_s is not None and duration_s < min_expected_s / 100:",
+      "a step done in ~0 s counted as complete", T_RUN),
+    M("runner-signal", R, "    if rc < 0:", "    if rc < -100:",
+      "killed by a signal not a failure", T_RUN),
+    M("runner-not-found-marker", R,
+      '    if any(m in low for m in ("command not found", "executable file not found")):',
+      '    if any(m in low for m in ("executable file not found",)):',
+      "a wrapper that swallowed 'command not found' counted as success", T_RUN),
+    # -- budget ----------------------------------------------------------------------------
+    M("budget-min-card", B, "            cap = kv_capacity(kvm, min(known), p.engine())",
+      "            cap = kv_capacity(kvm, max(known), p.engine())",
+      "capacity from the largest card's pool instead of the smallest", T_BUD),
+    M("budget-worst", B,
+      "    worst = min(known, key=lambda r: r.kv_bytes if r.kv_bytes is not None else 0)",
+      "    worst = max(known, key=lambda r: r.kv_bytes if r.kv_bytes is not None else 0)",
+      "verdict on the best card", T_BUD),
+    M("budget-compare-min", B,
+      "        rk = min((c.kv_bytes for c in resident.cards if c.kv_bytes is not None), "
+      "default=None)",
+      "        rk = max((c.kv_bytes for c in resident.cards if c.kv_bytes is not None), "
+      "default=None)", "comparison against the resident's largest pool", T_BUD),
+    M("budget-pad64", B, "def pad_vocab(rows: int, pad_to: int = VOCAB_PADDING) -> int:",
+      "def pad_vocab(rows: int, pad_to: int = 1) -> int:",
+      "vocabulary not padded to the partition size", T_BUD),
+    # -- silences --------------------------------------------------------------------------
+    M("silences-unanchored", S, '        prog = compile_re2(pattern, f"matcher {what}", anchored=True)',
+      '        prog = compile_re2(pattern, f"matcher {what}", anchored=False)',
+      "regex matchers not fully anchored (Alertmanager anchors them)", T_SIL),
+    M("silences-negative", S, "        return hit if self.is_equal else not hit",
+      "        return hit", "negative matchers (!=, !~) treated as positive", T_SIL),
+    M("silences-one-blinds-all", S, '''            except InputError as exc:
+                # one silence's regex RE2 refuses: that silence's match is unknown, no more
+                mine.append(s.model_copy(update={"match_unknown": str(exc)}))
+                continue''', '''            except InputError as exc:
+                return Unavailable(source=self.name, kind="error", reason=str(exc))''',
+      "one RE2-invalid silence blinds the whole panel", T_SIL),
+    M("silences-naive", S, "            return aware_utc(v, \"time\")", "            return v",
+      "naive times accepted", T_SIL),
+    M("silences-superset", S, "    if exact or seat_set <= s_set:", "    if exact:",
+      "a narrower silence on the seat not recognised", T_SIL),
+    M("silences-verify-matchers", "actions/node_ops.py",
+      "    if set(back.matchers) != set(ms):", "    if False:",
+      "create verify ignores the matchers read back", T_SIL),
+    M("silences-verify-state", "actions/node_ops.py",
+      '    if back.state not in ("pending", "active"):', "    if False:",
+      "create verify ignores an expired read-back", T_SIL),
+    M("silences-retry", S, "    return isinstance(exc, httpx.HTTPStatusError) and "
+      "exc.response.status_code in (502, 503, 504)", "    return False",
+      "idempotent reads not retried", T_SIL),
+    # -- timers ----------------------------------------------------------------------------
+    M("timers-verify", "actions/node_ops.py", "    if after.active_state not in want:\n",
+      "    if False:\n", "systemctl exit 0 counted as done without the read-back", T_TIM),
+    M("timers-usec-max", T, "        return None if usec <= 0 or usec >= 2**63 else "
+      "datetime.fromtimestamp(usec / 1e6, UTC)", "        return None if usec <= 0 else "
+      "datetime.fromtimestamp(usec / 1e6, UTC)", "systemd's infinity read as a time", T_TIM),
+    M("timers-bool", T, '    if v in ("no", "false", "0", "off"):\n        return False',
+      '    if v in ("no", "false", "off"):\n        return False',
+      "Persistent=0 read as unknown", T_TIM),
+    M("timers-running", T, '        return sub_state != "exited"', "        return True",
+      "a finished oneshot (active/exited) shown as running", T_TIM),
+    M("timers-schedule", T, "            if not sep:\n                continue\n",
+      "            if not sep:\n                pass\n",
+      "a trigger without its ';' still parsed", T_TIM),
+    # -- gpu / nvml ------------------------------------------------------------------------
+    M("nvml-global-fallback", N, "        if self.memory_api is None and not per_call_fallback:",
+      "        if self.memory_api is None:",
+      "one card's v2 NOT_SUPPORTED switches every card to v1", T_GPU),
+    M("nvml-sentinel", N, "        if used is not None and int(used) == _VALUE_NOT_AVAILABLE_ULL:",
+      "        if used is not None and int(used) == -1:",
+      "NVML_VALUE_NOT_AVAILABLE shown as 16 EiB", T_GPU),
+    M("nvml-mig-none", N, "            gpu_instance_id=None if gi is None or gi == _NO_INSTANCE "
+      "else int(gi),", "            gpu_instance_id=None if gi is None else int(gi),",
+      "no-MIG instance id 0xFFFFFFFF kept", T_GPU),
+    M("gpu-process-sum-zero", G, "        if self.processes and not known:\n            return None",
+      "        if False:\n            return None", "unknown process memory shown as 0 B", T_GPU),
+    M("gpu-reserved-above-total", G, "            if v is not None and v > total:",
+      "            if v is not None and v > total * 2:",
+      "reserved > total gives negative CUDA-visible memory", T_GPU),
+    M("gpu-pid-reuse", G, "        if cached is not None and cached.create_time == start:",
+      "        if cached is not None:", "a reused PID shown as the old process", T_GPU),
+    M("gpu-cuda-visible", G, "                    data[\"cuda_visible_bytes\"] = total - reserved",
+      "                    data[\"cuda_visible_bytes\"] = total",
+      "CUDA-visible total without the reserved part", T_GPU),
+    M("gpu-gpu-fd", G, "        if holds is False:", "        if holds is None:",
+      "a PID from another namespace mapped to this one's process", T_GPU),
+    # -- checkpoint ------------------------------------------------------------------------
+    M("checkpoint-contiguous", C, "        if b != cursor:", "        if b > cursor:",
+      "overlapping tensors accepted", T_CK),
+    M("checkpoint-nbytes", C, "            if total_bits // 8 != end - begin:",
+      "            if total_bits // 8 > end - begin:",
+      "a tensor claiming more bytes than its shape accepted", T_CK),
+    M("checkpoint-bool-size", C, "    if isinstance(v, bool):\n        return None\n    if isinstance(v, int):",
+      "    if isinstance(v, int):", "total_size true read as 1 byte", T_CK),
+    M("checkpoint-plain-name", C, '''    return bool(name) and "/" not in name''', '''    return bool(name) or "/" not in name''',
+      "an index naming ../ shards outside the directory", T_CK),
+    M("checkpoint-ple-re2", C, '        return compile_re2(pattern, "ple_tensor_pattern")',
+      '        import re\n        return re.compile(pattern)',
+      "the PLE pattern matched with backtracking re", T_CK),
+    M("checkpoint-unlisted", C, "                if listed is None:",
+      "                if listed is None and False:",
+      "tensors absent from the index counted", T_CK),
+    # -- profile ---------------------------------------------------------------------------
+    M("profile-extra-nested", P, '''class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True, validate_default=True)''',
+      '''class _Strict(BaseModel):
+    model_config = ConfigDict(extra="ignore", frozen=True, validate_default=True)''',
+      "unknown keys ignored in every table (nested ones too)", T_PRO),
+    M("profile-matcher-re2", P, "        if self.is_regex:\n            from seat_console.sources.untrusted",
+      "        if False:\n            from seat_console.sources.untrusted",
+      "a non-RE2 matcher regex accepted", T_PRO),
+    M("profile-dotted", P, "MAX_DOTTED_KEY_PARTS = 32", "MAX_DOTTED_KEY_PARTS = 100_000",
+      "a 40,000-part dotted key parsed (quadratic)", T_PRO),
+    M("profile-size-cap", P, "    if isinstance(v, str) and len(v) > 64:",
+      "    if isinstance(v, str) and len(v) > 100_000:",
+      "a 5,000-digit size crashes ByteSize", T_PRO),
+    M("profile-tp-gpus", P, "        if len(self.node.gpus) < self.seat.tensor_parallel_size:",
+      "        if len(self.node.gpus) < self.seat.tensor_parallel_size - 1:",
+      "fewer cards than TP accepted", T_PRO),
+    # -- engine / containers / untrusted (hardened parsers) ----------------------------------
+    M("engine-count-unknown", E, '''        if math.inf not in buckets:
+            return None  # how many observations there were is unknown''', '''        if math.inf not in buckets:
+            count = 0''', "a histogram without _count shown as no requests", T_ENG),
+    M("engine-duplicates", E, "        if key not in seen:\n            seen.add(key)",
+      "        if True:\n            seen.add(key)", "a duplicate series summed twice", T_ENG),
+    M("engine-negative", E, "    return math.isfinite(v) and 0 <= v <= upper",
+      "    return not math.isnan(v)", "negative / infinite counts summed", T_ENG),
+    M("engine-missing-zero", E, "    return float(sum(vals)) if vals else None",
+      "    return float(sum(vals))", "a missing scalar reported as 0", T_ENG),
+    M("containers-backoff", D, "            delay = min(delay * 2, self._backoff[1])",
+      "            delay = self._backoff[0]", "reconnects without back-off", T_DOC),
+    M("containers-restart-negative", D, '        restart_count=get_int(c, "RestartCount", minimum=0),',
+      '        restart_count=c.get("RestartCount") if isinstance(c, dict) else None,',
+      "a negative / non-integer restart count passed through", T_DOC),
+    M("untrusted-depth", U, "MAX_DEPTH = 64", "MAX_DEPTH = 100_000",
+      "deep JSON reaches the recursive parser", T_SIL + T_ENG),
+    M("untrusted-bool-int", U, "    if not isinstance(v, int) or isinstance(v, bool):\n        return None\n    if (minimum",
+      "    if not isinstance(v, int):\n        return None\n    if (minimum",
+      "true read as the integer 1", T_ENG),
+]
+
+
+def _tree_files(src: Path) -> list[str]:
+    """Tracked files plus untracked files git does not ignore (the working tree as it is)."""
+    out = subprocess.run(["git", "-C", str(src), "ls-files", "-z", "--cached", "--others",
+                          "--exclude-standard"], capture_output=True, check=True).stdout
+    return [f for f in out.decode().split("\0") if f and (src / f).is_file()]
+
+
+def make_copy(src: Path, dest: Path) -> dict[str, str]:
+    """Copy the working tree to ``dest`` and return the environment that imports it."""
+    if dest.exists():
+        shutil.rmtree(dest)
+    for rel in _tree_files(src):
+        target = dest / rel
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(src / rel, target)
+    (dest / "_imp").mkdir()
+    os.symlink(dest / "console", dest / "_imp" / "seat_console")
+    for sub in ("widgets", "actions"):
+        link = dest / "console" / sub
+        if not link.exists():
+            os.symlink(dest / sub, link)
+    env = dict(os.environ, PYTHONPATH=str(dest / "_imp"), PYTHONDONTWRITEBYTECODE="1",
+               HYPOTHESIS_PROFILE=os.environ.get("HYPOTHESIS_PROFILE", "ci"))
+    check = subprocess.run(
+        [sys.executable, "-c", "import seat_console.sources.nvml as m, seat_console.actions as a;"
+                               "print(m.__file__); print(a.__file__)"],
+        cwd=dest, env=env, capture_output=True, text=True, check=True).stdout.split()
+    for path in check:
+        if not path.startswith(str(dest)):
+            raise SystemExit(f"the copy is not what gets imported: {path} (expected under {dest})")
+    return env
+
+
+def run_tests(dest: Path, env: dict[str, str], tests: tuple[str, ...],
+              timeout_s: float) -> tuple[str, float, str]:
+    """``("passed" | "failed" | "timeout", seconds, output tail)`` of ``tests`` in the copy."""
+    t0 = time.monotonic()
+    try:
+        r = subprocess.run([sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider",
+                            "-m", "not lab", *tests], cwd=dest, env=env, capture_output=True,
+                           text=True, timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        return "timeout", time.monotonic() - t0, ""
+    return (("passed" if r.returncode == 0 else "failed"), time.monotonic() - t0,
+            (r.stdout + r.stderr)[-3000:])
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the mutations (see the module docstring). Returns the exit status."""
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("-k", default="", help="only mutations whose id contains this")
+    ap.add_argument("--list", action="store_true", help="list the mutations and exit")
+    ap.add_argument("--check", action="store_true", help="only check that each one applies")
+    ap.add_argument("--timeout", type=float, default=240.0, help="seconds per test run")
+    ap.add_argument("--target", type=float, default=0.90, help="kill rate to reach")
+    ap.add_argument("--out", default=str(REPO / "docs" / "mutation.json"),
+                    help="where to write the results (JSON)")
+    ap.add_argument("--workdir", default=None, help="where to put the copy (default: a temp dir)")
+    args = ap.parse_args(argv)
+    chosen = [m for m in MUTATIONS if args.k in m.id]
+    if args.list:
+        for m in chosen:
+            print(f"{m.id:32} {m.file:34} {m.why}")
+        return 0
+    invalid = []
+    for m in chosen:
+        n = (REPO / m.file).read_text().count(m.old)
+        if n != 1:
+            invalid.append(f"{m.id}: the text to mutate occurs {n} times in {m.file}")
+    if invalid:
+        print("\n".join(invalid))
+        return 2
+    if args.check:
+        print(f"{len(chosen)} mutations apply")
+        return 0
+    dest = Path(args.workdir or tempfile.mkdtemp(prefix="seat-mutation-")) / "tree"
+    print(f"copying the working tree to {dest}", flush=True)
+    env = make_copy(REPO, dest)
+    all_tests = tuple(sorted({t for m in chosen for t in m.tests}))
+    status, secs, tail = run_tests(dest, env, all_tests, args.timeout * 3)
+    print(f"baseline (unmutated) {status} in {secs:.0f} s: {' '.join(all_tests)}", flush=True)
+    if status != "passed":
+        print(tail)
+        return 2
+    results = []
+    for m in chosen:
+        path = dest / m.file
+        original = path.read_text()
+        path.write_text(original.replace(m.old, m.new, 1))
+        try:
+            status, secs, _tail = run_tests(dest, env, m.tests, args.timeout)
+        finally:
+            path.write_text(original)
+        outcome = {"passed": "survived", "failed": "killed", "timeout": "timeout"}[status]
+        results.append({"id": m.id, "file": m.file, "why": m.why, "outcome": outcome,
+                        "seconds": round(secs, 1)})
+        print(f"{outcome:9} {secs:5.0f} s  {m.id:32} {m.why}", flush=True)
+    killed = sum(r["outcome"] in ("killed", "timeout") for r in results)
+    rate = killed / len(results) if results else 0.0
+    summary = {"mutations": len(results), "killed": killed, "survived": len(results) - killed,
+               "kill_rate": round(rate, 4), "results": results}
+    if not args.k:
+        Path(args.out).write_text(json.dumps(summary, indent=2) + "\n")
+    print(f"\n{killed}/{len(results)} killed ({rate:.1%}); target {args.target:.0%}")
+    shutil.rmtree(dest.parent, ignore_errors=True)
+    return 0 if rate >= args.target else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
