@@ -35,8 +35,8 @@ Followed from vLLM 0.32.0 (the lab's build; the same files upstream, ``vllm-proj
   except for the rope types that already scale ``max_position_embeddings`` (su, longrope,
   llama3, yarn, deepseek_yarn, deepseek_llama_scaling) and Gemma 3; a user ``max_model_len``
   above it is refused (``ValueError``) unless ``VLLM_ALLOW_LONG_MAX_MODEL_LEN`` is set.
-  ``tokenizer_config.json``'s ``model_max_length`` (which vLLM also takes the minimum with) is
-  not read here.
+  (``tokenizer_config.json``'s ``model_max_length`` enters only for pooling models with absolute
+  position embeddings, ``ModelConfig.get_and_verify_max_len``; a serving seat is generative.)
 """
 
 from __future__ import annotations
