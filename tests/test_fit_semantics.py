@@ -476,3 +476,14 @@ async def test_the_gpu_panel_shows_a_seat_conflict() -> None:
                          compact=False)
     async with app.run_test(size=(160, 50)) as pilot:
         await wait_for(pilot, lambda: "two TP ranks" in flat(screen_text(app)), "conflict line")
+
+
+def test_an_index_vllm_does_not_read_selects_nothing(tmp_path: Path) -> None:
+    sizes = _two_shards(tmp_path)
+    (tmp_path / "model.safetensors.index.json").rename(tmp_path / "other.safetensors.index.json")
+    F.write_sparse(tmp_path / "extra.safetensors", [("x", "BF16", [8])])
+    s = scan_checkpoint(tmp_path)
+    # Without model.safetensors.index.json vLLM loads every *.safetensors file.
+    assert s.total_bytes == sum(sizes.values()) + 16 and s.index is None
+    (p,) = s.problems
+    assert p.kind == "index-ignored" and p.severity == "warning"

@@ -401,7 +401,8 @@ def classify_tp(name: str, shape: list[int], role: Role) -> TpClass:
 ProblemKind = Literal["missing-shard", "tensor-absent", "unlisted-tensor", "total-size",
                       "unreferenced-shard", "duplicate-tensor", "truncated-shard",
                       "config-unreadable", "quant-config-unreadable", "index-unreadable",
-                      "quant-disagreement", "tensor-misplaced", "unknown-dtype"]
+                      "quant-disagreement", "tensor-misplaced", "unknown-dtype",
+                      "index-ignored"]
 
 
 class CheckpointProblem(Frozen):
@@ -754,10 +755,17 @@ def scan_checkpoint(directory: str | os.PathLike[str], *,
                 detail=f"config.json declares {quant.quant_algo} but hf_quant_config.json "
                        f"declares {other.quant_algo}; vLLM uses config.json's"))
 
-    index_files = sorted(root.glob("*.safetensors.index.json"))
+    # vLLM reads only model.safetensors.index.json (transformers' SAFE_WEIGHTS_INDEX_NAME,
+    # vllm/model_executor/model_loader/default_loader.py): another index is not a filter.
     index_file = (root / "model.safetensors.index.json"
-                  if (root / "model.safetensors.index.json").exists()
-                  else (index_files[0] if index_files else None))
+                  if (root / "model.safetensors.index.json").exists() else None)
+    for other_index in sorted(root.glob("*.safetensors.index.json")):
+        if other_index.name != "model.safetensors.index.json":
+            problems.append(CheckpointProblem(
+                kind="index-ignored", severity="warning",
+                detail=f"{other_index.name}: vLLM reads only model.safetensors.index.json, so "
+                       "this index selects nothing"
+                       + ("" if index_file else "; every *.safetensors file is loaded")))
     weight_map: dict[str, str] | None = None
     index_summary: IndexSummary | None = None
     if index_file is not None:
