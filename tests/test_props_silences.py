@@ -128,16 +128,24 @@ def _silence(sid: str, state: str, matchers: list[dict], ends_in_h: float = 1.0)
             "createdBy": "colleague", "comment": "c"}
 
 
+_REPLY: dict[str, bytes] = {}
+
+
+def _am_handler(request: httpx.Request) -> httpx.Response:
+    return httpx.Response(200, content=_REPLY[request.url.path])
+
+
+# One client for every example: building an httpx client per example costs more than the
+# parsing under test (and made the 1 s deadline flaky on a loaded VM).
+_AM = AlertmanagerClient(AlertmanagerSpec(url="http://127.0.0.1:9"), read_attempts=1)
+_AM._client = httpx.Client(base_url=_AM.url, transport=httpx.MockTransport(_am_handler))
+
+
 def _source(body: bytes, status_body: bytes = b'{"versionInfo": {"version": "0.25.0"}}'
             ) -> SilenceSource:
-    def handler(request: httpx.Request) -> httpx.Response:
-        if request.url.path == "/api/v2/status":
-            return httpx.Response(200, content=status_body)
-        return httpx.Response(200, content=body)
-
-    client = AlertmanagerClient(AlertmanagerSpec(url="http://127.0.0.1:9"), read_attempts=1)
-    client._client = httpx.Client(base_url=client.url, transport=httpx.MockTransport(handler))
-    return SilenceSource(client, SEAT)
+    _REPLY.clear()
+    _REPLY.update({"/api/v2/status": status_body, "/api/v2/silences": body})
+    return SilenceSource(_AM, SEAT)
 
 
 def test_one_colleagues_odd_regex_does_not_blind_the_panel():

@@ -325,11 +325,10 @@ def parse_metrics(text: str) -> EngineMetrics:
                 families[key] = fam
             elif fam.samples and fam.type == prev.type:
                 prev.samples.extend(fam.samples)
-    except ValueError:
-        raise
-    except Exception as exc:  # noqa: BLE001 - the parser's other failures on hostile text
-        raise ValueError(f"/metrics: not Prometheus text ({type(exc).__name__}: {exc})"
-                         ) from None
+    except Exception as exc:  # noqa: BLE001 - the parser's failures on hostile text
+        # prometheus_client raises a bare ValueError() for some lines: name the input always
+        raise ValueError(f"/metrics: not Prometheus text ({type(exc).__name__}: "
+                         f"{exc or 'a line it cannot parse'})") from None
     matched: dict[str, str] = {}
     missing: list[str] = []
     found: dict[str, Metric | None] = {}
@@ -440,7 +439,7 @@ class EngineClient:
             try:
                 metrics = parse_metrics(x.body.text)
             except ValueError as exc:
-                problems.append(f"/metrics: not Prometheus text ({exc})")
+                problems.append(str(exc))
         else:
             problems.append(f"/metrics: {x.error or f'HTTP {x.status}'}")
         return EngineReading(endpoint=self.base_url, read_at=utcnow(), healthy=h.status == 200,
