@@ -189,3 +189,27 @@ def test_configs_vllm_refuses_are_refused_by_name(change, words):
     with pytest.raises(KVModelError, match=words):
         model_kv({**BASE, **change}, tensor_parallel_size=4)
     assert time.perf_counter() - t0 < 0.1
+
+
+NEXT = F.qwen3_next_config()
+linear_keys = st.sampled_from(["linear_num_key_heads", "linear_num_value_heads",
+                               "linear_key_head_dim", "linear_value_head_dim",
+                               "linear_conv_kernel_dim", "full_attention_interval"])
+
+
+@given(st.dictionaries(linear_keys, st.one_of(st.integers(-2, 300), st.booleans(), st.none()),
+                       max_size=3), st.sampled_from([1, 2, 4]))
+def test_linear_attention_state_is_never_negative(changes, tp):
+    """A 0-wide convolution (linear_conv_kernel_dim = 0) gave a negative state size."""
+    try:
+        m = model_kv({**NEXT, **changes}, tensor_parallel_size=tp, source="next/config.json")
+    except KVModelError as exc:
+        assert "next/config.json" in str(exc) or "tensor_parallel_size" in str(exc)
+        return
+    assert all(la.state_bytes >= 0 and la.bytes_per_token >= 0 for la in m.layers)
+
+
+@pytest.mark.parametrize("key", ["linear_conv_kernel_dim"])
+def test_zero_wide_convolution_is_refused(key):
+    with pytest.raises(KVModelError, match=f"{key} must be at least 1"):
+        model_kv({**NEXT, key: 0}, tensor_parallel_size=1)

@@ -382,6 +382,9 @@ def _linear_state_bytes(cfg: Mapping[str, Any], tp: int, model_dtype: str, sourc
         kd = _int(cfg, "linear_key_head_dim", source)
         vd = _int(cfg, "linear_value_head_dim", source)
         kern = _int(cfg, "linear_conv_kernel_dim", source)
+        if kern < 1:
+            raise KVModelError(f"{source}: linear_conv_kernel_dim must be at least 1 (got {kern});"
+                               " a 0-wide convolution would give a negative state size")
         conv_dim = kd * kh * 2 + vd * vh
         if conv_dim % tp or vh % tp:
             raise KVModelError(f"{source}: linear-attention dims do not divide by TP {tp}")
@@ -393,6 +396,9 @@ def _linear_state_bytes(cfg: Mapping[str, Any], tp: int, model_dtype: str, sourc
             raise KVModelError(f"{source}: mamba_expand must be an integer from 1 to 64")
         inter = expand * hidden
         d_conv = _int(cfg, "mamba_d_conv", source)
+        if d_conv < 1:
+            raise KVModelError(f"{source}: mamba_d_conv must be at least 1 (got {d_conv}); a "
+                               "0-wide convolution would give a negative state size")
         d_state = _int(cfg, "mamba_d_state", source)
         if inter % tp:
             raise KVModelError(f"{source}: Mamba intermediate size {inter} does not divide by TP")
