@@ -90,6 +90,29 @@ class ProfileError(Exception):
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, validate_default=True)
 
+    @model_validator(mode="before")
+    @classmethod
+    def _no_bool_as_number(cls, data: object) -> object:
+        """``true`` / ``false`` only where the key is a boolean: pydantic would read
+        ``tensor_parallel_size = true`` as 1 and ``gpu_memory_utilization = true`` as 1.0."""
+        if isinstance(data, dict):
+            for key, value in data.items():
+                field = cls.model_fields.get(key) if isinstance(key, str) else None
+                if isinstance(value, bool) and field is not None \
+                        and "bool" not in repr(field.annotation):
+                    raise ValueError(f"{key} = {str(value).lower()}: a boolean where a "
+                                     f"{_kind_of(field.annotation)} is expected")
+        return data
+
+
+def _kind_of(annotation: object) -> str:
+    text = repr(annotation)
+    for word, kind in (("ByteSize", "size"), ("float", "number"), ("int", "whole number"),
+                       ("str", "string"), ("Path", "path"), ("Url", "URL")):
+        if word in text:
+            return kind
+    return "value of another type"
+
 
 class NodeSpec(_Strict):
     """The serving node and how it is reached.

@@ -149,3 +149,18 @@ def test_fewer_cards_than_tensor_parallel_size_is_refused(gpus, ok):
     else:
         with pytest.raises(ProfileError, match="needs at least that many cards in node.gpus"):
             parse_profile(text, SRC)
+
+
+@pytest.mark.parametrize("key", ["tensor_parallel_size", "max_num_seqs",
+                                 "gpu_memory_utilization", "weights_bytes_per_rank",
+                                 "refresh_interval_s"])
+def test_a_boolean_is_not_a_number(key):
+    """pydantic reads `tensor_parallel_size = true` as 1: refused, naming the key."""
+    text = re.sub(rf"(?m)^{key} = .*$", f"{key} = true", DEFAULT, count=1)
+    with pytest.raises(ProfileError, match=rf"{key} = true: a boolean where a"):
+        parse_profile(text, SRC)
+
+
+def test_a_boolean_key_still_takes_a_boolean():
+    text = re.sub(r"(?m)^verify_tls = .*$", "verify_tls = false", DEFAULT, count=1)
+    assert parse_profile(text, SRC).alertmanager.verify_tls is False
