@@ -375,3 +375,27 @@ def test_shipped_prompt_set_is_deterministic() -> None:
     assert a.sha256 == hashlib.sha256(
         (Path(__file__).parents[1] / "console" / "probe" / "prompts.json").read_bytes()
     ).hexdigest()
+
+
+async def test_request_rate_phase_follows_the_seeded_poisson_schedule(tmp_path: Path) -> None:
+    import random
+
+    async with SSEServer() as srv:
+        loaded = _loaded(tmp_path, srv.url, ["normal"], """[[probe.phases]]
+name = "open"
+requests = 10
+concurrency = 4
+request_rate = 40.0
+""")
+        probe = Probe(loaded, _pre(srv.url), writer=RunWriter(root=tmp_path / "runs"))
+        s = await probe.run()
+    rng = random.Random(f"{loaded.profile.probe.seed}:open")
+    due, t = [], 0.0
+    for _ in range(10):
+        t += rng.expovariate(40.0)
+        due.append(t)
+    recs = sorted(probe.records["open"], key=lambda r: r.index)
+    assert [r.index for r in recs] == list(range(10)) and all(r.ok for r in recs)
+    for r, d in zip(recs, due, strict=True):
+        assert r.start_s >= d - 0.005, (r.index, r.start_s, d)   # never sent before it is due
+    assert s["phases"][0]["stats"]["request_rate"] == 40.0
