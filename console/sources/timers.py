@@ -273,7 +273,8 @@ def parse_list_timers_json(text: str) -> dict[str, tuple[datetime | None, dateti
     """``systemctl list-timers --all -o json`` → ``{timer unit: (next elapse, last trigger)}``.
 
     systemd 252 prints ``[{"next": µs, "left": µs, "last": µs, "passed": µs, "unit": "x.timer",
-    "activates": "x.service"}, …]`` (µs since the epoch, UTC); ``null`` or 0 mean n/a → ``None``.
+    "activates": "x.service"}, …]`` (µs since the epoch, UTC); ``null`` or 0 mean n/a → ``None``,
+    and so does a value that is not a positive integer or is past year 9999.
     Raises :class:`ValueError` (an :class:`~seat_console.sources.untrusted.InputError` naming
     the command for JSON it refuses: too deep, NaN, oversize) for text that is not that shape.
     """
@@ -282,7 +283,13 @@ def parse_list_timers_json(text: str) -> dict[str, tuple[datetime | None, dateti
         raise ValueError("systemctl list-timers -o json: not a JSON list")
 
     def usec(v: object) -> datetime | None:
-        return parse_timestamp(str(v)) if isinstance(v, int) and not isinstance(v, bool) else None
+        # one odd value (negative, past year 9999, not an integer) blanks that time only
+        if not isinstance(v, int) or isinstance(v, bool) or v <= 0:
+            return None
+        try:
+            return parse_timestamp(str(v))
+        except ValueError:
+            return None
 
     out: dict[str, tuple[datetime | None, datetime | None]] = {}
     for row in data:
