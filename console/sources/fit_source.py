@@ -6,7 +6,6 @@ so the TUI's what-if controls recompute without I/O.
 
 from __future__ import annotations
 
-import json
 import os
 import threading
 from pathlib import Path
@@ -41,6 +40,7 @@ from seat_console.profile import (
     Profile,
 )
 from seat_console.sources import Frozen, Source, Unavailable
+from seat_console.sources.untrusted import load_json
 
 __all__ = ["FitInputs", "FitSide", "FitSource", "WhatIf", "compute_budgets", "dir_name",
            "env_warnings", "gather_fit_inputs", "host_memory", "load_side", "make_source",
@@ -177,8 +177,13 @@ def load_side(role: str, spec: CheckpointSpec, tp: int,
     src: str | None = None
     if spec.config_json is not None:
         try:
-            cfg = json.loads(Path(spec.config_json).expanduser().read_text("utf-8"))
+            # bounded like every outside JSON (size, nesting, finite numbers; an InputError is
+            # a ValueError naming the file)
+            cfg = load_json(Path(spec.config_json).expanduser().read_bytes(),
+                            str(spec.config_json))
             src = str(spec.config_json)
+            if not isinstance(cfg, dict):
+                raise ValueError(f"top level is a JSON {type(cfg).__name__}, expected an object")
         except (OSError, ValueError) as exc:
             return FitSide(**base, unavailable=f"{role}.config_json {spec.config_json}: cannot "
                                                f"read it as JSON: {exc}")
