@@ -7,6 +7,7 @@ the confirmation modal, the probe run in its thread, the live screen's redraws, 
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import json
 from pathlib import Path
@@ -167,3 +168,23 @@ def test_render_live_words_bars_and_unknowns() -> None:
     assert progress_bar(0, 1, 1000, width=10).plain.count("✗") == 1   # a failure never hidden
     assert sparkline((0.0, 1.0, 2.0)) == "▁▅█" and sparkline((0.0, 0.0)) == "▁▁"
     assert isinstance(render_live(v), Text)
+
+
+async def test_quitting_mid_probe_keeps_the_run_as_interrupted(
+        tmp_path: Path, data_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    async with SSEServer() as srv:
+        monkeypatch.setattr("seat_console.probe.run.preflight", _fake_preflight(srv.url))
+        app = _app(_loaded(tmp_path, srv.url, ["stall"]))
+        async with app.run_test(size=(120, 40)) as pilot:
+            await pilot.press("P")
+            await _wait(pilot, lambda: type(app.screen).__name__ == "ConfirmScreen",
+                        "the confirmation modal")
+            await pilot.press("y")
+            ctl = app._probe_controller
+            await _wait(pilot, lambda: ctl.probe.progress.phases[0].attempted == 2, "2 sent")
+        assert ctl._exit_hook                      # registered with atexit
+        # what the exit hook does (in a thread: this loop serves the SSE server's /metrics)
+        await asyncio.to_thread(ctl.stop_and_wait, 10)
+        assert not ctl.running
+        run = next((data_dir / "runs").iterdir())
+        assert json.loads((run / "summary.json").read_text())["status"] == "interrupted"

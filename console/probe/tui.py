@@ -13,6 +13,7 @@ A forced probe (no hold) is not offered in the TUI: use the CLI's ``--force --re
 from __future__ import annotations
 
 import asyncio
+import atexit
 import threading
 from collections.abc import Callable
 from typing import Any
@@ -21,6 +22,10 @@ from textual.screen import ModalScreen
 
 REDRAW_S = 0.25
 """Live panel redraw period, seconds."""
+
+STOP_GRACE_S = 10.0
+"""At exit, how long a running probe gets to record its in-flight requests as interrupted and
+write its summary, seconds."""
 
 
 def confirm_screen(title: str, lines: list[str]) -> ModalScreen[bool]:
@@ -40,6 +45,7 @@ class ProbeController:
         self.thread: threading.Thread | None = None
         self.screen: Any = None
         self._preflighting = False
+        self._exit_hook = False
 
     @property
     def running(self) -> bool:
@@ -96,6 +102,11 @@ class ProbeController:
                            monitor_factory=default_monitor_factory(loaded, pre))
         self.thread = threading.Thread(target=self._run, name="seat-console:probe",
                                        daemon=True)
+        if not self._exit_hook:
+            # quitting the console (or losing its terminal) mid-probe: stop the run so it is
+            # kept as interrupted, instead of a daemon thread dying with "running" on disk
+            atexit.register(self.stop_and_wait)
+            self._exit_hook = True
         self.thread.start()
         self._open_screen()
 
@@ -107,16 +118,24 @@ class ProbeController:
         try:
             asyncio.run(self.probe.run())
         except Exception as exc:  # noqa: BLE001 - the run is kept; say what happened
-            self.app.call_from_thread(self.app.notify, f"probe failed: {type(exc).__name__}: "
-                                                       f"{exc}", severity="error")
+            self._tell(f"probe failed: {type(exc).__name__}: {exc}", "error")
             return
         s = self.probe.summary
         journal_probe(loaded, self.probe.run_id, "end", str(s.get("status")),
                       f"headline {'allowed' if s.get('headline_allowed') else 'withheld'}")
-        self.app.call_from_thread(
-            self.app.notify, f"probe {s.get('run_id')}: {s.get('status')}"
-            + ("" if s.get("headline_allowed") else " — no headline"),
-            severity="information" if s.get("headline_allowed") else "warning", timeout=15)
+        self._tell(f"probe {s.get('run_id')}: {s.get('status')}"
+                   + ("" if s.get("headline_allowed") else " — no headline"),
+                   "information" if s.get("headline_allowed") else "warning")
+
+    def _tell(self, message: str, severity: str) -> None:
+        """Notify from the probe's thread — only while the app still runs (after it exited,
+        ``call_from_thread`` would wait for a loop that is gone)."""
+        if not getattr(self.app, "is_running", False):
+            return
+        try:
+            self.app.call_from_thread(self.app.notify, message, severity=severity, timeout=15)
+        except RuntimeError:   # the app stopped between the check and the call
+            pass
 
     def _open_screen(self) -> None:
         from seat_console.probe.live import live_view
@@ -140,6 +159,13 @@ class ProbeController:
         if self.probe is not None:
             self.probe.stop()
 
+    def stop_and_wait(self, timeout_s: float = STOP_GRACE_S) -> None:
+        """Stop a running probe and wait up to ``timeout_s`` seconds for its summary to be
+        written (run at interpreter exit)."""
+        if self.running and self.thread is not None:
+            self.stop()
+            self.thread.join(timeout_s)
+
 
 def attach(app: Any) -> Callable[[], None]:
     """The probe key's action for ``app`` (one controller per app, created on first use)."""
@@ -150,4 +176,4 @@ def attach(app: Any) -> Callable[[], None]:
     return ctl.key
 
 
-__all__ = ["REDRAW_S", "ProbeController", "attach", "confirm_screen"]
+__all__ = ["REDRAW_S", "STOP_GRACE_S", "ProbeController", "attach", "confirm_screen"]
