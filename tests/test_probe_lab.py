@@ -246,3 +246,32 @@ def test_ctrl_c_keeps_the_run_as_interrupted(lab, held: Path, env, tmp_path: Pat
     assert json.loads((run_dir / "summary.json").read_text())["status"] == "interrupted"
     lines = (run_dir / "requests.jsonl").read_text().splitlines()
     assert len(lines) == 1 + st["attempted"]       # warm-up + every request sent, kept
+
+
+def test_silence_checker_sees_the_silence_expire(lab, exclusive, tmp_path: Path) -> None:
+    """The interference check on the hold's silence, against the lab's real Alertmanager (a
+    silence on a label no alert carries; expired again at the end)."""
+    from datetime import UTC, datetime, timedelta
+
+    from seat_console.probe.run import _silence_checker
+    from seat_console.profile import load_profile
+
+    loaded = load_profile(lab.profile_path)
+    now = datetime.now(UTC)
+    body = {"matchers": [{"name": "seat_console_probe_test", "value": "x", "isRegex": False,
+                          "isEqual": True}],
+            "startsAt": now.isoformat(), "endsAt": (now + timedelta(minutes=10)).isoformat(),
+            "createdBy": "test_probe_lab", "comment": "probe silence-checker test"}
+    sid = httpx.post(f"{lab.alertmanager_url}/api/v2/silences", json=body,
+                     timeout=5).json()["silenceID"]
+    try:
+        check = _silence_checker(loaded, sid, now + timedelta(minutes=10))
+        assert check() is None
+        lapsed = _silence_checker(loaded, sid, now - timedelta(seconds=1))
+        assert "lease expired" in (lapsed() or "")
+    finally:
+        httpx.delete(f"{lab.alertmanager_url}/api/v2/silence/{sid}", timeout=5)
+    gone = check()
+    assert gone is not None and "expired" in gone and sid in gone
+    unknown = _silence_checker(loaded, "00000000-0000-0000-0000-000000000000")()
+    assert unknown is not None and unknown.startswith("check failed:")
