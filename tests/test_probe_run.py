@@ -399,3 +399,22 @@ request_rate = 40.0
     for r, d in zip(recs, due, strict=True):
         assert r.start_s >= d - 0.005, (r.index, r.start_s, d)   # never sent before it is due
     assert s["phases"][0]["stats"]["request_rate"] == 40.0
+
+
+def test_runs_command_lists_shows_and_refuses_a_path(tmp_path: Path,
+                                                      monkeypatch: pytest.MonkeyPatch,
+                                                      capsys: pytest.CaptureFixture[str]) -> None:
+    from seat_console.cli import main
+
+    monkeypatch.setenv("SEAT_CONSOLE_DATA_DIR", str(tmp_path))
+    w = RunWriter()
+    w.write_summary({"schema": "seat-console.probe-run/1", "run_id": w.run_id,
+                     "status": "interrupted", "phases": [], "disruptions": []})
+    w.close()
+    assert main(["runs", "--json"]) == 0
+    rows = json.loads(capsys.readouterr().out)["runs"]
+    assert [r["run_id"] for r in rows] == [w.run_id] and rows[0]["status"] == "interrupted"
+    assert main(["runs", w.run_id]) == 0
+    assert "INTERRUPTED" in capsys.readouterr().out
+    assert main(["runs", "../../etc"]) == 2
+    assert main(["runs", "20000101T000000Z-abcdef"]) == 1

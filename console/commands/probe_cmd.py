@@ -11,7 +11,7 @@ nothing disturbed it; headlines printed); ``1`` error (invalid profile, data dir
 ``2`` usage; ``5`` refused at preflight (no active hold, no seat container running, engine
 down; nothing was sent); ``7`` the run was kept but is not complete (incomplete, disrupted or
 failed: no headline); ``130`` interrupted (Ctrl-C), kept. ``runs`` exits 0, or 1 when the
-named run does not exist.
+named run does not exist, 2 when RUN_ID is not a run id.
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import re
 import sys
 from typing import Any
 
@@ -40,6 +41,9 @@ from seat_console.probe.store import (
     runs_dir,
 )
 from seat_console.profile import LoadedProfile
+
+RUN_ID_RE = re.compile(r"^[0-9]{8}T[0-9]{6}Z-[0-9a-f]{6}$")
+"""A run id as :func:`seat_console.probe.store.new_run_id` makes them (no path can hide in it)."""
 
 EXIT_OK = 0
 EXIT_ERROR = 1
@@ -283,6 +287,10 @@ def run_probe_cmd(args: argparse.Namespace, loaded: LoadedProfile) -> int:
 def run_runs_cmd(args: argparse.Namespace, _loaded: LoadedProfile) -> int:
     """Run ``runs``: list every kept run (oldest first), or show one."""
     if args.run_id:
+        if not RUN_ID_RE.match(args.run_id):
+            print(f"seat-console runs: {args.run_id!r} is not a run id (YYYYMMDDTHHMMSSZ-xxxxxx, "
+                  "as `seat-console runs` lists them)", file=sys.stderr)
+            return EXIT_USAGE
         d = runs_dir() / args.run_id
         try:
             s = read_summary(d)
