@@ -184,7 +184,7 @@ def profile(cmd: str, seconds: float, cols: int, rows: int, out_dir: Path) -> di
     try:
         time.sleep(5)
         spy = subprocess.run([pyspy, "record", "--pid", str(child.pid), "--duration",
-                              str(int(seconds)), "--rate", "200", "--format", "raw",
+                              str(int(seconds)), "--rate", "1000", "--format", "raw",
                               "--output", str(raw), "--nonblocking"],
                              capture_output=True, text=True, timeout=seconds + 60)
     finally:

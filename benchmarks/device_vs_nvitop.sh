@@ -10,8 +10,14 @@ secs=${2:-60}
 cd "$(dirname "$0")/.." || exit 2
 mkdir -p "$out"
 py=python3
-$py -m pip install -q --no-index --find-links .wheels --no-build-isolation -e . >"$out/install.log" 2>&1 \
-  || { echo "install failed"; tail -20 "$out/install.log"; exit 2; }
+if ! $py -m pip install -q --no-index --find-links .wheels --no-build-isolation -e . >"$out/install.log" 2>&1; then
+  echo "full install failed (a dependency missing from .wheels?); installing the UI's own"
+  tail -3 "$out/install.log"
+  $py -m pip install -q --no-index --find-links .wheels textual pydantic docker tenacity \
+    platformdirs >>"$out/install.log" 2>&1
+  $py -m pip install -q --no-deps --no-build-isolation -e . >>"$out/install.log" 2>&1 \
+    || { echo "install failed"; tail -20 "$out/install.log"; exit 2; }
+fi
 $py -m pip install -q --no-index --find-links .wheels nvitop==1.7.2 py-spy >>"$out/install.log" 2>&1 \
   || { echo "nvitop/py-spy install failed"; tail -20 "$out/install.log"; }
 nvidia-smi --query-gpu=name,driver_version,memory.used,memory.total --format=csv | tee "$out/nvidia-smi.txt"
@@ -22,8 +28,12 @@ for _ in $(seq 60); do [ -s "$out/hold.json" ] && break; sleep 1; done
 cat "$out/hold.json"
 $py -X importtime -c "import seat_console.cli, seat_console.app, seat_console.sources.gpu" 2>"$out/importtime.txt"
 tail -1 "$out/importtime.txt"
-$py benchmarks/bench_vs_nvitop.py --seconds "$secs" --json "$out/vs_nvitop.json" --profile 30 \
-  2>&1 | tee "$out/vs_nvitop.log"
+$py benchmarks/bench_vs_nvitop.py --seconds "$secs" --json "$out/vs_nvitop.json" \
+  --profile "${PROFILE_S:-45}" 2>&1 | tee "$out/vs_nvitop.log"
+if [ -n "${CAPTURE_S:-}" ]; then   # what the idle console still writes, after 20 s
+  $py benchmarks/capture_tty.py "$CAPTURE_S" 20 >"$out/capture.txt" 2>&1
+  head -c 3000 "$out/capture.txt"
+fi
 exec 9>&-
 wait
 rm -f "$out/.hold_in"

@@ -763,6 +763,19 @@ class SeatConsoleApp(App[int]):
         source = self._make_source(spec)
         return source, read_guarded(source)
 
+    def get_driver_class(self) -> type:
+        """Textual's driver, except on a Linux terminal :class:`~seat_console.quiet_driver.
+        QuietLinuxDriver` (its input thread wakes once a second while nobody types instead of
+        ten times; keys and exit as fast as before)."""
+        cls = super().get_driver_class()
+        from textual.drivers.linux_driver import LinuxDriver
+
+        if cls is LinuxDriver:
+            from seat_console.quiet_driver import QuietLinuxDriver
+
+            return QuietLinuxDriver
+        return cls
+
     def get_default_screen(self) -> Screen:
         """The console's main screen (see :class:`MainScreen`)."""
         return MainScreen(id="main")

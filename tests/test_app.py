@@ -215,10 +215,11 @@ class AppWithNodeAction(SeatConsoleApp):
     """The app plus one node-changing binding, as the actions helpers will add."""
 
     BINDINGS: ClassVar[list[BindingType]] = [
-        *SeatConsoleApp.BINDINGS, Binding("h", "hold", "hold seat", id="node.hold")]
+        *SeatConsoleApp.BINDINGS,
+        Binding("h", "test_hold", "hold seat", id="node.test-hold")]  # node.hold is the app's H
     held = 0
 
-    def action_hold(self) -> None:
+    def action_test_hold(self) -> None:
         type(self).held += 1
 
 
@@ -289,7 +290,7 @@ async def test_raising_source_is_shown_as_error_and_backs_off():
         assert "retry every 2 s" in text
         assert app.is_running and st.panel.unavailable is not None
         delays = [st.delay_s]
-        assert st.timer is not None and st.timer._interval == BACKOFF_MIN_S
+        assert st.timer is not None and st.timer.interval_s == BACKOFF_MIN_S
         for _ in range(4):   # scheduled polls (as the timer makes them): the back-off grows
             before = st.polls
             app._start_poll("raising")
@@ -302,7 +303,7 @@ async def test_raising_source_is_shown_as_error_and_backs_off():
         # r resets the back-off, and its own failed read does not count as a failure
         await press_refresh_and_wait(pilot, app, "raising")
         assert st.consecutive_errors == 0 and st.delay_s == 1.0 and raising.reads == 6
-        assert st.timer is not None and st.timer._interval == 1.0
+        assert st.timer is not None and st.timer.interval_s == 1.0
 
 
 async def test_source_going_down_keeps_last_good_value_with_its_age():

@@ -21,22 +21,36 @@ from seat_console.node.runner import Runner
 from seat_console.sources.nvml import Nvml
 
 
-# -- a cancelled poll worker -------------------------------------------------------------------
-async def test_cancelled_poll_worker_does_not_leave_its_source_busy():
+# -- a poll that fails outside read() ------------------------------------------------------------
+async def test_a_poll_that_fails_outside_read_does_not_leave_its_source_busy():
+    """Polls run on one reused thread per source (issue 11: no Textual worker per poll, so
+    there is no poll worker to cancel); a failure outside ``read`` — here the guard itself —
+    is posted as an error reading, so the source is not left busy and is polled again."""
+    import seat_console.app as app_mod
+
     hang = HangingSource()
     app = make_app([(fixed(hang), CountingPanel)], interval=0.05)
+    real = app_mod.read_guarded
+    calls = {"n": 0}
+
+    def failing_once(source):
+        calls["n"] += 1
+        if calls["n"] == 1:
+            raise RuntimeError("guard broke")
+        return real(source)
+
+    app_mod.read_guarded = failing_once
     try:
         async with app.run_test(size=SIZE) as pilot:
-            await wait_for(pilot, hang.entered.is_set, "the first read started")
             st = app.states["hanging"]
-            assert st.busy_since is not None
-            (worker,) = [w for w in app.workers if w.name == "poll:hanging"]
-            worker.cancel()
-            await wait_for(pilot, lambda: st.busy_since is None or st.polls > 0,
-                           "the source no longer busy")
+            await wait_for(pilot, lambda: st.polls >= 1, "the failed poll reported")
+            assert not [w for w in app.workers if (w.name or "").startswith("poll:")]
+            await wait_for(pilot, hang.entered.is_set, "the source read again")
+            assert st.busy_since is not None   # now genuinely reading (hung)
             hang.release.set()     # later reads answer at once
-            await wait_for(pilot, lambda: st.polls >= 1, "the source polled again")
+            await wait_for(pilot, lambda: st.polls >= 2, "the source polled again")
     finally:
+        app_mod.read_guarded = real
         hang.release.set()
 
 
