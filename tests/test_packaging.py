@@ -32,6 +32,7 @@ def test_wheel_contains_every_module_and_the_default_profile(tmp_path: Path) -> 
     missing = sorted(expected - names)
     assert not missing, f"modules missing from the wheel: {missing}"
     assert "seat_console/default_profile.toml" in names
+    assert "seat_console/probe/prompts.json" in names   # the probe's shipped prompt set
     entry = next(n for n in names if n.endswith("entry_points.txt"))
     assert "seat-console = seat_console.cli:main" in zipfile.ZipFile(wheel).read(entry).decode()
 
