@@ -152,3 +152,14 @@ def test_a_trigger_without_its_semicolon_is_not_a_schedule():
     assert parse_schedule("{ OnCalendar=daily }") == ()
     assert parse_schedule("{ OnCalendar=*-*-* 02:00:00 ; next_elapse=@1 } { OnBootSec=5min") \
         == ("OnCalendar=*-*-* 02:00:00",)
+
+
+def test_systemd_booleans_all_spellings():
+    from seat_console.sources.timers import parse_bool
+
+    for v in ("yes", "true", "1", "on", " YES "):
+        assert parse_bool(v) is True
+    for v in ("no", "false", "0", "off", "No"):
+        assert parse_bool(v) is False  # Persistent=0 is "no", not unknown
+    for v in (None, "", "maybe", "2"):
+        assert parse_bool(v) is None
