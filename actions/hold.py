@@ -292,6 +292,11 @@ def build_hold(nctx: NodeContext, journal: Journal, *, ttl_s: int, reason: str =
                                     "the PATH")
         except TransportError as exc:
             raise StepError(str(exc)) from None
+        for rows in journal.unfinished():
+            if rows[0].run_id != ctx.run_id and rows[0].runbook in ("hold", "release", "extend"):
+                raise StepError(f"an unfinished {rows[0].runbook} run {rows[0].run_id} (by "
+                                f"{rows[0].user}@{rows[0].host}) is in the journal: its console "
+                                "died mid-run — run `seat-console recover` first")
         other = active_hold(journal)
         if other is not None and other.hold_id != hold(ctx)["hold_id"]:
             raise StepError(f"a hold is already active: {other.hold_id} by {other.placed_by} "

@@ -180,3 +180,36 @@ def test_action_log_source_journals_interference_once(tmp_path: Path) -> None:
     assert len(rows) == 1 and "a.timer was started by someone else" in rows[0].outcome
     assert j.verify().ok
     j.close()
+
+
+class _ResolvingTransport:
+    """Finds every binary; anything else would be a bug here (the check refuses first)."""
+
+    where = "fake"
+    _node_path = "/usr/bin"
+
+    def resolve(self, name: str):
+        return f"/usr/bin/{name}", None
+
+    def run(self, *a, **kw):  # pragma: no cover - must not be reached
+        raise AssertionError("the hold must refuse before it reads the node")
+
+    def close(self) -> None:
+        pass
+
+
+def test_a_new_hold_is_refused_while_a_crashed_one_is_unfinished(tmp_path: Path) -> None:
+    from app_fixtures import default_loaded
+
+    from seat_console.actions.hold import build_hold
+    from seat_console.node.context import NodeContext
+
+    j = Journal(tmp_path / "j.sqlite3")
+    _run(j, "hold", "hold-crashed", {"hold_id": "seat-hold-old", "lease": "seat-hold-old-lease"},
+         None)
+    nctx = NodeContext(default_loaded(), transport=_ResolvingTransport())
+    plan = build_hold(nctx, j, ttl_s=600).plan()
+    assert not plan.ok
+    assert "unfinished hold run hold-crashed" in plan.lines[0].error
+    assert "seat-console recover" in plan.lines[0].error
+    j.close()
