@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from datetime import UTC, datetime, timedelta
 
 from seat_console.actions.hold import parse_ttl
@@ -51,7 +52,7 @@ def run(args: argparse.Namespace, loaded: LoadedProfile | None) -> int:
     try:
         since = parse_since(args.since) if args.since else None
     except ValueError as exc:
-        print(f"{PROG}: {exc}")
+        print(f"{PROG}: {exc}", file=sys.stderr)
         return 2
     path = journal_path()
     if not path.exists():
@@ -63,7 +64,7 @@ def run(args: argparse.Namespace, loaded: LoadedProfile | None) -> int:
     try:
         j = Journal(path)
     except JournalError as exc:
-        print(f"{PROG}: {exc}")
+        print(f"{PROG}: {exc}", file=sys.stderr)
         return 1
     try:
         if args.verify:
