@@ -81,6 +81,7 @@ T_CK = ("tests/test_checkpoint.py", "tests/test_props_checkpoint.py")
 T_PRO = ("tests/test_profile.py", "tests/test_props_profile.py")
 T_ENG = ("tests/test_engine.py", "tests/test_props_engine.py")
 T_DOC = ("tests/test_containers.py", "tests/test_props_containers.py")
+T_UNT = ("tests/test_untrusted.py",)
 
 M = Mutation
 MUTATIONS: list[Mutation] = [
@@ -245,10 +246,13 @@ MUTATIONS: list[Mutation] = [
       '        restart_count=c.get("RestartCount") if isinstance(c, dict) else None,',
       "a negative / non-integer restart count passed through", T_DOC),
     M("untrusted-depth", U, "MAX_DEPTH = 64", "MAX_DEPTH = 100_000",
-      "deep JSON reaches the recursive parser", T_SIL + T_ENG),
+      "deep JSON reaches the recursive parser", T_UNT + T_SIL + T_ENG),
+    M("untrusted-depth-two-per-pass", U, '        t = _INNERMOST.sub("", s)',
+      '        t = s.replace("[]", "").replace("{}", "")',
+      "mixed [ { nesting counted half (two levels removed per pass)", T_UNT),
     M("untrusted-bool-int", U, "    if not isinstance(v, int) or isinstance(v, bool):\n        return None\n    if (minimum",
       "    if not isinstance(v, int):\n        return None\n    if (minimum",
-      "true read as the integer 1", T_ENG),
+      "true read as the integer 1", T_UNT + T_ENG),
 ]
 
 

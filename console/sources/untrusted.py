@@ -65,14 +65,15 @@ class InputError(ValueError):
 # -- nesting ------------------------------------------------------------------------------------
 _JSON_STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
 _NOT_BRACKETS = re.compile(r"[^\[\]{}]+")
+_INNERMOST = re.compile(r"\[\]|\{\}")
 
 
 def json_depth_exceeds(text: str, max_depth: int = MAX_DEPTH) -> bool:
     """Whether JSON ``text`` nests arrays/objects deeper than ``max_depth``.
 
     Linear and recursion-free: string literals are removed (brackets inside them do not count),
-    every other character but brackets is dropped, then innermost ``[]`` / ``{}`` pairs are
-    removed ``max_depth`` times; anything left over nests deeper (or is unbalanced, which the
+    every other character but brackets is dropped, then the innermost ``[]`` / ``{}`` pairs are
+    removed, one level per pass, ``max_depth`` times; anything left over nests deeper (or is unbalanced, which the
     JSON parser reports itself: that case returns False).
     """
     if text.count("[") + text.count("{") <= max_depth:
@@ -82,11 +83,13 @@ def json_depth_exceeds(text: str, max_depth: int = MAX_DEPTH) -> bool:
     for _ in range(max_depth):
         if not s:
             return False
-        t = s.replace("[]", "").replace("{}", "")
+        # one pass removes exactly one level: the innermost pairs of the original string (a
+        # pair exposed by a removal is not matched in the same pass)
+        t = _INNERMOST.sub("", s)
         if t == s:
             return False  # unbalanced / mismatched: let the parser say where
         s = t
-    return bool(s) and s.replace("[]", "").replace("{}", "") != s
+    return bool(s) and _INNERMOST.sub("", s) != s
 
 
 def check_json_depth(text: str, what: str, max_depth: int = MAX_DEPTH) -> None:
