@@ -157,7 +157,7 @@ WIDE_FROM_COLS = 160
 MIN_COLS, MIN_ROWS = 60, 12
 """Smallest terminal that can show the header and the status line (columns, rows)."""
 
-STATUS_SOURCES = frozenset({"engine", "containers", "timers", "silences", "fit"})
+STATUS_SOURCES = frozenset({"engine", "containers", "timers", "silences", "fit", "actions"})
 """Sources the status line is drawn from (a change of another does not redraw it)."""
 
 TIME_FIELDS = frozenset({"read_at", "sampled_at"})
@@ -766,11 +766,12 @@ class SeatConsoleApp(App[int]):
     def get_driver_class(self) -> type:
         """Textual's driver, except on a Linux terminal :class:`~seat_console.quiet_driver.
         QuietLinuxDriver` (its input thread wakes once a second while nobody types instead of
-        ten times; keys and exit as fast as before)."""
+        ten times; keys and exit as fast as before). ``SEAT_CONSOLE_TEXTUAL_DRIVER=1`` in the
+        environment keeps Textual's own driver (a way out if a terminal misbehaves)."""
         cls = super().get_driver_class()
         from textual.drivers.linux_driver import LinuxDriver
 
-        if cls is LinuxDriver:
+        if cls is LinuxDriver and not os.environ.get("SEAT_CONSOLE_TEXTUAL_DRIVER"):
             from seat_console.quiet_driver import QuietLinuxDriver
 
             return QuietLinuxDriver
@@ -886,17 +887,22 @@ class SeatConsoleApp(App[int]):
             st = self._states.get(key)
             return None if st is None else st.reading
 
-        hold = None
+        hold: object = None
+        hold_known = self.hold_reader is not None
         if self.hold_reader is not None:
             try:
                 hold = self.hold_reader()
             except Exception:  # noqa: BLE001 - the status line must not break the app
                 log.warning("hold reader failed", exc_info=True)
                 hold = "error"
+        elif "actions" in self._states:   # the journal, as the action-log panel reads it
+            actions = self._states["actions"].reading
+            hold_known = actions is not None and not isinstance(actions, Unavailable)
+            hold = getattr(actions, "hold", None) if hold_known else None
         facts = build_status(engine=good("engine"), containers=good("containers"),
                              timers=good("timers"), silences=good("silences"),
                              fit=self._fit_comparison, hold=hold,
-                             hold_known=self.hold_reader is not None, now=self.clock())
+                             hold_known=hold_known, now=self.clock())
         try:
             self.query_one("#status-line", StatusLine).show_facts(facts)
         except NoMatches:

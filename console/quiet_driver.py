@@ -55,13 +55,21 @@ class QuietLinuxDriver(LinuxDriver):
         tick = parser.tick
         decode = getincrementaldecoder("utf-8")().decode
         busy_until = time.monotonic() + BUSY_FOR_S
+        state = {"gone": False}
 
         def process(events: list[tuple[selectors.SelectorKey, int]], final: bool = False) -> bool:
             got = False
             keys = [(k, m) for k, m in events if k.fd == fileno]
             for last, (_key, mask) in loop_last(keys):
                 if mask & event_read:
-                    data = decode(os.read(fileno, 1024 * 4), final=final and last)
+                    try:
+                        raw = os.read(fileno, 1024 * 4)
+                    except OSError:   # the terminal hung up (EIO): stop reading; the app's
+                        raw = b""     # terminal watch exits it cleanly (no panic traceback)
+                    if not raw:
+                        state["gone"] = True
+                        break
+                    data = decode(raw, final=final and last)
                     if not data:
                         break
                     got = True
@@ -76,6 +84,8 @@ class QuietLinuxDriver(LinuxDriver):
                 wait = BUSY_WAIT_S if time.monotonic() < busy_until else IDLE_WAIT_S
                 if process(selector.select(wait)):
                     busy_until = time.monotonic() + BUSY_FOR_S
+                if state["gone"]:   # nothing more to read: end the thread (it is not a
+                    return          # daemon; a waiting one would hold up the exit)
             selector.unregister(self.fileno)
             process(selector.select(BUSY_WAIT_S), final=True)
         finally:

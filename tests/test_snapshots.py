@@ -73,6 +73,21 @@ async def _first(pilot, app: SeatConsoleApp) -> None:
 
 
 @pytest.mark.parametrize("size", [NARROW, WIDE], ids=["80x24", "160x50"])
+def test_whole_seat_one_glance(snap_compare, size):
+    """Every panel with recorded readings (a silence active): at 80×24 the compact one-glance
+    screen (status line, GPUs, timers, silence, fit, engine, containers), at 160×50 the full
+    panels in two columns."""
+    from screen_fixtures import seat_app
+
+    app, _srcs = seat_app(silence_active=True)
+
+    async def run_before(pilot) -> None:
+        await _first(pilot, app)
+
+    assert snap_compare(app, terminal_size=size, run_before=run_before)
+
+
+@pytest.mark.parametrize("size", [NARROW, WIDE], ids=["80x24", "160x50"])
 def test_seat_with_vllm_worker(snap_compare, size):
     app, _src = demo_app()
     assert snap_compare(app, terminal_size=size, run_before=_history_run(app))

@@ -167,6 +167,10 @@ class SourcePanel(Widget):
         text-wrap: nowrap;
         text-overflow: ellipsis;
     }
+    SourcePanel.-compact > .panel-status {
+        text-wrap: nowrap;
+        text-overflow: ellipsis;
+    }
     SourcePanel.-compact {
         border: none;
         border-top: solid $primary 60%;

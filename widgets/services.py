@@ -407,6 +407,11 @@ def _window(lat: object | None) -> Text:
     return Text(f"p50 {_ms(lat.p50_s)} · p95 {_ms(lat.p95_s)} ms (n={n:>5})")
 
 
+def _rates_key(r: object) -> tuple:
+    """What the compact engine line shows of the rates (the window's length aside)."""
+    return (r.req_per_s, r.out_tok_per_s, r.ttft, r.itl, r.e2e)
+
+
 def rates_lines(rates: object) -> list[tuple[str, Text, str, Text]]:
     """Rows of the rates grid: req/s and output tok/s over the last interval, TTFT / ITL / E2E
     percentiles over the window."""
@@ -455,8 +460,9 @@ class EnginePanel(_ServicePanel):
         if their text changes)."""
         if isinstance(reading, Unavailable) or self.unavailable is not None:
             return
+        before = _rates_key(self.history.rates())
         self._add(reading)
-        if self.compact:
+        if self.compact and _rates_key(self.history.rates()) != before:
             self._render_guarded(reading)
 
     def build_compact(self, reading: BaseModel, now: datetime) -> Text | None:

@@ -80,14 +80,26 @@ def seat_fact(containers: Any) -> Fact:
 
 
 def hold_fact(hold: Any, known: bool) -> Fact:
-    """``hold none`` / ``hold active until 12:41Z`` (UTC); ``n/a`` while the hold feature is not
-    wired (``known`` False) or its reader failed."""
+    """``hold none`` / ``hold active until 12:41Z`` (UTC); a hold the journal has in another
+    state says it (``hold lapsed``, ``hold unfinished``: run ``seat-console recover``); ``n/a``
+    while the journal is unknown (``known`` False) or its reader failed.
+
+    ``hold``: the journal's hold in effect — an object with ``state`` and ``expires_at`` (the
+    action-log source's ``HoldInfo``) or with ``active`` and ``until`` — or ``None``."""
     if not known or hold == "error":
         return Fact("hold", "n/a", "unknown")
-    if hold is None or not getattr(hold, "active", False):
+    if hold is None:
         return Fact("hold", "none", "ok")
-    until = getattr(hold, "until", None)
-    return Fact("hold", "active" + (f" until {until:%H:%MZ}" if until else ""), "warn")
+    state = getattr(hold, "state", None)
+    active = getattr(hold, "active", None)
+    if active is None:
+        active = state == "active"
+    until = getattr(hold, "until", None) or getattr(hold, "expires_at", None)
+    if active:
+        return Fact("hold", "active" + (f" until {until:%H:%MZ}" if until else ""), "warn")
+    if state in (None, "released"):
+        return Fact("hold", "none", "ok")
+    return Fact("hold", str(state), "bad")
 
 
 def silence_fact(silences: Any, now: datetime) -> Fact:

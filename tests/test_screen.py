@@ -1,0 +1,382 @@
+"""The one-glance screen (issue 11): the status line's wording in every state (also under
+NO_COLOR), the 80×24 first screen holding GPUs, timers, silence and fit, keys and focus
+(Escape never stops scrolling, a visible focus, the footer's keys, p → resume), detail views,
+a too-small terminal, redraws only of what changed, engine rates and the exited container.
+
+Inputs are recorded (tests/screen_fixtures.py), the clock is fixed and the refresh interval is
+an hour, so only the test's key presses take readings."""
+
+from __future__ import annotations
+
+import re
+import sys
+from datetime import timedelta
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).parent))
+import screen_fixtures as F
+from app_fixtures import T0
+
+from seat_console.app import DetailScreen, SeatConsoleApp, same_reading
+from seat_console.engine_rates import RateHistory, counter_rate, window_latency
+from seat_console.sources import Unavailable
+from seat_console.sources.engine import HistogramSummary
+from seat_console.sources.fit_source import compute_budgets, gather_fit_inputs
+from seat_console.widgets import status as S
+from seat_console.widgets.fit import FitPanel
+from seat_console.widgets.panel import SourcePanel, fmt_coarse_age
+from textual.widget import Widget
+from textual.widgets import Input
+
+GiB = 1 << 30
+
+
+def text_of(app: SeatConsoleApp) -> str:
+    return "\n".join(strip.text for strip in app.screen._compositor.render_strips())
+
+
+def flat(text: str) -> str:
+    return re.sub(r"\s+", " ", re.sub(r"[│╭╮╰╯─┃┏┓┗┛━]", " ", text))
+
+
+async def wait_for(pilot, predicate, what: str, limit: int = 2000) -> None:
+    for _ in range(limit):
+        if predicate():
+            return
+        await pilot.pause(0.01)
+    raise AssertionError(f"timed out waiting for: {what}")
+
+
+async def all_read(pilot, app: SeatConsoleApp) -> None:
+    await wait_for(pilot, lambda: all(st.polls for st in app.states.values()), "every source")
+    await pilot.pause()
+
+
+async def refresh_all(pilot, app: SeatConsoleApp) -> None:
+    before = {k: st.polls for k, st in app.states.items()}
+    await pilot.press("r")
+    await wait_for(pilot, lambda: all(st.polls > before[k] for k, st in app.states.items()),
+                   "a new reading of every source")
+    await pilot.pause()
+
+
+# -- the status line, pure -------------------------------------------------------------------
+def words(facts) -> str:
+    return S.render_status(facts).plain
+
+
+def test_status_line_wording_in_each_state() -> None:
+    now = T0
+    up = F.engine()
+    down = Unavailable(source="engine", kind="unreachable", reason="refused")
+    fit_ok = compute_budgets(F.fit_inputs())[0]
+    over = compute_budgets(gather_fit_inputs(F.default_loaded(), None))[0]  # declared 95 GiB
+    base = dict(engine=up, containers=F.containers(), timers=F.timers(),
+                silences=F.silences(), fit=fit_ok, hold=None, hold_known=True, now=now)
+    assert words(S.build_status(**base)) == (
+        "engine UP · seat seat-resident · hold none · silence none · timers 2/2 active · "
+        "fit fits")
+    held = SimpleNamespace(state="active", expires_at=now + timedelta(minutes=41))
+    stopped = F.timers().model_copy(update={"timers": (
+        F.timers().timers[0].model_copy(update={"active_state": "inactive"}),
+        F.timers().timers[1])})
+    worst = S.build_status(**{**base, "engine": down, "containers": F.containers(running=False),
+                              "timers": stopped, "silences": F.silences(active=True),
+                              "fit": over, "hold": held})
+    assert words(worst) == (
+        "engine DOWN · seat none running · hold active until 12:41Z · silence active, ends in "
+        "2 h 10 min · timers 1/2 active · fit OVER by 24.74 GiB per card")
+    unknown = S.build_status(engine=None, containers=None, timers=None, silences=None, fit=None,
+                             hold=None, hold_known=False, now=now)
+    assert words(unknown) == ("engine n/a · seat n/a · hold n/a · silence n/a · timers n/a · "
+                              "fit n/a")
+    assert S.hold_fact(SimpleNamespace(state="unfinished", expires_at=now), True).words == \
+        "unfinished"
+    assert [f.level for f in worst] == ["bad", "bad", "warn", "warn", "warn", "bad"]
+
+
+async def test_status_line_says_it_under_no_color(monkeypatch) -> None:
+    monkeypatch.setenv("NO_COLOR", "1")
+    app, srcs = F.seat_app(silence_active=True)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await all_read(pilot, app)
+        assert app.no_color
+        line = flat(text_of(app))
+        assert ("engine UP · seat seat-resident · hold n/a · silence active, ends in 2 h 10 min"
+                " · timers 2/2 active · fit fits") in line
+        srcs["engine"].reading = F.engine(healthy=False)
+        await refresh_all(pilot, app)
+        assert "engine DOWN" in flat(text_of(app))
+
+
+# -- the 80×24 first screen ------------------------------------------------------------------
+async def test_80x24_first_screen_holds_gpus_timers_silence_and_fit() -> None:
+    app, _ = F.seat_app(silence_active=True)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await all_read(pilot, app)
+        text = text_of(app)
+        assert app.query_one("#panels").max_scroll_y == 0   # nothing below the fold
+        assert re.search(r"GPU 0 H200 +SEAT +used +100\.\d\d/139\.80 GiB", text)
+        assert re.search(r"GPU 1 H200 +SEAT", text)
+        assert "fleet-remediation-cycle.timer  next 12:06:31Z" in text
+        assert "seat-conformance-smoke.timer" in text
+        assert re.search(r"ACTIVE +ends in 2 h 10 min +5d2c9a1e", text)
+        assert "RESIDENT" in text and re.search(r"CANDIDATE fits +candidate-nvfp4", text)
+        assert "engine UP" in text and "timers 2/2 active" in text
+        lines = text.splitlines()
+        assert len(lines) == 24 and all(len(line) <= 80 for line in lines)
+
+
+async def test_an_unavailable_source_takes_one_line_with_the_fix_on_its_detail_view() -> None:
+    app, srcs = F.seat_app()
+    srcs["timers"].reading = Unavailable(
+        source="timers", kind="no-systemd",
+        reason="systemctl: not found on the node (docker-exec seat-node): install systemd")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await all_read(pilot, app)
+        panel = app.states["timers"].panel
+        status = panel.query_one("#panel-status")
+        assert status.size.height == 1
+        assert "unavailable (no-systemd): systemctl: not found" in text_of(app)
+        panel.focus()
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: isinstance(app.screen, DetailScreen), "detail view")
+        await pilot.pause(0.05)
+        detail = flat(text_of(app))
+        assert "timers unavailable (no-systemd): systemctl: not found" in detail
+        assert "do not assume the fleet's timers are stopped" in detail   # the hint / fix
+        await pilot.press("escape")
+        await wait_for(pilot, lambda: not isinstance(app.screen, DetailScreen), "closed")
+
+
+async def test_fit_detail_view_has_the_full_budget_and_what_if() -> None:
+    app, _ = F.seat_app()
+    async with app.run_test(size=(80, 24)) as pilot:
+        await all_read(pilot, app)
+        app.states["fit"].panel.focus()
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: isinstance(app.screen, DetailScreen), "detail view")
+        panel = app.screen.panel
+        await wait_for(pilot, lambda: panel.comparison is not None, "budget computed")
+        assert not panel.compact and panel.query_one("#fit-util", Input).display
+        assert "usable" in flat(text_of(app))
+
+
+async def test_too_small_terminal_says_so() -> None:
+    app, _ = F.seat_app()
+    async with app.run_test(size=(50, 10)) as pilot:
+        await pilot.pause()
+        assert "Terminal 50×10 is too small" in flat(text_of(app))
+        assert "at least 60×12" in flat(text_of(app))
+
+
+async def test_two_columns_from_160() -> None:
+    app, _ = F.seat_app()
+    async with app.run_test(size=(160, 50)) as pilot:
+        await all_read(pilot, app)
+        timers = app.states["timers"].panel.region
+        silences = app.states["silences"].panel.region
+        assert timers.y == silences.y and silences.x >= timers.right  # side by side
+        assert app.states["gpus"].panel.region.width >= 150             # spans both
+
+
+# -- keys and focus --------------------------------------------------------------------------
+async def test_escape_in_a_field_keeps_scrolling_and_focus_visible() -> None:
+    app, _ = F.seat_app(compact=False)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await all_read(pilot, app)
+        scroll = app.query_one("#panels")
+        assert scroll.max_scroll_y > 0
+        fit = app.states["fit"].panel
+        fit.query_one("#fit-util", Input).focus()
+        await pilot.pause()
+        assert "Esc leave field" in flat(text_of(app).splitlines()[-1])
+        await pilot.press("escape")
+        await wait_for(pilot, lambda: app.focused is fit, "the field's panel focused")
+        assert fit.styles.border_top[0] == "heavy"               # the focus is visible
+        assert "leave field" not in text_of(app).splitlines()[-1]
+        scroll.scroll_home(animate=False)
+        await pilot.pause()
+        await pilot.press("pagedown")
+        await wait_for(pilot, lambda: scroll.scroll_y > 0, "PageDown scrolled")
+        y = scroll.scroll_y
+        await pilot.press("escape")                                # Escape again: no harm
+        await pilot.press("down")
+        await wait_for(pilot, lambda: scroll.scroll_y > y or scroll.scroll_y == scroll.max_scroll_y,
+                       "down still scrolls")
+
+
+async def test_first_panel_focused_and_tab_moves_the_visible_focus() -> None:
+    app, _ = F.seat_app()
+    async with app.run_test(size=(80, 24)) as pilot:
+        await all_read(pilot, app)
+        gpus, timers = app.states["gpus"].panel, app.states["timers"].panel
+        assert app.focused is gpus and gpus.styles.border_top[0] == "heavy"
+        assert timers.styles.border_top[0] != "heavy"
+        assert "⏎ details" in text_of(app).splitlines()[-1]
+        await pilot.press("tab")
+        await wait_for(pilot, lambda: app.focused is timers, "tab to timers")
+        assert timers.styles.border_top[0] == "heavy" and gpus.styles.border_top[0] != "heavy"
+
+
+async def test_p_shows_resume_while_paused() -> None:
+    app, _ = F.seat_app()
+    async with app.run_test(size=(100, 30)) as pilot:
+        await all_read(pilot, app)
+        footer = lambda: text_of(app).splitlines()[-1]  # noqa: E731
+        assert "p pause" in footer() and "resume" not in footer()
+        await pilot.press("p")
+        await wait_for(pilot, lambda: app.paused and "p resume" in footer(), "resume offered")
+        await pilot.press("p")
+        await wait_for(pilot, lambda: not app.paused and "p pause" in footer(), "pause again")
+
+
+async def test_help_says_how_to_close_and_scroll() -> None:
+    app, _ = F.seat_app()
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.press("question_mark")
+        await pilot.pause(0.05)
+        text = flat(text_of(app))
+        assert "Close: Esc, q or ?" in text and "Scroll: ↑ ↓, PgUp PgDn" in text
+
+
+# -- redraw only what changed ----------------------------------------------------------------
+async def test_a_tick_with_unchanged_readings_redraws_nothing(monkeypatch) -> None:
+    app, srcs = F.seat_app()
+    calls: list[tuple[str, bool]] = []
+    real = Widget.refresh
+
+    def counting(self, *a, **k):
+        if counting.on:
+            calls.append((type(self).__name__, bool(k.get("layout"))))
+        return real(self, *a, **k)
+
+    counting.on = False
+    monkeypatch.setattr(Widget, "refresh", counting)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await all_read(pilot, app)
+        await refresh_all(pilot, app)        # ages settle ("just now"), the engine has 2 scrapes
+        draws = {k: st.panel.draws for k, st in app.states.items()}
+        fit = app.states["fit"].panel
+        recomputes = fit.recomputes
+        counting.on = True
+        for _ in range(3):
+            await refresh_all(pilot, app)    # equal readings (new timestamps only)
+            app.tick_ages()                  # the once-a-second age tick
+            await pilot.pause()
+        counting.on = False
+        assert calls == [], calls            # no repaint, let alone a layout
+        assert {k: st.panel.draws for k, st in app.states.items()} == draws
+        assert fit.recomputes == recomputes   # the fit budget is not recomputed
+        # the counting itself works: a changed reading is redrawn
+        srcs["engine"].reading = F.engine(healthy=False)
+        counting.on = True
+        await refresh_all(pilot, app)
+        counting.on = False
+        assert calls and app.states["engine"].panel.draws == draws["engine"] + 1
+
+
+def test_same_reading_ignores_only_the_timestamp() -> None:
+    a, b = F.timers(), F.timers().model_copy(update={"read_at": T0 + timedelta(seconds=1)})
+    assert same_reading(a, b)
+    c = F.timers().model_copy(update={"where": "ssh node"})
+    assert not same_reading(a, c) and not same_reading(a, None)
+    u1 = Unavailable(source="x", kind="k", reason="r")
+    assert same_reading(u1, Unavailable(source="x", kind="k", reason="r"))
+    assert not same_reading(u1, Unavailable(source="x", kind="k", reason="other"))
+
+
+def test_coarse_ages_change_rarely() -> None:
+    assert [fmt_coarse_age(s, 2.0) for s in (0.3, 2.0, 3, 9.9, 10, 19, 59, 61, 3725)] == [
+        "just now", "just now", "3 s", "9 s", "10 s", "10 s", "50 s", "1 min", "1 h 02 min"]
+
+
+async def test_fit_panel_recomputes_only_when_its_inputs_change() -> None:
+    inputs = F.fit_inputs()
+    app, srcs = F.seat_app(compact=False)
+    async with app.run_test(size=(160, 60)) as pilot:
+        await all_read(pilot, app)
+        fit: FitPanel = app.states["fit"].panel
+        n = fit.recomputes
+        host = inputs.host.model_copy(update={"available_bytes": inputs.host.available_bytes
+                                              + 10 * (1 << 20)})      # +10 MiB: noise
+        srcs["fit"].reading = inputs.model_copy(update={"host": host})
+        await refresh_all(pilot, app)
+        assert fit.recomputes == n
+        seat = inputs.seat.model_copy(update={"max_model_len": 131072})  # a real change
+        srcs["fit"].reading = inputs.model_copy(update={"seat": seat})
+        await refresh_all(pilot, app)
+        assert fit.recomputes == n + 1
+
+
+# -- engine rates ------------------------------------------------------------------------------
+def hist(count: int, buckets: list[tuple[float, float]]) -> HistogramSummary:
+    return HistogramSummary(count=count, sum_s=0.0, mean_s=None, p50_s=None, p95_s=None,
+                            buckets=tuple(buckets))
+
+
+def test_counter_rates_and_reset() -> None:
+    assert counter_rate(100, 160, 2.0) == 30.0
+    assert counter_rate(100, 40, 2.0) is None       # the engine restarted: unknown, not <0
+    assert counter_rate(None, 40, 2.0) is None and counter_rate(1, 2, 0) is None
+
+
+def test_window_percentiles_from_bucket_deltas() -> None:
+    inf = float("inf")
+    old = hist(100, [(0.1, 90), (0.5, 100), (inf, 100)])
+    new = hist(110, [(0.1, 90), (0.5, 110), (inf, 110)])   # 10 new, all in (0.1, 0.5]
+    lat = window_latency(old, new)
+    assert lat.n == 10 and 0.1 < lat.p50_s <= 0.5 and lat.p95_s <= 0.5
+    assert window_latency(new, old) is None                 # reset
+    assert window_latency(old, old).n == 0
+
+
+def test_rate_history_over_the_last_interval() -> None:
+    m = F.engine().metrics
+    h = RateHistory(window_s=60)
+    h.add(T0, m)
+    assert h.rates().req_per_s is None                      # one scrape: unknown
+    m2 = m.model_copy(update={"requests_finished": (m.requests_finished or 0) + 4,
+                              "generation_tokens": (m.generation_tokens or 0) + 200})
+    h.add(T0 + timedelta(seconds=2), m2)
+    r = h.rates()
+    assert r.req_per_s == 2.0 and r.out_tok_per_s == 100.0 and r.interval_s == 2.0
+
+
+async def test_engine_panel_shows_rates_in_stable_columns() -> None:
+    app, srcs = F.seat_app()
+    async with app.run_test(size=(100, 30)) as pilot:
+        await all_read(pilot, app)
+        m = F.engine().metrics
+        srcs["engine"].reading = F.engine().model_copy(update={
+            "read_at": T0 + timedelta(seconds=1),
+            "metrics": m.model_copy(update={"requests_finished": (m.requests_finished or 0) + 3,
+                                            "generation_tokens": (m.generation_tokens or 0)
+                                            + 1234})})
+        await refresh_all(pilot, app)
+        line = next(x for x in text_of(app).splitlines() if "req/s" in x)
+        assert "req/s    3.0 · tok/s  1234.0" in line
+        col = line.index("tok/s")
+        srcs["engine"].reading = srcs["engine"].reading.model_copy(update={
+            "read_at": T0 + timedelta(seconds=2)})          # no traffic: rates fall to 0
+        await refresh_all(pilot, app)
+        line2 = next(x for x in text_of(app).splitlines() if "req/s" in x)
+        assert "req/s    0.0 · tok/s     0.0" in line2 and line2.index("tok/s") == col
+
+
+async def test_exited_container_says_exited_not_started() -> None:
+    app, srcs = F.seat_app()
+    srcs["containers"].reading = F.containers(running=False)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await all_read(pilot, app)
+        row = next(x for x in text_of(app).splitlines() if "seat-resident  exited" in x)
+        assert "exited (137)" in row and "exited 3 min 00 s ago" in row
+        assert "started" not in row
+
+
+@pytest.mark.parametrize("panel_cls", [SourcePanel])
+def test_panels_are_focusable(panel_cls) -> None:
+    assert panel_cls.can_focus
