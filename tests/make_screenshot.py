@@ -1,10 +1,10 @@
 """Write the README screenshot: the app on the NVML double (``docs/screenshot.svg``).
 
 Usage: ``python tests/make_screenshot.py [OUT.svg] [--size COLSxROWS]`` (default
-``docs/screenshot.svg`` at 100x27). The seat is :func:`app_fixtures.demo_app`: two H200s, a
-~100 GiB vLLM worker in the ``seat-resident`` container on GPU 0, five minutes of history at a
-fixed clock (polls after the recorded five minutes change nothing), so the picture is the same
-on every run.
+``docs/screenshot.svg`` at 100x30). The seat is :func:`screen_fixtures.seat_app` on the embedded
+default profile: every panel (two H200s with a ~100 GiB vLLM worker in the ``seat-resident``
+container on GPU 0, the fleet timers, a silence on the seat, the fit budget, the engine, the
+containers) from recorded readings at a fixed clock, so the picture is the same on every run.
 """
 
 from __future__ import annotations
@@ -16,19 +16,15 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
-from app_fixtures import demo_app, loading_script
+from screen_fixtures import seat_app
 
 
 async def take(out: Path, size: tuple[int, int]) -> None:
-    """Run the demo app headless, take every scripted reading, save the SVG to ``out``."""
-    app, src = demo_app(interval=1.0)  # the default interval, as an engineer would see it
+    """Run the whole recorded seat headless, wait for every panel, save the SVG to ``out``."""
+    app, _srcs = seat_app(silence_active=True)
     async with app.run_test(size=size) as pilot:
-        st = app.states["gpus"]
-        while src.reads < len(loading_script(1)):
-            before = st.polls
-            await pilot.press("r")  # also polled by the 1 s timer; either takes the next step
-            while st.polls == before:
-                await pilot.pause()
+        while not all(st.polls for st in app.states.values()):
+            await pilot.pause(0.01)
         await pilot.pause()
         out.parent.mkdir(parents=True, exist_ok=True)
         app.save_screenshot(filename=out.name, path=str(out.parent))
@@ -38,7 +34,7 @@ def main() -> int:
     """Parse the arguments and write the screenshot; returns 0."""
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("out", nargs="?", default="docs/screenshot.svg")
-    ap.add_argument("--size", default="100x27", help="terminal COLSxROWS")
+    ap.add_argument("--size", default="100x30", help="terminal COLSxROWS")
     args = ap.parse_args()
     cols, rows = (int(x) for x in args.size.lower().split("x"))
     os.environ.setdefault("TZ", "UTC")
