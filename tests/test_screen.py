@@ -373,7 +373,7 @@ async def test_exited_container_says_exited_not_started() -> None:
     async with app.run_test(size=(100, 30)) as pilot:
         await all_read(pilot, app)
         row = next(x for x in text_of(app).splitlines() if "seat-resident  exited" in x)
-        assert "exited (137)" in row and "exited 3 min 00 s ago" in row
+        assert "exited (137)" in row and "exited 3 min ago" in row   # compact: coarse
         assert "started" not in row
 
 

@@ -59,6 +59,26 @@ def _rel(t: datetime | None, now: datetime) -> str:
     return f"in {fmt_duration(d)}" if d >= 0 else f"{fmt_duration(d)} ago"
 
 
+def _coarse(seconds: float) -> str:
+    """A duration that changes rarely, for the compact lines: ``"40 s"`` (tens of seconds),
+    ``"6 min"``, ``"2 h 10 min"``."""
+    s = int(abs(seconds))
+    if s < 60:
+        return f"{s // 10 * 10} s" if s >= 10 else f"{s} s"
+    if s < 3600:
+        return f"{s // 60} min"
+    return f"{s // 3600} h {(s % 3600) // 60:02d} min"
+
+
+def _rel_coarse(t: datetime | None, now: datetime) -> str:
+    """``in 6 min`` / ``3 min ago`` / ``n/a`` — :func:`_coarse`, so a compact line is not
+    redrawn every second."""
+    if t is None:
+        return "n/a"
+    d = (t - now).total_seconds()
+    return f"in {_coarse(d)}" if d >= 0 else f"{_coarse(d)} ago"
+
+
 def _hhmm(t: datetime | None) -> str:
     return "n/a" if t is None else t.strftime("%H:%M:%SZ")
 
@@ -140,7 +160,7 @@ class TimersPanel(_ServicePanel):
                 t.append("STOPPED ", style="bold yellow")
             t.append(tm.unit + (" [P]" if tm.persistent else ""))
             if tm.next_elapse is not None:
-                t.append(f"  next {_hhmm(tm.next_elapse)} ({_rel(tm.next_elapse, now)})")
+                t.append(f"  next {_hhmm(tm.next_elapse)} ({_rel_coarse(tm.next_elapse, now)})")
             if tm.service is not None and tm.service.running:
                 t.append("  RUNNING", style="bold magenta")
         return t
@@ -221,10 +241,10 @@ class SilencesPanel(_ServicePanel):
                 t.append("\n")
             if x.state == "active":
                 t.append("ACTIVE  ", style="bold green")
-                t.append(f"ends in {fmt_duration(x.ends_in_s(now))}")
+                t.append(f"ends {_rel_coarse(x.ends_at, now)}")
             else:
                 t.append(f"{x.state.upper():<8}", style="yellow")
-                t.append(f"starts in {fmt_duration(x.starts_in_s(now))}")
+                t.append(f"starts {_rel_coarse(x.starts_at, now)}")
             t.append(f"  {x.id[:8]}  " + ", ".join(str(m) for m in x.matchers))
             t.append(f"  by {x.created_by}", style="dim")
         if not reading.tls_verify:
@@ -266,16 +286,17 @@ class SilencesPanel(_ServicePanel):
 
 
 # -- containers ----------------------------------------------------------------------------
-def _since(c: object, now: datetime) -> str:
+def _since(c: object, now: datetime, coarse: bool = False) -> str:
     """A running container's start ("started 3 min 02 s ago"); a stopped one's end ("exited
-    3 min 02 s ago", never its old start time)."""
+    3 min 02 s ago", never its old start time). ``coarse``: "3 min ago" (compact lines)."""
+    rel = _rel_coarse if coarse else _rel
     if getattr(c, "running", False):
-        return f"started {_rel(getattr(c, 'started_at', None), now)}"
+        return f"started {rel(getattr(c, 'started_at', None), now)}"
     finished = getattr(c, "finished_at", None)
     state = getattr(c, "state", None) or "stopped"
     if finished is None:
         return f"{state}, end n/a"
-    return f"{state} {_rel(finished, now)}"
+    return f"{state} {rel(finished, now)}"
 
 class ContainersPanel(_ServicePanel):
     """The resident and probe containers (source ``containers``): state, health, start time,
@@ -317,7 +338,7 @@ class ContainersPanel(_ServicePanel):
             if c.health:
                 t.append(f" {c.health}", style={"healthy": "green",
                                                 "unhealthy": "bold red"}.get(c.health, ""))
-            t.append(f"  {_since(c, now)}")
+            t.append(f"  {_since(c, now, coarse=True)}")
         ev = reading.events
         if ev is not None and not ev.connected:
             t.append("\nevents DISCONNECTED", style="bold red")
