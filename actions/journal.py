@@ -20,6 +20,16 @@ an edited row (its own hash no longer matches), a deleted row (a gap in ``seq``,
 triggers refuse ``UPDATE``/``DELETE`` through the library; someone with the ``sqlite3`` shell can
 drop them, which is what the chain is for.
 
+Head anchor: a pure hash chain cannot see rows cut from its *end*. So after each append the
+journal writes a head record — ``{"rows": <last seq>, "hash": <its hash>}`` — to a separate file
+next to it (``journal.sqlite3.head``, :func:`head_path`), atomically (temporary file, ``fsync``,
+``os.replace``) and only forward (under an ``flock`` of ``journal.sqlite3.head.lock``, a head is
+never replaced by an older one). :meth:`Journal.verify` checks that row ``rows`` exists and has
+that hash: rows deleted from the end are named ("rows 37–39 missing after row 36"); a missing
+head file on a non-empty journal is reported too. A console killed between the row's commit
+and the head write leaves the head one row behind, which verify accepts (rows after the head
+still have to chain from it).
+
 Secrets never reach it: every text written is passed through :func:`scrub` — values of keys that
 look like credentials (``password``, ``token``, ``secret``, ``authorization``…) become
 ``<redacted>``, and every string the caller registered as a secret (e.g. the Alertmanager
@@ -32,6 +42,7 @@ thread that runs the runbook. Appends from several processes are serialised by
 
 from __future__ import annotations
 
+import fcntl
 import getpass
 import hashlib
 import json
@@ -104,6 +115,49 @@ def state_dir(environ: Mapping[str, str] | None = None) -> Path:
 def journal_path(environ: Mapping[str, str] | None = None) -> Path:
     """Path of the journal file in :func:`state_dir`."""
     return state_dir(environ) / JOURNAL_FILE
+
+
+def head_path(path: Path) -> Path:
+    """The head-anchor file of the journal at ``path``: ``<path>.head`` (module docstring)."""
+    return Path(str(path) + ".head")
+
+
+def read_head(path: Path) -> tuple[int, str] | None:
+    """The head record of the journal at ``path`` as ``(rows, hash)``, or ``None`` when there is
+    no head file. Raises :class:`ValueError` naming the file when it is not a head record."""
+    hp = head_path(path)
+    try:
+        text = hp.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return None
+    try:
+        d = json.loads(text)
+        rows, h = d["rows"], d["hash"]
+        if not isinstance(rows, int) or isinstance(rows, bool) or rows < 0 \
+                or not isinstance(h, str) or not re.fullmatch(r"[0-9a-f]{64}", h):
+            raise TypeError
+    except (ValueError, KeyError, TypeError):
+        raise ValueError(f"head record {hp}: not a journal head ({text[:80]!r})") from None
+    return rows, h
+
+
+def _write_head(path: Path, rows: int, h: str) -> None:
+    """Write the head record atomically, only forward (never replacing a newer head)."""
+    hp = head_path(path)
+    with open(str(hp) + ".lock", "a+") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            cur = read_head(path)
+        except ValueError:
+            cur = None
+        if cur is not None and cur[0] >= rows:
+            return
+        tmp = hp.with_name(f"{hp.name}.{os.getpid()}.tmp")
+        with open(tmp, "w", encoding="utf-8") as f:
+            f.write(json.dumps({"rows": rows, "hash": h}) + "\n")
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, hp)
 
 
 def _iso(t: datetime) -> str:
@@ -269,6 +323,12 @@ class Journal:
             raise JournalError(f"journal {self.path}: cannot write ({exc})") from None
         finally:
             self._lock.release()
+        try:
+            _write_head(self.path, seq, h)
+        except OSError as exc:
+            raise JournalError(f"journal {self.path}: row {seq} written but its head record "
+                               f"{head_path(self.path)} could not be ({exc}); check the "
+                               "directory permissions") from None
         return _entry({**content, "prev_hash": prev, "hash": h})
 
     # -- reading ------------------------------------------------------------------------------
@@ -312,7 +372,9 @@ class Journal:
 
         Checks, per row in ``seq`` order: ``seq`` follows the previous one (a gap = deleted
         rows), ``prev_hash`` equals the previous row's ``hash``, and ``hash`` equals
-        :func:`row_hash` of the row's own content.
+        :func:`row_hash` of the row's own content; then the head record (:func:`read_head`):
+        row ``rows`` must exist with that hash (rows cut from the end are named), and a
+        non-empty journal must have one.
         """
         with self._lock:
             names = self._names()
@@ -338,6 +400,32 @@ class Journal:
                                 "does not match its hash (edited)")
                 bad.append(seq)
             prev_hash, prev_seq = r["hash"], seq
+        by_seq = {int(raw[names.index("seq")]): raw[names.index("hash")] for raw in all_rows}
+        try:
+            head = read_head(self.path)
+        except ValueError as exc:
+            head = None
+            problems.append(str(exc))
+            bad.append(prev_seq + 1)
+        else:
+            if head is None and n:
+                problems.append(f"head record {head_path(self.path)} missing: the end of the "
+                                f"chain cannot be checked (rows after row {prev_seq} may have "
+                                "been deleted, or the head file was)")
+                bad.append(prev_seq + 1)
+        if head is not None:
+            hrows, hhash = head
+            if hrows > prev_seq:
+                first = prev_seq + 1
+                problems.append(f"row{'s' if hrows > first else ''} {first}"
+                                + (f"–{hrows}" if hrows > first else "")
+                                + f" missing after row {prev_seq} (deleted from the end; the "
+                                  f"head record says {hrows} rows)")
+                bad.append(first)
+            elif hrows and by_seq.get(hrows) != hhash:
+                problems.append(f"row {hrows}: hash does not match the head record (the end "
+                                "of the chain was rewritten)")
+                bad.append(hrows)
         return VerifyReport(ok=not problems, rows=n, problems=tuple(problems),
                             bad_seqs=tuple(dict.fromkeys(bad)))
 
@@ -361,4 +449,4 @@ def _user() -> str:
 
 
 __all__ = ["ENV_STATE_DIR", "Entry", "GENESIS", "Journal", "JournalError", "VerifyReport",
-           "journal_path", "parse_time", "row_hash", "scrub", "state_dir"]
+           "head_path", "journal_path", "parse_time", "read_head", "row_hash", "scrub", "state_dir"]

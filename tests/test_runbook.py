@@ -290,3 +290,40 @@ def test_since_filter(journal: Journal) -> None:
     journal.append(run_id="r", runbook="x", kind="start", at=old)
     journal.append(run_id="r", runbook="x", kind="end")
     assert [e.kind for e in journal.entries(since=old + timedelta(days=1))] == ["end"]
+
+
+# -- the head anchor (rows cut from the end) ----------------------------------------------------
+def test_verify_names_rows_deleted_from_the_end(journal: Journal) -> None:
+    for i in range(5):
+        journal.append(run_id="r1", runbook="hold", kind="begin", step=f"s{i}")
+    assert journal.verify().ok
+    _tamper(journal.path, "DELETE FROM entries WHERE seq >= 3;")
+    rep = journal.verify()
+    assert not rep.ok and rep.rows == 2 and rep.bad_seqs == (3,)
+    assert "rows 3–5 missing after row 2" in rep.problems[0]
+
+
+def test_verify_names_one_row_deleted_from_the_end_and_a_rewritten_end(journal: Journal) -> None:
+    _three(journal)
+    _tamper(journal.path, "DELETE FROM entries WHERE seq = 3;")
+    rep = journal.verify()
+    assert not rep.ok and "row 3 missing after row 2" in rep.problems[0]
+
+
+def test_verify_reports_a_missing_head_file(journal: Journal) -> None:
+    from seat_console.actions.journal import head_path, read_head
+
+    _three(journal)
+    assert read_head(journal.path) == (3, journal.entries()[-1].hash)
+    head_path(journal.path).unlink()
+    rep = journal.verify()
+    assert not rep.ok and "head record" in rep.problems[0] and "missing" in rep.problems[0]
+
+
+def test_head_only_moves_forward(journal: Journal) -> None:
+    from seat_console.actions.journal import _write_head, read_head
+
+    _three(journal)
+    _write_head(journal.path, 1, journal.entries()[0].hash)  # a late writer
+    assert read_head(journal.path)[0] == 3
+    assert journal.verify().ok
