@@ -1155,6 +1155,7 @@ class SeatConsoleApp(App[int]):
             return
         spec_panel = type(st.panel)
         panel = spec_panel(loaded=self.loaded, id=f"detail-{st.key}")
+        panel.detail = True
         screen = DetailScreen(st.key, panel)
         self.push_screen(screen)
         self.call_after_refresh(lambda: panel.show(st.reading, st.last_good, st.last_good_at,

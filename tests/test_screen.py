@@ -380,3 +380,89 @@ async def test_exited_container_says_exited_not_started() -> None:
 @pytest.mark.parametrize("panel_cls", [SourcePanel])
 def test_panels_are_focusable(panel_cls) -> None:
     assert panel_cls.can_focus
+
+
+# -- fresh-eyes defects (LEAD 10:30) -----------------------------------------------------------
+def plain(renderable, width: int = 150) -> str:
+    """A Rich renderable as plain text (the widget's content, scrolled into view or not)."""
+    from rich.console import Console
+
+    con = Console(width=width, record=True, file=open("/dev/null", "w"), color_system=None)
+    con.print(renderable)
+    return con.export_text()
+
+
+def _rates_row(app: SeatConsoleApp) -> str:
+    body = app.states["engine"].panel.query_one("#engine-body").content
+    return next(x for x in plain(body).splitlines() if "req/s" in x and "output tok/s" in x)
+
+
+async def test_full_view_engine_rates_fall_to_zero_when_idle_not_n_a() -> None:
+    app, srcs = F.seat_app()
+    async with app.run_test(size=(160, 50)) as pilot:
+        await all_read(pilot, app)
+        assert not app.states["engine"].panel.compact
+        m = F.engine().metrics
+        srcs["engine"].reading = F.engine().model_copy(update={
+            "read_at": T0 + timedelta(seconds=1),
+            "metrics": m.model_copy(update={"requests_finished": (m.requests_finished or 0) + 3,
+                                            "generation_tokens": (m.generation_tokens or 0)
+                                            + 1234})})
+        await refresh_all(pilot, app)
+        assert re.search(r"req/s +3\.0 .*output tok/s +1234\.0", _rates_row(app))
+        srcs["engine"].reading = srcs["engine"].reading.model_copy(update={
+            "read_at": T0 + timedelta(seconds=2)})          # idle: an equal scrape
+        await refresh_all(pilot, app)
+        row = _rates_row(app)
+        assert re.search(r"req/s +0\.0 .*output tok/s +0\.0", row), row   # not stale 3.0
+
+
+async def test_full_view_idle_engine_two_scrapes_is_zero_not_n_a() -> None:
+    app, srcs = F.seat_app()
+    async with app.run_test(size=(160, 50)) as pilot:
+        await all_read(pilot, app)
+        assert "n/a" in _rates_row(app)                     # one scrape: unknown
+        srcs["engine"].reading = F.engine().model_copy(update={
+            "read_at": T0 + timedelta(seconds=2)})
+        await refresh_all(pilot, app)
+        row = _rates_row(app)
+        assert re.search(r"req/s +0\.0 .*output tok/s +0\.0", row), row
+
+
+def _with_expired(n: int = 50, active: bool = True):
+    """The seat's silences plus ``n`` expired ones (Alertmanager keeps them for days)."""
+    from seat_console.sources.silences import Silence
+
+    r = F.silences(active)
+    old = tuple(Silence(id=f"e{i:015d}", state="expired", matchers=r.seat_matchers,
+                        starts_at=T0 - timedelta(hours=30 + i), ends_at=T0 - timedelta(hours=29 + i),
+                        created_by="seat-console", comment=f"old hold {i}") for i in range(n))
+    return r.model_copy(update={"silences": r.silences + old, "total": 3 + n})
+
+
+async def test_expired_silences_are_counted_not_listed_except_on_the_detail_view() -> None:
+    app, srcs = F.seat_app()
+    srcs["silences"].reading = _with_expired()
+    async with app.run_test(size=(160, 50)) as pilot:
+        await all_read(pilot, app)
+        panel = app.states["silences"].panel
+        body = plain(panel.query_one("#silences-body").content)
+        assert "50 expired (Enter for details)" in body
+        assert "5d2c9a1e" in body and "old hold" not in body
+        assert panel.size.height < 12                      # Fit/Engine stay above the fold
+        assert app.states["fit"].panel.region.y < 50
+        panel.focus()
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: isinstance(app.screen, DetailScreen), "detail view")
+        await pilot.pause(0.05)
+        detail = plain(app.screen.panel.query_one("#silences-body").content)
+        assert detail.count("old hold") == 50 and "expired (Enter" not in detail
+
+
+def test_status_text_counts_expired_silences_in_one_line() -> None:
+    from seat_console.commands.status_cmd import render_silences
+
+    out = render_silences(_with_expired(), T0)
+    assert "50 expired silences not shown (--json lists all)" in out
+    assert "old hold" not in out and "5d2c9a1e" in out
+    assert len(out.splitlines()) <= 8

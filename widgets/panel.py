@@ -233,6 +233,9 @@ class SourcePanel(Widget):
         self.render_error: str | None = None
         self.now: datetime | None = None
         self.compact: bool = False
+        self.detail: bool = False
+        """Set by the app on the copy shown in a :class:`DetailScreen` (everything, e.g. the
+        expired silences the main screen only counts)."""
         self.fresh_s: float = 2.0
         """Seconds a reading counts as current ("just now"); the app sets 2 × interval."""
         self.draws: int = 0

@@ -236,6 +236,9 @@ class SilencesPanel(_ServicePanel):
         if not shown:
             t.append("no silence on the seat", style="bold")
             t.append(f" · {reading.total} in Alertmanager", style="dim")
+            n_expired = len(reading.silences) - len(shown)
+            if n_expired:
+                t.append(f" · {n_expired} expired (Enter)", style="dim")
         for i, x in enumerate(shown):
             if i:
                 t.append("\n")
@@ -252,7 +255,9 @@ class SilencesPanel(_ServicePanel):
         return t
 
     def build(self, reading: BaseModel, now: datetime) -> Group:
-        """Header (Alertmanager, seat matchers, counts), then one row per silence."""
+        """Header (Alertmanager, seat matchers, counts), then one row per active or pending
+        silence and a count of the expired ones; the detail view (``self.detail``) lists
+        every silence."""
         from seat_console.sources.silences import SilencesReading
 
         if not isinstance(reading, SilencesReading):
@@ -265,12 +270,14 @@ class SilencesPanel(_ServicePanel):
         n_active = len(reading.active)
         head.append(f"\n{n_active} active", style="bold green" if n_active else "bold")
         head.append(f" · {len(reading.silences)} concern the seat · {reading.total} in total")
-        parts: list[Text | Table] = [head]
-        if reading.silences:
+        parts: list[Text | Table | Group] = [head]
+        rows = [s for s in reading.silences if self.detail or s.state != "expired"]
+        n_expired = sum(s.state == "expired" for s in reading.silences)
+        if rows:
             table = Table(box=None, pad_edge=False, expand=True, show_edge=False)
             for col in ("id", "state", "time", "matchers", "by"):
                 table.add_column(col, overflow="fold")
-            for s in reading.silences:
+            for s in rows:
                 if s.state == "active":
                     when, style = f"ends in {fmt_duration(s.ends_in_s(now))}", "green"
                 elif s.state == "pending":
@@ -282,6 +289,8 @@ class SilencesPanel(_ServicePanel):
                               + (" (= seat)" if s.exact else ""),
                               f"{s.created_by}: {s.comment}")
             parts.append(table)
+        if n_expired and not self.detail:   # Alertmanager keeps expired ones for days
+            parts.append(Text(f"{n_expired} expired (Enter for details)", style="italic"))
         return Group(*parts)
 
 
@@ -478,12 +487,12 @@ class EnginePanel(_ServicePanel):
 
     def note_unchanged(self, reading: BaseModel) -> None:
         """An equal scrape: no traffic since the last one; the rates fall to 0 (redrawn only
-        if their text changes)."""
+        if their text changes), in the compact and in the full view alike."""
         if isinstance(reading, Unavailable) or self.unavailable is not None:
             return
         before = _rates_key(self.history.rates())
         self._add(reading)
-        if self.compact and _rates_key(self.history.rates()) != before:
+        if _rates_key(self.history.rates()) != before:
             self._render_guarded(reading)
 
     def build_compact(self, reading: BaseModel, now: datetime) -> Text | None:

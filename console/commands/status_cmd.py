@@ -134,7 +134,8 @@ def render_timers(r: TimersReading | Unavailable, now: datetime) -> str:
 
 
 def render_silences(r: SilencesReading | Unavailable, now: datetime) -> str:
-    """Silences section: the seat's matchers and each silence with state and time left."""
+    """Silences section: the seat's matchers and each active or pending silence with state and
+    time left; expired ones (Alertmanager keeps them for days) only as a count."""
     if isinstance(r, Unavailable):
         return "Silences (Alertmanager)\n" + _unavail(r)
     out = (f"Silences (Alertmanager {r.version or 'n/a'} at {r.url}"
@@ -142,7 +143,10 @@ def render_silences(r: SilencesReading | Unavailable, now: datetime) -> str:
     out += f"  seat matchers: {', '.join(str(m) for m in r.seat_matchers)}\n"
     out += (f"  {len(r.active)} active for the seat; {len(r.silences)} concern the seat; "
             f"{r.total} in Alertmanager\n")
+    expired = [s for s in r.silences if s.state == "expired"]
     for s in r.silences:
+        if s.state == "expired":    # Alertmanager keeps them for days: counted below, not listed
+            continue
         if s.state == "active":
             when = f"ends in {fmt_duration(s.ends_in_s(now))}"
         elif s.state == "pending":
@@ -154,6 +158,8 @@ def render_silences(r: SilencesReading | Unavailable, now: datetime) -> str:
             mine = f" [whether it concerns the seat is unknown: {s.match_unknown}]"
         out += f"  {s.id[:8]} {s.state:<8} {when}{mine}\n"
         out += f"      {', '.join(str(m) for m in s.matchers)} — by {s.created_by}: {s.comment}\n"
+    if expired:
+        out += f"  {len(expired)} expired silences not shown (--json lists all)\n"
     for reason in r.unreadable:
         out += f"  unreadable silence (not shown): {reason}\n"
     return out
