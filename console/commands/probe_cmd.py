@@ -9,7 +9,8 @@ Ctrl-C stops it cleanly: the run is kept as ``interrupted``.
 Exit codes of ``probe`` (README.md): ``0`` complete (every phase complete, accounting agrees,
 nothing disturbed it; headlines printed); ``1`` error (invalid profile, data dir unwritable);
 ``2`` usage; ``5`` refused at preflight (no active hold, no seat container running, engine
-down; nothing was sent); ``7`` the run was kept but is not complete (incomplete, disrupted or
+down; nothing was sent — ``--dry-run`` prints the plan with each refused check marked ``✗``
+first, then exits 5); ``7`` the run was kept but is not complete (incomplete, disrupted or
 failed: no headline); ``130`` interrupted (Ctrl-C), kept. ``runs`` exits 0, or 1 when the
 named run does not exist, 2 when RUN_ID is not a run id.
 """
@@ -25,6 +26,7 @@ from typing import Any
 
 from seat_console.probe.run import (
     Preflight,
+    PreflightCheck,
     Probe,
     ProbeRefused,
     Progress,
@@ -165,22 +167,59 @@ def render_summary(s: dict[str, Any], path: str | None = None) -> str:
     return "\n".join(out) + "\n"
 
 
-def render_preflight(pre: Preflight, loaded: LoadedProfile, phases: list[str] | None) -> str:
-    """The dry-run plan as text."""
+def _mark(ok: bool | None) -> str:
+    return {True: "✓", False: "✗"}.get(ok, "–")  # type: ignore[arg-type]
+
+
+def render_plan(loaded: LoadedProfile, phases: list[str] | None, *,
+                checks: list[PreflightCheck], endpoint: str | None,
+                container: dict[str, Any] | None, model: str | None, hold: str | None,
+                forced: str | None = None) -> str:
+    """The dry-run plan as text: the preflight checks (``✓`` passed, ``✗`` refuses the probe,
+    ``–`` not checked), the seat container, endpoint, hold, warm-up and every chosen phase with
+    its request count, concurrency and output tokens. Drawn whether or not preflight would
+    refuse (``docs/probe.md``)."""
     spec = loaded.profile.probe
     chosen = [p for p in spec.phases if not phases or p.name in phases]
-    c = pre.identity.get("container") or {}
-    lines = ["probe — plan (preflight read now; nothing sent):",
-             f"  seat: {c.get('name')} ({c.get('role')}), image ID {c.get('image_id')}",
-             (f"  endpoint {pre.endpoint}, model {pre.model}, api {spec.api}, "
-              f"{spec.output_tokens} output tokens per request (ignore_eos {spec.ignore_eos})"),
-             f"  hold: {pre.hold.detail}" + (f"; FORCED: {pre.forced!r}" if pre.forced else ""),
-             f"  warm-up: {spec.warmup_requests} request(s), excluded"]
+    c = container or {}
+    refused = any(ch.ok is False for ch in checks)
+    lines = ["probe — plan (preflight read now; nothing sent)"
+             + (": PREFLIGHT WOULD REFUSE (exit 5)" if refused else ":")]
+    lines.append("  preflight:")
+    for ch in checks:
+        lines.append(f"    {_mark(ch.ok)} {ch.name}: {ch.detail}")
+    seat = (f"{c.get('name')} ({c.get('role')}), image ID {c.get('image_id')}"
+            if c.get("name") else f"n/a ({c.get('problem') or 'not read'})")
+    lines += [f"  seat: {seat}",
+              (f"  endpoint {endpoint or spec.endpoint or loaded.profile.seat.endpoint}, model "
+               f"{model or spec.model or 'n/a (first of /v1/models)'}, api {spec.api}, "
+               f"{spec.output_tokens} output tokens per request (ignore_eos {spec.ignore_eos})"),
+              f"  hold: {hold or 'n/a'}" + (f"; FORCED: {forced!r}" if forced else ""),
+              f"  warm-up: {spec.warmup_requests} request(s), excluded"]
     for p in chosen:
-        lines.append(f"  phase {p.name}: {p.requests} requests, concurrency {p.concurrency}"
+        lines.append(f"  phase {p.name}: {p.requests} requests, concurrency {p.concurrency}, "
+                     f"{spec.output_tokens} output tokens each"
                      + (f", {p.request_rate:g} req/s" if p.request_rate else ", closed loop"))
     lines.append(f"  run kept under {runs_dir()}")
     return "\n".join(lines) + "\n"
+
+
+def render_preflight(pre: Preflight, loaded: LoadedProfile, phases: list[str] | None) -> str:
+    """The dry-run plan as text for a preflight that passed (:func:`render_plan`)."""
+    return render_plan(loaded, phases, checks=pre.checks, endpoint=pre.endpoint,
+                       container=pre.identity.get("container"), model=pre.model,
+                       hold=pre.hold.detail, forced=pre.forced)
+
+
+def _plan_json(loaded: LoadedProfile, phases: list[str] | None, *,
+               checks: list[PreflightCheck], **info: Any) -> dict[str, Any]:
+    spec = loaded.profile.probe
+    return {"dry_run": True,
+            "checks": [{"name": c.name, "ok": c.ok, "detail": c.detail} for c in checks],
+            "output_tokens": spec.output_tokens, "warmup_requests": spec.warmup_requests,
+            "api": spec.api,
+            "phases": [p.model_dump() for p in spec.phases if not phases or p.name in phases],
+            **info}
 
 
 # -- commands ------------------------------------------------------------------------------
@@ -205,6 +244,37 @@ def _progress_printer(json_mode: bool) -> Any:
     return cb
 
 
+def _dry_run(args: argparse.Namespace, loaded: LoadedProfile, forced: str | None) -> int:
+    """``probe --dry-run``: every preflight check, then the plan, always; exit 0 when the
+    probe would start, 5 when preflight would refuse (plan shown first), 1 on an error."""
+    try:
+        pre = preflight(loaded, force_reason=forced, collect=True)
+    except ProbeRefused as exc:
+        part = exc.partial
+        info = {"endpoint": part.get("endpoint"), "container": part.get("container"),
+                "model": part.get("model"), "hold": part.get("hold"), "forced": forced}
+        if args.json:
+            print(json.dumps({**_plan_json(loaded, args.phase, checks=exc.checks, **info),
+                              "refused": str(exc)}, indent=2, default=str))
+        else:
+            sys.stdout.write(render_plan(loaded, args.phase, checks=exc.checks, **info))
+        print(f"seat-console probe: {exc}", file=sys.stderr)
+        return EXIT_REFUSED
+    except Exception as exc:  # noqa: BLE001 - report, exit 1
+        print(f"seat-console probe: {type(exc).__name__}: {exc}", file=sys.stderr)
+        return EXIT_ERROR
+    if args.json:
+        print(json.dumps({**_plan_json(loaded, args.phase, checks=pre.checks,
+                                       endpoint=pre.endpoint, container=pre.identity.get(
+                                           "container"), model=pre.model, hold=pre.hold.detail,
+                                       forced=pre.forced),
+                          "refused": None, "identity": pre.identity,
+                          "kv_capacity": pre.kv.model_dump()}, indent=2, default=str))
+    else:
+        sys.stdout.write(render_preflight(pre, loaded, args.phase))
+    return EXIT_OK
+
+
 def run_probe_cmd(args: argparse.Namespace, loaded: LoadedProfile) -> int:
     """Run ``probe`` (see the module docstring for exit codes)."""
     if args.force and not (args.reason and args.reason.strip()):
@@ -220,27 +290,19 @@ def run_probe_cmd(args: argparse.Namespace, loaded: LoadedProfile) -> int:
         print(f"seat-console probe: --phase {', '.join(bad)}: not in probe.phases of "
               f"{loaded.source} ({', '.join(sorted(known))})", file=sys.stderr)
         return EXIT_USAGE
+    forced = args.reason if args.force else None
+    if args.dry_run:
+        return _dry_run(args, loaded, forced)
     try:
-        pre = preflight(loaded, force_reason=args.reason if args.force else None)
+        pre = preflight(loaded, force_reason=forced)
     except ProbeRefused as exc:
         if args.json:
-            print(json.dumps({"refused": str(exc), "dry_run": bool(args.dry_run)}, indent=2))
+            print(json.dumps({"refused": str(exc), "dry_run": False}, indent=2))
         print(f"seat-console probe: {exc}", file=sys.stderr)
         return EXIT_REFUSED
     except Exception as exc:  # noqa: BLE001 - report, exit 1
         print(f"seat-console probe: {type(exc).__name__}: {exc}", file=sys.stderr)
         return EXIT_ERROR
-    if args.dry_run:
-        if args.json:
-            print(json.dumps({"dry_run": True, "endpoint": pre.endpoint, "model": pre.model,
-                              "identity": pre.identity, "kv_capacity": pre.kv.model_dump(),
-                              "hold": pre.hold.detail, "forced": pre.forced,
-                              "phases": [p.model_dump() for p in loaded.profile.probe.phases
-                                         if not args.phase or p.name in args.phase]},
-                             indent=2, default=str))
-        else:
-            sys.stdout.write(render_preflight(pre, loaded, args.phase))
-        return EXIT_OK
     try:
         writer = RunWriter()
     except StoreError as exc:
@@ -322,4 +384,4 @@ def run_runs_cmd(args: argparse.Namespace, _loaded: LoadedProfile) -> int:
     return EXIT_OK
 
 
-__all__ = ["register", "render_phase", "render_summary", "run_probe_cmd", "run_runs_cmd"]
+__all__ = ["register", "render_phase", "render_plan", "render_preflight", "render_summary", "run_probe_cmd", "run_runs_cmd"]

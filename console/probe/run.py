@@ -64,8 +64,29 @@ SETTLE_S = 3.0
 responses (vLLM updates them as it finishes a request, which can trail the stream's end)."""
 
 
+@dataclass(frozen=True)
+class PreflightCheck:
+    """One preflight check as the dry run shows it: ``name`` (``hold``, ``seat container``,
+    ``engine``, ``model``), ``ok`` (``True`` passed, ``False`` refuses the probe, ``None`` not
+    checked because an earlier check it needs failed), ``detail`` (one sentence)."""
+
+    name: str
+    ok: bool | None
+    detail: str
+
+
 class ProbeRefused(Exception):
-    """Preflight refused to start the probe; the message says why and how to proceed."""
+    """Preflight refused to start the probe; the message says why and how to proceed.
+
+    ``checks``: the :class:`PreflightCheck` list gathered so far (every check when
+    :func:`preflight` ran with ``collect=True``); ``partial``: what was learnt before the
+    refusal (``endpoint``, ``container``, ``model``, ``hold``), for the dry run's plan."""
+
+    def __init__(self, message: str, checks: list[PreflightCheck] | None = None,
+                 partial: dict[str, Any] | None = None) -> None:
+        super().__init__(message)
+        self.checks: list[PreflightCheck] = list(checks or [])
+        self.partial: dict[str, Any] = dict(partial or {})
 
 
 @dataclass(frozen=True)
@@ -153,7 +174,8 @@ def journal_probe(loaded: LoadedProfile, run_id: str, step: str, outcome: str,
 class Preflight:
     """What preflight found: ``endpoint`` (probe URL), ``model`` (served model name),
     ``identity`` (the summary's identity block), ``kv`` (:class:`KvCapacity`), ``hold``,
-    ``seat_containers`` (names whose foreign changes disrupt the run), ``problems``."""
+    ``seat_containers`` (names whose foreign changes disrupt the run), ``problems``, ``checks``
+    (the :class:`PreflightCheck` list, all passed)."""
 
     endpoint: str
     model: str
@@ -163,6 +185,7 @@ class Preflight:
     seat_containers: set[str]
     forced: str | None = None
     problems: list[str] = field(default_factory=list)
+    checks: list[PreflightCheck] = field(default_factory=list)
 
 
 def _sha256_file(p: Path) -> str | None:
@@ -250,39 +273,75 @@ def _backport(loaded: LoadedProfile) -> list[dict[str, Any]]:
 
 
 def preflight(loaded: LoadedProfile, *, force_reason: str | None = None,
-              hold: HoldInfo | None = None, timeout_s: float = 10.0) -> Preflight:
+              hold: HoldInfo | None = None, timeout_s: float = 10.0,
+              collect: bool = False) -> Preflight:
     """Check that a probe may start and gather its identity (blocking I/O; a worker thread).
 
     Raises :class:`ProbeRefused` when there is no active hold (or it cannot be told) and no
     ``force_reason``; when no seat container runs; when the engine does not answer or lists no
-    model. ``hold``: pre-computed :func:`hold_info` (tests).
+    model. ``hold``: pre-computed :func:`hold_info` (tests). ``collect`` (the dry run): do not
+    stop at the first refusal — run every check that can still run, then raise one
+    :class:`ProbeRefused` (the first refusal's message) carrying all the checks and what was
+    learnt (``exc.checks``, ``exc.partial``). The returned :class:`Preflight`'s ``problems``
+    is empty; its ``checks`` lists every check (all passed).
     """
     from seat_console.sources.engine import EngineClient, EngineReading
     from seat_console.sources.startup_log import parse_startup_log
 
     spec = loaded.profile.probe
     h = hold if hold is not None else hold_info()
+    checks: list[PreflightCheck] = []
+    fails: list[str] = []
+    partial: dict[str, Any] = {"hold": h.detail}
+
+    def refuse(name: str, message: str) -> None:
+        checks.append(PreflightCheck(name, False, message))
+        if not collect:
+            raise ProbeRefused(message, checks, partial)
+        fails.append(message)
+
     if h.active is not True and not force_reason:
-        raise ProbeRefused(f"refusing to probe: {h.detail}. Place a hold first "
-                           "(`seat-console hold`), or pass --force --reason '…' (journaled)")
+        refuse("hold", f"refusing to probe: {h.detail}. Place a hold first "
+                       "(`seat-console hold`), or pass --force --reason '…' (journaled)")
+    else:
+        checks.append(PreflightCheck("hold", True, h.detail if h.active is True else
+                                     f"{h.detail}; FORCED: {force_reason!r} (journaled)"))
     endpoint = str(spec.endpoint or loaded.profile.seat.endpoint).rstrip("/")
+    partial["endpoint"] = endpoint
     ident_c, names, log = _seat_container(loaded)
+    partial["container"] = ident_c
     if "problem" in ident_c:
-        raise ProbeRefused(f"refusing to probe: {ident_c['problem']}")
+        refuse("seat container", f"refusing to probe: {ident_c['problem']}")
+    else:
+        checks.append(PreflightCheck("seat container", True,
+                                     f"{ident_c.get('name')} ({ident_c.get('role')}) running"))
     ec = EngineClient(endpoint, timeout_s=timeout_s)
     try:
         er = ec.read()
     finally:
         ec.close()
     if not isinstance(er, EngineReading):
-        raise ProbeRefused(f"refusing to probe: {er}")
+        refuse("engine", f"refusing to probe: {er}")
+        checks.append(PreflightCheck("model", None, "not checked: the engine did not answer"))
+        raise ProbeRefused(fails[0], checks, partial)
     if not er.healthy:
-        raise ProbeRefused(f"refusing to probe: engine at {endpoint} is not healthy "
-                           f"({'; '.join(er.problems) or er.health_status})")
+        refuse("engine", f"refusing to probe: engine at {endpoint} is not healthy "
+                         f"({'; '.join(er.problems) or er.health_status})")
+    else:
+        checks.append(PreflightCheck("engine", True, f"{endpoint} healthy"
+                                     + (f", vLLM {er.version}" if er.version else "")))
     model = spec.model or (er.models[0].id if er.models else None)
+    partial["model"] = model
     if not model:
-        raise ProbeRefused(f"refusing to probe: {endpoint}/v1/models lists no model; set "
-                           "probe.model")
+        refuse("model", f"refusing to probe: {endpoint}/v1/models lists no model; set "
+                        "probe.model")
+    else:
+        checks.append(PreflightCheck("model", True, f"{model}"
+                                     + (" (probe.model)" if spec.model else
+                                        " (first of /v1/models)")))
+    if fails:
+        raise ProbeRefused(fails[0], checks, partial)
+    assert model is not None  # every refusal above raised
     max_len = next((m.max_model_len for m in (er.models or ()) if m.id == model), None)
     startup = parse_startup_log(log, loaded.profile.seat.block_size) if log else None
     kv = kv_capacity(er.metrics.cache_config if er.metrics else None, startup, max_len)
@@ -297,7 +356,8 @@ def preflight(loaded: LoadedProfile, *, force_reason: str | None = None,
         "client_host": platform.node(),
     }
     return Preflight(endpoint=endpoint, model=model, identity=identity, kv=kv, hold=h,
-                     seat_containers=names, forced=force_reason if h.active is not True else None)
+                     seat_containers=names, forced=force_reason if h.active is not True else None,
+                     checks=checks)
 
 
 # -- live progress -------------------------------------------------------------------------
@@ -774,6 +834,7 @@ __all__ = [
     "PhaseProgress",
     "Preflight",
     "Probe",
+    "PreflightCheck",
     "ProbeRefused",
     "Progress",
     "default_monitor_factory",
