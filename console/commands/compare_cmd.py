@@ -4,7 +4,7 @@ Runs the bracketed comparison (``seat_console.actions.compare``): A (resident) /
 legs in the bracket's order, each on a freshly started container, one hold throughout, the
 resident restored at the end; then prints the evidence report of the comparison
 (``seat-console report <bracket id>`` prints it again). ``--dry-run`` prints the bracket's
-legs, their pairing and the runbook plan, and changes nothing. The compare stops the seat's
+legs, their pairing and the runbook plan once (:func:`render_dry_run`), and changes nothing. The compare stops the seat's
 resident, so it asks the engineer to type the seat's name unless ``--yes``.
 
 Exit codes: as the other action commands (README.md): 0 done; 1 failed and undone; 2 usage
@@ -56,11 +56,21 @@ def _plan_json(legs: Any, pairs_: Any, plan: Any) -> dict[str, Any]:
             "pairs": [[a.name, b.name] for a, b in pairs_], "plan": plan.to_json()}
 
 
+def render_dry_run(title: str, legs: Any, pairs_: Any, plan: Any) -> str:
+    """The dry-run text, printed once: one header naming every leg (round, pair) and the
+    pairs, then the runbook's plan (``✗`` marks a refused precondition; ``–`` no change)."""
+    head = [f"{title} — plan (read from the node now; nothing changed):",
+            f"  {len(legs)} legs: "
+            + ", ".join(f"{x.name} (round {x.round}, pair {x.pair})" for x in legs)
+            + "; pairs " + ", ".join(f"{a.name}-{b.name}" for a, b in pairs_)]
+    return "\n".join([*head, *(f"  {line}" for line in plan.text_lines())]) + "\n"
+
+
 def run(args: argparse.Namespace, loaded: LoadedProfile) -> int:
     """``compare``: exit codes in the module docstring."""
     from seat_console.actions.hold import parse_ttl
     from seat_console.actions.journal import JournalError
-    from seat_console.evidence.bracket import BracketError, pairs, plan_bracket, plan_lines
+    from seat_console.evidence.bracket import BracketError, pairs, plan_bracket
 
     prog = "seat-console compare"
     try:
@@ -94,18 +104,12 @@ def run(args: argparse.Namespace, loaded: LoadedProfile) -> int:
         rb, cmp_dir = cmp_mod.build_compare(nctx, journal, options=opts,
                                             observer=ac.observer(args.json))
         plan = rb.plan()
-        resident = loaded.profile.resident.container
-        candidate = loaded.profile.swap.container
         title = f"compare {args.bracket} x{args.rounds} on the seat {loaded.profile.node.name}"
         if args.dry_run:
             if args.json:
                 print(json.dumps(_plan_json(legs, pairs(legs), plan), indent=2, default=str))
             else:
-                print(f"{title}: {len(legs)} legs, pairs "
-                      + ", ".join(f"{a.name}-{b.name}" for a, b in pairs(legs)))
-                for line in plan_lines(legs, resident, candidate):
-                    print(f"  {line}")
-                ac.print_plan(plan, title, False)
+                sys.stdout.write(render_dry_run(title, legs, pairs(legs), plan))
             return ac.EXIT_OK if plan.ok else ac.EXIT_REFUSED
         if not plan.ok:
             err = next(p.error for p in plan.lines if p.error)
