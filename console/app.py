@@ -87,6 +87,7 @@ from seat_console.sources import BrokenSource, Source, Unavailable, utcnow
 from seat_console.actions.runbook import in_flight, stop_in_flight
 from seat_console.widgets.fit import FitPanel
 from seat_console.widgets.gpu import GpuPanel
+from seat_console.widgets.footer import SeatFooter
 from seat_console.widgets.panel import STALE_FACTOR, STALE_MIN_S, SourcePanel
 from seat_console.widgets.services import ContainersPanel, EnginePanel, SilencesPanel, TimersPanel
 from seat_console.widgets.seat import SeatPanel
@@ -673,12 +674,12 @@ class SeatConsoleApp(App[int]):
                 priority=True),
         Binding("escape", "leave_field", "leave field", key_display="Esc", id="leave-field"),
         Binding("P", "probe", "probe", id="node.probe"),
-        Binding("B", "build_backport", "build backport", show=False, id="node.build-backport"),
-        Binding("S", "swap", "swap seat", show=False, id="node.swap"),
-        Binding("R", "restore", "restore seat", show=False, id="node.restore"),
+        Binding("B", "build_backport", "build backport", id="node.build-backport"),
+        Binding("S", "swap", "swap seat", id="node.swap"),
+        Binding("R", "restore", "restore seat", id="node.restore"),
         Binding("e", "evidence", "evidence", id="evidence"),
-        Binding("H", "hold", "hold", show=False, id="node.hold"),
-        Binding("U", "release", "release hold", show=False, id="node.release"),
+        Binding("H", "hold", "hold", id="node.hold"),
+        Binding("U", "release", "release hold", id="node.release"),
     ]
     """Keys of the main screen. To add one: a ``Binding(key, action, description, id=...)``
     here and an ``action_<action>`` method; an id starting with :data:`NODE_ACTION_PREFIX`
@@ -802,7 +803,7 @@ class SeatConsoleApp(App[int]):
                     row = []
             if row:
                 yield Horizontal(*row, classes="panel-row")
-        yield Footer(compact=True)   # compact: every key fits on one line at 100 columns
+        yield SeatFooter(compact=True)   # below 150 columns: the rare node keys on ? only
 
     def on_mount(self) -> None:
         """Draw the header, start the sources that are built (the GPU one first), and after
@@ -1230,14 +1231,18 @@ class SeatConsoleApp(App[int]):
 
     def help_keys(self) -> list[tuple[str, str]]:
         """``(keys, description)`` per action offered now (node actions hidden if read-only);
-        keys of one action are joined with " / "."""
+        keys of one action are joined with " / ", and so are the actions of one key (p: pause /
+        resume)."""
         rows: dict[str, tuple[list[str], str]] = {}
         for b in filter_action_bindings(self.BINDINGS, self.readonly):
             if isinstance(b, Binding):
                 key = b.key_display or self.get_key_display(b)
                 keys, _ = rows.setdefault(b.action, ([], b.description or b.action))
                 keys.append(key)
-        return [(" / ".join(keys), what) for keys, what in rows.values()]
+        merged: dict[str, list[str]] = {}   # one key, two actions (p pause / resume): one row
+        for keys, what in rows.values():
+            merged.setdefault(" / ".join(keys), []).append(what)
+        return [(keys, " / ".join(whats)) for keys, whats in merged.items()]
 
     def set_refresh_interval(self, seconds: float) -> None:
         """Change the refresh interval (s > 0); polls already scheduled are re-timed."""

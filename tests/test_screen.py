@@ -466,3 +466,29 @@ def test_status_text_counts_expired_silences_in_one_line() -> None:
     assert "50 expired silences not shown (--json lists all)" in out
     assert "old hold" not in out and "5d2c9a1e" in out
     assert len(out.splitlines()) <= 8
+
+
+@pytest.mark.parametrize("readonly", [False, True])
+async def test_footer_shows_node_keys_at_160_and_stays_readable_at_80(readonly) -> None:
+    app, _ = F.seat_app()
+    app.readonly = readonly
+    async with app.run_test(size=(160, 50)) as pilot:
+        await all_read(pilot, app)
+        footer = text_of(app).splitlines()[-1]
+        for key in ("H hold", "U release hold", "B build backport", "S swap seat",
+                    "R restore seat", "P probe"):
+            assert (key in footer) is (not readonly), (key, footer)
+        assert "? help" in footer
+        await pilot.resize_terminal(80, 24)
+        await wait_for(pilot, lambda: "H hold" not in text_of(app).splitlines()[-1], "narrow")
+        footer = text_of(app).splitlines()[-1]
+        assert "q quit" in footer and "r refresh" in footer and "^p palette" in footer
+        assert ("? more keys" in footer) is (not readonly)
+        assert len(footer.rstrip()) <= 80
+
+
+def test_help_lists_p_once_for_pause_and_resume() -> None:
+    app, _ = F.seat_app()
+    rows = app.help_keys()
+    assert [k for k, _ in rows].count("p") == 1
+    assert ("p", "pause / resume") in rows
