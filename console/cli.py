@@ -5,6 +5,8 @@ Exit codes (documented in README.md):
 * ``0`` — ok;
 * ``1`` — error (a source or action failed, invalid profile);
 * ``2`` — usage error (bad arguments; argparse's convention);
+* ``2`` also: ``--readonly`` with a command that changes the node (:data:`NODE_CHANGING`)
+  without ``--dry-run`` — refused before anything runs, nothing journaled;
 * ``3`` — unavailable: no GPU / NVML unavailable (``gpus``), or a required source is down;
 * a closed output pipe (``seat-console gpus | head -1``) is not an error of its own: the rest
   of the output is dropped and the command ends with its own code, without a traceback
@@ -53,6 +55,33 @@ COMMAND_MODULES = [
     "seat_console.commands.journal_cmd",
     "seat_console.commands.probe_cmd",
 ]
+
+# Subcommands that change the node, each with a test of its arguments (``True``: this run
+# would change the node). ``--readonly`` refuses them at once (:func:`readonly_refusal`);
+# ``--dry-run`` (and read-only modes such as ``hold --status``) still run.
+NODE_CHANGING = {
+    "hold": lambda a: not getattr(a, "status", False),
+    "release": lambda a: True,
+    "recover": lambda a: bool(getattr(a, "undo", False) or getattr(a, "complete", False)),
+    "build-backport": lambda a: True,
+    "swap": lambda a: True,
+    "restore": lambda a: True,
+    "probe": lambda a: True,
+    "compare": lambda a: True,
+}
+
+
+def readonly_refusal(args: argparse.Namespace) -> str | None:
+    """The refusal message when ``--readonly`` is given with a node-changing subcommand (not
+    ``--dry-run``), else ``None``. The one place that enforces ``--readonly`` for the CLI:
+    checked before the profile is loaded or the journal opened, so nothing is journaled."""
+    cmd = getattr(args, "command", None)
+    if not getattr(args, "readonly", False) or cmd not in NODE_CHANGING:
+        return None
+    if getattr(args, "dry_run", False) or not NODE_CHANGING[cmd](args):
+        return None
+    return (f"seat-console {cmd}: --readonly forbids commands that change the node; nothing "
+            f"was done or journaled (drop --readonly, or add --dry-run to see the plan)")
 
 
 _MARKUP = [
@@ -205,6 +234,14 @@ def _main(argv: Sequence[str] | None) -> int:
         parser = parser or build_parser()
         parser.error(f"--interval {args.interval:g}: give seconds between "
                      f"{REFRESH_INTERVAL_MIN_S:g} and {REFRESH_INTERVAL_MAX_S:g}")
+    refusal = readonly_refusal(args)
+    if refusal is not None:
+        if getattr(args, "json", False):
+            import json
+
+            print(json.dumps({"ok": False, "error": refusal, "exit": EXIT_USAGE}))
+        print(refusal, file=sys.stderr)
+        return EXIT_USAGE
     func = getattr(args, "func", None)
     if func is not None and getattr(args, "needs_profile", True) is False:
         return func(args, None)

@@ -213,3 +213,36 @@ def test_a_new_hold_is_refused_while_a_crashed_one_is_unfinished(tmp_path: Path)
     assert "unfinished hold run hold-crashed" in plan.lines[0].error
     assert "seat-console recover" in plan.lines[0].error
     j.close()
+
+
+# -- global --readonly refuses node-changing commands (one check in console/cli.py) ------------
+@pytest.mark.parametrize("argv", [
+    ["hold", "--ttl", "5m"], ["hold", "--ttl", "5m", "--yes"], ["release", "--yes"],
+    ["recover", "--undo", "--yes"], ["build-backport"], ["swap", "--yes"], ["restore", "--yes"],
+    ["probe"], ["compare", "--yes"], ["hold", "--extend", "10m", "--yes", "--json"]])
+def test_readonly_refuses_node_changing_commands_and_journals_nothing(
+        argv: list[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    from seat_console.cli import main
+
+    monkeypatch.setenv("SEAT_CONSOLE_STATE_DIR", str(tmp_path / "state"))
+    monkeypatch.setenv("SEAT_CONSOLE_PROFILE", str(tmp_path / "no-such-profile.toml"))
+    assert main(["--readonly", *argv]) == 2
+    err = capsys.readouterr().err
+    assert "--readonly forbids" in err and "nothing was done or journaled" in err
+    assert not (tmp_path / "state").exists()
+
+
+def test_readonly_lets_read_only_modes_through() -> None:
+    import argparse
+
+    from seat_console.cli import readonly_refusal
+
+    ns = argparse.Namespace
+    assert readonly_refusal(ns(readonly=True, command="hold", status=True, dry_run=False)) is None
+    assert readonly_refusal(ns(readonly=True, command="swap", dry_run=True)) is None
+    assert readonly_refusal(ns(readonly=True, command="recover", undo=False, complete=False,
+                               dry_run=False)) is None
+    assert readonly_refusal(ns(readonly=True, command="journal", dry_run=False)) is None
+    assert readonly_refusal(ns(readonly=False, command="swap", dry_run=False)) is None
+    assert readonly_refusal(ns(readonly=True, command="swap", dry_run=False)) is not None
