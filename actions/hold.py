@@ -787,6 +787,28 @@ def interference(h: HoldState, timers: TimersReading | None,
     return out
 
 
+OWN_CHANGE_GRACE_S = 30.0
+"""After a release / extend of a hold ends, readings taken while it ran may still arrive for this
+long (seconds); its changes are not interference."""
+
+
+def own_change(journal: Journal, h: HoldState, now: datetime | None = None) -> str | None:
+    """The run ID of a ``release`` or ``extend`` of hold ``h`` that is in flight (a ``start``
+    row, no ``end`` row) or ended less than :data:`OWN_CHANGE_GRACE_S` ago, else ``None``.
+    Timers it restarts or a silence it moves are the console's own change, not interference."""
+    now = now or utcnow()
+    for run_id, rows in journal.runs().items():
+        if rows[0].runbook not in ("release", "extend"):
+            continue
+        hid = rows[0].inputs.get("hold_id") or (rows[0].facts.get("hold") or {}).get("hold_id")
+        if hid != h.hold_id:
+            continue
+        end = next((r for r in rows if r.kind == "end"), None)
+        if end is None or (now - end.at).total_seconds() < OWN_CHANGE_GRACE_S:
+            return run_id
+    return None
+
+
 def note_interference(journal: Journal, h: HoldState, message: str) -> Entry:
     """Journal one interference notice against hold ``h`` (kind ``interference``)."""
     return journal.append(run_id=h.run_id, runbook="hold", kind="interference",
@@ -795,4 +817,4 @@ def note_interference(journal: Journal, h: HoldState, message: str) -> Entry:
 
 __all__ = ["HoldState", "TTL_MAX_S", "TTL_MIN_S", "active_hold", "build_extend", "build_hold",
            "build_release", "catchup_warning", "current_hold", "fmt_ttl", "holds",
-           "interference", "iso", "new_hold_id", "note_interference", "parse_ttl", "zulu"]
+           "interference", "iso", "new_hold_id", "note_interference", "own_change", "parse_ttl", "zulu"]

@@ -246,3 +246,36 @@ def test_readonly_lets_read_only_modes_through() -> None:
     assert readonly_refusal(ns(readonly=True, command="journal", dry_run=False)) is None
     assert readonly_refusal(ns(readonly=False, command="swap", dry_run=False)) is None
     assert readonly_refusal(ns(readonly=True, command="swap", dry_run=False)) is not None
+
+
+# -- interference: the console's own release is not interference; --readonly never writes ------
+def _held(tmp_path: Path) -> tuple[Path, Journal, dict]:
+    path = tmp_path / "j.sqlite3"
+    j = Journal(path)
+    exp = (datetime.now(UTC) + timedelta(hours=1)).isoformat().replace("+00:00", "Z")
+    h = {"hold_id": "seat-hold-a", "lease": "seat-hold-a-lease", "stopped": ["a.timer"],
+         "silence_id": None, "expires_at": exp, "timers_before": {}}
+    _run(j, "hold", "hold-1", h, "done")
+    return path, j, h
+
+
+def test_a_release_in_flight_or_just_ended_is_not_interference(tmp_path: Path) -> None:
+    path, j, h = _held(tmp_path)
+    _run(j, "release", "release-1", h, None, inputs={"hold_id": "seat-hold-a"})  # in flight
+    src = ActionLogSource(_Readings(timers=_timers({"a.timer": True})), str(path))
+    r = src.read()
+    assert isinstance(r, ActionLogReading) and r.interference == ()
+    src.close()
+    assert j.entries(kind="interference") == []
+    j.close()
+
+
+def test_a_readonly_action_log_shows_interference_but_never_writes(tmp_path: Path) -> None:
+    path, j, _ = _held(tmp_path)
+    n = len(j.entries())
+    src = ActionLogSource(_Readings(timers=_timers({"a.timer": True})), str(path), readonly=True)
+    r = src.read()
+    assert isinstance(r, ActionLogReading) and len(r.interference) == 1
+    src.close()
+    assert len(j.entries()) == n and j.entries(kind="interference") == []
+    j.close()

@@ -5,7 +5,10 @@ Reads the journal (SQLite, a read in the poll worker — never on the UI thread)
 interference, the app's newest timers and silences readings (no extra node I/O): a timer the
 hold stopped that is active again before the lease elapsed, or the hold's silence expired by
 someone else (:func:`seat_console.actions.hold.interference`). Each new interference notice is
-journaled once (kind ``interference``) and shown in the panel.
+journaled once (kind ``interference``) and shown in the panel. A release or extend of the hold
+in flight or just ended (:func:`seat_console.actions.hold.own_change`) is the console's own
+change: no notice. A ``readonly`` source (the app sets it under ``--readonly``) shows notices
+but never writes the journal.
 """
 
 from __future__ import annotations
@@ -69,13 +72,16 @@ class ActionLogSource(Source):
     """Reads the journal (and the app's latest timers / silences readings) for the panel.
 
     ``readings``: the app's :class:`~seat_console.app.LatestReadings` (``None``: no
-    interference check); ``journal_path``: default the journal's usual place.
+    interference check); ``journal_path``: default the journal's usual place; ``readonly``:
+    never write the journal (notices are shown, not journaled).
     """
 
     name = "actions"
 
-    def __init__(self, readings: Any | None = None, journal_path: str | None = None) -> None:
+    def __init__(self, readings: Any | None = None, journal_path: str | None = None,
+                 readonly: bool = False) -> None:
         self.readings = readings
+        self.readonly = readonly
         self._path = journal_path
         self._journal: Any = None
         self._flagged: set[str] = set()
@@ -131,6 +137,8 @@ class ActionLogSource(Source):
 
         if self.readings is None or not h.is_active(now):
             return []
+        if hold_mod.own_change(j, h, now) is not None:
+            return []
         timers = self.readings.get("timers")
         sils = self.readings.get("silences")
         notes = hold_mod.interference(
@@ -138,7 +146,7 @@ class ActionLogSource(Source):
             sils.silences if isinstance(sils, SilencesReading) else None, now)
         journaled = {e.outcome for e in j.entries(run_id=h.run_id, kind="interference")}
         for n in notes:
-            if n not in journaled and n not in self._flagged:
+            if n not in journaled and n not in self._flagged and not self.readonly:
                 hold_mod.note_interference(j, h, n)
             self._flagged.add(n)
         return notes
