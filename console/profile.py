@@ -185,6 +185,12 @@ class SeatSpec(_Strict):
         default=ByteSize(0),
         description="explicit per-card reserve for activations / CUDA graphs in the fit budget",
     )
+    cpu_kvcache_space_bytes: Size | None = Field(
+        default=None,
+        description="device cpu only: the KV cache vLLM's CPU backend allocates "
+        "(VLLM_CPU_KVCACHE_SPACE × 2^30, e.g. '4 GiB'); unset: read VLLM_CPU_KVCACHE_SPACE from "
+        "the seat container's environment (or swap.env for the candidate)",
+    )
     endpoint: AnyHttpUrl = AnyHttpUrl("http://127.0.0.1:8000")
 
 

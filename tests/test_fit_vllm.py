@@ -89,6 +89,22 @@ def test_kv_tokens_and_concurrency_match_the_running_engine(lab: Lab) -> None:
     assert cap.max_concurrency == float(info["kv_cache_max_concurrency"])
     assert cap.num_blocks == int(info["num_gpu_blocks"])
     assert cap.block_size == int(info["block_size"])
+    # The whole `seat-console fit` path on the lab profile (seat.device cpu): its budget —
+    # KV space read from the running seat container's VLLM_CPU_KVCACHE_SPACE — gives the
+    # engine's own tokens, concurrency and log line, device word included ("CPU", not "GPU":
+    # before the CPU rule it printed "GPU KV cache size: 942,976 tokens … 1841.75x").
+    fit = subprocess.run(["seat-console", "--profile", str(lab.profile_path), "fit",
+                          "--json"], capture_output=True, text=True, timeout=120)
+    assert fit.returncode == 0, fit.stderr
+    resident = json.loads(fit.stdout)["resident"]
+    assert resident["kv_tokens"] == int(tokens.replace(",", ""))
+    assert f"{resident['max_concurrency']:.2f}" == conc
+    assert resident["capacity"]["num_blocks"] == int(info["num_gpu_blocks"])
+    text = subprocess.run(["seat-console", "--profile", str(lab.profile_path), "fit"],
+                          capture_output=True, text=True, timeout=120).stdout
+    line = next(x for x in text.splitlines() if "as vLLM logs it:" in x)
+    assert line.split("as vLLM logs it: ", 1)[1] in logs
+
     # And the per-token figure behind it, by hand from the tiny model's config.json.
     heads = config.get("num_key_value_heads") or config["num_attention_heads"]
     head = config.get("head_dim") or config["hidden_size"] // config["num_attention_heads"]

@@ -212,7 +212,8 @@ def render_side(title: str, b: FitBudget | None, why: str | None,
         parts.append(Text("the checkpoint's sizes cannot be trusted, so neither can this budget",
                           style="bold red"))
     for c in b.cards:
-        parts.append(Text(f"{c.label}: {gib(c.total_bytes)} GiB {c.total_source}, usable "
+        src = {"nvml": "NVML", "declared": "declared total"}.get(c.total_source, "unknown")
+        parts.append(Text(f"{c.label}: {gib(c.total_bytes)} GiB ({src}), usable "
                           f"{gib(c.requested_bytes)} GiB (×{p.gpu_memory_utilization:g})"))
         parts.append(FitBar(c))
         parts.append(card_numbers(c, b))
@@ -224,6 +225,7 @@ def render_side(title: str, b: FitBudget | None, why: str | None,
     else:
         parts.append(Text(f"KV cache n/a — {b.kv_unavailable}", style="italic"))
     style = "bold green" if b.verdict.fits else "bold red"
+    parts.append(Text(" · ".join(b.provenance()), style="dim"))
     if b.served is not None:
         parts.append(Text(f"served {b.served.dtype} ({b.served.words}) · KV cache "
                           f"{b.kv_cache_dtype}", style="dim"))

@@ -194,8 +194,8 @@ def render_budget(b: FitBudget, scan: CheckpointSummary | None) -> list[str]:
         over = b.over_words(c)
         if over:
             lines.append(f"  {c.label}: {over}")
-    src = [c.total_source for c in b.cards]
-    lines.append(f"  totals from: {', '.join(src)}")
+    for prov in b.provenance():
+        lines.append(f"  {prov}")
     if b.kv_model is not None:
         m = b.kv_model
         kinds = ", ".join(f"{m.count(k)} {k}" for k in ("full", "sliding", "mla", "linear",
@@ -216,14 +216,13 @@ def render_budget(b: FitBudget, scan: CheckpointSummary | None) -> list[str]:
         lines.append(f"  KV cache: {c.kv_tokens:,} tokens, max concurrency {c.max_concurrency:.2f}"
                      f"x at {c.max_model_len:,} tokens ({c.num_blocks:,} blocks of "
                      f"{c.bytes_per_block:,} B, {c.blocks_per_request:,} blocks per request)")
-        lines.append(f"  as vLLM logs it: {c.log_line()}")
+        lines.append(f"  as vLLM logs it: {b.kv_log_line()}")
         for n in c.notes:
             lines.append(f"    note: {n}")
     elif b.kv_unavailable:
         lines.append(f"  KV cache: n/a — {b.kv_unavailable}")
     if b.served is not None:
-        lines.append(f"  served dtype: {b.served.dtype} — {b.served.words}; checkpoint dtype "
-                     f"from {b.served.config_source}")
+        lines.append(f"  served dtype: {b.served.dtype} — {b.served.words}")
     if b.kv_cache_dtype_words:
         lines.append(f"  KV cache dtype: {b.kv_cache_dtype} — {b.kv_cache_dtype_words}")
     if b.no_verdict:

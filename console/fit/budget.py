@@ -17,7 +17,17 @@ The arithmetic follows vLLM (0.32.0):
   (``vllm/v1/worker/gpu_worker.py`` ``determine_available_memory``: requested − non-KV memory);
   the reserve is the profile's explicit ``seat.activation_reserve_bytes`` because vLLM measures
   the real peak only at start-up;
-* KV tokens and maximum concurrency: :func:`seat_console.fit.kvcache.kv_capacity`;
+* on the CPU backend (``seat.device`` cpu / cpu-ppc64le) the KV cache is NOT requested −
+  non-KV memory: ``vllm/platforms/cpu.py`` ``CpuPlatform.check_and_update_config`` sets
+  ``cache_config.kv_cache_memory_bytes = int(VLLM_CPU_KVCACHE_SPACE) × 2^30`` when the variable
+  is set and not empty, and ``vllm/v1/worker/cpu_worker.py`` ``CPUWorker.
+  determine_available_memory`` returns that explicit size as the KV budget (refusing to start
+  when the NUMA node's available memory is below it). Unset, the worker takes
+  ceil(node total × gpu_memory_utilization) − its RSS after a warm-up pass, which cannot be
+  predicted before start: the budget then says KV n/a (:func:`cpu_kv_space`);
+* KV tokens and maximum concurrency: :func:`seat_console.fit.kvcache.kv_capacity`; the log
+  line's device word is vLLM's ``_kv_cache_device_name`` (``vllm/v1/core/kv_cache_utils.py``:
+  "GPU" for cuda, else the device type upper-cased — "CPU"; :func:`kv_log_device`);
 * weights per TP rank: :class:`seat_console.sources.checkpoint.TpClass` — split tensors / TP, replicated
   tensors on every rank, vocabulary-parallel tensors as pad64(rows) / TP rows
   (``vllm/model_executor/layers/vocab_parallel_embedding.py``: ``pad_vocab_size`` to
@@ -233,8 +243,16 @@ def footprint_from_summary(name: str, summary: CheckpointSummary, *,
 def footprint_declared(name: str, weights_per_rank: int | None, tp: int, ple_bytes: int | None,
                        kv_config: Mapping[str, Any] | None,
                        kv_config_source: str | None) -> Footprint:
-    """A declared :class:`Footprint` (sizes from the profile)."""
-    cdt, csrc = config_dtype(kv_config)
+    """A declared :class:`Footprint` (sizes from the profile). ``kv_config_source`` names the
+    model shape (a ``config_json`` path, or ``"<role>.model_shape (declared)"``); the model
+    dtype's provenance says that, never a checkpoint's config.json."""
+    if kv_config_source is None:
+        origin = "model shape in the profile"
+    elif kv_config_source.endswith(" (declared)"):
+        origin = kv_config_source.removesuffix(" (declared)") + " (declared in the profile)"
+    else:
+        origin = f"{kv_config_source} (the profile's config_json)"
+    cdt, csrc = config_dtype(kv_config, origin=origin)
     return Footprint(name=name, source="declared", declared_weights_per_rank=weights_per_rank,
                      config_dtype=cdt, config_dtype_source=csrc,
                      declared_tp=tp, declared_ple_bytes=ple_bytes,
@@ -263,6 +281,13 @@ class SeatParams(Frozen):
     hybrid_kv_cache_manager: bool = True
     max_num_batched_tokens: int = 8192
     max_concurrent_batches: int = 2
+    cpu_kvcache_space_bytes: int | None = Field(default=None, ge=0)
+    """On a CPU device: the KV cache bytes vLLM allocates (``VLLM_CPU_KVCACHE_SPACE`` × 2^30);
+    ``None`` = unknown (the variable is unset: vLLM sizes it from the worker's RSS at start).
+    Ignored on CUDA."""
+    cpu_kvcache_space_source: str | None = None
+    """Where :attr:`cpu_kvcache_space_bytes` came from, in words (e.g.
+    ``"VLLM_CPU_KVCACHE_SPACE=1 in container seat-resident"``)."""
 
     def engine(self) -> EngineKVParams:
         """The :class:`seat_console.fit.kvcache.EngineKVParams` of these settings."""
@@ -505,6 +530,42 @@ class FitBudget(Frozen):
             return head + f"plus the KV cache for one {ctx} (n/a: model shape unknown)"
         return head + f"{gib(over + self.capacity.min_kv_bytes)} GiB must leave to serve one {ctx}"
 
+    def kv_log_line(self) -> str | None:
+        """vLLM's start-up line for this budget's capacity, with the device word vLLM prints
+        for ``params.device`` (:func:`kv_log_device`: "CPU KV cache size: …" on the CPU
+        backend); ``None`` without a capacity."""
+        if self.capacity is None:
+            return None
+        return self.capacity.log_line(kv_log_device(self.params.device))
+
+    def provenance(self) -> list[str]:
+        """Where each input of this budget came from, one ``"what: source"`` phrase each
+        (shared by ``seat-console fit`` and the TUI): sizes (scanned files at a path, or the
+        profile's declared figures), the per-card CUDA-visible totals (NVML live, the
+        profile's ``node.declared_cuda_visible_bytes``, or unknown), the model dtype, and on a
+        CPU device the KV cache space."""
+        out = [("sizes: scanned files" + (f" ({self.path})" if self.path else ""))
+               if self.footprint_source == "scanned" else
+               "sizes: declared in the profile (no checkpoint scanned)"]
+        words = {"nvml": "NVML (live)",
+                 "declared": "declared in the profile (node.declared_cuda_visible_bytes)",
+                 "unknown": "unknown (no live reading, none declared)"}
+        srcs = [c.total_source for c in self.cards]
+        if srcs and len(set(srcs)) == 1:
+            out.append(f"CUDA-visible totals: {words.get(srcs[0], srcs[0])}")
+        elif srcs:
+            out.append("CUDA-visible totals: " + ", ".join(
+                f"{c.label} {words.get(c.total_source, c.total_source)}" for c in self.cards))
+        if self.served is not None:
+            what = "checkpoint dtype" if self.footprint_source == "scanned" else "model dtype"
+            out.append(f"{what}: {self.served.config_dtype} from {self.served.config_source}")
+        if is_cpu_device(self.params.device):
+            sp = self.params.cpu_kvcache_space_bytes
+            out.append("KV cache space (CPU backend): " + (
+                f"{gib_b(sp)} from {self.params.cpu_kvcache_space_source or 'the profile'}"
+                if sp is not None else "unknown (VLLM_CPU_KVCACHE_SPACE not known)"))
+        return out
+
     @property
     def kv_tokens(self) -> int | None:
         """KV cache size in tokens (None when the shape or totals are unknown)."""
@@ -521,6 +582,38 @@ class HostMemory(Frozen):
 
     total_bytes: int
     available_bytes: int
+
+
+def is_cpu_device(device: str) -> bool:
+    """Whether ``device`` (a :data:`seat_console.fit.dtype.Platform`) is vLLM's CPU backend."""
+    return device.startswith("cpu")
+
+
+def kv_log_device(device: str) -> str:
+    """The device word of vLLM's "<device> KV cache size: …" start-up line for ``device`` (a
+    :data:`seat_console.fit.dtype.Platform`): ``"GPU"`` for cuda / cuda-no-bf16, ``"CPU"`` for
+    cpu / cpu-ppc64le. Source: ``_kv_cache_device_name`` in ``vllm/v1/core/kv_cache_utils.py``
+    (vLLM 0.32.0): ``"GPU" if device_type == "cuda" else device_type.upper()``."""
+    return "CPU" if is_cpu_device(device) else "GPU"
+
+
+def cpu_kv_space(env_value: str | None) -> int | None:
+    """The CPU backend's KV cache bytes for a ``VLLM_CPU_KVCACHE_SPACE`` value (GiB, a decimal
+    integer), as ``CpuPlatform.check_and_update_config`` (``vllm/platforms/cpu.py``, vLLM
+    0.32.0) reads it: ``int(value) × 2^30``; ``None`` or ``""`` → ``None`` (unset: vLLM sizes
+    the cache from the worker's memory at start, unknown here). Raises :class:`ValueError`
+    naming the variable for a value ``int()`` refuses or a negative one (vLLM would fail to
+    start on the first; the second is no size)."""
+    if env_value is None or env_value == "":
+        return None
+    try:
+        v = int(env_value)
+    except ValueError:
+        raise ValueError(f"VLLM_CPU_KVCACHE_SPACE={env_value!r} is not a whole number of GiB "
+                         "(vLLM reads it with int()): set it to e.g. 4") from None
+    if v < 0:
+        raise ValueError(f"VLLM_CPU_KVCACHE_SPACE={env_value!r} is negative: set a size in GiB")
+    return v * GIB
 
 
 def requested_bytes(total: int, utilisation: float) -> int:
@@ -572,6 +665,23 @@ def _core(fp: Footprint, p: SeatParams, cards: Sequence[CardInput]) -> FitBudget
                                free_bytes=c.free_bytes))
     if len(rows) < tp:
         notes.append(f"only {len(rows)} card(s) known for TP {tp}")
+    cpu_unknown: str | None = None
+    if is_cpu_device(p.device):
+        # CPU backend: the KV cache is VLLM_CPU_KVCACHE_SPACE, not requested − non-KV memory
+        # (vllm/platforms/cpu.py check_and_update_config; v1/worker/cpu_worker.py
+        # determine_available_memory).
+        space = p.cpu_kvcache_space_bytes
+        if space is None:
+            cpu_unknown = ("device cpu: vLLM's CPU backend sizes the KV cache from "
+                           "VLLM_CPU_KVCACHE_SPACE, which is not known here (unset, it takes "
+                           "gpu_memory_utilization × the NUMA node's memory − the worker's RSS "
+                           "after warm-up, known only at start): set "
+                           "seat.cpu_kvcache_space_bytes in the profile")
+        else:
+            notes.append(f"device {p.device}: the KV cache is {gib_b(space)} (from "
+                         f"{p.cpu_kvcache_space_source or 'the profile'}), not usable × "
+                         "gpu_memory_utilization − weights (vLLM's CPU backend)")
+        rows = [r.model_copy(update={"kv_bytes": space}) for r in rows]
     kvm: ModelKV | None = None
     cap: KVCapacity | None = None
     kv_unavailable: str | None = None
@@ -592,10 +702,13 @@ def _core(fp: Footprint, p: SeatParams, cards: Sequence[CardInput]) -> FitBudget
             cap = kv_capacity(kvm, min(known), p.engine())
         except KVModelError as exc:
             kv_unavailable = str(exc)
+    elif cpu_unknown:
+        kv_unavailable = kv_unavailable or cpu_unknown
     elif not known or len(known) != len(rows):
         kv_unavailable = kv_unavailable or ("a card's CUDA-visible total is unknown (no live "
                                             "reading, no node.declared_cuda_visible_bytes)")
-    verdict = _verdict(rows, cap, p)
+    verdict = (_verdict(rows, cap, p) if not cpu_unknown else
+               Verdict(fits=False, words=f"unknown: {cpu_unknown}"))
     if refused:
         verdict = Verdict(fits=False, over_bytes=verdict.over_bytes,
                           kv_short_bytes=verdict.kv_short_bytes,
@@ -953,6 +1066,9 @@ __all__ = [
     "compare",
     "fit_budget",
     "footprint_declared",
+    "cpu_kv_space",
+    "is_cpu_device",
+    "kv_log_device",
     "footprint_from_summary",
     "gib",
     "gib_b",

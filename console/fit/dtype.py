@@ -122,18 +122,21 @@ def _norm(value: Any) -> str | None:
 
 
 def config_dtype(config: Mapping[str, Any] | None,
-                 stored_float_bytes: Mapping[str, int] | None = None) -> tuple[ServedName, str]:
+                 stored_float_bytes: Mapping[str, int] | None = None,
+                 origin: str = "config.json") -> tuple[ServedName, str]:
     """The checkpoint's dtype as vLLM reads it (``get_torch_dtype``), and where it came from.
 
     ``config``: ``config.json`` as a dict (``dtype`` or ``torch_dtype``, then the same in
     ``text_config``, then ``vision_config``). ``stored_float_bytes``: stored dtype → bytes of
     the scanned tensors (``CheckpointSummary.by_dtype``), used when the config names none: one
     floating dtype → it; several → float32 (the one every floating dtype casts to without loss,
-    as ``common_broadcastable_dtype``); none → float32 (vLLM's default). Never raises.
+    as ``common_broadcastable_dtype``); none → float32 (vLLM's default). ``origin``: what
+    ``config`` is, for the returned words (``"config.json"`` of a scanned checkpoint, or e.g.
+    ``"candidate.model_shape (declared in the profile)"``). Never raises.
     """
     cfg = config if isinstance(config, Mapping) else {}
-    for where, sub in (("config.json", cfg), ("config.json text_config", cfg.get("text_config")),
-                       ("config.json vision_config", cfg.get("vision_config"))):
+    for where, sub in ((origin, cfg), (f"{origin} text_config", cfg.get("text_config")),
+                       (f"{origin} vision_config", cfg.get("vision_config"))):
         if isinstance(sub, Mapping):
             for key in ("dtype", "torch_dtype"):
                 d = _norm(sub.get(key))
@@ -142,11 +145,13 @@ def config_dtype(config: Mapping[str, Any] | None,
     floats = sorted({_STORED_TO_NAME[k] for k, v in (stored_float_bytes or {}).items()
                      if k in _STORED_TO_NAME and v})
     if len(floats) == 1:
-        return floats[0], "the tensors' stored dtype (config.json names none)"  # type: ignore
+        return floats[0], f"the tensors' stored dtype ({origin} names none)"  # type: ignore
     if floats:
         return "float32", ("float32: the common dtype of the stored " + " + ".join(floats)
-                           + " tensors (config.json names none)")
-    return "float32", "vLLM's default float32 (config.json names no dtype)"
+                           + f" tensors ({origin} names none)")
+    if config is None:
+        return "float32", f"vLLM's default float32 (no {origin})"
+    return "float32", f"vLLM's default float32 ({origin} names no dtype)"
 
 
 def resolve_served_dtype(requested: str, config: ServedName | str, *,

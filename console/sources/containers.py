@@ -91,21 +91,28 @@ class ContainerState(Frozen):
     ``NVIDIA_VISIBLE_DEVICES`` (``Config.Env``) when set — they renumber or hide GPUs, so
     ``node.gpus`` indices may not be what the engine sees. No other variable is kept (the
     environment may hold secrets)."""
+    engine_env: dict[str, str] = Field(default_factory=dict)
+    """The container's :data:`ENGINE_ENV_VARS` (``VLLM_CPU_KVCACHE_SPACE``: the CPU backend's
+    KV cache size in GiB, which the fit budget uses) when set; nothing else is kept."""
 
 
 DEVICE_ENV_VARS = ("CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER", "NVIDIA_VISIBLE_DEVICES")
 """Environment variables that change which GPUs a process sees, or their numbering."""
 
+ENGINE_ENV_VARS = ("VLLM_CPU_KVCACHE_SPACE",)
+"""Engine variables the fit budget reads from the seat container (no secrets among them)."""
 
-def device_env(env: Any) -> dict[str, str]:
-    """The :data:`DEVICE_ENV_VARS` set in ``env`` (``Config.Env``: a list of ``"K=V"``
-    strings, or a mapping); ``{}`` for anything else. Never raises."""
+
+def device_env(env: Any, names: tuple[str, ...] = DEVICE_ENV_VARS) -> dict[str, str]:
+    """The ``names`` (default :data:`DEVICE_ENV_VARS`) set in ``env`` (``Config.Env``: a list
+    of ``"K=V"`` strings, or a mapping), values cut to 256 characters; ``{}`` for anything
+    else. Never raises."""
     out: dict[str, str] = {}
     items = env.items() if isinstance(env, Mapping) else (
         (str(kv).partition("=")[0], str(kv).partition("=")[2]) for kv in env
         if isinstance(kv, str)) if isinstance(env, list) else ()
     for k, v in items:
-        if k in DEVICE_ENV_VARS and isinstance(v, str):
+        if k in names and isinstance(v, str):
             out[k] = v[:256]
     return out
 
@@ -236,7 +243,8 @@ def container_state_from_inspect(role: str, name: str, c: Mapping[str, Any],
         exit_code=get_int(st, "ExitCode", minimum=-(2**31), maximum=2**32),
         oom_killed=get_bool(st, "OOMKilled"), image_ref=ref, image_id=get_str(c, "Image"),
         repo_digests=digests, repo_digest=pick_repo_digest(ref, digests),
-        device_env=device_env(cfg.get("Env") or []))
+        device_env=device_env(cfg.get("Env") or []),
+        engine_env=device_env(cfg.get("Env") or [], ENGINE_ENV_VARS))
 
 
 def event_from_api(ev: Mapping[str, Any]) -> ContainerEvent | None:

@@ -24,9 +24,11 @@ from seat_console.fit.budget import (
     cards_for_seat,
     cards_for_tp,
     compare,
+    cpu_kv_space,
     fit_budget,
     footprint_declared,
     footprint_from_summary,
+    is_cpu_device,
     live_overlay,
 )
 from seat_console.sources.checkpoint import CheckpointError, CheckpointSummary, scan_checkpoint
@@ -42,7 +44,7 @@ from seat_console.profile import (
 from seat_console.sources import Frozen, Source, Unavailable
 from seat_console.sources.untrusted import load_json
 
-__all__ = ["FitInputs", "FitSide", "FitSource", "WhatIf", "compute_budgets", "dir_name",
+__all__ = ["FitInputs", "FitSide", "FitSource", "WhatIf", "compute_budgets", "cpu_kv_space_for", "dir_name",
            "env_warnings", "gather_fit_inputs", "host_memory", "load_side", "make_source",
            "no_verdict_reason",
            "seat_params"]
@@ -61,6 +63,11 @@ class FitSide(Frozen):
     ple_placement: str = "gpu-replicated"
     ple_host_sharing: str = "per-process"
     scan_failed: bool = False
+    cpu_kvcache_space_bytes: int | None = None
+    """On a CPU device: the KV cache bytes vLLM's CPU backend allocates for this side
+    (:func:`cpu_kv_space_for`); ``None`` = unknown."""
+    cpu_kvcache_space_source: str | None = None
+    """Where :attr:`cpu_kvcache_space_bytes` came from, or why it is unknown, in words."""
 
 
 class FitInputs(Frozen):
@@ -237,6 +244,36 @@ def env_warnings(environ: Any, where: str) -> list[str]:
     return out
 
 
+def cpu_kv_space_for(role: str, prof: Profile, state: Any | None
+                     ) -> tuple[int | None, str | None]:
+    """The CPU backend's KV cache bytes for ``role``'s engine and where that came from, as
+    (bytes or ``None``, words). ``state``: the role's
+    :class:`seat_console.sources.containers.ContainerState` or ``None``.
+
+    In order: ``VLLM_CPU_KVCACHE_SPACE`` in the role's container (``Config.Env``: what the
+    running engine was given; vLLM's CPU platform reads it as int GiB —
+    :func:`seat_console.fit.budget.cpu_kv_space`), then the profile's
+    ``seat.cpu_kvcache_space_bytes``, then (candidate only, when its container is
+    ``swap.container``) ``swap.env``. A value vLLM cannot read gives ``None`` with the reason.
+    Never raises."""
+    env = getattr(state, "engine_env", None) or {}
+    raw, where = env.get("VLLM_CPU_KVCACHE_SPACE"), f"the {role} container {getattr(state, 'name', '')}"
+    declared = prof.seat.cpu_kvcache_space_bytes
+    swap = getattr(prof, "swap", None)
+    if raw in (None, "") and declared is None and role == "candidate" and swap is not None \
+            and prof.candidate is not None and prof.candidate.container == swap.container:
+        raw, where = swap.env.get("VLLM_CPU_KVCACHE_SPACE"), "the profile's swap.env"
+    if raw not in (None, ""):
+        try:
+            space = cpu_kv_space(raw)
+        except ValueError as exc:
+            return None, f"{exc} (in {where})"
+        return space, f"VLLM_CPU_KVCACHE_SPACE={raw} in {where}"
+    if declared is not None:
+        return int(declared), "the profile's seat.cpu_kvcache_space_bytes"
+    return None, None
+
+
 def gather_fit_inputs(loaded: LoadedProfile, snapshot: Any | None, *,
                       gpu_unavailable: str | None = None,
                       checkpoint: str | os.PathLike[str] | None = None,
@@ -306,6 +343,14 @@ def gather_fit_inputs(loaded: LoadedProfile, snapshot: Any | None, *,
         state = get(name) if name and callable(get) else None
         if state is not None and getattr(state, "device_env", None):
             warnings += env_warnings(state.device_env, f"the {role} container {name}")
+        side = resident if role == "resident" else cand
+        if side is not None and is_cpu_device(prof.seat.device):
+            space, where = cpu_kv_space_for(role, prof, state)
+            upd = {"cpu_kvcache_space_bytes": space, "cpu_kvcache_space_source": where}
+            if role == "resident":
+                resident = resident.model_copy(update=upd)
+            else:
+                cand = side.model_copy(update=upd)
     return FitInputs(resident=resident, candidate=cand, seat=seat_params(prof),
                      cards=cards, gpu_unavailable=gpu_unavailable, host=host,
                      node_gpu_count=len(gpus), declared_total=declared,
@@ -409,7 +454,9 @@ def compute_budgets(inputs: FitInputs, whatif: WhatIf | None = None
         if side.footprint is None:
             return None, side.unavailable
         p = seat.model_copy(update={"ple_placement": placement or side.ple_placement,
-                                    "ple_host_sharing": side.ple_host_sharing})
+                                    "ple_host_sharing": side.ple_host_sharing,
+                                    "cpu_kvcache_space_bytes": side.cpu_kvcache_space_bytes,
+                                    "cpu_kvcache_space_source": side.cpu_kvcache_space_source})
         nv = no_verdict_reason(side)
         if inputs.gpu_errors:
             nv = "; ".join(filter(None, [nv, *inputs.gpu_errors]))
