@@ -53,14 +53,18 @@ START_SETTLE_S = 10.0
 """Longest hold TTL in seconds (the profile's ``silence.ttl_s`` bound)."""
 
 _TTL_RE = re.compile(r"^\s*(?:(\d+)\s*d)?\s*(?:(\d+)\s*h)?\s*(?:(\d+)\s*m(?:in)?)?\s*"
-                     r"(?:(\d+)\s*s?)?\s*$", re.IGNORECASE)
+                     r"(?:(\d+)\s*s)?\s*$", re.IGNORECASE)
+SECONDS_SHOWN_BELOW_S = 600
+"""Lease and silence ends of a hold shorter than this (seconds) are shown to the second."""
 
 
 def parse_ttl(text: str) -> int:
-    """A TTL such as ``"4h"``, ``"10m"``, ``"1h30m"``, ``"90s"`` or ``"900"`` → seconds.
+    """A TTL such as ``"4h"``, ``"10m"``, ``"1h30m"`` or ``"900s"`` → seconds.
 
-    Raises :class:`ValueError` naming the text and the accepted range (:data:`TTL_MIN_S` to
-    :data:`TTL_MAX_S`) for anything else.
+    Every number needs its unit (``d``, ``h``, ``m``/``min``, ``s``): ``"10m5"`` and ``"900"``
+    are refused rather than guessed. Raises :class:`ValueError` naming the text and the
+    accepted range (:data:`TTL_MIN_S` to :data:`TTL_MAX_S`) for anything else, the empty text
+    included.
     """
     m = _TTL_RE.match(text or "")
     if not m or not any(m.groups()):
@@ -73,9 +77,13 @@ def parse_ttl(text: str) -> int:
     return total
 
 
-def zulu(t: datetime | None) -> str:
-    """``HH:MMZ`` (UTC), or ``n/a``."""
-    return "n/a" if t is None else t.astimezone(UTC).strftime("%H:%MZ")
+def zulu(t: datetime | None, ttl_s: float | None = None) -> str:
+    """``HH:MMZ`` (UTC), or ``n/a``; ``HH:MM:SSZ`` when ``ttl_s`` (the hold's lifetime, seconds)
+    is under :data:`SECONDS_SHOWN_BELOW_S` — a 30 s lease shown to the minute says nothing."""
+    if t is None:
+        return "n/a"
+    fmt = "%H:%M:%SZ" if ttl_s is not None and ttl_s < SECONDS_SHOWN_BELOW_S else "%H:%MZ"
+    return t.astimezone(UTC).strftime(fmt)
 
 
 def iso(t: datetime | None) -> str | None:
@@ -146,7 +154,9 @@ class HoldState:
 
     def banner(self) -> str:
         """``held by the console until 12:41Z (lease seat-hold-…-lease)`` — for the panels."""
-        return f"held by the console until {zulu(self.expires_at)} (lease {self.lease_unit})"
+        ttl = (self.expires_at - self.placed_at).total_seconds()
+        return (f"held by the console until {zulu(self.expires_at, ttl)} "
+                f"(lease {self.lease_unit})")
 
     def to_json(self, now: datetime | None = None) -> dict[str, Any]:
         """JSON-ready dict (times ISO 8601 ``Z``; ``remaining_s`` rounded)."""
@@ -317,8 +327,8 @@ def build_hold(nctx: NodeContext, journal: Journal, *, ttl_s: int, reason: str =
             return Check(False, "no lease needed: none of the timers is active "
                                 f"({', '.join(units)})")
         when = expires(ctx)
-        return Check(True, f"schedule lease {h['lease']}.timer on {tr.where}: at {zulu(when)} "
-                           f"(in {fmt_ttl(ttl_s)}) it starts {', '.join(active)}")
+        return Check(True, f"schedule lease {h['lease']}.timer on {tr.where}: at "
+                           f"{zulu(when, ttl_s)} (in {fmt_ttl(ttl_s)}) it starts {', '.join(active)}")
 
     def lease_apply(ctx: RunContext) -> str:
         h = hold(ctx)
@@ -675,7 +685,7 @@ def build_extend(nctx: NodeContext, journal: Journal, h: HoldState, ttl_s: int, 
     def new_check(ctx: RunContext) -> Check:
         if not h.stopped:
             return Check(False, "no lease needed: the hold stopped no timer")
-        return Check(True, f"schedule lease {new}.timer: at {zulu(ends)} it starts "
+        return Check(True, f"schedule lease {new}.timer: at {zulu(ends, ttl_s)} it starts "
                            f"{', '.join(h.stopped)}")
 
     def new_apply(ctx: RunContext) -> str:

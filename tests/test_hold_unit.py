@@ -5,6 +5,7 @@ once."""
 
 from __future__ import annotations
 
+import argparse
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -33,13 +34,14 @@ NOW = datetime(2026, 12, 1, 10, 0, tzinfo=UTC)
 
 
 @pytest.mark.parametrize("text,secs", [("4h", 14400), ("10m", 600), ("1h30m", 5400),
-                                       ("90s", 90), ("900", 900), ("2d", 172800),
+                                       ("90s", 90), ("900s", 900), ("2d", 172800),
                                        ("15 s", 15), ("1H 5MIN", 3900)])
 def test_parse_ttl(text: str, secs: int) -> None:
     assert parse_ttl(text) == secs
 
 
-@pytest.mark.parametrize("bad", ["", "0", "5s", "8d", "4x", "-10m", "1h-5m", "h", "1.5h"])
+@pytest.mark.parametrize("bad", ["", "  ", "0", "5s", "8d", "4x", "-10m", "1h-5m", "h", "1.5h",
+                                 "10m5", "900", "1h30", "1d2"])
 def test_parse_ttl_rejects_naming_the_input(bad: str) -> None:
     with pytest.raises(ValueError, match="TTL"):
         parse_ttl(bad)
@@ -279,3 +281,24 @@ def test_a_readonly_action_log_shows_interference_but_never_writes(tmp_path: Pat
     src.close()
     assert len(j.entries()) == n and j.entries(kind="interference") == []
     j.close()
+
+
+def test_ttl_empty_is_a_usage_error_not_the_default(capsys: pytest.CaptureFixture[str]) -> None:
+    from app_fixtures import default_loaded
+
+    from seat_console.commands import hold_cmd
+
+    args = argparse.Namespace(ttl="", extend=None, json=False, status=False, dry_run=True,
+                              yes=False, reason="")
+    assert hold_cmd.run(args, default_loaded()) == 2
+    assert "--ttl: TTL ''" in capsys.readouterr().err
+
+
+def test_short_hold_times_are_shown_to_the_second() -> None:
+    from seat_console.actions.hold import zulu
+
+    t = datetime(2026, 12, 1, 10, 23, 40, tzinfo=UTC)
+    assert zulu(t, 30) == "10:23:40Z" and zulu(t, 599) == "10:23:40Z"
+    assert zulu(t, 600) == "10:23Z" and zulu(t) == "10:23Z"
+    short = _hold(placed_at=t - timedelta(seconds=30), expires_at=t)
+    assert "until 10:23:40Z" in short.banner()

@@ -40,7 +40,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                                    "4 left partly changed, 5 refused (nothing changed), "
                                    "6 declined.")
     p.add_argument("--ttl", metavar="TTL", help="lease and silence lifetime, e.g. 4h, 30m, "
-                                               "1h30m, 900s (default: the profile's "
+                                               "1h30m, 900s — a unit on every number "
+                                               "(default: the profile's "
                                                "silence.ttl_s)")
     p.add_argument("--reason", default="", metavar="TEXT",
                    help="why (goes in the silence comment and the journal)")
@@ -57,11 +58,13 @@ def register(sub: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace, loaded: LoadedProfile) -> int:
     """Dispatch to status / extend / place."""
     try:
-        ttl_s = hold_mod.parse_ttl(args.ttl) if args.ttl else loaded.profile.silence.ttl_s
-        ext_s = hold_mod.parse_ttl(args.extend) if args.extend else None
+        ttl_s = (hold_mod.parse_ttl(args.ttl) if args.ttl is not None
+                 else loaded.profile.silence.ttl_s)   # --ttl '' is an error, not the default
+        ext_s = hold_mod.parse_ttl(args.extend) if args.extend is not None else None
     except ValueError as exc:
-        return ac.fail(PROG, f"--{'extend' if args.extend else 'ttl'}: {exc}", ac.EXIT_USAGE,
-                       args.json)
+        opt = "extend" if args.extend is not None else "ttl"
+        return ac.fail(PROG, f"--{opt}: {exc} (every number needs a unit: d, h, m, s)",
+                       ac.EXIT_USAGE, args.json)
     nctx = ac.context(loaded)
     try:
         journal = ac.open_journal(nctx)
