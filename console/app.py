@@ -88,6 +88,7 @@ from seat_console.actions.runbook import in_flight, stop_in_flight
 from seat_console.widgets.fit import FitPanel
 from seat_console.widgets.gpu import GpuPanel
 from seat_console.widgets.footer import SeatFooter
+from seat_console.widgets.nocolor import NoColorAlarms
 from seat_console.widgets.panel import STALE_FACTOR, STALE_MIN_S, SourcePanel
 from seat_console.widgets.services import ContainersPanel, EnginePanel, SilencesPanel, TimersPanel
 from seat_console.widgets.seat import SeatPanel
@@ -701,6 +702,11 @@ class SeatConsoleApp(App[int]):
                  clock: Callable[[], datetime] = utcnow, age_tick_s: float = 1.0,
                  watch_terminal: bool = True, compact: bool | None = None) -> None:
         super().__init__()
+        if self.no_color:   # Textual's greys make red DOWN/OVER invisible: see widgets.nocolor
+            from textual.filter import Monochrome, NoColor
+
+            self._filters = [NoColorAlarms() if isinstance(f, Monochrome | NoColor) else f
+                             for f in self._filters]
         if interval is not None and not interval > 0:
             raise ValueError(f"interval {interval!r}: must be a positive number of seconds")
         self.loaded = loaded
@@ -729,12 +735,17 @@ class SeatConsoleApp(App[int]):
 
     # -- construction ---------------------------------------------------------------------
     def _make_source(self, spec: PanelSpec) -> Source:
-        """Build ``spec``'s source; a factory that fails becomes a :class:`BrokenSource`."""
+        """Build ``spec``'s source; a factory that fails becomes a :class:`BrokenSource`. Under
+        ``--readonly`` a source with a ``readonly`` attribute gets it set (it must not write)."""
         try:
             factory = resolve_factory(spec.source)
             if spec.uses_readings:
-                return factory(self.loaded, self.readings)
-            return factory(self.loaded)
+                source = factory(self.loaded, self.readings)
+            else:
+                source = factory(self.loaded)
+            if self.readonly and hasattr(source, "readonly"):
+                source.readonly = True   # e.g. the action log: never writes the journal
+            return source
         except Exception as exc:
             log.warning("source factory %r failed", spec.source, exc_info=True)
             return BrokenSource(spec.panel.source_name,

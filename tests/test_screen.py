@@ -492,3 +492,35 @@ def test_help_lists_p_once_for_pause_and_resume() -> None:
     rows = app.help_keys()
     assert [k for k, _ in rows].count("p") == 1
     assert ("p", "pause / resume") in rows
+
+
+def _segments_with(app: SeatConsoleApp, word: str):
+    return [seg for strip in app.screen._compositor.render_strips() for seg in strip
+            if word in seg.text]
+
+
+async def test_no_color_alarms_are_reverse_bold_not_grey_on_grey(monkeypatch) -> None:
+    monkeypatch.setenv("NO_COLOR", "1")
+    app, srcs = F.seat_app()
+    srcs["engine"].reading = F.engine(healthy=False)
+    srcs["containers"].reading = F.containers(running=False)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await all_read(pilot, app)
+        for word in ("DOWN", "exited"):
+            segs = _segments_with(app, word)
+            assert segs, word
+            for seg in segs:
+                st = seg.style
+                assert st.color is None or st.color.is_default, (word, st)   # no grey
+                assert st.bgcolor is None or st.bgcolor.is_default, (word, st)
+            assert any(s.style.reverse and s.style.bold for s in segs), (word, segs)
+
+
+def test_no_color_alarm_colours() -> None:
+    from rich.color import Color as RC
+    from seat_console.widgets.nocolor import is_alarm_colour
+
+    assert is_alarm_colour(RC.parse("red")) and is_alarm_colour(RC.parse("#ffa62b"))
+    assert is_alarm_colour(RC.parse("yellow"))
+    assert not is_alarm_colour(RC.parse("green")) and not is_alarm_colour(RC.parse("#303030"))
+    assert not is_alarm_colour(None) and not is_alarm_colour(RC.parse("default"))
