@@ -642,17 +642,66 @@ def last_swap(journal: Journal) -> list[Entry] | None:
     return best
 
 
+class NothingToRestore(StepError):
+    """``restore`` has nothing to do: the resident holds the seat and no swap needs undoing
+    (the message says so). A :class:`StepError`, so older callers still refuse cleanly."""
+
+
+def seat_state(nctx: NodeContext) -> tuple[bool | None, bool | None, str | None]:
+    """Whether the resident and the probe container run now: ``(resident, probe, problem)``;
+    ``None`` and the reason in ``problem`` when docker cannot be read (read only)."""
+    try:
+        client = _client(nctx)
+    except Exception as exc:  # noqa: BLE001 - unknown state, said so
+        return None, None, f"{type(exc).__name__}: {exc}"
+    try:
+        res = _running(_inspect(client, _resident_name(nctx)))
+        spec = nctx.profile.swap
+        probe = _running(_inspect(client, spec.container)) if spec is not None else False
+        return res, probe, None
+    except Exception as exc:  # noqa: BLE001
+        return None, None, f"{type(exc).__name__}: {exc}"
+    finally:
+        client.close()
+
+
+def no_swap_error(resident: str, probe: str | None, resident_running: bool | None,
+                  probe_running: bool | None, problem: str | None = None) -> StepError:
+    """The error ``restore`` raises when no swap in the journal recorded a resident, worded by
+    who holds the seat now: :class:`NothingToRestore` when the resident runs and the probe does
+    not; otherwise a :class:`StepError` saying what to do by hand."""
+    base = "no swap in the journal recorded a resident"
+    p = probe or "the probe"
+    if resident_running and not probe_running:
+        return NothingToRestore(f"the resident {resident} holds the seat (running; {p} is not "
+                                "running) and no swap is recorded: nothing to restore")
+    if resident_running is None:
+        return StepError(f"{base}, and whether {resident} runs cannot be read ({problem}): "
+                         f"nothing to restore from; check with `docker ps`")
+    if resident_running and probe_running:
+        return StepError(f"{base}, but both {resident} and {p} are running: stop {p} by hand "
+                         f"(`docker stop {p}`) if it should not hold the seat")
+    if probe_running:
+        return StepError(f"{base} (swapped by another console or by hand?): {p} holds the "
+                         f"seat and {resident} is stopped; start the resident by hand: "
+                         f"`docker stop {p}` then `docker start {resident}`")
+    return StepError(f"{base} and {resident} is not running: nothing to restore from; start "
+                     f"the resident by hand: `docker start {resident}`")
+
+
 def build_restore(nctx: NodeContext, journal: Journal, *, on_log: Callable[[str], None] =
                   lambda line: None, observer: Observer | None = None,
                   run_id: str | None = None, facts: dict[str, Any] | None = None) -> Runbook:
     """The restore runbook (module docstring); raises :class:`StepError` when no swap recorded
-    a resident identity (nothing to restore from)."""
+    a resident identity (nothing to restore from) — :class:`NothingToRestore` when the
+    resident holds the seat now (:func:`no_swap_error`; reads docker, changes nothing)."""
     if facts is None:
         rows = last_swap(journal)
         if rows is None:
-            raise StepError("no swap in the journal recorded a resident: nothing to restore "
-                            "(start the resident by hand: `docker start "
-                            f"{nctx.profile.resident.container}`)")
+            res, probe, problem = seat_state(nctx)
+            raise no_swap_error(nctx.profile.resident.container or "the resident",
+                                nctx.profile.swap.container if nctx.profile.swap else None,
+                                res, probe, problem)
         prev = facts_from_rows(rows)
         facts = {"resident": prev["resident"], "probe_id": prev.get("probe_id"),
                  "swap_run_id": rows[0].run_id}
@@ -768,7 +817,7 @@ def rebuild(nctx: NodeContext, journal: Journal, rows: Sequence[Entry],
     raise ValueError(f"swap.rebuild: {first.runbook!r} is not a swap or restore run")
 
 
-__all__ = ["SwapOptions", "build_restore", "build_swap", "completion", "fit_verdict",
+__all__ = ["NothingToRestore", "SwapOptions", "build_restore", "build_swap", "completion", "fit_verdict",
            "gpu_uuids", "identity", "last_swap", "probe_image", "rebuild",
            "stop_container", "wait_serving"]
 

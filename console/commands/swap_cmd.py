@@ -7,6 +7,8 @@ the resident comes back (:mod:`seat_console.actions.swap`).
   resident. A failure undoes the swap (the resident is started and verified); the hold stays.
 * ``restore [--dry-run] [--yes] [--json]`` — stop (keep) the probe, start the resident as the
   newest swap recorded it, verify image ID, ``/health``, one completion, then release the hold.
+  When no swap is recorded and the resident holds the seat (running, the probe not), it says
+  so and exits 0: nothing to restore (with or without ``--dry-run``).
 
 The starting engine's log lines go to stderr prefixed ``  | ``. Exit codes: see
 :mod:`seat_console.commands.action_common` (0 done, 1 failed and undone, 2 usage / needs
@@ -16,6 +18,7 @@ The starting engine's log lines go to stderr prefixed ``  | ``. Exit codes: see
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 
 from seat_console.actions.journal import JournalError
@@ -126,6 +129,13 @@ def run_restore(args: argparse.Namespace, loaded: LoadedProfile) -> int:
         try:
             rb = swap_mod.build_restore(nctx, journal, on_log=_log_line,
                                         observer=ac.observer(args.json))
+        except swap_mod.NothingToRestore as exc:
+            if args.json:
+                print(json.dumps({"dry_run": bool(args.dry_run), "nothing_to_restore": True,
+                                  "detail": str(exc)}, indent=2))
+            else:
+                print(f"restore the seat {loaded.profile.node.name}: {exc}")
+            return ac.EXIT_OK
         except StepError as exc:
             return ac.fail(prog, f"refused, nothing changed: {exc}", ac.EXIT_REFUSED, args.json)
         plan = rb.plan()
