@@ -236,11 +236,13 @@ class Result:
         return self.outcome == "done"
 
     def describe(self) -> str:
-        """Human text: the outcome, the error, what remains and how to fix it by hand."""
+        """Human text: the outcome, the error, what remains and how to fix it by hand. The
+        first line names the run as the *journal run* (``seat-console journal`` lists it), so
+        it is not taken for the ID of what the run made (e.g. a hold's ``seat-hold-…``)."""
         head = {"done": "done", "undone": "FAILED — every change was undone; the node is as "
                 "it was", "partial": "FAILED — the node is left partly changed",
                 "refused": "REFUSED — nothing was changed"}[self.outcome]
-        lines = [f"{self.runbook} {self.run_id}: {head}"]
+        lines = [f"{self.runbook} (journal run {self.run_id}): {head}"]
         if self.error:
             lines.append(f"  error: {self.error}")
         for w in self.warnings:

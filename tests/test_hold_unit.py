@@ -302,3 +302,15 @@ def test_short_hold_times_are_shown_to_the_second() -> None:
     assert zulu(t, 600) == "10:23Z" and zulu(t) == "10:23Z"
     short = _hold(placed_at=t - timedelta(seconds=30), expires_at=t)
     assert "until 10:23:40Z" in short.banner()
+
+
+def test_one_hold_prints_its_ids_labelled() -> None:
+    from seat_console.actions.runbook import Result
+    from seat_console.commands.hold_cmd import placed_line
+
+    line = placed_line(_hold())
+    assert line.startswith("hold ID seat-hold-x: active until ")
+    assert "lease seat-hold-x-lease.timer on the node" in line
+    assert "(journal run hold-1)" in line
+    res = Result(run_id="hold-1", runbook="hold", outcome="done", steps=[])
+    assert res.describe().startswith("hold (journal run hold-1): done")
