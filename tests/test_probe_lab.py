@@ -127,6 +127,11 @@ def test_probe_refuses_without_a_hold(lab, env, tmp_path: Path) -> None:
     assert cp.returncode == 5, cp.stdout + cp.stderr
     assert "no active hold" in cp.stderr and "--force --reason" in cp.stderr
     assert not (tmp_path / "data" / "runs").exists()     # nothing sent, nothing kept
+    plan = cli(prof, env, "probe", "--dry-run")          # refused, but the plan comes first
+    assert plan.returncode == 5, plan.stdout + plan.stderr
+    assert "✗ hold: refusing to probe: no active hold" in plan.stdout
+    assert "✓ seat container: seat-resident (resident) running" in plan.stdout
+    assert "phase " in plan.stdout and " requests, concurrency " in plan.stdout
     dry = cli(prof, env, "probe", "--dry-run", "--force", "--reason", "dry")
     assert dry.returncode == 0 and "nothing sent" in dry.stdout
     assert "seat-resident" in dry.stdout
