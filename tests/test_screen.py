@@ -524,3 +524,16 @@ def test_no_color_alarm_colours() -> None:
     assert is_alarm_colour(RC.parse("yellow"))
     assert not is_alarm_colour(RC.parse("green")) and not is_alarm_colour(RC.parse("#303030"))
     assert not is_alarm_colour(None) and not is_alarm_colour(RC.parse("default"))
+
+
+async def test_full_view_columns_never_split_a_name_mid_word() -> None:
+    app, _ = F.seat_app()
+    async with app.run_test(size=(160, 50)) as pilot:
+        await all_read(pilot, app)
+        timers = plain(app.states["timers"].panel.query_one("#timers-body").content, 74)
+        for word in ("fleet-remediation-cycle.timer", "seat-conformance-smoke.timer",
+                     "active/waiting", "12:06:31Z", "11:52:00Z", "svc"):
+            assert word in timers, (word, timers)
+        containers = plain(app.states["containers"].panel.query_one(
+            "#containers-body").content, 74)
+        assert "seat-resident" in containers and "running" in containers, containers

@@ -79,6 +79,19 @@ def _rel_coarse(t: datetime | None, now: datetime) -> str:
     return f"in {_coarse(d)}" if d >= 0 else f"{_coarse(d)} ago"
 
 
+def _table(columns: tuple[str, ...], names: tuple[str, ...],
+           min_widths: dict[str, int] | None = None) -> Table:
+    """A borderless table whose ``names`` columns (unit, container, state: one word each) never
+    wrap (sized to content, cut with "…" only if the panel is narrower); the other columns wrap
+    at spaces, and a word too long for its column ends in "…" (never split mid-word);
+    ``min_widths``: columns kept at least that wide (e.g. a ``12:06:31Z`` clock)."""
+    table = Table(box=None, pad_edge=False, expand=True, show_edge=False)
+    for col in columns:
+        table.add_column(col, overflow="ellipsis", no_wrap=col in names,
+                         min_width=(min_widths or {}).get(col))
+    return table
+
+
 def _hhmm(t: datetime | None) -> str:
     return "n/a" if t is None else t.strftime("%H:%M:%SZ")
 
@@ -171,9 +184,9 @@ class TimersPanel(_ServicePanel):
 
         if not isinstance(reading, TimersReading):
             raise TypeError(f"timers panel got {type(reading).__name__}")
-        table = Table(box=None, pad_edge=False, expand=True, show_edge=False)
-        for col in ("timer", "state", "next elapse", "last trigger", "service"):
-            table.add_column(col, overflow="fold")
+        table = _table(("timer", "state", "next elapse", "last trigger", "svc"),
+                       names=("timer", "state", "svc"), min_widths={"next elapse": 9,
+                                                             "last trigger": 9})
         warnings = Text()
         for t in reading.timers:
             if not t.loaded:
@@ -184,13 +197,14 @@ class TimersPanel(_ServicePanel):
             svc = Text("n/a")
             if t.service is not None:
                 running = t.service.running
-                svc = Text(t.service.unit + " ")
+                same = t.service.unit.removesuffix(".service") == t.unit.removesuffix(".timer")
+                svc = Text("" if same else t.service.unit + " ")   # the default unit: state only
                 svc.append({True: "RUNNING", False: "idle", None: "state n/a"}[running],
                            style="bold magenta" if running else "dim")
             table.add_row(
                 Text(t.unit + (" [P]" if t.persistent else "")), state,
-                f"{_hhmm(t.next_elapse)} ({_rel(t.next_elapse, now)})" if t.next_elapse else "n/a",
-                f"{_hhmm(t.last_trigger)} ({_rel(t.last_trigger, now)})" if t.last_trigger
+                f"{_hhmm(t.next_elapse)}\n{_rel(t.next_elapse, now)}" if t.next_elapse else "n/a",
+                f"{_hhmm(t.last_trigger)}\n{_rel(t.last_trigger, now)}" if t.last_trigger
                 else "n/a", svc)
             if t.persistent_warning:
                 warnings.append(f"[P] {t.unit}: {t.persistent_warning}\n", style="yellow")
@@ -274,9 +288,7 @@ class SilencesPanel(_ServicePanel):
         rows = [s for s in reading.silences if self.detail or s.state != "expired"]
         n_expired = sum(s.state == "expired" for s in reading.silences)
         if rows:
-            table = Table(box=None, pad_edge=False, expand=True, show_edge=False)
-            for col in ("id", "state", "time", "matchers", "by"):
-                table.add_column(col, overflow="fold")
+            table = _table(("id", "state", "time", "matchers", "by"), names=("id", "state"))
             for s in rows:
                 if s.state == "active":
                     when, style = f"ends in {fmt_duration(s.ends_in_s(now))}", "green"
@@ -359,10 +371,9 @@ class ContainersPanel(_ServicePanel):
 
         if not isinstance(reading, ContainersReading):
             raise TypeError(f"containers panel got {type(reading).__name__}")
-        table = Table(box=None, pad_edge=False, expand=True, show_edge=False)
-        for col in ("role", "container", "state", "health", "since", "restarts",
-                    "image ID / repo digest"):
-            table.add_column(col, overflow="fold")
+        table = _table(("role", "container", "state", "health", "since", "restarts",
+                        "image ID / repo digest"), names=("role", "container", "state", "health",
+                                                          "restarts"))
         for c in reading.containers:
             if c.state == "absent":
                 table.add_row(c.role, c.name, Text("absent", style="dim"), "", "", "", "")
