@@ -109,6 +109,13 @@ def _in(t: datetime | None, now: datetime | None = None) -> str:
     return f"in {s // 3600} h {(s % 3600) // 60:02d} min"
 
 
+def foreign_lease_text(t: TimerState, now: datetime | None = None) -> str:
+    """``seat-hold-…-lease.timer elapses 2026-12-01T10:33:10Z (in 9 min)`` — a lease on the
+    node, as ``hold`` and ``hold --status`` name it."""
+    when = iso(t.next_elapse) or "n/a"
+    return f"{t.unit} elapses {when} ({_in(t.next_elapse, now)})"
+
+
 def new_hold_id() -> str:
     """``seat-hold-<YYYYmmddtHHMMSSz>-<4 hex>`` — a valid systemd unit name prefix."""
     return f"seat-hold-{datetime.now(UTC):%Y%m%dt%H%M%Sz}-{uuid.uuid4().hex[:4]}"
@@ -263,12 +270,16 @@ def _find_silence(nctx: NodeContext, hold_id: str) -> Silence | None:
 # -- hold ----------------------------------------------------------------------------------------
 def build_hold(nctx: NodeContext, journal: Journal, *, ttl_s: int, reason: str = "",
                observer: Observer | None = None, run_id: str | None = None,
-               facts: dict[str, Any] | None = None) -> Runbook:
+               facts: dict[str, Any] | None = None, force: bool = False) -> Runbook:
     """The hold runbook (module docstring) for the profile's timers and silence.
 
     ``ttl_s``: lease and silence lifetime in seconds (:func:`parse_ttl` bounds); ``reason``:
     free text for the silence comment and the journal. ``run_id`` / ``facts``: given by
-    :mod:`~seat_console.actions.recover` to finish a crashed run.
+    :mod:`~seat_console.actions.recover` to finish a crashed run. The preflight also reads the
+    node's own hold leases (:func:`~seat_console.actions.node_ops.node_leases`): a lease armed
+    by another console (another state dir, so not in this journal) refuses the hold, naming it
+    and the fix, unless ``force`` (the caller requires a ``reason``; the leases forced past go
+    in the run's facts, ``hold.forced_past_leases``, and in the check's journaled message).
     """
     units = nctx.timer_units
     spec = nctx.profile.silence
@@ -312,6 +323,23 @@ def build_hold(nctx: NodeContext, journal: Journal, *, ttl_s: int, reason: str =
             raise StepError(f"a hold is already active: {other.hold_id} by {other.placed_by} "
                             f"until {iso(other.expires_at)} — use `seat-console hold --extend "
                             "TTL` or `seat-console release`")
+        own = node_ops.lease_timer(hold(ctx)["lease"])
+        try:
+            foreign = [t for t in node_ops.node_leases(tr) if t.unit != own]
+        except node_ops.LeaseError as exc:
+            raise StepError(str(exc)) from None
+        forced = ""
+        if foreign:
+            desc = "; ".join(foreign_lease_text(t) for t in foreign)
+            if not force:
+                raise StepError(
+                    f"a hold lease is already armed on {tr.where}, not in this console's "
+                    f"journal (another console or state dir placed it): {desc} — release it "
+                    f"from that console, or if it is stale `systemctl stop {foreign[0].unit}` "
+                    "on the node (its timers then need starting by hand), or pass --force "
+                    "--reason TEXT")
+            hold(ctx)["forced_past_leases"] = [t.unit for t in foreign]
+            forced = f"; FORCED past {desc} (reason: {reason or 'none given'})"
         r = _read_timers(nctx, units)
         missing = [t.unit for t in r.timers if not t.loaded]
         if missing:
@@ -325,10 +353,11 @@ def build_hold(nctx: NodeContext, journal: Journal, *, ttl_s: int, reason: str =
                                        "persistent": t.persistent} for t in r.timers if t.active}
         if not active:
             return Check(False, "no lease needed: none of the timers is active "
-                                f"({', '.join(units)})")
+                                f"({', '.join(units)}){forced}")
         when = expires(ctx)
         return Check(True, f"schedule lease {h['lease']}.timer on {tr.where}: at "
-                           f"{zulu(when, ttl_s)} (in {fmt_ttl(ttl_s)}) it starts {', '.join(active)}")
+                           f"{zulu(when, ttl_s)} (in {fmt_ttl(ttl_s)}) it starts "
+                           f"{', '.join(active)}{forced}")
 
     def lease_apply(ctx: RunContext) -> str:
         h = hold(ctx)
@@ -826,5 +855,6 @@ def note_interference(journal: Journal, h: HoldState, message: str) -> Entry:
 
 
 __all__ = ["HoldState", "TTL_MAX_S", "TTL_MIN_S", "active_hold", "build_extend", "build_hold",
-           "build_release", "catchup_warning", "current_hold", "fmt_ttl", "holds",
+           "build_release", "catchup_warning", "current_hold", "fmt_ttl",
+           "foreign_lease_text", "holds",
            "interference", "iso", "new_hold_id", "note_interference", "own_change", "parse_ttl", "zulu"]

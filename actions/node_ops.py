@@ -21,9 +21,10 @@ module, called by runbook steps (:mod:`seat_console.actions.hold`).
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Sequence
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 
 import httpx
 
@@ -300,6 +301,35 @@ def cancel_lease(transport: Transport, name: str, *, timeout_s: float = 30.0) ->
     return st
 
 
+LEASE_GLOB = "seat-hold-*-lease.timer"
+"""systemd glob matching every hold lease any console scheduled on the node."""
+_LEASE_NAME_RE = re.compile(r"^seat-hold-[A-Za-z0-9_.:-]+-lease\.timer$")
+
+
+def node_leases(transport: Transport, *, timeout_s: float = 10.0) -> list[TimerState]:
+    """Every hold lease armed on the node now, whoever scheduled it (another console, another
+    state dir), oldest next elapse first: ``systemctl list-units --all --type=timer`` of
+    :data:`LEASE_GLOB` for the names, then :func:`read_timers` for their state (only those
+    :func:`lease_pending`). Raises :class:`LeaseError` (names the node and the failure) when
+    they cannot be read."""
+    systemctl = _need(transport, "systemctl")
+    res = transport.run([systemctl, "list-units", "--all", "--type=timer", "--plain",
+                         "--no-legend", "--no-pager", "--", LEASE_GLOB], timeout_s=timeout_s)
+    if not res.ok:
+        raise LeaseError(f"cannot list the hold leases on {transport.where}: {res.failure}"
+                         + _tail(res))
+    names = sorted({line.split()[0] for line in res.stdout.splitlines()
+                    if line.split() and _LEASE_NAME_RE.match(line.split()[0].lstrip("●* "))})
+    if not names:
+        return []
+    r = read_timers(transport, names, timeout_s=timeout_s)
+    if isinstance(r, Unavailable):
+        raise LeaseError(f"cannot read the hold leases on {transport.where}: {r.reason}")
+    armed = [t for t in r.timers if lease_pending(t)]
+    far = datetime.max.replace(tzinfo=UTC)
+    return sorted(armed, key=lambda t: t.next_elapse or far)
+
+
 def _need(transport: Transport, binary: str) -> str:
     path, res = transport.resolve(binary)
     if res is not None:
@@ -318,4 +348,5 @@ def _tail(res: CommandResult) -> str:
 
 __all__ = ["LeaseError", "TimerActionError", "TimerChange", "cancel_lease", "create_silence",
            "expire_silence", "extend_silence", "hold_window", "lease_pending", "lease_timer",
+           "node_leases",
            "read_lease", "schedule_lease", "start_timer", "stop_timer"]

@@ -303,3 +303,34 @@ def test_persistent_timer_catch_up_warning_on_release(lab, node, env, baseline,
                   f"/etc/systemd/system/{CATCHUP}.service",
                   f"/var/lib/systemd/timers/stamp-{CATCHUP}.timer"])
         node.run(["systemctl", "daemon-reload"])
+
+
+# -- a lease armed by another console (another state dir) ---------------------------------------
+def test_a_lease_of_another_console_is_seen_and_refused(lab, node, env, baseline,
+                                                        tmp_path: Path) -> None:
+    other = {**env, "SEAT_CONSOLE_STATE_DIR": str(tmp_path / "other-state")}
+    a = cli(lab, env, "hold", "--yes", "--ttl", "10m", "--json")
+    assert a.returncode == 0, a.stdout + a.stderr
+    lease = json.loads(a.stdout)["hold"]["lease_unit"]
+    try:
+        st = json.loads(cli(lab, other, "hold", "--status", "--json").stdout)
+        assert st["hold"] is None
+        assert [fl["unit"] for fl in st["foreign_leases"]] == [lease]
+        assert st["foreign_leases"][0]["next_elapse"]
+        text = cli(lab, other, "hold", "--status").stdout
+        assert f"FOREIGN LEASE {lease} elapses " in text
+        dry = cli(lab, other, "hold", "--dry-run", "--ttl", "10m")
+        assert dry.returncode == 5 and lease in dry.stdout and "already armed" in dry.stdout
+        b = cli(lab, other, "hold", "--yes", "--ttl", "10m")
+        assert b.returncode == 5 and lease in b.stderr and "--force --reason" in b.stderr
+        assert cli(lab, other, "hold", "--yes", "--force", "--ttl", "10m").returncode == 2
+        forced = cli(lab, other, "hold", "--yes", "--force", "--reason", "lab test", "--ttl",
+                     "10m", "--json")
+        assert forced.returncode == 0, forced.stdout + forced.stderr
+        assert any("FORCED past " + lease in r["outcome"] + r["output"]
+                   for r in journal_rows(other)), journal_rows(other)
+        assert cli(lab, other, "release", "--yes").returncode == 0
+    finally:
+        rel = cli(lab, env, "release", "--yes")
+    assert rel.returncode == 0, rel.stdout + rel.stderr
+    assert active_timers(node, lab.timers) == baseline and hold_units(node) == []

@@ -314,3 +314,63 @@ def test_one_hold_prints_its_ids_labelled() -> None:
     assert "(journal run hold-1)" in line
     res = Result(run_id="hold-1", runbook="hold", outcome="done", steps=[])
     assert res.describe().startswith("hold (journal run hold-1): done")
+
+
+# -- a lease armed on the node by another console (lab test: test_hold_lab) -----------------------
+_OTHER = "seat-hold-20261201t100000z-abcd-lease.timer"
+
+
+def _armed(unit: str = _OTHER) -> TimerState:
+    return TimerState(unit=unit, load_state="loaded", active_state="active", sub_state="waiting",
+                      next_elapse=datetime.now(UTC) + timedelta(minutes=9))
+
+
+class _ListingTransport(_ResolvingTransport):
+    def __init__(self, stdout: str) -> None:
+        self.stdout, self.argv = stdout, None
+
+    def run(self, argv, **kw):
+        from seat_console.node.runner import CommandResult
+
+        self.argv = list(argv)
+        return CommandResult(argv=tuple(argv), rc=0, stdout=self.stdout, ok=True,
+                             started_at=datetime.now(UTC), duration_s=0.01)
+
+
+def test_node_leases_lists_armed_seat_hold_leases(monkeypatch: pytest.MonkeyPatch) -> None:
+    from seat_console.actions import node_ops
+
+    tr = _ListingTransport(f"{_OTHER} loaded active waiting seat-console hold x\n"
+                           "seat-hold-zz-lease.timer loaded inactive dead y\n"
+                           "evil;rm.timer loaded active waiting z\n")
+    seen = {}
+
+    def fake_read(transport, units, **kw):
+        seen["units"] = list(units)
+        return TimersReading(read_at=datetime.now(UTC), where="fake", timers=(
+            _armed(), TimerState(unit="seat-hold-zz-lease.timer", load_state="loaded",
+                                 active_state="inactive", sub_state="dead")))
+    monkeypatch.setattr(node_ops, "read_timers", fake_read)
+    assert [t.unit for t in node_ops.node_leases(tr)] == [_OTHER]
+    assert seen["units"] == [_OTHER, "seat-hold-zz-lease.timer"]   # the odd name is dropped
+    assert tr.argv[-2:] == ["--", node_ops.LEASE_GLOB]
+    assert node_ops.node_leases(_ListingTransport("")) == []
+
+
+def test_hold_refuses_while_another_consoles_lease_is_armed(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from app_fixtures import default_loaded
+
+    from seat_console.actions import hold as hold_mod
+    from seat_console.node.context import NodeContext
+
+    monkeypatch.setattr(hold_mod.node_ops, "node_leases", lambda tr, **kw: [_armed()])
+    j = Journal(tmp_path / "j.sqlite3")
+    nctx = NodeContext(default_loaded(), transport=_ResolvingTransport())
+    plan = hold_mod.build_hold(nctx, j, ttl_s=600).plan()
+    assert not plan.ok
+    err = plan.lines[0].error
+    assert f"{_OTHER} elapses " in err and "not in this console's journal" in err
+    assert "--force --reason" in err
+    assert j.entries() == []          # a plan journals nothing
+    j.close()

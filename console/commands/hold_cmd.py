@@ -3,7 +3,9 @@
 * ``hold [--ttl 4h] [--reason TEXT] [--dry-run] [--yes] [--json]`` — the hold runbook
   (:mod:`seat_console.actions.hold`): lease first, then the timers, then the silence;
 * ``hold --status [--json]`` — the hold in effect (whoever placed it, from the journal), its
-  countdown, the lease and silence as read on the node now, interference, unfinished runs;
+  countdown, the lease and silence as read on the node now, interference, unfinished runs,
+  and any hold lease armed on the node by another console (``foreign_leases``: unit, elapse);
+  ``hold`` refuses while one is armed unless ``--force --reason TEXT``;
 * ``hold --extend TTL [--dry-run] [--yes] [--json]`` — a new lease and the silence's end moved
   to now + TTL, then the old lease cancelled.
 
@@ -45,6 +47,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                                                "silence.ttl_s)")
     p.add_argument("--reason", default="", metavar="TEXT",
                    help="why (goes in the silence comment and the journal)")
+    p.add_argument("--force", action="store_true",
+                   help="place the hold even though another console's lease is armed on the "
+                        "node (needs --reason; journaled)")
     p.add_argument("--dry-run", action="store_true", help="print the plan, change nothing")
     p.add_argument("--yes", action="store_true", help="do not ask for confirmation")
     p.add_argument("--json", action="store_true", help="print the result as JSON")
@@ -65,6 +70,9 @@ def run(args: argparse.Namespace, loaded: LoadedProfile) -> int:
         opt = "extend" if args.extend is not None else "ttl"
         return ac.fail(PROG, f"--{opt}: {exc} (every number needs a unit: d, h, m, s)",
                        ac.EXIT_USAGE, args.json)
+    if getattr(args, "force", False) and not (args.reason or "").strip():
+        return ac.fail(PROG, "--force needs --reason TEXT (why the other lease is overridden; "
+                             "it is journaled)", ac.EXIT_USAGE, args.json)
     nctx = ac.context(loaded)
     try:
         journal = ac.open_journal(nctx)
@@ -83,7 +91,8 @@ def run(args: argparse.Namespace, loaded: LoadedProfile) -> int:
             title = f"extend hold {h.hold_id} to now + {hold_mod.fmt_ttl(ext_s)}"
         else:
             rb = hold_mod.build_hold(nctx, journal, ttl_s=ttl_s, reason=args.reason,
-                                     observer=ac.observer(args.json))
+                                     observer=ac.observer(args.json),
+                                     force=getattr(args, "force", False))
             title = f"hold {loaded.profile.node.name} for {hold_mod.fmt_ttl(ttl_s)}"
         plan = rb.plan()
         if args.dry_run:
@@ -123,7 +132,16 @@ def status(nctx: Any, journal: Any, json_mode: bool) -> int:
     now = utcnow()
     h = hold_mod.current_hold(journal)
     out: dict[str, Any] = {"now": hold_mod.iso(now), "hold": None, "lease": None,
-                           "silence": None, "interference": [], "unfinished": []}
+                           "silence": None, "interference": [], "unfinished": [],
+                           "foreign_leases": []}
+    try:   # leases armed on the node by any console, this journal's own hold's excepted
+        own = h.lease_unit if h is not None else None
+        out["foreign_leases"] = [
+            {"unit": t.unit, "next_elapse": hold_mod.iso(t.next_elapse),
+             "text": hold_mod.foreign_lease_text(t, now)}
+            for t in node_ops.node_leases(nctx.transport) if t.unit != own]
+    except node_ops.LeaseError as exc:
+        out["foreign_leases_error"] = str(exc)
     from seat_console.actions import recover
 
     out["unfinished"] = [recover.describe(rows) for rows in journal.unfinished()]
@@ -152,7 +170,9 @@ def status(nctx: Any, journal: Any, json_mode: bool) -> int:
         print(json.dumps(out, indent=2, default=str))
         return ac.EXIT_OK
     if h is None:
-        print("no hold in effect (every hold in the journal was released)")
+        print("no hold in this console's journal (every hold in it was released)"
+              if not out["foreign_leases"] else
+              "no hold in this console's journal — but the node has a lease armed:")
     else:
         left = h.remaining_s(now)
         state = h.state if not (h.state == "active" and left <= 0) else "lapsed"
@@ -173,6 +193,12 @@ def status(nctx: Any, journal: Any, json_mode: bool) -> int:
         if h.state == "active" and left <= 0:
             print("  the lease has elapsed (timers restarted by the node, silence ended); run "
                   "`seat-console release` to check and close it")
+    for fl in out["foreign_leases"]:
+        print(f"  FOREIGN LEASE {fl['text']}: placed by another console (another state dir; "
+              "not in this journal) — `hold` refuses while it is armed; release it from that "
+              "console")
+    if "foreign_leases_error" in out:
+        print(f"  node leases: cannot read ({out['foreign_leases_error']})")
     from seat_console.actions import recover as rec
 
     for rows in journal.unfinished():
