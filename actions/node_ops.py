@@ -29,7 +29,7 @@ from datetime import UTC, datetime, timedelta
 import httpx
 
 from seat_console.node.runner import CommandResult
-from seat_console.node.transport import Transport
+from seat_console.node.transport import Transport, TransportError
 from seat_console.profile import Matcher
 from seat_console.sources import Frozen, Unavailable, utcnow
 from seat_console.sources.silences import (
@@ -312,9 +312,13 @@ def node_leases(transport: Transport, *, timeout_s: float = 10.0) -> list[TimerS
     :data:`LEASE_GLOB` for the names, then :func:`read_timers` for their state (only those
     :func:`lease_pending`). Raises :class:`LeaseError` (names the node and the failure) when
     they cannot be read."""
-    systemctl = _need(transport, "systemctl")
-    res = transport.run([systemctl, "list-units", "--all", "--type=timer", "--plain",
-                         "--no-legend", "--no-pager", "--", LEASE_GLOB], timeout_s=timeout_s)
+    try:
+        systemctl = _need(transport, "systemctl")
+        res = transport.run([systemctl, "list-units", "--all", "--type=timer", "--plain",
+                             "--no-legend", "--no-pager", "--", LEASE_GLOB],
+                            timeout_s=timeout_s)
+    except TransportError as exc:
+        raise LeaseError(f"cannot list the hold leases on {transport.where}: {exc}") from None
     if not res.ok:
         raise LeaseError(f"cannot list the hold leases on {transport.where}: {res.failure}"
                          + _tail(res))
