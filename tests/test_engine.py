@@ -265,3 +265,31 @@ def test_lab_engine_running_request_and_kv_usage(lab) -> None:
     idle = wait_until(lambda: (m := _read(lab).metrics).requests_running == 0 and m,
                       what="idle again")
     assert idle.requests_running == 0
+
+
+def test_histogram_with_inf_bucket_survives_a_json_round_trip() -> None:
+    """The ``+Inf`` bound must come back from ``status --json`` (it was written as ``null``, and
+    the snapshot then failed validation)."""
+    import math
+
+    from seat_console.sources.engine import HistogramSummary
+
+    h = HistogramSummary(count=3, sum_s=1.5, mean_s=0.5, p50_s=0.4, p95_s=0.9,
+                         buckets=((0.5, 2.0), (math.inf, 3.0)))
+    back = HistogramSummary.model_validate_json(h.model_dump_json())
+    assert back == h and back.buckets[-1][0] == math.inf
+
+
+def test_snapshot_json_with_inf_bucket_reads_back() -> None:
+    """Nested in another snapshot model (as in ``NodeSnapshot``), the bound survives too."""
+    import math
+
+    from seat_console.sources import Frozen
+    from seat_console.sources.engine import HistogramSummary
+
+    class Outer(Frozen):
+        h: HistogramSummary
+
+    o = Outer(h=HistogramSummary(count=1, sum_s=1.0, mean_s=1.0, p50_s=1.0, p95_s=1.0,
+                                 buckets=((math.inf, 1.0),)))
+    assert Outer.model_validate_json(o.model_dump_json()) == o

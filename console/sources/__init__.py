@@ -19,9 +19,11 @@ def utcnow() -> datetime:
 
 
 class Frozen(BaseModel):
-    """Base for snapshot models: immutable, unknown keys rejected."""
+    """Base for snapshot models: immutable, unknown keys rejected; an infinite float (a
+    histogram's ``+Inf`` bucket bound) is written to JSON as ``"Infinity"`` and read back as
+    ``math.inf`` (pydantic's default, ``null``, could not be read back)."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", ser_json_inf_nan="strings")
 
 
 class Unavailable(Frozen):

@@ -111,7 +111,10 @@ class HistogramSummary(Frozen):
     the merged cumulative buckets (as PromQL's ``histogram_quantile``); ``None`` when there are
     no observations. ``buckets``: the merged cumulative ``(upper bound s, count)`` pairs, sorted
     (``+Inf`` last), so rates over a window can be taken from two scrapes' differences
-    (``seat_console.engine_rates``)."""
+    (``seat_console.engine_rates``). In JSON the ``+Inf`` bound is the string ``"Infinity"``
+    (:class:`~seat_console.sources.Frozen` sets ``ser_json_inf_nan="strings"``), which validates
+    back to ``math.inf``; pydantic's default would write ``null`` and a snapshot could not be read
+    back."""
 
     count: int
     sum_s: float
