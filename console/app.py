@@ -1009,6 +1009,8 @@ class SeatConsoleApp(App[int]):
         if unchanged and not st.dirty and st.panel.reading is not None:
             st.panel.reading = reading   # same content: only the age moves (no redraw)
             st.panel._reading_at = message.finished_at
+            if not isinstance(reading, Unavailable):   # ...and the last good value is fresh
+                st.panel.last_good, st.panel.last_good_at = reading, st.last_good_at
             st.panel.note_unchanged(reading)
             self._show_age(st, self.clock())
             return
