@@ -9,6 +9,7 @@ import math
 import re
 import subprocess
 import threading
+import time
 from pathlib import Path
 
 import httpx
@@ -231,36 +232,41 @@ def test_lab_engine_counters_follow_real_requests(lab) -> None:
 
 
 def test_lab_engine_running_request_and_kv_usage(lab) -> None:
-    # One 480-token request takes ~2 s on this CPU, and a full read (4 HTTP calls to a server
-    # whose engine is busy on the same 2 cores) can take about as long: a single request was
-    # sometimes over before any read saw it. 48 requests against max_num_seqs 16 keep the engine
-    # busy (running > 0, and a queue) for many reads; the wait stops early if they all finish.
-    n = 48
+    # The engine got fast enough (16 x 480 tokens in ~1.5 s) that a fixed batch could be over
+    # before a read saw it, and 48 requests at once starve the API server so one read took
+    # ~23 s. So: max_num_seqs (16) clients, each sending request after request until a read has
+    # seen one running (or 120 s pass), which keeps the engine busy for every read.
+    n = 16
     errors: list[str] = []
+    stop = threading.Event()
+    deadline = time.monotonic() + 120
 
-    def long_request() -> None:
-        try:
-            httpx.post(f"{lab.vllm_url}/v1/completions", timeout=600, json={
-                "model": lab.served_model_name, "prompt": "a long one", "max_tokens": 480,
-                "ignore_eos": True, "temperature": 0}).raise_for_status()
-        except httpx.HTTPError as exc:
-            errors.append(repr(exc))
+    def client() -> None:
+        while not stop.is_set() and time.monotonic() < deadline:
+            try:
+                httpx.post(f"{lab.vllm_url}/v1/completions", timeout=120, json={
+                    "model": lab.served_model_name, "prompt": "a long one", "max_tokens": 480,
+                    "ignore_eos": True, "temperature": 0}).raise_for_status()
+            except httpx.HTTPError as exc:
+                errors.append(repr(exc))
+                return
 
-    threads = [threading.Thread(target=long_request, daemon=True) for _ in range(n)]
+    threads = [threading.Thread(target=client, daemon=True) for _ in range(n)]
     for t in threads:
         t.start()
+    try:
+        def busy():
+            if errors:
+                pytest.fail(f"a request failed: {errors[:3]}")
+            m = _read(lab).metrics
+            return m.requests_running >= 1 and m
 
-    def busy_or_all_done():
-        if all(not t.is_alive() for t in threads):
-            pytest.fail(f"all {n} requests finished before a read saw one running "
-                        f"(errors: {errors[:3]})")
-        m = _read(lab).metrics
-        return m.requests_running >= 1 and m
-
-    busy = wait_until(busy_or_all_done, timeout=300, interval=0.05, what="a running request")
-    assert busy.kv_cache_usage is not None and busy.kv_cache_usage > 0
-    for t in threads:
-        t.join(600)
+        busy_m = wait_until(busy, timeout=150, interval=0.05, what="a running request")
+        assert busy_m.kv_cache_usage is not None and busy_m.kv_cache_usage > 0
+    finally:
+        stop.set()
+        for t in threads:
+            t.join(150)
     assert not errors, errors[:3]
     idle = wait_until(lambda: (m := _read(lab).metrics).requests_running == 0 and m,
                       what="idle again")
