@@ -54,8 +54,9 @@ START_SETTLE_S = 10.0
 
 _TTL_RE = re.compile(r"^\s*(?:(\d+)\s*d)?\s*(?:(\d+)\s*h)?\s*(?:(\d+)\s*m(?:in)?)?\s*"
                      r"(?:(\d+)\s*s)?\s*$", re.IGNORECASE)
-SECONDS_SHOWN_BELOW_S = 600
-"""Lease and silence ends of a hold shorter than this (seconds) are shown to the second."""
+SECONDS_SHOWN_BELOW_S = 3600
+"""Lease and silence ends of a hold shorter than this (seconds: an hour) are shown to the
+second ("until 12:41:30Z"); a longer hold to the minute."""
 
 
 def parse_ttl(text: str) -> int:
@@ -84,6 +85,34 @@ def zulu(t: datetime | None, ttl_s: float | None = None) -> str:
         return "n/a"
     fmt = "%H:%M:%SZ" if ttl_s is not None and ttl_s < SECONDS_SHOWN_BELOW_S else "%H:%MZ"
     return t.astimezone(UTC).strftime(fmt)
+
+
+def countdown(t: datetime | None, now: datetime | None = None) -> str:
+    """Time left until ``t`` (UTC) in coarse steps, so a line that shows it changes at most
+    every 10 s and the screen is not redrawn each second (the app's coarse-ages rule):
+    ``in 2 h 05 min`` (whole minutes from an hour), ``in 4 min`` (whole minutes),
+    ``in 40 s`` (tens of seconds), ``in under 10 s``, ``passed``; ``n/a`` for ``None``."""
+    if t is None:
+        return "n/a"
+    s = int((t - (now or utcnow())).total_seconds())
+    if s <= 0:
+        return "passed"
+    if s < 10:
+        return "in under 10 s"
+    if s < 60:
+        return f"in {s // 10 * 10} s"
+    if s < 3600:
+        return f"in {s // 60} min"
+    return f"in {s // 3600} h {(s % 3600) // 60:02d} min"
+
+
+def expiry_text(expires_at: datetime | None, ttl_s: float | None,
+                now: datetime | None = None) -> str:
+    """``until 12:41:30Z, in 4 min`` — a hold's end (:func:`zulu`: to the second for a hold
+    shorter than :data:`SECONDS_SHOWN_BELOW_S`) and the coarse :func:`countdown`; ``ttl_s`` is
+    the hold's whole lifetime (seconds, ``expires_at - placed_at``; ``None``: unknown, shown
+    to the minute)."""
+    return f"until {zulu(expires_at, ttl_s)}, {countdown(expires_at, now)}"
 
 
 def iso(t: datetime | None) -> str | None:
@@ -159,10 +188,16 @@ class HoldState:
         """Placed, not released, not lapsed."""
         return self.state == "active" and not self.lapsed(now)
 
+    @property
+    def ttl_s(self) -> float:
+        """The hold's whole lifetime in seconds (``expires_at - placed_at``; an extend moves
+        ``expires_at``)."""
+        return (self.expires_at - self.placed_at).total_seconds()
+
     def banner(self) -> str:
-        """``held by the console until 12:41Z (lease seat-hold-…-lease)`` — for the panels."""
-        ttl = (self.expires_at - self.placed_at).total_seconds()
-        return (f"held by the console until {zulu(self.expires_at, ttl)} "
+        """``held by the console until 12:41Z (lease seat-hold-…-lease)`` — for the panels;
+        to the second (``12:41:30Z``) for a hold shorter than an hour."""
+        return (f"held by the console until {zulu(self.expires_at, self.ttl_s)} "
                 f"(lease {self.lease_unit})")
 
     def to_json(self, now: datetime | None = None) -> dict[str, Any]:
@@ -855,6 +890,7 @@ def note_interference(journal: Journal, h: HoldState, message: str) -> Entry:
 
 
 __all__ = ["HoldState", "TTL_MAX_S", "TTL_MIN_S", "active_hold", "build_extend", "build_hold",
-           "build_release", "catchup_warning", "current_hold", "fmt_ttl",
+           "build_release", "catchup_warning", "countdown", "current_hold", "expiry_text",
+           "fmt_ttl",
            "foreign_lease_text", "holds",
            "interference", "iso", "new_hold_id", "note_interference", "own_change", "parse_ttl", "zulu"]

@@ -298,8 +298,8 @@ def test_short_hold_times_are_shown_to_the_second() -> None:
     from seat_console.actions.hold import zulu
 
     t = datetime(2026, 12, 1, 10, 23, 40, tzinfo=UTC)
-    assert zulu(t, 30) == "10:23:40Z" and zulu(t, 599) == "10:23:40Z"
-    assert zulu(t, 600) == "10:23Z" and zulu(t) == "10:23Z"
+    assert zulu(t, 30) == "10:23:40Z" and zulu(t, 3599) == "10:23:40Z"
+    assert zulu(t, 3600) == "10:23Z" and zulu(t) == "10:23Z"
     short = _hold(placed_at=t - timedelta(seconds=30), expires_at=t)
     assert "until 10:23:40Z" in short.banner()
 

@@ -26,13 +26,12 @@ _KIND_STYLE = {"fail": "bold red", "undo-fail": "bold red", "cut-off": "bold red
                "undo": "cyan", "end": "bold", "start": "bold", "skip": "dim"}
 
 
-def _left(t: datetime, now: datetime) -> str:
-    s = int((t - now).total_seconds())
-    if s <= 0:
-        return "passed"
-    h, rem = divmod(s, 3600)
-    m, sec = divmod(rem, 60)
-    return f"{h} h {m:02d} min" if h else (f"{m} min {sec:02d} s" if m else f"{sec} s")
+def _until(h: object, now: datetime) -> str:
+    """``until 12:41:30Z, in 4 min`` (:func:`seat_console.actions.hold.expiry_text`: seconds
+    for a hold under an hour, a countdown in coarse steps — no per-second redraw)."""
+    from seat_console.actions.hold import expiry_text
+
+    return expiry_text(getattr(h, "expires_at", None), getattr(h, "ttl_s", None), now)
 
 
 class ActionLogPanel(SourcePanel):
@@ -69,8 +68,7 @@ class ActionLogPanel(SourcePanel):
         else:
             style = {"active": "bold green", "lapsed": "bold yellow"}.get(h.state, "bold red")
             head.append(f"HOLD {h.state.upper()}", style=style)
-            head.append(f"  until {h.expires_at:%H:%MZ} ({_left(h.expires_at, now)} left)"
-                        f"  by {h.placed_by}")
+            head.append(f"  {_until(h, now)}  by {h.placed_by}")
             head.append(f"\n  lease {h.lease_unit} · silence {h.silence_id or 'none'} · "
                         f"stopped {', '.join(h.stopped) or 'none'}", style="dim")
             if h.reason:
@@ -109,8 +107,7 @@ class ActionLogPanel(SourcePanel):
         if h is None:
             t = Text("no hold in effect")
         else:
-            t = Text(f"HOLD {h.state.upper()} until {h.expires_at:%H:%MZ} "
-                     f"({_left(h.expires_at, now)} left)")
+            t = Text(f"HOLD {h.state.upper()} {_until(h, now)}")
         if reading.unfinished or reading.interference:
             t.append(f"  ⚠ {len(reading.unfinished) + len(reading.interference)} to check",
                      style="bold red")

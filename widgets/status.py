@@ -80,7 +80,8 @@ def seat_fact(containers: Any) -> Fact:
 
 
 def hold_fact(hold: Any, known: bool) -> Fact:
-    """``hold none`` / ``hold active until 12:41Z`` (UTC); a hold the journal has in another
+    """``hold none`` / ``hold active until 12:41Z`` (UTC; ``12:41:30Z`` for a hold shorter than
+    an hour, from the hold's ``ttl_s``); a hold the journal has in another
     state says it (``hold lapsed``, ``hold unfinished``: run ``seat-console recover``); ``n/a``
     while the journal is unknown (``known`` False) or its reader failed.
 
@@ -96,7 +97,10 @@ def hold_fact(hold: Any, known: bool) -> Fact:
         active = state == "active"
     until = getattr(hold, "until", None) or getattr(hold, "expires_at", None)
     if active:
-        return Fact("hold", "active" + (f" until {until:%H:%MZ}" if until else ""), "warn")
+        from seat_console.actions.hold import zulu
+
+        ttl = getattr(hold, "ttl_s", None)   # under an hour: to the second (12:41:30Z)
+        return Fact("hold", "active" + (f" until {zulu(until, ttl)}" if until else ""), "warn")
     if state in (None, "released"):
         return Fact("hold", "none", "ok")
     return Fact("hold", str(state), "bad")

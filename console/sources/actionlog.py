@@ -42,7 +42,8 @@ class HoldInfo(Frozen):
     """The hold in effect: ``hold_id``, ``state`` (``active`` / ``lapsed`` / ``unfinished`` /
     ``release-partial``), ``expires_at`` (UTC), ``lease_unit``, ``silence_id``, ``stopped``
     timers, ``placed_by``, ``reason``, and ``banner`` ("held by the console until 12:41Z (lease
-    …)") for the timer and silence panels."""
+    …)") for the timer and silence panels; ``ttl_s``: the hold's lifetime (s; under an hour its
+    end is shown to the second)."""
 
     hold_id: str
     state: str
@@ -53,6 +54,7 @@ class HoldInfo(Frozen):
     placed_by: str
     reason: str
     banner: str
+    ttl_s: float | None = None
 
 
 class ActionLogReading(Frozen):
@@ -110,7 +112,7 @@ class ActionLogSource(Source):
                 info = HoldInfo(hold_id=h.hold_id, state=state, expires_at=h.expires_at,
                                 lease_unit=h.lease_unit, silence_id=h.silence_id,
                                 stopped=h.stopped, placed_by=h.placed_by, reason=h.reason,
-                                banner=h.banner())
+                                banner=h.banner(), ttl_s=h.ttl_s)
                 notes = self._interference(j, h, now)
             unfinished = tuple(
                 f"unfinished {rows[0].runbook} run {rows[0].run_id} by "
