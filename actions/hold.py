@@ -889,8 +889,29 @@ def note_interference(journal: Journal, h: HoldState, message: str) -> Entry:
                           outcome=message, step="watch")
 
 
+def record_interference(journal: Journal, h: HoldState, notes: Sequence[str], *,
+                        readonly: bool = False) -> list[Entry]:
+    """Journal each of ``notes`` (from :func:`interference`) against hold ``h`` once, whoever
+    sees it first — the TUI's action log, ``hold --status``, another console on the same
+    journal: a notice already journaled for the hold (same text) is not written again
+    (:meth:`Journal.append_once`, atomic across processes). ``readonly``: write nothing (a
+    ``--readonly`` console never writes the journal). Returns the rows written now. Callers
+    skip the check while :func:`own_change` names a release / extend of the hold in flight.
+    Raises :class:`~seat_console.actions.journal.JournalError` when a write fails."""
+    if readonly:
+        return []
+    out = []
+    for n in notes:
+        row = journal.append_once(run_id=h.run_id, runbook="hold", kind="interference",
+                                  outcome=n, step="watch")
+        if row is not None:
+            out.append(row)
+    return out
+
+
 __all__ = ["HoldState", "TTL_MAX_S", "TTL_MIN_S", "active_hold", "build_extend", "build_hold",
            "build_release", "catchup_warning", "countdown", "current_hold", "expiry_text",
            "fmt_ttl",
            "foreign_lease_text", "holds",
-           "interference", "iso", "new_hold_id", "note_interference", "own_change", "parse_ttl", "zulu"]
+           "interference", "iso", "new_hold_id", "note_interference", "own_change",
+           "record_interference", "parse_ttl", "zulu"]

@@ -292,6 +292,27 @@ class Journal:
 
         Raises :class:`JournalError` when the write fails (disk full, read-only file).
         """
+        row = self._write(False, run_id=run_id, runbook=runbook, kind=kind, step=step,
+                          inputs=inputs, outcome=outcome, output=output, facts=facts,
+                          profile_sha256=profile_sha256, at=at)
+        assert row is not None
+        return row
+
+    def append_once(self, *, run_id: str, runbook: str, kind: str, step: str = "",
+                    outcome: str = "", output: str = "",
+                    facts: Mapping[str, Any] | None = None) -> Entry | None:
+        """:meth:`append`, unless a row with the same ``run_id``, ``kind`` and ``outcome``
+        (after scrubbing) is already there: then nothing is written and ``None`` returned.
+        Checked inside the write transaction, so two consoles (processes) that see the same
+        notice journal it once (an interference notice: whoever sees it first). Raises
+        :class:`JournalError` when the write fails."""
+        return self._write(True, run_id=run_id, runbook=runbook, kind=kind, step=step,
+                           outcome=outcome, output=output, facts=facts)
+
+    def _write(self, only_if_new: bool, *, run_id: str, runbook: str, kind: str,
+               step: str = "", inputs: Mapping[str, Any] | None = None, outcome: str = "",
+               output: str = "", facts: Mapping[str, Any] | None = None,
+               profile_sha256: str = "", at: datetime | None = None) -> Entry | None:
         sec = self._secrets
         content: dict[str, Any] = {
             "at": _iso(at or datetime.now(UTC)), "user": self.user, "host": self.host,
@@ -306,6 +327,11 @@ class Journal:
             self._lock.acquire()
             self._db.execute("BEGIN IMMEDIATE")
             try:
+                if only_if_new and self._db.execute(
+                        "SELECT 1 FROM entries WHERE run_id = ? AND kind = ? AND outcome = ? "
+                        "LIMIT 1", (run_id, kind, content["outcome"])).fetchone():
+                    self._db.execute("ROLLBACK")
+                    return None
                 last = self._db.execute(
                     "SELECT seq, hash FROM entries ORDER BY seq DESC LIMIT 1").fetchone()
                 seq, prev = (last[0] + 1, last[1]) if last else (1, GENESIS)

@@ -334,3 +334,36 @@ def test_a_lease_of_another_console_is_seen_and_refused(lab, node, env, baseline
         rel = cli(lab, env, "release", "--yes")
     assert rel.returncode == 0, rel.stdout + rel.stderr
     assert active_timers(node, lab.timers) == baseline and hold_units(node) == []
+
+
+# -- interference seen by `hold --status` ----------------------------------------------------
+def test_hold_status_journals_interference_once(lab, node, env, baseline) -> None:
+    """A timer the hold stopped, started by someone else during the hold: `hold --status`
+    flags it and journals it once (a second --status, or a --readonly one, writes nothing)."""
+    r = cli(lab, env, "hold", "--yes", "--ttl", "3m", "--json")
+    assert r.returncode == 0, r.stdout + r.stderr
+    h = json.loads(r.stdout)["hold"]
+    assert h["stopped"], "the lab's timers should be active before the hold"
+    unit = h["stopped"][0]
+    try:
+        quiet = json.loads(cli(lab, env, "hold", "--status", "--json").stdout)
+        assert quiet["interference"] == [] and quiet["interference_journaled"] == []
+        assert node.run(["systemctl", "start", unit]).ok      # someone else, by hand
+        st1 = cli(lab, env, "hold", "--status", "--json")
+        assert st1.returncode == 0, st1.stderr
+        one = json.loads(st1.stdout)
+        assert [i for i in one["interference"] if unit in i] == one["interference"] != []
+        assert one["interference_journaled"] == one["interference"]
+        two = json.loads(cli(lab, env, "hold", "--status", "--json").stdout)
+        assert two["interference"] == one["interference"]
+        assert two["interference_journaled"] == []               # once, whoever saw it first
+        ro = cli(lab, env, "--readonly", "hold", "--status")
+        assert ro.returncode == 0 and f"INTERFERENCE: {unit}" in ro.stdout, ro.stdout + ro.stderr
+        rows = [x for x in journal_rows(env) if x["kind"] == "interference"]
+        assert [x["outcome"] for x in rows] == one["interference"]
+        assert rows[0]["run_id"] == h["run_id"]
+    finally:
+        rel = cli(lab, env, "release", "--yes")
+        assert rel.returncode == 0, rel.stdout + rel.stderr
+    # the console's own release (timers started again) is not interference
+    assert [x for x in journal_rows(env) if x["kind"] == "interference"] == rows

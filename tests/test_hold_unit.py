@@ -184,6 +184,26 @@ def test_action_log_source_journals_interference_once(tmp_path: Path) -> None:
     j.close()
 
 
+def test_record_interference_once_across_journal_handles(tmp_path: Path) -> None:
+    """Two consoles (two Journal handles on one file) seeing the same notice journal it once;
+    a read-only console writes nothing."""
+    from seat_console.actions.hold import record_interference
+
+    path = tmp_path / "j.sqlite3"
+    a, b = Journal(path), Journal(path)
+    h = _hold()
+    note = ["a.timer was started by someone else during hold seat-hold-x"]
+    assert record_interference(b, h, note, readonly=True) == []
+    assert [e.outcome for e in record_interference(a, h, note)] == note
+    assert record_interference(b, h, note) == []
+    assert record_interference(a, h, note) == []
+    other = _hold(run_id="hold-2")          # the same text for another hold is new
+    assert len(record_interference(b, other, note)) == 1
+    assert len(a.entries(kind="interference")) == 2 and a.verify().ok
+    a.close()
+    b.close()
+
+
 class _ResolvingTransport:
     """Finds every binary; anything else would be a bug here (the check refuses first)."""
 

@@ -80,7 +80,7 @@ def run(args: argparse.Namespace, loaded: LoadedProfile) -> int:
         return ac.fail(PROG, str(exc), ac.EXIT_ERROR, args.json)
     try:
         if args.status:
-            return status(nctx, journal, args.json)
+            return status(nctx, journal, args.json, readonly=getattr(args, "readonly", False))
         if ext_s is not None:
             h = hold_mod.active_hold(journal)
             if h is None:
@@ -127,8 +127,15 @@ def placed_line(h: Any) -> str:
             "`seat-console release`")
 
 
-def status(nctx: Any, journal: Any, json_mode: bool) -> int:
-    """Print the hold in effect and what the node says now; exit 0."""
+def status(nctx: Any, journal: Any, json_mode: bool, readonly: bool = False) -> int:
+    """Print the hold in effect and what the node says now; exit 0.
+
+    Interference (a timer the hold stopped started again, its silence expired, by someone
+    else — not this console's own release / extend, :func:`~seat_console.actions.hold.
+    own_change`) is printed and journaled once (kind ``interference``, whoever sees it first:
+    :func:`~seat_console.actions.hold.record_interference`); ``readonly`` (global
+    ``--readonly``): printed, not journaled. JSON ``interference_journaled``: notices written
+    by this call."""
     now = utcnow()
     h = hold_mod.current_hold(journal)
     out: dict[str, Any] = {"now": hold_mod.iso(now), "hold": None, "lease": None,
@@ -165,7 +172,14 @@ def status(nctx: Any, journal: Any, json_mode: bool) -> int:
                 out["silence"] = {"id": s.id, "state": s.state, "ends_at": hold_mod.iso(s.ends_at)}
             except (AlertmanagerError, ValueError) as exc:
                 out["silence"] = {"id": h.silence_id, "error": str(exc)}
-        out["interference"] = hold_mod.interference(h, timers, sils, now)
+        if hold_mod.own_change(journal, h, now) is None:
+            out["interference"] = hold_mod.interference(h, timers, sils, now)
+            try:
+                out["interference_journaled"] = [
+                    e.outcome for e in hold_mod.record_interference(
+                        journal, h, out["interference"], readonly=readonly)]
+            except JournalError as exc:
+                out["interference_journal_error"] = str(exc)
     if json_mode:
         print(json.dumps(out, indent=2, default=str))
         return ac.EXIT_OK
@@ -189,7 +203,11 @@ def status(nctx: Any, journal: Any, json_mode: bool) -> int:
         print(f"  silence {h.silence_id or 'none'}: " + (sil.get("error") or (
             f"{sil.get('state')} until {sil.get('ends_at')}" if sil else "n/a")))
         for i in out["interference"]:
-            print(f"  INTERFERENCE: {i}")
+            print(f"  INTERFERENCE: {i}" + (" (journaled now)"
+                                            if i in out.get("interference_journaled", ())
+                                            else ""))
+        if "interference_journal_error" in out:
+            print(f"  interference not journaled: {out['interference_journal_error']}")
         if h.state == "active" and left <= 0:
             print("  the lease has elapsed (timers restarted by the node, silence ended); run "
                   "`seat-console release` to check and close it")

@@ -146,11 +146,9 @@ class ActionLogSource(Source):
         notes = hold_mod.interference(
             h, timers if isinstance(timers, TimersReading) else None,
             sils.silences if isinstance(sils, SilencesReading) else None, now)
-        journaled = {e.outcome for e in j.entries(run_id=h.run_id, kind="interference")}
-        for n in notes:
-            if n not in journaled and n not in self._flagged and not self.readonly:
-                hold_mod.note_interference(j, h, n)
-            self._flagged.add(n)
+        new = [n for n in notes if n not in self._flagged]
+        hold_mod.record_interference(j, h, new, readonly=self.readonly)   # once, whoever first
+        self._flagged.update(new)
         return notes
 
     def close(self) -> None:
