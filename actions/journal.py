@@ -269,6 +269,17 @@ class Journal:
             raise JournalError(f"journal {self.path}: cannot open ({exc}); check the directory "
                                f"permissions or set ${ENV_STATE_DIR}") from None
 
+    def data_version(self) -> int:
+        """SQLite's ``PRAGMA data_version`` of this connection: a number that changes when
+        another connection (another console, a CLI command) commits to the journal, and not
+        for this connection's own writes (https://sqlite.org/pragma.html#pragma_data_version).
+        Lets a reader skip re-reading an unchanged journal. Raises :class:`JournalError`."""
+        with self._lock:
+            try:
+                return int(self._db.execute("PRAGMA data_version").fetchone()[0])
+            except sqlite3.Error as exc:
+                raise JournalError(f"journal {self.path}: cannot read ({exc})") from None
+
     def close(self) -> None:
         """Close the connection."""
         self._db.close()

@@ -87,6 +87,9 @@ class ActionLogSource(Source):
         self._path = journal_path
         self._journal: Any = None
         self._flagged: set[str] = set()
+        self._cache: tuple[int, Any, tuple[str, ...], tuple[LogRow, ...]] | None = None
+        self.journal_reads = 0
+        """How many reads queried the journal's rows (the others found it unchanged)."""
 
     def _open(self) -> Any:
         from seat_console.actions.journal import Journal, journal_path
@@ -104,7 +107,7 @@ class ActionLogSource(Source):
         try:
             j = self._open()
             now = utcnow()
-            h = hold_mod.current_hold(j)
+            h, unfinished, recent = self._journal_rows(j)
             info = None
             notes: list[str] = []
             if h is not None:
@@ -114,22 +117,43 @@ class ActionLogSource(Source):
                                 stopped=h.stopped, placed_by=h.placed_by, reason=h.reason,
                                 banner=h.banner(), ttl_s=h.ttl_s)
                 notes = self._interference(j, h, now)
-            unfinished = tuple(
-                f"unfinished {rows[0].runbook} run {rows[0].run_id} by "
-                f"{rows[0].user}@{rows[0].host}: run `seat-console recover`"
-                for rows in j.unfinished())
-            rows = j.entries()[-RECENT_ROWS:]
-            recent = tuple(LogRow(seq=r.seq, at=r.at, who=f"{r.user}@{r.host}",
-                                  runbook=r.runbook, kind=r.kind, step=r.step,
-                                  outcome=r.outcome) for r in rows)
             return ActionLogReading(path=str(j.path), read_at=now, hold=info,
                                     unfinished=unfinished, interference=tuple(notes),
                                     recent=recent)
         except JournalError as exc:
+            self._cache = None
             return Unavailable(source=self.name, kind="error", reason=str(exc))
         except Exception as exc:  # noqa: BLE001 - a source never raises into the UI
+            self._cache = None
             return Unavailable(source=self.name, kind="error",
                                reason=f"{type(exc).__name__}: {exc}")
+
+    def _journal_rows(self, j: Any) -> tuple[Any, tuple[str, ...], tuple[LogRow, ...]]:
+        """The current hold, the unfinished-run sentences and the recent rows — queried only
+        when the journal changed since the last read, else the last ones again.
+
+        Change test: SQLite's ``PRAGMA data_version``, which changes when another connection
+        commits to the database (https://sqlite.org/pragma.html#pragma_data_version); this
+        connection's own writes (an interference notice) drop the cache instead. One query per
+        read, no row read while nothing changed (the journal is otherwise read every second).
+        """
+        from seat_console.actions import hold as hold_mod
+
+        version = j.data_version()
+        if self._cache is not None and self._cache[0] == version:
+            return self._cache[1:]
+        self.journal_reads += 1
+        h = hold_mod.current_hold(j)
+        unfinished = tuple(
+            f"unfinished {rows[0].runbook} run {rows[0].run_id} by "
+            f"{rows[0].user}@{rows[0].host}: run `seat-console recover`"
+            for rows in j.unfinished())
+        rows = j.entries()[-RECENT_ROWS:]
+        recent = tuple(LogRow(seq=r.seq, at=r.at, who=f"{r.user}@{r.host}",
+                              runbook=r.runbook, kind=r.kind, step=r.step,
+                              outcome=r.outcome) for r in rows)
+        self._cache = (version, h, unfinished, recent)
+        return h, unfinished, recent
 
     def _interference(self, j: Any, h: Any, now: datetime) -> list[str]:
         """The interference notices for hold ``h``; each new one is journaled once."""
@@ -148,6 +172,8 @@ class ActionLogSource(Source):
             sils.silences if isinstance(sils, SilencesReading) else None, now)
         new = [n for n in notes if n not in self._flagged]
         hold_mod.record_interference(j, h, new, readonly=self.readonly)   # once, whoever first
+        if new and not self.readonly:
+            self._cache = None   # our own write: data_version does not see it
         self._flagged.update(new)
         return notes
 
@@ -156,6 +182,7 @@ class ActionLogSource(Source):
         if self._journal is not None:
             self._journal.close()
             self._journal = None
+            self._cache = None
 
 
 def make_source(loaded: LoadedProfile, readings: Any | None = None) -> Source:

@@ -1,0 +1,52 @@
+"""The action-log source queries the journal's rows only when the journal changed (issue 11:
+no per-second work while nothing changed), and still sees every write by another connection
+(another console, a CLI command: a second :class:`Journal` on the same file)."""
+
+from __future__ import annotations
+
+from seat_console.actions.journal import Journal
+from seat_console.sources.actionlog import ActionLogReading, ActionLogSource
+
+
+def _row(j: Journal, n: int) -> None:
+    j.append(run_id=f"run-{n}", runbook="test", kind="start", step="", outcome=f"row {n}")
+    j.append(run_id=f"run-{n}", runbook="test", kind="end", step="", outcome="done")
+
+
+def test_an_unchanged_journal_is_not_re_read(tmp_path):
+    path = tmp_path / "journal.sqlite3"
+    writer = Journal(path)
+    _row(writer, 1)
+    src = ActionLogSource(None, str(path))
+    try:
+        first = src.read()
+        assert isinstance(first, ActionLogReading)
+        for _ in range(5):
+            again = src.read()
+            assert isinstance(again, ActionLogReading)
+            assert again.recent == first.recent
+        assert src.journal_reads == 1
+    finally:
+        src.close()
+        writer.close()
+
+
+def test_a_write_by_another_connection_is_seen_at_the_next_read(tmp_path):
+    path = tmp_path / "journal.sqlite3"
+    writer = Journal(path)
+    _row(writer, 1)
+    src = ActionLogSource(None, str(path))
+    try:
+        before = src.read()
+        assert [r.outcome for r in before.recent] == ["row 1", "done"]
+        _row(writer, 2)
+        after = src.read()
+        assert [r.outcome for r in after.recent][-2:] == ["row 2", "done"]
+        assert src.journal_reads == 2
+        unfinished_writer = Journal(path)   # a third connection: a run that never ended
+        unfinished_writer.append(run_id="run-3", runbook="hold", kind="start", outcome="x")
+        unfinished_writer.close()
+        assert any("run-3" in u for u in src.read().unfinished)
+    finally:
+        src.close()
+        writer.close()
