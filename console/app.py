@@ -84,6 +84,7 @@ from seat_console.profile import (
     LoadedProfile,
 )
 from seat_console.sources import BrokenSource, Source, Unavailable, utcnow
+from seat_console.sources.partial import merge_last_good
 from seat_console.actions.runbook import in_flight, stop_in_flight
 from seat_console.widgets.fit import FitPanel
 from seat_console.widgets.gpu import GpuPanel
@@ -993,7 +994,8 @@ class SeatConsoleApp(App[int]):
         manual, st.manual = st.manual, False
         st.busy_since = None
         st.polls += 1
-        reading = message.reading
+        # a half-failed read keeps the last good value of the parts it missed, marked stale
+        reading = merge_last_good(message.reading, st.last_good)
         unchanged = same_reading(reading, st.reading)
         st.reading = reading
         st.reading_at = message.finished_at

@@ -120,6 +120,12 @@ def _age(now: datetime, then: datetime | None) -> float | None:
     return (now - then).total_seconds()
 
 
+def _ago(now: datetime, then: datetime) -> str:
+    """``"12 s ago"``, ``"3 min ago"`` (coarse, see :func:`fmt_coarse_age`); ``"just now"``."""
+    coarse = fmt_coarse_age(_age(now, then), 0)
+    return coarse if coarse == "just now" else f"{coarse} ago"
+
+
 class SourcePanel(Widget):
     """Base panel for one source: status line + body; renders readings, reasons and staleness.
 
@@ -197,6 +203,7 @@ class SourcePanel(Widget):
         text-opacity: 55%;
     }
     SourcePanel.-unavailable > .panel-status,
+    SourcePanel.-partial > .panel-status,
     SourcePanel.-render-error > .panel-status,
     SourcePanel.-waiting > .panel-status {
         display: block;
@@ -299,6 +306,8 @@ class SourcePanel(Widget):
             self._render_guarded(self._shown)
         if self.unavailable is not None and self.now is not None:
             self._set_status(self._unavailable_text(self.unavailable, self.now))
+        elif self.now is not None:
+            self._show_kept(self.now)
 
     def unavailable_hint(self, unavailable: Unavailable) -> str | None:
         """Extra explanation shown under an unavailable reading's reason (e.g. what a
@@ -341,6 +350,7 @@ class SourcePanel(Widget):
                 self.unavailable = None
                 self.remove_class("-unavailable")
                 self._render_guarded(reading)
+            self._show_kept(now)
             self.show_age(now)
         except Exception as exc:  # noqa: BLE001 - a panel must never break the app; shown below
             self._show_render_error(exc)
@@ -382,6 +392,8 @@ class SourcePanel(Widget):
             self._show_subtitle(subtitle)
             if self.unavailable is not None:
                 self._set_status(self._unavailable_text(self.unavailable, now))
+            else:
+                self._show_kept(now)
         except Exception as exc:  # noqa: BLE001 - never raise into the app
             self._show_render_error(exc)
 
@@ -399,6 +411,33 @@ class SourcePanel(Widget):
         else:
             self.border_title = self.title
             self.border_subtitle = subtitle
+
+    def _show_kept(self, now: datetime) -> None:
+        """A good reading that kept parts from the last good one (a half-failed read, see
+        :mod:`seat_console.sources.partial`): the status line names each kept part as stale,
+        with its age and why the newest read missed it (compact: one line, the reasons on the
+        detail view). The age is coarse, so the once-a-second tick rarely changes the text."""
+        kept = () if self.unavailable is not None or self.reading is None else tuple(
+            getattr(self.reading, "kept", ()) or ())
+        self.set_class(bool(kept), "-partial")
+        if kept:
+            self._set_status(self._kept_text(kept, now))
+
+    def _kept_text(self, kept: tuple, now: datetime) -> Text:
+        if self.compact:
+            t = Text(no_wrap=True, overflow="ellipsis")
+            t.append("STALE ", style="bold yellow")
+            t.append(", ".join(f"{k.part} {_ago(now, k.since)}" for k in kept))
+            t.append(" · Enter: why", style="dim")
+            return t
+        t = Text()
+        for i, k in enumerate(kept):
+            if i:
+                t.append("\n")
+            t.append("STALE ", style="bold yellow")
+            t.append(f"{k.part}: last read {_ago(now, k.since)}, kept from then")
+            t.append(f" (this read: {k.reason})", style="italic")
+        return t
 
     def _unavailable_text(self, u: Unavailable, now: datetime) -> Text:
         if self.compact:   # one line; the reason in full and the fix are on the detail view

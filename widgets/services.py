@@ -488,7 +488,9 @@ class EnginePanel(_ServicePanel):
             return
         self._last_added = reading
         at = getattr(reading, "read_at", None)
-        if at is not None:
+        # metrics kept from an earlier scrape (this one failed) are no new sample: a rate of 0
+        kept = any(k.field == "metrics" for k in getattr(reading, "kept", ()))
+        if at is not None and not kept:
             self.history.add(at, getattr(reading, "metrics", None))
 
     def render_reading(self, reading: BaseModel) -> None:

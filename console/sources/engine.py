@@ -35,6 +35,7 @@ from pydantic import BaseModel
 
 from seat_console.profile import LoadedProfile
 from seat_console.sources import Frozen, Source, Unavailable, utcnow
+from seat_console.sources.partial import Kept, keep
 from seat_console.sources.untrusted import InputError, get_int, get_str, load_json
 
 METRIC_ALIASES: dict[str, tuple[str, ...]] = {
@@ -169,7 +170,9 @@ class EngineReading(Frozen):
     ``endpoint``: base URL; ``healthy``: ``/health`` answered 200; ``health_status``: its HTTP
     status; ``version``: from ``/version``; ``models``: from ``/v1/models`` (``None`` when that
     failed); ``metrics``: parsed ``/metrics`` (``None`` when that failed); ``problems``: one
-    sentence per endpoint that failed while the engine answered.
+    sentence per endpoint that failed while the engine answered; ``kept``: the parts this read
+    missed that the app filled from the last good reading (:meth:`with_last_good`), each with
+    the time it was really read.
     """
 
     endpoint: str
@@ -180,6 +183,31 @@ class EngineReading(Frozen):
     models: tuple[ModelInfo, ...] | None
     metrics: EngineMetrics | None
     problems: tuple[str, ...] = ()
+    kept: tuple[Kept, ...] = ()
+
+    def with_last_good(self, last: EngineReading) -> EngineReading:
+        """This reading with ``version`` / ``models`` / ``metrics`` that this read missed
+        (``None`` here, a value in ``last``) taken from ``last``, the app's last good reading
+        of the same endpoint, each listed in ``kept`` with its age and this read's problem
+        for that endpoint (:mod:`seat_console.sources.partial`). A part read now is never
+        replaced; another endpoint's last reading is never used."""
+        if last.endpoint != self.endpoint:
+            return self
+        update: dict[str, Any] = {}
+        kept: list[Kept] = []
+        for field, path in (("version", "/version"), ("models", "/v1/models"),
+                            ("metrics", "/metrics")):
+            if getattr(self, field) is not None or getattr(last, field) is None:
+                continue
+            why = next((p.removeprefix(f"{path}: ") for p in self.problems
+                        if p.startswith(path)), "not read this time")
+            k = keep(last, field, path, why)
+            if k is not None:
+                update[field] = getattr(last, field)
+                kept.append(k)
+        if not kept:
+            return self
+        return self.model_copy(update={**update, "kept": tuple(kept)})
 
 
 # -- parsing (pure) ------------------------------------------------------------------------

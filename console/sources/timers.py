@@ -40,6 +40,7 @@ from seat_console.profile import LoadedProfile
 from seat_console.node.runner import CommandResult
 from seat_console.sources import BrokenSource, Frozen, Source, Unavailable, utcnow
 from seat_console.sources.untrusted import load_json
+from seat_console.sources.partial import Kept, keep
 from seat_console.node.transport import Transport, TransportError, make_transport
 
 PERSISTENT_WARNING = ("Persistent=yes: starting it again may fire a missed run at once (systemd "
@@ -85,7 +86,9 @@ class TimerState(Frozen):
     ``schedule``: the trigger definitions as systemd lists them (``OnCalendar=*-*-* 02:00:00``,
     ``OnUnitActiveUSec=1h``); ``persistent``: ``Persistent=`` (``None`` when unknown);
     ``persistent_warning``: :data:`PERSISTENT_WARNING` when persistent, else ``None``;
-    ``service``: the triggered unit and its state.
+    ``service``: the triggered unit and its state; ``errors``: the parts this read missed,
+    ``"service"`` (the service's state) and/or ``"times"`` (next elapse and last trigger) → why
+    (one sentence) — those fields are n/a unless the app kept them from the last good reading.
     """
 
     unit: str
@@ -100,6 +103,7 @@ class TimerState(Frozen):
     persistent: bool | None = None
     persistent_warning: str | None = None
     service: ServiceState | None = None
+    errors: dict[str, str] = {}
 
     @property
     def loaded(self) -> bool:
@@ -116,17 +120,71 @@ class TimersReading(Frozen):
     """All timer units of the profile, read in one go on ``where`` at ``read_at`` (UTC).
 
     ``notes``: partial failures that left some fields n/a (e.g. ``list-timers`` failed, so next
-    elapse and last trigger are unknown), one sentence each.
+    elapse and last trigger are unknown), one sentence each; ``kept``: the parts this read
+    missed that the app filled from the last good reading (:meth:`with_last_good`), with the
+    time each was really read (a note whose every missed part was kept is dropped).
     """
 
     where: str
     read_at: datetime
     timers: tuple[TimerState, ...]
     notes: tuple[str, ...] = ()
+    kept: tuple[Kept, ...] = ()
+
+    def with_last_good(self, last: TimersReading) -> TimersReading:
+        """This reading with each timer's missed parts (:attr:`TimerState.errors`: its
+        service's state, its next elapse and last trigger) taken from the same unit in
+        ``last``, the app's last good reading on the same node — only where ``last`` had them
+        (read, or kept itself) and, for the service, the timer still triggers the same unit.
+        Each filled part is listed in ``kept`` (:mod:`seat_console.sources.partial`)."""
+        if last.where != self.where:
+            return self
+        kept: list[Kept] = []
+        timers: list[TimerState] = []
+        for t in self.timers:
+            lt = last.get(t.unit)
+            update: dict[str, object] = {}
+            for group, why in t.errors.items():
+                field = f"timers[{t.unit}].{group}"
+                had = lt is not None and (group not in lt.errors
+                                          or any(k.field == field for k in last.kept))
+                k = keep(last, field, f"{t.unit} {TIMER_PARTS.get(group, group)}",
+                         why) if had else None
+                if group == "service" and lt is not None and (
+                        lt.service is None or t.service is None
+                        or lt.service.unit != t.service.unit):
+                    k = None
+                if k is None:
+                    continue
+                assert lt is not None
+                if group == "service":
+                    update["service"] = lt.service
+                elif group == "times":
+                    update["next_elapse"] = lt.next_elapse
+                    update["last_trigger"] = lt.last_trigger
+                kept.append(k)
+            timers.append(t.model_copy(update=update) if update else t)
+        if not kept:
+            return self
+        # a note that says a part is n/a goes when that part was kept for every timer
+        gone = {g for g in TIMER_PARTS if any(k.field.endswith(f"].{g}") for k in kept)
+                and not any(g in t.errors for t in self.timers if
+                            not any(k.field == f"timers[{t.unit}].{g}" for k in kept))}
+        return self.model_copy(update={
+            "timers": tuple(timers), "kept": tuple(kept),
+            "notes": tuple(n for n in self.notes
+                           if not any(n.startswith(_NOTE_PREFIX[g]) for g in gone))})
 
     def get(self, unit: str) -> TimerState | None:
         """The state of ``unit``, or ``None`` when it is not part of this reading."""
         return next((t for t in self.timers if t.unit == unit), None)
+
+
+TIMER_PARTS = {"service": "service state", "times": "next elapse / last trigger"}
+"""The parts of a :class:`TimerState` a read can miss (its ``errors`` keys), in words."""
+
+_NOTE_PREFIX = {"service": "services not read", "times": "list-timers JSON not available"}
+"""How :func:`read_timers`' note on each missed part begins."""
 
 
 # -- parsing (pure) ------------------------------------------------------------------------------
@@ -348,6 +406,7 @@ def read_timers(transport: Transport, units: Sequence[str], *,
     services = [b.get("Unit") or None for b in blocks]
     notes: list[str] = []
     svc_states: dict[str, ServiceState] = {}
+    sres_failure: str | None = None
     wanted = sorted({s for s in services if s})
     if wanted:
         sres = transport.run(["systemctl", "show", "--timestamp=unix",
@@ -363,8 +422,11 @@ def read_timers(transport: Transport, units: Sequence[str], *,
                     running=service_running(sp.get("ActiveState"), sp.get("SubState")),
                     last_started=_machine_time(sp.get("ExecMainStartTimestamp")))
         else:
+            sres_failure = sres.failure or "failed"
             notes.append(f"services not read ({sres.failure}); whether they run now is n/a")
+    svc_why = None if sres_failure is None else f"systemctl show (services): {sres_failure}"
     times: dict[str, tuple[datetime | None, datetime | None]] = {}
+    times_why: str | None = None
     loaded = [u for u, b in zip(units, blocks, strict=True) if b.get("LoadState") == "loaded"]
     if loaded:
         lres = transport.run(["systemctl", "list-timers", "--all", "--output=json", "--",
@@ -374,12 +436,19 @@ def read_timers(transport: Transport, units: Sequence[str], *,
                 raise ValueError(lres.failure)
             times = parse_list_timers_json(lres.stdout)
         except ValueError as exc:
+            times_why = f"systemctl list-timers: {exc}"
             notes.append(f"list-timers JSON not available ({exc}); next elapse and last "
                          "trigger are n/a")
     timers = []
     for unit, props, svc in zip(units, blocks, services, strict=True):
         service = (svc_states.get(svc) or ServiceState(unit=svc)) if svc else None
-        timers.append(build_timer_state(unit, props, service, times.get(unit, (None, None))))
+        errors: dict[str, str] = {}
+        if svc and svc not in svc_states:
+            errors["service"] = svc_why or f"{svc} missing from systemctl show's answer"
+        if unit in loaded and unit not in times:
+            errors["times"] = times_why or f"{unit} missing from systemctl list-timers' answer"
+        state = build_timer_state(unit, props, service, times.get(unit, (None, None)))
+        timers.append(state.model_copy(update={"errors": errors}) if errors else state)
     return TimersReading(where=transport.where, read_at=read_at, timers=tuple(timers),
                          notes=tuple(notes))
 
