@@ -295,3 +295,36 @@ def test_merge_engine_by_endpoint_and_never_over_a_fresh_part() -> None:
     assert merge_last_good(last, half) is last or merge_last_good(last, half).kept == ()
     down = Unavailable(source="engine", kind="timeout", reason="no answer")
     assert merge_last_good(down, last) is down
+
+
+# -- the GPU sampler, over the NVML double -------------------------------------------------------
+async def test_gpu_process_list_failing_on_one_card_keeps_its_last_processes() -> None:
+    import pynvml
+
+    from app_fixtures import demo_app
+
+    clock = FakeClock()
+    app, src = demo_app(clock=clock, history=False)
+    async with app.run_test(size=(100, 60)) as pilot:
+        st = app.states["gpus"]
+        await wait_for(pilot, lambda: "python3" in screen_text(app), "first sample drawn")
+        first = st.reading
+        c0 = first.cards[0]
+        assert c0.processes and not first.kept
+        for fn in ("nvmlDeviceGetComputeRunningProcesses_v3",
+                   "nvmlDeviceGetComputeRunningProcesses_v2",
+                   "nvmlDeviceGetComputeRunningProcesses"):
+            src.double.cards[0].errors[fn] = pynvml.NVML_ERROR_UNKNOWN
+        src.double.cards[0].used += 1 << 30   # memory is still read: the new value shows
+        clock.advance(75)
+        await refresh(pilot, app, "gpus")
+        r = st.reading
+        k0 = r.cards[0]
+        assert k0.processes == c0.processes and "processes" not in k0.errors
+        assert k0.memory.used_bytes == c0.memory.used_bytes + (1 << 30)
+        assert [k.field for k in r.kept] == [f"cards[{c0.uuid}].processes"]
+        assert r.kept[0].since == first.sampled_at
+        assert r.cards[1] == first.cards[1]
+        text = screen_text(app)
+        assert "python3" in text and "seat-resident" in text
+        assert "STALE GPU 0 processes: last read 1 min ago, kept from then" in text

@@ -48,6 +48,7 @@ from seat_console.sources.nvml import (
 )
 from seat_console.profile import LoadedProfile
 from seat_console.sources import Frozen, Source, Unavailable, utcnow
+from seat_console.sources.partial import Kept, keep
 
 log = logging.getLogger(__name__)
 
@@ -276,6 +277,43 @@ class GpuSnapshot(Frozen):
     seat_conflicts: list[str] = Field(default_factory=list)
     """``node.gpus`` entries resolving to one device (two TP ranks on one card), in words
     (:func:`seat_conflicts`); an error for the seat."""
+    kept: tuple[Kept, ...] = ()
+    """Card fields this sample missed (NVML errors) that the app filled from the last good
+    sample, with the time each was really read (:meth:`with_last_good`)."""
+
+    def with_last_good(self, last: GpuSnapshot) -> GpuSnapshot:
+        """This sample with each card's failed fields (:attr:`GpuCard.errors`, e.g. the
+        process list of one card while its memory was read) taken from the same card — by
+        UUID / PCI bus id, never by position — in ``last``, the app's last good sample, where
+        that card was ``ok`` and had the value (read, or kept itself). A filled field leaves
+        ``errors`` and is listed in ``kept`` (:mod:`seat_console.sources.partial`). Fields
+        NVML does not support, lost cards and MIG instances are never filled."""
+        kept: list[Kept] = []
+        cards: list[GpuCard] = []
+        for c in self.cards:
+            lc = last.card(c.key) if c.state == "ok" and c.errors else None
+            update: dict[str, Any] = {}
+            errors = dict(c.errors)
+            if lc is not None and lc.state == "ok" and lc.key == c.key:
+                for field, why in c.errors.items():
+                    if (field not in GpuCard.model_fields or getattr(c, field) is not None
+                            or getattr(lc, field) is None):
+                        continue
+                    key = f"cards[{c.key}].{field}"
+                    if field in lc.errors and not any(k.field == key for k in last.kept):
+                        continue
+                    k = keep(last, key, f"GPU {c.index} {field.replace('_', ' ')}", why)
+                    if k is None:
+                        continue
+                    update[field] = getattr(lc, field)
+                    if field == "processes":
+                        update["processes_api"] = lc.processes_api
+                    del errors[field]
+                    kept.append(k)
+            cards.append(c.model_copy(update={**update, "errors": errors}) if update else c)
+        if not kept:
+            return self
+        return self.model_copy(update={"cards": cards, "kept": tuple(kept)})
 
     def card(self, key: str) -> GpuCard | None:
         """The card whose UUID, PCI bus id or :attr:`GpuCard.key` equals ``key``, else None."""
@@ -947,13 +985,17 @@ class GpuSource(Source):
 
 
 def make_source(loaded_profile: LoadedProfile | None, nvml: Nvml | None = None,
-                proc_root: str = "/proc") -> GpuSource:
+                proc_root: str = "/proc", *, context: Any | None = None) -> GpuSource:
     """The :class:`GpuSource` for a loaded profile.
 
     Seat cards come from ``profile.node.gpus``; container names from the engine at
-    ``profile.node.docker_host``. ``nvml`` defaults to a new :class:`Nvml` over the real
-    ``pynvml`` (or whatever :func:`seat_console.sources.nvml.module_factory` returns).
+    ``profile.node.docker_host``. ``nvml`` defaults to the ``context``'s gateway (the app's
+    :class:`~seat_console.node.context.NodeContext`, shared with the actions), else a new
+    :class:`Nvml` over the real ``pynvml`` (or whatever
+    :func:`seat_console.sources.nvml.module_factory` returns).
     """
+    if nvml is None and context is not None:
+        nvml = context.nvml
     seat: list[str] = []
     docker_host: str | None = None
     if loaded_profile is not None:
