@@ -31,6 +31,7 @@ from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
 from textual.containers import Horizontal
+from textual.css.query import NoMatches
 from textual.widgets import Input, Label, Select, Static
 
 from seat_console.fmt import gib
@@ -314,31 +315,60 @@ class FitPanel(SourcePanel):
         """How many times the budgets were computed (tests: not on unchanged inputs)."""
 
     def compose_body(self) -> ComposeResult:
-        """What-if controls, the two sides, the footer."""
-        seat = self.loaded.profile.seat if self.loaded else None
-        cand = self.loaded.profile.candidate if self.loaded else None
-        with Horizontal(id="fit-controls"):
-            yield Label("PLE", id="fit-placement-label")
-            yield Select([(p, p) for p in PLACEMENTS], allow_blank=False, compact=True,
-                         value=cand.ple_placement if cand else "gpu-replicated",
-                         id="fit-placement")
-            yield Label("util")
-            yield Input(placeholder=f"{seat.gpu_memory_utilization:g}" if seat else "",
-                        type="number", compact=True, id="fit-util")
-            yield Label("TP")
-            yield Input(placeholder=str(seat.tensor_parallel_size) if seat else "",
-                        type="integer", compact=True, id="fit-tp")
-            yield Label("context")
-            yield Input(placeholder=str(seat.max_model_len) if seat else "", type="integer",
-                        compact=True, id="fit-context")
-            yield Label("seqs")
-            yield Input(placeholder=str(seat.max_num_seqs) if seat else "", type="integer",
-                        compact=True, id="fit-seqs")
+        """What-if controls (on the detail view now; on the main screen once the panel is
+        shown in full, :meth:`mount_controls`), the two sides, the footer."""
+        if self.detail:
+            with Horizontal(id="fit-controls"):
+                yield from self._controls()
+        else:
+            yield Horizontal(id="fit-controls")
         yield Static("", id="fit-error")
         with Horizontal(id="fit-sides"):
             yield Static("", id="fit-resident")
             yield Static("", id="fit-candidate")
         yield Static("", id="fit-footer")
+
+    def on_mount(self) -> None:
+        """On the main screen: mount the what-if controls after the first frame if the panel
+        is shown in full (a compact panel never shows them: 10 of the screen's ~80 widgets,
+        ~50 ms of the first frame)."""
+        if not self.detail:
+            self.call_after_refresh(lambda: None if self.compact else self.mount_controls())
+
+    def set_compact(self, compact: bool) -> None:
+        """As :meth:`SourcePanel.set_compact`; the full form gets the what-if controls."""
+        super().set_compact(compact)
+        if not compact and self.is_mounted:
+            self.mount_controls()
+
+    def mount_controls(self) -> None:
+        """Mount the what-if controls into ``#fit-controls`` unless they are there."""
+        box = self.query_one("#fit-controls", Horizontal)
+        if not box.children:
+            box.mount(*self._controls())
+
+    def _controls(self) -> list:
+        """The what-if widgets: PLE placement, util, TP, context, seqs (placeholders show the
+        profile's values)."""
+        seat = self.loaded.profile.seat if self.loaded else None
+        cand = self.loaded.profile.candidate if self.loaded else None
+        return [
+            Label("PLE", id="fit-placement-label"),
+            Select([(p, p) for p in PLACEMENTS], allow_blank=False, compact=True,
+                   value=cand.ple_placement if cand else "gpu-replicated", id="fit-placement"),
+            Label("util"),
+            Input(placeholder=f"{seat.gpu_memory_utilization:g}" if seat else "",
+                  type="number", compact=True, id="fit-util"),
+            Label("TP"),
+            Input(placeholder=str(seat.tensor_parallel_size) if seat else "",
+                  type="integer", compact=True, id="fit-tp"),
+            Label("context"),
+            Input(placeholder=str(seat.max_model_len) if seat else "", type="integer",
+                  compact=True, id="fit-context"),
+            Label("seqs"),
+            Input(placeholder=str(seat.max_num_seqs) if seat else "", type="integer",
+                  compact=True, id="fit-seqs"),
+        ]
 
     def render_reading(self, reading: BaseModel) -> None:
         """Keep the latest inputs and recompute with the current what-if controls — only when
@@ -413,6 +443,9 @@ class FitPanel(SourcePanel):
         keep applying: never the last valid value, which while typing "1.5" is the "1" that the
         user passed through, not a value they chose.
         """
+        if not self.query("#fit-placement"):   # controls not mounted (compact): the profile's
+            return WhatIf.model_validate({}), None
+
         def val(wid: str) -> str | None:
             v = self.query_one(f"#{wid}", Input).value.strip()
             return v or None
@@ -435,7 +468,21 @@ class FitPanel(SourcePanel):
             return (WhatIf.model_validate(kept),
                     f"what-if ignored, invalid: {bad} — the profile's value is used")
 
+    def _controls_untouched(self) -> bool:
+        """No what-if typed and the PLE choice as composed (the state at mount)."""
+        try:
+            if any(self.query_one(f"#{wid}", Input).value.strip()
+                   for wid in ("fit-util", "fit-tp", "fit-context", "fit-seqs")):
+                return False
+            placement = self.query_one("#fit-placement", Select).value
+        except NoMatches:
+            return True
+        cand = self.loaded.profile.candidate if self.loaded else None
+        return placement == (cand.ple_placement if cand else "gpu-replicated")
+
     def _recompute(self) -> None:
+        if self._inputs is None and self._controls_untouched():
+            return   # nothing to compute or to refuse yet: fit_source loads after the first frame
         from seat_console.sources.fit_source import compute_budgets, no_verdict_reason
 
         self.whatif, self.whatif_error = self._read_controls()
