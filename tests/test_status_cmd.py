@@ -8,6 +8,7 @@ import subprocess
 import sys
 import threading
 import time
+from pathlib import Path
 
 from seat_console.snapshot import SOURCE_NAMES, NodeSnapshot, fmt_duration, fmt_when, take_snapshot
 from seat_console.profile import load_profile
@@ -115,3 +116,22 @@ def test_lab_status_with_alertmanager_down(lab, lab_stop) -> None:
     assert set(snap.unavailable()) == {"gpus", "silences"}
     assert snap.silences.kind == "unreachable"
     assert snap.engine.healthy  # the rest is still read
+
+
+def test_exited_container_says_when_it_exited_not_started() -> None:
+    """``status``: an exited container's line gives its end, never its old start time."""
+    sys.path.insert(0, str(Path(__file__).parent))
+    import screen_fixtures as F
+
+    from seat_console.commands.status_cmd import render_containers
+
+    now = F.NOW
+    text = render_containers(F.containers(running=False), now)
+    line = next(x for x in text.splitlines() if "seat-resident" in x)
+    assert "ended 2026-11-29 11:57:00Z (3 min 00 s ago)" in line and "started" not in line
+    assert "exit code 137" in text
+    running = render_containers(F.containers(running=True), now)
+    assert "started 2026-11-29 07:00:00Z (5 h" in running
+    never = F.containers(running=False).model_copy(update={"containers": tuple(
+        c.model_copy(update={"finished_at": None}) for c in F.containers(running=False).containers)})
+    assert "exited, health n/a (no healthcheck), end n/a," in render_containers(never, now)

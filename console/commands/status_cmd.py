@@ -176,9 +176,12 @@ def render_containers(r: ContainersReading | Unavailable, now: datetime) -> str:
         if c.state == "absent":
             out += f"  {c.role} {c.name}: absent (no such container)\n"
             continue
+        # a stopped container says when it ended, never "started 3 min ago" (its old start)
+        when = (f"started {fmt_when(c.started_at, now)}" if c.running else
+                f"ended {fmt_when(c.finished_at, now)}" if c.finished_at is not None
+                else "end n/a")
         out += (f"  {c.role} {c.name}: {c.state}, health {c.health or 'n/a (no healthcheck)'}, "
-                f"started {fmt_when(c.started_at, now)}, restarts "
-                f"{'n/a' if c.restart_count is None else c.restart_count}\n")
+                f"{when}, restarts {'n/a' if c.restart_count is None else c.restart_count}\n")
         if not c.running and c.exit_code is not None:
             out += f"      exit code {c.exit_code}{', OOM-killed' if c.oom_killed else ''}\n"
         out += f"      image {c.image_ref or 'n/a'}\n"
