@@ -251,6 +251,9 @@ def _main(argv: Sequence[str] | None) -> int:
         print(f"seat-console: {exc}", file=sys.stderr)
         return EXIT_ERROR
     if func is None:
+        from seat_console.early import prestart
+
+        prestart(loaded)   # the GPU panel's first reading, while the TUI imports (first frame)
         from seat_console.app import run_app
 
         return run_app(loaded, readonly=args.readonly, interval=args.interval)
