@@ -31,7 +31,6 @@ kept too. Nothing recorded is ever deleted.
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
 import time
@@ -207,6 +206,7 @@ def measure_leg(nctx: NodeContext, leg: LegPlan, bracket_id: str, cmp_dir: Path,
     Returns the ``leg.json`` dict it wrote. Never raises for a measurement that went wrong: the
     leg is written with ``status`` and ``reason`` (kept like every run). Blocking (worker).
     """
+    from seat_console.probe.client import run_async
     from seat_console.probe.run import Probe, ProbeRefused, default_monitor_factory, preflight
     from seat_console.probe.store import RunWriter, runs_dir
 
@@ -236,7 +236,7 @@ def measure_leg(nctx: NodeContext, leg: LegPlan, bracket_id: str, cmp_dir: Path,
     rec["probe_run_dir"] = str(writer.path)
     _write_json(d / "leg.json", rec)
     probe = Probe(loaded, pre, writer=writer, monitor_factory=default_monitor_factory(loaded, pre))
-    summary = asyncio.run(probe.run())
+    summary = run_async(probe.run())
     rec["kv_cache_tokens"] = (summary.get("kv_capacity") or {}).get("tokens")
     with httpx.Client(base_url=pre.endpoint, timeout=120) as client:
         if opts.fidelity:

@@ -84,7 +84,9 @@ print("@@RESULT@@" + json.dumps({"output_throughput": res["output_throughput"],
 """
 
 PROBE = r"""
-import asyncio, json, sys, time
+import asyncio, functools, json, sys, time
+import seat_console.probe.run as R
+from seat_console.probe.client import make_client, run_async
 from seat_console.profile import load_profile
 from seat_console.probe.run import Probe, Preflight, HoldInfo
 from seat_console.probe.engine_counters import KvCapacity
@@ -92,11 +94,14 @@ from seat_console.probe.store import RunWriter
 from pathlib import Path
 loaded = load_profile(sys.argv[1])
 url, model, out = sys.argv[2], sys.argv[3], Path(sys.argv[4])
+http, loop = sys.argv[5].split("-")   # e.g. "aiohttp-uvloop" (the default), "httpcore-asyncio"
+R.make_client = functools.partial(make_client, http=http)
+runner = run_async if loop == "uvloop" else asyncio.run
 pre = Preflight(endpoint=url, model=model, identity={"endpoint": url}, kv=KvCapacity(),
                 hold=HoldInfo(None, "benchmark"), seat_containers=set())
 probe = Probe(loaded, pre, writer=RunWriter(root=out))
 c0, w0 = time.process_time(), time.perf_counter()
-s = asyncio.run(probe.run())
+s = runner(probe.run())
 cpu, wall = time.process_time() - c0, time.perf_counter() - w0
 st = s["phases"][0]["stats"]
 print("@@RESULT@@" + json.dumps({"output_throughput": st["output_tok_s"],
@@ -144,16 +149,25 @@ def run_bench_serve(py: str, url: str, model: str, tokenizer: str, dataset: Path
     return _result(cp, "vllm bench serve")
 
 
-def run_probe(profile: Path, url: str, model: str, out: Path) -> dict:
-    """One probe run (one phase) in a child process; its result dict."""
-    cp = subprocess.run([sys.executable, "-c", PROBE, str(profile), url, model, str(out)],
+def run_probe(profile: Path, url: str, model: str, out: Path, variant: str) -> dict:
+    """One probe run (one phase) in a child process over ``variant`` (``<http stack>-<event
+    loop>``: ``aiohttp-uvloop`` is what the console runs; ``httpcore-asyncio`` is the stack
+    before the aiohttp transport); its result dict."""
+    cp = subprocess.run([sys.executable, "-c", PROBE, str(profile), url, model, str(out),
+                         variant],
                         capture_output=True, text=True, timeout=900, check=False,
                         env={**os.environ, "PYTHONPATH": str(ROOT)})
     return _result(cp, "probe")
 
 
-def sse_rate(n_events: int) -> dict:
-    """Events per CPU second through the probe's SSE parsing pipeline (one thread)."""
+def sse_rate(n_events: int, read_bytes: int | None) -> dict:
+    """Events per CPU second through the probe's SSE parsing pipeline (one thread), fed as
+    :func:`~seat_console.probe.client.run_request` feeds it: bytes reads → stdlib incremental
+    UTF-8 decoder → httpx-sse's line and event decoders → ``StreamTimer.feed`` (``parse_chunk``,
+    orjson), one timestamp per read. ``read_bytes``: bytes per read (``None``: one event per
+    read, as vLLM sends each token in its own HTTP chunk)."""
+    import codecs
+
     from httpx_sse._decoders import SSEDecoder, SSELineDecoder
     from seat_console.probe.client import StreamTimer
 
@@ -165,26 +179,29 @@ def sse_rate(n_events: int) -> dict:
                                                       "prompt_token_ids": None,
                                                       "token_ids": None}],
                "usage": {"prompt_tokens": 60, "total_tokens": 60 + i, "completion_tokens": i}}
-        chunks.append("data: " + json.dumps(obj, separators=(",", ":")) + "\n\n")
-    text = "".join(chunks)
-    # 1,400-character reads, as a network read of a few events would be
-    reads = [text[i:i + 1400] for i in range(0, len(text), 1400)]
+        chunks.append(("data: " + json.dumps(obj, separators=(",", ":")) + "\n\n").encode())
+    if read_bytes is None:
+        reads = chunks
+    else:
+        data = b"".join(chunks)
+        reads = [data[i:i + read_bytes] for i in range(0, len(data), read_bytes)]
     best = None
     for _ in range(3):
-        line_dec, ev_dec, timer = SSELineDecoder(), SSEDecoder(), StreamTimer()
+        lines, events, timer = SSELineDecoder(), SSEDecoder(), StreamTimer()
+        utf8 = codecs.getincrementaldecoder("utf-8")("replace")
         c0 = time.process_time()
-        t = 0.0
-        for r in reads:
-            for line in line_dec.decode(r):
-                ev = ev_dec.decode(line.rstrip("\n"))
-                if ev is not None:
-                    t += 1e-4
+        for raw in reads:
+            t = time.perf_counter()
+            for line in lines.decode(utf8.decode(raw)):
+                ev = events.decode(line.rstrip("\n"))
+                if ev is not None and (ev.data or ev.event):
                     timer.feed(ev.data, t)
         cpu = time.process_time() - c0
         assert timer.tokens_streamed == n_events
         best = cpu if best is None else min(best, cpu)
-    return {"events": n_events, "cpu_s": best, "events_per_cpu_s": n_events / best,
-            "bytes_per_event": len(text) / n_events}
+    return {"events": n_events, "read_bytes": read_bytes, "cpu_s": best,
+            "events_per_cpu_s": n_events / best,
+            "bytes_per_event": sum(map(len, chunks)) / n_events}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -194,6 +211,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--concurrency", type=int, default=8)
     ap.add_argument("--output-len", type=int, default=64)
     ap.add_argument("--events", type=int, default=100_000)
+    ap.add_argument("--variants", default="aiohttp-uvloop,httpcore-asyncio",
+                    help="probe client variants, <http stack>-<event loop>, comma-separated "
+                         "(the first is what the console runs)")
+    ap.add_argument("--url", help="send to this server instead of the lab's vLLM (e.g. "
+                                  "benchmarks/stream_server.py: client CPU without an engine "
+                                  "on the same cores); the lab lock is not taken")
     ap.add_argument("--json", metavar="FILE")
     a = ap.parse_args(argv)
     from seat_console.probe.prompts import load_prompt_set
@@ -201,6 +224,7 @@ def main(argv: list[str] | None = None) -> int:
     state = json.loads((ROOT / ".lab" / "state.json").read_text())
     v = state["vllm"]
     url, model, py, tok = v["url"], v["served_model_name"], v["python"], v["model_dir"]
+    url = a.url or url
     tmp = Path(tempfile.mkdtemp(prefix="bench-probe-"))
     prompts = load_prompt_set().prompts
     dataset = tmp / "prompts.jsonl"
@@ -218,13 +242,14 @@ name = "paired"
 requests = {a.requests}
 concurrency = {a.concurrency}
 """)
-    lock = open(ROOT / ".lab" / "disrupt.lock", "a+")  # noqa: SIM115
-    print("waiting for the lab's disrupt.lock (exclusive)…", file=sys.stderr, flush=True)
-    fcntl.flock(lock, fcntl.LOCK_EX)
+    lock = open(ROOT / ".lab" / "disrupt.lock" if not a.url else os.devnull, "a+")  # noqa: SIM115
+    if not a.url:
+        print("waiting for the lab's disrupt.lock (exclusive)…", file=sys.stderr, flush=True)
+        fcntl.flock(lock, fcntl.LOCK_EX)
     import httpx
 
     deadline = time.monotonic() + 600
-    while True:   # another session may have just restored the seat
+    while not a.url:   # another session may have just restored the seat
         try:
             if httpx.get(url + "/health", timeout=3).status_code == 200:
                 break
@@ -233,46 +258,68 @@ concurrency = {a.concurrency}
         if time.monotonic() > deadline:
             raise SystemExit(f"{url}/health did not answer 200 within 10 min")
         time.sleep(2)
+    variants = a.variants.split(",")
     pairs = []
+    load_during = []
     try:
         for k in range(a.pairs):
-            order = ("bench", "probe") if k % 2 == 0 else ("probe", "bench")
-            r: dict = {}
+            # rotate the order: every client runs first, in the middle and last in turn
+            who_all = ["bench", *variants]
+            order = who_all[k % len(who_all):] + who_all[:k % len(who_all)]
+            r: dict = {"probe": {}}
             for who in order:
                 if who == "bench":
                     r["bench_serve"] = run_bench_serve(py, url, model, tok, dataset, a.requests,
                                                        a.concurrency, a.output_len)
                 else:
-                    r["probe"] = run_probe(profile, url, model, tmp / "runs")
-            b, p = r["bench_serve"], r["probe"]
-            r["tok_s_ratio"] = p["output_throughput"] / b["output_throughput"]
+                    r["probe"][who] = run_probe(profile, url, model, tmp / "runs", who)
+                load_during.append(os.getloadavg()[0])
+            b = r["bench_serve"]
             r["bench_cpu_s_per_1k"] = b["cpu_s"] / b["total_output_tokens"] * 1000
-            r["probe_cpu_s_per_1k"] = p["cpu_s"] / p["total_output_tokens"] * 1000
-            r["cpu_ratio"] = r["probe_cpu_s_per_1k"] / r["bench_cpu_s_per_1k"]
-            r["order"] = list(order)
+            line = (f"pair {k + 1}: bench serve {b['output_throughput']:,.1f} tok/s, "
+                    f"{r['bench_cpu_s_per_1k']:.4f} CPU s/1k")
+            for v, p in r["probe"].items():
+                p["tok_s_ratio"] = p["output_throughput"] / b["output_throughput"]
+                p["cpu_s_per_1k"] = p["cpu_s"] / p["total_output_tokens"] * 1000
+                p["cpu_ratio"] = p["cpu_s_per_1k"] / r["bench_cpu_s_per_1k"]
+                line += (f"; {v} {p['output_throughput']:,.1f} tok/s (ratio "
+                         f"{p['tok_s_ratio']:.3f}), {p['cpu_s_per_1k']:.4f} CPU s/1k (ratio "
+                         f"{p['cpu_ratio']:.3f})")
+            r["order"] = order
             r["loadavg_1m"] = os.getloadavg()[0]
             pairs.append(r)
-            print(f"pair {k + 1}: bench serve {b['output_throughput']:,.1f} tok/s, probe "
-                  f"{p['output_throughput']:,.1f} tok/s (ratio {r['tok_s_ratio']:.3f}); CPU s/1k "
-                  f"tokens bench {r['bench_cpu_s_per_1k']:.4f}, probe "
-                  f"{r['probe_cpu_s_per_1k']:.4f} (ratio {r['cpu_ratio']:.3f})", flush=True)
+            print(line, flush=True)
     finally:
-        fcntl.flock(lock, fcntl.LOCK_UN)
-    sse = sse_rate(a.events)
-    print(f"SSE pipeline: {sse['events_per_cpu_s']:,.0f} events per CPU second "
-          f"({sse['bytes_per_event']:.0f} B/event)")
-    keys = ("tok_s_ratio", "cpu_ratio", "bench_cpu_s_per_1k", "probe_cpu_s_per_1k")
-    med = {k: statistics.median(p[k] for p in pairs) for k in keys}
-    spread = {k: [min(p[k] for p in pairs), max(p[k] for p in pairs)] for k in keys}
-    print(f"median: tok/s ratio {med['tok_s_ratio']:.3f} (range {spread['tok_s_ratio'][0]:.3f}"
-          f"–{spread['tok_s_ratio'][1]:.3f}), CPU ratio {med['cpu_ratio']:.3f} (range "
-          f"{spread['cpu_ratio'][0]:.3f}–{spread['cpu_ratio'][1]:.3f})")
+        if not a.url:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+        lock.close()
+    sse = {"one_event_per_read": sse_rate(a.events, None),
+           "reads_1400_bytes": sse_rate(a.events, 1400)}
+    for name, x in sse.items():
+        print(f"SSE pipeline ({name}): {x['events_per_cpu_s']:,.0f} events per CPU second "
+              f"({1e6 / x['events_per_cpu_s']:.1f} µs/event, {x['bytes_per_event']:.0f} B/event)")
+    med: dict = {"bench_cpu_s_per_1k": statistics.median(p["bench_cpu_s_per_1k"] for p in pairs)}
+    spread: dict = {}
+    for v in variants:
+        for key in ("tok_s_ratio", "cpu_ratio", "cpu_s_per_1k"):
+            vals = [p["probe"][v][key] for p in pairs]
+            med[f"{v}.{key}"] = statistics.median(vals)
+            spread[f"{v}.{key}"] = [min(vals), max(vals)]
+        print(f"median {v}: tok/s ratio {med[v + '.tok_s_ratio']:.3f} (range "
+              f"{spread[v + '.tok_s_ratio'][0]:.3f}–{spread[v + '.tok_s_ratio'][1]:.3f}), "
+              f"CPU s/1k {med[v + '.cpu_s_per_1k']:.4f} vs bench serve "
+              f"{med['bench_cpu_s_per_1k']:.4f}, CPU ratio {med[v + '.cpu_ratio']:.3f} (range "
+              f"{spread[v + '.cpu_ratio'][0]:.3f}–{spread[v + '.cpu_ratio'][1]:.3f})")
+    print(f"load average (1 min) after each client run: {min(load_during):.2f}–"
+          f"{max(load_during):.2f}")
     if a.json:
         Path(a.json).write_text(json.dumps({
             "date_utc": datetime.now(UTC).isoformat(timespec="seconds"),
             "machine": {"node": platform.node(), "python": platform.python_version(),
                         "cpus": os.cpu_count(), "loadavg": os.getloadavg()},
-            "argv": sys.argv, "server": {"url": url, "model": model, "vllm": "0.32.0 (CPU)"},
+            "argv": sys.argv, "server": {"url": url, "model": model,
+                                                "vllm": "0.32.0 (CPU)" if not a.url else None},
+            "load_1m_during": load_during, "variants": variants,
             "pairs": pairs, "median": med, "range": spread, "sse": sse}, indent=1) + "\n")
     return 0
 

@@ -1278,6 +1278,11 @@ def write_profile(state: dict[str, Any]) -> None:
         'name = "concurrency-8"',
         "requests = 16",
         "concurrency = 8",
+        "# 64 at once against --max-num-seqs 16: 48 wait in the engine's queue (~5 s on the CPU)",
+        "[[probe.phases]]",
+        'name = "concurrency-64"',
+        "requests = 64",
+        "concurrency = 64",
         "",
     ]
     lines += _backport_lines(state)

@@ -147,7 +147,8 @@ SCENARIOS: dict[str, Callable[[Writer], Awaitable[None]]] = {
     "stall": _stall, "chat": _chat, "bad-json": _bad_json,
 }
 """Scenario name (the prompt) → body writer. Special prompts: ``http500`` (HTTP 500 with a JSON
-error body), ``cut-chunked`` (the connection closes inside a chunked body)."""
+error body), ``cut-chunked`` (the connection closes inside a chunked body), ``not-sse`` (HTTP 200
+with a JSON body), ``hangup`` (the connection closes before any response head)."""
 
 TOKENS = {"normal": 4, "multi": 6, "logprobs": 4, "split": 2, "merged": 5, "chat": 3}
 """Output tokens the server counts (``/metrics``) for each scenario that succeeds."""
@@ -210,6 +211,15 @@ class SSEServer:
             body = json.loads(await reader.readexactly(length)) if length else {}
             self.requests.append(body)
             scenario = body.get("prompt") or body.get("messages", [{}])[-1].get("content", "")
+            if scenario == "hangup":          # the server closes before any response head
+                return
+            if scenario == "not-sse":         # HTTP 200, but a JSON body, not an event stream
+                msg = b'{"choices": []}'
+                writer.write(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+                             b"Content-Length: " + str(len(msg)).encode()
+                             + b"\r\nConnection: close\r\n\r\n" + msg)
+                await writer.drain()
+                return
             if scenario == "http500":
                 msg = b'{"error": {"message": "boom", "code": 500}}'
                 writer.write(b"HTTP/1.1 500 Internal Server Error\r\nContent-Type: "

@@ -14,9 +14,11 @@ import os
 import re
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Self
 
 import httpx
 import pytest
@@ -160,6 +162,86 @@ def test_hold_probe_release_counts_equal_the_engines(lab, held: Path, env, tmp_p
     runs = cli(held, env, "runs", "--json")
     assert runs.returncode == 0
     assert json.loads(runs.stdout)["runs"][-1]["run_id"] == s["run_id"]
+
+
+C64 = """
+[probe]
+output_tokens = 8
+warmup_requests = 1
+read_timeout_s = 60
+request_timeout_s = 120
+watch_interval_s = 0.5
+[[probe.phases]]
+name = "single-stream"
+requests = 2
+concurrency = 1
+[[probe.phases]]
+name = "concurrency-64"
+requests = 64
+concurrency = {conc}
+"""
+
+
+class QueuePeaks:
+    """Samples the engine's ``vllm:num_requests_running`` / ``_waiting`` gauges from its
+    ``/metrics`` every 0.1 s in a thread (``with QueuePeaks(url) as q:`` → ``q.peak``)."""
+
+    def __init__(self, url: str) -> None:
+        self.url = url
+        self.peak = {"running": 0.0, "waiting": 0.0}
+        self.samples = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        with httpx.Client(base_url=self.url, timeout=5) as c:
+            while not self._stop.is_set():
+                try:
+                    text = c.get("/metrics").text
+                except httpx.HTTPError:
+                    continue
+                self.samples += 1
+                for key in self.peak:
+                    for m in re.finditer(rf"^vllm:num_requests_{key}{{[^}}]*}} (\S+)$", text,
+                                         re.MULTILINE):
+                        self.peak[key] = max(self.peak[key], float(m.group(1)))
+                self._stop.wait(0.1)
+
+    def __enter__(self) -> Self:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join(10)
+
+
+def test_concurrency_64_queues_past_max_num_seqs_and_counts_equal(lab, held: Path, env,
+                                                                  tmp_path: Path) -> None:
+    """64 requests at once against the lab's ``--max-num-seqs 16``: the engine runs 16 and
+    queues the rest (its waiting gauge shows it), every request completes, and the usage tokens
+    and requests equal the engine's counters. Bounded: 8 tokens each, well under a minute."""
+    prof = tmp_path / "c64.toml"
+    prof.write_text(without_probe(lab.profile_path.read_text("utf-8")) + C64.format(conc=64),
+                    "utf-8")
+    t0 = time.monotonic()
+    with QueuePeaks(lab.vllm_url) as q:
+        cp = cli(prof, env, "probe", "--json", timeout=120)
+    took = time.monotonic() - t0
+    assert cp.returncode == 0, cp.stdout + cp.stderr
+    s = json.loads(cp.stdout)
+    assert s["status"] == "complete" and s["headline_allowed"], s
+    b = next(b for b in s["phases"] if b["name"] == "concurrency-64")
+    st, acc = b["stats"], b["accounting"]
+    assert st["expected"] == st["attempted"] == st["completed"] == 64 and st["failed"] == 0
+    assert acc["tokens"]["ok"] and acc["requests"]["ok"], acc
+    assert acc["tokens"]["client"] == acc["tokens"]["engine"] == 64 * 8
+    assert acc["requests"]["engine"] == 64
+    assert st["headline"]["completed"] == 64 and st["ttft"]["n"] == 64
+    # the engine never runs more than max_num_seqs; the rest wait in its queue
+    assert q.samples > 0 and 0 < q.peak["running"] <= lab.max_num_seqs, q.peak
+    assert q.peak["waiting"] > 0, (q.peak, q.samples)
+    assert took < 60, took
 
 
 def test_remediation_service_during_probe_disrupts_the_run(lab, held: Path, env, node,

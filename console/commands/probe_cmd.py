@@ -18,12 +18,12 @@ named run does not exist, 2 when RUN_ID is not a run id.
 from __future__ import annotations
 
 import argparse
-import asyncio
 import json
 import re
 import sys
 from typing import Any
 
+from seat_console.probe.client import run_async
 from seat_console.probe.run import (
     Preflight,
     PreflightCheck,
@@ -327,7 +327,7 @@ def run_probe_cmd(args: argparse.Namespace, loaded: LoadedProfile) -> int:
         print(f"[probe] warning: {why}", file=sys.stderr)
     interrupted = False
     try:
-        summary = asyncio.run(probe.run())
+        summary = run_async(probe.run())
     except KeyboardInterrupt:
         interrupted = True
         summary = probe.summary or read_summary(writer.path)

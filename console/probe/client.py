@@ -1,10 +1,15 @@
 """The probe's load client: one streaming request to vLLM's OpenAI-compatible server, timed.
 
-Transport is async :mod:`httpx`; Server-Sent Events framing is :mod:`httpx_sse` (no hand-written
-framing here: events split across or merged within network reads, ``: ping`` comment lines and
-multi-byte UTF-8 split across reads are the library's and httpx's incremental decoder's job).
-This module only interprets each event's ``data`` payload (:func:`parse_chunk`) and keeps the
-clock (:class:`StreamTimer`).
+The API is async :mod:`httpx`; under it, by default, the ``httpx-aiohttp`` transport
+(:class:`httpx_aiohttp.AiohttpTransport`: aiohttp's C HTTP/1.1 parser, the client ``vllm bench
+serve`` uses; ``make_client(..., http="httpcore")`` gives httpx's own pure-Python stack).
+Server-Sent Events framing is :mod:`httpx_sse`'s line and event decoders (no hand-written
+framing here: events split across or merged within network reads, ``: ping`` comment lines are
+the library's job); multi-byte UTF-8 split across reads is the stdlib incremental UTF-8
+decoder's. Each network read gets one arrival timestamp (``time.perf_counter`` when the read is
+handed to the client), shared by the events it carries — nothing waits to coalesce reads.
+Chunk JSON is parsed with :mod:`orjson`. This module only interprets each event's ``data``
+payload (:func:`parse_chunk`) and keeps the clock (:class:`StreamTimer`).
 
 Definitions (written next to ``vllm bench serve``'s in ``docs/probe.md``; all times in seconds,
 ``time.perf_counter`` from just before the request is sent):
@@ -35,17 +40,18 @@ API sends (``bad-chunk``); a wrong content type (``not-sse``); a transport error
 from __future__ import annotations
 
 import asyncio
-import json
+import codecs
 import math
 import socket
 import time
-from collections.abc import Mapping
+from collections.abc import Coroutine, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple, TypeVar
 
 import httpx
-from httpx_sse import SSEError, aconnect_sse
+import orjson
+from httpx_sse._decoders import SSEDecoder, SSELineDecoder
 from pydantic import Field
 from seat_console.sources import Frozen, utcnow
 
@@ -64,9 +70,9 @@ class ChunkError(ValueError):
     the payload and says what was wrong."""
 
 
-@dataclass(frozen=True)
-class Chunk:
-    """One parsed ``data`` payload.
+class Chunk(NamedTuple):
+    """One parsed ``data`` payload (a named tuple: immutable, and cheap to build once per
+    streamed token).
 
     ``kind``: ``"done"`` (``[DONE]``), ``"error"`` (``{"error": …}``; ``error`` holds its
     message), ``"usage"`` (``choices: []`` with ``usage``: not a token), ``"choice"`` (a chunk
@@ -112,7 +118,9 @@ def parse_chunk(data: str) -> Chunk:
     if s == "[DONE]":
         return Chunk(kind="done")
     try:
-        obj = json.loads(s)
+        # orjson: RFC 8259 JSON only (NaN/Infinity, integers beyond 64 bits, lone surrogates
+        # and nesting deeper than 1,024 are JSONDecodeError, a ValueError)
+        obj = orjson.loads(s)
     except (ValueError, RecursionError) as exc:
         raise ChunkError(f"chunk is not JSON ({type(exc).__name__}): {_clip(data)!r}") from None
     if not isinstance(obj, dict):
@@ -240,7 +248,10 @@ class StreamTimer:
         else:
             assert self.last_token_s is not None
             gap = max(t - self.last_token_s, 0.0)
-            self.itl_s.extend([gap / n] * n)
+            if n == 1:
+                self.itl_s.append(gap)
+            else:
+                self.itl_s.extend([gap / n] * n)
         self.last_token_s = t
 
     def result(self) -> dict[str, Any]:
@@ -349,10 +360,18 @@ class ClientTimeouts:
                              pool=self.total_s)
 
 
-def make_client(base_url: str, timeouts: ClientTimeouts, max_connections: int) -> httpx.AsyncClient:
+HttpStack = Literal["aiohttp", "httpcore"]
+"""The HTTP stack under the httpx API: ``"aiohttp"`` (default; :mod:`httpx_aiohttp`'s transport
+on aiohttp's C HTTP parser) or ``"httpcore"`` (httpx's own transport: httpcore + h11, pure
+Python, about twice the client CPU per streamed token; ``docs/benchmarks.md``)."""
+
+
+def make_client(base_url: str, timeouts: ClientTimeouts, max_connections: int, *,
+                http: HttpStack = "aiohttp") -> httpx.AsyncClient:
     """An :class:`httpx.AsyncClient` for ``base_url`` with room for ``max_connections``
-    concurrent streams (keep-alive pool of the same size); TLS certificates are verified for
-    ``https://`` URLs."""
+    concurrent streams (keep-alive pool of the same size) over the ``http`` stack
+    (:data:`HttpStack`); TLS certificates are verified for ``https://`` URLs. Raises
+    :class:`ValueError` for an unknown ``http``."""
     # idle connections are dropped after 2 s, before uvicorn's (vLLM's server) 5 s keep-alive
     # timeout closes them under us: a request sent on a connection the server is closing would
     # fail as a transport error that is not the engine's
@@ -361,15 +380,69 @@ def make_client(base_url: str, timeouts: ClientTimeouts, max_connections: int) -
     # a plain-HTTP endpoint never uses TLS: skip building a verifying SSL context (loading the
     # CA bundle costs ~0.1 s of CPU); an https:// endpoint is always verified
     verify = not base_url.lower().startswith("http://")
-    # TCP_NODELAY: httpcore writes the request head and body in two send() calls; with Nagle's
-    # algorithm the second waits for the first's delayed ACK (up to 40 ms on Linux), which
-    # serialised request starts (measured: ~18 ms per send on the lab). aiohttp (vllm bench
-    # serve's client) sets TCP_NODELAY by default.
-    transport = httpx.AsyncHTTPTransport(
-        verify=verify, limits=limits,
-        socket_options=[(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)])
+    transport: httpx.AsyncBaseTransport
+    if http == "aiohttp":
+        from httpx_aiohttp import AiohttpTransport
+
+        # aiohttp sets TCP_NODELAY on every connection itself (aiohttp.tcp_helpers)
+        transport = AiohttpTransport(verify=verify, limits=limits, trust_env=False)
+    elif http == "httpcore":
+        # TCP_NODELAY: httpcore writes the request head and body in two send() calls; with
+        # Nagle's algorithm the second waits for the first's delayed ACK (up to 40 ms on
+        # Linux), which serialised request starts (measured: ~18 ms per send on the lab)
+        transport = httpx.AsyncHTTPTransport(
+            verify=verify, limits=limits,
+            socket_options=[(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)])
+    else:
+        raise ValueError(f"http stack {http!r} is not one of aiohttp, httpcore")
     return httpx.AsyncClient(base_url=base_url.rstrip("/"), timeout=timeouts.httpx(),
-                             transport=transport, follow_redirects=False)
+                             transport=transport, follow_redirects=False, trust_env=False)
+
+
+T = TypeVar("T")
+
+
+def run_async(coro: Coroutine[Any, Any, T]) -> T:
+    """Run ``coro`` to its end in a new event loop, as :func:`asyncio.run` does (Ctrl-C cancels
+    it), on :mod:`uvloop`'s loop when uvloop is installed (its C event loop costs the load
+    client about a third less CPU per streamed token than asyncio's; ``docs/benchmarks.md``).
+    Returns the coroutine's result; its exceptions propagate."""
+    try:
+        import uvloop
+    except ImportError:  # pragma: no cover - uvloop is a dependency on Linux
+        return asyncio.run(coro)
+    return uvloop.run(coro)
+
+
+_SSE_HEADERS = {"Accept": "text/event-stream", "Cache-Control": "no-store",
+                # an event stream must not be compressed (a compressor holds events back)
+                "Accept-Encoding": "identity"}
+
+
+def _aiohttp_failure(exc: BaseException, timeouts: ClientTimeouts, mid_stream: bool
+                     ) -> tuple[str, str] | None:
+    """(failure kind, reason) for an httpx error raised by the aiohttp transport, read from the
+    aiohttp exception it wraps (``httpx_aiohttp`` maps, e.g., a reset connection to
+    ``ConnectTimeout``); ``None`` when ``exc`` does not wrap an aiohttp error."""
+    cause = exc.__cause__
+    try:
+        import aiohttp
+    except ImportError:  # pragma: no cover
+        return None
+    if not isinstance(cause, aiohttp.ClientError):
+        return None
+    words = f"{type(cause).__name__}: {cause}"
+    if isinstance(cause, aiohttp.ConnectionTimeoutError):
+        return "timeout", f"could not connect within {timeouts.connect_s:g} s"
+    if isinstance(cause, aiohttp.SocketTimeoutError):
+        return "timeout", f"the stream stalled: no bytes for {timeouts.read_s:g} s"
+    if isinstance(cause, aiohttp.ServerTimeoutError):
+        return "timeout", words
+    if isinstance(cause, aiohttp.ClientPayloadError):
+        return "truncated", f"the connection closed mid-stream: {words}"
+    if mid_stream and isinstance(cause, aiohttp.ClientConnectionError):
+        return "truncated", f"the connection closed mid-stream: {words}"
+    return "transport", words
 
 
 async def run_request(client: httpx.AsyncClient, spec: RequestSpec, *,
@@ -403,19 +476,40 @@ async def run_request(client: httpx.AsyncClient, spec: RequestSpec, *,
 
     try:
         async with asyncio.timeout(timeouts.total_s):
-            async with aconnect_sse(client, "POST", API_PATHS[spec.api], json=spec.payload(),
-                                    headers=dict(headers or {})) as es:
-                status = es.response.status_code
+            async with client.stream("POST", API_PATHS[spec.api], json=spec.payload(),
+                                     headers={**(headers or {}), **_SSE_HEADERS}) as resp:
+                status = resp.status_code
                 if status != 200:
-                    body = (await es.response.aread()).decode("utf-8", "replace")
+                    body = (await resp.aread()).decode("utf-8", "replace")
                     return failed("http", f"HTTP {status}: {_clip(body.strip(), MAX_ERROR_TEXT)}")
-                async for ev in es.aiter_sse():
-                    if not ev.data and not ev.event:
+                ctype = resp.headers.get("content-type", "").partition(";")[0]
+                if "text/event-stream" not in ctype:
+                    return failed("not-sse", f"not an event stream: the response's Content-Type "
+                                             f"is {ctype!r}, not text/event-stream")
+                # httpx-sse's own decoders, fed as its EventSource.aiter_sse feeds them, but
+                # from the raw body: one timestamp per network read, no text re-chunking layer
+                lines, events = SSELineDecoder(), SSEDecoder()
+                utf8 = codecs.getincrementaldecoder("utf-8")("replace")
+                body_iter = (resp.aiter_bytes() if "content-encoding" in resp.headers
+                             else resp.aiter_raw())
+                # read on to the end of the body after [DONE] (an event after it is a bad
+                # chunk): a fully read response returns its connection to the pool; breaking
+                # off would close it and every request would pay a new connect
+                async for raw in body_iter:
+                    t = time.perf_counter() - t0
+                    text = utf8.decode(raw)
+                    if not text:
                         continue
-                    # read on to the end of the body after [DONE] (an event after it is a
-                    # bad chunk): a fully read response returns its connection to the pool;
-                    # breaking off would close it and every request would pay a new connect
-                    timer.feed(ev.data, time.perf_counter() - t0)
+                    for line in lines.decode(text):
+                        ev = events.decode(line.rstrip("\n"))
+                        if ev is not None and (ev.data or ev.event):
+                            timer.feed(ev.data, t)
+                t = time.perf_counter() - t0
+                tail = utf8.decode(b"", final=True)   # U+FFFD for a cut multi-byte character
+                for line in (lines.decode(tail) if tail else []) + lines.flush():
+                    ev = events.decode(line.rstrip("\n"))
+                    if ev is not None and (ev.data or ev.event):
+                        timer.feed(ev.data, t)
         end = time.perf_counter() - t0
         fields = timer.result()
     except StreamFailure as exc:
@@ -423,17 +517,19 @@ async def run_request(client: httpx.AsyncClient, spec: RequestSpec, *,
     except TimeoutError:
         return failed("timeout", f"no complete answer within the request timeout of "
                                  f"{timeouts.total_s:g} s")
-    except httpx.TimeoutException as exc:
-        what = {"ConnectTimeout": f"could not connect within {timeouts.connect_s:g} s",
-                "ReadTimeout": f"the stream stalled: no bytes for {timeouts.read_s:g} s",
-                "WriteTimeout": f"could not send the request within {timeouts.read_s:g} s",
-                "PoolTimeout": "no free connection in the client's pool"}
-        return failed("timeout", what.get(type(exc).__name__, f"{type(exc).__name__}: {exc}"))
-    except SSEError as exc:
-        return failed("not-sse", f"not an event stream: {exc}")
-    except httpx.RemoteProtocolError as exc:
-        return failed("truncated", f"the connection closed mid-stream: {exc}")
     except httpx.HTTPError as exc:
+        mapped = _aiohttp_failure(exc, timeouts, mid_stream=status is not None)
+        if mapped is not None:
+            return failed(*mapped)
+        if isinstance(exc, httpx.TimeoutException):
+            what = {"ConnectTimeout": f"could not connect within {timeouts.connect_s:g} s",
+                    "ReadTimeout": f"the stream stalled: no bytes for {timeouts.read_s:g} s",
+                    "WriteTimeout": f"could not send the request within {timeouts.read_s:g} s",
+                    "PoolTimeout": "no free connection in the client's pool"}
+            return failed("timeout", what.get(type(exc).__name__,
+                                              f"{type(exc).__name__}: {exc}"))
+        if isinstance(exc, httpx.RemoteProtocolError) and status is not None:
+            return failed("truncated", f"the connection closed mid-stream: {exc}")
         return failed("transport", f"{type(exc).__name__}: {exc}")
     return RequestRecord(**common, ok=True, http_status=status, stream_end_s=end,
                          tokens_streamed=timer.tokens_streamed, output_chunks=timer.output_chunks,
@@ -445,6 +541,20 @@ def finite(x: float | None) -> bool:
     return x is not None and math.isfinite(x)
 
 
-__all__ = ["API_PATHS", "Api", "Chunk", "ChunkError", "ClientTimeouts", "RequestRecord",
-           "RequestSpec", "StreamFailure", "StreamTimer", "finite", "make_client",
-           "parse_chunk", "run_request"]
+__all__ = [
+    "API_PATHS",
+    "Api",
+    "Chunk",
+    "ChunkError",
+    "ClientTimeouts",
+    "HttpStack",
+    "RequestRecord",
+    "RequestSpec",
+    "StreamFailure",
+    "StreamTimer",
+    "finite",
+    "make_client",
+    "parse_chunk",
+    "run_async",
+    "run_request",
+]

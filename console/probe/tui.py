@@ -12,7 +12,6 @@ A forced probe (no hold) is not offered in the TUI: use the CLI's ``--force --re
 
 from __future__ import annotations
 
-import asyncio
 import atexit
 import threading
 from collections.abc import Callable
@@ -111,12 +110,13 @@ class ProbeController:
         self._open_screen()
 
     def _run(self) -> None:
+        from seat_console.probe.client import run_async
         from seat_console.probe.run import journal_probe
 
         loaded = self.app.loaded
         journal_probe(loaded, self.probe.run_id, "start", "started", "from the TUI")
         try:
-            asyncio.run(self.probe.run())
+            run_async(self.probe.run())
         except Exception as exc:  # noqa: BLE001 - the run is kept; say what happened
             self._tell(f"probe failed: {type(exc).__name__}: {exc}", "error")
             return
