@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from pydantic import BaseModel, ValidationError
 from rich.console import Console, ConsoleOptions, Group, RenderResult
 from rich.text import Text
-from textual import on
+from textual import events, on
 from textual.app import ComposeResult
 from textual.containers import Horizontal
 from textual.css.query import NoMatches
@@ -289,6 +289,11 @@ class FitPanel(SourcePanel):
 
     DEFAULT_CSS = """
     FitPanel #fit-controls { height: auto; }
+    FitPanel .fit-controls-group { width: auto; height: auto; }
+    FitPanel.-narrow-controls #fit-controls { layout: vertical; }
+    FitPanel.-narrow-controls #fit-controls .fit-controls-group > Label:first-child {
+        padding: 0;
+    }
     FitPanel #fit-controls Label { padding: 0 0 0 1; }
     FitPanel #fit-controls Input { margin: 0 0 0 1; }
     FitPanel #fit-controls #fit-placement-label { padding: 0; }
@@ -318,8 +323,7 @@ class FitPanel(SourcePanel):
         """What-if controls (on the detail view now; on the main screen once the panel is
         shown in full, :meth:`mount_controls`), the two sides, the footer."""
         if self.detail:
-            with Horizontal(id="fit-controls"):
-                yield from self._controls()
+            yield Horizontal(*self._controls(), id="fit-controls")
         else:
             yield Horizontal(id="fit-controls")
         yield Static("", id="fit-error")
@@ -347,11 +351,26 @@ class FitPanel(SourcePanel):
         if not box.children:
             box.mount(*self._controls())
 
+    CONTROLS_CELLS: ClassVar[int] = 71
+    """Columns the what-if controls take on one row (labels, fields sized for their longest
+    values, margins; tests/test_screen_80x24.py). Narrower panels (the detail view at
+    80 columns) put them on two rows, so no field is cut."""
+
+    def on_resize(self, _event: events.Resize) -> None:
+        """One row of what-if controls when they fit, else two (PLE/util/TP, context/seqs)."""
+        self.set_class(self.content_size.width < self.CONTROLS_CELLS, "-narrow-controls")
+
     def _controls(self) -> list:
-        """The what-if widgets: PLE placement, util, TP, context, seqs (placeholders show the
-        profile's values)."""
+        """The what-if widgets in two groups — PLE placement, util, TP; context, seqs
+        (placeholders show the profile's values) — side by side, or stacked when narrow."""
         seat = self.loaded.profile.seat if self.loaded else None
         cand = self.loaded.profile.candidate if self.loaded else None
+        w = self._control_widgets(seat, cand)
+        return [Horizontal(*w[:6], classes="fit-controls-group"),
+                Horizontal(*w[6:], classes="fit-controls-group")]
+
+    @staticmethod
+    def _control_widgets(seat, cand) -> list:
         return [
             Label("PLE", id="fit-placement-label"),
             Select([(p, p) for p in PLACEMENTS], allow_blank=False, compact=True,

@@ -41,7 +41,9 @@ from typing import Any, ClassVar
 
 from pydantic import BaseModel
 from rich.console import RenderableType
+from rich.cells import cell_len
 from rich.text import Text
+from textual import events
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.widget import Widget
@@ -427,9 +429,8 @@ class SourcePanel(Widget):
         if self.compact:
             t = Text(no_wrap=True, overflow="ellipsis")
             t.append("STALE ", style="bold yellow")
-            t.append(", ".join(f"{k.part} {_ago(now, k.since)}" for k in kept))
-            t.append(" · Enter: why", style="dim")
-            return t
+            return self._one_line(t, ", ".join(f"{k.part} {_ago(now, k.since)}" for k in kept),
+                                  " · Enter: why")
         t = Text()
         for i, k in enumerate(kept):
             if i:
@@ -443,9 +444,8 @@ class SourcePanel(Widget):
         if self.compact:   # one line; the reason in full and the fix are on the detail view
             t = Text(no_wrap=True, overflow="ellipsis")
             t.append("unavailable", style="bold")
-            t.append(f" ({u.kind}): {u.reason}")
-            t.append(" · Enter: why & fix", style="dim")
-            return t
+            t.append(f" ({u.kind}): ")
+            return self._one_line(t, u.reason, " · Enter: why & fix")
         t = Text()
         t.append(f"{u.source} unavailable", style="bold")
         t.append(f" ({u.kind}): ")
@@ -461,6 +461,28 @@ class SourcePanel(Widget):
             t.append(f"last good value {fmt_coarse_age(_age(now, self.last_good_at), 0)} "
                      "ago (shown dimmed below)", style="italic")
         return t
+
+    def _one_line(self, head: Text, body: str, tail: str) -> Text:
+        """``head`` + ``body`` + ``tail`` (dim) on one line of the panel's width: ``body`` is
+        cut with "…" so that the tail (where the rest is: "Enter: why & fix") always shows.
+        Before the first layout (width 0) nothing is cut (the line's own ellipsis applies)."""
+        width = self.content_size.width
+        room = width - head.cell_len - cell_len(tail)
+        if width and cell_len(body) > room:
+            cut = Text(body)
+            cut.truncate(max(1, room), overflow="ellipsis")
+            body = cut.plain
+        head.append(body)
+        head.append(tail, style="dim")
+        return head
+
+    def on_resize(self, _event: events.Resize) -> None:
+        """Re-fit the one-line status (compact form) to the new width."""
+        if self.compact and self.now is not None:
+            if self.unavailable is not None:
+                self._set_status(self._unavailable_text(self.unavailable, self.now))
+            else:
+                self._show_kept(self.now)
 
     def _set_status(self, text: Text) -> None:
         set_text_if_changed(self.query_one("#panel-status", Static), text)

@@ -20,6 +20,7 @@ from pydantic import BaseModel
 from rich.console import Group
 from rich.table import Table
 from rich.text import Text
+from textual import events
 from textual.app import ComposeResult
 from textual.widgets import Static
 
@@ -96,6 +97,11 @@ def _hhmm(t: datetime | None) -> str:
     return "n/a" if t is None else t.strftime("%H:%M:%SZ")
 
 
+def _when(t: datetime | None, now: datetime) -> str:
+    """``12:06:31Z (in 6 min 31 s)`` / ``n/a``."""
+    return "n/a" if t is None else f"{_hhmm(t)} ({_rel(t, now)})"
+
+
 class _ServicePanel(SourcePanel):
     """One ``Static`` body filled with a Rich renderable built by :meth:`build`."""
 
@@ -112,8 +118,23 @@ class _ServicePanel(SourcePanel):
             return Text.assemble(banner, "\n", r)
         return Group(banner, r)
 
+    NARROW_BELOW: ClassVar[int] = 90
+    """Content width (columns) below which the full view stacks each row's fields on two lines
+    instead of a table (the detail view at 80 columns): no column cut, no clock split."""
+
     def compose_body(self) -> ComposeResult:
         yield Static("", id=self.body_id)
+
+    @property
+    def narrow(self) -> bool:
+        """Whether the full view uses the stacked form (see :attr:`NARROW_BELOW`)."""
+        return 0 < self.content_size.width < self.NARROW_BELOW
+
+    def on_resize(self, _event: events.Resize) -> None:
+        """Redraw the full view when the width crosses :attr:`NARROW_BELOW`."""
+        if self.narrow != getattr(self, "_drawn_narrow", self.narrow) and not self.compact \
+                and self._shown is not None:
+            self._render_guarded(self._shown)
 
     def _now(self) -> datetime:
         return self.now or utcnow()
@@ -133,6 +154,7 @@ class _ServicePanel(SourcePanel):
 
     def render_reading(self, reading: BaseModel) -> None:
         """Fill the body from one reading (raises TypeError for a reading of another source)."""
+        self._drawn_narrow = self.narrow
         self.query_one(f"#{self.body_id}", Static).update(
             self._with_banner(self.build(reading, self._now())))
 
@@ -187,6 +209,7 @@ class TimersPanel(_ServicePanel):
         table = _table(("timer", "state", "next elapse", "last trigger", "svc"),
                        names=("timer", "state", "svc"), min_widths={"next elapse": 9,
                                                              "last trigger": 9})
+        stacked = Text()
         warnings = Text()
         for t in reading.timers:
             if not t.loaded:
@@ -206,9 +229,16 @@ class TimersPanel(_ServicePanel):
                 f"{_hhmm(t.next_elapse)}\n{_rel(t.next_elapse, now)}" if t.next_elapse else "n/a",
                 f"{_hhmm(t.last_trigger)}\n{_rel(t.last_trigger, now)}" if t.last_trigger
                 else "n/a", svc)
+            if stacked:
+                stacked.append("\n")
+            stacked.append_text(Text.assemble(
+                (t.unit + (" [P]" if t.persistent else ""), "bold"), "  ", state, "  svc ", svc))
+            stacked.append(f"\n  next {_when(t.next_elapse, now)} · last "
+                           f"{_when(t.last_trigger, now)}")
             if t.persistent_warning:
                 warnings.append(f"[P] {t.unit}: {t.persistent_warning}\n", style="yellow")
-        parts: list[Text | Table] = [Text(f"on {reading.where}", style="dim"), table]
+        parts: list[Text | Table] = [Text(f"on {reading.where}", style="dim"),
+                                     stacked if self.narrow else table]
         if not reading.timers:
             parts.append(Text("no timer units in the profile ([timers])", style="italic"))
         if warnings:
@@ -287,15 +317,22 @@ class SilencesPanel(_ServicePanel):
         parts: list[Text | Table | Group] = [head]
         rows = [s for s in reading.silences if self.detail or s.state != "expired"]
         n_expired = sum(s.state == "expired" for s in reading.silences)
-        if rows:
+        if rows and self.narrow:
+            stacked = Text()
+            for s in rows:
+                when, style = _silence_when(s, now)
+                if stacked:
+                    stacked.append("\n")
+                stacked.append(f"{s.id[:8]}  ")
+                stacked.append(s.state, style=style)
+                stacked.append(f"  {when}  by {s.created_by}: {s.comment}")
+                stacked.append("\n  " + ", ".join(str(m) for m in s.matchers)
+                               + (" (= seat)" if s.exact else ""))
+            parts.append(stacked)
+        elif rows:
             table = _table(("id", "state", "time", "matchers", "by"), names=("id", "state"))
             for s in rows:
-                if s.state == "active":
-                    when, style = f"ends in {fmt_duration(s.ends_in_s(now))}", "green"
-                elif s.state == "pending":
-                    when, style = f"starts in {fmt_duration(s.starts_in_s(now))}", "yellow"
-                else:
-                    when, style = f"ended {_rel(s.ends_at, now)}", "dim"
+                when, style = _silence_when(s, now)
                 table.add_row(s.id[:8], Text(s.state, style=style), when,
                               ", ".join(str(m) for m in s.matchers)
                               + (" (= seat)" if s.exact else ""),
@@ -304,6 +341,16 @@ class SilencesPanel(_ServicePanel):
         if n_expired and not self.detail:   # Alertmanager keeps expired ones for days
             parts.append(Text(f"{n_expired} expired (Enter for details)", style="italic"))
         return Group(*parts)
+
+
+def _silence_when(s: object, now: datetime) -> tuple[str, str]:
+    """A silence's time in words and the style of its state: ``("ends in 2 h 10 min 00 s",
+    "green")``, ``("starts in …", "yellow")``, ``("ended … ago", "dim")``."""
+    if s.state == "active":
+        return f"ends in {fmt_duration(s.ends_in_s(now))}", "green"
+    if s.state == "pending":
+        return f"starts in {fmt_duration(s.starts_in_s(now))}", "yellow"
+    return f"ended {_rel(s.ends_at, now)}", "dim"
 
 
 # -- containers ----------------------------------------------------------------------------
@@ -374,10 +421,24 @@ class ContainersPanel(_ServicePanel):
         table = _table(("role", "container", "state", "health", "since", "restarts",
                         "image ID / repo digest"), names=("role", "container", "state", "health",
                                                           "restarts"))
+        stacked = Text()
         for c in reading.containers:
+            if stacked:
+                stacked.append("\n")
+            stacked.append(f"{c.role:<9}", style="bold")
+            stacked.append(f"{c.name}  ")
             if c.state == "absent":
                 table.add_row(c.role, c.name, Text("absent", style="dim"), "", "", "", "")
+                stacked.append("absent", style="dim")
                 continue
+            stacked.append(c.state + ("" if c.running or c.exit_code is None
+                                      else f" ({c.exit_code})"),
+                           style="green" if c.running else "bold yellow")
+            stacked.append(f"  health {c.health or 'n/a'}  restarts "
+                           f"{'n/a' if c.restart_count is None else c.restart_count}")
+            stacked.append(f"\n  {_since(c, now)}")
+            stacked.append(f"\n  image ID {_short_digest(c.image_id)}\n  repo digest "
+                           f"{_short_digest(c.repo_digest)}", style="dim")
             style = "green" if c.running else "bold yellow"
             state = c.state + ("" if c.running or c.exit_code is None else f" ({c.exit_code})")
             health_style = {"healthy": "green", "unhealthy": "bold red"}.get(c.health or "", "")
@@ -387,7 +448,7 @@ class ContainersPanel(_ServicePanel):
                 _since(c, now), "n/a" if c.restart_count is None else str(c.restart_count),
                 f"{_short_digest(c.image_id)}\n{_short_digest(c.repo_digest)}")
         head = Text(f"docker {reading.engine_version or 'n/a'} at {reading.engine}", style="dim")
-        parts: list[Text | Table] = [head, table]
+        parts: list[Text | Table] = [head, stacked if self.narrow else table]
         if not reading.containers:
             parts.append(Text("no containers in the profile", style="italic"))
         ev = reading.events
@@ -474,6 +535,8 @@ class EnginePanel(_ServicePanel):
     source_name: ClassVar[str] = "engine"
     title: ClassVar[str] = "Engine (vLLM)"
     body_id: ClassVar[str] = "engine-body"
+    NARROW_BELOW: ClassVar[int] = 72
+    """The four-column grid fits from 72 columns (the two-column layout at 160)."""
 
     def __init__(self, **kwargs) -> None:
         super().__init__(**kwargs)
@@ -557,18 +620,27 @@ class EnginePanel(_ServicePanel):
         parts: list[Text | Table] = [head]
         m = reading.metrics
         if m is not None:
+            rows = [("running", _num(m.requests_running), "waiting", _num(m.requests_waiting)),
+                    ("KV cache", _pct(m.kv_cache_usage), "preemptions", _num(m.preemptions)),
+                    *rates_lines(self.history.rates()),
+                    ("prompt tokens", _num(m.prompt_tokens), "generation tokens",
+                     _num(m.generation_tokens)),
+                    ("finished", _num(m.requests_finished), "", ""),
+                    ("TTFT (all)", _lat(m.ttft), "ITL (all)", _lat(m.itl)),
+                    ("E2E (all)", _lat(m.e2e), "", "")]
             grid = Table.grid(padding=(0, 2), expand=True)
-            for _ in range(4):
+            if self.narrow:   # label, value: one pair a line
+                grid.add_column(no_wrap=True)
                 grid.add_column()
-            grid.add_row("running", _num(m.requests_running), "waiting", _num(m.requests_waiting))
-            grid.add_row("KV cache", _pct(m.kv_cache_usage), "preemptions", _num(m.preemptions))
-            for row in rates_lines(self.history.rates()):
-                grid.add_row(*row)
-            grid.add_row("prompt tokens", _num(m.prompt_tokens), "generation tokens",
-                         _num(m.generation_tokens))
-            grid.add_row("finished", _num(m.requests_finished), "", "")
-            grid.add_row("TTFT (all)", _lat(m.ttft), "ITL (all)", _lat(m.itl))
-            grid.add_row("E2E (all)", _lat(m.e2e), "", "")
+                for a, va, b, vb in rows:
+                    grid.add_row(a, va)
+                    if b:
+                        grid.add_row(b, vb)
+            else:
+                for _ in range(4):
+                    grid.add_column()
+                for row in rows:
+                    grid.add_row(*row)
             parts.append(grid)
         for p in reading.problems:
             parts.append(Text(f"problem: {p}", style="yellow"))

@@ -1,0 +1,144 @@
+"""80×24 (issue 11): nothing wraps badly or is cut — the one-line unavailable reason keeps its
+"Enter: why & fix", every panel's detail view stacks its rows instead of cutting table columns,
+and the fit panel's what-if fields hold their longest values on the detail view.
+
+Recorded inputs (tests/screen_fixtures.py), a fixed clock, an hour's refresh interval."""
+
+from __future__ import annotations
+
+import re
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).parent))
+import screen_fixtures as F
+
+from seat_console.app import DetailScreen, SeatConsoleApp
+from seat_console.profile import MAX_MODEL_LEN, MAX_NUM_SEQS
+from seat_console.sources import Source, Unavailable
+from textual.widgets import Input
+
+LONG_REASON = ("the NVML shared library (libnvidia-ml.so.1) was not found: no NVIDIA driver is "
+               "installed here, or its library is not on the loader path (inside a container: "
+               "run it with the NVIDIA container toolkit, e.g. `--gpus all`)")
+
+
+def lines_of(app: SeatConsoleApp) -> list[str]:
+    return [strip.text for strip in app.screen._compositor.render_strips()]
+
+
+async def wait_for(pilot, predicate, what: str, limit: int = 2000) -> None:
+    for _ in range(limit):
+        if predicate():
+            return
+        await pilot.pause(0.01)
+    raise AssertionError(f"timed out waiting for: {what}")
+
+
+async def all_read(pilot, app: SeatConsoleApp) -> None:
+    await wait_for(pilot, lambda: all(st.polls for st in app.states.values()), "every source")
+    await pilot.pause()
+
+
+async def open_detail(pilot, app: SeatConsoleApp, key: str) -> list[str]:
+    app.states[key].panel.focus()
+    await pilot.press("enter")
+    await wait_for(pilot, lambda: isinstance(app.screen, DetailScreen), f"{key} detail view")
+    await pilot.pause(0.1)
+    return lines_of(app)
+
+
+async def close_detail(pilot, app: SeatConsoleApp) -> None:
+    await pilot.press("escape")
+    await wait_for(pilot, lambda: not isinstance(app.screen, DetailScreen), "detail closed")
+
+
+def row_with(lines: list[str], needle: str) -> str:
+    return next(x for x in lines if needle in x)
+
+
+async def test_unavailable_gpu_line_is_one_line_that_ends_with_where_the_fix_is() -> None:
+    class NoNvml(Source):
+        name = "gpus"
+
+        def read(self):
+            return Unavailable(source="nvml", kind="no-library", reason=LONG_REASON)
+
+    app, srcs = F.seat_app(silence_active=True)
+    srcs["gpus"].read = NoNvml().read
+    async with app.run_test(size=(80, 24)) as pilot:
+        await all_read(pilot, app)
+        status = app.states["gpus"].panel.query_one("#panel-status")
+        assert status.size.height == 1
+        line = row_with(lines_of(app), "unavailable (no-library)")
+        assert line.rstrip().endswith("· Enter: why & fix"), line
+        assert "the NVML shared library (libnv" in line and "…" in line
+        assert len(line) <= 80
+        detail = re.sub(r"\s+", " ", re.sub(r"[│╭╮╰╯─┃┏┓┗┛━█▀▄]", " ", "\n".join(
+            await open_detail(pilot, app, "gpus"))))
+        assert "toolkit, e.g. `--gpus all`)" in detail   # the whole reason on the detail view
+
+
+async def test_detail_views_at_80_columns_stack_rows_and_cut_nothing() -> None:
+    app, srcs = F.seat_app(silence_active=True)
+    srcs["containers"].reading = F.containers(running=False)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await all_read(pilot, app)
+        timers = await open_detail(pilot, app, "timers")
+        head = row_with(timers, "fleet-remediation-cycle.timer")
+        assert "active/waiting" in head and "svc idle" in head
+        assert "next 12:06:31Z (in 6 min 31 s) · last 11:52:00Z (8 min 00 s ago)" in \
+            row_with(timers, "next 12:06:31Z")
+        await close_detail(pilot, app)
+
+        silences = await open_detail(pilot, app, "silences")
+        row = row_with(silences, "5d2c9a1e")
+        assert "ends in 2 h 10 min" in row and "by seat-console: hold" in row
+        assert 'instance="seat-node:8000"' in row_with(silences, "  instance=")
+        await close_detail(pilot, app)
+
+        containers = await open_detail(pilot, app, "containers")
+        assert "exited (137)" in row_with(containers, "resident seat-resident")
+        assert "exited 3 min 00 s ago" in row_with(containers, "exited 3 min")
+        assert "repo digest 127.0.0.1:5000/engine@sha256:58a8" in row_with(containers,
+                                                                          "repo digest")
+        await close_detail(pilot, app)
+
+        engine = await open_detail(pilot, app, "engine")
+        assert "n/a (one scrape, missing or reset)" in row_with(engine, "TTFT (")
+        assert "mean 36.7 ms · p95 ~58 ms (n=2)" in row_with(engine, "TTFT (all)")
+        await close_detail(pilot, app)
+
+
+async def test_full_view_keeps_its_tables_when_wide() -> None:
+    app, _ = F.seat_app(silence_active=True)
+    async with app.run_test(size=(120, 60)) as pilot:
+        await all_read(pilot, app)
+        lines = lines_of(app)
+        assert any("next" in x and "last" in x and "svc" in x and "state" in x for x in lines)
+        assert not any("svc idle" in x for x in lines)
+
+
+async def test_fit_what_if_fields_hold_their_longest_values_on_the_80x24_detail_view() -> None:
+    longest = {"fit-util": "0.9515", "fit-tp": "64", "fit-context": str(MAX_MODEL_LEN),
+               "fit-seqs": str(MAX_NUM_SEQS)}
+    app, _ = F.seat_app()
+    async with app.run_test(size=(80, 24)) as pilot:
+        await all_read(pilot, app)
+        await open_detail(pilot, app, "fit")
+        panel = app.screen.panel
+        await wait_for(pilot, lambda: panel.comparison is not None, "budget computed")
+        controls = panel.query_one("#fit-controls")
+        assert panel.has_class("-narrow-controls")
+        for wid, value in longest.items():
+            field = panel.query_one(f"#{wid}", Input)
+            field.value = value
+            field.focus()
+            field.cursor_position = len(value)
+            await wait_for(pilot, lambda f=field: f.has_focus and f.region.width > 0,
+                           f"{wid} focused")
+            await pilot.pause()
+            assert field.region.width >= len(value) + 1, wid           # value + the cursor
+            assert field.region.right <= controls.region.right, wid    # not cut
+            assert f" {value} " in row_with(lines_of(app), value) + " ", wid
+        assert panel.whatif_error is None
