@@ -41,7 +41,7 @@ def test_parse_reads_token_ids_and_keeps_top_20() -> None:
     ('{"choices": [{"logprobs": {"tokens": ["token_id:1"], "token_logprobs": [], '
      '"top_logprobs": []}}]}', "differ in length"),
     ('{"choices": [{"logprobs": {"tokens": ["token_id:1"], "token_logprobs": [NaN], '
-     '"top_logprobs": [{"token_id:1": -1}]}}]}', "not a number"),
+     '"top_logprobs": [{"token_id:1": -1}]}}]}', "NaN is not JSON"),   # refused by load_json
 ])
 def test_parse_errors_name_the_input(body: str, match: str) -> None:
     with pytest.raises(FidelityError, match=match) as ei:

@@ -31,6 +31,7 @@ from typing import Any, Literal
 import httpx
 import jsonschema
 
+from seat_console.evidence.itemset import parse_item_set
 from seat_console.evidence.stats import (
     Interval,
     RateComparison,
@@ -165,34 +166,17 @@ def parse_canaries(raw: bytes | str, source: str) -> tuple[Canary, ...]:
     field, a duplicate ID, an unknown kind, an ``expected`` that is not a decimal, a schema that
     is not valid JSON Schema, word bounds that are not 0 ≤ min ≤ max.
     """
-    try:
-        doc = json.loads(raw)
-    except (ValueError, RecursionError) as exc:
-        raise CanaryError(f"{source}: not JSON ({str(exc)[:80]})") from None
-    if not isinstance(doc, list) or not doc:
-        raise CanaryError(f"{source}: expected a non-empty JSON list of canaries")
     out: list[Canary] = []
-    seen: set[str] = set()
-    for i, item in enumerate(doc):
-        where = f"{source} item {i}"
-        if not isinstance(item, dict):
-            raise CanaryError(f"{where}: not an object")
-        cid, kind, prompt, mt = (item.get(k) for k in ("id", "kind", "prompt", "max_tokens"))
-        if not isinstance(cid, str) or not cid or "#" in cid:
-            raise CanaryError(f"{where}: 'id' must be a non-empty string without '#'")
-        where = f"{source} item {i} ({cid})"
-        if cid in seen:
-            raise CanaryError(f"{where}: duplicate id")
+    for it in parse_item_set(raw, source, error=CanaryError, noun="canaries", max_tokens=4096,
+                             id_forbids="#"):
+        kind = it.fields.get("kind")
         if kind not in KINDS:
-            raise CanaryError(f"{where}: 'kind' must be one of {', '.join(KINDS)}")
-        if not isinstance(prompt, str) or not prompt:
-            raise CanaryError(f"{where}: 'prompt' must be a non-empty string")
-        if isinstance(mt, bool) or not isinstance(mt, int) or not 1 <= mt <= 4096:
-            raise CanaryError(f"{where}: 'max_tokens' must be an integer from 1 to 4096")
-        spec = {k: v for k, v in item.items() if k not in ("id", "kind", "prompt", "max_tokens")}
-        _check_spec(kind, spec, where)
-        seen.add(cid)
-        out.append(Canary(item_id=cid, kind=kind, prompt=prompt, max_tokens=mt, spec=spec))
+            raise CanaryError(f"{it.where}: 'kind' must be one of {', '.join(KINDS)}")
+        spec = {k: v for k, v in it.fields.items()
+                if k not in ("id", "kind", "prompt", "max_tokens")}
+        _check_spec(kind, spec, it.where)
+        out.append(Canary(item_id=it.item_id, kind=kind, prompt=it.prompt,
+                          max_tokens=it.max_tokens, spec=spec))
     return tuple(out)
 
 

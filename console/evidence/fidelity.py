@@ -34,6 +34,9 @@ from typing import Any
 
 import httpx
 
+from seat_console.evidence.itemset import parse_item_set
+from seat_console.sources.untrusted import InputError, load_json
+
 TOP_N = 20
 """Top-k log-probabilities requested per position: vLLM's maximum (``logprobs`` 21 → HTTP 400)."""
 
@@ -157,9 +160,9 @@ def parse_completion(body: bytes | str, source: str = "completion",
         raise FidelityError(f"{source}: response body of {len(body):,} B is over the "
                             f"{MAX_BODY_BYTES:,} B limit")
     try:
-        doc = json.loads(body)
-    except (ValueError, RecursionError) as exc:
-        raise FidelityError(f"{source}: response is not JSON ({str(exc)[:80]})") from None
+        doc = load_json(body, source, max_bytes=MAX_BODY_BYTES)
+    except InputError as exc:
+        raise FidelityError(f"{source}: response is not JSON we read ({exc.problem})") from None
     if not isinstance(doc, dict):
         raise FidelityError(f"{source}: response is a {type(doc).__name__}, not an object")
     if "error" in doc and "choices" not in doc:
@@ -328,31 +331,11 @@ def parse_cases(raw: bytes | str, source: str) -> tuple[FidelityCase, ...]:
     Raises :class:`FidelityError` naming ``source`` for a malformed set (not a list, a missing
     or empty field, a duplicate ID, ``max_tokens`` outside 1..:data:`MAX_TOKENS_LIMIT`).
     """
-    try:
-        doc = json.loads(raw)
-    except (ValueError, RecursionError) as exc:
-        raise FidelityError(f"{source}: not JSON ({str(exc)[:80]})") from None
-    if not isinstance(doc, list) or not doc:
-        raise FidelityError(f"{source}: expected a non-empty JSON list of cases")
-    out: list[FidelityCase] = []
-    seen: set[str] = set()
-    for i, item in enumerate(doc):
-        where = f"{source} item {i}"
-        if not isinstance(item, dict):
-            raise FidelityError(f"{where}: not an object")
-        cid, prompt, mt = item.get("id"), item.get("prompt"), item.get("max_tokens")
-        if not isinstance(cid, str) or not cid:
-            raise FidelityError(f"{where}: 'id' must be a non-empty string")
-        if cid in seen:
-            raise FidelityError(f"{where}: duplicate id {cid!r}")
-        if not isinstance(prompt, str) or not prompt:
-            raise FidelityError(f"{where} ({cid}): 'prompt' must be a non-empty string")
-        if isinstance(mt, bool) or not isinstance(mt, int) or not 1 <= mt <= MAX_TOKENS_LIMIT:
-            raise FidelityError(f"{where} ({cid}): 'max_tokens' must be an integer from 1 to "
-                                f"{MAX_TOKENS_LIMIT}")
-        seen.add(cid)
-        out.append(FidelityCase(case_id=cid, prompt=prompt, max_tokens=mt))
-    return tuple(out)
+    from seat_console.evidence.itemset import parse_item_set
+
+    return tuple(FidelityCase(case_id=it.item_id, prompt=it.prompt, max_tokens=it.max_tokens)
+                 for it in parse_item_set(raw, source, error=FidelityError, noun="cases",
+                                          max_tokens=MAX_TOKENS_LIMIT))
 
 
 def shipped_cases() -> tuple[FidelityCase, ...]:
