@@ -12,14 +12,20 @@ closed-loop concurrency and request count, temperature 0, streaming ``/v1/comple
 around its ``benchmark()`` coroutine only (tokenizer and dataset loading excluded), the probe's
 around its phase; the probe's phase CPU (``client_cpu_s``: the measured requests, no warm-up or
 scrapes) is compared, its whole-run CPU (client setup, warm-up, two ``/metrics`` scrapes, run
-files) is reported too. Both run in their own process; CPU = user + system time of that process
-(``time.process_time``). Reported: output tok/s of each and their ratio, CPU seconds per 1,000
-output tokens of each and their ratio.
+files) is reported too. Each client runs in its own process; CPU = user + system time of that
+process (``time.process_time``). Reported: output tok/s of each and their ratio, CPU seconds per
+1,000 output tokens of each and their ratio, the load average after each client run. Each pair
+runs ``bench serve`` and every probe ``--variants`` entry (``<http stack>-<event loop>``:
+``aiohttp-uvloop`` is what the console runs, ``httpcore-asyncio`` the stack before it), the
+order rotating between pairs. ``--url URL`` sends to another server instead of the lab's vLLM
+and takes no lab lock — ``benchmarks/stream_server.py`` streams vLLM-shaped chunks at a fixed
+pace, which measures client CPU with no engine competing for the cores.
 
 **SSE events parsed per second per core** (``--events N``): vLLM-shaped completion chunks (with
-continuous usage) run through the probe's parsing pipeline — httpx-sse's line and event
-decoders, :func:`~seat_console.probe.client.parse_chunk`, :class:`StreamTimer` — in one thread;
-events / CPU second.
+continuous usage) run through the probe's parsing pipeline as ``run_request`` feeds it — the
+incremental UTF-8 decoder, httpx-sse's line and event decoders,
+:func:`~seat_console.probe.client.parse_chunk`, :class:`StreamTimer` — in one thread, at one
+event per read and at 1,400-byte reads; events / CPU second.
 
 Usage (on the lab: ``python scripts/lab.py up`` first)::
 
