@@ -117,7 +117,9 @@ def restart_container(nctx: NodeContext, name: str, on_log: Callable[[str], None
         out = ""
         if swap_mod._running(c):
             out = swap_mod.stop_container(
-                client, c, int(c.attrs.get("Config", {}).get("StopTimeout") or 10)) + "; "
+                client, c, int(c.attrs.get("Config", {}).get("StopTimeout") or 10),
+                nctx) + "; "
+        nctx.expect(c.name, ("start",))
         c.start()
         c.reload()
         msg = swap_mod.wait_serving(c, swap_mod._seat(nctx), models,
@@ -355,7 +357,8 @@ def build_compare(nctx: NodeContext, journal: Journal, *, options: CompareOption
         return f"{resident} holds the seat"
 
     steps.append(Step("restore seat", end_check, restore_seat, end_verify, None,
-                      manual="seat-console restore"))
+                      manual="seat-console restore",
+                      acts_on=[n for n in (resident, probe_name) if n]))
 
     def rel_check(ctx: RunContext) -> Check:
         if ctx.facts.get("hold_placed") is False or (
@@ -453,7 +456,8 @@ def _seat_step(nctx: NodeContext, journal: Journal, leg: LegPlan, prev: str | No
         return restore_seat(ctx)
 
     return Step(f"leg {leg.name}: seat", check, apply, verify,
-                undo if what == "swap" else None, manual="seat-console restore")
+                undo if what == "swap" else None, manual="seat-console restore",
+                acts_on=[n for n in (resident, probe_name) if n])
 
 
 def _measure_step(nctx: NodeContext, leg: LegPlan, bid: str, cmp_dir: Path,

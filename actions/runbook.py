@@ -134,7 +134,11 @@ class Step:
 
     ``name``: short, unique within the runbook ("stop fleet-remediation-cycle.timer");
     ``check`` / ``apply`` / ``verify`` / ``undo``: functions of the :class:`RunContext`;
-    ``manual``: text, or a function of the context, saying how to put the change back by hand.
+    ``manual``: text, or a function of the context, saying how to put the change back by hand;
+    ``acts_on``: the docker containers (names) the step (or its undo) changes, or a function of
+    the context giving them — journaled in the step's rows (``facts["acts_on"]``, see
+    :mod:`seat_console.actions.attribution`) so any console's event watcher tells these changes
+    from someone else's.
     """
 
     name: str
@@ -143,10 +147,19 @@ class Step:
     verify: Callable[[RunContext], str | None]
     undo: Callable[[RunContext], str | None] | None = None
     manual: str | Callable[[RunContext], str] = ""
+    acts_on: Sequence[str] | Callable[[RunContext], Sequence[str]] = ()
 
     def manual_text(self, ctx: RunContext) -> str:
         """The by-hand fix as text."""
         return self.manual(ctx) if callable(self.manual) else self.manual
+
+    def targets(self, ctx: RunContext) -> list[str]:
+        """:attr:`acts_on` as a sorted list of names (``[]`` when its function fails)."""
+        try:
+            names = self.acts_on(ctx) if callable(self.acts_on) else self.acts_on
+            return sorted({str(n) for n in names if n})
+        except Exception:  # noqa: BLE001 - a missing fact: nothing declared
+            return []
 
 
 @dataclass(frozen=True)
@@ -353,6 +366,15 @@ class Runbook:
                                    inputs=self.ctx.inputs, outcome=outcome, output=output or "",
                                    facts=self.ctx.facts, profile_sha256=self.profile_sha256)
 
+    def _acting_on(self, names: Sequence[str]) -> None:
+        """Set (or clear) ``facts["acts_on"]`` for the rows that follow."""
+        from seat_console.actions.attribution import ACTS_ON
+
+        if names:
+            self.ctx.facts[ACTS_ON] = sorted(set(names))
+        else:
+            self.ctx.facts.pop(ACTS_ON, None)
+
     def _emit_warn(self, kind: str, step: str, message: str) -> None:
         if self._planning:   # a dry run journals nothing; the plan line says it
             return
@@ -422,6 +444,7 @@ class Runbook:
                     self._row("skip", s.name, c.text)
                     self._event("skip", s.name, c.text)
                     continue
+                self._acting_on(s.targets(self.ctx))   # journaled before the node is touched
                 self._row("begin", s.name, c.text)
                 self._event("begin", s.name, c.text)
                 begun.append(s)
@@ -430,12 +453,16 @@ class Runbook:
                 self._event("apply", s.name, "applied")
                 v = s.verify(self.ctx) or "verified"
                 self._row("verify", s.name, v)
+                self._acting_on([])
                 self._event("verify", s.name, v, ok=True)
                 outcomes[s.name] = StepOutcome(s.name, "done", v)
             except (StepError, StopRequested, KeyboardInterrupt) as exc:
                 msg = (str(exc) if not isinstance(exc, KeyboardInterrupt)
                        else "interrupted (Ctrl-C)")
+                self._acting_on_after_fail(s, begun)
                 self._row("fail", s.name, msg, getattr(exc, "output", ""))
+                if self.policy != "undo":
+                    self._acting_on([])
                 self._event("fail", s.name, msg, ok=False)
                 outcomes[s.name] = StepOutcome(s.name, "failed", msg)
                 error = error or f"{s.name}: {msg}"
@@ -446,7 +473,10 @@ class Runbook:
                     break
             except Exception as exc:  # noqa: BLE001 - a bug in a step is still a failed step
                 msg = f"{type(exc).__name__}: {exc}"
+                self._acting_on_after_fail(s, begun)
                 self._row("fail", s.name, msg)
+                if self.policy != "undo":
+                    self._acting_on([])
                 self._event("fail", s.name, msg, ok=False)
                 outcomes[s.name] = StepOutcome(s.name, "failed", msg)
                 error = error or f"{s.name}: {msg}"
@@ -457,6 +487,7 @@ class Runbook:
                     break
         self.current_step = None
         if not failed_any:
+            self._acting_on([])
             return self._end("done", outcomes, None, [], [])
         remaining: list[str] = []
         manual: list[str] = []
@@ -467,12 +498,23 @@ class Runbook:
                 if not ok:
                     remaining.append(f"{s.name}: {detail}")
                     manual.append(s.manual_text(self.ctx) or f"undo '{s.name}' by hand")
+            self._acting_on([])
         else:
+            self._acting_on([])
             for s in self.steps:
                 if outcomes[s.name].status in ("failed", "not-run"):
                     remaining.append(f"{s.name}: not done ({outcomes[s.name].detail or 'not run'})")
                     manual.append(s.manual_text(self.ctx) or f"do '{s.name}' by hand")
         return self._end("partial" if remaining else "undone", outcomes, error, remaining, manual)
+
+    def _acting_on_after_fail(self, s: Step, begun: Sequence[Step]) -> None:
+        """The fail row names the failed step's containers and, when the run undoes, every
+        begun step's (the undo phase that follows acts on them; its rows keep the list)."""
+        names = set(s.targets(self.ctx))
+        if self.policy == "undo":
+            for b in begun:
+                names.update(b.targets(self.ctx))
+        self._acting_on(sorted(names))
 
     def undo_step(self, s: Step) -> tuple[bool, str]:
         """Undo one step (journaled ``undo`` / ``undo-fail``); returns ``(ok, detail)``. A step
@@ -497,6 +539,7 @@ class Runbook:
     def _end(self, outcome: Literal["done", "undone", "partial", "refused"],
              outcomes: Mapping[str, StepOutcome], error: str | None, remaining: list[str],
              manual: list[str]) -> Result:
+        self._acting_on([])   # the end row names no container: nothing is in flight any more
         res = Result(run_id=self.run_id, runbook=self.name, outcome=outcome,
                      steps=tuple(outcomes[s.name] for s in self.steps), error=error,
                      remaining=tuple(remaining), manual=tuple(manual),

@@ -72,19 +72,13 @@ RESIDENT_START_TIMEOUT_S = 900.0
 """How long (s) the restored resident may take to answer ``/health`` and ``/v1/models``."""
 POLL_S = 1.0
 
-EXPECT_HOOKS: list[Callable[[str, Sequence[str]], None]] = []
-"""Called as ``hook(container_name, actions)`` right before the swap or restore changes a
-container, so an event watcher in the same process (the TUI's containers panel,
-:meth:`seat_console.sources.containers.EventWatcher.expect`) marks those engine events as made
-by the console, not as interference."""
-
-
-def _expect(name: str, actions: Sequence[str]) -> None:
-    for hook in list(EXPECT_HOOKS):
-        try:
-            hook(name, actions)
-        except Exception:  # noqa: BLE001 - a broken hook must not break the step
-            pass
+def _expect(nctx: NodeContext | None, name: str, actions: Sequence[str]) -> None:
+    """Right before a step changes container ``name``: the context's event watcher (the TUI's
+    containers panel, :meth:`NodeContext.expect`) marks those engine events as the console's.
+    Other processes' watchers know it from the journal: each step declares the containers it
+    acts on (``Step.acts_on``, :mod:`seat_console.actions.attribution`)."""
+    if nctx is not None:
+        nctx.expect(name, actions)
 
 
 @dataclass
@@ -200,13 +194,14 @@ def identity(c: Any, endpoint: str) -> dict[str, Any]:
             "models": _models(endpoint) or []}
 
 
-def stop_container(client: Any, c: Any, stop_timeout_s: int) -> str:
+def stop_container(client: Any, c: Any, stop_timeout_s: int,
+                   nctx: NodeContext | None = None) -> str:
     """Stop ``c`` with ``t = stop_timeout_s`` and a client timeout above it; after a client
-    timeout, inspect again before calling it failed. Returns a sentence; raises
-    :class:`StepError` when it still runs."""
+    timeout, inspect again before calling it failed. ``nctx``: its event watcher is told first
+    (:func:`_expect`). Returns a sentence; raises :class:`StepError` when it still runs."""
     import requests
 
-    _expect(c.name, ("kill", "die", "stop"))
+    _expect(nctx, c.name, ("kill", "die", "stop"))
     try:
         c.stop(timeout=stop_timeout_s)
     except requests.exceptions.RequestException as exc:
@@ -365,7 +360,7 @@ def _start_resident(nctx: NodeContext, ctx: RunContext, on_log: Callable[[str], 
         out = "already running"
         since = None
         if not _running(c):
-            _expect(c.name, ("start",))
+            _expect(nctx, c.name, ("start",))
             c.start()
             c.reload()
             since = _started_at(c)
@@ -387,7 +382,8 @@ def _stop_probe(nctx: NodeContext, ctx: RunContext) -> str:
             c = _inspect(client, spec.container)
         if not _running(c):
             return "the probe container is not running"
-        out = stop_container(client, c, int(c.attrs.get("Config", {}).get("StopTimeout") or 10))
+        out = stop_container(client, c, int(c.attrs.get("Config", {}).get("StopTimeout") or 10),
+                             nctx)
         c.reload()
         if _running(c):
             raise StepError(f"{c.name} still running after stop")
@@ -482,7 +478,7 @@ def build_swap(nctx: NodeContext, journal: Journal, *, options: SwapOptions | No
             c = _inspect(client, ctx.facts["resident"]["id"])
             if c is None:
                 raise StepError("the resident container vanished")
-            return stop_container(client, c, ctx.facts["resident"]["stop_timeout_s"])
+            return stop_container(client, c, ctx.facts["resident"]["stop_timeout_s"], nctx)
         finally:
             client.close()
 
@@ -524,8 +520,8 @@ def build_swap(nctx: NodeContext, journal: Journal, *, options: SwapOptions | No
                     raise StepError(f"{spec.container} is running (started by someone else?)")
                 fin = old.attrs.get("State", {}).get("FinishedAt", "")[:19].replace(":", "")
                 new_name = f"{spec.container}-{fin.replace('-', '')}Z-{old.id[:6]}"
-                _expect(spec.container, ("rename",))
-                _expect(new_name, ("rename",))
+                _expect(nctx, spec.container, ("rename",))
+                _expect(nctx, new_name, ("rename",))
                 old.rename(new_name)
                 notes.append(f"kept the previous probe container as {new_name}")
             kw: dict[str, Any] = dict(
@@ -544,7 +540,7 @@ def build_swap(nctx: NodeContext, journal: Journal, *, options: SwapOptions | No
                                                        device_ids=ctx.facts["gpus"],
                                                        capabilities=[["gpu"]])]
             try:
-                _expect(spec.container, ("create", "start"))
+                _expect(nctx, spec.container, ("create", "start"))
                 c = client.containers.run(**kw)
             except Exception as exc:  # noqa: BLE001 - APIError, ImageNotFound
                 raise StepError(f"start {spec.container}: {exc}") from None
@@ -619,10 +615,13 @@ def build_swap(nctx: NodeContext, journal: Journal, *, options: SwapOptions | No
     steps = [
         Step("record resident", pre_check, pre_apply, pre_verify, None),
         Step("stop resident", stop_check, stop_apply, stop_verify, stop_undo,
-             manual=lambda ctx: f"docker start {(ctx.facts.get('resident') or {}).get('name')}"),
+             manual=lambda ctx: f"docker start {(ctx.facts.get('resident') or {}).get('name')}",
+             acts_on=lambda ctx: [_resident_name(nctx)]),
         Step("start probe", probe_check, probe_apply, probe_verify, probe_undo,
-             manual=lambda ctx: f"docker stop {_swap_spec(nctx).container} (keep it)"),
-        Step("probe serving", serve_check, serve_apply, serve_verify, None),
+             manual=lambda ctx: f"docker stop {_swap_spec(nctx).container} (keep it)",
+             acts_on=lambda ctx: [_swap_spec(nctx).container]),
+        Step("probe serving", serve_check, serve_apply, serve_verify, None,
+             acts_on=lambda ctx: [_swap_spec(nctx).container]),
     ]
     return Runbook("swap", steps, journal=journal, observer=observer, policy="undo",
                    inputs={"force": opts.force, "reason": opts.reason,
@@ -788,9 +787,11 @@ def build_restore(nctx: NodeContext, journal: Journal, *, on_log: Callable[[str]
         return f"hold {hid} released (timers verified active, silence expired, lease cancelled)"
 
     steps = [
-        Step("stop probe", probe_check, lambda ctx: _stop_probe(nctx, ctx), probe_verify, None),
+        Step("stop probe", probe_check, lambda ctx: _stop_probe(nctx, ctx), probe_verify, None,
+             acts_on=lambda ctx: [_swap_spec(nctx).container]),
         Step("start resident", res_check, res_apply, res_verify, None,
-             manual=lambda ctx: f"docker start {ctx.facts['resident']['name']}; check /health"),
+             manual=lambda ctx: f"docker start {ctx.facts['resident']['name']}; check /health",
+             acts_on=lambda ctx: [ctx.facts["resident"]["name"]]),
         Step("release hold", rel_check, rel_apply, rel_verify, None,
              manual="seat-console release"),
     ]

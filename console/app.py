@@ -83,7 +83,9 @@ from seat_console.profile import (
     REFRESH_INTERVAL_MIN_S,
     LoadedProfile,
 )
+from seat_console.node.context import NodeContext
 from seat_console.sources import BrokenSource, Source, Unavailable, utcnow
+from seat_console.early import take as take_prestarted, take_context
 from seat_console.sources.partial import merge_last_good
 from seat_console.actions.runbook import in_flight, stop_in_flight
 from seat_console.widgets.fit import FitPanel
@@ -260,6 +262,19 @@ def make_fit_source(loaded: LoadedProfile, readings: LatestReadings) -> Source:
                      containers_source=LatestReading(readings, "containers"))
 
 
+def takes_context(factory: SourceFactory) -> bool:
+    """Whether ``factory`` accepts a ``context`` keyword (the app's shared
+    :class:`~seat_console.node.context.NodeContext`); test factories without it still work."""
+    import inspect
+
+    try:
+        params = inspect.signature(factory).parameters
+    except (TypeError, ValueError):
+        return False
+    return "context" in params or any(p.kind is inspect.Parameter.VAR_KEYWORD
+                                      for p in params.values())
+
+
 def resolve_factory(source: str | SourceFactory) -> SourceFactory:
     """``"package.module:function"`` → that function (imports the module); a callable as is.
 
@@ -368,14 +383,32 @@ class SourceState:
     """Eager sources: the future of ``(source, first reading)`` started before the first frame."""
 
 
+ALIGN_GRID_S = 1.0
+"""Polls and the age tick due in at least this many seconds are moved to the nearest multiple
+of it on the event loop's clock (by at most half of it), so that the sources polled every
+second, the back-off retries and the age tick wake the UI thread together, once a second,
+instead of each on its own phase (every wake-up costs the event loop and Textual a pass)."""
+
+
+def aligned_when(now: float, delay_s: float, grid_s: float = ALIGN_GRID_S) -> float:
+    """The loop time for something due ``delay_s`` seconds after ``now``: the nearest multiple
+    of ``grid_s`` to ``now + delay_s`` when ``delay_s >= grid_s`` (so never more than
+    ``grid_s / 2`` early or late, and never before ``now + delay_s / 2``), else exactly
+    ``now + delay_s``. Seconds in, seconds out."""
+    if grid_s <= 0 or not delay_s >= grid_s:
+        return now + delay_s
+    return max(round((now + delay_s) / grid_s) * grid_s, now + delay_s / 2)
+
+
 class PollTimer:
-    """The pending next poll of one source: an asyncio ``call_later`` handle (a Textual
-    ``Timer`` builds a task and a repr of its target per poll). ``interval_s``: its delay (s)."""
+    """The pending next poll of one source: an asyncio ``call_at`` handle (a Textual
+    ``Timer`` builds a task and a repr of its target per poll), at :func:`aligned_when`.
+    ``interval_s``: its delay (s)."""
 
     def __init__(self, loop: asyncio.AbstractEventLoop, delay_s: float,
                  callback: Callable[[], None]) -> None:
         self.interval_s = delay_s
-        self._handle = loop.call_later(delay_s, callback)
+        self._handle = loop.call_at(aligned_when(loop.time(), delay_s), callback)
 
     def stop(self) -> None:
         """Cancel it (no-op once it ran)."""
@@ -712,6 +745,11 @@ class SeatConsoleApp(App[int]):
             raise ValueError(f"interval {interval!r}: must be a positive number of seconds")
         self.loaded = loaded
         self.readonly = readonly
+        self.node = take_context(loaded) or NodeContext.from_profile(loaded)
+        """The one node context (transport, Alertmanager client, docker client factory and event
+        watcher, NVML gateway) shared by the sources (their factories' ``context=``) and the
+        actions the keys run (hold, release, swap, restore, probe); closed after the sources by
+        :meth:`close_sources`. Nothing connects until first used."""
         self.interval_s: float = interval or loaded.profile.console.refresh_interval_s
         self.paused: bool = False
         self.clock = clock
@@ -736,14 +774,17 @@ class SeatConsoleApp(App[int]):
 
     # -- construction ---------------------------------------------------------------------
     def _make_source(self, spec: PanelSpec) -> Source:
-        """Build ``spec``'s source; a factory that fails becomes a :class:`BrokenSource`. Under
+        """Build ``spec``'s source; a factory that fails becomes a :class:`BrokenSource`. A
+        factory with a ``context`` keyword gets the app's :attr:`node` (one transport, one
+        Alertmanager client, one docker event watcher for every panel and action). Under
         ``--readonly`` a source with a ``readonly`` attribute gets it set (it must not write)."""
         try:
             factory = resolve_factory(spec.source)
+            kw = {"context": self.node} if takes_context(factory) else {}
             if spec.uses_readings:
-                source = factory(self.loaded, self.readings)
+                source = factory(self.loaded, self.readings, **kw)
             else:
-                source = factory(self.loaded)
+                source = factory(self.loaded, **kw)
             if self.readonly and hasattr(source, "readonly"):
                 source.readonly = True   # e.g. the action log: never writes the journal
             return source
@@ -767,14 +808,34 @@ class SeatConsoleApp(App[int]):
             st = SourceState(key=key, source=source, panel=panel, spec=spec,
                              delay_s=self.interval_s)
             if source is None and spec.eager:   # read before the first frame is drawn
-                st.prebuilt = call_in_daemon_thread(partial(self._build_and_read, spec),
-                                                    name=f"seat-console:build:{key}")
+                early = (take_prestarted(spec.source, self.loaded)
+                         if isinstance(spec.source, str) else None)
+                st.prebuilt = call_in_daemon_thread(
+                    partial(self._build_and_read, spec) if early is None
+                    else partial(self._finish_prestarted, spec, early),
+                    name=f"seat-console:build:{key}")
             self._states[key] = st
 
     def _build_and_read(self, spec: PanelSpec) -> tuple[Source, BaseModel]:
         """Worker thread: build ``spec``'s source and take its first reading."""
         source = self._make_source(spec)
         return source, read_guarded(source)
+
+    def _finish_prestarted(self, spec: PanelSpec,
+                           early: concurrent.futures.Future) -> tuple[Source, BaseModel]:
+        """Worker thread: the source and first reading :mod:`seat_console.early` started
+        before the app was imported; if that failed, the usual :meth:`_build_and_read` (which
+        names the failure as it always has)."""
+        try:
+            source, reading = early.result()
+        except BaseException:  # noqa: BLE001 - built again the usual way, which reports it
+            log.warning("early start of %r failed", spec.source, exc_info=True)
+            return self._build_and_read(spec)
+        if self.readonly and hasattr(source, "readonly"):
+            source.readonly = True
+        if not isinstance(reading, BaseModel):
+            reading = read_guarded(source)
+        return source, reading
 
     def get_driver_class(self) -> type:
         """Textual's driver, except on a Linux terminal :class:`~seat_console.quiet_driver.
@@ -822,7 +883,7 @@ class SeatConsoleApp(App[int]):
         the first frame build and start the others; start the age ticker."""
         self.update_header()
         self.update_status()
-        self.set_interval(self.age_tick_s, self.tick_ages, name="age-ticker")
+        self._schedule_age_tick()
         if self.watch_terminal and not self.is_headless:
             self._install_hangup_watch()
         for key, st in self._states.items():
@@ -1101,6 +1162,24 @@ class SeatConsoleApp(App[int]):
         st.panel.show_age(now, stale_after_s=stale_after, busy_since=st.busy_since,
                           retry_s=st.delay_s if st.consecutive_errors else None)
 
+    def _schedule_age_tick(self) -> None:
+        """The next :meth:`tick_ages` in :attr:`age_tick_s`, on the polls' grid
+        (:func:`aligned_when`: one wake-up a second for both)."""
+        if self._shutting_down:
+            return
+        loop = asyncio.get_running_loop()
+        loop.call_at(aligned_when(loop.time(), self.age_tick_s), self._age_tick)
+
+    def _age_tick(self) -> None:
+        if not self.is_running:   # the app has exited (its loop may live on: tests)
+            return
+        try:
+            self.tick_ages()
+        except Exception:  # noqa: BLE001 - a broken tick must not stop the ages
+            log.warning("age tick failed", exc_info=True)
+        finally:
+            self._schedule_age_tick()
+
     def tick_ages(self) -> None:
         """Redraw every panel's age / STALE mark (runs on the UI thread; no I/O)."""
         now = self.clock()
@@ -1365,6 +1444,9 @@ class SeatConsoleApp(App[int]):
         deadline = time.monotonic() + timeout_s
         for t in threads:
             t.join(max(0.0, deadline - time.monotonic()))
+        t = threading.Thread(target=self.node.close, name="seat-console-close:node", daemon=True)
+        t.start()   # the shared context last: the sources no longer use it
+        t.join(max(0.0, deadline - time.monotonic()))
 
 
 def _close_quietly(source: Source) -> None:
@@ -1415,4 +1497,5 @@ __all__ = [
     "resolve_factory",
     "run_app",
     "same_reading",
+    "takes_context",
 ]

@@ -3,7 +3,9 @@
 
 Each key reads the plan in a daemon thread (never on the UI thread: it runs ``systemctl`` on the
 node and reads the journal), shows it in :class:`~seat_console.widgets.confirm.ConfirmScreen`,
-and on yes runs the runbook in its own daemon thread with a fresh journal and node context.
+and on yes runs the runbook in its own daemon thread with a fresh journal and the app's node
+context (``app.node``: the timers and silences panels read through the same transport and
+Alertmanager client).
 Progress is shown in place in the action-log panel (one line per step, its latest state); the
 outcome goes to one notification (an error once, not on every refresh); the timers, silences
 and actions panels are re-read at the end. One hold action at a time. The runbook is
@@ -65,16 +67,17 @@ class HoldController:
 
     def _plan(self, kind: str) -> None:
         from seat_console.actions.journal import Journal
-        from seat_console.node.context import NodeContext
+        from seat_console.node.context import app_context
 
         result: Any
         try:
-            nctx = NodeContext.from_profile(self.app.loaded)
+            nctx, own = app_context(self.app)
             try:
                 with Journal() as journal:
                     result = self._build(kind, journal, nctx, None).plan()
             finally:
-                nctx.close()
+                if own:
+                    nctx.close()
         except Exception as exc:  # noqa: BLE001 - shown once, never raised into the UI
             result = exc
         self._call(self._confirm, kind, result)
@@ -134,17 +137,18 @@ class HoldController:
 
     def _run(self, kind: str) -> None:
         from seat_console.actions.journal import Journal
-        from seat_console.node.context import NodeContext
+        from seat_console.node.context import app_context
 
         res: Result | Exception
         try:
-            nctx = NodeContext.from_profile(self.app.loaded)
+            nctx, own = app_context(self.app)
             try:
                 with Journal() as journal:
                     journal.add_secrets(nctx.secrets())
                     res = self._build(kind, journal, nctx, self._event).run()
             finally:
-                nctx.close()
+                if own:
+                    nctx.close()
         except Exception as exc:  # noqa: BLE001 - shown once
             res = exc
         self._call(self._done, kind, res)

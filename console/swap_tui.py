@@ -6,11 +6,12 @@ Each key (``B`` build backport, ``S`` swap, ``R`` restore; ids ``node.*``, so hi
 confirmation modal — for the swap a **typed** one: the seat's name (``node.name``) must be
 typed, since it stops the resident; build and restore use the same y/n modal as the probe
 (issue 7's ``widgets/confirm.py`` when present) — and on yes runs the runbook in its own daemon
-thread with a fresh journal and node context. Progress (every runbook event and the engine's
-or the build's log lines) goes to a log screen (:class:`RunLogScreen`; Esc closes it, the run
-goes on; the key reopens it) and the outcome to a notification. One action at a time. The
-runbook's own container changes are registered with the app's docker event watcher
-(``actions.swap.EXPECT_HOOKS``), so the containers panel does not flag them as interference.
+thread with a fresh journal and the app's node context (``app.node``, the one the panels read
+through). Progress (every runbook event and the engine's or the build's log lines) goes to a log
+screen (:class:`RunLogScreen`; Esc closes it, the run goes on; the key reopens it) and the
+outcome to a notification. One action at a time. The runbook's own container changes are
+registered on that context's docker event watcher (``nctx.expect``) and journaled with the
+containers each step acts on, so the containers panel does not flag them as interference.
 """
 
 from __future__ import annotations
@@ -143,16 +144,17 @@ class SwapController:
 
     def _plan(self, kind: str) -> None:
         from seat_console.actions.journal import Journal
-        from seat_console.node.context import NodeContext
+        from seat_console.node.context import app_context
 
         result: Any
         try:
-            nctx = NodeContext.from_profile(self.app.loaded)
+            nctx, own = app_context(self.app)
             try:
                 with Journal() as journal:
                     result = self._make(kind, journal, nctx, None, lambda line: None).plan()
             finally:
-                nctx.close()
+                if own:
+                    nctx.close()
         except Exception as exc:  # noqa: BLE001 - shown, never raised into the UI
             result = RuntimeError(f"{type(exc).__name__}: {exc}")
         self.app.call_from_thread(self._confirm, kind, result)
@@ -202,10 +204,10 @@ class SwapController:
 
     def _run(self, kind: str) -> None:
         from seat_console.actions.journal import Journal
-        from seat_console.node.context import NodeContext
+        from seat_console.node.context import app_context
 
         try:
-            nctx = NodeContext.from_profile(self.app.loaded)
+            nctx, own = app_context(self.app)
             try:
                 with Journal() as journal:
                     journal.add_secrets(nctx.secrets())
@@ -213,7 +215,8 @@ class SwapController:
                                     lambda line: self._line(f"  | {line}"))
                     res = rb.run()
             finally:
-                nctx.close()
+                if own:
+                    nctx.close()
         except Exception as exc:  # noqa: BLE001 - shown, never raised into the UI
             self._line(f"{kind} failed: {type(exc).__name__}: {exc}")
             self.app.call_from_thread(self.app.notify, f"{kind} failed: {exc}",
@@ -241,24 +244,6 @@ def attach(app: Any, kind: str) -> Callable[[], None]:
     if ctl is None:
         ctl = SwapController(app)
         app._swap_controller = ctl
-        import weakref
-
-        from seat_console.actions import swap as swap_mod
-
-        ref = weakref.ref(app)
-
-        def expect(name: str, actions: Any) -> None:
-            """The app's docker event watchers mark the runbook's own changes by_console."""
-            live = ref()
-            if live is None:
-                swap_mod.EXPECT_HOOKS.remove(expect)
-                return
-            for st in list(getattr(live, "_states", {}).values()):
-                watcher = getattr(getattr(st, "source", None), "watcher", None)
-                if watcher is not None:
-                    watcher.expect(name, actions)
-
-        swap_mod.EXPECT_HOOKS.append(expect)
     return lambda: ctl.key(kind)
 
 

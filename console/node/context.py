@@ -8,6 +8,22 @@ part that cannot be built (invalid transport target, missing Alertmanager creden
 as its error and raised as the documented exception on use, so the console still starts and
 the panel or step names what to fix.
 
+The app builds ONE context (``app.node``) and hands it to the source factories (their
+``context=`` keyword) and to the actions it runs (hold, release, swap, restore, probe), so the
+timers panel and the hold's verify step use the same transport object, the silences panel and
+the hold the same Alertmanager client, and the containers panel and the swap the same docker
+event watcher (:meth:`NodeContext.watcher`) — which is how an action marks its own container
+changes (:meth:`NodeContext.expect`) and how the watcher tells them from someone else's; other
+console processes' changes are told apart through the journal
+(:mod:`seat_console.actions.attribution`).
+
+Thread-safety (a poll thread and an action worker use the same objects at once): the
+transport runs each command as its own child process (its only shared state, the resolved
+binary paths, is under a lock); the Alertmanager client is one ``httpx.Client`` (thread-safe,
+its connection pool is locked); :meth:`docker` makes a new docker client per caller (the SDK's
+``requests`` session is not thread-safe); the event watcher's readers and :meth:`expect` take
+its lock; NVML calls go through the gateway's lock.
+
 Typical use::
 
     ctx = NodeContext.from_profile(loaded)
@@ -38,13 +54,15 @@ class NodeContext:
     """
 
     def __init__(self, loaded: LoadedProfile, *, transport: Transport | None = None,
-                 alertmanager: Any | None = None) -> None:
+                 alertmanager: Any | None = None, journal_path: Any | None = None) -> None:
         self.loaded = loaded
         self.profile = loaded.profile
         self._lock = threading.Lock()
         self._transport = transport
         self._am = alertmanager
         self._nvml: Any | None = None
+        self._watcher: Any | None = None
+        self._journal_path = journal_path
 
     @classmethod
     def from_profile(cls, loaded: LoadedProfile) -> NodeContext:
@@ -98,6 +116,37 @@ class NodeContext:
         return docker.DockerClient(base_url=resolve_docker_host(self.profile.node.docker_host),
                                    version="auto", timeout=int(max(1, timeout_s)))
 
+    def watcher(self) -> Any:
+        """The context's one docker :class:`~seat_console.sources.containers.EventWatcher`
+        (built on first call, not started: the containers source starts it on its first read;
+        ``.start()`` is idempotent). Its events are the console's when an action registered
+        them (:meth:`expect`) or a journaled runbook step of any console process on this state
+        dir was acting on that container then (:class:`~seat_console.actions.attribution.
+        JournalAttributor`; ``journal_path`` given to the constructor, else the usual one)."""
+        from seat_console.actions.attribution import JournalAttributor
+        from seat_console.sources.containers import EventWatcher
+
+        with self._lock:
+            if self._watcher is None:
+                self._watcher = EventWatcher(lambda: self.docker(timeout_s=5.0),
+                                             attribute=JournalAttributor(self._journal_path))
+            return self._watcher
+
+    def expect(self, actor: str, actions: Any, within_s: float = 120.0,
+               label: str | None = None) -> None:
+        """Register that an action of this process is about to make ``actions`` (docker event
+        actions: ``stop``, ``start``…) on container ``actor`` (name or ID): the context's event
+        watcher marks matching events ``by_console`` (``by`` = the journal's label for the run,
+        else ``label``). Does nothing when no watcher was built (nobody in this process
+        watches; other processes attribute through the journal). Thread-safe; never raises."""
+        with self._lock:
+            w = self._watcher
+        if w is not None:
+            try:
+                w.expect(actor, list(actions), within_s, label=label)
+            except Exception:  # noqa: BLE001 - marking must never break the step
+                pass
+
     @property
     def nvml(self) -> Any:
         """The NVML gateway (built once, initialised lazily on its first call)."""
@@ -117,8 +166,8 @@ class NodeContext:
             return []
 
     def close(self) -> None:
-        """Close whatever was built; never raises."""
-        for obj in (self._am, self._transport, self._nvml):
+        """Close whatever was built (the event watcher's thread is stopped); never raises."""
+        for obj in (self._watcher, self._am, self._transport, self._nvml):
             if obj is not None:
                 try:
                     obj.close()
@@ -126,4 +175,13 @@ class NodeContext:
                     pass
 
 
-__all__ = ["NodeContext", "TransportError"]
+def app_context(app: Any) -> tuple[NodeContext, bool]:
+    """The app's shared context (``app.node``) and ``False``, or — for an app without one (a
+    test harness) — a new context for ``app.loaded`` and ``True`` (the caller closes it)."""
+    shared = getattr(app, "node", None)
+    if isinstance(shared, NodeContext):
+        return shared, False
+    return NodeContext.from_profile(app.loaded), True
+
+
+__all__ = ["NodeContext", "TransportError", "app_context"]

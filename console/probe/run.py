@@ -767,10 +767,15 @@ class Probe:
         return out
 
 
-def default_monitor_factory(loaded: LoadedProfile, pre: Preflight,
+def default_monitor_factory(loaded: LoadedProfile, pre: Preflight, *, context: Any | None = None,
                             ) -> Callable[[Callable[[], Any]], InterferenceMonitor]:
-    """The real monitor: the docker event stream (its own :class:`EventWatcher` from now), the
-    node's service units of the profile's timers, the hold's silence, the engine's counters."""
+    """The real monitor: the docker event stream, the node's service units of the profile's
+    timers, the hold's silence, the engine's counters. ``context``: the app's
+    :class:`~seat_console.node.context.NodeContext` — its event watcher (shared with the
+    containers panel and the actions; the monitor reads its changes from the probe's start and
+    does not close it), transport and Alertmanager client are used; without it the monitor
+    makes its own (an :class:`EventWatcher` from now, attributing through the journal)."""
+    from seat_console.actions.attribution import JournalAttributor
     from seat_console.node.transport import TransportError, make_transport
     from seat_console.probe.interference import service_units
     from seat_console.sources.containers import EventWatcher, resolve_docker_host
@@ -778,40 +783,59 @@ def default_monitor_factory(loaded: LoadedProfile, pre: Preflight,
     def factory(scrape_fn: Callable[[], Any]) -> InterferenceMonitor:
         import docker
 
-        host = resolve_docker_host(loaded.profile.node.docker_host)
-        watcher = EventWatcher(lambda: docker.DockerClient(base_url=host, version="auto",
-                                                           timeout=10),
-                               types=("container",), since=utcnow()).start()
+        if context is not None:
+            watcher = context.watcher().start()
+            close_watcher: Callable[[], None] = lambda: None   # the context's owner closes it
+        else:
+            host = resolve_docker_host(loaded.profile.node.docker_host)
+            watcher = EventWatcher(lambda: docker.DockerClient(base_url=host, version="auto",
+                                                               timeout=10),
+                                   types=("container",), since=utcnow(),
+                                   attribute=JournalAttributor()).start()
+            close_watcher = watcher.close
         try:
-            transport = make_transport(loaded)
+            transport = context.transport if context is not None else make_transport(loaded)
         except TransportError:
             transport = None
         silence_state = None
         if pre.hold.silence_id:
-            silence_state = _silence_checker(loaded, pre.hold.silence_id, pre.hold.expires_at)
+            silence_state = _silence_checker(loaded, pre.hold.silence_id, pre.hold.expires_at,
+                                             client=_am_of(context))
         mon = InterferenceMonitor(
             watcher=watcher, container_names=pre.seat_containers, transport=transport,
             services=service_units(loaded.profile.timers.all_units),
             silence_state=silence_state, scrape=scrape_fn,
             interval_s=loaded.profile.probe.watch_interval_s)
-        mon.close_watcher = watcher.close  # type: ignore[attr-defined]
+        mon.close_watcher = close_watcher  # type: ignore[attr-defined]
         return mon
 
     return factory
 
 
+def _am_of(context: Any | None) -> Any | None:
+    """The context's Alertmanager client, or ``None`` (none given, or it cannot be built)."""
+    if context is None:
+        return None
+    try:
+        return context.alertmanager
+    except Exception:  # noqa: BLE001 - the checker makes its own and reports the error
+        return None
+
+
 def _silence_checker(loaded: LoadedProfile, silence_id: str,
-                     expires_at: datetime | None = None) -> Callable[[], str | None]:
+                     expires_at: datetime | None = None, client: Any | None = None,
+                     ) -> Callable[[], str | None]:
     """``None`` while silence ``silence_id`` is active and the hold's lease (``expires_at``,
     UTC) has not passed; a sentence when either ended; ``"check failed: …"`` when Alertmanager
-    cannot be asked."""
+    cannot be asked. ``client``: a shared Alertmanager client (the app's node context), else
+    one is made per check."""
     from seat_console.sources.silences import AlertmanagerClient
 
     def check() -> str | None:
         if expires_at is not None and utcnow() >= expires_at:
             return f"the hold's lease expired at {expires_at.isoformat(timespec='seconds')}"
         try:
-            c = AlertmanagerClient(loaded.profile.alertmanager)
+            c = client if client is not None else AlertmanagerClient(loaded.profile.alertmanager)
         except Exception as exc:  # noqa: BLE001
             return f"check failed: {type(exc).__name__}: {exc}"
         try:
@@ -819,7 +843,8 @@ def _silence_checker(loaded: LoadedProfile, silence_id: str,
         except Exception as exc:  # noqa: BLE001
             return f"check failed: {type(exc).__name__}: {exc}"
         finally:
-            c.close()
+            if c is not client:
+                c.close()
         state = getattr(s, "state", None)
         if state != "active":
             return f"the hold's silence {silence_id} is {state} (it expired or was removed)"

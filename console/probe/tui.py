@@ -98,7 +98,8 @@ class ProbeController:
             self.app.notify(f"probe: {exc}", severity="error", timeout=15)
             return
         self.probe = Probe(loaded, pre, writer=writer,
-                           monitor_factory=default_monitor_factory(loaded, pre))
+                           monitor_factory=default_monitor_factory(
+                               loaded, pre, context=getattr(self.app, "node", None)))
         self.thread = threading.Thread(target=self._run, name="seat-console:probe",
                                        daemon=True)
         if not self._exit_hook:

@@ -18,9 +18,14 @@ The engine's event stream (``GET /events``, types container and image) runs in a
 thread (:class:`EventWatcher`): it reconnects after a drop with ``since`` = the last event seen
 (events the engine still holds in its in-memory ring are replayed; duplicates are dropped), keeps
 a bounded list of recent changes (actor, action, time) and is closed cleanly by ``close()``.
-Actions register what they are about to do with :meth:`EventWatcher.expect`; events that match an
-expectation are marked ``by_console = True``, every other change was made by someone else — the
-basis of interference detection (``shared/DESIGN.md``, rule 4).
+Actions register what they are about to do with :meth:`EventWatcher.expect` (through the app's
+:class:`~seat_console.node.context.NodeContext`, ``context.expect``); events that match an
+expectation are marked ``by_console = True``. Across processes the journal is the truth: with an
+``attribute`` callback (the context gives one reading the journal, :mod:`seat_console.actions.
+attribution`) an event on a container that a journaled runbook step (any console process on this
+state dir: a ``swap`` in another shell) was acting on at that moment is the console's too, and
+``by`` names that run. Every other change was made by someone else — the basis of interference
+detection (``shared/DESIGN.md``, rule 4).
 """
 
 from __future__ import annotations
@@ -122,7 +127,9 @@ class ContainerEvent(Frozen):
     (``container``/``image``), ``action`` (``start``, ``stop``, ``die``, ``kill``, ``restart``,
     ``health_status: healthy``, ``pull``, ``tag``…), ``actor_id``, ``actor_name`` (container
     name or image reference), ``image``, ``exit_code`` (for ``die``), ``by_console`` (matched an
-    expectation the console registered before acting)."""
+    expectation the console registered before acting, or a journaled runbook step acting on the
+    container then), ``by`` (who, when ``by_console``: the journaled run — ``swap run swap-…,
+    step 'stop resident' (journal seq 12, alice@node1)`` — or ``this console``)."""
 
     at: datetime
     time_nano: int
@@ -133,6 +140,7 @@ class ContainerEvent(Frozen):
     image: str | None = None
     exit_code: int | None = None
     by_console: bool = False
+    by: str | None = None
 
 
 class EventStreamStatus(Frozen):
@@ -271,8 +279,14 @@ def event_from_api(ev: Mapping[str, Any]) -> ContainerEvent | None:
 
 # -- event stream --------------------------------------------------------------------------
 class _Expectation:
-    def __init__(self, actor: str, action: str, until: float) -> None:
-        self.actor, self.action, self.until = actor, action, until
+    def __init__(self, actor: str, action: str, until: float, label: str | None) -> None:
+        self.actor, self.action, self.until, self.label = actor, action, until, label
+
+
+Attribute = Callable[[ContainerEvent], str | None]
+"""``attribute(event) -> label | None``: who in the console made ``event`` (a journaled run),
+``None`` when no console run was acting on that container then. Called on the watcher's
+thread; it must not raise (an exception counts as ``None``)."""
 
 
 class EventWatcher:
@@ -280,15 +294,18 @@ class EventWatcher:
 
     ``make_client``: returns a new :class:`docker.DockerClient` (called on every (re)connect);
     ``maxlen``: events kept; ``types``: event types watched; ``backoff_s``: (first, max) delay
-    between reconnect attempts. Start with :meth:`start`, stop with :meth:`close` (joins the
-    thread). Thread-safe readers: :meth:`changes`, :meth:`status`.
+    between reconnect attempts; ``attribute``: :data:`Attribute` (the journal's view of the
+    console's own runs, also other processes'), asked for every event; an event it names is
+    ``by_console`` with ``by`` = its label. Start with :meth:`start`, stop with :meth:`close`
+    (joins the thread). Thread-safe: :meth:`expect`, :meth:`changes`, :meth:`status`.
     """
 
     def __init__(self, make_client: Callable[[], docker.DockerClient], *,
                  maxlen: int = RECENT_CHANGES, types: tuple[str, ...] = ("container", "image"),
                  backoff_s: tuple[float, float] = (0.5, 10.0),
-                 since: datetime | None = None) -> None:
+                 since: datetime | None = None, attribute: Attribute | None = None) -> None:
         self._make_client = make_client
+        self._attribute = attribute
         self._types = types
         self._backoff = backoff_s
         self._events: deque[ContainerEvent] = deque(maxlen=maxlen)
@@ -405,28 +422,41 @@ class EventWatcher:
                 self._ignored += 1
             return
         key = (ev.time_nano, ev.actor_id, ev.action)
+        expected: _Expectation | None = None
         with self._lock:
             if key in self._seen:
                 return  # replayed after a reconnect with since=
             self._seen.append(key)
             now = time.monotonic()
             self._expect = [e for e in self._expect if e.until >= now]
-            for e in self._expect:
-                if e.action == ev.action and e.actor in (ev.actor_name, ev.actor_id):
-                    ev = ev.model_copy(update={"by_console": True})
-                    break
+            expected = next((e for e in self._expect if e.action == ev.action
+                             and e.actor in (ev.actor_name, ev.actor_id)), None)
+        label: str | None = None
+        if self._attribute is not None and ev.type == "container":
+            try:   # outside the lock: it reads the journal (SQLite, a few ms)
+                label = self._attribute(ev)
+            except Exception:  # noqa: BLE001 - attribution failing = not attributed
+                label = None
+        if expected is not None or label is not None:
+            ev = ev.model_copy(update={"by_console": True, "by": label or (
+                expected.label if expected is not None and expected.label
+                else "this console")})
+        with self._lock:
             self._events.append(ev)
             self._count += 1
             self._last_nano = ev.time_nano if self._last_nano is None else max(
                 self._last_nano, ev.time_nano)
 
     # -- readers ------------------------------------------------------------------------------
-    def expect(self, actor: str, actions: Iterable[str], within_s: float = 120.0) -> None:
+    def expect(self, actor: str, actions: Iterable[str], within_s: float = 120.0,
+               label: str | None = None) -> None:
         """Register that the console is about to make ``actions`` on ``actor`` (container name or
-        ID): matching events in the next ``within_s`` seconds are marked ``by_console``."""
+        ID): matching events in the next ``within_s`` seconds are marked ``by_console`` (``by``:
+        the journal's label for the run if it has one, else ``label``, else ``this
+        console``)."""
         until = time.monotonic() + within_s
         with self._lock:
-            self._expect.extend(_Expectation(actor, a, until) for a in actions)
+            self._expect.extend(_Expectation(actor, a, until, label) for a in actions)
 
     def changes(self, since: datetime | None = None) -> tuple[ContainerEvent, ...]:
         """Recent events (oldest first), optionally only those at or after ``since`` (UTC)."""
@@ -458,22 +488,32 @@ class ContainerSource(Source):
     "containers"``).
 
     ``docker_host``: engine URL; ``containers``: ``{role: container name}``; ``timeout_s``: per
-    API call; ``watch_events``: start an :class:`EventWatcher` on the first read.
+    API call; ``watch_events``: start an :class:`EventWatcher` on the first read; ``watcher``:
+    use this one (the app's :meth:`NodeContext.watcher
+    <seat_console.node.context.NodeContext.watcher>`, shared with the actions; its owner closes
+    it, :meth:`close` does not) instead of making one; ``make_client``: makes the API client
+    (default: one on ``docker_host``).
     """
 
     name = "containers"
 
     def __init__(self, docker_host: str, containers: Mapping[str, str], *,
-                 timeout_s: float = 5.0, watch_events: bool = True) -> None:
+                 timeout_s: float = 5.0, watch_events: bool = True,
+                 watcher: EventWatcher | None = None,
+                 make_client: Callable[[], docker.DockerClient] | None = None) -> None:
         self.docker_host = docker_host
         self.containers = dict(containers)
         self.timeout_s = timeout_s
         self._client: docker.DockerClient | None = None
         self._lock = threading.Lock()
-        self.watcher: EventWatcher | None = (
+        self._make_client = make_client
+        self._owns_watcher = watcher is None
+        self.watcher: EventWatcher | None = watcher if watcher is not None else (
             EventWatcher(self._new_client) if watch_events else None)
 
     def _new_client(self) -> docker.DockerClient:
+        if self._make_client is not None:
+            return self._make_client()
         # version="auto": negotiate the API version (the SDK's default, 1.44, is newer than
         # what a Debian 12 engine (20.10, API 1.41) speaks)
         return docker.DockerClient(base_url=self.docker_host, version="auto",
@@ -533,8 +573,8 @@ class ContainerSource(Source):
         return container_state_from_inspect(role, name, c, image)
 
     def close(self) -> None:
-        """Stop the event watcher and close the API client."""
-        if self.watcher is not None:
+        """Stop the event watcher (unless it is a shared one) and close the API client."""
+        if self.watcher is not None and self._owns_watcher:
             self.watcher.close()
         self._drop_client()
 
@@ -544,21 +584,30 @@ def _short(exc: BaseException) -> str:
     return text if len(text) <= 300 else text[:297] + "…"
 
 
-def make_source(loaded: LoadedProfile, watch_events: bool = True) -> Source:
+def make_source(loaded: LoadedProfile, watch_events: bool = True, *,
+                context: Any | None = None) -> Source:
     """The containers source: ``resident.container`` (role ``resident``) and
     ``candidate.container`` (role ``probe``) on ``node.docker_host`` / ``$DOCKER_HOST``;
-    ``watch_events=False`` skips the event-stream thread (one-shot headless reads)."""
+    ``watch_events=False`` skips the event-stream thread (one-shot headless reads);
+    ``context``: the app's :class:`~seat_console.node.context.NodeContext` — its docker client
+    factory and its one event watcher (shared with the actions) are used; without it the
+    source makes its own."""
     p = loaded.profile
     names: dict[str, str] = {}
     if p.resident.container:
         names["resident"] = p.resident.container
     if p.candidate is not None and p.candidate.container:
         names["probe"] = p.candidate.container
+    if context is not None:
+        return ContainerSource(resolve_docker_host(p.node.docker_host), names,
+                               watch_events=watch_events,
+                               watcher=context.watcher() if watch_events else None,
+                               make_client=lambda: context.docker(timeout_s=5.0))
     return ContainerSource(resolve_docker_host(p.node.docker_host), names,
                            watch_events=watch_events)
 
 
-__all__ = ["ContainerEvent", "ContainerSource", "ContainerState", "ContainersReading",
+__all__ = ["Attribute", "ContainerEvent", "ContainerSource", "ContainerState", "ContainersReading",
            "DEFAULT_DOCKER_HOST", "EventStreamStatus", "IGNORED_ACTIONS", "EventWatcher",
            "container_state_from_inspect", "event_from_api", "make_source", "parse_docker_time",
            "pick_repo_digest", "resolve_docker_host"]

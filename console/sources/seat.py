@@ -60,8 +60,10 @@ class SeatSource(Source):
     name = "seat"
 
     def __init__(self, docker_host: str, resident: str | None, probe: str | None,
-                 block_size: int | None = None, timeout_s: float = 5.0) -> None:
+                 block_size: int | None = None, timeout_s: float = 5.0,
+                 make_client: Any | None = None) -> None:
         self.docker_host = docker_host
+        self._make_client = make_client
         self.names = [(r, n) for r, n in (("resident", resident), ("probe", probe)) if n]
         self.block_size = block_size
         self.timeout_s = timeout_s
@@ -70,8 +72,9 @@ class SeatSource(Source):
 
     def _get(self) -> docker.DockerClient:
         if self._client is None:
-            self._client = docker.DockerClient(base_url=self.docker_host, version="auto",
-                                               timeout=int(max(1, self.timeout_s)))
+            self._client = (self._make_client() if self._make_client is not None else
+                            docker.DockerClient(base_url=self.docker_host, version="auto",
+                                                timeout=int(max(1, self.timeout_s))))
         return self._client
 
     def _startup(self, c: Any, started: datetime | None) -> StartupFacts | None:
@@ -143,13 +146,16 @@ class SeatSource(Source):
             self._client = None
 
 
-def make_source(loaded: LoadedProfile) -> Source:
-    """The seat source for a profile (the app's ``PANELS`` factory)."""
+def make_source(loaded: LoadedProfile, *, context: Any | None = None) -> Source:
+    """The seat source for a profile (the app's ``PANELS`` factory); ``context``: the app's
+    :class:`~seat_console.node.context.NodeContext` (its docker client factory is used)."""
     p = loaded.profile
     probe = p.swap.container if p.swap is not None else (
         p.candidate.container if p.candidate is not None else None)
     return SeatSource(resolve_docker_host(p.node.docker_host), p.resident.container, probe,
-                      block_size=p.seat.block_size)
+                      block_size=p.seat.block_size,
+                      make_client=(None if context is None
+                                   else lambda: context.docker(timeout_s=5.0)))
 
 
 __all__ = ["STARTUP_WINDOW_S", "SeatReading", "SeatSource", "make_source"]

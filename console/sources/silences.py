@@ -524,9 +524,12 @@ class SilenceSource(Source):
 
     name = "silences"
 
-    def __init__(self, client: AlertmanagerClient, seat: Sequence[SilenceMatcher]) -> None:
+    def __init__(self, client: AlertmanagerClient, seat: Sequence[SilenceMatcher], *,
+                 owns_client: bool = True) -> None:
         self.client = client
         self.seat = tuple(seat)
+        self.owns_client = owns_client
+        """``False``: the client is shared (the app's node context closes it)."""
 
     def read(self) -> BaseModel:
         """A :class:`SilencesReading` or :class:`Unavailable` (kind from
@@ -557,22 +560,28 @@ class SilenceSource(Source):
                                unreadable=tuple(unreadable))
 
     def close(self) -> None:
-        """Close the HTTP client."""
-        self.client.close()
+        """Close the HTTP client (unless it is shared)."""
+        if self.owns_client:
+            self.client.close()
 
 
-def make_source(loaded: LoadedProfile) -> Source:
+def make_source(loaded: LoadedProfile, *, context: Any | None = None) -> Source:
     """The silences source for ``loaded``'s ``[alertmanager]`` and ``[silence]`` matchers.
 
-    Bad auth configuration (missing credentials, URL with credentials) becomes a source that
+    ``context``: the app's :class:`~seat_console.node.context.NodeContext` — its Alertmanager
+    client is used (the one the hold's steps use); without it the source makes its own. Bad
+    auth configuration (missing credentials, URL with credentials) becomes a source that
     reports it as :class:`Unavailable` (kind ``config``) on every read.
     """
     p = loaded.profile
+    matchers = [SilenceMatcher.from_profile(m) for m in p.silence.matchers]
     try:
+        if context is not None:
+            return SilenceSource(context.alertmanager, matchers, owns_client=False)
         client = AlertmanagerClient(p.alertmanager)
     except AlertmanagerError as exc:
         return BrokenSource("silences", str(exc))
-    return SilenceSource(client, [SilenceMatcher.from_profile(m) for m in p.silence.matchers])
+    return SilenceSource(client, matchers)
 
 
 __all__ = ["AlertmanagerClient", "AlertmanagerError", "Credentials", "ENV_PASSWORD", "ENV_TOKEN",

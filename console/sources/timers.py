@@ -33,8 +33,9 @@ import math
 import re
 from collections.abc import Sequence
 from datetime import UTC, datetime
+from typing import Any
 
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 from seat_console.profile import LoadedProfile
 from seat_console.node.runner import CommandResult
@@ -103,7 +104,7 @@ class TimerState(Frozen):
     persistent: bool | None = None
     persistent_warning: str | None = None
     service: ServiceState | None = None
-    errors: dict[str, str] = {}
+    errors: dict[str, str] = Field(default_factory=dict)
 
     @property
     def loaded(self) -> bool:
@@ -459,10 +460,13 @@ class TimerSource(Source):
 
     name = "timers"
 
-    def __init__(self, transport: Transport, units: Sequence[str], timeout_s: float = 10.0) -> None:
+    def __init__(self, transport: Transport, units: Sequence[str], timeout_s: float = 10.0, *,
+                 owns_transport: bool = True) -> None:
         self.transport = transport
         self.units = [check_unit_name(u) for u in units]
         self.timeout_s = timeout_s
+        self.owns_transport = owns_transport
+        """``False``: the transport is shared (the app's node context closes it)."""
 
     def read(self) -> BaseModel:
         """One :class:`TimersReading`, or :class:`Unavailable` with the reason; never raises."""
@@ -473,17 +477,23 @@ class TimerSource(Source):
                                reason=f"{type(exc).__name__}: {exc}")
 
     def close(self) -> None:
-        """Close the transport."""
-        self.transport.close()
+        """Close the transport (unless it is shared)."""
+        if self.owns_transport:
+            self.transport.close()
 
 
-def make_source(loaded: LoadedProfile) -> Source:
+def make_source(loaded: LoadedProfile, *, context: Any | None = None) -> Source:
     """The timers source for ``loaded``'s node and ``timers`` units.
 
-    An invalid transport setting becomes a source that always reports it as
+    ``context``: the app's :class:`~seat_console.node.context.NodeContext` — its transport is
+    used (the very object the hold's stop/start and verify steps use); without it the source
+    makes its own. An invalid transport setting becomes a source that always reports it as
     :class:`Unavailable` (the app still starts).
     """
     try:
+        if context is not None:
+            return TimerSource(context.transport, loaded.profile.timers.all_units,
+                               owns_transport=False)
         transport = make_transport(loaded)
     except TransportError as exc:
         return BrokenSource("timers", str(exc))

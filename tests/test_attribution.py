@@ -1,0 +1,130 @@
+"""Attribution of container changes to journaled runbook steps (actions/attribution.py), and the
+runbook engine journaling the containers each step acts on. Real SQLite journal files; the
+docker side is tested against the lab in tests/test_attribution_lab.py."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+from seat_console.actions.attribution import (
+    ACTS_ON,
+    AFTER_S,
+    IN_FLIGHT_MAX_S,
+    JournalAttributor,
+    Row,
+    attribute,
+)
+from seat_console.actions.journal import Journal
+from seat_console.actions.runbook import Check, Runbook, Step, StepError
+from seat_console.sources.containers import ContainerEvent
+
+T0 = datetime(2026, 12, 1, 12, 0, 0, tzinfo=UTC)
+
+
+def _row(seq: int, s: float, kind: str, acts: tuple[str, ...] = (), run: str = "swap-1",
+         step: str = "stop resident", runbook: str = "swap") -> Row:
+    return Row(seq=seq, at=T0 + timedelta(seconds=s), user="alice", host="n1", run_id=run,
+               runbook=runbook, kind=kind, step=step, acts_on=acts)
+
+
+def _ok(name: str, acts: tuple[str, ...] = (), fail: bool = False, log: list | None = None
+        ) -> Step:
+    def apply(ctx):
+        if fail:
+            raise StepError(f"{name} broke")
+        return None
+
+    return Step(name, lambda ctx: Check(True, name), apply, lambda ctx: "ok",
+                undo=lambda ctx: "undone", acts_on=acts)
+
+
+def test_the_engine_journals_each_steps_containers(tmp_path: Path) -> None:
+    j = Journal(tmp_path / "j.sqlite3")
+    res = Runbook("swap", [_ok("timers"), _ok("stop resident", ("seat-resident",)),
+                           _ok("start probe", ("seat-probe",)), _ok("wait")],
+                  journal=j).run()
+    assert res.ok and ACTS_ON not in res.facts
+    got = [(e.kind, e.step, e.facts.get(ACTS_ON)) for e in j.entries()]
+    assert ("begin", "timers", None) in got and ("verify", "timers", None) in got
+    for kind in ("begin", "apply", "verify"):
+        assert (kind, "stop resident", ["seat-resident"]) in got
+        assert (kind, "start probe", ["seat-probe"]) in got
+    assert ("begin", "wait", None) in got and got[-1] == ("end", "", None)
+    # a failure: the fail row and the undo phase name every begun step's containers
+    j2 = Journal(tmp_path / "j2.sqlite3")
+    res = Runbook("swap", [_ok("stop resident", ("seat-resident",)), _ok("other"),
+                           _ok("start probe", ("seat-probe",), fail=True)], journal=j2).run()
+    assert res.outcome == "undone"
+    rows = {(e.kind, e.step): e.facts.get(ACTS_ON) for e in j2.entries()}
+    assert rows[("fail", "start probe")] == ["seat-probe", "seat-resident"]
+    assert rows[("undo", "stop resident")] == ["seat-probe", "seat-resident"]
+    assert rows[("undo", "other")] == ["seat-probe", "seat-resident"]
+    assert rows[("end", "")] is None and rows[("begin", "other")] is None
+    j.close()
+    j2.close()
+
+
+def test_attribute_covers_a_step_from_its_begin_to_its_end_plus_a_window() -> None:
+    rows = [_row(1, 0, "start"), _row(2, 1, "begin", ("seat-resident",)),
+            _row(3, 11, "apply", ("seat-resident",)), _row(4, 12, "verify", ("seat-resident",)),
+            _row(5, 13, "begin", (), step="wait"), _row(6, 60, "end", (), step="")]
+    a = attribute(rows, ["seat-resident"], T0 + timedelta(seconds=5), now=T0)
+    assert a is not None and a.seq == 2 and a.step == "stop resident"
+    assert a.label() == ("swap run swap-1, step 'stop resident' (journal seq 2, alice@n1)")
+    assert attribute(rows, ["/seat-resident"], T0 + timedelta(seconds=12), now=T0).seq == 4
+    assert attribute(rows, ["seat-resident"], T0 + timedelta(seconds=12 + AFTER_S - 1),
+                     now=T0) is not None
+    # after the window, another container, before the begin: someone else's
+    assert attribute(rows, ["seat-resident"], T0 + timedelta(seconds=12 + AFTER_S + 1),
+                     now=T0) is None
+    assert attribute(rows, ["seat-probe"], T0 + timedelta(seconds=5), now=T0) is None
+    assert attribute(rows, ["seat-resident"], T0 - timedelta(seconds=10), now=T0) is None
+    assert attribute(rows, [], T0 + timedelta(seconds=5), now=T0) is None
+
+
+def test_a_step_in_flight_covers_up_to_now_but_not_forever() -> None:
+    rows = [_row(1, 0, "start"), _row(2, 1, "begin", ("seat-probe",), step="probe serving")]
+    later = T0 + timedelta(minutes=10)
+    assert attribute(rows, ["seat-probe"], later, now=later).step == "probe serving"
+    stale = T0 + timedelta(seconds=IN_FLIGHT_MAX_S + 60)
+    assert attribute(rows, ["seat-probe"], stale, now=stale) is None
+    # the same rows with an end row: the step is over, the window is short
+    ended = [*rows, _row(3, 2, "end")]
+    assert attribute(ended, ["seat-probe"], later, now=later) is None
+
+
+def test_the_innermost_run_is_named() -> None:
+    outer = [_row(1, 0, "start", run="cmp-1", runbook="compare"),
+             _row(2, 1, "begin", ("seat-probe", "seat-resident"), run="cmp-1",
+                  runbook="compare", step="leg 1A: seat")]
+    inner = [_row(3, 2, "start", run="swap-9"), _row(4, 3, "begin", ("seat-resident",),
+                                                   run="swap-9")]
+    a = attribute(outer + inner, ["seat-resident"], T0 + timedelta(seconds=4), now=T0)
+    assert a is not None and a.run_id == "swap-9"
+    b = attribute(outer + inner, ["seat-probe"], T0 + timedelta(seconds=4), now=T0)
+    assert b is not None and b.run_id == "cmp-1"
+
+
+def _event(name: str, at: datetime) -> ContainerEvent:
+    return ContainerEvent(at=at, time_nano=int(at.timestamp() * 1e9), type="container",
+                          action="stop", actor_id="abc123", actor_name=name)
+
+
+def test_journal_attributor_reads_another_handles_rows_and_never_creates_a_journal(
+        tmp_path: Path) -> None:
+    path = tmp_path / "state" / "journal.sqlite3"
+    attr = JournalAttributor(path)
+    assert attr(_event("seat-resident", datetime.now(UTC))) is None
+    assert not path.exists() and not path.parent.exists()
+    j = Journal(path)          # "another console": writes while the attributor reads
+    res = Runbook("swap", [_ok("stop resident", ("seat-resident",))], journal=j).run()
+    assert res.ok
+    now = datetime.now(UTC)
+    label = attr(_event("seat-resident", now))
+    assert label is not None and res.run_id in label and "step 'stop resident'" in label
+    assert f"{j.user}@{j.host}" in label
+    assert attr(_event("seat-probe", now)) is None
+    assert attr(_event("seat-resident", now + timedelta(seconds=AFTER_S + 5))) is None
+    attr.close()
+    j.close()
