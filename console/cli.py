@@ -251,8 +251,9 @@ def _main(argv: Sequence[str] | None) -> int:
         print(f"seat-console: {exc}", file=sys.stderr)
         return EXIT_ERROR
     if func is None:
-        from seat_console.early import prestart
+        from seat_console.early import limit_malloc_arenas, prestart
 
+        limit_malloc_arenas()   # before any thread: one heap per idle thread was ~11 MiB RSS
         prestart(loaded)   # the GPU panel's first reading, while the TUI imports (first frame)
         from seat_console.app import run_app
 
