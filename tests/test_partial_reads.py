@@ -90,7 +90,7 @@ class _Handler(BaseHTTPRequestHandler):
     def log_message(self, *args) -> None:
         pass
 
-    def do_GET(self) -> None:  # noqa: N802 - http.server's name
+    def do_GET(self) -> None:  # http.server's name for the GET handler
         bodies = {"/health": b"", "/version": b'{"version": "0.32.0"}', "/v1/models": MODELS,
                   "/metrics": METRICS}
         body = bodies.get(self.path)

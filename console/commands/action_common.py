@@ -17,6 +17,7 @@ Exit codes of action commands (README.md):
 
 from __future__ import annotations
 
+import argparse
 import json
 import sys
 from collections.abc import Callable
@@ -53,6 +54,35 @@ def open_journal(nctx: NodeContext | None = None) -> Journal:
 def context(loaded: LoadedProfile) -> NodeContext:
     """The node context for ``loaded``."""
     return NodeContext.from_profile(loaded)
+
+
+def add_action_flags(p: argparse.ArgumentParser, *,
+                     dry_run: str = "print the plan, change nothing",
+                     json_help: str = "print the result as JSON") -> None:
+    """The flags every action command takes: ``--dry-run`` (help ``dry_run``), ``--yes`` (no
+    confirmation prompt) and ``--json`` (help ``json_help``)."""
+    p.add_argument("--dry-run", action="store_true", help=dry_run)
+    p.add_argument("--yes", action="store_true", help="do not ask for confirmation")
+    p.add_argument("--json", action="store_true", help=json_help)
+
+
+def with_node_and_journal(loaded: LoadedProfile, prog: str, json_mode: bool,
+                          body: Callable[[NodeContext, Journal], int]) -> int:
+    """Run ``body(node context, journal)`` and return its exit code; both are closed after it
+    (also when it raises). A journal that cannot be opened is exit :data:`EXIT_ERROR` with
+    its :class:`JournalError` message, printed as ``prog: …`` (JSON with ``json_mode``)."""
+    nctx = context(loaded)
+    try:
+        try:
+            journal = open_journal(nctx)
+        except JournalError as exc:
+            return fail(prog, str(exc), EXIT_ERROR, json_mode)
+        try:
+            return body(nctx, journal)
+        finally:
+            journal.close()
+    finally:
+        nctx.close()
 
 
 def observer(json_mode: bool, out: TextIO | None = None) -> Callable[[Event], None]:

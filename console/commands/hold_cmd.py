@@ -50,9 +50,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--force", action="store_true",
                    help="place the hold even though another console's lease is armed on the "
                         "node (needs --reason; journaled)")
-    p.add_argument("--dry-run", action="store_true", help="print the plan, change nothing")
-    p.add_argument("--yes", action="store_true", help="do not ask for confirmation")
-    p.add_argument("--json", action="store_true", help="print the result as JSON")
+    ac.add_action_flags(p)
     g = p.add_mutually_exclusive_group()
     g.add_argument("--status", action="store_true",
                    help="show the hold in effect (from the journal) and the node's lease/silence")
@@ -73,12 +71,8 @@ def run(args: argparse.Namespace, loaded: LoadedProfile) -> int:
     if getattr(args, "force", False) and not (args.reason or "").strip():
         return ac.fail(PROG, "--force needs --reason TEXT (why the other lease is overridden; "
                              "it is journaled)", ac.EXIT_USAGE, args.json)
-    nctx = ac.context(loaded)
-    try:
-        journal = ac.open_journal(nctx)
-    except JournalError as exc:
-        return ac.fail(PROG, str(exc), ac.EXIT_ERROR, args.json)
-    try:
+
+    def body(nctx: Any, journal: Any) -> int:
         if args.status:
             return status(nctx, journal, args.json, readonly=getattr(args, "readonly", False))
         if ext_s is not None:
@@ -113,9 +107,8 @@ def run(args: argparse.Namespace, loaded: LoadedProfile) -> int:
                 if not args.json:
                     print(placed_line(h))
         return ac.report(res, args.json, extra)
-    finally:
-        journal.close()
-        nctx.close()
+
+    return ac.with_node_and_journal(loaded, PROG, args.json, body)
 
 
 def placed_line(h: Any) -> str:

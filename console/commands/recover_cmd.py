@@ -15,8 +15,9 @@ import argparse
 import json
 
 from seat_console.actions import recover as rec
-from seat_console.actions.journal import JournalError
+from seat_console.actions.journal import Journal
 from seat_console.commands import action_common as ac
+from seat_console.node.context import NodeContext
 from seat_console.profile import LoadedProfile
 
 PROG = "seat-console recover"
@@ -31,67 +32,61 @@ def register(sub: argparse._SubParsersAction) -> None:
     g = p.add_mutually_exclusive_group()
     g.add_argument("--undo", action="store_true", help="undo what each unfinished run began")
     g.add_argument("--complete", action="store_true", help="run each one's remaining steps")
-    p.add_argument("--dry-run", action="store_true", help="print what would be done")
-    p.add_argument("--yes", action="store_true", help="do not ask for confirmation")
-    p.add_argument("--json", action="store_true", help="print the result as JSON")
+    ac.add_action_flags(p, dry_run="print what would be done")
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace, loaded: LoadedProfile) -> int:
     """List or finish unfinished runs (oldest first)."""
-    nctx = ac.context(loaded)
-    try:
-        journal = ac.open_journal(nctx)
-    except JournalError as exc:
-        return ac.fail(PROG, str(exc), ac.EXIT_ERROR, args.json)
-    try:
-        runs = rec.unfinished(journal)
-        if not args.undo and not args.complete or args.dry_run:
-            if args.json:
-                print(json.dumps({"unfinished": [rec.describe(r) for r in runs]}, indent=2,
-                                 default=str))
-            elif not runs:
-                print("no unfinished runbook in the journal")
-            else:
-                for rows in runs:
-                    print("\n".join(rec.describe_text(rows)))
-            if args.dry_run:
-                return ac.EXIT_OK
-            return ac.EXIT_PARTIAL if runs else ac.EXIT_OK
-        if not runs:
-            print(json.dumps({"unfinished": [], "results": []}) if args.json
-                  else "no unfinished runbook in the journal; nothing to do")
-            return ac.EXIT_OK
-        action = "undo" if args.undo else "complete"
-        if not args.yes:
-            import sys
-            if not sys.stdin.isatty():
-                return ac.fail(PROG, "this changes the node; add --yes to confirm",
-                               ac.EXIT_USAGE, args.json)
+    return ac.with_node_and_journal(loaded, PROG, args.json,
+                                    lambda nctx, journal: _recover(args, nctx, journal))
+
+
+def _recover(args: argparse.Namespace, nctx: NodeContext, journal: Journal) -> int:
+    runs = rec.unfinished(journal)
+    if not args.undo and not args.complete or args.dry_run:
+        if args.json:
+            print(json.dumps({"unfinished": [rec.describe(r) for r in runs]}, indent=2,
+                             default=str))
+        elif not runs:
+            print("no unfinished runbook in the journal")
+        else:
             for rows in runs:
                 print("\n".join(rec.describe_text(rows)))
-            if input(f"{action} these? [y/N] ").strip().lower() not in ("y", "yes"):
-                return ac.EXIT_DECLINED
-        results, worst = [], ac.EXIT_OK
+        if args.dry_run:
+            return ac.EXIT_OK
+        return ac.EXIT_PARTIAL if runs else ac.EXIT_OK
+    if not runs:
+        print(json.dumps({"unfinished": [], "results": []}) if args.json
+              else "no unfinished runbook in the journal; nothing to do")
+        return ac.EXIT_OK
+    action = "undo" if args.undo else "complete"
+    if not args.yes:
+        import sys
+        if not sys.stdin.isatty():
+            return ac.fail(PROG, "this changes the node; add --yes to confirm",
+                           ac.EXIT_USAGE, args.json)
         for rows in runs:
-            try:
-                res = rec.finish(nctx, journal, rows, action, observer=ac.observer(args.json))
-            except ValueError as exc:
-                print(f"{PROG}: {exc}", flush=True)
-                worst = ac.EXIT_REFUSED if worst != ac.EXIT_PARTIAL else worst
-                continue
-            results.append(res.to_json())
-            undone_ok = action == "undo" and res.outcome == "undone"
-            if not args.json:
-                print(f"{res.runbook} {res.run_id}: recovered — every change it began is undone;"
-                      " the node is as it was" if undone_ok else res.describe())
-            code = ac.EXIT_OK if undone_ok else ac.exit_code(res)
-            # the worst outcome decides: partial (4) > refused (5) > failed-undone (1) > ok
-            worst = max((worst, code), key=[ac.EXIT_OK, ac.EXIT_ERROR, ac.EXIT_REFUSED,
-                                            ac.EXIT_PARTIAL].index)
-        if args.json:
-            print(json.dumps({"results": results}, indent=2, default=str))
-        return worst
-    finally:
-        journal.close()
-        nctx.close()
+            print("\n".join(rec.describe_text(rows)))
+        if input(f"{action} these? [y/N] ").strip().lower() not in ("y", "yes"):
+            return ac.EXIT_DECLINED
+    results, worst = [], ac.EXIT_OK
+    for rows in runs:
+        try:
+            res = rec.finish(nctx, journal, rows, action, observer=ac.observer(args.json))
+        except ValueError as exc:
+            print(f"{PROG}: {exc}", flush=True)
+            worst = ac.EXIT_REFUSED if worst != ac.EXIT_PARTIAL else worst
+            continue
+        results.append(res.to_json())
+        undone_ok = action == "undo" and res.outcome == "undone"
+        if not args.json:
+            print(f"{res.runbook} {res.run_id}: recovered — every change it began is undone;"
+                  " the node is as it was" if undone_ok else res.describe())
+        code = ac.EXIT_OK if undone_ok else ac.exit_code(res)
+        # the worst outcome decides: partial (4) > refused (5) > failed-undone (1) > ok
+        worst = max((worst, code), key=[ac.EXIT_OK, ac.EXIT_ERROR, ac.EXIT_REFUSED,
+                                        ac.EXIT_PARTIAL].index)
+    if args.json:
+        print(json.dumps({"results": results}, indent=2, default=str))
+    return worst

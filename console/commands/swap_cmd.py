@@ -20,8 +20,8 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from typing import Any
 
-from seat_console.actions.journal import JournalError
 from seat_console.actions.runbook import StepError
 from seat_console.commands import action_common as ac
 from seat_console.profile import LoadedProfile
@@ -41,9 +41,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run_swap)
     r = sub.add_parser("restore", help="stop (keep) the probe, start the resident as recorded, "
                                        "verify it answers, release the hold")
-    r.add_argument("--dry-run", action="store_true", help="print the plan, change nothing")
-    r.add_argument("--yes", action="store_true", help="do not ask for confirmation")
-    r.add_argument("--json", action="store_true", help="print the result as JSON")
+    ac.add_action_flags(r)
     r.set_defaults(func=run_restore)
 
 
@@ -79,12 +77,8 @@ def run_swap(args: argparse.Namespace, loaded: LoadedProfile) -> int:
     if args.force and not args.reason.strip():
         return ac.fail(prog, "--force needs --reason TEXT (it is journaled)", ac.EXIT_USAGE,
                        args.json)
-    nctx = ac.context(loaded)
-    try:
-        journal = ac.open_journal(nctx)
-    except JournalError as exc:
-        return ac.fail(prog, str(exc), ac.EXIT_ERROR, args.json)
-    try:
+
+    def body(nctx: Any, journal: Any) -> int:
         opts = swap_mod.SwapOptions(force=args.force, reason=args.reason, on_log=_log_line)
         rb = swap_mod.build_swap(nctx, journal, options=opts, observer=ac.observer(args.json))
         plan = rb.plan()
@@ -110,9 +104,8 @@ def run_swap(args: argparse.Namespace, loaded: LoadedProfile) -> int:
                   file=sys.stderr)
         startup = res.facts.get("probe_startup")
         return ac.report(res, args.json, {"probe_startup": startup})
-    finally:
-        journal.close()
-        nctx.close()
+
+    return ac.with_node_and_journal(loaded, prog, args.json, body)
 
 
 def run_restore(args: argparse.Namespace, loaded: LoadedProfile) -> int:
@@ -120,12 +113,8 @@ def run_restore(args: argparse.Namespace, loaded: LoadedProfile) -> int:
     from seat_console.actions import swap as swap_mod
 
     prog = "seat-console restore"
-    nctx = ac.context(loaded)
-    try:
-        journal = ac.open_journal(nctx)
-    except JournalError as exc:
-        return ac.fail(prog, str(exc), ac.EXIT_ERROR, args.json)
-    try:
+
+    def body(nctx: Any, journal: Any) -> int:
         try:
             rb = swap_mod.build_restore(nctx, journal, on_log=_log_line,
                                         observer=ac.observer(args.json))
@@ -147,9 +136,8 @@ def run_restore(args: argparse.Namespace, loaded: LoadedProfile) -> int:
         if code is not None:
             return code
         return ac.report(rb.run(), args.json)
-    finally:
-        journal.close()
-        nctx.close()
+
+    return ac.with_node_and_journal(loaded, prog, args.json, body)
 
 
 __all__ = ["register", "run_restore", "run_swap", "typed_confirm"]

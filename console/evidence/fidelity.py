@@ -24,7 +24,6 @@ clamps ``-inf`` to ``-9999.0``); positions are 0-based output-token indices.
 
 from __future__ import annotations
 
-import json
 import math
 import re
 from collections.abc import Iterable, Mapping, Sequence
@@ -331,8 +330,6 @@ def parse_cases(raw: bytes | str, source: str) -> tuple[FidelityCase, ...]:
     Raises :class:`FidelityError` naming ``source`` for a malformed set (not a list, a missing
     or empty field, a duplicate ID, ``max_tokens`` outside 1..:data:`MAX_TOKENS_LIMIT`).
     """
-    from seat_console.evidence.itemset import parse_item_set
-
     return tuple(FidelityCase(case_id=it.item_id, prompt=it.prompt, max_tokens=it.max_tokens)
                  for it in parse_item_set(raw, source, error=FidelityError, noun="cases",
                                           max_tokens=MAX_TOKENS_LIMIT))

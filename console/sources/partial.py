@@ -87,7 +87,7 @@ def merge_last_good(reading: BaseModel, last_good: BaseModel | None) -> BaseMode
         return reading
     try:
         merged = merge(last_good)
-    except Exception:  # noqa: BLE001 - a merge bug must not lose the new reading
+    except Exception:  # a merge bug must not lose the new reading
         log.warning("merging %s with its last good reading failed", type(reading).__name__,
                     exc_info=True)
         return reading
