@@ -32,9 +32,11 @@ Definitions (written next to ``vllm bench serve``'s in ``docs/probe.md``; all ti
 A request **fails** (``ok = False``, with ``failure_kind`` and a one-sentence ``failure``) on:
 a non-200 status (``http``); a connect/read/overall timeout, including a stall with no bytes for
 ``read_timeout_s`` (``timeout``); a ``data: {"error": …}`` event in an HTTP 200 stream
-(``error-event``); a stream that ends without ``data: [DONE]`` (``truncated``); no final usage
+(``error-event``); a stream that ends without ``data: [DONE]``, or a connection that closes
+mid-body (``truncated``); no final usage
 chunk, so the output token count is unknown (``no-usage``); a chunk that is not the JSON this
-API sends (``bad-chunk``); a wrong content type (``not-sse``); a transport error (``transport``).
+API sends (``bad-chunk``); a wrong content type (``not-sse``); a transport error, including a
+connection closed before any response head (``transport``).
 """
 
 from __future__ import annotations
