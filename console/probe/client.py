@@ -46,6 +46,7 @@ import codecs
 import math
 import socket
 import time
+import weakref
 from collections.abc import Coroutine, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -418,7 +419,21 @@ def run_async(coro: Coroutine[Any, Any, T]) -> T:
 
 _SSE_HEADERS = {"Accept": "text/event-stream", "Cache-Control": "no-store",
                 # an event stream must not be compressed (a compressor holds events back)
-                "Accept-Encoding": "identity"}
+                "Accept-Encoding": "identity", "Content-Type": "application/json"}
+
+_URLS: weakref.WeakKeyDictionary[httpx.AsyncClient, dict[str, httpx.URL]] = (
+    weakref.WeakKeyDictionary())
+
+
+def _url(client: httpx.AsyncClient, api: str) -> httpx.URL:
+    """The absolute URL of ``api`` on ``client``'s base URL, parsed once per client (httpx
+    re-parses and merges a relative URL on every request: ~0.1 ms of CPU each)."""
+    per = _URLS.setdefault(client, {})
+    u = per.get(api)
+    if u is None:
+        u = per[api] = client.base_url.join(client.base_url.raw_path.decode("ascii").rstrip("/")
+                                            + API_PATHS[api])
+    return u
 
 
 def _aiohttp_failure(exc: BaseException, timeouts: ClientTimeouts, mid_stream: bool
@@ -478,7 +493,8 @@ async def run_request(client: httpx.AsyncClient, spec: RequestSpec, *,
 
     try:
         async with asyncio.timeout(timeouts.total_s):
-            async with client.stream("POST", API_PATHS[spec.api], json=spec.payload(),
+            async with client.stream("POST", _url(client, spec.api),
+                                     content=orjson.dumps(spec.payload()),
                                      headers={**(headers or {}), **_SSE_HEADERS}) as resp:
                 status = resp.status_code
                 if status != 200:
