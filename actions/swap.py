@@ -791,7 +791,8 @@ def build_restore(nctx: NodeContext, journal: Journal, *, on_log: Callable[[str]
              acts_on=lambda ctx: [_swap_spec(nctx).container]),
         Step("start resident", res_check, res_apply, res_verify, None,
              manual=lambda ctx: f"docker start {ctx.facts['resident']['name']}; check /health",
-             acts_on=lambda ctx: [ctx.facts["resident"]["name"]]),
+             acts_on=lambda ctx: [(ctx.facts.get("resident") or {}).get("name")
+                                  or _resident_name(nctx)]),
         Step("release hold", rel_check, rel_apply, rel_verify, None,
              manual="seat-console release"),
     ]

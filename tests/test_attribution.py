@@ -128,3 +128,22 @@ def test_journal_attributor_reads_another_handles_rows_and_never_creates_a_journ
     assert attr(_event("seat-resident", now + timedelta(seconds=AFTER_S + 5))) is None
     attr.close()
     j.close()
+
+
+def test_the_containers_panel_names_the_run_that_made_a_change() -> None:
+    from seat_console.sources.containers import ContainersReading, EventStreamStatus
+    from seat_console.widgets.services import ContainersPanel
+
+    now = datetime.now(UTC)
+    label = "swap run swap-1, step 'stop resident' (journal seq 2, alice@n1)"
+    evs = (_event("seat-resident", now).model_copy(update={"by_console": True, "by": label}),
+           _event("seat-resident", now).model_copy(update={"action": "start"}))
+    reading = ContainersReading(engine="unix:///x", engine_version="25", api_version="1.41",
+                                read_at=now, containers=(), recent_changes=evs,
+                                events=EventStreamStatus(connected=True, since=now,
+                                                         reconnects=0, last_error=None,
+                                                         events_seen=2))
+    group = ContainersPanel().build(reading, now)
+    text = "\n".join(getattr(r, "plain", "") for r in group.renderables)
+    assert f"stop  by console: {label}" in text
+    assert "start  not by the console" in text

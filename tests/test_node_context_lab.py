@@ -161,3 +161,24 @@ def test_a_journaled_change_in_another_process_is_the_consoles_a_bare_restart_is
     finally:
         nctx.close()
     assert not watcher.alive
+
+
+def test_swap_restore_and_compare_steps_declare_the_containers_they_change(lab, tmp_path: Path
+                                                                         ) -> None:
+    from seat_console.actions import swap as swap_mod
+
+    loaded = load_profile(str(lab.profile_path))
+    resident, probe = loaded.profile.resident.container, loaded.profile.swap.container
+    nctx = NodeContext(loaded)
+    j = Journal(tmp_path / "j.sqlite3")
+    try:
+        rb = swap_mod.build_swap(nctx, j)
+        assert {s.name: s.targets(rb.ctx) for s in rb.steps} == {
+            "record resident": [], "stop resident": [resident], "start probe": [probe],
+            "probe serving": [probe]}
+        rr = swap_mod.build_restore(nctx, j, facts={"resident": {"name": "seat-old-name"}})
+        assert {s.name: s.targets(rr.ctx) for s in rr.steps} == {
+            "stop probe": [probe], "start resident": ["seat-old-name"], "release hold": []}
+    finally:
+        j.close()
+        nctx.close()

@@ -464,8 +464,9 @@ class ContainersPanel(_ServicePanel):
                 t.append(f"\n  {_hhmm(e.at)} {e.actor_name or e.actor_id[:12]} {e.action}")
                 if e.exit_code is not None:
                     t.append(f" (exit {e.exit_code})")
-                if e.by_console:
-                    t.append("  by console", style="dim")
+                if e.by_console:   # the journaled run, when another process made it
+                    t.append("  by console" + (f": {e.by}" if e.by and e.by != "this console"
+                                               else ""), style="dim")
                 else:
                     t.append("  not by the console", style="yellow")
             parts.append(t)

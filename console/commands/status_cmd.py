@@ -192,7 +192,8 @@ def render_containers(r: ContainersReading | Unavailable, now: datetime) -> str:
         out += (f"  events: {'connected' if ev.connected else 'DISCONNECTED'}, "
                 f"{len(r.recent_changes)} recent change(s)\n")
         for e in r.recent_changes[-10:]:
-            who = "console" if e.by_console else "NOT the console"
+            who = (f"console: {e.by}" if e.by_console and e.by
+                   else "console" if e.by_console else "NOT the console")
             out += f"    {fmt_when(e.at, now)} {e.type} {e.actor_name or e.actor_id[:12]} "
             out += f"{e.action} ({who})\n"
     return out
