@@ -87,7 +87,6 @@ from seat_console.node.context import NodeContext
 from seat_console.sources import BrokenSource, Source, Unavailable, utcnow
 from seat_console.early import take as take_prestarted, take_context
 from seat_console.sources.partial import merge_last_good
-from seat_console.actions.runbook import in_flight, stop_in_flight
 from seat_console.widgets.fit import FitPanel
 from seat_console.widgets.gpu import GpuPanel
 from seat_console.widgets.footer import SeatFooter
@@ -188,6 +187,21 @@ disabled under ``--readonly``."""
 
 INTERVAL_CHOICES_S = (0.5, 1.0, 2.0, 5.0, 10.0, 30.0, 60.0)
 """Refresh intervals offered in the command palette (seconds); any positive number may be typed."""
+
+
+def in_flight() -> list:
+    """:func:`seat_console.actions.runbook.in_flight` (the runbook engine and its journal are
+    imported on first use, not before the first frame)."""
+    from seat_console.actions.runbook import in_flight as running
+
+    return running()
+
+
+def stop_in_flight(grace_s: float) -> list:
+    """:func:`seat_console.actions.runbook.stop_in_flight`, imported on first use."""
+    from seat_console.actions.runbook import stop_in_flight as stop
+
+    return stop(grace_s)
 
 
 def next_delay(interval_s: float, consecutive_errors: int) -> float:
