@@ -66,21 +66,11 @@ class HoldController:
         return hold_mod.build_release(nctx, journal, h, observer=observer)
 
     def _plan(self, kind: str) -> None:
-        from seat_console.actions.journal import Journal
-        from seat_console.node.context import app_context
+        from seat_console.tui_runbook import read_plan
 
-        result: Any
-        try:
-            nctx, own = app_context(self.app)
-            try:
-                with Journal() as journal:
-                    result = self._build(kind, journal, nctx, None).plan()
-            finally:
-                if own:
-                    nctx.close()
-        except Exception as exc:  # noqa: BLE001 - shown once, never raised into the UI
-            result = exc
-        self._call(self._confirm, kind, result)
+        self._call(self._confirm, kind,
+                   read_plan(self.app, lambda journal, nctx: self._build(kind, journal, nctx,
+                                                                         None)))
 
     def _call(self, fn: Any, *args: Any) -> None:
         try:
@@ -91,15 +81,14 @@ class HoldController:
     def _confirm(self, kind: str, plan: Plan | Exception) -> None:
         from seat_console.widgets.confirm import ConfirmScreen
 
+        from seat_console.tui_runbook import plan_problem
+
         self._planning = False
-        if isinstance(plan, Exception):
-            self.app.notify(f"{kind}: {plan}", severity="error", timeout=15)
+        problem = plan_problem(kind, plan)
+        if problem is not None:
+            self.app.notify(problem[0], severity="error", timeout=problem[1])
             return
-        if not plan.ok:
-            err = next(p.error for p in plan.lines if p.error)
-            self.app.notify(f"{kind} refused, nothing changed: {err}", severity="error",
-                            timeout=20)
-            return
+        assert not isinstance(plan, Exception)
         seat = self.app.loaded.profile.node.name
         from seat_console.actions.hold import fmt_ttl
 
@@ -136,19 +125,12 @@ class HoldController:
                 pass
 
     def _run(self, kind: str) -> None:
-        from seat_console.actions.journal import Journal
-        from seat_console.node.context import app_context
+        from seat_console.tui_runbook import with_journal
 
         res: Result | Exception
         try:
-            nctx, own = app_context(self.app)
-            try:
-                with Journal() as journal:
-                    journal.add_secrets(nctx.secrets())
-                    res = self._build(kind, journal, nctx, self._event).run()
-            finally:
-                if own:
-                    nctx.close()
+            res = with_journal(self.app, lambda journal, nctx: self._build(
+                kind, journal, nctx, self._event).run(), secrets=True)
         except Exception as exc:  # noqa: BLE001 - shown once
             res = exc
         self._call(self._done, kind, res)

@@ -143,31 +143,19 @@ class SwapController:
         return swap_mod.build_restore(nctx, journal, on_log=on_log, observer=observer)
 
     def _plan(self, kind: str) -> None:
-        from seat_console.actions.journal import Journal
-        from seat_console.node.context import app_context
+        from seat_console.tui_runbook import read_plan
 
-        result: Any
-        try:
-            nctx, own = app_context(self.app)
-            try:
-                with Journal() as journal:
-                    result = self._make(kind, journal, nctx, None, lambda line: None).plan()
-            finally:
-                if own:
-                    nctx.close()
-        except Exception as exc:  # noqa: BLE001 - shown, never raised into the UI
-            result = RuntimeError(f"{type(exc).__name__}: {exc}")
+        result = read_plan(self.app, lambda journal, nctx: self._make(
+            kind, journal, nctx, None, lambda line: None))
         self.app.call_from_thread(self._confirm, kind, result)
 
     def _confirm(self, kind: str, plan: Any) -> None:
+        from seat_console.tui_runbook import plan_problem
+
         self._planning = False
-        if isinstance(plan, Exception):
-            self.app.notify(f"{kind}: {plan}", severity="error", timeout=15)
-            return
-        if not plan.ok:
-            err = next(p.error for p in plan.lines if p.error)
-            self.app.notify(f"{kind} refused, nothing changed: {err}", severity="error",
-                            timeout=20)
+        problem = plan_problem(kind, plan)
+        if problem is not None:
+            self.app.notify(problem[0], severity="error", timeout=problem[1])
             return
         lines = plan.text_lines()
         seat = self.app.loaded.profile.node.name
@@ -203,20 +191,12 @@ class SwapController:
             pass
 
     def _run(self, kind: str) -> None:
-        from seat_console.actions.journal import Journal
-        from seat_console.node.context import app_context
+        from seat_console.tui_runbook import with_journal
 
         try:
-            nctx, own = app_context(self.app)
-            try:
-                with Journal() as journal:
-                    journal.add_secrets(nctx.secrets())
-                    rb = self._make(kind, journal, nctx, lambda e: self._line(e.line()),
-                                    lambda line: self._line(f"  | {line}"))
-                    res = rb.run()
-            finally:
-                if own:
-                    nctx.close()
+            res = with_journal(self.app, lambda journal, nctx: self._make(
+                kind, journal, nctx, lambda e: self._line(e.line()),
+                lambda line: self._line(f"  | {line}")).run(), secrets=True)
         except Exception as exc:  # noqa: BLE001 - shown, never raised into the UI
             self._line(f"{kind} failed: {type(exc).__name__}: {exc}")
             self.app.call_from_thread(self.app.notify, f"{kind} failed: {exc}",
