@@ -147,3 +147,40 @@ def test_the_containers_panel_names_the_run_that_made_a_change() -> None:
     text = "\n".join(getattr(r, "plain", "") for r in group.renderables)
     assert f"stop  by console: {label}" in text
     assert "start  not by the console" in text
+
+
+# -- properties -------------------------------------------------------------------------------
+from hypothesis import given  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+from seat_console.actions.attribution import _acts_on  # noqa: E402
+
+_NAMES = st.sampled_from(["seat-resident", "seat-probe", "other", "/seat-resident"])
+_ROWS = st.lists(st.builds(
+    lambda seq, s, kind, acts, run: _row(seq, s, kind, tuple(acts), run=run),
+    st.integers(1, 10_000), st.floats(-4000, 4000, allow_nan=False),
+    st.sampled_from(["start", "begin", "apply", "verify", "fail", "undo", "end", "warn"]),
+    st.lists(_NAMES, max_size=3), st.sampled_from(["r1", "r2", "r3"])), max_size=40,
+    unique_by=lambda r: r.seq)   # journal seqs are unique
+
+
+@given(_ROWS, st.lists(_NAMES, max_size=3), st.floats(-5000, 5000, allow_nan=False))
+def test_attribute_never_raises_and_names_only_a_run_that_acted_on_the_container(
+        rows, names, s) -> None:
+    at = T0 + timedelta(seconds=s)
+    a = attribute(rows, names, at, now=T0 + timedelta(seconds=4000))
+    if a is None:
+        return
+    want = {n.lstrip("/") for n in names}
+    hit = [r for r in rows if r.run_id == a.run_id and r.seq == a.seq]
+    assert hit and want & set(hit[0].acts_on)
+    assert any(r.run_id == a.run_id and want & set(r.acts_on)
+               and r.at - timedelta(seconds=5) <= at for r in rows)
+
+
+@given(st.text(max_size=200))
+def test_acts_on_of_any_facts_text_is_a_tuple_of_names(text) -> None:
+    out = _acts_on(text)
+    assert isinstance(out, tuple) and all(isinstance(x, str) for x in out)
+    assert _acts_on('{"acts_on": ["a", 1, null, "b"]}') == ("a", "b")
+    assert _acts_on('{"acts_on": "a"}') == () and _acts_on('["acts_on"]') == ()
