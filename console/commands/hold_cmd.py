@@ -3,7 +3,8 @@
 * ``hold [--ttl 4h] [--reason TEXT] [--dry-run] [--yes] [--json]`` — the hold runbook
   (:mod:`seat_console.actions.hold`): lease first, then the timers, then the silence;
 * ``hold --status [--json]`` — the hold in effect (whoever placed it, from the journal), its
-  countdown, the lease and silence as read on the node now, interference, unfinished runs,
+  countdown, the lease and silence as read on the node now, interference (each notice
+  journaled once, whoever sees it first; not under ``--readonly``), unfinished runs,
   and any hold lease armed on the node by another console (``foreign_leases``: unit, elapse);
   ``hold`` refuses while one is armed unless ``--force --reason TEXT``;
 * ``hold --extend TTL [--dry-run] [--yes] [--json]`` — a new lease and the silence's end moved
