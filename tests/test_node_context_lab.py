@@ -182,3 +182,30 @@ def test_swap_restore_and_compare_steps_declare_the_containers_they_change(lab, 
     finally:
         j.close()
         nctx.close()
+
+
+def test_the_probe_monitor_reads_through_the_apps_context(lab) -> None:
+    """The probe TUI passes the app's context: its interference monitor watches the shared
+    event watcher (and does not close it when the probe ends) and uses the shared transport
+    and Alertmanager client."""
+    from seat_console.probe.engine_counters import KvCapacity
+    from seat_console.probe.run import HoldInfo, Preflight, default_monitor_factory
+
+    loaded = load_profile(str(lab.profile_path))
+    nctx = NodeContext(loaded)
+    pre = Preflight(endpoint="http://127.0.0.1:1", model="m", identity={}, kv=KvCapacity(),
+                    hold=HoldInfo(True, "test hold", silence_id="no-such-silence"),
+                    seat_containers=set())
+    try:
+        mon = default_monitor_factory(loaded, pre, context=nctx)(lambda: None)
+        assert mon.watcher is nctx.watcher() and mon.watcher.alive
+        assert mon.transport is nctx.transport
+        mon.close_watcher()
+        assert nctx.watcher().alive                    # the context's owner closes it
+        own = default_monitor_factory(loaded, pre)(lambda: None)
+        assert own.watcher is not nctx.watcher() and own.transport is not nctx.transport
+        own.close_watcher()
+        assert not own.watcher.alive
+    finally:
+        nctx.close()
+    assert not nctx.watcher().alive
