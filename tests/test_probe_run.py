@@ -418,3 +418,18 @@ def test_runs_command_lists_shows_and_refuses_a_path(tmp_path: Path,
     assert "INTERRUPTED" in capsys.readouterr().out
     assert main(["runs", "../../etc"]) == 2
     assert main(["runs", "20000101T000000Z-abcdef"]) == 1
+
+
+def test_prompt_set_is_read_bounded_naming_the_file() -> None:
+    """A prompt set is outside input: deep nesting and NaN are refused by untrusted.load_json
+    with the file named (json.loads took both)."""
+    import pytest as _pytest
+
+    from seat_console.probe.prompts import PromptSetError, parse_prompt_set
+
+    deep = b'{"prompts": ["a"], "x": ' + b"[" * 70 + b"]" * 70 + b"}"
+    with _pytest.raises(PromptSetError, match=r"my-set\.json: .*nest"):
+        parse_prompt_set(deep, "my-set.json")
+    with _pytest.raises(PromptSetError, match=r"my-set\.json: .*NaN"):
+        parse_prompt_set(b'{"prompts": ["a"], "weight": NaN}', "my-set.json")
+    assert parse_prompt_set(b'{"prompts": ["a", "b"]}', "ok.json").prompts == ("a", "b")

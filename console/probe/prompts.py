@@ -8,10 +8,11 @@ same bytes. Its sha256 is part of a run's identity.
 from __future__ import annotations
 
 import hashlib
-import json
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
+
+from seat_console.sources.untrusted import InputError, load_json
 
 BUILTIN = "builtin:seat-probe-v1"
 """The profile value naming the shipped set."""
@@ -40,11 +41,11 @@ class PromptSet:
 
 def parse_prompt_set(raw: bytes, source: str) -> PromptSet:
     """Parse a prompt set file's bytes. Raises :class:`PromptSetError` naming ``source``."""
-    try:
-        doc = json.loads(raw.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError, RecursionError) as exc:
-        raise PromptSetError(f"{source}: not UTF-8 JSON ({type(exc).__name__}); give a file "
-                             'like {"prompts": ["...", ...]}') from None
+    try:   # bounded: size, nesting, finite numbers (untrusted.load_json)
+        doc = load_json(raw, source)
+    except InputError as exc:
+        raise PromptSetError(f"{source}: {exc.problem}; give a file like "
+                             '{"prompts": ["...", ...]}') from None
     prompts = doc.get("prompts") if isinstance(doc, dict) else None
     if (not isinstance(prompts, list) or not prompts
             or not all(isinstance(p, str) and p for p in prompts)):
