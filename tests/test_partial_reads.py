@@ -128,7 +128,7 @@ async def test_engine_models_timeout_keeps_the_last_model_marked_stale(vllm) -> 
         first = st.reading
         assert isinstance(first, EngineReading) and first.models and not first.kept
         model = first.models[0].id
-        assert model in screen_text(app)
+        await wait_for(pilot, lambda: model in screen_text(app), "first reading drawn")
         vllm.slow = {"/v1/models"}
         clock.advance(130)
         await refresh(pilot, app, "engine")

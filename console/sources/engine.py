@@ -405,10 +405,15 @@ def fmt_metric(value: float | None, fmt: str = "{:.0f}") -> str:
 
 
 # -- reading ---------------------------------------------------------------------------------
+MAX_BODY_BYTES = MAX_METRICS_CHARS
+"""Bytes read of one endpoint's answer at the most: reading stops there (while streaming, not
+after the download) and the endpoint counts as failed, naming the limit."""
+
+
 @dataclass(frozen=True)
 class _Get:
     status: int | None
-    body: httpx.Response | None
+    body: bytes | None
     error: str | None
 
 
@@ -425,13 +430,24 @@ class EngineClient:
         return f"EngineClient({self.base_url!r})"
 
     def _get(self, path: str) -> _Get:
+        """GET ``path``: its status and body, read up to :data:`MAX_BODY_BYTES` while it
+        streams in (a larger answer is dropped there, with its status and the limit named)."""
+        limit = MAX_BODY_BYTES
         try:
-            r = self._client.get(path)
+            with self._client.stream("GET", path) as r:
+                chunks: list[bytes] = []
+                size = 0
+                for chunk in r.iter_bytes():
+                    size += len(chunk)
+                    if size > limit:
+                        return _Get(r.status_code, None, f"GET {path}: the answer is above the "
+                                    f"{limit:,}-byte limit (reading stopped there)")
+                    chunks.append(chunk)
         except httpx.TimeoutException as exc:
             return _Get(None, None, f"GET {path}: no answer in time ({type(exc).__name__})")
         except httpx.TransportError as exc:
             return _Get(None, None, f"GET {path}: {type(exc).__name__}: {exc}")
-        return _Get(r.status_code, r, None)
+        return _Get(r.status_code, b"".join(chunks), None)
 
     def read(self) -> EngineReading | Unavailable:
         """Read all four endpoints; :class:`Unavailable` when ``/health`` gets no HTTP answer
@@ -448,7 +464,7 @@ class EngineClient:
         v = self._get("/version")
         if v.status == 200 and v.body is not None:
             try:
-                version = get_str(load_json(v.body.content, "/version"), "version", max_len=200)
+                version = get_str(load_json(v.body, "/version"), "version", max_len=200)
             except InputError as exc:
                 problems.append(str(exc))
         else:
@@ -457,7 +473,7 @@ class EngineClient:
         m = self._get("/v1/models")
         if m.status == 200 and m.body is not None:
             try:
-                models = parse_models(load_json(m.body.content, "/v1/models"))
+                models = parse_models(load_json(m.body, "/v1/models"))
             except InputError as exc:
                 problems.append(str(exc))
             except ValueError as exc:
@@ -468,7 +484,7 @@ class EngineClient:
         x = self._get("/metrics")
         if x.status == 200 and x.body is not None:
             try:
-                metrics = parse_metrics(x.body.text)
+                metrics = parse_metrics(x.body.decode("utf-8", "replace"))
             except ValueError as exc:
                 problems.append(str(exc))
         else:
