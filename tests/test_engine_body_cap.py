@@ -47,3 +47,62 @@ def test_answer_at_the_limit_is_read_whole(vllm, monkeypatch) -> None:
     finally:
         src.close()
     assert r.metrics is not None and r.problems == ()
+
+
+class _Huge(threading.Thread):
+    """An HTTP server whose ``POST /v1/completions`` answers 8 MiB of JSON-ish bytes."""
+
+    def __init__(self) -> None:
+        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+        class H(BaseHTTPRequestHandler):
+            def log_message(self, *a) -> None:
+                pass
+
+            def do_POST(self) -> None:  # http.server's name for the POST handler
+                self.rfile.read(int(self.headers.get("Content-Length", 0)))
+                body = b'{"choices": [' + b" " * (8 << 20) + b"]}"
+                try:
+                    self.send_response(200)
+                    self.send_header("Content-Length", str(len(body)))
+                    self.end_headers()
+                    self.wfile.write(body)
+                except OSError:
+                    self.sent_all = False
+
+        super().__init__(daemon=True)
+        self.srv = ThreadingHTTPServer(("127.0.0.1", 0), H)
+        self.srv.daemon_threads = True
+
+    def run(self) -> None:
+        self.srv.serve_forever()
+
+
+def test_fidelity_completion_body_capped_while_streaming(monkeypatch) -> None:
+    import httpx
+
+    from seat_console.evidence import fidelity as F
+
+    srv = _Huge()
+    srv.start()
+    monkeypatch.setattr(F, "MAX_BODY_BYTES", 4096)
+    url = f"http://127.0.0.1:{srv.srv.server_address[1]}"
+    try:
+        with httpx.Client(base_url=url, timeout=10) as client:
+            case = F.FidelityCase(case_id="c1", prompt="p", max_tokens=4)
+            with pytest.raises(F.FidelityError, match=r"over the 4,096 B limit"):
+                F.fetch_trace(client, "m", case)
+    finally:
+        srv.srv.shutdown()
+        srv.srv.server_close()
+
+
+def test_read_capped_stops_at_the_limit() -> None:
+    import httpx
+
+    from seat_console.evidence.fidelity import read_capped
+
+    r = httpx.Response(200, stream=httpx.ByteStream(b"x" * 10_000))
+    assert read_capped(r, 100) == b"x" * 100
+    r = httpx.Response(200, stream=httpx.ByteStream(b"abc"))
+    assert read_capped(r, 100) == b"abc"

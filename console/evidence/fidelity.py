@@ -201,11 +201,13 @@ def fetch_trace(client: httpx.Client, model: str, case: FidelityCase,
     Blocking: call it from a worker thread, never the UI thread.
     """
     source = f"{client.base_url}v1/completions case {case.case_id!r}"
-    r = client.post("/v1/completions", json=request_payload(model, case.prompt,
-                                                             case.max_tokens, extra))
+    with client.stream("POST", "/v1/completions", json=request_payload(
+            model, case.prompt, case.max_tokens, extra)) as r:
+        body = read_capped(r, MAX_BODY_BYTES + 1)   # one byte more: parse_completion refuses
     if r.status_code != 200:
-        raise FidelityError(f"{source}: HTTP {r.status_code}: {r.text[:200]}")
-    positions = parse_completion(r.content, source)
+        raise FidelityError(f"{source}: HTTP {r.status_code}: "
+                            f"{body[:200].decode('utf-8', 'replace')}")
+    positions = parse_completion(body, source)
     if len(positions) != case.max_tokens:
         raise FidelityError(f"{source}: {len(positions)} output positions, expected "
                             f"{case.max_tokens} (ignore_eos should fix the length)")
@@ -322,6 +324,19 @@ def compare_arms(a: Iterable[Trace], b: Iterable[Trace]) -> FidelitySummary:
     cases = tuple(compare_traces(ia[c], ib[c]) for c in ia if c in ib)
     unmatched = tuple(sorted(ia.keys() ^ ib.keys()))
     return FidelitySummary(cases=cases, unmatched=unmatched)
+
+
+def read_capped(response: httpx.Response, limit: int) -> bytes:
+    """A streamed ``response``'s body, at most ``limit`` bytes: reading stops there (a larger
+    answer is never downloaded whole). Raises ``httpx.HTTPError`` for transport failures."""
+    chunks: list[bytes] = []
+    size = 0
+    for chunk in response.iter_bytes():
+        chunks.append(chunk[:limit - size])
+        size += len(chunks[-1])
+        if size >= limit:
+            break
+    return b"".join(chunks)
 
 
 def parse_cases(raw: bytes | str, source: str) -> tuple[FidelityCase, ...]:
