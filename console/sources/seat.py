@@ -15,12 +15,16 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 from typing import Any
 
-import docker
 from pydantic import BaseModel
 
 from seat_console.profile import LoadedProfile
 from seat_console.sources import Frozen, Source, Unavailable
-from seat_console.sources.containers import parse_docker_time, pick_repo_digest, resolve_docker_host
+from seat_console.sources.containers import (
+    missing_socket,
+    parse_docker_time,
+    pick_repo_digest,
+    resolve_docker_host,
+)
 from seat_console.sources.startup_log import StartupFacts, parse_startup_log
 
 STARTUP_WINDOW_S = 1800
@@ -72,6 +76,8 @@ class SeatSource(Source):
 
     def _get(self) -> docker.DockerClient:
         if self._client is None:
+            import docker
+
             self._client = (self._make_client() if self._make_client is not None else
                             docker.DockerClient(base_url=self.docker_host, version="auto",
                                                 timeout=int(max(1, self.timeout_s))))
@@ -93,6 +99,11 @@ class SeatSource(Source):
 
     def read(self) -> BaseModel:
         """One :class:`SeatReading`, or :class:`Unavailable` (engine unreachable)."""
+        missing = missing_socket(self.docker_host)
+        if missing is not None:   # no engine here: the SDK is not loaded to find that out
+            self.close()
+            return Unavailable(source="seat", kind="unreachable",
+                               reason=f"docker engine {self.docker_host}: {missing}")
         from docker.errors import DockerException, NotFound
 
         from seat_console.sources import utcnow
