@@ -8,100 +8,75 @@ stopped, resident serving, the test's hold released, timers as before).
 
 from __future__ import annotations
 
-import fcntl
 import json
-import os
 import subprocess
-import sys
 from pathlib import Path
 
-import httpx
-from conftest import _flock, wait_until
-
-from seat_console.node.transport import DockerExecTransport
-from seat_console.sources.timers import TimersReading, read_timers
-
-PROBE = "seat-probe"
+from lab_helpers import (
+    PROBE_CONTAINER as PROBE,
+    exclusive_lab,
+    node_transport,
+    restore_seat,
+    seat_cli,
+    serving as _serving,
+    state_env,
+    timers_active as _timers,
+)
 
 
 def _cli(lab, env, *args: str, timeout: float = 900) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "seat_console.cli", "--profile",
-                           str(lab.profile_path), *args], capture_output=True, text=True,
-                          env=env, timeout=timeout, check=False)
-
-
-def _timers(node, units) -> dict[str, bool]:
-    r = read_timers(node, list(units))
-    assert isinstance(r, TimersReading), r
-    return {t.unit: t.active for t in r.timers}
-
-
-def _serving(lab) -> bool:
-    try:
-        return httpx.get(f"{lab.vllm_url}/health", timeout=3).status_code == 200
-    except httpx.HTTPError:
-        return False
+    return seat_cli(lab.profile_path, env, *args, timeout=timeout)
 
 
 def test_lab_abba_compare_resident_vs_backport(lab, tmp_path: Path) -> None:
-    env = {**os.environ, "SEAT_CONSOLE_STATE_DIR": str(tmp_path / "state"),
-           "SEAT_CONSOLE_DATA_DIR": str(tmp_path / "data"), "PYTHONUNBUFFERED": "1"}
-    node = DockerExecTransport(lab.node_container, docker_host=lab.docker_host)
-    _flock(lab.lab_dir, fcntl.LOCK_EX, "the compare test restarts the seat four times")
-    timers_before = _timers(node, lab.timers)
-    try:
-        r = _cli(lab, env, "build-backport", "--json", timeout=300)
-        assert r.returncode == 0, r.stdout + r.stderr
-        backport_id = json.loads(r.stdout)["image_id"]
-        r = _cli(lab, env, "compare", "--bracket", "ABBA", "--yes", "--json", "--ttl", "30m")
-        assert r.returncode == 0, r.stdout[-4000:] + r.stderr[-6000:]
-        out = json.loads(r.stdout)
-        rep = out["report"]
-        assert rep["comparison"]["status"] == "complete", rep["comparison"]
-        assert rep["comparison"]["restored"] is True and rep["comparison"]["hold_released"]
-        assert rep["simultaneity"]["simultaneous"]
-        names = [run["name"] for a in ("A", "B") for run in rep["arms"][a]["runs"]]
-        assert sorted(names) == ["A1", "A4", "B2", "B3"]
-        assert rep["retained"] == [], rep["retained"]
-        # identities: resident by digest vs the backport image, same served model
-        a_id, b_id = rep["arms"]["A"]["identity"], rep["arms"]["B"]["identity"]
-        assert a_id["image_id"] == lab.engine_image_id and b_id["image_id"] == backport_id
-        assert a_id["served_model"] == b_id["served_model"]
-        assert rep["arms"]["A"]["identity_consistent"] and rep["arms"]["B"]["identity_consistent"]
-        # matched populations: every phase expected = attempted = completed in every leg
-        for ph in rep["phases"]:
-            assert all(row["complete"] for row in ph["rows"]), ph
-        # fresh incarnations: four distinct container starts, in leg order
-        cmp_doc = json.loads((Path(out["comparison"]) / "compare.json").read_text())
-        starts = [cmp_doc["containers"][f"leg{n}_container"]["started_at"] for n in (1, 2, 3, 4)]
-        assert starts == sorted(starts) and len(set(starts)) == 4
-        # same weights on both arms: greedy outputs and top-20 sets agree exactly
-        (fid,) = [c for c in rep["claims"] if c["subject"].startswith("fidelity")]
-        assert fid["survives"] and "equal A's on all" in fid["statement"], fid
-        assert all(p["all_exact"] for p in rep["fidelity"]["pairs"]), rep["fidelity"]
-        # the report verifies against the raw files it names
-        rp_file = tmp_path / "report.json"
-        rp_file.write_text(json.dumps(rep))
-        v = _cli(lab, env, "report", "--verify", str(rp_file), timeout=120)
-        assert v.returncode == 0, v.stdout + v.stderr
-        # the lab as found: resident serving, no hold, timers as before
-        assert _serving(lab)
-        assert _timers(node, lab.timers) == timers_before
-        with lab.docker_client() as client:
-            assert client.containers.get(lab.resident_container).attrs["State"]["Running"]
-            assert not client.containers.list(filters={"name": PROBE})
-    finally:
+    env = state_env(tmp_path, data=True)
+    node = node_transport(lab)
+    with exclusive_lab(lab, "the compare test restarts the seat four times"):
+        timers_before = _timers(node, lab.timers)
         try:
-            with lab.docker_client(timeout=90) as client:
-                for c in client.containers.list(filters={"name": PROBE}):
-                    c.stop(timeout=10)
-                res = client.containers.get(lab.resident_container)
-                if not res.attrs["State"]["Running"]:
-                    res.start()
-            wait_until(lambda: _serving(lab), 600, what="the resident serving again")
-            _cli(lab, env, "release", "--yes", timeout=120)
-            for unit, was in timers_before.items():
-                if was and not _timers(node, [unit])[unit]:
-                    node.run(["systemctl", "start", unit])
+            _compare(lab, env, node, tmp_path, timers_before)
         finally:
-            _flock(lab.lab_dir, fcntl.LOCK_SH, "lab")
+            restore_seat(lab, env, node, timers_before)
+
+
+def _compare(lab, env, node, tmp_path: Path, timers_before: dict[str, bool]) -> None:
+    r = _cli(lab, env, "build-backport", "--json", timeout=300)
+    assert r.returncode == 0, r.stdout + r.stderr
+    backport_id = json.loads(r.stdout)["image_id"]
+    r = _cli(lab, env, "compare", "--bracket", "ABBA", "--yes", "--json", "--ttl", "30m")
+    assert r.returncode == 0, r.stdout[-4000:] + r.stderr[-6000:]
+    out = json.loads(r.stdout)
+    rep = out["report"]
+    assert rep["comparison"]["status"] == "complete", rep["comparison"]
+    assert rep["comparison"]["restored"] is True and rep["comparison"]["hold_released"]
+    assert rep["simultaneity"]["simultaneous"]
+    names = [run["name"] for a in ("A", "B") for run in rep["arms"][a]["runs"]]
+    assert sorted(names) == ["A1", "A4", "B2", "B3"]
+    assert rep["retained"] == [], rep["retained"]
+    # identities: resident by digest vs the backport image, same served model
+    a_id, b_id = rep["arms"]["A"]["identity"], rep["arms"]["B"]["identity"]
+    assert a_id["image_id"] == lab.engine_image_id and b_id["image_id"] == backport_id
+    assert a_id["served_model"] == b_id["served_model"]
+    assert rep["arms"]["A"]["identity_consistent"] and rep["arms"]["B"]["identity_consistent"]
+    # matched populations: every phase expected = attempted = completed in every leg
+    for ph in rep["phases"]:
+        assert all(row["complete"] for row in ph["rows"]), ph
+    # fresh incarnations: four distinct container starts, in leg order
+    cmp_doc = json.loads((Path(out["comparison"]) / "compare.json").read_text())
+    starts = [cmp_doc["containers"][f"leg{n}_container"]["started_at"] for n in (1, 2, 3, 4)]
+    assert starts == sorted(starts) and len(set(starts)) == 4
+    # same weights on both arms: greedy outputs and top-20 sets agree exactly
+    (fid,) = [c for c in rep["claims"] if c["subject"].startswith("fidelity")]
+    assert fid["survives"] and "equal A's on all" in fid["statement"], fid
+    assert all(p["all_exact"] for p in rep["fidelity"]["pairs"]), rep["fidelity"]
+    # the report verifies against the raw files it names
+    rp_file = tmp_path / "report.json"
+    rp_file.write_text(json.dumps(rep))
+    v = _cli(lab, env, "report", "--verify", str(rp_file), timeout=120)
+    assert v.returncode == 0, v.stdout + v.stderr
+    # the lab as found: resident serving, no hold, timers as before
+    assert _serving(lab)
+    assert _timers(node, lab.timers) == timers_before
+    with lab.docker_client() as client:
+        assert client.containers.get(lab.resident_container).attrs["State"]["Running"]
+        assert not client.containers.list(filters={"name": PROBE})

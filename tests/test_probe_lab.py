@@ -8,9 +8,7 @@ running and healthy). Counts are tiny (bounded: seconds per test).
 
 from __future__ import annotations
 
-import fcntl
 import json
-import os
 import re
 import subprocess
 import sys
@@ -22,7 +20,8 @@ from typing import Self
 
 import httpx
 import pytest
-from conftest import _flock, wait_until
+from conftest import wait_until
+from lab_helpers import exclusive_lab, seat_cli, state_env
 from seat_console.node.transport import DockerExecTransport
 from seat_console.probe.interference import read_services, service_units
 
@@ -69,24 +68,37 @@ def probe_profile(lab, tmp_path: Path, single: int = 4, conc: int = 16, tokens: 
 @pytest.fixture
 def exclusive(lab) -> Iterator[None]:
     """The lab's outage lock held exclusively (the test holds the seat: timers, silence)."""
-    _flock(lab.lab_dir, fcntl.LOCK_EX, "probe tests hold the seat")
-    try:
+    with exclusive_lab(lab, "probe tests hold the seat"):
         yield
-    finally:
-        _flock(lab.lab_dir, fcntl.LOCK_SH, "lab")
 
 
 @pytest.fixture
 def env(tmp_path: Path) -> dict[str, str]:
-    return {**os.environ, "SEAT_CONSOLE_STATE_DIR": str(tmp_path / "state"),
-            "SEAT_CONSOLE_DATA_DIR": str(tmp_path / "data"), "PYTHONUNBUFFERED": "1"}
+    return state_env(tmp_path, data=True)
 
 
-def cli(profile: Path, env: dict[str, str], *args: str, timeout: float = 180
-        ) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "seat_console.cli", "--profile", str(profile),
-                           *args], capture_output=True, text=True, env=env, timeout=timeout,
-                          check=False)
+cli = seat_cli
+
+
+def probe_during(prof: Path, env: dict[str, str], act, *args: str, timeout: float = 180
+                 ) -> tuple[int, str, str]:
+    """Run ``seat-console probe ARGS`` in a child process; once its first phase starts (its
+    stderr says ``phase single-stream:``) call ``act(proc)``; wait ≤ ``timeout`` s for it to
+    end (killed if it has not). Returns ``(exit code, stdout, stderr)``."""
+    proc = subprocess.Popen([sys.executable, "-m", "seat_console.cli", "--profile", str(prof),
+                             "probe", *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, env=env)
+    try:
+        assert proc.stderr is not None
+        for line in proc.stderr:
+            if "phase single-stream:" in line:
+                break
+        act(proc)
+        out, err = proc.communicate(timeout=timeout)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    return proc.returncode, out, err
 
 
 @pytest.fixture
@@ -247,22 +259,14 @@ def test_concurrency_64_queues_past_max_num_seqs_and_counts_equal(lab, held: Pat
 def test_remediation_service_during_probe_disrupts_the_run(lab, held: Path, env, node,
                                                            tmp_path: Path) -> None:
     prof = probe_profile(lab, tmp_path, single=30, conc=16, tokens=32)
-    proc = subprocess.Popen([sys.executable, "-m", "seat_console.cli", "--profile", str(prof),
-                             "probe"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True, env=env)
-    try:
-        assert proc.stderr is not None
-        for line in proc.stderr:
-            if "phase single-stream:" in line:
-                break
+
+    def remediate(_proc) -> None:
         started = node.run(["systemctl", "start", "--no-block",
                             "fleet-remediation-cycle.service"])
         assert started.ok, started.failure
-        out, err = proc.communicate(timeout=180)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-    assert proc.returncode == 7, out + err
+
+    rc, out, err = probe_during(prof, env, remediate)
+    assert rc == 7, out + err
     assert "DISRUPTED" in out and "fleet-remediation-cycle.service" in out
     assert "no headline: the run is disrupted" in out
     assert "tok/s ·" not in out                              # no headline line printed
@@ -280,24 +284,16 @@ def test_remediation_service_during_probe_disrupts_the_run(lab, held: Path, env,
 def test_container_pause_during_probe_disrupts_the_run(lab, held: Path, env,
                                                        tmp_path: Path) -> None:
     prof = probe_profile(lab, tmp_path, single=30, conc=16, tokens=32)
-    proc = subprocess.Popen([sys.executable, "-m", "seat_console.cli", "--profile", str(prof),
-                             "probe", "--json"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True, env=env)
-    try:
-        assert proc.stderr is not None
-        for line in proc.stderr:
-            if "phase single-stream:" in line:
-                break
+
+    def pause(_proc) -> None:
         with lab.docker_client() as dc:
             c = dc.containers.get(lab.resident_container)
             c.pause()
             time.sleep(0.5)
             c.unpause()
-        out, err = proc.communicate(timeout=180)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-    assert proc.returncode == 7, out + err
+
+    rc, out, err = probe_during(prof, env, pause, "--json")
+    assert rc == 7, out + err
     s = json.loads(out)
     assert s["status"] == "disrupted" and not s["headline_allowed"]
     whats = [d["what"] for d in s["disruptions"] if d["kind"] == "container"]
@@ -310,21 +306,13 @@ def test_ctrl_c_keeps_the_run_as_interrupted(lab, held: Path, env, tmp_path: Pat
     import signal
 
     prof = probe_profile(lab, tmp_path, single=200, conc=16, tokens=32)
-    proc = subprocess.Popen([sys.executable, "-m", "seat_console.cli", "--profile", str(prof),
-                             "probe", "--json"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True, env=env)
-    try:
-        assert proc.stderr is not None
-        for line in proc.stderr:
-            if "phase single-stream:" in line:
-                break
+
+    def ctrl_c(proc) -> None:
         time.sleep(0.5)
         proc.send_signal(signal.SIGINT)
-        out, err = proc.communicate(timeout=60)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-    assert proc.returncode == 130, out + err
+
+    rc, out, err = probe_during(prof, env, ctrl_c, "--json", timeout=60)
+    assert rc == 130, out + err
     s = json.loads(out)
     assert s["status"] == "interrupted" and not s["headline_allowed"]
     st = s["phases"][0]["stats"]

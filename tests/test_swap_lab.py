@@ -9,7 +9,6 @@ that cannot start (restored automatically), one kill -9 mid-swap (lease + recove
 
 from __future__ import annotations
 
-import fcntl
 import json
 import os
 import signal
@@ -22,37 +21,35 @@ from pathlib import Path
 
 import httpx
 import pytest
-from conftest import _flock, wait_until
+from conftest import wait_until
+from lab_helpers import (
+    PROBE_CONTAINER as PROBE,
+    exclusive_lab,
+    node_transport,
+    restore_seat,
+    seat_cli,
+    serving,
+    state_env,
+    timers_active,
+)
 
 from seat_console.node.transport import DockerExecTransport
 from seat_console.profile import load_profile
-from seat_console.sources.timers import TimersReading, read_timers
-
-PROBE = "seat-probe"
 
 
 def cli(lab, env, *args: str, profile: Path | None = None,
         timeout: float = 900) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "seat_console.cli", "--profile",
-                           str(profile or lab.profile_path), *args], capture_output=True,
-                          text=True, env=env, timeout=timeout, check=False)
+    return seat_cli(profile or lab.profile_path, env, *args, timeout=timeout)
 
 
 @pytest.fixture
 def env(tmp_path: Path) -> dict[str, str]:
-    return {**os.environ, "SEAT_CONSOLE_STATE_DIR": str(tmp_path / "state"),
-            "PYTHONUNBUFFERED": "1"}
+    return state_env(tmp_path)
 
 
 @pytest.fixture
 def node(lab) -> DockerExecTransport:
-    return DockerExecTransport(lab.node_container, docker_host=lab.docker_host)
-
-
-def timers_active(node, units) -> dict[str, bool]:
-    r = read_timers(node, list(units))
-    assert isinstance(r, TimersReading), r
-    return {t.unit: t.active for t in r.timers}
+    return node_transport(lab)
 
 
 def container(lab, name: str) -> dict | None:
@@ -73,39 +70,20 @@ def journal_rows(env) -> list[dict]:
     return rows
 
 
-def serving(lab) -> bool:
-    try:
-        return httpx.get(f"{lab.vllm_url}/health", timeout=3).status_code == 200
-    except httpx.HTTPError:
-        return False
-
-
 @pytest.fixture
 def seat(lab, node, env) -> Iterator[dict]:
     """Exclusive lab lock; the resident's and timers' state before; afterwards, whatever
     happened: the probe stopped, the resident running and serving, the test's hold released,
     timers as before."""
-    _flock(lab.lab_dir, fcntl.LOCK_EX, "swap tests stop the resident")
-    before = {"resident": container(lab, lab.resident_container),
-              "timers": timers_active(node, lab.timers)}
-    assert before["resident"]["State"]["Running"], "the resident is not running before the test"
-    try:
-        yield before
-    finally:
+    with exclusive_lab(lab, "swap tests stop the resident"):
+        before = {"resident": container(lab, lab.resident_container),
+                  "timers": timers_active(node, lab.timers)}
+        assert before["resident"]["State"]["Running"], ("the resident is not running before "
+                                                        "the test")
         try:
-            with lab.docker_client(timeout=90) as client:
-                for c in client.containers.list(filters={"name": PROBE}):
-                    c.stop(timeout=10)
-                res = client.containers.get(lab.resident_container)
-                if not res.attrs["State"]["Running"]:
-                    res.start()
-            wait_until(lambda: serving(lab), 600, what="the resident serving again")
-            cli(lab, env, "release", "--yes", timeout=120)
-            for unit, was in before["timers"].items():
-                if was and not timers_active(node, [unit])[unit]:
-                    node.run(["systemctl", "start", unit])
+            yield before
         finally:
-            _flock(lab.lab_dir, fcntl.LOCK_SH, "lab")
+            restore_seat(lab, env, node, before["timers"])
 
 
 def _hold(lab, env, ttl: str = "15m") -> dict:

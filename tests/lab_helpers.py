@@ -1,0 +1,96 @@
+"""What the lab tests that change the seat share (test_probe_lab, test_swap_lab,
+test_compare_lab): the console's CLI in a child process, the state/data directories of one
+test, the node's transport and timer states, the engine's health, the exclusive outage lock,
+and putting the seat back as found (probe stopped, resident serving, the test's hold released,
+timers as before) whatever the test did.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import httpx
+from conftest import _flock, wait_until
+
+from seat_console.node.transport import DockerExecTransport
+from seat_console.sources.timers import TimersReading, read_timers
+
+PROBE_CONTAINER = "seat-probe"
+"""The lab profile's probe container (``[swap]``)."""
+
+
+def seat_cli(profile: Path, env: dict[str, str], *args: str,
+             timeout: float = 180) -> subprocess.CompletedProcess[str]:
+    """``seat-console --profile PROFILE ARGS…`` in a child process (text, not checked)."""
+    return subprocess.run([sys.executable, "-m", "seat_console.cli", "--profile", str(profile),
+                           *args], capture_output=True, text=True, env=env, timeout=timeout,
+                          check=False)
+
+
+def state_env(tmp_path: Path, *, data: bool = False) -> dict[str, str]:
+    """The environment of a CLI child: the test's own journal (and, with ``data``, its own
+    probe-run directory), unbuffered output."""
+    env = {**os.environ, "SEAT_CONSOLE_STATE_DIR": str(tmp_path / "state"),
+           "PYTHONUNBUFFERED": "1"}
+    if data:
+        env["SEAT_CONSOLE_DATA_DIR"] = str(tmp_path / "data")
+    return env
+
+
+def node_transport(lab) -> DockerExecTransport:
+    """The lab's systemd node, reached through ``docker exec``."""
+    return DockerExecTransport(lab.node_container, docker_host=lab.docker_host)
+
+
+def timers_active(node, units) -> dict[str, bool]:
+    """``{timer unit: armed?}`` read from the node's systemd now."""
+    r = read_timers(node, list(units))
+    assert isinstance(r, TimersReading), r
+    return {t.unit: t.active for t in r.timers}
+
+
+def serving(lab) -> bool:
+    """Whether the lab's engine answers ``/health`` with 200 now."""
+    try:
+        return httpx.get(f"{lab.vllm_url}/health", timeout=3).status_code == 200
+    except httpx.HTTPError:
+        return False
+
+
+@contextmanager
+def exclusive_lab(lab, why: str) -> Iterator[None]:
+    """The lab's outage lock (``.lab/disrupt.lock``) held EXCLUSIVELY inside the block (back
+    to shared after it): ``why`` is shown while waiting for other sessions' tests."""
+    _flock(lab.lab_dir, fcntl.LOCK_EX, why)
+    try:
+        yield
+    finally:
+        _flock(lab.lab_dir, fcntl.LOCK_SH, "lab")
+
+
+def restore_seat(lab, env: dict[str, str], node, timers_before: dict[str, bool],
+                 profile: Path | None = None) -> None:
+    """Put the seat back as found: the probe container stopped, the resident started if it is
+    not running and serving again (≤ 10 min: a vLLM start on this CPU), the test's hold
+    released, and every timer that was armed before armed again."""
+    with lab.docker_client(timeout=90) as client:
+        for c in client.containers.list(filters={"name": PROBE_CONTAINER}):
+            c.stop(timeout=10)
+        res = client.containers.get(lab.resident_container)
+        if not res.attrs["State"]["Running"]:
+            res.start()
+    wait_until(lambda: serving(lab), 600, what="the resident serving again")
+    seat_cli(profile or lab.profile_path, env, "release", "--yes", timeout=120)
+    for unit, was in timers_before.items():
+        if was and not timers_active(node, [unit])[unit]:
+            node.run(["systemctl", "start", unit])
+
+
+__all__ = ["PROBE_CONTAINER", "exclusive_lab", "node_transport", "restore_seat", "seat_cli",
+           "serving", "state_env", "timers_active"]
