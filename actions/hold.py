@@ -627,8 +627,11 @@ def _start_step(nctx: NodeContext, journal: Journal, h: HoldState, unit: str) ->
         except node_ops.TimerActionError as exc:
             raise StepError(str(exc)) from None
         if warn:
-            ctx.warn(f"{unit} started; next elapse after the start: {iso(ch.after.next_elapse)}; "
-                     f"last trigger {iso(ch.after.last_trigger)}", f"start {unit}")
+            nxt = (iso(ch.after.next_elapse)
+                   or "none scheduled yet (it is running its caught-up run now)")
+            last = iso(ch.after.last_trigger) or "never"
+            ctx.warn(f"{unit} started; next elapse after the start: {nxt}; last trigger {last}",
+                     f"start {unit}")
         return "started"
 
     def verify(ctx: RunContext) -> str:
