@@ -65,6 +65,12 @@ class ActionLogPanel(SourcePanel):
         h = reading.hold
         if h is None:
             head.append("no hold in effect", style="bold")
+        elif getattr(h, "foreign", False):
+            head.append("HOLD BY ANOTHER CONSOLE", style="bold yellow")
+            head.append(f"  {_until(h, now)}")
+            head.append(f"\n  lease {h.lease_unit} armed on the node, not in this console's "
+                        "journal (another state dir) — release it from that console",
+                        style="dim")
         else:
             style = {"active": "bold green", "lapsed": "bold yellow"}.get(h.state, "bold red")
             head.append(f"HOLD {h.state.upper()}", style=style)
@@ -106,6 +112,8 @@ class ActionLogPanel(SourcePanel):
         now = self.now or utcnow()
         if h is None:
             t = Text("no hold in effect")
+        elif getattr(h, "foreign", False):
+            t = Text(f"HOLD BY ANOTHER CONSOLE {_until(h, now)}")
         else:
             t = Text(f"HOLD {h.state.upper()} {_until(h, now)}")
         if reading.unfinished or reading.interference:

@@ -81,7 +81,8 @@ def seat_fact(containers: Any) -> Fact:
 
 def hold_fact(hold: Any, known: bool) -> Fact:
     """``hold none`` / ``hold active until 12:41Z`` (UTC; ``12:41:30Z`` for a hold shorter than
-    an hour, from the hold's ``ttl_s``); a hold the journal has in another
+    an hour, from the hold's ``ttl_s``); ``hold by another console until 13:41:30Z`` for a
+    lease armed on the node by another console (``foreign``); a hold the journal has in another
     state says it (``hold lapsed``, ``hold unfinished``: run ``seat-console recover``); ``n/a``
     while the journal is unknown (``known`` False) or its reader failed.
 
@@ -100,7 +101,8 @@ def hold_fact(hold: Any, known: bool) -> Fact:
         from seat_console.actions.hold import zulu
 
         ttl = getattr(hold, "ttl_s", None)   # under an hour: to the second (12:41:30Z)
-        return Fact("hold", "active" + (f" until {zulu(until, ttl)}" if until else ""), "warn")
+        head = "by another console" if getattr(hold, "foreign", False) else "active"
+        return Fact("hold", head + (f" until {zulu(until, ttl)}" if until else ""), "warn")
     if state in (None, "released"):
         return Fact("hold", "none", "ok")
     return Fact("hold", str(state), "bad")

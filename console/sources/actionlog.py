@@ -13,7 +13,9 @@ but never writes the journal.
 
 from __future__ import annotations
 
-from datetime import datetime
+import re
+import time
+from datetime import UTC, datetime
 from typing import Any
 
 from pydantic import BaseModel
@@ -23,6 +25,31 @@ from seat_console.sources import Frozen, Source, Unavailable, utcnow
 
 RECENT_ROWS = 12
 """Journal rows shown in the panel (newest last)."""
+FOREIGN_EVERY_S = 10.0
+"""How often (seconds) the poll worker lists the node's hold leases for one armed by another
+console (two ``systemctl`` calls through the transport; the journal is read every poll)."""
+_LEASE_AT_RE = re.compile(r"^seat-hold-(\d{8}t\d{6}z)-")
+
+
+def foreign_hold(t: Any, now: datetime) -> HoldInfo:
+    """A :class:`HoldInfo` for lease timer ``t`` (a :class:`~seat_console.sources.timers.
+    TimerState` of ``seat-hold-<YYYYmmddtHHMMSSz>-<hex>-lease.timer``, armed on the node by
+    another console): state ``active``, ``expires_at`` its next elapse (UTC), ``ttl_s`` from
+    the time in its name (:func:`seat_console.actions.hold.new_hold_id`) to the elapse, and
+    ``banner`` "hold by another console until 13:41:30Z (lease seat-hold-…-lease.timer)"."""
+    from seat_console.actions.hold import zulu
+
+    m = _LEASE_AT_RE.match(t.unit)
+    ttl = None
+    if m and t.next_elapse is not None:
+        placed = datetime.strptime(m.group(1), "%Y%m%dt%H%M%Sz").replace(tzinfo=UTC)
+        ttl = (t.next_elapse - placed).total_seconds()
+    until = t.next_elapse or now
+    hid = t.unit.removesuffix(".timer").removesuffix("-lease")
+    return HoldInfo(hold_id=hid, state="active", expires_at=until, lease_unit=t.unit,
+                    silence_id=None, stopped=(), placed_by="another console", reason="",
+                    banner=f"hold by another console until {zulu(until, ttl)} "
+                           f"(lease {t.unit})", ttl_s=ttl, foreign=True)
 
 
 class LogRow(Frozen):
@@ -55,6 +82,10 @@ class HoldInfo(Frozen):
     reason: str
     banner: str
     ttl_s: float | None = None
+    foreign: bool = False
+    """``True``: a hold lease armed on the node by another console (another state dir: not in
+    this journal), read from the node's lease timer units (:func:`seat_console.actions.
+    node_ops.node_leases`); ``expires_at`` is the lease's next elapse, ``silence_id`` unknown."""
 
 
 class ActionLogReading(Frozen):
@@ -81,8 +112,13 @@ class ActionLogSource(Source):
     name = "actions"
 
     def __init__(self, readings: Any | None = None, journal_path: str | None = None,
-                 readonly: bool = False) -> None:
+                 readonly: bool = False, context: Any | None = None) -> None:
         self.readings = readings
+        self.context = context
+        """The app's :class:`~seat_console.node.context.NodeContext` (``None``: no look at the
+        node, so no foreign hold shown)."""
+        self._foreign: tuple[float, Any] | None = None   # (monotonic read time, leases)
+        self.foreign_error: str | None = None
         self.readonly = readonly
         self._path = journal_path
         self._journal: Any = None
@@ -117,6 +153,10 @@ class ActionLogSource(Source):
                                 stopped=h.stopped, placed_by=h.placed_by, reason=h.reason,
                                 banner=h.banner(), ttl_s=h.ttl_s)
                 notes = self._interference(j, h, now)
+            else:
+                leases = self._foreign_leases()
+                if leases:
+                    info = foreign_hold(leases[0], now)
             return ActionLogReading(path=str(j.path), read_at=now, hold=info,
                                     unfinished=unfinished, interference=tuple(notes),
                                     recent=recent)
@@ -155,6 +195,27 @@ class ActionLogSource(Source):
         self._cache = (version, h, unfinished, recent)
         return h, unfinished, recent
 
+    def _foreign_leases(self) -> list[Any]:
+        """The hold leases armed on the node (by another console: this journal has no hold),
+        read at most every :data:`FOREIGN_EVERY_S` seconds, in the poll worker; the last good
+        list while a read fails (``foreign_error`` says why), ``[]`` without a context."""
+        from seat_console.actions import node_ops
+        from seat_console.node.transport import TransportError
+
+        if self.context is None:
+            return []
+        mono = time.monotonic()
+        if self._foreign is not None and mono - self._foreign[0] < FOREIGN_EVERY_S:
+            return self._foreign[1]
+        last = self._foreign[1] if self._foreign is not None else []
+        try:
+            leases = node_ops.node_leases(self.context.transport)
+            self.foreign_error = None
+        except (node_ops.LeaseError, TransportError) as exc:
+            leases, self.foreign_error = last, str(exc)
+        self._foreign = (mono, leases)
+        return leases
+
     def _interference(self, j: Any, h: Any, now: datetime) -> list[str]:
         """The interference notices for hold ``h``; each new one is journaled once."""
         from seat_console.actions import hold as hold_mod
@@ -185,10 +246,12 @@ class ActionLogSource(Source):
             self._cache = None
 
 
-def make_source(loaded: LoadedProfile, readings: Any | None = None) -> Source:
+def make_source(loaded: LoadedProfile, readings: Any | None = None,
+                context: Any | None = None) -> Source:
     """The action-log source (the journal is the same for every profile; ``readings`` enables
-    the interference check)."""
-    return ActionLogSource(readings)
+    the interference check; ``context``, the app's NodeContext, the look at the node's hold
+    leases for one placed by another console)."""
+    return ActionLogSource(readings, context=context)
 
 
-__all__ = ["ActionLogReading", "ActionLogSource", "HoldInfo", "LogRow", "make_source"]
+__all__ = ["ActionLogReading", "ActionLogSource", "HoldInfo", "LogRow", "foreign_hold", "make_source"]
