@@ -435,7 +435,7 @@ def build_hold(nctx: NodeContext, journal: Journal, *, ttl_s: int, reason: str =
     matchers = nctx.silence_matchers()
 
     def sil_check(ctx: RunContext) -> Check:
-        _am(nctx)
+        am_reachable(nctx)
         shown = ", ".join(str(m) for m in matchers)
         return Check(True, f"create silence {{{shown}}} on {_am(nctx).url} until "
                            f"{iso(expires(ctx))}")
@@ -450,7 +450,7 @@ def build_hold(nctx: NodeContext, journal: Journal, *, ttl_s: int, reason: str =
         except AlertmanagerError as exc:
             if getattr(exc, "sent", True) is False:
                 h["silence_post"] = "not-sent"   # the connection failed: nothing was created
-            raise StepError(str(exc)) from None
+            raise StepError(f"{exc}{_am_fix(nctx, exc)}") from None
         h["silence_id"] = s.id
         h["expires_at"] = iso(ends)
         return f"silenceID {s.id}"
@@ -507,6 +507,28 @@ def build_hold(nctx: NodeContext, journal: Journal, *, ttl_s: int, reason: str =
                    inputs={"ttl_s": ttl_s, "reason": reason, "node": nctx.node_name,
                            "timers": units}, facts=init, run_id=run_id,
                    profile_sha256=nctx.loaded.sha256)
+
+
+def _am_fix(nctx: NodeContext, exc: AlertmanagerError) -> str:
+    """`` — check `alertmanager.url` in FILE …`` for an Alertmanager that cannot be reached
+    (``kind`` unreachable / timeout / tls), else ``""``."""
+    if getattr(exc, "kind", None) not in ("unreachable", "timeout", "tls"):
+        return ""
+    return (f" — is Alertmanager running there? check `alertmanager.url` in the profile "
+            f"{nctx.loaded.source}")
+
+
+def am_reachable(nctx: NodeContext) -> None:
+    """The silence step's precondition: Alertmanager at ``alertmanager.url`` answers a read
+    (``GET /api/v2/silences``), so a hold is refused before any timer is stopped. Raises
+    :class:`StepError` naming the URL, the profile key and file."""
+    try:
+        _am(nctx).list_silences_tolerant()
+    except AlertmanagerError as exc:
+        raise StepError(f"Alertmanager at {_safe_url(nctx)} cannot be read ({exc}): the hold "
+                        "could not place its silence — fix `alertmanager.url` (or "
+                        f"[alertmanager] auth) in the profile {nctx.loaded.source}, or start "
+                        "Alertmanager") from None
 
 
 def _safe_url(nctx: NodeContext) -> str:

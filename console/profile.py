@@ -34,6 +34,7 @@ from pydantic import (
     ByteSize,
     ConfigDict,
     Field,
+    StrictBool,
     ValidationError,
     ValidationInfo,
     field_validator,
@@ -304,7 +305,7 @@ class AlertmanagerSpec(_Strict):
     url: AnyHttpUrl = AnyHttpUrl("http://127.0.0.1:9093")
     auth: Literal["none", "basic", "bearer"] = "none"
     credentials_file: Path | None = None
-    verify_tls: bool = True
+    verify_tls: StrictBool = True
     ca_file: Path | None = None
 
 
@@ -315,8 +316,8 @@ class Matcher(_Strict):
 
     name: str = Field(min_length=1)
     value: str
-    is_regex: bool = False
-    is_equal: bool = True
+    is_regex: StrictBool = False
+    is_equal: StrictBool = True
 
     @model_validator(mode="after")
     def _re2(self) -> "Matcher":
@@ -654,7 +655,7 @@ class ProbeSpec(_Strict):
     api: Literal["completions", "chat"] = "completions"
     prompt_set: str = "builtin:seat-probe-v1"
     output_tokens: int = Field(default=256, ge=1, le=1_000_000)
-    ignore_eos: bool = True
+    ignore_eos: StrictBool = True
     warmup_requests: int = Field(default=2, ge=0, le=10_000)
     phases: list[ProbePhaseSpec] = Field(default_factory=_default_probe_phases, min_length=1)
     model: str | None = None
@@ -738,6 +739,10 @@ def _format_validation_error(err: ValidationError, source: str) -> str:
                          "`seat-console profile --print-default`")
         elif e["type"] == "missing":
             lines.append(f"  {loc}: required key is missing")
+        elif e["type"] == "bool_type":   # StrictBool: "yes", 1, "true" are not booleans
+            lines.append(f"  {loc}: must be a TOML boolean, true or false unquoted (got "
+                         f"{_clip(repr(e.get('input')))}); write `{loc.rsplit('.', 1)[-1]} = "
+                         "true` or `= false`")
         else:
             got = e.get("input")
             shown = "" if isinstance(got, dict) else f" (got {_clip(repr(got))})"

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 from typing import Any
 
 from seat_console.actions import hold as hold_mod
@@ -56,6 +57,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     g.add_argument("--status", action="store_true",
                    help="show the hold in effect (from the journal) and the node's lease/silence")
     g.add_argument("--extend", metavar="TTL", help="extend the active hold to now + TTL")
+    # "--ttl -5m" / "--extend -5m": take "-5m" as the option's value (argparse would call it an
+    # unknown option and print a bare usage error), so run() gives the TTL's own message.
+    p._negative_number_matcher = re.compile(r"^-\d")  # noqa: SLF001 - argparse has no API
     p.set_defaults(func=run)
 
 

@@ -1,0 +1,66 @@
+"""Refusals a fresh-eyes test found missing (issue 7): an unreachable Alertmanager refuses the
+hold at its plan — dry-run and real — before anything changes, naming the URL, the profile key
+``alertmanager.url`` and the file; ``--ttl -5m`` gets the TTL's own message (not a bare
+argparse usage error); a profile boolean given as ``"yes"`` is refused naming the key and fix."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from conftest import free_port
+from lab_helpers import exclusive_lab, node_transport, seat_cli, state_env, timers_active
+
+from seat_console.profile import ProfileError, load_profile, parse_profile
+
+LAB_PROFILE = Path(__file__).resolve().parents[1] / ".lab" / "profile.toml"
+
+
+def _cli(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "seat_console.cli", *args],
+                          capture_output=True, text=True, timeout=60, check=False)
+
+
+@pytest.mark.parametrize("argv", [["--ttl", "-5m"], ["--ttl=-5m"], ["--extend", "-5m"]])
+def test_a_negative_ttl_gets_the_ttl_message_either_spelling(argv):
+    r = _cli("hold", *argv, "--dry-run")
+    assert r.returncode == 2, r
+    assert "TTL '-5m': give a duration such as 4h" in r.stderr, r.stderr
+    assert "expected one argument" not in r.stderr
+
+
+def test_a_profile_boolean_must_be_a_toml_boolean():
+    text = LAB_PROFILE.read_text().replace("is_equal = true", 'is_equal = "yes"', 1)
+    with pytest.raises(ProfileError) as err:
+        parse_profile(text, "/x/profile.toml")
+    msg = str(err.value)
+    assert "/x/profile.toml" in msg and "silence.matchers.0.is_equal" in msg
+    assert "true or false" in msg and "'yes'" in msg
+    parse_profile(LAB_PROFILE.read_text(), "lab")   # the real booleans still pass
+
+
+def test_an_unreachable_alertmanager_refuses_the_hold_before_any_change(lab, tmp_path):
+    dead = free_port(19500, 19600)
+    prof = tmp_path / "profile.toml"
+    prof.write_text(lab.profile_path.read_text().replace(
+        lab.alertmanager_url, f"http://127.0.0.1:{dead}"))
+    assert f"127.0.0.1:{dead}" in prof.read_text()
+    env = state_env(tmp_path)
+    r = seat_cli(prof, env, "hold", "--dry-run", "--ttl", "5m", "--json")
+    assert r.returncode == 5, (r.stdout, r.stderr)
+    blob = r.stdout + r.stderr
+    assert f"127.0.0.1:{dead}" in blob and "alertmanager.url" in blob and str(prof) in blob
+    plan = json.loads(r.stdout)
+    assert plan and "silence" in json.dumps(plan)
+    node = node_transport(lab)
+    with exclusive_lab(lab, "hold refused on a dead Alertmanager"):
+        units = list(load_profile(str(prof)).profile.timers.all_units)
+        before = timers_active(node, units)
+        r = seat_cli(prof, env, "hold", "--yes", "--ttl", "5m")
+        after = timers_active(node, units)
+    assert r.returncode == 5, (r.stdout, r.stderr)
+    assert "refused, nothing changed" in r.stderr and "alertmanager.url" in r.stderr
+    assert after == before
