@@ -42,7 +42,7 @@ from seat_console.actions.runbook import Check, Observer, Runbook, RunContext, S
 from seat_console.node.context import NodeContext
 from seat_console.node.transport import TransportError
 from seat_console.sources import Unavailable, utcnow
-from seat_console.sources.silences import AlertmanagerError, Silence
+from seat_console.sources.silences import AlertmanagerError, Silence, coverage_warnings
 from seat_console.sources.timers import TimerState, TimersReading, read_timers
 
 TTL_MIN_S = 10
@@ -437,8 +437,13 @@ def build_hold(nctx: NodeContext, journal: Journal, *, ttl_s: int, reason: str =
     def sil_check(ctx: RunContext) -> Check:
         am_reachable(nctx)
         shown = ", ".join(str(m) for m in matchers)
+        misses = coverage_warnings(matchers, str(nctx.profile.seat.endpoint))
+        if misses and not force:
+            raise StepError(f"{'; '.join(misses)} — fix [[silence.matchers]] in the profile "
+                            f"{nctx.loaded.source}, or pass --force --reason TEXT")
+        warn = f"; WARNING (forced): {'; '.join(misses)}" if misses else ""
         return Check(True, f"create silence {{{shown}}} on {_am(nctx).url} until "
-                           f"{iso(expires(ctx))}")
+                           f"{iso(expires(ctx))}{warn}")
 
     def sil_apply(ctx: RunContext) -> str:
         h = hold(ctx)

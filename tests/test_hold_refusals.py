@@ -64,3 +64,43 @@ def test_an_unreachable_alertmanager_refuses_the_hold_before_any_change(lab, tmp
     assert r.returncode == 5, (r.stdout, r.stderr)
     assert "refused, nothing changed" in r.stderr and "alertmanager.url" in r.stderr
     assert after == before
+
+
+def test_coverage_warnings_name_the_matcher_and_the_seat_endpoint():
+    from seat_console.sources.silences import SilenceMatcher, coverage_warnings, seat_instance
+
+    def m(value: str, regex: bool = False, equal: bool = True) -> SilenceMatcher:
+        return SilenceMatcher(name="instance", value=value, is_regex=regex, is_equal=equal)
+
+    job = SilenceMatcher(name="job", value="seat-lab", is_regex=False, is_equal=True)
+    seat = "http://127.0.0.1:18000"
+    assert seat_instance(seat) == "127.0.0.1:18000"
+    assert seat_instance("https://seat.example") == "seat.example:443"
+    assert coverage_warnings([m("127.0.0.1:18000"), job], seat) == []
+    assert coverage_warnings([m("127.0.0.1:18.*", regex=True)], seat) == []
+    assert coverage_warnings([job], seat) == []
+    (w,) = coverage_warnings([m("127.0.0.1:18001"), job], seat)
+    assert w == ('the hold\'s silence would not cover the seat: matcher '
+                 'instance="127.0.0.1:18001" vs the seat\'s 127.0.0.1:18000 (seat.endpoint)')
+    assert coverage_warnings([m("127.0.0.1:18000", equal=False)], seat)
+
+
+def test_a_matcher_missing_the_seat_refuses_the_hold_and_status_warns(lab, tmp_path):
+    prof = tmp_path / "profile.toml"
+    text = lab.profile_path.read_text()
+    assert 'value = "127.0.0.1:18000"' in text
+    prof.write_text(text.replace('value = "127.0.0.1:18000"', 'value = "127.0.0.1:18001"', 1))
+    env = state_env(tmp_path)
+    r = seat_cli(prof, env, "hold", "--dry-run", "--ttl", "5m")
+    assert r.returncode == 5, (r.stdout, r.stderr)
+    blob = r.stdout + r.stderr
+    assert ("the hold's silence would not cover the seat: matcher instance=\"127.0.0.1:18001\" "
+            "vs the seat's 127.0.0.1:18000 (seat.endpoint)") in blob, blob
+    assert "--force" in blob
+    r = seat_cli(prof, env, "hold", "--dry-run", "--ttl", "5m", "--force", "--reason", "t")
+    assert r.returncode == 0, (r.stdout, r.stderr)
+    assert "WARNING (forced): the hold's silence would not cover the seat" in r.stdout
+    r = seat_cli(prof, env, "status")
+    assert "WARNING: the hold's silence would not cover the seat" in r.stdout, r.stdout
+    r = seat_cli(lab.profile_path, env, "status")
+    assert "would not cover the seat" not in r.stdout

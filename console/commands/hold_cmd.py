@@ -51,7 +51,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="why (goes in the silence comment and the journal)")
     p.add_argument("--force", action="store_true",
                    help="place the hold even though another console's lease is armed on the "
-                        "node (needs --reason; journaled)")
+                        "node, or the silence matchers miss the seat's seat.endpoint "
+                        "(needs --reason; journaled)")
     ac.add_action_flags(p)
     g = p.add_mutually_exclusive_group()
     g.add_argument("--status", action="store_true",

@@ -143,6 +143,8 @@ def render_silences(r: SilencesReading | Unavailable, now: datetime) -> str:
     out += f"  seat matchers: {', '.join(str(m) for m in r.seat_matchers)}\n"
     out += (f"  {len(r.active)} active for the seat; {len(r.silences)} concern the seat; "
             f"{r.total} in Alertmanager\n")
+    for w in getattr(r, "coverage", ()):
+        out += f"  WARNING: {w} — fix [[silence.matchers]] in the profile\n"
     expired = [s for s in r.silences if s.state == "expired"]
     for s in r.silences:
         if s.state == "expired":    # Alertmanager keeps them for days: counted below, not listed

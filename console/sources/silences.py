@@ -334,6 +334,9 @@ class SilencesReading(Frozen):
     total: int
     tls_verify: bool
     unreadable: tuple[str, ...] = ()
+    coverage: tuple[str, ...] = ()
+    """:func:`coverage_warnings` of the profile's matchers against ``seat.endpoint``: the
+    hold's silence would not cover the seat (shown as a warning)."""
 
     @property
     def active(self) -> tuple[Silence, ...]:
@@ -373,6 +376,46 @@ def silence_applies_to_seat(silence: Sequence[SilenceMatcher],
     if on_seat and all(m.matches(labels[m.name]) for m in on_seat):
         return True, False
     return False, False
+
+
+def seat_instance(endpoint: str) -> str:
+    """``host:port`` of the seat's endpoint URL (``seat.endpoint``), as Prometheus writes a
+    scrape target's ``instance`` label (its default: the target's ``__address__``,
+    https://prometheus.io/docs/concepts/jobs_instances/); the scheme's port (80 / 443) when the
+    URL has none. Raises :class:`ValueError` for a URL without a host."""
+    from urllib.parse import urlsplit
+
+    u = urlsplit(str(endpoint))
+    if not u.hostname:
+        raise ValueError(f"seat.endpoint {endpoint!r} has no host")
+    host = f"[{u.hostname}]" if ":" in u.hostname else u.hostname
+    return f"{host}:{u.port or (443 if u.scheme == 'https' else 80)}"
+
+
+def coverage_warnings(matchers: Sequence[SilenceMatcher], endpoint: str) -> list[str]:
+    """Why the hold's silence (``matchers``: the profile's ``[[silence.matchers]]``) would not
+    cover the seat: one sentence per ``instance`` matcher that does not match the seat's own
+    ``instance`` (:func:`seat_instance` of ``endpoint``, the profile's ``seat.endpoint``), e.g.
+    "the hold's silence would not cover the seat: matcher instance="127.0.0.1:18001" vs the
+    seat's 127.0.0.1:18000 (seat.endpoint)"; ``[]`` when each matches (or there is none: the
+    other matchers then decide). A regex RE2 refuses gives a sentence saying so."""
+    try:
+        inst = seat_instance(endpoint)
+    except ValueError as exc:
+        return [f"cannot tell whether the hold's silence covers the seat: {exc}"]
+    out = []
+    for m in matchers:
+        if m.name != "instance":
+            continue
+        try:
+            ok = m.matches(inst)
+        except InputError as exc:
+            out.append(f"cannot tell whether the hold's silence covers the seat: {exc}")
+            continue
+        if not ok:
+            out.append(f"the hold's silence would not cover the seat: matcher {m} vs the "
+                       f"seat's {inst} (seat.endpoint)")
+    return out
 
 
 _ORDER = {"active": 0, "pending": 1, "expired": 2}
@@ -525,9 +568,11 @@ class SilenceSource(Source):
     name = "silences"
 
     def __init__(self, client: AlertmanagerClient, seat: Sequence[SilenceMatcher], *,
-                 owns_client: bool = True) -> None:
+                 owns_client: bool = True, endpoint: str | None = None) -> None:
         self.client = client
         self.seat = tuple(seat)
+        self.coverage = tuple(coverage_warnings(self.seat, endpoint)) if endpoint else ()
+        """Set once from the profile (``endpoint``: ``seat.endpoint``)."""
         self.owns_client = owns_client
         """``False``: the client is shared (the app's node context closes it)."""
 
@@ -557,7 +602,7 @@ class SilenceSource(Source):
                                seat_matchers=self.seat, silences=tuple(mine),
                                total=len(all_s) + len(unreadable),
                                tls_verify=self.client.tls_verify,
-                               unreadable=tuple(unreadable))
+                               unreadable=tuple(unreadable), coverage=self.coverage)
 
     def close(self) -> None:
         """Close the HTTP client (unless it is shared)."""
@@ -577,14 +622,15 @@ def make_source(loaded: LoadedProfile, *, context: Any | None = None) -> Source:
     matchers = [SilenceMatcher.from_profile(m) for m in p.silence.matchers]
     try:
         if context is not None:
-            return SilenceSource(context.alertmanager, matchers, owns_client=False)
+            return SilenceSource(context.alertmanager, matchers, owns_client=False,
+                                 endpoint=str(p.seat.endpoint))
         client = AlertmanagerClient(p.alertmanager)
     except AlertmanagerError as exc:
         return BrokenSource("silences", str(exc))
-    return SilenceSource(client, matchers)
+    return SilenceSource(client, matchers, endpoint=str(p.seat.endpoint))
 
 
 __all__ = ["AlertmanagerClient", "AlertmanagerError", "Credentials", "ENV_PASSWORD", "ENV_TOKEN",
            "ENV_USER", "Silence", "SilenceMatcher", "SilenceSource", "SilencesReading",
-           "load_credentials", "make_source", "redact", "seat_labels",
-           "silence_applies_to_seat"]
+           "coverage_warnings", "load_credentials", "make_source", "redact", "seat_labels",
+           "seat_instance", "silence_applies_to_seat"]
