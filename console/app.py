@@ -1199,6 +1199,9 @@ class SeatConsoleApp(App[int]):
         now = self.clock()
         for st in self._states.values():
             self._show_age(st, now)
+        screen = self.screen if self.screen_stack else None
+        if isinstance(screen, DetailScreen):   # its relative times move too (to the second)
+            screen.panel.show_age(now)
         self.update_status()   # "ends in 2 h 10 min" moves by the minute; unchanged text: no-op
         if self._tty_fd is not None and not self._shutting_down:
             self._check_terminal()

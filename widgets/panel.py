@@ -253,6 +253,7 @@ class SourcePanel(Widget):
         self._reading_at: datetime | None = None
         self._subtitle: str | None = None
         self._status_text: Text | None = None
+        self._drawn_prefix: str | None = None
         self.border_title = self.title
         self.add_class("-waiting", "-no-value")
 
@@ -292,6 +293,12 @@ class SourcePanel(Widget):
         """A reading equal to the shown one arrived (the app does not redraw it): record what
         must still move with time (e.g. a sparkline's sample), without redrawing unless that
         changes what is drawn. Default: nothing."""
+
+    def retime(self, now: datetime) -> None:
+        """Called by :meth:`show_age` (the app's age tick, about once a second, no I/O):
+        redraw the body when a relative time it draws ("since 13:09Z (2 min ago)") moved at
+        ``now``. Default: nothing (the body draws no relative times); see
+        ``seat_console.widgets.services._ServicePanel.retime``."""
 
     def detail_renderable(self) -> RenderableType | None:
         """Extra content for the detail view beyond the full panel (default: none)."""
@@ -392,6 +399,12 @@ class SourcePanel(Widget):
                 parts.append(f"reading for {fmt_coarse_age(busy, 0)}")
             subtitle = " · ".join(parts)
             self._show_subtitle(subtitle)
+            if self._shown is not None:
+                if self._stale_prefix(now) != self._drawn_prefix:
+                    self.now = now
+                    self._render_guarded(self._shown)
+                else:
+                    self.retime(now)
             if self.unavailable is not None:
                 self._set_status(self._unavailable_text(self.unavailable, now))
             else:
@@ -487,12 +500,38 @@ class SourcePanel(Widget):
     def _set_status(self, text: Text) -> None:
         set_text_if_changed(self.query_one("#panel-status", Static), text)
 
+    def _stale_prefix(self, now: datetime | None) -> str | None:
+        """In compact mode while the source is unavailable, the words that head the dimmed
+        last good value ("last good 6 s ago: "), so that it never reads as current (dimming
+        alone is lost under NO_COLOR); ``None`` otherwise. The age is coarse."""
+        if not self.compact or self.unavailable is None:
+            return None
+        if self.last_good_at is None or now is None:
+            return "last good: "
+        return f"last good {_ago(now, self.last_good_at)}: "
+
+    def _mark_last_good(self, compact: Text, prefix: str) -> Text:
+        """``compact`` with ``prefix`` before its first line and continuation lines indented
+        under it (all of it the last good value, not the current state)."""
+        out = Text(no_wrap=True, overflow="ellipsis")
+        for i, line in enumerate(compact.split("\n")):
+            if i:
+                out.append("\n  ")
+            else:
+                out.append(prefix, style="bold italic")
+            out.append_text(line)
+        return out
+
     def _render_guarded(self, reading: BaseModel) -> None:
         self._shown = reading
         self.draws += 1
         try:
             compact = self.render_compact(reading) if self.compact else None
             self.set_class(self.compact and compact is not None, "-has-compact")
+            prefix = self._stale_prefix(self.now) if compact is not None else None
+            self._drawn_prefix = self._stale_prefix(self.now)
+            if compact is not None and prefix is not None:
+                compact = self._mark_last_good(compact, prefix)
             if compact is not None:
                 set_text_if_changed(self.query_one("#panel-compact", Static), compact)
             else:

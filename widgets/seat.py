@@ -14,7 +14,7 @@ from rich.console import Group
 from rich.text import Text
 
 from seat_console.fmt import gib_unit
-from seat_console.widgets.services import _ServicePanel, _rel, _short_digest
+from seat_console.widgets.services import _ServicePanel, _short_digest
 
 
 def _kv_line(reading: BaseModel) -> Text:
@@ -43,6 +43,10 @@ class SeatPanel(_ServicePanel):
     title: ClassVar[str] = "Seat"
     body_id: ClassVar[str] = "seat-body"
 
+    def time_points(self, reading: BaseModel) -> tuple[datetime | None, ...]:
+        """When the holder started (its "since")."""
+        return (getattr(reading, "since", None),)
+
     def _head(self, reading: BaseModel, now: datetime) -> Text:
         from seat_console.sources.seat import SeatReading
 
@@ -57,7 +61,7 @@ class SeatPanel(_ServicePanel):
         style = "bold green" if reading.role == "resident" else "bold yellow"
         t.append(reading.role.upper(), style=style)
         t.append(f" {reading.name} holds the seat since "
-                 f"{reading.since:%H:%M:%SZ} ({_rel(reading.since, now)})" if reading.since
+                 f"{reading.since:%H:%M:%SZ} ({self.rel(reading.since, now)})" if reading.since
                  else f" {reading.name} holds the seat")
         if reading.conflict:
             t.append("  BOTH RUN", style="bold red")

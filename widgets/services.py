@@ -97,9 +97,10 @@ def _hhmm(t: datetime | None) -> str:
     return "n/a" if t is None else t.strftime("%H:%M:%SZ")
 
 
-def _when(t: datetime | None, now: datetime) -> str:
-    """``12:06:31Z (in 6 min 31 s)`` / ``n/a``."""
-    return "n/a" if t is None else f"{_hhmm(t)} ({_rel(t, now)})"
+def _when(t: datetime | None, now: datetime, rel=None) -> str:
+    """``12:06:31Z (in 6 min 31 s)`` / ``n/a``; ``rel``: the relative form (default
+    :func:`_rel`; a panel passes its :meth:`_ServicePanel.rel`)."""
+    return "n/a" if t is None else f"{_hhmm(t)} ({(rel or _rel)(t, now)})"
 
 
 class _ServicePanel(SourcePanel):
@@ -139,6 +140,32 @@ class _ServicePanel(SourcePanel):
     def _now(self) -> datetime:
         return self.now or utcnow()
 
+    def rel(self, t: datetime | None, now: datetime) -> str:
+        """A relative time as this view draws it: coarse on the main screen (``"3 min ago"``,
+        :func:`_rel_coarse`: it changes only at step boundaries, so the age tick redraws it
+        rarely), to the second on the detail view (``self.detail``: ``"3 min 02 s ago"``)."""
+        return _rel(t, now) if self.detail else _rel_coarse(t, now)
+
+    def time_points(self, reading: BaseModel) -> tuple[datetime | None, ...]:
+        """The instants (UTC) the panel draws relative to now ("since 13:09:11Z (2 min ago)"):
+        :meth:`retime` redraws when one of their relative texts changes. Default: none."""
+        return ()
+
+    def _time_key(self, reading: BaseModel, now: datetime) -> tuple[str, ...]:
+        return tuple(self.rel(t, now) for t in self.time_points(reading))
+
+    def retime(self, now: datetime) -> None:
+        """The app's age tick (about once a second, no I/O): redraw the shown reading when a
+        relative time it draws has moved at ``now`` — an equal reading is not redrawn by the
+        app, so without this "since …(47 s ago)" stayed as first drawn. Coarse ages change at
+        step boundaries only (10 s, then minutes), so most ticks redraw nothing."""
+        shown = self._shown
+        if shown is None or not self.time_points(shown):
+            return
+        if self._time_key(shown, now) != getattr(self, "_drawn_time_key", None):
+            self.now = now
+            self._render_guarded(shown)
+
     def build(self, reading: BaseModel, now: datetime) -> Group | Text | Table:
         """The renderable for one reading; subclasses implement."""
         raise NotImplementedError
@@ -149,14 +176,18 @@ class _ServicePanel(SourcePanel):
 
     def render_compact(self, reading: BaseModel) -> Text | None:
         """:meth:`build_compact` at the app's clock (with the hold banner, if any)."""
-        t = self.build_compact(reading, self._now())
+        now = self._now()
+        self._drawn_time_key = self._time_key(reading, now)
+        t = self.build_compact(reading, now)
         return t if t is None else self._with_banner(t)  # type: ignore[return-value]
 
     def render_reading(self, reading: BaseModel) -> None:
         """Fill the body from one reading (raises TypeError for a reading of another source)."""
         self._drawn_narrow = self.narrow
+        now = self._now()
+        self._drawn_time_key = self._time_key(reading, now)
         self.query_one(f"#{self.body_id}", Static).update(
-            self._with_banner(self.build(reading, self._now())))
+            self._with_banner(self.build(reading, now)))
 
 
 # -- timers ----------------------------------------------------------------------------------
@@ -174,6 +205,11 @@ class TimersPanel(_ServicePanel):
             return ("Timer state is unknown: do not assume the fleet's timers are stopped or "
                     "running. The other panels are not affected.")
         return None
+
+    def time_points(self, reading: BaseModel) -> tuple[datetime | None, ...]:
+        """Each timer's next elapse and last trigger."""
+        return tuple(x for t in getattr(reading, "timers", ()) for x in (t.next_elapse,
+                                                                         t.last_trigger))
 
     def build_compact(self, reading: BaseModel, now: datetime) -> Text | None:
         """One line per timer: unit, state in words, next elapse (UTC and relative)."""
@@ -195,7 +231,7 @@ class TimersPanel(_ServicePanel):
                 t.append("STOPPED ", style="bold yellow")
             t.append(tm.unit + (" [P]" if tm.persistent else ""))
             if tm.next_elapse is not None:
-                t.append(f"  next {_hhmm(tm.next_elapse)} ({_rel_coarse(tm.next_elapse, now)})")
+                t.append(f"  next {_hhmm(tm.next_elapse)} ({self.rel(tm.next_elapse, now)})")
             if tm.service is not None and tm.service.running:
                 t.append("  RUNNING", style="bold magenta")
         return t
@@ -226,15 +262,16 @@ class TimersPanel(_ServicePanel):
                            style="bold magenta" if running else "dim")
             table.add_row(
                 Text(t.unit + (" [P]" if t.persistent else "")), state,
-                f"{_hhmm(t.next_elapse)}\n{_rel(t.next_elapse, now)}" if t.next_elapse else "n/a",
-                f"{_hhmm(t.last_trigger)}\n{_rel(t.last_trigger, now)}" if t.last_trigger
+                f"{_hhmm(t.next_elapse)}\n{self.rel(t.next_elapse, now)}" if t.next_elapse
+                else "n/a",
+                f"{_hhmm(t.last_trigger)}\n{self.rel(t.last_trigger, now)}" if t.last_trigger
                 else "n/a", svc)
             if stacked:
                 stacked.append("\n")
             stacked.append_text(Text.assemble(
                 (t.unit + (" [P]" if t.persistent else ""), "bold"), "  ", state, "  svc ", svc))
-            stacked.append(f"\n  next {_when(t.next_elapse, now)} · last "
-                           f"{_when(t.last_trigger, now)}")
+            stacked.append(f"\n  next {_when(t.next_elapse, now, self.rel)} · last "
+                           f"{_when(t.last_trigger, now, self.rel)}")
             if t.persistent_warning:
                 warnings.append(f"[P] {t.unit}: {t.persistent_warning}\n", style="yellow")
         parts: list[Text | Table] = [Text(f"on {reading.where}", style="dim"),
@@ -268,6 +305,11 @@ class SilencesPanel(_ServicePanel):
                     "credentials_file); they are never shown here.")
         return None
 
+    def time_points(self, reading: BaseModel) -> tuple[datetime | None, ...]:
+        """Each silence's start and end."""
+        return tuple(x for s in getattr(reading, "silences", ()) for x in (s.starts_at,
+                                                                           s.ends_at))
+
     def build_compact(self, reading: BaseModel, now: datetime) -> Text | None:
         """One line per silence that concerns the seat (state, time left, matchers), or "no
         silence on the seat"."""
@@ -288,10 +330,10 @@ class SilencesPanel(_ServicePanel):
                 t.append("\n")
             if x.state == "active":
                 t.append("ACTIVE  ", style="bold green")
-                t.append(f"ends {_rel_coarse(x.ends_at, now)}")
+                t.append(f"ends {self.rel(x.ends_at, now)}")
             else:
                 t.append(f"{x.state.upper():<8}", style="yellow")
-                t.append(f"starts {_rel_coarse(x.starts_at, now)}")
+                t.append(f"starts {self.rel(x.starts_at, now)}")
             t.append(f"  {x.id[:8]}  " + ", ".join(str(m) for m in x.matchers))
             t.append(f"  by {x.created_by}", style="dim")
         if not reading.tls_verify:
@@ -320,7 +362,7 @@ class SilencesPanel(_ServicePanel):
         if rows and self.narrow:
             stacked = Text()
             for s in rows:
-                when, style = _silence_when(s, now)
+                when, style = _silence_when(s, now, self.rel)
                 if stacked:
                     stacked.append("\n")
                 stacked.append(f"{s.id[:8]}  ")
@@ -332,7 +374,7 @@ class SilencesPanel(_ServicePanel):
         elif rows:
             table = _table(("id", "state", "time", "matchers", "by"), names=("id", "state"))
             for s in rows:
-                when, style = _silence_when(s, now)
+                when, style = _silence_when(s, now, self.rel)
                 table.add_row(s.id[:8], Text(s.state, style=style), when,
                               ", ".join(str(m) for m in s.matchers)
                               + (" (= seat)" if s.exact else ""),
@@ -343,21 +385,24 @@ class SilencesPanel(_ServicePanel):
         return Group(*parts)
 
 
-def _silence_when(s: object, now: datetime) -> tuple[str, str]:
+def _silence_when(s: object, now: datetime, rel=None) -> tuple[str, str]:
     """A silence's time in words and the style of its state: ``("ends in 2 h 10 min 00 s",
-    "green")``, ``("starts in …", "yellow")``, ``("ended … ago", "dim")``."""
+    "green")``, ``("starts in …", "yellow")``, ``("ended … ago", "dim")``; ``rel``: the
+    relative form (default :func:`_rel`; a panel passes its :meth:`_ServicePanel.rel`)."""
+    rel = rel or _rel
     if s.state == "active":
-        return f"ends in {fmt_duration(s.ends_in_s(now))}", "green"
+        return f"ends {rel(s.ends_at, now)}", "green"
     if s.state == "pending":
-        return f"starts in {fmt_duration(s.starts_in_s(now))}", "yellow"
-    return f"ended {_rel(s.ends_at, now)}", "dim"
+        return f"starts {rel(s.starts_at, now)}", "yellow"
+    return f"ended {rel(s.ends_at, now)}", "dim"
 
 
 # -- containers ----------------------------------------------------------------------------
-def _since(c: object, now: datetime, coarse: bool = False) -> str:
+def _since(c: object, now: datetime, coarse: bool = False, rel=None) -> str:
     """A running container's start ("started 3 min 02 s ago"); a stopped one's end ("exited
-    3 min 02 s ago", never its old start time). ``coarse``: "3 min ago" (compact lines)."""
-    rel = _rel_coarse if coarse else _rel
+    3 min 02 s ago", never its old start time). ``coarse``: "3 min ago" (compact lines);
+    ``rel``: the relative form (a panel passes its :meth:`_ServicePanel.rel`)."""
+    rel = rel or (_rel_coarse if coarse else _rel)
     if getattr(c, "running", False):
         return f"started {rel(getattr(c, 'started_at', None), now)}"
     finished = getattr(c, "finished_at", None)
@@ -384,6 +429,11 @@ class ContainersPanel(_ServicePanel):
                     "(live-restore) — check the engine panel. The other panels are not affected.")
         return None
 
+    def time_points(self, reading: BaseModel) -> tuple[datetime | None, ...]:
+        """Each container's start (running) or end (stopped)."""
+        return tuple(c.started_at if c.running else c.finished_at
+                     for c in getattr(reading, "containers", ()))
+
     def build_compact(self, reading: BaseModel, now: datetime) -> Text | None:
         """One line per container: role, name, state (exit code), health, since."""
         from seat_console.sources.containers import ContainersReading
@@ -406,7 +456,7 @@ class ContainersPanel(_ServicePanel):
             if c.health:
                 t.append(f" {c.health}", style={"healthy": "green",
                                                 "unhealthy": "bold red"}.get(c.health, ""))
-            t.append(f"  {_since(c, now, coarse=True)}")
+            t.append(f"  {_since(c, now, rel=self.rel)}")
         ev = reading.events
         if ev is not None and not ev.connected:
             t.append("\nevents DISCONNECTED", style="bold red")
@@ -436,7 +486,7 @@ class ContainersPanel(_ServicePanel):
                            style="green" if c.running else "bold yellow")
             stacked.append(f"  health {c.health or 'n/a'}  restarts "
                            f"{'n/a' if c.restart_count is None else c.restart_count}")
-            stacked.append(f"\n  {_since(c, now)}")
+            stacked.append(f"\n  {_since(c, now, rel=self.rel)}")
             stacked.append(f"\n  image ID {_short_digest(c.image_id)}\n  repo digest "
                            f"{_short_digest(c.repo_digest)}", style="dim")
             style = "green" if c.running else "bold yellow"
@@ -445,7 +495,7 @@ class ContainersPanel(_ServicePanel):
             table.add_row(
                 c.role, c.name, Text(state, style=style),
                 Text(c.health or "n/a", style=health_style),
-                _since(c, now), "n/a" if c.restart_count is None else str(c.restart_count),
+                _since(c, now, rel=self.rel), "n/a" if c.restart_count is None else str(c.restart_count),
                 f"{_short_digest(c.image_id)}\n{_short_digest(c.repo_digest)}")
         head = Text(f"docker {reading.engine_version or 'n/a'} at {reading.engine}", style="dim")
         parts: list[Text | Table] = [head, stacked if self.narrow else table]
