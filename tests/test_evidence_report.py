@@ -211,11 +211,22 @@ def test_lab_report_from_a_real_probe_run(lab, tmp_path: Path, monkeypatch: pyte
                                           capsys: pytest.CaptureFixture) -> None:
     """A real `seat-console probe` on the lab's vLLM, then `report` over its run directory:
     identity read from the probe's nested summary, KV capacity known, claims survive."""
+    from lab_helpers import exclusive_lab
+
     monkeypatch.setenv("SEAT_CONSOLE_DATA_DIR", str(tmp_path / "data"))
     monkeypatch.setenv("SEAT_CONSOLE_STATE_DIR", str(tmp_path / "state"))
-    assert main(["--profile", str(lab.profile_path), "probe", "--force", "--reason",
-                 "evidence report lab test"]) == 0
-    capsys.readouterr()
+    prof = str(lab.profile_path)
+    # Under a real hold: without one, the lab's conformance timer (every 120 s) firing during
+    # the probe marks the run disrupted, as it should.
+    with exclusive_lab(lab, "the evidence lab test holds the seat"):
+        assert main(["--profile", prof, "hold", "--yes", "--ttl", "10m", "--reason",
+                     "evidence report lab test"]) == 0
+        try:
+            rc = main(["--profile", prof, "probe"])
+        finally:
+            assert main(["--profile", prof, "release", "--yes"]) == 0
+    out = capsys.readouterr()
+    assert rc == 0, out.out[-3000:] + out.err[-2000:]
     (run_dir,) = (tmp_path / "data" / "runs").iterdir()
     assert main(["report", run_dir.name, "--json"]) == 0
     rep = json.loads(capsys.readouterr().out)
