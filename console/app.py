@@ -929,10 +929,13 @@ class SeatConsoleApp(App[int]):
                 pass
         compact = (height < COMPACT_BELOW_ROWS if self.force_compact is None
                    else self.force_compact)
+        # a panel with compact_when_wide (the fit budget) stays compact in the two-column
+        # layout too, so a big terminal shows every panel's headline on its first screen
+        wide_compact = self.force_compact is None and width >= WIDE_FROM_COLS
+        for st in self._states.values():   # set_compact: a no-op when unchanged
+            st.panel.set_compact(compact or (wide_compact and st.panel.compact_when_wide))
         if compact != self._compact:
             self._compact = compact
-            for st in self._states.values():
-                st.panel.set_compact(compact)
             self.update_header()
 
     # -- the header -----------------------------------------------------------------------

@@ -155,3 +155,15 @@ async def test_compact_unavailable_panel_says_its_value_is_the_last_good_one(mon
 
 async def test_compact_unavailable_panel_says_it_under_no_color(monkeypatch):
     await check_compact_last_good_in_words(monkeypatch, no_color=True)
+
+
+async def test_160x50_keeps_the_fit_panel_compact_so_every_panel_headline_is_on_screen():
+    app, _srcs = F.seat_app()
+    async with app.run_test(size=(160, 50)) as pilot:
+        await wait_for(pilot, lambda: all(st.polls for st in app.states.values()), "readings")
+        await pilot.pause()
+        assert app.states["fit"].panel.compact
+        assert not app.states["engine"].panel.compact   # the others keep their full forms
+        text = "\n".join(lines_of(app))
+        for needle in ("Engine (vLLM)", "Containers (docker)", "Timers (systemd)", "Fit ("):
+            assert needle in text, needle

@@ -286,6 +286,9 @@ class FitPanel(SourcePanel):
     title: ClassVar[str] = "Fit budget (GiB = 2^30 B)"
     compact_title: ClassVar[str] = "Fit (GiB = 2^30 B; Enter: budget per card, what-if)"
     wide_span: ClassVar[int] = 2
+    compact_when_wide: ClassVar[bool] = True
+    """Compact on the main screen at ≥ 160 columns too (the full budget would push the engine,
+    containers, seat and actions panels below the first screen); Enter: the full budget."""
 
     DEFAULT_CSS = """
     FitPanel #fit-controls { height: auto; }

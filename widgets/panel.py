@@ -144,6 +144,10 @@ class SourcePanel(Widget):
     title: ClassVar[str] = "Source"
     compact_title: ClassVar[str | None] = None
     """Border title in compact mode (``None``: ``title``)."""
+    compact_when_wide: ClassVar[bool] = False
+    """Keep the compact form on the main screen in the two-column layout (≥ 160 columns) even
+    when the terminal is tall enough for full forms (the fit panel: its full budget is on the
+    detail view, Enter)."""
     wide_span: ClassVar[int] = 1
     """Columns the panel takes in the two-column layout (≥ 160 columns): 1 or 2."""
     can_focus = True
