@@ -85,7 +85,10 @@ def render_live(v: LiveView) -> Text:
     t.append(sparkline(v.spark), style="cyan")
     t.append("\n")
     t.append(f"TTFT p50 {_ms(v.ttft_p50_s)} p95 {_ms(v.ttft_p95_s)} (n={v.ttft_n})   "
-             f"ITL p50 {_ms(v.itl_p50_s)} p95 {_ms(v.itl_p95_s)} (n={v.itl_n})\n")
+             f"ITL p50 {_ms(v.itl_p50_s)} p95 {_ms(v.itl_p95_s)} (n={v.itl_n})")
+    if v.itl_p50_s == 0:   # docs/probe.md, Timestamps: tokens that arrive in one read
+        t.append(" (0 = tokens arrived in one network read)", style="dim")
+    t.append("\n")
     run = "n/a" if v.running is None else f"{v.running:.0f}"
     wait = "n/a" if v.waiting is None else f"{v.waiting:.0f}"
     kv = "n/a" if v.kv_usage is None else f"{v.kv_usage * 100:.1f} %"

@@ -82,8 +82,10 @@ def _ms(x: float | None) -> str:
 def _dist(name: str, d: dict[str, Any] | None) -> str:
     if not d or not d.get("n"):
         return f"{name} n/a (n=0)"
+    zero = (" (ITL 0 = tokens that arrived in one network read; docs/probe.md, Timestamps)"
+            if name == "ITL" and d.get("p50_s") == 0 else "")
     return (f"{name} p50/p95/p99 {_ms(d['p50_s'])}/{_ms(d['p95_s'])}/{_ms(d['p99_s'])} ms "
-            f"(n={d['n']:,})")
+            f"(n={d['n']:,}){zero}")
 
 
 def _check(c: dict[str, Any] | None) -> str:
@@ -98,7 +100,8 @@ def render_phase(b: dict[str, Any]) -> list[str]:
     """Text lines for one phase block of a summary (``docs/probe.md``)."""
     st = b.get("stats")
     if not st:
-        return [f"phase {b['name']}: {b['state']}"]
+        why = f" — {b['reason']}" if b.get("reason") else ""
+        return [f"phase {b['name']}: {b['state']}{why}"]
     lines = [f"phase {b['name']} (concurrency {st['concurrency']}"
              + (f", {st['request_rate']:g} req/s" if st.get("request_rate") else "")
              + f"): expected {st['expected']}, attempted {st['attempted']}, completed "

@@ -80,7 +80,22 @@ def _hist(h: HistogramSummary | None) -> str:
     if h.count == 0:
         return "no requests yet"
     ms = lambda v: "n/a" if v is None else f"{v * 1000:.1f} ms"  # noqa: E731
-    return f"mean {ms(h.mean_s)}, p50 ~{ms(h.p50_s)}, p95 ~{ms(h.p95_s)} (n={h.count})"
+    return (f"mean {ms(h.mean_s)}, p50 ~{ms(h.p50_s)}{_bucket(0.5, h)}, "
+            f"p95 ~{ms(h.p95_s)}{_bucket(0.95, h)} (n={h.count})")
+
+
+def _bucket(q: float, h: HistogramSummary) -> str:
+    """`` (in bucket 0–5 ms)``: the histogram bucket a quantile was interpolated inside
+    (``seat_console.sources.engine.quantile_bucket``, as Prometheus ``histogram_quantile``), so
+    a p50 above the mean reads as the estimate it is; empty without buckets."""
+    from seat_console.sources.engine import quantile_bucket
+
+    b = quantile_bucket(q, h.buckets) if h.buckets else None
+    if b is None:
+        return ""
+    lo, hi = b
+    top = "+Inf" if hi == float("inf") else f"{hi * 1000:g}"
+    return f" (in bucket {lo * 1000:g}–{top} ms)"
 
 
 def render_gpus(r: GpuSnapshot | Unavailable) -> str:

@@ -281,6 +281,26 @@ def histogram_quantile(q: float, buckets: Sequence[tuple[float, float]]) -> floa
     return prev_le
 
 
+def quantile_bucket(q: float, buckets: Sequence[tuple[float, float]]
+                    ) -> tuple[float, float] | None:
+    """The ``(lower, upper)`` bounds in seconds of the cumulative bucket that holds the ``q``
+    quantile (0–1) — the bucket :func:`histogram_quantile` interpolates inside (Prometheus
+    ``histogram_quantile``, promql/quantile.go: the first bucket's lower bound is 0). The
+    estimate is only known to lie in it: with coarse buckets (vLLM's ITL buckets are 10 ms
+    wide and more) an interpolated p50 can exceed the mean. ``upper`` is ``math.inf`` for the
+    ``+Inf`` bucket; ``None`` without observations."""
+    bs = sorted(buckets, key=lambda b: b[0])
+    if not bs or bs[-1][1] <= 0:
+        return None
+    rank = q * bs[-1][1]
+    prev_le = 0.0
+    for le, c in bs:
+        if c >= rank:
+            return prev_le, le
+        prev_le = le
+    return prev_le, math.inf
+
+
 def _le(s: Any) -> float | None:
     try:
         le = float(s.labels.get("le", "nan"))
