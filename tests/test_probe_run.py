@@ -154,6 +154,38 @@ async def test_engine_restart_disrupts_the_run(tmp_path: Path) -> None:
     assert all(b["stats"]["headline"] is None for b in s["phases"])
 
 
+async def test_a_disruption_stops_the_run_before_its_next_phase(tmp_path: Path) -> None:
+    """The tester's case: the seat was restarted during a phase; the next phase must not load
+    the restarted engine (its figures could back nothing) and says why it did not run."""
+    async with SSEServer() as srv:
+        loaded = _loaded(tmp_path, srv.url, ["normal"], PHASES)
+
+        def restart(p) -> None:
+            if p.phases[0].completed >= 1:
+                srv.process_start += 60
+
+        async def slow_scrape_wait() -> None:  # let the 0.1 s watch see it before phase 2
+            await asyncio.sleep(0.5)
+
+        probe = Probe(loaded, _pre(srv.url), writer=RunWriter(root=tmp_path / "runs"),
+                      on_progress=restart, monitor_factory=lambda scrape: _monitor(scrape))
+        orig = probe._phase
+
+        async def phase(client, ph, pp):
+            await orig(client, ph, pp)
+            await slow_scrape_wait()
+
+        probe._phase = phase
+        s = await probe.run()
+    assert s["status"] == "disrupted"
+    blocks = {b["name"]: b for b in s["phases"]}
+    assert blocks["single"]["stats"]["completed"] == 4
+    assert blocks["conc"]["state"] == "not run" and blocks["conc"]["stats"] is None
+    assert "not started: the run was disrupted" in blocks["conc"]["reason"]
+    assert "engine-reset" in blocks["conc"]["reason"]
+    assert not probe.records["conc"]
+
+
 async def test_watch_step_exiting_127_makes_the_phase_incomplete(tmp_path: Path) -> None:
     """A runner step that exits 127 in ~0 s is a failure: the services were not watched, so no
     phase is verified."""

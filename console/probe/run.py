@@ -634,6 +634,10 @@ class Probe:
             for ph, pp in zip(self.phases, self.progress.phases, strict=True):
                 if self._stop.is_set():
                     break
+                if monitor is not None and monitor.disruptions:
+                    # No headline can come of this run any more: do not load a seat that was
+                    # just restarted or taken over; the phases left say "not run" and why.
+                    break
                 if monitor is not None:
                     monitor.phase = ph.name
                 self.progress.current = ph.name
@@ -744,8 +748,14 @@ class Probe:
                                       "accounting": {"problem": "interrupted before the "
                                                                 "after-phase scrape"}})
             elif ph.name not in ran:
-                out["phases"].append({"name": ph.name, "state": "not run", "stats": None,
-                                      "accounting": None})
+                block: dict[str, Any] = {"name": ph.name, "state": "not run", "stats": None,
+                                         "accounting": None}
+                if monitor is not None and monitor.disruptions and not interrupted:
+                    d = monitor.disruptions[0]
+                    block["reason"] = (f"not started: the run was disrupted at "
+                                       f"{d.at.isoformat(timespec='seconds')} ({d.kind}: "
+                                       f"{d.what})")
+                out["phases"].append(block)
             pp.state = next(b["state"] for b in out["phases"] if b["name"] == ph.name)
         if monitor is not None:
             out["disruptions"] = [d.model_dump(mode="json") for d in monitor.disruptions]
