@@ -143,6 +143,21 @@ async def test_silences_panel() -> None:
     assert "TLS NOT VERIFIED" in text
 
 
+async def test_silences_panel_warns_when_the_matchers_miss_the_seat() -> None:
+    """The tester's case: instance matcher on :18001 while the seat is on :18000."""
+    warn = ('the hold\'s silence would not cover the seat: matcher instance="127.0.0.1:18001" '
+            "vs the seat's 127.0.0.1:18000 (seat.endpoint)")
+    r = silences_reading().model_copy(update={"coverage": (warn,)})
+    text = await _show(SilencesPanel(), r)          # compact at 40 rows: one line, Enter
+    assert "WARNING: the hold's silence would not cover the seat" in text
+    full = SilencesPanel()
+    full.detail = True
+    text = await _show(full, r)
+    assert 'matcher instance="127.0.0.1:18001" vs the seat\'s 127.0.0.1:18000' in text
+    assert "fix [[silence.matchers]] in the profile" in text
+    assert "WARNING" not in await _show(SilencesPanel(), silences_reading())
+
+
 async def test_containers_panel() -> None:
     text = await _show(ContainersPanel(), containers_reading())
     assert "seat-resident running" in text and "3 min ago" in text   # coarse (main screen)

@@ -338,6 +338,9 @@ class SilencesPanel(_ServicePanel):
             t.append(f"  by {x.created_by}", style="dim")
         if not reading.tls_verify:
             t.append("\nTLS NOT VERIFIED", style="bold red")
+        if reading.coverage:
+            t.append("\nWARNING: the hold's silence would not cover the seat (Enter)",
+                     style="bold red")
         return t
 
     def build(self, reading: BaseModel, now: datetime) -> Group:
@@ -353,6 +356,9 @@ class SilencesPanel(_ServicePanel):
         if not reading.tls_verify:
             head.append("  TLS NOT VERIFIED", style="bold red")
         head.append("\nseat: " + ", ".join(str(m) for m in reading.seat_matchers))
+        for w in reading.coverage:
+            head.append(f"\nWARNING: {w}", style="bold red")
+            head.append("\n  fix [[silence.matchers]] in the profile", style="bold")
         n_active = len(reading.active)
         head.append(f"\n{n_active} active", style="bold green" if n_active else "bold")
         head.append(f" · {len(reading.silences)} concern the seat · {reading.total} in total")
