@@ -145,3 +145,26 @@ def seat_app(*, clock: FakeClock | None = None, interval: float = 3600.0,
 
 
 __all__ = ["Fixed", "containers", "engine", "fit_inputs", "seat_app", "silences", "timers"]
+
+
+# -- Pilot helpers shared by the screen tests ---------------------------------------------------
+
+def lines_of(app: SeatConsoleApp) -> list[str]:
+    """The terminal's lines as plain text (what the compositor would draw now)."""
+    return [strip.text for strip in app.screen._compositor.render_strips()]
+
+
+async def wait_for(pilot, predicate, what: str, limit: int = 2000) -> None:
+    """Pause the pilot in 10 ms steps until ``predicate()`` holds; AssertionError naming
+    ``what`` after ``limit`` steps."""
+    for _ in range(limit):
+        if predicate():
+            return
+        await pilot.pause(0.01)
+    raise AssertionError(f"timed out waiting for: {what}")
+
+
+async def all_read(pilot, app: SeatConsoleApp) -> None:
+    """Wait until every source of ``app`` was polled once, then let the screen settle."""
+    await wait_for(pilot, lambda: all(st.polls for st in app.states.values()), "every source")
+    await pilot.pause()

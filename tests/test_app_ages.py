@@ -14,6 +14,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
 import screen_fixtures as F
+from screen_fixtures import lines_of, wait_for
 from app_fixtures import T0, FakeClock, default_loaded
 
 from seat_console.app import PanelSpec, SeatConsoleApp
@@ -23,18 +24,6 @@ from seat_console.widgets.seat import SeatPanel
 from seat_console.widgets.services import ContainersPanel, EnginePanel, TimersPanel
 
 SINCE = T0 - timedelta(seconds=47)
-
-
-def lines_of(app: SeatConsoleApp) -> list[str]:
-    return [strip.text for strip in app.screen._compositor.render_strips()]
-
-
-async def wait_for(pilot, predicate, what: str, limit: int = 2000) -> None:
-    for _ in range(limit):
-        if predicate():
-            return
-        await pilot.pause(0.01)
-    raise AssertionError(f"timed out waiting for: {what}")
 
 
 def seat_reading() -> SeatReading:

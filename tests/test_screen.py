@@ -18,6 +18,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
 import screen_fixtures as F
+from screen_fixtures import wait_for, all_read
 from app_fixtures import T0
 
 from seat_console.app import DetailScreen, SeatConsoleApp, same_reading
@@ -40,19 +41,6 @@ def text_of(app: SeatConsoleApp) -> str:
 
 def flat(text: str) -> str:
     return re.sub(r"\s+", " ", re.sub(r"[│╭╮╰╯─┃┏┓┗┛━]", " ", text))
-
-
-async def wait_for(pilot, predicate, what: str, limit: int = 2000) -> None:
-    for _ in range(limit):
-        if predicate():
-            return
-        await pilot.pause(0.01)
-    raise AssertionError(f"timed out waiting for: {what}")
-
-
-async def all_read(pilot, app: SeatConsoleApp) -> None:
-    await wait_for(pilot, lambda: all(st.polls for st in app.states.values()), "every source")
-    await pilot.pause()
 
 
 async def refresh_all(pilot, app: SeatConsoleApp) -> None:

@@ -12,6 +12,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
 import screen_fixtures as F
+from screen_fixtures import lines_of, wait_for, all_read
 
 from seat_console.app import DetailScreen, SeatConsoleApp
 from seat_console.profile import MAX_MODEL_LEN, MAX_NUM_SEQS
@@ -21,23 +22,6 @@ from textual.widgets import Input
 LONG_REASON = ("the NVML shared library (libnvidia-ml.so.1) was not found: no NVIDIA driver is "
                "installed here, or its library is not on the loader path (inside a container: "
                "run it with the NVIDIA container toolkit, e.g. `--gpus all`)")
-
-
-def lines_of(app: SeatConsoleApp) -> list[str]:
-    return [strip.text for strip in app.screen._compositor.render_strips()]
-
-
-async def wait_for(pilot, predicate, what: str, limit: int = 2000) -> None:
-    for _ in range(limit):
-        if predicate():
-            return
-        await pilot.pause(0.01)
-    raise AssertionError(f"timed out waiting for: {what}")
-
-
-async def all_read(pilot, app: SeatConsoleApp) -> None:
-    await wait_for(pilot, lambda: all(st.polls for st in app.states.values()), "every source")
-    await pilot.pause()
 
 
 async def open_detail(pilot, app: SeatConsoleApp, key: str) -> list[str]:
