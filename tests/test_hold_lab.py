@@ -234,11 +234,58 @@ def test_kill9_then_recover_complete_then_release(lab, node, env, baseline) -> N
 
 
 # -- faults ------------------------------------------------------------------------------------
-def test_alertmanager_down_at_the_silence_step_undoes(lab, node, env, baseline, lab_stop) -> None:
-    with lab_stop("alertmanager"):
-        r = cli(lab, env, "hold", "--yes", "--ttl", "60s")
+class _AmDownForWrites:
+    """A loopback proxy in front of the lab's Alertmanager that answers reads (the hold's plan
+    reads Alertmanager first, so a server down from the start refuses the hold before any
+    change: tests/test_hold_refusals.py) and hangs up on every write, as a server that went down
+    between the plan and the silence step would: the hold must fail at that step and undo."""
+
+    def __init__(self, upstream: str) -> None:
+        import http.server
+        import socket
+        import threading
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def log_message(self, *a: object) -> None:
+                pass
+
+            def do_GET(self) -> None:
+                r = httpx.get(upstream + self.path, timeout=5)
+                self.send_response(r.status_code)
+                self.send_header("Content-Type", r.headers.get("content-type", "text/plain"))
+                self.send_header("Content-Length", str(len(r.content)))
+                self.end_headers()
+                self.wfile.write(r.content)
+
+            def _drop(self) -> None:
+                self.close_connection = True
+                self.connection.shutdown(socket.SHUT_RDWR)
+
+            do_POST = do_DELETE = do_PUT = _drop
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        self._thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+
+    def __enter__(self) -> _AmDownForWrites:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def test_alertmanager_down_at_the_silence_step_undoes(lab, node, env, baseline,
+                                                      tmp_path: Path) -> None:
+    with _AmDownForWrites(lab.alertmanager_url.rstrip("/")) as am:
+        prof = tmp_path / "am-proxy.toml"
+        text = lab.profile_path.read_text("utf-8")
+        assert lab.alertmanager_url.rstrip("/") in text
+        prof.write_text(text.replace(lab.alertmanager_url.rstrip("/"), am.url), "utf-8")
+        r = cli(lab, env, "hold", "--yes", "--ttl", "60s", profile=prof)
         assert r.returncode == 1, r.stdout + r.stderr
-        assert lab.alertmanager_url in r.stderr            # the error names the URL
+        assert am.url in r.stderr                          # the error names the URL
         assert "every change was undone" in r.stderr
         assert active_timers(node, lab.timers) == baseline
         assert hold_units(node) == []

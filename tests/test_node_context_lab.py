@@ -205,7 +205,7 @@ def test_the_probe_monitor_reads_through_the_apps_context(lab) -> None:
         own = default_monitor_factory(loaded, pre)(lambda: None)
         assert own.watcher is not nctx.watcher() and own.transport is not nctx.transport
         own.close_watcher()
-        assert not own.watcher.alive
+        wait_until(lambda: not own.watcher.alive, 30, what="the probe's own watcher to stop")
     finally:
         nctx.close()
     assert not nctx.watcher().alive

@@ -228,6 +228,29 @@ class QueuePeaks:
         self._thread.join(10)
 
 
+QUEUED_S = 0.3
+"""A request counted as queued: over this long in the engine's WAITING state (the lowest
+bucket bound of vLLM's ``vllm:request_queue_time_seconds``)."""
+
+
+def _queued_over(url: str) -> tuple[float, float]:
+    """``(requests ever queued, of them over QUEUED_S)`` from the engine's
+    ``vllm:request_queue_time_seconds`` histogram (count, count − bucket{le=QUEUED_S})."""
+    from prometheus_client.parser import text_string_to_metric_families
+
+    count = below = 0.0
+    text = httpx.get(f"{url}/metrics", timeout=30).text
+    for fam in text_string_to_metric_families(text):
+        if fam.name != "vllm:request_queue_time_seconds":
+            continue
+        for smp in fam.samples:
+            if smp.name.endswith("_count"):
+                count += smp.value
+            elif smp.name.endswith("_bucket") and float(smp.labels["le"]) == QUEUED_S:
+                below += smp.value
+    return count, count - below
+
+
 def test_concurrency_64_queues_past_max_num_seqs_and_counts_equal(lab, held: Path, env,
                                                                   tmp_path: Path) -> None:
     """64 requests at once against the lab's ``--max-num-seqs 16``: the engine runs 16 and
@@ -238,9 +261,11 @@ def test_concurrency_64_queues_past_max_num_seqs_and_counts_equal(lab, held: Pat
     prof.write_text(without_probe(lab.profile_path.read_text("utf-8")) + C64.format(conc=64),
                     "utf-8")
     t0 = time.monotonic()
+    n0, over0 = _queued_over(lab.vllm_url)
     with QueuePeaks(lab.vllm_url) as q:
         cp = cli(prof, env, "probe", "--json", timeout=120)
     took = time.monotonic() - t0
+    n1, over1 = _queued_over(lab.vllm_url)
     assert cp.returncode == 0, cp.stdout + cp.stderr
     s = json.loads(cp.stdout)
     assert s["status"] == "complete" and s["headline_allowed"], s
@@ -253,7 +278,11 @@ def test_concurrency_64_queues_past_max_num_seqs_and_counts_equal(lab, held: Pat
     assert st["headline"]["completed"] == 64 and st["ttft"]["n"] == 64
     # the engine never runs more than max_num_seqs; the rest wait in its queue
     assert q.samples > 0 and 0 < q.peak["running"] <= lab.max_num_seqs, q.peak
-    assert q.peak["waiting"] > 0, (q.peak, q.samples)
+    # The queue, seen either way: the waiting gauge while sampling (the API server may answer
+    # /metrics only after the burst on a busy machine), or the engine's own queue-time
+    # histogram: requests that waited longer than QUEUED_S (64 on 16 seqs: the last waves).
+    assert n1 - n0 >= 64 + 2 + 1, (n0, n1)               # c64 + single-stream + warm-up
+    assert q.peak["waiting"] > 0 or over1 - over0 > 0, (q.peak, q.samples, over0, over1)
     assert took < 60, took
 
 
@@ -276,7 +305,7 @@ def test_remediation_service_during_probe_disrupts_the_run(lab, held: Path, env,
     assert s["status"] == "disrupted"
     d = next(d for d in s["disruptions"] if d["kind"] == "service")
     assert "fleet-remediation-cycle.service" in d["what"] and d["at"]
-    assert all(b["stats"]["headline"] is None for b in s["phases"])
+    assert all((b["stats"] or {}).get("headline") is None for b in s["phases"])
     wait_until(lambda: isinstance(r := read_services(node, ["fleet-remediation-cycle.service"]),
                                   dict) and r["fleet-remediation-cycle.service"]["ActiveState"]
                != "activating", 30, what="the remediation service to finish")
@@ -299,7 +328,7 @@ def test_container_pause_during_probe_disrupts_the_run(lab, held: Path, env,
     assert s["status"] == "disrupted" and not s["headline_allowed"]
     whats = [d["what"] for d in s["disruptions"] if d["kind"] == "container"]
     assert any("seat-resident: pause" in w for w in whats), s["disruptions"]
-    assert all(b["stats"]["headline"] is None for b in s["phases"])
+    assert all((b["stats"] or {}).get("headline") is None for b in s["phases"])
     wait_until(lambda: _engine_healthy(lab), 60, what="vLLM healthy again")
 
 

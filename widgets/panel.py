@@ -144,6 +144,10 @@ class SourcePanel(Widget):
     title: ClassVar[str] = "Source"
     compact_title: ClassVar[str | None] = None
     """Border title in compact mode (``None``: ``title``)."""
+    detail: bool = False
+    compact: bool = False
+    """Class defaults of the instance flags set in ``__init__`` (a panel's ``build`` may be
+    called on an instance made without Textual's init, e.g. to render a reading as text)."""
     compact_when_wide: ClassVar[bool] = False
     """Keep the compact form on the main screen in the two-column layout (≥ 160 columns) even
     when the terminal is tall enough for full forms (the fit panel: its full budget is on the

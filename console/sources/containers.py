@@ -379,6 +379,13 @@ class EventWatcher:
                                            filters={"type": list(self._types)}, decode=True)
                 with self._lock:
                     self._stream = stream
+                    stopped = self._stop.is_set()
+                if stopped:
+                    # close() ran while this thread was connecting: it found no stream to
+                    # close, so nothing would unblock the read below. (Checked under the lock
+                    # close() reads the stream under: one of the two always sees the other.)
+                    break
+                with self._lock:
                     self._connected = True
                     if self._connects:
                         self._reconnects += 1
