@@ -462,6 +462,7 @@ async def test_footer_shows_node_keys_at_160_and_stays_readable_at_80(readonly) 
     app.readonly = readonly
     async with app.run_test(size=(160, 50)) as pilot:
         await all_read(pilot, app)
+        await wait_for(pilot, lambda: "? help" in text_of(app).splitlines()[-1], "the footer")
         footer = text_of(app).splitlines()[-1]
         for key in ("H hold", "U release hold", "B build backport", "S swap seat",
                     "R restore seat", "P probe"):
