@@ -86,6 +86,7 @@ from seat_console.profile import (
 from seat_console.node.context import NodeContext
 from seat_console.sources import BrokenSource, Source, Unavailable, utcnow
 from seat_console.early import take as take_prestarted, take_context
+from seat_console.first_frame import header_line
 from seat_console.sources.partial import merge_last_good
 from seat_console.widgets.fit import FitPanel
 from seat_console.widgets.gpu import GpuPanel
@@ -942,13 +943,7 @@ class SeatConsoleApp(App[int]):
     def update_header(self) -> None:
         """Redraw the header from the profile and the current state (PAUSED, READ-ONLY)."""
         p = self.loaded.profile
-        ident = Text()
-        ident.append("node ")
-        ident.append(p.node.name, style="bold")
-        ident.append(" · TP ")
-        ident.append(str(p.seat.tensor_parallel_size), style="bold")
-        ident.append(" · gpu_memory_utilization ")
-        ident.append(f"{p.seat.gpu_memory_utilization:.2f}", style="bold")
+        ident = header_line(p)   # the same identity as the first frame's
         where = ("embedded default" if self.loaded.origin == "default"
                  else f"{self.loaded.source} ({self.loaded.origin})")
         detail = Text(f"endpoint {p.seat.endpoint} · profile {where} · "

@@ -25,11 +25,10 @@ import re
 import sys
 from collections.abc import Sequence
 
-from seat_console.profile import (
+from seat_console.profile_path import (   # no pydantic yet: the TUI's first frame comes first
     REFRESH_INTERVAL_MAX_S,
     REFRESH_INTERVAL_MIN_S,
     ProfileError,
-    load_profile,
 )
 
 EXIT_OK = 0
@@ -245,20 +244,42 @@ def _main(argv: Sequence[str] | None) -> int:
     func = getattr(args, "func", None)
     if func is not None and getattr(args, "needs_profile", True) is False:
         return func(args, None)
+    if func is None:
+        return _run_tui(args)
+    from seat_console.profile import load_profile
+
     try:
         loaded = load_profile(args.profile)
     except ProfileError as exc:
         print(f"seat-console: {exc}", file=sys.stderr)
         return EXIT_ERROR
-    if func is None:
-        from seat_console.early import limit_malloc_arenas, prestart
+    return func(args, loaded)
 
-        limit_malloc_arenas()   # before any thread: one heap per idle thread was ~11 MiB RSS
-        prestart(loaded)   # the GPU panel's first reading, while the TUI imports (first frame)
+
+def _run_tui(args: argparse.Namespace) -> int:
+    """The TUI: the first frame (header + each card's memory, :mod:`seat_console.first_frame`)
+    before pydantic and Textual load, then the profile validated, then the app."""
+    from seat_console import first_frame
+    from seat_console.early import limit_malloc_arenas, prestart
+
+    limit_malloc_arenas()   # before any thread: one heap per idle thread was ~11 MiB RSS
+    nvml = first_frame.draw_before_profile(args.profile)
+    try:
+        from seat_console.profile import load_profile
+
+        try:
+            loaded = load_profile(args.profile)
+        except ProfileError as exc:
+            first_frame.leave()
+            print(f"seat-console: {exc}", file=sys.stderr)
+            return EXIT_ERROR
+        prestart(loaded, nvml=nvml)   # the GPU panel's first reading, while the TUI imports
         from seat_console.app import run_app
 
         return run_app(loaded, readonly=args.readonly, interval=args.interval)
-    return func(args, loaded)
+    except BaseException:
+        first_frame.leave()   # the app died before its driver: give the shell its screen
+        raise
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -67,13 +67,16 @@ def limit_malloc_arenas(arenas: int = MALLOC_ARENAS) -> bool:
     return bool(mallopt(M_ARENA_MAX, int(arenas)))
 
 
-def prestart(loaded: Any, source: str = EAGER_SOURCE) -> concurrent.futures.Future:
+def prestart(loaded: Any, source: str = EAGER_SOURCE, nvml: Any | None = None
+             ) -> concurrent.futures.Future:
     """Build the node context and ``source``'s source for the loaded profile and take the
     source's first reading, in a daemon thread; return the future of ``(source, reading)``.
 
-    The future's exception is whatever the import, the factory or the read raised. The context
-    is made at once (it connects to nothing until used; :func:`take_context`). A second call
-    for the same factory returns the first future."""
+    ``nvml``: an :class:`~seat_console.sources.nvml.Nvml` gateway already opened (the first
+    frame's, :func:`seat_console.first_frame.draw_before_profile`), which the context adopts so
+    the process initialises NVML once. The future's exception is whatever the import, the
+    factory or the read raised. The context is made at once (it connects to nothing until
+    used; :func:`take_context`). A second call for the same factory returns the first future."""
     from seat_console.node.context import NodeContext
 
     with _lock:
@@ -83,6 +86,8 @@ def prestart(loaded: Any, source: str = EAGER_SOURCE) -> concurrent.futures.Futu
         fut = _started[source] = concurrent.futures.Future()
         fut.loaded = loaded  # type: ignore[attr-defined] - take() hands it only to this profile
         ctx = _contexts.setdefault(id(loaded), NodeContext.from_profile(loaded))
+        if nvml is not None:
+            ctx.adopt_nvml(nvml)
 
     def run() -> None:
         if not fut.set_running_or_notify_cancel():

@@ -22,15 +22,13 @@ import os
 import re
 import tomllib
 from dataclasses import dataclass
-from importlib import resources
 from pathlib import Path
 from typing import Annotated, Literal
 
-import platformdirs
 from pydantic import (
     AnyHttpUrl,
-    BeforeValidator,
     BaseModel,
+    BeforeValidator,
     ByteSize,
     ConfigDict,
     Field,
@@ -40,9 +38,15 @@ from pydantic import (
     field_validator,
     model_validator,
 )
-
-ENV_VAR = "SEAT_CONSOLE_PROFILE"
-"""Environment variable naming a profile file (second in the lookup order)."""
+from seat_console.profile_path import (  # no pydantic: the first frame reads these first
+    ENV_VAR,
+    REFRESH_INTERVAL_MAX_S,
+    REFRESH_INTERVAL_MIN_S,
+    ProfileError,
+    default_profile_text,
+    resolve_profile_path,
+    xdg_profile_path,
+)
 
 MAX_SIZE_BYTES = 1 << 50
 """Largest size (bytes) a profile may declare: 1 PiB, far above any card's memory or any
@@ -78,14 +82,6 @@ Size = Annotated[ByteSize, BeforeValidator(_size_input), Field(le=MAX_SIZE_BYTES
 PlePlacement = Literal["gpu-replicated", "gpu-sharded", "host"]
 """Where the per-layer embedding (PLE) table lives: a full copy on every TP rank, split by
 vocabulary across TP ranks, or offloaded to host memory."""
-
-
-class ProfileError(Exception):
-    """A profile could not be read or is invalid.
-
-    The message names the file, the offending key (dotted path) and the fix; it never contains
-    secret values (credentials are not part of a profile).
-    """
 
 
 class _Strict(BaseModel):
@@ -158,7 +154,7 @@ class NodeSpec(_Strict):
         return v
 
     @model_validator(mode="after")
-    def _transport_target(self) -> "NodeSpec":
+    def _transport_target(self) -> NodeSpec:
         if self.transport == "ssh" and not self.ssh_target:
             raise ValueError("transport = 'ssh' needs node.ssh_target = 'user@host'")
         if self.transport == "docker-exec" and not self.exec_container:
@@ -320,7 +316,7 @@ class Matcher(_Strict):
     is_equal: StrictBool = True
 
     @model_validator(mode="after")
-    def _re2(self) -> "Matcher":
+    def _re2(self) -> Matcher:
         if self.is_regex:
             from seat_console.sources.untrusted import InputError, compile_re2
 
@@ -338,14 +334,6 @@ class SilenceSpec(_Strict):
     ttl_s: int = Field(default=7200, ge=60, le=7 * 86400)
     comment: str = "seat-console hold"
     created_by: str = "seat-console"
-
-
-REFRESH_INTERVAL_MIN_S = 0.1
-"""Shortest refresh interval (s) the profile, ``--interval`` and the palette accept: each source
-is polled again as soon as its last poll ends plus the interval, so a tiny one would hammer
-the node (``docker exec``, ``/metrics``) in a tight loop."""
-REFRESH_INTERVAL_MAX_S = 3600.0
-"""Longest refresh interval (s)."""
 
 
 class ConsoleSpec(_Strict):
@@ -498,7 +486,7 @@ class BackportSpec(_Strict):
         return v
 
     @model_validator(mode="after")
-    def _unique_dests(self) -> "BackportSpec":
+    def _unique_dests(self) -> BackportSpec:
         seen: set[str] = set()
         for f in self.files:
             if f.dest in seen:
@@ -691,7 +679,7 @@ class Profile(_Strict):
     probe: ProbeSpec = Field(default_factory=ProbeSpec)
 
     @model_validator(mode="after")
-    def _gpus_vs_tp(self) -> "Profile":
+    def _gpus_vs_tp(self) -> Profile:
         if len(self.node.gpus) < self.seat.tensor_parallel_size:
             raise ValueError(
                 f"seat.tensor_parallel_size = {self.seat.tensor_parallel_size} needs at least that "
@@ -713,16 +701,6 @@ class LoadedProfile:
     source: str
     origin: str
     sha256: str
-
-
-def default_profile_text() -> str:
-    """The embedded default profile, as TOML text (what ``profile --print-default`` prints)."""
-    return resources.files("seat_console").joinpath("default_profile.toml").read_text("utf-8")
-
-
-def xdg_profile_path() -> Path:
-    """``$XDG_CONFIG_HOME/seat-console/profile.toml`` (platformdirs' user config dir on Linux)."""
-    return Path(platformdirs.user_config_dir("seat-console")) / "profile.toml"
 
 
 def _clip(text: str, limit: int = 120) -> str:
@@ -791,7 +769,7 @@ def parse_profile(text: str, source: str = "<string>") -> Profile:
 
 
 @functools.cache
-def _dotted_key_re():  # noqa: ANN202 - an re2 program
+def _dotted_key_re():
     """An RE2 program (linear time) finding a run of more than :data:`MAX_DOTTED_KEY_PARTS`
     dot-separated bare or quoted key parts."""
     import re2
@@ -800,38 +778,6 @@ def _dotted_key_re():  # noqa: ANN202 - an re2 program
     opts = re2.Options()
     opts.log_errors = False
     return re2.compile(rf"(?:{part}[ \t]*\.[ \t]*){{{MAX_DOTTED_KEY_PARTS}}}{part}", opts)
-
-
-def resolve_profile_path(cli_path: str | os.PathLike[str] | None = None,
-                         environ: dict[str, str] | None = None,
-                         flag: str = "--profile") -> tuple[Path | None, str]:
-    """Which profile file to load, and the lookup step that chose it.
-
-    Returns ``(path, origin)``; ``path`` is ``None`` for the embedded default. A path given on
-    the command line (``flag`` names the option the user typed, for the message) or in
-    ``$SEAT_CONSOLE_PROFILE`` must exist (raises :class:`ProfileError` naming it); the XDG path
-    is used only if present.
-    """
-    env = os.environ if environ is None else environ
-    if cli_path:
-        p = Path(cli_path).expanduser()
-        if not p.is_file():
-            what = "is a directory" if p.is_dir() else "no such file"
-            raise ProfileError(f"{flag} {p}: {what} (give an existing TOML file"
-                               + (", or omit --profile to use the embedded default)"
-                                  if flag == "--profile" else ")"))
-        return p, flag
-    if env.get(ENV_VAR):
-        p = Path(env[ENV_VAR]).expanduser()
-        if not p.is_file():
-            what = "is a directory" if p.is_dir() else "no such file"
-            raise ProfileError(f"${ENV_VAR}={p}: {what} (point it at a TOML file, or unset the "
-                               "variable)")
-        return p, f"${ENV_VAR}"
-    xdg = xdg_profile_path()
-    if xdg.is_file():
-        return xdg, "xdg"
-    return None, "default"
 
 
 def load_profile(cli_path: str | os.PathLike[str] | None = None,
@@ -873,10 +819,34 @@ def fmt_gib(n: int | None, digits: int = 2) -> str:
 
 
 __all__ = [
-    "AlertmanagerSpec", "BackportFile", "BackportSpec", "DEFAULT_FAILURE_PATTERNS",
-    "FailurePattern", "SwapSpec", "CheckpointSpec", "ConsoleSpec", "ENV_VAR", "GiB", "LoadedProfile",
-    "Matcher", "MiB", "ModelShapeSpec", "NodeSpec", "PlePlacement", "Profile", "ProfileError",
-    "SeatSpec", "SilenceSpec", "TimerSpec", "default_profile_text", "fmt_gib", "load_profile",
-    "parse_profile", "resolve_profile_path", "xdg_profile_path", "ProbePhaseSpec", "ProbeSpec",
+    "DEFAULT_FAILURE_PATTERNS",
+    "ENV_VAR",
+    "AlertmanagerSpec",
+    "BackportFile",
+    "BackportSpec",
+    "CheckpointSpec",
+    "ConsoleSpec",
+    "FailurePattern",
+    "GiB",
+    "LoadedProfile",
+    "Matcher",
+    "MiB",
+    "ModelShapeSpec",
+    "NodeSpec",
+    "PlePlacement",
+    "ProbePhaseSpec",
+    "ProbeSpec",
+    "Profile",
+    "ProfileError",
+    "SeatSpec",
+    "SilenceSpec",
+    "SwapSpec",
+    "TimerSpec",
+    "default_profile_text",
+    "fmt_gib",
+    "load_profile",
+    "parse_profile",
+    "resolve_profile_path",
+    "xdg_profile_path",
 ]
 

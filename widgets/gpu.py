@@ -33,6 +33,7 @@ from textual.widgets import Static
 from seat_console.sources.gpu import GpuCard, GpuProcess, GpuSnapshot, MemoryReading, MigInstance
 from seat_console.fmt import gib_unit
 from seat_console.sources import Unavailable
+from seat_console.widgets import gpu_lines
 from seat_console.widgets.panel import SourcePanel
 
 GiB = 1 << 30
@@ -55,10 +56,9 @@ HINTS: dict[str, str] = {
 """What an NVML ``Unavailable.kind`` means for the engineer (shown under the reason)."""
 
 
-_USED_STYLE = {False: "green", True: "yellow"}
-"""Used segment: green (v2), yellow when it includes the reserved part (v1)."""
-_RESERVED_STYLE = "magenta"
-_FREE_STYLE = "blue"
+_USED_STYLE = gpu_lines.USED_STYLE
+_RESERVED_STYLE = gpu_lines.RESERVED_STYLE
+_FREE_STYLE = gpu_lines.FREE_STYLE
 
 
 def gib(n: int | None, digits: int = 2) -> str:
@@ -67,8 +67,7 @@ def gib(n: int | None, digits: int = 2) -> str:
     return gib_unit(n, digits)
 
 
-def _na(v: object, fmt: str = "{}") -> str:
-    return "n/a" if v is None else fmt.format(v)
+_na = gpu_lines.na
 
 
 class MemoryBar:
@@ -421,45 +420,11 @@ class GpuPanel(SourcePanel):
     def render_compact(self, reading: BaseModel) -> Text | None:
         """One line per card: index, name, SEAT/LOST, used / CUDA-visible total in GiB, a
         12-cell bar (█ used ░ free), utilisation, and the containers holding it; the summary
-        only when it warns (v1 memory API, unmatched node.gpus)."""
+        only when it warns (v1 memory API, unmatched node.gpus). The same lines as the first
+        frame's (:func:`seat_console.widgets.gpu_lines.compact`)."""
         if not isinstance(reading, GpuSnapshot):
             raise TypeError(f"GPU panel got {type(reading).__name__}, not GpuSnapshot")
-        t = Text()
-        for i, c in enumerate(reading.cards):
-            if i:
-                t.append("\n")
-            t.append(f"GPU {_na(c.index)} ", style="bold")
-            t.append(f"{(c.name or 'n/a').removeprefix('NVIDIA ')} ")
-            if c.state != "ok":
-                t.append(f" {c.state.upper()} ", style="bold reverse red")
-                t.append(f" {c.state_reason or ''}".rstrip())
-                continue
-            t.append(" SEAT " if c.serves_seat else " ---- ",
-                     style="bold reverse green" if c.serves_seat else "dim")
-            m = c.memory
-            if m is None or not m.total_bytes:
-                t.append("  memory n/a", style="dim")
-            else:
-                total = m.cuda_visible_bytes or m.total_bytes
-                label = "used" if not m.used_includes_reserved else "used+rsv"
-                t.append(f" {label} {gib_unit(m.used_bytes).removesuffix(' GiB'):>6}/"
-                         f"{gib_unit(total)} ")
-                used = m.used_bytes
-                n = 0 if used is None else min(12, round(12 * used / m.total_bytes))
-                t.append("█" * n, style=_USED_STYLE[m.used_includes_reserved])
-                t.append("░" * (12 - n), style=_FREE_STYLE)
-            t.append(f" {_na(c.utilization_gpu_pct, '{:>3} %')}")
-            names = sorted({p.container.name or p.container.short_id for p in c.processes or ()
-                            if p.container is not None})
-            if names:
-                t.append(f" {', '.join(names)}")
-            elif c.processes is not None and not c.processes:
-                t.append(" idle", style="dim")
-        summary = self._summary(reading)
-        if "\n" in summary.plain:
-            t.append("\n")
-            t.append_text(Text(summary.plain.split("\n", 1)[1], style="yellow"))
-        return t
+        return gpu_lines.compact(reading)
 
     def render_reading(self, reading: BaseModel) -> None:
         """Draw a :class:`GpuSnapshot`: summary line, then one view per card (by key)."""
@@ -484,18 +449,7 @@ class GpuPanel(SourcePanel):
                 view.update_card(None, snap.sampled_at)
 
     def _summary(self, snap: GpuSnapshot) -> Text:
-        t = Text()
-        t.append(f"driver {_na(snap.driver_version)} · CUDA {_na(snap.cuda_driver_version)} · "
-                 f"{len(snap.cards)} card(s), {len(snap.seat_cards)} in the seat · "
-                 "GiB = 2^30 B")
-        if snap.memory_api == "v1":
-            t.append("\nv1 memory API: 'used' includes the driver-reserved memory", style="yellow")
-        if snap.unmatched_seat_gpus:
-            t.append(f"\nprofile node.gpus matched no card: {', '.join(snap.unmatched_seat_gpus)}",
-                     style="bold yellow")
-        for conflict in snap.seat_conflicts:
-            t.append(f"\n{conflict}", style="bold red")
-        return t
+        return gpu_lines.summary(snap)
 
 
 __all__ = ["HINTS", "GpuCardView", "GpuPanel", "MemoryBar", "Spark", "gib"]

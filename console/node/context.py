@@ -157,6 +157,16 @@ class NodeContext:
                 self._nvml = Nvml()
             return self._nvml
 
+    def adopt_nvml(self, nvml: Any) -> bool:
+        """Use ``nvml`` (an :class:`~seat_console.sources.nvml.Nvml` gateway opened before the
+        context existed: the first frame's) as :attr:`nvml`, unless one was built already;
+        return whether it was adopted. The context then closes it with the rest."""
+        with self._lock:
+            if self._nvml is not None:
+                return False
+            self._nvml = nvml
+            return True
+
     def secrets(self) -> list[str]:
         """Credential strings to keep out of the journal and messages (none when the
         Alertmanager client could not be built)."""

@@ -1,0 +1,261 @@
+"""The first frame, drawn before pydantic and Textual load: the header and each card's memory.
+
+Measured on the H200 (docs/benchmarks.md), the TUI's first Textual frame came 0.96 s after
+``exec``: Python imports under the GIL (the profile and pydantic ~0.16 s, Textual and the
+widgets ~0.3 s), then ~70 widgets laid out. NVML was not the wait (``nvmlInit`` 9.5 ms). An
+engineer who starts the console to see whether the cards are full should not wait for the
+toolkit, so :mod:`seat_console.cli` (the TUI path only) first calls
+:func:`draw_before_profile`, then validates the profile and imports the app:
+
+* the alternate screen is entered and cleared (as Textual's driver does; Textual then draws
+  over it, and leaving Textual restores the shell's screen);
+* line 1: the header's identity — node, tensor parallel size, ``gpu_memory_utilization`` — read
+  from the very profile file the TUI will load (the same lookup,
+  :func:`seat_console.profile_path.resolve_profile_path`), but not yet validated, so it says
+  ``checking the profile…``; a value of the wrong type shows as ``?``. If the validation then
+  fails, the frame is taken down (:func:`leave`) and the error printed as without it;
+* then one line per card from NVML through the console's one gateway
+  (:class:`seat_console.sources.nvml.Nvml`, which the app's node context adopts: NVML is
+  initialised once per process): index, name, used / total memory in GiB (2^30 B) with the bar
+  the compact GPU panel draws (:func:`seat_console.widgets.gpu_lines.memory_cells`), GPU
+  utilisation; a card's own error on its line; NVML unavailable in one line with its reason.
+  Which cards serve the seat needs the validated profile: the app's first frame says it;
+* then ``starting the console…``.
+
+The NVML reading runs in a thread and is waited for at most :data:`WAIT_FOR_READING_S` (an
+``nvmlInit`` can hang on a sick card); keys typed meanwhile wait in the terminal for Textual.
+Rich renders the lines (NO_COLOR honoured). Drawn only when stdin and stdout are terminals and
+``TERM`` is not ``dumb``; ``SEAT_CONSOLE_FIRST_FRAME=0`` turns it off.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+import threading
+import time
+from typing import Any, TextIO
+
+WAIT_FOR_READING_S = 0.5
+"""Longest wait (s) for NVML before the frame is drawn without the cards ("reading the
+GPUs…"); ``import pynvml`` + ``nvmlInit`` + one read took ~70 ms on the H200 machine."""
+
+ENTER = "\x1b[?1049h\x1b[?25l\x1b[H\x1b[2J"
+"""Alternate screen on, cursor hidden, cursor home, screen cleared (xterm control sequences,
+as Textual's Linux driver sends them)."""
+
+LEAVE = "\x1b[?25h\x1b[?1049l"
+"""Cursor shown, alternate screen off: written only if the app never started
+(:func:`leave`)."""
+
+
+def header_line(profile: Any) -> Any:
+    """The header's identity as a Rich ``Text``: ``node NAME · TP N · gpu_memory_utilization
+    U`` (bold values) from a validated :class:`seat_console.profile.Profile`."""
+    from rich.text import Text
+
+    ident = Text()
+    ident.append("node ")
+    ident.append(profile.node.name, style="bold")
+    ident.append(" · TP ")
+    ident.append(str(profile.seat.tensor_parallel_size), style="bold")
+    ident.append(" · gpu_memory_utilization ")
+    ident.append(f"{profile.seat.gpu_memory_utilization:.2f}", style="bold")
+    return ident
+
+
+def wanted(env: dict[str, str] | None = None, stdin: Any = None, stdout: Any = None) -> bool:
+    """Whether to draw the first frame: stdin and stdout are terminals, ``TERM`` is set and
+    not ``dumb``, and ``SEAT_CONSOLE_FIRST_FRAME`` is not ``0``."""
+    env = os.environ if env is None else env
+    stdin = sys.stdin if stdin is None else stdin
+    stdout = sys.stdout if stdout is None else stdout
+    if env.get("SEAT_CONSOLE_FIRST_FRAME", "1").strip() == "0":
+        return False
+    if env.get("TERM", "dumb") in ("", "dumb"):
+        return False
+    try:
+        return bool(stdin.isatty() and stdout.isatty())
+    except (AttributeError, ValueError, OSError):
+        return False
+
+
+def raw_identity(cli_path: str | None, environ: dict[str, str] | None = None
+                 ) -> tuple[str, str, str]:
+    """``(node name, tensor parallel size, gpu_memory_utilization)`` as display strings, read
+    with ``tomllib`` from the profile the TUI will load (same lookup as
+    :func:`seat_console.profile.load_profile`), before validation: each is ``"?"`` when the file
+    cannot be found, read or parsed, or the value is missing or of the wrong type (the
+    validation that follows names the problem). Never raises for bad input."""
+    import tomllib
+
+    from seat_console.profile_path import (ProfileError, default_profile_text,
+                                           resolve_profile_path)
+
+    unknown = ("?", "?", "?")
+    try:
+        path, _ = resolve_profile_path(cli_path, environ)
+        text = default_profile_text() if path is None else path.read_text("utf-8")
+        data = tomllib.loads(text)
+    except (ProfileError, OSError, UnicodeDecodeError, tomllib.TOMLDecodeError, ValueError):
+        return unknown
+    node = data.get("node") if isinstance(data.get("node"), dict) else {}
+    seat = data.get("seat") if isinstance(data.get("seat"), dict) else {}
+    name = node.get("name")
+    tp = seat.get("tensor_parallel_size")
+    util = seat.get("gpu_memory_utilization")
+    return (name if isinstance(name, str) and name and len(name) <= 120 else "?",
+            str(tp) if isinstance(tp, int) and not isinstance(tp, bool) else "?",
+            f"{util:.2f}" if isinstance(util, (int, float)) and not isinstance(util, bool)
+            else "?")
+
+
+def nvml_lines(nvml: Any) -> Any:
+    """One Rich ``Text`` line per card read through the gateway ``nvml``
+    (:class:`seat_console.sources.nvml.Nvml`): ``GPU i NAME  used U/T GiB ████░░░░  N %``.
+    A card that fell off the bus says LOST, a failed call on one card says so on its line;
+    NVML unavailable as a whole is one line with its kind and reason. Sources: NVML API
+    reference (``nvmlDeviceGetCount``, ``…GetHandleByIndex``, ``…GetName``,
+    ``…GetMemoryInfo_v2``, ``…GetUtilizationRates``)."""
+    from rich.text import Text
+
+    from seat_console.sources.nvml import GpuLost, NvmlCallError, NvmlUnavailable, is_na
+    from seat_console.widgets.gpu_lines import memory_cells, na
+
+    t = Text()
+    try:
+        count = nvml.call("nvmlDeviceGetCount")
+        if is_na(count) or not count:
+            t.append("GPU  no card listed by NVML (nvidia-smi -L)", style="yellow")
+            return t
+        for i in range(int(count)):
+            if i:
+                t.append("\n")
+            t.append(f"GPU {i} ", style="bold")
+            try:
+                h = nvml.call("nvmlDeviceGetHandleByIndex", i)
+                name = nvml.text(nvml.call("nvmlDeviceGetName", h))
+                t.append(f"{('n/a' if is_na(name) else str(name)).removeprefix('NVIDIA ')} ")
+                mem = nvml.memory_info(h)
+                if is_na(mem):
+                    t.append("  memory n/a", style="dim")
+                else:
+                    api, m = mem
+                    total = m.get("total")
+                    shown = (total - m["reserved"] if api == "v2" and total is not None
+                             and m.get("reserved") is not None else total)
+                    t.append_text(memory_cells(m.get("used"), shown, total, api == "v1"))
+                util = nvml.call("nvmlDeviceGetUtilizationRates", h)
+                gpu_pct = None if is_na(util) else getattr(util, "gpu", None)
+                t.append(f" {na(gpu_pct, '{:>3} %')}")
+            except GpuLost:
+                t.append(" LOST ", style="bold reverse red")
+                t.append(" fell off the bus (NVML_ERROR_GPU_IS_LOST)")
+            except NvmlCallError as exc:
+                t.append(" ERROR ", style="bold reverse red")
+                t.append(f" {exc}")
+    except NvmlUnavailable as exc:
+        t = Text(f"GPU  NVML unavailable ({exc.kind}): {exc}", style="yellow")
+    return t
+
+
+def _read_in_thread(nvml: Any, wait_s: float) -> Any:
+    """:func:`nvml_lines` in a daemon thread, waited for ``wait_s`` s at most (then a
+    "reading the GPUs…" line; the gateway stays usable, the app's GPU source reads on)."""
+    from rich.text import Text
+
+    box: list[Any] = []
+
+    def run() -> None:
+        try:
+            box.append(nvml_lines(nvml))
+        except Exception as exc:  # noqa: BLE001 - shown in the frame; the app reports it again
+            box.append(Text(f"GPU  unavailable: {type(exc).__name__}: {exc}", style="yellow"))
+
+    th = threading.Thread(target=run, name="seat-console:first-frame", daemon=True)
+    th.start()
+    th.join(wait_s)
+    if box:
+        return box[0]
+    return Text(f"GPU  reading the GPUs… (NVML has not answered after {wait_s:g} s)",
+                style="dim")
+
+
+def render(identity: tuple[str, str, str], gpus: Any, *, width: int, no_color: bool) -> str:
+    """The frame's text (control sequences included, :data:`ENTER` first) for a terminal
+    ``width`` columns wide: the header (``identity`` from :func:`raw_identity`, with
+    "checking the profile…"), the GPU lines ``gpus`` (a Rich ``Text``), "starting the
+    console…". Long lines are cut with an ellipsis, never wrapped."""
+    import io
+
+    from rich.console import Console
+    from rich.text import Text
+
+    name, tp, util = identity
+    header = Text()
+    header.append("node ")
+    header.append(name, style="bold")
+    header.append(" · TP ")
+    header.append(tp, style="bold")
+    header.append(" · gpu_memory_utilization ")
+    header.append(util, style="bold")
+    header.append("   checking the profile…", style="dim")
+    buf = io.StringIO()
+    console = Console(file=buf, width=max(20, width), force_terminal=True,
+                      no_color=no_color, highlight=False, emoji=False, markup=False,
+                      legacy_windows=False, soft_wrap=False)
+    for text in (header, gpus, Text("starting the console…", style="dim")):
+        for line in text.split("\n"):   # one screen line each: cut, never wrapped
+            console.print(line, no_wrap=True, overflow="ellipsis", crop=True)
+    return ENTER + buf.getvalue().replace("\n", "\r\n")
+
+
+_drawn = False
+
+
+def draw_before_profile(cli_path: str | None, out: TextIO | None = None,
+                        wait_s: float = WAIT_FOR_READING_S, nvml: Any | None = None
+                        ) -> Any | None:
+    """Draw the first frame on ``out`` (default ``sys.stdout``) if :func:`wanted`, before the
+    profile is validated; return the NVML gateway it opened (for the app's node context to
+    adopt), or ``None`` when nothing was drawn. ``nvml``: a gateway to use instead of a new
+    one (tests pass one on the NVML double). A write error (the terminal went away) is
+    swallowed: the app finds that out itself."""
+    global _drawn
+    out = sys.stdout if out is None else out
+    if not wanted(stdout=out):
+        return None
+    from seat_console.sources.nvml import Nvml
+
+    gateway = Nvml() if nvml is None else nvml
+    identity = raw_identity(cli_path)
+    gpus = _read_in_thread(gateway, wait_s)
+    width = shutil.get_terminal_size((80, 24)).columns
+    try:
+        out.write(render(identity, gpus, width=width, no_color=bool(os.environ.get("NO_COLOR"))))
+        out.flush()
+    except (OSError, ValueError):
+        return gateway
+    _drawn = True
+    return gateway
+
+
+def leave(out: TextIO | None = None) -> None:
+    """Undo :data:`ENTER` if a frame was drawn: called when the app ended without starting
+    its driver (an import error, a crash before the first Textual frame), so the shell is not
+    left on a blank alternate screen. Harmless after Textual left the alternate screen."""
+    global _drawn
+    if not _drawn:
+        return
+    _drawn = False
+    out = sys.stdout if out is None else out
+    try:
+        out.write(LEAVE)
+        out.flush()
+    except (OSError, ValueError):
+        pass
+
+
+__all__ = ["ENTER", "LEAVE", "WAIT_FOR_READING_S", "draw_before_profile", "header_line", "leave",
+           "nvml_lines", "raw_identity", "render", "wanted"]

@@ -1,0 +1,83 @@
+"""Where the seat profile comes from, without pydantic: the lookup, the embedded default, and
+:class:`ProfileError`.
+
+Split from :mod:`seat_console.profile` (which re-exports every name here) so that the first
+frame (:mod:`seat_console.first_frame`) can find the profile the TUI will load before the
+~0.16 s of pydantic and model imports, and the command line can check ``--interval`` against
+the same bounds the profile uses; the validation stays in :mod:`seat_console.profile`.
+
+Lookup order (:func:`resolve_profile_path`): ``--profile FILE``, ``$SEAT_CONSOLE_PROFILE``,
+``$XDG_CONFIG_HOME/seat-console/profile.toml`` (platformdirs), the embedded default.
+"""
+
+from __future__ import annotations
+
+import os
+from importlib import resources
+from pathlib import Path
+
+import platformdirs
+
+ENV_VAR = "SEAT_CONSOLE_PROFILE"
+"""Environment variable naming a profile file (second in the lookup order)."""
+
+REFRESH_INTERVAL_MIN_S = 0.1
+"""Shortest refresh interval (s) the profile, ``--interval`` and the palette accept: each source
+is polled again as soon as its last poll ends plus the interval, so a tiny one would hammer
+the node (``docker exec``, ``/metrics``) in a tight loop."""
+REFRESH_INTERVAL_MAX_S = 3600.0
+"""Longest refresh interval (s)."""
+
+
+class ProfileError(Exception):
+    """A profile could not be read or is invalid.
+
+    The message names the file, the offending key (dotted path) and the fix; it never contains
+    secret values (credentials are not part of a profile).
+    """
+
+
+def default_profile_text() -> str:
+    """The embedded default profile, as TOML text (what ``profile --print-default`` prints)."""
+    return resources.files("seat_console").joinpath("default_profile.toml").read_text("utf-8")
+
+
+def xdg_profile_path() -> Path:
+    """``$XDG_CONFIG_HOME/seat-console/profile.toml`` (platformdirs' user config dir on Linux)."""
+    return Path(platformdirs.user_config_dir("seat-console")) / "profile.toml"
+
+
+def resolve_profile_path(cli_path: str | os.PathLike[str] | None = None,
+                         environ: dict[str, str] | None = None,
+                         flag: str = "--profile") -> tuple[Path | None, str]:
+    """Which profile file to load, and the lookup step that chose it.
+
+    Returns ``(path, origin)``; ``path`` is ``None`` for the embedded default. A path given on
+    the command line (``flag`` names the option the user typed, for the message) or in
+    ``$SEAT_CONSOLE_PROFILE`` must exist (raises :class:`ProfileError` naming it); the XDG path
+    is used only if present.
+    """
+    env = os.environ if environ is None else environ
+    if cli_path:
+        p = Path(cli_path).expanduser()
+        if not p.is_file():
+            what = "is a directory" if p.is_dir() else "no such file"
+            raise ProfileError(f"{flag} {p}: {what} (give an existing TOML file"
+                               + (", or omit --profile to use the embedded default)"
+                                  if flag == "--profile" else ")"))
+        return p, flag
+    if env.get(ENV_VAR):
+        p = Path(env[ENV_VAR]).expanduser()
+        if not p.is_file():
+            what = "is a directory" if p.is_dir() else "no such file"
+            raise ProfileError(f"${ENV_VAR}={p}: {what} (point it at a TOML file, or unset the "
+                               "variable)")
+        return p, f"${ENV_VAR}"
+    xdg = xdg_profile_path()
+    if xdg.is_file():
+        return xdg, "xdg"
+    return None, "default"
+
+
+__all__ = ["ENV_VAR", "REFRESH_INTERVAL_MAX_S", "REFRESH_INTERVAL_MIN_S", "ProfileError", "default_profile_text", "resolve_profile_path",
+           "xdg_profile_path"]
