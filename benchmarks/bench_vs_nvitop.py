@@ -7,8 +7,10 @@ output, and measures over a window of ``--seconds`` (default 60) after ``--warmu
 * CPU: user + system seconds of the process and its children (psutil), per wall second, as
   % of one core;
 * bytes written to the terminal per second;
-* first frame: seconds from ``exec`` to the first byte, to the header (``--header-re``), and to
-  the first frame that shows GPU data (``--gpu-re``), matched on the output with ANSI escape
+* first frame: seconds from ``exec`` to the first byte, to the header (``--header-re``), to
+  the first frame that shows GPU data (``--gpu-re``), and to the full screen (seat-console:
+  Textual's GPU panel title, after the pre-Textual first frame; nvitop: its first frame),
+  matched on the output with ANSI escape
   sequences removed;
 * RSS at the end of the window and its maximum over the window (sampled every second).
 
@@ -58,6 +60,9 @@ SEAT_CMD = f"{shlex.quote(sys.executable)} -m seat_console --interval 1"
 NVITOP_CMD = "nvitop -m full --interval 1"
 SEAT_HEADER = r"node \S+ · TP"
 SEAT_GPU = r"GPU 0 .{0,40}(used|LOST|memory n/a)"
+SEAT_FULL = r"GPUs \(NVML\)"
+"""The Textual screen's GPU panel title: the full screen is up (the first frame,
+:mod:`seat_console.first_frame`, comes before it)."""
 NVITOP_HEADER = r"NVITOP"
 NVITOP_GPU = r"\d+(?:\.\d+)?[KMGT]iB\s*/\s*\d+(?:\.\d+)?[KMGT]iB"
 
@@ -75,7 +80,8 @@ def _cpu_s(proc: psutil.Process) -> float:
 
 
 def session(cmd: str, *, cols: int, rows: int, seconds: float, warmup: float,
-            header_re: str, gpu_re: str, env: dict[str, str] | None = None) -> dict:
+            header_re: str, gpu_re: str, env: dict[str, str] | None = None,
+            full_re: str | None = None) -> dict:
     """Run ``cmd`` in a ``cols``×``rows`` pty; measure as the module docstring says."""
     master, slave = os.openpty()
     fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", rows, cols, 0, 0))
@@ -86,9 +92,10 @@ def session(cmd: str, *, cols: int, rows: int, seconds: float, warmup: float,
     child = subprocess.Popen(shlex.split(cmd), stdin=slave, stdout=slave, stderr=slave,
                              env=full_env, cwd=ROOT, start_new_session=True)
     os.close(slave)
-    state = {"bytes": 0, "first_byte": None, "header": None, "gpu": None}
+    state = {"bytes": 0, "first_byte": None, "header": None, "gpu": None, "full": None}
     tail = collections.deque(maxlen=64)
     hdr, gpu = re.compile(header_re), re.compile(gpu_re)
+    full = re.compile(full_re) if full_re else None
     stop = threading.Event()
 
     def drain() -> None:
@@ -103,15 +110,17 @@ def session(cmd: str, *, cols: int, rows: int, seconds: float, warmup: float,
             state["bytes"] += len(chunk)
             if state["first_byte"] is None:
                 state["first_byte"] = now
-            if state["gpu"] is None:
+            if state["full"] is None:
                 tail.append(chunk)
                 text = ANSI.sub(b"", b"".join(tail)).decode("utf-8", "replace")
                 if state["header"] is None and hdr.search(text):
                     state["header"] = now
-                if gpu.search(text):
+                if state["gpu"] is None and gpu.search(text):
                     state["gpu"] = now
                     if state["header"] is None:
                         state["header"] = now
+                if state["gpu"] is not None and (full is None or full.search(text)):
+                    state["full"] = now
 
     reader = threading.Thread(target=drain, daemon=True)
     reader.start()
@@ -154,7 +163,7 @@ def session(cmd: str, *, cols: int, rows: int, seconds: float, warmup: float,
             "tty_bytes_per_s": (b1 - b0) / wall, "rss_mib": rss / 2**20,
             "rss_max_mib": rss_max / 2**20, "threads": threads,
             "first_byte_s": state["first_byte"], "first_header_s": state["header"],
-            "first_gpu_frame_s": state["gpu"]}
+            "first_gpu_frame_s": state["gpu"], "first_full_screen_s": state["full"]}
 
 
 def profile(cmd: str, seconds: float, cols: int, rows: int, out_dir: Path) -> dict:
@@ -262,13 +271,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--json", metavar="FILE")
     args = ap.parse_args(argv)
     cols, rows = (int(x) for x in args.size.lower().split("x"))
-    progs = {"A": ("seat-console", args.seat_cmd, SEAT_HEADER, SEAT_GPU),
-             "B": ("nvitop", args.nvitop_cmd, NVITOP_HEADER, NVITOP_GPU)}
+    progs = {"A": ("seat-console", args.seat_cmd, SEAT_HEADER, SEAT_GPU, SEAT_FULL),
+             "B": ("nvitop", args.nvitop_cmd, NVITOP_HEADER, NVITOP_GPU, None)}
     runs = []
     for letter in args.order:
-        name, cmd, h, g = progs[letter]
+        name, cmd, h, g, f = progs[letter]
         res = session(cmd, cols=cols, rows=rows, seconds=args.seconds, warmup=args.warmup,
-                      header_re=h, gpu_re=g)
+                      header_re=h, gpu_re=g, full_re=f)
         res["program"] = name
         runs.append(res)
         print(json.dumps({k: (round(v, 3) if isinstance(v, float) else v)
@@ -276,7 +285,7 @@ def main(argv: list[str] | None = None) -> int:
         if "error" in res:
             print(res.get("output_tail", ""), flush=True)
     keys = ("cpu_pct_of_one_core", "tty_bytes_per_s", "rss_mib", "first_header_s",
-            "first_gpu_frame_s")
+            "first_gpu_frame_s", "first_full_screen_s")
     means: dict[str, dict] = {}
     for name in ("seat-console", "nvitop"):
         ok = [r for r in runs if r["program"] == name and "error" not in r]
