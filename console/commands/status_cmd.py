@@ -11,7 +11,9 @@ says which and why; the others are still printed); ``1`` error.
 from __future__ import annotations
 
 import argparse
+import functools
 import sys
+from collections.abc import Callable
 from datetime import datetime
 
 from seat_console.sources.containers import ContainersReading
@@ -62,6 +64,19 @@ def _unavail(u: Unavailable) -> str:
     return f"  UNAVAILABLE ({u.kind}): {u.reason}\n"
 
 
+def _section(title: str) -> Callable[[Callable[..., str]], Callable[..., str]]:
+    """Decorate a ``render_*(reading, *rest) -> str``: when the reading is :class:`Unavailable`
+    the section is ``title`` and the ``UNAVAILABLE (kind): reason`` line, else the function's."""
+    def wrap(render: Callable[..., str]) -> Callable[..., str]:
+        @functools.wraps(render)
+        def section(r: object, *rest: object) -> str:
+            if isinstance(r, Unavailable):
+                return f"{title}\n" + _unavail(r)
+            return render(r, *rest)
+        return section
+    return wrap
+
+
 def _gib(n: int | None) -> str:
     return gib_unit(n)
 
@@ -98,11 +113,10 @@ def _bucket(q: float, h: HistogramSummary) -> str:
     return f" (in bucket {lo * 1000:g}–{top} ms)"
 
 
+@_section("GPUs (NVML)")
 def render_gpus(r: GpuSnapshot | Unavailable) -> str:
     """GPU section: per card name, UUID, memory (GiB) and process count."""
     out = "GPUs (NVML)\n"
-    if isinstance(r, Unavailable):
-        return out + _unavail(r)
     out += f"  driver {r.driver_version or 'n/a'}, memory API {r.memory_api or 'n/a'}\n"
     for c in r.cards:
         m = c.memory
@@ -121,10 +135,9 @@ def render_gpus(r: GpuSnapshot | Unavailable) -> str:
     return out
 
 
+@_section("Timers")
 def render_timers(r: TimersReading | Unavailable, now: datetime) -> str:
     """Timers section: state, next elapse, last trigger, triggered service, Persistent."""
-    if isinstance(r, Unavailable):
-        return "Timers\n" + _unavail(r)
     out = f"Timers (on {r.where})\n"
     if not r.timers:
         out += "  no timer units in the profile\n"
@@ -148,11 +161,10 @@ def render_timers(r: TimersReading | Unavailable, now: datetime) -> str:
     return out
 
 
+@_section("Silences (Alertmanager)")
 def render_silences(r: SilencesReading | Unavailable, now: datetime) -> str:
     """Silences section: the seat's matchers and each active or pending silence with state and
     time left; expired ones (Alertmanager keeps them for days) only as a count."""
-    if isinstance(r, Unavailable):
-        return "Silences (Alertmanager)\n" + _unavail(r)
     out = (f"Silences (Alertmanager {r.version or 'n/a'} at {r.url}"
            f"{'' if r.tls_verify else ', TLS NOT VERIFIED'})\n")
     out += f"  seat matchers: {', '.join(str(m) for m in r.seat_matchers)}\n"
@@ -182,10 +194,9 @@ def render_silences(r: SilencesReading | Unavailable, now: datetime) -> str:
     return out
 
 
+@_section("Containers (docker)")
 def render_containers(r: ContainersReading | Unavailable, now: datetime) -> str:
     """Containers section: state, health, start, restarts, image ID vs repo digest."""
-    if isinstance(r, Unavailable):
-        return "Containers (docker)\n" + _unavail(r)
     out = f"Containers (docker {r.engine_version or 'n/a'} at {r.engine})\n"
     if not r.containers:
         out += "  no containers in the profile\n"
@@ -216,10 +227,9 @@ def render_containers(r: ContainersReading | Unavailable, now: datetime) -> str:
     return out
 
 
+@_section("Engine (vLLM)")
 def render_engine(r: EngineReading | Unavailable) -> str:
     """Engine section: health, version, models, queue, KV cache, counters, latencies."""
-    if isinstance(r, Unavailable):
-        return "Engine (vLLM)\n" + _unavail(r)
     out = (f"Engine (vLLM {r.version or 'n/a'} at {r.endpoint}): "
            f"{'healthy' if r.healthy else f'NOT healthy (HTTP {r.health_status})'}\n")
     if r.models is not None:
