@@ -407,6 +407,34 @@ def test_tensor_present_but_unlisted_and_unreferenced_shard(tmp_path: Path) -> N
     assert s.total_bytes == idx["metadata"]["total_size"] + 4096 * 2
 
 
+def test_many_index_problems_list_fifty_then_one_for_the_rest(tmp_path: Path) -> None:
+    cfg = F.llama3_8b_config() | {"num_hidden_layers": 30}
+    sizes = F.write_checkpoint(tmp_path, F.split_even(F.llama_tensors(cfg), 3), config=cfg)
+    idx = json.loads((tmp_path / "model.safetensors.index.json").read_text())
+    wm = idx["weight_map"]
+    first = [n for n, s in wm.items() if s == "model-00001-of-00003.safetensors"]
+    third = [n for n, s in wm.items() if s == "model-00003-of-00003.safetensors"]
+    for n in third[:60]:
+        del wm[n]                                                  # unlisted
+    for n in first[:60]:
+        wm[n] = "model-00002-of-00003.safetensors"                 # misplaced
+    for i in range(70):
+        wm[f"ghost.{i}.weight"] = "model-00001-of-00003.safetensors"   # absent
+    (tmp_path / "model.safetensors.index.json").write_text(json.dumps(idx))
+    problems = scan_checkpoint(tmp_path).problems
+    for kind, names, more in [("unlisted-tensor", third[:60], "… and 10 more unlisted tensors"),
+                              ("tensor-misplaced", first[:60], "… and 10 more misplaced tensors")]:
+        mine = [p for p in problems if p.kind == kind]
+        assert len(mine) == 51 and all(p.severity == "warning" for p in mine)
+        assert [p.bytes for p in mine[:50]] == [sizes[n] for n in names[:50]]
+        rest = sum(sizes[n] for n in names[50:])
+        assert mine[50].bytes == rest and mine[50].detail == f"{more} ({rest:,} B), counted"
+    absent = [p for p in problems if p.kind == "tensor-absent"]
+    assert len(absent) == 51 and all(p.severity == "error" and p.bytes is None for p in absent)
+    assert absent[0].detail.startswith("ghost.0.weight: listed in model.safetensors.index.json")
+    assert absent[50].detail == "… and 20 more tensors absent"
+
+
 def test_truncated_shard_still_scans_from_its_header(tmp_path: Path) -> None:
     # A partial download: the header is whole, the data is cut short. The library refuses it
     # (data must reach the end of the file); the scan sizes it from the header and warns.

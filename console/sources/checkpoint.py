@@ -46,7 +46,7 @@ import os
 import re
 import struct
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any, Literal
 
@@ -717,6 +717,29 @@ def _read_json(path: Path) -> tuple[dict[str, Any] | None, str | None]:
     return data, None
 
 
+LISTED_AT_MOST = 50
+"""Per-tensor problems of one kind listed one by one at most; the rest are one problem."""
+
+
+def _listed_problems(kind: ProblemKind, found: list[Any], *,
+                     detail: Callable[[Any], str], more: Callable[[int, int | None], str],
+                     nbytes: Callable[[Any], int] | None = None,
+                     severity: Literal["error", "warning"] = "warning",
+                     ) -> list[CheckpointProblem]:
+    """One :class:`CheckpointProblem` of ``kind`` per item of ``found`` (``detail(item)``, bytes
+    ``nbytes(item)`` or ``None`` without ``nbytes``) for the first :data:`LISTED_AT_MOST`, then
+    one for the rest: ``more(count, their bytes summed or None)``. Empty ``found``: ``[]``."""
+    out = [CheckpointProblem(kind=kind, severity=severity, detail=detail(t),
+                             bytes=None if nbytes is None else nbytes(t))
+           for t in found[:LISTED_AT_MOST]]
+    rest = found[LISTED_AT_MOST:]
+    if rest:
+        total = None if nbytes is None else sum(nbytes(t) for t in rest)
+        out.append(CheckpointProblem(kind=kind, severity=severity, bytes=total,
+                                     detail=more(len(rest), total)))
+    return out
+
+
 def scan_checkpoint(directory: str | os.PathLike[str], *,
                     ple_pattern: str | None = None,
                     keep_tensors: bool = False) -> CheckpointSummary:
@@ -840,8 +863,8 @@ def scan_checkpoint(directory: str | os.PathLike[str], *,
     split = TpSplitBuilder()
     listed_of = weight_map.get if weight_map is not None else None
     quantised = quant.declared
-    unlisted: list[tuple[str, str, int]] = []
-    misplaced: list[tuple[str, str, str, int]] = []
+    unlisted: list[tuple[str, str, int]] = []             # (name, shard, bytes)
+    misplaced: list[tuple[str, str, str, int]] = []       # (name, listed shard, shard, bytes)
     for shard, (size, n, raw, data) in headers.items():
         missing = max(0, 8 + n + data - size)
         if missing:
@@ -892,36 +915,25 @@ def scan_checkpoint(directory: str | os.PathLike[str], *,
             if kept is not None:
                 kept.append(TensorInfo(name=name, shard=shard, dtype=dtype, shape=shape,
                                        begin=b, end=e, role=role, tp=tp))
-    for name, shard, nb in unlisted[:50]:
-        problems.append(CheckpointProblem(
-            kind="unlisted-tensor", severity="warning", bytes=nb,
-            detail=f"{name}: in {shard} ({nb:,} B) but not in {index_name}'s weight_map; "
-                   "counted: vLLM loads every tensor of a shard the index names"))
-    if len(unlisted) > 50:
-        rest = sum(t[2] for t in unlisted[50:])
-        problems.append(CheckpointProblem(
-            kind="unlisted-tensor", severity="warning", bytes=rest,
-            detail=f"… and {len(unlisted) - 50} more unlisted tensors ({rest:,} B), counted"))
-    for name, listed, shard, nb in misplaced[:50]:
-        problems.append(CheckpointProblem(
-            kind="tensor-misplaced", severity="warning", bytes=nb,
-            detail=f"{name}: the index says {listed}, found in {shard} ({nb:,} B); counted "
-                   "where it is (vLLM loads it from the file that holds it)"))
-    if len(misplaced) > 50:
-        rest = sum(t[3] for t in misplaced[50:])
-        problems.append(CheckpointProblem(
-            kind="tensor-misplaced", severity="warning", bytes=rest,
-            detail=f"… and {len(misplaced) - 50} more misplaced tensors ({rest:,} B), counted"))
+    problems += _listed_problems(
+        "unlisted-tensor", unlisted, nbytes=lambda t: t[2],
+        detail=lambda t: (f"{t[0]}: in {t[1]} ({t[2]:,} B) but not in {index_name}'s "
+                          "weight_map; counted: vLLM loads every tensor of a shard the index "
+                          "names"),
+        more=lambda n, b: f"… and {n} more unlisted tensors ({b:,} B), counted")
+    problems += _listed_problems(
+        "tensor-misplaced", misplaced, nbytes=lambda t: t[3],
+        detail=lambda t: (f"{t[0]}: the index says {t[1]}, found in {t[2]} ({t[3]:,} B); "
+                          "counted where it is (vLLM loads it from the file that holds it)"),
+        more=lambda n, b: f"… and {n} more misplaced tensors ({b:,} B), counted")
     if weight_map is not None:
         absent = [n for n, s in weight_map.items() if s in headers and n not in seen]
-        for n in absent[:50]:
-            problems.append(CheckpointProblem(
-                kind="tensor-absent",
-                detail=f"{n}: listed in {index_name} under {weight_map[n]} but in no shard's "
-                       "header; its size is unknown and vLLM would fail to initialise it"))
-        if len(absent) > 50:
-            problems.append(CheckpointProblem(
-                kind="tensor-absent", detail=f"… and {len(absent) - 50} more tensors absent"))
+        problems += _listed_problems(
+            "tensor-absent", absent, severity="error",
+            detail=lambda n: (f"{n}: listed in {index_name} under {weight_map[n]} but in no "
+                              "shard's header; its size is unknown and vLLM would fail to "
+                              "initialise it"),
+            more=lambda n, _b: f"… and {n} more tensors absent")
 
     if index_summary is not None and index_summary.total_size is not None \
             and not any(p.kind == "missing-shard" for p in problems) \
