@@ -106,6 +106,16 @@ def _inspect(client: Any, name_or_id: str) -> Any | None:
     return c
 
 
+def _inspect_once(nctx: NodeContext, name_or_id: str) -> Any | None:
+    """The container ``name_or_id`` as docker inspects it now (a ``docker`` ``Container``, its
+    ``attrs`` read), or ``None`` when there is none; through its own client, closed after."""
+    client = _client(nctx)
+    try:
+        return _inspect(client, name_or_id)
+    finally:
+        client.close()
+
+
 def _running(c: Any | None) -> bool:
     return c is not None and bool(c.attrs.get("State", {}).get("Running"))
 
@@ -461,11 +471,7 @@ def build_swap(nctx: NodeContext, journal: Journal, *, options: SwapOptions | No
         return f"resident {rec['name']} = image ID {rec['image_id']}, models {rec['models']}"
 
     def stop_check(ctx: RunContext) -> Check:
-        client = _client(nctx)
-        try:
-            c = _inspect(client, _resident_name(nctx))
-        finally:
-            client.close()
+        c = _inspect_once(nctx, _resident_name(nctx))
         if not _running(c):
             return Check(False, f"{_resident_name(nctx)} is already stopped")
         t = int(c.attrs.get("Config", {}).get("StopTimeout") or 10)
@@ -483,11 +489,7 @@ def build_swap(nctx: NodeContext, journal: Journal, *, options: SwapOptions | No
             client.close()
 
     def stop_verify(ctx: RunContext) -> str:
-        client = _client(nctx)
-        try:
-            c = _inspect(client, ctx.facts["resident"]["id"])
-        finally:
-            client.close()
+        c = _inspect_once(nctx, ctx.facts["resident"]["id"])
         if _running(c):
             raise StepError(f"{_resident_name(nctx)} still running after stop")
         return f"{_resident_name(nctx)} not running"
@@ -706,32 +708,20 @@ def build_restore(nctx: NodeContext, journal: Journal, *, on_log: Callable[[str]
                  "swap_run_id": rows[0].run_id}
 
     def probe_check(ctx: RunContext) -> Check:
-        client = _client(nctx)
-        try:
-            c = _inspect(client, ctx.facts.get("probe_id") or _swap_spec(nctx).container)
-        finally:
-            client.close()
+        c = _inspect_once(nctx, ctx.facts.get("probe_id") or _swap_spec(nctx).container)
         if not _running(c):
             return Check(False, "the probe container is not running")
         return Check(True, f"stop the probe {c.name} ({c.id[:12]}) and keep it")
 
     def probe_verify(ctx: RunContext) -> str:
-        client = _client(nctx)
-        try:
-            c = _inspect(client, ctx.facts.get("probe_id") or _swap_spec(nctx).container)
-        finally:
-            client.close()
+        c = _inspect_once(nctx, ctx.facts.get("probe_id") or _swap_spec(nctx).container)
         if _running(c):
             raise StepError("the probe is still running")
         return "probe stopped" + (" and kept" if c is not None else "")
 
     def res_check(ctx: RunContext) -> Check:
         rec = ctx.facts["resident"]
-        client = _client(nctx)
-        try:
-            c = _inspect(client, rec["id"])
-        finally:
-            client.close()
+        c = _inspect_once(nctx, rec["id"])
         if c is None:
             raise StepError(f"the recorded resident container {rec['name']} ({rec['id'][:12]}) "
                             "is gone: recreate it by hand from the journal's identity")
@@ -743,11 +733,7 @@ def build_restore(nctx: NodeContext, journal: Journal, *, on_log: Callable[[str]
 
     def res_verify(ctx: RunContext) -> str:
         rec = ctx.facts["resident"]
-        client = _client(nctx)
-        try:
-            c = _inspect(client, rec["id"])
-        finally:
-            client.close()
+        c = _inspect_once(nctx, rec["id"])
         if c is None or not _running(c):
             raise StepError(f"{rec['name']} is not running")
         if c.attrs["Image"] != rec["image_id"]:
