@@ -81,13 +81,31 @@ def wanted(env: dict[str, str] | None = None, stdin: Any = None, stdout: Any = N
         return False
 
 
+RAW_PARSE_MAX_CHARS = 64 << 10
+"""Largest profile text (characters) the first frame parses (the default profile is ~5 KB).
+``tomllib`` is slow on hostile input (a 16 KB dotted key took 0.6 s on this project's 2-core
+machine); a longer text shows ``?`` and the validation that follows bounds and names it."""
+
+RAW_MAX_DOTS = 32
+"""More dots than this left of a line's first ``=`` and the first frame does not parse the
+text (:data:`seat_console.profile.MAX_DOTTED_KEY_PARTS` is the validation's own limit)."""
+
+
+def _long_dotted_key(text: str) -> bool:
+    """Whether a line has more than :data:`RAW_MAX_DOTS` dots before its first ``=`` (or in a
+    ``[table]`` header): the input on which ``tomllib``'s time grows with the square."""
+    return any(line.partition("=")[0].count(".") > RAW_MAX_DOTS for line in text.splitlines())
+
+
 def raw_identity(cli_path: str | None, environ: dict[str, str] | None = None
                  ) -> tuple[str, str, str]:
     """``(node name, tensor parallel size, gpu_memory_utilization)`` as display strings, read
     with ``tomllib`` from the profile the TUI will load (same lookup as
     :func:`seat_console.profile.load_profile`), before validation: each is ``"?"`` when the file
     cannot be found, read or parsed, or the value is missing or of the wrong type (the
-    validation that follows names the problem). Never raises for bad input."""
+    validation that follows names the problem), and for a text above
+    :data:`RAW_PARSE_MAX_CHARS` or with a key of more than :data:`RAW_MAX_DOTS` parts (slow to
+    parse; not waited for). Never raises for bad input."""
     import tomllib
 
     from seat_console.profile_path import (ProfileError, default_profile_text,
@@ -96,9 +114,16 @@ def raw_identity(cli_path: str | None, environ: dict[str, str] | None = None
     unknown = ("?", "?", "?")
     try:
         path, _ = resolve_profile_path(cli_path, environ)
-        text = default_profile_text() if path is None else path.read_text("utf-8")
+        if path is None:
+            text = default_profile_text()
+        else:
+            with path.open("r", encoding="utf-8") as f:
+                text = f.read(RAW_PARSE_MAX_CHARS + 1)
+        if len(text) > RAW_PARSE_MAX_CHARS or _long_dotted_key(text):
+            return unknown   # the validation bounds these; the first frame does not wait
         data = tomllib.loads(text)
-    except (ProfileError, OSError, UnicodeDecodeError, tomllib.TOMLDecodeError, ValueError):
+    except (ProfileError, OSError, UnicodeDecodeError, tomllib.TOMLDecodeError, ValueError,
+            RecursionError):
         return unknown
     node = data.get("node") if isinstance(data.get("node"), dict) else {}
     seat = data.get("seat") if isinstance(data.get("seat"), dict) else {}

@@ -173,6 +173,18 @@ def test_identity_comes_from_the_profile_the_tui_loads(tmp_path, monkeypatch):
     assert first_frame.raw_identity(str(tmp_path / "missing.toml")) == ("?", "?", "?")
 
 
+def test_identity_does_not_wait_on_hostile_text(tmp_path):
+    p = tmp_path / "p.toml"
+    p.write_text('[node]\nname = "n"\n' + "a" + ".a" * 20000 + " = 1\n")   # 0.6 s+ in tomllib
+    t0 = time.process_time()
+    assert first_frame.raw_identity(str(p), environ={}) == ("?", "?", "?")
+    p.write_text('[node]\nname = "n"\nx = ' + "[" * 50000 + "]" * 50000 + "\n")
+    assert first_frame.raw_identity(str(p), environ={}) == ("?", "?", "?")
+    p.write_text('[node]\nname = "n"\nx = ' + "{a=" * 900 + "1" + "}" * 900 + "\n")
+    assert first_frame.raw_identity(str(p), environ={}) == ("?", "?", "?")
+    assert time.process_time() - t0 < 5        # liveness bound (the point: not quadratic)
+
+
 @settings(max_examples=150, deadline=None)
 @given(st.one_of(st.text(max_size=400), st.binary(max_size=400).map(
     lambda b: b.decode("latin-1"))))
