@@ -18,11 +18,11 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from seat_console.evidence.canaries import CanaryError, CanaryResult
 from seat_console.evidence.fidelity import FidelityError, Trace
@@ -73,6 +73,25 @@ def _jsonl(data: bytes, path: Path) -> list[Any]:
                 out.append(json.loads(line))
             except (ValueError, RecursionError) as exc:
                 raise RunError(f"{path}:{n}: not JSON ({str(exc)[:80]})") from None
+    return out
+
+
+_Rec = TypeVar("_Rec")
+
+
+def _records(path: Path, ledger: FileLedger, from_dict: Callable[[Any, str], _Rec],
+             error: type[Exception]) -> list[_Rec]:
+    """Each JSON line of ``path`` (read through ``ledger``) as ``from_dict(row, "path:n")``;
+    ``[]`` when there is no such file. ``error`` (the record's own) is raised again as
+    :class:`RunError`, as is a line that is not JSON."""
+    if not path.is_file():
+        return []
+    out = []
+    for n, d in enumerate(_jsonl(ledger.read(path), path), 1):
+        try:
+            out.append(from_dict(d, f"{path}:{n}"))
+        except error as exc:
+            raise RunError(str(exc)) from None
     return out
 
 
@@ -397,22 +416,8 @@ def load_leg(leg_dir: Path, ledger: FileLedger, runs_root: Path | None = None) -
         run = RunSummary(run_id=leg_dir.name, path=leg_dir, status=str(
             leg.get("status") or "failed"), reason=leg.get("reason") or "the probe never ran",
             started_at=None, ended_at=None, identity=ident, phases=(), disruptions=())
-    traces: list[Trace] = []
-    fp = leg_dir / "fidelity.jsonl"
-    if fp.is_file():
-        for n, d in enumerate(_jsonl(ledger.read(fp), fp), 1):
-            try:
-                traces.append(Trace.from_dict(d, f"{fp}:{n}"))
-            except FidelityError as exc:
-                raise RunError(str(exc)) from None
-    results: list[CanaryResult] = []
-    cp = leg_dir / "canaries.jsonl"
-    if cp.is_file():
-        for n, d in enumerate(_jsonl(ledger.read(cp), cp), 1):
-            try:
-                results.append(CanaryResult.from_dict(d, f"{cp}:{n}"))
-            except CanaryError as exc:
-                raise RunError(str(exc)) from None
+    traces = _records(leg_dir / "fidelity.jsonl", ledger, Trace.from_dict, FidelityError)
+    results = _records(leg_dir / "canaries.jsonl", ledger, CanaryResult.from_dict, CanaryError)
     if (leg_dir / "engine.log").is_file():
         ledger.read(leg_dir / "engine.log")
     leg_status = leg.get("status")
