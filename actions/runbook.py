@@ -459,12 +459,7 @@ class Runbook:
             except (StepError, StopRequested, KeyboardInterrupt) as exc:
                 msg = (str(exc) if not isinstance(exc, KeyboardInterrupt)
                        else "interrupted (Ctrl-C)")
-                self._acting_on_after_fail(s, begun)
-                self._row("fail", s.name, msg, getattr(exc, "output", ""))
-                if self.policy != "undo":
-                    self._acting_on([])
-                self._event("fail", s.name, msg, ok=False)
-                outcomes[s.name] = StepOutcome(s.name, "failed", msg)
+                outcomes[s.name] = self._failed(s, begun, msg, getattr(exc, "output", ""))
                 error = error or f"{s.name}: {msg}"
                 failed_any = True
                 if self.policy == "undo" or not isinstance(exc, StepError):
@@ -473,12 +468,7 @@ class Runbook:
                     break
             except Exception as exc:  # noqa: BLE001 - a bug in a step is still a failed step
                 msg = f"{type(exc).__name__}: {exc}"
-                self._acting_on_after_fail(s, begun)
-                self._row("fail", s.name, msg)
-                if self.policy != "undo":
-                    self._acting_on([])
-                self._event("fail", s.name, msg, ok=False)
-                outcomes[s.name] = StepOutcome(s.name, "failed", msg)
+                outcomes[s.name] = self._failed(s, begun, msg)
                 error = error or f"{s.name}: {msg}"
                 failed_any = True
                 if self.policy == "undo":
@@ -506,6 +496,17 @@ class Runbook:
                     remaining.append(f"{s.name}: not done ({outcomes[s.name].detail or 'not run'})")
                     manual.append(s.manual_text(self.ctx) or f"do '{s.name}' by hand")
         return self._end("partial" if remaining else "undone", outcomes, error, remaining, manual)
+
+    def _failed(self, s: Step, begun: Sequence[Step], msg: str, output: str = "") -> StepOutcome:
+        """Journal step ``s`` failing with ``msg`` (and the step's ``output``), naming the
+        containers :meth:`_acting_on_after_fail` names (cleared after unless the run undoes),
+        tell the observer, and return the step's ``failed`` outcome."""
+        self._acting_on_after_fail(s, begun)
+        self._row("fail", s.name, msg, output)
+        if self.policy != "undo":
+            self._acting_on([])
+        self._event("fail", s.name, msg, ok=False)
+        return StepOutcome(s.name, "failed", msg)
 
     def _acting_on_after_fail(self, s: Step, begun: Sequence[Step]) -> None:
         """The fail row names the failed step's containers and, when the run undoes, every
