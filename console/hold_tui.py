@@ -1,7 +1,9 @@
 """The TUI side of the hold: the hold (``H``) and release (``U``) keys' flow, kept out of
 ``console/app.py``.
 
-Each key reads the plan in a daemon thread (never on the UI thread: it runs ``systemctl`` on the
+The hold key first asks for the TTL and the reason
+(:class:`~seat_console.widgets.hold_options.HoldOptionsScreen`). Each key then reads the plan in
+a daemon thread (never on the UI thread: it runs ``systemctl`` on the
 node and reads the journal), shows it in :class:`~seat_console.widgets.confirm.ConfirmScreen`,
 and on yes runs the runbook in its own daemon thread with a fresh journal and the app's node
 context (``app.node``: the timers and silences panels read through the same transport and
@@ -20,6 +22,9 @@ from typing import Any
 
 from seat_console.actions.runbook import Event, Plan, Result
 
+DEFAULT_REASON = "placed from the console TUI"
+"""The reason journaled when the options screen's reason is left empty."""
+
 _MARK = {"begin": "…", "apply": "…", "verify": "✓", "skip": "–", "fail": "✗ FAILED",
          "undo": "↺ undone", "undo-fail": "✗ UNDO FAILED", "warn": "⚠"}
 
@@ -35,6 +40,10 @@ class HoldController:
         self.lines: dict[str, str] = {}
         self.title = ""
         self.last_result: Result | None = None
+        self.ttl_s: int | None = None
+        """The hold's TTL (s) as last given in the options screen (``None``: the profile's)."""
+        self.reason = ""
+        """The hold's reason as last given (journaled, in the silence's comment)."""
 
     @property
     def busy(self) -> bool:
@@ -42,10 +51,32 @@ class HoldController:
         return self._planning or (self.thread is not None and self.thread.is_alive())
 
     def key(self, kind: str) -> None:
-        """``kind``: ``"hold"`` or ``"release"``: read the plan, then confirm."""
+        """``kind``: ``"hold"`` (first its TTL and reason,
+        :class:`~seat_console.widgets.hold_options.HoldOptionsScreen`) or ``"release"``: read
+        the plan, then confirm."""
         if self.busy:
             self.app.notify("a hold action is already running", severity="warning")
             return
+        if kind == "hold":
+            from seat_console.widgets.hold_options import HoldOptionsScreen
+
+            p = self.app.loaded.profile
+            self.app.push_screen(HoldOptionsScreen(p.node.name, p.silence.ttl_s),
+                                 self._options_given)
+            return
+        self._read_plan(kind)
+
+    def _options_given(self, got: tuple[int, str] | None) -> None:
+        if got is None:
+            self.app.notify("hold: cancelled; nothing read or changed")
+            return
+        if self.busy:   # another key started meanwhile
+            self.app.notify("a hold action is already running", severity="warning")
+            return
+        self.ttl_s, self.reason = got[0], got[1] or DEFAULT_REASON
+        self._read_plan("hold")
+
+    def _read_plan(self, kind: str) -> None:
         self._planning = True
         self.app.notify(f"{kind}: reading the plan from the node…")
         threading.Thread(target=self._plan, args=(kind,), daemon=True,
@@ -55,8 +86,9 @@ class HoldController:
         from seat_console.actions import hold as hold_mod
 
         if kind == "hold":
-            return hold_mod.build_hold(nctx, journal, ttl_s=self.app.loaded.profile.silence.ttl_s,
-                                       reason="placed from the console TUI", observer=observer)
+            ttl_s = self.ttl_s or self.app.loaded.profile.silence.ttl_s
+            return hold_mod.build_hold(nctx, journal, ttl_s=ttl_s,
+                                       reason=self.reason or DEFAULT_REASON, observer=observer)
         h = hold_mod.current_hold(journal)
         if h is None:
             raise LookupError("no hold to release: nothing changed")
@@ -92,7 +124,8 @@ class HoldController:
         seat = self.app.loaded.profile.node.name
         from seat_console.actions.hold import fmt_ttl
 
-        title = (f"Place the hold on {seat} for {fmt_ttl(self.app.loaded.profile.silence.ttl_s)}?"
+        ttl_s = self.ttl_s or self.app.loaded.profile.silence.ttl_s
+        title = (f"Place the hold on {seat} for {fmt_ttl(ttl_s)} ({self.reason})?"
                  if kind == "hold" else f"Release the hold on {seat}?")
         self.app.push_screen(ConfirmScreen(title, plan.text_lines()),
                              lambda yes: self._start(kind, title) if yes
@@ -163,4 +196,4 @@ def attach(app: Any) -> HoldController:
     return ctl
 
 
-__all__ = ["HoldController", "attach"]
+__all__ = ["DEFAULT_REASON", "HoldController", "attach"]

@@ -17,6 +17,7 @@ from seat_console.profile import load_profile
 from seat_console.sources.timers import TimersReading, read_timers
 from seat_console.widgets.actionlog import ActionLogPanel
 from seat_console.widgets.confirm import ConfirmScreen
+from seat_console.widgets.hold_options import HoldOptionsScreen
 from seat_console.widgets.services import SilencesPanel, TimersPanel
 
 from app_fixtures import CountingPanel, CountingSource, FakeClock, default_loaded
@@ -79,6 +80,48 @@ async def test_confirm_typed_needs_the_text():
         await _wait(pilot, lambda: answers == [True], "confirmed")
 
 
+async def test_hold_options_refuse_a_bad_ttl_and_cancel_reads_nothing():
+    answers: list = []
+    app = _plain_app()
+    async with app.run_test(size=(100, 30)) as pilot:
+        app.push_screen(HoldOptionsScreen("seat-node", 4 * 3600), answers.append)
+        await pilot.pause()
+        scr = app.screen
+        assert scr.query_one("#hold-options-ttl").value == "4 h"   # the profile's, parseable
+        scr.query_one("#hold-options-ttl").value = "-5m"
+        await pilot.press(*"probe", "enter")
+        await pilot.pause()
+        assert answers == [] and app.screen is scr                 # refused, still asking
+        assert "TTL '-5m'" in str(scr.query_one("#hold-options-error").render())
+        scr.query_one("#hold-options-ttl").value = "1h30m"
+        await pilot.press("enter")
+        await _wait(pilot, lambda: answers == [(5400, "probe")], "the answer")
+        app.push_screen(HoldOptionsScreen("seat-node", 600), answers.append)
+        await pilot.pause()
+        await pilot.press("escape")
+        await _wait(pilot, lambda: answers[-1] is None, "cancelled")
+
+
+async def test_the_hold_key_asks_first_and_cancel_changes_nothing(monkeypatch):
+    import seat_console.hold_tui as hold_tui
+
+    planned: list = []
+    monkeypatch.setattr(hold_tui.HoldController, "_read_plan",
+                        lambda self, kind: planned.append((kind, self.ttl_s, self.reason)))
+    app = _plain_app()
+    async with app.run_test(size=(100, 30)) as pilot:
+        await pilot.press("H")
+        await _wait(pilot, lambda: isinstance(app.screen, HoldOptionsScreen), "the question")
+        await pilot.press("escape")
+        await pilot.pause()
+        assert planned == []                                        # nothing read
+        await pilot.press("H")
+        await _wait(pilot, lambda: isinstance(app.screen, HoldOptionsScreen), "again")
+        await pilot.press("enter")                                  # defaults
+        await _wait(pilot, lambda: planned, "the plan read")
+    assert planned == [("hold", app.loaded.profile.silence.ttl_s, hold_tui.DEFAULT_REASON)]
+
+
 # -- on the lab ------------------------------------------------------------------------------
 @pytest.fixture
 def exclusive(lab):
@@ -106,13 +149,24 @@ async def test_tui_places_and_releases_a_hold(lab, exclusive, tmp_path: Path, mo
             await _wait(pilot, lambda: app.states["actions"].reading is not None
                         and app.states["timers"].reading is not None, "first readings")
             await pilot.press("H")
+            await _wait(pilot, lambda: isinstance(app.screen, HoldOptionsScreen), "TTL/reason")
+            await pilot.press(*"tui test 42")
+            app.screen.query_one("#hold-options-ttl").value = "20m"
+            await pilot.press("enter")
             await _wait(pilot, lambda: isinstance(app.screen, ConfirmScreen), "the plan modal")
+            assert "for 20 min (tui test 42)" in app.screen.title_text
             lines = "\n".join(app.screen.lines)
             assert "schedule lease" in lines and "create silence" in lines
             await pilot.press("y")
             ctl = app._hold_controller
             await _wait(pilot, lambda: ctl.last_result is not None, "the hold to finish")
             assert ctl.last_result.ok, ctl.last_result.describe()
+            from seat_console.actions.hold import current_hold
+            from seat_console.actions.journal import Journal
+
+            h = current_hold(Journal(tmp_path / "state" / "journal.sqlite3"))
+            assert h is not None and h.reason == "tui test 42"        # journaled as typed
+            assert app.states["silences"].source is not None
             assert "✓ done" in ctl.lines["end"] and any(
                 "✓ stop" in v for v in ctl.lines.values())
             now = read_timers(node, list(lab.timers))

@@ -67,6 +67,8 @@ async def test_app_sources_and_the_hold_share_one_node_context(lab, tmp_path: Pa
         assert silences.client is app.node.alertmanager
         assert containers.watcher is app.node.watcher() and containers.watcher.alive
         await pilot.press("H")
+        await _wait(pilot, lambda: app.screen.id == "hold-options", "the TTL/reason question")
+        await pilot.press("enter")                        # the profile's TTL, no reason
         await _wait(pilot, lambda: isinstance(app.screen, ConfirmScreen), "the plan modal")
         assert seen and all(n is app.node for n in seen)
         assert seen[0].transport is timers.transport      # the hold verifies what the panel reads

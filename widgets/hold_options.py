@@ -1,0 +1,109 @@
+"""The hold key's first question: for how long, and why (before the plan is read).
+
+``HoldOptionsScreen(node, default_ttl_s)`` shows two fields — the TTL (prefilled with the
+profile's ``silence.ttl_s``, e.g. ``4 h``; the lease and the silence both end then) and the
+reason (it goes into the journal and the silence's comment) — and dismisses with
+``(ttl_s, reason)`` on Enter or "Read the plan", or ``None`` on Escape / "Cancel". A TTL that
+:func:`seat_console.actions.hold.parse_ttl` refuses stays on screen with its message (the same
+words as ``seat-console hold --ttl``), and nothing is read or changed. Pure view: no I/O; the
+plan and its confirmation come after (:mod:`seat_console.hold_tui`).
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from rich.text import Text
+from textual import on
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import Horizontal, Vertical
+from textual.screen import ModalScreen
+from textual.widgets import Button, Input, Static
+
+REASON_MAX_CHARS = 200
+"""Longest reason accepted (characters): it is journaled and put in the silence's comment."""
+
+
+class HoldOptionsScreen(ModalScreen["tuple[int, str] | None"]):
+    """Ask the hold's TTL and reason (see the module docstring). ``node``: the seat's node
+    name (for the title); ``default_ttl_s``: the TTL field's first value, in seconds."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("escape", "cancel", "cancel", id="hold-options-cancel"),
+    ]
+
+    DEFAULT_CSS = """
+    HoldOptionsScreen { align: center middle; }
+    HoldOptionsScreen > Vertical {
+        width: 90%; max-width: 100; height: auto; border: thick $warning;
+        background: $surface; padding: 0 1;
+    }
+    HoldOptionsScreen #hold-options-title { text-style: bold; padding: 0 0 1 0; }
+    HoldOptionsScreen #hold-options-error { color: $error; height: auto; }
+    HoldOptionsScreen #hold-options-hint { color: $text-muted; padding: 1 0 0 0; }
+    HoldOptionsScreen Horizontal { height: auto; align: right middle; }
+    HoldOptionsScreen Button { margin: 0 1; }
+    """
+
+    def __init__(self, node: str, default_ttl_s: int) -> None:
+        super().__init__(id="hold-options")
+        self.node = node
+        self.default_ttl_s = int(default_ttl_s)
+
+    def compose(self) -> ComposeResult:
+        """Title, the TTL and reason fields, an error line, the hint, the buttons."""
+        from seat_console.actions.hold import fmt_ttl
+
+        with Vertical():
+            yield Static(Text(f"Hold the seat on {self.node}: stop the timers, silence the "
+                              "seat's endpoint, lease until the TTL ends"),
+                         id="hold-options-title")
+            yield Static(Text("TTL (e.g. 4h, 30m, 1h30m; lease and silence end then):"))
+            yield Input(value=fmt_ttl(self.default_ttl_s), id="hold-options-ttl")
+            yield Static(Text("Reason (journaled, and in the silence's comment):"))
+            yield Input(placeholder="e.g. NVFP4 probe, ticket 1234",
+                        max_length=REASON_MAX_CHARS, id="hold-options-reason")
+            yield Static("", id="hold-options-error")
+            yield Static(Text("Enter: read the plan (nothing changes yet) · Tab: next field · "
+                              "Esc: cancel"), id="hold-options-hint")
+            with Horizontal():
+                yield Button("Cancel", id="hold-options-no")
+                yield Button("Read the plan", id="hold-options-go", variant="warning")
+
+    def on_mount(self) -> None:
+        """Focus the reason (the TTL usually stays the profile's)."""
+        self.query_one("#hold-options-reason", Input).focus()
+
+    def answer(self) -> tuple[int, str] | None:
+        """``(ttl_s, reason)`` from the fields, or ``None`` (and the error shown) when the
+        TTL is refused."""
+        from seat_console.actions.hold import parse_ttl
+
+        ttl_text = self.query_one("#hold-options-ttl", Input).value
+        try:
+            ttl_s = parse_ttl(ttl_text)
+        except ValueError as exc:
+            self.query_one("#hold-options-error", Static).update(Text(str(exc)))
+            self.query_one("#hold-options-ttl", Input).focus()
+            return None
+        reason = " ".join(self.query_one("#hold-options-reason", Input).value.split())
+        return ttl_s, reason[:REASON_MAX_CHARS]
+
+    @on(Input.Submitted)
+    @on(Button.Pressed, "#hold-options-go")
+    def _go(self) -> None:
+        got = self.answer()
+        if got is not None:
+            self.dismiss(got)
+
+    @on(Button.Pressed, "#hold-options-no")
+    def _no(self) -> None:
+        self.dismiss(None)
+
+    def action_cancel(self) -> None:
+        """Escape: close without reading anything."""
+        self.dismiss(None)
+
+
+__all__ = ["REASON_MAX_CHARS", "HoldOptionsScreen"]
