@@ -23,16 +23,10 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import fcntl
 import json
 import os
 import platform
-import signal
-import struct
-import subprocess
 import sys
-import termios
-import threading
 import time
 from datetime import UTC, datetime
 from pathlib import Path
@@ -67,47 +61,19 @@ def _cpu_s(proc: psutil.Process) -> float:
 
 def run_pty(seconds: float, warmup: float, cols: int, rows: int) -> dict:
     """Start the console in a pty, drain it, measure its CPU over ``seconds``."""
-    master, slave = os.openpty()
-    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", rows, cols, 0, 0))
-    env = {**os.environ, "TERM": "xterm-256color", "COLUMNS": str(cols), "LINES": str(rows)}
-    child = subprocess.Popen([sys.executable, "-m", "seat_console", "--interval", "1"],
-                             stdin=slave, stdout=slave, stderr=slave, env=env, cwd=ROOT,
-                             start_new_session=True)
-    os.close(slave)
-    counted = {"bytes": 0}
-    stop = threading.Event()
+    from ptyrun import PtyRun
 
-    def drain() -> None:
-        while not stop.is_set():
-            try:
-                chunk = os.read(master, 65536)
-            except OSError:
-                return
-            if not chunk:
-                return
-            counted["bytes"] += len(chunk)
-
-    reader = threading.Thread(target=drain, daemon=True)
-    reader.start()
-    proc = psutil.Process(child.pid)
-    try:
+    with PtyRun([sys.executable, "-m", "seat_console", "--interval", "1"],
+                cols=cols, rows=rows) as run:
+        proc = psutil.Process(run.pid)
         time.sleep(warmup)
-        if child.poll() is not None:
-            raise SystemExit(f"the console exited during warm-up (rc {child.returncode})")
-        c0, b0, t0 = _cpu_s(proc), counted["bytes"], time.monotonic()
+        if run.child.poll() is not None:
+            raise SystemExit(f"the console exited during warm-up (rc {run.child.returncode})")
+        c0, b0, t0 = _cpu_s(proc), run.bytes, time.monotonic()
         time.sleep(seconds)
-        c1, b1, t1 = _cpu_s(proc), counted["bytes"], time.monotonic()
+        c1, b1, t1 = _cpu_s(proc), run.bytes, time.monotonic()
         rss = proc.memory_info().rss
         threads = proc.num_threads()
-    finally:
-        stop.set()
-        child.send_signal(signal.SIGTERM)
-        try:
-            child.wait(10)
-        except subprocess.TimeoutExpired:
-            child.kill()
-            child.wait()
-        os.close(master)
     wall = t1 - t0
     return {"cpu_s": c1 - c0, "wall_s": wall, "cpu_pct_of_one_core": 100 * (c1 - c0) / wall,
             "rss_mib": rss / 2**20, "threads": threads,

@@ -33,26 +33,21 @@ from __future__ import annotations
 
 import argparse
 import collections
-import fcntl
 import json
 import os
 import platform
 import re
 import shlex
 import shutil
-import signal
-import struct
 import subprocess
 import sys
-import termios
-import threading
 import time
 from datetime import UTC, datetime
 from pathlib import Path
 
 import psutil
+from ptyrun import PtyRun
 
-ROOT = Path(__file__).resolve().parents[1]
 ANSI = re.compile(rb"\x1b(?:\[[0-9;?<>=]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)|[PX^_][^\x1b]*\x1b\\|[()][0-9A-Za-z]|[=>78cDEHMNOZ])")
 """ANSI/VT escape sequences (CSI, OSC, DCS/SOS/PM/APC, charset, single-character)."""
 
@@ -83,57 +78,37 @@ def session(cmd: str, *, cols: int, rows: int, seconds: float, warmup: float,
             header_re: str, gpu_re: str, env: dict[str, str] | None = None,
             full_re: str | None = None) -> dict:
     """Run ``cmd`` in a ``cols``×``rows`` pty; measure as the module docstring says."""
-    master, slave = os.openpty()
-    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", rows, cols, 0, 0))
-    full_env = {**os.environ, "TERM": "xterm-256color", "COLUMNS": str(cols),
-                "LINES": str(rows), **(env or {})}
-    full_env.pop("NO_COLOR", None)
-    t_exec = time.monotonic()
-    child = subprocess.Popen(shlex.split(cmd), stdin=slave, stdout=slave, stderr=slave,
-                             env=full_env, cwd=ROOT, start_new_session=True)
-    os.close(slave)
-    state = {"bytes": 0, "first_byte": None, "header": None, "gpu": None, "full": None}
+    state = {"first_byte": None, "header": None, "gpu": None, "full": None}
     tail = collections.deque(maxlen=64)
     hdr, gpu = re.compile(header_re), re.compile(gpu_re)
     full = re.compile(full_re) if full_re else None
-    stop = threading.Event()
 
-    def drain() -> None:
-        while not stop.is_set():
-            try:
-                chunk = os.read(master, 65536)
-            except OSError:
-                return
-            if not chunk:
-                return
-            now = time.monotonic() - t_exec
-            state["bytes"] += len(chunk)
-            if state["first_byte"] is None:
-                state["first_byte"] = now
-            if state["full"] is None:
-                tail.append(chunk)
-                text = ANSI.sub(b"", b"".join(tail)).decode("utf-8", "replace")
-                if state["header"] is None and hdr.search(text):
-                    state["header"] = now
-                if state["gpu"] is None and gpu.search(text):
-                    state["gpu"] = now
-                    if state["header"] is None:
-                        state["header"] = now
-                if state["gpu"] is not None and (full is None or full.search(text)):
-                    state["full"] = now
-
-    reader = threading.Thread(target=drain, daemon=True)
-    reader.start()
-    proc = psutil.Process(child.pid)
-    out: dict = {"command": cmd, "size": f"{cols}x{rows}"}
-    try:
-        time.sleep(warmup)
-        if child.poll() is not None:
-            stop.set()
+    def on_chunk(chunk: bytes, now: float) -> None:
+        if state["first_byte"] is None:
+            state["first_byte"] = now
+        if state["full"] is None:
+            tail.append(chunk)
             text = ANSI.sub(b"", b"".join(tail)).decode("utf-8", "replace")
-            return {**out, "error": f"exited during warm-up (rc {child.returncode})",
+            if state["header"] is None and hdr.search(text):
+                state["header"] = now
+            if state["gpu"] is None and gpu.search(text):
+                state["gpu"] = now
+                if state["header"] is None:
+                    state["header"] = now
+            if state["gpu"] is not None and (full is None or full.search(text)):
+                state["full"] = now
+
+    out: dict = {"command": cmd, "size": f"{cols}x{rows}"}
+    with PtyRun(shlex.split(cmd), cols=cols, rows=rows, env={**(env or {}), "NO_COLOR": None},
+                on_chunk=on_chunk) as run:
+        proc = psutil.Process(run.pid)
+        time.sleep(warmup)
+        if run.child.poll() is not None:
+            run.close()
+            text = ANSI.sub(b"", b"".join(tail)).decode("utf-8", "replace")
+            return {**out, "error": f"exited during warm-up (rc {run.child.returncode})",
                     "output_tail": text[-2000:]}
-        c0, b0, t0 = _cpu_s(proc), state["bytes"], time.monotonic()
+        c0, b0, t0 = _cpu_s(proc), run.bytes, time.monotonic()
         rss_max = 0
         end = t0 + seconds
         while time.monotonic() < end:
@@ -142,21 +117,9 @@ def session(cmd: str, *, cols: int, rows: int, seconds: float, warmup: float,
             except psutil.Error:
                 break
             time.sleep(min(1.0, max(0.0, end - time.monotonic())))
-        c1, b1, t1 = _cpu_s(proc), state["bytes"], time.monotonic()
+        c1, b1, t1 = _cpu_s(proc), run.bytes, time.monotonic()
         rss = proc.memory_info().rss
         threads = proc.num_threads()
-    finally:
-        stop.set()
-        try:
-            os.killpg(child.pid, signal.SIGTERM)
-        except ProcessLookupError:
-            pass
-        try:
-            child.wait(10)
-        except subprocess.TimeoutExpired:
-            os.killpg(child.pid, signal.SIGKILL)
-            child.wait()
-        os.close(master)
     wall = t1 - t0
     return {**out, "cpu_s": c1 - c0, "wall_s": wall,
             "cpu_pct_of_one_core": 100 * (c1 - c0) / wall,
@@ -173,37 +136,12 @@ def profile(cmd: str, seconds: float, cols: int, rows: int, out_dir: Path) -> di
     if pyspy is None:
         return {"error": "py-spy not installed"}
     raw = out_dir / "pyspy-seat-console.txt"
-    master, slave = os.openpty()
-    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", rows, cols, 0, 0))
-    env = {**os.environ, "TERM": "xterm-256color"}
-    child = subprocess.Popen(shlex.split(cmd), stdin=slave, stdout=slave, stderr=slave, env=env,
-                             cwd=ROOT, start_new_session=True)
-    os.close(slave)
-    stop = threading.Event()
-
-    def drain() -> None:
-        while not stop.is_set():
-            try:
-                if not os.read(master, 65536):
-                    return
-            except OSError:
-                return
-
-    threading.Thread(target=drain, daemon=True).start()
-    try:
+    with PtyRun(shlex.split(cmd), cols=cols, rows=rows) as run:
         time.sleep(5)
-        spy = subprocess.run([pyspy, "record", "--pid", str(child.pid), "--duration",
+        spy = subprocess.run([pyspy, "record", "--pid", str(run.pid), "--duration",
                               str(int(seconds)), "--rate", "1000", "--format", "raw",
                               "--output", str(raw), "--nonblocking"],
                              capture_output=True, text=True, timeout=seconds + 60)
-    finally:
-        stop.set()
-        os.killpg(child.pid, signal.SIGTERM)
-        try:
-            child.wait(10)
-        except subprocess.TimeoutExpired:
-            os.killpg(child.pid, signal.SIGKILL)
-        os.close(master)
     if spy.returncode != 0 or not raw.exists():
         return {"error": f"py-spy rc {spy.returncode}: {spy.stderr[-800:]}"}
     return summarise_stacks(raw.read_text(), top=30) | {"raw": raw.name}

@@ -13,20 +13,14 @@ from __future__ import annotations
 
 import argparse
 import collections
-import fcntl
 import json
 import os
 import re
-import signal
-import struct
-import subprocess
 import sys
-import termios
-import threading
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+from ptyrun import PtyRun
 
 
 def breakdown(pid: int) -> dict:
@@ -59,29 +53,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("cmd", nargs=argparse.REMAINDER)
     args = ap.parse_args(argv)
     cmd = args.cmd[1:] if args.cmd[:1] == ["--"] else args.cmd
-    master, slave = os.openpty()
-    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 40, 120, 0, 0))
-    child = subprocess.Popen(cmd, stdin=slave, stdout=slave, stderr=slave, cwd=ROOT,
-                             env={**os.environ, "TERM": "xterm-256color"},
-                             start_new_session=True)
-    os.close(slave)
-
-    def drain() -> None:
-        while True:
-            try:
-                if not os.read(master, 65536):
-                    return
-            except OSError:
-                return
-
-    threading.Thread(target=drain, daemon=True).start()
-    try:
+    with PtyRun(cmd, cols=120, rows=40) as run:
         time.sleep(args.seconds)
         res = {"command": cmd, "seconds": args.seconds,
-               "malloc_arena_max": os.environ.get("MALLOC_ARENA_MAX"), **breakdown(child.pid)}
-    finally:
-        os.killpg(child.pid, signal.SIGTERM)
-        child.wait(10)
+               "malloc_arena_max": os.environ.get("MALLOC_ARENA_MAX"), **breakdown(run.pid)}
     print(f"{res['total_mib']:.1f} MiB RSS, {res['threads']} threads "
           f"(MALLOC_ARENA_MAX={res['malloc_arena_max']})")
     for name, mib in res["by_mapping"][:15]:
