@@ -10,13 +10,9 @@ paused) is paired with a structural check (no poll scheduled, none in flight).
 from __future__ import annotations
 
 import os
-import pty
 import re
-import select
-import subprocess
 import sys
 import threading
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import ClassVar
@@ -43,6 +39,7 @@ from app_fixtures import (
     fixed,
     vllm_mapper,
 )
+import pty_helpers
 from nvml_double import FakeMig, FakeProcess, NvmlDouble
 
 from seat_console.app import (
@@ -546,47 +543,20 @@ os.execv(sys.executable, [sys.executable, "-m", "seat_console", "--interval", "0
 """
 
 
-def _spawn_on_pty(tmp_path: Path, block_sighup: bool) -> tuple[subprocess.Popen, int]:
-    master, slave = pty.openpty()
-    env = {**os.environ, "XDG_CONFIG_HOME": str(tmp_path), "TERM": "xterm-256color",
-           "COLUMNS": "80", "LINES": "24"}
-    env.pop("SEAT_CONSOLE_PROFILE", None)
-    env.pop("NO_COLOR", None)
-    proc = subprocess.Popen(
-        [sys.executable, "-c", _PTY_CHILD, "block" if block_sighup else "deliver"],
-        stdin=slave, stdout=slave, stderr=slave, env=env, start_new_session=True,
-        close_fds=True, cwd=Path(__file__).parent.parent)
-    os.close(slave)
-    return proc, master
-
-
-def _read_until(master: int, needle: bytes, limit_s: float = 60.0) -> bytes:
-    buf = b""
-    deadline = time.monotonic() + limit_s
-    while needle not in buf and time.monotonic() < deadline:
-        ready, _, _ = select.select([master], [], [], 0.5)
-        if ready:
-            try:
-                buf += os.read(master, 65536)
-            except OSError:
-                break
-    return buf
-
-
 @pytest.mark.parametrize("block_sighup", [False, True], ids=["sighup", "no-signal"])
 def test_app_exits_when_its_terminal_goes_away(tmp_path, block_sighup):
-    proc, master = _spawn_on_pty(tmp_path, block_sighup)
+    proc, master = pty_helpers.spawn_python(
+        ["-c", _PTY_CHILD, "block" if block_sighup else "deliver"],
+        {"XDG_CONFIG_HOME": str(tmp_path)}, cols=80, rows=24)
     try:
-        out = _read_until(master, b"GPUs (NVML)")
+        out = pty_helpers.read_until(master, b"GPUs (NVML)")
         assert b"GPUs (NVML)" in out, out[-2000:]
         os.close(master)  # the SSH session drops: the terminal hangs up
         rc = proc.wait(timeout=30)  # liveness bound, not a speed assert
         # 129: the app's own clean exit (not killed by the signal: -1; not the watchdog: 140)
         assert rc == EXIT_HANGUP
     finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
+        pty_helpers.reap(proc)
 
 
 async def test_header_names_the_profile_and_its_hash():

@@ -8,9 +8,7 @@ from __future__ import annotations
 
 import io
 import os
-import pty
 import re
-import select
 import subprocess
 import sys
 import time
@@ -26,6 +24,7 @@ from seat_console.profile import load_profile
 from seat_console.sources.nvml import Nvml
 
 sys.path.insert(0, str(Path(__file__).parent))
+import pty_helpers
 from nvml_double import H200_RESERVED, H200_TOTAL, FakeCard, NvmlDouble, h200_pair  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -210,61 +209,12 @@ def test_cli_imports_neither_pydantic_nor_textual_before_the_frame():
     assert out.stdout.strip() == "[]", out.stdout + out.stderr
 
 
-def _pty_run(args: list[str], env_extra: dict[str, str], until: bytes,
-             limit_s: float = 60.0) -> tuple[subprocess.Popen, int, bytes]:
-    master, slave = pty.openpty()
-    env = {**os.environ, "TERM": "xterm-256color", "COLUMNS": "100", "LINES": "30",
-           **env_extra}
-    env.pop("SEAT_CONSOLE_PROFILE", None)
-    env.pop("NO_COLOR", None)
-    proc = subprocess.Popen([sys.executable, *args], stdin=slave, stdout=slave, stderr=slave,
-                            env=env, start_new_session=True, close_fds=True, cwd=ROOT)
-    os.close(slave)
-    buf = b""
-    deadline = time.monotonic() + limit_s
-    while until not in buf and time.monotonic() < deadline:
-        ready, _, _ = select.select([master], [], [], 0.2)
-        if ready:
-            try:
-                buf += os.read(master, 65536)
-            except OSError:
-                break
-    return proc, master, buf
-
-
-def _drain(proc: subprocess.Popen, master: int, limit_s: float = 30.0) -> bytes:
-    """Read the pty until the process has exited (a full pty buffer would block its writes)."""
-    buf = b""
-    deadline = time.monotonic() + limit_s
-    while proc.poll() is None and time.monotonic() < deadline:
-        ready, _, _ = select.select([master], [], [], 0.2)
-        if ready:
-            try:
-                buf += os.read(master, 65536)
-            except OSError:
-                time.sleep(0.05)
-    return buf
-
-
-def _stop(proc: subprocess.Popen, master: int) -> None:
-    try:
-        if proc.poll() is None:
-            os.write(master, b"q")
-            _drain(proc, master)
-    except OSError:
-        pass
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-        proc.wait()
-        os.close(master)
-
-
 def test_in_a_pty_the_frame_comes_before_textual(tmp_path):
-    proc, master, buf = _pty_run(
+    proc, master = pty_helpers.spawn_python(
         ["benchmarks/nvml_double_console.py", "--", "--interval", "1"],
-        {"XDG_CONFIG_HOME": str(tmp_path)}, until=b"GPUs (NVML)")
+        {"XDG_CONFIG_HOME": str(tmp_path)})
     try:
+        buf = pty_helpers.read_until(master, b"GPUs (NVML)")
         assert b"GPUs (NVML)" in buf, buf[-2000:]
         text = buf.decode("utf-8", "replace")
         frame_end = text.index("starting the console…")
@@ -273,23 +223,21 @@ def test_in_a_pty_the_frame_comes_before_textual(tmp_path):
         frame = plain(text[:frame_end])
         assert "node seat-node · TP 2" in frame and re.search(r"GPU 0 H200 +used", frame)
     finally:
-        _stop(proc, master)
+        pty_helpers.stop(proc, master)
     assert proc.returncode == 0
 
 
 def test_in_a_pty_an_invalid_profile_takes_the_frame_down_and_says_why(tmp_path):
     bad = tmp_path / "bad.toml"
     bad.write_text('[node]\nname = "n1"\n[seat]\ntensor_parallel_size = 0\n')
-    proc, master, buf = _pty_run(
+    proc, master = pty_helpers.spawn_python(
         ["benchmarks/nvml_double_console.py", "--", "--profile", str(bad)],
-        {"XDG_CONFIG_HOME": str(tmp_path)}, until=b"invalid seat profile")
+        {"XDG_CONFIG_HOME": str(tmp_path)})
     try:
-        buf += _drain(proc, master)
+        buf = pty_helpers.read_until(master, b"invalid seat profile")
+        buf += pty_helpers.drain(proc, master)
     finally:
-        if proc.poll() is None:
-            proc.kill()
-        proc.wait()
-        os.close(master)
+        pty_helpers.close(proc, master)
     text = buf.decode("utf-8", "replace")
     assert proc.returncode == 1
     assert text.index(first_frame.ENTER) < text.index(first_frame.LEAVE) < text.index(
