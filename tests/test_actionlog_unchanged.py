@@ -4,6 +4,8 @@ no per-second work while nothing changed), and still sees every write by another
 
 from __future__ import annotations
 
+import pytest
+
 from seat_console.actions.journal import Journal
 from seat_console.sources.actionlog import ActionLogReading, ActionLogSource
 
@@ -13,40 +15,39 @@ def _row(j: Journal, n: int) -> None:
     j.append(run_id=f"run-{n}", runbook="test", kind="end", step="", outcome="done")
 
 
-def test_an_unchanged_journal_is_not_re_read(tmp_path):
+@pytest.fixture
+def logged(tmp_path):
+    """``(path, writer, source)``: a journal file with one finished run (``row 1``) written by
+    ``writer``, and an action-log source on the same file; both closed after the test."""
     path = tmp_path / "journal.sqlite3"
     writer = Journal(path)
     _row(writer, 1)
     src = ActionLogSource(None, str(path))
-    try:
-        first = src.read()
-        assert isinstance(first, ActionLogReading)
-        for _ in range(5):
-            again = src.read()
-            assert isinstance(again, ActionLogReading)
-            assert again.recent == first.recent
-        assert src.journal_reads == 1
-    finally:
-        src.close()
-        writer.close()
+    yield path, writer, src
+    src.close()
+    writer.close()
 
 
-def test_a_write_by_another_connection_is_seen_at_the_next_read(tmp_path):
-    path = tmp_path / "journal.sqlite3"
-    writer = Journal(path)
-    _row(writer, 1)
-    src = ActionLogSource(None, str(path))
-    try:
-        before = src.read()
-        assert [r.outcome for r in before.recent] == ["row 1", "done"]
-        _row(writer, 2)
-        after = src.read()
-        assert [r.outcome for r in after.recent][-2:] == ["row 2", "done"]
-        assert src.journal_reads == 2
-        unfinished_writer = Journal(path)   # a third connection: a run that never ended
-        unfinished_writer.append(run_id="run-3", runbook="hold", kind="start", outcome="x")
-        unfinished_writer.close()
-        assert any("run-3" in u for u in src.read().unfinished)
-    finally:
-        src.close()
-        writer.close()
+def test_an_unchanged_journal_is_not_re_read(logged):
+    _path, _writer, src = logged
+    first = src.read()
+    assert isinstance(first, ActionLogReading)
+    for _ in range(5):
+        again = src.read()
+        assert isinstance(again, ActionLogReading)
+        assert again.recent == first.recent
+    assert src.journal_reads == 1
+
+
+def test_a_write_by_another_connection_is_seen_at_the_next_read(logged):
+    path, writer, src = logged
+    before = src.read()
+    assert [r.outcome for r in before.recent] == ["row 1", "done"]
+    _row(writer, 2)
+    after = src.read()
+    assert [r.outcome for r in after.recent][-2:] == ["row 2", "done"]
+    assert src.journal_reads == 2
+    unfinished_writer = Journal(path)   # a third connection: a run that never ended
+    unfinished_writer.append(run_id="run-3", runbook="hold", kind="start", outcome="x")
+    unfinished_writer.close()
+    assert any("run-3" in u for u in src.read().unfinished)
