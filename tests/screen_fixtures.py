@@ -164,6 +164,16 @@ async def wait_for(pilot, predicate, what: str, limit: int = 2000) -> None:
     raise AssertionError(f"timed out waiting for: {what}")
 
 
+async def refresh(pilot, app: SeatConsoleApp, key: str, limit: int = 2000) -> None:
+    """Press ``r`` and wait (:func:`wait_for`, ``limit`` steps) until source ``key`` was polled
+    once more, then let the screen settle."""
+    st = app.states[key]
+    before = st.polls
+    await pilot.press("r")
+    await wait_for(pilot, lambda: st.polls > before, f"a new reading of {key}", limit)
+    await pilot.pause()
+
+
 async def all_read(pilot, app: SeatConsoleApp) -> None:
     """Wait until every source of ``app`` was polled once, then let the screen settle."""
     await wait_for(pilot, lambda: all(st.polls for st in app.states.values()), "every source")

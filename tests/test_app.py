@@ -13,7 +13,6 @@ import os
 import re
 import sys
 import threading
-from collections.abc import Callable
 from pathlib import Path
 from typing import ClassVar
 
@@ -41,6 +40,7 @@ from app_fixtures import (
 )
 import pty_helpers
 from nvml_double import FakeMig, FakeProcess, NvmlDouble
+from screen_fixtures import refresh, wait_for
 
 from seat_console.app import (
     BACKOFF_MAX_S,
@@ -68,27 +68,10 @@ def flat(text: str) -> str:
     return re.sub(r"\s+", " ", re.sub(r"[│╭╮╰╯─┃┏┓┗┛━]", " ", text))  # heavy: the focused panel
 
 
-async def wait_for(pilot, predicate: Callable[[], bool], what: str, limit: int = 2000) -> None:
-    """Let the app run until ``predicate()`` holds (checked after each event-loop pass)."""
-    for _ in range(limit):
-        if predicate():
-            return
-        await pilot.pause(0.01)
-    raise AssertionError(f"timed out waiting for: {what}")
-
-
 def make_app(specs, *, interval: float = 3600.0, clock=None, readonly: bool = False,
              age_tick_s: float = 3600.0, app_cls=SeatConsoleApp) -> SeatConsoleApp:
     return app_cls(default_loaded(), readonly=readonly, interval=interval, panels=specs,
                    clock=clock or FakeClock(), age_tick_s=age_tick_s, watch_terminal=False)
-
-
-async def press_refresh_and_wait(pilot, app: SeatConsoleApp, key: str) -> None:
-    st = app.states[key]
-    before = st.polls
-    await pilot.press("r")
-    await wait_for(pilot, lambda: st.polls > before, f"a new reading of {key}")
-    await pilot.pause()
 
 
 # ------------------------------------------------------------------------------ pure rules
@@ -161,7 +144,7 @@ async def test_refresh_key_reads_once_while_paused():
     async with app.run_test(size=SIZE) as pilot:
         await wait_for(pilot, lambda: app.states["counter"].polls == 1, "first poll")
         await pilot.press("p")
-        await press_refresh_and_wait(pilot, app, "counter")
+        await refresh(pilot, app, "counter")
         assert src.reads == 2 and app.states["counter"].timer is None
         assert "n: 2" in screen_text(app)
 
@@ -298,7 +281,7 @@ async def test_raising_source_is_shown_as_error_and_backs_off():
         await pilot.pause()
         assert "retry every 10 s" in screen_text(app)
         # r resets the back-off, and its own failed read does not count as a failure
-        await press_refresh_and_wait(pilot, app, "raising")
+        await refresh(pilot, app, "raising")
         assert st.consecutive_errors == 0 and st.delay_s == 1.0 and raising.reads == 6
         assert st.timer is not None and st.timer.interval_s == 1.0
 
@@ -312,14 +295,14 @@ async def test_source_going_down_keeps_last_good_value_with_its_age():
         await wait_for(pilot, lambda: st.polls == 1, "first poll")
         down.down = True
         clock.advance(12)
-        await press_refresh_and_wait(pilot, app, "down")
+        await refresh(pilot, app, "down")
         text = flat(screen_text(app))
         assert "down unavailable (unreachable): connection refused (127.0.0.1:9)" in text
         assert "last good value 10 s ago" in text
         assert "n: 1" in text  # the last good value is still on screen (dimmed)
         assert st.panel.has_class("-unavailable") and st.last_good is not None
         down.down = False
-        await press_refresh_and_wait(pilot, app, "down")
+        await refresh(pilot, app, "down")
         text = flat(screen_text(app))
         assert "unavailable" not in text and "n: 3" in text
         assert st.consecutive_errors == 0 and st.delay_s == 3600.0
@@ -416,7 +399,7 @@ async def test_gpu_panel_lost_card_while_the_other_stays_live():
         text = await gpu_text(app, pilot)
         assert "LOST" not in text
         cards[1].lost = True  # falls off the bus while the console watches
-        await press_refresh_and_wait(pilot, app, "gpus")
+        await refresh(pilot, app, "gpus")
         text = screen_text(app)
         assert "LOST" in text and "The other cards stay live" in text
         views = list(app.query(GpuCardView))
@@ -495,7 +478,7 @@ async def test_gpu_panel_recovers_and_builds_history():
         double.init_error = None  # the driver got loaded
         for _ in range(5):
             clock.advance(10)
-            await press_refresh_and_wait(pilot, app, "gpus")
+            await refresh(pilot, app, "gpus")
         text = screen_text(app)
         assert "unavailable" not in text and "SEAT" in text
         views = list(app.query(GpuCardView))

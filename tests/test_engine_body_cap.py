@@ -19,11 +19,8 @@ from seat_console.sources import engine as E
 
 @pytest.fixture
 def vllm():
-    srv = FakeVllm()
-    threading.Thread(target=srv.serve_forever, daemon=True).start()
-    yield srv
-    srv.shutdown()
-    srv.server_close()
+    with FakeVllm() as srv:
+        yield srv
 
 
 def test_oversize_metrics_answer_is_cut_while_streaming(vllm, monkeypatch) -> None:

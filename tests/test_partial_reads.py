@@ -12,6 +12,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import re
 import sys
 import threading
@@ -19,10 +21,12 @@ import time
 from datetime import timedelta
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from typing import Self
 
 import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
+import screen_fixtures
 from app_fixtures import FakeClock, default_loaded
 from screen_fixtures import engine as recorded_engine
 from screen_fixtures import timers as recorded_timers
@@ -47,20 +51,9 @@ def screen_text(app: SeatConsoleApp) -> str:
     return re.sub(r"\s+", " ", re.sub(r"[│╭╮╰╯─┃┏┓┗┛━]", " ", text))
 
 
-async def wait_for(pilot, predicate, what: str, limit: int = 3000) -> None:
-    for _ in range(limit):
-        if predicate():
-            return
-        await pilot.pause(0.01)
-    raise AssertionError(f"timed out waiting for: {what}")
-
-
-async def refresh(pilot, app: SeatConsoleApp, key: str) -> None:
-    st = app.states[key]
-    before = st.polls
-    await pilot.press("r")
-    await wait_for(pilot, lambda: st.polls > before, f"a new reading of {key}")
-    await pilot.pause()
+# 3000 steps of 10 ms: a 30 s liveness bound (the lab's systemd answers through docker exec)
+wait_for = functools.partial(screen_fixtures.wait_for, limit=3000)
+refresh = functools.partial(screen_fixtures.refresh, limit=3000)
 
 
 def make_app(factory, panel, clock) -> SeatConsoleApp:
@@ -68,9 +61,21 @@ def make_app(factory, panel, clock) -> SeatConsoleApp:
                           clock=clock, age_tick_s=3600.0, watch_terminal=False)
 
 
+@contextlib.asynccontextmanager
+async def first_reading(source, panel, clock, key: str):
+    """The app with one panel showing ``source``, running, after its first reading:
+    ``(app, pilot, state)`` with ``state`` the source's ``app.states[key]``."""
+    app = make_app(lambda _l: source, panel, clock)
+    async with app.run_test(size=SIZE) as pilot:
+        st = app.states[key]
+        await wait_for(pilot, lambda: st.polls == 1, "first reading")
+        yield app, pilot, st
+
+
 # -- the engine, over HTTP -----------------------------------------------------------------------
 class FakeVllm(ThreadingHTTPServer):
-    """Serves recorded vLLM answers; a path in ``slow`` answers only after ``delay_s``."""
+    """Serves recorded vLLM answers; a path in ``slow`` answers only after ``delay_s``.
+    ``with FakeVllm() as srv:`` serves from a thread until the block ends."""
 
     daemon_threads = True
 
@@ -82,6 +87,14 @@ class FakeVllm(ThreadingHTTPServer):
     @property
     def url(self) -> str:
         return f"http://127.0.0.1:{self.server_address[1]}"
+
+    def __enter__(self) -> Self:
+        threading.Thread(target=self.serve_forever, daemon=True).start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.shutdown()
+        self.server_close()
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -110,21 +123,14 @@ class _Handler(BaseHTTPRequestHandler):
 
 @pytest.fixture
 def vllm():
-    srv = FakeVllm()
-    t = threading.Thread(target=srv.serve_forever, daemon=True)
-    t.start()
-    yield srv
-    srv.shutdown()
-    srv.server_close()
+    with FakeVllm() as srv:
+        yield srv
 
 
 async def test_engine_models_timeout_keeps_the_last_model_marked_stale(vllm) -> None:
     clock = FakeClock(start=utcnow())
     src = EngineSource(vllm.url, timeout_s=0.5)
-    app = make_app(lambda _l: src, EnginePanel, clock)
-    async with app.run_test(size=SIZE) as pilot:
-        st = app.states["engine"]
-        await wait_for(pilot, lambda: st.polls == 1, "first reading")
+    async with first_reading(src, EnginePanel, clock, "engine") as (app, pilot, st):
         first = st.reading
         assert isinstance(first, EngineReading) and first.models and not first.kept
         model = first.models[0].id
@@ -158,10 +164,7 @@ async def test_engine_models_timeout_keeps_the_last_model_marked_stale(vllm) -> 
 async def test_engine_metrics_timeout_keeps_last_metrics_and_no_zero_rate(vllm) -> None:
     clock = FakeClock(start=utcnow())
     src = EngineSource(vllm.url, timeout_s=0.5)
-    app = make_app(lambda _l: src, EnginePanel, clock)
-    async with app.run_test(size=SIZE) as pilot:
-        st = app.states["engine"]
-        await wait_for(pilot, lambda: st.polls == 1, "first reading")
+    async with first_reading(src, EnginePanel, clock, "engine") as (app, pilot, st):
         first = st.reading
         vllm.slow = {"/metrics"}
         clock.advance(15)
@@ -210,10 +213,7 @@ async def test_lab_timers_half_failed_read_keeps_last_good_parts(lab, fail, grou
     flaky = FlakyTransport(DockerExecTransport(lab.node_container, docker_host=lab.docker_host))
     clock = FakeClock(start=utcnow())
     src = TimerSource(flaky, list(lab.timers))
-    app = make_app(lambda _l: src, TimersPanel, clock)
-    async with app.run_test(size=SIZE) as pilot:
-        st = app.states["timers"]
-        await wait_for(pilot, lambda: st.polls == 1, "first reading")
+    async with first_reading(src, TimersPanel, clock, "timers") as (app, pilot, st):
         first = st.reading
         assert isinstance(first, TimersReading) and first.notes == () and not first.kept, first
         assert all(t.errors == {} for t in first.timers)
