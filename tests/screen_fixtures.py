@@ -9,11 +9,14 @@ constructed readings; fit: the default profile's inputs over the double's cards)
 
 from __future__ import annotations
 
+import re
 import sys
+from collections.abc import Callable
 from datetime import timedelta
 from pathlib import Path
 
 from pydantic import BaseModel
+from textual.widgets import Input
 
 sys.path.insert(0, str(Path(__file__).parent))
 from app_fixtures import T0, ClockedGpuSource, FakeClock, default_loaded, demo_cards, vllm_mapper
@@ -21,6 +24,7 @@ from nvml_double import NvmlDouble
 
 from seat_console.app import PanelSpec, SeatConsoleApp
 from seat_console.fit.budget import HostMemory
+from seat_console.profile import MAX_MODEL_LEN, MAX_NUM_SEQS
 from seat_console.sources import Source
 from seat_console.sources.containers import ContainersReading, ContainerState, EventStreamStatus
 from seat_console.sources.engine import EngineReading, ModelInfo, parse_metrics
@@ -154,6 +158,16 @@ def lines_of(app: SeatConsoleApp) -> list[str]:
     return [strip.text for strip in app.screen._compositor.render_strips()]
 
 
+def screen_text(app: SeatConsoleApp) -> str:
+    """What the terminal shows now, as plain text (one line per row)."""
+    return "\n".join(lines_of(app))
+
+
+def flat(text: str) -> str:
+    """Text with box borders and runs of whitespace collapsed (wrapped lines join up)."""
+    return re.sub(r"\s+", " ", re.sub(r"[│╭╮╰╯─┃┏┓┗┛━]", " ", text))  # heavy: the focused panel
+
+
 async def wait_for(pilot, predicate, what: str, limit: int = 2000) -> None:
     """Pause the pilot in 10 ms steps until ``predicate()`` holds; AssertionError naming
     ``what`` after ``limit`` steps."""
@@ -172,6 +186,30 @@ async def refresh(pilot, app: SeatConsoleApp, key: str, limit: int = 2000) -> No
     await pilot.press("r")
     await wait_for(pilot, lambda: st.polls > before, f"a new reading of {key}", limit)
     await pilot.pause()
+
+
+LONGEST_WHAT_IF = {"fit-util": "0.9515", "fit-tp": "64", "fit-context": str(MAX_MODEL_LEN),
+                   "fit-seqs": str(MAX_NUM_SEQS)}
+"""Each fit what-if field's longest valid value (by its input's id)."""
+
+
+async def type_longest_what_ifs(pilot, panel: FitPanel, row_of: Callable[[str], str]) -> None:
+    """Put each of :data:`LONGEST_WHAT_IF` in its field, focused, cursor at its end; assert the
+    field is wide enough for the value and the cursor, ends inside ``#fit-controls``, and that
+    ``row_of(value)`` (the screen row it is on) shows the value whole."""
+    controls = panel.query_one("#fit-controls")
+    for wid, value in LONGEST_WHAT_IF.items():
+        field = panel.query_one(f"#{wid}", Input)
+        field.value = value
+        field.focus()
+        field.cursor_position = len(value)
+        await wait_for(pilot, lambda f=field: f.has_focus and f.region.width > 0,
+                       f"{wid} focused")
+        await pilot.pause()
+        assert field.region.width >= len(value) + 1, wid          # value + the cursor
+        assert field.region.right <= controls.region.right, wid   # not cut
+        row = row_of(value)
+        assert f" {value} " in row + " ", (wid, row)
 
 
 async def all_read(pilot, app: SeatConsoleApp) -> None:

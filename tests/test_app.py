@@ -40,7 +40,7 @@ from app_fixtures import (
 )
 import pty_helpers
 from nvml_double import FakeMig, FakeProcess, NvmlDouble
-from screen_fixtures import refresh, wait_for
+from screen_fixtures import flat, refresh, screen_text, wait_for
 
 from seat_console.app import (
     BACKOFF_MAX_S,
@@ -58,16 +58,6 @@ SIZE = (100, 60)  # ≥ COMPACT_BELOW_ROWS: the full panels (compact forms: test
 
 
 # ------------------------------------------------------------------------------ helpers
-def screen_text(app: SeatConsoleApp) -> str:
-    """What the terminal shows now, as plain text (one line per row)."""
-    return "\n".join(strip.text for strip in app.screen._compositor.render_strips())
-
-
-def flat(text: str) -> str:
-    """Text with box borders and runs of whitespace collapsed (wrapped lines join up)."""
-    return re.sub(r"\s+", " ", re.sub(r"[│╭╮╰╯─┃┏┓┗┛━]", " ", text))  # heavy: the focused panel
-
-
 def make_app(specs, *, interval: float = 3600.0, clock=None, readonly: bool = False,
              age_tick_s: float = 3600.0, app_cls=SeatConsoleApp) -> SeatConsoleApp:
     return app_cls(default_loaded(), readonly=readonly, interval=interval, panels=specs,

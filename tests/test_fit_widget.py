@@ -3,9 +3,10 @@ candidate side by side, what-if controls that recompute as you type."""
 
 from __future__ import annotations
 
-import re
+import contextlib
 
 from app_fixtures import FakeClock, default_loaded
+from screen_fixtures import flat, screen_text, type_longest_what_ifs, wait_for
 from textual.widgets import Input, Select
 
 from seat_console.app import PANELS, SeatConsoleApp
@@ -33,29 +34,28 @@ class FixedFit(Source):
         return self.inputs
 
 
-def screen_text(app: SeatConsoleApp) -> str:
-    return "\n".join(strip.text for strip in app.screen._compositor.render_strips())
-
-
-def flat(text: str) -> str:
-    return re.sub(r"\s+", " ", re.sub(r"[│╭╮╰╯─┃┏┓┗┛━]", " ", text))  # heavy: the focused panel
-
-
-async def wait_for(pilot, predicate, what: str, limit: int = 2000) -> None:
-    for _ in range(limit):
-        if predicate():
-            return
-        await pilot.pause(0.01)
-    raise AssertionError(f"timed out waiting for: {what}")
-
-
-def make_app() -> tuple[SeatConsoleApp, FixedFit]:
+def make_app(inputs: FitInputs | None = None) -> tuple[SeatConsoleApp, FixedFit]:
+    """The app with only the fit panel (the full panel, as on its detail view) on ``inputs``
+    (default: the embedded default profile's, no GPU reading, a large host)."""
     loaded = default_loaded()
-    src = FixedFit(gather_fit_inputs(loaded, None, gpu_unavailable="test", host=BIG_HOST))
+    if inputs is None:
+        inputs = gather_fit_inputs(loaded, None, gpu_unavailable="test", host=BIG_HOST)
+    src = FixedFit(inputs)
     app = SeatConsoleApp(loaded, interval=3600.0, panels=[(lambda _l: src, FitPanel)],
                          clock=FakeClock(), age_tick_s=3600.0, watch_terminal=False,
                          compact=False)  # the full panel, as on its detail view
     return app, src
+
+
+@contextlib.asynccontextmanager
+async def fit_panel(size: tuple[int, int], inputs: FitInputs | None = None):
+    """:func:`make_app` running at ``size`` once the panel has its first budget:
+    ``(app, pilot, panel)``."""
+    app, _src = make_app(inputs)
+    async with app.run_test(size=size) as pilot:
+        panel = app.query_one(FitPanel)
+        await wait_for(pilot, lambda: panel.comparison is not None, "first fit reading")
+        yield app, pilot, panel
 
 
 def test_fit_panel_is_in_the_app_and_reads_the_gpu_panels_reading() -> None:
@@ -144,10 +144,7 @@ async def test_default_seat_over_then_what_ifs_recompute_as_you_type() -> None:
 
 
 async def test_seqs_control_and_narrow_terminal() -> None:
-    app, _src = make_app()
-    async with app.run_test(size=(80, 24)) as pilot:
-        panel = app.query_one(FitPanel)
-        await wait_for(pilot, lambda: panel.comparison is not None, "first fit reading")
+    async with fit_panel((80, 24)) as (_app, pilot, panel):
         panel.query_one("#fit-seqs", Input).value = "8"
         await wait_for(pilot, lambda: panel.whatif.max_num_seqs == 8, "seqs parsed")
         levers = {lv.lever: lv for lv in panel.comparison.candidate.verdict.levers}
@@ -157,10 +154,7 @@ async def test_seqs_control_and_narrow_terminal() -> None:
 async def test_invalid_what_if_uses_the_profile_value_not_a_half_typed_one() -> None:
     """Typing "1.5" passes through the valid "1": the budget must not stay at util 1.0 while
     the panel says the what-if is ignored; the other (valid) controls keep applying."""
-    app, _src = make_app()
-    async with app.run_test(size=(160, 50)) as pilot:
-        panel = app.query_one(FitPanel)
-        await wait_for(pilot, lambda: panel.comparison is not None, "first fit reading")
+    async with fit_panel((160, 50)) as (app, pilot, panel):
         panel.query_one("#fit-tp", Input).value = "4"
         await wait_for(pilot, lambda: panel.whatif.tensor_parallel_size == 4, "tp parsed")
         await pilot.click("#fit-util")
@@ -178,10 +172,7 @@ async def test_invalid_what_if_uses_the_profile_value_not_a_half_typed_one() -> 
 
 async def test_escape_leaves_a_what_if_field_so_the_keys_work_again() -> None:
     """Tab into a control, Escape: the console's keys (p, q, r, ?) work again."""
-    app, _src = make_app()
-    async with app.run_test(size=(80, 24)) as pilot:
-        panel = app.query_one(FitPanel)
-        await wait_for(pilot, lambda: panel.comparison is not None, "first fit reading")
+    async with fit_panel((80, 24)) as (app, pilot, panel):
         panel.query_one("#fit-util", Input).focus()
         await wait_for(pilot, lambda: isinstance(app.focused, Input), "util focused")
         await pilot.press("p")
@@ -203,13 +194,7 @@ async def test_scan_errors_show_in_the_panel(tmp_path) -> None:
     inputs = gather_fit_inputs(loaded, None, gpu_unavailable="test", host=BIG_HOST,
                                checkpoint=str(tmp_path / "ck"))
     assert inputs.resident.scan is not None and inputs.resident.scan.errors
-    src = FixedFit(inputs)
-    app = SeatConsoleApp(loaded, interval=3600.0, panels=[(lambda _l: src, FitPanel)],
-                         clock=FakeClock(), age_tick_s=3600.0, watch_terminal=False,
-                         compact=False)  # the full panel, as on its detail view
-    async with app.run_test(size=(160, 50)) as pilot:
-        panel = app.query_one(FitPanel)
-        await wait_for(pilot, lambda: panel.comparison is not None, "first fit reading")
+    async with fit_panel((160, 50), inputs) as (app, pilot, _panel):
         await pilot.pause()
         text = flat(screen_text(app))
         assert "ERROR missing-shard" in text and "model-00002-of-00002.safetensors" in text
@@ -217,10 +202,7 @@ async def test_scan_errors_show_in_the_panel(tmp_path) -> None:
 
 
 async def test_a_huge_context_what_if_is_named_with_its_range() -> None:
-    app, _src = make_app()
-    async with app.run_test(size=(160, 50)) as pilot:
-        panel = app.query_one(FitPanel)
-        await wait_for(pilot, lambda: panel.comparison is not None, "first fit reading")
+    async with fit_panel((160, 50)) as (_app, pilot, panel):
         panel.query_one("#fit-context", Input).value = "99999999999999999999999"
         await wait_for(pilot, lambda: panel.whatif_error is not None, "invalid context")
         assert "context (1 to 4,294,967,296)" in panel.whatif_error
@@ -231,26 +213,10 @@ async def test_a_huge_context_what_if_is_named_with_its_range() -> None:
 async def test_what_if_fields_show_their_longest_values_at_80_columns() -> None:
     """Each what-if field holds its longest valid value plus the cursor at 80 columns: "0.9515"
     showed as ".9515" in a 6-cell field; the context's 4,294,967,296 lost its leading digit."""
-    from seat_console.profile import MAX_MODEL_LEN, MAX_NUM_SEQS
-    longest = {"fit-util": "0.9515", "fit-tp": "64", "fit-context": str(MAX_MODEL_LEN),
-               "fit-seqs": str(MAX_NUM_SEQS)}
-    app, _src = make_app()
-    async with app.run_test(size=(80, 24)) as pilot:
-        panel = app.query_one(FitPanel)
-        await wait_for(pilot, lambda: panel.comparison is not None, "first fit reading")
+    async with fit_panel((80, 24)) as (app, pilot, panel):
+        await type_longest_what_ifs(pilot, panel, lambda _v: next(
+            line for line in screen_text(app).splitlines() if "context" in line))
         controls = panel.query_one("#fit-controls")
-        for wid, value in longest.items():
-            field = panel.query_one(f"#{wid}", Input)
-            field.value = value
-            field.focus()
-            field.cursor_position = len(value)
-            await wait_for(pilot, lambda f=field: f.has_focus and f.region.width > 0,
-                           f"{wid} focused")
-            await pilot.pause()
-            assert field.region.width >= len(value) + 1, wid          # value + the cursor
-            assert field.region.right <= controls.region.right, wid   # not cut at 80 columns
-            row = next(line for line in screen_text(app).splitlines() if "context" in line)
-            assert f" {value} " in row + " ", (wid, row)
         assert panel.whatif_error is None
         sel = panel.query_one("#fit-placement", Select)
         assert sel.region.right <= controls.region.right
@@ -265,13 +231,7 @@ async def test_an_overriding_checkpoint_is_named_after_its_directory(tmp_path) -
     loaded = default_loaded()
     inputs = gather_fit_inputs(loaded, None, gpu_unavailable="test", host=BIG_HOST,
                                checkpoint=str(tmp_path / "lab-tiny-llama"))
-    src = FixedFit(inputs)
-    app = SeatConsoleApp(loaded, interval=3600.0, panels=[(lambda _l: src, FitPanel)],
-                         clock=FakeClock(), age_tick_s=3600.0, watch_terminal=False,
-                         compact=False)  # the full panel, as on its detail view
-    async with app.run_test(size=(160, 50)) as pilot:
-        panel = app.query_one(FitPanel)
-        await wait_for(pilot, lambda: panel.comparison is not None, "first fit reading")
+    async with fit_panel((160, 50), inputs) as (app, pilot, _panel):
         await pilot.pause()
         text = flat(screen_text(app))
         assert "RESIDENT lab-tiny-llama (scanned files:" in text

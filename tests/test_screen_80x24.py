@@ -15,9 +15,7 @@ import screen_fixtures as F
 from screen_fixtures import lines_of, wait_for, all_read
 
 from seat_console.app import DetailScreen, SeatConsoleApp
-from seat_console.profile import MAX_MODEL_LEN, MAX_NUM_SEQS
 from seat_console.sources import Source, Unavailable
-from textual.widgets import Input
 
 LONG_REASON = ("the NVML shared library (libnvidia-ml.so.1) was not found: no NVIDIA driver is "
                "installed here, or its library is not on the loader path (inside a container: "
@@ -104,25 +102,12 @@ async def test_full_view_keeps_its_tables_when_wide() -> None:
 
 
 async def test_fit_what_if_fields_hold_their_longest_values_on_the_80x24_detail_view() -> None:
-    longest = {"fit-util": "0.9515", "fit-tp": "64", "fit-context": str(MAX_MODEL_LEN),
-               "fit-seqs": str(MAX_NUM_SEQS)}
     app, _ = F.seat_app()
     async with app.run_test(size=(80, 24)) as pilot:
         await all_read(pilot, app)
         await open_detail(pilot, app, "fit")
         panel = app.screen.panel
         await wait_for(pilot, lambda: panel.comparison is not None, "budget computed")
-        controls = panel.query_one("#fit-controls")
         assert panel.has_class("-narrow-controls")
-        for wid, value in longest.items():
-            field = panel.query_one(f"#{wid}", Input)
-            field.value = value
-            field.focus()
-            field.cursor_position = len(value)
-            await wait_for(pilot, lambda f=field: f.has_focus and f.region.width > 0,
-                           f"{wid} focused")
-            await pilot.pause()
-            assert field.region.width >= len(value) + 1, wid           # value + the cursor
-            assert field.region.right <= controls.region.right, wid    # not cut
-            assert f" {value} " in row_with(lines_of(app), value) + " ", wid
+        await F.type_longest_what_ifs(pilot, panel, lambda v: row_with(lines_of(app), v))
         assert panel.whatif_error is None
