@@ -8,6 +8,7 @@ the confirmation modal, the probe run in its thread, the live screen's redraws, 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import json
 from pathlib import Path
@@ -69,6 +70,21 @@ def _fake_preflight(url: str):
     return pre
 
 
+@contextlib.asynccontextmanager
+async def _serving(monkeypatch: pytest.MonkeyPatch):
+    """The local SSE server, with the probe's preflight pointing at it."""
+    async with SSEServer() as srv:
+        monkeypatch.setattr("seat_console.probe.run.preflight", _fake_preflight(srv.url))
+        yield srv
+
+
+async def _ask_probe(pilot, app: SeatConsoleApp) -> None:
+    """Press the probe key; wait for the confirmation modal."""
+    await pilot.press("P")
+    await _wait(pilot, lambda: type(app.screen).__name__ == "ConfirmScreen",
+                "the confirmation modal")
+
+
 @pytest.fixture
 def data_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setenv("SEAT_CONSOLE_DATA_DIR", str(tmp_path / "data"))
@@ -78,13 +94,10 @@ def data_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 async def test_probe_key_confirms_runs_and_shows_the_live_panel(
         tmp_path: Path, data_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    async with SSEServer() as srv:
-        monkeypatch.setattr("seat_console.probe.run.preflight", _fake_preflight(srv.url))
+    async with _serving(monkeypatch) as srv:
         app = _app(_loaded(tmp_path, srv.url, ["normal", "http500"]))
         async with app.run_test(size=(120, 40)) as pilot:
-            await pilot.press("P")
-            await _wait(pilot, lambda: type(app.screen).__name__ == "ConfirmScreen",
-                        "the confirmation modal")
+            await _ask_probe(pilot, app)
             assert not srv.requests                      # nothing sent before "yes"
             await pilot.press("y")
             await _wait(pilot, lambda: isinstance(app.screen, ProbeScreen), "the live screen")
@@ -103,13 +116,10 @@ async def test_probe_key_confirms_runs_and_shows_the_live_panel(
 
 async def test_probe_key_declined_sends_nothing_and_refusal_is_shown(
         tmp_path: Path, data_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    async with SSEServer() as srv:
-        monkeypatch.setattr("seat_console.probe.run.preflight", _fake_preflight(srv.url))
+    async with _serving(monkeypatch) as srv:
         app = _app(_loaded(tmp_path, srv.url, ["normal"]))
         async with app.run_test(size=(120, 40)) as pilot:
-            await pilot.press("P")
-            await _wait(pilot, lambda: type(app.screen).__name__ == "ConfirmScreen",
-                        "the confirmation modal")
+            await _ask_probe(pilot, app)
             await pilot.press("n")
             await pilot.pause(0.3)
             assert not srv.requests and not (data_dir / "runs").exists()
@@ -136,13 +146,10 @@ async def test_probe_key_hidden_and_refused_in_readonly(tmp_path: Path) -> None:
 
 async def test_stop_in_the_live_screen_keeps_the_run_as_interrupted(
         tmp_path: Path, data_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    async with SSEServer() as srv:
-        monkeypatch.setattr("seat_console.probe.run.preflight", _fake_preflight(srv.url))
+    async with _serving(monkeypatch) as srv:
         app = _app(_loaded(tmp_path, srv.url, ["stall"]))
         async with app.run_test(size=(120, 40)) as pilot:
-            await pilot.press("P")
-            await _wait(pilot, lambda: type(app.screen).__name__ == "ConfirmScreen",
-                        "the confirmation modal")
+            await _ask_probe(pilot, app)
             await pilot.press("y")
             await _wait(pilot, lambda: isinstance(app.screen, ProbeScreen), "the live screen")
             ctl = app._probe_controller
@@ -172,13 +179,10 @@ def test_render_live_words_bars_and_unknowns() -> None:
 
 async def test_quitting_mid_probe_keeps_the_run_as_interrupted(
         tmp_path: Path, data_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    async with SSEServer() as srv:
-        monkeypatch.setattr("seat_console.probe.run.preflight", _fake_preflight(srv.url))
+    async with _serving(monkeypatch) as srv:
         app = _app(_loaded(tmp_path, srv.url, ["stall"]))
         async with app.run_test(size=(120, 40)) as pilot:
-            await pilot.press("P")
-            await _wait(pilot, lambda: type(app.screen).__name__ == "ConfirmScreen",
-                        "the confirmation modal")
+            await _ask_probe(pilot, app)
             await pilot.press("y")
             ctl = app._probe_controller
             await _wait(pilot, lambda: ctl.probe.progress.phases[0].attempted == 2, "2 sent")
