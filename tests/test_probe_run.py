@@ -76,6 +76,19 @@ def _pre(url: str) -> Preflight:
                      kv=KvCapacity(), hold=HoldInfo(True, "test hold"), seat_containers=set())
 
 
+async def _started(loaded: LoadedProfile, url: str, runs: Path,
+                   attempted: int) -> tuple[Probe, asyncio.Future]:
+    """A probe run started as a task, returned once its first phase has sent ``attempted``
+    requests (or after 5 s: the caller's assertions then say what it did)."""
+    probe = Probe(loaded, _pre(url), writer=RunWriter(root=runs))
+    task = asyncio.ensure_future(probe.run())
+    for _ in range(100):
+        await asyncio.sleep(0.05)
+        if probe.progress.phases[0].attempted == attempted:
+            break
+    return probe, task
+
+
 def _monitor(scrape, transport=None, services=()):
     return InterferenceMonitor(watcher=None, container_names=set(), transport=transport,
                                services=services, silence_state=None, scrape=scrape,
@@ -222,12 +235,7 @@ concurrency = 2
             "probe": loaded.profile.probe.model_copy(update={"warmup_requests": 0,
                                                              "read_timeout_s": 30.0})}),
             source=loaded.source, origin="test", sha256=loaded.sha256)
-        probe = Probe(loaded, _pre(srv.url), writer=RunWriter(root=tmp_path / "runs"))
-        task = asyncio.ensure_future(probe.run())
-        for _ in range(100):
-            await asyncio.sleep(0.05)
-            if probe.progress.phases[0].attempted == 2:
-                break
+        probe, task = await _started(loaded, srv.url, tmp_path / "runs", attempted=2)
         probe.stop()
         s = await asyncio.wait_for(task, 10)
     assert s["status"] == "interrupted"
@@ -247,12 +255,7 @@ name = "slow"
 requests = 3
 concurrency = 3
 """)
-        probe = Probe(loaded, _pre(srv.url), writer=RunWriter(root=tmp_path / "runs"))
-        task = asyncio.ensure_future(probe.run())
-        for _ in range(100):
-            await asyncio.sleep(0.05)
-            if probe.progress.phases[0].attempted == 3:
-                break
+        probe, task = await _started(loaded, srv.url, tmp_path / "runs", attempted=3)
         task.cancel()
         with pytest.raises(asyncio.CancelledError):
             await task
