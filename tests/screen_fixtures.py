@@ -188,6 +188,15 @@ async def refresh(pilot, app: SeatConsoleApp, key: str, limit: int = 2000) -> No
     await pilot.pause()
 
 
+async def refresh_all(pilot, app: SeatConsoleApp) -> None:
+    """Press ``r`` and wait until every source was polled once more; let the screen settle."""
+    before = {k: st.polls for k, st in app.states.items()}
+    await pilot.press("r")
+    await wait_for(pilot, lambda: all(st.polls > before[k] for k, st in app.states.items()),
+                   "a new reading of every source")
+    await pilot.pause()
+
+
 LONGEST_WHAT_IF = {"fit-util": "0.9515", "fit-tp": "64", "fit-context": str(MAX_MODEL_LEN),
                    "fit-seqs": str(MAX_NUM_SEQS)}
 """Each fit what-if field's longest valid value (by its input's id)."""

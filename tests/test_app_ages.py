@@ -14,7 +14,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
 import screen_fixtures as F
-from screen_fixtures import lines_of, wait_for
+from screen_fixtures import lines_of, refresh_all, wait_for
 from app_fixtures import T0, FakeClock, default_loaded
 
 from seat_console.app import PanelSpec, SeatConsoleApp
@@ -37,14 +37,6 @@ def app_with(sources: dict, panels: dict, clock: FakeClock, compact: bool | None
                           watch_terminal=False, age_tick_s=3600.0, compact=compact)
 
 
-async def refresh(pilot, app: SeatConsoleApp) -> None:
-    before = {k: st.polls for k, st in app.states.items()}
-    await pilot.press("r")
-    await wait_for(pilot, lambda: all(st.polls > before[k] for k, st in app.states.items()),
-                   "a new reading of every source")
-    await pilot.pause()
-
-
 def row(app: SeatConsoleApp, needle: str) -> str:
     return next((x for x in lines_of(app) if needle in x), f"<no row with {needle!r}>")
 
@@ -60,7 +52,7 @@ async def check_seat_age_follows_the_tick(compact: bool, size: tuple[int, int]) 
         await pilot.pause()
         assert "(40 s ago)" in row(app, "holds the seat since 11:")
         clock.advance(92)                    # 2 min 19 s after "since"
-        await refresh(pilot, app)            # an equal reading: the app does not redraw it
+        await refresh_all(pilot, app)            # an equal reading: the app does not redraw it
         assert "since" in row(app, "holds the seat since") and \
             "(2 min ago)" in row(app, "holds the seat since"), row(app, "holds the seat")
         clock.advance(55)                    # 3 min 14 s: only the tick moves it now
@@ -120,7 +112,7 @@ async def check_compact_last_good_in_words(monkeypatch, no_color: bool) -> None:
             src.reading = Unavailable(source=key, kind="unreachable",
                                       reason="connection refused (127.0.0.1:9)")
         clock.advance(6)
-        await refresh(pilot, app)
+        await refresh_all(pilot, app)
         lines = lines_of(app)
         for needle in ("UP healthy", "holds the seat", "seat-resident  running",
                        "fleet-remediation-cycle.timer"):
@@ -134,7 +126,7 @@ async def check_compact_last_good_in_words(monkeypatch, no_color: bool) -> None:
         for src, reading in zip(srcs.values(), (F.engine(), seat_reading(), F.containers(),
                                                 F.timers()), strict=True):
             src.reading = reading
-        await refresh(pilot, app)
+        await refresh_all(pilot, app)
         assert not row(app, "UP healthy").lstrip().startswith("last good")
 
 

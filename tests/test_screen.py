@@ -18,7 +18,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
 import screen_fixtures as F
-from screen_fixtures import wait_for, all_read
+from screen_fixtures import all_read, refresh_all, wait_for
 from app_fixtures import T0
 
 from seat_console.app import DetailScreen, SeatConsoleApp, same_reading
@@ -41,14 +41,6 @@ def text_of(app: SeatConsoleApp) -> str:
 
 def flat(text: str) -> str:
     return re.sub(r"\s+", " ", re.sub(r"[│╭╮╰╯─┃┏┓┗┛━]", " ", text))
-
-
-async def refresh_all(pilot, app: SeatConsoleApp) -> None:
-    before = {k: st.polls for k, st in app.states.items()}
-    await pilot.press("r")
-    await wait_for(pilot, lambda: all(st.polls > before[k] for k, st in app.states.items()),
-                   "a new reading of every source")
-    await pilot.pause()
 
 
 # -- the status line, pure -------------------------------------------------------------------
@@ -334,16 +326,22 @@ def test_rate_history_over_the_last_interval() -> None:
     assert r.req_per_s == 2.0 and r.out_tok_per_s == 100.0 and r.interval_s == 2.0
 
 
+def _engine_with_traffic(requests: int, tokens: int):
+    """The recorded engine reading 1 s after T0 with ``requests`` more finished requests and
+    ``tokens`` more generated tokens (counters; 1 s apart they are the rates per second)."""
+    m = F.engine().metrics
+    return F.engine().model_copy(update={
+        "read_at": T0 + timedelta(seconds=1),
+        "metrics": m.model_copy(update={
+            "requests_finished": (m.requests_finished or 0) + requests,
+            "generation_tokens": (m.generation_tokens or 0) + tokens})})
+
+
 async def test_engine_panel_shows_rates_in_stable_columns() -> None:
     app, srcs = F.seat_app()
     async with app.run_test(size=(100, 30)) as pilot:
         await all_read(pilot, app)
-        m = F.engine().metrics
-        srcs["engine"].reading = F.engine().model_copy(update={
-            "read_at": T0 + timedelta(seconds=1),
-            "metrics": m.model_copy(update={"requests_finished": (m.requests_finished or 0) + 3,
-                                            "generation_tokens": (m.generation_tokens or 0)
-                                            + 1234})})
+        srcs["engine"].reading = _engine_with_traffic(requests=3, tokens=1234)
         await refresh_all(pilot, app)
         line = next(x for x in text_of(app).splitlines() if "req/s" in x)
         assert "req/s    3.0 · tok/s  1234.0" in line
@@ -390,12 +388,7 @@ async def test_full_view_engine_rates_fall_to_zero_when_idle_not_n_a() -> None:
     async with app.run_test(size=(160, 50)) as pilot:
         await all_read(pilot, app)
         assert not app.states["engine"].panel.compact
-        m = F.engine().metrics
-        srcs["engine"].reading = F.engine().model_copy(update={
-            "read_at": T0 + timedelta(seconds=1),
-            "metrics": m.model_copy(update={"requests_finished": (m.requests_finished or 0) + 3,
-                                            "generation_tokens": (m.generation_tokens or 0)
-                                            + 1234})})
+        srcs["engine"].reading = _engine_with_traffic(requests=3, tokens=1234)
         await refresh_all(pilot, app)
         assert re.search(r"req/s +3\.0 .*output tok/s +1234\.0", _rates_row(app))
         srcs["engine"].reading = srcs["engine"].reading.model_copy(update={
