@@ -162,12 +162,7 @@ class _Readings:
 
 
 def test_action_log_source_journals_interference_once(tmp_path: Path) -> None:
-    path = tmp_path / "j.sqlite3"
-    j = Journal(path)
-    exp = (datetime.now(UTC) + timedelta(hours=1)).isoformat().replace("+00:00", "Z")
-    h = {"hold_id": "seat-hold-a", "lease": "seat-hold-a-lease", "stopped": ["a.timer"],
-         "silence_id": None, "expires_at": exp, "timers_before": {}}
-    _run(j, "hold", "hold-1", h, "done")
+    path, j, _h = _held(tmp_path)
     src = ActionLogSource(_Readings(timers=_timers({"a.timer": True})), str(path))
     r1 = src.read()
     assert isinstance(r1, ActionLogReading) and r1.hold is not None
@@ -272,6 +267,8 @@ def test_readonly_lets_read_only_modes_through() -> None:
 
 # -- interference: the console's own release is not interference; --readonly never writes ------
 def _held(tmp_path: Path) -> tuple[Path, Journal, dict]:
+    """A journal at ``tmp_path/j.sqlite3`` with one finished hold of ``a.timer`` (no silence)
+    that ends in an hour: ``(path, journal, the hold's facts)``."""
     path = tmp_path / "j.sqlite3"
     j = Journal(path)
     exp = (datetime.now(UTC) + timedelta(hours=1)).isoformat().replace("+00:00", "Z")
