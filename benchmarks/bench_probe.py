@@ -100,7 +100,15 @@ from seat_console.probe.store import RunWriter
 from pathlib import Path
 loaded = load_profile(sys.argv[1])
 url, model, out = sys.argv[2], sys.argv[3], Path(sys.argv[4])
-http, loop = sys.argv[5].split("-")   # e.g. "aiohttp-uvloop" (the default), "httpcore-asyncio"
+http, loop, *opts = sys.argv[5].split("-")   # "aiohttp-uvloop" (the default), "httpcore-asyncio"
+if "nocus" in opts:   # A/B: no usage in every chunk (what bench serve asks for)
+    from seat_console.probe.client import RequestSpec
+    _payload = RequestSpec.payload
+    def _no_cus(self):
+        body = _payload(self)
+        body["stream_options"] = {"include_usage": True}
+        return body
+    RequestSpec.payload = _no_cus
 R.make_client = functools.partial(make_client, http=http)
 runner = run_async if loop == "uvloop" else asyncio.run
 pre = Preflight(endpoint=url, model=model, identity={"endpoint": url}, kv=KvCapacity(),
@@ -217,7 +225,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--concurrency", type=int, default=8)
     ap.add_argument("--output-len", type=int, default=64)
     ap.add_argument("--events", type=int, default=100_000)
-    ap.add_argument("--variants", default="aiohttp-uvloop,httpcore-asyncio",
+    ap.add_argument("--variants", default="aiohttp-uvloop,httpcore-asyncio",  # "-nocus" suffix:
+                    # without stream_options.continuous_usage_stats (an A/B of its server cost)
                     help="probe client variants, <http stack>-<event loop>, comma-separated "
                          "(the first is what the console runs)")
     ap.add_argument("--url", help="send to this server instead of the lab's vLLM (e.g. "
