@@ -8,6 +8,7 @@ Exit codes (documented in README.md):
 * ``2`` also: ``--readonly`` with a command that changes the node (:data:`NODE_CHANGING`)
   without ``--dry-run`` — refused before anything runs, nothing journaled;
 * ``3`` — unavailable: no GPU / NVML unavailable (``gpus``), or a required source is down;
+* ``130`` — the TUI was interrupted (Ctrl-C) while starting, before Textual reads the keys;
 * a closed output pipe (``seat-console gpus | head -1``) is not an error of its own: the rest
   of the output is dropped and the command ends with its own code, without a traceback
   (``141``, 128 + SIGPIPE, only if the pipe breaks outside a command's writes).
@@ -35,6 +36,8 @@ EXIT_OK = 0
 EXIT_ERROR = 1
 EXIT_USAGE = 2
 EXIT_UNAVAILABLE = 3
+EXIT_INTERRUPTED = 130
+"""128 + SIGINT: Ctrl-C while the TUI was starting (before Textual reads keys itself)."""
 EXIT_PIPE = 141
 """128 + SIGPIPE: the reader of our output went away while we were still writing."""
 
@@ -263,8 +266,8 @@ def _run_tui(args: argparse.Namespace) -> int:
     from seat_console.early import limit_malloc_arenas, prestart
 
     limit_malloc_arenas()   # before any thread: one heap per idle thread was ~11 MiB RSS
-    nvml = first_frame.draw_before_profile(args.profile)
     try:
+        nvml = first_frame.draw_before_profile(args.profile)
         from seat_console.profile import load_profile
 
         try:
@@ -277,6 +280,9 @@ def _run_tui(args: argparse.Namespace) -> int:
         from seat_console.app import run_app
 
         return run_app(loaded, readonly=args.readonly, interval=args.interval)
+    except KeyboardInterrupt:   # Ctrl-C before Textual took the keys (it reads them raw after)
+        first_frame.leave()
+        return EXIT_INTERRUPTED
     except BaseException:
         first_frame.leave()   # the app died before its driver: give the shell its screen
         raise

@@ -1,6 +1,7 @@
-"""Start the GPU panel's first reading while the TUI is still importing (first frame sooner).
+"""Start the GPU panel's first reading while the TUI is still importing (its first Textual
+frame sooner; the pre-Textual first frame is :mod:`seat_console.first_frame`).
 
-The TUI's first frame waits for two things: the imports (Textual, the widgets: ~0.2 s) and the
+The TUI's first Textual frame waits for two things: the imports (Textual, the widgets: ~0.2 s) and the
 GPU panel's first reading (``pynvml`` import, ``nvmlInit`` — the driver's start-up, for which
 the ctypes call releases the GIL — and one sample). Before this module the reading was started
 by :class:`seat_console.app.SeatConsoleApp` after every import; now ``seat-console`` starts it
@@ -15,7 +16,7 @@ the actions still share one context and one NVML gateway. A source or read that 
 again by the app the usual way, which reports the failure as it always has.
 
 Only the TUI path uses it (CLI commands and tests build their sources as before), and only the
-source of :data:`EAGER_SOURCE` — the one panel drawn in the first frame.
+source of :data:`EAGER_SOURCE` — the one panel drawn in the first Textual frame.
 """
 
 from __future__ import annotations

@@ -25,7 +25,13 @@ toolkit, so :mod:`seat_console.cli` (the TUI path only) first calls
 The NVML reading runs in a thread and is waited for at most :data:`WAIT_FOR_READING_S` (an
 ``nvmlInit`` can hang on a sick card); keys typed meanwhile wait in the terminal for Textual.
 Rich renders the lines (NO_COLOR honoured). Drawn only when stdin and stdout are terminals and
-``TERM`` is not ``dumb``; ``SEAT_CONSOLE_FIRST_FRAME=0`` turns it off.
+``TERM`` is not ``dumb``; ``SEAT_CONSOLE_FIRST_FRAME=0`` (or ``false``, ``no``, ``off``) turns it off.
+
+Between the frame and Textual's driver the process is in the alternate screen with the cursor
+hidden but without Textual's handlers: a Ctrl-Z then (SIGTSTP) gives the shell its screen
+back before stopping and takes the frame's screen again on ``fg`` (:func:`_on_stop`), until
+Textual's Linux driver installs its own SIGTSTP handler as it is built (``LinuxDriver.__init__``,
+Textual 8); :func:`handoff` puts the previous handler back when the app never got that far.
 """
 
 from __future__ import annotations
@@ -55,9 +61,11 @@ def header_line(profile: Any) -> Any:
     U`` (bold values) from a validated :class:`seat_console.profile.Profile`."""
     from rich.text import Text
 
+    from seat_console.fmt import printable
+
     ident = Text()
     ident.append("node ")
-    ident.append(profile.node.name, style="bold")
+    ident.append(printable(profile.node.name), style="bold")
     ident.append(" · TP ")
     ident.append(str(profile.seat.tensor_parallel_size), style="bold")
     ident.append(" · gpu_memory_utilization ")
@@ -71,7 +79,7 @@ def wanted(env: dict[str, str] | None = None, stdin: Any = None, stdout: Any = N
     env = os.environ if env is None else env
     stdin = sys.stdin if stdin is None else stdin
     stdout = sys.stdout if stdout is None else stdout
-    if env.get("SEAT_CONSOLE_FIRST_FRAME", "1").strip() == "0":
+    if env.get("SEAT_CONSOLE_FIRST_FRAME", "1").strip().lower() in ("0", "false", "no", "off"):
         return False
     if env.get("TERM", "dumb") in ("", "dumb"):
         return False
@@ -86,15 +94,17 @@ RAW_PARSE_MAX_CHARS = 64 << 10
 ``tomllib`` is slow on hostile input (a 16 KB dotted key took 0.6 s on this project's 2-core
 machine); a longer text shows ``?`` and the validation that follows bounds and names it."""
 
-RAW_MAX_DOTS = 32
-"""More dots than this left of a line's first ``=`` and the first frame does not parse the
-text (:data:`seat_console.profile.MAX_DOTTED_KEY_PARTS` is the validation's own limit)."""
+RAW_MAX_DOTS = 64
+"""More dots than this on one line and the first frame does not parse the text (a key of
+more than :data:`seat_console.profile.MAX_DOTTED_KEY_PARTS` parts is the validation's own
+refusal; a value such as a URL has a few dots)."""
 
 
 def _long_dotted_key(text: str) -> bool:
-    """Whether a line has more than :data:`RAW_MAX_DOTS` dots before its first ``=`` (or in a
-    ``[table]`` header): the input on which ``tomllib``'s time grows with the square."""
-    return any(line.partition("=")[0].count(".") > RAW_MAX_DOTS for line in text.splitlines())
+    """Whether a line has more than :data:`RAW_MAX_DOTS` dots anywhere (a dotted key cannot
+    span lines, and quoted parts may hold ``=``): the input on which ``tomllib``'s time and
+    memory grow with the square (a 20,000-part key: 4 s and 1.5 GB)."""
+    return any(line.count(".") > RAW_MAX_DOTS for line in text.splitlines())
 
 
 def raw_identity(cli_path: str | None, environ: dict[str, str] | None = None
@@ -123,14 +133,16 @@ def raw_identity(cli_path: str | None, environ: dict[str, str] | None = None
             return unknown   # the validation bounds these; the first frame does not wait
         data = tomllib.loads(text)
     except (ProfileError, OSError, UnicodeDecodeError, tomllib.TOMLDecodeError, ValueError,
-            RecursionError):
+            RecursionError, MemoryError):
         return unknown
     node = data.get("node") if isinstance(data.get("node"), dict) else {}
     seat = data.get("seat") if isinstance(data.get("seat"), dict) else {}
     name = node.get("name")
     tp = seat.get("tensor_parallel_size")
     util = seat.get("gpu_memory_utilization")
-    return (name if isinstance(name, str) and name and len(name) <= 120 else "?",
+    from seat_console.fmt import printable
+
+    return (printable(name) if isinstance(name, str) and name else "?",
             str(tp) if isinstance(tp, int) and not isinstance(tp, bool) else "?",
             f"{util:.2f}" if isinstance(util, (int, float)) and not isinstance(util, bool)
             else "?")
@@ -263,7 +275,64 @@ def draw_before_profile(cli_path: str | None, out: TextIO | None = None,
     except (OSError, ValueError):
         return gateway
     _drawn = True
+    _catch_stop()
     return gateway
+
+
+_previous_tstp: Any = None
+_catching = False
+
+
+def _catch_stop() -> None:
+    """Install :func:`_on_stop` for SIGTSTP (main thread only; elsewhere nothing)."""
+    global _previous_tstp, _catching
+    import signal
+
+    if _catching or threading.current_thread() is not threading.main_thread():
+        return
+    try:
+        _previous_tstp = signal.signal(signal.SIGTSTP, _on_stop)
+        _catching = True
+    except (ValueError, OSError, AttributeError):   # not the main thread, or no SIGTSTP
+        pass
+
+
+def _on_stop(signum: int, frame: Any) -> None:
+    """SIGTSTP while the frame is up: leave the alternate screen and show the cursor, stop
+    (the default action), and on ``fg`` enter it again (Textual draws the screen soon)."""
+    import signal
+
+    out = sys.stdout
+    try:
+        out.write(LEAVE)
+        out.flush()
+    except (OSError, ValueError):
+        pass
+    signal.signal(signal.SIGTSTP, signal.SIG_DFL)
+    os.kill(os.getpid(), signal.SIGTSTP)   # stops here until SIGCONT
+    signal.signal(signal.SIGTSTP, _on_stop)
+    try:
+        out.write(ENTER)
+        out.flush()
+    except (OSError, ValueError):
+        pass
+
+
+def handoff() -> None:
+    """Put back the SIGTSTP handler :func:`draw_before_profile` replaced (called by
+    :func:`leave`, when the app ended or never started; once Textual's driver is built it has
+    replaced ours with its own anyway). Safe to call when none was set."""
+    global _catching
+    import signal
+
+    if not _catching:
+        return
+    _catching = False
+    try:
+        signal.signal(signal.SIGTSTP, _previous_tstp if _previous_tstp is not None
+                      else signal.SIG_DFL)
+    except (ValueError, OSError):
+        pass
 
 
 def leave(out: TextIO | None = None) -> None:
@@ -271,6 +340,7 @@ def leave(out: TextIO | None = None) -> None:
     its driver (an import error, a crash before the first Textual frame), so the shell is not
     left on a blank alternate screen. Harmless after Textual left the alternate screen."""
     global _drawn
+    handoff()
     if not _drawn:
         return
     _drawn = False
@@ -282,5 +352,6 @@ def leave(out: TextIO | None = None) -> None:
         pass
 
 
-__all__ = ["ENTER", "LEAVE", "WAIT_FOR_READING_S", "draw_before_profile", "header_line", "leave",
+__all__ = ["ENTER", "LEAVE", "WAIT_FOR_READING_S", "draw_before_profile", "handoff", "header_line",
+           "leave",
            "nvml_lines", "raw_identity", "render", "wanted"]

@@ -27,6 +27,21 @@ UNITS_NOTE = "GiB = 2^30 B, 2 decimals truncated toward zero"
 """The rule in words, for legends and ``--help``."""
 
 
+_CONTROL = None
+
+
+def printable(text: str) -> str:
+    """``text`` with every control character (C0, DEL, C1: ``\\x00``–``\\x1f``,
+    ``\\x7f``–``\\x9f``) shown as its ``\\xNN`` escape, so a name from outside (a profile, a
+    container) cannot move the cursor, retitle the terminal or clear the screen."""
+    global _CONTROL
+    if _CONTROL is None:
+        import re
+
+        _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
+
+
 def gib(n: int | None, digits: int = 2) -> str:
     """``n`` bytes as a GiB number without the unit: ``gib(51_201_966_080) == "47.68"``.
 
@@ -57,4 +72,4 @@ def gib_b(n: int | None) -> str:
     return NA if n is None else f"{gib(n)} GiB ({int(n):,} B)"
 
 
-__all__ = ["GIB", "MIB", "NA", "UNITS_NOTE", "gib", "gib_b", "gib_unit"]
+__all__ = ["GIB", "MIB", "NA", "UNITS_NOTE", "gib", "gib_b", "gib_unit", "printable"]

@@ -146,6 +146,17 @@ class NodeSpec(_Strict):
     gpus: list[str] = Field(default_factory=lambda: ["0", "1"], min_length=1)
     declared_cuda_visible_bytes: Size | None = None
 
+    @field_validator("name")
+    @classmethod
+    def _printable_name(cls, v: str) -> str:
+        bad = next((i for i, ch in enumerate(v) if ord(ch) < 0x20 or 0x7f <= ord(ch) <= 0x9f),
+                   None)
+        if bad is not None:
+            raise ValueError(f"contains the control character {v[bad]!r} at position {bad}: "
+                             "give the node's name in printable characters (it is shown in "
+                             "the header and the journal)")
+        return v
+
     @field_validator("gpus", mode="before")
     @classmethod
     def _gpus_as_str(cls, v: object) -> object:

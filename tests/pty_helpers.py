@@ -23,13 +23,14 @@ def spawn_python(args: Sequence[str], env_extra: Mapping[str, str] | None = None
                  cols: int = 100, rows: int = 30) -> tuple[subprocess.Popen, int]:
     """Start ``python args…`` (this interpreter) on a new pty, in a session of its own, cwd the
     repository root, ``TERM=xterm-256color``, ``COLUMNS``/``LINES`` from ``cols``/``rows``,
-    ``env_extra`` added, ``SEAT_CONSOLE_PROFILE`` and ``NO_COLOR`` removed. Returns the process
+    ``env_extra`` added, ``SEAT_CONSOLE_PROFILE``, ``NO_COLOR`` and ``SEAT_CONSOLE_FIRST_FRAME`` removed. Returns the process
     and the pty's master fd (the caller closes it: :func:`close` or :func:`stop`)."""
     master, slave = pty.openpty()
     env = {**os.environ, "TERM": "xterm-256color", "COLUMNS": str(cols), "LINES": str(rows),
            **(env_extra or {})}
     env.pop("SEAT_CONSOLE_PROFILE", None)
     env.pop("NO_COLOR", None)
+    env.pop("SEAT_CONSOLE_FIRST_FRAME", None)
     proc = subprocess.Popen([sys.executable, *args], stdin=slave, stdout=slave, stderr=slave,
                             env=env, start_new_session=True, close_fds=True, cwd=ROOT)
     os.close(slave)

@@ -242,3 +242,86 @@ def test_in_a_pty_an_invalid_profile_takes_the_frame_down_and_says_why(tmp_path)
     assert proc.returncode == 1
     assert text.index(first_frame.ENTER) < text.index(first_frame.LEAVE) < text.index(
         "invalid seat profile")                        # the error is printed on the shell's screen
+
+
+def test_in_a_pty_ctrl_z_during_start_up_gives_the_shell_its_screen(tmp_path):
+    import signal
+
+    proc, master = pty_helpers.spawn_python(
+        ["benchmarks/nvml_double_console.py", "--init-s", "3", "--", "--interval", "1"],
+        {"XDG_CONFIG_HOME": str(tmp_path)})
+    try:
+        buf = pty_helpers.read_until(master, "starting the console…".encode())
+        assert first_frame.ENTER.encode() in buf, buf[-2000:]
+        os.kill(proc.pid, signal.SIGTSTP)          # as Ctrl-Z sends it
+        # The child leads its own session here, so its process group is orphaned and the
+        # kernel discards the re-sent SIGTSTP (POSIX): it does not stop, as it would under a
+        # shell, and goes straight on to what `fg` does. What is checked: the shell's screen
+        # and cursor given back, then the frame's screen taken again, then Textual's screen.
+        buf = pty_helpers.read_until(master, b"GPUs (NVML)")
+        leave = buf.find(first_frame.LEAVE.encode())
+        assert leave >= 0, buf[-2000:]
+        assert buf.find(first_frame.ENTER.encode(), leave) > leave
+        assert b"GPUs (NVML)" in buf[leave:]
+    finally:
+        pty_helpers.stop(proc, master)
+    assert proc.returncode == 0
+
+
+def test_in_a_pty_ctrl_c_while_starting_exits_130_without_a_traceback(tmp_path):
+    import signal
+
+    proc, master = pty_helpers.spawn_python(
+        ["benchmarks/nvml_double_console.py", "--init-s", "3", "--", "--interval", "1"],
+        {"XDG_CONFIG_HOME": str(tmp_path)})
+    try:
+        buf = pty_helpers.read_until(master, "starting the console…".encode())
+        os.kill(proc.pid, signal.SIGINT)           # as Ctrl-C sends it before Textual's raw mode
+        buf += pty_helpers.drain(proc, master)
+    finally:
+        pty_helpers.close(proc, master)
+    assert proc.returncode == 130, buf[-2000:]
+    assert b"Traceback" not in buf and buf.rindex(first_frame.LEAVE.encode()) > buf.index(
+        first_frame.ENTER.encode())
+
+
+def test_identity_refuses_a_dotted_key_hidden_behind_a_quoted_equals_sign(tmp_path):
+    p = tmp_path / "q.toml"
+    p.write_text('[node]\nname = "n"\n"=".' + ".".join(["a"] * 20000) + " = 1\n")   # 4 s, 1.5 GB
+    t0 = time.process_time()
+    assert first_frame.raw_identity(str(p), environ={}) == ("?", "?", "?")
+    assert time.process_time() - t0 < 2                         # liveness bound
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.binary(max_size=300))
+def test_raw_identity_on_any_bytes_never_raises(data):
+    import tempfile
+
+    with tempfile.NamedTemporaryFile("wb", suffix=".toml", delete=False) as f:
+        f.write(b'[node]\nname = "n"\n' + data)
+    try:
+        ident = first_frame.raw_identity(f.name, environ={})
+    finally:
+        os.unlink(f.name)
+    assert len(ident) == 3 and all(isinstance(v, str) and v for v in ident)
+
+
+def test_control_characters_in_the_node_name_are_refused_and_never_reach_the_terminal(
+        tmp_path):
+    from seat_console.profile import ProfileError, default_profile_text
+
+    hostile = "seat\x1b]2;PWNED\x07\x1b[2Jnode"
+    p = tmp_path / "p.toml"
+    p.write_text(default_profile_text().replace('name = "seat-node"',
+                                                f'name = "{hostile.encode("unicode_escape").decode()}"'
+                                                .replace("\\x1b", "\\u001b")
+                                                .replace("\\x07", "\\u0007"), 1))
+    with pytest.raises(ProfileError) as e:
+        load_profile(str(p))
+    assert "node.name" in str(e.value) and "control character" in str(e.value)
+    name, _, _ = first_frame.raw_identity(str(p), environ={})
+    assert name == "seat\\x1b]2;PWNED\\x07\\x1b[2Jnode"          # shown escaped, never raw
+    frame = first_frame.render((name, "2", "0.90"), first_frame.nvml_lines(
+        Nvml(module=NvmlDouble(h200_pair()))), width=120, no_color=True)
+    assert "\x1b]2;" not in frame and "\x07" not in frame

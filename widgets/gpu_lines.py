@@ -1,10 +1,12 @@
 """The GPU panel's compact lines, without Textual: one line per card, then the warnings.
 
-Shared by the compact GPU panel (:meth:`seat_console.widgets.gpu.GpuPanel.render_compact`) and
-the first frame drawn before Textual has loaded (:mod:`seat_console.first_frame`), so both say
-the same thing about the same reading. Imports Rich, pydantic and the GPU source's models
-only; the GPU source's models are annotations only, so :func:`memory_cells` needs neither
-Textual nor pydantic (~0.3 s of imports the first frame does not wait for).
+:func:`compact` draws the compact GPU panel
+(:meth:`seat_console.widgets.gpu.GpuPanel.render_compact`) from a ``GpuSnapshot``;
+:func:`memory_cells` (used / total GiB and the bar) is also what the first frame, drawn before
+Textual and pydantic load (:func:`seat_console.first_frame.nvml_lines`), shows per card, so both
+draw memory the same way. Imports Rich and :mod:`seat_console.fmt` only: the GPU source's
+models are annotations here, so this module needs neither Textual nor pydantic (~0.3 s of
+imports the first frame does not wait for).
 """
 
 from __future__ import annotations
@@ -103,7 +105,7 @@ def summary(snap: GpuSnapshot) -> Text:
 
 def compact(snap: GpuSnapshot) -> Text:
     """:func:`card_lines`, then the :func:`summary`'s warnings (not its first line) in
-    yellow: what the compact GPU panel and the first frame draw."""
+    yellow: what the compact GPU panel draws."""
     t = card_lines(snap)
     s = summary(snap)
     if "\n" in s.plain:

@@ -191,7 +191,11 @@ def _tracked(method: Any) -> Any:
 
 
 class Nvml:
-    """Gateway to NVML. Thread-safe for the single sampler thread plus the UI's ``close()``.
+    """Gateway to NVML, shared by the threads that read it: the GPU source's sampler, the first
+    frame's one-shot read (:mod:`seat_console.first_frame`, which may still be running when the
+    sampler starts) and the UI's ``close()``. Init and shutdown are under the lock; the probed
+    API choices (:attr:`memory_api`, :attr:`process_api`) are written without it, and two
+    threads probing at once write the same value.
 
     Use :meth:`call` for a plain NVML function, :meth:`memory_info` and
     :meth:`running_processes` for the versioned calls. Every call initialises lazily.
