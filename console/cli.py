@@ -5,6 +5,8 @@ Exit codes (documented in README.md):
 * ``0`` — ok;
 * ``1`` — error (a source or action failed, invalid profile);
 * ``2`` — usage error (bad arguments; argparse's convention);
+* ``2`` also: the TUI without a terminal (stdin or stdout a pipe or a file), refused with the
+  headless command to use instead;
 * ``2`` also: ``--readonly`` with a command that changes the node (:data:`NODE_CHANGING`)
   without ``--dry-run`` — refused before anything runs, nothing journaled;
 * ``3`` — unavailable: no GPU / NVML unavailable (``gpus``), or a required source is down;
@@ -259,9 +261,31 @@ def _main(argv: Sequence[str] | None) -> int:
     return func(args, loaded)
 
 
+def _no_terminal(stdin: object = None, stdout: object = None) -> str | None:
+    """The refusal when the TUI would not run on a terminal (stdin or stdout is a pipe or a
+    file: ``seat-console | cat``, ``ssh host seat-console`` without ``-t``), else ``None``.
+    Textual would draw screens into the pipe and read no keys."""
+    stdin = sys.stdin if stdin is None else stdin
+    stdout = sys.stdout if stdout is None else stdout
+    for name, stream in (("stdout", stdout), ("stdin", stdin)):
+        try:
+            tty = bool(stream.isatty())  # type: ignore[attr-defined]
+        except (AttributeError, ValueError, OSError):
+            tty = False
+        if not tty:
+            return (f"seat-console: the console needs a terminal, and {name} is not one (a pipe "
+                    "or a file). For one reading without a terminal run `seat-console status` "
+                    "(or `status --json`); over ssh use `ssh -t`.")
+    return None
+
+
 def _run_tui(args: argparse.Namespace) -> int:
     """The TUI: the first frame (header + each card's memory, :mod:`seat_console.first_frame`)
     before pydantic and Textual load, then the profile validated, then the app."""
+    refusal = _no_terminal()
+    if refusal is not None:
+        print(refusal, file=sys.stderr)
+        return EXIT_USAGE
     from seat_console import first_frame
     from seat_console.early import limit_malloc_arenas, prestart
 

@@ -76,3 +76,25 @@ def test_tui_path_parses_only_global_options() -> None:
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True,
                          text=True, timeout=60).stdout
     assert out.strip() == "[]", out
+
+
+def test_the_tui_without_a_terminal_is_refused_with_the_headless_command() -> None:
+    rc, out, err = _run()            # no subcommand: the TUI, with stdout a pipe
+    assert rc == cli.EXIT_USAGE == 2, err
+    assert "needs a terminal" in err and "stdout" in err and "seat-console status" in err
+    assert out == "" and "Traceback" not in err
+
+
+def test_no_terminal_names_the_stream_that_is_not_one() -> None:
+    class Tty:
+        def isatty(self) -> bool:
+            return True
+
+    class Pipe:
+        def isatty(self) -> bool:
+            return False
+
+    assert cli._no_terminal(Tty(), Tty()) is None
+    assert "stdin is not one" in cli._no_terminal(Pipe(), Tty())
+    assert "stdout is not one" in cli._no_terminal(Tty(), Pipe())
+    assert "stdin is not one" in cli._no_terminal(object(), Tty())   # no isatty at all
