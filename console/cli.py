@@ -265,14 +265,12 @@ def _no_terminal(stdin: object = None, stdout: object = None) -> str | None:
     """The refusal when the TUI would not run on a terminal (stdin or stdout is a pipe or a
     file: ``seat-console | cat``, ``ssh host seat-console`` without ``-t``), else ``None``.
     Textual would draw screens into the pipe and read no keys."""
+    from seat_console.first_frame import is_terminal
+
     stdin = sys.stdin if stdin is None else stdin
     stdout = sys.stdout if stdout is None else stdout
     for name, stream in (("stdout", stdout), ("stdin", stdin)):
-        try:
-            tty = bool(stream.isatty())  # type: ignore[attr-defined]
-        except (AttributeError, ValueError, OSError):
-            tty = False
-        if not tty:
+        if not is_terminal(stream):
             return (f"seat-console: the console needs a terminal, and {name} is not one (a pipe "
                     "or a file). For one reading without a terminal run `seat-console status` "
                     "(or `status --json`); over ssh use `ssh -t`.")

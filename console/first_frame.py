@@ -56,26 +56,43 @@ LEAVE = "\x1b[?25h\x1b[?1049l"
 (:func:`leave`)."""
 
 
-def header_line(profile: Any) -> Any:
-    """The header's identity as a Rich ``Text``: ``node NAME · TP N · gpu_memory_utilization
-    U`` (bold values) from a validated :class:`seat_console.profile.Profile`."""
+def identity_text(name: str, tp: str, util: str) -> Any:
+    """``node NAME · TP N · gpu_memory_utilization U`` as a Rich ``Text`` (bold values), from
+    display strings; ``name`` is shown through :func:`seat_console.fmt.printable`."""
     from rich.text import Text
 
     from seat_console.fmt import printable
 
     ident = Text()
     ident.append("node ")
-    ident.append(printable(profile.node.name), style="bold")
+    ident.append(printable(name), style="bold")
     ident.append(" · TP ")
-    ident.append(str(profile.seat.tensor_parallel_size), style="bold")
+    ident.append(tp, style="bold")
     ident.append(" · gpu_memory_utilization ")
-    ident.append(f"{profile.seat.gpu_memory_utilization:.2f}", style="bold")
+    ident.append(util, style="bold")
     return ident
 
 
+def header_line(profile: Any) -> Any:
+    """The header's identity (:func:`identity_text`) from a validated
+    :class:`seat_console.profile.Profile`: what the app's header and the first frame show."""
+    return identity_text(profile.node.name, str(profile.seat.tensor_parallel_size),
+                         f"{profile.seat.gpu_memory_utilization:.2f}")
+
+
+def is_terminal(stream: Any) -> bool:
+    """Whether ``stream`` is a terminal (``isatty``); ``False`` for a closed stream or an
+    object without ``isatty``."""
+    try:
+        return bool(stream.isatty())
+    except (AttributeError, ValueError, OSError):
+        return False
+
+
 def wanted(env: dict[str, str] | None = None, stdin: Any = None, stdout: Any = None) -> bool:
-    """Whether to draw the first frame: stdin and stdout are terminals, ``TERM`` is set and
-    not ``dumb``, and ``SEAT_CONSOLE_FIRST_FRAME`` is not ``0``."""
+    """Whether to draw the first frame: stdin and stdout are terminals (:func:`is_terminal`),
+    ``TERM`` is set and not ``dumb``, and ``SEAT_CONSOLE_FIRST_FRAME`` is not ``0``,
+    ``false``, ``no`` or ``off``."""
     env = os.environ if env is None else env
     stdin = sys.stdin if stdin is None else stdin
     stdout = sys.stdout if stdout is None else stdout
@@ -83,10 +100,7 @@ def wanted(env: dict[str, str] | None = None, stdin: Any = None, stdout: Any = N
         return False
     if env.get("TERM", "dumb") in ("", "dumb"):
         return False
-    try:
-        return bool(stdin.isatty() and stdout.isatty())
-    except (AttributeError, ValueError, OSError):
-        return False
+    return is_terminal(stdin) and is_terminal(stdout)
 
 
 RAW_PARSE_MAX_CHARS = 64 << 10
@@ -109,7 +123,9 @@ def _long_dotted_key(text: str) -> bool:
 
 def raw_identity(cli_path: str | None, environ: dict[str, str] | None = None
                  ) -> tuple[str, str, str]:
-    """``(node name, tensor parallel size, gpu_memory_utilization)`` as display strings, read
+    """``(node name, tensor parallel size, gpu_memory_utilization)`` as display strings (the
+    name through :func:`seat_console.fmt.printable`, which :func:`identity_text` applies again
+    harmlessly: escaped text has no control characters left), read
     with ``tomllib`` from the profile the TUI will load (same lookup as
     :func:`seat_console.profile.load_profile`), before validation: each is ``"?"`` when the file
     cannot be found, read or parsed, or the value is missing or of the wrong type (the
@@ -229,14 +245,7 @@ def render(identity: tuple[str, str, str], gpus: Any, *, width: int, no_color: b
     from rich.console import Console
     from rich.text import Text
 
-    name, tp, util = identity
-    header = Text()
-    header.append("node ")
-    header.append(name, style="bold")
-    header.append(" · TP ")
-    header.append(tp, style="bold")
-    header.append(" · gpu_memory_utilization ")
-    header.append(util, style="bold")
+    header = identity_text(*identity)
     header.append("   checking the profile…", style="dim")
     buf = io.StringIO()
     console = Console(file=buf, width=max(20, width), force_terminal=True,
@@ -288,7 +297,7 @@ def _catch_stop() -> None:
     global _previous_tstp, _catching
     import signal
 
-    if _catching or threading.current_thread() is not threading.main_thread():
+    if _catching:
         return
     try:
         _previous_tstp = signal.signal(signal.SIGTSTP, _on_stop)
@@ -353,5 +362,5 @@ def leave(out: TextIO | None = None) -> None:
 
 
 __all__ = ["ENTER", "LEAVE", "WAIT_FOR_READING_S", "draw_before_profile", "handoff", "header_line",
-           "leave",
-           "nvml_lines", "raw_identity", "render", "wanted"]
+           "identity_text", "is_terminal", "leave", "nvml_lines", "raw_identity", "render",
+           "wanted"]

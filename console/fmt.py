@@ -14,6 +14,8 @@ statement wrote its figures (51,201,966,080 B = 47.685546875 GiB is "47.68"; 24.
 
 from __future__ import annotations
 
+import re
+
 GIB = 1 << 30
 """Bytes in one GiB (2^30)."""
 
@@ -27,19 +29,21 @@ UNITS_NOTE = "GiB = 2^30 B, 2 decimals truncated toward zero"
 """The rule in words, for legends and ``--help``."""
 
 
-_CONTROL = None
+CONTROL_CHARS = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+"""Control characters (C0, DEL, C1): what a name shown on the terminal must not carry raw."""
+
+
+def first_control(text: str) -> int | None:
+    """The index of the first :data:`CONTROL_CHARS` character in ``text``, or ``None``."""
+    m = CONTROL_CHARS.search(text)
+    return None if m is None else m.start()
 
 
 def printable(text: str) -> str:
-    """``text`` with every control character (C0, DEL, C1: ``\\x00``–``\\x1f``,
+    """``text`` with every :data:`CONTROL_CHARS` character (``\\x00``–``\\x1f``,
     ``\\x7f``–``\\x9f``) shown as its ``\\xNN`` escape, so a name from outside (a profile, a
     container) cannot move the cursor, retitle the terminal or clear the screen."""
-    global _CONTROL
-    if _CONTROL is None:
-        import re
-
-        _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
-    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
+    return CONTROL_CHARS.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
 
 
 def gib(n: int | None, digits: int = 2) -> str:
@@ -72,4 +76,5 @@ def gib_b(n: int | None) -> str:
     return NA if n is None else f"{gib(n)} GiB ({int(n):,} B)"
 
 
-__all__ = ["GIB", "MIB", "NA", "UNITS_NOTE", "gib", "gib_b", "gib_unit", "printable"]
+__all__ = ["GIB", "MIB", "NA", "UNITS_NOTE", "CONTROL_CHARS", "first_control", "gib", "gib_b", "gib_unit",
+           "printable"]

@@ -46,6 +46,11 @@ class HoldController:
         """The hold's reason as last given (journaled, in the silence's comment)."""
 
     @property
+    def hold_ttl_s(self) -> int:
+        """The TTL (s) the hold is planned with: the one given, else the profile's."""
+        return self.ttl_s or self.app.loaded.profile.silence.ttl_s
+
+    @property
     def busy(self) -> bool:
         """Whether a plan is being read or a runbook runs."""
         return self._planning or (self.thread is not None and self.thread.is_alive())
@@ -86,8 +91,7 @@ class HoldController:
         from seat_console.actions import hold as hold_mod
 
         if kind == "hold":
-            ttl_s = self.ttl_s or self.app.loaded.profile.silence.ttl_s
-            return hold_mod.build_hold(nctx, journal, ttl_s=ttl_s,
+            return hold_mod.build_hold(nctx, journal, ttl_s=self.hold_ttl_s,
                                        reason=self.reason or DEFAULT_REASON, observer=observer)
         h = hold_mod.current_hold(journal)
         if h is None:
@@ -124,8 +128,7 @@ class HoldController:
         seat = self.app.loaded.profile.node.name
         from seat_console.actions.hold import fmt_ttl
 
-        ttl_s = self.ttl_s or self.app.loaded.profile.silence.ttl_s
-        title = (f"Place the hold on {seat} for {fmt_ttl(ttl_s)} ({self.reason})?"
+        title = (f"Place the hold on {seat} for {fmt_ttl(self.hold_ttl_s)} ({self.reason})?"
                  if kind == "hold" else f"Release the hold on {seat}?")
         self.app.push_screen(ConfirmScreen(title, plan.text_lines()),
                              lambda yes: self._start(kind, title) if yes

@@ -149,8 +149,9 @@ class NodeSpec(_Strict):
     @field_validator("name")
     @classmethod
     def _printable_name(cls, v: str) -> str:
-        bad = next((i for i, ch in enumerate(v) if ord(ch) < 0x20 or 0x7f <= ord(ch) <= 0x9f),
-                   None)
+        from seat_console.fmt import first_control
+
+        bad = first_control(v)
         if bad is not None:
             raise ValueError(f"contains the control character {v[bad]!r} at position {bad}: "
                              "give the node's name in printable characters (it is shown in "

@@ -432,7 +432,7 @@ class GpuPanel(SourcePanel):
         if not isinstance(reading, GpuSnapshot):
             raise TypeError(f"GPU panel got {type(reading).__name__}, not GpuSnapshot")
         snap = reading
-        self.query_one("#gpu-summary", Static).update(self._summary(snap))
+        self.query_one("#gpu-summary", Static).update(gpu_lines.summary(snap))
         views = self.card_views()
         container = self.query_one("#gpu-cards", Container)
         seen = set()
@@ -448,9 +448,6 @@ class GpuPanel(SourcePanel):
         for key, view in views.items():
             if key not in seen:
                 view.update_card(None, snap.sampled_at)
-
-    def _summary(self, snap: GpuSnapshot) -> Text:
-        return gpu_lines.summary(snap)
 
 
 __all__ = ["HINTS", "GpuCardView", "GpuPanel", "MemoryBar", "Spark", "gib"]
