@@ -244,12 +244,18 @@ def test_in_a_pty_an_invalid_profile_takes_the_frame_down_and_says_why(tmp_path)
         "invalid seat profile")                        # the error is printed on the shell's screen
 
 
+def _start_with_slow_nvml(tmp_path):
+    """The console on a pty with the NVML double's ``nvmlInit`` taking 3 s: the first frame
+    is up ("reading the GPUs…") well before Textual. Returns ``(proc, master)``."""
+    return pty_helpers.spawn_python(
+        ["benchmarks/nvml_double_console.py", "--init-s", "3", "--", "--interval", "1"],
+        {"XDG_CONFIG_HOME": str(tmp_path)})
+
+
 def test_in_a_pty_ctrl_z_during_start_up_gives_the_shell_its_screen(tmp_path):
     import signal
 
-    proc, master = pty_helpers.spawn_python(
-        ["benchmarks/nvml_double_console.py", "--init-s", "3", "--", "--interval", "1"],
-        {"XDG_CONFIG_HOME": str(tmp_path)})
+    proc, master = _start_with_slow_nvml(tmp_path)
     try:
         buf = pty_helpers.read_until(master, "starting the console…".encode())
         assert first_frame.ENTER.encode() in buf, buf[-2000:]
@@ -271,9 +277,7 @@ def test_in_a_pty_ctrl_z_during_start_up_gives_the_shell_its_screen(tmp_path):
 def test_in_a_pty_ctrl_c_while_starting_exits_130_without_a_traceback(tmp_path):
     import signal
 
-    proc, master = pty_helpers.spawn_python(
-        ["benchmarks/nvml_double_console.py", "--init-s", "3", "--", "--interval", "1"],
-        {"XDG_CONFIG_HOME": str(tmp_path)})
+    proc, master = _start_with_slow_nvml(tmp_path)
     try:
         buf = pty_helpers.read_until(master, "starting the console…".encode())
         os.kill(proc.pid, signal.SIGINT)           # as Ctrl-C sends it before Textual's raw mode
