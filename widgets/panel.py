@@ -536,8 +536,8 @@ class SourcePanel(Widget):
         try:
             compact = self.render_compact(reading) if self.compact else None
             self.set_class(self.compact and compact is not None, "-has-compact")
-            prefix = self._stale_prefix(self.now) if compact is not None else None
             self._drawn_prefix = self._stale_prefix(self.now)
+            prefix = self._drawn_prefix if compact is not None else None
             if compact is not None and prefix is not None:
                 compact = self._mark_last_good(compact, prefix)
             if compact is not None:
