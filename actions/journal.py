@@ -99,6 +99,11 @@ BEGIN SELECT RAISE(ABORT, 'the seat-console journal is append-only'); END;
 """
 
 
+EVENT_KEY = "event_key"
+"""The ``facts`` key :meth:`Journal.append_once` dedupes on when given a ``key``: the identity
+of one change event (e.g. ``timer:<unit>:active-since:<time>``)."""
+
+
 class JournalError(Exception):
     """The journal cannot be opened or written (message names the file and the fix)."""
 
@@ -311,19 +316,26 @@ class Journal:
 
     def append_once(self, *, run_id: str, runbook: str, kind: str, step: str = "",
                     outcome: str = "", output: str = "",
-                    facts: Mapping[str, Any] | None = None) -> Entry | None:
+                    facts: Mapping[str, Any] | None = None,
+                    key: str | None = None) -> Entry | None:
         """:meth:`append`, unless a row with the same ``run_id``, ``kind`` and ``outcome``
-        (after scrubbing) is already there: then nothing is written and ``None`` returned.
-        Checked inside the write transaction, so two consoles (processes) that see the same
-        notice journal it once (an interference notice: whoever sees it first). Raises
+        (after scrubbing) is already there — or, with ``key``, a row of that ``run_id`` and
+        ``kind`` whose ``facts["event_key"]`` is ``key`` (the identity of one change event, so
+        a later, different change is never swallowed by an earlier notice with similar
+        words): then nothing is written and ``None`` returned. ``key`` is stored as
+        ``facts["event_key"]``. Checked inside the write transaction, so two consoles
+        (processes) that see the same event journal it once (whoever sees it first). Raises
         :class:`JournalError` when the write fails."""
+        if key is not None:
+            facts = {**dict(facts or {}), EVENT_KEY: key}
         return self._write(True, run_id=run_id, runbook=runbook, kind=kind, step=step,
-                           outcome=outcome, output=output, facts=facts)
+                           outcome=outcome, output=output, facts=facts, key=key)
 
     def _write(self, only_if_new: bool, *, run_id: str, runbook: str, kind: str,
                step: str = "", inputs: Mapping[str, Any] | None = None, outcome: str = "",
                output: str = "", facts: Mapping[str, Any] | None = None,
-               profile_sha256: str = "", at: datetime | None = None) -> Entry | None:
+               profile_sha256: str = "", at: datetime | None = None,
+               key: str | None = None) -> Entry | None:
         sec = self._secrets
         content: dict[str, Any] = {
             "at": _iso(at or datetime.now(UTC)), "user": self.user, "host": self.host,
@@ -338,7 +350,13 @@ class Journal:
             self._lock.acquire()
             self._db.execute("BEGIN IMMEDIATE")
             try:
-                if only_if_new and self._db.execute(
+                if only_if_new and key is not None and self._db.execute(
+                        "SELECT 1 FROM entries WHERE run_id = ? AND kind = ? AND "
+                        "json_valid(facts) AND json_extract(facts, '$.event_key') = ? LIMIT 1",
+                        (run_id, kind, key)).fetchone():
+                    self._db.execute("ROLLBACK")
+                    return None
+                if only_if_new and key is None and self._db.execute(
                         "SELECT 1 FROM entries WHERE run_id = ? AND kind = ? AND outcome = ? "
                         "LIMIT 1", (run_id, kind, content["outcome"])).fetchone():
                     self._db.execute("ROLLBACK")

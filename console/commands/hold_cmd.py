@@ -172,11 +172,12 @@ def status(nctx: Any, journal: Any, json_mode: bool, readonly: bool = False) -> 
             except (AlertmanagerError, ValueError) as exc:
                 out["silence"] = {"id": h.silence_id, "error": str(exc)}
         if hold_mod.own_change(journal, h, now) is None:
-            out["interference"] = hold_mod.interference(h, timers, sils, now)
+            found = hold_mod.observe(journal, h, timers, sils, now)
+            out["interference"] = [b.text for b in found]
             try:
                 out["interference_journaled"] = [
-                    e.outcome for e in hold_mod.record_interference(
-                        journal, h, out["interference"], readonly=readonly)]
+                    e.outcome for e in hold_mod.record_breaches(
+                        journal, h, found, readonly=readonly)]
             except JournalError as exc:
                 out["interference_journal_error"] = str(exc)
     if json_mode:
