@@ -79,7 +79,7 @@ def seat_fact(containers: Any) -> Fact:
     return Fact("seat", words, "ok" if c.role == "resident" else "warn")
 
 
-def hold_fact(hold: Any, known: bool) -> Fact:
+def hold_fact(hold: Any, known: bool, timers: Any = None) -> Fact:
     """``hold none`` / ``hold active until 12:41Z`` (UTC; ``12:41:30Z`` for a hold shorter than
     an hour, from the hold's ``ttl_s``); ``hold by another console until 13:41:30Z`` for a
     lease armed on the node by another console (``foreign``); a hold the journal has in another
@@ -102,10 +102,26 @@ def hold_fact(hold: Any, known: bool) -> Fact:
 
         ttl = getattr(hold, "ttl_s", None)   # under an hour: to the second (12:41:30Z)
         head = "by another console" if getattr(hold, "foreign", False) else "active"
-        return Fact("hold", head + (f" until {zulu(until, ttl)}" if until else ""), "warn")
+        words = head + (f" until {zulu(until, ttl)}" if until else "")
+        note = protection_note(timers)
+        if note:
+            return Fact("hold", f"{words}, {note}", "bad")
+        return Fact("hold", words, "warn")
     if state in (None, "released"):
         return Fact("hold", "none", "ok")
     return Fact("hold", str(state), "bad")
+
+
+def protection_note(timers: Any) -> str | None:
+    """``protects nothing: timers 3/3 active`` when a hold is in effect but every timer of the
+    profile is armed (a hold by another console whose timers were started again, or one that
+    stopped nothing): the safety net it stands for is running. ``None`` otherwise (some timer
+    stopped, or the timers unknown)."""
+    if not _is_reading(timers) or not timers.timers:
+        return None
+    m = len(timers.timers)
+    n = sum(1 for t in timers.timers if t.active)
+    return f"protects nothing: timers {n}/{m} active" if n == m else None
 
 
 def silence_fact(silences: Any, now: datetime) -> Fact:
@@ -157,7 +173,7 @@ def build_status(*, engine: Any, containers: Any, timers: Any, silences: Any, fi
     first), ``fit`` a :class:`seat_console.fit.budget.Comparison` with the profile's settings,
     ``hold`` the hold feature's view (``active``, ``until``) or ``None``, ``now`` UTC.
     """
-    return [engine_fact(engine), seat_fact(containers), hold_fact(hold, hold_known),
+    return [engine_fact(engine), seat_fact(containers), hold_fact(hold, hold_known, timers),
             silence_fact(silences, now), timers_fact(timers), fit_fact(fit)]
 
 
@@ -194,4 +210,4 @@ class StatusLine(Static):
 
 
 __all__ = ["Fact", "StatusLine", "build_status", "engine_fact", "fit_fact", "hold_fact",
-           "render_status", "seat_fact", "silence_fact", "timers_fact"]
+           "protection_note", "render_status", "seat_fact", "silence_fact", "timers_fact"]
