@@ -318,3 +318,77 @@ def test_hold_dry_run_under_a_foreign_lease_does_not_say_became_active() -> None
     ctx = RunContext(run_id="r", runbook="hold", inputs={}, facts=facts)
     c = _stop_step(nctx, "a.timer", lambda ctx: ctx.facts["hold"]).check(ctx)
     assert not c.go and "became active" not in c.text and "lease step was refused" in c.text
+
+
+def test_the_swaps_rename_is_declared_so_any_console_attributes_it(tmp_path: Path) -> None:
+    """The rename event's actor is the *new* name: the start-probe step's rows must name it
+    (and the old container's ID), or another console's watcher shows it "not by the
+    console"."""
+    from seat_console.actions.attribution import Row, attribute
+    from seat_console.actions.runbook import RunContext
+    from seat_console.actions.swap import build_swap
+    from seat_console.node.context import NodeContext
+
+    from seat_console.profile import load_profile
+
+    f = tmp_path / "p.toml"
+    f.write_text('[resident]\nname = "r"\n[[silence.matchers]]\nname = "instance"\n'
+                 'value = "n:8000"\n[swap]\ncontainer = "seat-probe"\nimage = "img:1"\n'
+                 'command = ["--model", "/m"]\nserved_model_name = "seat-resident"\n'
+                 'gpus = []\n')
+    loaded = load_profile(f)
+    nctx = NodeContext(loaded)
+    rb = build_swap(nctx, None)  # type: ignore[arg-type]
+    step = next(s for s in rb.steps if s.name == "start probe")
+    probe = loaded.profile.swap.container
+    ctx = RunContext(run_id="swap-1", runbook="swap", inputs={}, facts={"probe_rename": {
+        "from": probe, "to": f"{probe}-20261201T204000Z-abcdef", "id": "abcdef123456"}})
+    names = step.targets(ctx)
+    assert f"{probe}-20261201T204000Z-abcdef" in names and "abcdef123456" in names
+    rows = [Row(seq=1, at=NOW, user="u", host="h", run_id="swap-1", runbook="swap",
+                kind="begin", step="start probe", acts_on=tuple(names))]
+    a = attribute(rows, [f"{probe}-20261201T204000Z-abcdef"], NOW + timedelta(seconds=1),
+                  now=NOW + timedelta(seconds=2))
+    assert a is not None and a.step == "start probe"
+
+
+def test_status_hold_section_text() -> None:
+    from seat_console.commands.status_cmd import render_hold
+
+    sec = {"hold": None, "foreign_leases": [{"unit": "seat-hold-a-lease.timer",
+                                             "next_elapse": "2026-12-01T22:00:00Z"}],
+           "deferred_starts": [{"unit": "seat-hold-a-defer-x.timer", "starts": "x.timer",
+                                "next_elapse": "2026-12-01T23:00:00Z"}],
+           "protects_nothing": "the hold protects nothing: every timer is active (3/3) — x",
+           "errors": []}
+    text = render_hold(sec)
+    assert text.startswith("Hold and lease\n")
+    assert "FOREIGN LEASE seat-hold-a-lease.timer elapses 2026-12-01T22:00:00Z" in text
+    assert "deferred start seat-hold-a-defer-x.timer: starts x.timer at 2026-12-01T23:00:00Z" \
+        in text
+    assert "WARNING: the hold protects nothing" in text
+
+
+def test_release_when_forms() -> None:
+    from seat_console.commands.release_cmd import parse_when
+
+    assert parse_when("30m", NOW) == NOW + timedelta(minutes=30)
+    assert parse_when("21:30Z", NOW) == NOW.replace(minute=30)
+    assert parse_when("20:30Z", NOW) == NOW.replace(minute=30, hour=20) + timedelta(days=1)
+    assert parse_when("2026-12-01T23:00Z", NOW) == NOW.replace(hour=23)
+    for bad in ("", "soon", "2026-12-01T23:00", "2026-12-01T20:00Z", "99:99Z"):
+        with pytest.raises(ValueError, match="WHEN"):
+            parse_when(bad, NOW)
+
+
+@settings(max_examples=200, deadline=200)
+@given(st.text(max_size=30))
+def test_release_when_property(text: str) -> None:
+    from seat_console.commands.release_cmd import parse_when
+
+    try:
+        t = parse_when(text, NOW)
+    except ValueError as exc:
+        assert "WHEN" in str(exc)
+        return
+    assert t.tzinfo is not None and t > NOW
