@@ -1079,8 +1079,7 @@ def breaches(h: HoldState, timers: TimersReading | None, silences: Sequence[Sile
                 text=(f"{unit} was started by someone else during hold {h.hold_id}"
                       + (f" at {when}" if when else " (start time n/a)")
                       + (f" (the hold stopped it at {iso(stop_at)}" if stop_at else " (")
-                      + f"; seen {iso(timers.read_at)}; the lease restarts it at "
-                        f"{zulu(h.expires_at)})")))
+                      + f"; the lease restarts it at {zulu(h.expires_at)})")))
     if silences is not None and h.silence_id is not None:
         s = next((x for x in silences if x.id == h.silence_id), None)
         if s is not None and s.state == "expired":

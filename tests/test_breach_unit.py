@@ -392,3 +392,46 @@ def test_release_when_property(text: str) -> None:
         assert "WHEN" in str(exc)
         return
     assert t.tzinfo is not None and t > NOW
+
+
+def test_the_tuis_action_log_does_not_flag_a_reading_older_than_another_consoles_stop(
+        tmp_path: Path) -> None:
+    """The TUI (ActionLogSource) watching while another process placed the hold: its newest
+    timers reading predates that process's verified stop — no notice (4 of 5 holds journaled
+    one before); a reading after the stop showing the timer active again is journaled once."""
+    from seat_console.sources.actionlog import ActionLogSource
+
+    path = tmp_path / "j.sqlite3"
+    placer = Journal(path)                       # the other process
+    unit = "fleet-remediation-cycle.timer"
+    hf = {"hold_id": "seat-hold-x", "lease": "seat-hold-x-lease", "stopped": [unit],
+          "silence_id": None,
+          "expires_at": hold_mod.iso(datetime.now(UTC) + timedelta(hours=1))}
+    placer.append(run_id="hold-9", runbook="hold", kind="start", facts={"hold": hf})
+    placer.append(run_id="hold-9", runbook="hold", kind="verify", step=f"stop {unit}",
+                  outcome="inactive", facts={"hold": hf})
+    placer.append(run_id="hold-9", runbook="hold", kind="end", outcome="done",
+                  facts={"hold": hf})
+
+    class Readings:
+        def __init__(self) -> None:
+            self.timers = None
+
+        def get(self, key: str):
+            return self.timers if key == "timers" else None
+
+    rd = Readings()
+    now = datetime.now(UTC)
+    rd.timers = _reading(now - timedelta(seconds=1), True, now - timedelta(hours=2))
+    src = ActionLogSource(rd, str(path))
+    assert src.read().interference == ()
+    assert placer.entries(kind="interference") == []
+    started = datetime.now(UTC).replace(microsecond=0)
+    rd.timers = _reading(datetime.now(UTC) + timedelta(seconds=3), True, started)
+    r = src.read()
+    assert len(r.interference) == 1 and unit in r.interference[0]
+    src.read()
+    src.close()
+    rows = placer.entries(kind="interference")
+    assert len(rows) == 1 and rows[0].facts["breach"]["changed_at"] == hold_mod.iso(started)
+    placer.close()

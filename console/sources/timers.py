@@ -505,13 +505,6 @@ def make_source(loaded: LoadedProfile, *, context: Any | None = None) -> Source:
     return TimerSource(transport, loaded.profile.timers.all_units)
 
 
-__all__ = ["PERSISTENT_WARNING", "ServiceState", "StartForecast", "TimerSource", "TimerState",
-           "TimersReading", "TriggerForecast", "build_timer_state", "check_unit_name",
-           "forecast_start", "make_source", "parse_calendar_elapses", "parse_list_timers_json",
-           "parse_monotonic_triggers", "parse_schedule", "parse_show_blocks", "parse_timestamp",
-           "parse_timespan", "read_start_forecast", "read_timers", "service_running"]
-
-
 # -- when a stopped timer would elapse once started (issue 17) ----------------------------------
 _SPAN_UNITS = {"us": 1e-6, "µs": 1e-6, "usec": 1e-6, "ms": 1e-3, "msec": 1e-3, "s": 1.0,
                "sec": 1.0, "second": 1.0, "seconds": 1.0, "min": 60.0, "m": 60.0,
@@ -805,3 +798,10 @@ def read_start_forecast(transport: Transport, units: Sequence[str], *,
             f = f.model_copy(update={"unknown": (*f.unknown, *extra)})
         out[unit] = f
     return out
+
+
+__all__ = ["PERSISTENT_WARNING", "ServiceState", "StartForecast", "TimerSource", "TimerState",
+           "TimersReading", "TriggerForecast", "build_timer_state", "check_unit_name",
+           "forecast_start", "make_source", "parse_calendar_elapses", "parse_list_timers_json",
+           "parse_monotonic_triggers", "parse_schedule", "parse_show_blocks", "parse_timestamp",
+           "parse_timespan", "read_start_forecast", "read_timers", "service_running"]
