@@ -1139,8 +1139,8 @@ def observe(journal: Journal, h: HoldState, timers: TimersReading | None,
     :func:`journal_attribution`): what the TUI's action log, ``hold --status`` and the compare
     runbook call."""
     now = now or utcnow()
-    if not h.is_active(now):
-        return []
+    if not h.is_active(now) or not breaches(h, timers, silences, now):
+        return []   # nothing looks changed: the journal is not read (the TUI polls each second)
     return breaches(h, timers, silences, now, settled=stop_times(journal, h),
                     attributed=journal_attribution(journal, h, now))
 
