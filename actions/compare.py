@@ -59,7 +59,7 @@ from seat_console.evidence import canaries as can
 from seat_console.evidence import fidelity as fid
 from seat_console.evidence.bracket import LegPlan, new_bracket_id, plan_bracket, transition
 from seat_console.node.context import NodeContext
-from seat_console.sources import utcnow
+from seat_console.core.base import utcnow
 
 COMPARE_SCHEMA = "seat-console.comparison/1"
 
@@ -86,7 +86,7 @@ class CompareOptions:
 
 def comparisons_dir(data_root: Path | None = None) -> Path:
     """``<data dir>/comparisons`` (the data dir of :mod:`seat_console.probe.store`)."""
-    from seat_console.probe.store import data_dir
+    from seat_console.core.paths import data_dir
 
     return (data_root or data_dir()) / "comparisons"
 
@@ -168,7 +168,7 @@ def fit_summary(nctx: NodeContext) -> dict[str, Any]:
     (the compare goes on; the report says "fit: not recorded")."""
     try:
         from seat_console.commands.fit_cmd import to_json
-        from seat_console.sources.fit_source import (
+        from seat_console.snapshot.fit_reading import (
             WhatIf,
             compute_budgets,
             gather_fit_inputs,

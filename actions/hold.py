@@ -41,7 +41,7 @@ from seat_console.actions.journal import Entry, Journal
 from seat_console.actions.runbook import Check, Observer, Runbook, RunContext, Step, StepError
 from seat_console.node.context import NodeContext
 from seat_console.node.transport import TransportError
-from seat_console.sources import Unavailable, utcnow
+from seat_console.core.base import Unavailable, utcnow
 from seat_console.sources.silences import AlertmanagerError, Silence, coverage_warnings
 from seat_console.sources.timers import TimerState, TimersReading, read_timers
 

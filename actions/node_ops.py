@@ -30,8 +30,8 @@ import httpx
 
 from seat_console.node.runner import CommandResult
 from seat_console.node.transport import Transport, TransportError
-from seat_console.profile import Matcher
-from seat_console.sources import Frozen, Unavailable, utcnow
+from seat_console.core.profile import Matcher
+from seat_console.core.base import Frozen, Unavailable, utcnow
 from seat_console.sources.silences import (
     AlertmanagerClient,
     AlertmanagerError,

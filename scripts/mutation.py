@@ -219,8 +219,8 @@ MUTATIONS: list[Mutation] = [
       '''class _Strict(BaseModel):
     model_config = ConfigDict(extra="ignore", frozen=True, validate_default=True)''',
       "unknown keys ignored in every table (nested ones too)", T_PRO),
-    M("profile-matcher-re2", P, "        if self.is_regex:\n            from seat_console.sources.untrusted",
-      "        if False:\n            from seat_console.sources.untrusted",
+    M("profile-matcher-re2", P, "        if self.is_regex:\n            from seat_console.core.untrusted",
+      "        if False:\n            from seat_console.core.untrusted",
       "a non-RE2 matcher regex accepted", T_PRO),
     M("profile-dotted", P, "MAX_DOTTED_KEY_PARTS = 32", "MAX_DOTTED_KEY_PARTS = 100_000",
       "a 40,000-part dotted key parsed (quadratic)", T_PRO),
@@ -280,7 +280,7 @@ def make_copy(src: Path, dest: Path) -> dict[str, str]:
     env = dict(os.environ, PYTHONPATH=str(dest / "_imp"), PYTHONDONTWRITEBYTECODE="1",
                HYPOTHESIS_PROFILE=os.environ.get("HYPOTHESIS_PROFILE", "ci"))
     check = subprocess.run(
-        [sys.executable, "-c", "import seat_console.sources.nvml as m, seat_console.actions as a;"
+        [sys.executable, "-c", "import seat_console.node.nvml as m, seat_console.actions as a;"
                                "print(m.__file__); print(a.__file__)"],
         cwd=dest, env=env, capture_output=True, text=True, check=True).stdout.split()
     for path in check:

@@ -7,7 +7,7 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from seat_console.actions.attribution import (
+from seat_console.node.attribution import (
     ACTS_ON,
     AFTER_S,
     IN_FLIGHT_MAX_S,
@@ -153,7 +153,7 @@ def test_the_containers_panel_names_the_run_that_made_a_change() -> None:
 from hypothesis import given  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
-from seat_console.actions.attribution import _acts_on  # noqa: E402
+from seat_console.node.attribution import _acts_on  # noqa: E402
 
 _NAMES = st.sampled_from(["seat-resident", "seat-probe", "other", "/seat-resident"])
 _ROWS = st.lists(st.builds(

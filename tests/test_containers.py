@@ -24,7 +24,7 @@ from seat_console.sources.containers import (
     parse_docker_time,
     pick_repo_digest,
 )
-from seat_console.sources import Unavailable
+from seat_console.core.base import Unavailable
 
 DATA = Path(__file__).parent / "data" / "containers"
 

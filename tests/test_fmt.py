@@ -1,7 +1,7 @@
 """One GiB display rule everywhere (issue 12, "the same bytes print two ways").
 
 51,201,966,080 B (47.685546875 GiB) printed "47.69 GiB" in the GPU panel and "47.68 GiB" in the
-fit panel. Every display now goes through :mod:`seat_console.fmt`; these tests pin the rule and
+fit panel. Every display now goes through :mod:`seat_console.core.fmt`; these tests pin the rule and
 check each place that shows sizes, and that no module formats GiB on its own again.
 """
 
@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from seat_console import fmt
+from seat_console.core import fmt
 from seat_console.commands import gpus_cmd, status_cmd
 from seat_console.fit import budget
 from seat_console.widgets import gpu as gpu_widget
@@ -52,4 +52,4 @@ def test_no_module_formats_gib_by_itself():
             for i, line in enumerate(path.read_text("utf-8").splitlines(), 1):
                 if pattern.search(line):
                     offenders.append(f"{path.relative_to(root)}:{i}: {line.strip()}")
-    assert not offenders, "format GiB with seat_console.fmt instead:\n" + "\n".join(offenders)
+    assert not offenders, "format GiB with seat_console.core.fmt instead:\n" + "\n".join(offenders)

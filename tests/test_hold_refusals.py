@@ -14,7 +14,7 @@ import pytest
 from conftest import free_port
 from lab_helpers import exclusive_lab, node_transport, seat_cli, state_env, timers_active
 
-from seat_console.profile import ProfileError, load_profile, parse_profile
+from seat_console.core.profile import ProfileError, load_profile, parse_profile
 
 LAB_PROFILE = Path(__file__).resolve().parents[1] / ".lab" / "profile.toml"
 

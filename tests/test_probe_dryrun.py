@@ -17,7 +17,7 @@ import pytest
 from seat_console.commands import probe_cmd
 from seat_console.probe import run as probe_run
 from seat_console.probe.run import HoldInfo, ProbeRefused, preflight
-from seat_console.profile import LoadedProfile, default_profile_text, parse_profile
+from seat_console.core.profile import LoadedProfile, default_profile_text, parse_profile
 
 
 def _closed_port() -> int:

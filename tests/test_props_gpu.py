@@ -23,7 +23,7 @@ from seat_console.sources.gpu import (
     match_seat,
     parse_cgroup,
 )
-from seat_console.sources.nvml import Nvml
+from seat_console.node.nvml import Nvml
 
 HEX = "0123456789abcdef"
 cgroup_lines = st.one_of(

@@ -22,10 +22,10 @@ from screen_fixtures import all_read, refresh_all, wait_for
 from app_fixtures import T0
 
 from seat_console.app import DetailScreen, SeatConsoleApp, same_reading
-from seat_console.engine_rates import RateHistory, counter_rate, window_latency
-from seat_console.sources import Unavailable
+from seat_console.snapshot.engine_rates import RateHistory, counter_rate, window_latency
+from seat_console.core.base import Unavailable
 from seat_console.sources.engine import HistogramSummary
-from seat_console.sources.fit_source import compute_budgets, gather_fit_inputs
+from seat_console.snapshot.fit_reading import compute_budgets, gather_fit_inputs
 from seat_console.widgets import status as S
 from seat_console.widgets.fit import FitPanel
 from seat_console.widgets.panel import SourcePanel, fmt_coarse_age

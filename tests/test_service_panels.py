@@ -24,9 +24,9 @@ from seat_console.sources.containers import (
     EventStreamStatus,
 )
 from seat_console.sources.engine import EngineReading, ModelInfo, parse_metrics
-from seat_console.profile import load_profile
+from seat_console.core.profile import load_profile
 from seat_console.sources.silences import Silence, SilenceMatcher, SilencesReading
-from seat_console.sources import Unavailable
+from seat_console.core.base import Unavailable
 from seat_console.sources.timers import PERSISTENT_WARNING, ServiceState, TimersReading, TimerState
 from seat_console.widgets.panel import SourcePanel
 from seat_console.widgets.services import ContainersPanel, EnginePanel, SilencesPanel, TimersPanel

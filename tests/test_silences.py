@@ -18,7 +18,7 @@ import httpx
 import pytest
 from conftest import free_port, wait_for_port
 
-from seat_console.profile import AlertmanagerSpec, Matcher
+from seat_console.core.profile import AlertmanagerSpec, Matcher
 from seat_console.sources.silences import (
     ENV_PASSWORD,
     ENV_TOKEN,
@@ -34,7 +34,7 @@ from seat_console.sources.silences import (
     redact,
     silence_applies_to_seat,
 )
-from seat_console.sources import Unavailable, utcnow
+from seat_console.core.base import Unavailable, utcnow
 from seat_console.actions.node_ops import create_silence, expire_silence
 
 AM_BIN = "prometheus-alertmanager"

@@ -24,8 +24,8 @@ from seat_console.actions.node_ops import (
     stop_timer,
 )
 from seat_console.node.runner import CommandResult
-from seat_console.profile import AlertmanagerSpec
-from seat_console.sources import utcnow
+from seat_console.core.profile import AlertmanagerSpec
+from seat_console.core.base import utcnow
 from seat_console.sources.silences import AlertmanagerClient, AlertmanagerError, SilenceMatcher
 
 SEAT = (SilenceMatcher(name="instance", value="seat-node:8000", isRegex=False),

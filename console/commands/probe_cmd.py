@@ -42,7 +42,7 @@ from seat_console.probe.store import (
     read_summary,
     runs_dir,
 )
-from seat_console.profile import LoadedProfile
+from seat_console.core.profile import LoadedProfile
 
 RUN_ID_RE = re.compile(r"^[0-9]{8}T[0-9]{6}Z-[0-9a-f]{6}$")
 """A run id as :func:`seat_console.probe.store.new_run_id` makes them (no path can hide in it)."""

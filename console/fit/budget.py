@@ -2,7 +2,7 @@
 
 Pure arithmetic, no I/O: every input (profile values, a checkpoint summary, a GPU snapshot, host
 memory figures) is passed in, and every result is a frozen model. Bytes in code; the display
-helpers print GiB = 2^30 B truncated toward zero (:func:`seat_console.fmt.gib`, the one display
+helpers print GiB = 2^30 B truncated toward zero (:func:`seat_console.core.fmt.gib`, the one display
 rule, re-exported here), always next to exact bytes.
 
 The arithmetic follows vLLM (0.32.0):
@@ -61,8 +61,8 @@ from seat_console.fit.dtype import (
     resolve_kv_cache_dtype,
     resolve_served_dtype,
 )
-from seat_console.fmt import GIB, gib, gib_b  # the one GiB display rule (re-exported)
-from seat_console.sources import Frozen
+from seat_console.core.fmt import GIB, gib, gib_b  # the one GiB display rule (re-exported)
+from seat_console.core.base import Frozen
 
 VOCAB_PADDING = 64
 """vLLM's ``DEFAULT_VOCAB_PADDING_SIZE`` (vocab_parallel_embedding.py)."""

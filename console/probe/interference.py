@@ -28,7 +28,7 @@ from typing import Any
 
 from seat_console.node.transport import Transport
 from seat_console.probe.engine_counters import EngineCounters
-from seat_console.sources import Frozen, utcnow
+from seat_console.core.base import Frozen, utcnow
 from seat_console.sources.containers import ContainerEvent, EventWatcher
 from seat_console.sources.timers import parse_show_blocks
 

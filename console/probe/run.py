@@ -51,8 +51,8 @@ from seat_console.probe.interference import InterferenceMonitor
 from seat_console.probe.prompts import PromptSet, load_prompt_set
 from seat_console.probe.stats import PhaseStats, phase_stats
 from seat_console.probe.store import SUMMARY_SCHEMA, RunWriter
-from seat_console.profile import LoadedProfile, ProbePhaseSpec, ProbeSpec
-from seat_console.sources import utcnow
+from seat_console.core.profile import LoadedProfile, ProbePhaseSpec, ProbeSpec
+from seat_console.core.base import utcnow
 
 log = logging.getLogger(__name__)
 
@@ -246,7 +246,7 @@ def _seat_container(loaded: LoadedProfile) -> tuple[dict[str, Any], set[str], st
 def _gpus(loaded: LoadedProfile) -> dict[str, Any]:
     """GPU UUIDs, names and the driver version from NVML, or why they are unavailable."""
     try:
-        from seat_console.sources import read_once
+        from seat_console.core.base import read_once
         from seat_console.sources.gpu import make_source
 
         snap = read_once(make_source(loaded))
@@ -785,7 +785,7 @@ def default_monitor_factory(loaded: LoadedProfile, pre: Preflight, *, context: A
     containers panel and the actions; the monitor reads its changes from the probe's start and
     does not close it), transport and Alertmanager client are used; without it the monitor
     makes its own (an :class:`EventWatcher` from now, attributing through the journal)."""
-    from seat_console.actions.attribution import JournalAttributor
+    from seat_console.node.attribution import JournalAttributor
     from seat_console.node.transport import TransportError, make_transport
     from seat_console.probe.interference import service_units
     from seat_console.sources.containers import EventWatcher, resolve_docker_host

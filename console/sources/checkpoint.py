@@ -52,8 +52,8 @@ from typing import Any, Literal
 
 from pydantic import Field
 
-from seat_console.sources import Frozen
-from seat_console.sources.untrusted import (
+from seat_console.core.base import Frozen
+from seat_console.core.untrusted import (
     InputError,
     compile_re2,
     get_dict,
@@ -696,7 +696,7 @@ class CheckpointSummary(Frozen):
 def _read_json(path: Path) -> tuple[dict[str, Any] | None, str | None]:
     """``(object, None)``, ``(None, None)`` when absent, or ``(None, reason naming the file)``
     for a file that is unreadable, above :data:`MAX_CONFIG_BYTES`, not bounded JSON
-    (:func:`~seat_console.sources.untrusted.load_json`) or not an object."""
+    (:func:`~seat_console.core.untrusted.load_json`) or not an object."""
     try:
         with path.open("rb") as fh:
             size = os.fstat(fh.fileno()).st_size

@@ -41,9 +41,9 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from seat_console.profile import LoadedProfile
-from seat_console.sources import Frozen, Source, Unavailable, utcnow
-from seat_console.sources.untrusted import get_bool, get_dict, get_int, get_list, get_str
+from seat_console.core.profile import LoadedProfile
+from seat_console.core.base import Frozen, Source, Unavailable, utcnow
+from seat_console.core.untrusted import get_bool, get_dict, get_int, get_list, get_str
 
 DEFAULT_DOCKER_HOST = "unix:///var/run/docker.sock"
 """The engine used when neither ``node.docker_host`` nor ``$DOCKER_HOST`` is set."""

@@ -14,9 +14,9 @@ An unknown value is ``None`` (rendered ``n/a``), never 0. A field NVML reports a
 is listed in ``GpuCard.unsupported``; a field that failed for another reason is in
 ``GpuCard.errors`` with NVML's message; the other fields of the card stay live.
 
-When the whole NVML is unusable the source returns :class:`seat_console.sources.Unavailable` with
+When the whole NVML is unusable the source returns :class:`seat_console.core.base.Unavailable` with
 ``source="nvml"`` and ``kind`` one of ``no-library``, ``no-driver``, ``version-mismatch``,
-``no-permission``, ``no-gpu`` or ``error`` (see :mod:`seat_console.sources.nvml`).
+``no-permission``, ``no-gpu`` or ``error`` (see :mod:`seat_console.node.nvml`).
 
 Each field's docstring names the equivalent ``nvidia-smi --query-gpu=...`` (or
 ``--query-compute-apps=...``) field, so a reader can check a value by hand.
@@ -37,7 +37,7 @@ from typing import Any, Literal
 import psutil
 from pydantic import Field, model_validator
 
-from seat_console.sources.nvml import (
+from seat_console.node.nvml import (
     NA,
     GpuLost,
     Nvml,
@@ -46,9 +46,9 @@ from seat_console.sources.nvml import (
     is_na,
     na_to_none,
 )
-from seat_console.profile import LoadedProfile
-from seat_console.sources import Frozen, Source, Unavailable, utcnow
-from seat_console.sources.partial import Kept, keep
+from seat_console.core.profile import LoadedProfile
+from seat_console.core.base import Frozen, Source, Unavailable, utcnow
+from seat_console.core.partial import Kept, keep
 
 log = logging.getLogger(__name__)
 
@@ -286,7 +286,7 @@ class GpuSnapshot(Frozen):
         process list of one card while its memory was read) taken from the same card — by
         UUID / PCI bus id, never by position — in ``last``, the app's last good sample, where
         that card was ``ok`` and had the value (read, or kept itself). A filled field leaves
-        ``errors`` and is listed in ``kept`` (:mod:`seat_console.sources.partial`). Fields
+        ``errors`` and is listed in ``kept`` (:mod:`seat_console.core.partial`). Fields
         NVML does not support, lost cards and MIG instances are never filled."""
         kept: list[Kept] = []
         cards: list[GpuCard] = []
@@ -689,9 +689,9 @@ def _guarded(field: str, call: Callable[[], Any], unsupported: list[str],
     """Run one NVML read for snapshot field ``field``.
 
     Returns the value; or ``None`` with ``field`` appended to ``unsupported`` when NVML says
-    NOT_SUPPORTED / FUNCTION_NOT_FOUND (the gateway's n/a sentinel, :func:`seat_console.sources.nvml.is_na`);
+    NOT_SUPPORTED / FUNCTION_NOT_FOUND (the gateway's n/a sentinel, :func:`seat_console.node.nvml.is_na`);
     or ``None`` with ``errors[field]`` set to the message when the call failed otherwise. Never 0
-    for an unknown. :class:`seat_console.sources.nvml.GpuLost` is not caught: a lost card ends the card's
+    for an unknown. :class:`seat_console.node.nvml.GpuLost` is not caught: a lost card ends the card's
     read.
     """
     try:
@@ -706,7 +706,7 @@ def _guarded(field: str, call: Callable[[], Any], unsupported: list[str],
 
 
 class GpuSampler:
-    """Takes one batched :class:`GpuSnapshot` per call from an :class:`~seat_console.sources.nvml.Nvml`.
+    """Takes one batched :class:`GpuSnapshot` per call from an :class:`~seat_console.node.nvml.Nvml`.
 
     ``seat_gpus``: the profile's ``node.gpus`` entries (index or UUID) that mark seat cards.
     ``mapper``: maps PIDs to processes/containers (default: the host's ``/proc``, no names).
@@ -992,7 +992,7 @@ def make_source(loaded_profile: LoadedProfile | None, nvml: Nvml | None = None,
     ``profile.node.docker_host``. ``nvml`` defaults to the ``context``'s gateway (the app's
     :class:`~seat_console.node.context.NodeContext`, shared with the actions), else a new
     :class:`Nvml` over the real ``pynvml`` (or whatever
-    :func:`seat_console.sources.nvml.module_factory` returns).
+    :func:`seat_console.node.nvml.module_factory` returns).
     """
     if nvml is None and context is not None:
         nvml = context.nvml

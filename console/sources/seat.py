@@ -17,8 +17,8 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from seat_console.profile import LoadedProfile
-from seat_console.sources import Frozen, Source, Unavailable
+from seat_console.core.profile import LoadedProfile
+from seat_console.core.base import Frozen, Source, Unavailable
 from seat_console.sources.containers import (
     missing_socket,
     parse_docker_time,
@@ -106,7 +106,7 @@ class SeatSource(Source):
                                reason=f"docker engine {self.docker_host}: {missing}")
         from docker.errors import DockerException, NotFound
 
-        from seat_console.sources import utcnow
+        from seat_console.core.base import utcnow
 
         try:
             client = self._get()

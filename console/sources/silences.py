@@ -47,9 +47,9 @@ from tenacity import (
     wait_exponential,
 )
 
-from seat_console.profile import AlertmanagerSpec, LoadedProfile, Matcher
-from seat_console.sources import BrokenSource, Frozen, Source, Unavailable, utcnow
-from seat_console.sources.untrusted import (
+from seat_console.core.profile import AlertmanagerSpec, LoadedProfile, Matcher
+from seat_console.core.base import BrokenSource, Frozen, Source, Unavailable, utcnow
+from seat_console.core.untrusted import (
     InputError,
     aware_utc,
     compile_re2,
@@ -183,7 +183,7 @@ class SilenceMatcher(Frozen):
 
     @classmethod
     def from_profile(cls, m: Matcher) -> SilenceMatcher:
-        """From the profile's :class:`~seat_console.profile.Matcher`."""
+        """From the profile's :class:`~seat_console.core.profile.Matcher`."""
         return cls.model_validate({"name": m.name, "value": m.value, "isRegex": m.is_regex,
                                    "isEqual": m.is_equal})
 
@@ -198,7 +198,7 @@ class SilenceMatcher(Frozen):
         anchored ``^(?:…)$``). Regexes are matched with RE2 (``google-re2``): linear time, so
         no pattern can hang the console, and RE2-only syntax such as ``\\z`` works.
 
-        Raises :class:`~seat_console.sources.untrusted.InputError` naming the matcher when its
+        Raises :class:`~seat_console.core.untrusted.InputError` naming the matcher when its
         regex is not valid RE2 (then whether it matches is unknown, not False)."""
         v = label_value or ""
         if self.is_regex:
@@ -364,7 +364,7 @@ def silence_applies_to_seat(silence: Sequence[SilenceMatcher],
     the labels the seat pins with ``name="value"`` — every silence matcher on one of those labels
     matches the seat's value and at least one such matcher exists (e.g. ``instance=~"seat-.*"``).
     Matchers on other labels (``alertname``…) narrow a silence but do not make it foreign.
-    Raises :class:`~seat_console.sources.untrusted.InputError` (naming the matcher) when a regex
+    Raises :class:`~seat_console.core.untrusted.InputError` (naming the matcher) when a regex
     matcher that decides it is not valid RE2: the answer is then unknown, for that silence only.
     """
     s_set, seat_set = set(silence), set(seat)

@@ -25,9 +25,9 @@ from seat_console.sources import timers
 from seat_console.sources.containers import ContainersReading
 from seat_console.sources.engine import EngineReading
 from seat_console.sources.gpu import GpuSnapshot
-from seat_console.profile import LoadedProfile
+from seat_console.core.profile import LoadedProfile
 from seat_console.sources.silences import SilencesReading
-from seat_console.sources import Frozen, Source, Unavailable, read_once, utcnow
+from seat_console.core.base import Frozen, Source, Unavailable, read_once, utcnow
 from seat_console.sources.timers import TimersReading
 
 SOURCE_NAMES = ("gpus", "timers", "silences", "containers", "engine")

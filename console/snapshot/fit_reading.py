@@ -33,7 +33,7 @@ from seat_console.fit.budget import (
 )
 from seat_console.sources.checkpoint import CheckpointError, CheckpointSummary, scan_checkpoint
 from seat_console.fit.kvcache import config_from_shape
-from seat_console.profile import (
+from seat_console.core.profile import (
     MAX_MODEL_LEN,
     MAX_NUM_SEQS,
     MAX_SIZE_BYTES,
@@ -41,8 +41,8 @@ from seat_console.profile import (
     LoadedProfile,
     Profile,
 )
-from seat_console.sources import Frozen, Source, Unavailable
-from seat_console.sources.untrusted import load_json
+from seat_console.core.base import Frozen, Source, Unavailable
+from seat_console.core.untrusted import load_json
 
 __all__ = ["FitInputs", "FitSide", "FitSource", "WhatIf", "compute_budgets", "cpu_kv_space_for", "dir_name",
            "env_warnings", "gather_fit_inputs", "host_memory", "load_side", "make_source",
@@ -307,7 +307,7 @@ def gather_fit_inputs(loaded: LoadedProfile, snapshot: Any | None, *,
     fit`` exits 1 on it). Problems found while scanning (e.g. a missing shard) are in
     ``FitSide.scan.problems``. A side with neither a path nor declared sizes is ``unavailable``
     without ``scan_failed``. Nothing else is expected to raise; :meth:`FitSource.read` still
-    turns any exception into :class:`~seat_console.sources.Unavailable`.
+    turns any exception into :class:`~seat_console.core.base.Unavailable`.
     """
     prof = loaded.profile
     tp = prof.seat.tensor_parallel_size

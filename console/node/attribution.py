@@ -152,7 +152,7 @@ class JournalAttributor:
     def path(self) -> Path:
         """The journal file read."""
         if self._path is None:
-            from seat_console.actions.journal import journal_path
+            from seat_console.core.paths import journal_path
 
             self._path = journal_path()
         return self._path

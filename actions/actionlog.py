@@ -20,8 +20,8 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from seat_console.profile import LoadedProfile
-from seat_console.sources import Frozen, Source, Unavailable, utcnow
+from seat_console.core.profile import LoadedProfile
+from seat_console.core.base import Frozen, Source, Unavailable, utcnow
 
 RECENT_ROWS = 12
 """Journal rows shown in the panel (newest last)."""
