@@ -318,7 +318,7 @@ from nvml_double import FakeCard, FakeMig, NvmlDouble  # noqa: E402
 
 import seat_console.node.nvml as nvml_mod  # noqa: E402
 from seat_console.sources.containers import container_state_from_inspect  # noqa: E402
-from seat_console.sources.gpu import match_seat, norm_bus_id, seat_conflicts  # noqa: E402
+from seat_console.core.gpu_ids import match_seat, norm_bus_id, seat_conflicts  # noqa: E402
 
 
 def _profile(tmp_path: Path, gpus: str) -> Path:

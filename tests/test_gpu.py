@@ -32,9 +32,9 @@ from seat_console.sources.gpu import (
     MemoryReading,
     ProcessMapper,
     make_source,
-    match_seat,
     parse_cgroup,
 )
+from seat_console.core.gpu_ids import match_seat
 from seat_console.node.nvml import NA, NaType, Nvml, is_na
 from seat_console.core.profile import load_profile
 from seat_console.core.base import Unavailable

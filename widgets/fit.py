@@ -40,7 +40,7 @@ from seat_console.widgets.panel import SourcePanel
 
 if TYPE_CHECKING:  # imported where used: the checkpoint scanner loads after the first frame
     from seat_console.fit.budget import CardBudget, Comparison, FitBudget, OverlayRow
-    from seat_console.sources.checkpoint import CheckpointProblem
+    from seat_console.core.checkpoint import CheckpointProblem
     from seat_console.snapshot.fit_reading import FitInputs, FitSide, WhatIf
 
 SIGNIFICANT_BYTES = 1 << 28
@@ -191,7 +191,7 @@ def render_side(title: str, b: FitBudget | None, why: str | None,
                 problems: Sequence[CheckpointProblem] = (),
                 no_verdict: str | None = None) -> Group:
     """One column: title, the checkpoint scan's problems, per-card bars with numbers, KV,
-    verdict and levers. ``problems``: from :attr:`seat_console.sources.checkpoint.CheckpointSummary.problems`;
+    verdict and levers. ``problems``: from :attr:`seat_console.core.checkpoint.CheckpointSummary.problems`;
     with any of severity ``error`` the budget is marked untrustworthy (its sizes are not) and
     its verdict reads "NO VERDICT: …" (:attr:`FitBudget.no_verdict`). ``no_verdict``: for a
     side without a budget (``b`` None), why it gets no verdict (its files cannot be scanned:

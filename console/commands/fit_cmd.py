@@ -33,7 +33,8 @@ from typing import Any
 from pydantic import ByteSize, TypeAdapter, ValidationError
 
 from seat_console.fit.budget import GIB, Comparison, FitBudget, OverlayRow, gib
-from seat_console.sources.checkpoint import CheckpointError, CheckpointSummary
+from seat_console.sources.checkpoint import CheckpointError
+from seat_console.core.checkpoint import CheckpointSummary
 from seat_console.snapshot.fit_reading import (
     FitInputs,
     FitSide,

@@ -31,7 +31,8 @@ from seat_console.fit.budget import (
     is_cpu_device,
     live_overlay,
 )
-from seat_console.sources.checkpoint import CheckpointError, CheckpointSummary, scan_checkpoint
+from seat_console.sources.checkpoint import CheckpointError, scan_checkpoint
+from seat_console.core.checkpoint import CheckpointSummary
 from seat_console.fit.kvcache import config_from_shape
 from seat_console.core.profile import (
     MAX_MODEL_LEN,
@@ -218,7 +219,7 @@ def host_memory() -> HostMemory | None:
 
 def _entry_identity(entry: str) -> str:
     """One spelling per device for a ``node.gpus`` entry (for duplicates without a reading)."""
-    from seat_console.sources.gpu import norm_bus_id
+    from seat_console.core.gpu_ids import norm_bus_id
 
     e = entry.strip()
     if e.isdigit():
@@ -323,7 +324,7 @@ def gather_fit_inputs(loaded: LoadedProfile, snapshot: Any | None, *,
     unmatched: list[str] = []
     errors: list[str] = []
     if snapshot is not None:
-        from seat_console.sources.gpu import card_matches, seat_conflicts
+        from seat_console.core.gpu_ids import card_matches, seat_conflicts
 
         live = list(getattr(snapshot, "cards", None) or [])
         unmatched = [e for e in gpus if not any(card_matches(e, c) for c in live)]
