@@ -99,7 +99,7 @@ def _write_json(path: Path, doc: dict[str, Any]) -> None:
 
 # -- seat changes -----------------------------------------------------------------------------
 def _started(c: Any) -> datetime | None:
-    from seat_console.sources.containers import parse_docker_time
+    from seat_console.node.docker import parse_docker_time
 
     return parse_docker_time(c.attrs.get("State", {}).get("StartedAt"))
 

@@ -177,7 +177,7 @@ def _tail(text: str, n: int = 20) -> str:
 
 
 def _started_at(c: Any) -> datetime | None:
-    from seat_console.sources.containers import parse_docker_time
+    from seat_console.node.docker import parse_docker_time
 
     return parse_docker_time(c.attrs.get("State", {}).get("StartedAt"))
 

@@ -26,7 +26,8 @@ from seat_console.app import PanelSpec, SeatConsoleApp
 from seat_console.fit.budget import HostMemory
 from seat_console.core.profile import MAX_MODEL_LEN, MAX_NUM_SEQS
 from seat_console.core.base import Source
-from seat_console.sources.containers import ContainersReading, ContainerState, EventStreamStatus
+from seat_console.sources.containers import ContainersReading, ContainerState
+from seat_console.node.docker import EventStreamStatus
 from seat_console.sources.engine import EngineReading, ModelInfo, parse_metrics
 from seat_console.snapshot.fit_reading import gather_fit_inputs
 from seat_console.sources.gpu import GpuSampler

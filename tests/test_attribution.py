@@ -17,7 +17,7 @@ from seat_console.node.attribution import (
 )
 from seat_console.actions.journal import Journal
 from seat_console.actions.runbook import Check, Runbook, Step, StepError
-from seat_console.sources.containers import ContainerEvent
+from seat_console.node.docker import ContainerEvent
 
 T0 = datetime(2026, 12, 1, 12, 0, 0, tzinfo=UTC)
 
@@ -131,7 +131,8 @@ def test_journal_attributor_reads_another_handles_rows_and_never_creates_a_journ
 
 
 def test_the_containers_panel_names_the_run_that_made_a_change() -> None:
-    from seat_console.sources.containers import ContainersReading, EventStreamStatus
+    from seat_console.sources.containers import ContainersReading
+    from seat_console.node.docker import EventStreamStatus
     from seat_console.widgets.services import ContainersPanel
 
     now = datetime.now(UTC)

@@ -35,7 +35,7 @@ from seat_console.probe.stats import percentile, phase_stats
 from seat_console.probe.store import RunWriter, list_runs, read_requests, read_summary
 from seat_console.core.profile import LoadedProfile, default_profile_text, parse_profile
 from seat_console.core.base import utcnow
-from seat_console.sources.containers import ContainerEvent
+from seat_console.node.docker import ContainerEvent
 from sse_server import SSEServer
 
 

@@ -109,22 +109,20 @@ class NodeContext:
 
     def docker(self, timeout_s: float = 5.0) -> Any:
         """A new docker SDK client on the node's engine (the caller closes it)."""
-        import docker
+        from seat_console.node.docker import docker_client, resolve_docker_host
 
-        from seat_console.sources.containers import resolve_docker_host
-
-        return docker.DockerClient(base_url=resolve_docker_host(self.profile.node.docker_host),
-                                   version="auto", timeout=int(max(1, timeout_s)))
+        return docker_client(resolve_docker_host(self.profile.node.docker_host),
+                             timeout_s=timeout_s)
 
     def watcher(self) -> Any:
-        """The context's one docker :class:`~seat_console.sources.containers.EventWatcher`
+        """The context's one docker :class:`~seat_console.node.docker.EventWatcher`
         (built on first call, not started: the containers source starts it on its first read;
         ``.start()`` is idempotent). Its events are the console's when an action registered
         them (:meth:`expect`) or a journaled runbook step of any console process on this state
         dir was acting on that container then (:class:`~seat_console.node.attribution.
         JournalAttributor`; ``journal_path`` given to the constructor, else the usual one)."""
         from seat_console.node.attribution import JournalAttributor
-        from seat_console.sources.containers import EventWatcher
+        from seat_console.node.docker import EventWatcher
 
         with self._lock:
             if self._watcher is None:

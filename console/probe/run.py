@@ -198,11 +198,8 @@ def _sha256_file(p: Path) -> str | None:
 def _seat_container(loaded: LoadedProfile) -> tuple[dict[str, Any], set[str], str | None]:
     """Inspect the profile's containers; the running one that holds the seat (the swap probe
     when running, else the resident) → (identity dict, names, startup log text or None)."""
-    from seat_console.sources.containers import (
-        ContainerSource,
-        ContainersReading,
-        resolve_docker_host,
-    )
+    from seat_console.sources.containers import ContainerSource, ContainersReading
+    from seat_console.node.docker import resolve_docker_host
 
     p = loaded.profile
     names: dict[str, str] = {}
@@ -788,18 +785,15 @@ def default_monitor_factory(loaded: LoadedProfile, pre: Preflight, *, context: A
     from seat_console.node.attribution import JournalAttributor
     from seat_console.node.transport import TransportError, make_transport
     from seat_console.probe.interference import service_units
-    from seat_console.sources.containers import EventWatcher, resolve_docker_host
+    from seat_console.node.docker import EventWatcher, docker_client, resolve_docker_host
 
     def factory(scrape_fn: Callable[[], Any]) -> InterferenceMonitor:
-        import docker
-
         if context is not None:
             watcher = context.watcher().start()
             close_watcher: Callable[[], None] = lambda: None   # the context's owner closes it
         else:
             host = resolve_docker_host(loaded.profile.node.docker_host)
-            watcher = EventWatcher(lambda: docker.DockerClient(base_url=host, version="auto",
-                                                               timeout=10),
+            watcher = EventWatcher(lambda: docker_client(host, timeout_s=10),
                                    types=("container",), since=utcnow(),
                                    attribute=JournalAttributor()).start()
             close_watcher = watcher.close

@@ -48,6 +48,7 @@ from seat_console.node.nvml import (
 )
 from seat_console.core.gpu_ids import card_matches, norm_bus_id, seat_conflicts
 from seat_console.core.profile import LoadedProfile
+from seat_console.node.docker import docker_client
 from seat_console.core.base import Frozen, Source, Unavailable, utcnow
 from seat_console.core.partial import Kept, keep
 
@@ -539,10 +540,7 @@ class DockerNamer:
             return None
         try:
             if self._client is None:
-                import docker
-
-                self._client = (docker.DockerClient(base_url=self.base_url, timeout=self.timeout_s)
-                                if self.base_url else docker.from_env(timeout=self.timeout_s))
+                self._client = docker_client(self.base_url, timeout_s=self.timeout_s)
             name = self._client.containers.get(ref.id).name
         except Exception as exc:  # noqa: BLE001 - engine down / no SDK / not found
             if type(exc).__name__ == "NotFound":
