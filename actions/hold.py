@@ -42,7 +42,8 @@ from seat_console.actions.runbook import Check, Observer, Runbook, RunContext, S
 from seat_console.node.context import NodeContext
 from seat_console.node.transport import TransportError
 from seat_console.core.base import Unavailable, utcnow
-from seat_console.sources.silences import AlertmanagerError, Silence, coverage_warnings
+from seat_console.sources.silences import coverage_warnings
+from seat_console.node.alertmanager import AlertmanagerError, Silence
 from seat_console.sources.timers import TimerState, TimersReading, read_timers
 
 TTL_MIN_S = 10

@@ -32,7 +32,8 @@ from seat_console.sources.engine import EngineReading, ModelInfo, parse_metrics
 from seat_console.snapshot.fit_reading import gather_fit_inputs
 from seat_console.sources.gpu import GpuSampler
 from seat_console.node.nvml import Nvml
-from seat_console.sources.silences import Silence, SilenceMatcher, SilencesReading
+from seat_console.sources.silences import SilencesReading
+from seat_console.node.alertmanager import Silence, SilenceMatcher
 from seat_console.sources.timers import ServiceState, TimersReading, TimerState
 from seat_console.widgets.fit import FitPanel
 from seat_console.widgets.gpu import GpuPanel

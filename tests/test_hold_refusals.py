@@ -67,7 +67,8 @@ def test_an_unreachable_alertmanager_refuses_the_hold_before_any_change(lab, tmp
 
 
 def test_coverage_warnings_name_the_matcher_and_the_seat_endpoint():
-    from seat_console.sources.silences import SilenceMatcher, coverage_warnings, seat_instance
+    from seat_console.sources.silences import coverage_warnings, seat_instance
+    from seat_console.node.alertmanager import SilenceMatcher
 
     def m(value: str, regex: bool = False, equal: bool = True) -> SilenceMatcher:
         return SilenceMatcher(name="instance", value=value, is_regex=regex, is_equal=equal)

@@ -20,14 +20,12 @@ from hypothesis import strategies as st
 
 from seat_console.core.profile import AlertmanagerSpec
 from seat_console.core.base import Unavailable
-from seat_console.sources.silences import (
+from seat_console.sources.silences import SilencesReading, SilenceSource, silence_applies_to_seat
+from seat_console.node.alertmanager import (
     AlertmanagerClient,
     AlertmanagerError,
     Silence,
     SilenceMatcher,
-    SilencesReading,
-    SilenceSource,
-    silence_applies_to_seat,
 )
 from seat_console.core.untrusted import InputError
 

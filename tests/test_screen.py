@@ -412,7 +412,7 @@ async def test_full_view_idle_engine_two_scrapes_is_zero_not_n_a() -> None:
 
 def _with_expired(n: int = 50, active: bool = True):
     """The seat's silences plus ``n`` expired ones (Alertmanager keeps them for days)."""
-    from seat_console.sources.silences import Silence
+    from seat_console.node.alertmanager import Silence
 
     r = F.silences(active)
     old = tuple(Silence(id=f"e{i:015d}", state="expired", matchers=r.seat_matchers,

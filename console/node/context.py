@@ -46,8 +46,8 @@ class NodeContext:
 
     Attributes built lazily, thread-safe: :attr:`transport` (raises
     :class:`~seat_console.node.transport.TransportError`), :attr:`alertmanager` (an
-    :class:`~seat_console.sources.silences.AlertmanagerClient`; raises
-    :class:`~seat_console.sources.silences.AlertmanagerError` kind ``config``), :meth:`docker`
+    :class:`~seat_console.node.alertmanager.AlertmanagerClient`; raises
+    :class:`~seat_console.node.alertmanager.AlertmanagerError` kind ``config``), :meth:`docker`
     (a new docker SDK client on ``node.docker_host`` / ``$DOCKER_HOST``), :attr:`nvml` (the
     :class:`~seat_console.node.nvml.Nvml` gateway). ``transport`` / ``alertmanager`` may be
     given (tests, a shared client).
@@ -93,7 +93,7 @@ class NodeContext:
     @property
     def alertmanager(self) -> Any:
         """The Alertmanager client (built once); raises ``AlertmanagerError`` (``config``)."""
-        from seat_console.sources.silences import AlertmanagerClient
+        from seat_console.node.alertmanager import AlertmanagerClient
 
         with self._lock:
             if self._am is None:
@@ -102,8 +102,8 @@ class NodeContext:
 
     def silence_matchers(self) -> list[Any]:
         """The profile's silence matchers as
-        :class:`~seat_console.sources.silences.SilenceMatcher` (all four fields)."""
-        from seat_console.sources.silences import SilenceMatcher
+        :class:`~seat_console.node.alertmanager.SilenceMatcher` (all four fields)."""
+        from seat_console.node.alertmanager import SilenceMatcher
 
         return [SilenceMatcher.from_profile(m) for m in self.profile.silence.matchers]
 

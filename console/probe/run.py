@@ -833,7 +833,7 @@ def _silence_checker(loaded: LoadedProfile, silence_id: str,
     UTC) has not passed; a sentence when either ended; ``"check failed: …"`` when Alertmanager
     cannot be asked. ``client``: a shared Alertmanager client (the app's node context), else
     one is made per check."""
-    from seat_console.sources.silences import AlertmanagerClient
+    from seat_console.node.alertmanager import AlertmanagerClient
 
     def check() -> str | None:
         if expires_at is not None and utcnow() >= expires_at:
