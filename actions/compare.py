@@ -209,6 +209,7 @@ def measure_leg(nctx: NodeContext, leg: LegPlan, bracket_id: str, cmp_dir: Path,
     leg is written with ``status`` and ``reason`` (kept like every run). Blocking (worker).
     """
     from seat_console.probe.client import run_async
+    from seat_console.actions import probe_journal
     from seat_console.probe.run import Probe, ProbeRefused, default_monitor_factory, preflight
     from seat_console.probe.store import RunWriter, runs_dir
 
@@ -222,7 +223,7 @@ def measure_leg(nctx: NodeContext, leg: LegPlan, bracket_id: str, cmp_dir: Path,
     loaded = nctx.loaded
     before = _incarnation(nctx)
     try:
-        pre = preflight(loaded)
+        pre = preflight(loaded, hold=probe_journal.hold_info())
     except ProbeRefused as exc:
         rec.update(status="failed", reason=f"probe refused: {exc}", ended_at=utcnow().isoformat())
         _write_json(d / "leg.json", rec)

@@ -23,6 +23,8 @@ import re
 import sys
 from typing import Any
 
+from seat_console.actions import probe_journal
+from seat_console.actions.probe_journal import journal_force, journal_probe
 from seat_console.probe.client import run_async
 from seat_console.probe.run import (
     Preflight,
@@ -31,8 +33,6 @@ from seat_console.probe.run import (
     ProbeRefused,
     Progress,
     default_monitor_factory,
-    journal_force,
-    journal_probe,
     preflight,
 )
 from seat_console.probe.store import (
@@ -251,7 +251,7 @@ def _dry_run(args: argparse.Namespace, loaded: LoadedProfile, forced: str | None
     """``probe --dry-run``: every preflight check, then the plan, always; exit 0 when the
     probe would start, 5 when preflight would refuse (plan shown first), 1 on an error."""
     try:
-        pre = preflight(loaded, force_reason=forced, collect=True)
+        pre = preflight(loaded, hold=probe_journal.hold_info(), force_reason=forced, collect=True)
     except ProbeRefused as exc:
         part = exc.partial
         info = {"endpoint": part.get("endpoint"), "container": part.get("container"),
@@ -297,7 +297,7 @@ def run_probe_cmd(args: argparse.Namespace, loaded: LoadedProfile) -> int:
     if args.dry_run:
         return _dry_run(args, loaded, forced)
     try:
-        pre = preflight(loaded, force_reason=forced)
+        pre = preflight(loaded, hold=probe_journal.hold_info(), force_reason=forced)
     except ProbeRefused as exc:
         if args.json:
             print(json.dumps({"refused": str(exc), "dry_run": False}, indent=2))

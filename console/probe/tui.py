@@ -65,10 +65,11 @@ class ProbeController:
                          daemon=True).start()
 
     def _preflight(self) -> None:
+        from seat_console.actions import probe_journal
         from seat_console.probe.run import ProbeRefused, preflight
 
         try:
-            result: Any = preflight(self.app.loaded)
+            result: Any = preflight(self.app.loaded, hold=probe_journal.hold_info())
         except ProbeRefused as exc:
             result = exc
         except Exception as exc:  # noqa: BLE001 - shown, never raised into the UI
@@ -112,7 +113,7 @@ class ProbeController:
 
     def _run(self) -> None:
         from seat_console.probe.client import run_async
-        from seat_console.probe.run import journal_probe
+        from seat_console.actions.probe_journal import journal_probe
 
         loaded = self.app.loaded
         journal_probe(loaded, self.probe.run_id, "start", "started", "from the TUI")
