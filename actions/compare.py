@@ -167,28 +167,32 @@ def fit_summary(nctx: NodeContext) -> dict[str, Any]:
     ``kv_tokens_ratio`` (resident/candidate). ``{"problem": …}`` when it cannot be computed
     (the compare goes on; the report says "fit: not recorded")."""
     try:
-        from seat_console.commands.fit_cmd import to_json
         from seat_console.snapshot.fit_reading import (
             WhatIf,
             compute_budgets,
             gather_fit_inputs,
             host_memory,
+            no_verdict_reason,
         )
 
         inputs = gather_fit_inputs(nctx.loaded, None, gpu_unavailable="not read by compare",
                                    host=host_memory(), containers=None)
-        comp, overlay = compute_budgets(inputs, WhatIf())
-        doc = json.loads(to_json(inputs, comp, overlay, nctx.loaded.source))
+        comp, _overlay = compute_budgets(inputs, WhatIf())
     except Exception as exc:  # noqa: BLE001 - the budget is context, not a precondition
         return {"problem": f"{type(exc).__name__}: {exc}"}
-    out: dict[str, Any] = {"kv_tokens_ratio": doc.get("kv_tokens_ratio"),
+    out: dict[str, Any] = {"kv_tokens_ratio": comp.kv_tokens_ratio,
                            "source": "seat-console fit --no-live (profile + checkpoints)"}
-    for arm, side in (("A", "resident"), ("B", "candidate")):
-        d = doc.get(side) or {}
-        v = d.get("verdict") if isinstance(d.get("verdict"), dict) else {}
-        out[arm] = {"name": d.get("name"), "kv_tokens": d.get("kv_tokens"),
-                    "max_concurrency": d.get("max_concurrency"), "fits": v.get("fits"),
-                    "words": v.get("words") or d.get("unavailable") or d.get("no_verdict")}
+    arms = (("A", comp.resident, comp.resident_unavailable, inputs.resident),
+            ("B", comp.candidate, comp.candidate_unavailable, inputs.candidate))
+    for arm, budget, why, side in arms:
+        if budget is None:
+            out[arm] = {"name": None, "kv_tokens": None, "max_concurrency": None, "fits": None,
+                        "words": why or no_verdict_reason(side)}
+        else:
+            out[arm] = {"name": budget.name, "kv_tokens": budget.kv_tokens,
+                        "max_concurrency": budget.max_concurrency,
+                        "fits": budget.verdict.fits,
+                        "words": budget.verdict.words or budget.no_verdict}
     return out
 
 
