@@ -167,13 +167,8 @@ def fit_summary(nctx: NodeContext) -> dict[str, Any]:
     ``kv_tokens_ratio`` (resident/candidate). ``{"problem": …}`` when it cannot be computed
     (the compare goes on; the report says "fit: not recorded")."""
     try:
-        from seat_console.snapshot.fit_reading import (
-            WhatIf,
-            compute_budgets,
-            gather_fit_inputs,
-            host_memory,
-            no_verdict_reason,
-        )
+        from seat_console.snapshot.fit_reading import gather_fit_inputs, host_memory
+        from seat_console.fit.inputs import WhatIf, compute_budgets, no_verdict_reason
 
         inputs = gather_fit_inputs(nctx.loaded, None, gpu_unavailable="not read by compare",
                                    host=host_memory(), containers=None)

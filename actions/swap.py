@@ -308,7 +308,8 @@ def gpu_uuids(nctx: NodeContext) -> list[str]:
 def fit_verdict(nctx: NodeContext) -> tuple[bool, str]:
     """``(fits, words)`` from the candidate's fit budget (the same as ``seat-console fit``)."""
     from seat_console.core.base import Unavailable, read_once
-    from seat_console.snapshot.fit_reading import compute_budgets, gather_fit_inputs, host_memory
+    from seat_console.snapshot.fit_reading import gather_fit_inputs, host_memory
+    from seat_console.fit.inputs import compute_budgets
 
     snap, why = None, None
     try:

@@ -1006,7 +1006,7 @@ class SeatConsoleApp(App[int]):
         if sig is None:
             self._fit_comparison = None
             return
-        from seat_console.snapshot.fit_reading import compute_budgets
+        from seat_console.fit.inputs import compute_budgets
 
         try:
             self._fit_comparison, _ = compute_budgets(reading)  # type: ignore[arg-type]

@@ -28,7 +28,8 @@ from seat_console.fit.budget import (
     requested_bytes,
 )
 from seat_console.sources.checkpoint import scan_checkpoint
-from seat_console.snapshot.fit_reading import gather_fit_inputs, seat_params
+from seat_console.snapshot.fit_reading import gather_fit_inputs
+from seat_console.fit.inputs import seat_params
 from seat_console.sources.gpu import GpuCard, GpuProcess, GpuSnapshot, MemoryReading
 from seat_console.core.profile import LoadedProfile, default_profile_text, parse_profile
 

@@ -14,12 +14,8 @@ from seat_console.actions.compare import fit_summary
 from seat_console.commands.fit_cmd import to_json
 from seat_console.core.profile import LoadedProfile, default_profile_text, parse_profile
 from seat_console.node.context import NodeContext
-from seat_console.snapshot.fit_reading import (
-    WhatIf,
-    compute_budgets,
-    gather_fit_inputs,
-    host_memory,
-)
+from seat_console.snapshot.fit_reading import gather_fit_inputs, host_memory
+from seat_console.fit.inputs import WhatIf, compute_budgets
 
 
 def _from_json(loaded: LoadedProfile) -> dict:

@@ -270,7 +270,8 @@ def test_a_damaged_checkpoint_gets_no_verdict_in_json_and_text(cli, tmp_path: Pa
 def test_the_panel_words_say_no_verdict(tmp_path: Path) -> None:
     """The TUI renders the budget's verdict words; with scan errors they are NO VERDICT."""
     from seat_console.core.profile import LoadedProfile, default_profile_text, parse_profile
-    from seat_console.snapshot.fit_reading import compute_budgets, gather_fit_inputs
+    from seat_console.snapshot.fit_reading import gather_fit_inputs
+    from seat_console.fit.inputs import compute_budgets
 
     root = _damaged(tmp_path / "ck", "missing-shard")
     prof = parse_profile(default_profile_text(), "<embedded default>")

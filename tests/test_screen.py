@@ -25,7 +25,8 @@ from seat_console.app import DetailScreen, SeatConsoleApp, same_reading
 from seat_console.snapshot.engine_rates import RateHistory, counter_rate, window_latency
 from seat_console.core.base import Unavailable
 from seat_console.sources.engine import HistogramSummary
-from seat_console.snapshot.fit_reading import compute_budgets, gather_fit_inputs
+from seat_console.snapshot.fit_reading import gather_fit_inputs
+from seat_console.fit.inputs import compute_budgets
 from seat_console.widgets import status as S
 from seat_console.widgets.fit import FitPanel
 from seat_console.widgets.panel import SourcePanel, fmt_coarse_age

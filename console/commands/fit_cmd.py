@@ -35,15 +35,8 @@ from pydantic import ByteSize, TypeAdapter, ValidationError
 from seat_console.fit.budget import GIB, Comparison, FitBudget, OverlayRow, gib
 from seat_console.sources.checkpoint import CheckpointError
 from seat_console.core.checkpoint import CheckpointSummary
-from seat_console.snapshot.fit_reading import (
-    FitInputs,
-    FitSide,
-    WhatIf,
-    compute_budgets,
-    gather_fit_inputs,
-    host_memory,
-    no_verdict_reason,
-)
+from seat_console.snapshot.fit_reading import gather_fit_inputs, host_memory
+from seat_console.fit.inputs import FitInputs, FitSide, WhatIf, compute_budgets, no_verdict_reason
 from seat_console.core.profile import MAX_MODEL_LEN, MAX_NUM_SEQS, MAX_SIZE_BYTES, LoadedProfile
 from seat_console.core.base import Unavailable, read_once
 
@@ -142,7 +135,7 @@ def _read_containers(loaded: LoadedProfile) -> Any | None:
 
 
 def whatif_from_args(args: argparse.Namespace) -> WhatIf:
-    """The :class:`~seat_console.snapshot.fit_reading.WhatIf` of the command-line overrides."""
+    """The :class:`~seat_console.fit.inputs.WhatIf` of the command-line overrides."""
     return WhatIf(placement=args.placement, gpu_memory_utilization=args.utilization,
                   tensor_parallel_size=args.tp, max_model_len=args.max_model_len,
                   max_num_seqs=args.max_num_seqs, kv_cache_dtype=args.kv_cache_dtype,
