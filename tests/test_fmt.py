@@ -53,3 +53,23 @@ def test_no_module_formats_gib_by_itself():
                 if pattern.search(line):
                     offenders.append(f"{path.relative_to(root)}:{i}: {line.strip()}")
     assert not offenders, "format GiB with seat_console.core.fmt instead:\n" + "\n".join(offenders)
+
+
+def test_one_duration_rule_for_snapshot_and_hold() -> None:
+    """Durations come from one function (core.fmt.fmt_duration); the hold's countdowns say
+    "in …" / "… ago" around it (they were written out again in actions/hold.py)."""
+    from datetime import UTC, datetime, timedelta
+
+    from seat_console.actions import hold
+    from seat_console.core.fmt import fmt_duration
+
+    assert fmt_duration(391) == "6 min 31 s" and fmt_duration(391, coarse=True) == "6 min"
+    assert fmt_duration(-7500) == "2 h 05 min" == fmt_duration(7500, coarse=True)
+    assert fmt_duration(3 * 86400 + 4 * 3600) == "3 d 04 h"
+    assert fmt_duration(None) == "n/a"
+    now = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)
+    for s in (75, 391, 3900, 7500, 2 * 86400 + 60):
+        assert hold.countdown(now + timedelta(seconds=s), now) == \
+            f"in {fmt_duration(s, coarse=True)}"
+    assert hold.countdown(now + timedelta(seconds=45), now) == "in 40 s"
+    assert hold.countdown(now - timedelta(seconds=5), now) == "passed"

@@ -25,6 +25,7 @@ from textual.app import ComposeResult
 from textual.widgets import Static
 
 from seat_console.core.base import Unavailable, utcnow
+from seat_console.core.fmt import fmt_duration
 from seat_console.widgets.panel import SourcePanel
 
 if TYPE_CHECKING:  # the source modules (docker, httpx) load after the first frame
@@ -32,13 +33,6 @@ if TYPE_CHECKING:  # the source modules (docker, httpx) load after the first fra
 
 MISSING = "metric missing"
 """How a metric the engine does not expose is shown (as ``seat_console.sources.engine.MISSING``)."""
-
-
-def fmt_duration(seconds: float | None) -> str:
-    """:func:`seat_console.snapshot.reading.fmt_duration` (imported when first used)."""
-    from seat_console.snapshot.reading import fmt_duration as f
-
-    return f(seconds)
 
 
 def _short_digest(d: str | None, n: int = 12) -> str:

@@ -19,7 +19,8 @@ from datetime import datetime
 from seat_console.sources.containers import ContainersReading
 from seat_console.sources.engine import MISSING, EngineReading, HistogramSummary
 from seat_console.sources.gpu import GpuSnapshot
-from seat_console.snapshot.reading import NodeSnapshot, fmt_duration, fmt_when, take_snapshot
+from seat_console.snapshot.reading import NodeSnapshot, take_snapshot
+from seat_console.core.fmt import fmt_duration, fmt_when
 from seat_console.core.fmt import gib_unit
 from seat_console.core.profile import LoadedProfile
 from seat_console.sources.silences import SilencesReading
