@@ -1,4 +1,4 @@
-"""Attribution of container changes to journaled runbook steps (actions/attribution.py), and the
+"""Attribution of container changes to journaled runbook steps (console/node/attribution.py), and the
 runbook engine journaling the containers each step acts on. Real SQLite journal files; the
 docker side is tested against the lab in tests/test_attribution_lab.py."""
 
