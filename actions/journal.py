@@ -57,7 +57,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from seat_console.core.paths import ENV_STATE_DIR, JOURNAL_FILE, journal_path, state_dir
+from seat_console.core.paths import ENV_STATE_DIR, journal_path
 
 GENESIS = "0" * 64
 """``prev_hash`` of the first row."""
@@ -467,5 +467,5 @@ def _user() -> str:
         return f"uid {os.getuid()}"
 
 
-__all__ = ["ENV_STATE_DIR", "Entry", "GENESIS", "Journal", "JournalError", "VerifyReport",
-           "head_path", "journal_path", "parse_time", "read_head", "row_hash", "scrub", "state_dir"]
+__all__ = ["Entry", "GENESIS", "Journal", "JournalError", "VerifyReport", "head_path",
+           "parse_time", "read_head", "row_hash", "scrub"]

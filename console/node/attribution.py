@@ -139,7 +139,7 @@ def _iso(t: datetime) -> str:
 
 class JournalAttributor:
     """The :data:`~seat_console.node.docker.Attribute` callback over the journal at
-    ``path`` (default: :func:`~seat_console.actions.journal.journal_path`, read when first
+    ``path`` (default: :func:`~seat_console.core.paths.journal_path`, read when first
     called): ``attributor(event) -> label | None``. Opens the file read-only, per thread;
     a missing or unreadable journal attributes nothing. ``clock``: the present (tests)."""
 

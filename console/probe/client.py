@@ -49,7 +49,6 @@ import time
 import weakref
 from collections.abc import Coroutine, Mapping
 from dataclasses import dataclass, field
-from datetime import datetime
 from typing import Any, Literal, NamedTuple, TypeVar
 
 import httpx

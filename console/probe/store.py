@@ -164,12 +164,10 @@ def list_runs(root: Path | None = None) -> list[dict[str, Any]]:
 
 
 __all__ = [
-    "DATA_DIR_ENV",
     "STATUSES",
     "SUMMARY_SCHEMA",
     "RunWriter",
     "StoreError",
-    "data_dir",
     "list_runs",
     "new_run_id",
     "read_requests",
