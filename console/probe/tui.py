@@ -81,7 +81,7 @@ class ProbeController:
         if isinstance(pre, Exception):
             self.app.notify(f"probe: {pre}", severity="error", timeout=15)
             return
-        from seat_console.commands.probe_cmd import render_preflight
+        from seat_console.probe.plan import render_preflight
 
         lines = render_preflight(pre, self.app.loaded, None).splitlines()[1:]
         self.app.push_screen(confirm_screen("Start the probe? (sends load to the seat)",
