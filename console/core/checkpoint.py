@@ -262,3 +262,8 @@ class TensorInfo(Frozen):
     def nbytes(self) -> int:
         """``end − begin`` bytes."""
         return self.end - self.begin
+
+
+__all__ = ["CheckpointProblem", "CheckpointSummary", "DEFAULT_PLE_PATTERN", "DtypeTotal",
+           "IndexSummary", "ProblemKind", "QuantGroup", "QuantScheme", "ROLES", "Role",
+           "RoleTotal", "ShardSummary", "TensorInfo", "TpClass", "TpSplit", "VocabTensor"]

@@ -80,12 +80,7 @@ def gib_b(n: int | None) -> str:
     return NA if n is None else f"{gib(n)} GiB ({int(n):,} B)"
 
 
-__all__ = ["GIB", "MIB", "NA", "UNITS_NOTE", "CONTROL_CHARS", "first_control", "fmt_duration",
-           "fmt_ttl", "fmt_when", "gib", "gib_b", "gib_unit",
-           "printable"]
-
-
-# -- display helpers -------------------------------------------------------------------------
+# -- durations and times -----------------------------------------------------------------
 def fmt_duration(seconds: float | None, *, coarse: bool = False) -> str:
     """The one duration rule, sign dropped (the caller says "in" or "ago"): ``"42 s"``,
     ``"6 min 31 s"``, ``"2 h 05 min"``, ``"3 d 04 h"`` — two units at most, the second
@@ -126,3 +121,7 @@ def fmt_ttl(ttl_s: int) -> str:
     parts += [f"{m} min"] if m else []
     parts += [f"{s} s"] if s else []
     return " ".join(parts) or "0 s"
+
+
+__all__ = ["CONTROL_CHARS", "GIB", "MIB", "NA", "UNITS_NOTE", "first_control", "fmt_duration",
+           "fmt_ttl", "fmt_when", "gib", "gib_b", "gib_unit", "printable"]

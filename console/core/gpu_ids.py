@@ -85,3 +85,6 @@ def seat_conflicts(entries: Iterable[str], cards: Iterable[Any]) -> list[str]:
                 out.append(f"node.gpus entries {', '.join(repr(e) for e in same)} name the same "
                            f"MIG instance of {label}; list each device once")
     return out
+
+
+__all__ = ["card_matches", "match_seat", "norm_bus_id", "seat_conflicts"]

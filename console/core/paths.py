@@ -42,3 +42,6 @@ def data_dir(environ: dict[str, str] | None = None) -> Path:
     if env.get(DATA_DIR_ENV):
         return Path(env[DATA_DIR_ENV]).expanduser()
     return Path(platformdirs.user_data_dir("seat-console"))
+
+
+__all__ = ["DATA_DIR_ENV", "ENV_STATE_DIR", "JOURNAL_FILE", "data_dir", "journal_path", "state_dir"]

@@ -45,3 +45,6 @@ class RequestRecord(Frozen):
     finish_reason: str | None = None
     count_source: str | None = None
     text_chars: int = 0
+
+
+__all__ = ["RequestRecord"]

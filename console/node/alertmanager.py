@@ -467,6 +467,8 @@ class AlertmanagerClient:
 
 
 def check_silence_id(silence_id: str) -> None:
+    """Refuse text that is not an Alertmanager silence ID (a UUID: letters, digits and ``-``,
+    at most 64) before it goes into a URL path; raises ``ValueError`` naming it."""
     if not re.fullmatch(r"[A-Za-z0-9-]{1,64}", silence_id or ""):
         raise ValueError(f"{silence_id!r} is not a silence ID")
 
@@ -476,3 +478,8 @@ def api_time(t: datetime) -> str:
     from datetime import UTC
 
     return t.astimezone(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+__all__ = ["AlertmanagerClient", "AlertmanagerError", "Credentials", "ENV_PASSWORD", "ENV_TOKEN",
+           "ENV_USER", "Silence", "SilenceMatcher", "SilenceState", "api_time", "check_silence_id",
+           "load_credentials", "redact"]

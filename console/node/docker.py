@@ -388,3 +388,8 @@ def resolve_docker_host(docker_host: str | None, environ: Mapping[str, str] | No
     """The engine URL: ``docker_host``, else ``$DOCKER_HOST``, else :data:`DEFAULT_DOCKER_HOST`."""
     env = os.environ if environ is None else environ
     return docker_host or env.get("DOCKER_HOST") or DEFAULT_DOCKER_HOST
+
+
+__all__ = ["Attribute", "ContainerEvent", "DEFAULT_DOCKER_HOST", "EventStreamStatus",
+           "EventWatcher", "IGNORED_ACTIONS", "RECENT_CHANGES", "docker_client", "event_from_api",
+           "missing_socket", "parse_docker_time", "resolve_docker_host", "time_or_none"]
