@@ -324,12 +324,12 @@ def test_the_swaps_rename_is_declared_so_any_console_attributes_it(tmp_path: Pat
     """The rename event's actor is the *new* name: the start-probe step's rows must name it
     (and the old container's ID), or another console's watcher shows it "not by the
     console"."""
-    from seat_console.actions.attribution import Row, attribute
+    from seat_console.node.attribution import Row, attribute
     from seat_console.actions.runbook import RunContext
     from seat_console.actions.swap import build_swap
     from seat_console.node.context import NodeContext
 
-    from seat_console.profile import load_profile
+    from seat_console.core.profile import load_profile
 
     f = tmp_path / "p.toml"
     f.write_text('[resident]\nname = "r"\n[[silence.matchers]]\nname = "instance"\n'
@@ -399,7 +399,7 @@ def test_the_tuis_action_log_does_not_flag_a_reading_older_than_another_consoles
     """The TUI (ActionLogSource) watching while another process placed the hold: its newest
     timers reading predates that process's verified stop — no notice (4 of 5 holds journaled
     one before); a reading after the stop showing the timer active again is journaled once."""
-    from seat_console.sources.actionlog import ActionLogSource
+    from seat_console.actions.actionlog import ActionLogSource
 
     path = tmp_path / "j.sqlite3"
     placer = Journal(path)                       # the other process

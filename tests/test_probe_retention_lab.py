@@ -18,7 +18,7 @@ from seat_console.actions import swap as swap_mod
 from seat_console.actions.journal import Journal
 from seat_console.actions.runbook import Runbook
 from seat_console.node.context import NodeContext
-from seat_console.profile import load_profile
+from seat_console.core.profile import load_profile
 
 PROBE = "breach-probe"
 
