@@ -655,8 +655,10 @@ def forecast_start(unit: str, timer: dict[str, str], service: dict[str, str] | N
     + span; ``OnStartupSec``: the manager's start + span; ``OnUnitActiveSec``: the service's
     last activation (``InactiveExitTimestamp``) + span; ``OnUnitInactiveSec``: its last
     deactivation (``InactiveEnterTimestamp``) + span; ``OnCalendar``: the next calendar time
-    after the last trigger when ``Persistent=true`` (the elapse systemd computed, kept while the
-    timer is stopped), else the next one after the start (never at once). An elapse at or
+    after the last trigger when ``Persistent=true`` (the elapse systemd computed; systemd 252
+    prints ``next_elapse=(null)`` for a stopped timer — checked on the lab — so it is then
+    "unknown" and the caller uses the elapse it recorded before stopping it), else the next
+    one after the start (never at once). An elapse at or
     before the start fires the service at once. An ``OnBootSec``/``OnStartupSec`` elapse that
     passed before the timer's last trigger — or before its service last started (systemd 252
     clears ``LastTriggerUSec`` when a timer is stopped) — was disabled by systemd (a one-time
