@@ -107,10 +107,10 @@ class PromFleet:
 
 def start_fleet(tmp: Path, seats: int, *, seed: int = 0, stale: int = 0,
                 stale_after_s: float = 25.0, scrape_interval_s: float = 1.0,
-                timeout_s: float = 60.0) -> PromFleet:
+                timeout_s: float = 60.0, min_seats: int | None = None) -> PromFleet:
     """Start the simulator and a Prometheus scraping it; wait until Prometheus has every
     seat's ``seat_engine_up`` (all ``seats`` instances: ``stale_after_s`` must leave the time
-    for Prometheus to start and scrape once). Raises AssertionError with the logs when either does not come up."""
+    for Prometheus to start and scrape once; ``min_seats``: accept fewer). Raises AssertionError with the logs when either does not come up."""
     tmp.mkdir(parents=True, exist_ok=True)
     sim_port, prom_port = _free_port(), _free_port()
     procs: dict[str, subprocess.Popen] = {}
@@ -143,7 +143,7 @@ def start_fleet(tmp: Path, seats: int, *, seed: int = 0, stale: int = 0,
         r = httpx.get(f"{fleet.url}/api/v1/query",
                       params={"query": "count(seat_engine_up)"}, timeout=5).json()
         res = r["data"]["result"]
-        return bool(res) and int(float(res[0]["value"][1])) >= seats
+        return bool(res) and int(float(res[0]["value"][1])) >= (min_seats or seats)
 
     try:
         wait_until(ready, timeout_s, "Prometheus to scrape the simulator", every_s=0.5)
