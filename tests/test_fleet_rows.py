@@ -33,13 +33,30 @@ def _vec(series):  # noqa: ANN001, ANN202
     return parse_response(body, "q")
 
 
+def states_answer(seats: dict[str, dict[str, object]]):  # noqa: ANN201
+    """What the ``states`` query answers for seats given as instance → {family: value}
+    (value ``None``: the family was not sent), as Prometheus computes it."""
+    series = []
+    for i, fams in seats.items():
+        sent = {k: v for k, v in fams.items() if v is not None}
+        for k, v in sent.items():
+            if k == "seat_engine_up":
+                if str(v) != "1":
+                    series.append(({"instance": i, "q": "engine_not_up"}, v))
+            elif str(v) != "0":
+                series.append(({"instance": i, "__name__": k}, v))
+        if sent:
+            series.append(({"instance": i, "q": "present"}, len(sent)))
+    return _vec(series)
+
+
 def _got(seats: dict[str, dict]) -> dict:
     """Query results for seats given as instance → {family: value, 'seen': ts, ...}."""
     got = {name: None for name in queries(600, 15)}
     got["seen"] = _vec([({"instance": i}, d["seen"]) for i, d in seats.items()])
-    got["states"] = _vec([({"instance": i, "__name__": k}, v) for i, d in seats.items()
-                          for k, v in d.items() if k.startswith("seat_") and
-                          not k.endswith("_seconds")])
+    got["states"] = states_answer({i: {k: v for k, v in d.items() if k.startswith("seat_")
+                                       and not k.endswith("_seconds")}
+                                   for i, d in seats.items()})
     got["times"] = _vec([({"instance": i, "__name__": k}, v) for i, d in seats.items()
                          for k, v in d.items() if k.endswith("_seconds")])
     got["gpu"] = _vec([({"instance": i, "UUID": f"GPU-{n}", "__name__": k}, v)
@@ -89,6 +106,16 @@ def test_gpu_memory_mib_to_bytes_and_missing_free_is_unknown():
     assert by["a:1"].gpu_used_bytes == 2000 << 20 and by["a:1"].gpu_total_bytes == 2048 << 20
     assert by["b:1"].gpu_used_bytes == 1000 << 20 and by["b:1"].gpu_total_bytes is None
     assert cells(by["b:1"], NOW)[7] == "0.9/n/a"
+
+
+def test_missing_family_is_unknown_not_default():
+    seats = {"a:1": _seat(), "b:1": {**_seat(), "seat_hold_active": None},
+             "c:1": {**_seat(), "seat_engine_up": None}, "d:1": _seat(up="NaN")}
+    by = {r.instance: r for r in build_rows(_got(seats), NOW, 15.0)}
+    assert by["a:1"].state == "healthy" and by["a:1"].hold == "none"
+    assert by["b:1"].hold is None and by["b:1"].state == "unknown"
+    assert by["c:1"].engine_up is None and by["c:1"].state == "unknown"
+    assert by["d:1"].engine_up is None and cells(by["d:1"], NOW)[1] == "?"
 
 
 def test_one_failed_scrape_keeps_the_previous_row():

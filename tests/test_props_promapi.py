@@ -122,8 +122,9 @@ def test_rows_unknown_flags_never_read_as_zero(seen_vals, flags):
     got["seen"] = _vec([({"instance": i}, "999.0") for i in insts])
     fams = ["seat_engine_up", "seat_hold_active", "seat_hold_lease_armed",
             "seat_hold_without_lease", "seat_silence_active", "seat_probe_disrupted"]
-    got["states"] = _vec([({"instance": insts[0], "__name__": f}, v)
-                          for f, v in zip(fams, flags, strict=True) if v is not None])
+    from test_fleet_rows import states_answer
+
+    got["states"] = states_answer({insts[0]: dict(zip(fams, flags, strict=True))})
     rows = build_rows(got, 1000.0, 15.0)
     assert len(rows) == len(insts)                     # every seat keeps its row
     row = next(r for r in rows if r.instance == insts[0])

@@ -57,7 +57,7 @@ class PromError(Exception):
         super().__init__(message)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Series:
     """One series of a result: ``labels`` (name → value, ``__name__`` included when the reply
     has it) and ``points``: ``(unix s, value)`` pairs, oldest first; a value is ``None`` when
