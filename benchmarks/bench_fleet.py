@@ -11,7 +11,8 @@ dir, free loopback ports: ``tests/prom_fixtures.py``), then:
    Textual's ``run_test`` (200×60), refreshing every 5 s; for each refresh, the time from its
    start (the queries sent) to the frame after the rows were applied to the table
    (``call_after_refresh``), ``--refreshes`` of them; the first (cold: empty table) is
-   reported apart. Queries per refresh: counted by Prometheus itself
+   reported apart, and split into the refresh's own time (queries answered by Prometheus,
+   rows built) and the table update + frame. Queries per refresh: counted by Prometheus itself
    (``prometheus_http_requests_total{handler="/api/v1/query"}``) over the run ÷ refreshes.
 2. **idle CPU**: ``seat-console fleet --interval 5`` and the single-node console
    (``seat-console --interval 1``, the embedded default profile) each in a 120×40 pty, started
@@ -72,13 +73,16 @@ def drawn(url: str, scrape_s: float, refreshes: int, prom) -> dict:  # noqa: ANN
         out["refreshes"] = n
         out["queries_per_refresh_server"] = (prom.query_requests() - q0) / max(1, n)
         out["queries_per_refresh_client"] = app.reading.queries
-        t = app.timings
+        t, q = app.timings, app.query_times
         out["first_refresh_to_drawn_s"] = round(t[0], 3) if t else None
-        warm = t[1:]
+        warm, wq = t[1:], q[1:len(t)]
         if warm:
             out["refresh_to_drawn_s"] = {
                 "n": len(warm), "median": round(statistics.median(warm), 3),
                 "max": round(max(warm), 3), "min": round(min(warm), 3)}
+            out["of_which_queries_and_rows_s_median"] = round(statistics.median(wq), 3)
+            out["of_which_table_and_frame_s_median"] = round(statistics.median(
+                [a - b for a, b in zip(warm, wq, strict=False)]), 3)
 
     asyncio.run(body())
     fleet.prom.close()

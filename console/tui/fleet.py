@@ -203,7 +203,8 @@ class FleetApp(App[int]):
     """The fleet screen over ``fleet`` (:class:`~seat_console.fleet.rows.Fleet`), refreshed
     every ``interval_s`` seconds. ``readonly``: nodes' consoles open with ``--readonly``.
     ``run_console``: runs an argument list while the app is suspended (tests pass their own).
-    ``timings``: ``(refresh start → rows drawn)`` seconds of each drawn refresh."""
+    ``timings``: ``(refresh start → rows drawn)`` seconds of each drawn refresh;
+    ``query_times``: each refresh's own time (queries answered and rows built, s)."""
 
     TITLE = "seat-console fleet"
     AUTO_FOCUS = "#fleet-table"
@@ -236,6 +237,7 @@ class FleetApp(App[int]):
         self.busy = False
         self.filter_text = ""
         self.timings: list[float] = []
+        self.query_times: list[float] = []
         self.refreshes = 0
         self._order: list[str] = []
         self._shown: dict[str, tuple[str, ...]] = {}
@@ -286,6 +288,7 @@ class FleetApp(App[int]):
         self.busy = False
         self.refreshes += 1
         self.reading = msg.reading
+        self.query_times.append(msg.reading.duration_s)
         self.failures = 0 if msg.reading.ok else self.failures + 1
         if msg.reading.ok or not self._order:
             self._apply_rows()
