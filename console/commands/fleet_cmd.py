@@ -1,8 +1,9 @@
 """``seat-console fleet [--prometheus URL] [--alertmanager URL] [--interval S] [--json]
 [--readonly]``: one row per seat of the fleet, read from its Prometheus and Alertmanager.
 
-Without ``--json`` it opens the fleet screen (:mod:`seat_console.tui.fleet`; needs a
-terminal). With ``--json`` it makes one refresh (the same rows, trouble first) and prints them
+Without ``--json`` the command line opens the fleet screen (:mod:`seat_console.tui.fleet`;
+needs a terminal): commands and the TUI are sibling fronts, so :mod:`seat_console.cli` starts
+it. With ``--json`` it makes one refresh (the same rows, trouble first) and prints them
 as JSON.
 
 Exit codes (``--json``): ``0`` every query and the Alertmanager read answered; ``3``
@@ -42,16 +43,19 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--readonly", action="store_true", default=argparse.SUPPRESS,
                    help="open nodes' consoles (a) read-only")
     p.add_argument("--json", action="store_true", help="print one refresh's rows as JSON")
-    p.set_defaults(func=run)
+    p.set_defaults(func=run, screen="fleet")
 
 
-def run(args: argparse.Namespace, loaded: LoadedProfile) -> int:
-    """Print one refresh (``--json``) or run the fleet screen; the exit code (module doc)."""
+def prepare(args: argparse.Namespace, loaded: LoadedProfile) -> tuple[object, float] | int:
+    """``(fleet, interval_s)`` for these arguments, or the exit code after printing why not
+    (``2`` an interval below 1 s or the screen without a terminal, ``1`` a bad URL or missing
+    credentials). Shared by ``--json`` (:func:`run`) and the screen (started by
+    :mod:`seat_console.cli`, the layer above both this command and the TUI)."""
     from seat_console.fleet.promapi import PromError
     from seat_console.fleet.setup import make_fleet
     from seat_console.sources.silences import AlertmanagerError
 
-    interval = args.interval if args.interval is not None else \
+    interval = args.interval if getattr(args, "interval", None) is not None else \
         loaded.profile.fleet.refresh_interval_s
     if interval < 1.0:
         print(f"seat-console fleet: --interval {interval:g}: the fleet refreshes at most once a "
@@ -66,16 +70,21 @@ def run(args: argparse.Namespace, loaded: LoadedProfile) -> int:
                   file=sys.stderr)
             return EXIT_USAGE
     try:
-        fleet = make_fleet(loaded, args.prometheus, args.alertmanager)
+        return make_fleet(loaded, args.prometheus, args.alertmanager), interval
     except (PromError, AlertmanagerError) as exc:
         print(f"seat-console fleet: {exc}", file=sys.stderr)
         return EXIT_ERROR
-    if args.json:
-        reading = fleet.refresh()
-        sys.stdout.write(json.dumps(reading.to_json(), indent=1) + "\n")
-        if not reading.ok:
-            print(f"seat-console fleet: {reading.error}", file=sys.stderr)
-        return EXIT_OK if reading.ok and not reading.problems else EXIT_UNAVAILABLE
-    from seat_console.tui.fleet import run_fleet_app
 
-    return run_fleet_app(fleet, interval_s=interval, readonly=bool(args.readonly))
+
+def run(args: argparse.Namespace, loaded: LoadedProfile) -> int:
+    """``--json``: one refresh printed; the exit code (module doc). Without ``--json`` the
+    command line starts the screen instead (:func:`seat_console.cli.run_fleet_screen`)."""
+    prepared = prepare(args, loaded)
+    if isinstance(prepared, int):
+        return prepared
+    fleet, _ = prepared
+    reading = fleet.refresh()  # type: ignore[attr-defined]
+    sys.stdout.write(json.dumps(reading.to_json(), indent=1) + "\n")
+    if not reading.ok:
+        print(f"seat-console fleet: {reading.error}", file=sys.stderr)
+    return EXIT_OK if reading.ok and not reading.problems else EXIT_UNAVAILABLE
