@@ -93,7 +93,7 @@ def idle(url: str, scrape_s: float, seconds: float, warmup: float) -> dict:
     """Phase 2: idle CPU of the fleet screen (5 s) beside the single-node console (1 s)."""
     from ptyrun import PtyRun
 
-    from seat_console.profile import default_profile_text
+    from seat_console.core.profile import default_profile_text
 
     prof = Path(tempfile.mkdtemp(prefix="bench-fleet-")) / "profile.toml"
     prof.write_text(default_profile_text() + f"\n[fleet]\nprometheus_url = \"{url}\"\n"

@@ -111,6 +111,9 @@ def start_fleet(tmp: Path, seats: int, *, seed: int = 0, stale: int = 0,
     """Start the simulator and a Prometheus scraping it; wait until Prometheus has every
     seat's ``seat_engine_up`` (all ``seats`` instances: ``stale_after_s`` must leave the time
     for Prometheus to start and scrape once; ``min_seats``: accept fewer). Raises AssertionError with the logs when either does not come up."""
+    if not Path(PROMETHEUS).exists():
+        raise AssertionError(f"{PROMETHEUS} is missing: apt-get install prometheus (scripts/test "
+                             "installs it); the fleet tests need a real Prometheus")
     tmp.mkdir(parents=True, exist_ok=True)
     sim_port, prom_port = _free_port(), _free_port()
     procs: dict[str, subprocess.Popen] = {}

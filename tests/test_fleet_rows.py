@@ -20,7 +20,7 @@ from seat_console.fleet.rows import (
     queries,
 )
 from seat_console.fleet.setup import console_argv
-from seat_console.profile import ProfileError, default_profile_text, parse_profile
+from seat_console.core.profile import ProfileError, default_profile_text, parse_profile
 from seat_console.sources.silences import Silence
 from seat_console.tui.fleet import NARROW, backoff_s, layout
 

@@ -18,7 +18,7 @@ import argparse
 import json
 import sys
 
-from seat_console.profile import LoadedProfile
+from seat_console.core.profile import LoadedProfile
 
 EXIT_OK = 0
 EXIT_ERROR = 1

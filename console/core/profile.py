@@ -366,7 +366,7 @@ spaces or shell characters: the value is one argument of ``ssh``, never an optio
 
 
 def _printable_field(v: str, what: str) -> str:
-    from seat_console.fmt import first_control
+    from seat_console.core.fmt import first_control
 
     bad = first_control(v)
     if bad is not None:

@@ -35,7 +35,7 @@ import httpx
 import orjson
 from tenacity import Retrying, retry_if_exception, stop_after_attempt, wait_exponential
 
-from seat_console.sources.untrusted import InputError
+from seat_console.core.untrusted import InputError
 
 MAX_REPLY_BYTES = 64 << 20
 """Largest reply accepted (64 MiB): 1,000 seats × 2 GPUs × 2 families is ~0.6 MB."""

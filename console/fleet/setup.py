@@ -11,7 +11,7 @@ from pydantic import AnyHttpUrl, ValidationError
 
 from seat_console.fleet.promapi import PromClient, PromError
 from seat_console.fleet.rows import Fleet, InventoryEntry
-from seat_console.profile import FleetSpec, LoadedProfile
+from seat_console.core.profile import FleetSpec, LoadedProfile
 
 
 def inventory_of(spec: FleetSpec) -> list[InventoryEntry]:
