@@ -202,3 +202,34 @@ def test_row_json_times_are_z():
                  hold_until=NOW + 60)
     d = r.to_json()
     assert d["last_seen"] == "2027-01-15T08:00:00Z" and d["hold_until"].endswith("Z")
+
+
+class _OneReading:
+    """A fleet whose refresh returns a fixed reading (the markup check needs no server)."""
+
+    def __init__(self, rows):  # noqa: ANN001
+        from seat_console.fleet.rows import FleetReading
+
+        self.reading = FleetReading(rows=tuple(rows), taken_at=NOW, rows_at=NOW, ok=True)
+        self.prom = type("P", (), {"url": "http://prom.test:9090"})()
+        self.inventory = ()
+        self.last_good = None
+
+    def refresh(self):  # noqa: ANN201
+        return self.reading
+
+
+async def test_names_from_labels_are_not_markup():
+    from seat_console.tui.fleet import FleetApp, FleetTable
+
+    evil = "[bold red]gpu-1[/bold red] [link=http://x]y"
+    app = FleetApp(_OneReading([FleetRow(instance="i:1", node=evil, state="healthy",
+                                         engine_up=True, hold="none", silence="none")]),
+                   interval_s=3600)
+    async with app.run_test(size=(100, 20)) as pilot:
+        for _ in range(100):
+            if app._order:
+                break
+            await pilot.pause(0.05)
+        cell = app.query_one(FleetTable).get_cell("i:1", "node")
+        assert cell.plain == evil

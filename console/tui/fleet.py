@@ -336,14 +336,14 @@ class FleetApp(App[int]):
         return [r for r in rows
                 if f in " ".join((r.instance, r.state, *cells(r, now, narrow=self.narrow))).lower()]
 
-    def _styled(self, row: FleetRow, texts: tuple[str, ...]) -> list[Text | str]:
-        out: list[Text | str] = list(texts)
+    def _styled(self, row: FleetRow, texts: tuple[str, ...]) -> list[Text]:
+        """Every cell as a :class:`~rich.text.Text` (never a ``str``: DataTable parses a
+        string as console markup, and node names, phases and instances come from outside —
+        ``[bold]`` in a label must print as itself)."""
         style = STYLE.get(row.state, "")
-        if style:
-            out[0] = Text(texts[0], style=style)
-            out[1] = Text(texts[1], style=style)
+        out = [Text(t, style=style if i < 2 else "") for i, t in enumerate(texts)]
         if row.hold == "without-lease":
-            out[2] = Text(texts[2], style="bold red reverse")
+            out[2].stylize("bold red reverse")
         return out
 
     def _apply_rows(self) -> None:
@@ -402,7 +402,7 @@ class FleetApp(App[int]):
         text = self.header_text()
         if text != self._header:
             self._header = text
-            self.query_one("#fleet-header", Static).update(text, layout=False)
+            self.query_one("#fleet-header", Static).update(Text(text), layout=False)
 
     def banner_text(self) -> str:
         """Why the rows may be old or partial ('' when all is well)."""
@@ -430,7 +430,7 @@ class FleetApp(App[int]):
             return
         self._banner = text
         b = self.query_one("#fleet-banner", Static)
-        b.update(text)
+        b.update(Text(text))   # reasons come from servers: never parsed as markup
         b.set_class(not text, "hidden")
 
     # -- keys -------------------------------------------------------------------------------
