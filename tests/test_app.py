@@ -42,7 +42,7 @@ import pty_helpers
 from nvml_double import FakeMig, FakeProcess, NvmlDouble
 from screen_fixtures import flat, refresh, screen_text, wait_for
 
-from seat_console.app import (
+from seat_console.tui.app import (
     BACKOFF_MAX_S,
     BACKOFF_MIN_S,
     EXIT_HANGUP,

@@ -6,7 +6,7 @@ reason (it goes into the journal and the silence's comment) — and dismisses wi
 ``(ttl_s, reason)`` on Enter or "Read the plan", or ``None`` on Escape / "Cancel". A TTL that
 :func:`seat_console.actions.hold.parse_ttl` refuses stays on screen with its message (the same
 words as ``seat-console hold --ttl``), and nothing is read or changed. Pure view: no I/O; the
-plan and its confirmation come after (:mod:`seat_console.hold_tui`).
+plan and its confirmation come after (:mod:`seat_console.tui.hold_tui`).
 """
 
 from __future__ import annotations

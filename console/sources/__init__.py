@@ -7,7 +7,7 @@ raises into the UI and never reports an unknown as 0. The shared shapes live in
 :mod:`seat_console.sources.base` and are re-exported here lazily (PEP 562 ``__getattr__``), so
 importing a pydantic-free module of this package — the NVML gateway,
 :mod:`seat_console.sources.nvml`, which the first frame uses before pydantic is loaded
-(:mod:`seat_console.first_frame`) — does not import pydantic.
+(:mod:`seat_console.tui.first_frame`) — does not import pydantic.
 """
 
 from __future__ import annotations

@@ -1,0 +1,605 @@
+"""The Seat Console TUI: composes the panels, the status line and the footer; routes keys.
+
+Shape (see ``../shared/DESIGN.md``): the panel table is :data:`~seat_console.tui.panels.PANELS`;
+the polling engine (a daemon thread per source, the next poll scheduled when the last one
+finished, back-off) is :class:`~seat_console.tui.polling.PollingMixin`; the hang-up watchdog
+:class:`~seat_console.tui.hangup.HangupMixin`; the keys, the help's key list, the footer's
+choice of keys and the ``--readonly`` filter come from the one key table
+(:mod:`seat_console.tui.keys`; a profile's ``[keys]`` remaps them through ``App.set_keymap``);
+every node action runs through the one runbook controller (:mod:`seat_console.tui.runbook`),
+which talks back with typed messages (``PlanReady``, ``RunbookEvent``, ``RunFinished``); the
+help, detail, confirmation and log screens live in ``seat_console.widgets``.
+
+Screen: header, the one-glance :class:`~seat_console.widgets.status.StatusLine`, the panels
+(compact forms below :data:`COMPACT_BELOW_ROWS` rows, two columns from :data:`WIDE_FROM_COLS`
+columns), footer. Enter on a focused panel opens its
+:class:`~seat_console.widgets.detail.DetailScreen`.
+
+The app holds no business rules and does no I/O on the UI thread.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Callable
+from datetime import datetime
+from typing import ClassVar
+
+from pydantic import BaseModel
+from rich.console import Group
+from rich.table import Table
+from rich.text import Text
+from textual import on
+from textual.app import App, ComposeResult
+from textual.binding import BindingType
+from textual.containers import Horizontal, VerticalScroll
+from textual.css.query import NoMatches
+from textual.screen import Screen
+from textual.widgets import Static
+
+from seat_console.node.context import NodeContext
+from seat_console.profile import LoadedProfile
+from seat_console.sources import Source, Unavailable, utcnow
+from seat_console.tui import keys as keytable
+from seat_console.tui.early import take_context
+from seat_console.tui.first_frame import header_line
+from seat_console.tui.hangup import (
+    EXIT_HANGUP,
+    EXIT_HANGUP_FORCED,
+    RUNBOOK_STOP_GRACE_S,
+    HangupMixin,
+    in_flight,
+    stop_in_flight,
+)
+from seat_console.tui.keys import NODE_ACTION_PREFIX, filter_action_bindings, is_node_action
+from seat_console.tui.palette import SeatCommands
+from seat_console.tui.panels import (
+    PANELS,
+    LatestReading,
+    LatestReadings,
+    PanelSpec,
+    SourceFactory,
+    as_spec,
+    make_fit_source,
+    resolve_factory,
+    takes_context,
+)
+from seat_console.tui.polling import (
+    ALIGN_GRID_S,
+    BACKOFF_MAX_S,
+    BACKOFF_MIN_S,
+    STATUS_SOURCES,
+    Poller,
+    PollingMixin,
+    PollTimer,
+    SourceReading,
+    SourceState,
+    aligned_when,
+    next_delay,
+    read_guarded,
+    same_reading,
+)
+from seat_console.tui.runbook import PlanReady, RunbookController, RunbookEvent, RunFinished
+from seat_console.widgets.detail import DetailScreen, is_field
+from seat_console.widgets.footer import SeatFooter
+from seat_console.widgets.help import HelpScreen
+from seat_console.widgets.nocolor import NoColorAlarms
+from seat_console.widgets.panel import SourcePanel
+from seat_console.widgets.status import StatusLine, build_status
+
+log = logging.getLogger(__name__)
+
+COMPACT_BELOW_ROWS = 50
+"""Below this many terminal rows the main screen shows the panels' compact forms."""
+
+WIDE_FROM_COLS = 160
+"""From this many columns the panels are laid out in two columns."""
+
+MIN_COLS, MIN_ROWS = 60, 12
+"""Smallest terminal that can show the header and the status line (columns, rows)."""
+
+
+class SeatHeader(Static):
+    """Header: node and seat identity on the left, refresh state (PAUSED, READ-ONLY) right."""
+
+    DEFAULT_CSS = """
+    SeatHeader { height: auto; background: $panel; color: $text; padding: 0 1; }
+    """
+
+
+
+class MainScreen(Screen[None]):
+    """The console's screen; redraws panels that changed while a modal was open."""
+
+    def on_screen_resume(self) -> None:
+        """Back from help or the palette: draw what arrived meanwhile."""
+        app = self.app
+        if isinstance(app, SeatConsoleApp):
+            app.redraw_dirty()
+
+    def on_resize(self, event: object) -> None:
+        """Compact or full panels, one or two columns, "too small" — by the new size."""
+        app = self.app
+        if isinstance(app, SeatConsoleApp):
+            app.apply_size(self.size.width, self.size.height)
+
+
+
+class SeatConsoleApp(PollingMixin, HangupMixin, App[int]):
+    """Seat Console: header, one panel per :data:`PANELS` entry, footer, help and palette.
+
+    Parameters: ``loaded`` the seat profile; ``readonly`` hides node actions; ``interval`` the
+    refresh interval in seconds (``None`` → the profile's ``console.refresh_interval_s``);
+    ``panels`` overrides :data:`PANELS` (tests); ``clock`` returns the current UTC time
+    (tests inject a fixed one for deterministic ages); ``age_tick_s`` how often ages are redrawn
+    (s); ``watch_terminal`` exits on SIGHUP / a dead terminal (off in headless tests);
+    ``compact`` forces the panels' compact (True) or full (False) forms (``None``: by size).
+    """
+
+    TITLE = "Seat Console"
+    ENABLE_COMMAND_PALETTE = True
+    COMMANDS = App.COMMANDS | {SeatCommands}
+    HORIZONTAL_BREAKPOINTS: ClassVar[list[tuple[int, str]]] = [(0, "-narrow"),
+                                                                (WIDE_FROM_COLS, "-wide")]
+
+    BINDINGS: ClassVar[list[BindingType]] = keytable.bindings()
+    """Keys of the main screen, from the one key table (:data:`seat_console.tui.keys.KEYS`)."""
+
+    CSS = """
+    #panels { height: 1fr; }
+    .panel-row { height: auto; layout: vertical; }
+    Screen.-wide .panel-row { layout: horizontal; }
+    Screen.-wide .panel-row > SourcePanel { width: 1fr; }
+    #too-small { display: none; height: 1fr; content-align: center middle; text-style: bold; }
+    Screen.-too-small #too-small { display: block; }
+    Screen.-too-small #panels, Screen.-too-small #status-line { display: none; }
+    """
+
+    def __init__(self, loaded: LoadedProfile, *, readonly: bool = False,
+                 interval: float | None = None,
+                 panels: list[tuple[SourceFactory, type[SourcePanel]]] | None = None,
+                 clock: Callable[[], datetime] = utcnow, age_tick_s: float = 1.0,
+                 watch_terminal: bool = True, compact: bool | None = None) -> None:
+        super().__init__()
+        if self.no_color:   # Textual's greys make red DOWN/OVER invisible: see widgets.nocolor
+            from textual.filter import Monochrome, NoColor
+
+            self._filters = [NoColorAlarms() if isinstance(f, Monochrome | NoColor) else f
+                             for f in self._filters]
+        if interval is not None and not interval > 0:
+            raise ValueError(f"interval {interval!r}: must be a positive number of seconds")
+        self.loaded = loaded
+        self.readonly = readonly
+        self.node = take_context(loaded) or NodeContext.from_profile(loaded)
+        """The one node context (transport, Alertmanager client, docker client factory and event
+        watcher, NVML gateway) shared by the sources (their factories' ``context=``) and the
+        actions the keys run (hold, release, swap, restore, probe); closed after the sources by
+        :meth:`close_sources`. Nothing connects until first used."""
+        self.interval_s: float = interval or loaded.profile.console.refresh_interval_s
+        self.paused: bool = False
+        self.clock = clock
+        self.age_tick_s = age_tick_s
+        self.watch_terminal = watch_terminal
+        self._panel_specs = [as_spec(e) for e in (PANELS if panels is None else panels)]
+        self._states: dict[str, SourceState] = {}
+        self._pollers: dict[str, Poller] = {}
+        self._shutting_down = False
+        self._tty_fd: int | None = None
+        self._compact: bool | None = None
+        self.force_compact = compact
+        """``None``: compact panels below :data:`COMPACT_BELOW_ROWS` rows; True / False: always
+        / never (tests of a panel's full view)."""
+        self.readings = LatestReadings()
+        self._fit_signature: object = None
+        self._fit_comparison: object = None
+        self._gpu_fit_sig: object = None
+        self.runbooks = RunbookController(self)
+        """The one runbook controller: every node action's plan → confirm → run → notify."""
+        self._build_states()
+        keymap = getattr(loaded.profile, "keys", None) or {}
+        if keymap:
+            self.set_keymap(keytable.check_keymap(keymap, loaded.source))
+
+
+    def get_driver_class(self) -> type:
+        """Textual's driver, except on a Linux terminal :class:`~seat_console.tui.quiet_driver.
+        QuietLinuxDriver` (its input thread wakes once a second while nobody types instead of
+        ten times; keys and exit as fast as before). ``SEAT_CONSOLE_TEXTUAL_DRIVER=1`` in the
+        environment keeps Textual's own driver (a way out if a terminal misbehaves)."""
+        cls = super().get_driver_class()
+        from textual.drivers.linux_driver import LinuxDriver
+
+        if cls is LinuxDriver and not os.environ.get("SEAT_CONSOLE_TEXTUAL_DRIVER"):
+            from seat_console.tui.quiet_driver import QuietLinuxDriver
+
+            return QuietLinuxDriver
+        return cls
+
+    def get_default_screen(self) -> Screen:
+        """The console's main screen (see :class:`MainScreen`)."""
+        return MainScreen(id="main")
+
+    def compose(self) -> ComposeResult:
+        """Header, status line, the panels in a scrolling column (two at ≥ 160 columns),
+        footer."""
+        yield SeatHeader(id="header-text")
+        yield StatusLine(id="status-line")
+        yield Static(id="too-small")
+        with VerticalScroll(id="panels"):
+            row: list[SourcePanel] = []
+            for st in self._states.values():   # span-1 panels pair up in the wide layout
+                if "-span2" in st.panel.classes:
+                    if row:
+                        yield Horizontal(*row, classes="panel-row")
+                        row = []
+                    yield st.panel
+                    continue
+                row.append(st.panel)
+                if len(row) == 2:
+                    yield Horizontal(*row, classes="panel-row")
+                    row = []
+            if row:
+                yield Horizontal(*row, classes="panel-row")
+        yield SeatFooter(compact=True, drop_order=keytable.footer_drop_order())
+
+    def on_mount(self) -> None:
+        """Draw the header, start the sources that are built (the GPU one first), and after
+        the first frame build and start the others; start the age ticker."""
+        self.update_header()
+        self.update_status()
+        self._schedule_age_tick()
+        if self.watch_terminal and not self.is_headless:
+            self._install_hangup_watch()
+        for key, st in self._states.items():
+            if st.source is not None or st.prebuilt is not None:
+                self._start_poll(key)
+        first = next(iter(self._states.values()), None)
+        if first is not None:   # a focused panel: visible, and the keys scroll the column
+            first.panel.focus()
+        self.call_after_refresh(self._start_deferred)
+
+    def _start_deferred(self) -> None:
+        """After the first frame: build (in their poll threads) and read the other sources."""
+        for key, st in self._states.items():
+            if st.source is None and st.prebuilt is None:
+                self._start_poll(key)
+
+    # -- size -----------------------------------------------------------------------------
+    def apply_size(self, width: int, height: int) -> None:
+        """Compact panels below :data:`COMPACT_BELOW_ROWS` rows; "too small" below
+        :data:`MIN_COLS` × :data:`MIN_ROWS` (saying so, and what is needed)."""
+        small = width < MIN_COLS or height < MIN_ROWS
+        self.screen.set_class(small, "-too-small")
+        if small:
+            try:
+                self.query_one("#too-small", Static).update(Text(
+                    f"Terminal {width}×{height} is too small for the seat's status line: "
+                    f"make it at least {MIN_COLS}×{MIN_ROWS} (q quits).", justify="center"))
+            except NoMatches:
+                pass
+        compact = (height < COMPACT_BELOW_ROWS if self.force_compact is None
+                   else self.force_compact)
+        # a panel with compact_when_wide (the fit budget) stays compact in the two-column
+        # layout too, so a big terminal shows every panel's headline on its first screen
+        wide_compact = self.force_compact is None and width >= WIDE_FROM_COLS
+        for st in self._states.values():   # set_compact: a no-op when unchanged
+            st.panel.set_compact(compact or (wide_compact and st.panel.compact_when_wide))
+        if compact != self._compact:
+            self._compact = compact
+            self.update_header()
+
+    # -- the header -----------------------------------------------------------------------
+    def update_header(self) -> None:
+        """Redraw the header from the profile and the current state (PAUSED, READ-ONLY)."""
+        p = self.loaded.profile
+        ident = header_line(p)   # the same identity as the first frame's
+        where = ("embedded default" if self.loaded.origin == "default"
+                 else f"{self.loaded.source} ({self.loaded.origin})")
+        detail = Text(f"endpoint {p.seat.endpoint} · profile {where} · "
+                      f"sha256 {self.loaded.sha256[:8]}", style="dim")
+        mode = Text()
+        if self.readonly:
+            mode.append(" READ-ONLY ", style="bold reverse")
+            mode.append(" ")
+        if self.paused:
+            mode.append(" PAUSED ", style="bold reverse")
+        else:
+            mode.append(f"every {self.interval_s:g} s")
+        grid = Table.grid(expand=True, padding=(0, 1))
+        grid.add_column(ratio=1)
+        grid.add_column(justify="right", no_wrap=True)
+        grid.add_row(ident, mode)
+        try:   # compact screens keep one header line: the detail is in help (?) and --json
+            self.query_one("#header-text", Static).update(grid if self._compact else
+                                                          Group(grid, detail))
+        except NoMatches:  # not mounted yet (called before on_mount); drawn on mount
+            log.debug("header not mounted yet")
+
+    def update_status(self) -> None:
+        """Redraw the one-glance status line from the newest readings (no I/O; only when its
+        text changes)."""
+        def good(key: str) -> BaseModel | None:
+            st = self._states.get(key)
+            return None if st is None else st.reading
+
+        hold: object = None
+        hold_known = False
+        if "actions" in self._states:   # the journal, as the action-log panel reads it
+            actions = self._states["actions"].reading
+            hold_known = actions is not None and not isinstance(actions, Unavailable)
+            hold = getattr(actions, "hold", None) if hold_known else None
+        facts = build_status(engine=good("engine"), containers=good("containers"),
+                             timers=good("timers"), silences=good("silences"),
+                             fit=self._fit_comparison, hold=hold,
+                             hold_known=hold_known, now=self.clock())
+        try:
+            self.query_one("#status-line", StatusLine).show_facts(facts)
+        except NoMatches:
+            log.debug("status line not mounted yet")
+
+    def _update_fit_summary(self, reading: BaseModel | None) -> None:
+        """Recompute the profile's fit verdict for the status line, only when the fit inputs
+        changed (:func:`seat_console.widgets.fit.fit_signature`)."""
+        from seat_console.widgets.fit import fit_signature
+
+        sig = fit_signature(reading)
+        if sig == self._fit_signature:
+            return
+        self._fit_signature = sig
+        if sig is None:
+            self._fit_comparison = None
+            return
+        from seat_console.sources.fit_source import compute_budgets
+
+        try:
+            self._fit_comparison, _ = compute_budgets(reading)  # type: ignore[arg-type]
+        except Exception:  # noqa: BLE001 - the panel shows the error; the line says n/a
+            log.warning("fit summary failed", exc_info=True)
+            self._fit_comparison = None
+
+
+    def after_change(self, st: SourceState) -> None:
+        """A source's reading changed: refresh what depends on it (the status line; the fit
+        summary; a fit re-read when the GPU totals moved)."""
+        if st.key == "fit":
+            self._update_fit_summary(st.last_good)
+        if st.key == "actions":
+            self._show_hold_banner(st.last_good)
+        if st.key == "gpus" and "fit" in self._states:
+            from seat_console.widgets.fit import gpu_fit_signature
+
+            sig = gpu_fit_signature(st.last_good)
+            if sig != self._gpu_fit_sig:
+                self._gpu_fit_sig = sig
+                fit = self._states["fit"]
+                if fit.source is not None and not self.paused:
+                    self._start_poll("fit")
+        if st.key in STATUS_SOURCES:
+            self.update_status()
+
+
+    def tick_ages(self) -> None:
+        """Every panel's age (the polling engine's), the status line ("ends in 2 h 10 min"
+        moves by the minute; unchanged text is not redrawn), and whether the terminal still
+        answers."""
+        super().tick_ages()
+        self.update_status()
+        if self._tty_fd is not None and not self._shutting_down:
+            self._check_terminal()
+
+    def poll_now(self, *keys: str) -> None:
+        """Read sources ``keys`` now (those the app has), e.g. after a runbook changed them."""
+        for key in keys:
+            if key in self._states:
+                self._start_poll(key, manual=True)
+
+    def show_progress(self, title: str, lines: list[str]) -> None:
+        """Show a runbook's steps in place in the action-log panel (if it is on screen)."""
+        st = self._states.get("actions")
+        if st is not None and hasattr(st.panel, "set_progress") and st.panel.is_mounted:
+            st.panel.set_progress(title, lines)
+
+    # -- the runbook controller's messages ----------------------------------------------------
+    @on(PlanReady)
+    def _plan_ready(self, message: PlanReady) -> None:
+        self.runbooks.plan_ready(message)
+
+    @on(RunbookEvent)
+    def _runbook_event(self, message: RunbookEvent) -> None:
+        self.runbooks.event(message)
+
+    @on(RunFinished)
+    def _run_finished(self, message: RunFinished) -> None:
+        self.runbooks.finished(message)
+        self.poll_now(*message.refresh)
+
+    def push_screen(self, screen, callback=None, wait_for_dismiss=False):  # type: ignore[override]
+        """Textual's ``push_screen``; an error notification does not outstay the screen it was
+        shown over (it is cleared when another screen opens)."""
+        self.clear_notifications()
+        return super().push_screen(screen, callback, wait_for_dismiss=wait_for_dismiss)
+
+    # -- actions ----------------------------------------------------------------------------
+    def action_pause(self) -> None:
+        """``p`` while polling: pause (the footer then offers ``p`` resume)."""
+        if not self.paused:
+            self.action_toggle_pause()
+
+    def action_resume(self) -> None:
+        """``p`` while paused: resume."""
+        if self.paused:
+            self.action_toggle_pause()
+
+    def action_toggle_pause(self) -> None:
+        """``p``: stop polling (pending polls cancelled) or resume (every source polled now)."""
+        self.paused = not self.paused
+        if self.paused:
+            for st in self._states.values():
+                if st.timer is not None:
+                    st.timer.stop()
+                    st.timer = None
+        else:
+            for key in self._states:
+                self._start_poll(key)
+        self.update_header()
+        self.tick_ages()
+        self.refresh_bindings()
+
+    def action_refresh_now(self) -> None:
+        """``r``: read every idle source now (also while paused: one reading each). Resets
+        each source's back-off; a failure of this read does not count as one."""
+        for key, st in self._states.items():
+            st.consecutive_errors = 0
+            self._start_poll(key, manual=True)
+
+    def action_leave_field(self) -> None:
+        """Escape: leave the focused control (a what-if field takes q, p, r and ? as typing),
+        so the console's keys work again. Focus moves to the panel around the field (never to
+        nothing), so the arrow keys and PgUp/PgDn keep scrolling."""
+        focused = self.screen.focused
+        node = focused.parent if focused is not None else None
+        while node is not None and not isinstance(node, SourcePanel):
+            node = node.parent
+        if isinstance(node, SourcePanel):
+            node.focus()
+        else:
+            try:
+                self.query_one("#panels", VerticalScroll).focus()
+            except NoMatches:
+                self.screen.set_focus(None)
+
+    def action_open_detail(self) -> None:
+        """Enter on a focused panel: open its full view (:class:`DetailScreen`)."""
+        if isinstance(self.screen, DetailScreen):
+            return
+        node = self.screen.focused
+        while node is not None and not isinstance(node, SourcePanel):
+            node = node.parent
+        st = next((s for s in self._states.values() if s.panel is node), None)
+        if st is None:
+            return
+        spec_panel = type(st.panel)
+        panel = spec_panel(loaded=self.loaded, id=f"detail-{st.key}")
+        panel.detail = True
+        screen = DetailScreen(st.key, panel)
+        self.push_screen(screen)
+        self.call_after_refresh(lambda: panel.show(st.reading, st.last_good, st.last_good_at,
+                                                   now=self.clock(), reading_at=st.reading_at))
+
+    def action_probe(self) -> None:
+        """``P``: preflight, confirm, then the live probe panel (again while it runs: reopen)."""
+        self.runbooks.key("probe")
+
+    def action_build_backport(self) -> None:
+        """``B``: plan, confirm, build the profile's backport."""
+        self.runbooks.key("build")
+
+    def action_swap(self) -> None:
+        """``S``: plan, typed confirmation (the seat's name), then the seat swap with its log."""
+        self.runbooks.key("swap")
+
+    def action_restore(self) -> None:
+        """``R``: plan, confirm, restore the resident and release the hold."""
+        self.runbooks.key("restore")
+
+    def action_hold(self) -> None:
+        """``H``: TTL and reason, plan, confirm, place the hold as a lease."""
+        self.runbooks.key("hold")
+
+    def action_release(self) -> None:
+        """``U``: plan, confirm, release the hold."""
+        self.runbooks.key("release")
+
+    def _show_hold_banner(self, reading: BaseModel | None) -> None:
+        """Put "held by the console until …" on the timers and silences panels (or take it
+        off) and redraw them when it changed."""
+        h = getattr(reading, "hold", None)
+        banner = h.banner if h is not None and h.state == "active" else None
+        for key in ("timers", "silences"):
+            st = self._states.get(key)
+            if st is None or getattr(st.panel, "hold_banner", None) == banner:
+                continue
+            st.panel.hold_banner = banner
+            if st.reading is not None:
+                self._draw(st)
+
+    def action_evidence(self) -> None:
+        """``e``: the read-only evidence report of the newest comparison (else probe run);
+        built in a worker by :class:`~seat_console.widgets.evidence.EvidenceScreen`."""
+        from seat_console.widgets.evidence import EvidenceScreen
+
+        if not isinstance(self.screen, EvidenceScreen):
+            self.push_screen(EvidenceScreen())
+
+    def action_help(self) -> None:
+        """``?``: open the help screen."""
+        if not isinstance(self.screen, HelpScreen):
+            self.push_screen(HelpScreen(self.help_rows()))
+
+
+    def help_keys(self) -> list[tuple[str, str]]:
+        """``(keys, label)`` per action offered now (node actions hidden if read-only)."""
+        return [(k, label) for k, label, _ in self.help_rows()]
+
+    def help_rows(self) -> list[tuple[str, str, str]]:
+        """``(keys, label, sentence)`` per action offered now, from the key table (keys as
+        remapped by the profile's ``[keys]``)."""
+        return keytable.help_rows(self.BINDINGS, self.readonly,
+                                  lambda b: b.key_display or self.get_key_display(b))
+
+    def set_refresh_interval(self, seconds: float) -> None:
+        """Change the refresh interval (s > 0); polls already scheduled are re-timed."""
+        if not seconds > 0:
+            self.notify(f"refresh interval {seconds!r} s: must be > 0", severity="error")
+            return
+        self.interval_s = float(seconds)
+        for st in self._states.values():
+            if st.timer is not None:
+                st.timer.stop()
+                st.timer = None
+                self._schedule_next(st)
+        self.update_header()
+        self.notify(f"refresh interval {self.interval_s:g} s")
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """Under ``--readonly`` node actions are neither shown nor run; ``p`` offers pause or
+        resume (whichever applies); "Esc leave field" shows only inside a field."""
+        if action == "pause":
+            return not self.paused
+        if action == "resume":
+            return self.paused
+        if action == "leave_field":
+            return self.screen_stack and is_field(self.screen.focused)
+        return not (self.readonly and action in self._node_action_names())
+
+    def _node_action_names(self) -> set[str]:
+        return keytable.node_actions(self.BINDINGS)
+
+
+
+def run_app(loaded: LoadedProfile, readonly: bool = False, interval: float | None = None) -> int:
+    """Run the TUI on ``loaded`` until the user quits; return the exit code (0 ok,
+    :data:`EXIT_HANGUP` when the terminal went away).
+
+    ``interval`` (seconds) overrides the profile's ``console.refresh_interval_s``.
+    """
+    app = SeatConsoleApp(loaded, readonly=readonly, interval=interval)
+    try:
+        rc = app.run()
+    finally:
+        stop_in_flight(RUNBOOK_STOP_GRACE_S)   # a runbook worker must not die with the process
+        app.close_sources()
+    if app.return_code not in (None, 0):
+        return app.return_code
+    return rc or 0
+
+
+__all__ = [
+    "BACKOFF_MAX_S", "BACKOFF_MIN_S", "EXIT_HANGUP", "EXIT_HANGUP_FORCED", "NODE_ACTION_PREFIX",
+    "PANELS", "DetailScreen", "HelpScreen", "LatestReading", "LatestReadings", "PanelSpec",
+    "SeatConsoleApp", "SourceFactory", "SourceReading", "SourceState", "filter_action_bindings",
+    "is_node_action", "next_delay", "make_fit_source", "read_guarded", "resolve_factory",
+    "run_app", "same_reading", "takes_context", "ALIGN_GRID_S", "PollTimer", "aligned_when",
+    "RUNBOOK_STOP_GRACE_S", "in_flight", "stop_in_flight", "STATUS_SOURCES",
+]
