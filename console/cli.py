@@ -301,7 +301,12 @@ def _run_tui(args: argparse.Namespace) -> int:
         prestart(loaded, nvml=nvml)   # the GPU panel's first reading, while the TUI imports
         from seat_console.tui.app import run_app
 
-        return run_app(loaded, readonly=args.readonly, interval=args.interval)
+        try:
+            return run_app(loaded, readonly=args.readonly, interval=args.interval)
+        except ProfileError as exc:   # the profile's [keys] (checked against the key table)
+            first_frame.leave()
+            print(f"seat-console: {exc}", file=sys.stderr)
+            return EXIT_ERROR
     except KeyboardInterrupt:   # Ctrl-C before Textual took the keys (it reads them raw after)
         first_frame.leave()
         return EXIT_INTERRUPTED

@@ -13,7 +13,8 @@ import pytest
 
 import seat_console.sources.nvml as nvml_mod
 from seat_console.tui import early
-from seat_console.tui.app import PanelSpec, SeatConsoleApp
+from seat_console.tui.app import SeatConsoleApp
+from seat_console.tui.panels import PanelSpec
 from seat_console.profile import load_profile
 from seat_console.sources.gpu import GpuSnapshot
 from seat_console.widgets.gpu import GpuPanel

@@ -181,4 +181,4 @@ def test_app_watchdog_waits_for_runbooks(monkeypatch):
         if len(calls) >= 2:
             break
         time.sleep(0.02)
-    assert calls[0] == app_mod.RUNBOOK_STOP_GRACE_S and calls[1][0] == "exit"
+    assert calls[0] == hangup_mod.RUNBOOK_STOP_GRACE_S and calls[1][0] == "exit"

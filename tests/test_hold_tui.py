@@ -11,7 +11,9 @@ from pathlib import Path
 import pytest
 from conftest import _flock
 
-from seat_console.tui.app import PanelSpec, SeatConsoleApp, filter_action_bindings
+from seat_console.tui.app import SeatConsoleApp
+from seat_console.tui.keys import filter_action_bindings
+from seat_console.tui.panels import PanelSpec
 from seat_console.node.transport import DockerExecTransport
 from seat_console.profile import load_profile
 from seat_console.sources.timers import TimersReading, read_timers

@@ -21,7 +21,9 @@ import screen_fixtures as F
 from screen_fixtures import all_read, refresh_all, wait_for
 from app_fixtures import T0
 
-from seat_console.tui.app import DetailScreen, SeatConsoleApp, same_reading
+from seat_console.tui.app import SeatConsoleApp
+from seat_console.tui.polling import same_reading
+from seat_console.widgets.detail import DetailScreen
 from seat_console.engine_rates import RateHistory, counter_rate, window_latency
 from seat_console.sources import Unavailable
 from seat_console.sources.engine import HistogramSummary

@@ -36,12 +36,12 @@ class HoldOptionsScreen(ModalScreen["tuple[int, str] | None"]):
     DEFAULT_CSS = """
     HoldOptionsScreen { align: center middle; }
     HoldOptionsScreen > Vertical {
-        width: 90%; max-width: 100; height: auto; border: thick $warning;
+        width: 90%; max-width: 100; height: auto; max-height: 100%; border: thick $warning;
         background: $surface; padding: 0 1;
     }
-    HoldOptionsScreen #hold-options-title { text-style: bold; padding: 0 0 1 0; }
+    HoldOptionsScreen #hold-options-title { text-style: bold; }
     HoldOptionsScreen #hold-options-error { color: $error; height: auto; }
-    HoldOptionsScreen #hold-options-hint { color: $text-muted; padding: 1 0 0 0; }
+    HoldOptionsScreen #hold-options-hint { color: $text-muted; }
     HoldOptionsScreen Horizontal { height: auto; align: right middle; }
     HoldOptionsScreen Button { margin: 0 1; }
     """
@@ -64,15 +64,21 @@ class HoldOptionsScreen(ModalScreen["tuple[int, str] | None"]):
             yield Static(Text("Reason (journaled, and in the silence's comment):"))
             yield Input(placeholder="e.g. NVFP4 probe, ticket 1234",
                         max_length=REASON_MAX_CHARS, id="hold-options-reason")
-            yield Static("", id="hold-options-error")
-            yield Static(Text("Enter: read the plan (nothing changes yet) · Tab: next field · "
-                              "Esc: cancel"), id="hold-options-hint")
+            err = Static("", id="hold-options-error")
+            err.display = False   # shown with a refused TTL only (keeps the buttons on 80×24)
+            yield err
+            yield Static(Text("Enter: read the plan (nothing changes yet) · Tab: TTL → reason → "
+                              "Read the plan · Esc: cancel"), id="hold-options-hint")
             with Horizontal():
-                yield Button("Cancel", id="hold-options-no")
-                yield Button("Read the plan", id="hold-options-go", variant="warning")
+                no = Button("Cancel", id="hold-options-no", compact=True)
+                no.can_focus = False   # Esc cancels; Tab never lands on it (Enter there cancelled)
+                yield no
+                yield Button("Read the plan", id="hold-options-go", variant="warning",
+                             compact=True)
 
     def on_mount(self) -> None:
-        """Focus the reason (the TTL usually stays the profile's)."""
+        """Focus the reason (the TTL usually stays the profile's); Tab goes TTL → reason →
+        "Read the plan", so Enter after Tab reads the plan, never cancels."""
         self.query_one("#hold-options-reason", Input).focus()
 
     def answer(self) -> tuple[int, str] | None:
@@ -84,7 +90,9 @@ class HoldOptionsScreen(ModalScreen["tuple[int, str] | None"]):
         try:
             ttl_s = parse_ttl(ttl_text)
         except ValueError as exc:
-            self.query_one("#hold-options-error", Static).update(Text(str(exc)))
+            err = self.query_one("#hold-options-error", Static)
+            err.update(Text(str(exc)))
+            err.display = True
             self.query_one("#hold-options-ttl", Input).focus()
             return None
         reason = " ".join(self.query_one("#hold-options-reason", Input).value.split())

@@ -21,110 +21,51 @@ The app holds no business rules and does no I/O on the UI thread.
 from __future__ import annotations
 
 import logging
-import os
 from collections.abc import Callable
 from datetime import datetime
 from typing import ClassVar
 
-from pydantic import BaseModel
-from rich.console import Group
-from rich.table import Table
-from rich.text import Text
 from textual import on
-from textual.app import App, ComposeResult
+from textual.app import App
 from textual.binding import BindingType
-from textual.containers import Horizontal, VerticalScroll
+from textual.containers import VerticalScroll
 from textual.css.query import NoMatches
 from textual.screen import Screen
-from textual.widgets import Static
 
 from seat_console.node.context import NodeContext
 from seat_console.profile import LoadedProfile
-from seat_console.sources import Source, Unavailable, utcnow
+from seat_console.sources import utcnow
 from seat_console.tui import keys as keytable
 from seat_console.tui.early import take_context
-from seat_console.tui.first_frame import header_line
 from seat_console.tui.hangup import (
-    EXIT_HANGUP,
-    EXIT_HANGUP_FORCED,
     RUNBOOK_STOP_GRACE_S,
     HangupMixin,
-    in_flight,
     stop_in_flight,
 )
-from seat_console.tui.keys import NODE_ACTION_PREFIX, filter_action_bindings, is_node_action
 from seat_console.tui.palette import SeatCommands
 from seat_console.tui.panels import (
     PANELS,
-    LatestReading,
     LatestReadings,
-    PanelSpec,
     SourceFactory,
     as_spec,
-    make_fit_source,
-    resolve_factory,
-    takes_context,
 )
 from seat_console.tui.polling import (
-    ALIGN_GRID_S,
-    BACKOFF_MAX_S,
-    BACKOFF_MIN_S,
     STATUS_SOURCES,
     Poller,
     PollingMixin,
-    PollTimer,
-    SourceReading,
     SourceState,
-    aligned_when,
-    next_delay,
-    read_guarded,
-    same_reading,
 )
 from seat_console.tui.runbook import PlanReady, RunbookController, RunbookEvent, RunFinished
+from seat_console.tui.main_screen import WIDE_FROM_COLS, MainScreen
 from seat_console.widgets.detail import DetailScreen, is_field
-from seat_console.widgets.footer import SeatFooter
+from seat_console.tui.summary import SeatSummary, hold_banner
+from seat_console.widgets.header import SeatHeader
 from seat_console.widgets.help import HelpScreen
 from seat_console.widgets.nocolor import NoColorAlarms
 from seat_console.widgets.panel import SourcePanel
-from seat_console.widgets.status import StatusLine, build_status
+from seat_console.widgets.status import StatusLine
 
 log = logging.getLogger(__name__)
-
-COMPACT_BELOW_ROWS = 50
-"""Below this many terminal rows the main screen shows the panels' compact forms."""
-
-WIDE_FROM_COLS = 160
-"""From this many columns the panels are laid out in two columns."""
-
-MIN_COLS, MIN_ROWS = 60, 12
-"""Smallest terminal that can show the header and the status line (columns, rows)."""
-
-
-class SeatHeader(Static):
-    """Header: node and seat identity on the left, refresh state (PAUSED, READ-ONLY) right."""
-
-    DEFAULT_CSS = """
-    SeatHeader { height: auto; background: $panel; color: $text; padding: 0 1; }
-    """
-
-
-
-class MainScreen(Screen[None]):
-    """The console's screen; redraws panels that changed while a modal was open."""
-
-    def on_screen_resume(self) -> None:
-        """Back from help or the palette: draw what arrived meanwhile."""
-        app = self.app
-        if isinstance(app, SeatConsoleApp):
-            app.redraw_dirty()
-
-    def on_resize(self, event: object) -> None:
-        """Compact or full panels, one or two columns, "too small" — by the new size."""
-        app = self.app
-        if isinstance(app, SeatConsoleApp):
-            app.apply_size(self.size.width, self.size.height)
-
-
 
 class SeatConsoleApp(PollingMixin, HangupMixin, App[int]):
     """Seat Console: header, one panel per :data:`PANELS` entry, footer, help and palette.
@@ -169,6 +110,9 @@ class SeatConsoleApp(PollingMixin, HangupMixin, App[int]):
                              for f in self._filters]
         if interval is not None and not interval > 0:
             raise ValueError(f"interval {interval!r}: must be a positive number of seconds")
+        # the profile's [keys], checked against the key table (KeymapError names the file)
+        self.keymap = keytable.check_keymap(loaded.profile.keys, loaded.source)
+        self.set_keymap(self.keymap)
         self.loaded = loaded
         self.readonly = readonly
         self.node = take_context(loaded) or NodeContext.from_profile(loaded)
@@ -186,62 +130,26 @@ class SeatConsoleApp(PollingMixin, HangupMixin, App[int]):
         self._pollers: dict[str, Poller] = {}
         self._shutting_down = False
         self._tty_fd: int | None = None
-        self._compact: bool | None = None
+        self.compact_layout: bool | None = None
         self.force_compact = compact
         """``None``: compact panels below :data:`COMPACT_BELOW_ROWS` rows; True / False: always
         / never (tests of a panel's full view)."""
         self.readings = LatestReadings()
-        self._fit_signature: object = None
-        self._fit_comparison: object = None
-        self._gpu_fit_sig: object = None
+        self.summary = SeatSummary()
+        """The status line's facts and the fit verdict, derived from the readings."""
         self.runbooks = RunbookController(self)
         """The one runbook controller: every node action's plan → confirm → run → notify."""
         self._build_states()
-        keymap = getattr(loaded.profile, "keys", None) or {}
-        if keymap:
-            self.set_keymap(keytable.check_keymap(keymap, loaded.source))
-
 
     def get_driver_class(self) -> type:
-        """Textual's driver, except on a Linux terminal :class:`~seat_console.tui.quiet_driver.
-        QuietLinuxDriver` (its input thread wakes once a second while nobody types instead of
-        ten times; keys and exit as fast as before). ``SEAT_CONSOLE_TEXTUAL_DRIVER=1`` in the
-        environment keeps Textual's own driver (a way out if a terminal misbehaves)."""
-        cls = super().get_driver_class()
-        from textual.drivers.linux_driver import LinuxDriver
+        """:func:`seat_console.tui.quiet_driver.driver_class` of Textual's choice."""
+        from seat_console.tui.quiet_driver import driver_class
 
-        if cls is LinuxDriver and not os.environ.get("SEAT_CONSOLE_TEXTUAL_DRIVER"):
-            from seat_console.tui.quiet_driver import QuietLinuxDriver
-
-            return QuietLinuxDriver
-        return cls
+        return driver_class(super().get_driver_class())
 
     def get_default_screen(self) -> Screen:
         """The console's main screen (see :class:`MainScreen`)."""
         return MainScreen(id="main")
-
-    def compose(self) -> ComposeResult:
-        """Header, status line, the panels in a scrolling column (two at ≥ 160 columns),
-        footer."""
-        yield SeatHeader(id="header-text")
-        yield StatusLine(id="status-line")
-        yield Static(id="too-small")
-        with VerticalScroll(id="panels"):
-            row: list[SourcePanel] = []
-            for st in self._states.values():   # span-1 panels pair up in the wide layout
-                if "-span2" in st.panel.classes:
-                    if row:
-                        yield Horizontal(*row, classes="panel-row")
-                        row = []
-                    yield st.panel
-                    continue
-                row.append(st.panel)
-                if len(row) == 2:
-                    yield Horizontal(*row, classes="panel-row")
-                    row = []
-            if row:
-                yield Horizontal(*row, classes="panel-row")
-        yield SeatFooter(compact=True, drop_order=keytable.footer_drop_order())
 
     def on_mount(self) -> None:
         """Draw the header, start the sources that are built (the GPU one first), and after
@@ -251,133 +159,43 @@ class SeatConsoleApp(PollingMixin, HangupMixin, App[int]):
         self._schedule_age_tick()
         if self.watch_terminal and not self.is_headless:
             self._install_hangup_watch()
-        for key, st in self._states.items():
-            if st.source is not None or st.prebuilt is not None:
-                self._start_poll(key)
+        self.start_polling()
         first = next(iter(self._states.values()), None)
         if first is not None:   # a focused panel: visible, and the keys scroll the column
             first.panel.focus()
-        self.call_after_refresh(self._start_deferred)
 
-    def _start_deferred(self) -> None:
-        """After the first frame: build (in their poll threads) and read the other sources."""
-        for key, st in self._states.items():
-            if st.source is None and st.prebuilt is None:
-                self._start_poll(key)
-
-    # -- size -----------------------------------------------------------------------------
-    def apply_size(self, width: int, height: int) -> None:
-        """Compact panels below :data:`COMPACT_BELOW_ROWS` rows; "too small" below
-        :data:`MIN_COLS` × :data:`MIN_ROWS` (saying so, and what is needed)."""
-        small = width < MIN_COLS or height < MIN_ROWS
-        self.screen.set_class(small, "-too-small")
-        if small:
-            try:
-                self.query_one("#too-small", Static).update(Text(
-                    f"Terminal {width}×{height} is too small for the seat's status line: "
-                    f"make it at least {MIN_COLS}×{MIN_ROWS} (q quits).", justify="center"))
-            except NoMatches:
-                pass
-        compact = (height < COMPACT_BELOW_ROWS if self.force_compact is None
-                   else self.force_compact)
-        # a panel with compact_when_wide (the fit budget) stays compact in the two-column
-        # layout too, so a big terminal shows every panel's headline on its first screen
-        wide_compact = self.force_compact is None and width >= WIDE_FROM_COLS
-        for st in self._states.values():   # set_compact: a no-op when unchanged
-            st.panel.set_compact(compact or (wide_compact and st.panel.compact_when_wide))
-        if compact != self._compact:
-            self._compact = compact
-            self.update_header()
-
-    # -- the header -----------------------------------------------------------------------
+    # -- the header and the status line ------------------------------------------------------
     def update_header(self) -> None:
         """Redraw the header from the profile and the current state (PAUSED, READ-ONLY)."""
-        p = self.loaded.profile
-        ident = header_line(p)   # the same identity as the first frame's
-        where = ("embedded default" if self.loaded.origin == "default"
-                 else f"{self.loaded.source} ({self.loaded.origin})")
-        detail = Text(f"endpoint {p.seat.endpoint} · profile {where} · "
-                      f"sha256 {self.loaded.sha256[:8]}", style="dim")
-        mode = Text()
-        if self.readonly:
-            mode.append(" READ-ONLY ", style="bold reverse")
-            mode.append(" ")
-        if self.paused:
-            mode.append(" PAUSED ", style="bold reverse")
-        else:
-            mode.append(f"every {self.interval_s:g} s")
-        grid = Table.grid(expand=True, padding=(0, 1))
-        grid.add_column(ratio=1)
-        grid.add_column(justify="right", no_wrap=True)
-        grid.add_row(ident, mode)
-        try:   # compact screens keep one header line: the detail is in help (?) and --json
-            self.query_one("#header-text", Static).update(grid if self._compact else
-                                                          Group(grid, detail))
+        try:
+            self.query_one("#header-text", SeatHeader).draw(
+                self.loaded, readonly=self.readonly, paused=self.paused,
+                interval_s=self.interval_s, compact=bool(self.compact_layout))
         except NoMatches:  # not mounted yet (called before on_mount); drawn on mount
             log.debug("header not mounted yet")
 
     def update_status(self) -> None:
         """Redraw the one-glance status line from the newest readings (no I/O; only when its
         text changes)."""
-        def good(key: str) -> BaseModel | None:
-            st = self._states.get(key)
-            return None if st is None else st.reading
-
-        hold: object = None
-        hold_known = False
-        if "actions" in self._states:   # the journal, as the action-log panel reads it
-            actions = self._states["actions"].reading
-            hold_known = actions is not None and not isinstance(actions, Unavailable)
-            hold = getattr(actions, "hold", None) if hold_known else None
-        facts = build_status(engine=good("engine"), containers=good("containers"),
-                             timers=good("timers"), silences=good("silences"),
-                             fit=self._fit_comparison, hold=hold,
-                             hold_known=hold_known, now=self.clock())
         try:
-            self.query_one("#status-line", StatusLine).show_facts(facts)
+            self.query_one("#status-line", StatusLine).show_facts(
+                self.summary.facts(self._states, self.clock()))
         except NoMatches:
             log.debug("status line not mounted yet")
 
-    def _update_fit_summary(self, reading: BaseModel | None) -> None:
-        """Recompute the profile's fit verdict for the status line, only when the fit inputs
-        changed (:func:`seat_console.widgets.fit.fit_signature`)."""
-        from seat_console.widgets.fit import fit_signature
-
-        sig = fit_signature(reading)
-        if sig == self._fit_signature:
-            return
-        self._fit_signature = sig
-        if sig is None:
-            self._fit_comparison = None
-            return
-        from seat_console.sources.fit_source import compute_budgets
-
-        try:
-            self._fit_comparison, _ = compute_budgets(reading)  # type: ignore[arg-type]
-        except Exception:  # noqa: BLE001 - the panel shows the error; the line says n/a
-            log.warning("fit summary failed", exc_info=True)
-            self._fit_comparison = None
-
-
     def after_change(self, st: SourceState) -> None:
         """A source's reading changed: refresh what depends on it (the status line; the fit
-        summary; a fit re-read when the GPU totals moved)."""
+        verdict; the hold banner; a fit re-read when the GPU totals moved)."""
         if st.key == "fit":
-            self._update_fit_summary(st.last_good)
+            self.summary.fit_changed(st.last_good)
         if st.key == "actions":
-            self._show_hold_banner(st.last_good)
-        if st.key == "gpus" and "fit" in self._states:
-            from seat_console.widgets.fit import gpu_fit_signature
-
-            sig = gpu_fit_signature(st.last_good)
-            if sig != self._gpu_fit_sig:
-                self._gpu_fit_sig = sig
-                fit = self._states["fit"]
-                if fit.source is not None and not self.paused:
-                    self._start_poll("fit")
+            self._show_hold_banner(hold_banner(st.last_good))
+        if st.key == "gpus" and "fit" in self._states and self.summary.gpu_totals_moved(
+                st.last_good):
+            if self._states["fit"].source is not None and not self.paused:
+                self._start_poll("fit")
         if st.key in STATUS_SOURCES:
             self.update_status()
-
 
     def tick_ages(self) -> None:
         """Every panel's age (the polling engine's), the status line ("ends in 2 h 10 min"
@@ -387,12 +205,6 @@ class SeatConsoleApp(PollingMixin, HangupMixin, App[int]):
         self.update_status()
         if self._tty_fd is not None and not self._shutting_down:
             self._check_terminal()
-
-    def poll_now(self, *keys: str) -> None:
-        """Read sources ``keys`` now (those the app has), e.g. after a runbook changed them."""
-        for key in keys:
-            if key in self._states:
-                self._start_poll(key, manual=True)
 
     def show_progress(self, title: str, lines: list[str]) -> None:
         """Show a runbook's steps in place in the action-log panel (if it is on screen)."""
@@ -421,38 +233,6 @@ class SeatConsoleApp(PollingMixin, HangupMixin, App[int]):
         return super().push_screen(screen, callback, wait_for_dismiss=wait_for_dismiss)
 
     # -- actions ----------------------------------------------------------------------------
-    def action_pause(self) -> None:
-        """``p`` while polling: pause (the footer then offers ``p`` resume)."""
-        if not self.paused:
-            self.action_toggle_pause()
-
-    def action_resume(self) -> None:
-        """``p`` while paused: resume."""
-        if self.paused:
-            self.action_toggle_pause()
-
-    def action_toggle_pause(self) -> None:
-        """``p``: stop polling (pending polls cancelled) or resume (every source polled now)."""
-        self.paused = not self.paused
-        if self.paused:
-            for st in self._states.values():
-                if st.timer is not None:
-                    st.timer.stop()
-                    st.timer = None
-        else:
-            for key in self._states:
-                self._start_poll(key)
-        self.update_header()
-        self.tick_ages()
-        self.refresh_bindings()
-
-    def action_refresh_now(self) -> None:
-        """``r``: read every idle source now (also while paused: one reading each). Resets
-        each source's back-off; a failure of this read does not count as one."""
-        for key, st in self._states.items():
-            st.consecutive_errors = 0
-            self._start_poll(key, manual=True)
-
     def action_leave_field(self) -> None:
         """Escape: leave the focused control (a what-if field takes q, p, r and ? as typing),
         so the console's keys work again. Focus moves to the panel around the field (never to
@@ -511,11 +291,9 @@ class SeatConsoleApp(PollingMixin, HangupMixin, App[int]):
         """``U``: plan, confirm, release the hold."""
         self.runbooks.key("release")
 
-    def _show_hold_banner(self, reading: BaseModel | None) -> None:
+    def _show_hold_banner(self, banner: str | None) -> None:
         """Put "held by the console until …" on the timers and silences panels (or take it
         off) and redraw them when it changed."""
-        h = getattr(reading, "hold", None)
-        banner = h.banner if h is not None and h.state == "active" else None
         for key in ("timers", "silences"):
             st = self._states.get(key)
             if st is None or getattr(st.panel, "hold_banner", None) == banner:
@@ -537,7 +315,6 @@ class SeatConsoleApp(PollingMixin, HangupMixin, App[int]):
         if not isinstance(self.screen, HelpScreen):
             self.push_screen(HelpScreen(self.help_rows()))
 
-
     def help_keys(self) -> list[tuple[str, str]]:
         """``(keys, label)`` per action offered now (node actions hidden if read-only)."""
         return [(k, label) for k, label, _ in self.help_rows()]
@@ -545,22 +322,8 @@ class SeatConsoleApp(PollingMixin, HangupMixin, App[int]):
     def help_rows(self) -> list[tuple[str, str, str]]:
         """``(keys, label, sentence)`` per action offered now, from the key table (keys as
         remapped by the profile's ``[keys]``)."""
-        return keytable.help_rows(self.BINDINGS, self.readonly,
+        return keytable.help_rows(keytable.remapped(self.BINDINGS, self.keymap), self.readonly,
                                   lambda b: b.key_display or self.get_key_display(b))
-
-    def set_refresh_interval(self, seconds: float) -> None:
-        """Change the refresh interval (s > 0); polls already scheduled are re-timed."""
-        if not seconds > 0:
-            self.notify(f"refresh interval {seconds!r} s: must be > 0", severity="error")
-            return
-        self.interval_s = float(seconds)
-        for st in self._states.values():
-            if st.timer is not None:
-                st.timer.stop()
-                st.timer = None
-                self._schedule_next(st)
-        self.update_header()
-        self.notify(f"refresh interval {self.interval_s:g} s")
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         """Under ``--readonly`` node actions are neither shown nor run; ``p`` offers pause or
@@ -575,7 +338,6 @@ class SeatConsoleApp(PollingMixin, HangupMixin, App[int]):
 
     def _node_action_names(self) -> set[str]:
         return keytable.node_actions(self.BINDINGS)
-
 
 
 def run_app(loaded: LoadedProfile, readonly: bool = False, interval: float | None = None) -> int:
@@ -595,11 +357,4 @@ def run_app(loaded: LoadedProfile, readonly: bool = False, interval: float | Non
     return rc or 0
 
 
-__all__ = [
-    "BACKOFF_MAX_S", "BACKOFF_MIN_S", "EXIT_HANGUP", "EXIT_HANGUP_FORCED", "NODE_ACTION_PREFIX",
-    "PANELS", "DetailScreen", "HelpScreen", "LatestReading", "LatestReadings", "PanelSpec",
-    "SeatConsoleApp", "SourceFactory", "SourceReading", "SourceState", "filter_action_bindings",
-    "is_node_action", "next_delay", "make_fit_source", "read_guarded", "resolve_factory",
-    "run_app", "same_reading", "takes_context", "ALIGN_GRID_S", "PollTimer", "aligned_when",
-    "RUNBOOK_STOP_GRACE_S", "in_flight", "stop_in_flight", "STATUS_SOURCES",
-]
+__all__ = ["SeatConsoleApp", "run_app"]

@@ -18,7 +18,7 @@ bindings of the main screen on one key, naming the profile file and the fix
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from textual.binding import Binding, BindingType
 
@@ -126,6 +126,17 @@ def node_actions(bindings: Iterable[BindingType]) -> set[str]:
     return {b.action for b in bindings if isinstance(b, Binding) and is_node_action(b)}
 
 
+def remapped(bindings: Iterable[BindingType], keymap: Mapping[str, str]) -> list[BindingType]:
+    """``bindings`` with the keys ``keymap`` (binding id → key(s)) gives them, as Textual's
+    keymap applies them (the key's on-screen form recomputed)."""
+    out: list[BindingType] = []
+    for b in bindings:
+        if isinstance(b, Binding) and b.id in keymap:
+            b = replace(b, key=keymap[b.id], key_display=None)
+        out.append(b)
+    return out
+
+
 def help_rows(bindings: Iterable[BindingType], readonly: bool,
               display: object) -> list[tuple[str, str, str]]:
     """``(keys, label, sentence)`` per action offered (node actions left out under
@@ -162,12 +173,13 @@ def footer_drop_order(keys: Iterable[Key] = KEYS) -> list[str]:
 
 
 def readme_rows(keys: Iterable[Key] = KEYS) -> list[str]:
-    """README's key table rows: ``| key | what it does |`` per key (node keys say so)."""
+    """README's key table rows: ``| key | binding id | what it does |`` per key (node keys
+    say so)."""
     rows = []
     for k in keys:
         shown = ", ".join(_readme_key(part) for part in k.key.split(","))
         note = " Not under `--readonly`." if k.node else ""
-        rows.append(f"| `{shown}` | {k.help}{note} |")
+        rows.append(f"| `{shown}` | `{k.id}` | {k.help}{note} |")
     return rows
 
 
@@ -211,4 +223,4 @@ def check_keymap(keymap: Mapping[str, str], source: str,
 
 __all__ = ["KEYS", "NODE_ACTION_PREFIX", "Key", "KeymapError", "bindings", "check_keymap",
            "filter_action_bindings", "footer_drop_order", "help_rows", "is_node_action",
-           "node_actions", "readme_rows"]
+           "node_actions", "readme_rows", "remapped"]

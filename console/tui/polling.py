@@ -44,7 +44,7 @@ from textual.message import Message
 from seat_console.sources import BrokenSource, Source, Unavailable
 from seat_console.sources.partial import merge_last_good
 from seat_console.tui.early import take as take_prestarted
-from seat_console.tui.panels import LatestReadings, PanelSpec, resolve_factory, takes_context
+from seat_console.tui.panels import PanelSpec, resolve_factory, takes_context
 from seat_console.widgets.detail import DetailScreen
 from seat_console.widgets.panel import STALE_FACTOR, STALE_MIN_S, SourcePanel
 
@@ -449,6 +449,73 @@ class PollingMixin:
         if isinstance(screen, DetailScreen):   # its relative times move too (to the second)
             screen.panel.show_age(now)
 
+
+    def start_polling(self) -> None:
+        """On mount: start the sources that are built (the GPU one first) and, after the first
+        frame, build and start the others (:meth:`_start_deferred`)."""
+        for key, st in self._states.items():
+            if st.source is not None or st.prebuilt is not None:
+                self._start_poll(key)
+        self.call_after_refresh(self._start_deferred)
+
+    def _start_deferred(self) -> None:
+        """After the first frame: build (in their poll threads) and read the other sources."""
+        for key, st in self._states.items():
+            if st.source is None and st.prebuilt is None:
+                self._start_poll(key)
+
+
+    def poll_now(self, *keys: str) -> None:
+        """Read sources ``keys`` now (those the app has), e.g. after a runbook changed them."""
+        for key in keys:
+            if key in self._states:
+                self._start_poll(key, manual=True)
+
+    def action_pause(self) -> None:
+        """``p`` while polling: pause (the footer then offers ``p`` resume)."""
+        if not self.paused:
+            self.action_toggle_pause()
+
+    def action_resume(self) -> None:
+        """``p`` while paused: resume."""
+        if self.paused:
+            self.action_toggle_pause()
+
+    def action_toggle_pause(self) -> None:
+        """``p``: stop polling (pending polls cancelled) or resume (every source polled now)."""
+        self.paused = not self.paused
+        if self.paused:
+            for st in self._states.values():
+                if st.timer is not None:
+                    st.timer.stop()
+                    st.timer = None
+        else:
+            for key in self._states:
+                self._start_poll(key)
+        self.update_header()
+        self.tick_ages()
+        self.refresh_bindings()
+
+    def action_refresh_now(self) -> None:
+        """``r``: read every idle source now (also while paused: one reading each). Resets
+        each source's back-off; a failure of this read does not count as one."""
+        for key, st in self._states.items():
+            st.consecutive_errors = 0
+            self._start_poll(key, manual=True)
+
+    def set_refresh_interval(self, seconds: float) -> None:
+        """Change the refresh interval (s > 0); polls already scheduled are re-timed."""
+        if not seconds > 0:
+            self.notify(f"refresh interval {seconds!r} s: must be > 0", severity="error")
+            return
+        self.interval_s = float(seconds)
+        for st in self._states.values():
+            if st.timer is not None:
+                st.timer.stop()
+                st.timer = None
+                self._schedule_next(st)
+        self.update_header()
+        self.notify(f"refresh interval {self.interval_s:g} s")
 
     def close_sources(self, timeout_s: float = 2.0) -> None:
         """Call every source's ``close()`` in daemon threads, waiting at most ``timeout_s``."""

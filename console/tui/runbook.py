@@ -23,10 +23,11 @@ An error reaches the engineer as a sentence with its fix (:func:`human_error`), 
 
 from __future__ import annotations
 
+import re
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from rich.markup import escape
 from textual.message import Message
@@ -83,7 +84,13 @@ class RunFinished(Message):
 
 
 # -- the journal and the node context, in a worker thread ------------------------------------
-def with_journal(app: Any, fn: Callable[[Any, Any], T], *, secrets: bool = False) -> T:
+class HasNode(Protocol):
+    """What the journal helpers need of the app: its node context (``app.node``)."""
+
+    node: Any
+
+
+def with_journal(app: HasNode, fn: Callable[[Any, Any], T], *, secrets: bool = False) -> T:
     """``fn(journal, node context)`` with a fresh :class:`~seat_console.actions.journal.Journal`
     and the app's node context (``app.node``; an app without one gets a new context, closed
     after). ``secrets``: register the context's credentials with the journal first (before a
@@ -102,7 +109,7 @@ def with_journal(app: Any, fn: Callable[[Any, Any], T], *, secrets: bool = False
             nctx.close()
 
 
-def read_plan(app: Any, build: Callable[[Any, Any], Any]) -> Any:
+def read_plan(app: HasNode, build: Callable[[Any, Any], Any]) -> Any:
     """The plan of the runbook ``build(journal, node context)`` returns, or the exception that
     stopped it — returned, to be shown once, never raised into the UI. Worker thread."""
     try:
@@ -111,24 +118,44 @@ def read_plan(app: Any, build: Callable[[Any, Any], Any]) -> Any:
         return exc
 
 
+_DOCKER_DOWN = re.compile(r"(?:DockerException: )?Error while fetching server API version: "
+                          r"\(.*?\)\)", re.S)
+"""The docker SDK's words for an engine that does not answer (a repr of the urllib3 error)."""
+
+_TYPE_PREFIX = re.compile(r"\b(?:[A-Z][A-Za-z]*\.)*[A-Z]\w*(?:Error|Exception|Refused): ")
+"""``StepError: `` and the like: an exception's type name before its message."""
+
+
+def plain_words(text: str, docker_host: str | None = None) -> str:
+    """``text`` without exception type names or the docker SDK's repr of a dead engine (named
+    instead by the URL tried: the profile's ``node.docker_host``, else ``$DOCKER_HOST``, else
+    the default), and without the CLI-only ``--force --reason`` advice (in the TUI: press H)."""
+    if "Error while fetching server API version" in text:
+        from seat_console.sources.containers import resolve_docker_host
+
+        url = resolve_docker_host(docker_host)
+        text = _DOCKER_DOWN.sub(f"no docker engine answers at {url}", text)
+    text = _TYPE_PREFIX.sub("", text)
+    if "--force --reason" in text:
+        text = text.split(". Place a hold first")[0] + ". Press H to place a hold first."
+    return text
+
+
 def human_error(kind: str, exc: BaseException, docker_host: str | None = None) -> str:
     """``exc`` as a sentence for the engineer: what failed and the fix, without the exception's
-    type name or repr. ``docker_host``: the profile's ``node.docker_host`` (for docker errors the
-    engine actually tried is named: the profile's, else ``$DOCKER_HOST``, else the default)."""
+    type name or repr (:func:`plain_words`). ``docker_host``: the profile's
+    ``node.docker_host``, to name the docker engine actually tried."""
     text = str(exc).strip() or type(exc).__name__
     name = type(exc).__name__
     if name in ("DockerException", "APIError") or "docker" in type(exc).__module__:
         from seat_console.sources.containers import resolve_docker_host
 
         url = resolve_docker_host(docker_host)
-        why = ("no docker engine answers there" if "FileNotFoundError" in text
-               or "Connection" in text else text.splitlines()[0][:200])
-        return (f"{kind}: cannot reach the docker engine at {url} ({why}). Start dockerd, or "
-                "set node.docker_host in the profile to the engine that runs the seat.")
-    if "--force --reason" in text:
-        text = text.split(". Place a hold first")[0] + ". Press H to place a hold first."
-    if isinstance(exc, LookupError | OSError) or name in ("StepError", "ProbeRefused",
-                                                          "StoreError", "ValueError"):
+        return (f"{kind}: cannot reach the docker engine at {url}. Start dockerd, or set "
+                "node.docker_host in the profile to the engine that runs the seat.")
+    text = plain_words(text, docker_host)
+    if isinstance(exc, LookupError | OSError | ValueError) or name in (
+            "StepError", "ProbeRefused", "StoreError", "ProfileError"):
         return f"{kind}: {text}"
     return f"{kind} failed: {text}"
 
@@ -141,7 +168,8 @@ def plan_problem(kind: str, plan: Any, docker_host: str | None = None) -> tuple[
         return human_error(kind, plan, docker_host), ERROR_TIMEOUT_S
     if not plan.ok:
         err = next((p.error for p in plan.lines if p.error), "a step refuses")
-        return f"{kind} refused, nothing changed: {err}", ERROR_TIMEOUT_S
+        return (f"{kind} refused, nothing changed: {plain_words(err, docker_host)}",
+                ERROR_TIMEOUT_S)
     return None
 
 
@@ -456,4 +484,4 @@ class RunbookController:
 
 
 __all__ = ["DEFAULT_REASON", "FLOWS", "Flow", "PlanReady", "RunFinished", "RunbookController",
-           "RunbookEvent", "human_error", "plan_problem", "read_plan", "with_journal"]
+           "RunbookEvent", "human_error", "plain_words", "plan_problem", "read_plan", "with_journal"]
