@@ -76,5 +76,21 @@ def gib_b(n: int | None) -> str:
     return NA if n is None else f"{gib(n)} GiB ({int(n):,} B)"
 
 
-__all__ = ["GIB", "MIB", "NA", "UNITS_NOTE", "CONTROL_CHARS", "first_control", "gib", "gib_b", "gib_unit",
+__all__ = ["GIB", "MIB", "NA", "UNITS_NOTE", "CONTROL_CHARS", "first_control", "gib", "gib_b", "gib_unit", "zulu_time",
            "printable"]
+
+
+# -- time on screen (issue 18): one format, UTC with Z, no microseconds --------------------------
+def zulu_time(t: object, *, seconds: bool = True) -> str:
+    """A time as every screen writes it: ``2026-12-01T12:41:30Z`` (``seconds=False``:
+    ``2026-12-01T12:41Z``) — UTC, ``Z``, no microseconds, never ``+00:00``; ``n/a`` for
+    ``None``. ``t``: a timezone-aware :class:`datetime.datetime` (a naive one is taken as UTC,
+    the console's only zone)."""
+    from datetime import UTC, datetime
+
+    if t is None:
+        return NA
+    if not isinstance(t, datetime):
+        raise TypeError(f"zulu_time: a datetime, not {type(t).__name__}")
+    t = t.replace(tzinfo=UTC) if t.tzinfo is None else t.astimezone(UTC)
+    return t.strftime("%Y-%m-%dT%H:%M:%SZ" if seconds else "%Y-%m-%dT%H:%MZ")

@@ -69,8 +69,9 @@ def fit_signature(inputs: Any) -> tuple | None:
             host, inputs.node_gpu_count, inputs.declared_total)
 
 
-_BUDGETS: dict[tuple, tuple[Any, list]] = {}
-"""The last few :func:`profile_budgets` results, by inputs' signature and what-if."""
+_BUDGETS: list[tuple[tuple, tuple[Any, list]]] = []
+"""The last few :func:`profile_budgets` results with their key (inputs' signature, what-if);
+compared by equality (a signature may hold lists)."""
 
 
 def profile_budgets(inputs: Any, whatif: Any = None) -> tuple[Any, list]:
@@ -82,13 +83,14 @@ def profile_budgets(inputs: Any, whatif: Any = None) -> tuple[Any, list]:
 
     blank = whatif is None or all(v is None for v in whatif.model_dump().values())
     key = (fit_signature(inputs), None if blank else whatif.model_dump_json())
-    got = _BUDGETS.get(key) if key[0] is not None else None
-    if got is None:
-        got = compute_budgets(inputs, whatif)
-        if key[0] is not None:
-            if len(_BUDGETS) >= 4:
-                _BUDGETS.pop(next(iter(_BUDGETS)))
-            _BUDGETS[key] = got
+    if key[0] is not None:
+        for k, got in _BUDGETS:
+            if k == key:
+                return got
+    got = compute_budgets(inputs, whatif)
+    if key[0] is not None:
+        _BUDGETS.append((key, got))
+        del _BUDGETS[:-4]
     return got
 
 

@@ -26,7 +26,7 @@ from datetime import datetime
 from typing import ClassVar
 
 from textual import on
-from textual.app import App
+from textual.app import App, ComposeResult
 from textual.binding import BindingType
 from textual.containers import VerticalScroll
 from textual.css.query import NoMatches
@@ -56,7 +56,7 @@ from seat_console.tui.polling import (
     SourceState,
 )
 from seat_console.tui.runbook import PlanReady, RunbookController, RunbookEvent, RunFinished
-from seat_console.tui.main_screen import WIDE_FROM_COLS, MainScreen
+from seat_console.tui.main_screen import WIDE_FROM_COLS, MainScreen, compose_main
 from seat_console.widgets.detail import DetailScreen, is_field
 from seat_console.tui.summary import SeatSummary, hold_banner
 from seat_console.widgets.header import SeatHeader
@@ -150,6 +150,10 @@ class SeatConsoleApp(PollingMixin, HangupMixin, App[int]):
     def get_default_screen(self) -> Screen:
         """The console's main screen (see :class:`MainScreen`)."""
         return MainScreen(id="main")
+
+    def compose(self) -> ComposeResult:
+        """The main screen's widgets (:func:`~seat_console.tui.main_screen.compose_main`)."""
+        yield from compose_main(self)
 
     def on_mount(self) -> None:
         """Draw the header, start the sources that are built (the GPU one first), and after

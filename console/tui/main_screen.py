@@ -51,30 +51,6 @@ class MainScreen(Screen[None]):
         """Compact or full panels, one or two columns, "too small" — by the new size."""
         self.apply_size(self.size.width, self.size.height)
 
-    def compose(self) -> ComposeResult:
-        """Header, status line, the panels in a scrolling column (two at ≥ 160 columns),
-        footer."""
-        app = self.seat_app
-        yield SeatHeader(id="header-text")
-        yield StatusLine(id="status-line")
-        yield Static(id="too-small")
-        with VerticalScroll(id="panels"):
-            row: list[SourcePanel] = []
-            for st in app.states.values():   # span-1 panels pair up in the wide layout
-                if "-span2" in st.panel.classes:
-                    if row:
-                        yield Horizontal(*row, classes="panel-row")
-                        row = []
-                    yield st.panel
-                    continue
-                row.append(st.panel)
-                if len(row) == 2:
-                    yield Horizontal(*row, classes="panel-row")
-                    row = []
-            if row:
-                yield Horizontal(*row, classes="panel-row")
-        yield SeatFooter(compact=True, drop_order=keytable.footer_drop_order())
-
     def apply_size(self, width: int, height: int) -> None:
         """Compact panels below :data:`COMPACT_BELOW_ROWS` rows; "too small" below
         :data:`MIN_COLS` × :data:`MIN_ROWS` (saying so, and what is needed)."""
@@ -100,4 +76,29 @@ class MainScreen(Screen[None]):
             app.update_header()
 
 
-__all__ = ["COMPACT_BELOW_ROWS", "MIN_COLS", "MIN_ROWS", "WIDE_FROM_COLS", "MainScreen"]
+def compose_main(app: SeatConsoleApp) -> ComposeResult:
+    """The main screen's widgets: header, status line, the panels in a scrolling column (two
+    at ≥ 160 columns), footer. Composed by the app (``App.compose``), so the panels are
+    mounted before the app's mount starts the polls."""
+    yield SeatHeader(id="header-text")
+    yield StatusLine(id="status-line")
+    yield Static(id="too-small")
+    with VerticalScroll(id="panels"):
+        row: list[SourcePanel] = []
+        for st in app.states.values():   # span-1 panels pair up in the wide layout
+            if "-span2" in st.panel.classes:
+                if row:
+                    yield Horizontal(*row, classes="panel-row")
+                    row = []
+                yield st.panel
+                continue
+            row.append(st.panel)
+            if len(row) == 2:
+                yield Horizontal(*row, classes="panel-row")
+                row = []
+        if row:
+            yield Horizontal(*row, classes="panel-row")
+    yield SeatFooter(compact=True, drop_order=keytable.footer_drop_order())
+
+
+__all__ = ["COMPACT_BELOW_ROWS", "MIN_COLS", "MIN_ROWS", "WIDE_FROM_COLS", "MainScreen", "compose_main"]
