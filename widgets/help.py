@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import ClassVar
 
+from rich.table import Table
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
@@ -34,22 +35,35 @@ class HelpScreen(ModalScreen[None]):
         self._keys = keys
 
     def compose(self) -> ComposeResult:
-        """A scrollable help text: keys first, then how to read the panels."""
-        t = Text()
-        t.append("Seat Console — help\n", style="bold")
-        t.append("Close: Esc, q or ?. Scroll: ↑ ↓, PgUp PgDn, Home End (or the mouse wheel).\n\n",
-                 style="italic")
-        t.append("Keys\n", style="bold underline")
+        """A scrollable help text: keys first (a sentence each, wrapped beside the key), then
+        how to read the panels."""
+        head = Text()
+        head.append("Seat Console — help\n", style="bold")
+        head.append("Close: Esc, q or ?. Scroll: ↑ ↓, PgUp PgDn, Home End (or the mouse "
+                    "wheel).\n\n", style="italic")
+        head.append("Keys", style="bold underline")
+        keys = Table.grid(padding=(0, 1))
+        keys.add_column(no_wrap=True, style="bold")
+        keys.add_column(ratio=1)
         for key, label, sentence in self._keys:
-            t.append(f"  {key:<10}", style="bold")
-            t.append(f"{label}", style="bold")
-            t.append(f" — {sentence}\n" if sentence and sentence != label else "\n")
+            what = Text()
+            what.append(label, style="bold")
+            if sentence and sentence != label:
+                what.append(f" — {sentence}")
+            keys.add_row(f" {key}", what)
+        rest = Text()
         for heading, paragraphs in HELP_SECTIONS:
-            t.append(f"\n{heading}\n", style="bold underline")
+            rest.append(f"\n{heading}\n", style="bold underline")
             for para in paragraphs:
-                t.append(f"• {para}\n")
+                rest.append(f"• {para}\n")
         with VerticalScroll(id="help-scroll"):
-            yield Static(t, id="help-text")
+            yield Static(head, id="help-head")
+            yield Static(keys, id="help-keys")
+            yield Static(rest, id="help-text")
+
+    def key_text(self) -> str:
+        """The key rows as plain text (tests, screen readers)."""
+        return "\n".join(f"{k} {label} — {sentence}" for k, label, sentence in self._keys)
 
     def on_mount(self) -> None:
         """Focus the text so the arrow keys and PgUp/PgDn scroll it at once."""
