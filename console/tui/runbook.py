@@ -129,7 +129,8 @@ _TYPE_PREFIX = re.compile(r"\b(?:[A-Z][A-Za-z]*\.)*[A-Z]\w*(?:Error|Exception|Re
 def plain_words(text: str, docker_host: str | None = None) -> str:
     """``text`` without exception type names or the docker SDK's repr of a dead engine (named
     instead by the URL tried: the profile's ``node.docker_host``, else ``$DOCKER_HOST``, else
-    the default), and without the CLI-only ``--force --reason`` advice (in the TUI: press H)."""
+    the default), and without the CLI-only ``--force --reason`` advice or ``seat-console hold``
+    (in the TUI: press H)."""
     if "Error while fetching server API version" in text:
         from seat_console.sources.containers import resolve_docker_host
 
@@ -138,7 +139,7 @@ def plain_words(text: str, docker_host: str | None = None) -> str:
     text = _TYPE_PREFIX.sub("", text)
     if "--force --reason" in text:
         text = text.split(". Place a hold first")[0] + ". Press H to place a hold first."
-    return text
+    return text.replace("(`seat-console hold`)", "(press H)")
 
 
 def human_error(kind: str, exc: BaseException, docker_host: str | None = None) -> str:
@@ -154,10 +155,9 @@ def human_error(kind: str, exc: BaseException, docker_host: str | None = None) -
         return (f"{kind}: cannot reach the docker engine at {url}. Start dockerd, or set "
                 "node.docker_host in the profile to the engine that runs the seat.")
     text = plain_words(text, docker_host)
-    if isinstance(exc, LookupError | OSError | ValueError) or name in (
-            "StepError", "ProbeRefused", "StoreError", "ProfileError"):
-        return f"{kind}: {text}"
-    return f"{kind} failed: {text}"
+    if isinstance(exc, TypeError | AttributeError | KeyError | AssertionError | NameError):
+        return f"{kind} failed (a bug in the console; the log has the details): {text}"
+    return f"{kind}: {text}"
 
 
 def plan_problem(kind: str, plan: Any, docker_host: str | None = None) -> tuple[str, float] | None:
