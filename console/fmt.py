@@ -76,7 +76,7 @@ def gib_b(n: int | None) -> str:
     return NA if n is None else f"{gib(n)} GiB ({int(n):,} B)"
 
 
-__all__ = ["GIB", "MIB", "NA", "UNITS_NOTE", "CONTROL_CHARS", "first_control", "gib", "gib_b", "gib_unit", "zulu_time",
+__all__ = ["GIB", "MIB", "NA", "UNITS_NOTE", "CONTROL_CHARS", "first_control", "gib", "gib_b", "gib_unit", "zulu_time", "clock_z",
            "printable"]
 
 
@@ -94,3 +94,10 @@ def zulu_time(t: object, *, seconds: bool = True) -> str:
         raise TypeError(f"zulu_time: a datetime, not {type(t).__name__}")
     t = t.replace(tzinfo=UTC) if t.tzinfo is None else t.astimezone(UTC)
     return t.strftime("%Y-%m-%dT%H:%M:%SZ" if seconds else "%Y-%m-%dT%H:%MZ")
+
+
+def clock_z(t: object, *, seconds: bool = False) -> str:
+    """The time of day of :func:`zulu_time`: ``12:41Z`` (``seconds``: ``12:41:30Z``), UTC;
+    ``n/a`` for ``None``."""
+    full = zulu_time(t, seconds=seconds)
+    return full if full == NA else full.split("T", 1)[1]

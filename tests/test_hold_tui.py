@@ -14,6 +14,7 @@ from conftest import _flock
 from seat_console.tui.app import SeatConsoleApp
 from seat_console.tui.keys import filter_action_bindings
 from seat_console.tui.panels import PanelSpec
+from seat_console.actions.hold import fmt_ttl, parse_ttl
 from seat_console.node.transport import DockerExecTransport
 from seat_console.profile import load_profile
 from seat_console.sources.timers import TimersReading, read_timers
@@ -86,7 +87,7 @@ async def test_hold_options_refuse_a_bad_ttl_and_cancel_reads_nothing():
     answers: list = []
     app = _plain_app()
     async with app.run_test(size=(100, 30)) as pilot:
-        app.push_screen(HoldOptionsScreen("seat-node", 4 * 3600), answers.append)
+        app.push_screen(HoldOptionsScreen("seat-node", 4 * 3600, ttl_text=fmt_ttl, parse_ttl=parse_ttl), answers.append)
         await pilot.pause()
         scr = app.screen
         assert scr.query_one("#hold-options-ttl").value == "4 h"   # the profile's, parseable
@@ -98,7 +99,7 @@ async def test_hold_options_refuse_a_bad_ttl_and_cancel_reads_nothing():
         scr.query_one("#hold-options-ttl").value = "1h30m"
         await pilot.press("enter")
         await _wait(pilot, lambda: answers == [(5400, "probe")], "the answer")
-        app.push_screen(HoldOptionsScreen("seat-node", 600), answers.append)
+        app.push_screen(HoldOptionsScreen("seat-node", 600, ttl_text=fmt_ttl, parse_ttl=parse_ttl), answers.append)
         await pilot.pause()
         await pilot.press("escape")
         await _wait(pilot, lambda: answers[-1] is None, "cancelled")

@@ -309,10 +309,11 @@ class SeatConsoleApp(PollingMixin, HangupMixin, App[int]):
     def action_evidence(self) -> None:
         """``e``: the read-only evidence report of the newest comparison (else probe run);
         built in a worker by :class:`~seat_console.widgets.evidence.EvidenceScreen`."""
+        from seat_console.evidence.latest import build_markdown
         from seat_console.widgets.evidence import EvidenceScreen
 
         if not isinstance(self.screen, EvidenceScreen):
-            self.push_screen(EvidenceScreen())
+            self.push_screen(EvidenceScreen(lambda: build_markdown(None)))
 
     def action_help(self) -> None:
         """``?``: open the help screen."""

@@ -306,10 +306,12 @@ class RunbookController:
             self._busy_key(kind)
             return
         if kind == "hold":
+            from seat_console.actions.hold import fmt_ttl, parse_ttl
             from seat_console.widgets.hold_options import HoldOptionsScreen
 
             p = self.app.loaded.profile
-            self.app.push_screen(HoldOptionsScreen(p.node.name, p.silence.ttl_s),
+            self.app.push_screen(HoldOptionsScreen(p.node.name, p.silence.ttl_s,
+                                                   ttl_text=fmt_ttl, parse_ttl=parse_ttl),
                                  self._options_given)
             return
         self._read_plan(flow)

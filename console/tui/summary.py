@@ -14,7 +14,7 @@ from pydantic import BaseModel
 
 from seat_console.sources import Unavailable
 from seat_console.widgets.fit import fit_signature, gpu_fit_signature, profile_budgets
-from seat_console.widgets.status import Fact, build_status
+from seat_console.verdicts import Fact, build_status
 
 log = logging.getLogger(__name__)
 
