@@ -19,7 +19,7 @@ from app_fixtures import T0, FakeClock, default_loaded
 
 from seat_console.tui.app import SeatConsoleApp
 from seat_console.tui.panels import PanelSpec
-from seat_console.sources import Unavailable
+from seat_console.core.base import Unavailable
 from seat_console.sources.seat import SeatReading
 from seat_console.widgets.seat import SeatPanel
 from seat_console.widgets.services import ContainersPanel, EnginePanel, TimersPanel

@@ -11,11 +11,11 @@ from pathlib import Path
 
 import pytest
 
-import seat_console.sources.nvml as nvml_mod
+import seat_console.node.nvml as nvml_mod
 from seat_console.tui import early
 from seat_console.tui.app import SeatConsoleApp
 from seat_console.tui.panels import PanelSpec
-from seat_console.profile import load_profile
+from seat_console.core.profile import load_profile
 from seat_console.sources.gpu import GpuSnapshot
 from seat_console.widgets.gpu import GpuPanel
 

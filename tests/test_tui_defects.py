@@ -18,7 +18,7 @@ from app_fixtures import CountingPanel, CountingSource, FakeClock
 from textual.widgets import Button
 from textual.widgets._toast import Toast
 
-from seat_console.profile import LoadedProfile, default_profile_text, parse_profile
+from seat_console.core.profile import LoadedProfile, default_profile_text, parse_profile
 from seat_console.tui import runbook as rb
 from seat_console.tui.app import SeatConsoleApp
 from seat_console.widgets.confirm import ConfirmScreen

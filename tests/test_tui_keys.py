@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from app_fixtures import CountingPanel, CountingSource, FakeClock
 
-from seat_console.profile import LoadedProfile, ProfileError, default_profile_text, parse_profile
+from seat_console.core.profile import LoadedProfile, ProfileError, default_profile_text, parse_profile
 from seat_console.tui import keys as kt
 from seat_console.tui.app import SeatConsoleApp
 from seat_console.widgets.help import HelpScreen

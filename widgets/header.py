@@ -9,8 +9,7 @@ from rich.table import Table
 from rich.text import Text
 from textual.widgets import Static
 
-from seat_console.profile import LoadedProfile
-from seat_console.tui.first_frame import header_line
+from seat_console.core.profile import LoadedProfile
 
 
 class SeatHeader(Static):
@@ -20,10 +19,11 @@ class SeatHeader(Static):
     SeatHeader { height: auto; background: $panel; color: $text; padding: 0 1; }
     """
 
-    def draw(self, loaded: LoadedProfile, *, readonly: bool, paused: bool, interval_s: float,
-             compact: bool) -> None:
-        """Draw from the profile and the refresh state; ``compact`` keeps one line (the detail
-        is in help and ``--json``); ``interval_s`` in seconds."""
+    def draw(self, loaded: LoadedProfile, ident: Text, *, readonly: bool, paused: bool,
+             interval_s: float, compact: bool) -> None:
+        """Draw from the profile and the refresh state; ``ident``: the node and seat identity
+        (the first frame's ``header_line``, handed down by the app); ``compact`` keeps one line
+        (the detail is in help and ``--json``); ``interval_s`` in seconds."""
         p = loaded.profile
         where = ("embedded default" if loaded.origin == "default"
                  else f"{loaded.source} ({loaded.origin})")
@@ -40,7 +40,7 @@ class SeatHeader(Static):
         grid = Table.grid(expand=True, padding=(0, 1))
         grid.add_column(ratio=1)
         grid.add_column(justify="right", no_wrap=True)
-        grid.add_row(header_line(p), mode)
+        grid.add_row(ident, mode)
         self.update(grid if compact else Group(grid, detail))
 
 

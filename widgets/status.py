@@ -7,7 +7,7 @@ Each fact is a :class:`Fact` — a label, the words and a level (``ok`` / ``warn
 ``unknown``). The level only picks a colour: the words alone carry the state, so the line reads
 the same under ``NO_COLOR`` (UP/DOWN, none/active, N/M, fits/OVER; unknown is always ``n/a``,
 never a guess). The facts are computed once, below the fronts, by
-:mod:`seat_console.verdicts` (re-exported here); :class:`StatusLine` only draws them and only
+:mod:`seat_console.snapshot.verdicts` (re-exported here); :class:`StatusLine` only draws them and only
 redraws when the text changes. Pure view: no I/O, no actions.
 """
 
@@ -18,7 +18,7 @@ from typing import Any
 from rich.text import Text
 from textual.widgets import Static
 
-from seat_console.verdicts import (  # the verdicts, computed below the fronts
+from seat_console.snapshot.verdicts import (  # the verdicts, computed below the fronts
     Fact,
     build_status,
     engine_fact,

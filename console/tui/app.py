@@ -33,10 +33,11 @@ from textual.css.query import NoMatches
 from textual.screen import Screen
 
 from seat_console.node.context import NodeContext
-from seat_console.profile import LoadedProfile
-from seat_console.sources import utcnow
+from seat_console.core.profile import LoadedProfile
+from seat_console.core.base import utcnow
 from seat_console.tui import keys as keytable
 from seat_console.tui.early import take_context
+from seat_console.tui.first_frame import header_line
 from seat_console.tui.hangup import (
     RUNBOOK_STOP_GRACE_S,
     HangupMixin,
@@ -173,7 +174,7 @@ class SeatConsoleApp(PollingMixin, HangupMixin, App[int]):
         """Redraw the header from the profile and the current state (PAUSED, READ-ONLY)."""
         try:
             self.query_one("#header-text", SeatHeader).draw(
-                self.loaded, readonly=self.readonly, paused=self.paused,
+                self.loaded, header_line(self.loaded.profile), readonly=self.readonly, paused=self.paused,
                 interval_s=self.interval_s, compact=bool(self.compact_layout))
         except NoMatches:  # not mounted yet (called before on_mount); drawn on mount
             log.debug("header not mounted yet")

@@ -12,7 +12,7 @@ Adding a key: one :class:`Key` in :data:`KEYS` and an ``action_<action>`` method
 A profile remaps keys with a ``[keys]`` table of ``binding id = "key"`` (``"node.hold" =
 "ctrl+h"``; several keys comma-separated). :func:`check_keymap` refuses an unknown id or two
 bindings of the main screen on one key, naming the profile file and the fix
-(:class:`KeymapError`, a :class:`~seat_console.profile.ProfileError`).
+(:class:`KeymapError`, a :class:`~seat_console.core.profile.ProfileError`).
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from dataclasses import dataclass, replace
 
 from textual.binding import Binding, BindingType
 
-from seat_console.profile import ProfileError
+from seat_console.core.profile import ProfileError
 
 NODE_ACTION_PREFIX = "node."
 """Binding ids starting with this change the node (hold, build, probe, restore…); hidden and

@@ -8,7 +8,7 @@ from functools import partial
 
 from textual.command import DiscoveryHit, Hit, Hits, Provider
 
-from seat_console.profile import REFRESH_INTERVAL_MAX_S, REFRESH_INTERVAL_MIN_S
+from seat_console.core.profile import REFRESH_INTERVAL_MAX_S, REFRESH_INTERVAL_MIN_S
 
 INTERVAL_CHOICES_S = (0.5, 1.0, 2.0, 5.0, 10.0, 30.0, 60.0)
 """Refresh intervals offered in the command palette (seconds); any positive number may be typed."""

@@ -13,8 +13,8 @@ from dataclasses import dataclass
 
 from pydantic import BaseModel
 
-from seat_console.profile import LoadedProfile
-from seat_console.sources import Source, Unavailable
+from seat_console.core.profile import LoadedProfile
+from seat_console.core.base import Source, Unavailable
 from seat_console.widgets.actionlog import ActionLogPanel
 from seat_console.widgets.fit import FitPanel
 from seat_console.widgets.gpu import GpuPanel
@@ -60,7 +60,7 @@ PANELS: list[PanelSpec] = [
     PanelSpec("seat_console.sources.engine:make_source", EnginePanel),
     PanelSpec("seat_console.sources.containers:make_source", ContainersPanel),
     PanelSpec("seat_console.sources.seat:make_source", SeatPanel),
-    PanelSpec("seat_console.sources.actionlog:make_source", ActionLogPanel, uses_readings=True),
+    PanelSpec("seat_console.actions.actionlog:make_source", ActionLogPanel, uses_readings=True),
 ]
 """The panels the app shows, in reading order (the seat's safety net — GPUs, timers, silences,
 fit — first, so it is on the first screen at 80×24).
@@ -107,7 +107,7 @@ def make_fit_source(loaded: LoadedProfile, readings: LatestReadings) -> Source:
     """The fit panel's source, reading the GPU panel's newest snapshot instead of NVML (so the
     GPU and fit panels show one sample, and no second sampler, ``/proc`` mapper or docker
     client runs)."""
-    from seat_console.sources.fit_source import FitSource
+    from seat_console.snapshot.fit_reading import FitSource
 
     return FitSource(loaded, gpu_source=LatestReading(readings, "gpus"),
                      containers_source=LatestReading(readings, "containers"))

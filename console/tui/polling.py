@@ -41,8 +41,8 @@ from functools import partial
 from pydantic import BaseModel
 from textual.message import Message
 
-from seat_console.sources import BrokenSource, Source, Unavailable
-from seat_console.sources.partial import merge_last_good
+from seat_console.core.base import BrokenSource, Source, Unavailable
+from seat_console.core.partial import merge_last_good
 from seat_console.tui.early import take as take_prestarted
 from seat_console.tui.panels import PanelSpec, resolve_factory, takes_context
 from seat_console.widgets.detail import DetailScreen

@@ -69,16 +69,17 @@ class ProbeController:
     def preflight(self) -> Any:
         """Worker thread: the probe's preflight, or the exception that refused it (returned,
         never raised)."""
+        from seat_console.actions import probe_journal
         from seat_console.probe.run import preflight
 
         try:
-            return preflight(self.app.loaded)
+            return preflight(self.app.loaded, hold=probe_journal.hold_info())
         except Exception as exc:  # noqa: BLE001 - shown once, in words, by the controller
             return exc
 
     def plan_lines(self, pre: Any) -> list[str]:
         """The preflight as the confirmation's plan lines."""
-        from seat_console.commands.probe_cmd import render_preflight
+        from seat_console.probe.plan import render_preflight
 
         lines = render_preflight(pre, self.app.loaded, None).splitlines()[1:]
         return [ln.strip() for ln in lines]
@@ -109,7 +110,7 @@ class ProbeController:
 
     def _run(self) -> None:
         from seat_console.probe.client import run_async
-        from seat_console.probe.run import journal_probe
+        from seat_console.actions.probe_journal import journal_probe
 
         loaded = self.app.loaded
         journal_probe(loaded, self.probe.run_id, "start", "started", "from the TUI")

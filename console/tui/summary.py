@@ -12,9 +12,9 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from seat_console.sources import Unavailable
+from seat_console.core.base import Unavailable
 from seat_console.widgets.fit import fit_signature, gpu_fit_signature, profile_budgets
-from seat_console.verdicts import Fact, build_status
+from seat_console.snapshot.verdicts import Fact, build_status
 
 log = logging.getLogger(__name__)
 

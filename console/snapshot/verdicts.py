@@ -6,8 +6,7 @@ Each fact is a :class:`Fact` — a label, the words and a level (``ok`` / ``warn
 always ``n/a``, never a guess); the level only picks a colour where a front has colours. Pure
 and duck-typed over the sources' frozen readings (this module imports none of them), with no
 Textual or Rich: the TUI's status line (``seat_console.widgets.status``), and any other front,
-draw the same facts. (Issue 18: meant for ``console/snapshot/verdicts.py``; this branch still
-has ``console/snapshot.py`` as a module, so it sits beside it until the packages move.)
+draw the same facts.
 """
 
 from __future__ import annotations
@@ -16,7 +15,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from seat_console.fmt import clock_z, gib
+from seat_console.core.fmt import clock_z, gib
 
 SECONDS_SHOWN_BELOW_S = 3600
 """A hold shorter than this (seconds: an hour) ends "until 12:41:30Z", a longer one "until
