@@ -182,7 +182,7 @@ async def test_an_error_goes_when_a_screen_opens() -> None:
 def test_flows_reach_the_app_only_through_messages_and_its_public_face() -> None:
     """The controllers call no private member of the app (today's ``_start_poll`` and
     ``states`` are gone from them) and type the app (no ``Any``)."""
-    for name in ("runbook.py", "probe_tui.py"):
+    for name in ("runbook.py", "probe_tui.py", "main_screen.py"):
         tree = ast.parse((ROOT / "console/tui" / name).read_text("utf-8"))
         for node in ast.walk(tree):
             if (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Attribute)
@@ -190,5 +190,7 @@ def test_flows_reach_the_app_only_through_messages_and_its_public_face() -> None
                 raise AssertionError(f"{name}:{node.lineno} reaches app.{node.attr}")
             if isinstance(node, ast.arg) and node.arg == "app" and node.annotation is not None:
                 assert ast.unparse(node.annotation) != "Any", f"{name}:{node.lineno}"
-    for cls in (rb.PlanReady, rb.RunbookEvent, rb.RunFinished):
+    from seat_console.tui.messages import PlanReady, RunbookEvent, RunFinished
+
+    for cls in (PlanReady, RunbookEvent, RunFinished):
         assert cls.handler_name.startswith("on_")

@@ -56,7 +56,8 @@ from seat_console.tui.polling import (
     PollingMixin,
     SourceState,
 )
-from seat_console.tui.runbook import PlanReady, RunbookController, RunbookEvent, RunFinished
+from seat_console.tui.messages import PlanReady, RunbookEvent, RunFinished
+from seat_console.tui.runbook import RunbookController
 from seat_console.tui.main_screen import WIDE_FROM_COLS, MainScreen, compose_main
 from seat_console.widgets.detail import DetailScreen, is_field
 from seat_console.tui.summary import SeatSummary, hold_banner

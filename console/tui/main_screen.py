@@ -5,8 +5,6 @@ open."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import Horizontal, VerticalScroll
@@ -15,13 +13,12 @@ from textual.screen import Screen
 from textual.widgets import Static
 
 from seat_console.tui import keys as keytable
+from seat_console.tui.messages import ConsoleApp
 from seat_console.widgets.footer import SeatFooter
 from seat_console.widgets.header import SeatHeader
 from seat_console.widgets.panel import SourcePanel
 from seat_console.widgets.status import StatusLine
 
-if TYPE_CHECKING:
-    from seat_console.tui.app import SeatConsoleApp
 
 COMPACT_BELOW_ROWS = 50
 """Below this many terminal rows the main screen shows the panels' compact forms."""
@@ -39,8 +36,8 @@ class MainScreen(Screen[None]):
     was open; lays them out by size."""
 
     @property
-    def seat_app(self) -> SeatConsoleApp:
-        """The app, typed (this screen is only the :class:`SeatConsoleApp`'s)."""
+    def seat_app(self) -> ConsoleApp:
+        """The app, typed (this screen is only the console app's)."""
         return self.app  # type: ignore[return-value]
 
     def on_screen_resume(self) -> None:
@@ -76,7 +73,7 @@ class MainScreen(Screen[None]):
             app.update_header()
 
 
-def compose_main(app: SeatConsoleApp) -> ComposeResult:
+def compose_main(app: ConsoleApp) -> ComposeResult:
     """The main screen's widgets: header, status line, the panels in a scrolling column (two
     at ≥ 160 columns), footer. Composed by the app (``App.compose``), so the panels are
     mounted before the app's mount starts the polls."""

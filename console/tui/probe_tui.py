@@ -17,12 +17,9 @@ from __future__ import annotations
 import atexit
 import threading
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from seat_console.tui.runbook import RunFinished
-
-if TYPE_CHECKING:
-    from seat_console.tui.app import SeatConsoleApp
+from seat_console.tui.messages import ConsoleApp, RunFinished
 
 
 REDRAW_S = 0.25
@@ -51,9 +48,9 @@ class ProbeOutcome:
 
 class ProbeController:
     """The probe's preflight, run and live screen for one app (see the module docstring).
-    ``app``: the :class:`~seat_console.tui.app.SeatConsoleApp`; ``runbooks``: its controller."""
+    ``app``: the app (:class:`~seat_console.tui.messages.ConsoleApp`); ``runbooks``: its controller."""
 
-    def __init__(self, app: SeatConsoleApp, runbooks: Any = None) -> None:
+    def __init__(self, app: ConsoleApp, runbooks: Any = None) -> None:
         self.app = app
         self.runbooks = runbooks
         self.probe: Any = None

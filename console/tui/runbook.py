@@ -27,13 +27,12 @@ import re
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from rich.markup import escape
 from textual.message import Message
 
-if TYPE_CHECKING:
-    from seat_console.tui.app import SeatConsoleApp
+from seat_console.tui.messages import ConsoleApp, PlanReady, RunbookEvent, RunFinished
 
 T = TypeVar("T")
 
@@ -48,39 +47,6 @@ ERROR_TIMEOUT_S = 8.0
 
 _MARK = {"begin": "…", "apply": "…", "verify": "✓", "skip": "–", "fail": "✗ FAILED",
          "undo": "↺ undone", "undo-fail": "✗ UNDO FAILED", "warn": "⚠"}
-
-
-# -- messages -------------------------------------------------------------------------------
-class PlanReady(Message):
-    """A flow's plan was read (or could not be): ``kind``, ``plan`` (a
-    :class:`~seat_console.actions.runbook.Plan`, a probe preflight, or the exception)."""
-
-    def __init__(self, kind: str, plan: Any) -> None:
-        super().__init__()
-        self.kind = kind
-        self.plan = plan
-
-
-class RunbookEvent(Message):
-    """One line of a running flow: ``key`` (the step it updates in place; ``None``: a new
-    line) and ``line`` (plain text)."""
-
-    def __init__(self, kind: str, line: str, key: str | None = None) -> None:
-        super().__init__()
-        self.kind = kind
-        self.line = line
-        self.key = key
-
-
-class RunFinished(Message):
-    """A flow ended: ``result`` (a :class:`~seat_console.actions.runbook.Result`, or the
-    exception), ``refresh`` (source keys to read again now)."""
-
-    def __init__(self, kind: str, result: Any, refresh: tuple[str, ...] = ()) -> None:
-        super().__init__()
-        self.kind = kind
-        self.result = result
-        self.refresh = refresh
 
 
 # -- the journal and the node context, in a worker thread ------------------------------------
@@ -264,7 +230,7 @@ class RunbookController:
     :class:`RunbookEvent` and :class:`RunFinished` to :meth:`plan_ready`, :meth:`event` and
     :meth:`finished`."""
 
-    def __init__(self, app: SeatConsoleApp) -> None:
+    def __init__(self, app: ConsoleApp) -> None:
         self.app = app
         self.thread: threading.Thread | None = None
         self.planning: str | None = None
@@ -485,5 +451,4 @@ class RunbookController:
         self.app.notify(escape(text), severity="error", timeout=ERROR_TIMEOUT_S)
 
 
-__all__ = ["DEFAULT_REASON", "FLOWS", "Flow", "PlanReady", "RunFinished", "RunbookController",
-           "RunbookEvent", "human_error", "plain_words", "plan_problem", "read_plan", "with_journal"]
+__all__ = ["DEFAULT_REASON", "FLOWS", "Flow", "RunbookController", "human_error", "plain_words", "plan_problem", "read_plan", "with_journal"]
