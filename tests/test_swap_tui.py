@@ -149,7 +149,7 @@ async def test_build_key_confirms_builds_and_shows_the_log(lab, tmp_path, monkey
             log = "\n".join(ctl.lines.values())
             assert "  | Step 1/" in log and "verify    build:" in log
             tag = next(line.split("build ", 1)[1].split(" FROM", 1)[0]
-                       for line in ctl.lines if "begin     build: build " in line)
+                       for line in ctl.lines.values() if "begin     build: build " in line)
     finally:
         if tag:
             with lab.docker_client() as client:
