@@ -104,7 +104,7 @@ class ActionLogReading(Frozen):
 class ActionLogSource(Source):
     """Reads the journal (and the app's latest timers / silences readings) for the panel.
 
-    ``readings``: the app's :class:`~seat_console.app.LatestReadings` (``None``: no
+    ``readings``: the app's :class:`~seat_console.tui.app.LatestReadings` (``None``: no
     interference check); ``journal_path``: default the journal's usual place; ``readonly``:
     never write the journal (notices are shown, not journaled).
     """

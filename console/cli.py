@@ -285,7 +285,7 @@ def _no_terminal(stdin: object = None, stdout: object = None) -> str | None:
     """The refusal when the TUI would not run on a terminal (stdin or stdout is a pipe or a
     file: ``seat-console | cat``, ``ssh host seat-console`` without ``-t``), else ``None``.
     Textual would draw screens into the pipe and read no keys."""
-    from seat_console.first_frame import is_terminal
+    from seat_console.tui.first_frame import is_terminal
 
     stdin = sys.stdin if stdin is None else stdin
     stdout = sys.stdout if stdout is None else stdout
@@ -298,14 +298,14 @@ def _no_terminal(stdin: object = None, stdout: object = None) -> str | None:
 
 
 def _run_tui(args: argparse.Namespace) -> int:
-    """The TUI: the first frame (header + each card's memory, :mod:`seat_console.first_frame`)
+    """The TUI: the first frame (header + each card's memory, :mod:`seat_console.tui.first_frame`)
     before pydantic and Textual load, then the profile validated, then the app."""
     refusal = _no_terminal()
     if refusal is not None:
         print(refusal, file=sys.stderr)
         return EXIT_USAGE
-    from seat_console import first_frame
-    from seat_console.early import limit_malloc_arenas, prestart
+    from seat_console.tui import first_frame
+    from seat_console.tui.early import limit_malloc_arenas, prestart
 
     limit_malloc_arenas()   # before any thread: one heap per idle thread was ~11 MiB RSS
     try:
@@ -319,9 +319,14 @@ def _run_tui(args: argparse.Namespace) -> int:
             print(f"seat-console: {exc}", file=sys.stderr)
             return EXIT_ERROR
         prestart(loaded, nvml=nvml)   # the GPU panel's first reading, while the TUI imports
-        from seat_console.app import run_app
+        from seat_console.tui.app import run_app
 
-        return run_app(loaded, readonly=args.readonly, interval=args.interval)
+        try:
+            return run_app(loaded, readonly=args.readonly, interval=args.interval)
+        except ProfileError as exc:   # the profile's [keys] (checked against the key table)
+            first_frame.leave()
+            print(f"seat-console: {exc}", file=sys.stderr)
+            return EXIT_ERROR
     except KeyboardInterrupt:   # Ctrl-C before Textual took the keys (it reads them raw after)
         first_frame.leave()
         return EXIT_INTERRUPTED

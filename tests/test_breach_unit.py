@@ -208,7 +208,7 @@ def test_monotonic_triggers_one_bad_item_never_blanks_the_rest(parts: list[str])
 
 # -- the smaller items ---------------------------------------------------------------------------
 def test_protection_note_says_a_hold_protects_nothing() -> None:
-    from widgets.status import hold_fact, protection_note  # noqa: F401 - front under test
+    from seat_console.snapshot.verdicts import hold_fact, protection_note
 
     class H:
         state, foreign, expires_at, ttl_s = "active", True, NOW + timedelta(minutes=30), 1800

@@ -1,4 +1,4 @@
-"""The first frame drawn before pydantic and Textual load (:mod:`seat_console.first_frame`):
+"""The first frame drawn before pydantic and Textual load (:mod:`seat_console.tui.first_frame`):
 the header read from the profile file the TUI will load, each card's memory through the one
 NVML gateway (adopted by the app's node context), the frame taken down when the profile turns
 out invalid, and no pydantic/Textual import before it. In a pty: the frame's lines come before
@@ -19,7 +19,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import seat_console.node.nvml as nvml_mod
-from seat_console import early, first_frame
+from seat_console.tui import early, first_frame
 from seat_console.core.profile import load_profile
 from seat_console.node.nvml import Nvml
 
@@ -202,7 +202,7 @@ def test_raw_identity_on_any_file_never_raises_and_unknown_is_never_zero(text):
 
 
 def test_cli_imports_neither_pydantic_nor_textual_before_the_frame():
-    code = ("import sys; from seat_console import cli, first_frame; "
+    code = ("import sys; from seat_console import cli; from seat_console.tui import first_frame; "
             "print(sorted({m.split('.')[0] for m in sys.modules} & {'pydantic', 'textual'}))")
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True,
                          text=True, timeout=60)

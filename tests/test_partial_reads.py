@@ -31,7 +31,7 @@ from app_fixtures import FakeClock, default_loaded
 from screen_fixtures import engine as recorded_engine
 from screen_fixtures import timers as recorded_timers
 
-from seat_console.app import SeatConsoleApp
+from seat_console.tui.app import SeatConsoleApp
 from seat_console.node.runner import CommandResult
 from seat_console.core.base import Unavailable, utcnow
 from seat_console.sources.engine import EngineReading, EngineSource

@@ -137,6 +137,18 @@ def status(nctx: Any, journal: Any, json_mode: bool, readonly: bool = False) -> 
     by this call."""
     now = utcnow()
     h = hold_mod.current_hold(journal)
+    out = _status_data(nctx, journal, h, now, readonly)
+    if json_mode:
+        print(json.dumps(out, indent=2, default=str))
+        return ac.EXIT_OK
+    _print_status(journal, h, out, now)
+    return ac.EXIT_OK
+
+
+def _status_data(nctx: Any, journal: Any, h: Any, now: Any, readonly: bool) -> dict[str, Any]:
+    """:func:`status`'s facts as its ``--json`` prints them: the hold, its lease and silence
+    as the node and Alertmanager say, interference (journaled unless ``readonly``), unfinished
+    runs, other consoles' leases."""
     out: dict[str, Any] = {"now": hold_mod.iso(now), "hold": None, "lease": None,
                            "silence": None, "interference": [], "unfinished": [],
                            "foreign_leases": []}
@@ -180,9 +192,11 @@ def status(nctx: Any, journal: Any, json_mode: bool, readonly: bool = False) -> 
                         journal, h, found, readonly=readonly)]
             except JournalError as exc:
                 out["interference_journal_error"] = str(exc)
-    if json_mode:
-        print(json.dumps(out, indent=2, default=str))
-        return ac.EXIT_OK
+    return out
+
+
+def _print_status(journal: Any, h: Any, out: dict[str, Any], now: Any) -> None:
+    """:func:`status`'s text: the facts of :func:`_status_data` in lines."""
     if h is None:
         print("no hold in this console's journal (every hold in it was released)"
               if not out["foreign_leases"] else
@@ -222,7 +236,6 @@ def status(nctx: Any, journal: Any, json_mode: bool, readonly: bool = False) -> 
     for rows in journal.unfinished():
         for line in rec.describe_text(rows):
             print(line)
-    return ac.EXIT_OK
 
 
 __all__ = ["placed_line", "register", "run", "status"]

@@ -357,6 +357,42 @@ class ConsoleSpec(_Strict):
     history_s: int = Field(default=300, ge=10, le=86400)
 
 
+
+# -- [keys] (issue 18) ----------------------------------------------------------------------------
+KEY_NAME_RE = re.compile(r"^[A-Za-z0-9_+\-]{1,32}(?:,[A-Za-z0-9_+\-]{1,32}){0,3}$")
+"""A key as Textual names it (``H``, ``ctrl+h``, ``f5``, ``question_mark``), or up to four
+comma-separated."""
+
+
+def _flatten_keys(v: object, prefix: str = "") -> object:
+    """``[keys]`` as ``binding id → key``: a dotted id written unquoted (``node.hold = "h"``)
+    is a nested table in TOML; it is flattened back to ``"node.hold"``."""
+    if not isinstance(v, dict):
+        return v
+    out: dict[str, object] = {}
+    for k, val in v.items():
+        name = f"{prefix}{k}"
+        if isinstance(val, dict):
+            flat = _flatten_keys(val, f"{name}.")
+            assert isinstance(flat, dict)
+            out.update(flat)
+        else:
+            out[name] = val
+    return out
+
+
+def _key_names(v: dict[str, str]) -> dict[str, str]:
+    for ident, key in v.items():
+        if not KEY_NAME_RE.match(key):
+            raise ValueError(f"keys.{ident} = {key!r}: write a key as Textual names it, e.g. "
+                             "\"H\", \"ctrl+h\", \"f5\" (several: \"h,ctrl+h\")")
+    return v
+
+
+KeyMap = Annotated[dict[str, str], BeforeValidator(_flatten_keys)]
+"""The profile's ``[keys]``: binding id → key(s). Which ids exist is the TUI's key table's
+business (:func:`seat_console.tui.keys.check_keymap`), not the profile's."""
+
 # -- [fleet] (issue 19) ------------------------------------------------------------------------
 SSH_TARGET_RE = re.compile(r"^(?:[A-Za-z0-9._][A-Za-z0-9._-]{0,63}@)?"
                            r"(?:[A-Za-z0-9][A-Za-z0-9.-]{0,252}|\[[0-9A-Fa-f:.]{2,45}\])$")
@@ -768,6 +804,10 @@ class Profile(_Strict):
     swap: SwapSpec | None = None
     probe: ProbeSpec = Field(default_factory=ProbeSpec)
     fleet: FleetSpec = Field(default_factory=FleetSpec)
+    keys: KeyMap = Field(default_factory=dict)
+    """``[keys]``: remapped TUI keys, binding id → key (issue 18)."""
+
+    _check_keys = field_validator("keys")(_key_names)
 
     @model_validator(mode="after")
     def _gpus_vs_tp(self) -> Profile:

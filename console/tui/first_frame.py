@@ -40,7 +40,6 @@ import os
 import shutil
 import sys
 import threading
-import time
 from typing import Any, TextIO
 
 WAIT_FOR_READING_S = 0.5
