@@ -169,7 +169,10 @@ def parse_time(text: str) -> datetime:
     t = datetime.fromisoformat(text.replace("Z", "+00:00"))
     if t.tzinfo is None:
         raise ValueError(f"{text!r} has no timezone")
-    return t.astimezone(UTC)
+    try:
+        return t.astimezone(UTC)
+    except OverflowError:
+        raise ValueError(f"{text!r} is outside the calendar in UTC") from None
 
 
 def scrub(value: Any, secrets: Sequence[str] = ()) -> Any:

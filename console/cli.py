@@ -22,6 +22,7 @@ module is imported before the first frame; ``--help`` and subcommands build the 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import os
 import re
@@ -211,6 +212,18 @@ class PipeSafeStdout:
         return getattr(self._stream, name)
 
 
+def _printable_streams() -> None:
+    """Headless output never raises on text it cannot encode: a lone surrogate code point read
+    from outside (a JSON ``\\ud800`` escape in a tensor name, a file name) is written as its
+    ``\\ud800`` escape instead of a ``UnicodeEncodeError`` that lost the command's whole result
+    (issue #22)."""
+    for stream in (sys.stdout, sys.stderr):
+        reconfigure = getattr(stream, "reconfigure", None)
+        if reconfigure is not None:
+            with contextlib.suppress(ValueError, OSError):
+                reconfigure(errors="backslashreplace")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of ``seat-console`` and ``python -m seat_console``; returns the exit code.
 
@@ -222,6 +235,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         sys.stdout.flush()
     except BrokenPipeError:
         _quiet_stdout()
+    except KeyboardInterrupt:   # Ctrl-C outside a command's own handling: 130, no traceback
+        rc = EXIT_INTERRUPTED
     return rc
 
 
@@ -229,6 +244,7 @@ def _main(argv: Sequence[str] | None) -> int:
     args = _tui_args(argv)
     parser: argparse.ArgumentParser | None = None
     if args is None:
+        _printable_streams()
         if not isinstance(sys.stdout, PipeSafeStdout) and sys.stdout is not None:
             sys.stdout = PipeSafeStdout(sys.stdout)  # headless: a closed pipe is not an error
         parser = build_parser()
@@ -288,6 +304,9 @@ def _run_tui(args: argparse.Namespace) -> int:
     from seat_console.early import limit_malloc_arenas, prestart
 
     limit_malloc_arenas()   # before any thread: one heap per idle thread was ~11 MiB RSS
+    # from here until the app has ended, a SIGINT is ours: it unwinds to the except below,
+    # which restores the terminal whatever instant of start-up it cut (issue #22)
+    first_frame.guard_start_up()
     try:
         nvml = first_frame.draw_before_profile(args.profile)
         from seat_console.profile import load_profile
@@ -303,11 +322,15 @@ def _run_tui(args: argparse.Namespace) -> int:
 
         return run_app(loaded, readonly=args.readonly, interval=args.interval)
     except KeyboardInterrupt:   # Ctrl-C before Textual took the keys (it reads them raw after)
-        first_frame.leave()
+        # wherever it landed (the frame, the imports, Textual's driver half started or half
+        # stopped): the saved terminal attributes, the modes and the shell's screen back
+        first_frame.leave(force=True)
         return EXIT_INTERRUPTED
     except BaseException:
         first_frame.leave()   # the app died before its driver: give the shell its screen
         raise
+    finally:
+        first_frame.end_guard()
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -221,7 +221,7 @@ def _entry_identity(entry: str) -> str:
     from seat_console.sources.gpu import norm_bus_id
 
     e = entry.strip()
-    if e.isdigit():
+    if e.isascii() and e.isdigit():
         return f"index:{int(e)}"
     if ":" in e and not e.upper().startswith(("GPU-", "MIG-")):
         return f"pci:{norm_bus_id(e) or e.lower()}"

@@ -107,7 +107,7 @@ def _gib_bytes(text: str) -> int | None:
 
 def _int(text: str) -> int | None:
     digits = text.replace(",", "")
-    return int(digits) if digits.isdigit() else None
+    return int(digits) if digits.isascii() and digits.isdigit() else None
 
 
 def _lines(text: str | Iterable[str]) -> Iterable[str]:
