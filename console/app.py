@@ -1473,14 +1473,20 @@ def _close_quietly(source: Source) -> None:
 
 def run_app(loaded: LoadedProfile, readonly: bool = False, interval: float | None = None) -> int:
     """Run the TUI on ``loaded`` until the user quits; return the exit code (0 ok,
-    :data:`EXIT_HANGUP` when the terminal went away).
+    :data:`EXIT_HANGUP` when the terminal went away, 130 on a SIGINT while it runs).
 
     ``interval`` (seconds) overrides the profile's ``console.refresh_interval_s``.
     """
+    from seat_console import first_frame
+
     app = SeatConsoleApp(loaded, readonly=readonly, interval=interval)
+    # a SIGINT while Textual runs (before its raw mode makes Ctrl-C a key, or `kill -INT`):
+    # Textual's own exit, code 130, so its driver restores the terminal (issue #22)
+    first_frame.set_interrupt_hook(lambda: app.exit(return_code=130))
     try:
         rc = app.run()
     finally:
+        first_frame.set_interrupt_hook(None)
         stop_in_flight(RUNBOOK_STOP_GRACE_S)   # a runbook worker must not die with the process
         app.close_sources()
     if app.return_code not in (None, 0):
