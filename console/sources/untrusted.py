@@ -259,6 +259,10 @@ MAX_PATTERN_CHARS = 4096
 """Longest regular expression taken from outside (a matcher value, a profile pattern)."""
 
 
+_SURROGATE = re.compile("[\ud800-\udfff]")
+"""A surrogate code point; in a Python ``str`` every one is lone (a pair is one code point)."""
+
+
 def without_surrogates(text: str) -> str:
     """``text`` with every lone surrogate code point (``\\ud800``–``\\udfff``, which JSON's
     ``\\uXXXX`` escapes and ``os.fsdecode`` can produce but UTF-8 cannot encode) replaced by
@@ -267,7 +271,7 @@ def without_surrogates(text: str) -> str:
     try:
         text.encode("utf-8")
     except UnicodeEncodeError:
-        return text.encode("utf-8", "surrogatepass").decode("utf-8", "replace")
+        return _SURROGATE.sub("\ufffd", text)
     return text
 
 
