@@ -1482,7 +1482,16 @@ def run_app(loaded: LoadedProfile, readonly: bool = False, interval: float | Non
     app = SeatConsoleApp(loaded, readonly=readonly, interval=interval)
     # a SIGINT while Textual runs (before its raw mode makes Ctrl-C a key, or `kill -INT`):
     # Textual's own exit, code 130, so its driver restores the terminal (issue #22)
-    first_frame.set_interrupt_hook(lambda: app.exit(return_code=130))
+    def interrupted() -> None:
+        # asked again every 0.5 s until the loop ends: an exit asked for before Textual's
+        # message processing has begun (or while its screen is being built) was lost, and the
+        # app ran on (a hang in the 50-instant pty test)
+        import asyncio
+
+        app.exit(return_code=130)
+        asyncio.get_running_loop().call_later(0.5, interrupted)
+
+    first_frame.set_interrupt_hook(interrupted)
     try:
         rc = app.run()
     finally:

@@ -37,6 +37,7 @@ from decimal import Decimal, InvalidOperation
 
 from seat_console.profile import FailurePattern
 from seat_console.sources import Frozen
+from seat_console.sources.untrusted import without_surrogates
 
 MAX_LINE_CHARS = 16_384
 """Characters of one log line that are scanned (the rest is ignored): vLLM's startup lines are
@@ -189,7 +190,9 @@ def scan_failures(text: str | Iterable[str],
     compiled = [(p, _compiled(p.pattern)) for p in patterns]
     out: list[FailureMatch] = []
     for no, raw in enumerate(_lines(text), start=1):
-        line = raw[:MAX_LINE_CHARS]
+        # google-re2 encodes strictly: a lone surrogate (a log decoded with surrogateescape)
+        # raised UnicodeEncodeError; it is matched as U+FFFD
+        line = without_surrogates(raw[:MAX_LINE_CHARS])
         for p, rx in compiled:
             if rx.search(line):
                 out.append(FailureMatch(name=p.name, meaning=p.meaning, line_no=no,
