@@ -138,7 +138,8 @@ def load_json(data: str | bytes, what: str, *, max_bytes: int = MAX_JSON_BYTES,
     Returns the parsed value. Raises :class:`InputError` naming ``what`` for a document above
     ``max_bytes`` bytes, nesting deeper than ``max_depth``, not UTF-8, not JSON (with line and
     column), ``NaN``/``Infinity`` or a number that overflows a float (``1e400``), or an integer
-    literal of more than 4,300 digits (Python's limit).
+    literal of more than 4,300 digits (Python's limit). A lone surrogate escape in a string is
+    read as U+FFFD (as Go and Rust decode it).
     """
     size = len(data)
     if size > max_bytes:
@@ -150,7 +151,7 @@ def load_json(data: str | bytes, what: str, *, max_bytes: int = MAX_JSON_BYTES,
             raise InputError(what, f"not UTF-8 (byte {exc.start})") from None
     check_json_depth(data, what, max_depth)
     try:
-        return json.loads(data, parse_constant=_refuse_constant, parse_float=_finite_float)
+        value = json.loads(data, parse_constant=_refuse_constant, parse_float=_finite_float)
     except json.JSONDecodeError as exc:
         raise InputError(what, f"not valid JSON at line {exc.lineno} column {exc.colno}: "
                                f"{exc.msg}") from None
@@ -158,6 +159,32 @@ def load_json(data: str | bytes, what: str, *, max_bytes: int = MAX_JSON_BYTES,
         raise InputError(what, "JSON nests too deeply to parse") from None
     except ValueError as exc:  # non-finite number, int digits limit
         raise InputError(what, f"not acceptable JSON: {exc}") from None
+    # a \uD800-\uDFFF escape without its pair: read as U+FFFD, as Go's and Rust's decoders do,
+    # so no lone surrogate reaches a printer, RE2 or a JSON encoder (issue #22)
+    return _replace_surrogates(value) if "\\u" in data else value
+
+
+def _replace_surrogates(value: Any) -> Any:
+    """``value`` (parsed JSON) with :func:`without_surrogates` applied to every string and key,
+    iteratively (no recursion)."""
+    if isinstance(value, str):
+        return without_surrogates(value)
+    if not isinstance(value, dict | list):
+        return value
+    root: list[Any] = [value]
+    stack: list[tuple[Any, Any]] = [(root, 0)]
+    while stack:
+        parent, key = stack.pop()
+        v = parent[key]
+        if isinstance(v, str):
+            parent[key] = without_surrogates(v)
+        elif isinstance(v, list):
+            stack.extend((v, i) for i in range(len(v)))
+        elif isinstance(v, dict):
+            if any(without_surrogates(k) is not k for k in v):
+                v = parent[key] = {without_surrogates(k): x for k, x in v.items()}
+            stack.extend((v, k) for k in v)
+    return root[0]
 
 
 def nesting_depth(value: Any, limit: int = MAX_DEPTH) -> int:
