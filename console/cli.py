@@ -29,7 +29,7 @@ import re
 import sys
 from collections.abc import Sequence
 
-from seat_console.profile_path import (   # no pydantic yet: the TUI's first frame comes first
+from seat_console.core.profile_path import (   # no pydantic yet: the TUI's first frame comes first
     REFRESH_INTERVAL_MAX_S,
     REFRESH_INTERVAL_MIN_S,
     ProfileError,
@@ -267,7 +267,7 @@ def _main(argv: Sequence[str] | None) -> int:
         return func(args, None)
     if func is None:
         return _run_tui(args)
-    from seat_console.profile import load_profile
+    from seat_console.core.profile import load_profile
 
     try:
         loaded = load_profile(args.profile)
@@ -309,7 +309,7 @@ def _run_tui(args: argparse.Namespace) -> int:
     first_frame.guard_start_up()
     try:
         nvml = first_frame.draw_before_profile(args.profile)
-        from seat_console.profile import load_profile
+        from seat_console.core.profile import load_profile
 
         try:
             loaded = load_profile(args.profile)

@@ -136,7 +136,7 @@ def _specs() -> list[Spec]:
 
     # untrusted JSON
     def _load_json(x, _t):
-        from seat_console.sources.untrusted import load_json
+        from seat_console.core.untrusted import load_json
         return load_json(x, "reply")
     add("load_json", lambda r, t: h_doc(r), _load_json, lambda: (_err("untrusted", "InputError"),))
 
@@ -240,7 +240,7 @@ def _specs() -> list[Spec]:
         return _silence_source(json.dumps(x).encode(), SilenceSource).read()
 
     def _sil_oracle(x, reading):
-        from seat_console.sources import Unavailable
+        from seat_console.core.base import Unavailable
         if isinstance(reading, Unavailable):
             return f"one bad silence made the panel unavailable: {reading.reason[:120]}"
         return None
@@ -301,7 +301,7 @@ def _specs() -> list[Spec]:
     add("cgroup", _cg_gen, _cg_run, lambda: (), _cg_oracle)
 
     # the profile
-    from seat_console.profile import default_profile_text
+    from seat_console.core.profile import default_profile_text
     prof = default_profile_text()
 
     def _prof_gen(r, t):
@@ -313,11 +313,11 @@ def _specs() -> list[Spec]:
         return s
 
     def _prof_run(x, t):
-        from seat_console.profile import parse_profile
+        from seat_console.core.profile import parse_profile
         return parse_profile(x, "p.toml")
 
     def _prof_oracle(x, p):
-        from seat_console.sources.gpu import match_seat
+        from seat_console.core.gpu_ids import match_seat
         for e in p.node.gpus:
             match_seat(e, 0, "GPU-x", "00000000:2A:00.0")   # never raises on an accepted entry
             if not e.isascii():
@@ -344,7 +344,7 @@ def _specs() -> list[Spec]:
 
     # vLLM start-up log, SSE chunks
     def _log_run(x, t):
-        from seat_console.profile import DEFAULT_FAILURE_PATTERNS
+        from seat_console.core.profile import DEFAULT_FAILURE_PATTERNS
         from seat_console.sources.startup_log import parse_startup_log, scan_failures
         return parse_startup_log(x), scan_failures(x, DEFAULT_FAILURE_PATTERNS)
     add("startup_log", lambda r, t: [r.choice([h_text(r, 80), "GPU KV cache size: "
@@ -454,7 +454,7 @@ _AM: list[Any] = []
 def _silence_source(body: bytes, source_cls: Any) -> Any:
     import httpx
 
-    from seat_console.profile import AlertmanagerSpec
+    from seat_console.core.profile import AlertmanagerSpec
     from seat_console.sources.silences import AlertmanagerClient, SilenceMatcher
     if not _AM:
         reply: dict[str, bytes] = {}
@@ -471,7 +471,8 @@ def _silence_source(body: bytes, source_cls: Any) -> Any:
 
 
 def _err(module: str, name: str) -> type:
-    return _err_mod(f"seat_console.{'fit' if module == 'kvcache' else 'sources'}.{module}", name)
+    pkg = {"kvcache": "fit", "untrusted": "core"}.get(module, "sources")
+    return _err_mod(f"seat_console.{pkg}.{module}", name)
 
 
 def _err_mod(module: str, name: str) -> type:

@@ -34,7 +34,7 @@ from seat_console.sources.checkpoint import (  # noqa: E402
     parse_quant_config,
     scan_checkpoint,
 )
-from seat_console.sources.untrusted import compile_re2, without_surrogates  # noqa: E402
+from seat_console.core.untrusted import compile_re2, without_surrogates  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -62,14 +62,14 @@ def test_re2_matches_any_text_and_names_a_surrogate_pattern():
     from seat_console.sources.silences import SilenceMatcher
 
     assert SilenceMatcher(name="instance", value="seat.*", isRegex=True).matches("seat\udcff")
-    from seat_console.sources.untrusted import InputError
+    from seat_console.core.untrusted import InputError
 
     with pytest.raises(InputError, match=r"^matcher: .*lone surrogate"):
         compile_re2("a\ud800", "matcher")
 
 
 def test_a_lone_surrogate_in_the_profile_text_is_a_named_profile_error():
-    from seat_console.profile import ProfileError, parse_profile
+    from seat_console.core.profile import ProfileError, parse_profile
 
     with pytest.raises(ProfileError, match=r"^p\.toml: line 2: .*lone surrogate"):
         parse_profile('[node]\nname = "n\ud800"\n', "p.toml")
@@ -178,8 +178,8 @@ def test_a_docker_inspect_reply_that_is_not_an_object_makes_that_container_unkno
 def test_gpu_entries_in_unicode_digits_are_refused_by_the_profile(entry):
     from pydantic import ValidationError
 
-    from seat_console.profile import NodeSpec
-    from seat_console.sources.gpu import match_seat
+    from seat_console.core.profile import NodeSpec
+    from seat_console.core.gpu_ids import match_seat
 
     with pytest.raises(ValidationError, match="is not a GPU: give an NVML index in ASCII"):
         NodeSpec(gpus=[entry, "1"])

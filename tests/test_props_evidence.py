@@ -21,7 +21,7 @@ from seat_console.actions.journal import Journal, JournalError
 from seat_console.evidence.report import recorded_hashes, verify
 from seat_console.evidence.runs import FileLedger, RunError, load_probe_run
 from seat_console.probe.store import StoreError, list_runs, read_summary
-from seat_console.profile import DEFAULT_FAILURE_PATTERNS
+from seat_console.core.profile import DEFAULT_FAILURE_PATTERNS
 from seat_console.sources.startup_log import parse_startup_log, scan_failures
 
 json_values = st.recursive(

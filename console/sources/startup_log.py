@@ -35,9 +35,9 @@ import re
 from collections.abc import Iterable, Sequence
 from decimal import Decimal, InvalidOperation
 
-from seat_console.profile import FailurePattern
-from seat_console.sources import Frozen
-from seat_console.sources.untrusted import without_surrogates
+from seat_console.core.profile import FailurePattern
+from seat_console.core.base import Frozen
+from seat_console.core.untrusted import without_surrogates
 
 MAX_LINE_CHARS = 16_384
 """Characters of one log line that are scanned (the rest is ignored): vLLM's startup lines are
