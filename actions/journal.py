@@ -441,7 +441,11 @@ class Journal:
                 problems.append(f"row {seq}: prev_hash does not match row {prev_seq}'s hash "
                                 "(a row before it was edited, deleted or reordered)")
                 bad.append(seq)
-            if row_hash(r["prev_hash"], r) != r["hash"]:
+            try:
+                same = row_hash(r["prev_hash"], r) == r["hash"]
+            except (TypeError, ValueError):   # a field edited to a blob or a number
+                same = False
+            if not same:
                 problems.append(f"row {seq} ({r['kind']} {r['step'] or r['runbook']}): content "
                                 "does not match its hash (edited)")
                 bad.append(seq)

@@ -257,7 +257,7 @@ def _specs() -> list[Spec]:
         lambda x, s: "negative restart count" if (s.restart_count or 0) < 0 else None)
 
     def _ev_run(x, t):
-        from seat_console.sources.containers import event_from_api
+        from seat_console.node.docker import event_from_api
         return event_from_api(x)
     add("docker_events", lambda r, t: mutate(r, {"Type": "container", "Action": "die",
                                                  "timeNano": 1_700_000_000_000_000_000,
@@ -292,9 +292,15 @@ def _specs() -> list[Spec]:
         if ref is None or "\n" in text:
             return None
         # the innermost id the path names must win (nested containers)
-        hits = [(max(text.rfind(p + i) for p in ("/docker/", "docker-", "/containerd/")), i)
-                for i in ("a" * 64, "b" * 64)]
-        hits = [h for h in hits if h[0] >= 0]
+        import re
+        hits = [(m.end(), m.group(1)) for m in re.finditer(
+            r"(?:/docker/|/containerd/)([ab]{64})(?=/|$)|docker-([ab]{64})\.scope", text)
+            for _ in [0] if m.group(1) or m.group(2)]
+        hits = [(e, i or "") for e, i in hits]
+        hits += [(m.end(), m.group(1)) for m in re.finditer(r"docker-([ab]{64})\.scope", text)]
+        if "kubepods" in text:   # a bare id is a container under kubepods (the CRI layout)
+            hits += [(m.end(), m.group(1)) for m in re.finditer(r"/([ab]{64})(?=/|$)", text)]
+        hits = [h for h in hits if h[1]]
         if hits and ref.id in ("a" * 64, "b" * 64) and max(hits)[1] != ref.id:
             return f"outer container {ref.id[:8]} for {text[:80]!r}"
         return None
@@ -323,7 +329,7 @@ def _specs() -> list[Spec]:
             if not e.isascii():
                 return f"non-ASCII GPU entry {e!r} accepted"
         return None
-    add("profile", _prof_gen, _prof_run, lambda: (_err_mod("seat_console.profile", "ProfileError"),),
+    add("profile", _prof_gen, _prof_run, lambda: (_err_mod("seat_console.core.profile", "ProfileError"),),
         _prof_oracle)
 
     # systemd

@@ -90,7 +90,23 @@ def test_the_cli_prints_a_scan_result_holding_a_lone_surrogate(tmp_path):
                          str(root)], capture_output=True, text=True, timeout=120, env=env,
                         cwd=ROOT, check=False)
     assert "UnicodeEncodeError" not in cp.stderr, cp.stderr[-2000:]
-    assert "tensor-absent: ghost\\ud800" in cp.stdout
+    # the index is outside JSON: its lone surrogate escape is read as U+FFFD (as Go/Rust do)
+    assert "tensor-absent: ghost\ufffd" in cp.stdout
+
+
+def test_headless_output_escapes_a_lone_surrogate_instead_of_raising(monkeypatch):
+    import io
+
+    from seat_console import cli
+
+    raw = io.BytesIO()
+    out = io.TextIOWrapper(raw, encoding="utf-8", errors="strict")
+    monkeypatch.setattr(sys, "stdout", out)
+    monkeypatch.setattr(sys, "stderr", io.TextIOWrapper(io.BytesIO(), encoding="utf-8"))
+    cli._printable_streams()
+    print("name w\ud800 read from a file name")
+    out.flush()
+    assert raw.getvalue() == b"name w\\ud800 read from a file name\n"
 
 
 # -- file names, zero-byte layers, layer_types, producer -----------------------------------
