@@ -32,6 +32,14 @@ hidden but without Textual's handlers: a Ctrl-Z then (SIGTSTP) gives the shell i
 back before stopping and takes the frame's screen again on ``fg`` (:func:`_on_stop`), until
 Textual's Linux driver installs its own SIGTSTP handler as it is built (``LinuxDriver.__init__``,
 Textual 8); :func:`handoff` puts the previous handler back when the app never got that far.
+
+Ctrl-C (SIGINT) at any instant of start-up (issue #22): :func:`guard_start_up` saves the
+terminal's attributes and installs the console's own SIGINT handler before the frame, until the
+app has ended (:func:`end_guard`). While Textual's loop runs, the handler asks the app to exit
+with code 130 (:func:`set_interrupt_hook`: Textual's own exit restores the terminal); before
+that it raises :class:`KeyboardInterrupt`, and the TUI's start-up ``except`` calls
+:func:`leave` with ``force``: attributes, modes and the shell's screen restored, exit 130.
+``tests/test_ctrl_c_startup.py`` checks it at 50 spread-out instants in a pty.
 """
 
 from __future__ import annotations

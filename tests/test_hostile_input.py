@@ -228,6 +228,8 @@ def test_a_nested_cgroup_path_is_the_innermost_container():
         ref = parse_cgroup(f"0::{path}\n")
         assert ref is not None and ref.id == inner, (path, ref)
     assert parse_cgroup(f"0::/system.slice/docker-{outer}.scope\n").id == outer
+    # only "\n" ends a line of /proc/PID/cgroup: a U+2028 inside a directory name does not
+    assert parse_cgroup(f"0::/docker/{outer}/x\u2028y/docker/{inner}\n").id == inner
 
 
 def test_times_outside_the_calendar_in_run_and_journal_files_are_named():

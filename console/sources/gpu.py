@@ -357,7 +357,9 @@ def parse_cgroup(text: str) -> ContainerRef | None:
     Paths are relative to the reader's cgroup namespace; read from the host's namespace they are
     absolute. Returns None for a host process (``0::/user.slice/…``, ``/init.scope``).
     """
-    lines = [ln for ln in text.splitlines() if ln.strip()]
+    # the kernel ends each line with "\n" only: str.splitlines would also cut a path at
+    # U+2028, \x1c or \x85 (valid in a directory name) and lose the inner container (issue #22)
+    lines = [ln for ln in text.split("\n") if ln.strip()]
     v2 = [ln for ln in lines if ln.startswith("0::")]
     ordered = v2 + [ln for ln in lines if not ln.startswith("0::")]
     for line in ordered:
