@@ -23,12 +23,9 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import multiprocessing as mp
-import os
 import random
 import shutil
-import sqlite3
 import struct
 import sys
 import tempfile
@@ -36,7 +33,6 @@ import time
 import traceback
 from collections import Counter
 from collections.abc import Callable
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
