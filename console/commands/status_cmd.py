@@ -212,6 +212,9 @@ def render_containers(r: ContainersReading | Unavailable, now: datetime) -> str:
         if c.state == "absent":
             out += f"  {c.role} {c.name}: absent (no such container)\n"
             continue
+        if c.problem is not None:
+            out += f"  {c.role} {c.name}: unknown ({c.problem})\n"
+            continue
         # a stopped container says when it ended, never "started 3 min ago" (its old start)
         when = (f"started {fmt_when(c.started_at, now)}" if c.running else
                 f"ended {fmt_when(c.finished_at, now)}" if c.finished_at is not None

@@ -165,6 +165,18 @@ class NodeSpec(_Strict):
             return [str(x) if isinstance(x, int) and not isinstance(x, bool) else x for x in v]
         return v
 
+    @field_validator("gpus")
+    @classmethod
+    def _gpus_ascii(cls, v: list[str]) -> list[str]:
+        # NVML indices, UUIDs and PCI bus ids are ASCII: "²" or "١" pass str.isdigit() but not
+        # (or not as meant) int(), and the GPU panel went unavailable later (issue #22)
+        for i, e in enumerate(v):
+            if not e.strip() or not e.isascii() or not e.isprintable():
+                raise ValueError(f"entry {i} {e!r} is not a GPU: give an NVML index in ASCII "
+                                 "digits (\"0\"), a GPU UUID (\"GPU-…\"), a MIG UUID (\"MIG-…\") "
+                                 "or a PCI bus id (\"00000000:2A:00.0\")")
+        return v
+
     @model_validator(mode="after")
     def _transport_target(self) -> NodeSpec:
         if self.transport == "ssh" and not self.ssh_target:
@@ -865,11 +877,19 @@ def parse_profile(text: str, source: str = "<string>") -> Profile:
     Raises :class:`ProfileError` naming ``source`` and each offending key on a TOML syntax error
     (with line and column), an unknown key, a missing key, or a wrong type; also for a profile
     above :data:`MAX_PROFILE_CHARS` or nesting tables/arrays deeper than
-    :data:`MAX_PROFILE_DEPTH` (``tomllib`` would raise :class:`RecursionError`).
+    :data:`MAX_PROFILE_DEPTH` (``tomllib`` would raise :class:`RecursionError`), and for text
+    holding a lone surrogate code point.
     """
     if len(text) > MAX_PROFILE_CHARS:
         raise ProfileError(f"{source}: {len(text):,} characters is above the "
                            f"{MAX_PROFILE_CHARS:,}-character limit for a profile")
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:  # RE2 and the profile's hash encode strictly (issue #22)
+        line = text.count("\n", 0, exc.start) + 1
+        raise ProfileError(f"{source}: line {line}: holds the lone surrogate code point "
+                           f"{text[exc.start]!r}, which is not Unicode text; write the character "
+                           "itself and save the profile as UTF-8") from None
     long_key = _dotted_key_re().search(text)
     if long_key is not None:
         line = text.count("\n", 0, long_key.start()) + 1

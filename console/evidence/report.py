@@ -660,7 +660,7 @@ def recorded_hashes(report_text: str, source: str) -> dict[str, str]:
     none."""
     try:
         doc = json.loads(report_text)
-    except ValueError:
+    except (ValueError, RecursionError):   # deep nesting is not a report either (issue #22)
         doc = None
     if isinstance(doc, dict):
         files = doc.get("files")
@@ -705,6 +705,8 @@ def verify(recorded: Mapping[str, str]) -> list[VerifyRow]:
             problem = None if actual == h else "changed since the report"
         except OSError as exc:
             actual, problem = None, f"cannot read ({exc.strerror or exc})"
+        except ValueError as exc:  # a NUL or a lone surrogate in an edited report's path
+            actual, problem = None, f"not a file path ({exc})"
         rows.append(VerifyRow(path, h, actual, problem))
     return rows
 

@@ -20,6 +20,7 @@ The app holds no business rules and does no I/O on the UI thread.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Callable
 from datetime import datetime
@@ -37,6 +38,7 @@ from seat_console.core.profile import LoadedProfile
 from seat_console.core.base import utcnow
 from seat_console.tui import keys as keytable
 from seat_console.tui.early import take_context
+from seat_console.tui import first_frame
 from seat_console.tui.first_frame import header_line
 from seat_console.tui.hangup import (
     RUNBOOK_STOP_GRACE_S,
@@ -349,14 +351,26 @@ class SeatConsoleApp(PollingMixin, HangupMixin, App[int]):
 
 def run_app(loaded: LoadedProfile, readonly: bool = False, interval: float | None = None) -> int:
     """Run the TUI on ``loaded`` until the user quits; return the exit code (0 ok,
-    :data:`EXIT_HANGUP` when the terminal went away).
+    :data:`EXIT_HANGUP` when the terminal went away, 130 on a SIGINT while it runs).
 
     ``interval`` (seconds) overrides the profile's ``console.refresh_interval_s``.
     """
     app = SeatConsoleApp(loaded, readonly=readonly, interval=interval)
+
+    # a SIGINT while Textual runs (before its raw mode makes Ctrl-C a key, or `kill -INT`):
+    # Textual's own exit, code 130, so its driver restores the terminal (issue #22)
+    def interrupted() -> None:
+        # asked again every 0.5 s until the loop ends: an exit asked for before Textual's
+        # message processing has begun (or while its screen is being built) was lost, and the
+        # app ran on (a hang in the 50-instant pty test)
+        app.exit(return_code=130)
+        asyncio.get_running_loop().call_later(0.5, interrupted)
+
+    first_frame.set_interrupt_hook(interrupted)
     try:
         rc = app.run()
     finally:
+        first_frame.set_interrupt_hook(None)
         stop_in_flight(RUNBOOK_STOP_GRACE_S)   # a runbook worker must not die with the process
         app.close_sources()
     if app.return_code not in (None, 0):
