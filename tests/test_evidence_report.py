@@ -74,17 +74,21 @@ def _canary(item: str, run: int, passed: bool) -> dict:
             "reason": "r", "answer": "", "error": None}
 
 
-def _bracket(tmp_path: Path, speed_b: float, b_ids: list[int]) -> Path:
+def _bracket(tmp_path: Path, speed_b: float, b_ids: list[int], rounds: int = 1) -> Path:
+    from seat_console.evidence.bracket import plan_bracket
+
     runs, cmp_dir = tmp_path / "runs", tmp_path / "comparisons" / "cmp-1"
     legs = []
-    for n, arm in enumerate("ABBA", 1):
+    for leg in plan_bracket("ABBA", rounds):
+        n, arm = leg.n, leg.arm
         ident, speed, kv, ids = ((IDENT_A, 1.0, 9_000, [1, 2, 3]) if arm == "A"
                                  else (IDENT_B, speed_b, 4_000, b_ids))
         probe = write_run(runs, ident=ident, speed=speed, at=T0 + timedelta(minutes=5 * n))
         legs.append(write_leg(cmp_dir, n, arm, probe, kv=kv, traces=[_trace("c1", ids)],
-                              canaries=[_canary("x", r, r < 9) for r in range(10)]))
+                              canaries=[_canary("x", r, r < 9) for r in range(10)],
+                              pair=leg.pair, round_=leg.round))
     (cmp_dir / "compare.json").write_text(json.dumps({
-        "bracket_id": "br-1", "order": "ABBA", "rounds": 1, "legs": legs,
+        "bracket_id": "br-1", "order": "ABBA", "rounds": rounds, "legs": legs,
         "status": "complete", "restored": True, "hold_released": True,
         "fit": {"A": {"name": "resident-fp8", "kv_tokens": 9_500, "fits": True, "words": "fits"},
                 "B": {"name": "candidate-bf16", "kv_tokens": 4_200, "fits": True}}}))
@@ -100,9 +104,12 @@ def test_bracket_report(tmp_path: Path) -> None:
     assert kv["survives"] and "2.25×" in kv["statement"]
     (tl,) = _claims(rep, "throughput/latency (load)")
     assert tl["survives"]
-    # identical per-leg throughput on both arms: ranges overlap → no difference claimed
+    # one ABBA round = 2 pairs: the exact test's smallest p is 0.5, so nothing can be claimed
     (diff,) = _claims(rep, "throughput difference (load)")
-    assert _rules(diff) == {rp.RULE_OVERLAP}
+    assert _rules(diff) == {rp.RULE_UNDERPOWERED}
+    assert "needs ≥ 3 rounds (6 pairs) to claim a difference" in json.dumps(diff,
+                                                                          ensure_ascii=False)
+    assert "minimum detectable effect with 2 pair(s) and this spread: none" in diff["statement"]
     (fid,) = _claims(rep, "fidelity (localisation, not KL)")
     assert fid["survives"] and "c1 at position 2" in fid["statement"]
     (cn,) = _claims(rep, "canaries (arithmetic)")
@@ -116,11 +123,25 @@ def test_bracket_report(tmp_path: Path) -> None:
         assert section in md
 
 
-def test_bracket_with_disjoint_throughput_claims_a_difference(tmp_path: Path) -> None:
+def test_one_round_with_a_2x_throughput_claims_nothing(tmp_path: Path) -> None:
+    """The old rule ("per-leg ranges do not overlap") claimed this; one round cannot."""
     rep = rp.build_report(rp.load_inputs([str(_bracket(tmp_path, speed_b=2.0,
                                                         b_ids=[1, 2, 3]))]))
     (diff,) = _claims(rep, "throughput difference (load)")
+    assert not diff["survives"] and _rules(diff) == {rp.RULE_UNDERPOWERED}
+    assert "B/A = 1.284×" in diff["statement"] and "p = 0.500" in diff["statement"]
+
+
+def test_three_rounds_with_a_2x_throughput_claim_a_difference(tmp_path: Path) -> None:
+    rep = rp.build_report(rp.load_inputs([str(_bracket(tmp_path, speed_b=2.0,
+                                                        b_ids=[1, 2, 3], rounds=3))]))
+    (diff,) = _claims(rep, "throughput difference (load)")
     assert diff["survives"], diff
+    assert "B/A = 1.284× (geometric mean over 6 pair(s): r1p1" in diff["statement"]
+    assert "p = 0.031" in diff["statement"]
+    for label in ("TTFT p50", "TPOT p50", "E2E p50"):  # latency halves on B: claimed too
+        (c,) = _claims(rep, f"{label} difference (load)")
+        assert c["survives"] and "B/A = 0.500×" in c["statement"], c
     (fid,) = _claims(rep, "fidelity (localisation, not KL)")
     assert "equal A's on all 1 cases" in fid["statement"]
 

@@ -10,8 +10,13 @@ Rules (``docs/evidence.md`` explains each and the claim it guards):
 * :data:`RULE_NOT_SIMULTANEOUS` — arms not measured in one bracket are "not simultaneous
   (taken N days apart)": no cross-arm claim;
 * :data:`RULE_UNMATCHED` — the arms must have measured the same case IDs;
-* :data:`RULE_OVERLAP` — a difference is claimed only when the intervals (Wilson 95 % for pass
-  rates, the per-leg range for throughput) are disjoint: "no difference can be claimed";
+* :data:`RULE_OVERLAP` — a pass-rate difference is claimed only when the Wilson 95 %
+  intervals of the independent trials are disjoint: "no difference can be claimed";
+* :data:`RULE_UNDERPOWERED` / :data:`RULE_NOT_SIGNIFICANT` — a throughput or latency
+  difference is claimed only from the exact sign-flip test over the bracket's pairs of legs at
+  p ≤ 0.05 (:func:`difference_claim`), and never from a design that cannot reach it;
+* :data:`RULE_SUMMARY_EDITED` — a run whose ``summary.json`` disagrees with the figures
+  re-derived from its ``requests.jsonl`` backs no claim;
 * :data:`RULE_UNKNOWN` — a figure that was not recorded (e.g. the KV capacity) is unknown,
   never 0, and backs no claim;
 * :data:`RULE_IDENTITY` — the legs of one arm must share one identity (image, digest, patches,
@@ -24,6 +29,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import re
 import statistics
 from collections.abc import Iterable, Mapping, Sequence
@@ -44,7 +50,7 @@ from seat_console.evidence.runs import (
     load_probe_run,
     parse_time,
 )
-from seat_console.evidence.stats import NO_DIFFERENCE, RateComparison
+from seat_console.evidence.stats import NO_DIFFERENCE, RateComparison, sign_flip_test
 
 REPORT_SCHEMA = "seat-console.evidence-report/1"
 
@@ -55,15 +61,25 @@ RULE_UNMATCHED = "unmatched cases"
 RULE_OVERLAP = "overlapping intervals"
 RULE_UNKNOWN = "unknown"
 RULE_IDENTITY = "mixed identities"
+RULE_UNDERPOWERED = "design cannot reach 95 %"
+RULE_NOT_SIGNIFICANT = "not significant"
+RULE_SUMMARY_EDITED = "summary disagrees with raw requests"
 
 RULES: dict[str, str] = {
     RULE_INCOMPLETE: "every phase behind a figure has expected = attempted = completed",
     RULE_DISRUPTED: "no run behind a claim was disrupted, interrupted, failed or killed",
     RULE_NOT_SIMULTANEOUS: "cross-arm claims need both arms measured in one bracket",
     RULE_UNMATCHED: "both arms measured the same case IDs",
-    RULE_OVERLAP: "a difference needs disjoint intervals, else no difference can be claimed",
+    RULE_OVERLAP: "a pass-rate difference needs disjoint Wilson 95 % intervals over "
+                  "independent trials, else no difference can be claimed",
     RULE_UNKNOWN: "a figure that was not recorded is unknown, never 0, and backs no claim",
     RULE_IDENTITY: "every leg of an arm ran the same image, digest, patches and model",
+    RULE_UNDERPOWERED: "a throughput/latency difference needs enough pairs of legs for the "
+                       "exact sign-flip test to reach p <= 0.05 (6 pairs: 3 ABBA rounds)",
+    RULE_NOT_SIGNIFICANT: "a throughput/latency difference needs p <= 0.05 in the exact "
+                          "sign-flip test over pairs of legs (leg = unit)",
+    RULE_SUMMARY_EDITED: "every figure of a run's summary.json equals the figure re-derived "
+                         "from its requests.jsonl",
 }
 
 
@@ -278,7 +294,8 @@ def build_report(inputs: Inputs, now: datetime | None = None) -> dict[str, Any]:
                  {"name": name, "population": "phase missing", "complete": False})}
                 for arm, lst in per_arm.items() for r, p in lst]
         phases_out.append({"phase": name, "rows": rows})
-        claims.extend(_phase_claims(name, per_arm, two, simultaneous, sim_label))
+        claims.extend(_phase_claims(name, per_arm, two, simultaneous, sim_label,
+                                    _per_round(inputs.comparison)))
 
     # fidelity
     fidelity_out, fclaims = _fidelity(arms, two, simultaneous, sim_label)
@@ -331,6 +348,12 @@ def bracket_problem(comparison: Mapping[str, Any] | None,
     return None
 
 
+def _per_round(comparison: Mapping[str, Any] | None) -> int:
+    """Pairs per round of the comparison's order (ABBA: 2); 0 when unknown."""
+    order = (comparison or {}).get("order")
+    return order.count("A") if isinstance(order, str) else 0
+
+
 def _cmp_fit(inputs: Inputs, arm: str) -> dict[str, Any] | None:
     """The fit budget the comparison recorded for ``arm`` (``compare.json`` → ``fit``)."""
     fit = (inputs.comparison or {}).get("fit")
@@ -350,13 +373,112 @@ def _common_refusals(rs: Sequence[RunSummary], two: bool, simultaneous: bool,
         out.append((RULE_DISRUPTED, "; ".join(
             f"{_run_name(r)} {r.status}" + (f": {r.disruptions[0]}" if r.disruptions else "")
             for r in bad)))
+    edited = [f"{_run_name(r)}: {r.consistency[0]}"
+              + (f" (+{len(r.consistency) - 1} more)" if len(r.consistency) > 1 else "")
+              for r in rs if r.consistency]
+    if edited:
+        out.append((RULE_SUMMARY_EDITED, "; ".join(edited)))
     if two and not simultaneous:
         out.append((RULE_NOT_SIMULTANEOUS, sim_label))
     return out
 
 
+METRICS: tuple[tuple[str, str, str, float, int], ...] = (
+    ("throughput", "output_tok_s", " tok/s", 1.0, 1),
+    ("TTFT p50", "ttft_p50_s", " ms", 1000.0, 1),
+    ("TPOT p50", "tpot_p50_s", " ms", 1000.0, 2),
+    ("ITL p50", "itl_p50_s", " ms", 1000.0, 2),
+    ("E2E p50", "e2e_p50_s", " ms", 1000.0, 1),
+)
+"""The per-leg figures a difference is tested on: (label, :class:`Phase` attribute, unit,
+display scale, digits). Each is one claim kind with its own 5 % false-claim rate."""
+
+
+def leg_pairs(per_arm: Mapping[str, Sequence[tuple[RunSummary, Phase | None]]]
+              ) -> tuple[list[tuple[str, RunSummary, Phase | None, RunSummary, Phase | None]],
+                         list[str]]:
+    """The bracket's pairs ``[(pair id, A run, A phase, B run, B phase), …]`` and the names of
+    legs left without a partner. Legs carry their pair ID (``leg.json`` ``pair``, e.g.
+    ``r1p1`` = A1–B2, ``r1p2`` = A4–B3); runs without one are paired k-th A with k-th B in
+    leg/start order."""
+    a = list(per_arm.get("A", ()))
+    b = list(per_arm.get("B", ()))
+    out = []
+    if a and b and all(r.pair for r, _ in a + b):
+        bb = {r.pair: (r, p) for r, p in b}
+        for ra, pa in a:
+            if ra.pair in bb:
+                rb, pb = bb.pop(ra.pair)
+                out.append((str(ra.pair), ra, pa, rb, pb))
+        lone = [_run_name(r) for r, _ in a if r.pair not in {x[0] for x in out}]
+        return out, lone + [_run_name(r) for r, _ in bb.values()]
+
+    def order(x: tuple[RunSummary, Phase | None]) -> tuple[int, str]:
+        r = x[0]
+        return (r.leg if r.leg is not None else 10**9,
+                r.started_at.isoformat() if r.started_at else r.run_id)
+
+    a.sort(key=order)
+    b.sort(key=order)
+    for k, ((ra, pa), (rb, pb)) in enumerate(zip(a, b), 1):
+        out.append((f"p{k}", ra, pa, rb, pb))
+    n = len(out)
+    return out, [_run_name(r) for r, _ in a[n:] + b[n:]]
+
+
+def difference_claim(label: str, name: str, values: Sequence[tuple[str, float | None,
+                                                                      float | None]],
+                     base: Sequence[tuple[str, str]], per_round: int,
+                     unit: str = "", scale: float = 1.0, digits: int = 1) -> Claim:
+    """The claim "B differs from A in ``label`` (phase ``name``)" from per-pair figures
+    ``values`` = ``[(pair id, A's figure, B's figure), …]``, with the refusals ``base`` already
+    found (populations, disruption, simultaneity…).
+
+    The unit is the leg (a fresh incarnation): the test is the exact sign-flip test over the
+    pairs' log ratios ln(B/A) (:func:`seat_console.evidence.stats.sign_flip_test`), two-sided
+    at 5 %. Refused by :data:`RULE_UNDERPOWERED` when the number of pairs cannot reach
+    p ≤ 0.05 at any effect (one ABBA round: 2 pairs, smallest p = 0.5), saying how many rounds
+    of ``per_round`` pairs are needed; by :data:`RULE_NOT_SIGNIFICANT` when p > 0.05, with the
+    minimum detectable effect for these pairs and their spread; by :data:`RULE_UNKNOWN` when a
+    figure is missing or not positive (no log ratio)."""
+    refusals = list(base)
+    statement = f"B differs from A in {label} ({name})"
+    if not values:
+        refusals.append((RULE_UNMATCHED, "no pair of an A leg and a B leg to compare"))
+        return Claim(f"{label} difference ({name})", statement, tuple(refusals))
+    bad = [pid for pid, a, b in values if a is None or b is None or a <= 0 or b <= 0]
+    per_pair = ", ".join(f"{pid} {_fmt(a, '', scale, digits)}→{_fmt(b, unit, scale, digits)}"
+                         for pid, a, b in values)
+    if bad:
+        refusals.append((RULE_UNKNOWN, f"{label} unknown or not positive in pair(s) "
+                                       f"{', '.join(bad)} ({per_pair}): no log ratio"))
+        return Claim(f"{label} difference ({name})", statement, tuple(refusals))
+    t = sign_flip_test([math.log(b / a) for _, a, b in values])  # type: ignore[operator]
+    m = t.n_pairs
+    rounds_needed = math.ceil(t.needed_pairs / max(1, per_round))
+    sd = "n/a (one pair)" if t.sd_log_ratio is None else f"{t.sd_log_ratio:.3f}"
+    statement += (f": B/A = {t.ratio:.3f}× (geometric mean over {m} pair(s): {per_pair}); "
+                  f"SD of ln(B/A) {sd}; exact sign-flip test p = {t.p_value:.3f}")
+    if not t.reachable:
+        mde = "none"
+        refusals.append((RULE_UNDERPOWERED, (
+            f"{m} pair(s): the smallest p this design can give is {t.min_p:.3f} > "
+            f"{t.alpha:g}, so no effect however large can be claimed; needs ≥ "
+            f"{rounds_needed} rounds ({t.needed_pairs} pairs) to claim a difference: "
+            f"{NO_DIFFERENCE}")))
+    else:
+        assert t.mde_ratio is not None
+        mde = f"×{t.mde_ratio:.3f} (or ×{1 / t.mde_ratio:.3f})"
+        if not t.claimable:
+            refusals.append((RULE_NOT_SIGNIFICANT, f"p = {t.p_value:.3f} > {t.alpha:g}: "
+                                                   f"{NO_DIFFERENCE}"))
+    statement += f"; minimum detectable effect with {m} pair(s) and this spread: {mde}"
+    return Claim(f"{label} difference ({name})", statement, tuple(refusals))
+
+
 def _phase_claims(name: str, per_arm: Mapping[str, list[tuple[RunSummary, Phase | None]]],
-                  two: bool, simultaneous: bool, sim_label: str) -> list[Claim]:
+                  two: bool, simultaneous: bool, sim_label: str,
+                  per_round: int = 0) -> list[Claim]:
     rs = [r for lst in per_arm.values() for r, _ in lst]
     refusals = _common_refusals(rs, two, simultaneous, sim_label)
     incomplete = [f"{_run_name(r)}: {p.population if p else 'phase missing'}"
@@ -370,39 +492,37 @@ def _phase_claims(name: str, per_arm: Mapping[str, list[tuple[RunSummary, Phase 
                                              "prompt) case sets"))
     tput = {arm: [p.output_tok_s for _, p in lst if p is not None] for arm, lst in
             per_arm.items()}
+    figure_refusals = list(refusals)
     if any(v is None for vs in tput.values() for v in vs) and not incomplete:
-        refusals.append((RULE_UNKNOWN, "output throughput not recorded for a run"))
+        figure_refusals.append((RULE_UNKNOWN, "output throughput not recorded for a run"))
+
+    def legs_text(vals: Sequence[float | None], unit: str, scale: float, digits: int) -> str:
+        known = [v for v in vals if v is not None]
+        mean = _fmt(statistics.fmean(known) if known else None, unit, scale, digits)
+        return (f"{mean} (mean of the legs' figures; per leg "
+                + ", ".join(_fmt(v, "", scale, digits) for v in vals) + ")")
 
     def arm_text(arm: str) -> str:
-        vals = [v for v in tput[arm] if v is not None]
         ph = [p for _, p in per_arm[arm] if p is not None]
-        ttft = [p.ttft_p50_s for p in ph if p.ttft_p50_s is not None]
-        e2e = [p.e2e_p50_s for p in ph if p.e2e_p50_s is not None]
         pops = "+".join(str(p.completed) for p in ph)
-        return (f"{arm}: {_fmt(statistics.fmean(vals) if vals else None, ' tok/s')} "
-                f"[{_fmt(min(vals) if vals else None)}–{_fmt(max(vals) if vals else None)}] "
-                f"over {len(vals)} run(s), n={pops}; TTFT p50 "
-                f"{_fmt(statistics.fmean(ttft) if ttft else None, ' ms', 1000)}, E2E p50 "
-                f"{_fmt(statistics.fmean(e2e) if e2e else None, ' ms', 1000)}")
+        return (f"{arm}: output {legs_text(tput[arm], ' tok/s', 1.0, 1)} over "
+                f"{len(ph)} leg(s), n={pops}; TTFT p50 "
+                f"{legs_text([p.ttft_p50_s for p in ph], ' ms', 1000.0, 1)}; E2E p50 "
+                f"{legs_text([p.e2e_p50_s for p in ph], ' ms', 1000.0, 1)}")
 
     figures = "; ".join(arm_text(a) for a in per_arm)
-    out = [Claim(f"throughput/latency ({name})", figures, tuple(refusals))]
+    out = [Claim(f"throughput/latency ({name})", figures, tuple(figure_refusals))]
     if two:
-        diff_ref = list(refusals)
-        a = [v for v in tput.get("A", []) if v is not None]
-        b = [v for v in tput.get("B", []) if v is not None]
-        statement = f"B differs from A in output throughput ({name})"
-        if a and b:
-            ratio = statistics.fmean(b) / statistics.fmean(a) if statistics.fmean(a) else None
-            statement += f": B/A = {_fmt(ratio, '×', digits=3)}"
-            if len(a) < 2 or len(b) < 2:
-                diff_ref.append((RULE_OVERLAP, "one run per arm: no interval, so "
-                                 + NO_DIFFERENCE))
-            elif min(b) <= max(a) and min(a) <= max(b):
-                diff_ref.append((RULE_OVERLAP, f"per-run ranges overlap (A "
-                                 f"{min(a):,.1f}–{max(a):,.1f}, B {min(b):,.1f}–{max(b):,.1f} "
-                                 f"tok/s): {NO_DIFFERENCE}"))
-        out.append(Claim(f"throughput difference ({name})", statement, tuple(diff_ref)))
+        pairs_, lone = leg_pairs(per_arm)
+        base = list(refusals)
+        if lone:
+            base.append((RULE_UNMATCHED, "legs without a partner in the other arm: "
+                                         + ", ".join(lone)))
+        for label, attr, unit, scale, digits in METRICS:
+            values = [(pid, getattr(pa, attr) if pa else None, getattr(pb, attr) if pb else None)
+                      for pid, _, pa, _, pb in pairs_]
+            out.append(difference_claim(label, name, values, base, per_round or len(pairs_),
+                                        unit, scale, digits))
     return out
 
 

@@ -291,7 +291,12 @@ class RunSummary:
     ``(phase, index, prompt_id)`` measured (for pairing); ``arm``/``leg``/``bracket_id``: set
     for a leg of a comparison; ``kv_cache_tokens``: the engine's KV capacity in tokens (from
     its startup log); ``fit``: the fit budget recorded for the leg (free-form dict);
-    ``fidelity``/``canaries``: the leg's traces and canary results.
+    ``fidelity``/``canaries``: the leg's traces and canary results; ``pair``/``round``: the
+    bracket pair (``"r<round>p<k>"``) and round of a leg (``None`` for a plain run);
+    ``warmup_requests``/``measured_requests``: request records in ``requests.jsonl`` (warm-up
+    excluded from every figure; ``None`` when there is no such file); ``consistency``: each way
+    ``summary.json`` disagrees with the figures re-derived from ``requests.jsonl`` (empty when
+    they agree).
     """
 
     run_id: str
@@ -311,6 +316,11 @@ class RunSummary:
     fit: Mapping[str, Any] | None = None
     fidelity: tuple[Trace, ...] = ()
     canaries: tuple[CanaryResult, ...] = ()
+    pair: str | None = None
+    round: int | None = None
+    warmup_requests: int | None = None
+    measured_requests: int | None = None
+    consistency: tuple[str, ...] = ()
 
     @property
     def complete(self) -> bool:
@@ -339,6 +349,63 @@ def _disruption_text(d: Any) -> str:
     return str(d)[:200]
 
 
+REDERIVED_FIELDS = ("attempted", "completed", "failed", "output_tokens", "output_tok_s",
+                    "request_s", "ttft.p50_s", "ttft.p95_s", "tpot.p50_s", "itl.p50_s",
+                    "e2e.p50_s", "e2e.p95_s")
+"""The figures of a phase that are re-derived from ``requests.jsonl`` and compared."""
+
+
+def rederive_problems(phases: list[Any], records: Mapping[str, list[Any]], sp: Path,
+                      rp: Path) -> list[str]:
+    """Each figure of ``summary.json``'s phases (:data:`REDERIVED_FIELDS`) that differs from
+    the same figure computed again from the raw request records by the probe's own
+    :func:`seat_console.probe.stats.phase_stats` (relative tolerance 1e-9): the summary was
+    edited, or was not written from these records. ``[]`` when every figure agrees."""
+    from seat_console.probe.stats import phase_stats
+
+    out: list[str] = []
+    named = set()
+    for p in phases:
+        if not isinstance(p, Mapping):
+            continue
+        st = p.get("stats") if isinstance(p.get("stats"), Mapping) else p
+        name = p.get("name") or st.get("phase")
+        exp, conc = st.get("expected"), st.get("concurrency")
+        if not isinstance(name, str) or not isinstance(exp, int) or isinstance(exp, bool):
+            continue
+        named.add(name)
+        recs = records.get(name, [])
+        try:
+            again = phase_stats(name, recs, expected=max(exp, len(recs)),
+                                concurrency=conc if isinstance(conc, int) else 1).model_dump(
+                                    mode="json")
+        except (ValueError, TypeError) as exc:
+            out.append(f"{sp.name} phase {name}: cannot be re-derived from {rp.name} ({exc})")
+            continue
+        for f in REDERIVED_FIELDS:
+            a, b = _dig(st, f), _dig(again, f)
+            if not _same(a, b):
+                out.append(f"{sp.name} phase {name} {f} = {a!r}, but {rp.name} gives {b!r}")
+    for name in sorted(set(records) - named):
+        out.append(f"{rp.name} has {len(records[name])} records of phase {name!r} that "
+                   f"{sp.name} does not list")
+    return out
+
+
+def _dig(d: Any, dotted: str) -> Any:
+    for k in dotted.split("."):
+        d = d.get(k) if isinstance(d, Mapping) else None
+    return d
+
+
+def _same(a: Any, b: Any) -> bool:
+    if isinstance(a, bool) or isinstance(b, bool):
+        return a is b
+    if isinstance(a, (int, float)) and isinstance(b, (int, float)):
+        return abs(a - b) <= 1e-9 * max(abs(a), abs(b), 1e-12)
+    return a == b
+
+
 def load_probe_run(run_dir: Path, ledger: FileLedger) -> RunSummary:
     """Read a probe run directory (``summary.json`` + ``requests.jsonl`` if present).
 
@@ -361,7 +428,10 @@ def load_probe_run(run_dir: Path, ledger: FileLedger) -> RunSummary:
     disruptions = tuple(_disruption_text(d) for d in _list(s, "disruptions", sp))
     cases: set[tuple[str, int, int]] = set()
     rp = run_dir / "requests.jsonl"
+    by_phase: dict[str, list[Any]] | None = None
+    warmup = measured = None
     if rp.is_file():
+        by_phase, warmup, measured = {}, 0, 0
         for n, line in enumerate(ledger.read(rp).decode("utf-8", "replace").splitlines(), 1):
             if not line.strip():
                 continue
@@ -371,6 +441,12 @@ def load_probe_run(run_dir: Path, ledger: FileLedger) -> RunSummary:
                 raise RunError(f"{rp}:{n}: not a request record ({str(exc)[:120]})") from None
             if rec.phase != "warmup":
                 cases.add((rec.phase, rec.index, rec.prompt_id))
+                by_phase.setdefault(rec.phase, []).append(rec)
+                measured += 1
+            else:
+                warmup += 1
+    consistency = (tuple(rederive_problems(_list(s, "phases", sp), by_phase, sp, rp))
+                   if by_phase is not None else ())
     reason = s.get("reason") or s.get("status_reason")
     if reason is None and status != "complete":
         bad = [f"{p.name}: {p.state}" for p in phases if not p.complete]
@@ -386,7 +462,8 @@ def load_probe_run(run_dir: Path, ledger: FileLedger) -> RunSummary:
         started_at=parse_time(s.get("started_at"), f"{sp} started_at"),
         ended_at=parse_time(s.get("ended_at"), f"{sp} ended_at"),
         identity=Identity.from_mapping(ident), phases=phases, disruptions=disruptions,
-        cases=frozenset(cases),
+        cases=frozenset(cases), warmup_requests=warmup, measured_requests=measured,
+        consistency=consistency,
         kv_cache_tokens=kv if isinstance(kv, int) and not isinstance(kv, bool) else None)
 
 
@@ -437,4 +514,9 @@ def load_leg(leg_dir: Path, ledger: FileLedger, runs_root: Path | None = None) -
         kv_cache_tokens=kv if isinstance(kv, int) and not isinstance(kv, bool)
         else run.kv_cache_tokens,
         fit=leg.get("fit") if isinstance(leg.get("fit"), Mapping) else None,
-        fidelity=tuple(traces), canaries=tuple(results))
+        fidelity=tuple(traces), canaries=tuple(results),
+        pair=str(leg["pair"]) if isinstance(leg.get("pair"), str) else None,
+        round=leg["round"] if isinstance(leg.get("round"), int)
+        and not isinstance(leg.get("round"), bool) else None,
+        warmup_requests=run.warmup_requests, measured_requests=run.measured_requests,
+        consistency=run.consistency)
