@@ -200,6 +200,16 @@ def _incarnation(nctx: NodeContext) -> str | None:
 
 
 # -- one leg's measurement --------------------------------------------------------------------
+def canary_first_seed(leg: LegPlan, opts: CompareOptions) -> int:
+    """The first canary seed of ``leg``: each pair of legs (A and B alike) gets its own
+    ``canary_runs`` seeds — pair j (0-based over the bracket) seeds j·runs … j·runs + runs − 1
+    — so the legs of one arm are distinct trials (a deterministic engine given one seed twice
+    gives one trial, not two) while the A and B legs of a pair still match case for case."""
+    per_round = max(1, opts.order.count("A"))
+    k = int(leg.pair.rsplit("p", 1)[1])
+    return ((leg.round - 1) * per_round + (k - 1)) * opts.canary_runs
+
+
 def measure_leg(nctx: NodeContext, leg: LegPlan, bracket_id: str, cmp_dir: Path,
                 opts: CompareOptions) -> dict[str, Any]:
     """Probe + fidelity + canaries on whatever holds the seat now, into ``cmp_dir/legs/<n>-<arm>``.
@@ -250,7 +260,8 @@ def measure_leg(nctx: NodeContext, leg: LegPlan, bracket_id: str, cmp_dir: Path,
                 problems.append(f"fidelity: {exc}")
         if opts.canaries:
             results = can.run_canaries(client, pre.model, can.shipped_canaries(),
-                                       opts.canary_runs)
+                                       opts.canary_runs,
+                                       first_seed=canary_first_seed(leg, opts))
             (d / "canaries.jsonl").write_text(
                 "".join(json.dumps(r.as_dict()) + "\n" for r in results), "utf-8")
             failed = sum(r.error is not None for r in results)

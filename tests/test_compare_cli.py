@@ -111,3 +111,12 @@ def test_a_measurement_that_raises_is_kept_as_a_failed_leg(state: Path,
     doc = json.loads((cmp_dir / "legs" / "2-B" / "leg.json").read_text())
     assert doc["status"] == "failed" and "the data dir filled up" in doc["reason"]
     assert ctx.facts["legs"] == ["legs/2-B"]
+
+
+def test_canary_seeds_are_distinct_per_pair_and_shared_within_a_pair() -> None:
+    from seat_console.actions.compare import CompareOptions, canary_first_seed
+    from seat_console.evidence.bracket import plan_bracket
+
+    opts = CompareOptions(order="ABBA", rounds=2, canary_runs=3)
+    seeds = {leg.name: canary_first_seed(leg, opts) for leg in plan_bracket("ABBA", 2)}
+    assert seeds == {"A1": 0, "B2": 0, "A4": 3, "B3": 3, "A5": 6, "B6": 6, "A8": 9, "B7": 9}

@@ -669,16 +669,20 @@ def render_markdown(rep: Mapping[str, Any]) -> str:
     cn = rep.get("canaries")
     L += ["", "## Canaries (verdicts by code)", ""]
     if cn:
-        L += ["| arm | kind | passed/completed (attempted) | Wilson 95 % | pass^k | note |",
-              "|---|---|---|---|---|---|"]
+        L += ["Identical outputs for the same case (item and seed) on several legs are one "
+              "trial (answer SHA-256): intervals and pass^k use the distinct trials only.", "",
+              "| arm | kind | trials: passed/completed (attempted) | distinct trials: passed/"
+              "distinct | Wilson 95 % (distinct) | pass^k (distinct) | why | note |",
+              "|---|---|---|---|---|---|---|---|"]
         for a, kinds in cn["arms"].items():
             for k, s in kinds.items():
                 iv = s["interval"]
                 L.append(f"| {a} | {k} | {s['passed']}/{s['completed']} ({s['attempted']}) | "
+                         f"{s.get('distinct_passed', '?')}/{s.get('distinct', '?')} | "
                          + (f"[{iv['low']:.3f}, {iv['high']:.3f}]" if iv else "withheld")
                          + " | " + ("withheld" if s["pass_k"] is None
                                     else f"{s['pass_k']:.3f}")
-                         + f" (k={s['k']}) | {s['refused'] or ''} |")
+                         + f" (k={s['k']}) | {s.get('why', '')} | {s['refused'] or ''} |")
     else:
         L.append("No canary results in these runs.")
     L += ["", "## Retained runs that are not complete", ""]
