@@ -185,6 +185,33 @@ def _p_from_sums(sums: Sequence[float], observed: float, exact: bool) -> float:
     return b / len(sums) if exact else (b + 1) / (len(sums) + 1)
 
 
+def _mde_ratio(resid: Sequence[float], alpha: float, seed: int) -> float | None:
+    """exp(δ*), δ* the smallest common shift of the residuals r_i (Σ r_i = 0) at which the
+    sign-flip test rejects. With d_i = r_i + δ the observed statistic is mδ; a sign vector s
+    (R = Σ s_i r_i, K = Σ s_i) counts against it iff |R + δK| ≥ mδ, i.e. iff
+    δ ≤ c_s = max(R/(m − K), −R/(m + K)) (always, for s = ±1…1). The test rejects iff at most
+    ⌊α·2^m⌋ vectors count (Monte Carlo: ⌊α(N + 1)⌋ − 1), so δ* is the next largest c_s.
+    ``None`` when no shift can reach ``alpha``."""
+    m = len(resid)
+    if m <= EXACT_MAX_PAIRS:
+        rk = [(0.0, 0)]
+        for r in resid:
+            rk = [(a + r, k + 1) for a, k in rk] + [(a - r, k - 1) for a, k in rk]
+        allowed = math.floor(alpha * len(rk) + 1e-9)
+    else:
+        rng = random.Random(seed)
+        rk = []
+        for _ in range(MC_DRAWS):
+            sv = [1 if rng.random() < 0.5 else -1 for _ in range(m)]
+            rk.append((sum(si * r for si, r in zip(sv, resid)), sum(sv)))
+        allowed = math.floor(alpha * (MC_DRAWS + 1) + 1e-9) - 1
+    cs = sorted((math.inf if abs(k) == m else max(a / (m - k), -a / (m + k)) for a, k in rk),
+                reverse=True)
+    if allowed < 0 or allowed >= len(cs) or math.isinf(cs[allowed]):
+        return None
+    return math.exp(max(0.0, cs[allowed]))
+
+
 @dataclass(frozen=True)
 class PairedTest:
     """An exact two-sided sign-flip (permutation) test of a paired difference.
@@ -249,7 +276,7 @@ def sign_flip_test(log_ratios: Sequence[float], alpha: float = ALPHA,
     P-values should never be zero", Stat. Appl. Genet. Mol. Biol. 9 (2010) 39).
 
     The minimum detectable effect shifts the observed residuals d_i − d̄ by a common δ and
-    finds (by bisection) the smallest |δ| at which the test rejects: the effect this run
+    finds the smallest |δ| at which the test rejects (:func:`_mde_ratio`): the effect this run
     would have reported with the spread it saw (about even odds of detecting it).
 
     Raises :class:`StatsError` for no pairs or a non-finite value.
@@ -265,33 +292,7 @@ def sign_flip_test(log_ratios: Sequence[float], alpha: float = ALPHA,
     sums, exact = _sign_sums(d, seed)
     p = _p_from_sums(sums, sum(d), exact)
     min_p = 2.0 / 2**m if exact else 1.0 / (MC_DRAWS + 1)
-    mde = None
-    if min_p <= alpha:
-        resid = [x - mean for x in d]
-        ex = m <= EXACT_MAX_PAIRS
-        if ex:
-            rs, _ = _sign_sums(resid, seed)
-            ks, _ = _sign_sums([1.0] * m, seed)  # the same enumeration order
-        else:  # the same random sign vectors for both sums
-            rng = random.Random(seed)
-            signs = [[1 if rng.random() < 0.5 else -1 for _ in range(m)]
-                     for _ in range(MC_DRAWS)]
-            rs = [sum(s * r for s, r in zip(sv, resid)) for sv in signs]
-            ks = [float(sum(sv)) for sv in signs]
-
-        def rejects(delta: float) -> bool:
-            b = sum(1 for r, k in zip(rs, ks) if abs(r + delta * k) >= m * delta * (1 - 1e-12))
-            pv = b / len(rs) if ex else (b + 1) / (len(rs) + 1)
-            return pv <= alpha
-
-        hi = max(1e-9, max(abs(x) for x in resid)) * 4 + 1e-9
-        while not rejects(hi) and hi < 50:
-            hi *= 2
-        lo = 0.0
-        for _ in range(40):
-            mid = (lo + hi) / 2
-            lo, hi = (lo, mid) if rejects(mid) else (mid, hi)
-        mde = math.exp(hi)
+    mde = _mde_ratio([x - mean for x in d], alpha, seed) if min_p <= alpha else None
     return PairedTest(log_ratios=tuple(d), ratio=math.exp(mean), sd_log_ratio=sd, p_value=p,
                       min_p=min_p, exact=exact, alpha=alpha, needed_pairs=pairs_needed(alpha),
                       mde_ratio=mde)
