@@ -540,20 +540,27 @@ def compare_record(rb: Runbook, opts: CompareOptions, status: str, *,
 def run_compare(rb: Runbook, cmp_dir: Path, opts: CompareOptions,
                 nctx: NodeContext | None = None) -> Result:
     """Run the compare runbook, writing ``compare.json`` before (``running``) and after
-    (``complete`` when every step is done and every leg complete; else ``incomplete`` /
-    ``failed`` with the reason)."""
+    (``complete`` when every step is done and every leg complete; ``disrupted`` when a leg was
+    disrupted, ``incomplete`` when another leg is not complete — each naming the legs — or
+    ``failed`` with the runbook's error)."""
     cmp_dir.mkdir(parents=True, exist_ok=True)
     rb.ctx.facts["compare_started_at"] = utcnow().isoformat()
     fit = fit_summary(nctx) if nctx is not None else {"problem": "no node context"}
     _write_json(cmp_dir / "compare.json", {**compare_record(rb, opts, "running"), "fit": fit})
     res = rb.run()
-    legs_ok = True
+    not_ok: list[str] = []
+    disrupted = False
     for leg in res.facts.get("legs") or []:
         try:
-            legs_ok &= json.loads((cmp_dir / leg / "leg.json").read_text())["status"] == "complete"
-        except (OSError, ValueError, KeyError):
-            legs_ok = False
-    status = ("complete" if res.ok and legs_ok else "incomplete" if res.ok else "failed")
+            st = json.loads((cmp_dir / leg / "leg.json").read_text())["status"]
+        except (OSError, ValueError, KeyError, TypeError):
+            st = "unreadable"
+        if st != "complete":
+            not_ok.append(f"{leg.rsplit('/', 1)[-1]} {st}")
+            disrupted |= st == "disrupted"
+    legs_ok = not not_ok
+    status = ("complete" if res.ok and legs_ok else
+              ("disrupted" if disrupted else "incomplete") if res.ok else "failed")
     doc = {**compare_record(rb, opts, status, result=res), "fit": fit}
     if nctx is not None:  # read the seat back rather than trusting the runbook's outcome
         try:
@@ -563,6 +570,7 @@ def run_compare(rb: Runbook, cmp_dir: Path, opts: CompareOptions,
             doc["restored"] = None
             doc["restored_problem"] = f"{type(exc).__name__}: {exc}"
     if res.ok and not legs_ok:
-        doc["reason"] = "a leg is not complete (see its leg.json)"
+        doc["reason"] = ("legs not complete: " + ", ".join(not_ok)
+                         + " (see each leg.json)")
     _write_json(cmp_dir / "compare.json", doc)
     return res
