@@ -330,3 +330,67 @@ def test_identity_from_the_probe_summary_shape() -> None:
     resident = {**probe, "container": {**probe["container"], "role": "resident"}}
     assert Identity.from_mapping(resident).patch_sha256s == ()
     assert Identity.from_mapping("not a mapping") == Identity()
+
+
+def test_verify_fails_on_an_edited_claim_in_the_report(tmp_path: Path,
+                                                       capsys: pytest.CaptureFixture) -> None:
+    """Issue 17: a claim edited from REFUSED to SURVIVES and 1.284× to 2.500× in the .md (or
+    the JSON) verified, because only the raw files were re-hashed. Now it fails, naming it."""
+    cmp_dir = _bracket(tmp_path, speed_b=2.0, b_ids=[1, 2, 3])
+    md, js = tmp_path / "r.md", tmp_path / "r.json"
+    assert main(["report", str(cmp_dir), "--out", str(md)]) == 0
+    assert main(["report", str(cmp_dir), "--json", "--out", str(js)]) == 0
+    assert main(["report", "--verify", str(md)]) == 0
+    assert main(["report", "--verify", str(js)]) == 0
+    assert "identical to the report" in capsys.readouterr().out
+    text = md.read_text()
+    old = next(line for line in text.splitlines()
+               if line.startswith("- REFUSED — throughput difference (load)"))
+    assert "B/A = 1.284×" in old
+    md.write_text(text.replace(old, old.replace("REFUSED", "SURVIVES")
+                               .replace("1.284×", "2.500×")))
+    assert main(["report", "--verify", str(md)]) == 1
+    out = capsys.readouterr().out
+    assert "DIFFERS line" in out and "SURVIVES — throughput difference (load)" in out
+    assert "2.500×" in out and "1 difference(s) FAILED" in out
+    doc = json.loads(js.read_text())
+    i = next(i for i, c in enumerate(doc["claims"])
+             if c["subject"] == "throughput difference (load)")
+    doc["claims"][i]["survives"] = True
+    js.write_text(json.dumps(doc, indent=2))
+    assert main(["report", "--verify", str(js)]) == 1
+    assert f"DIFFERS report.claims[{i}].survives: the report says true, re-derived false" in \
+        capsys.readouterr().out
+
+
+def test_a_report_regenerated_from_an_edited_summary_warns_and_fails_verify(
+        tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    cmp_dir = _bracket(tmp_path, speed_b=1.0, b_ids=[1, 2, 3])
+    probe = Path(json.loads((cmp_dir / "legs" / "2-B" / "leg.json").read_text())["probe_run_dir"])
+    s = json.loads((probe / "summary.json").read_text())
+    s["phases"][1]["stats"]["output_tok_s"] *= 2.5  # "B is 2.5x faster"
+    (probe / "summary.json").write_text(json.dumps(s))
+    md = tmp_path / "r.md"
+    assert main(["report", str(cmp_dir), "--out", str(md)]) == 0
+    cap = capsys.readouterr()
+    assert "WARNING: B2" in cap.err and "summary.json phase load output_tok_s" in cap.err
+    assert "requests.jsonl gives" in cap.err
+    assert "**WARNING — B2" in md.read_text()
+    rep = rp.build_report(rp.load_inputs([str(cmp_dir)]))
+    for c in _claims(rep, "throughput difference (load)") + _claims(
+            rep, "throughput/latency (load)"):
+        assert rp.RULE_SUMMARY_EDITED in _rules(c), c
+    assert main(["report", "--verify", str(md)]) == 1  # the hashes match; the re-derivation not
+    out = capsys.readouterr().out
+    assert "DIFFERS B2: summary.json phase load output_tok_s" in out
+
+
+def test_a_report_without_inputs_cannot_be_verified(tmp_path: Path,
+                                                    capsys: pytest.CaptureFixture) -> None:
+    run = write_run(tmp_path / "runs")
+    md = tmp_path / "r.md"
+    assert main(["report", str(run), "--out", str(md)]) == 0
+    md.write_text("\n".join(x for x in md.read_text().splitlines()
+                            if not x.startswith("Input: ")))
+    assert main(["report", "--verify", str(md)]) == 1
+    assert "names no input directory" in capsys.readouterr().out

@@ -88,11 +88,13 @@ RULES: dict[str, str] = {
 class Inputs:
     """What a report is built from: ``runs`` (each with ``arm`` set to "A" or "B"),
     ``comparison`` (the ``compare.json`` dict, or ``None`` for plain runs), ``files`` (path →
-    SHA-256 of every raw file read)."""
+    SHA-256 of every raw file read), ``sources`` (the absolute directories the RUN arguments
+    named, in order: what ``report --verify`` re-derives the report from)."""
 
     runs: tuple[RunSummary, ...]
     comparison: Mapping[str, Any] | None
     files: Mapping[str, str]
+    sources: tuple[str, ...] = ()
 
 
 def _resolve(arg: str, data_root: Path | None) -> Path:
@@ -123,8 +125,10 @@ def load_inputs(args: Sequence[str], data_root: Path | None = None) -> Inputs:
     comparison: dict[str, Any] | None = None
     runs: list[RunSummary] = []
     plain: list[RunSummary] = []
+    sources: list[str] = []
     for arg in args:
-        d = _resolve(arg, data_root)
+        d = _resolve(arg, data_root).resolve()
+        sources.append(str(d))
         if (d / "compare.json").is_file():
             if comparison is not None:
                 raise RunError(f"{arg}: one comparison per report (give its legs' runs "
@@ -154,7 +158,8 @@ def load_inputs(args: Sequence[str], data_root: Path | None = None) -> Inputs:
             raise RunError(f"{len(keys)} different identities (image, digest, patches, model) "
                            f"among the runs: a report compares at most two arms")
         runs = [_with_arm(r, "A" if r.identity.key() == keys[0] else "B") for r in plain]
-    return Inputs(runs=tuple(runs), comparison=comparison, files=dict(ledger.files))
+    return Inputs(runs=tuple(runs), comparison=comparison, files=dict(ledger.files),
+                  sources=tuple(sources))
 
 
 def _with_arm(r: RunSummary, arm: str) -> RunSummary:
@@ -229,8 +234,9 @@ def _fmt(v: float | None, unit: str = "", scale: float = 1.0, digits: int = 1) -
 def build_report(inputs: Inputs, now: datetime | None = None) -> dict[str, Any]:
     """The report as a JSON-ready dict (schema :data:`REPORT_SCHEMA`): ``arms`` (identity,
     KV capacity, fit, runs), ``phases``, ``fidelity``, ``canaries``, ``retained`` (every run not
-    complete, with its reason), ``claims``, ``simultaneity``, ``rules``, ``files`` (path →
-    SHA-256)."""
+    complete, with its reason), ``claims``, ``consistency`` (each figure of a ``summary.json``
+    that its ``requests.jsonl`` does not give), ``simultaneity``, ``rules``, ``inputs`` (the
+    run/comparison directories), ``files`` (path → SHA-256)."""
     arms = _arms(inputs.runs)
     runs = list(inputs.runs)
     simultaneous, sim_label = simultaneity(runs)
@@ -325,7 +331,10 @@ def build_report(inputs: Inputs, now: datetime | None = None) -> dict[str, Any]:
         "canaries": canaries_out,
         "retained": retained,
         "claims": [c.as_dict() for c in claims],
+        "consistency": [{"run": _run_name(r), "path": str(r.path), "problem": x}
+                        for r in runs for x in r.consistency],
         "rules": RULES,
+        "inputs": list(inputs.sources),
         "files": dict(inputs.files),
     }
 
@@ -607,6 +616,9 @@ def render_markdown(rep: Mapping[str, Any]) -> str:
     canaries, retained runs, claims, rules, raw files with SHA-256)."""
     L: list[str] = ["# Seat evidence report", "",
                     f"Generated {rep['generated_at']} (UTC). {rep['simultaneity']['label']}."]
+    for c in rep.get("consistency") or []:
+        L += ["", f"**WARNING — {c['run']} ({c['path']}): {c['problem']}**: this summary "
+                  f"was edited or not written from its raw requests; no claim rests on it."]
     cmp_ = rep.get("comparison")
     if cmp_:
         L.append(f"Bracket {cmp_.get('bracket_id')}: order {cmp_.get('order')}, "
@@ -698,7 +710,9 @@ def render_markdown(rep: Mapping[str, Any]) -> str:
                 L.append(f"  - rule **{r['rule']}**: {r['detail']}")
     L += ["", "## Rules", ""] + [f"- **{k}**: {v}" for k, v in rep["rules"].items()]
     L += ["", "## Raw files (SHA-256)", "", "`seat-console report --verify THIS_FILE` "
-          "re-checks them.", "", "| sha256 | path |", "|---|---|"]
+          "re-checks them and re-derives this report from them.", ""]
+    L += [f"Input: `{x}`" for x in rep.get("inputs") or []]
+    L += ["", "| sha256 | path |", "|---|---|"]
     L += [f"| `{h}` | {p} |" for p, h in rep["files"].items()]
     return "\n".join(L) + "\n"
 
@@ -789,6 +803,99 @@ def verify(recorded: Mapping[str, str]) -> list[VerifyRow]:
     return rows
 
 
+_MD_INPUT = re.compile(r"^Input: `(.+)`$")
+_MD_GENERATED = re.compile(r"^Generated (\S+) \(UTC\)\.")
+
+
+def recorded_inputs(report_text: str) -> tuple[list[str], datetime | None, Any]:
+    """From a report's text: the input directories it was built from (JSON ``inputs``, or the
+    Markdown ``Input:`` lines), its ``generated_at`` time, and the parsed JSON document (or
+    ``None`` for Markdown)."""
+    try:
+        doc = json.loads(report_text)
+    except ValueError:
+        doc = None
+    if isinstance(doc, dict):
+        ins = doc.get("inputs")
+        ins = [str(x) for x in ins] if isinstance(ins, list) else []
+        gen = doc.get("generated_at")
+    else:
+        doc = None
+        lines = report_text.splitlines()
+        ins = [m.group(1) for line in lines if (m := _MD_INPUT.match(line))]
+        gen = next((m.group(1) for line in lines if (m := _MD_GENERATED.match(line))), None)
+    try:
+        at = parse_time(gen, "generated_at") if isinstance(gen, str) else None
+    except RunError:
+        at = None
+    return ins, at, doc
+
+
+def _json_diff(a: Any, b: Any, path: str, out: list[str], limit: int = 20) -> None:
+    if len(out) >= limit:
+        return
+    if isinstance(a, dict) and isinstance(b, dict):
+        for k in list(a) + [k for k in b if k not in a]:
+            if k not in b:
+                out.append(f"{path}.{k}: in the report, not in the re-derived one")
+            elif k not in a:
+                out.append(f"{path}.{k}: missing from the report")
+            else:
+                _json_diff(a[k], b[k], f"{path}.{k}", out, limit)
+    elif isinstance(a, list) and isinstance(b, list):
+        if len(a) != len(b):
+            out.append(f"{path}: {len(a)} items in the report, {len(b)} re-derived")
+        for i, (x, y) in enumerate(zip(a, b)):
+            _json_diff(x, y, f"{path}[{i}]", out, limit)
+    elif a != b:
+        out.append(f"{path}: the report says {json.dumps(a, ensure_ascii=False)[:160]}, "
+                   f"re-derived {json.dumps(b, ensure_ascii=False)[:160]}")
+
+
+def rederive(report_text: str, source: str) -> list[str]:
+    """Re-derive the report at ``source`` from the raw files it names and say how it differs:
+    every run/comparison it was built from is read again (summaries re-derived from the raw
+    requests, :func:`seat_console.evidence.runs.rederive_problems`), the report is built again
+    at its own ``generated_at`` and compared with the text — JSON field by field, Markdown
+    line by line — so an edited claim ("REFUSED" → "SURVIVES", "1.113×" → "2.500×"), figure or
+    table row is named. A ``summary.json`` that disagrees with its ``requests.jsonl`` is named
+    too, even when the report was regenerated from it. ``[]`` when the report is exactly what
+    its raw files give."""
+    ins, at, doc = recorded_inputs(report_text)
+    if not ins:
+        return [f"{source}: names no input directory (no 'inputs' / 'Input:' lines): it cannot "
+                f"be re-derived (regenerate it with this console's `seat-console report`)"]
+    try:
+        inputs = load_inputs(ins)
+    except RunError as exc:
+        return [f"cannot re-derive: {exc}"]
+    rep = json.loads(json.dumps(build_report(inputs, now=at), default=str))
+    out = [f"{c['run']}: {c['problem']} ({c['path']})" for c in rep["consistency"]]
+    if doc is not None:
+        diffs: list[str] = []
+        _json_diff(doc, rep, "report", diffs)
+        out += diffs
+    else:
+        import difflib
+
+        mine = report_text.splitlines()
+        again = render_markdown(rep).splitlines()
+        n = 0
+        for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(None, mine, again,
+                                                           autojunk=False).get_opcodes():
+            if tag == "equal":
+                continue
+            n += 1
+            if n > 20:
+                out.append("… more differences")
+                break
+            got = " / ".join(mine[i1:i2])[:200] or "(nothing)"
+            want = " / ".join(again[j1:j2])[:200] or "(nothing)"
+            out.append(f"line {i1 + 1}: the report has {got!r}; re-derived from the raw files: "
+                       f"{want!r}")
+    return out
+
+
 __all__ = ["Claim", "Inputs", "REPORT_SCHEMA", "RULES", "VerifyRow", "build_report",
-           "load_inputs", "recorded_hashes", "render_markdown", "simultaneity", "verify",
+           "load_inputs", "recorded_hashes", "recorded_inputs", "rederive", "render_markdown", "simultaneity", "verify",
            "parse_time"]
