@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -11,7 +12,7 @@ import pytest
 from seat_console.cli import main
 
 REPO = Path(__file__).resolve().parents[1]
-LAB_PROFILE = REPO / ".lab" / "profile.toml"
+LAB_PROFILE = Path(os.environ.get("SEAT_LAB_DIR") or REPO / ".lab") / "profile.toml"
 
 
 @pytest.fixture
