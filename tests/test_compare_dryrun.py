@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
 from seat_console.cli import main
 
 REPO = Path(__file__).resolve().parents[1]
-LAB_PROFILE = REPO / ".lab" / "profile.toml"
+LAB_PROFILE = Path(os.environ.get("SEAT_LAB_DIR") or REPO / ".lab") / "profile.toml"
 
 
 def test_dry_run_text_prints_the_plan_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
