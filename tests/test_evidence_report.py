@@ -394,3 +394,22 @@ def test_a_report_without_inputs_cannot_be_verified(tmp_path: Path,
                             if not x.startswith("Input: ")))
     assert main(["report", "--verify", str(md)]) == 1
     assert "names no input directory" in capsys.readouterr().out
+
+
+def test_fidelity_compares_every_pair_of_the_bracket(tmp_path: Path) -> None:
+    """Issue 17: cross-arm fidelity compared A1–B2 only, never A4–B3."""
+    cmp_dir = _bracket(tmp_path, speed_b=1.0, b_ids=[1, 2, 3])
+    rep = rp.build_report(rp.load_inputs([str(cmp_dir)]))
+    (f,) = _claims(rep, "fidelity (localisation, not KL)")
+    assert "in every pair (A1–B2, A4–B3)" in f["statement"] and f["survives"]
+    # B3 alone diverges at position 2, and B2 = A: B's own legs disagree → not attributable
+    (cmp_dir / "legs" / "3-B" / "fidelity.jsonl").write_text(json.dumps(_trace("c1", [1, 2, 9]))
+                                                             + "\n")
+    rep = rp.build_report(rp.load_inputs([str(cmp_dir)]))
+    (f,) = _claims(rep, "fidelity (localisation, not KL)")
+    assert "A4–B3: 1/1 cases diverge (c1 at position 2)" in f["statement"]
+    assert "A1–B2: 0/1 cases diverge" in f["statement"]
+    assert _rules(f) == {rp.RULE_NOT_REPRODUCIBLE} and "B2–B3: 1 case(s)" in json.dumps(
+        f, ensure_ascii=False)
+    pairs = {(p["a"], p["b"]) for p in rep["fidelity"]["pairs"]}
+    assert {("A1", "B2"), ("A4", "B3"), ("A1", "A4"), ("B2", "B3")} <= pairs

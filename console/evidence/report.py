@@ -64,6 +64,7 @@ RULE_IDENTITY = "mixed identities"
 RULE_UNDERPOWERED = "design cannot reach 95 %"
 RULE_NOT_SIGNIFICANT = "not significant"
 RULE_SUMMARY_EDITED = "summary disagrees with raw requests"
+RULE_NOT_REPRODUCIBLE = "arm not reproducible"
 
 RULES: dict[str, str] = {
     RULE_INCOMPLETE: "every phase behind a figure has expected = attempted = completed",
@@ -78,6 +79,8 @@ RULES: dict[str, str] = {
                        "exact sign-flip test to reach p <= 0.05 (6 pairs: 3 ABBA rounds)",
     RULE_NOT_SIGNIFICANT: "a throughput/latency difference needs p <= 0.05 in the exact "
                           "sign-flip test over pairs of legs (leg = unit)",
+    RULE_NOT_REPRODUCIBLE: "a fidelity divergence between arms is claimed only when each "
+                           "arm's own legs agree exactly (the within-arm control)",
     RULE_SUMMARY_EDITED: "every figure of a run's summary.json equals the figure re-derived "
                          "from its requests.jsonl",
 }
@@ -548,27 +551,43 @@ def _fidelity(arms: Mapping[str, list[RunSummary]], two: bool, simultaneous: boo
         out["pairs"].append({"a": _run_name(x), "b": _run_name(y), **s.as_dict()})
         return s
 
+    controls: list[tuple[str, fid.FidelitySummary]] = []
     for rs in with_traces.values():  # within-arm control: is the arm reproducible?
-        if len(rs) >= 2:
-            pair(rs[0], rs[1])
+        for other in rs[1:]:
+            controls.append((f"{_run_name(rs[0])}–{_run_name(other)}", pair(rs[0], other)))
     if two and with_traces.get("A") and with_traces.get("B"):
-        ra, rb = with_traces["A"][0], with_traces["B"][0]
-        s = pair(ra, rb)
-        refusals = _common_refusals([ra, rb], True, simultaneous, sim_label)
-        if s.unmatched:
-            refusals.append((RULE_UNMATCHED, "cases on one arm only: " + ", ".join(s.unmatched)))
-        div = [c for c in s.cases if c.first_divergence is not None]
-        if s.all_exact:
+        pairs_, _ = leg_pairs({arm: [(r, None) for r in rs] for arm, rs in with_traces.items()})
+        cross = [(f"{_run_name(ra)}–{_run_name(rb)}", ra, rb, pair(ra, rb))
+                 for _, ra, _, rb, _ in pairs_]
+        refusals = _common_refusals([r for rs in with_traces.values() for r in rs], True,
+                                    simultaneous, sim_label)
+        unmatched = sorted({u for *_, s in cross for u in s.unmatched})
+        if unmatched:
+            refusals.append((RULE_UNMATCHED, "cases on one arm only: " + ", ".join(unmatched)))
+        names = ", ".join(n for n, *_ in cross)
+        n_cases = max((len(s.cases) for *_, s in cross), default=0)
+        if all(s.all_exact for *_, s in cross):
             statement = (f"B's greedy outputs, top-20 sets and logprobs equal A's on all "
-                         f"{len(s.cases)} cases")
+                         f"{n_cases} cases in every pair ({names})")
         else:
-            worst = min((c.min_top_overlap for c in s.cases if c.min_top_overlap is not None),
-                        default=None)
-            statement = (f"{len(div)}/{len(s.cases)} cases diverge ("
-                         + ", ".join(f"{c.case_id} at position {c.first_divergence}"
-                                     for c in div[:5])
-                         + ("…" if len(div) > 5 else "")
-                         + f"); minimum top-20 overlap {worst}")
+            parts = []
+            for n, _, _, s in cross:
+                div = [c for c in s.cases if c.first_divergence is not None]
+                worst = min((c.min_top_overlap for c in s.cases
+                             if c.min_top_overlap is not None), default=None)
+                parts.append(f"{n}: {len(div)}/{len(s.cases)} cases diverge"
+                             + (" (" + ", ".join(f"{c.case_id} at position {c.first_divergence}"
+                                                 for c in div[:5])
+                                + ("…" if len(div) > 5 else "") + ")" if div else "")
+                             + f", minimum top-20 overlap {worst}")
+            statement = "B diverges from A: " + "; ".join(parts)
+            noisy = [f"{n}: {sum(c.first_divergence is not None for c in s.cases)} case(s) "
+                     f"diverge" for n, s in controls if not s.all_exact]
+            if noisy:
+                refusals.append((RULE_NOT_REPRODUCIBLE, "an arm's own legs disagree ("
+                                 + "; ".join(noisy) + "): the engine is not reproducible "
+                                 "run to run, so a divergence between arms cannot be "
+                                 "attributed to B"))
         claims.append(Claim("fidelity (localisation, not KL)", statement, tuple(refusals)))
     return out, claims
 
