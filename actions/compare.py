@@ -191,6 +191,20 @@ def fit_summary(nctx: NodeContext) -> dict[str, Any]:
     return out
 
 
+def backport_base(c: Any) -> str | None:
+    """The base image (``repo@sha256:…``) a backport image was built from, read from the
+    ``org.seat-console.backport.base`` label of the container's image (build-backport writes
+    it); ``None`` for an image without it or one that cannot be inspected."""
+    from seat_console.actions.backport import LABEL_PREFIX
+
+    try:
+        labels = (c.image.attrs.get("Config") or {}).get("Labels") or {}
+    except Exception:  # noqa: BLE001 - provenance is context, not a precondition
+        return None
+    v = labels.get(f"{LABEL_PREFIX}.base")
+    return str(v) if v else None
+
+
 def _incarnation(nctx: NodeContext) -> str | None:
     """``"<name> <container id[:12]> started <StartedAt>"`` of the seat's container, or None."""
     c = _seat_container(nctx)
@@ -243,6 +257,9 @@ def measure_leg(nctx: NodeContext, leg: LegPlan, bracket_id: str, cmp_dir: Path,
             (d / "engine.log").write_bytes(c.logs(since=_started(c)))
         except Exception as exc:  # noqa: BLE001 - the log is evidence, not a precondition
             problems.append(f"engine log not kept: {exc}")
+        base = backport_base(c)
+        if base:
+            rec["identity"] = {"base_digest": base}
     root = (opts.data_root / "runs") if opts.data_root else runs_dir()
     writer = RunWriter(root=root)
     rec["probe_run_dir"] = str(writer.path)

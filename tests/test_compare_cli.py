@@ -152,3 +152,23 @@ def test_an_unreadable_compare_json_is_not_complete(tmp_path: Path) -> None:
     res = Result(run_id="r-1", runbook="compare", outcome="done", steps=())
     code, headline = bracket_outcome(res, tmp_path)
     assert code == 7 and "compare.json unreadable" in headline
+
+
+def test_backport_base_is_read_from_the_image_label() -> None:
+    from types import SimpleNamespace
+
+    from seat_console.actions.compare import backport_base
+
+    def box(labels: object) -> object:
+        return SimpleNamespace(image=SimpleNamespace(attrs={"Config": {"Labels": labels}}))
+
+    ref = "127.0.0.1:15000/engine@sha256:" + "1" * 64
+    assert backport_base(box({"org.seat-console.backport.base": ref})) == ref
+    assert backport_base(box(None)) is None and backport_base(box({})) is None
+
+    class Gone:
+        @property
+        def image(self) -> object:
+            raise RuntimeError("No such image")
+
+    assert backport_base(Gone()) is None

@@ -413,3 +413,19 @@ def test_fidelity_compares_every_pair_of_the_bracket(tmp_path: Path) -> None:
         f, ensure_ascii=False)
     pairs = {(p["a"], p["b"]) for p in rep["fidelity"]["pairs"]}
     assert {("A1", "B2"), ("A4", "B3"), ("A1", "A4"), ("B2", "B3")} <= pairs
+
+
+def test_request_totals_and_base_digest_per_bracket(tmp_path: Path) -> None:
+    cmp_dir = _bracket(tmp_path, speed_b=1.0, b_ids=[1, 2, 3])
+    lp = cmp_dir / "legs" / "2-B" / "leg.json"
+    leg = json.loads(lp.read_text())
+    leg["identity"] = {"base_digest": "127.0.0.1:15000/engine@sha256:" + "1" * 64}
+    lp.write_text(json.dumps(leg))
+    rep = rp.build_report(rp.load_inputs([str(cmp_dir)]))
+    assert rep["requests"]["A"] == {"legs": 2, "warmup": 0, "measured": 136, "fidelity": 2,
+                                    "canaries": 20}
+    assert rep["requests"]["all"]["measured"] == 272
+    assert rep["arms"]["B"]["identity"]["base_digest"].endswith("1" * 64)
+    md = rp.render_markdown(rep)
+    assert "all: 4 leg(s), 0 warm-up + 272 measured probe requests, 4 fidelity, 40 canary" in md
+    assert "| base_digest | unknown | 127.0.0.1:15000/engine@sha256:" in md

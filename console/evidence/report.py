@@ -334,12 +334,38 @@ def build_report(inputs: Inputs, now: datetime | None = None) -> dict[str, Any]:
         "canaries": canaries_out,
         "retained": retained,
         "claims": [c.as_dict() for c in claims],
+        "requests": request_totals(arms),
         "consistency": [{"run": _run_name(r), "path": str(r.path), "problem": x}
                         for r in runs for x in r.consistency],
         "rules": RULES,
         "inputs": list(inputs.sources),
         "files": dict(inputs.files),
     }
+
+
+def request_totals(arms: Mapping[str, Sequence[RunSummary]]) -> dict[str, Any]:
+    """Requests behind the report, per arm and in all: ``legs``, ``warmup`` (sent first and
+    excluded from every figure), ``measured`` (the phases' records), ``fidelity`` and
+    ``canaries`` (one request per trace / result); a count is ``None`` (unknown) when a run
+    has no ``requests.jsonl``."""
+    def add(a: int | None, b: int | None) -> int | None:
+        return None if a is None or b is None else a + b
+
+    out: dict[str, Any] = {}
+    total = {"legs": 0, "warmup": 0, "measured": 0, "fidelity": 0, "canaries": 0}
+    for arm, rs in arms.items():
+        row: dict[str, int | None] = {"legs": len(rs), "warmup": 0, "measured": 0,
+                                      "fidelity": 0, "canaries": 0}
+        for r in rs:
+            row["warmup"] = add(row["warmup"], r.warmup_requests)
+            row["measured"] = add(row["measured"], r.measured_requests)
+            row["fidelity"] = add(row["fidelity"], len(r.fidelity))
+            row["canaries"] = add(row["canaries"], len(r.canaries))
+        out[arm] = row
+        for k in total:
+            total[k] = add(total[k], row[k])  # type: ignore[assignment]
+    out["all"] = total
+    return out
 
 
 def bracket_problem(comparison: Mapping[str, Any] | None,
@@ -645,6 +671,15 @@ def render_markdown(rep: Mapping[str, Any]) -> str:
                  + (f" ({cmp_.get('reason')})" if cmp_.get("reason") else "")
                  + f"; seat restored: {_yn(cmp_.get('restored'))}; hold released: "
                    f"{_yn(cmp_.get('hold_released'))}.")
+    req = rep.get("requests")
+    if req:
+        def cnt(v: Any) -> str:
+            return "unknown" if v is None else f"{v:,}"
+        L.append("Requests (warm-up excluded from every figure): " + "; ".join(
+            f"{'all' if a == 'all' else 'arm ' + a}: {cnt(v['legs'])} leg(s), "
+            f"{cnt(v['warmup'])} warm-up + {cnt(v['measured'])} measured probe requests, "
+            f"{cnt(v['fidelity'])} fidelity, {cnt(v['canaries'])} canary"
+            for a, v in req.items()) + ".")
     arms = rep["arms"]
     L += ["", "## Identity per arm", "",
           "| field | " + " | ".join(f"arm {a}" for a in arms) + " |",

@@ -114,7 +114,9 @@ class Identity:
     """What was measured: ``endpoint``, ``served_model``, ``image_id`` (config digest),
     ``repo_digest`` (manifest digest reference), ``patch_sha256s`` (``path=sha256`` strings),
     ``profile_sha256``, ``engine_version``, ``gpu_uuids``, ``driver_version``,
-    ``prompt_set_sha256``, ``container_id``. ``None`` = not recorded."""
+    ``prompt_set_sha256``, ``container_id``, ``base_digest`` (a backport image's base,
+    ``repo@sha256:…``, from its ``org.seat-console.backport.base`` label: a locally built
+    image has no repo digest of its own). ``None`` = not recorded."""
 
     endpoint: str | None = None
     served_model: str | None = None
@@ -127,10 +129,11 @@ class Identity:
     driver_version: str | None = None
     prompt_set_sha256: str | None = None
     container_id: str | None = None
+    base_digest: str | None = None
 
-    FIELDS = ("image_id", "repo_digest", "patch_sha256s", "profile_sha256", "engine_version",
-              "gpu_uuids", "driver_version", "served_model", "endpoint", "prompt_set_sha256",
-              "container_id")
+    FIELDS = ("image_id", "repo_digest", "base_digest", "patch_sha256s", "profile_sha256",
+              "engine_version", "gpu_uuids", "driver_version", "served_model", "endpoint",
+              "prompt_set_sha256", "container_id")
 
     @classmethod
     def from_mapping(cls, d: Mapping[str, Any] | None) -> Identity:
@@ -185,7 +188,7 @@ class Identity:
                    gpu_uuids=seq("gpu_uuids", "gpus"),
                    driver_version=s("driver_version", "driver"),
                    prompt_set_sha256=s("prompt_set_sha256"),
-                   container_id=s("container_id"))
+                   container_id=s("container_id"), base_digest=s("base_digest"))
 
     def merged(self, other: Identity) -> Identity:
         """Fields of ``self``, with ``other``'s filling the unknown ones."""
