@@ -429,3 +429,24 @@ def test_request_totals_and_base_digest_per_bracket(tmp_path: Path) -> None:
     md = rp.render_markdown(rep)
     assert "all: 4 leg(s), 0 warm-up + 272 measured probe requests, 4 fidelity, 40 canary" in md
     assert "| base_digest | unknown | 127.0.0.1:15000/engine@sha256:" in md
+
+
+def test_runs_lists_comparisons_and_each_run_s_leg_and_container(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture) -> None:
+    """Issue 17: `runs` showed the served model (always the seat's), no arm, and no
+    comparison, though `report --help` says to find their IDs there."""
+    monkeypatch.setenv("SEAT_CONSOLE_DATA_DIR", str(tmp_path))
+    _bracket(tmp_path, speed_b=1.0, b_ids=[1, 2, 3])
+    write_run(tmp_path / "runs", ident={**IDENT_A, "container": {
+        "role": "probe", "name": "seat-probe", "image_id": "sha256:" + "b" * 64}})
+    assert main(["runs"]) == 0
+    out = capsys.readouterr().out
+    assert "comparisons (give the ID to `seat-console report`):" in out
+    assert "  cmp-1  complete  ABBA x1, 4/? legs" in out
+    assert out.count("leg cmp-1 A") == 2 and out.count("leg cmp-1 B") == 2
+    assert "probe seat-probe image bbbbbbbbbbbb" in out and "seat-resident  " not in out
+    assert main(["runs", "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["comparisons"][0]["bracket_id"] == "cmp-1"
+    assert sorted(r["leg"] for r in doc["runs"] if r["leg"]) == [
+        "cmp-1 A1", "cmp-1 A4", "cmp-1 B2", "cmp-1 B3"]

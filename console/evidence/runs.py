@@ -523,3 +523,40 @@ def load_leg(leg_dir: Path, ledger: FileLedger, runs_root: Path | None = None) -
         and not isinstance(leg.get("round"), bool) else None,
         warmup_requests=run.warmup_requests, measured_requests=run.measured_requests,
         consistency=run.consistency)
+
+
+def list_comparisons(data_root: Path) -> list[dict[str, Any]]:
+    """Every comparison under ``data_root/comparisons``, oldest first: ``bracket_id``,
+    ``path``, ``status``, ``reason``, ``order``, ``rounds``, ``legs`` (measured) and
+    ``planned_legs`` (counts), ``started_at``, and ``leg_runs`` — ``{probe run dir: leg
+    name}`` (e.g. ``"A1"``) for the legs whose probe ran. A comparison whose ``compare.json``
+    cannot be read is listed with ``status`` "unreadable" and ``problem``; never raises."""
+    base = data_root / "comparisons"
+    if not base.is_dir():
+        return []
+    out: list[dict[str, Any]] = []
+    for d in sorted(p for p in base.iterdir() if p.is_dir()):
+        row: dict[str, Any] = {"bracket_id": d.name, "path": str(d), "leg_runs": {}}
+        try:
+            doc = json.loads((d / "compare.json").read_text("utf-8"))
+            if not isinstance(doc, dict):
+                raise ValueError("not a JSON object")
+        except (OSError, ValueError) as exc:
+            row.update(status="unreadable", problem=f"compare.json: {exc}")
+            out.append(row)
+            continue
+        legs = doc.get("legs") if isinstance(doc.get("legs"), list) else []
+        planned = doc.get("planned_legs")
+        row.update(status=str(doc.get("status") or "unknown"), reason=doc.get("reason"),
+                   order=doc.get("order"), rounds=doc.get("rounds"), legs=len(legs),
+                   planned_legs=len(planned) if isinstance(planned, list) else None,
+                   started_at=doc.get("started_at"))
+        for leg in legs:
+            try:
+                ld = json.loads((d / str(leg) / "leg.json").read_text("utf-8"))
+            except (OSError, ValueError):
+                continue
+            if isinstance(ld, dict) and isinstance(ld.get("probe_run_dir"), str):
+                row["leg_runs"][ld["probe_run_dir"]] = f"{ld.get('arm')}{ld.get('leg')}"
+        out.append(row)
+    return out

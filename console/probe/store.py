@@ -134,8 +134,9 @@ def read_requests(run_dir: Path) -> Iterator[RequestRecord]:
 
 def list_runs(root: Path | None = None) -> list[dict[str, Any]]:
     """Every run under ``root`` (default :func:`runs_dir`), oldest first: for each, ``run_id``,
-    ``path``, ``status``, ``started_at``, ``ended_at``, ``phases`` (name, state, headline or
-    ``None``), ``disruptions`` (count), and ``problem`` when its summary cannot be read (the run
+    ``path``, ``status``, ``started_at``, ``ended_at``, ``container`` (the seat container the
+    probe measured: ``role`` resident/probe, ``name``, ``image_id``; ``{}`` if not recorded),
+    ``phases`` (name, state, headline or ``None``), ``disruptions`` (count), and ``problem`` when its summary cannot be read (the run
     is still listed)."""
     base = root or runs_dir()
     if not base.is_dir():
@@ -155,6 +156,9 @@ def list_runs(root: Path | None = None) -> list[dict[str, Any]]:
             started_at=s.get("started_at"), ended_at=s.get("ended_at"),
             endpoint=(s.get("identity") or {}).get("endpoint"),
             served_model=(s.get("identity") or {}).get("served_model"),
+            container={k: v for k, v in ((s.get("identity") or {}).get("container") or {}).items()
+                       if k in ("role", "name", "image_id")}
+            if isinstance((s.get("identity") or {}).get("container"), dict) else {},
             phases=[{"name": p.get("name"), "state": p.get("state"),
                      "headline": (p.get("stats") or {}).get("headline")}
                     for p in s.get("phases", [])],
