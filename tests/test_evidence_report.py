@@ -102,6 +102,11 @@ def test_bracket_report(tmp_path: Path) -> None:
     assert rep["kv_ratio_resident_over_candidate"] == pytest.approx(2.25)
     (kv,) = _claims(rep, "KV capacity")
     assert kv["survives"] and "2.25×" in kv["statement"]
+    ratios = rep["kv_ratios_candidate_over_resident"]
+    assert ratios["engine"] == pytest.approx(4_000 / 9_000)
+    assert ratios["fit"] == pytest.approx(4_200 / 9_500)
+    assert "KV capacity, candidate / resident: engine (startup log) 0.44×; fit budget " \
+           "(predicted) 0.44×" in rp.render_markdown(rep)
     (tl,) = _claims(rep, "throughput/latency (load)")
     assert tl["survives"]
     # one ABBA round = 2 pairs: the exact test's smallest p is 0.5, so nothing can be claimed

@@ -274,7 +274,8 @@ def build_report(inputs: Inputs, now: datetime | None = None) -> dict[str, Any]:
         if a and b:
             kv_ratio = a / b
             claims.append(Claim("KV capacity", f"resident/candidate KV capacity = "
-                                f"{kv_ratio:.2f}× ({a:,} vs {b:,} tokens)"))
+                                f"{kv_ratio:.2f}× ({a:,} vs {b:,} tokens; candidate/resident "
+                                f"{b / a:.2f}×)"))
         else:
             claims.append(Claim("KV capacity", "resident/candidate KV capacity ratio",
                                 ((RULE_UNKNOWN, "the engine's KV capacity was not recorded (or "
@@ -329,6 +330,7 @@ def build_report(inputs: Inputs, now: datetime | None = None) -> dict[str, Any]:
         "simultaneity": {"simultaneous": simultaneous, "label": sim_label},
         "arms": arm_out,
         "kv_ratio_resident_over_candidate": kv_ratio,
+        "kv_ratios_candidate_over_resident": kv_ratios(arm_out, kv_ratio),
         "phases": phases_out,
         "fidelity": fidelity_out,
         "canaries": canaries_out,
@@ -341,6 +343,23 @@ def build_report(inputs: Inputs, now: datetime | None = None) -> dict[str, Any]:
         "inputs": list(inputs.sources),
         "files": dict(inputs.files),
     }
+
+
+def kv_ratios(arm_out: Mapping[str, Any], resident_over_candidate: float | None
+              ) -> dict[str, float | None]:
+    """KV capacity candidate / resident (the direction of ``seat-console fit`` and of the
+    paper's 2.25× for NVFP4 vs FP8): ``engine`` from the engines' startup logs (the inverse of
+    ``resident_over_candidate``), ``fit`` from the fit budgets recorded for both arms (their
+    predicted KV tokens) — each ``None`` unless both sides have a figure (resident > 0)."""
+    def tokens(arm: str) -> Any:
+        f = (arm_out.get(arm) or {}).get("fit")
+        return f.get("kv_tokens") if isinstance(f, Mapping) else None
+
+    ra, rb = tokens("A"), tokens("B")
+    fit = (rb / ra if isinstance(ra, (int, float)) and isinstance(rb, (int, float))
+           and not isinstance(ra, bool) and not isinstance(rb, bool) and ra > 0 else None)
+    return {"engine": 1 / resident_over_candidate if resident_over_candidate else None,
+            "fit": fit}
 
 
 def request_totals(arms: Mapping[str, Sequence[RunSummary]]) -> dict[str, Any]:
@@ -700,6 +719,12 @@ def render_markdown(rep: Mapping[str, Any]) -> str:
     if rep.get("kv_ratio_resident_over_candidate"):
         L.append(f"- resident/candidate KV ratio: "
                  f"{rep['kv_ratio_resident_over_candidate']:.2f}×")
+    kr = rep.get("kv_ratios_candidate_over_resident") or {}
+    if kr.get("engine") is not None or kr.get("fit") is not None:
+        L.append("- KV capacity, candidate / resident: engine (startup log) "
+                 + ("unknown" if kr.get("engine") is None else f"{kr['engine']:.2f}×")
+                 + "; fit budget (predicted) "
+                 + ("unknown" if kr.get("fit") is None else f"{kr['fit']:.2f}×"))
     L += ["", "## Throughput and latency per phase (population first)", ""]
     for ph in rep["phases"]:
         L += [f"### {ph['phase']}", "",
