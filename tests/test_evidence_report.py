@@ -455,3 +455,48 @@ def test_runs_lists_comparisons_and_each_run_s_leg_and_container(
     assert doc["comparisons"][0]["bracket_id"] == "cmp-1"
     assert sorted(r["leg"] for r in doc["runs"] if r["leg"]) == [
         "cmp-1 A1", "cmp-1 A4", "cmp-1 B2", "cmp-1 B3"]
+
+
+@given(_json_values, _json_values)
+@settings(max_examples=150, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+def test_list_comparisons_never_raises(tmp_path: Path, cmp_doc: object, leg: object) -> None:
+    from seat_console.evidence.runs import list_comparisons
+
+    d = tmp_path / "comparisons" / "c1"
+    (d / "legs" / "1-A").mkdir(parents=True, exist_ok=True)
+    doc = {"legs": ["legs/1-A"], **cmp_doc} if isinstance(cmp_doc, dict) else cmp_doc
+    (d / "compare.json").write_text(json.dumps(doc))
+    (d / "legs" / "1-A" / "leg.json").write_text(json.dumps(leg))
+    (row,) = list_comparisons(tmp_path)
+    assert row["bracket_id"] == "c1" and isinstance(row["status"], str)
+
+
+@given(st.lists(_json_values, max_size=3))
+@settings(max_examples=150, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+def test_rederive_against_fuzzed_summary_phases_only_documented_errors(
+        tmp_path: Path, phases: list) -> None:
+    """A summary.json with arbitrary phases next to real request records: loading never
+    raises anything but RunError, and a phase that does not match its records is named."""
+    run = tmp_path / "runs" / "r"
+    if not run.exists():
+        run = write_run(tmp_path / "runs", phases={"load": (8, 0)})
+        run.rename(tmp_path / "runs" / "r")
+        run = tmp_path / "runs" / "r"
+    s = json.loads((run / "summary.json").read_text())
+    s["phases"] = phases
+    (run / "summary.json").write_text(json.dumps(s))
+    try:
+        r = load_probe_run(run, FileLedger())
+    except RunError as exc:
+        assert "summary.json" in str(exc)
+    else:
+        assert all(isinstance(x, str) for x in r.consistency)
+        rp.build_report(rp.Inputs(runs=(r,), comparison=None, files={}))
+
+
+@given(st.text(max_size=400))
+def test_recorded_inputs_never_raises(text: str) -> None:
+    ins, at, _ = rp.recorded_inputs(text)
+    assert isinstance(ins, list) and (at is None or at.tzinfo is not None)
