@@ -104,16 +104,22 @@ def test_lab_aa_compare_claims_no_difference(lab, tmp_path: Path) -> None:
         finally:
             restore_seat(lab, env, node, timers_before, profile=prof)
     assert r.returncode == 0, r.stdout[-4000:] + r.stderr[-6000:]
-    assert ": done" in r.stderr  # exit 0 and "done" only for a complete bracket
     out = json.loads(r.stdout)
+    assert out["result"]["outcome"] == "done"  # exit 0 and "done" only for a complete bracket
     rep = out["report"]
     assert rep["comparison"]["status"] == "complete", rep["comparison"]
     a_id, b_id = rep["arms"]["A"]["identity"], rep["arms"]["B"]["identity"]
     assert a_id["image_id"] == b_id["image_id"] == lab.engine_image_id
     diffs = [c for c in rep["claims"] if " difference (" in c["subject"]]
     assert diffs and not [c for c in diffs if c["survives"]], diffs
-    assert all({x["rule"] for x in c["refused_by"]} == {rp.RULE_UNDERPOWERED} for c in diffs)
-    assert all("needs ≥ 3 rounds" in json.dumps(c, ensure_ascii=False) for c in diffs)
+    # refused because one round cannot reach p <= 0.05 (or, for an ITL/TPOT p50 of 0 on this
+    # CPU — tokens in one network read — because there is no log ratio)
+    for c in diffs:
+        rules = {x["rule"] for x in c["refused_by"]}
+        assert rules in ({rp.RULE_UNDERPOWERED}, {rp.RULE_UNKNOWN}), c
+        if rules == {rp.RULE_UNDERPOWERED}:
+            assert "needs ≥ 3 rounds" in json.dumps(c, ensure_ascii=False), c
+    assert any(x["rule"] == rp.RULE_UNDERPOWERED for c in diffs for x in c["refused_by"])
     for c in rep["claims"]:
         if c["subject"].startswith("canaries ("):
             assert not c["survives"], c
