@@ -57,6 +57,9 @@ def _compare(lab, env, node, tmp_path: Path, timers_before: dict[str, bool]) -> 
     a_id, b_id = rep["arms"]["A"]["identity"], rep["arms"]["B"]["identity"]
     assert a_id["image_id"] == lab.engine_image_id and b_id["image_id"] == backport_id
     assert a_id["served_model"] == b_id["served_model"]
+    # B's base image digest, from the backport's label (a local build has no repo digest)
+    assert b_id["base_digest"] and "@sha256:" in b_id["base_digest"], b_id
+    assert a_id["base_digest"] is None
     assert rep["arms"]["A"]["identity_consistent"] and rep["arms"]["B"]["identity_consistent"]
     # matched populations: every phase expected = attempted = completed in every leg
     for ph in rep["phases"]:
