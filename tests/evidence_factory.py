@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from seat_console.core.probe_record import RequestRecord
-from seat_console.probe.stats import phase_stats
+from seat_console.core.probe_stats import phase_stats
 from seat_console.probe.store import SUMMARY_SCHEMA, RunWriter
 
 T0 = datetime(2026, 12, 1, 9, 0, tzinfo=timezone.utc)

@@ -362,9 +362,9 @@ def rederive_problems(phases: list[Any], records: Mapping[str, list[Any]], sp: P
                       rp: Path) -> list[str]:
     """Each figure of ``summary.json``'s phases (:data:`REDERIVED_FIELDS`) that differs from
     the same figure computed again from the raw request records by the probe's own
-    :func:`seat_console.probe.stats.phase_stats` (relative tolerance 1e-9): the summary was
+    :func:`seat_console.core.probe_stats.phase_stats` (relative tolerance 1e-9): the summary was
     edited, or was not written from these records. ``[]`` when every figure agrees."""
-    from seat_console.probe.stats import phase_stats
+    from seat_console.core.probe_stats import phase_stats
 
     out: list[str] = []
     named = set()
