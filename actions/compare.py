@@ -191,6 +191,20 @@ def fit_summary(nctx: NodeContext) -> dict[str, Any]:
     return out
 
 
+def backport_base(c: Any) -> str | None:
+    """The base image (``repo@sha256:…``) a backport image was built from, read from the
+    ``org.seat-console.backport.base`` label of the container's image (build-backport writes
+    it); ``None`` for an image without it or one that cannot be inspected."""
+    from seat_console.actions.backport import LABEL_PREFIX
+
+    try:
+        labels = (c.image.attrs.get("Config") or {}).get("Labels") or {}
+    except Exception:  # noqa: BLE001 - provenance is context, not a precondition
+        return None
+    v = labels.get(f"{LABEL_PREFIX}.base")
+    return str(v) if v else None
+
+
 def _incarnation(nctx: NodeContext) -> str | None:
     """``"<name> <container id[:12]> started <StartedAt>"`` of the seat's container, or None."""
     c = _seat_container(nctx)
@@ -200,6 +214,16 @@ def _incarnation(nctx: NodeContext) -> str | None:
 
 
 # -- one leg's measurement --------------------------------------------------------------------
+def canary_first_seed(leg: LegPlan, opts: CompareOptions) -> int:
+    """The first canary seed of ``leg``: each pair of legs (A and B alike) gets its own
+    ``canary_runs`` seeds — pair j (0-based over the bracket) seeds j·runs … j·runs + runs − 1
+    — so the legs of one arm are distinct trials (a deterministic engine given one seed twice
+    gives one trial, not two) while the A and B legs of a pair still match case for case."""
+    per_round = max(1, opts.order.count("A"))
+    k = int(leg.pair.rsplit("p", 1)[1])
+    return ((leg.round - 1) * per_round + (k - 1)) * opts.canary_runs
+
+
 def measure_leg(nctx: NodeContext, leg: LegPlan, bracket_id: str, cmp_dir: Path,
                 opts: CompareOptions) -> dict[str, Any]:
     """Probe + fidelity + canaries on whatever holds the seat now, into ``cmp_dir/legs/<n>-<arm>``.
@@ -233,6 +257,9 @@ def measure_leg(nctx: NodeContext, leg: LegPlan, bracket_id: str, cmp_dir: Path,
             (d / "engine.log").write_bytes(c.logs(since=_started(c)))
         except Exception as exc:  # noqa: BLE001 - the log is evidence, not a precondition
             problems.append(f"engine log not kept: {exc}")
+        base = backport_base(c)
+        if base:
+            rec["identity"] = {"base_digest": base}
     root = (opts.data_root / "runs") if opts.data_root else runs_dir()
     writer = RunWriter(root=root)
     rec["probe_run_dir"] = str(writer.path)
@@ -250,7 +277,8 @@ def measure_leg(nctx: NodeContext, leg: LegPlan, bracket_id: str, cmp_dir: Path,
                 problems.append(f"fidelity: {exc}")
         if opts.canaries:
             results = can.run_canaries(client, pre.model, can.shipped_canaries(),
-                                       opts.canary_runs)
+                                       opts.canary_runs,
+                                       first_seed=canary_first_seed(leg, opts))
             (d / "canaries.jsonl").write_text(
                 "".join(json.dumps(r.as_dict()) + "\n" for r in results), "utf-8")
             failed = sum(r.error is not None for r in results)
@@ -591,20 +619,27 @@ def compare_record(rb: Runbook, opts: CompareOptions, status: str, *,
 def run_compare(rb: Runbook, cmp_dir: Path, opts: CompareOptions,
                 nctx: NodeContext | None = None) -> Result:
     """Run the compare runbook, writing ``compare.json`` before (``running``) and after
-    (``complete`` when every step is done and every leg complete; else ``incomplete`` /
-    ``failed`` with the reason)."""
+    (``complete`` when every step is done and every leg complete; ``disrupted`` when a leg was
+    disrupted, ``incomplete`` when another leg is not complete — each naming the legs — or
+    ``failed`` with the runbook's error)."""
     cmp_dir.mkdir(parents=True, exist_ok=True)
     rb.ctx.facts["compare_started_at"] = utcnow().isoformat()
     fit = fit_summary(nctx) if nctx is not None else {"problem": "no node context"}
     _write_json(cmp_dir / "compare.json", {**compare_record(rb, opts, "running"), "fit": fit})
     res = rb.run()
-    legs_ok = True
+    not_ok: list[str] = []
+    disrupted = False
     for leg in res.facts.get("legs") or []:
         try:
-            legs_ok &= json.loads((cmp_dir / leg / "leg.json").read_text())["status"] == "complete"
-        except (OSError, ValueError, KeyError):
-            legs_ok = False
-    status = ("complete" if res.ok and legs_ok else "incomplete" if res.ok else "failed")
+            st = json.loads((cmp_dir / leg / "leg.json").read_text())["status"]
+        except (OSError, ValueError, KeyError, TypeError):
+            st = "unreadable"
+        if st != "complete":
+            not_ok.append(f"{leg.rsplit('/', 1)[-1]} {st}")
+            disrupted |= st == "disrupted"
+    legs_ok = not not_ok
+    status = ("complete" if res.ok and legs_ok else
+              ("disrupted" if disrupted else "incomplete") if res.ok else "failed")
     doc = {**compare_record(rb, opts, status, result=res), "fit": fit}
     if nctx is not None:  # read the seat back rather than trusting the runbook's outcome
         try:
@@ -614,7 +649,8 @@ def run_compare(rb: Runbook, cmp_dir: Path, opts: CompareOptions,
             doc["restored"] = None
             doc["restored_problem"] = f"{type(exc).__name__}: {exc}"
     if res.ok and not legs_ok:
-        doc["reason"] = "a leg is not complete (see its leg.json)"
+        doc["reason"] = ("legs not complete: " + ", ".join(not_ok)
+                         + " (see each leg.json)")
     _mark_breaches(rb, doc)
     _write_json(cmp_dir / "compare.json", doc)
     return res

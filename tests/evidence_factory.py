@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from seat_console.core.probe_record import RequestRecord
-from seat_console.probe.stats import phase_stats
+from seat_console.core.probe_stats import phase_stats
 from seat_console.probe.store import SUMMARY_SCHEMA, RunWriter
 
 T0 = datetime(2026, 12, 1, 9, 0, tzinfo=timezone.utc)
@@ -66,12 +66,14 @@ def write_run(root: Path, *, ident: dict[str, Any] = IDENT_A, phases: dict[str, 
 def write_leg(cmp_dir: Path, n: int, arm: str, probe_dir: Path, *, bracket: str = "br-1",
               kv: int | None = None, traces: list[dict[str, Any]] | None = None,
               canaries: list[dict[str, Any]] | None = None, ident: dict[str, Any] | None = None,
-              status: str = "complete") -> str:
+              status: str = "complete", pair: str | None = None,
+              round_: int | None = None) -> str:
     d = cmp_dir / "legs" / f"{n}-{arm}"
     d.mkdir(parents=True)
     (d / "leg.json").write_text(json.dumps({
         "arm": arm, "leg": n, "bracket_id": bracket, "probe_run_dir": str(probe_dir),
-        "status": status, "identity": ident or {}, "kv_cache_tokens": kv}))
+        "status": status, "identity": ident or {}, "kv_cache_tokens": kv,
+        **({"pair": pair, "round": round_} if pair else {})}))
     (d / "engine.log").write_text(f"CPU KV cache size: {kv or 0:,} tokens\n")
     if traces is not None:
         (d / "fidelity.jsonl").write_text("".join(json.dumps(t) + "\n" for t in traces))

@@ -109,3 +109,63 @@ def test_a_measurement_that_raises_is_kept_as_a_failed_leg(state: Path,
     doc = json.loads((cmp_dir / "legs" / "2-B" / "leg.json").read_text())
     assert doc["status"] == "failed" and "the data dir filled up" in doc["reason"]
     assert ctx.facts["legs"] == ["legs/2-B"]
+
+
+def test_canary_seeds_are_distinct_per_pair_and_shared_within_a_pair() -> None:
+    from seat_console.actions.compare import CompareOptions, canary_first_seed
+    from seat_console.evidence.bracket import plan_bracket
+
+    opts = CompareOptions(order="ABBA", rounds=2, canary_runs=3)
+    seeds = {leg.name: canary_first_seed(leg, opts) for leg in plan_bracket("ABBA", 2)}
+    assert seeds == {"A1": 0, "B2": 0, "A4": 3, "B3": 3, "A5": 6, "B6": 6, "A8": 9, "B7": 9}
+
+
+@pytest.mark.parametrize("status, outcome, code", [
+    ("complete", "done", 0), ("incomplete", "done", 7), ("disrupted", "done", 7),
+    ("running", "done", 7), ("failed", "undone", 1), ("failed", "partial", 4),
+])
+def test_a_bracket_that_is_not_complete_exits_7_and_never_says_done(
+        tmp_path: Path, status: str, outcome: str, code: int) -> None:
+    from seat_console.actions.runbook import Result
+    from seat_console.commands.compare_cmd import bracket_outcome
+
+    (tmp_path / "compare.json").write_text(json.dumps({
+        "status": status, "reason": "legs not complete: 3-B disrupted (see each leg.json)"}))
+    res = Result(run_id="r-1", runbook="compare", outcome=outcome, steps=())  # type: ignore
+    got, headline = bracket_outcome(res, tmp_path)
+    assert got == code
+    first = headline.splitlines()[0]
+    if code == 7:
+        assert ": done" not in first and f"bracket {status} — NOT complete" in first
+        assert "3-B disrupted" in first
+    elif code == 0:
+        assert first.endswith(": done")
+
+
+def test_an_unreadable_compare_json_is_not_complete(tmp_path: Path) -> None:
+    from seat_console.actions.runbook import Result
+    from seat_console.commands.compare_cmd import bracket_outcome
+
+    res = Result(run_id="r-1", runbook="compare", outcome="done", steps=())
+    code, headline = bracket_outcome(res, tmp_path)
+    assert code == 7 and "compare.json unreadable" in headline
+
+
+def test_backport_base_is_read_from_the_image_label() -> None:
+    from types import SimpleNamespace
+
+    from seat_console.actions.compare import backport_base
+
+    def box(labels: object) -> object:
+        return SimpleNamespace(image=SimpleNamespace(attrs={"Config": {"Labels": labels}}))
+
+    ref = "127.0.0.1:15000/engine@sha256:" + "1" * 64
+    assert backport_base(box({"org.seat-console.backport.base": ref})) == ref
+    assert backport_base(box(None)) is None and backport_base(box({})) is None
+
+    class Gone:
+        @property
+        def image(self) -> object:
+            raise RuntimeError("No such image")
+
+    assert backport_base(Gone()) is None

@@ -57,6 +57,9 @@ def _compare(lab, env, node, tmp_path: Path, timers_before: dict[str, bool]) -> 
     a_id, b_id = rep["arms"]["A"]["identity"], rep["arms"]["B"]["identity"]
     assert a_id["image_id"] == lab.engine_image_id and b_id["image_id"] == backport_id
     assert a_id["served_model"] == b_id["served_model"]
+    # B's base image digest, from the backport's label (a local build has no repo digest)
+    assert b_id["base_digest"] and "@sha256:" in b_id["base_digest"], b_id
+    assert a_id["base_digest"] is None
     assert rep["arms"]["A"]["identity_consistent"] and rep["arms"]["B"]["identity_consistent"]
     # matched populations: every phase expected = attempted = completed in every leg
     for ph in rep["phases"]:
@@ -80,3 +83,56 @@ def _compare(lab, env, node, tmp_path: Path, timers_before: dict[str, bool]) -> 
     with lab.docker_client() as client:
         assert client.containers.get(lab.resident_container).attrs["State"]["Running"]
         assert not client.containers.list(filters={"name": PROBE})
+
+
+def test_lab_aa_compare_claims_no_difference(lab, tmp_path: Path) -> None:
+    """A/A on the lab (issue 17): the candidate is the resident's own image (same image ID,
+    same weights, same engine). One ABBA round: every throughput/latency difference is refused
+    (the design cannot reach p <= 0.05), no canary or fidelity difference is claimed, and the
+    canaries' distinct trials are counted per seed, never copies."""
+    from seat_console.evidence import report as rp
+
+    prof = tmp_path / "aa-profile.toml"
+    text = lab.profile_path.read_text()
+    assert '\nimage = "backport"\n' in text, "the lab profile's [swap] image changed"
+    prof.write_text(text.replace('\nimage = "backport"\n',
+                                 f'\nimage = "{lab.engine_image_id}"\n', 1))
+    env = state_env(tmp_path, data=True)
+    node = node_transport(lab)
+    with exclusive_lab(lab, "the A/A compare test restarts the seat four times"):
+        timers_before = _timers(node, lab.timers)
+        try:
+            r = seat_cli(prof, env, "compare", "--bracket", "ABBA", "--yes", "--json", "--ttl",
+                         "30m", timeout=900)
+        finally:
+            restore_seat(lab, env, node, timers_before, profile=prof)
+    assert r.returncode == 0, r.stdout[-4000:] + r.stderr[-6000:]
+    out = json.loads(r.stdout)
+    assert out["result"]["outcome"] == "done"  # exit 0 and "done" only for a complete bracket
+    rep = out["report"]
+    assert rep["comparison"]["status"] == "complete", rep["comparison"]
+    a_id, b_id = rep["arms"]["A"]["identity"], rep["arms"]["B"]["identity"]
+    assert a_id["image_id"] == b_id["image_id"] == lab.engine_image_id
+    diffs = [c for c in rep["claims"] if " difference (" in c["subject"]]
+    assert diffs and not [c for c in diffs if c["survives"]], diffs
+    # refused because one round cannot reach p <= 0.05 (or, for an ITL/TPOT p50 of 0 on this
+    # CPU — tokens in one network read — because there is no log ratio)
+    for c in diffs:
+        rules = {x["rule"] for x in c["refused_by"]}
+        assert rules in ({rp.RULE_UNDERPOWERED}, {rp.RULE_UNKNOWN}), c
+        if rules == {rp.RULE_UNDERPOWERED}:
+            assert "needs ≥ 3 rounds" in json.dumps(c, ensure_ascii=False), c
+    assert any(x["rule"] == rp.RULE_UNDERPOWERED for c in diffs for x in c["refused_by"])
+    for c in rep["claims"]:
+        if c["subject"].startswith("canaries ("):
+            assert not c["survives"], c
+        if c["subject"].startswith("fidelity"):
+            assert "diverges" not in c["statement"] or not c["survives"], c
+    arith = rep["canaries"]["arms"]["A"]["all"]
+    assert arith["distinct"] == arith["completed"], arith  # each pair of legs: its own seeds
+    assert rep["requests"]["all"]["legs"] == 4 and rep["requests"]["all"]["warmup"] > 0
+    md = tmp_path / "aa.md"
+    md.write_text(rp.render_markdown(rep))
+    v = seat_cli(prof, env, "report", "--verify", str(md), timeout=120)
+    assert v.returncode == 0, v.stdout + v.stderr
+    assert "identical to the report" in v.stdout

@@ -135,3 +135,43 @@ def test_lab_canary_run_counts_populations(lab) -> None:
     assert s["all"].attempted == s["all"].completed == len(rs)
     assert sum(s[k].attempted for k in c.KINDS) == len(rs)
     assert s["all"].interval is not None and s["all"].refused is None
+
+
+def _copy(item: str, run: int, passed: bool, answer: str) -> CanaryResult:
+    return CanaryResult(item, "arithmetic", run, passed, "r", answer=answer)
+
+
+def test_byte_identical_copies_across_legs_are_one_trial() -> None:
+    """Issue 17: two legs of an arm with the same seeds on a deterministic engine wrote
+    byte-identical results: 10/12 [0.552, 0.953], pass^3 0.600 from copies; the independent
+    data are 5/6 [0.436, 0.970], pass^3 0.5."""
+    leg = ([_copy("a", r, True, f"391 (a{r})") for r in range(3)]
+           + [_copy("b", r, r < 2, f"answer b{r}") for r in range(3)])
+    s = c.summarise(leg + leg, k=3)["arithmetic"]  # the second leg copies the first
+    assert (s.completed, s.passed, s.distinct, s.distinct_passed) == (12, 10, 6, 5)
+    assert (round(s.interval.low, 3), round(s.interval.high, 3)) == (0.436, 0.970)
+    assert s.pass_k == pytest.approx(0.5)
+    assert "12 trials, 6 distinct: 6 had the same case" in s.why
+    # the same case and seed with a different answer (sampling varied) is a distinct trial
+    varied = leg + [_copy("a", 0, False, "390")]
+    assert c.summarise(varied)["arithmetic"].distinct == 7
+
+
+def test_pass_k_needs_k_distinct_trials_per_item() -> None:
+    one_seed = [_copy("a", 0, True, "391")] * 3  # three legs, one seed: one trial
+    s = c.summarise(one_seed, k=3)["arithmetic"]
+    assert s.distinct == 1 and s.pass_k is None
+    assert "needs 3 independent trials per item (distinct seeds" in s.refused
+
+
+def test_run_canaries_seeds_from_first_seed() -> None:
+    seen: list[int] = []
+
+    def handler(req: httpx.Request) -> httpx.Response:
+        seen.append(json.loads(req.content)["seed"])
+        return httpx.Response(200, json={"choices": [{"message": {"content": "391"}}]})
+
+    with httpx.Client(transport=httpx.MockTransport(handler), base_url="http://x") as cl:
+        rs = c.run_canaries(cl, "m", [ITEMS["arith-mul"]], runs=3, first_seed=6)
+    assert seen == [6, 7, 8] and [r.case_id for r in rs] == ["arith-mul#r6", "arith-mul#r7",
+                                                               "arith-mul#r8"]

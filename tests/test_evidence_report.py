@@ -74,17 +74,21 @@ def _canary(item: str, run: int, passed: bool) -> dict:
             "reason": "r", "answer": "", "error": None}
 
 
-def _bracket(tmp_path: Path, speed_b: float, b_ids: list[int]) -> Path:
+def _bracket(tmp_path: Path, speed_b: float, b_ids: list[int], rounds: int = 1) -> Path:
+    from seat_console.evidence.bracket import plan_bracket
+
     runs, cmp_dir = tmp_path / "runs", tmp_path / "comparisons" / "cmp-1"
     legs = []
-    for n, arm in enumerate("ABBA", 1):
+    for leg in plan_bracket("ABBA", rounds):
+        n, arm = leg.n, leg.arm
         ident, speed, kv, ids = ((IDENT_A, 1.0, 9_000, [1, 2, 3]) if arm == "A"
                                  else (IDENT_B, speed_b, 4_000, b_ids))
         probe = write_run(runs, ident=ident, speed=speed, at=T0 + timedelta(minutes=5 * n))
         legs.append(write_leg(cmp_dir, n, arm, probe, kv=kv, traces=[_trace("c1", ids)],
-                              canaries=[_canary("x", r, r < 9) for r in range(10)]))
+                              canaries=[_canary("x", r, r < 9) for r in range(10)],
+                              pair=leg.pair, round_=leg.round))
     (cmp_dir / "compare.json").write_text(json.dumps({
-        "bracket_id": "br-1", "order": "ABBA", "rounds": 1, "legs": legs,
+        "bracket_id": "br-1", "order": "ABBA", "rounds": rounds, "legs": legs,
         "status": "complete", "restored": True, "hold_released": True,
         "fit": {"A": {"name": "resident-fp8", "kv_tokens": 9_500, "fits": True, "words": "fits"},
                 "B": {"name": "candidate-bf16", "kv_tokens": 4_200, "fits": True}}}))
@@ -98,11 +102,19 @@ def test_bracket_report(tmp_path: Path) -> None:
     assert rep["kv_ratio_resident_over_candidate"] == pytest.approx(2.25)
     (kv,) = _claims(rep, "KV capacity")
     assert kv["survives"] and "2.25×" in kv["statement"]
+    ratios = rep["kv_ratios_candidate_over_resident"]
+    assert ratios["engine"] == pytest.approx(4_000 / 9_000)
+    assert ratios["fit"] == pytest.approx(4_200 / 9_500)
+    assert "KV capacity, candidate / resident: engine (startup log) 0.44×; fit budget " \
+           "(predicted) 0.44×" in rp.render_markdown(rep)
     (tl,) = _claims(rep, "throughput/latency (load)")
     assert tl["survives"]
-    # identical per-leg throughput on both arms: ranges overlap → no difference claimed
+    # one ABBA round = 2 pairs: the exact test's smallest p is 0.5, so nothing can be claimed
     (diff,) = _claims(rep, "throughput difference (load)")
-    assert _rules(diff) == {rp.RULE_OVERLAP}
+    assert _rules(diff) == {rp.RULE_UNDERPOWERED}
+    assert "needs ≥ 3 rounds (6 pairs) to claim a difference" in json.dumps(diff,
+                                                                          ensure_ascii=False)
+    assert "minimum detectable effect with 2 pair(s) and this spread: none" in diff["statement"]
     (fid,) = _claims(rep, "fidelity (localisation, not KL)")
     assert fid["survives"] and "c1 at position 2" in fid["statement"]
     (cn,) = _claims(rep, "canaries (arithmetic)")
@@ -116,11 +128,25 @@ def test_bracket_report(tmp_path: Path) -> None:
         assert section in md
 
 
-def test_bracket_with_disjoint_throughput_claims_a_difference(tmp_path: Path) -> None:
+def test_one_round_with_a_2x_throughput_claims_nothing(tmp_path: Path) -> None:
+    """The old rule ("per-leg ranges do not overlap") claimed this; one round cannot."""
     rep = rp.build_report(rp.load_inputs([str(_bracket(tmp_path, speed_b=2.0,
                                                         b_ids=[1, 2, 3]))]))
     (diff,) = _claims(rep, "throughput difference (load)")
+    assert not diff["survives"] and _rules(diff) == {rp.RULE_UNDERPOWERED}
+    assert "B/A = 1.284×" in diff["statement"] and "p = 0.500" in diff["statement"]
+
+
+def test_three_rounds_with_a_2x_throughput_claim_a_difference(tmp_path: Path) -> None:
+    rep = rp.build_report(rp.load_inputs([str(_bracket(tmp_path, speed_b=2.0,
+                                                        b_ids=[1, 2, 3], rounds=3))]))
+    (diff,) = _claims(rep, "throughput difference (load)")
     assert diff["survives"], diff
+    assert "B/A = 1.284× (geometric mean over 6 pair(s): r1p1" in diff["statement"]
+    assert "p = 0.031" in diff["statement"]
+    for label in ("TTFT p50", "TPOT p50", "E2E p50"):  # latency halves on B: claimed too
+        (c,) = _claims(rep, f"{label} difference (load)")
+        assert c["survives"] and "B/A = 0.500×" in c["statement"], c
     (fid,) = _claims(rep, "fidelity (localisation, not KL)")
     assert "equal A's on all 1 cases" in fid["statement"]
 
@@ -309,3 +335,168 @@ def test_identity_from_the_probe_summary_shape() -> None:
     resident = {**probe, "container": {**probe["container"], "role": "resident"}}
     assert Identity.from_mapping(resident).patch_sha256s == ()
     assert Identity.from_mapping("not a mapping") == Identity()
+
+
+def test_verify_fails_on_an_edited_claim_in_the_report(tmp_path: Path,
+                                                       capsys: pytest.CaptureFixture) -> None:
+    """Issue 17: a claim edited from REFUSED to SURVIVES and 1.284× to 2.500× in the .md (or
+    the JSON) verified, because only the raw files were re-hashed. Now it fails, naming it."""
+    cmp_dir = _bracket(tmp_path, speed_b=2.0, b_ids=[1, 2, 3])
+    md, js = tmp_path / "r.md", tmp_path / "r.json"
+    assert main(["report", str(cmp_dir), "--out", str(md)]) == 0
+    assert main(["report", str(cmp_dir), "--json", "--out", str(js)]) == 0
+    assert main(["report", "--verify", str(md)]) == 0
+    assert main(["report", "--verify", str(js)]) == 0
+    assert "identical to the report" in capsys.readouterr().out
+    text = md.read_text()
+    old = next(line for line in text.splitlines()
+               if line.startswith("- REFUSED — throughput difference (load)"))
+    assert "B/A = 1.284×" in old
+    md.write_text(text.replace(old, old.replace("REFUSED", "SURVIVES")
+                               .replace("1.284×", "2.500×")))
+    assert main(["report", "--verify", str(md)]) == 1
+    out = capsys.readouterr().out
+    assert "DIFFERS line" in out and "SURVIVES — throughput difference (load)" in out
+    assert "2.500×" in out and "1 difference(s) FAILED" in out
+    doc = json.loads(js.read_text())
+    i = next(i for i, c in enumerate(doc["claims"])
+             if c["subject"] == "throughput difference (load)")
+    doc["claims"][i]["survives"] = True
+    js.write_text(json.dumps(doc, indent=2))
+    assert main(["report", "--verify", str(js)]) == 1
+    assert f"DIFFERS report.claims[{i}].survives: the report says true, re-derived false" in \
+        capsys.readouterr().out
+
+
+def test_a_report_regenerated_from_an_edited_summary_warns_and_fails_verify(
+        tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    cmp_dir = _bracket(tmp_path, speed_b=1.0, b_ids=[1, 2, 3])
+    probe = Path(json.loads((cmp_dir / "legs" / "2-B" / "leg.json").read_text())["probe_run_dir"])
+    s = json.loads((probe / "summary.json").read_text())
+    s["phases"][1]["stats"]["output_tok_s"] *= 2.5  # "B is 2.5x faster"
+    (probe / "summary.json").write_text(json.dumps(s))
+    md = tmp_path / "r.md"
+    assert main(["report", str(cmp_dir), "--out", str(md)]) == 0
+    cap = capsys.readouterr()
+    assert "WARNING: B2" in cap.err and "summary.json phase load output_tok_s" in cap.err
+    assert "requests.jsonl gives" in cap.err
+    assert "**WARNING — B2" in md.read_text()
+    rep = rp.build_report(rp.load_inputs([str(cmp_dir)]))
+    for c in _claims(rep, "throughput difference (load)") + _claims(
+            rep, "throughput/latency (load)"):
+        assert rp.RULE_SUMMARY_EDITED in _rules(c), c
+    assert main(["report", "--verify", str(md)]) == 1  # the hashes match; the re-derivation not
+    out = capsys.readouterr().out
+    assert "DIFFERS B2: summary.json phase load output_tok_s" in out
+
+
+def test_a_report_without_inputs_cannot_be_verified(tmp_path: Path,
+                                                    capsys: pytest.CaptureFixture) -> None:
+    run = write_run(tmp_path / "runs")
+    md = tmp_path / "r.md"
+    assert main(["report", str(run), "--out", str(md)]) == 0
+    md.write_text("\n".join(x for x in md.read_text().splitlines()
+                            if not x.startswith("Input: ")))
+    assert main(["report", "--verify", str(md)]) == 1
+    assert "names no input directory" in capsys.readouterr().out
+
+
+def test_fidelity_compares_every_pair_of_the_bracket(tmp_path: Path) -> None:
+    """Issue 17: cross-arm fidelity compared A1–B2 only, never A4–B3."""
+    cmp_dir = _bracket(tmp_path, speed_b=1.0, b_ids=[1, 2, 3])
+    rep = rp.build_report(rp.load_inputs([str(cmp_dir)]))
+    (f,) = _claims(rep, "fidelity (localisation, not KL)")
+    assert "in every pair (A1–B2, A4–B3)" in f["statement"] and f["survives"]
+    # B3 alone diverges at position 2, and B2 = A: B's own legs disagree → not attributable
+    (cmp_dir / "legs" / "3-B" / "fidelity.jsonl").write_text(json.dumps(_trace("c1", [1, 2, 9]))
+                                                             + "\n")
+    rep = rp.build_report(rp.load_inputs([str(cmp_dir)]))
+    (f,) = _claims(rep, "fidelity (localisation, not KL)")
+    assert "A4–B3: 1/1 cases diverge (c1 at position 2)" in f["statement"]
+    assert "A1–B2: 0/1 cases diverge" in f["statement"]
+    assert _rules(f) == {rp.RULE_NOT_REPRODUCIBLE} and "B2–B3: 1 case(s)" in json.dumps(
+        f, ensure_ascii=False)
+    pairs = {(p["a"], p["b"]) for p in rep["fidelity"]["pairs"]}
+    assert {("A1", "B2"), ("A4", "B3"), ("A1", "A4"), ("B2", "B3")} <= pairs
+
+
+def test_request_totals_and_base_digest_per_bracket(tmp_path: Path) -> None:
+    cmp_dir = _bracket(tmp_path, speed_b=1.0, b_ids=[1, 2, 3])
+    lp = cmp_dir / "legs" / "2-B" / "leg.json"
+    leg = json.loads(lp.read_text())
+    leg["identity"] = {"base_digest": "127.0.0.1:15000/engine@sha256:" + "1" * 64}
+    lp.write_text(json.dumps(leg))
+    rep = rp.build_report(rp.load_inputs([str(cmp_dir)]))
+    assert rep["requests"]["A"] == {"legs": 2, "warmup": 0, "measured": 136, "fidelity": 2,
+                                    "canaries": 20}
+    assert rep["requests"]["all"]["measured"] == 272
+    assert rep["arms"]["B"]["identity"]["base_digest"].endswith("1" * 64)
+    md = rp.render_markdown(rep)
+    assert "all: 4 leg(s), 0 warm-up + 272 measured probe requests, 4 fidelity, 40 canary" in md
+    assert "| base_digest | unknown | 127.0.0.1:15000/engine@sha256:" in md
+
+
+def test_runs_lists_comparisons_and_each_run_s_leg_and_container(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture) -> None:
+    """Issue 17: `runs` showed the served model (always the seat's), no arm, and no
+    comparison, though `report --help` says to find their IDs there."""
+    monkeypatch.setenv("SEAT_CONSOLE_DATA_DIR", str(tmp_path))
+    _bracket(tmp_path, speed_b=1.0, b_ids=[1, 2, 3])
+    write_run(tmp_path / "runs", ident={**IDENT_A, "container": {
+        "role": "probe", "name": "seat-probe", "image_id": "sha256:" + "b" * 64}})
+    assert main(["runs"]) == 0
+    out = capsys.readouterr().out
+    assert "comparisons (give the ID to `seat-console report`):" in out
+    assert "  cmp-1  complete  ABBA x1, 4/? legs" in out
+    assert out.count("leg cmp-1 A") == 2 and out.count("leg cmp-1 B") == 2
+    assert "probe seat-probe image bbbbbbbbbbbb" in out and "seat-resident  " not in out
+    assert main(["runs", "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["comparisons"][0]["bracket_id"] == "cmp-1"
+    assert sorted(r["leg"] for r in doc["runs"] if r["leg"]) == [
+        "cmp-1 A1", "cmp-1 A4", "cmp-1 B2", "cmp-1 B3"]
+
+
+@given(_json_values, _json_values)
+@settings(max_examples=150, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+def test_list_comparisons_never_raises(tmp_path: Path, cmp_doc: object, leg: object) -> None:
+    from seat_console.evidence.runs import list_comparisons
+
+    d = tmp_path / "comparisons" / "c1"
+    (d / "legs" / "1-A").mkdir(parents=True, exist_ok=True)
+    doc = {"legs": ["legs/1-A"], **cmp_doc} if isinstance(cmp_doc, dict) else cmp_doc
+    (d / "compare.json").write_text(json.dumps(doc))
+    (d / "legs" / "1-A" / "leg.json").write_text(json.dumps(leg))
+    (row,) = list_comparisons(tmp_path)
+    assert row["bracket_id"] == "c1" and isinstance(row["status"], str)
+
+
+@given(st.lists(_json_values, max_size=3))
+@settings(max_examples=150, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+def test_rederive_against_fuzzed_summary_phases_only_documented_errors(
+        tmp_path: Path, phases: list) -> None:
+    """A summary.json with arbitrary phases next to real request records: loading never
+    raises anything but RunError, and a phase that does not match its records is named."""
+    run = tmp_path / "runs" / "r"
+    if not run.exists():
+        run = write_run(tmp_path / "runs", phases={"load": (8, 0)})
+        run.rename(tmp_path / "runs" / "r")
+        run = tmp_path / "runs" / "r"
+    s = json.loads((run / "summary.json").read_text())
+    s["phases"] = phases
+    (run / "summary.json").write_text(json.dumps(s))
+    try:
+        r = load_probe_run(run, FileLedger())
+    except RunError as exc:
+        assert "summary.json" in str(exc)
+    else:
+        assert all(isinstance(x, str) for x in r.consistency)
+        rp.build_report(rp.Inputs(runs=(r,), comparison=None, files={}))
+
+
+@given(st.text(max_size=400))
+def test_recorded_inputs_never_raises(text: str) -> None:
+    ins, at, _ = rp.recorded_inputs(text)
+    assert isinstance(ins, list) and (at is None or at.tzinfo is not None)

@@ -92,3 +92,60 @@ def test_pass_hat_k_properties(items: list[tuple[int, int]], k: int) -> None:
     assert 0.0 <= v <= 1.0
     assert v <= pass_hat_k(items, 1) + 1e-12  # all k pass is no likelier than one passing
     assert pass_hat_k(items, 1) == pytest.approx(sum(c / n for c, n in items) / len(items))
+
+
+# -- the paired sign-flip test -------------------------------------------------------------------
+from seat_console.evidence.stats import (  # noqa: E402
+    EXACT_MAX_PAIRS,
+    pairs_needed,
+    sign_flip_test,
+)
+
+
+def test_one_abba_round_can_never_claim() -> None:
+    t = sign_flip_test([0.9, 1.1])  # B ~2.7x faster in both pairs
+    assert t.p_value == 0.5 and t.min_p == 0.5 and not t.reachable and not t.claimable
+    assert t.mde_ratio is None and t.needed_pairs == 6 == pairs_needed(0.05)
+    assert pairs_needed(0.01) == 8  # 2/2^8 = 0.0078
+
+
+def test_exact_p_values_by_hand() -> None:
+    # 6 pairs all positive: only the observed signs and their mirror reach |sum| → 2/64
+    assert sign_flip_test([0.1, 0.2, 0.3, 0.4, 0.5, 0.6]).p_value == pytest.approx(2 / 64)
+    # flip the smallest: the sign vectors with |Σ| ≥ 1.9 are ±(all +) and ±(only 0.1 −): 4/64
+    t = sign_flip_test([-0.1, 0.2, 0.3, 0.4, 0.5, 0.6])
+    assert t.p_value == pytest.approx(4 / 64) and not t.claimable
+    assert sign_flip_test([0.0] * 6).p_value == 1.0  # no difference at all
+    assert sign_flip_test([0.3, -0.3]).ratio == pytest.approx(1.0)
+
+
+def test_mde_is_the_shift_at_which_the_test_just_rejects() -> None:
+    d = [0.1, -0.1, 0.05, 0.2, -0.02, 0.03]
+    t = sign_flip_test(d)
+    assert t.mde_ratio is not None and t.mde_ratio > 1
+    mean = sum(d) / len(d)
+    resid = [x - mean for x in d]
+    delta = math.log(t.mde_ratio)
+    assert sign_flip_test([r + delta * 1.001 for r in resid]).claimable
+    assert not sign_flip_test([r + delta * 0.999 for r in resid]).claimable
+
+
+def test_many_pairs_use_a_seeded_monte_carlo_sample() -> None:
+    d = [0.05 * ((-1) ** i) + 0.01 for i in range(EXACT_MAX_PAIRS + 6)]
+    t1, t2 = sign_flip_test(d), sign_flip_test(d)
+    assert not t1.exact and t1.p_value == t2.p_value and 0 < t1.p_value <= 1
+    strong = sign_flip_test([0.5 + 0.01 * i for i in range(30)])
+    assert strong.claimable and strong.p_value == pytest.approx(1 / 10_000)
+
+
+@pytest.mark.parametrize("bad", [[], [float("nan")], [1.0, float("inf")]])
+def test_sign_flip_refuses_bad_input(bad: list[float]) -> None:
+    with pytest.raises(StatsError):
+        sign_flip_test(bad)
+
+
+@given(st.lists(st.floats(-5, 5, allow_nan=False), min_size=1, max_size=10))
+def test_sign_flip_p_is_a_probability_and_symmetric(d: list[float]) -> None:
+    t = sign_flip_test(d)
+    assert t.min_p <= t.p_value <= 1.0 or t.p_value == pytest.approx(t.min_p)
+    assert sign_flip_test([-x for x in d]).p_value == pytest.approx(t.p_value)

@@ -50,7 +50,11 @@ def test_default_profile_prints_the_papers_figures(capsys) -> None:
     # The KV budget once the table moves to the host (the first lever).
     assert "PLE to host: frees 47.68 GiB per card; fits on the GPUs: KV 22.94 GiB per card = " \
            "835,629 tokens" in out
-    assert "RESIDENT: n/a" in out and "weights_bytes_per_rank" in out
+    # The resident's declared (illustrative) size: it fits, so the KV ratio appears — 0.00×
+    # while the candidate is OVER (issue 17: it could never appear).
+    assert "RESIDENT: resident-fp8 (declared sizes)" in out
+    assert "fits: 10.20 GiB per card for the KV cache = 371,545 tokens" in out
+    assert "KV capacity, candidate / resident: 0.00x in tokens" in out
 
 
 def test_placement_host_and_what_ifs(capsys) -> None:
@@ -59,6 +63,8 @@ def test_placement_host_and_what_ifs(capsys) -> None:
     assert "22.94 GiB (24,631,637,443 B)" in out
     assert "GPU KV cache size: 835,629 tokens, Maximum concurrency for 262,144 tokens per " \
            "request: 3.19x" in out
+    # the paper's 2.25× (NVFP4 vs FP8), with the default profile's declared resident size
+    assert "KV capacity, candidate / resident: 2.25x in tokens, 2.25x in KV bytes per card" in out
     # A reserve of 2 GiB and utilisation 0.92: usable ceil(95 GiB × 0.92) = 93,845,035,418 B.
     rc, out, _ = run(capsys, "fit", "--no-live", "--placement", "host", "--reserve", "2 GiB",
                      "--utilization", "0.92", "--max-model-len", "131072")
@@ -78,8 +84,9 @@ def test_json_output(capsys) -> None:
     assert cand["verdict"]["fits"] is False
     assert cand["verdict"]["over_bytes"] == 26_570_328_637
     assert {lv["lever"] for lv in cand["verdict"]["levers"]} >= {"PLE to host", "lower context"}
-    assert doc["resident"]["unavailable"].startswith("resident 'resident-fp8'")
-    assert doc["kv_tokens_ratio"] is None
+    assert doc["resident"]["verdict"]["fits"] is True
+    assert doc["resident"]["kv_tokens"] == 371_545
+    assert doc["kv_tokens_ratio"] == 0.0  # the candidate is OVER: no KV cache
 
 
 def test_scanned_resident_and_candidate_side_by_side(capsys, tmp_path: Path) -> None:

@@ -100,7 +100,8 @@ async def test_default_seat_over_then_what_ifs_recompute_as_you_type() -> None:
                "262,144-token request" in _line(
                    render_side("CANDIDATE", panel.comparison.candidate, None), 200)
         assert "does not fit: 31.94 GiB per card must leave the GPU" in text
-        assert "RESIDENT" in text and "n/a — resident 'resident-fp8'" in text
+        assert "RESIDENT resident-fp8 (declared sizes)" in text
+        assert "KV capacity candidate / resident: 0.00× (tokens)" in text
         assert "weights 62.56" in text and "PLE 47.68" in text
         cand = panel.comparison.candidate
         assert cand.verdict.fits is False and cand.cards[0].kv_bytes == -26_570_328_637

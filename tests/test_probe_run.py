@@ -31,7 +31,7 @@ from seat_console.probe.interference import (
     service_changes,
 )
 from seat_console.probe.run import HoldInfo, Preflight, Probe
-from seat_console.probe.stats import percentile, phase_stats
+from seat_console.core.probe_stats import percentile, phase_stats
 from seat_console.probe.store import RunWriter, list_runs, read_requests, read_summary
 from seat_console.core.profile import LoadedProfile, default_profile_text, parse_profile
 from seat_console.core.base import utcnow

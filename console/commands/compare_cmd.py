@@ -7,9 +7,10 @@ resident restored at the end; then prints the evidence report of the comparison
 legs, their pairing and the runbook plan once (:func:`render_dry_run`), and changes nothing. The compare stops the seat's
 resident, so it asks the engineer to type the seat's name unless ``--yes``.
 
-Exit codes: as the other action commands (README.md): 0 done; 1 failed and undone; 2 usage
-(or no terminal and no --yes); 4 left partly changed (the output says what); 5 refused,
-nothing changed; 6 declined at the prompt.
+Exit codes: as the other action commands (README.md): 0 done — every leg complete; 1 failed
+and undone; 2 usage (or no terminal and no --yes); 4 left partly changed (the output says
+what); 5 refused, nothing changed; 6 declined at the prompt; 7 the runbook ran to its end but
+the bracket is not complete (a leg incomplete or disrupted): kept, no cross-arm claim.
 """
 
 from __future__ import annotations
@@ -120,14 +121,46 @@ def run(args: argparse.Namespace, loaded: LoadedProfile) -> int:
         if code is not None:
             return code
         res = cmp_mod.run_compare(rb, cmp_dir, opts, nctx)
-        code = ac.exit_code(res)
+        code, headline = bracket_outcome(res, cmp_dir)
         print(f"[compare] {cmp_dir}", file=sys.stderr)
         if not args.json:
-            print(res.describe(), file=sys.stderr)
-        return _print_report(cmp_dir, args.json, res.to_json(), code)
+            print(headline, file=sys.stderr)
+        result = res.to_json()
+        if code == EXIT_NOT_COMPLETE:
+            result.update(runbook_outcome=result["outcome"], outcome="bracket not complete",
+                          bracket_status=headline)
+        return _print_report(cmp_dir, args.json, result, code)
     finally:
         journal.close()
         nctx.close()
+
+
+EXIT_NOT_COMPLETE = 7
+"""The runbook ran to its end (seat restored, hold as it was) but the bracket is not complete:
+a leg incomplete or disrupted, fewer legs than planned, or ``compare.json`` unreadable. Its
+report refuses every cross-arm claim; it is kept, never deleted."""
+
+
+def bracket_outcome(res: Any, cmp_dir: Path) -> tuple[int, str]:
+    """The exit code and the headline for a finished compare: the runbook's own when it did
+    not run to its end (1 undone, 4 partly changed, 5 refused); else 0 and "done" only when
+    ``compare.json`` says ``complete``, otherwise :data:`EXIT_NOT_COMPLETE` and a headline
+    that says why — never "done" for a bracket that is not complete."""
+    if res.outcome != "done":
+        return ac.exit_code(res), res.describe()
+    try:
+        doc = json.loads((cmp_dir / "compare.json").read_text("utf-8"))
+        status, reason = doc.get("status"), doc.get("reason")
+    except (OSError, ValueError, AttributeError) as exc:
+        status, reason = "unknown", f"compare.json unreadable ({exc})"
+    if status == "complete":
+        return ac.EXIT_OK, res.describe()
+    lines = res.describe().splitlines()
+    lines[0] = (f"{res.runbook} (journal run {res.run_id}): bracket {status or 'unknown'} — "
+                f"NOT complete: {reason or 'no reason recorded'}. The runbook ran to its end "
+                f"(seat restored, hold as it was); the legs are kept, and the report refuses "
+                f"every cross-arm claim (exit {EXIT_NOT_COMPLETE})")
+    return EXIT_NOT_COMPLETE, "\n".join(lines)
 
 
 def _print_report(cmp_dir: Path, json_mode: bool, result: dict[str, Any], code: int) -> int:

@@ -68,7 +68,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="probe without an active hold (needs --reason; journaled)")
     p.add_argument("--reason", metavar="TEXT", help="why --force is needed (journaled)")
     p.set_defaults(func=run_probe_cmd)
-    r = sub.add_parser("runs", help="list kept probe runs (never deleted), or show one")
+    r = sub.add_parser("runs", help="list kept comparisons and probe runs (never deleted), or show one run")
     r.add_argument("run_id", nargs="?", help="show this run's summary")
     r.add_argument("--json", action="store_true", help="print as JSON")
     r.set_defaults(func=run_runs_cmd)
@@ -306,7 +306,9 @@ def run_probe_cmd(args: argparse.Namespace, loaded: LoadedProfile) -> int:
 
 
 def run_runs_cmd(args: argparse.Namespace, _loaded: LoadedProfile) -> int:
-    """Run ``runs``: list every kept run (oldest first), or show one."""
+    """Run ``runs``: list every kept comparison and run (oldest first) — per run the seat
+    container it measured (role, name, image ID) and, for a comparison's leg, the bracket and
+    leg (``cmp-… B2``) — or show one run."""
     if args.run_id:
         if not RUN_ID_RE.match(args.run_id):
             print(f"seat-console runs: {args.run_id!r} is not a run id (YYYYMMDDTHHMMSSZ-xxxxxx, "
@@ -324,13 +326,30 @@ def run_runs_cmd(args: argparse.Namespace, _loaded: LoadedProfile) -> int:
         else:
             sys.stdout.write(render_summary(s, str(d)))
         return EXIT_OK
+    from seat_console.evidence.runs import list_comparisons
+    from seat_console.probe.store import data_dir
+
     rows = list_runs()
+    comparisons = list_comparisons(data_dir())
+    legs = {p: f"{c['bracket_id']} {name}" for c in comparisons
+            for p, name in c["leg_runs"].items()}
+    for r in rows:
+        r["leg"] = legs.get(r["path"])
     if args.json:
-        print(json.dumps({"runs_dir": str(runs_dir()), "runs": rows}, indent=2))
+        print(json.dumps({"runs_dir": str(runs_dir()), "runs": rows,
+                          "comparisons": comparisons}, indent=2))
         return EXIT_OK
-    if not rows:
+    if not rows and not comparisons:
         print(f"no probe runs kept in {runs_dir()}")
         return EXIT_OK
+    if comparisons:
+        print("comparisons (give the ID to `seat-console report`):")
+        for c in comparisons:
+            extra = f" — {c.get('problem') or c.get('reason')}" if (
+                c.get("problem") or c.get("reason")) else ""
+            print(f"  {c['bracket_id']}  {c['status']}  {c.get('order')} x{c.get('rounds')}, "
+                  f"{c.get('legs', '?')}/{c.get('planned_legs') or '?'} legs{extra}")
+        print("runs:")
     for r in rows:
         ph = "; ".join(
             f"{p['name']}: " + (f"{p['headline']['output_tok_s']:,.1f} tok/s "
@@ -339,7 +358,13 @@ def run_runs_cmd(args: argparse.Namespace, _loaded: LoadedProfile) -> int:
             for p in r.get("phases") or [])
         extra = f" — {r['problem']}" if r.get("problem") else ""
         dis = f", {r['disruptions']} disruption(s)" if r.get("disruptions") else ""
-        print(f"{r['run_id']}  {r['status']}{dis}  {r.get('served_model') or ''}  {ph}{extra}")
+        cont = r.get("container") or {}
+        img = str(cont.get("image_id") or "")
+        seat = (f"{cont.get('role') or '?'} {cont.get('name') or '?'} "
+                f"image {img.removeprefix('sha256:')[:12] or 'unknown'}") if cont else \
+            "seat container not recorded"
+        leg = f"leg {r['leg']}; " if r.get("leg") else ""
+        print(f"{r['run_id']}  {r['status']}{dis}  {leg}{seat}  {ph}{extra}")
     return EXIT_OK
 
 

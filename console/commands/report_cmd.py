@@ -3,10 +3,12 @@
 Builds the evidence report (``seat_console.evidence.report``) from probe runs, comparison legs
 or one comparison (by directory, or by ID under the data dir), prints it as Markdown (default)
 or JSON, and optionally writes it to ``--out``. ``--verify FILE`` re-hashes every raw file the
-report at FILE recorded.
+report at FILE recorded, then re-derives the report from them (summaries from the raw requests,
+the report at its own generation time) and names every difference from FILE's text.
 
-Exit codes: 0 the report was produced / every file verified unchanged; 1 a run cannot be read,
-or ``--verify`` found a file changed or missing; 2 usage error.
+Exit codes: 0 the report was produced / every file unchanged and the report re-derived
+identically; 1 a run cannot be read, or ``--verify`` found a file changed or missing, a summary
+that disagrees with its raw requests, or a difference in the report's text; 2 usage error.
 """
 
 from __future__ import annotations
@@ -50,7 +52,8 @@ def run(args: argparse.Namespace, _loaded: Any) -> int:
             return EXIT_USAGE
         src = Path(args.verify)
         try:
-            recorded = rp.recorded_hashes(src.read_text("utf-8"), str(src))
+            text = src.read_text("utf-8")
+            recorded = rp.recorded_hashes(text, str(src))
         except OSError as exc:
             print(f"seat-console report: {src}: cannot read ({exc.strerror})", file=sys.stderr)
             return EXIT_ERROR
@@ -59,9 +62,11 @@ def run(args: argparse.Namespace, _loaded: Any) -> int:
             return EXIT_ERROR
         rows = rp.verify(recorded)
         bad = [r for r in rows if not r.ok]
+        diffs = rp.rederive(text, str(src))
         if args.json:
-            print(json.dumps({"report": str(src), "ok": not bad,
-                              "files": [r.as_dict() for r in rows]}, indent=2))
+            print(json.dumps({"report": str(src), "ok": not bad and not diffs,
+                              "files": [r.as_dict() for r in rows],
+                              "rederived_differences": diffs}, indent=2))
         else:
             for r in rows:
                 print(f"{'ok     ' if r.ok else 'FAILED '} {r.path}"
@@ -70,7 +75,13 @@ def run(args: argparse.Namespace, _loaded: Any) -> int:
             print(f"{len(rows) - len(bad)}/{len(rows)} files unchanged"
                   + ("" if not bad else f"; {len(bad)} FAILED: the report no longer describes "
                                         f"these files"))
-        return EXIT_ERROR if bad else EXIT_OK
+            for d in diffs:
+                print(f"DIFFERS {d}")
+            print("re-derived from the raw files: "
+                  + ("identical to the report" if not diffs else
+                     f"{len(diffs)} difference(s) FAILED: the report is not what its raw files "
+                     f"give"))
+        return EXIT_ERROR if bad or diffs else EXIT_OK
     if not args.runs:
         print("seat-console report: give at least one RUN (or --verify FILE)", file=sys.stderr)
         return EXIT_USAGE
@@ -80,6 +91,10 @@ def run(args: argparse.Namespace, _loaded: Any) -> int:
         print(f"seat-console report: {exc}", file=sys.stderr)
         return EXIT_ERROR
     rep = rp.build_report(inputs)
+    for c in rep["consistency"]:
+        print(f"seat-console report: WARNING: {c['run']} ({c['path']}): {c['problem']} — the "
+              f"summary was edited or not written from its raw requests; no claim rests on it",
+              file=sys.stderr)
     text = json.dumps(rep, indent=2) + "\n" if args.json else rp.render_markdown(rep)
     if args.out:
         try:

@@ -10,9 +10,11 @@ Four kinds, each with a verdict function over the answer text:
   (:func:`ast.parse`) and, if ``defines`` is given, defines a function of that name;
 * ``prose`` — the answer has from ``min_words`` to ``max_words`` words (split on whitespace).
 
-Each item is run ``runs`` times per arm with the same seeds on both arms (run *r* of item *i*
-has case ID ``"<i>#r<r>"`` and ``seed`` *r*), so pairs match by case ID. Pass rates carry Wilson
-95 % intervals over all runs and pass^k over items (:mod:`seat_console.evidence.stats`). A run
+Each item is run ``runs`` times per leg with the same seeds on the two legs of a pair (run *r*
+of item *i* has case ID ``"<i>#r<r>"`` and ``seed`` *r*; ``compare`` gives every pair of legs
+its own seeds), so pairs match by case ID. Identical outputs of one case (same seed) on several
+legs are one trial (:func:`distinct_trials`, by answer SHA-256). Pass rates carry Wilson 95 %
+intervals over the distinct trials and pass^k over items (:mod:`seat_console.evidence.stats`). A run
 whose request failed has no verdict: it is counted as attempted, not completed, and no rate is
 claimed from such a population.
 """
@@ -20,6 +22,7 @@ claimed from such a population.
 from __future__ import annotations
 
 import ast
+import hashlib
 import json
 import re
 from collections.abc import Iterable, Mapping, Sequence
@@ -276,19 +279,26 @@ def run_canary(client: httpx.Client, model: str, item: Canary, run: int,
 
 
 def run_canaries(client: httpx.Client, model: str, items: Sequence[Canary], runs: int,
-                 temperature: float = 0.7) -> list[CanaryResult]:
-    """Every item ``runs`` times (run 0..runs-1), in item-major order."""
+                 temperature: float = 0.7, first_seed: int = 0) -> list[CanaryResult]:
+    """Every item ``runs`` times (seeds ``first_seed`` … ``first_seed + runs − 1``; the run
+    number is the seed), in item-major order. ``compare`` gives each pair of legs its own
+    seeds, so the legs of one arm are distinct trials and the two arms of a pair match."""
     if runs < 1:
         raise CanaryError(f"runs={runs}: give at least 1 run per item")
-    return [run_canary(client, model, it, r, temperature) for it in items for r in range(runs)]
+    if first_seed < 0:
+        raise CanaryError(f"first_seed={first_seed}: seeds are non-negative")
+    return [run_canary(client, model, it, r, temperature) for it in items
+            for r in range(first_seed, first_seed + runs)]
 
 
 @dataclass(frozen=True)
 class KindSummary:
-    """One kind on one arm: ``attempted``, ``completed`` (with a verdict), ``passed``;
-    ``interval`` (Wilson 95 % over completed runs) and ``pass_k`` (pass^k over items) are
-    ``None`` unless the population is complete (attempted = completed ≥ 1); ``k``; ``refused``
-    says why a rate is withheld."""
+    """One kind on one arm: ``attempted``, ``completed`` (with a verdict), ``passed`` — counts
+    of results as recorded; ``distinct``/``distinct_passed`` — the independent trials among the
+    completed ones (:func:`distinct_trials`); ``interval`` (Wilson 95 % over the distinct
+    trials) and ``pass_k`` (pass^k over items, from their distinct trials) are ``None`` unless
+    the population is complete (attempted = completed ≥ 1); ``k``; ``refused`` says why a rate
+    is withheld; ``why`` says how the distinct trials were counted (copies found)."""
 
     kind: str
     attempted: int
@@ -298,18 +308,47 @@ class KindSummary:
     pass_k: float | None
     k: int
     refused: str | None
+    distinct: int = 0
+    distinct_passed: int = 0
+    why: str = ""
 
     def as_dict(self) -> dict[str, Any]:
         """JSON-ready."""
         return {"kind": self.kind, "attempted": self.attempted, "completed": self.completed,
-                "passed": self.passed,
+                "passed": self.passed, "distinct": self.distinct,
+                "distinct_passed": self.distinct_passed, "why": self.why,
                 "interval": self.interval.as_dict() if self.interval else None,
                 "pass_k": self.pass_k, "k": self.k, "refused": self.refused}
 
 
+def answer_sha256(r: CanaryResult) -> str:
+    """SHA-256 of the answer text (UTF-8): how copies are recognised."""
+    return hashlib.sha256(r.answer.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def distinct_trials(results: Iterable[CanaryResult]) -> list[CanaryResult]:
+    """The independent trials among ``results`` (those with a verdict), first seen kept: two
+    results of the same case (item and seed) with byte-identical answers (same SHA-256) are
+    one trial — a deterministic engine given the same seed on another leg copies its output,
+    and a copy is not new evidence. Different seeds, or the same seed with a different answer
+    (sampling that varied), are distinct trials."""
+    seen: set[tuple[str, str]] = set()
+    out = []
+    for r in results:
+        if r.passed is None:
+            continue
+        key = (r.case_id, answer_sha256(r))
+        if key not in seen:
+            seen.add(key)
+            out.append(r)
+    return out
+
+
 def summarise(results: Iterable[CanaryResult], k: int = 3) -> dict[str, KindSummary]:
-    """Per kind (and ``"all"``): counts, Wilson interval and pass^k, withheld with a reason
-    when any run has no verdict or an item has fewer than ``k`` runs."""
+    """Per kind (and ``"all"``): counts, distinct trials, Wilson interval and pass^k over the
+    distinct trials, withheld with a reason when any run has no verdict or an item has fewer
+    than ``k`` distinct trials (pass^k needs k independent runs: distinct seeds, or sampling
+    that varied)."""
     rs = list(results)
     out: dict[str, KindSummary] = {}
     for kind in (*KINDS, "all"):
@@ -318,23 +357,32 @@ def summarise(results: Iterable[CanaryResult], k: int = 3) -> dict[str, KindSumm
             continue
         done = [r for r in sel if r.passed is not None]
         passed = sum(1 for r in done if r.passed)
+        uniq = distinct_trials(done)
+        upassed = sum(1 for r in uniq if r.passed)
+        copies = len(done) - len(uniq)
+        why = (f"{len(done)} trials, {len(uniq)} distinct"
+               + (f": {copies} had the same case (item and seed) and a byte-identical answer "
+                  f"(SHA-256) as another leg's — one trial each" if copies else
+                  ": no two results of one case (item and seed) had the same answer"))
         interval = pk = None
         refused = None
         if len(done) != len(sel):
             refused = (f"incomplete population: {len(done)}/{len(sel)} runs have a verdict "
                        f"({len(sel) - len(done)} requests failed)")
         else:
-            interval = wilson_interval(passed, len(done))
+            interval = wilson_interval(upassed, len(uniq))
             per_item: dict[str, list[int]] = {}
-            for r in done:
+            for r in uniq:
                 per_item.setdefault(r.item_id, [0, 0])
                 per_item[r.item_id][0] += bool(r.passed)
                 per_item[r.item_id][1] += 1
             try:
                 pk = pass_hat_k([(c, n) for c, n in per_item.values()], k)
             except StatsError as exc:
-                refused = f"pass^{k} withheld: {exc}"
-        out[kind] = KindSummary(kind, len(sel), len(done), passed, interval, pk, k, refused)
+                refused = (f"pass^{k} withheld: {exc} — pass^k needs {k} independent trials "
+                           f"per item (distinct seeds, or sampling that varied)")
+        out[kind] = KindSummary(kind, len(sel), len(done), passed, interval, pk, k, refused,
+                                distinct=len(uniq), distinct_passed=upassed, why=why)
     return out
 
 

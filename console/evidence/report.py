@@ -10,8 +10,13 @@ Rules (``docs/evidence.md`` explains each and the claim it guards):
 * :data:`RULE_NOT_SIMULTANEOUS` — arms not measured in one bracket are "not simultaneous
   (taken N days apart)": no cross-arm claim;
 * :data:`RULE_UNMATCHED` — the arms must have measured the same case IDs;
-* :data:`RULE_OVERLAP` — a difference is claimed only when the intervals (Wilson 95 % for pass
-  rates, the per-leg range for throughput) are disjoint: "no difference can be claimed";
+* :data:`RULE_OVERLAP` — a pass-rate difference is claimed only when the Wilson 95 %
+  intervals of the independent trials are disjoint: "no difference can be claimed";
+* :data:`RULE_UNDERPOWERED` / :data:`RULE_NOT_SIGNIFICANT` — a throughput or latency
+  difference is claimed only from the exact sign-flip test over the bracket's pairs of legs at
+  p ≤ 0.05 (:func:`difference_claim`), and never from a design that cannot reach it;
+* :data:`RULE_SUMMARY_EDITED` — a run whose ``summary.json`` disagrees with the figures
+  re-derived from its ``requests.jsonl`` backs no claim;
 * :data:`RULE_UNKNOWN` — a figure that was not recorded (e.g. the KV capacity) is unknown,
   never 0, and backs no claim;
 * :data:`RULE_IDENTITY` — the legs of one arm must share one identity (image, digest, patches,
@@ -24,6 +29,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import re
 import statistics
 from collections.abc import Iterable, Mapping, Sequence
@@ -44,7 +50,7 @@ from seat_console.evidence.runs import (
     load_probe_run,
     parse_time,
 )
-from seat_console.evidence.stats import NO_DIFFERENCE, RateComparison
+from seat_console.evidence.stats import NO_DIFFERENCE, RateComparison, sign_flip_test
 
 REPORT_SCHEMA = "seat-console.evidence-report/1"
 
@@ -55,15 +61,28 @@ RULE_UNMATCHED = "unmatched cases"
 RULE_OVERLAP = "overlapping intervals"
 RULE_UNKNOWN = "unknown"
 RULE_IDENTITY = "mixed identities"
+RULE_UNDERPOWERED = "design cannot reach 95 %"
+RULE_NOT_SIGNIFICANT = "not significant"
+RULE_SUMMARY_EDITED = "summary disagrees with raw requests"
+RULE_NOT_REPRODUCIBLE = "arm not reproducible"
 
 RULES: dict[str, str] = {
     RULE_INCOMPLETE: "every phase behind a figure has expected = attempted = completed",
     RULE_DISRUPTED: "no run behind a claim was disrupted, interrupted, failed or killed",
     RULE_NOT_SIMULTANEOUS: "cross-arm claims need both arms measured in one bracket",
     RULE_UNMATCHED: "both arms measured the same case IDs",
-    RULE_OVERLAP: "a difference needs disjoint intervals, else no difference can be claimed",
+    RULE_OVERLAP: "a pass-rate difference needs disjoint Wilson 95 % intervals over "
+                  "independent trials, else no difference can be claimed",
     RULE_UNKNOWN: "a figure that was not recorded is unknown, never 0, and backs no claim",
     RULE_IDENTITY: "every leg of an arm ran the same image, digest, patches and model",
+    RULE_UNDERPOWERED: "a throughput/latency difference needs enough pairs of legs for the "
+                       "exact sign-flip test to reach p <= 0.05 (6 pairs: 3 ABBA rounds)",
+    RULE_NOT_SIGNIFICANT: "a throughput/latency difference needs p <= 0.05 in the exact "
+                          "sign-flip test over pairs of legs (leg = unit)",
+    RULE_NOT_REPRODUCIBLE: "a fidelity divergence between arms is claimed only when each "
+                           "arm's own legs agree exactly (the within-arm control)",
+    RULE_SUMMARY_EDITED: "every figure of a run's summary.json equals the figure re-derived "
+                         "from its requests.jsonl",
 }
 
 
@@ -72,11 +91,13 @@ RULES: dict[str, str] = {
 class Inputs:
     """What a report is built from: ``runs`` (each with ``arm`` set to "A" or "B"),
     ``comparison`` (the ``compare.json`` dict, or ``None`` for plain runs), ``files`` (path →
-    SHA-256 of every raw file read)."""
+    SHA-256 of every raw file read), ``sources`` (the absolute directories the RUN arguments
+    named, in order: what ``report --verify`` re-derives the report from)."""
 
     runs: tuple[RunSummary, ...]
     comparison: Mapping[str, Any] | None
     files: Mapping[str, str]
+    sources: tuple[str, ...] = ()
 
 
 def _resolve(arg: str, data_root: Path | None) -> Path:
@@ -107,8 +128,10 @@ def load_inputs(args: Sequence[str], data_root: Path | None = None) -> Inputs:
     comparison: dict[str, Any] | None = None
     runs: list[RunSummary] = []
     plain: list[RunSummary] = []
+    sources: list[str] = []
     for arg in args:
-        d = _resolve(arg, data_root)
+        d = _resolve(arg, data_root).resolve()
+        sources.append(str(d))
         if (d / "compare.json").is_file():
             if comparison is not None:
                 raise RunError(f"{arg}: one comparison per report (give its legs' runs "
@@ -138,7 +161,8 @@ def load_inputs(args: Sequence[str], data_root: Path | None = None) -> Inputs:
             raise RunError(f"{len(keys)} different identities (image, digest, patches, model) "
                            f"among the runs: a report compares at most two arms")
         runs = [_with_arm(r, "A" if r.identity.key() == keys[0] else "B") for r in plain]
-    return Inputs(runs=tuple(runs), comparison=comparison, files=dict(ledger.files))
+    return Inputs(runs=tuple(runs), comparison=comparison, files=dict(ledger.files),
+                  sources=tuple(sources))
 
 
 def _with_arm(r: RunSummary, arm: str) -> RunSummary:
@@ -213,8 +237,9 @@ def _fmt(v: float | None, unit: str = "", scale: float = 1.0, digits: int = 1) -
 def build_report(inputs: Inputs, now: datetime | None = None) -> dict[str, Any]:
     """The report as a JSON-ready dict (schema :data:`REPORT_SCHEMA`): ``arms`` (identity,
     KV capacity, fit, runs), ``phases``, ``fidelity``, ``canaries``, ``retained`` (every run not
-    complete, with its reason), ``claims``, ``simultaneity``, ``rules``, ``files`` (path →
-    SHA-256)."""
+    complete, with its reason), ``claims``, ``consistency`` (each figure of a ``summary.json``
+    that its ``requests.jsonl`` does not give), ``simultaneity``, ``rules``, ``inputs`` (the
+    run/comparison directories), ``files`` (path → SHA-256)."""
     arms = _arms(inputs.runs)
     runs = list(inputs.runs)
     simultaneous, sim_label = simultaneity(runs)
@@ -249,7 +274,8 @@ def build_report(inputs: Inputs, now: datetime | None = None) -> dict[str, Any]:
         if a and b:
             kv_ratio = a / b
             claims.append(Claim("KV capacity", f"resident/candidate KV capacity = "
-                                f"{kv_ratio:.2f}× ({a:,} vs {b:,} tokens)"))
+                                f"{kv_ratio:.2f}× ({a:,} vs {b:,} tokens; candidate/resident "
+                                f"{b / a:.2f}×)"))
         else:
             claims.append(Claim("KV capacity", "resident/candidate KV capacity ratio",
                                 ((RULE_UNKNOWN, "the engine's KV capacity was not recorded (or "
@@ -278,7 +304,8 @@ def build_report(inputs: Inputs, now: datetime | None = None) -> dict[str, Any]:
                  {"name": name, "population": "phase missing", "complete": False})}
                 for arm, lst in per_arm.items() for r, p in lst]
         phases_out.append({"phase": name, "rows": rows})
-        claims.extend(_phase_claims(name, per_arm, two, simultaneous, sim_label))
+        claims.extend(_phase_claims(name, per_arm, two, simultaneous, sim_label,
+                                    _per_round(inputs.comparison)))
 
     # fidelity
     fidelity_out, fclaims = _fidelity(arms, two, simultaneous, sim_label)
@@ -303,15 +330,62 @@ def build_report(inputs: Inputs, now: datetime | None = None) -> dict[str, Any]:
         "simultaneity": {"simultaneous": simultaneous, "label": sim_label},
         "arms": arm_out,
         "kv_ratio_resident_over_candidate": kv_ratio,
+        "kv_ratios_candidate_over_resident": kv_ratios(arm_out, kv_ratio),
         "phases": phases_out,
         "fidelity": fidelity_out,
         "canaries": canaries_out,
         "retained": retained,
         "breaches": breaches(inputs.comparison),
         "claims": [c.as_dict() for c in claims],
+        "requests": request_totals(arms),
+        "consistency": [{"run": _run_name(r), "path": str(r.path), "problem": x}
+                        for r in runs for x in r.consistency],
         "rules": RULES,
+        "inputs": list(inputs.sources),
         "files": dict(inputs.files),
     }
+
+
+def kv_ratios(arm_out: Mapping[str, Any], resident_over_candidate: float | None
+              ) -> dict[str, float | None]:
+    """KV capacity candidate / resident (the direction of ``seat-console fit`` and of the
+    paper's 2.25× for NVFP4 vs FP8): ``engine`` from the engines' startup logs (the inverse of
+    ``resident_over_candidate``), ``fit`` from the fit budgets recorded for both arms (their
+    predicted KV tokens) — each ``None`` unless both sides have a figure (resident > 0)."""
+    def tokens(arm: str) -> Any:
+        f = (arm_out.get(arm) or {}).get("fit")
+        return f.get("kv_tokens") if isinstance(f, Mapping) else None
+
+    ra, rb = tokens("A"), tokens("B")
+    fit = (rb / ra if isinstance(ra, (int, float)) and isinstance(rb, (int, float))
+           and not isinstance(ra, bool) and not isinstance(rb, bool) and ra > 0 else None)
+    return {"engine": 1 / resident_over_candidate if resident_over_candidate else None,
+            "fit": fit}
+
+
+def request_totals(arms: Mapping[str, Sequence[RunSummary]]) -> dict[str, Any]:
+    """Requests behind the report, per arm and in all: ``legs``, ``warmup`` (sent first and
+    excluded from every figure), ``measured`` (the phases' records), ``fidelity`` and
+    ``canaries`` (one request per trace / result); a count is ``None`` (unknown) when a run
+    has no ``requests.jsonl``."""
+    def add(a: int | None, b: int | None) -> int | None:
+        return None if a is None or b is None else a + b
+
+    out: dict[str, Any] = {}
+    total = {"legs": 0, "warmup": 0, "measured": 0, "fidelity": 0, "canaries": 0}
+    for arm, rs in arms.items():
+        row: dict[str, int | None] = {"legs": len(rs), "warmup": 0, "measured": 0,
+                                      "fidelity": 0, "canaries": 0}
+        for r in rs:
+            row["warmup"] = add(row["warmup"], r.warmup_requests)
+            row["measured"] = add(row["measured"], r.measured_requests)
+            row["fidelity"] = add(row["fidelity"], len(r.fidelity))
+            row["canaries"] = add(row["canaries"], len(r.canaries))
+        out[arm] = row
+        for k in total:
+            total[k] = add(total[k], row[k])  # type: ignore[assignment]
+    out["all"] = total
+    return out
 
 
 def bracket_problem(comparison: Mapping[str, Any] | None,
@@ -374,6 +448,12 @@ def breaches_markdown(found: Sequence[Mapping[str, Any]] | None) -> list[str]:
     return L
 
 
+def _per_round(comparison: Mapping[str, Any] | None) -> int:
+    """Pairs per round of the comparison's order (ABBA: 2); 0 when unknown."""
+    order = (comparison or {}).get("order")
+    return order.count("A") if isinstance(order, str) else 0
+
+
 def _cmp_fit(inputs: Inputs, arm: str) -> dict[str, Any] | None:
     """The fit budget the comparison recorded for ``arm`` (``compare.json`` → ``fit``)."""
     fit = (inputs.comparison or {}).get("fit")
@@ -393,13 +473,112 @@ def _common_refusals(rs: Sequence[RunSummary], two: bool, simultaneous: bool,
         out.append((RULE_DISRUPTED, "; ".join(
             f"{_run_name(r)} {r.status}" + (f": {r.disruptions[0]}" if r.disruptions else "")
             for r in bad)))
+    edited = [f"{_run_name(r)}: {r.consistency[0]}"
+              + (f" (+{len(r.consistency) - 1} more)" if len(r.consistency) > 1 else "")
+              for r in rs if r.consistency]
+    if edited:
+        out.append((RULE_SUMMARY_EDITED, "; ".join(edited)))
     if two and not simultaneous:
         out.append((RULE_NOT_SIMULTANEOUS, sim_label))
     return out
 
 
+METRICS: tuple[tuple[str, str, str, float, int], ...] = (
+    ("throughput", "output_tok_s", " tok/s", 1.0, 1),
+    ("TTFT p50", "ttft_p50_s", " ms", 1000.0, 1),
+    ("TPOT p50", "tpot_p50_s", " ms", 1000.0, 2),
+    ("ITL p50", "itl_p50_s", " ms", 1000.0, 2),
+    ("E2E p50", "e2e_p50_s", " ms", 1000.0, 1),
+)
+"""The per-leg figures a difference is tested on: (label, :class:`Phase` attribute, unit,
+display scale, digits). Each is one claim kind with its own 5 % false-claim rate."""
+
+
+def leg_pairs(per_arm: Mapping[str, Sequence[tuple[RunSummary, Phase | None]]]
+              ) -> tuple[list[tuple[str, RunSummary, Phase | None, RunSummary, Phase | None]],
+                         list[str]]:
+    """The bracket's pairs ``[(pair id, A run, A phase, B run, B phase), …]`` and the names of
+    legs left without a partner. Legs carry their pair ID (``leg.json`` ``pair``, e.g.
+    ``r1p1`` = A1–B2, ``r1p2`` = A4–B3); runs without one are paired k-th A with k-th B in
+    leg/start order."""
+    a = list(per_arm.get("A", ()))
+    b = list(per_arm.get("B", ()))
+    out = []
+    if a and b and all(r.pair for r, _ in a + b):
+        bb = {r.pair: (r, p) for r, p in b}
+        for ra, pa in a:
+            if ra.pair in bb:
+                rb, pb = bb.pop(ra.pair)
+                out.append((str(ra.pair), ra, pa, rb, pb))
+        lone = [_run_name(r) for r, _ in a if r.pair not in {x[0] for x in out}]
+        return out, lone + [_run_name(r) for r, _ in bb.values()]
+
+    def order(x: tuple[RunSummary, Phase | None]) -> tuple[int, str]:
+        r = x[0]
+        return (r.leg if r.leg is not None else 10**9,
+                r.started_at.isoformat() if r.started_at else r.run_id)
+
+    a.sort(key=order)
+    b.sort(key=order)
+    for k, ((ra, pa), (rb, pb)) in enumerate(zip(a, b), 1):
+        out.append((f"p{k}", ra, pa, rb, pb))
+    n = len(out)
+    return out, [_run_name(r) for r, _ in a[n:] + b[n:]]
+
+
+def difference_claim(label: str, name: str, values: Sequence[tuple[str, float | None,
+                                                                      float | None]],
+                     base: Sequence[tuple[str, str]], per_round: int,
+                     unit: str = "", scale: float = 1.0, digits: int = 1) -> Claim:
+    """The claim "B differs from A in ``label`` (phase ``name``)" from per-pair figures
+    ``values`` = ``[(pair id, A's figure, B's figure), …]``, with the refusals ``base`` already
+    found (populations, disruption, simultaneity…).
+
+    The unit is the leg (a fresh incarnation): the test is the exact sign-flip test over the
+    pairs' log ratios ln(B/A) (:func:`seat_console.evidence.stats.sign_flip_test`), two-sided
+    at 5 %. Refused by :data:`RULE_UNDERPOWERED` when the number of pairs cannot reach
+    p ≤ 0.05 at any effect (one ABBA round: 2 pairs, smallest p = 0.5), saying how many rounds
+    of ``per_round`` pairs are needed; by :data:`RULE_NOT_SIGNIFICANT` when p > 0.05, with the
+    minimum detectable effect for these pairs and their spread; by :data:`RULE_UNKNOWN` when a
+    figure is missing or not positive (no log ratio)."""
+    refusals = list(base)
+    statement = f"B differs from A in {label} ({name})"
+    if not values:
+        refusals.append((RULE_UNMATCHED, "no pair of an A leg and a B leg to compare"))
+        return Claim(f"{label} difference ({name})", statement, tuple(refusals))
+    bad = [pid for pid, a, b in values if a is None or b is None or a <= 0 or b <= 0]
+    per_pair = ", ".join(f"{pid} {_fmt(a, '', scale, digits)}→{_fmt(b, unit, scale, digits)}"
+                         for pid, a, b in values)
+    if bad:
+        refusals.append((RULE_UNKNOWN, f"{label} unknown or not positive in pair(s) "
+                                       f"{', '.join(bad)} ({per_pair}): no log ratio"))
+        return Claim(f"{label} difference ({name})", statement, tuple(refusals))
+    t = sign_flip_test([math.log(b / a) for _, a, b in values])  # type: ignore[operator]
+    m = t.n_pairs
+    rounds_needed = math.ceil(t.needed_pairs / max(1, per_round))
+    sd = "n/a (one pair)" if t.sd_log_ratio is None else f"{t.sd_log_ratio:.3f}"
+    statement += (f": B/A = {t.ratio:.3f}× (geometric mean over {m} pair(s): {per_pair}); "
+                  f"SD of ln(B/A) {sd}; exact sign-flip test p = {t.p_value:.3f}")
+    if not t.reachable:
+        mde = "none"
+        refusals.append((RULE_UNDERPOWERED, (
+            f"{m} pair(s): the smallest p this design can give is {t.min_p:.3f} > "
+            f"{t.alpha:g}, so no effect however large can be claimed; needs ≥ "
+            f"{rounds_needed} rounds ({t.needed_pairs} pairs) to claim a difference: "
+            f"{NO_DIFFERENCE}")))
+    else:
+        assert t.mde_ratio is not None
+        mde = f"×{t.mde_ratio:.3f} (or ×{1 / t.mde_ratio:.3f})"
+        if not t.claimable:
+            refusals.append((RULE_NOT_SIGNIFICANT, f"p = {t.p_value:.3f} > {t.alpha:g}: "
+                                                   f"{NO_DIFFERENCE}"))
+    statement += f"; minimum detectable effect with {m} pair(s) and this spread: {mde}"
+    return Claim(f"{label} difference ({name})", statement, tuple(refusals))
+
+
 def _phase_claims(name: str, per_arm: Mapping[str, list[tuple[RunSummary, Phase | None]]],
-                  two: bool, simultaneous: bool, sim_label: str) -> list[Claim]:
+                  two: bool, simultaneous: bool, sim_label: str,
+                  per_round: int = 0) -> list[Claim]:
     rs = [r for lst in per_arm.values() for r, _ in lst]
     refusals = _common_refusals(rs, two, simultaneous, sim_label)
     incomplete = [f"{_run_name(r)}: {p.population if p else 'phase missing'}"
@@ -413,39 +592,37 @@ def _phase_claims(name: str, per_arm: Mapping[str, list[tuple[RunSummary, Phase 
                                              "prompt) case sets"))
     tput = {arm: [p.output_tok_s for _, p in lst if p is not None] for arm, lst in
             per_arm.items()}
+    figure_refusals = list(refusals)
     if any(v is None for vs in tput.values() for v in vs) and not incomplete:
-        refusals.append((RULE_UNKNOWN, "output throughput not recorded for a run"))
+        figure_refusals.append((RULE_UNKNOWN, "output throughput not recorded for a run"))
+
+    def legs_text(vals: Sequence[float | None], unit: str, scale: float, digits: int) -> str:
+        known = [v for v in vals if v is not None]
+        mean = _fmt(statistics.fmean(known) if known else None, unit, scale, digits)
+        return (f"{mean} (mean of the legs' figures; per leg "
+                + ", ".join(_fmt(v, "", scale, digits) for v in vals) + ")")
 
     def arm_text(arm: str) -> str:
-        vals = [v for v in tput[arm] if v is not None]
         ph = [p for _, p in per_arm[arm] if p is not None]
-        ttft = [p.ttft_p50_s for p in ph if p.ttft_p50_s is not None]
-        e2e = [p.e2e_p50_s for p in ph if p.e2e_p50_s is not None]
         pops = "+".join(str(p.completed) for p in ph)
-        return (f"{arm}: {_fmt(statistics.fmean(vals) if vals else None, ' tok/s')} "
-                f"[{_fmt(min(vals) if vals else None)}–{_fmt(max(vals) if vals else None)}] "
-                f"over {len(vals)} run(s), n={pops}; TTFT p50 "
-                f"{_fmt(statistics.fmean(ttft) if ttft else None, ' ms', 1000)}, E2E p50 "
-                f"{_fmt(statistics.fmean(e2e) if e2e else None, ' ms', 1000)}")
+        return (f"{arm}: output {legs_text(tput[arm], ' tok/s', 1.0, 1)} over "
+                f"{len(ph)} leg(s), n={pops}; TTFT p50 "
+                f"{legs_text([p.ttft_p50_s for p in ph], ' ms', 1000.0, 1)}; E2E p50 "
+                f"{legs_text([p.e2e_p50_s for p in ph], ' ms', 1000.0, 1)}")
 
     figures = "; ".join(arm_text(a) for a in per_arm)
-    out = [Claim(f"throughput/latency ({name})", figures, tuple(refusals))]
+    out = [Claim(f"throughput/latency ({name})", figures, tuple(figure_refusals))]
     if two:
-        diff_ref = list(refusals)
-        a = [v for v in tput.get("A", []) if v is not None]
-        b = [v for v in tput.get("B", []) if v is not None]
-        statement = f"B differs from A in output throughput ({name})"
-        if a and b:
-            ratio = statistics.fmean(b) / statistics.fmean(a) if statistics.fmean(a) else None
-            statement += f": B/A = {_fmt(ratio, '×', digits=3)}"
-            if len(a) < 2 or len(b) < 2:
-                diff_ref.append((RULE_OVERLAP, "one run per arm: no interval, so "
-                                 + NO_DIFFERENCE))
-            elif min(b) <= max(a) and min(a) <= max(b):
-                diff_ref.append((RULE_OVERLAP, f"per-run ranges overlap (A "
-                                 f"{min(a):,.1f}–{max(a):,.1f}, B {min(b):,.1f}–{max(b):,.1f} "
-                                 f"tok/s): {NO_DIFFERENCE}"))
-        out.append(Claim(f"throughput difference ({name})", statement, tuple(diff_ref)))
+        pairs_, lone = leg_pairs(per_arm)
+        base = list(refusals)
+        if lone:
+            base.append((RULE_UNMATCHED, "legs without a partner in the other arm: "
+                                         + ", ".join(lone)))
+        for label, attr, unit, scale, digits in METRICS:
+            values = [(pid, getattr(pa, attr) if pa else None, getattr(pb, attr) if pb else None)
+                      for pid, _, pa, _, pb in pairs_]
+            out.append(difference_claim(label, name, values, base, per_round or len(pairs_),
+                                        unit, scale, digits))
     return out
 
 
@@ -462,27 +639,43 @@ def _fidelity(arms: Mapping[str, list[RunSummary]], two: bool, simultaneous: boo
         out["pairs"].append({"a": _run_name(x), "b": _run_name(y), **s.as_dict()})
         return s
 
+    controls: list[tuple[str, fid.FidelitySummary]] = []
     for rs in with_traces.values():  # within-arm control: is the arm reproducible?
-        if len(rs) >= 2:
-            pair(rs[0], rs[1])
+        for other in rs[1:]:
+            controls.append((f"{_run_name(rs[0])}–{_run_name(other)}", pair(rs[0], other)))
     if two and with_traces.get("A") and with_traces.get("B"):
-        ra, rb = with_traces["A"][0], with_traces["B"][0]
-        s = pair(ra, rb)
-        refusals = _common_refusals([ra, rb], True, simultaneous, sim_label)
-        if s.unmatched:
-            refusals.append((RULE_UNMATCHED, "cases on one arm only: " + ", ".join(s.unmatched)))
-        div = [c for c in s.cases if c.first_divergence is not None]
-        if s.all_exact:
+        pairs_, _ = leg_pairs({arm: [(r, None) for r in rs] for arm, rs in with_traces.items()})
+        cross = [(f"{_run_name(ra)}–{_run_name(rb)}", ra, rb, pair(ra, rb))
+                 for _, ra, _, rb, _ in pairs_]
+        refusals = _common_refusals([r for rs in with_traces.values() for r in rs], True,
+                                    simultaneous, sim_label)
+        unmatched = sorted({u for *_, s in cross for u in s.unmatched})
+        if unmatched:
+            refusals.append((RULE_UNMATCHED, "cases on one arm only: " + ", ".join(unmatched)))
+        names = ", ".join(n for n, *_ in cross)
+        n_cases = max((len(s.cases) for *_, s in cross), default=0)
+        if all(s.all_exact for *_, s in cross):
             statement = (f"B's greedy outputs, top-20 sets and logprobs equal A's on all "
-                         f"{len(s.cases)} cases")
+                         f"{n_cases} cases in every pair ({names})")
         else:
-            worst = min((c.min_top_overlap for c in s.cases if c.min_top_overlap is not None),
-                        default=None)
-            statement = (f"{len(div)}/{len(s.cases)} cases diverge ("
-                         + ", ".join(f"{c.case_id} at position {c.first_divergence}"
-                                     for c in div[:5])
-                         + ("…" if len(div) > 5 else "")
-                         + f"); minimum top-20 overlap {worst}")
+            parts = []
+            for n, _, _, s in cross:
+                div = [c for c in s.cases if c.first_divergence is not None]
+                worst = min((c.min_top_overlap for c in s.cases
+                             if c.min_top_overlap is not None), default=None)
+                parts.append(f"{n}: {len(div)}/{len(s.cases)} cases diverge"
+                             + (" (" + ", ".join(f"{c.case_id} at position {c.first_divergence}"
+                                                 for c in div[:5])
+                                + ("…" if len(div) > 5 else "") + ")" if div else "")
+                             + f", minimum top-20 overlap {worst}")
+            statement = "B diverges from A: " + "; ".join(parts)
+            noisy = [f"{n}: {sum(c.first_divergence is not None for c in s.cases)} case(s) "
+                     f"diverge" for n, s in controls if not s.all_exact]
+            if noisy:
+                refusals.append((RULE_NOT_REPRODUCIBLE, "an arm's own legs disagree ("
+                                 + "; ".join(noisy) + "): the engine is not reproducible "
+                                 "run to run, so a divergence between arms cannot be "
+                                 "attributed to B"))
         claims.append(Claim("fidelity (localisation, not KL)", statement, tuple(refusals)))
     return out, claims
 
@@ -530,6 +723,9 @@ def render_markdown(rep: Mapping[str, Any]) -> str:
     canaries, retained runs, claims, rules, raw files with SHA-256)."""
     L: list[str] = ["# Seat evidence report", "",
                     f"Generated {rep['generated_at']} (UTC). {rep['simultaneity']['label']}."]
+    for c in rep.get("consistency") or []:
+        L += ["", f"**WARNING — {c['run']} ({c['path']}): {c['problem']}**: this summary "
+                  f"was edited or not written from its raw requests; no claim rests on it."]
     cmp_ = rep.get("comparison")
     if cmp_:
         L.append(f"Bracket {cmp_.get('bracket_id')}: order {cmp_.get('order')}, "
@@ -537,6 +733,15 @@ def render_markdown(rep: Mapping[str, Any]) -> str:
                  + (f" ({cmp_.get('reason')})" if cmp_.get("reason") else "")
                  + f"; seat restored: {_yn(cmp_.get('restored'))}; hold released: "
                    f"{_yn(cmp_.get('hold_released'))}.")
+    req = rep.get("requests")
+    if req:
+        def cnt(v: Any) -> str:
+            return "unknown" if v is None else f"{v:,}"
+        L.append("Requests (warm-up excluded from every figure): " + "; ".join(
+            f"{'all' if a == 'all' else 'arm ' + a}: {cnt(v['legs'])} leg(s), "
+            f"{cnt(v['warmup'])} warm-up + {cnt(v['measured'])} measured probe requests, "
+            f"{cnt(v['fidelity'])} fidelity, {cnt(v['canaries'])} canary"
+            for a, v in req.items()) + ".")
     arms = rep["arms"]
     L += ["", "## Identity per arm", "",
           "| field | " + " | ".join(f"arm {a}" for a in arms) + " |",
@@ -557,6 +762,12 @@ def render_markdown(rep: Mapping[str, Any]) -> str:
     if rep.get("kv_ratio_resident_over_candidate"):
         L.append(f"- resident/candidate KV ratio: "
                  f"{rep['kv_ratio_resident_over_candidate']:.2f}×")
+    kr = rep.get("kv_ratios_candidate_over_resident") or {}
+    if kr.get("engine") is not None or kr.get("fit") is not None:
+        L.append("- KV capacity, candidate / resident: engine (startup log) "
+                 + ("unknown" if kr.get("engine") is None else f"{kr['engine']:.2f}×")
+                 + "; fit budget (predicted) "
+                 + ("unknown" if kr.get("fit") is None else f"{kr['fit']:.2f}×"))
     L += ["", "## Throughput and latency per phase (population first)", ""]
     for ph in rep["phases"]:
         L += [f"### {ph['phase']}", "",
@@ -592,16 +803,20 @@ def render_markdown(rep: Mapping[str, Any]) -> str:
     cn = rep.get("canaries")
     L += ["", "## Canaries (verdicts by code)", ""]
     if cn:
-        L += ["| arm | kind | passed/completed (attempted) | Wilson 95 % | pass^k | note |",
-              "|---|---|---|---|---|---|"]
+        L += ["Identical outputs for the same case (item and seed) on several legs are one "
+              "trial (answer SHA-256): intervals and pass^k use the distinct trials only.", "",
+              "| arm | kind | trials: passed/completed (attempted) | distinct trials: passed/"
+              "distinct | Wilson 95 % (distinct) | pass^k (distinct) | why | note |",
+              "|---|---|---|---|---|---|---|---|"]
         for a, kinds in cn["arms"].items():
             for k, s in kinds.items():
                 iv = s["interval"]
                 L.append(f"| {a} | {k} | {s['passed']}/{s['completed']} ({s['attempted']}) | "
+                         f"{s.get('distinct_passed', '?')}/{s.get('distinct', '?')} | "
                          + (f"[{iv['low']:.3f}, {iv['high']:.3f}]" if iv else "withheld")
                          + " | " + ("withheld" if s["pass_k"] is None
                                     else f"{s['pass_k']:.3f}")
-                         + f" (k={s['k']}) | {s['refused'] or ''} |")
+                         + f" (k={s['k']}) | {s.get('why', '')} | {s['refused'] or ''} |")
     else:
         L.append("No canary results in these runs.")
     L += ["", "## Retained runs that are not complete", ""]
@@ -618,7 +833,9 @@ def render_markdown(rep: Mapping[str, Any]) -> str:
                 L.append(f"  - rule **{r['rule']}**: {r['detail']}")
     L += ["", "## Rules", ""] + [f"- **{k}**: {v}" for k, v in rep["rules"].items()]
     L += ["", "## Raw files (SHA-256)", "", "`seat-console report --verify THIS_FILE` "
-          "re-checks them.", "", "| sha256 | path |", "|---|---|"]
+          "re-checks them and re-derives this report from them.", ""]
+    L += [f"Input: `{x}`" for x in rep.get("inputs") or []]
+    L += ["", "| sha256 | path |", "|---|---|"]
     L += [f"| `{h}` | {p} |" for p, h in rep["files"].items()]
     return "\n".join(L) + "\n"
 
@@ -711,6 +928,99 @@ def verify(recorded: Mapping[str, str]) -> list[VerifyRow]:
     return rows
 
 
+_MD_INPUT = re.compile(r"^Input: `(.+)`$")
+_MD_GENERATED = re.compile(r"^Generated (\S+) \(UTC\)\.")
+
+
+def recorded_inputs(report_text: str) -> tuple[list[str], datetime | None, Any]:
+    """From a report's text: the input directories it was built from (JSON ``inputs``, or the
+    Markdown ``Input:`` lines), its ``generated_at`` time, and the parsed JSON document (or
+    ``None`` for Markdown)."""
+    try:
+        doc = json.loads(report_text)
+    except ValueError:
+        doc = None
+    if isinstance(doc, dict):
+        ins = doc.get("inputs")
+        ins = [str(x) for x in ins] if isinstance(ins, list) else []
+        gen = doc.get("generated_at")
+    else:
+        doc = None
+        lines = report_text.splitlines()
+        ins = [m.group(1) for line in lines if (m := _MD_INPUT.match(line))]
+        gen = next((m.group(1) for line in lines if (m := _MD_GENERATED.match(line))), None)
+    try:
+        at = parse_time(gen, "generated_at") if isinstance(gen, str) else None
+    except RunError:
+        at = None
+    return ins, at, doc
+
+
+def _json_diff(a: Any, b: Any, path: str, out: list[str], limit: int = 20) -> None:
+    if len(out) >= limit:
+        return
+    if isinstance(a, dict) and isinstance(b, dict):
+        for k in list(a) + [k for k in b if k not in a]:
+            if k not in b:
+                out.append(f"{path}.{k}: in the report, not in the re-derived one")
+            elif k not in a:
+                out.append(f"{path}.{k}: missing from the report")
+            else:
+                _json_diff(a[k], b[k], f"{path}.{k}", out, limit)
+    elif isinstance(a, list) and isinstance(b, list):
+        if len(a) != len(b):
+            out.append(f"{path}: {len(a)} items in the report, {len(b)} re-derived")
+        for i, (x, y) in enumerate(zip(a, b)):
+            _json_diff(x, y, f"{path}[{i}]", out, limit)
+    elif a != b:
+        out.append(f"{path}: the report says {json.dumps(a, ensure_ascii=False)[:160]}, "
+                   f"re-derived {json.dumps(b, ensure_ascii=False)[:160]}")
+
+
+def rederive(report_text: str, source: str) -> list[str]:
+    """Re-derive the report at ``source`` from the raw files it names and say how it differs:
+    every run/comparison it was built from is read again (summaries re-derived from the raw
+    requests, :func:`seat_console.evidence.runs.rederive_problems`), the report is built again
+    at its own ``generated_at`` and compared with the text — JSON field by field, Markdown
+    line by line — so an edited claim ("REFUSED" → "SURVIVES", "1.113×" → "2.500×"), figure or
+    table row is named. A ``summary.json`` that disagrees with its ``requests.jsonl`` is named
+    too, even when the report was regenerated from it. ``[]`` when the report is exactly what
+    its raw files give."""
+    ins, at, doc = recorded_inputs(report_text)
+    if not ins:
+        return [f"{source}: names no input directory (no 'inputs' / 'Input:' lines): it cannot "
+                f"be re-derived (regenerate it with this console's `seat-console report`)"]
+    try:
+        inputs = load_inputs(ins)
+    except RunError as exc:
+        return [f"cannot re-derive: {exc}"]
+    rep = json.loads(json.dumps(build_report(inputs, now=at), default=str))
+    out = [f"{c['run']}: {c['problem']} ({c['path']})" for c in rep["consistency"]]
+    if doc is not None:
+        diffs: list[str] = []
+        _json_diff(doc, rep, "report", diffs)
+        out += diffs
+    else:
+        import difflib
+
+        mine = report_text.splitlines()
+        again = render_markdown(rep).splitlines()
+        n = 0
+        for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(None, mine, again,
+                                                           autojunk=False).get_opcodes():
+            if tag == "equal":
+                continue
+            n += 1
+            if n > 20:
+                out.append("… more differences")
+                break
+            got = " / ".join(mine[i1:i2])[:200] or "(nothing)"
+            want = " / ".join(again[j1:j2])[:200] or "(nothing)"
+            out.append(f"line {i1 + 1}: the report has {got!r}; re-derived from the raw files: "
+                       f"{want!r}")
+    return out
+
+
 __all__ = ["Claim", "Inputs", "REPORT_SCHEMA", "RULES", "VerifyRow", "build_report",
-           "load_inputs", "recorded_hashes", "render_markdown", "simultaneity", "verify",
+           "load_inputs", "recorded_hashes", "recorded_inputs", "rederive", "render_markdown", "simultaneity", "verify",
            "parse_time"]

@@ -117,7 +117,9 @@ class Identity:
     """What was measured: ``endpoint``, ``served_model``, ``image_id`` (config digest),
     ``repo_digest`` (manifest digest reference), ``patch_sha256s`` (``path=sha256`` strings),
     ``profile_sha256``, ``engine_version``, ``gpu_uuids``, ``driver_version``,
-    ``prompt_set_sha256``, ``container_id``. ``None`` = not recorded."""
+    ``prompt_set_sha256``, ``container_id``, ``base_digest`` (a backport image's base,
+    ``repo@sha256:…``, from its ``org.seat-console.backport.base`` label: a locally built
+    image has no repo digest of its own). ``None`` = not recorded."""
 
     endpoint: str | None = None
     served_model: str | None = None
@@ -130,10 +132,11 @@ class Identity:
     driver_version: str | None = None
     prompt_set_sha256: str | None = None
     container_id: str | None = None
+    base_digest: str | None = None
 
-    FIELDS = ("image_id", "repo_digest", "patch_sha256s", "profile_sha256", "engine_version",
-              "gpu_uuids", "driver_version", "served_model", "endpoint", "prompt_set_sha256",
-              "container_id")
+    FIELDS = ("image_id", "repo_digest", "base_digest", "patch_sha256s", "profile_sha256",
+              "engine_version", "gpu_uuids", "driver_version", "served_model", "endpoint",
+              "prompt_set_sha256", "container_id")
 
     @classmethod
     def from_mapping(cls, d: Mapping[str, Any] | None) -> Identity:
@@ -188,7 +191,7 @@ class Identity:
                    gpu_uuids=seq("gpu_uuids", "gpus"),
                    driver_version=s("driver_version", "driver"),
                    prompt_set_sha256=s("prompt_set_sha256"),
-                   container_id=s("container_id"))
+                   container_id=s("container_id"), base_digest=s("base_digest"))
 
     def merged(self, other: Identity) -> Identity:
         """Fields of ``self``, with ``other``'s filling the unknown ones."""
@@ -294,7 +297,12 @@ class RunSummary:
     ``(phase, index, prompt_id)`` measured (for pairing); ``arm``/``leg``/``bracket_id``: set
     for a leg of a comparison; ``kv_cache_tokens``: the engine's KV capacity in tokens (from
     its startup log); ``fit``: the fit budget recorded for the leg (free-form dict);
-    ``fidelity``/``canaries``: the leg's traces and canary results.
+    ``fidelity``/``canaries``: the leg's traces and canary results; ``pair``/``round``: the
+    bracket pair (``"r<round>p<k>"``) and round of a leg (``None`` for a plain run);
+    ``warmup_requests``/``measured_requests``: request records in ``requests.jsonl`` (warm-up
+    excluded from every figure; ``None`` when there is no such file); ``consistency``: each way
+    ``summary.json`` disagrees with the figures re-derived from ``requests.jsonl`` (empty when
+    they agree).
     """
 
     run_id: str
@@ -314,6 +322,11 @@ class RunSummary:
     fit: Mapping[str, Any] | None = None
     fidelity: tuple[Trace, ...] = ()
     canaries: tuple[CanaryResult, ...] = ()
+    pair: str | None = None
+    round: int | None = None
+    warmup_requests: int | None = None
+    measured_requests: int | None = None
+    consistency: tuple[str, ...] = ()
 
     @property
     def complete(self) -> bool:
@@ -342,6 +355,63 @@ def _disruption_text(d: Any) -> str:
     return str(d)[:200]
 
 
+REDERIVED_FIELDS = ("attempted", "completed", "failed", "output_tokens", "output_tok_s",
+                    "request_s", "ttft.p50_s", "ttft.p95_s", "tpot.p50_s", "itl.p50_s",
+                    "e2e.p50_s", "e2e.p95_s")
+"""The figures of a phase that are re-derived from ``requests.jsonl`` and compared."""
+
+
+def rederive_problems(phases: list[Any], records: Mapping[str, list[Any]], sp: Path,
+                      rp: Path) -> list[str]:
+    """Each figure of ``summary.json``'s phases (:data:`REDERIVED_FIELDS`) that differs from
+    the same figure computed again from the raw request records by the probe's own
+    :func:`seat_console.core.probe_stats.phase_stats` (relative tolerance 1e-9): the summary was
+    edited, or was not written from these records. ``[]`` when every figure agrees."""
+    from seat_console.core.probe_stats import phase_stats
+
+    out: list[str] = []
+    named = set()
+    for p in phases:
+        if not isinstance(p, Mapping):
+            continue
+        st = p.get("stats") if isinstance(p.get("stats"), Mapping) else p
+        name = p.get("name") or st.get("phase")
+        exp, conc = st.get("expected"), st.get("concurrency")
+        if not isinstance(name, str) or not isinstance(exp, int) or isinstance(exp, bool):
+            continue
+        named.add(name)
+        recs = records.get(name, [])
+        try:
+            again = phase_stats(name, recs, expected=max(exp, len(recs)),
+                                concurrency=conc if isinstance(conc, int) else 1).model_dump(
+                                    mode="json")
+        except (ValueError, TypeError) as exc:
+            out.append(f"{sp.name} phase {name}: cannot be re-derived from {rp.name} ({exc})")
+            continue
+        for f in REDERIVED_FIELDS:
+            a, b = _dig(st, f), _dig(again, f)
+            if not _same(a, b):
+                out.append(f"{sp.name} phase {name} {f} = {a!r}, but {rp.name} gives {b!r}")
+    for name in sorted(set(records) - named):
+        out.append(f"{rp.name} has {len(records[name])} records of phase {name!r} that "
+                   f"{sp.name} does not list")
+    return out
+
+
+def _dig(d: Any, dotted: str) -> Any:
+    for k in dotted.split("."):
+        d = d.get(k) if isinstance(d, Mapping) else None
+    return d
+
+
+def _same(a: Any, b: Any) -> bool:
+    if isinstance(a, bool) or isinstance(b, bool):
+        return a is b
+    if isinstance(a, (int, float)) and isinstance(b, (int, float)):
+        return abs(a - b) <= 1e-9 * max(abs(a), abs(b), 1e-12)
+    return a == b
+
+
 def load_probe_run(run_dir: Path, ledger: FileLedger) -> RunSummary:
     """Read a probe run directory (``summary.json`` + ``requests.jsonl`` if present).
 
@@ -364,7 +434,10 @@ def load_probe_run(run_dir: Path, ledger: FileLedger) -> RunSummary:
     disruptions = tuple(_disruption_text(d) for d in _list(s, "disruptions", sp))
     cases: set[tuple[str, int, int]] = set()
     rp = run_dir / "requests.jsonl"
+    by_phase: dict[str, list[Any]] | None = None
+    warmup = measured = None
     if rp.is_file():
+        by_phase, warmup, measured = {}, 0, 0
         for n, line in enumerate(ledger.read(rp).decode("utf-8", "replace").splitlines(), 1):
             if not line.strip():
                 continue
@@ -374,6 +447,12 @@ def load_probe_run(run_dir: Path, ledger: FileLedger) -> RunSummary:
                 raise RunError(f"{rp}:{n}: not a request record ({str(exc)[:120]})") from None
             if rec.phase != "warmup":
                 cases.add((rec.phase, rec.index, rec.prompt_id))
+                by_phase.setdefault(rec.phase, []).append(rec)
+                measured += 1
+            else:
+                warmup += 1
+    consistency = (tuple(rederive_problems(_list(s, "phases", sp), by_phase, sp, rp))
+                   if by_phase is not None else ())
     reason = s.get("reason") or s.get("status_reason")
     if reason is None and status != "complete":
         bad = [f"{p.name}: {p.state}" for p in phases if not p.complete]
@@ -389,7 +468,8 @@ def load_probe_run(run_dir: Path, ledger: FileLedger) -> RunSummary:
         started_at=parse_time(s.get("started_at"), f"{sp} started_at"),
         ended_at=parse_time(s.get("ended_at"), f"{sp} ended_at"),
         identity=Identity.from_mapping(ident), phases=phases, disruptions=disruptions,
-        cases=frozenset(cases),
+        cases=frozenset(cases), warmup_requests=warmup, measured_requests=measured,
+        consistency=consistency,
         kv_cache_tokens=kv if isinstance(kv, int) and not isinstance(kv, bool) else None)
 
 
@@ -440,4 +520,46 @@ def load_leg(leg_dir: Path, ledger: FileLedger, runs_root: Path | None = None) -
         kv_cache_tokens=kv if isinstance(kv, int) and not isinstance(kv, bool)
         else run.kv_cache_tokens,
         fit=leg.get("fit") if isinstance(leg.get("fit"), Mapping) else None,
-        fidelity=tuple(traces), canaries=tuple(results))
+        fidelity=tuple(traces), canaries=tuple(results),
+        pair=str(leg["pair"]) if isinstance(leg.get("pair"), str) else None,
+        round=leg["round"] if isinstance(leg.get("round"), int)
+        and not isinstance(leg.get("round"), bool) else None,
+        warmup_requests=run.warmup_requests, measured_requests=run.measured_requests,
+        consistency=run.consistency)
+
+
+def list_comparisons(data_root: Path) -> list[dict[str, Any]]:
+    """Every comparison under ``data_root/comparisons``, oldest first: ``bracket_id``,
+    ``path``, ``status``, ``reason``, ``order``, ``rounds``, ``legs`` (measured) and
+    ``planned_legs`` (counts), ``started_at``, and ``leg_runs`` — ``{probe run dir: leg
+    name}`` (e.g. ``"A1"``) for the legs whose probe ran. A comparison whose ``compare.json``
+    cannot be read is listed with ``status`` "unreadable" and ``problem``; never raises."""
+    base = data_root / "comparisons"
+    if not base.is_dir():
+        return []
+    out: list[dict[str, Any]] = []
+    for d in sorted(p for p in base.iterdir() if p.is_dir()):
+        row: dict[str, Any] = {"bracket_id": d.name, "path": str(d), "leg_runs": {}}
+        try:
+            doc = json.loads((d / "compare.json").read_text("utf-8"))
+            if not isinstance(doc, dict):
+                raise ValueError("not a JSON object")
+        except (OSError, ValueError) as exc:
+            row.update(status="unreadable", problem=f"compare.json: {exc}")
+            out.append(row)
+            continue
+        legs = doc.get("legs") if isinstance(doc.get("legs"), list) else []
+        planned = doc.get("planned_legs")
+        row.update(status=str(doc.get("status") or "unknown"), reason=doc.get("reason"),
+                   order=doc.get("order"), rounds=doc.get("rounds"), legs=len(legs),
+                   planned_legs=len(planned) if isinstance(planned, list) else None,
+                   started_at=doc.get("started_at"))
+        for leg in legs:
+            try:
+                ld = json.loads((d / str(leg) / "leg.json").read_text("utf-8"))
+            except (OSError, ValueError):
+                continue
+            if isinstance(ld, dict) and isinstance(ld.get("probe_run_dir"), str):
+                row["leg_runs"][ld["probe_run_dir"]] = f"{ld.get('arm')}{ld.get('leg')}"
+        out.append(row)
+    return out

@@ -12,7 +12,7 @@ from __future__ import annotations
 import time
 
 from seat_console.probe.run import Progress
-from seat_console.probe.stats import percentile
+from seat_console.core.probe_stats import percentile
 from seat_console.core.base import Frozen
 
 SPARK_BUCKET_S = 1.0

@@ -50,7 +50,7 @@ from seat_console.probe.engine_counters import (
 )
 from seat_console.probe.interference import InterferenceMonitor
 from seat_console.probe.prompts import PromptSet, load_prompt_set
-from seat_console.probe.stats import PhaseStats, phase_stats
+from seat_console.core.probe_stats import PhaseStats, phase_stats
 from seat_console.probe.store import SUMMARY_SCHEMA, RunWriter
 from seat_console.core.profile import LoadedProfile, ProbePhaseSpec, ProbeSpec
 from seat_console.core.base import utcnow

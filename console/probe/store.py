@@ -138,8 +138,9 @@ def read_requests(run_dir: Path) -> Iterator[RequestRecord]:
 
 def list_runs(root: Path | None = None) -> list[dict[str, Any]]:
     """Every run under ``root`` (default :func:`runs_dir`), oldest first: for each, ``run_id``,
-    ``path``, ``status``, ``started_at``, ``ended_at``, ``phases`` (name, state, headline or
-    ``None``), ``disruptions`` (count), and ``problem`` when its summary cannot be read (the run
+    ``path``, ``status``, ``started_at``, ``ended_at``, ``container`` (the seat container the
+    probe measured: ``role`` resident/probe, ``name``, ``image_id``; ``{}`` if not recorded),
+    ``phases`` (name, state, headline or ``None``), ``disruptions`` (count), and ``problem`` when its summary cannot be read (the run
     is still listed)."""
     base = root or runs_dir()
     if not base.is_dir():
@@ -162,6 +163,8 @@ def list_runs(root: Path | None = None) -> list[dict[str, Any]]:
             started_at=get_str(s, "started_at", max_len=100),
             ended_at=get_str(s, "ended_at", max_len=100),
             endpoint=get_str(ident, "endpoint"), served_model=get_str(ident, "served_model"),
+            container={k: v for k, v in get_dict(ident, "container").items()
+                       if k in ("role", "name", "image_id") and isinstance(v, str)},
             phases=[{"name": get_str(p, "name", max_len=200),
                      "state": get_str(p, "state", max_len=100),
                      "headline": get_dict(p, "stats").get("headline")}

@@ -1,4 +1,6 @@
-"""Per-phase figures of a probe, computed from its request records (pure).
+"""Per-phase figures of a probe, computed from its request records (pure). In core so that the
+probe (which writes them) and the evidence report (which re-derives them from
+``requests.jsonl``) use this one definition.
 
 Definitions follow ``vllm bench serve`` (``vllm/benchmarks/serve.py``, ``calculate_metrics``),
 written out in ``docs/probe.md``:
