@@ -21,7 +21,6 @@ import argparse
 import ipaddress
 import json
 import os
-import shutil
 import signal
 import sys
 import threading
@@ -201,9 +200,9 @@ def print_unit(args: argparse.Namespace, loaded: LoadedProfile, host: str, port:
     from seat_console.exporter.unit import render_unit
     from seat_console.probe.store import data_dir
 
-    script = shutil.which("seat-console")
-    program = ([os.path.realpath(script)] if script else
-               [os.path.realpath(sys.executable), "-m", "seat_console"])
+    # the interpreter running now (a venv's python is kept as is: resolving its link would
+    # leave the venv), never a PATH lookup that could find a shell shim
+    program = [os.path.abspath(sys.executable), "-m", "seat_console"]
     src = Path(loaded.source)
     if not src.is_file():
         return _fail(f"--print-unit needs a profile file (the unit passes it with --profile); "
