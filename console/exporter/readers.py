@@ -44,19 +44,29 @@ def _noop() -> None:
 
 # -- node: timers and leases -----------------------------------------------------------------
 def make_timers(loaded: LoadedProfile) -> Reader:
-    """The profile's timer units (``systemctl show`` / ``list-timers`` through the node
-    transport) → ``tuple[TimerFact, ...]``."""
-    from seat_console.sources.timers import TimerSource, TimersReading, make_source
+    """The profile's timer units, their load and active states in one ``systemctl show``
+    through the node transport (:func:`seat_console.sources.timers.read_unit_states`) →
+    ``tuple[TimerFact, ...]``."""
+    from seat_console.node.transport import TransportError, make_transport
+    from seat_console.sources.timers import TimersReading, read_unit_states
 
-    src = make_source(loaded)
+    units = list(loaded.profile.timers.all_units)
+    try:
+        transport = make_transport(loaded)
+    except TransportError as exc:
+        msg = str(exc)
+        return (lambda: Unavailable(source="timers", kind="config", reason=msg)), _noop
 
     def read() -> Any:
-        r = src.read()
+        try:
+            r = read_unit_states(transport, units)
+        except (TransportError, ValueError) as exc:
+            return Unavailable(source="timers", kind="error", reason=str(exc))
         if not isinstance(r, TimersReading):
             return r
         return tuple(TimerFact(t.unit, t.loaded, t.active) for t in r.timers)
 
-    return read, src.close if isinstance(src, TimerSource) else _noop
+    return read, transport.close
 
 
 def make_lease(loaded: LoadedProfile) -> Reader:
@@ -268,8 +278,8 @@ READERS: dict[str, Callable[[LoadedProfile], Reader]] = {
 """How the exporter builds each source's reader (tests pass their own)."""
 
 INTERVALS_S: dict[str, float] = {
-    "gpus": 30.0, "timers": 10.0, "silences": 10.0, "containers": 10.0, "engine": 5.0,
-    "journal": 5.0, "lease": 10.0,
+    "gpus": 30.0, "timers": 15.0, "silences": 15.0, "containers": 15.0, "engine": 5.0,
+    "journal": 5.0, "lease": 15.0,
 }
 """Default seconds between two reads of each source (``--interval`` sets them all)."""
 
