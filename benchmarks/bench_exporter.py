@@ -11,6 +11,10 @@
    ``--seconds`` s; the exporter's CPU seconds (user + system, all threads, plus reaped
    children: systemctl over a local transport) per wall second, in % of one core.
 
+4. ``--per-source N``: instead, each source's read function called N times in this process;
+   CPU ms (this process and reaped children: the node transport's ``docker exec`` /
+   ``systemctl`` processes) and wall ms per read.
+
 Usage::
 
     python benchmarks/bench_exporter.py --profile .lab/profile.toml --seconds 120 --json out.json
@@ -65,6 +69,30 @@ def cpu_s(p: psutil.Process) -> float:
     return t.user + t.system + t.children_user + t.children_system
 
 
+def per_source(profile: str, n: int) -> dict[str, dict[str, float]]:
+    """Each source's read, ``n`` times after one warm-up read: CPU and wall ms per read."""
+    from seat_console.exporter.readers import READERS
+    from seat_console.profile import load_profile
+
+    loaded = load_profile(profile)
+
+    def cpu() -> float:
+        t = os.times()
+        return t.user + t.system + t.children_user + t.children_system
+
+    out = {}
+    for name, make in READERS.items():
+        read, close = make(loaded)
+        read()
+        c0, w0 = cpu(), time.perf_counter()
+        for _ in range(n):
+            read()
+        out[name] = {"cpu_ms": (cpu() - c0) / n * 1e3,
+                     "wall_ms": (time.perf_counter() - w0) / n * 1e3}
+        close()
+    return out
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--profile", required=True)
@@ -76,7 +104,12 @@ def main() -> int:
     ap.add_argument("--seconds", type=float, default=120.0)
     ap.add_argument("--warmup", type=float, default=45.0)
     ap.add_argument("--json", metavar="FILE")
+    ap.add_argument("--per-source", type=int, metavar="N", default=0)
     a = ap.parse_args()
+    if a.per_source:
+        print(json.dumps({"load_avg": os.getloadavg(),
+                          "per_source": per_source(a.profile, a.per_source)}, indent=2))
+        return 0
 
     argv = [sys.executable, "-m", "seat_console", "exporter", "--profile", a.profile,
             "--listen", f"127.0.0.1:{a.port}"]
