@@ -371,3 +371,17 @@ def test_unfinished_runs_read_only(tmp_path) -> None:
     before = j.read_bytes()
     assert unfinished_runs(j) == (RunbookRun("swap", "stop resident", "r2"),)
     assert j.read_bytes() == before
+
+
+def test_the_exporter_imports_no_textual_or_rich() -> None:
+    import subprocess
+    import sys
+
+    code = ("import sys; import seat_console.commands.exporter_cmd, "
+            "seat_console.exporter.collector, seat_console.exporter.readers, "
+            "seat_console.exporter.unit; "
+            "bad = sorted(m for m in sys.modules if m.split('.')[0] in ('textual', 'rich')); "
+            "print(bad); sys.exit(1 if bad else 0)")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                       timeout=120, check=False)
+    assert r.returncode == 0, r.stdout + r.stderr
