@@ -25,8 +25,14 @@ import signal
 import sys
 import threading
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from seat_console.profile import LoadedProfile
+
+if TYPE_CHECKING:
+    from prometheus_client.core import Metric
+
+    from seat_console.exporter.collector import Exporter
 
 PROG = "seat-console exporter"
 DEFAULT_LISTEN = "127.0.0.1:9469"
@@ -135,13 +141,11 @@ def run(args: argparse.Namespace, loaded: LoadedProfile) -> int:
     return serve(exp, host, port)
 
 
-def once(exp: object, json_mode: bool, wait_s: float) -> int:
+def once(exp: Exporter, json_mode: bool, wait_s: float) -> int:
     """Read every source once (up to ``wait_s`` s), print one scrape; exit 3 if a source is
     down."""
-    from seat_console.exporter.collector import Exporter
     from seat_console.exporter.model import families_json
 
-    assert isinstance(exp, Exporter)
     exp.read_all_once(wait_s)
     fams = list(exp.collector.collect())
     down = [s.labels["source"] for f in fams if f.name == "seat_source_up"
@@ -154,7 +158,7 @@ def once(exp: object, json_mode: bool, wait_s: float) -> int:
     return EXIT_UNAVAILABLE if down else EXIT_OK
 
 
-def _text(fams: list) -> str:
+def _text(fams: list[Metric]) -> str:
     """The families (already collected) in the Prometheus text format 0.0.4."""
     from prometheus_client import CollectorRegistry, generate_latest
     from prometheus_client.registry import Collector
@@ -168,13 +172,10 @@ def _text(fams: list) -> str:
     return generate_latest(reg).decode("utf-8")
 
 
-def serve(exp: object, host: str, port: int) -> int:
+def serve(exp: Exporter, host: str, port: int) -> int:
     """Serve ``/metrics`` on ``host:port`` until SIGTERM or SIGINT; exit 0 (1: cannot bind)."""
     from prometheus_client import start_http_server
 
-    from seat_console.exporter.collector import Exporter
-
-    assert isinstance(exp, Exporter)
     try:
         server, thread = start_http_server(port, addr=host, registry=exp.registry)
     except OSError as exc:
