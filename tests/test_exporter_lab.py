@@ -167,3 +167,26 @@ def test_alertmanager_down_is_its_source_down_and_the_scrape_still_answers(
     wait_until(lambda: value(scrape(exporter_url), "seat_source_up",
                              source="silences") == 1.0, 90,
                what='seat_source_up{source="silences"} 1 again')
+
+
+def test_the_unit_verifies_with_the_nodes_systemd(lab, node, exclusive) -> None:
+    """The unit ``--print-unit`` writes, with ``/bin/true`` standing for the exporter (the node
+    has no seat-console), passes ``systemd-analyze verify`` of the node's real systemd 252:
+    every hardening option is one systemd knows. The file is removed afterwards."""
+    from pathlib import Path
+
+    from seat_console.exporter.unit import render_unit
+
+    text = render_unit(["/bin/true", "exporter", "--listen", "127.0.0.1:9469"], user=None,
+                       state_dir=Path("/var/lib/seat-console"), data_dir=Path("/var/lib/sc"),
+                       docker_group=False)
+    path = "/tmp/seat-console-exporter.service"
+    put = node.run(["tee", path], stdin=text.encode())
+    assert put.ok, put.failure
+    try:
+        r = node.run(["systemd-analyze", "verify", path], timeout_s=60)
+        out = r.stdout + r.stderr
+        assert r.ok, out
+        assert "Unknown key" not in out and "Unknown lvalue" not in out, out
+    finally:
+        node.run(["rm", "-f", path])
