@@ -94,6 +94,18 @@ def test_scrape_matches_the_node_at_rest(lab, node, exporter_url, exclusive) -> 
     assert value(s, "seat_scrape_duration_seconds") is not None
 
 
+def seat_silence_end(lab) -> float | None:
+    """The latest endsAt of the active silences covering the seat, read from Alertmanager now
+    by the console's silences source (other sessions' holds may be active beside ours)."""
+    from seat_console.profile import load_profile
+    from seat_console.sources.base import read_once
+    from seat_console.sources.silences import SilencesReading, make_source
+
+    r = read_once(make_source(load_profile(str(lab.profile_path))))
+    assert isinstance(r, SilencesReading), r
+    return max((x.ends_at.timestamp() for x in r.active), default=None)
+
+
 def test_hold_lease_cancelled_by_hand_and_release(lab, node, env, baseline, exporter_url,
                                                   prometheus_url) -> None:
     assert hold_flags(exporter_url)["seat_hold_active"] == 0.0
@@ -101,46 +113,65 @@ def test_hold_lease_cancelled_by_hand_and_release(lab, node, env, baseline, expo
             "--json")
     assert r.returncode == 0, r.stdout + r.stderr
     h = json.loads(r.stdout)["hold"]
-    placed = time.time()
-    want = {"seat_hold_active": 1.0, "seat_hold_lease_armed": 1.0,
-            "seat_hold_without_lease": 0.0, "seat_silence_active": 1.0}
-    wait_until(lambda: hold_flags(exporter_url) == want, 60, what=f"hold metrics {want}")
-    s = scrape(exporter_url)
-    (lease,) = node_leases(node)
-    assert lease.unit == h["lease_unit"]
-    assert abs(value(s, "seat_hold_expiry_timestamp_seconds")
-               - lease.next_elapse.timestamp()) < 2
-    (sil,) = silences_of(lab, h["hold_id"])
-    end = value(s, "seat_silence_end_timestamp_seconds")
-    assert end is not None and abs(end - httpx_time(sil["endsAt"])) < 2
-    for unit, active in active_timers(node, lab.timers).items():
-        assert value(s, "seat_timer_active", unit=unit) == (1.0 if active else 0.0)
-        assert not active
+    released = False
+    try:
+        placed = time.time()
+        want = {"seat_hold_active": 1.0, "seat_hold_lease_armed": 1.0,
+                "seat_hold_without_lease": 0.0, "seat_silence_active": 1.0}
+        wait_until(lambda: hold_flags(exporter_url) == want, 60, what=f"hold metrics {want}")
+        s = scrape(exporter_url)
+        (lease,) = node_leases(node)
+        assert lease.unit == h["lease_unit"]
+        assert abs(value(s, "seat_hold_expiry_timestamp_seconds")
+                   - lease.next_elapse.timestamp()) < 2
+        (sil,) = silences_of(lab, h["hold_id"])
+        end = value(s, "seat_silence_end_timestamp_seconds")
+        assert end is not None and end >= httpx_time(sil["endsAt"]) - 2
+        assert abs(end - seat_silence_end(lab)) < 2
+        for unit, active in active_timers(node, lab.timers).items():
+            assert value(s, "seat_timer_active", unit=unit) == (1.0 if active else 0.0)
+            assert not active
 
-    # the lab's Prometheus sees the hold (it scrapes every 2 s; the exporter reads every 1 s)
-    wait_until(lambda: prom_value(prometheus_url,
-                                  'seat_hold_active{job="seat-exporter"}') == 1.0,
-               60, what="Prometheus to see seat_hold_active 1")
-    seen = time.time() - placed
-    print(f"Prometheus saw the hold {seen:.1f} s after `hold` returned")
-    assert prom_value(prometheus_url, 'seat:held{instance="127.0.0.1:19469"}') == 1.0
+        # the lab's Prometheus sees the hold (it scrapes every 2 s; the exporter reads every
+        # 1 s)
+        wait_until(lambda: prom_value(prometheus_url,
+                                      'seat_hold_active{job="seat-exporter"}') == 1.0,
+                   60, what="Prometheus to see seat_hold_active 1")
+        seen = time.time() - placed
+        print(f"Prometheus saw the hold {seen:.1f} s after `hold` returned")
+        assert prom_value(prometheus_url, 'seat:held{instance="127.0.0.1:19469"}') == 1.0
 
-    # the lease cancelled by hand: timers still stopped, nothing will restore them
-    res = node.run(["systemctl", "stop", h["lease_unit"]])
-    assert res.ok, res.failure
-    wait_until(lambda: hold_flags(exporter_url)["seat_hold_without_lease"] == 1.0, 60,
-               what="seat_hold_without_lease 1")
-    f = hold_flags(exporter_url)
-    assert f["seat_hold_active"] == 1.0 and f["seat_hold_lease_armed"] == 0.0
-    assert value(scrape(exporter_url), "seat_hold_expiry_timestamp_seconds") is None
+        # the lease cancelled by hand: timers still stopped, nothing will restore them
+        res = node.run(["systemctl", "stop", h["lease_unit"]])
+        assert res.ok, res.failure
+        wait_until(lambda: hold_flags(exporter_url)["seat_hold_without_lease"] == 1.0, 60,
+                   what="seat_hold_without_lease 1")
+        f = hold_flags(exporter_url)
+        assert f["seat_hold_active"] == 1.0 and f["seat_hold_lease_armed"] == 0.0
+        assert value(scrape(exporter_url), "seat_hold_expiry_timestamp_seconds") is None
 
-    rel = cli(lab, env, "release", "--yes")
-    assert rel.returncode == 0, rel.stdout + rel.stderr
-    assert active_timers(node, lab.timers) == baseline
-    back = {"seat_hold_active": 0.0, "seat_hold_lease_armed": 0.0,
-            "seat_hold_without_lease": 0.0, "seat_silence_active": 0.0}
-    wait_until(lambda: hold_flags(exporter_url) == back, 60, what=f"hold metrics {back}")
-    assert hold_units(node) == []
+        rel = cli(lab, env, "release", "--yes")
+        assert rel.returncode == 0, rel.stdout + rel.stderr
+        released = True
+        assert active_timers(node, lab.timers) == baseline
+        back = {"seat_hold_active": 0.0, "seat_hold_lease_armed": 0.0,
+                "seat_hold_without_lease": 0.0}
+        wait_until(lambda: {k: v for k, v in hold_flags(exporter_url).items()
+                            if k in back} == back, 60, what=f"hold metrics {back}")
+        assert hold_units(node) == []
+        # our silence is expired; another session's may still cover the seat
+        (sil,) = silences_of(lab, h["hold_id"])
+        assert sil["status"]["state"] == "expired"
+        other = seat_silence_end(lab)
+        wait_until(lambda: value(scrape(exporter_url), "seat_silence_active")
+                   == (0.0 if other is None else 1.0), 60, what="seat_silence_active back")
+    finally:
+        if not released:   # leave nothing behind: the hold's silence (baseline restores
+            cli(lab, env, "release", "--yes")   # the timers and stops the lease)
+            for x in silences_of(lab, h["hold_id"]):
+                if x["status"]["state"] != "expired":
+                    httpx.delete(f"{lab.alertmanager_url}/api/v2/silence/{x['id']}",
+                                 timeout=10)
 
 
 def httpx_time(iso: str) -> float:
