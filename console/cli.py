@@ -58,7 +58,7 @@ COMMAND_MODULES = [
     "seat_console.commands.recover_cmd",
     "seat_console.commands.journal_cmd",
     "seat_console.commands.probe_cmd",
-    "seat_console.commands.exporter_cmd",
+    "seat_console.exporter.cmd",
 ]
 
 # Subcommands that change the node, each with a test of its arguments (``True``: this run

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from prometheus_client import generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
-from seat_console.commands.exporter_cmd import parse_listen
+from seat_console.exporter.cmd import parse_listen
 from seat_console.exporter.collector import Exporter
 from seat_console.exporter.model import (
     SOURCES,
@@ -35,8 +35,8 @@ from seat_console.exporter.model import (
 from seat_console.exporter.poller import Poller, SourceState
 from seat_console.exporter.readers import probe_state, unfinished_runs
 from seat_console.exporter.unit import render_unit, systemd_arg
-from seat_console.profile import load_profile
-from seat_console.sources import Unavailable
+from seat_console.core.profile import load_profile
+from seat_console.core.base import Unavailable
 
 PROFILE = """[resident]
 name = "r"
@@ -377,7 +377,7 @@ def test_the_exporter_imports_no_textual_or_rich() -> None:
     import subprocess
     import sys
 
-    code = ("import sys; import seat_console.commands.exporter_cmd, "
+    code = ("import sys; import seat_console.exporter.cmd, "
             "seat_console.exporter.collector, seat_console.exporter.readers, "
             "seat_console.exporter.unit; "
             "bad = sorted(m for m in sys.modules if m.split('.')[0] in ('textual', 'rich')); "

@@ -97,8 +97,8 @@ def test_scrape_matches_the_node_at_rest(lab, node, exporter_url, exclusive) -> 
 def seat_silence_end(lab) -> float | None:
     """The latest endsAt of the active silences covering the seat, read from Alertmanager now
     by the console's silences source (other sessions' holds may be active beside ours)."""
-    from seat_console.profile import load_profile
-    from seat_console.sources.base import read_once
+    from seat_console.core.profile import load_profile
+    from seat_console.core.base import read_once
     from seat_console.sources.silences import SilencesReading, make_source
 
     r = read_once(make_source(load_profile(str(lab.profile_path))))

@@ -1,6 +1,6 @@
 """The exporter: the seat as the node and Alertmanager see it, as Prometheus metrics.
 
-``seat-console exporter`` (:mod:`seat_console.commands.exporter_cmd`) serves ``/metrics`` with
+``seat-console exporter`` (:mod:`seat_console.exporter.cmd`) serves ``/metrics`` with
 ``prometheus_client``. Read-only: it never writes to the node, the journal or Alertmanager.
 
 * :mod:`~seat_console.exporter.poller` — each source read in its own daemon thread on its own

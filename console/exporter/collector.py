@@ -17,7 +17,7 @@ from prometheus_client.registry import Collector, CollectorRegistry
 from seat_console.exporter.model import SOURCES, Identity, build_families
 from seat_console.exporter.poller import Poller
 from seat_console.exporter.readers import INTERVALS_S, READERS, Reader
-from seat_console.profile import LoadedProfile
+from seat_console.core.profile import LoadedProfile
 
 
 class SeatCollector(Collector):

@@ -22,7 +22,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from seat_console.sources import Unavailable
+from seat_console.core.base import Unavailable
 
 log = logging.getLogger("seat_console.exporter")
 

@@ -28,9 +28,9 @@ from seat_console.exporter.model import (
     SilenceValue,
     TimerFact,
 )
-from seat_console.profile import LoadedProfile
-from seat_console.sources import Unavailable
-from seat_console.sources.untrusted import InputError, load_json
+from seat_console.core.profile import LoadedProfile
+from seat_console.core.base import Unavailable
+from seat_console.core.untrusted import InputError, load_json
 
 Reader = tuple[Callable[[], Any], Callable[[], None]]
 
@@ -153,10 +153,11 @@ def make_engine(loaded: LoadedProfile, timeout_s: float = 3.0) -> Reader:
 # -- GPUs and the fit verdict ----------------------------------------------------------------
 def make_gpus(loaded: LoadedProfile) -> Reader:
     """NVML (:mod:`seat_console.sources.gpu`), and with it the fit verdict per side
-    (:func:`seat_console.sources.fit_source.compute_budgets`; checkpoint scans are cached while
+    (:func:`seat_console.fit.inputs.compute_budgets`; checkpoint scans are cached while
     the files do not change) → :class:`GpuValue`. NVML unavailable: the source is down (the
     verdict needs live cards; none is given from declared sizes alone)."""
-    from seat_console.sources.fit_source import compute_budgets, gather_fit_inputs, host_memory
+    from seat_console.fit.inputs import compute_budgets
+    from seat_console.snapshot.fit_reading import gather_fit_inputs, host_memory
     from seat_console.sources.gpu import GpuSnapshot, make_source
 
     src = make_source(loaded)
@@ -248,7 +249,7 @@ def make_journal(loaded: LoadedProfile, environ: dict[str, str] | None = None) -
     Paths: the console's state dir (``$SEAT_CONSOLE_STATE_DIR``) and data dir
     (``$SEAT_CONSOLE_DATA_DIR``). A probe run is stale after ``probe.request_timeout_s`` + 60 s
     without a write."""
-    from seat_console.actions.journal import journal_path
+    from seat_console.core.paths import journal_path
     from seat_console.probe.store import runs_dir
 
     env = dict(os.environ if environ is None else environ)

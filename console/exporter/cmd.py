@@ -27,7 +27,7 @@ import threading
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from seat_console.profile import LoadedProfile
+from seat_console.core.profile import LoadedProfile
 
 if TYPE_CHECKING:
     from prometheus_client.core import Metric
@@ -197,9 +197,9 @@ def serve(exp: Exporter, host: str, port: int) -> int:
 
 def print_unit(args: argparse.Namespace, loaded: LoadedProfile, host: str, port: int) -> int:
     """Print the systemd unit (:func:`seat_console.exporter.unit.render_unit`)."""
-    from seat_console.actions.journal import state_dir
+    from seat_console.core.paths import state_dir
     from seat_console.exporter.unit import render_unit
-    from seat_console.probe.store import data_dir
+    from seat_console.core.paths import data_dir
 
     # the interpreter running now (a venv's python is kept as is: resolving its link would
     # leave the venv), never a PATH lookup that could find a shell shim
