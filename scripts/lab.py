@@ -902,7 +902,8 @@ def ensure_prometheus(state: dict[str, Any]) -> None:
     if cp.returncode != 0:
         raise LabError("promtool check config failed: "
                        + (cp.stdout + cp.stderr).decode("utf-8", "replace").strip()[-1500:])
-    if state.get("prometheus", {}).get("config_sha") != sha12(config):
+    want_sha = sha12({"config": config, "rules": RULES_FILE.read_text("utf-8")})
+    if state.get("prometheus", {}).get("config_sha") != want_sha:
         # a changed configuration (or rules): a running lab Prometheus is restarted with it
         for pid in {state.get("prometheus", {}).get("pid")} | set(find_pids(str(cfg),
                                                                             "prometheus")):
@@ -914,7 +915,7 @@ def ensure_prometheus(state: dict[str, Any]) -> None:
          f"--web.listen-address={LOOPBACK}:{PROMETHEUS_PORT}",
          "--storage.tsdb.retention.time=2d"],
         PROMETHEUS_PORT, _prom_url(), prometheus_healthy,
-        {"storage": str(d / "data"), "rules": str(rules), "config_sha": sha12(config),
+        {"storage": str(d / "data"), "rules": str(rules), "config_sha": want_sha,
          "scrape_interval_s": PROMETHEUS_INTERVAL_S, "promtool_check": "passed"})
 
 
