@@ -47,7 +47,7 @@ from typing import Any
 
 from seat_console.actions.journal import Journal
 from seat_console.actions.runbook import Check, Observer, Plan, Runbook, RunContext, Step, StepError
-from seat_console.profile import BackportSpec, LoadedProfile
+from seat_console.core.profile import BackportSpec, LoadedProfile
 
 LABEL_PREFIX = "org.seat-console.backport"
 """Label namespace of the provenance labels on a backport image."""

@@ -59,7 +59,7 @@ from seat_console.evidence import canaries as can
 from seat_console.evidence import fidelity as fid
 from seat_console.evidence.bracket import LegPlan, new_bracket_id, plan_bracket, transition
 from seat_console.node.context import NodeContext
-from seat_console.sources import utcnow
+from seat_console.core.base import utcnow
 
 COMPARE_SCHEMA = "seat-console.comparison/1"
 
@@ -86,7 +86,7 @@ class CompareOptions:
 
 def comparisons_dir(data_root: Path | None = None) -> Path:
     """``<data dir>/comparisons`` (the data dir of :mod:`seat_console.probe.store`)."""
-    from seat_console.probe.store import data_dir
+    from seat_console.core.paths import data_dir
 
     return (data_root or data_dir()) / "comparisons"
 
@@ -99,7 +99,7 @@ def _write_json(path: Path, doc: dict[str, Any]) -> None:
 
 # -- seat changes -----------------------------------------------------------------------------
 def _started(c: Any) -> datetime | None:
-    from seat_console.sources.containers import parse_docker_time
+    from seat_console.node.docker import parse_docker_time
 
     return parse_docker_time(c.attrs.get("State", {}).get("StartedAt"))
 
@@ -167,28 +167,27 @@ def fit_summary(nctx: NodeContext) -> dict[str, Any]:
     ``kv_tokens_ratio`` (resident/candidate). ``{"problem": …}`` when it cannot be computed
     (the compare goes on; the report says "fit: not recorded")."""
     try:
-        from seat_console.commands.fit_cmd import to_json
-        from seat_console.sources.fit_source import (
-            WhatIf,
-            compute_budgets,
-            gather_fit_inputs,
-            host_memory,
-        )
+        from seat_console.snapshot.fit_reading import gather_fit_inputs, host_memory
+        from seat_console.fit.inputs import WhatIf, compute_budgets, no_verdict_reason
 
         inputs = gather_fit_inputs(nctx.loaded, None, gpu_unavailable="not read by compare",
                                    host=host_memory(), containers=None)
-        comp, overlay = compute_budgets(inputs, WhatIf())
-        doc = json.loads(to_json(inputs, comp, overlay, nctx.loaded.source))
+        comp, _overlay = compute_budgets(inputs, WhatIf())
     except Exception as exc:  # noqa: BLE001 - the budget is context, not a precondition
         return {"problem": f"{type(exc).__name__}: {exc}"}
-    out: dict[str, Any] = {"kv_tokens_ratio": doc.get("kv_tokens_ratio"),
+    out: dict[str, Any] = {"kv_tokens_ratio": comp.kv_tokens_ratio,
                            "source": "seat-console fit --no-live (profile + checkpoints)"}
-    for arm, side in (("A", "resident"), ("B", "candidate")):
-        d = doc.get(side) or {}
-        v = d.get("verdict") if isinstance(d.get("verdict"), dict) else {}
-        out[arm] = {"name": d.get("name"), "kv_tokens": d.get("kv_tokens"),
-                    "max_concurrency": d.get("max_concurrency"), "fits": v.get("fits"),
-                    "words": v.get("words") or d.get("unavailable") or d.get("no_verdict")}
+    arms = (("A", comp.resident, comp.resident_unavailable, inputs.resident),
+            ("B", comp.candidate, comp.candidate_unavailable, inputs.candidate))
+    for arm, budget, why, side in arms:
+        if budget is None:
+            out[arm] = {"name": None, "kv_tokens": None, "max_concurrency": None, "fits": None,
+                        "words": why or no_verdict_reason(side)}
+        else:
+            out[arm] = {"name": budget.name, "kv_tokens": budget.kv_tokens,
+                        "max_concurrency": budget.max_concurrency,
+                        "fits": budget.verdict.fits,
+                        "words": budget.verdict.words or budget.no_verdict}
     return out
 
 
@@ -209,6 +208,7 @@ def measure_leg(nctx: NodeContext, leg: LegPlan, bracket_id: str, cmp_dir: Path,
     leg is written with ``status`` and ``reason`` (kept like every run). Blocking (worker).
     """
     from seat_console.probe.client import run_async
+    from seat_console.actions import probe_journal
     from seat_console.probe.run import Probe, ProbeRefused, default_monitor_factory, preflight
     from seat_console.probe.store import RunWriter, runs_dir
 
@@ -222,7 +222,7 @@ def measure_leg(nctx: NodeContext, leg: LegPlan, bracket_id: str, cmp_dir: Path,
     loaded = nctx.loaded
     before = _incarnation(nctx)
     try:
-        pre = preflight(loaded)
+        pre = preflight(loaded, hold=probe_journal.hold_info())
     except ProbeRefused as exc:
         rec.update(status="failed", reason=f"probe refused: {exc}", ended_at=utcnow().isoformat())
         _write_json(d / "leg.json", rec)

@@ -41,8 +41,10 @@ from seat_console.actions.journal import Entry, Journal
 from seat_console.actions.runbook import Check, Observer, Runbook, RunContext, Step, StepError
 from seat_console.node.context import NodeContext
 from seat_console.node.transport import TransportError
-from seat_console.sources import Unavailable, utcnow
-from seat_console.sources.silences import AlertmanagerError, Silence, coverage_warnings
+from seat_console.core.base import Unavailable, utcnow
+from seat_console.core.fmt import fmt_duration, fmt_ttl
+from seat_console.sources.silences import coverage_warnings
+from seat_console.node.alertmanager import AlertmanagerError, Silence
 from seat_console.sources.timers import TimerState, TimersReading, read_timers
 
 TTL_MIN_S = 10
@@ -101,9 +103,7 @@ def countdown(t: datetime | None, now: datetime | None = None) -> str:
         return "in under 10 s"
     if s < 60:
         return f"in {s // 10 * 10} s"
-    if s < 3600:
-        return f"in {s // 60} min"
-    return f"in {s // 3600} h {(s % 3600) // 60:02d} min"
+    return f"in {fmt_duration(s, coarse=True)}"
 
 
 def expiry_text(expires_at: datetime | None, ttl_s: float | None,
@@ -130,12 +130,8 @@ def _in(t: datetime | None, now: datetime | None = None) -> str:
         return "n/a"
     s = int((t - (now or utcnow())).total_seconds())
     if s < 0:
-        return f"{-s} s ago"
-    if s < 120:
-        return f"in {s} s"
-    if s < 7200:
-        return f"in {s // 60} min"
-    return f"in {s // 3600} h {(s % 3600) // 60:02d} min"
+        return f"{fmt_duration(s)} ago"
+    return f"in {fmt_duration(s, coarse=True)}"
 
 
 def foreign_lease_text(t: TimerState, now: datetime | None = None) -> str:
@@ -538,16 +534,6 @@ def am_reachable(nctx: NodeContext) -> None:
 
 def _safe_url(nctx: NodeContext) -> str:
     return str(nctx.profile.alertmanager.url).rstrip("/")
-
-
-def fmt_ttl(ttl_s: int) -> str:
-    """``4 h``, ``1 h 30 min``, ``10 min``, ``20 s``."""
-    h, rem = divmod(int(ttl_s), 3600)
-    m, s = divmod(rem, 60)
-    parts = [f"{h} h"] if h else []
-    parts += [f"{m} min"] if m else []
-    parts += [f"{s} s"] if s else []
-    return " ".join(parts) or "0 s"
 
 
 def _stop_step(nctx: NodeContext, unit: str, hold: Any) -> Step:

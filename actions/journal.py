@@ -57,12 +57,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-import platformdirs
+from seat_console.core.paths import ENV_STATE_DIR, journal_path
 
-ENV_STATE_DIR = "SEAT_CONSOLE_STATE_DIR"
-"""Environment variable that overrides the state directory (the journal lives in it)."""
-
-JOURNAL_FILE = "journal.sqlite3"
 GENESIS = "0" * 64
 """``prev_hash`` of the first row."""
 OUTPUT_TAIL_CHARS = 4000
@@ -101,20 +97,6 @@ BEGIN SELECT RAISE(ABORT, 'the seat-console journal is append-only'); END;
 
 class JournalError(Exception):
     """The journal cannot be opened or written (message names the file and the fix)."""
-
-
-def state_dir(environ: Mapping[str, str] | None = None) -> Path:
-    """The console's state directory: ``$SEAT_CONSOLE_STATE_DIR`` or platformdirs' user state
-    dir for ``seat-console`` (XDG: ``$XDG_STATE_HOME/seat-console``)."""
-    env = os.environ if environ is None else environ
-    if env.get(ENV_STATE_DIR):
-        return Path(env[ENV_STATE_DIR]).expanduser()
-    return Path(platformdirs.user_state_dir("seat-console"))
-
-
-def journal_path(environ: Mapping[str, str] | None = None) -> Path:
-    """Path of the journal file in :func:`state_dir`."""
-    return state_dir(environ) / JOURNAL_FILE
 
 
 def head_path(path: Path) -> Path:
@@ -485,5 +467,5 @@ def _user() -> str:
         return f"uid {os.getuid()}"
 
 
-__all__ = ["ENV_STATE_DIR", "Entry", "GENESIS", "Journal", "JournalError", "VerifyReport",
-           "head_path", "journal_path", "parse_time", "read_head", "row_hash", "scrub", "state_dir"]
+__all__ = ["Entry", "GENESIS", "Journal", "JournalError", "VerifyReport", "head_path",
+           "parse_time", "read_head", "row_hash", "scrub"]

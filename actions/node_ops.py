@@ -26,19 +26,16 @@ import time
 from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 
-import httpx
-
 from seat_console.node.runner import CommandResult
 from seat_console.node.transport import Transport, TransportError
-from seat_console.profile import Matcher
-from seat_console.sources import Frozen, Unavailable, utcnow
-from seat_console.sources.silences import (
+from seat_console.core.profile import Matcher
+from seat_console.core.base import Frozen, Unavailable, utcnow
+from seat_console.node.alertmanager import (
     AlertmanagerClient,
     AlertmanagerError,
     Silence,
     SilenceMatcher,
-    _check_id,
-    _iso,
+    api_time,
 )
 from seat_console.sources.timers import TimerState, check_unit_name, read_timers
 
@@ -152,18 +149,9 @@ def create_silence(client: AlertmanagerClient, matchers: Sequence[SilenceMatcher
             raise ValueError(f"{label} must be timezone-aware (UTC)")
     if ends_at <= start:
         raise ValueError("ends_at must be after starts_at")
-    body = {"matchers": [m.to_api() for m in ms], "startsAt": _iso(start),
-            "endsAt": _iso(ends_at), "createdBy": created_by, "comment": comment}
-    try:
-        r = client._client.post("/api/v2/silences", json=body)
-        r.raise_for_status()
-        sid = r.json()["silenceID"]
-    except (httpx.ConnectError, httpx.ConnectTimeout) as exc:
-        err = client._error(exc, "create silence")
-        err.sent = False  # type: ignore[attr-defined] - no connection: nothing was created
-        raise err from None
-    except (httpx.HTTPError, ValueError, KeyError, TypeError) as exc:
-        raise client._error(exc, "create silence") from None
+    body = {"matchers": [m.to_api() for m in ms], "startsAt": api_time(start),
+            "endsAt": api_time(ends_at), "createdBy": created_by, "comment": comment}
+    sid = client.post_silence(body, "create silence")
     back = client.get_silence(sid)
     problems = []
     if set(back.matchers) != set(ms):
@@ -183,12 +171,7 @@ def create_silence(client: AlertmanagerClient, matchers: Sequence[SilenceMatcher
 def expire_silence(client: AlertmanagerClient, silence_id: str) -> Silence:
     """Expire a silence (``DELETE /api/v2/silence/{id}``) and verify it reads back
     ``expired``. Returns the silence as read back; raises :class:`AlertmanagerError`."""
-    _check_id(silence_id)
-    try:
-        r = client._client.delete(f"/api/v2/silence/{silence_id}")
-        r.raise_for_status()
-    except httpx.HTTPError as exc:
-        raise client._error(exc, f"expire silence {silence_id}") from None
+    client.delete_silence(silence_id)
     back = client.get_silence(silence_id)
     if back.state != "expired":
         raise AlertmanagerError("verify", f"silence {silence_id} still {back.state} after "
@@ -210,14 +193,9 @@ def extend_silence(client: AlertmanagerClient, silence: Silence, ends_at: dateti
     if ends_at.tzinfo is None:
         raise ValueError("ends_at must be timezone-aware (UTC)")
     body = {"id": silence.id, "matchers": [m.to_api() for m in silence.matchers],
-            "startsAt": _iso(silence.starts_at), "endsAt": _iso(ends_at),
+            "startsAt": api_time(silence.starts_at), "endsAt": api_time(ends_at),
             "createdBy": silence.created_by, "comment": silence.comment}
-    try:
-        r = client._client.post("/api/v2/silences", json=body)
-        r.raise_for_status()
-        sid = r.json()["silenceID"]
-    except (httpx.HTTPError, ValueError, KeyError, TypeError) as exc:
-        raise client._error(exc, f"extend silence {silence.id}") from None
+    sid = client.post_silence(body, f"extend silence {silence.id}")
     back = client.get_silence(sid)
     if abs((back.ends_at - ends_at).total_seconds()) > 1.0 or back.state != "active":
         raise AlertmanagerError("verify", (

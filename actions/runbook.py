@@ -137,7 +137,7 @@ class Step:
     ``manual``: text, or a function of the context, saying how to put the change back by hand;
     ``acts_on``: the docker containers (names) the step (or its undo) changes, or a function of
     the context giving them — journaled in the step's rows (``facts["acts_on"]``, see
-    :mod:`seat_console.actions.attribution`) so any console's event watcher tells these changes
+    :mod:`seat_console.node.attribution`) so any console's event watcher tells these changes
     from someone else's.
     """
 
@@ -368,7 +368,7 @@ class Runbook:
 
     def _acting_on(self, names: Sequence[str]) -> None:
         """Set (or clear) ``facts["acts_on"]`` for the rows that follow."""
-        from seat_console.actions.attribution import ACTS_ON
+        from seat_console.node.attribution import ACTS_ON
 
         if names:
             self.ctx.facts[ACTS_ON] = sorted(set(names))

@@ -61,7 +61,7 @@ from seat_console.actions.runbook import (
     facts_from_rows,
 )
 from seat_console.node.context import NodeContext
-from seat_console.profile import SwapSpec
+from seat_console.core.profile import SwapSpec
 from seat_console.sources.startup_log import parse_startup_log, scan_failures
 
 SWAP_LABEL = "org.seat-console.swap.run-id"
@@ -76,7 +76,7 @@ def _expect(nctx: NodeContext | None, name: str, actions: Sequence[str]) -> None
     """Right before a step changes container ``name``: the context's event watcher (the TUI's
     containers panel, :meth:`NodeContext.expect`) marks those engine events as the console's.
     Other processes' watchers know it from the journal: each step declares the containers it
-    acts on (``Step.acts_on``, :mod:`seat_console.actions.attribution`)."""
+    acts on (``Step.acts_on``, :mod:`seat_console.node.attribution`)."""
     if nctx is not None:
         nctx.expect(name, actions)
 
@@ -177,7 +177,7 @@ def _tail(text: str, n: int = 20) -> str:
 
 
 def _started_at(c: Any) -> datetime | None:
-    from seat_console.sources.containers import parse_docker_time
+    from seat_console.node.docker import parse_docker_time
 
     return parse_docker_time(c.attrs.get("State", {}).get("StartedAt"))
 
@@ -307,8 +307,9 @@ def gpu_uuids(nctx: NodeContext) -> list[str]:
 
 def fit_verdict(nctx: NodeContext) -> tuple[bool, str]:
     """``(fits, words)`` from the candidate's fit budget (the same as ``seat-console fit``)."""
-    from seat_console.sources import Unavailable, read_once
-    from seat_console.sources.fit_source import compute_budgets, gather_fit_inputs, host_memory
+    from seat_console.core.base import Unavailable, read_once
+    from seat_console.snapshot.fit_reading import gather_fit_inputs, host_memory
+    from seat_console.fit.inputs import compute_budgets
 
     snap, why = None, None
     try:

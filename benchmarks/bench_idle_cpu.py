@@ -43,7 +43,7 @@ def machine() -> dict:
     from bench_sampler import cpu_model
 
     from seat_console.sources.gpu import GpuSampler, GpuSnapshot
-    from seat_console.sources.nvml import Nvml
+    from seat_console.node.nvml import Nvml
 
     nv = Nvml()
     snap = GpuSampler(nv).sample()
@@ -83,7 +83,7 @@ def run_pty(seconds: float, warmup: float, cols: int, rows: int) -> dict:
 def run_headless(seconds: float, warmup: float, cols: int, rows: int) -> dict:
     """Run the app under ``run_test``; measure this process's CPU over ``seconds``."""
     from seat_console.app import SeatConsoleApp
-    from seat_console.profile import load_profile
+    from seat_console.core.profile import load_profile
 
     app = SeatConsoleApp(load_profile(), interval=1.0, watch_terminal=False)
     me = psutil.Process()
@@ -117,7 +117,7 @@ def run_headless(seconds: float, warmup: float, cols: int, rows: int) -> dict:
 def run_sampler(seconds: float, warmup: float) -> dict:
     """GPU source ``read()`` at 1 Hz, no UI; this process's CPU over ``seconds``."""
     from seat_console.sources.gpu import make_source
-    from seat_console.profile import load_profile
+    from seat_console.core.profile import load_profile
 
     source = make_source(load_profile())
     me = psutil.Process()

@@ -93,7 +93,7 @@ PROBE = r"""
 import asyncio, functools, json, sys, time
 import seat_console.probe.run as R
 from seat_console.probe.client import make_client, run_async
-from seat_console.profile import load_profile
+from seat_console.core.profile import load_profile
 from seat_console.probe.run import Probe, Preflight, HoldInfo
 from seat_console.probe.engine_counters import KvCapacity
 from seat_console.probe.store import RunWriter

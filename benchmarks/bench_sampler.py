@@ -33,7 +33,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from seat_console.sources.gpu import GpuSampler, GpuSnapshot
-from seat_console.sources.nvml import Nvml
+from seat_console.node.nvml import Nvml
 
 
 def _pct(values: list[float], q: float) -> float:

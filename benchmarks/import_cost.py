@@ -5,7 +5,7 @@ Imports the modules named on the command line (default :data:`DEFAULT_MODULES`, 
 console meets them) one after the other and prints, per module, the wall time of its import and
 the growth of ``VmRSS`` (``/proc/self/status``, KiB → MiB, 2^20 B) — what *that* import added
 on top of everything imported before it. Then optionally loads the profile (``--profile``:
-``seat_console.profile.load_profile``; ``default`` = the embedded one). Linux only. Not a test.
+``seat_console.core.profile.load_profile``; ``default`` = the embedded one). Linux only. Not a test.
 
 Usage::
 
@@ -21,14 +21,14 @@ import sys
 import time
 
 DEFAULT_MODULES = [
-    "pydantic", "platformdirs", "seat_console.profile", "rich.console", "textual.app",
+    "pydantic", "platformdirs", "seat_console.core.profile", "rich.console", "textual.app",
     "textual.widgets", "psutil", "pynvml", "seat_console.sources", "seat_console.sources.gpu",
     "seat_console.widgets.gpu", "seat_console.widgets.status", "seat_console.widgets.services",
     "seat_console.widgets.fit", "seat_console.actions.runbook", "seat_console.app",
-    "seat_console.fit.budget", "seat_console.sources.fit_source", "httpx", "prometheus_client",
+    "seat_console.fit.budget", "seat_console.snapshot.fit_reading", "httpx", "prometheus_client",
     "seat_console.sources.engine", "seat_console.sources.silences", "docker",
     "seat_console.sources.containers", "seat_console.sources.timers", "sqlite3",
-    "seat_console.actions.journal", "seat_console.sources.actionlog",
+    "seat_console.actions.journal", "seat_console.actions.actionlog",
     "seat_console.sources.seat", "seat_console.sources.checkpoint",
 ]
 """The console's imports, roughly in the order the TUI meets them (first frame, then after)."""
@@ -58,7 +58,7 @@ def measure(modules: list[str], profile: str | None = None) -> dict:
                      "rss_added_mib": round((vmrss_kib() - before) / 1024, 2),
                      **({"error": err} if err else {})})
     if profile is not None:
-        from seat_console.profile import load_profile
+        from seat_console.core.profile import load_profile
 
         before, t0 = vmrss_kib(), time.perf_counter()
         load_profile(None if profile == "default" else profile)

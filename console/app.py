@@ -78,16 +78,16 @@ from textual.screen import ModalScreen, Screen
 from textual.widgets import Footer, Static
 from textual.worker import Worker, WorkerState
 
-from seat_console.profile import (
+from seat_console.core.profile import (
     REFRESH_INTERVAL_MAX_S,
     REFRESH_INTERVAL_MIN_S,
     LoadedProfile,
 )
 from seat_console.node.context import NodeContext
-from seat_console.sources import BrokenSource, Source, Unavailable, utcnow
+from seat_console.core.base import BrokenSource, Source, Unavailable, utcnow
 from seat_console.early import take as take_prestarted, take_context
 from seat_console.first_frame import header_line
-from seat_console.sources.partial import merge_last_good
+from seat_console.core.partial import merge_last_good
 from seat_console.widgets.fit import FitPanel
 from seat_console.widgets.gpu import GpuPanel
 from seat_console.widgets.footer import SeatFooter
@@ -137,7 +137,7 @@ PANELS: list[PanelSpec] = [
     PanelSpec("seat_console.sources.engine:make_source", EnginePanel),
     PanelSpec("seat_console.sources.containers:make_source", ContainersPanel),
     PanelSpec("seat_console.sources.seat:make_source", SeatPanel),
-    PanelSpec("seat_console.sources.actionlog:make_source", ActionLogPanel, uses_readings=True),
+    PanelSpec("seat_console.actions.actionlog:make_source", ActionLogPanel, uses_readings=True),
 ]
 """The panels the app shows, in reading order (the seat's safety net — GPUs, timers, silences,
 fit — first, so it is on the first screen at 80×24).
@@ -271,7 +271,7 @@ def make_fit_source(loaded: LoadedProfile, readings: LatestReadings) -> Source:
     """The fit panel's source, reading the GPU panel's newest snapshot instead of NVML (so the
     GPU and fit panels show one sample, and no second sampler, ``/proc`` mapper or docker
     client runs)."""
-    from seat_console.sources.fit_source import FitSource
+    from seat_console.snapshot.fit_reading import FitSource
 
     return FitSource(loaded, gpu_source=LatestReading(readings, "gpus"),
                      containers_source=LatestReading(readings, "containers"))
@@ -1006,7 +1006,7 @@ class SeatConsoleApp(App[int]):
         if sig is None:
             self._fit_comparison = None
             return
-        from seat_console.sources.fit_source import compute_budgets
+        from seat_console.fit.inputs import compute_budgets
 
         try:
             self._fit_comparison, _ = compute_budgets(reading)  # type: ignore[arg-type]

@@ -30,7 +30,7 @@ import re
 import sys
 from collections.abc import Sequence
 
-from seat_console.profile_path import (   # no pydantic yet: the TUI's first frame comes first
+from seat_console.core.profile_path import (   # no pydantic yet: the TUI's first frame comes first
     REFRESH_INTERVAL_MAX_S,
     REFRESH_INTERVAL_MIN_S,
     ProfileError,
@@ -273,7 +273,7 @@ def _main(argv: Sequence[str] | None) -> int:
         return func(args, None)
     if func is None:
         return _run_tui(args)
-    from seat_console.profile import load_profile
+    from seat_console.core.profile import load_profile
 
     try:
         loaded = load_profile(args.profile)
@@ -312,7 +312,7 @@ def _run_tui(args: argparse.Namespace) -> int:
     limit_malloc_arenas()   # before any thread: one heap per idle thread was ~11 MiB RSS
     try:
         nvml = first_frame.draw_before_profile(args.profile)
-        from seat_console.profile import load_profile
+        from seat_console.core.profile import load_profile
 
         try:
             loaded = load_profile(args.profile)

@@ -73,7 +73,7 @@ def prestart(loaded: Any, source: str = EAGER_SOURCE, nvml: Any | None = None
     """Build the node context and ``source``'s source for the loaded profile and take the
     source's first reading, in a daemon thread; return the future of ``(source, reading)``.
 
-    ``nvml``: an :class:`~seat_console.sources.nvml.Nvml` gateway already opened (the first
+    ``nvml``: an :class:`~seat_console.node.nvml.Nvml` gateway already opened (the first
     frame's, :func:`seat_console.first_frame.draw_before_profile`), which the context adopts so
     the process initialises NVML once. The future's exception is whatever the import, the
     factory or the read raised. The context is made at once (it connects to nothing until

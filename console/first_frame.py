@@ -11,11 +11,11 @@ toolkit, so :mod:`seat_console.cli` (the TUI path only) first calls
   over it, and leaving Textual restores the shell's screen);
 * line 1: the header's identity — node, tensor parallel size, ``gpu_memory_utilization`` — read
   from the very profile file the TUI will load (the same lookup,
-  :func:`seat_console.profile_path.resolve_profile_path`), but not yet validated, so it says
+  :func:`seat_console.core.profile_path.resolve_profile_path`), but not yet validated, so it says
   ``checking the profile…``; a value of the wrong type shows as ``?``. If the validation then
   fails, the frame is taken down (:func:`leave`) and the error printed as without it;
 * then one line per card from NVML through the console's one gateway
-  (:class:`seat_console.sources.nvml.Nvml`, which the app's node context adopts: NVML is
+  (:class:`seat_console.node.nvml.Nvml`, which the app's node context adopts: NVML is
   initialised once per process): index, name, used / total memory in GiB (2^30 B) with the bar
   the compact GPU panel draws (:func:`seat_console.widgets.gpu_lines.memory_cells`), GPU
   utilisation; a card's own error on its line; NVML unavailable in one line with its reason.
@@ -58,10 +58,10 @@ LEAVE = "\x1b[?25h\x1b[?1049l"
 
 def identity_text(name: str, tp: str, util: str) -> Any:
     """``node NAME · TP N · gpu_memory_utilization U`` as a Rich ``Text`` (bold values), from
-    display strings; ``name`` is shown through :func:`seat_console.fmt.printable`."""
+    display strings; ``name`` is shown through :func:`seat_console.core.fmt.printable`."""
     from rich.text import Text
 
-    from seat_console.fmt import printable
+    from seat_console.core.fmt import printable
 
     ident = Text()
     ident.append("node ")
@@ -75,7 +75,7 @@ def identity_text(name: str, tp: str, util: str) -> Any:
 
 def header_line(profile: Any) -> Any:
     """The header's identity (:func:`identity_text`) from a validated
-    :class:`seat_console.profile.Profile`: what the app's header and the first frame show."""
+    :class:`seat_console.core.profile.Profile`: what the app's header and the first frame show."""
     return identity_text(profile.node.name, str(profile.seat.tensor_parallel_size),
                          f"{profile.seat.gpu_memory_utilization:.2f}")
 
@@ -110,7 +110,7 @@ machine); a longer text shows ``?`` and the validation that follows bounds and n
 
 RAW_MAX_DOTS = 64
 """More dots than this on one line and the first frame does not parse the text (a key of
-more than :data:`seat_console.profile.MAX_DOTTED_KEY_PARTS` parts is the validation's own
+more than :data:`seat_console.core.profile.MAX_DOTTED_KEY_PARTS` parts is the validation's own
 refusal; a value such as a URL has a few dots)."""
 
 
@@ -124,17 +124,17 @@ def _long_dotted_key(text: str) -> bool:
 def raw_identity(cli_path: str | None, environ: dict[str, str] | None = None
                  ) -> tuple[str, str, str]:
     """``(node name, tensor parallel size, gpu_memory_utilization)`` as display strings (the
-    name through :func:`seat_console.fmt.printable`, which :func:`identity_text` applies again
+    name through :func:`seat_console.core.fmt.printable`, which :func:`identity_text` applies again
     harmlessly: escaped text has no control characters left), read
     with ``tomllib`` from the profile the TUI will load (same lookup as
-    :func:`seat_console.profile.load_profile`), before validation: each is ``"?"`` when the file
+    :func:`seat_console.core.profile.load_profile`), before validation: each is ``"?"`` when the file
     cannot be found, read or parsed, or the value is missing or of the wrong type (the
     validation that follows names the problem), and for a text above
     :data:`RAW_PARSE_MAX_CHARS` or with a key of more than :data:`RAW_MAX_DOTS` parts (slow to
     parse; not waited for). Never raises for bad input."""
     import tomllib
 
-    from seat_console.profile_path import (ProfileError, default_profile_text,
+    from seat_console.core.profile_path import (ProfileError, default_profile_text,
                                            resolve_profile_path)
 
     unknown = ("?", "?", "?")
@@ -156,7 +156,7 @@ def raw_identity(cli_path: str | None, environ: dict[str, str] | None = None
     name = node.get("name")
     tp = seat.get("tensor_parallel_size")
     util = seat.get("gpu_memory_utilization")
-    from seat_console.fmt import printable
+    from seat_console.core.fmt import printable
 
     return (printable(name) if isinstance(name, str) and name else "?",
             str(tp) if isinstance(tp, int) and not isinstance(tp, bool) else "?",
@@ -166,14 +166,14 @@ def raw_identity(cli_path: str | None, environ: dict[str, str] | None = None
 
 def nvml_lines(nvml: Any) -> Any:
     """One Rich ``Text`` line per card read through the gateway ``nvml``
-    (:class:`seat_console.sources.nvml.Nvml`): ``GPU i NAME  used U/T GiB ████░░░░  N %``.
+    (:class:`seat_console.node.nvml.Nvml`): ``GPU i NAME  used U/T GiB ████░░░░  N %``.
     A card that fell off the bus says LOST, a failed call on one card says so on its line;
     NVML unavailable as a whole is one line with its kind and reason. Sources: NVML API
     reference (``nvmlDeviceGetCount``, ``…GetHandleByIndex``, ``…GetName``,
     ``…GetMemoryInfo_v2``, ``…GetUtilizationRates``)."""
     from rich.text import Text
 
-    from seat_console.sources.nvml import GpuLost, NvmlCallError, NvmlUnavailable, is_na
+    from seat_console.node.nvml import GpuLost, NvmlCallError, NvmlUnavailable, is_na
     from seat_console.widgets.gpu_lines import memory_cells, na
 
     t = Text()
@@ -272,7 +272,7 @@ def draw_before_profile(cli_path: str | None, out: TextIO | None = None,
     out = sys.stdout if out is None else out
     if not wanted(stdout=out):
         return None
-    from seat_console.sources.nvml import Nvml
+    from seat_console.node.nvml import Nvml
 
     gateway = Nvml() if nvml is None else nvml
     identity = raw_identity(cli_path)

@@ -62,14 +62,16 @@ K = "console/fit/kvcache.py"
 R = "console/node/runner.py"
 B = "console/fit/budget.py"
 S = "console/sources/silences.py"
+AM = "console/node/alertmanager.py"
 T = "console/sources/timers.py"
 G = "console/sources/gpu.py"
-N = "console/sources/nvml.py"
+N = "console/node/nvml.py"
 C = "console/sources/checkpoint.py"
-P = "console/profile.py"
+P = "console/core/profile.py"
 E = "console/sources/engine.py"
 D = "console/sources/containers.py"
-U = "console/sources/untrusted.py"
+DK = "console/node/docker.py"
+U = "console/core/untrusted.py"
 
 T_KV = ("tests/test_kvcache.py", "tests/test_props_checkpoint.py")
 T_RUN = ("tests/test_runner.py",)
@@ -137,10 +139,10 @@ MUTATIONS: list[Mutation] = [
       "def pad_vocab(rows: int, pad_to: int = 1) -> int:",
       "vocabulary not padded to the partition size", T_BUD),
     # -- silences --------------------------------------------------------------------------
-    M("silences-unanchored", S, '        prog = compile_re2(pattern, f"matcher {what}", anchored=True)',
+    M("silences-unanchored", AM, '        prog = compile_re2(pattern, f"matcher {what}", anchored=True)',
       '        prog = compile_re2(pattern, f"matcher {what}", anchored=False)',
       "regex matchers not fully anchored (Alertmanager anchors them)", T_SIL),
-    M("silences-negative", S, "        return hit if self.is_equal else not hit",
+    M("silences-negative", AM, "        return hit if self.is_equal else not hit",
       "        return hit", "negative matchers (!=, !~) treated as positive", T_SIL),
     M("silences-one-blinds-all", S, '''            except InputError as exc:
                 # one silence's regex RE2 refuses: that silence's match is unknown, no more
@@ -148,7 +150,7 @@ MUTATIONS: list[Mutation] = [
                 continue''', '''            except InputError as exc:
                 return Unavailable(source=self.name, kind="error", reason=str(exc))''',
       "one RE2-invalid silence blinds the whole panel", T_SIL),
-    M("silences-naive", S, "            return aware_utc(v, \"time\")", "            return v",
+    M("silences-naive", AM, "            return aware_utc(v, \"time\")", "            return v",
       "naive times accepted", T_SIL),
     M("silences-superset", S, "    if exact or seat_set <= s_set:", "    if exact:",
       "a narrower silence on the seat not recognised", T_SIL),
@@ -158,7 +160,7 @@ MUTATIONS: list[Mutation] = [
     M("silences-verify-state", "actions/node_ops.py",
       '    if back.state not in ("pending", "active"):', "    if False:",
       "create verify ignores an expired read-back", T_SIL),
-    M("silences-retry", S, "    return isinstance(exc, httpx.HTTPStatusError) and "
+    M("silences-retry", AM, "    return isinstance(exc, httpx.HTTPStatusError) and "
       "exc.response.status_code in (502, 503, 504)", "    return False",
       "idempotent reads not retried", T_SIL),
     # -- timers ----------------------------------------------------------------------------
@@ -219,8 +221,8 @@ MUTATIONS: list[Mutation] = [
       '''class _Strict(BaseModel):
     model_config = ConfigDict(extra="ignore", frozen=True, validate_default=True)''',
       "unknown keys ignored in every table (nested ones too)", T_PRO),
-    M("profile-matcher-re2", P, "        if self.is_regex:\n            from seat_console.sources.untrusted",
-      "        if False:\n            from seat_console.sources.untrusted",
+    M("profile-matcher-re2", P, "        if self.is_regex:\n            from seat_console.core.untrusted",
+      "        if False:\n            from seat_console.core.untrusted",
       "a non-RE2 matcher regex accepted", T_PRO),
     M("profile-dotted", P, "MAX_DOTTED_KEY_PARTS = 32", "MAX_DOTTED_KEY_PARTS = 100_000",
       "a 40,000-part dotted key parsed (quadratic)", T_PRO),
@@ -240,7 +242,7 @@ MUTATIONS: list[Mutation] = [
       "    return not math.isnan(v)", "negative / infinite counts summed", T_ENG),
     M("engine-missing-zero", E, "    return float(sum(vals)) if vals else None",
       "    return float(sum(vals))", "a missing scalar reported as 0", T_ENG),
-    M("containers-backoff", D, "            delay = min(delay * 2, self._backoff[1])",
+    M("containers-backoff", DK, "            delay = min(delay * 2, self._backoff[1])",
       "            delay = self._backoff[0]", "reconnects without back-off", T_DOC),
     M("containers-restart-negative", D, '        restart_count=get_int(c, "RestartCount", minimum=0),',
       '        restart_count=c.get("RestartCount") if isinstance(c, dict) else None,',
@@ -280,7 +282,7 @@ def make_copy(src: Path, dest: Path) -> dict[str, str]:
     env = dict(os.environ, PYTHONPATH=str(dest / "_imp"), PYTHONDONTWRITEBYTECODE="1",
                HYPOTHESIS_PROFILE=os.environ.get("HYPOTHESIS_PROFILE", "ci"))
     check = subprocess.run(
-        [sys.executable, "-c", "import seat_console.sources.nvml as m, seat_console.actions as a;"
+        [sys.executable, "-c", "import seat_console.node.nvml as m, seat_console.actions as a;"
                                "print(m.__file__); print(a.__file__)"],
         cwd=dest, env=env, capture_output=True, text=True, check=True).stdout.split()
     for path in check:

@@ -19,7 +19,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from seat_console.app import SeatConsoleApp
-from seat_console.profile import load_profile
+from seat_console.core.profile import load_profile
 
 
 async def shoot(out: Path, cols: int, rows: int) -> Path:

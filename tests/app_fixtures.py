@@ -28,9 +28,9 @@ from pydantic import BaseModel
 
 from seat_console.app import SeatConsoleApp
 from seat_console.sources.gpu import ContainerRef, GpuSampler, GpuSnapshot, GpuSource, ProcessMapper
-from seat_console.sources.nvml import Nvml
-from seat_console.profile import LoadedProfile, load_profile
-from seat_console.sources import Frozen, Source, Unavailable
+from seat_console.node.nvml import Nvml
+from seat_console.core.profile import LoadedProfile, load_profile
+from seat_console.core.base import Frozen, Source, Unavailable
 from seat_console.widgets.gpu import GpuPanel
 from seat_console.widgets.panel import SourcePanel
 

@@ -8,7 +8,7 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
-from seat_console.probe.client import RequestRecord
+from seat_console.core.probe_record import RequestRecord
 from seat_console.probe.stats import phase_stats
 from seat_console.probe.store import SUMMARY_SCHEMA, RunWriter
 

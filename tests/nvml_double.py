@@ -3,7 +3,7 @@
 It is *not* a mock of the gateway: it stands where ``pynvml`` stands, and it raises the real
 ``pynvml.NVMLError`` (``pynvml.NVMLError(code)`` builds the real per-code subclass, e.g.
 ``NVMLError_NotSupported``), with the real ``NVML_ERROR_*`` codes and constants re-exported from
-the installed ``nvidia-ml-py``, so :mod:`seat_console.sources.nvml`'s error mapping is exercised for real.
+the installed ``nvidia-ml-py``, so :mod:`seat_console.node.nvml`'s error mapping is exercised for real.
 Functions the double does not define are really absent (``AttributeError``), as in an old
 ``pynvml``.
 

@@ -24,14 +24,16 @@ from nvml_double import NvmlDouble
 
 from seat_console.app import PanelSpec, SeatConsoleApp
 from seat_console.fit.budget import HostMemory
-from seat_console.profile import MAX_MODEL_LEN, MAX_NUM_SEQS
-from seat_console.sources import Source
-from seat_console.sources.containers import ContainersReading, ContainerState, EventStreamStatus
+from seat_console.core.profile import MAX_MODEL_LEN, MAX_NUM_SEQS
+from seat_console.core.base import Source
+from seat_console.sources.containers import ContainersReading, ContainerState
+from seat_console.node.docker import EventStreamStatus
 from seat_console.sources.engine import EngineReading, ModelInfo, parse_metrics
-from seat_console.sources.fit_source import gather_fit_inputs
+from seat_console.snapshot.fit_reading import gather_fit_inputs
 from seat_console.sources.gpu import GpuSampler
-from seat_console.sources.nvml import Nvml
-from seat_console.sources.silences import Silence, SilenceMatcher, SilencesReading
+from seat_console.node.nvml import Nvml
+from seat_console.sources.silences import SilencesReading
+from seat_console.node.alertmanager import Silence, SilenceMatcher
 from seat_console.sources.timers import ServiceState, TimersReading, TimerState
 from seat_console.widgets.fit import FitPanel
 from seat_console.widgets.gpu import GpuPanel

@@ -10,7 +10,7 @@ import json
 import pytest
 
 from seat_console.commands import action_common as ac
-from seat_console.profile import load_profile
+from seat_console.core.profile import load_profile
 
 
 @pytest.mark.parametrize("mod, cmd", [("recover_cmd", "recover"), ("release_cmd", "release"),

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from seat_console.actions.journal import Journal
-from seat_console.sources.actionlog import ActionLogReading, ActionLogSource
+from seat_console.actions.actionlog import ActionLogReading, ActionLogSource
 
 
 def _row(j: Journal, n: int) -> None:

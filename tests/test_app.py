@@ -1,6 +1,6 @@
 """Pilot tests of the Seat Console app: press keys, check what is rendered.
 
-Sources are real :class:`seat_console.sources.Source` subclasses with controlled behaviour
+Sources are real :class:`seat_console.core.base.Source` subclasses with controlled behaviour
 (tests/app_fixtures.py): counting, hanging on an Event, raising, going down; the GPU panel runs
 the real GPU source over the in-process NVML double (tests/nvml_double.py). Waits are predicate
 loops around ``pilot.pause()``; the one fixed pause (checking that *nothing* happens while
@@ -51,7 +51,7 @@ from seat_console.app import (
     filter_action_bindings,
     next_delay,
 )
-from seat_console.fmt import gib
+from seat_console.core.fmt import gib
 from seat_console.widgets.gpu import GpuCardView, GpuPanel, Spark
 
 SIZE = (100, 60)  # ≥ COMPACT_BELOW_ROWS: the full panels (compact forms: test_screen.py)
@@ -535,7 +535,7 @@ def test_app_exits_when_its_terminal_goes_away(tmp_path, block_sighup):
 async def test_header_names_the_profile_and_its_hash():
     import dataclasses
 
-    from seat_console.profile import load_profile
+    from seat_console.core.profile import load_profile
 
     loaded = load_profile(None, environ={})
     app = SeatConsoleApp(loaded, interval=3600.0, panels=[(fixed(CountingSource()), CountingPanel)],

@@ -1,4 +1,4 @@
-"""Attribution of container changes to journaled runbook steps (actions/attribution.py), and the
+"""Attribution of container changes to journaled runbook steps (console/node/attribution.py), and the
 runbook engine journaling the containers each step acts on. Real SQLite journal files; the
 docker side is tested against the lab in tests/test_attribution_lab.py."""
 
@@ -7,7 +7,7 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from seat_console.actions.attribution import (
+from seat_console.node.attribution import (
     ACTS_ON,
     AFTER_S,
     IN_FLIGHT_MAX_S,
@@ -17,7 +17,7 @@ from seat_console.actions.attribution import (
 )
 from seat_console.actions.journal import Journal
 from seat_console.actions.runbook import Check, Runbook, Step, StepError
-from seat_console.sources.containers import ContainerEvent
+from seat_console.node.docker import ContainerEvent
 
 T0 = datetime(2026, 12, 1, 12, 0, 0, tzinfo=UTC)
 
@@ -131,7 +131,8 @@ def test_journal_attributor_reads_another_handles_rows_and_never_creates_a_journ
 
 
 def test_the_containers_panel_names_the_run_that_made_a_change() -> None:
-    from seat_console.sources.containers import ContainersReading, EventStreamStatus
+    from seat_console.sources.containers import ContainersReading
+    from seat_console.node.docker import EventStreamStatus
     from seat_console.widgets.services import ContainersPanel
 
     now = datetime.now(UTC)
@@ -153,7 +154,7 @@ def test_the_containers_panel_names_the_run_that_made_a_change() -> None:
 from hypothesis import given  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
-from seat_console.actions.attribution import _acts_on  # noqa: E402
+from seat_console.node.attribution import _acts_on  # noqa: E402
 
 _NAMES = st.sampled_from(["seat-resident", "seat-probe", "other", "/seat-resident"])
 _ROWS = st.lists(st.builds(

@@ -15,7 +15,7 @@ from seat_console.actions import backport as bp
 from seat_console.actions.journal import Journal
 from seat_console.actions.runbook import StepError
 from seat_console.cli import main
-from seat_console.profile import load_profile
+from seat_console.core.profile import load_profile
 
 
 # -- unit ----------------------------------------------------------------------------------------

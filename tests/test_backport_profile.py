@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from seat_console.profile import DEFAULT_FAILURE_PATTERNS, ProfileError, load_profile
+from seat_console.core.profile import DEFAULT_FAILURE_PATTERNS, ProfileError, load_profile
 
 MINIMAL = """
 [resident]

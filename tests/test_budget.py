@@ -28,9 +28,10 @@ from seat_console.fit.budget import (
     requested_bytes,
 )
 from seat_console.sources.checkpoint import scan_checkpoint
-from seat_console.sources.fit_source import gather_fit_inputs, seat_params
+from seat_console.snapshot.fit_reading import gather_fit_inputs
+from seat_console.fit.inputs import seat_params
 from seat_console.sources.gpu import GpuCard, GpuProcess, GpuSnapshot, MemoryReading
-from seat_console.profile import LoadedProfile, default_profile_text, parse_profile
+from seat_console.core.profile import LoadedProfile, default_profile_text, parse_profile
 
 GiB = 1 << 30
 BIG_HOST = HostMemory(total_bytes=2048 * GiB, available_bytes=1536 * GiB)
@@ -288,8 +289,8 @@ def test_fit_docstrings_give_units_none_and_errors(tmp_path: Path) -> None:
     """The standards: public functions say shapes, units, what None means, errors and sources."""
     import inspect
 
-    from seat_console.sources.fit_source import gather_fit_inputs as gather
-    from seat_console.sources.fit_source import host_memory
+    from seat_console.snapshot.fit_reading import gather_fit_inputs as gather
+    from seat_console.snapshot.fit_reading import host_memory
     need = {compare: ["bytes", "None", "candidate / resident", "get_kv_cache_capacity",
                       "never raises"],
             live_overlay: ["bytes", "None", "num_blocks", "nvmlDeviceGetComputeRunningProcesses",

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from seat_console.cli import main
-from seat_console.profile import ProfileError, default_profile_text, parse_profile
+from seat_console.core.profile import ProfileError, default_profile_text, parse_profile
 
 
 @pytest.mark.parametrize("value", ["0", "-1", "nan", "inf", "-inf", "1e-9", "1e308"])

@@ -61,7 +61,7 @@ def test_a_killed_compare_is_rebuilt_for_recover_undo(state: Path) -> None:
     from seat_console.actions import recover
     from seat_console.actions.journal import Journal
     from seat_console.node.context import NodeContext
-    from seat_console.profile import load_profile
+    from seat_console.core.profile import load_profile
 
     loaded = load_profile(str(LAB_PROFILE))
     journal = Journal()

@@ -16,15 +16,9 @@ import httpx
 import pytest
 from conftest import wait_until
 
-from seat_console.sources.containers import (
-    ContainerSource,
-    ContainersReading,
-    EventWatcher,
-    event_from_api,
-    parse_docker_time,
-    pick_repo_digest,
-)
-from seat_console.sources import Unavailable
+from seat_console.sources.containers import ContainerSource, ContainersReading, pick_repo_digest
+from seat_console.node.docker import EventWatcher, event_from_api, parse_docker_time
+from seat_console.core.base import Unavailable
 
 DATA = Path(__file__).parent / "data" / "containers"
 
@@ -221,7 +215,7 @@ def test_reconnect_back_off_doubles_and_is_capped_counted_by_attempts() -> None:
     """The back-off was only 'tested' by a lab test that never counted connection attempts (a
     watcher retrying in a tight loop passed it). Count them: with back-off (0.1, 0.4) s the
     attempts are ~0.1, 0.2, 0.4, 0.4 s apart — about 5 in 1.2 s, never dozens."""
-    from seat_console.sources.containers import EventWatcher
+    from seat_console.node.docker import EventWatcher
 
     attempts: list[float] = []
 

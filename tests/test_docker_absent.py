@@ -8,7 +8,7 @@ import subprocess
 import sys
 import textwrap
 
-from seat_console.sources.containers import missing_socket
+from seat_console.node.docker import missing_socket
 
 
 def test_missing_socket_names_the_path_and_the_fix(tmp_path):

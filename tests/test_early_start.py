@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
-import seat_console.sources.nvml as nvml_mod
+import seat_console.node.nvml as nvml_mod
 from seat_console import early
 from seat_console.app import PanelSpec, SeatConsoleApp
-from seat_console.profile import load_profile
+from seat_console.core.profile import load_profile
 from seat_console.sources.gpu import GpuSnapshot
 from seat_console.widgets.gpu import GpuPanel
 

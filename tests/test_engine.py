@@ -28,7 +28,7 @@ from seat_console.sources.engine import (
     parse_metrics,
     parse_models,
 )
-from seat_console.sources import Unavailable
+from seat_console.core.base import Unavailable
 
 DATA = Path(__file__).parent / "data" / "engine"
 RECORDED = (DATA / "vllm-0.32.0-cpu.metrics.txt").read_text()
@@ -290,7 +290,7 @@ def test_snapshot_json_with_inf_bucket_reads_back() -> None:
     """Nested in another snapshot model (as in ``NodeSnapshot``), the bound survives too."""
     import math
 
-    from seat_console.sources import Frozen
+    from seat_console.core.base import Frozen
     from seat_console.sources.engine import HistogramSummary
 
     class Outer(Frozen):

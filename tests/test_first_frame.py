@@ -18,10 +18,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import seat_console.sources.nvml as nvml_mod
+import seat_console.node.nvml as nvml_mod
 from seat_console import early, first_frame
-from seat_console.profile import load_profile
-from seat_console.sources.nvml import Nvml
+from seat_console.core.profile import load_profile
+from seat_console.node.nvml import Nvml
 
 sys.path.insert(0, str(Path(__file__).parent))
 import pty_helpers
@@ -313,7 +313,7 @@ def test_raw_identity_on_any_bytes_never_raises(data):
 
 def test_control_characters_in_the_node_name_are_refused_and_never_reach_the_terminal(
         tmp_path):
-    from seat_console.profile import ProfileError, default_profile_text
+    from seat_console.core.profile import ProfileError, default_profile_text
 
     hostile = "seat\x1b]2;PWNED\x07\x1b[2Jnode"
     p = tmp_path / "p.toml"

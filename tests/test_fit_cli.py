@@ -13,7 +13,7 @@ import ckpt_factory as F
 import pytest
 from nvml_double import FakeCard, FakeProcess, NvmlDouble
 
-import seat_console.sources.nvml as nvml_mod
+import seat_console.node.nvml as nvml_mod
 from seat_console.cli import main
 
 GiB = 1 << 30

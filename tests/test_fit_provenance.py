@@ -28,9 +28,9 @@ from seat_console.fit.budget import (
     footprint_from_summary,
     kv_log_device,
 )
-from seat_console.profile import default_profile_text, parse_profile
+from seat_console.core.profile import default_profile_text, parse_profile
 from seat_console.sources.checkpoint import scan_checkpoint
-from seat_console.sources.fit_source import cpu_kv_space_for
+from seat_console.snapshot.fit_reading import cpu_kv_space_for
 
 GiB = 1 << 30
 SHAPE = {"num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2,

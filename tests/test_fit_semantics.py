@@ -269,8 +269,9 @@ def test_a_damaged_checkpoint_gets_no_verdict_in_json_and_text(cli, tmp_path: Pa
 
 def test_the_panel_words_say_no_verdict(tmp_path: Path) -> None:
     """The TUI renders the budget's verdict words; with scan errors they are NO VERDICT."""
-    from seat_console.profile import LoadedProfile, default_profile_text, parse_profile
-    from seat_console.sources.fit_source import compute_budgets, gather_fit_inputs
+    from seat_console.core.profile import LoadedProfile, default_profile_text, parse_profile
+    from seat_console.snapshot.fit_reading import gather_fit_inputs
+    from seat_console.fit.inputs import compute_budgets
 
     root = _damaged(tmp_path / "ck", "missing-shard")
     prof = parse_profile(default_profile_text(), "<embedded default>")
@@ -290,7 +291,7 @@ async def test_the_tui_says_no_verdict(tmp_path: Path, how: str, compact: bool) 
     from test_fit_widget import BIG_HOST, FixedFit, flat, screen_text, wait_for
 
     from seat_console.app import SeatConsoleApp
-    from seat_console.sources.fit_source import gather_fit_inputs
+    from seat_console.snapshot.fit_reading import gather_fit_inputs
     from seat_console.widgets.fit import FitPanel
 
     root = _damaged(tmp_path / "ck", how)
@@ -316,9 +317,9 @@ async def test_the_tui_says_no_verdict(tmp_path: Path, how: str, compact: bool) 
 
 from nvml_double import FakeCard, FakeMig, NvmlDouble  # noqa: E402
 
-import seat_console.sources.nvml as nvml_mod  # noqa: E402
+import seat_console.node.nvml as nvml_mod  # noqa: E402
 from seat_console.sources.containers import container_state_from_inspect  # noqa: E402
-from seat_console.sources.gpu import match_seat, norm_bus_id, seat_conflicts  # noqa: E402
+from seat_console.core.gpu_ids import match_seat, norm_bus_id, seat_conflicts  # noqa: E402
 
 
 def _profile(tmp_path: Path, gpus: str) -> Path:
@@ -404,8 +405,8 @@ def test_cuda_device_variables_are_warned_about(cli, monkeypatch, tmp_path: Path
         "State": {"Status": "running"},
         "Config": {"Env": ["HF_TOKEN=secret", "CUDA_DEVICE_ORDER=FASTEST_FIRST"]}}, None)
     assert st.device_env == {"CUDA_DEVICE_ORDER": "FASTEST_FIRST"}
-    from seat_console.profile import load_profile
-    from seat_console.sources.fit_source import gather_fit_inputs
+    from seat_console.core.profile import load_profile
+    from seat_console.snapshot.fit_reading import gather_fit_inputs
 
     class Conts:
         def get(self, name):

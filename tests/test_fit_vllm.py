@@ -35,7 +35,7 @@ from seat_console.fit.kvcache import (
     max_model_len_for,
     model_kv,
 )
-from seat_console.profile import default_profile_text, parse_profile
+from seat_console.core.profile import default_profile_text, parse_profile
 
 pytestmark = pytest.mark.lab
 

@@ -11,9 +11,10 @@ from textual.widgets import Input, Select
 
 from seat_console.app import PANELS, SeatConsoleApp
 from seat_console.fit.budget import CardBudget, HostMemory
-from seat_console.sources.fit_source import FitInputs, gather_fit_inputs
-from seat_console.sources.fit_source import make_source as make_fit_source
-from seat_console.sources import Source
+from seat_console.snapshot.fit_reading import gather_fit_inputs
+from seat_console.fit.inputs import FitInputs
+from seat_console.snapshot.fit_reading import make_source as make_fit_source
+from seat_console.core.base import Source
 from seat_console.widgets.fit import FitBar, FitPanel, bar_parts, render_side
 
 GiB = 1 << 30

@@ -1,7 +1,7 @@
 """One GiB display rule everywhere (issue 12, "the same bytes print two ways").
 
 51,201,966,080 B (47.685546875 GiB) printed "47.69 GiB" in the GPU panel and "47.68 GiB" in the
-fit panel. Every display now goes through :mod:`seat_console.fmt`; these tests pin the rule and
+fit panel. Every display now goes through :mod:`seat_console.core.fmt`; these tests pin the rule and
 check each place that shows sizes, and that no module formats GiB on its own again.
 """
 
@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from seat_console import fmt
+from seat_console.core import fmt
 from seat_console.commands import gpus_cmd, status_cmd
 from seat_console.fit import budget
 from seat_console.widgets import gpu as gpu_widget
@@ -52,4 +52,24 @@ def test_no_module_formats_gib_by_itself():
             for i, line in enumerate(path.read_text("utf-8").splitlines(), 1):
                 if pattern.search(line):
                     offenders.append(f"{path.relative_to(root)}:{i}: {line.strip()}")
-    assert not offenders, "format GiB with seat_console.fmt instead:\n" + "\n".join(offenders)
+    assert not offenders, "format GiB with seat_console.core.fmt instead:\n" + "\n".join(offenders)
+
+
+def test_one_duration_rule_for_snapshot_and_hold() -> None:
+    """Durations come from one function (core.fmt.fmt_duration); the hold's countdowns say
+    "in …" / "… ago" around it (they were written out again in actions/hold.py)."""
+    from datetime import UTC, datetime, timedelta
+
+    from seat_console.actions import hold
+    from seat_console.core.fmt import fmt_duration
+
+    assert fmt_duration(391) == "6 min 31 s" and fmt_duration(391, coarse=True) == "6 min"
+    assert fmt_duration(-7500) == "2 h 05 min" == fmt_duration(7500, coarse=True)
+    assert fmt_duration(3 * 86400 + 4 * 3600) == "3 d 04 h"
+    assert fmt_duration(None) == "n/a"
+    now = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)
+    for s in (75, 391, 3900, 7500, 2 * 86400 + 60):
+        assert hold.countdown(now + timedelta(seconds=s), now) == \
+            f"in {fmt_duration(s, coarse=True)}"
+    assert hold.countdown(now + timedelta(seconds=45), now) == "in 40 s"
+    assert hold.countdown(now - timedelta(seconds=5), now) == "passed"

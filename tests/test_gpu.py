@@ -21,7 +21,7 @@ from pathlib import Path
 import pynvml
 import pytest
 
-import seat_console.sources.nvml as nvml_mod
+import seat_console.node.nvml as nvml_mod
 from seat_console.sources.gpu import (
     ContainerRef,
     DockerNamer,
@@ -32,12 +32,12 @@ from seat_console.sources.gpu import (
     MemoryReading,
     ProcessMapper,
     make_source,
-    match_seat,
     parse_cgroup,
 )
-from seat_console.sources.nvml import NA, NaType, Nvml, is_na
-from seat_console.profile import load_profile
-from seat_console.sources import Unavailable
+from seat_console.core.gpu_ids import match_seat
+from seat_console.node.nvml import NA, NaType, Nvml, is_na
+from seat_console.core.profile import load_profile
+from seat_console.core.base import Unavailable
 
 sys.path.insert(0, str(Path(__file__).parent))
 from nvml_double import (
@@ -234,7 +234,7 @@ def test_other_nvml_error_marks_one_field_with_the_message():
 def test_missing_function_is_na_and_logged_once(caplog):
     double = NvmlDouble(h200_pair(), missing={"nvmlDeviceGetPowerUsage"})
     sampler = sampler_for(double)
-    with caplog.at_level(logging.INFO, logger="seat_console.sources.nvml"):
+    with caplog.at_level(logging.INFO, logger="seat_console.node.nvml"):
         for _ in range(3):
             snap = sampler.sample()
     assert snap.cards[0].power_draw_mw is None and "power_draw_mw" in snap.cards[0].unsupported

@@ -1,7 +1,7 @@
 """``seat-console gpus [--json]`` with the NVML double injected.
 
-Injection: ``monkeypatch.setattr(seat_console.sources.nvml, "module_factory", lambda: double)`` — every
-:class:`seat_console.sources.nvml.Nvml` built without an explicit module (as the command's
+Injection: ``monkeypatch.setattr(seat_console.node.nvml, "module_factory", lambda: double)`` — every
+:class:`seat_console.node.nvml.Nvml` built without an explicit module (as the command's
 ``make_source`` does) then talks to the double. One test runs the installed command for real on
 this machine, which has no NVIDIA driver.
 """
@@ -18,10 +18,10 @@ from pathlib import Path
 import pynvml
 import pytest
 
-import seat_console.sources.nvml as nvml_mod
+import seat_console.node.nvml as nvml_mod
 from seat_console.cli import main
 from seat_console.sources.gpu import GpuSnapshot
-from seat_console.sources import Unavailable
+from seat_console.core.base import Unavailable
 
 sys.path.insert(0, str(Path(__file__).parent))
 from nvml_double import FakeProcess, NvmlDouble, h200_pair

@@ -18,7 +18,7 @@ from test_app import SIZE, make_app, wait_for  # noqa: E402
 from seat_console.actions.journal import Journal
 from seat_console.actions.runbook import Check, Runbook, Step, stop_in_flight
 from seat_console.node.runner import Runner
-from seat_console.sources.nvml import Nvml
+from seat_console.node.nvml import Nvml
 
 
 # -- a poll that fails outside read() ------------------------------------------------------------

@@ -6,7 +6,7 @@ from datetime import UTC, datetime, timedelta
 from types import SimpleNamespace
 
 from seat_console.actions.hold import countdown, expiry_text
-from seat_console.sources.actionlog import ActionLogReading, HoldInfo
+from seat_console.actions.actionlog import ActionLogReading, HoldInfo
 from seat_console.widgets.actionlog import ActionLogPanel
 from seat_console.widgets.status import hold_fact
 

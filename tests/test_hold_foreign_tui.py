@@ -14,8 +14,8 @@ from lab_helpers import exclusive_lab, node_transport, timers_active
 from seat_console.actions import node_ops
 from seat_console.actions.hold import new_hold_id
 from seat_console.node.context import NodeContext
-from seat_console.profile import load_profile
-from seat_console.sources.actionlog import ActionLogReading, ActionLogSource, HoldInfo
+from seat_console.core.profile import load_profile
+from seat_console.actions.actionlog import ActionLogReading, ActionLogSource, HoldInfo
 from seat_console.widgets.actionlog import ActionLogPanel
 from seat_console.widgets.status import hold_fact
 

@@ -14,7 +14,7 @@ import pytest
 from conftest import free_port
 from lab_helpers import exclusive_lab, node_transport, seat_cli, state_env, timers_active
 
-from seat_console.profile import ProfileError, load_profile, parse_profile
+from seat_console.core.profile import ProfileError, load_profile, parse_profile
 
 LAB_PROFILE = Path(__file__).resolve().parents[1] / ".lab" / "profile.toml"
 
@@ -67,7 +67,8 @@ def test_an_unreachable_alertmanager_refuses_the_hold_before_any_change(lab, tmp
 
 
 def test_coverage_warnings_name_the_matcher_and_the_seat_endpoint():
-    from seat_console.sources.silences import SilenceMatcher, coverage_warnings, seat_instance
+    from seat_console.sources.silences import coverage_warnings, seat_instance
+    from seat_console.node.alertmanager import SilenceMatcher
 
     def m(value: str, regex: bool = False, equal: bool = True) -> SilenceMatcher:
         return SilenceMatcher(name="instance", value=value, is_regex=regex, is_equal=equal)

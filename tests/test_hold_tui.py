@@ -13,7 +13,7 @@ from conftest import _flock
 
 from seat_console.app import PanelSpec, SeatConsoleApp, filter_action_bindings
 from seat_console.node.transport import DockerExecTransport
-from seat_console.profile import load_profile
+from seat_console.core.profile import load_profile
 from seat_console.sources.timers import TimersReading, read_timers
 from seat_console.widgets.actionlog import ActionLogPanel
 from seat_console.widgets.confirm import ConfirmScreen
@@ -141,7 +141,7 @@ async def test_tui_places_and_releases_a_hold(lab, exclusive, tmp_path: Path, mo
     loaded = load_profile(str(lab.profile_path))
     panels = [PanelSpec("seat_console.sources.timers:make_source", TimersPanel),
               PanelSpec("seat_console.sources.silences:make_source", SilencesPanel),
-              PanelSpec("seat_console.sources.actionlog:make_source", ActionLogPanel,
+              PanelSpec("seat_console.actions.actionlog:make_source", ActionLogPanel,
                         uses_readings=True)]
     app = SeatConsoleApp(loaded, interval=0.5, panels=panels, watch_terminal=False)
     try:

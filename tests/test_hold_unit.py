@@ -26,8 +26,8 @@ from seat_console.actions.hold import (
 )
 from seat_console.actions.journal import Journal
 from seat_console.commands.journal_cmd import parse_since
-from seat_console.sources.actionlog import ActionLogReading, ActionLogSource
-from seat_console.sources.silences import Silence, SilenceMatcher
+from seat_console.actions.actionlog import ActionLogReading, ActionLogSource
+from seat_console.node.alertmanager import Silence, SilenceMatcher
 from seat_console.sources.timers import TimersReading, TimerState
 
 NOW = datetime(2026, 12, 1, 10, 0, tzinfo=UTC)

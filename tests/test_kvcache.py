@@ -25,7 +25,7 @@ from seat_console.fit.kvcache import (
     max_model_len_for,
     model_kv,
 )
-from seat_console.profile import ModelShapeSpec
+from seat_console.core.profile import ModelShapeSpec
 
 GiB = 1 << 30
 

@@ -138,7 +138,7 @@ def test_resident_container_has_image_id_and_repo_digest(lab: Lab) -> None:
 
 
 def test_profile_validates_and_points_at_the_lab(lab: Lab) -> None:
-    from seat_console.profile import load_profile
+    from seat_console.core.profile import load_profile
 
     cp = subprocess.run([__import__("sys").executable, "-m", "seat_console", "profile", "--check",
                          str(lab.profile_path)], capture_output=True, text=True, timeout=60,

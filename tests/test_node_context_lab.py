@@ -20,11 +20,11 @@ import pytest
 from conftest import wait_until
 
 from seat_console.actions import hold as hold_mod
-from seat_console.actions.attribution import BEFORE_S
+from seat_console.node.attribution import BEFORE_S
 from seat_console.actions.journal import Journal
 from seat_console.app import PanelSpec, SeatConsoleApp
 from seat_console.node.context import NodeContext
-from seat_console.profile import load_profile
+from seat_console.core.profile import load_profile
 from seat_console.widgets.actionlog import ActionLogPanel
 from seat_console.widgets.confirm import ConfirmScreen
 from seat_console.widgets.services import ContainersPanel, SilencesPanel, TimersPanel
@@ -53,7 +53,7 @@ async def test_app_sources_and_the_hold_share_one_node_context(lab, tmp_path: Pa
     panels = [PanelSpec("seat_console.sources.timers:make_source", TimersPanel),
               PanelSpec("seat_console.sources.silences:make_source", SilencesPanel),
               PanelSpec("seat_console.sources.containers:make_source", ContainersPanel),
-              PanelSpec("seat_console.sources.actionlog:make_source", ActionLogPanel,
+              PanelSpec("seat_console.actions.actionlog:make_source", ActionLogPanel,
                         uses_readings=True)]
     app = SeatConsoleApp(loaded, interval=0.5, panels=panels, watch_terminal=False)
     async with app.run_test(size=(160, 60)) as pilot:

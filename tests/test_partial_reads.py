@@ -7,7 +7,7 @@
 * the timers: the real :class:`~seat_console.sources.timers.TimerSource` against the lab's
   systemd, through a transport that makes one of the three ``systemctl`` commands time out:
   the panel keeps each timer's service state (or next elapse) from the last good read;
-* the merge rules themselves (:mod:`seat_console.sources.partial`) on constructed readings.
+* the merge rules themselves (:mod:`seat_console.core.partial`) on constructed readings.
 """
 
 from __future__ import annotations
@@ -33,9 +33,9 @@ from screen_fixtures import timers as recorded_timers
 
 from seat_console.app import SeatConsoleApp
 from seat_console.node.runner import CommandResult
-from seat_console.sources import Unavailable, utcnow
+from seat_console.core.base import Unavailable, utcnow
 from seat_console.sources.engine import EngineReading, EngineSource
-from seat_console.sources.partial import merge_last_good
+from seat_console.core.partial import merge_last_good
 from seat_console.sources.timers import ServiceState, TimerSource, TimersReading
 from seat_console.widgets.services import EnginePanel, TimersPanel
 

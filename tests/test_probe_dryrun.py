@@ -14,10 +14,11 @@ import socket
 from pathlib import Path
 
 import pytest
+from seat_console.actions import probe_journal
 from seat_console.commands import probe_cmd
 from seat_console.probe import run as probe_run
 from seat_console.probe.run import HoldInfo, ProbeRefused, preflight
-from seat_console.profile import LoadedProfile, default_profile_text, parse_profile
+from seat_console.core.profile import LoadedProfile, default_profile_text, parse_profile
 
 
 def _closed_port() -> int:
@@ -58,7 +59,7 @@ def no_hold(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> list[int]:
     def seat(_loaded):
         calls.append(1)
         return dict(SEAT), {"seat-resident"}, None
-    monkeypatch.setattr(probe_run, "hold_info",
+    monkeypatch.setattr(probe_journal, "hold_info",
                         lambda: HoldInfo(False, "no active hold in the journal"))
     monkeypatch.setattr(probe_run, "_seat_container", seat)
     monkeypatch.setenv("SEAT_CONSOLE_DATA_DIR", str(tmp_path / "data"))
@@ -105,7 +106,7 @@ def test_dry_run_json_without_hold_has_plan_and_checks(no_hold, capsys) -> None:
 
 def test_real_probe_still_stops_at_the_first_refusal(no_hold) -> None:
     with pytest.raises(ProbeRefused) as ei:
-        preflight(_loaded(f"http://127.0.0.1:{_closed_port()}"))
+        preflight(_loaded(f"http://127.0.0.1:{_closed_port()}"), hold=probe_journal.hold_info())
     assert "no active hold" in str(ei.value)
     assert no_hold == []  # nothing else was read
     assert [(c.name, c.ok) for c in ei.value.checks] == [("hold", False)]

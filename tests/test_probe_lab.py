@@ -359,7 +359,7 @@ def test_silence_checker_sees_the_silence_expire(lab, exclusive, tmp_path: Path)
     from datetime import UTC, datetime, timedelta
 
     from seat_console.probe.run import _silence_checker
-    from seat_console.profile import load_profile
+    from seat_console.core.profile import load_profile
 
     loaded = load_profile(lab.profile_path)
     now = datetime.now(UTC)

@@ -16,7 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from seat_console.node.runner import Runner
 from seat_console.node.transport import LocalTransport
-from seat_console.probe.client import RequestRecord
+from seat_console.core.probe_record import RequestRecord
 from seat_console.probe.engine_counters import (
     EngineCounters,
     compare,
@@ -33,9 +33,9 @@ from seat_console.probe.interference import (
 from seat_console.probe.run import HoldInfo, Preflight, Probe
 from seat_console.probe.stats import percentile, phase_stats
 from seat_console.probe.store import RunWriter, list_runs, read_requests, read_summary
-from seat_console.profile import LoadedProfile, default_profile_text, parse_profile
-from seat_console.sources import utcnow
-from seat_console.sources.containers import ContainerEvent
+from seat_console.core.profile import LoadedProfile, default_profile_text, parse_profile
+from seat_console.core.base import utcnow
+from seat_console.node.docker import ContainerEvent
 from sse_server import SSEServer
 
 

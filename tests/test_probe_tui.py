@@ -20,7 +20,7 @@ from seat_console.app import SeatConsoleApp
 from seat_console.probe.engine_counters import KvCapacity
 from seat_console.probe.live import LiveView, PhaseLine
 from seat_console.probe.run import HoldInfo, Preflight, ProbeRefused
-from seat_console.profile import LoadedProfile, default_profile_text, parse_profile
+from seat_console.core.profile import LoadedProfile, default_profile_text, parse_profile
 from seat_console.widgets.probe import ProbeScreen, progress_bar, render_live, sparkline
 from sse_server import SSEServer
 

@@ -7,7 +7,7 @@ import json
 import pytest
 
 from seat_console.cli import main
-from seat_console.profile import (
+from seat_console.core.profile import (
     ENV_VAR,
     GiB,
     ProfileError,

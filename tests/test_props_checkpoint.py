@@ -23,12 +23,12 @@ from hypothesis import strategies as st
 from seat_console.fit.kvcache import KVModelError, kv_capacity, model_kv, EngineKVParams
 from seat_console.sources.checkpoint import (
     CheckpointError,
-    QuantScheme,
     SafetensorsHeaderError,
     parse_quant_config,
     read_safetensors_header,
     scan_checkpoint,
 )
+from seat_console.core.checkpoint import QuantScheme
 
 scalars = (st.none() | st.booleans() | st.integers(-2**70, 2**70)
            | st.floats(allow_nan=False, allow_infinity=False) | st.text(max_size=12))

@@ -14,11 +14,8 @@ from datetime import timedelta
 from hypothesis import given
 from hypothesis import strategies as st
 
-from seat_console.sources.containers import (
-    container_state_from_inspect,
-    event_from_api,
-    parse_docker_time,
-)
+from seat_console.sources.containers import container_state_from_inspect
+from seat_console.node.docker import event_from_api, parse_docker_time
 
 json_values = st.recursive(
     st.none() | st.booleans() | st.integers(-2**70, 2**70) | st.floats(allow_nan=False)

@@ -16,7 +16,7 @@ import httpx
 from hypothesis import given
 from hypothesis import strategies as st
 
-from seat_console.sources import Unavailable
+from seat_console.core.base import Unavailable
 from seat_console.sources.engine import (
     EngineClient,
     EngineReading,

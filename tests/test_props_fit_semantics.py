@@ -24,7 +24,7 @@ from seat_console.fit.dtype import (
     resolve_served_dtype,
 )
 from seat_console.sources.containers import DEVICE_ENV_VARS, device_env
-from seat_console.sources.gpu import match_seat, norm_bus_id
+from seat_console.core.gpu_ids import match_seat, norm_bus_id
 
 json_scalar = st.none() | st.booleans() | st.integers(-(2**70), 2**70) | st.floats(
     allow_nan=False, allow_infinity=False) | st.text(max_size=20)

@@ -20,10 +20,10 @@ from seat_console.sources.gpu import (
     GpuSnapshot,
     ProcessMapper,
     checked_memory,
-    match_seat,
     parse_cgroup,
 )
-from seat_console.sources.nvml import Nvml
+from seat_console.core.gpu_ids import match_seat
+from seat_console.node.nvml import Nvml
 
 HEX = "0123456789abcdef"
 cgroup_lines = st.one_of(

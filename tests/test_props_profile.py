@@ -15,7 +15,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from seat_console.profile import (
+from seat_console.core.profile import (
     MAX_PROFILE_CHARS,
     Profile,
     ProfileError,

@@ -18,18 +18,16 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from seat_console.profile import AlertmanagerSpec
-from seat_console.sources import Unavailable
-from seat_console.sources.silences import (
+from seat_console.core.profile import AlertmanagerSpec
+from seat_console.core.base import Unavailable
+from seat_console.sources.silences import SilencesReading, SilenceSource, silence_applies_to_seat
+from seat_console.node.alertmanager import (
     AlertmanagerClient,
     AlertmanagerError,
     Silence,
     SilenceMatcher,
-    SilencesReading,
-    SilenceSource,
-    silence_applies_to_seat,
 )
-from seat_console.sources.untrusted import InputError
+from seat_console.core.untrusted import InputError
 
 SEAT = (SilenceMatcher(name="instance", value="seat-node:8000", isRegex=False, isEqual=True),
         SilenceMatcher(name="job", value="vllm", isRegex=False, isEqual=True))

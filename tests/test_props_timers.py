@@ -16,7 +16,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from seat_console.node.runner import CommandResult
-from seat_console.sources import Unavailable, utcnow
+from seat_console.core.base import Unavailable, utcnow
 from seat_console.sources.timers import (
     TimersReading,
     build_timer_state,

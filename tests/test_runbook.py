@@ -16,13 +16,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from seat_console.actions.journal import (
-    ENV_STATE_DIR,
-    GENESIS,
-    Journal,
-    journal_path,
-    scrub,
-)
+from seat_console.actions.journal import GENESIS, Journal, scrub
+from seat_console.core.paths import ENV_STATE_DIR, journal_path
 from seat_console.actions.runbook import (
     Check,
     Event,

@@ -22,10 +22,11 @@ from screen_fixtures import all_read, refresh_all, wait_for
 from app_fixtures import T0
 
 from seat_console.app import DetailScreen, SeatConsoleApp, same_reading
-from seat_console.engine_rates import RateHistory, counter_rate, window_latency
-from seat_console.sources import Unavailable
+from seat_console.snapshot.engine_rates import RateHistory, counter_rate, window_latency
+from seat_console.core.base import Unavailable
 from seat_console.sources.engine import HistogramSummary
-from seat_console.sources.fit_source import compute_budgets, gather_fit_inputs
+from seat_console.snapshot.fit_reading import gather_fit_inputs
+from seat_console.fit.inputs import compute_budgets
 from seat_console.widgets import status as S
 from seat_console.widgets.fit import FitPanel
 from seat_console.widgets.panel import SourcePanel, fmt_coarse_age
@@ -412,7 +413,7 @@ async def test_full_view_idle_engine_two_scrapes_is_zero_not_n_a() -> None:
 
 def _with_expired(n: int = 50, active: bool = True):
     """The seat's silences plus ``n`` expired ones (Alertmanager keeps them for days)."""
-    from seat_console.sources.silences import Silence
+    from seat_console.node.alertmanager import Silence
 
     r = F.silences(active)
     old = tuple(Silence(id=f"e{i:015d}", state="expired", matchers=r.seat_matchers,

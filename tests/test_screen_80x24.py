@@ -15,7 +15,7 @@ import screen_fixtures as F
 from screen_fixtures import lines_of, wait_for, all_read
 
 from seat_console.app import DetailScreen, SeatConsoleApp
-from seat_console.sources import Source, Unavailable
+from seat_console.core.base import Source, Unavailable
 
 LONG_REASON = ("the NVML shared library (libnvidia-ml.so.1) was not found: no NVIDIA driver is "
                "installed here, or its library is not on the loader path (inside a container: "

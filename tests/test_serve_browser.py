@@ -76,7 +76,7 @@ def node_state(lab, env: dict[str, str]) -> dict[str, object]:
 def status_words(lab, env: dict[str, str]) -> dict[str, str]:
     """The status line's verdict words as ``seat-console status --json`` reads the node now
     (the status line's own pure rule over that snapshot): engine, seat, silence, timers."""
-    from seat_console.snapshot import NodeSnapshot
+    from seat_console.snapshot.reading import NodeSnapshot
     from seat_console.widgets.status import build_status
 
     cp = subprocess.run([sys.executable, "-m", "seat_console", "--profile",

@@ -17,16 +17,13 @@ from seat_console.sources import engine
 from seat_console.sources import silences
 from seat_console.sources import timers
 from seat_console.app import SeatConsoleApp
-from seat_console.sources.containers import (
-    ContainerEvent,
-    ContainersReading,
-    ContainerState,
-    EventStreamStatus,
-)
+from seat_console.sources.containers import ContainersReading, ContainerState
+from seat_console.node.docker import ContainerEvent, EventStreamStatus
 from seat_console.sources.engine import EngineReading, ModelInfo, parse_metrics
-from seat_console.profile import load_profile
-from seat_console.sources.silences import Silence, SilenceMatcher, SilencesReading
-from seat_console.sources import Unavailable
+from seat_console.core.profile import load_profile
+from seat_console.sources.silences import SilencesReading
+from seat_console.node.alertmanager import Silence, SilenceMatcher
+from seat_console.core.base import Unavailable
 from seat_console.sources.timers import PERSISTENT_WARNING, ServiceState, TimersReading, TimerState
 from seat_console.widgets.panel import SourcePanel
 from seat_console.widgets.services import ContainersPanel, EnginePanel, SilencesPanel, TimersPanel

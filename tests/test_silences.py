@@ -18,8 +18,9 @@ import httpx
 import pytest
 from conftest import free_port, wait_for_port
 
-from seat_console.profile import AlertmanagerSpec, Matcher
-from seat_console.sources.silences import (
+from seat_console.core.profile import AlertmanagerSpec, Matcher
+from seat_console.sources.silences import SilenceSource, SilencesReading, silence_applies_to_seat
+from seat_console.node.alertmanager import (
     ENV_PASSWORD,
     ENV_TOKEN,
     ENV_USER,
@@ -28,13 +29,10 @@ from seat_console.sources.silences import (
     Credentials,
     Silence,
     SilenceMatcher,
-    SilenceSource,
-    SilencesReading,
     load_credentials,
     redact,
-    silence_applies_to_seat,
 )
-from seat_console.sources import Unavailable, utcnow
+from seat_console.core.base import Unavailable, utcnow
 from seat_console.actions.node_ops import create_silence, expire_silence
 
 AM_BIN = "prometheus-alertmanager"

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from seat_console.profile import DEFAULT_FAILURE_PATTERNS, FailurePattern
+from seat_console.core.profile import DEFAULT_FAILURE_PATTERNS, FailurePattern
 from seat_console.sources.startup_log import (
     MAX_LINE_CHARS,
     StartupFacts,

@@ -10,9 +10,10 @@ import threading
 import time
 from pathlib import Path
 
-from seat_console.snapshot import SOURCE_NAMES, NodeSnapshot, fmt_duration, fmt_when, take_snapshot
-from seat_console.profile import load_profile
-from seat_console.sources import Source, Unavailable
+from seat_console.snapshot.reading import SOURCE_NAMES, NodeSnapshot, take_snapshot
+from seat_console.core.fmt import fmt_duration, fmt_when
+from seat_console.core.profile import load_profile
+from seat_console.core.base import Source, Unavailable
 
 
 class _Fixed(Source):

@@ -34,7 +34,7 @@ from lab_helpers import (
 )
 
 from seat_console.node.transport import DockerExecTransport
-from seat_console.profile import load_profile
+from seat_console.core.profile import load_profile
 
 
 def cli(lab, env, *args: str, profile: Path | None = None,

@@ -13,7 +13,7 @@ import pytest
 from rich.console import Console
 
 from seat_console.app import SeatConsoleApp
-from seat_console.profile import load_profile
+from seat_console.core.profile import load_profile
 from seat_console.sources.seat import SeatReading
 from seat_console.sources.startup_log import StartupFacts
 from seat_console.swap_tui import RunLogScreen, TypedConfirm

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from conftest import wait_until
 
-from seat_console.sources import Unavailable, utcnow
+from seat_console.core.base import Unavailable, utcnow
 from seat_console.sources.timers import (
     PERSISTENT_WARNING,
     TimerSource,

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from conftest import free_port, wait_for_port
 
-from seat_console.profile import NodeSpec
+from seat_console.core.profile import NodeSpec
 from seat_console.node.transport import (
     REMOTE_PATH,
     DockerExecTransport,

@@ -36,7 +36,7 @@ def test_plan_problem_words() -> None:
 
 def test_read_plan_returns_the_error_and_uses_the_apps_context(tmp_path, monkeypatch) -> None:
     from seat_console.node.context import NodeContext
-    from seat_console.profile import load_profile
+    from seat_console.core.profile import load_profile
 
     monkeypatch.setenv("SEAT_CONSOLE_STATE_DIR", str(tmp_path))
     shared = NodeContext.from_profile(load_profile(None, environ={}))

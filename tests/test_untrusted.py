@@ -1,4 +1,4 @@
-"""The guards every parser of outside input uses (``seat_console.sources.untrusted``)."""
+"""The guards every parser of outside input uses (``seat_console.core.untrusted``)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from seat_console.sources.untrusted import (
+from seat_console.core.untrusted import (
     MAX_DEPTH,
     InputError,
     aware_utc,

@@ -24,9 +24,9 @@ from seat_console.actions.node_ops import (
     stop_timer,
 )
 from seat_console.node.runner import CommandResult
-from seat_console.profile import AlertmanagerSpec
-from seat_console.sources import utcnow
-from seat_console.sources.silences import AlertmanagerClient, AlertmanagerError, SilenceMatcher
+from seat_console.core.profile import AlertmanagerSpec
+from seat_console.core.base import utcnow
+from seat_console.node.alertmanager import AlertmanagerClient, AlertmanagerError, SilenceMatcher
 
 SEAT = (SilenceMatcher(name="instance", value="seat-node:8000", isRegex=False),
         SilenceMatcher(name="job", value="vllm", isRegex=False))

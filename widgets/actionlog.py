@@ -1,7 +1,7 @@
 """The action-log panel (source ``actions``): the hold in effect with its countdown, a runbook's
 progress in place, unfinished runs, interference, and the journal's newest rows.
 
-Pure view of an :class:`~seat_console.sources.actionlog.ActionLogReading`; the progress lines
+Pure view of an :class:`~seat_console.actions.actionlog.ActionLogReading`; the progress lines
 of a runbook running in this console are set by the controller (:meth:`ActionLogPanel.
 set_progress`, UI thread) and shown above the journal rows until the next run.
 """
@@ -18,7 +18,7 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.widgets import Static
 
-from seat_console.sources import utcnow
+from seat_console.core.base import utcnow
 from seat_console.widgets.panel import SourcePanel
 
 _KIND_STYLE = {"fail": "bold red", "undo-fail": "bold red", "cut-off": "bold red",
@@ -57,7 +57,7 @@ class ActionLogPanel(SourcePanel):
 
     def build(self, reading: BaseModel, now: datetime) -> Group:
         """Hold line, unfinished runs, interference, then the newest journal rows."""
-        from seat_console.sources.actionlog import ActionLogReading
+        from seat_console.actions.actionlog import ActionLogReading
 
         if not isinstance(reading, ActionLogReading):
             raise TypeError(f"actions panel got {type(reading).__name__}")
@@ -104,7 +104,7 @@ class ActionLogPanel(SourcePanel):
 
     def render_compact(self, reading: BaseModel) -> Text | None:
         """One line: the hold and its time left, or "no hold"."""
-        from seat_console.sources.actionlog import ActionLogReading
+        from seat_console.actions.actionlog import ActionLogReading
 
         if not isinstance(reading, ActionLogReading):
             return None

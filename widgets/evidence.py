@@ -23,7 +23,7 @@ def newest_evidence(data_root: Path | None = None) -> Path | None:
     """The newest comparison directory (``comparisons/<id>`` with ``compare.json``), else the
     newest probe run directory (``runs/<id>`` with ``summary.json``), else ``None``. IDs start
     with their UTC start time, so the newest sorts last."""
-    from seat_console.probe.store import data_dir
+    from seat_console.core.paths import data_dir
 
     base = data_root or data_dir()
     for sub, marker in (("comparisons", "compare.json"), ("runs", "summary.json")):

@@ -17,7 +17,7 @@ What-if controls — the candidate's PLE placement, gpu_memory_utilization, tens
 context (max_model_len) and sequences (max_num_seqs) — recompute as you type; a blank field
 keeps the profile's value (shown as the placeholder), and so does an invalid one (named). The
 recomputation is
-:func:`seat_console.sources.fit_source.compute_budgets`, pure arithmetic on the last reading: no I/O here.
+:func:`seat_console.fit.inputs.compute_budgets`, pure arithmetic on the last reading: no I/O here.
 """
 
 from __future__ import annotations
@@ -34,14 +34,14 @@ from textual.containers import Horizontal
 from textual.css.query import NoMatches
 from textual.widgets import Input, Label, Select, Static
 
-from seat_console.fmt import gib
-from seat_console.profile import MAX_MODEL_LEN, MAX_NUM_SEQS
+from seat_console.core.fmt import gib
+from seat_console.core.profile import MAX_MODEL_LEN, MAX_NUM_SEQS
 from seat_console.widgets.panel import SourcePanel
 
 if TYPE_CHECKING:  # imported where used: the checkpoint scanner loads after the first frame
     from seat_console.fit.budget import CardBudget, Comparison, FitBudget, OverlayRow
-    from seat_console.sources.checkpoint import CheckpointProblem
-    from seat_console.sources.fit_source import FitInputs, FitSide, WhatIf
+    from seat_console.core.checkpoint import CheckpointProblem
+    from seat_console.fit.inputs import FitInputs, FitSide, WhatIf
 
 SIGNIFICANT_BYTES = 1 << 28
 """Live GPU and host memory figures count as changed for the fit budget only when they move
@@ -54,7 +54,7 @@ def _q(n: int | None) -> int | None:
 
 def fit_signature(inputs: Any) -> tuple | None:
     """What the fit budget depends on in ``inputs`` (a
-    :class:`~seat_console.sources.fit_source.FitInputs`): everything but the live memory
+    :class:`~seat_console.fit.inputs.FitInputs`): everything but the live memory
     figures, which count in steps of :data:`SIGNIFICANT_BYTES`. Equal signatures → the same
     budget, so it is not recomputed. ``None`` for anything that is not a FitInputs."""
     if inputs is None or not hasattr(inputs, "cards") or not hasattr(inputs, "resident"):
@@ -191,11 +191,11 @@ def render_side(title: str, b: FitBudget | None, why: str | None,
                 problems: Sequence[CheckpointProblem] = (),
                 no_verdict: str | None = None) -> Group:
     """One column: title, the checkpoint scan's problems, per-card bars with numbers, KV,
-    verdict and levers. ``problems``: from :attr:`seat_console.sources.checkpoint.CheckpointSummary.problems`;
+    verdict and levers. ``problems``: from :attr:`seat_console.core.checkpoint.CheckpointSummary.problems`;
     with any of severity ``error`` the budget is marked untrustworthy (its sizes are not) and
     its verdict reads "NO VERDICT: …" (:attr:`FitBudget.no_verdict`). ``no_verdict``: for a
     side without a budget (``b`` None), why it gets no verdict (its files cannot be scanned:
-    :func:`seat_console.sources.fit_source.no_verdict_reason`); shown as "NO VERDICT: …"."""
+    :func:`seat_console.fit.inputs.no_verdict_reason`); shown as "NO VERDICT: …"."""
     head = Text(title, style="bold")
     if b is None:
         if no_verdict:
@@ -276,7 +276,7 @@ def render_footer(comp: Comparison, overlay: list[OverlayRow],
 
 
 class FitPanel(SourcePanel):
-    """Fit budget panel (source ``fit``: :class:`seat_console.sources.fit_source.FitInputs`).
+    """Fit budget panel (source ``fit``: :class:`seat_console.fit.inputs.FitInputs`).
 
     State for tests: ``comparison`` / ``overlay`` (the last computed), ``whatif`` (the parsed
     controls), ``whatif_error`` (why the controls are invalid, or ``None``).
@@ -395,7 +395,7 @@ class FitPanel(SourcePanel):
     def render_reading(self, reading: BaseModel) -> None:
         """Keep the latest inputs and recompute with the current what-if controls — only when
         they differ from the last inputs (:func:`fit_signature`)."""
-        from seat_console.sources.fit_source import FitInputs
+        from seat_console.fit.inputs import FitInputs
 
         if not isinstance(reading, FitInputs):
             raise TypeError(f"fit panel got a {type(reading).__name__}")
@@ -410,7 +410,7 @@ class FitPanel(SourcePanel):
         """One line per side: verdict and KV capacity with the profile's settings (the full
         budget per card, what-if controls included, is on the detail view, Enter — the title
         says so)."""
-        from seat_console.sources.fit_source import FitInputs, compute_budgets, no_verdict_reason
+        from seat_console.fit.inputs import FitInputs, compute_budgets, no_verdict_reason
 
         if not isinstance(reading, FitInputs):
             raise TypeError(f"fit panel got a {type(reading).__name__}")
@@ -457,7 +457,7 @@ class FitPanel(SourcePanel):
     _compact_comparison: Any = None
 
     def _read_controls(self) -> tuple[WhatIf, str | None]:
-        from seat_console.sources.fit_source import WhatIf
+        from seat_console.fit.inputs import WhatIf
 
         """The what-if of the controls, and the error text naming any invalid control.
 
@@ -505,7 +505,7 @@ class FitPanel(SourcePanel):
     def _recompute(self) -> None:
         if self._inputs is None and self._controls_untouched():
             return   # nothing to compute or to refuse yet: fit_source loads after the first frame
-        from seat_console.sources.fit_source import compute_budgets, no_verdict_reason
+        from seat_console.fit.inputs import compute_budgets, no_verdict_reason
 
         self.whatif, self.whatif_error = self._read_controls()
         self.query_one("#fit-error", Static).update(self.whatif_error or "")

@@ -31,8 +31,8 @@ from textual.widget import Widget
 from textual.widgets import Static
 
 from seat_console.sources.gpu import GpuCard, GpuProcess, GpuSnapshot, MemoryReading, MigInstance
-from seat_console.fmt import gib_unit
-from seat_console.sources import Unavailable
+from seat_console.core.fmt import gib_unit
+from seat_console.core.base import Unavailable
 from seat_console.widgets import gpu_lines
 from seat_console.widgets.panel import SourcePanel
 
@@ -62,7 +62,7 @@ _FREE_STYLE = gpu_lines.FREE_STYLE
 
 
 def gib(n: int | None, digits: int = 2) -> str:
-    """``n`` bytes as ``"98.20 GiB"`` (GiB = 2^30 B, the one rule of :mod:`seat_console.fmt`:
+    """``n`` bytes as ``"98.20 GiB"`` (GiB = 2^30 B, the one rule of :mod:`seat_console.core.fmt`:
     truncated toward zero); ``None`` → ``"n/a"``."""
     return gib_unit(n, digits)
 

@@ -4,7 +4,7 @@
 (:meth:`seat_console.widgets.gpu.GpuPanel.render_compact`) from a ``GpuSnapshot``;
 :func:`memory_cells` (used / total GiB and the bar) is also what the first frame, drawn before
 Textual and pydantic load (:func:`seat_console.first_frame.nvml_lines`), shows per card, so both
-draw memory the same way. Imports Rich and :mod:`seat_console.fmt` only: the GPU source's
+draw memory the same way. Imports Rich and :mod:`seat_console.core.fmt` only: the GPU source's
 models are annotations here, so this module needs neither Textual nor pydantic (~0.3 s of
 imports the first frame does not wait for).
 """
@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 from rich.text import Text
 
-from seat_console.fmt import gib_unit
+from seat_console.core.fmt import gib_unit
 
 if TYPE_CHECKING:   # no pydantic at run time: the first frame draws before it is imported
     from seat_console.sources.gpu import GpuSnapshot

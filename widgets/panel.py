@@ -5,7 +5,7 @@ calls :meth:`SourcePanel.show` with the latest reading, the last *good* reading 
 good reading was taken. A panel renders:
 
 * a good reading: the subclass's view of it (:meth:`SourcePanel.render_reading`);
-* an :class:`~seat_console.sources.Unavailable`: its reason, "last good value N s ago" (or "no good
+* an :class:`~seat_console.core.base.Unavailable`: its reason, "last good value N s ago" (or "no good
   value yet"), and below it the last good value, dimmed, so the engineer still sees what was
   last known and how old it is;
 * staleness: :meth:`SourcePanel.show_age` (called by the app about once a second, no I/O) puts
@@ -49,8 +49,8 @@ from textual.binding import Binding, BindingType
 from textual.widget import Widget
 from textual.widgets import Static
 
-from seat_console.profile import LoadedProfile
-from seat_console.sources import Unavailable
+from seat_console.core.profile import LoadedProfile
+from seat_console.core.base import Unavailable
 
 log = logging.getLogger(__name__)
 
@@ -437,7 +437,7 @@ class SourcePanel(Widget):
 
     def _show_kept(self, now: datetime) -> None:
         """A good reading that kept parts from the last good one (a half-failed read, see
-        :mod:`seat_console.sources.partial`): the status line names each kept part as stale,
+        :mod:`seat_console.core.partial`): the status line names each kept part as stale,
         with its age and why the newest read missed it (compact: one line, the reasons on the
         detail view). The age is coarse, so the once-a-second tick rarely changes the text."""
         kept = () if self.unavailable is not None or self.reading is None else tuple(

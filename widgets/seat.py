@@ -13,7 +13,7 @@ from pydantic import BaseModel
 from rich.console import Group
 from rich.text import Text
 
-from seat_console.fmt import gib_unit
+from seat_console.core.fmt import gib_unit
 from seat_console.widgets.services import _ServicePanel, _short_digest
 
 

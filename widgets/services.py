@@ -24,7 +24,8 @@ from textual import events
 from textual.app import ComposeResult
 from textual.widgets import Static
 
-from seat_console.sources import Unavailable, utcnow
+from seat_console.core.base import Unavailable, utcnow
+from seat_console.core.fmt import fmt_duration
 from seat_console.widgets.panel import SourcePanel
 
 if TYPE_CHECKING:  # the source modules (docker, httpx) load after the first frame
@@ -32,13 +33,6 @@ if TYPE_CHECKING:  # the source modules (docker, httpx) load after the first fra
 
 MISSING = "metric missing"
 """How a metric the engine does not expose is shown (as ``seat_console.sources.engine.MISSING``)."""
-
-
-def fmt_duration(seconds: float | None) -> str:
-    """:func:`seat_console.snapshot.fmt_duration` (imported when first used)."""
-    from seat_console.snapshot import fmt_duration as f
-
-    return f(seconds)
 
 
 def _short_digest(d: str | None, n: int = 12) -> str:
@@ -587,7 +581,7 @@ class EnginePanel(_ServicePanel):
     """The seat's vLLM engine (source ``engine``): health, version, model, queue, KV cache
     usage, rates (req/s and output tok/s over the last interval, from counter differences),
     TTFT / ITL / E2E percentiles over the last minute (from histogram bucket differences, with
-    the sample count), preemptions. Rates: :mod:`seat_console.engine_rates`."""
+    the sample count), preemptions. Rates: :mod:`seat_console.snapshot.engine_rates`."""
 
     source_name: ClassVar[str] = "engine"
     title: ClassVar[str] = "Engine (vLLM)"
@@ -597,7 +591,7 @@ class EnginePanel(_ServicePanel):
 
     def __init__(self, **kwargs) -> None:
         super().__init__(**kwargs)
-        from seat_console.engine_rates import RateHistory
+        from seat_console.snapshot.engine_rates import RateHistory
 
         self.history = RateHistory()
         self._last_added: object = None

@@ -20,7 +20,7 @@ from typing import Any
 from rich.text import Text
 from textual.widgets import Static
 
-from seat_console.fmt import gib
+from seat_console.core.fmt import gib
 
 LEVEL_STYLES = {"ok": "bold green", "warn": "bold yellow", "bad": "bold red",
                 "unknown": "dim"}

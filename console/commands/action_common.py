@@ -26,7 +26,7 @@ from typing import Any, TextIO
 from seat_console.actions.journal import Journal, JournalError
 from seat_console.actions.runbook import Event, Plan, Result
 from seat_console.node.context import NodeContext
-from seat_console.profile import LoadedProfile
+from seat_console.core.profile import LoadedProfile
 
 EXIT_OK = 0
 EXIT_ERROR = 1

@@ -17,7 +17,7 @@ import json
 import sys
 from typing import Any
 
-from seat_console.profile import LoadedProfile
+from seat_console.core.profile import LoadedProfile
 
 EXIT_OK = 0
 EXIT_ERROR = 1

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from seat_console.commands import action_common as ac
-from seat_console.profile import LoadedProfile
+from seat_console.core.profile import LoadedProfile
 
 
 def register(sub: argparse._SubParsersAction) -> None:

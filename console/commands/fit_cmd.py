@@ -33,18 +33,12 @@ from typing import Any
 from pydantic import ByteSize, TypeAdapter, ValidationError
 
 from seat_console.fit.budget import GIB, Comparison, FitBudget, OverlayRow, gib
-from seat_console.sources.checkpoint import CheckpointError, CheckpointSummary
-from seat_console.sources.fit_source import (
-    FitInputs,
-    FitSide,
-    WhatIf,
-    compute_budgets,
-    gather_fit_inputs,
-    host_memory,
-    no_verdict_reason,
-)
-from seat_console.profile import MAX_MODEL_LEN, MAX_NUM_SEQS, MAX_SIZE_BYTES, LoadedProfile
-from seat_console.sources import Unavailable, read_once
+from seat_console.sources.checkpoint import CheckpointError
+from seat_console.core.checkpoint import CheckpointSummary
+from seat_console.snapshot.fit_reading import gather_fit_inputs, host_memory
+from seat_console.fit.inputs import FitInputs, FitSide, WhatIf, compute_budgets, no_verdict_reason
+from seat_console.core.profile import MAX_MODEL_LEN, MAX_NUM_SEQS, MAX_SIZE_BYTES, LoadedProfile
+from seat_console.core.base import Unavailable, read_once
 
 EXIT_OK, EXIT_ERROR, EXIT_UNAVAILABLE = 0, 1, 3
 
@@ -141,7 +135,7 @@ def _read_containers(loaded: LoadedProfile) -> Any | None:
 
 
 def whatif_from_args(args: argparse.Namespace) -> WhatIf:
-    """The :class:`~seat_console.sources.fit_source.WhatIf` of the command-line overrides."""
+    """The :class:`~seat_console.fit.inputs.WhatIf` of the command-line overrides."""
     return WhatIf(placement=args.placement, gpu_memory_utilization=args.utilization,
                   tensor_parallel_size=args.tp, max_model_len=args.max_model_len,
                   max_num_seqs=args.max_num_seqs, kv_cache_dtype=args.kv_cache_dtype,

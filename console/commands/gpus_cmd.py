@@ -7,9 +7,9 @@ nvidia-smi's unit).
 Exit codes (``seat_console.cli``): 0 — a snapshot was taken (check each card's ``state``: a lost card
 is reported, not an exit code); 3 — no GPU or NVML unavailable (no library, no driver,
 driver/library version mismatch, no permission): the reason goes to stderr, and with ``--json``
-the :class:`~seat_console.sources.Unavailable` model goes to stdout; 1 — any other error.
+the :class:`~seat_console.core.base.Unavailable` model goes to stdout; 1 — any other error.
 
-Tests inject the NVML double by replacing :func:`seat_console.sources.nvml.module_factory` (see
+Tests inject the NVML double by replacing :func:`seat_console.node.nvml.module_factory` (see
 ``tests/test_gpu_cli.py``).
 """
 
@@ -21,9 +21,9 @@ import os
 import sys
 
 from seat_console.sources.gpu import GpuCard, GpuProcess, GpuSnapshot, MemoryReading, make_source
-from seat_console.fmt import gib
-from seat_console.profile import LoadedProfile, MiB
-from seat_console.sources import Unavailable, read_once
+from seat_console.core.fmt import gib
+from seat_console.core.profile import LoadedProfile, MiB
+from seat_console.core.base import Unavailable, read_once
 
 EXIT_OK, EXIT_ERROR, EXIT_UNAVAILABLE = 0, 1, 3
 UNAVAILABLE_KINDS = {"no-library", "no-driver", "version-mismatch", "no-permission", "no-gpu"}

@@ -25,9 +25,9 @@ from seat_console.actions import hold as hold_mod
 from seat_console.actions import node_ops
 from seat_console.actions.journal import JournalError
 from seat_console.commands import action_common as ac
-from seat_console.profile import LoadedProfile
-from seat_console.sources import utcnow
-from seat_console.sources.silences import AlertmanagerError
+from seat_console.core.profile import LoadedProfile
+from seat_console.core.base import utcnow
+from seat_console.node.alertmanager import AlertmanagerError
 from seat_console.sources.timers import TimersReading, read_timers
 
 PROG = "seat-console hold"

@@ -15,8 +15,9 @@ import sys
 from datetime import UTC, datetime, timedelta
 
 from seat_console.actions.hold import parse_ttl
-from seat_console.actions.journal import Journal, JournalError, journal_path
-from seat_console.profile import LoadedProfile
+from seat_console.actions.journal import Journal, JournalError
+from seat_console.core.paths import journal_path
+from seat_console.core.profile import LoadedProfile
 
 PROG = "seat-console journal"
 

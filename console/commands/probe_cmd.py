@@ -23,16 +23,16 @@ import re
 import sys
 from typing import Any
 
+from seat_console.actions import probe_journal
+from seat_console.actions.probe_journal import journal_force, journal_probe
 from seat_console.probe.client import run_async
+from seat_console.probe.plan import render_plan, render_preflight
 from seat_console.probe.run import (
-    Preflight,
     PreflightCheck,
     Probe,
     ProbeRefused,
     Progress,
     default_monitor_factory,
-    journal_force,
-    journal_probe,
     preflight,
 )
 from seat_console.probe.store import (
@@ -42,7 +42,7 @@ from seat_console.probe.store import (
     read_summary,
     runs_dir,
 )
-from seat_console.profile import LoadedProfile
+from seat_console.core.profile import LoadedProfile
 
 RUN_ID_RE = re.compile(r"^[0-9]{8}T[0-9]{6}Z-[0-9a-f]{6}$")
 """A run id as :func:`seat_console.probe.store.new_run_id` makes them (no path can hide in it)."""
@@ -170,50 +170,6 @@ def render_summary(s: dict[str, Any], path: str | None = None) -> str:
     return "\n".join(out) + "\n"
 
 
-def _mark(ok: bool | None) -> str:
-    return {True: "✓", False: "✗"}.get(ok, "–")  # type: ignore[arg-type]
-
-
-def render_plan(loaded: LoadedProfile, phases: list[str] | None, *,
-                checks: list[PreflightCheck], endpoint: str | None,
-                container: dict[str, Any] | None, model: str | None, hold: str | None,
-                forced: str | None = None) -> str:
-    """The dry-run plan as text: the preflight checks (``✓`` passed, ``✗`` refuses the probe,
-    ``–`` not checked), the seat container, endpoint, hold, warm-up and every chosen phase with
-    its request count, concurrency and output tokens. Drawn whether or not preflight would
-    refuse (``docs/probe.md``)."""
-    spec = loaded.profile.probe
-    chosen = [p for p in spec.phases if not phases or p.name in phases]
-    c = container or {}
-    refused = any(ch.ok is False for ch in checks)
-    lines = ["probe — plan (preflight read now; nothing sent)"
-             + (": PREFLIGHT WOULD REFUSE (exit 5)" if refused else ":")]
-    lines.append("  preflight:")
-    for ch in checks:
-        lines.append(f"    {_mark(ch.ok)} {ch.name}: {ch.detail}")
-    seat = (f"{c.get('name')} ({c.get('role')}), image ID {c.get('image_id')}"
-            if c.get("name") else f"n/a ({c.get('problem') or 'not read'})")
-    lines += [f"  seat: {seat}",
-              (f"  endpoint {endpoint or spec.endpoint or loaded.profile.seat.endpoint}, model "
-               f"{model or spec.model or 'n/a (first of /v1/models)'}, api {spec.api}, "
-               f"{spec.output_tokens} output tokens per request (ignore_eos {spec.ignore_eos})"),
-              f"  hold: {hold or 'n/a'}" + (f"; FORCED: {forced!r}" if forced else ""),
-              f"  warm-up: {spec.warmup_requests} request(s), excluded"]
-    for p in chosen:
-        lines.append(f"  phase {p.name}: {p.requests} requests, concurrency {p.concurrency}, "
-                     f"{spec.output_tokens} output tokens each"
-                     + (f", {p.request_rate:g} req/s" if p.request_rate else ", closed loop"))
-    lines.append(f"  run kept under {runs_dir()}")
-    return "\n".join(lines) + "\n"
-
-
-def render_preflight(pre: Preflight, loaded: LoadedProfile, phases: list[str] | None) -> str:
-    """The dry-run plan as text for a preflight that passed (:func:`render_plan`)."""
-    return render_plan(loaded, phases, checks=pre.checks, endpoint=pre.endpoint,
-                       container=pre.identity.get("container"), model=pre.model,
-                       hold=pre.hold.detail, forced=pre.forced)
-
-
 def _plan_json(loaded: LoadedProfile, phases: list[str] | None, *,
                checks: list[PreflightCheck], **info: Any) -> dict[str, Any]:
     spec = loaded.profile.probe
@@ -251,7 +207,7 @@ def _dry_run(args: argparse.Namespace, loaded: LoadedProfile, forced: str | None
     """``probe --dry-run``: every preflight check, then the plan, always; exit 0 when the
     probe would start, 5 when preflight would refuse (plan shown first), 1 on an error."""
     try:
-        pre = preflight(loaded, force_reason=forced, collect=True)
+        pre = preflight(loaded, hold=probe_journal.hold_info(), force_reason=forced, collect=True)
     except ProbeRefused as exc:
         part = exc.partial
         info = {"endpoint": part.get("endpoint"), "container": part.get("container"),
@@ -297,7 +253,7 @@ def run_probe_cmd(args: argparse.Namespace, loaded: LoadedProfile) -> int:
     if args.dry_run:
         return _dry_run(args, loaded, forced)
     try:
-        pre = preflight(loaded, force_reason=forced)
+        pre = preflight(loaded, hold=probe_journal.hold_info(), force_reason=forced)
     except ProbeRefused as exc:
         if args.json:
             print(json.dumps({"refused": str(exc), "dry_run": False}, indent=2))
@@ -387,4 +343,4 @@ def run_runs_cmd(args: argparse.Namespace, _loaded: LoadedProfile) -> int:
     return EXIT_OK
 
 
-__all__ = ["register", "render_phase", "render_plan", "render_preflight", "render_summary", "run_probe_cmd", "run_runs_cmd"]
+__all__ = ["register", "render_phase", "render_summary", "run_probe_cmd", "run_runs_cmd"]

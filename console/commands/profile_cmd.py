@@ -6,7 +6,7 @@ import argparse
 import json
 import sys
 
-from seat_console.profile import ProfileError, default_profile_text, load_profile
+from seat_console.core.profile import ProfileError, default_profile_text, load_profile
 
 
 def register(sub: argparse._SubParsersAction) -> None:

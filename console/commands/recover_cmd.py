@@ -18,7 +18,7 @@ from seat_console.actions import recover as rec
 from seat_console.actions.journal import Journal
 from seat_console.commands import action_common as ac
 from seat_console.node.context import NodeContext
-from seat_console.profile import LoadedProfile
+from seat_console.core.profile import LoadedProfile
 
 PROG = "seat-console recover"
 

@@ -1,8 +1,8 @@
 """``seat-console status [--json] [--timeout S]``: the whole node snapshot, headless.
 
 Reads every source once (GPUs, timers, silences, containers, engine; see
-:func:`seat_console.snapshot.take_snapshot`) and prints it as text, or as the
-:class:`~seat_console.snapshot.NodeSnapshot` JSON (the same model the panels render).
+:func:`seat_console.snapshot.reading.take_snapshot`) and prints it as text, or as the
+:class:`~seat_console.snapshot.reading.NodeSnapshot` JSON (the same model the panels render).
 
 Exit codes: ``0`` every source was read; ``3`` at least one source is unavailable (the output
 says which and why; the others are still printed); ``1`` error.
@@ -19,11 +19,12 @@ from datetime import datetime
 from seat_console.sources.containers import ContainersReading
 from seat_console.sources.engine import MISSING, EngineReading, HistogramSummary
 from seat_console.sources.gpu import GpuSnapshot
-from seat_console.snapshot import NodeSnapshot, fmt_duration, fmt_when, take_snapshot
-from seat_console.fmt import gib_unit
-from seat_console.profile import LoadedProfile
+from seat_console.snapshot.reading import NodeSnapshot, take_snapshot
+from seat_console.core.fmt import fmt_duration, fmt_when
+from seat_console.core.fmt import gib_unit
+from seat_console.core.profile import LoadedProfile
 from seat_console.sources.silences import SilencesReading
-from seat_console.sources import Unavailable
+from seat_console.core.base import Unavailable
 from seat_console.sources.timers import TimersReading
 
 EXIT_OK = 0
@@ -251,7 +252,7 @@ def render_engine(r: EngineReading | Unavailable) -> str:
 
 
 def render_text(snap: NodeSnapshot) -> str:
-    """The whole snapshot as text (sections in :data:`seat_console.snapshot.SOURCE_NAMES` order)."""
+    """The whole snapshot as text (sections in :data:`seat_console.snapshot.reading.SOURCE_NAMES` order)."""
     now = snap.taken_at
     head = (f"Seat Console status: node {snap.node} via {snap.transport}, "
             f"{now.strftime('%Y-%m-%d %H:%M:%SZ')}\nprofile {snap.profile_source} "

@@ -14,7 +14,7 @@ import secrets
 from dataclasses import dataclass
 from datetime import datetime
 
-from seat_console.sources import utcnow
+from seat_console.core.base import utcnow
 
 MAX_ROUNDS = 16
 """At most 16 rounds (64 ABBA legs): each leg restarts the engine."""

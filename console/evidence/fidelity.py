@@ -34,7 +34,7 @@ from typing import Any
 import httpx
 
 from seat_console.evidence.itemset import parse_item_set
-from seat_console.sources.untrusted import InputError, load_json
+from seat_console.core.untrusted import InputError, load_json
 
 TOP_N = 20
 """Top-k log-probabilities requested per position: vLLM's maximum (``logprobs`` 21 → HTTP 400)."""

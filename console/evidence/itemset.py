@@ -2,7 +2,7 @@
 (:mod:`.fidelity`) — share one shape: a non-empty JSON list of objects, each with a unique
 ``"id"``, a non-empty ``"prompt"`` and a ``"max_tokens"`` in a bounded range, plus fields of its
 own kind. :func:`parse_item_set` reads that shape once (through
-:func:`seat_console.sources.untrusted.load_json`: bounded size and nesting, finite numbers only)
+:func:`seat_console.core.untrusted.load_json`: bounded size and nesting, finite numbers only)
 and each module checks only its own fields.
 """
 
@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from seat_console.sources.untrusted import InputError, load_json
+from seat_console.core.untrusted import InputError, load_json
 
 
 @dataclass(frozen=True)
@@ -38,7 +38,7 @@ def parse_item_set(raw: bytes | str, source: str, *, error: type[ValueError], no
     hold (a canary ID cannot hold ``#``, which joins it to a run number).
 
     Returns the items in order. Raises ``error`` naming ``source`` (and the item) for: a
-    document that :func:`~seat_console.sources.untrusted.load_json` refuses (not UTF-8, not
+    document that :func:`~seat_console.core.untrusted.load_json` refuses (not UTF-8, not
     JSON, too large or deep, NaN), not a non-empty list, an item that is not an object, an ID
     that is not a non-empty string (or holds a forbidden character), a duplicate ID, an empty
     or missing prompt, a ``max_tokens`` that is not an integer from 1 to ``max_tokens``.

@@ -83,7 +83,7 @@ def _resolve(arg: str, data_root: Path | None) -> Path:
     p = Path(arg).expanduser()
     if p.is_dir():
         return p
-    from seat_console.probe.store import data_dir
+    from seat_console.core.paths import data_dir
 
     base = data_root or data_dir()
     for sub in ("runs", "comparisons"):

@@ -345,7 +345,7 @@ def load_probe_run(run_dir: Path, ledger: FileLedger) -> RunSummary:
     Raises :class:`RunError` naming the file for a missing or malformed summary, a request
     line that is not a request record, or a time without a zone.
     """
-    from seat_console.probe.client import RequestRecord  # the probe's own record model
+    from seat_console.core.probe_record import RequestRecord  # the probe's own record model
 
     sp = run_dir / "summary.json"
     if not sp.is_file():

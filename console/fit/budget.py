@@ -2,7 +2,7 @@
 
 Pure arithmetic, no I/O: every input (profile values, a checkpoint summary, a GPU snapshot, host
 memory figures) is passed in, and every result is a frozen model. Bytes in code; the display
-helpers print GiB = 2^30 B truncated toward zero (:func:`seat_console.fmt.gib`, the one display
+helpers print GiB = 2^30 B truncated toward zero (:func:`seat_console.core.fmt.gib`, the one display
 rule, re-exported here), always next to exact bytes.
 
 The arithmetic follows vLLM (0.32.0):
@@ -28,7 +28,7 @@ The arithmetic follows vLLM (0.32.0):
 * KV tokens and maximum concurrency: :func:`seat_console.fit.kvcache.kv_capacity`; the log
   line's device word is vLLM's ``_kv_cache_device_name`` (``vllm/v1/core/kv_cache_utils.py``:
   "GPU" for cuda, else the device type upper-cased — "CPU"; :func:`kv_log_device`);
-* weights per TP rank: :class:`seat_console.sources.checkpoint.TpClass` — split tensors / TP, replicated
+* weights per TP rank: :class:`seat_console.core.checkpoint.TpClass` — split tensors / TP, replicated
   tensors on every rank, vocabulary-parallel tensors as pad64(rows) / TP rows
   (``vllm/model_executor/layers/vocab_parallel_embedding.py``: ``pad_vocab_size`` to
   ``DEFAULT_VOCAB_PADDING_SIZE`` = 64, then ``divide(num_embeddings_padded, tp_size)``).
@@ -42,7 +42,7 @@ from typing import Any, Literal
 
 from pydantic import Field, field_serializer
 
-from seat_console.sources.checkpoint import CheckpointSummary, VocabTensor
+from seat_console.core.checkpoint import CheckpointSummary, VocabTensor
 from seat_console.fit.kvcache import (
     EngineKVParams,
     KVCapacity,
@@ -61,8 +61,8 @@ from seat_console.fit.dtype import (
     resolve_kv_cache_dtype,
     resolve_served_dtype,
 )
-from seat_console.fmt import GIB, gib, gib_b  # the one GiB display rule (re-exported)
-from seat_console.sources import Frozen
+from seat_console.core.fmt import GIB, gib, gib_b  # the one GiB display rule (re-exported)
+from seat_console.core.base import Frozen
 
 VOCAB_PADDING = 64
 """vLLM's ``DEFAULT_VOCAB_PADDING_SIZE`` (vocab_parallel_embedding.py)."""
@@ -107,7 +107,7 @@ def vocab_bytes_per_rank(t: VocabTensor, tp: int, element_bytes: int | None = No
 class Footprint(Frozen):
     """What a checkpoint puts on the GPUs, scanned from files or declared in the profile.
 
-    Scanned (``source="scanned"``): the :class:`seat_console.sources.checkpoint.TpSplit` figures and
+    Scanned (``source="scanned"``): the :class:`seat_console.core.checkpoint.TpSplit` figures and
     ``total_kv_heads`` (to place ``k_proj``/``v_proj``). Declared: ``declared_weights_per_rank``
     at ``declared_tp`` (excluding the PLE table) and ``declared_ple_bytes``.
     ``kv_config`` is the config.json-like dict the KV model reads (``None``: unknown shape) and
@@ -214,7 +214,7 @@ class Footprint(Frozen):
 
 def footprint_from_summary(name: str, summary: CheckpointSummary, *,
                            name_note: str | None = None) -> Footprint:
-    """A scanned :class:`Footprint` from a :class:`seat_console.sources.checkpoint.CheckpointSummary`
+    """A scanned :class:`Footprint` from a :class:`seat_console.core.checkpoint.CheckpointSummary`
     (``name_note``: see :class:`Footprint`)."""
     cfg = summary.config or {}
     text = cfg.get("text_config") if isinstance(cfg.get("text_config"), dict) else cfg
@@ -333,13 +333,13 @@ def cards_for_seat(gpus: Sequence[str], tp: int, declared_total: int | None,
     """The :class:`CardInput` of TP ranks 0..tp−1: rank r is the device named by ``gpus[r]``
     (the profile's ``node.gpus``: an NVML index — NVML's order, not the CUDA ordinal —, a
     ``GPU-…`` UUID, a PCI bus id in NVML's or ``lspci``'s spelling, or a ``MIG-…`` UUID:
-    :func:`seat_console.sources.gpu.match_seat`), read from ``snapshot`` (a
+    :func:`seat_console.core.gpu_ids.match_seat`), read from ``snapshot`` (a
     :class:`seat_console.sources.gpu.GpuSnapshot`) when that device is present with a
     CUDA-visible total, else the declared total. A ``MIG-…`` entry budgets that MIG instance's
     own memory (``nvmlDeviceGetMemoryInfo`` on the MIG handle), not the card's. Ranks beyond
     ``gpus`` (a what-if TP above the node's cards) use the declared total, or rank 0's,
     labelled as hypothetical."""
-    from seat_console.sources.gpu import card_matches  # pure; lazy to keep imports light
+    from seat_console.core.gpu_ids import card_matches  # pure; lazy to keep imports light
 
     cards = list(getattr(snapshot, "cards", None) or [])
     out: list[CardInput] = []

@@ -44,7 +44,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any, Literal
 
-from seat_console.sources import Frozen
+from seat_console.core.base import Frozen
 
 ServedName = Literal["bfloat16", "float16", "float32"]
 

@@ -40,7 +40,7 @@ from typing import Any, Literal
 
 from pydantic import Field
 
-from seat_console.sources import Frozen
+from seat_console.core.base import Frozen
 
 DTYPE_BYTES: dict[str, int] = {
     "float32": 4, "float": 4, "float16": 2, "half": 2, "bfloat16": 2,
@@ -206,7 +206,7 @@ def _layer_kinds(cfg: Mapping[str, Any], n: int, source: str) -> list[LayerKind]
 
 
 def config_from_shape(shape: Any) -> dict[str, Any]:
-    """A config.json-like dict from a declared :class:`seat_console.profile.ModelShapeSpec`."""
+    """A config.json-like dict from a declared :class:`seat_console.core.profile.ModelShapeSpec`."""
     d = shape.model_dump(exclude_none=True)
     arch = d.pop("architecture", None)
     if arch:

@@ -15,7 +15,7 @@ the hold the same Alertmanager client, and the containers panel and the swap the
 event watcher (:meth:`NodeContext.watcher`) — which is how an action marks its own container
 changes (:meth:`NodeContext.expect`) and how the watcher tells them from someone else's; other
 console processes' changes are told apart through the journal
-(:mod:`seat_console.actions.attribution`).
+(:mod:`seat_console.node.attribution`).
 
 Thread-safety (a poll thread and an action worker use the same objects at once): the
 transport runs each command as its own child process (its only shared state, the resolved
@@ -38,18 +38,18 @@ import threading
 from typing import Any
 
 from seat_console.node.transport import Transport, TransportError, make_transport
-from seat_console.profile import LoadedProfile
+from seat_console.core.profile import LoadedProfile
 
 
 class NodeContext:
-    """The node's shared clients for ``loaded`` (a :class:`~seat_console.profile.LoadedProfile`).
+    """The node's shared clients for ``loaded`` (a :class:`~seat_console.core.profile.LoadedProfile`).
 
     Attributes built lazily, thread-safe: :attr:`transport` (raises
     :class:`~seat_console.node.transport.TransportError`), :attr:`alertmanager` (an
-    :class:`~seat_console.sources.silences.AlertmanagerClient`; raises
-    :class:`~seat_console.sources.silences.AlertmanagerError` kind ``config``), :meth:`docker`
+    :class:`~seat_console.node.alertmanager.AlertmanagerClient`; raises
+    :class:`~seat_console.node.alertmanager.AlertmanagerError` kind ``config``), :meth:`docker`
     (a new docker SDK client on ``node.docker_host`` / ``$DOCKER_HOST``), :attr:`nvml` (the
-    :class:`~seat_console.sources.nvml.Nvml` gateway). ``transport`` / ``alertmanager`` may be
+    :class:`~seat_console.node.nvml.Nvml` gateway). ``transport`` / ``alertmanager`` may be
     given (tests, a shared client).
     """
 
@@ -93,7 +93,7 @@ class NodeContext:
     @property
     def alertmanager(self) -> Any:
         """The Alertmanager client (built once); raises ``AlertmanagerError`` (``config``)."""
-        from seat_console.sources.silences import AlertmanagerClient
+        from seat_console.node.alertmanager import AlertmanagerClient
 
         with self._lock:
             if self._am is None:
@@ -102,29 +102,27 @@ class NodeContext:
 
     def silence_matchers(self) -> list[Any]:
         """The profile's silence matchers as
-        :class:`~seat_console.sources.silences.SilenceMatcher` (all four fields)."""
-        from seat_console.sources.silences import SilenceMatcher
+        :class:`~seat_console.node.alertmanager.SilenceMatcher` (all four fields)."""
+        from seat_console.node.alertmanager import SilenceMatcher
 
         return [SilenceMatcher.from_profile(m) for m in self.profile.silence.matchers]
 
     def docker(self, timeout_s: float = 5.0) -> Any:
         """A new docker SDK client on the node's engine (the caller closes it)."""
-        import docker
+        from seat_console.node.docker import docker_client, resolve_docker_host
 
-        from seat_console.sources.containers import resolve_docker_host
-
-        return docker.DockerClient(base_url=resolve_docker_host(self.profile.node.docker_host),
-                                   version="auto", timeout=int(max(1, timeout_s)))
+        return docker_client(resolve_docker_host(self.profile.node.docker_host),
+                             timeout_s=timeout_s)
 
     def watcher(self) -> Any:
-        """The context's one docker :class:`~seat_console.sources.containers.EventWatcher`
+        """The context's one docker :class:`~seat_console.node.docker.EventWatcher`
         (built on first call, not started: the containers source starts it on its first read;
         ``.start()`` is idempotent). Its events are the console's when an action registered
         them (:meth:`expect`) or a journaled runbook step of any console process on this state
-        dir was acting on that container then (:class:`~seat_console.actions.attribution.
+        dir was acting on that container then (:class:`~seat_console.node.attribution.
         JournalAttributor`; ``journal_path`` given to the constructor, else the usual one)."""
-        from seat_console.actions.attribution import JournalAttributor
-        from seat_console.sources.containers import EventWatcher
+        from seat_console.node.attribution import JournalAttributor
+        from seat_console.node.docker import EventWatcher
 
         with self._lock:
             if self._watcher is None:
@@ -150,7 +148,7 @@ class NodeContext:
     @property
     def nvml(self) -> Any:
         """The NVML gateway (built once, initialised lazily on its first call)."""
-        from seat_console.sources.nvml import Nvml
+        from seat_console.node.nvml import Nvml
 
         with self._lock:
             if self._nvml is None:
@@ -158,7 +156,7 @@ class NodeContext:
             return self._nvml
 
     def adopt_nvml(self, nvml: Any) -> bool:
-        """Use ``nvml`` (an :class:`~seat_console.sources.nvml.Nvml` gateway opened before the
+        """Use ``nvml`` (an :class:`~seat_console.node.nvml.Nvml` gateway opened before the
         context existed: the first frame's) as :attr:`nvml`, unless one was built already;
         return whether it was adopted. The context then closes it with the rest."""
         with self._lock:

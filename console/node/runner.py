@@ -39,7 +39,7 @@ from datetime import datetime
 
 from pydantic import Field
 
-from seat_console.sources import Frozen, utcnow
+from seat_console.core.base import Frozen, utcnow
 
 DEFAULT_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 """The explicit ``PATH`` of every command (a login shell's PATH on Debian for root), used instead

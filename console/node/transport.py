@@ -33,9 +33,9 @@ from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from seat_console.profile import LoadedProfile, NodeSpec
+from seat_console.core.profile import LoadedProfile, NodeSpec
 from seat_console.node.runner import DEFAULT_PATH, CommandResult, Runner
-from seat_console.sources import utcnow
+from seat_console.core.base import utcnow
 
 REMOTE_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 """The explicit ``PATH`` given to commands on a remote node (and used to resolve them there)."""
@@ -398,7 +398,7 @@ def make_transport(node: NodeSpec | LoadedProfile, runner: Runner | None = None,
                    environ: Mapping[str, str] | None = None) -> Transport:
     """The transport the profile's ``[node]`` asks for.
 
-    ``node``: a :class:`~seat_console.profile.NodeSpec` or a loaded profile; ``runner``: shared runner
+    ``node``: a :class:`~seat_console.core.profile.NodeSpec` or a loaded profile; ``runner``: shared runner
     (default: a new one with :data:`~seat_console.node.runner.DEFAULT_PATH`); ``environ``: where
     ``DOCKER_HOST`` is looked up when ``node.docker_host`` is unset (default ``os.environ``).
     Raises :class:`TransportError` for an invalid target.

@@ -29,7 +29,7 @@ from typing import Any
 
 import httpx
 from prometheus_client.parser import text_string_to_metric_families
-from seat_console.sources import Frozen
+from seat_console.core.base import Frozen
 from seat_console.sources.engine import normalize, parse_metrics
 
 FAILED_REASONS = frozenset({"abort", "error"})

@@ -6,7 +6,7 @@
 
 * ``container`` — a start/stop/restart/kill/die/pause/… of the seat's containers (resident,
   swap probe, candidate, the node container) that the console did not announce, from the docker
-  engine's event stream (:class:`~seat_console.sources.containers.EventWatcher`; events the
+  engine's event stream (:class:`~seat_console.node.docker.EventWatcher`; events the
   console registered with ``expect`` are ``by_console``);
 * ``service`` — a remediation or conformance service (the profile's timers' units) that started
   or ran: its ``InvocationID`` changed, or it is active/activating now (``systemctl show``
@@ -28,8 +28,8 @@ from typing import Any
 
 from seat_console.node.transport import Transport
 from seat_console.probe.engine_counters import EngineCounters
-from seat_console.sources import Frozen, utcnow
-from seat_console.sources.containers import ContainerEvent, EventWatcher
+from seat_console.core.base import Frozen, utcnow
+from seat_console.node.docker import ContainerEvent, EventWatcher
 from seat_console.sources.timers import parse_show_blocks
 
 DISRUPTING_ACTIONS = frozenset({"create", "start", "restart", "stop", "kill", "die", "pause",

@@ -13,7 +13,7 @@ import time
 
 from seat_console.probe.run import Progress
 from seat_console.probe.stats import percentile
-from seat_console.sources import Frozen
+from seat_console.core.base import Frozen
 
 SPARK_BUCKET_S = 1.0
 """Width of one sparkline bar, seconds."""

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 
-from seat_console.sources.untrusted import InputError, load_json
+from seat_console.core.untrusted import InputError, load_json
 
 BUILTIN = "builtin:seat-probe-v1"
 """The profile value naming the shipped set."""

@@ -51,8 +51,8 @@ from seat_console.probe.interference import InterferenceMonitor
 from seat_console.probe.prompts import PromptSet, load_prompt_set
 from seat_console.probe.stats import PhaseStats, phase_stats
 from seat_console.probe.store import SUMMARY_SCHEMA, RunWriter
-from seat_console.profile import LoadedProfile, ProbePhaseSpec, ProbeSpec
-from seat_console.sources import utcnow
+from seat_console.core.profile import LoadedProfile, ProbePhaseSpec, ProbeSpec
+from seat_console.core.base import utcnow
 
 log = logging.getLogger(__name__)
 
@@ -100,76 +100,6 @@ class HoldInfo:
     expires_at: datetime | None = None
 
 
-def hold_info() -> HoldInfo:
-    """Ask issue 7's hold module (``seat_console.actions.hold.active_hold`` over the journal)
-    whether a hold is active. ``active = None`` when that cannot be told (module or journal
-    missing), with the reason."""
-    try:
-        from seat_console.actions.hold import active_hold  # type: ignore[attr-defined]
-        from seat_console.actions.journal import Journal
-    except ImportError as exc:
-        return HoldInfo(None, f"cannot tell whether a hold is active ({exc})")
-    try:
-        journal = Journal()
-        try:
-            h = active_hold(journal)
-        finally:
-            close = getattr(journal, "close", None)
-            if close:
-                close()
-    except Exception as exc:  # noqa: BLE001 - any journal problem = cannot tell
-        return HoldInfo(None, f"cannot tell whether a hold is active: {type(exc).__name__}: "
-                              f"{exc}")
-    if h is None:
-        return HoldInfo(False, "no active hold in the journal")
-    sid = getattr(h, "silence_id", None)
-    exp = getattr(h, "expires_at", None)
-    return HoldInfo(True, f"hold active (silence {sid}, expires {exp})", silence_id=sid,
-                    expires_at=exp)
-
-
-def journal_force(loaded: LoadedProfile, run_id: str, reason: str, hold: HoldInfo) -> str | None:
-    """Journal a forced probe (no active hold) through issue 7's journal; returns a sentence
-    when it could not be journaled (the caller refuses then: a force must leave a record)."""
-    try:
-        from seat_console.actions.journal import Journal
-    except ImportError as exc:
-        return f"the journal is not available ({exc})"
-    try:
-        j = Journal()
-        j.append(run_id=run_id, runbook="probe", kind="force", step="preflight",
-                 inputs={"reason": reason}, outcome="forced",
-                 output=f"probe started without an active hold: {hold.detail}",
-                 profile_sha256=loaded.sha256)
-        close = getattr(j, "close", None)
-        if close:
-            close()
-    except Exception as exc:  # noqa: BLE001
-        return f"could not journal the forced start: {type(exc).__name__}: {exc}"
-    return None
-
-
-def journal_probe(loaded: LoadedProfile, run_id: str, step: str, outcome: str,
-                  output: str = "", facts: dict[str, Any] | None = None) -> str | None:
-    """Journal a probe's start or end (``kind = "probe"``, ``step`` ``start``/``end``) so the
-    action log shows every probe next to the hold and swap it ran under. Returns a sentence
-    when the journal could not be written (the run itself is kept either way)."""
-    try:
-        from seat_console.actions.journal import Journal
-
-        j = Journal()
-        try:
-            j.append(run_id=run_id, runbook="probe", kind="probe", step=step, outcome=outcome,
-                     output=output, facts=facts or {}, profile_sha256=loaded.sha256)
-        finally:
-            close = getattr(j, "close", None)
-            if close:
-                close()
-    except Exception as exc:  # noqa: BLE001 - a journal problem must not lose the run
-        return f"could not journal the probe's {step}: {type(exc).__name__}: {exc}"
-    return None
-
-
 @dataclass
 class Preflight:
     """What preflight found: ``endpoint`` (probe URL), ``model`` (served model name),
@@ -198,11 +128,8 @@ def _sha256_file(p: Path) -> str | None:
 def _seat_container(loaded: LoadedProfile) -> tuple[dict[str, Any], set[str], str | None]:
     """Inspect the profile's containers; the running one that holds the seat (the swap probe
     when running, else the resident) → (identity dict, names, startup log text or None)."""
-    from seat_console.sources.containers import (
-        ContainerSource,
-        ContainersReading,
-        resolve_docker_host,
-    )
+    from seat_console.sources.containers import ContainerSource, ContainersReading
+    from seat_console.node.docker import resolve_docker_host
 
     p = loaded.profile
     names: dict[str, str] = {}
@@ -246,7 +173,7 @@ def _seat_container(loaded: LoadedProfile) -> tuple[dict[str, Any], set[str], st
 def _gpus(loaded: LoadedProfile) -> dict[str, Any]:
     """GPU UUIDs, names and the driver version from NVML, or why they are unavailable."""
     try:
-        from seat_console.sources import read_once
+        from seat_console.core.base import read_once
         from seat_console.sources.gpu import make_source
 
         snap = read_once(make_source(loaded))
@@ -272,14 +199,15 @@ def _backport(loaded: LoadedProfile) -> list[dict[str, Any]]:
     return out
 
 
-def preflight(loaded: LoadedProfile, *, force_reason: str | None = None,
-              hold: HoldInfo | None = None, timeout_s: float = 10.0,
+def preflight(loaded: LoadedProfile, *, hold: HoldInfo, force_reason: str | None = None,
+              timeout_s: float = 10.0,
               collect: bool = False) -> Preflight:
     """Check that a probe may start and gather its identity (blocking I/O; a worker thread).
 
     Raises :class:`ProbeRefused` when there is no active hold (or it cannot be told) and no
     ``force_reason``; when no seat container runs; when the engine does not answer or lists no
-    model. ``hold``: pre-computed :func:`hold_info` (tests). ``collect`` (the dry run): do not
+    model. ``hold``: whether a hold is active, as the journal says (the caller asks
+    :func:`seat_console.actions.probe_journal.hold_info`: the probe reads no journal). ``collect`` (the dry run): do not
     stop at the first refusal — run every check that can still run, then raise one
     :class:`ProbeRefused` (the first refusal's message) carrying all the checks and what was
     learnt (``exc.checks``, ``exc.partial``). The returned :class:`Preflight`'s ``problems``
@@ -289,7 +217,7 @@ def preflight(loaded: LoadedProfile, *, force_reason: str | None = None,
     from seat_console.sources.startup_log import parse_startup_log
 
     spec = loaded.profile.probe
-    h = hold if hold is not None else hold_info()
+    h = hold
     checks: list[PreflightCheck] = []
     fails: list[str] = []
     partial: dict[str, Any] = {"hold": h.detail}
@@ -785,21 +713,18 @@ def default_monitor_factory(loaded: LoadedProfile, pre: Preflight, *, context: A
     containers panel and the actions; the monitor reads its changes from the probe's start and
     does not close it), transport and Alertmanager client are used; without it the monitor
     makes its own (an :class:`EventWatcher` from now, attributing through the journal)."""
-    from seat_console.actions.attribution import JournalAttributor
+    from seat_console.node.attribution import JournalAttributor
     from seat_console.node.transport import TransportError, make_transport
     from seat_console.probe.interference import service_units
-    from seat_console.sources.containers import EventWatcher, resolve_docker_host
+    from seat_console.node.docker import EventWatcher, docker_client, resolve_docker_host
 
     def factory(scrape_fn: Callable[[], Any]) -> InterferenceMonitor:
-        import docker
-
         if context is not None:
             watcher = context.watcher().start()
             close_watcher: Callable[[], None] = lambda: None   # the context's owner closes it
         else:
             host = resolve_docker_host(loaded.profile.node.docker_host)
-            watcher = EventWatcher(lambda: docker.DockerClient(base_url=host, version="auto",
-                                                               timeout=10),
+            watcher = EventWatcher(lambda: docker_client(host, timeout_s=10),
                                    types=("container",), since=utcnow(),
                                    attribute=JournalAttributor()).start()
             close_watcher = watcher.close
@@ -839,7 +764,7 @@ def _silence_checker(loaded: LoadedProfile, silence_id: str,
     UTC) has not passed; a sentence when either ended; ``"check failed: …"`` when Alertmanager
     cannot be asked. ``client``: a shared Alertmanager client (the app's node context), else
     one is made per check."""
-    from seat_console.sources.silences import AlertmanagerClient
+    from seat_console.node.alertmanager import AlertmanagerClient
 
     def check() -> str | None:
         if expires_at is not None and utcnow() >= expires_at:
@@ -873,8 +798,5 @@ __all__ = [
     "ProbeRefused",
     "Progress",
     "default_monitor_factory",
-    "hold_info",
-    "journal_force",
-    "journal_probe",
     "preflight",
 ]

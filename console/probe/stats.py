@@ -24,8 +24,8 @@ import statistics
 from collections import Counter
 from collections.abc import Iterable, Sequence
 
-from seat_console.probe.client import RequestRecord
-from seat_console.sources import Frozen
+from seat_console.core.probe_record import RequestRecord
+from seat_console.core.base import Frozen
 
 PERCENTILES = (50, 95, 99)
 """The percentiles reported for every latency."""

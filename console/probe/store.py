@@ -25,12 +25,10 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-import platformdirs
-from seat_console.probe.client import RequestRecord
-from seat_console.sources import utcnow
+from seat_console.core.paths import DATA_DIR_ENV, data_dir
+from seat_console.core.probe_record import RequestRecord
+from seat_console.core.base import utcnow
 
-DATA_DIR_ENV = "SEAT_CONSOLE_DATA_DIR"
-"""Environment variable that overrides the data directory (tests, a shared evidence disk)."""
 
 SUMMARY_SCHEMA = "seat-console.probe-run/1"
 """``schema`` value of every summary this version writes."""
@@ -47,14 +45,6 @@ killed (the summary was never finalised)."""
 class StoreError(Exception):
     """The data directory cannot be used (not writable, a file where a directory should be); the
     message names the path and the fix."""
-
-
-def data_dir(environ: dict[str, str] | None = None) -> Path:
-    """``$SEAT_CONSOLE_DATA_DIR``, else platformdirs' user data dir for ``seat-console``."""
-    env = os.environ if environ is None else environ
-    if env.get(DATA_DIR_ENV):
-        return Path(env[DATA_DIR_ENV]).expanduser()
-    return Path(platformdirs.user_data_dir("seat-console"))
 
 
 def runs_dir(environ: dict[str, str] | None = None) -> Path:
@@ -174,12 +164,10 @@ def list_runs(root: Path | None = None) -> list[dict[str, Any]]:
 
 
 __all__ = [
-    "DATA_DIR_ENV",
     "STATUSES",
     "SUMMARY_SCHEMA",
     "RunWriter",
     "StoreError",
-    "data_dir",
     "list_runs",
     "new_run_id",
     "read_requests",

@@ -65,10 +65,11 @@ class ProbeController:
                          daemon=True).start()
 
     def _preflight(self) -> None:
+        from seat_console.actions import probe_journal
         from seat_console.probe.run import ProbeRefused, preflight
 
         try:
-            result: Any = preflight(self.app.loaded)
+            result: Any = preflight(self.app.loaded, hold=probe_journal.hold_info())
         except ProbeRefused as exc:
             result = exc
         except Exception as exc:  # noqa: BLE001 - shown, never raised into the UI
@@ -80,7 +81,7 @@ class ProbeController:
         if isinstance(pre, Exception):
             self.app.notify(f"probe: {pre}", severity="error", timeout=15)
             return
-        from seat_console.commands.probe_cmd import render_preflight
+        from seat_console.probe.plan import render_preflight
 
         lines = render_preflight(pre, self.app.loaded, None).splitlines()[1:]
         self.app.push_screen(confirm_screen("Start the probe? (sends load to the seat)",
@@ -112,7 +113,7 @@ class ProbeController:
 
     def _run(self) -> None:
         from seat_console.probe.client import run_async
-        from seat_console.probe.run import journal_probe
+        from seat_console.actions.probe_journal import journal_probe
 
         loaded = self.app.loaded
         journal_probe(loaded, self.probe.run_id, "start", "started", "from the TUI")

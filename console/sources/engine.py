@@ -33,10 +33,10 @@ from prometheus_client.metrics_core import Metric
 from prometheus_client.parser import text_string_to_metric_families
 from pydantic import BaseModel
 
-from seat_console.profile import LoadedProfile
-from seat_console.sources import Frozen, Source, Unavailable, utcnow
-from seat_console.sources.partial import Kept, keep
-from seat_console.sources.untrusted import InputError, get_int, get_str, load_json
+from seat_console.core.profile import LoadedProfile
+from seat_console.core.base import Frozen, Source, Unavailable, utcnow
+from seat_console.core.partial import Kept, keep
+from seat_console.core.untrusted import InputError, get_int, get_str, load_json
 
 METRIC_ALIASES: dict[str, tuple[str, ...]] = {
     "requests_running": ("num_requests_running",),
@@ -112,8 +112,8 @@ class HistogramSummary(Frozen):
     the merged cumulative buckets (as PromQL's ``histogram_quantile``); ``None`` when there are
     no observations. ``buckets``: the merged cumulative ``(upper bound s, count)`` pairs, sorted
     (``+Inf`` last), so rates over a window can be taken from two scrapes' differences
-    (``seat_console.engine_rates``). In JSON the ``+Inf`` bound is the string ``"Infinity"``
-    (:class:`~seat_console.sources.Frozen` sets ``ser_json_inf_nan="strings"``), which validates
+    (``seat_console.snapshot.engine_rates``). In JSON the ``+Inf`` bound is the string ``"Infinity"``
+    (:class:`~seat_console.core.base.Frozen` sets ``ser_json_inf_nan="strings"``), which validates
     back to ``math.inf``; pydantic's default would write ``null`` and a snapshot could not be read
     back."""
 
@@ -189,7 +189,7 @@ class EngineReading(Frozen):
         """This reading with ``version`` / ``models`` / ``metrics`` that this read missed
         (``None`` here, a value in ``last``) taken from ``last``, the app's last good reading
         of the same endpoint, each listed in ``kept`` with its age and this read's problem
-        for that endpoint (:mod:`seat_console.sources.partial`). A part read now is never
+        for that endpoint (:mod:`seat_console.core.partial`). A part read now is never
         replaced; another endpoint's last reading is never used."""
         if last.endpoint != self.endpoint:
             return self

@@ -14,9 +14,9 @@ An unknown value is ``None`` (rendered ``n/a``), never 0. A field NVML reports a
 is listed in ``GpuCard.unsupported``; a field that failed for another reason is in
 ``GpuCard.errors`` with NVML's message; the other fields of the card stay live.
 
-When the whole NVML is unusable the source returns :class:`seat_console.sources.Unavailable` with
+When the whole NVML is unusable the source returns :class:`seat_console.core.base.Unavailable` with
 ``source="nvml"`` and ``kind`` one of ``no-library``, ``no-driver``, ``version-mismatch``,
-``no-permission``, ``no-gpu`` or ``error`` (see :mod:`seat_console.sources.nvml`).
+``no-permission``, ``no-gpu`` or ``error`` (see :mod:`seat_console.node.nvml`).
 
 Each field's docstring names the equivalent ``nvidia-smi --query-gpu=...`` (or
 ``--query-compute-apps=...``) field, so a reader can check a value by hand.
@@ -28,7 +28,7 @@ import logging
 import os
 import re
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -37,7 +37,7 @@ from typing import Any, Literal
 import psutil
 from pydantic import Field, model_validator
 
-from seat_console.sources.nvml import (
+from seat_console.node.nvml import (
     NA,
     GpuLost,
     Nvml,
@@ -46,9 +46,11 @@ from seat_console.sources.nvml import (
     is_na,
     na_to_none,
 )
-from seat_console.profile import LoadedProfile
-from seat_console.sources import Frozen, Source, Unavailable, utcnow
-from seat_console.sources.partial import Kept, keep
+from seat_console.core.gpu_ids import card_matches, norm_bus_id, seat_conflicts
+from seat_console.core.profile import LoadedProfile
+from seat_console.node.docker import docker_client
+from seat_console.core.base import Frozen, Source, Unavailable, utcnow
+from seat_console.core.partial import Kept, keep
 
 log = logging.getLogger(__name__)
 
@@ -286,7 +288,7 @@ class GpuSnapshot(Frozen):
         process list of one card while its memory was read) taken from the same card — by
         UUID / PCI bus id, never by position — in ``last``, the app's last good sample, where
         that card was ``ok`` and had the value (read, or kept itself). A filled field leaves
-        ``errors`` and is listed in ``kept`` (:mod:`seat_console.sources.partial`). Fields
+        ``errors`` and is listed in ``kept`` (:mod:`seat_console.core.partial`). Fields
         NVML does not support, lost cards and MIG instances are never filled."""
         kept: list[Kept] = []
         cards: list[GpuCard] = []
@@ -538,10 +540,7 @@ class DockerNamer:
             return None
         try:
             if self._client is None:
-                import docker
-
-                self._client = (docker.DockerClient(base_url=self.base_url, timeout=self.timeout_s)
-                                if self.base_url else docker.from_env(timeout=self.timeout_s))
+                self._client = docker_client(self.base_url, timeout_s=self.timeout_s)
             name = self._client.containers.get(ref.id).name
         except Exception as exc:  # noqa: BLE001 - engine down / no SDK / not found
             if type(exc).__name__ == "NotFound":
@@ -565,86 +564,9 @@ class DockerNamer:
 
 # ====================================================================== seat matching
 
-def match_seat(entry: str, index: int | None, uuid: str | None,
-               pci_bus_id: str | None, mig_uuids: Iterable[str | None] = ()) -> bool:
-    """Does profile ``node.gpus`` entry ``entry`` name this card?
-
-    A decimal string matches the NVML ``index`` — NVML's enumeration order (PCI bus order, as
-    ``nvidia-smi`` numbers cards), which is *not* the CUDA device ordinal (CUDA orders by speed
-    unless ``CUDA_DEVICE_ORDER=PCI_BUS_ID``, and renumbers under ``CUDA_VISIBLE_DEVICES``);
-    ``GPU-…`` matches the card's UUID and ``MIG-…`` the UUID of one of its MIG instances
-    (``mig_uuids``), case-insensitive, as ``nvidia-smi -L`` prints them; anything with a ``:``
-    matches the PCI bus id, in any of its spellings: NVML's ``00000000:2A:00.0``,
-    ``0000:2a:00.0`` (sysfs) or ``lspci``'s short ``2a:00.0`` (domain 0). Never raises.
-    """
-    e = entry.strip()
-    if e.isdigit():
-        return index is not None and int(e) == index
-    if e.upper().startswith("GPU-"):
-        return uuid is not None and uuid.lower() == e.lower()
-    if e.upper().startswith("MIG-"):
-        return any(m is not None and m.lower() == e.lower() for m in mig_uuids)
-    if ":" in e and pci_bus_id:
-        mine = norm_bus_id(e)
-        return mine is not None and mine == norm_bus_id(pci_bus_id)
-    return False
-
-
-def norm_bus_id(bus_id: str) -> str | None:
-    """A PCI bus id in one spelling, ``dddddddd:bb:dd.f`` lower-case hex: ``2a:00.0``
-    (``lspci``, domain 0), ``0000:2a:00.0`` and ``00000000:2A:00.0`` (NVML) all give
-    ``00000000:2a:00.0``. ``None`` for text that is not a bus id. Never raises."""
-    parts = bus_id.strip().lower().split(":")
-    if len(parts) == 2:
-        parts = ["0", *parts]
-    if len(parts) != 3:
-        return None
-    domain, bus, devfn = parts
-    dev, _, fn = devfn.partition(".")
-    try:
-        d, b, v, f = int(domain, 16), int(bus, 16), int(dev, 16), int(fn or "0", 16)
-    except ValueError:
-        return None
-    if not (0 <= d <= 0xFFFFFFFF and 0 <= b <= 0xFF and 0 <= v <= 0x1F and 0 <= f <= 7):
-        return None
-    return f"{d:08x}:{b:02x}:{v:02x}.{f:x}"
-
 
 def _norm_bus_id(bus_id: str) -> str:
     return norm_bus_id(bus_id) or bus_id.lower()
-
-
-def card_matches(entry: str, card: Any) -> bool:
-    """:func:`match_seat` of ``entry`` against a :class:`GpuCard` (its MIG instances too)."""
-    return match_seat(entry, getattr(card, "index", None), getattr(card, "uuid", None),
-                      getattr(card, "pci_bus_id", None),
-                      [getattr(m, "uuid", None) for m in getattr(card, "mig_instances", None)
-                       or []])
-
-
-def seat_conflicts(entries: Iterable[str], cards: Iterable[Any]) -> list[str]:
-    """Profile ``node.gpus`` entries that resolve to the same device — two TP ranks on one card
-    (or one MIG instance), which vLLM cannot run — in words, one per device; ``[]`` when every
-    entry names its own. Entries naming different MIG instances of one card are distinct
-    devices. Never raises."""
-    out: list[str] = []
-    for card in cards:
-        hits = [e for e in entries if card_matches(e, card)]
-        whole = [e for e in hits if not e.strip().upper().startswith("MIG-")]
-        migs: dict[str, list[str]] = {}
-        for e in hits:
-            if e.strip().upper().startswith("MIG-"):
-                migs.setdefault(e.strip().lower(), []).append(e)
-        label = (f"GPU {getattr(card, 'index', '?')} "
-                 f"({getattr(card, 'uuid', None) or getattr(card, 'pci_bus_id', None) or '?'})")
-        if len(whole) > 1 or (whole and migs):
-            out.append(f"node.gpus entries {', '.join(repr(e) for e in hits)} all name {label}:"
-                       " two TP ranks cannot share one card; list each card once")
-        for same in migs.values():
-            if len(same) > 1:
-                out.append(f"node.gpus entries {', '.join(repr(e) for e in same)} name the same "
-                           f"MIG instance of {label}; list each device once")
-    return out
 
 
 # ====================================================================== the sampler
@@ -689,9 +611,9 @@ def _guarded(field: str, call: Callable[[], Any], unsupported: list[str],
     """Run one NVML read for snapshot field ``field``.
 
     Returns the value; or ``None`` with ``field`` appended to ``unsupported`` when NVML says
-    NOT_SUPPORTED / FUNCTION_NOT_FOUND (the gateway's n/a sentinel, :func:`seat_console.sources.nvml.is_na`);
+    NOT_SUPPORTED / FUNCTION_NOT_FOUND (the gateway's n/a sentinel, :func:`seat_console.node.nvml.is_na`);
     or ``None`` with ``errors[field]`` set to the message when the call failed otherwise. Never 0
-    for an unknown. :class:`seat_console.sources.nvml.GpuLost` is not caught: a lost card ends the card's
+    for an unknown. :class:`seat_console.node.nvml.GpuLost` is not caught: a lost card ends the card's
     read.
     """
     try:
@@ -706,7 +628,7 @@ def _guarded(field: str, call: Callable[[], Any], unsupported: list[str],
 
 
 class GpuSampler:
-    """Takes one batched :class:`GpuSnapshot` per call from an :class:`~seat_console.sources.nvml.Nvml`.
+    """Takes one batched :class:`GpuSnapshot` per call from an :class:`~seat_console.node.nvml.Nvml`.
 
     ``seat_gpus``: the profile's ``node.gpus`` entries (index or UUID) that mark seat cards.
     ``mapper``: maps PIDs to processes/containers (default: the host's ``/proc``, no names).
@@ -992,7 +914,7 @@ def make_source(loaded_profile: LoadedProfile | None, nvml: Nvml | None = None,
     ``profile.node.docker_host``. ``nvml`` defaults to the ``context``'s gateway (the app's
     :class:`~seat_console.node.context.NodeContext`, shared with the actions), else a new
     :class:`Nvml` over the real ``pynvml`` (or whatever
-    :func:`seat_console.sources.nvml.module_factory` returns).
+    :func:`seat_console.node.nvml.module_factory` returns).
     """
     if nvml is None and context is not None:
         nvml = context.nvml

@@ -17,14 +17,11 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from seat_console.profile import LoadedProfile
-from seat_console.sources import Frozen, Source, Unavailable
-from seat_console.sources.containers import (
-    missing_socket,
-    parse_docker_time,
-    pick_repo_digest,
-    resolve_docker_host,
-)
+from seat_console.core.profile import LoadedProfile
+from seat_console.core.base import Frozen, Source, Unavailable
+from seat_console.sources.containers import pick_repo_digest
+from seat_console.node.docker import (docker_client, missing_socket, parse_docker_time,
+                                      resolve_docker_host)
 from seat_console.sources.startup_log import StartupFacts, parse_startup_log
 
 STARTUP_WINDOW_S = 1800
@@ -76,11 +73,8 @@ class SeatSource(Source):
 
     def _get(self) -> docker.DockerClient:
         if self._client is None:
-            import docker
-
             self._client = (self._make_client() if self._make_client is not None else
-                            docker.DockerClient(base_url=self.docker_host, version="auto",
-                                                timeout=int(max(1, self.timeout_s))))
+                            docker_client(self.docker_host, timeout_s=self.timeout_s))
         return self._client
 
     def _startup(self, c: Any, started: datetime | None) -> StartupFacts | None:
@@ -106,7 +100,7 @@ class SeatSource(Source):
                                reason=f"docker engine {self.docker_host}: {missing}")
         from docker.errors import DockerException, NotFound
 
-        from seat_console.sources import utcnow
+        from seat_console.core.base import utcnow
 
         try:
             client = self._get()

@@ -35,8 +35,8 @@ import re
 from collections.abc import Iterable, Sequence
 from decimal import Decimal, InvalidOperation
 
-from seat_console.profile import FailurePattern
-from seat_console.sources import Frozen
+from seat_console.core.profile import FailurePattern
+from seat_console.core.base import Frozen
 
 MAX_LINE_CHARS = 16_384
 """Characters of one log line that are scanned (the rest is ignored): vLLM's startup lines are

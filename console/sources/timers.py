@@ -37,11 +37,11 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from seat_console.profile import LoadedProfile
+from seat_console.core.profile import LoadedProfile
 from seat_console.node.runner import CommandResult
-from seat_console.sources import BrokenSource, Frozen, Source, Unavailable, utcnow
-from seat_console.sources.untrusted import load_json
-from seat_console.sources.partial import Kept, keep
+from seat_console.core.base import BrokenSource, Frozen, Source, Unavailable, utcnow
+from seat_console.core.untrusted import load_json
+from seat_console.core.partial import Kept, keep
 from seat_console.node.transport import Transport, TransportError, make_transport
 
 PERSISTENT_WARNING = ("Persistent=yes: starting it again may fire a missed run at once (systemd "
@@ -137,7 +137,7 @@ class TimersReading(Frozen):
         service's state, its next elapse and last trigger) taken from the same unit in
         ``last``, the app's last good reading on the same node — only where ``last`` had them
         (read, or kept itself) and, for the service, the timer still triggers the same unit.
-        Each filled part is listed in ``kept`` (:mod:`seat_console.sources.partial`)."""
+        Each filled part is listed in ``kept`` (:mod:`seat_console.core.partial`)."""
         if last.where != self.where:
             return self
         kept: list[Kept] = []
@@ -334,7 +334,7 @@ def parse_list_timers_json(text: str) -> dict[str, tuple[datetime | None, dateti
     systemd 252 prints ``[{"next": µs, "left": µs, "last": µs, "passed": µs, "unit": "x.timer",
     "activates": "x.service"}, …]`` (µs since the epoch, UTC); ``null`` or 0 mean n/a → ``None``,
     and so does a value that is not a positive integer or is past year 9999.
-    Raises :class:`ValueError` (an :class:`~seat_console.sources.untrusted.InputError` naming
+    Raises :class:`ValueError` (an :class:`~seat_console.core.untrusted.InputError` naming
     the command for JSON it refuses: too deep, NaN, oversize) for text that is not that shape.
     """
     data = load_json(text, "systemctl list-timers -o json")

@@ -138,8 +138,8 @@ def _iso(t: datetime) -> str:
 
 
 class JournalAttributor:
-    """The :data:`~seat_console.sources.containers.Attribute` callback over the journal at
-    ``path`` (default: :func:`~seat_console.actions.journal.journal_path`, read when first
+    """The :data:`~seat_console.node.docker.Attribute` callback over the journal at
+    ``path`` (default: :func:`~seat_console.core.paths.journal_path`, read when first
     called): ``attributor(event) -> label | None``. Opens the file read-only, per thread;
     a missing or unreadable journal attributes nothing. ``clock``: the present (tests)."""
 
@@ -152,7 +152,7 @@ class JournalAttributor:
     def path(self) -> Path:
         """The journal file read."""
         if self._path is None:
-            from seat_console.actions.journal import journal_path
+            from seat_console.core.paths import journal_path
 
             self._path = journal_path()
         return self._path
@@ -197,7 +197,7 @@ class JournalAttributor:
 
     def __call__(self, event: Any) -> str | None:
         """The label of the journaled run that made ``event`` (a
-        :class:`~seat_console.sources.containers.ContainerEvent`), or ``None``."""
+        :class:`~seat_console.node.docker.ContainerEvent`), or ``None``."""
         a = self.attribution([n for n in (event.actor_name, event.actor_id) if n], event.at)
         return a.label() if a is not None else None
 

@@ -1,4 +1,7 @@
-"""One display rule for byte counts: GiB = 2^30 B, two decimals, truncated toward zero.
+"""The display rules, in one place: byte counts (GiB), durations (:func:`fmt_duration`) and
+times relative to now (:func:`fmt_when`). No I/O, no pydantic (the first frame imports it).
+
+Byte counts: GiB = 2^30 B, two decimals, truncated toward zero.
 
 Code carries bytes; only the screen shows GiB. Every panel, command and message formats sizes
 through this module, so the same bytes print the same way everywhere (51,201,966,080 B was
@@ -15,6 +18,7 @@ statement wrote its figures (51,201,966,080 B = 47.685546875 GiB is "47.68"; 24.
 from __future__ import annotations
 
 import re
+from datetime import UTC, datetime
 
 GIB = 1 << 30
 """Bytes in one GiB (2^30)."""
@@ -76,5 +80,48 @@ def gib_b(n: int | None) -> str:
     return NA if n is None else f"{gib(n)} GiB ({int(n):,} B)"
 
 
-__all__ = ["GIB", "MIB", "NA", "UNITS_NOTE", "CONTROL_CHARS", "first_control", "gib", "gib_b", "gib_unit",
-           "printable"]
+# -- durations and times -----------------------------------------------------------------
+def fmt_duration(seconds: float | None, *, coarse: bool = False) -> str:
+    """The one duration rule, sign dropped (the caller says "in" or "ago"): ``"42 s"``,
+    ``"6 min 31 s"``, ``"2 h 05 min"``, ``"3 d 04 h"`` — two units at most, the second
+    zero-padded; ``coarse``: whole minutes below an hour (``"6 min"``, for countdowns that
+    tick once a minute). Fractions of a second are truncated. ``None`` → ``"n/a"`` (unknown,
+    never 0)."""
+    if seconds is None:
+        return NA
+    s = int(abs(seconds))
+    if s < 60:
+        return f"{s} s"
+    if s < 3600:
+        return f"{s // 60} min" if coarse else f"{s // 60} min {s % 60:02d} s"
+    if s < 86400:
+        return f"{s // 3600} h {(s % 3600) // 60:02d} min"
+    return f"{s // 86400} d {(s % 86400) // 3600:02d} h"
+
+
+def fmt_when(t: datetime | None, now: datetime | None = None) -> str:
+    """``"2026-11-29 13:15:00Z (in 6 min 31 s)"`` / ``"(… ago)"``; ``None`` → ``"n/a"``.
+
+    UTC, second precision; ``now`` defaults to the current time.
+    """
+    if t is None:
+        return NA
+    now = now or datetime.now(UTC)
+    delta = (t - now).total_seconds()
+    rel = f"in {fmt_duration(delta)}" if delta >= 0 else f"{fmt_duration(delta)} ago"
+    return f"{t.astimezone(UTC).strftime('%Y-%m-%d %H:%M:%SZ')} ({rel})"
+
+
+def fmt_ttl(ttl_s: int) -> str:
+    """A hold's TTL (seconds) exactly, every non-zero unit, as the TTL is typed: ``4 h``,
+    ``1 h 30 min``, ``10 min``, ``20 s``; ``0 s`` for 0."""
+    h, rem = divmod(int(ttl_s), 3600)
+    m, s = divmod(rem, 60)
+    parts = [f"{h} h"] if h else []
+    parts += [f"{m} min"] if m else []
+    parts += [f"{s} s"] if s else []
+    return " ".join(parts) or "0 s"
+
+
+__all__ = ["CONTROL_CHARS", "GIB", "MIB", "NA", "UNITS_NOTE", "first_control", "fmt_duration",
+           "fmt_ttl", "fmt_when", "gib", "gib_b", "gib_unit", "printable"]

@@ -5,15 +5,15 @@ a daemon thread, so a hung source costs at most ``timeout_s`` and never blocks t
 process exit), closes them, and returns a :class:`NodeSnapshot`. ``seat-console status`` prints
 it; its JSON is the same model.
 
-Also small display helpers shared by the CLI and the panels (:func:`fmt_when`,
-:func:`fmt_duration`), which format times as UTC with a relative age.
+The display of times and durations is :mod:`seat_console.core.fmt` (``fmt_when``,
+``fmt_duration``).
 """
 
 from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Mapping
-from datetime import UTC, datetime
+from datetime import datetime
 
 from pydantic import BaseModel
 
@@ -25,9 +25,9 @@ from seat_console.sources import timers
 from seat_console.sources.containers import ContainersReading
 from seat_console.sources.engine import EngineReading
 from seat_console.sources.gpu import GpuSnapshot
-from seat_console.profile import LoadedProfile
+from seat_console.core.profile import LoadedProfile
 from seat_console.sources.silences import SilencesReading
-from seat_console.sources import Frozen, Source, Unavailable, read_once, utcnow
+from seat_console.core.base import Frozen, Source, Unavailable, read_once, utcnow
 from seat_console.sources.timers import TimersReading
 
 SOURCE_NAMES = ("gpus", "timers", "silences", "containers", "engine")
@@ -118,34 +118,4 @@ def take_snapshot(loaded: LoadedProfile, *, timeout_s: float = 20.0,
                         **{n: out[n] for n in SOURCE_NAMES})  # type: ignore[arg-type]
 
 
-# -- display helpers -------------------------------------------------------------------------
-def fmt_duration(seconds: float | None) -> str:
-    """A signed-free duration: ``"42 s"``, ``"6 min 31 s"``, ``"2 h 05 min"``, ``"3 d 04 h"``;
-    ``None`` → ``"n/a"``."""
-    if seconds is None:
-        return "n/a"
-    s = int(abs(seconds))
-    if s < 60:
-        return f"{s} s"
-    if s < 3600:
-        return f"{s // 60} min {s % 60:02d} s"
-    if s < 86400:
-        return f"{s // 3600} h {(s % 3600) // 60:02d} min"
-    return f"{s // 86400} d {(s % 86400) // 3600:02d} h"
-
-
-def fmt_when(t: datetime | None, now: datetime | None = None) -> str:
-    """``"2026-11-29 13:15:00Z (in 6 min 31 s)"`` / ``"(… ago)"``; ``None`` → ``"n/a"``.
-
-    UTC, second precision; ``now`` defaults to the current time.
-    """
-    if t is None:
-        return "n/a"
-    now = now or utcnow()
-    delta = (t - now).total_seconds()
-    rel = f"in {fmt_duration(delta)}" if delta >= 0 else f"{fmt_duration(delta)} ago"
-    return f"{t.astimezone(UTC).strftime('%Y-%m-%d %H:%M:%SZ')} ({rel})"
-
-
-__all__ = ["DEFAULT_FACTORIES", "NodeSnapshot", "SOURCE_NAMES", "fmt_duration", "fmt_when",
-           "take_snapshot"]
+__all__ = ["DEFAULT_FACTORIES", "NodeSnapshot", "SOURCE_NAMES", "take_snapshot"]

@@ -1,10 +1,10 @@
 """Where the seat profile comes from, without pydantic: the lookup, the embedded default, and
 :class:`ProfileError`.
 
-Split from :mod:`seat_console.profile` (which re-exports every name here) so that the first
+Split from :mod:`seat_console.core.profile` (which re-exports every name here) so that the first
 frame (:mod:`seat_console.first_frame`) can find the profile the TUI will load before the
 ~0.16 s of pydantic and model imports, and the command line can check ``--interval`` against
-the same bounds the profile uses; the validation stays in :mod:`seat_console.profile`.
+the same bounds the profile uses; the validation stays in :mod:`seat_console.core.profile`.
 
 Lookup order (:func:`resolve_profile_path`): ``--profile FILE``, ``$SEAT_CONSOLE_PROFILE``,
 ``$XDG_CONFIG_HOME/seat-console/profile.toml`` (platformdirs), the embedded default.

@@ -3,7 +3,7 @@
 A source's read can partly fail: the engine answers ``/metrics`` but ``/v1/models`` times out;
 systemd lists the timers but the ``systemctl show`` of their services fails; NVML reads a card's
 memory but not its process list. Such a reading is still good (it is not
-:class:`~seat_console.sources.Unavailable`), but taken alone it would replace what the panel
+:class:`~seat_console.core.base.Unavailable`), but taken alone it would replace what the panel
 knew a second ago with ``n/a``. The app therefore merges each good reading with the last good
 one (:func:`merge_last_good`): every part this read missed and the last good reading had is
 taken from the last good reading, and the reading lists it in its ``kept`` field as a
@@ -25,7 +25,7 @@ from datetime import datetime
 
 from pydantic import BaseModel
 
-from seat_console.sources import Frozen, Unavailable
+from seat_console.core.base import Frozen, Unavailable
 
 log = logging.getLogger(__name__)
 

@@ -8,7 +8,7 @@ Everything that talks to NVML goes through :class:`Nvml` (ideas from nvitop's
   use (a driver may be loaded later), and :meth:`Nvml.close` shuts NVML down.
 * **Injectable module.** ``Nvml(module=...)`` takes any ``pynvml``-like module (the tests pass
   ``tests/nvml_double.py``). Without one, :func:`module_factory` is called — the tests and the
-  benchmarks replace that module-level function (``monkeypatch.setattr(seat_console.sources.nvml,
+  benchmarks replace that module-level function (``monkeypatch.setattr(seat_console.node.nvml,
   "module_factory", ...)``) to inject a double into code that builds its own gateway, such as
   the ``seat-console gpus`` command.
 * **Not supported is not zero.** ``NVML_ERROR_NOT_SUPPORTED`` and ``NVML_ERROR_FUNCTION_NOT_FOUND``

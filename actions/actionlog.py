@@ -20,8 +20,8 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from seat_console.profile import LoadedProfile
-from seat_console.sources import Frozen, Source, Unavailable, utcnow
+from seat_console.core.profile import LoadedProfile
+from seat_console.core.base import Frozen, Source, Unavailable, utcnow
 
 RECENT_ROWS = 12
 """Journal rows shown in the panel (newest last)."""
@@ -128,7 +128,8 @@ class ActionLogSource(Source):
         """How many reads queried the journal's rows (the others found it unchanged)."""
 
     def _open(self) -> Any:
-        from seat_console.actions.journal import Journal, journal_path
+        from seat_console.actions.journal import Journal
+        from seat_console.core.paths import journal_path
 
         if self._journal is None:
             self._journal = Journal(self._path or journal_path())
@@ -137,7 +138,6 @@ class ActionLogSource(Source):
     def read(self) -> BaseModel:
         """One :class:`ActionLogReading`, or :class:`Unavailable` (the journal cannot be
         opened); never raises."""
-        from seat_console.actions import hold as hold_mod
         from seat_console.actions.journal import JournalError
 
         try:

@@ -38,7 +38,7 @@ from pydantic import (
     field_validator,
     model_validator,
 )
-from seat_console.profile_path import (  # no pydantic: the first frame reads these first
+from seat_console.core.profile_path import (  # no pydantic: the first frame reads these first
     ENV_VAR,
     REFRESH_INTERVAL_MAX_S,
     REFRESH_INTERVAL_MIN_S,
@@ -149,7 +149,7 @@ class NodeSpec(_Strict):
     @field_validator("name")
     @classmethod
     def _printable_name(cls, v: str) -> str:
-        from seat_console.fmt import first_control
+        from seat_console.core.fmt import first_control
 
         bad = first_control(v)
         if bad is not None:
@@ -265,7 +265,7 @@ class CheckpointSpec(_Strict):
     @field_validator("ple_tensor_pattern")
     @classmethod
     def _ple_re2(cls, v: str) -> str:
-        from seat_console.sources.untrusted import InputError, compile_re2
+        from seat_console.core.untrusted import InputError, compile_re2
 
         try:
             compile_re2(v, "ple_tensor_pattern")
@@ -330,7 +330,7 @@ class Matcher(_Strict):
     @model_validator(mode="after")
     def _re2(self) -> Matcher:
         if self.is_regex:
-            from seat_console.sources.untrusted import InputError, compile_re2
+            from seat_console.core.untrusted import InputError, compile_re2
 
             try:
                 compile_re2(self.value, "value", anchored=True)
@@ -765,7 +765,7 @@ def parse_profile(text: str, source: str = "<string>") -> Profile:
                            f"(a profile nests at most {MAX_PROFILE_DEPTH} levels)") from None
     except ValueError as exc:  # tomllib lets a few value errors through (e.g. int digit limit)
         raise ProfileError(f"{source}: not valid TOML: {exc}") from None
-    from seat_console.sources.untrusted import nesting_depth
+    from seat_console.core.untrusted import nesting_depth
 
     if nesting_depth(data, MAX_PROFILE_DEPTH) > MAX_PROFILE_DEPTH:
         raise ProfileError(f"{source}: tables or arrays nest deeper than {MAX_PROFILE_DEPTH} "
@@ -824,8 +824,8 @@ MiB = 1 << 20
 
 def fmt_gib(n: int | None, digits: int = 2) -> str:
     """Format a byte count as GiB (2^30 B) with ``digits`` decimals; ``None`` renders ``n/a``.
-    The one display rule, :func:`seat_console.fmt.gib` (truncated toward zero)."""
-    from seat_console.fmt import gib
+    The one display rule, :func:`seat_console.core.fmt.gib` (truncated toward zero)."""
+    from seat_console.core.fmt import gib
 
     return gib(n, digits)
 

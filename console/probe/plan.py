@@ -1,0 +1,58 @@
+"""The probe's plan in words: the preflight checks, the seat, the endpoint, the hold and every
+phase — what ``seat-console probe --dry-run`` prints and the TUI's probe screen shows before
+it asks (one text for both fronts; ``docs/probe.md``). Pure: formats what preflight learnt.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from seat_console.core.profile import LoadedProfile
+from seat_console.probe.run import Preflight, PreflightCheck
+from seat_console.probe.store import runs_dir
+
+__all__ = ["render_plan", "render_preflight"]
+
+
+def _mark(ok: bool | None) -> str:
+    return {True: "✓", False: "✗"}.get(ok, "–")  # type: ignore[arg-type]
+
+
+def render_plan(loaded: LoadedProfile, phases: list[str] | None, *,
+                checks: list[PreflightCheck], endpoint: str | None,
+                container: dict[str, Any] | None, model: str | None, hold: str | None,
+                forced: str | None = None) -> str:
+    """The dry-run plan as text: the preflight checks (``✓`` passed, ``✗`` refuses the probe,
+    ``–`` not checked), the seat container, endpoint, hold, warm-up and every chosen phase with
+    its request count, concurrency and output tokens. Drawn whether or not preflight would
+    refuse (``docs/probe.md``)."""
+    spec = loaded.profile.probe
+    chosen = [p for p in spec.phases if not phases or p.name in phases]
+    c = container or {}
+    refused = any(ch.ok is False for ch in checks)
+    lines = ["probe — plan (preflight read now; nothing sent)"
+             + (": PREFLIGHT WOULD REFUSE (exit 5)" if refused else ":")]
+    lines.append("  preflight:")
+    for ch in checks:
+        lines.append(f"    {_mark(ch.ok)} {ch.name}: {ch.detail}")
+    seat = (f"{c.get('name')} ({c.get('role')}), image ID {c.get('image_id')}"
+            if c.get("name") else f"n/a ({c.get('problem') or 'not read'})")
+    lines += [f"  seat: {seat}",
+              (f"  endpoint {endpoint or spec.endpoint or loaded.profile.seat.endpoint}, model "
+               f"{model or spec.model or 'n/a (first of /v1/models)'}, api {spec.api}, "
+               f"{spec.output_tokens} output tokens per request (ignore_eos {spec.ignore_eos})"),
+              f"  hold: {hold or 'n/a'}" + (f"; FORCED: {forced!r}" if forced else ""),
+              f"  warm-up: {spec.warmup_requests} request(s), excluded"]
+    for p in chosen:
+        lines.append(f"  phase {p.name}: {p.requests} requests, concurrency {p.concurrency}, "
+                     f"{spec.output_tokens} output tokens each"
+                     + (f", {p.request_rate:g} req/s" if p.request_rate else ", closed loop"))
+    lines.append(f"  run kept under {runs_dir()}")
+    return "\n".join(lines) + "\n"
+
+
+def render_preflight(pre: Preflight, loaded: LoadedProfile, phases: list[str] | None) -> str:
+    """The dry-run plan as text for a preflight that passed (:func:`render_plan`)."""
+    return render_plan(loaded, phases, checks=pre.checks, endpoint=pre.endpoint,
+                       container=pre.identity.get("container"), model=pre.model,
+                       hold=pre.hold.detail, forced=pre.forced)
