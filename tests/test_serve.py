@@ -110,16 +110,22 @@ def test_limits_refused(port: int, viewers: int, capsys) -> None:
     assert ("--port" in err) if viewers == 4 else ("--max-viewers" in err)
 
 
-def test_fleet_without_a_fleet_command_fails_clearly(capsys) -> None:
+def test_fleet_served_readonly_or_refused_clearly(capsys) -> None:
+    """With a `fleet` command: the plan serves `… --readonly … fleet`; without one: exit 2
+    saying so (never the node's screen in its place)."""
     import argparse
 
     subs = next(a for a in cli.build_parser()._actions
                 if isinstance(a, argparse._SubParsersAction))
+    rc = cli.main(["serve", "--fleet", "--json"])
+    out, err = capsys.readouterr()
     if "fleet" in subs.choices:
-        pytest.skip("this install has `seat-console fleet`: see test_fleet_plan")
-    rc = cli.main(["serve", "--fleet", "--dry-run"])
-    assert rc == 2
-    assert "no `fleet` command" in capsys.readouterr().err
+        doc = json.loads(out)
+        assert rc == 0 and doc["screen"] == "fleet"
+        assert doc["argv"][3] == "--readonly" and "fleet" in doc["argv"]
+    else:
+        assert rc == 2
+        assert "no `fleet` command" in err and json.loads(out)["ok"] is False
 
 
 def test_fleet_plan_is_readonly() -> None:
