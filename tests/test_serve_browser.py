@@ -116,34 +116,43 @@ def at_main(tab: BrowserTab) -> bool:
             and HELP_TITLE not in text and PALETTE not in text)
 
 
+SCREEN_MARKS = {
+    "help": HELP_TITLE,
+    "palette": PALETTE,
+    "evidence": "read-only · Esc closes",       # EvidenceScreen's hint line
+    "detail": "Esc or q: back to the seat",      # DetailScreen's hint line
+}
+"""Text that shows a screen over the main one is open (each closes with Esc)."""
+
+
+def open_screens(tab: BrowserTab) -> frozenset[str]:
+    """Which of :data:`SCREEN_MARKS` are on the browser's screen now."""
+    text = tab.text()
+    return frozenset(k for k, mark in SCREEN_MARKS.items() if mark in text)
+
+
 def settle(tab: BrowserTab, after: str) -> bool:
     """After a key: back to the main screen, through the help screen. "?" opens the help only
-    once the keys before it were handled (on the main screen; a screen the key opened — the
-    evidence report, a panel's detail — is closed with Esc first). Fails naming the key if
-    the main screen does not come back. Returns whether the header said PAUSED once the key
-    was handled."""
+    once the keys before it were handled; a screen the key opened (the evidence report, a
+    panel's detail, the palette) is closed with Esc, one at a time, each time waiting for it
+    to go. Fails naming the key if no known screen answers (a dialog took the keys) or the
+    main screen does not come back. Returns whether the header said PAUSED meanwhile."""
     paused = False
-    for _ in range(8):
-        tab.press("question_mark")
-        try:
-            tab.wait_for(lambda: HELP_TITLE in tab.text() or PALETTE in tab.text(),
-                         f"the help screen after {after}", timeout_s=10)
-        except pytest.fail.Exception:
-            tab.press("escape")   # a screen the key opened, which keeps "?" to itself
-            continue
-        paused = paused or "PAUSED" in tab.lines()[0]
-        for _ in range(3):
-            tab.press("escape")
-            try:
-                tab.wait_for(lambda: HELP_TITLE not in tab.text()
-                             and PALETTE not in tab.text(), "help / palette closed",
-                             timeout_s=10)
-                break
-            except pytest.fail.Exception:
-                continue
-        if at_main(tab):
-            return paused
-        tab.press("escape")   # a screen under the help (a panel's detail)
+    helped = False
+    for _ in range(12):
+        shown = open_screens(tab)
+        if not shown:
+            if helped and at_main(tab):
+                return paused
+            tab.press("question_mark")
+            shown = tab.wait_for(lambda: open_screens(tab),
+                                 f"the help screen after {after} (a dialog took the keys?)",
+                                 timeout_s=30)
+            paused = paused or "PAUSED" in tab.lines()[0]
+            helped = helped or shown == {"help"}
+        tab.press("escape")   # close the screen on top
+        tab.wait_for(lambda: open_screens(tab) != shown, f"{sorted(shown)} to close "
+                     f"(after {after})", timeout_s=30)
     pytest.fail(f"after {after} the main screen did not come back:\n{tab.text()}",
                 pytrace=False)
 
