@@ -260,7 +260,10 @@ def test_serve_live_readonly_offline(lab, chromium, tmp_path: Path) -> None:
         tab.wait_for(tab.closed, "the page's 'Session ended' after q")
         tab.wait_for(lambda: pid not in served.viewer_pids(), "the tab's console to exit")
         assert served.proc.poll() is None, "the server itself stopped"
-        # ...and so does the other quit key, in a new console for the reloaded page
+        # ...and so does the other quit key, in a new console for the reloaded page (once the
+        # ended tab's slot is free: the page is served again)
+        tab.wait_for(lambda: httpx.get(served.url, timeout=10).status_code == 200,
+                     "the ended tab's slot to be free")
         tab.page.reload()
         tab.wait_for(lambda: len(served.viewer_pids()) == 1 and not tab.closed(),
                      "a new console for the reloaded page")
