@@ -60,6 +60,7 @@ COMMAND_MODULES = [
     "seat_console.commands.recover_cmd",
     "seat_console.commands.journal_cmd",
     "seat_console.commands.probe_cmd",
+    "seat_console.commands.fleet_cmd",
     "seat_console.serve.command",
 ]
 
@@ -280,7 +281,26 @@ def _main(argv: Sequence[str] | None) -> int:
     except ProfileError as exc:
         print(f"seat-console: {exc}", file=sys.stderr)
         return EXIT_ERROR
+    if getattr(args, "screen", None) == "fleet" and not getattr(args, "json", False):
+        return run_fleet_screen(args, loaded)
     return func(args, loaded)
+
+
+def run_fleet_screen(args: argparse.Namespace, loaded: object) -> int:
+    """``seat-console fleet`` without ``--json``: the fleet screen
+    (:mod:`seat_console.tui.fleet`), with the checks of
+    :func:`seat_console.commands.fleet_cmd.prepare`. Here, above both fronts: commands and
+    the TUI do not import each other."""
+    from seat_console.commands.fleet_cmd import prepare
+
+    prepared = prepare(args, loaded)  # type: ignore[arg-type]
+    if isinstance(prepared, int):
+        return prepared
+    fleet, interval = prepared
+    from seat_console.tui.fleet import run_fleet_app
+
+    return run_fleet_app(fleet, interval_s=interval,  # type: ignore[arg-type]
+                         readonly=bool(getattr(args, "readonly", False)))
 
 
 def _no_terminal(stdin: object = None, stdout: object = None) -> str | None:

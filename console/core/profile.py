@@ -357,6 +357,84 @@ class ConsoleSpec(_Strict):
     history_s: int = Field(default=300, ge=10, le=86400)
 
 
+# -- [fleet] (issue 19) ------------------------------------------------------------------------
+SSH_TARGET_RE = re.compile(r"^(?:[A-Za-z0-9._][A-Za-z0-9._-]{0,63}@)?"
+                           r"(?:[A-Za-z0-9][A-Za-z0-9.-]{0,252}|\[[0-9A-Fa-f:.]{2,45}\])$")
+"""``[user@]host`` for the fleet inventory's SSH transport: a user of ``[A-Za-z0-9._-]`` (not
+starting with ``-``), a host name or a bracketed IPv6 address. No leading ``-`` anywhere, no
+spaces or shell characters: the value is one argument of ``ssh``, never an option."""
+
+
+def _printable_field(v: str, what: str) -> str:
+    from seat_console.core.fmt import first_control
+
+    bad = first_control(v)
+    if bad is not None:
+        raise ValueError(f"{what} contains the control character {v[bad]!r} at position {bad}")
+    return v
+
+
+class FleetSeat(_Strict):
+    """One seat of the fleet inventory (``[[fleet.inventory]]``).
+
+    ``instance``: its Prometheus ``instance`` label (every series of the seat carries it);
+    ``node``: the name shown (default: ``seat_info``'s ``node`` label, else the instance);
+    ``profile``: the path of that node's seat profile where its console runs (over SSH: on the
+    node) — ``a`` on the fleet screen opens that console; ``ssh``: ``[user@]host`` to reach the
+    node (the console is started with ``ssh -t``; unset: run it on this machine).
+    """
+
+    instance: str = Field(min_length=1, max_length=256)
+    node: str | None = Field(default=None, min_length=1, max_length=256)
+    profile: str | None = Field(default=None, min_length=1, max_length=4096)
+    ssh: str | None = None
+
+    @field_validator("instance", "node", "profile")
+    @classmethod
+    def _printable(cls, v: str | None, info: ValidationInfo) -> str | None:
+        return None if v is None else _printable_field(v, info.field_name or "value")
+
+    @field_validator("ssh")
+    @classmethod
+    def _ssh_target(cls, v: str | None) -> str | None:
+        if v is not None and not SSH_TARGET_RE.match(v):
+            raise ValueError(f"ssh {_clip(repr(v))} is not '[user@]host' (letters, digits, "
+                             "'.', '-', '_'; no leading '-', no spaces)")
+        return v
+
+
+class FleetSpec(_Strict):
+    """The fleet screen (``seat-console fleet``): where the fleet's Prometheus-compatible query
+    API and Alertmanager are, how often to refresh, and the seats it may open.
+
+    ``prometheus_url``: any Prometheus HTTP API v1 (Prometheus, Thanos, Mimir's
+    ``…/prometheus``, VictoriaMetrics); ``alertmanager_url``: unset = ``[alertmanager].url``
+    (its auth settings are used for both); ``refresh_interval_s``: seconds between refreshes;
+    ``scrape_interval_s``: the fleet's scrape interval (a seat is stale after two);
+    ``window_s``: how long a seat whose series vanished stays listed; ``inventory``: seats
+    listed even without series, and the consoles ``a`` opens (instances unique).
+    """
+
+    prometheus_url: AnyHttpUrl = AnyHttpUrl("http://127.0.0.1:9090")
+    alertmanager_url: AnyHttpUrl | None = None
+    refresh_interval_s: float = Field(default=5.0, ge=1.0, le=REFRESH_INTERVAL_MAX_S)
+    scrape_interval_s: float = Field(default=15.0, ge=0.1, le=3600.0)
+    window_s: float = Field(default=600.0, ge=60.0, le=86400.0)
+    query_timeout_s: float = Field(default=5.0, gt=0.0, le=120.0)
+    inventory: list[FleetSeat] = Field(default_factory=list, max_length=100_000)
+
+    @field_validator("inventory")
+    @classmethod
+    def _unique_instances(cls, v: list[FleetSeat]) -> list[FleetSeat]:
+        seen: set[str] = set()
+        for s in v:
+            if s.instance in seen:
+                raise ValueError(f"instance {_clip(repr(s.instance))} appears twice in "
+                                 "fleet.inventory")
+            seen.add(s.instance)
+        return v
+
+
 # -- [backport] and [swap] (issue 8) -------------------------------------------------------------
 DIGEST_REF_RE = re.compile(
     r"^(?P<repo>[a-z0-9]+(?:[._-][a-z0-9]+)*(?:\.[a-z0-9-]+)*(?::[0-9]{1,5})?"
@@ -689,6 +767,7 @@ class Profile(_Strict):
     backport: BackportSpec | None = None
     swap: SwapSpec | None = None
     probe: ProbeSpec = Field(default_factory=ProbeSpec)
+    fleet: FleetSpec = Field(default_factory=FleetSpec)
 
     @model_validator(mode="after")
     def _gpus_vs_tp(self) -> Profile:
@@ -839,6 +918,8 @@ __all__ = [
     "CheckpointSpec",
     "ConsoleSpec",
     "FailurePattern",
+    "FleetSeat",
+    "FleetSpec",
     "GiB",
     "LoadedProfile",
     "Matcher",

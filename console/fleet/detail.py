@@ -1,0 +1,120 @@
+"""One seat's last hour for the fleet screen's detail view: range queries and text sparklines.
+
+:func:`read_history` sends :data:`HISTORY` range queries (``/api/v1/query_range``, one seat's
+``instance``, default the last hour every 60 s) — only when the user opens a seat, never per
+refresh. :func:`spark` draws a series as block characters with a blank for every unknown point
+(a gap is never drawn as 0).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+from seat_console.fleet.promapi import PromClient, PromError, promql_string
+
+SPARK_BLOCKS = "▁▂▃▄▅▆▇█"
+
+
+def history_queries(instance: str) -> dict[str, str]:
+    """Name → PromQL range query for one seat (``instance`` quoted as a PromQL string)."""
+    i = promql_string(instance)
+    return {
+        "engine up": f"max(seat_engine_up{{instance={i}}})",
+        "held": f"max(seat_hold_active{{instance={i}}})",
+        "requests running": f"sum(vllm:num_requests_running{{instance={i}}})",
+        "requests waiting": f"sum(vllm:num_requests_waiting{{instance={i}}})",
+        "KV cache usage": (f'max({{__name__=~"vllm:kv_cache_usage_perc|vllm:gpu_cache_usage_perc",'
+                           f"instance={i}}})"),
+        "GPU memory used (MiB)": f"max by (UUID) (DCGM_FI_DEV_FB_USED{{instance={i}}})",
+    }
+
+
+@dataclass(frozen=True)
+class Line:
+    """One sparkline: ``name``, ``values`` on the common grid (``None``: no sample), and its
+    last known value and min/max of the known ones (``None`` when none is known)."""
+
+    name: str
+    values: tuple[float | None, ...]
+
+    @property
+    def known(self) -> list[float]:
+        """The known values."""
+        return [v for v in self.values if v is not None]
+
+    @property
+    def last(self) -> float | None:
+        """The newest known value."""
+        return next((v for v in reversed(self.values) if v is not None), None)
+
+
+@dataclass(frozen=True)
+class SeatHistory:
+    """A seat's history: ``lines`` in :func:`history_queries` order (one per GPU for memory),
+    ``start``/``end``/``step_s`` of the grid (unix s), ``problems`` (a failed query names
+    itself; its line is absent, the others are shown), ``warnings`` (partial responses)."""
+
+    instance: str
+    start: float
+    end: float
+    step_s: float
+    lines: tuple[Line, ...]
+    problems: tuple[str, ...] = ()
+    warnings: tuple[str, ...] = field(default_factory=tuple)
+
+
+def read_history(prom: PromClient, instance: str, *, span_s: float = 3600.0,
+                 step_s: float = 60.0, now: float | None = None) -> SeatHistory:
+    """Range-query one seat's last ``span_s`` seconds every ``step_s`` (blocking: a worker
+    thread). Never raises for a query's failure: it is in ``problems``."""
+    end = time.time() if now is None else now
+    start = end - span_s
+    n = int(span_s // step_s) + 1
+    grid = [start + k * step_s for k in range(n)]
+    lines: list[Line] = []
+    problems: list[str] = []
+    warnings: list[str] = []
+    for name, q in history_queries(instance).items():
+        try:
+            res = prom.query_range(q, start, end, step_s)
+        except PromError as exc:
+            problems.append(f"{name}: {exc}")
+            continue
+        warnings += res.warnings
+        problems += res.problems
+        if not res.series:
+            lines.append(Line(name, tuple([None] * n)))
+        for s in res.series:
+            by_t = {round((t - start) / step_s): v for t, v in s.points}
+            label = name if "UUID" not in s.labels else f"{name} {s.labels['UUID'][:12]}…"
+            lines.append(Line(label, tuple(by_t.get(k) for k in range(len(grid)))))
+    return SeatHistory(instance, start, end, step_s, tuple(lines), tuple(problems),
+                       tuple(dict.fromkeys(warnings)))
+
+
+def spark(values: tuple[float | None, ...] | list[float | None], width: int | None = None,
+          lo: float | None = None, hi: float | None = None) -> str:
+    """Block-character sparkline; a ``None`` point is a space (a gap, never 0). ``width``: the
+    newest ``width`` points (default all); ``lo``/``hi``: the scale (default the known
+    values' min/max; a flat series draws at the lowest block)."""
+    pts = list(values)[-width:] if width else list(values)
+    known = [v for v in pts if v is not None]
+    if not known:
+        return " " * len(pts)
+    a = min(known) if lo is None else lo
+    b = max(known) if hi is None else hi
+    span = b - a
+    out = []
+    for v in pts:
+        if v is None:
+            out.append(" ")
+        elif span <= 0:
+            out.append(SPARK_BLOCKS[0])
+        else:
+            k = int((min(max(v, a), b) - a) / span * (len(SPARK_BLOCKS) - 1) + 0.5)
+            out.append(SPARK_BLOCKS[k])
+    return "".join(out)
+
+
+__all__ = ["Line", "SeatHistory", "history_queries", "read_history", "spark"]

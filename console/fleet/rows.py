@@ -1,0 +1,597 @@
+"""The fleet's rows: a fixed set of PromQL instant queries per refresh, whatever the seat count.
+
+Every refresh sends the :data:`QUERIES` (10 instant queries, each aggregated ``by (instance)``
+— never one query per node) evaluated at one instant, plus one Alertmanager
+``GET /api/v2/silences`` for all silences, and joins the answers by the ``instance`` label into
+one :class:`FleetRow` per seat. All of a seat's series must share its ``instance`` value (the
+fleet simulator's do; in a real fleet relabel the exporter's, vLLM's and dcgm-exporter's jobs
+to one ``instance`` per node — docs/fleet.md).
+
+Staleness (a seat whose series stopped being scraped must never look healthy): the ``seen``
+query gives each seat's last sample time of ``seat_engine_up`` — the exact time while the
+series is current (``timestamp()``), else the last one from subqueries
+(``last_over_time(timestamp(…)[W:S])``: one scrape interval's accuracy over the last 40
+intervals, ``window / 60`` beyond, up to :attr:`Fleet.window_s`), so seats whose series
+vanished (Prometheus wrote staleness markers) still have a row. A row not
+scraped for more than two scrape intervals is ``stale N s``; a seat of the profile's inventory
+with no series in the window is ``no series``.
+
+Trouble order (:data:`RANK`): hold without a lease, engine down and not held, stale / no
+series, unknown, held, healthy; by node name within a rank.
+
+When Prometheus does not answer the ``seen`` query (down, slow, an error), the refresh keeps
+the last good rows and says how old they are and why (:class:`FleetReading`); a failure of
+another query blanks only its columns (unknown, never 0) and is listed in ``problems``;
+``warnings`` (partial responses of Thanos / Mimir) are passed on to the screen.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import asdict, dataclass, field, replace
+from datetime import UTC, datetime
+from typing import Any
+
+from seat_console.fleet.promapi import PromClient, PromError, QueryResult
+
+MIB = 1 << 20
+"""Bytes in one MiB: dcgm-exporter's ``DCGM_FI_DEV_FB_*`` are in MiB (RECIPES.md)."""
+GIB = 1 << 30
+
+STATE_FLAGS = ("seat_engine_up", "seat_hold_active", "seat_hold_lease_armed",
+               "seat_hold_without_lease", "seat_silence_active", "seat_probe_disrupted")
+TIME_GAUGES = ("seat_hold_expiry_timestamp_seconds", "seat_silence_end_timestamp_seconds")
+KV_NAMES = ("vllm:kv_cache_usage_perc", "vllm:gpu_cache_usage_perc")
+"""vLLM's KV cache usage (0..1) under its current and its pre-0.10 name (found by either)."""
+DCGM_NAMES = ("DCGM_FI_DEV_FB_USED", "DCGM_FI_DEV_FB_FREE", "DCGM_FI_DEV_FB_RESERVED")
+
+
+def _names(names: Iterable[str]) -> str:
+    return "|".join(names)   # metric names hold no regex metacharacters but ':' and '_'
+
+
+def queries(window_s: float, scrape_interval_s: float) -> dict[str, str]:
+    """The instant queries of one refresh, name → PromQL (10; independent of the seat count).
+
+    ``window_s``: how far back a vanished seat is still listed (s); ``scrape_interval_s``:
+    the scrape interval (s). ``seen`` is ``A or B or C``: A the current sample's exact time;
+    B the last sample time over the last 40 intervals at one-interval steps (a seat that just
+    vanished: exact to one interval); C over the whole window at ``window / 60`` steps (60
+    points per seat: the subquery at one-interval steps over 10 min was 0.4 s of a
+    1,000-seat refresh)."""
+    iv = max(1, int(round(scrape_interval_s)))
+    fine = min(int(window_s), 40 * iv)
+    coarse = max(iv, int(window_s // 60))
+    ts, w = "timestamp(seat_engine_up)", f"{int(window_s)}s"
+    return {
+        "seen": (f"max by (instance) ({ts}) or max by (instance) (last_over_time({ts}"
+                 f"[{fine}s:{iv}s])) or max by (instance) (last_over_time({ts}"
+                 f"[{int(window_s)}s:{coarse}s]))"),
+        "identity": f"group by (instance, node) (last_over_time(seat_info[{w}]))",
+        "states": (f'max by (instance, __name__) ({{__name__=~"{_names(STATE_FLAGS[1:])}"}} != 0)'
+                   ' or label_replace(max by (instance) (seat_engine_up != 1), "q", '
+                   '"engine_not_up", "", "") or label_replace(count by (instance) (count by '
+                   f'(instance, __name__) ({{__name__=~"{_names(STATE_FLAGS)}"}})), "q", '
+                   '"present", "", "")'),
+        "times": f'max by (instance, __name__) ({{__name__=~"{_names(TIME_GAUGES)}"}})',
+        "probe": "group by (instance, phase) (seat_probe_phase_info)",
+        "runbook": "group by (instance, runbook, step) (seat_runbook_active)",
+        "requests": ('sum by (instance, __name__) ({__name__=~"vllm:num_requests_running|'
+                     'vllm:num_requests_waiting"})'),
+        "kv": f'max by (instance) ({{__name__=~"{_names(KV_NAMES)}"}})',
+        "gpu": f'max by (instance, UUID, __name__) ({{__name__=~"{_names(DCGM_NAMES)}"}})',
+        "sources_down": "group by (instance, source) (seat_source_up == 0)",
+    }
+
+
+RANK = {"without-lease": 0, "down": 1, "stale": 2, "no-series": 2, "unknown": 3, "held": 4,
+        "healthy": 5}
+"""Trouble order of a row's ``state`` (lower first)."""
+
+
+@dataclass(frozen=True)
+class InventoryEntry:
+    """A seat the profile's ``[fleet] inventory`` names: ``instance`` (its Prometheus label),
+    ``node`` (display name), ``profile`` (its seat profile's path where the console runs),
+    ``ssh`` (``user@host`` for the SSH transport; ``None``: run the console here)."""
+
+    instance: str
+    node: str | None = None
+    profile: str | None = None
+    ssh: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class FleetRow:
+    """One seat. Times are unix seconds (UTC); memory in bytes; ``None`` is unknown (never 0).
+
+    ``state``: ``without-lease`` / ``down`` (engine down, not held) / ``stale`` / ``no-series``
+    / ``unknown`` / ``held`` / ``healthy``. ``stale_s``: seconds since its last sample.
+    ``hold``: ``none`` / ``lease`` / ``without-lease`` / ``held`` (active, no lease armed
+    without being the dangerous case, e.g. lease state unknown) / ``None``.
+    ``silence``: ``none`` / ``active`` / ``pending`` / ``None``; ``silence_from``:
+    ``alertmanager`` or ``exporter`` (Alertmanager unavailable: the exporter's view).
+    ``gpus``: cards with DCGM series (0: no DCGM). ``kv_usage``: 0..1.
+    """
+
+    instance: str
+    node: str
+    state: str
+    last_seen: float | None = None
+    stale_s: float | None = None
+    engine_up: bool | None = None
+    running: float | None = None
+    waiting: float | None = None
+    kv_usage: float | None = None
+    gpus: int = 0
+    gpu_used_bytes: int | None = None
+    gpu_total_bytes: int | None = None
+    hold: str | None = None
+    hold_until: float | None = None
+    silence: str | None = None
+    silence_until: float | None = None
+    silence_from: str = "alertmanager"
+    probe_phase: str | None = None
+    runbook: str | None = None
+    probe_disrupted: bool | None = None
+    sources_down: tuple[str, ...] = ()
+    in_inventory: bool = False
+
+    @property
+    def rank(self) -> int:
+        """Its trouble rank (:data:`RANK`)."""
+        return RANK.get(self.state, 3)
+
+    def to_json(self) -> dict[str, Any]:
+        """The row as JSON-ready data: times as ``2026-12-01T12:41:30Z`` strings."""
+        d = asdict(self)
+        for k in ("last_seen", "hold_until", "silence_until"):
+            d[k] = iso(d[k])
+        d["sources_down"] = list(self.sources_down)
+        return d
+
+
+def iso(t: float | None) -> str | None:
+    """Unix seconds → ``2026-12-01T12:41:30Z`` (UTC, no microseconds), ``None`` → ``None``."""
+    if t is None:
+        return None
+    return datetime.fromtimestamp(t, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def hhmm(t: float, now: float) -> str:
+    """``12:41Z`` for a time within 20 h of ``now``, else ``2026-12-03T12:41:30Z``."""
+    if abs(t - now) < 20 * 3600:
+        return datetime.fromtimestamp(t, UTC).strftime("%H:%MZ")
+    return iso(t) or ""
+
+
+def fmt_age(seconds: float | None) -> str:
+    """``42 s`` / ``6 min`` / ``3 h`` / ``2 d`` (coarse, for a narrow cell); ``None`` → ``?``."""
+    if seconds is None:
+        return "?"
+    s = max(0, int(seconds))
+    if s < 120:
+        return f"{s} s"
+    if s < 7200:
+        return f"{s // 60} min"
+    if s < 172800:
+        return f"{s // 3600} h"
+    return f"{s // 86400} d"
+
+
+def _gib0(n: int | None) -> str:
+    return "n/a" if n is None else str(int(n // GIB))
+
+
+def _gib1(n: int | None) -> str:
+    return "n/a" if n is None else f"{int(n * 10 / GIB) / 10:.1f}"   # truncated, 1 decimal
+
+
+COLUMNS = (("node", "Node"), ("engine", "Engine"), ("hold", "Hold"), ("silence", "Silence"),
+           ("running", "Run"), ("waiting", "Wait"), ("kv", "KV"), ("gpu", "GPU GiB"),
+           ("probe", "Probe"))
+"""The table's columns: key, header. ``GPU GiB`` is used/total over the seat's cards (GiB =
+2^30 B, one decimal truncated)."""
+
+
+def cells(row: FleetRow, now: float, narrow: bool = False) -> tuple[str, ...]:
+    """The row's texts in :data:`COLUMNS` order, at ``now`` (unix s). Plain strings (no
+    markup): unknown is ``n/a``, never 0. ``narrow`` (an 80-column terminal): the silence's
+    end without "until", GPU memory in whole GiB (truncated)."""
+    if row.state == "no-series":
+        engine = "no series"
+    elif row.state == "stale":
+        engine = f"stale {fmt_age(now - row.last_seen if row.last_seen else None)}"
+    else:
+        engine = {True: "up", False: "DOWN", None: "?"}[row.engine_up]
+    if row.hold == "without-lease":
+        hold = "WITHOUT LEASE"
+    elif row.hold == "lease":
+        hold = f"until {hhmm(row.hold_until, now)}" if row.hold_until else "lease, no end"
+    elif row.hold == "held":
+        hold = "held"
+    else:
+        hold = row.hold or ("n/a" if row.state not in ("stale", "no-series") else "")
+    if row.silence == "active":
+        silence = ((hhmm(row.silence_until, now) if narrow else
+                    f"until {hhmm(row.silence_until, now)}") if row.silence_until else "active")
+    elif row.silence == "pending":
+        silence = "pending"
+    else:
+        silence = row.silence or "n/a"
+    if row.silence_from == "exporter" and row.silence is not None:
+        silence += "*"
+    num = (lambda v: "n/a" if v is None else f"{v:.0f}")
+    kv = "n/a" if row.kv_usage is None else f"{row.kv_usage * 100:.0f}%"
+    if row.state in ("stale", "no-series"):
+        gpu = "n/a"
+    elif row.gpus < 0:
+        gpu = "n/a"
+    elif row.gpus == 0:
+        gpu = "no DCGM"
+    else:
+        g = _gib0 if narrow else _gib1
+        gpu = f"{g(row.gpu_used_bytes)}/{g(row.gpu_total_bytes)}"
+    probe = row.probe_phase or (row.runbook or "")
+    if row.probe_disrupted:
+        probe = f"{probe} DISRUPTED".strip()
+    return (row.node, engine, hold, silence, num(row.running), num(row.waiting), kv, gpu, probe)
+
+
+@dataclass(frozen=True)
+class FleetReading:
+    """One refresh. ``rows``: trouble first (the last good rows when ``ok`` is false);
+    ``taken_at``: when this refresh ran (unix s); ``rows_at``: when the shown rows were read
+    (``None``: never); ``ok``: Prometheus answered the ``seen`` query; ``error``: why not;
+    ``warnings``: the server's partial-response warnings; ``problems``: failed queries,
+    malformed series, Alertmanager trouble; ``queries``: instant queries sent (HTTP requests,
+    retries included); ``duration_s``: the refresh's wall time."""
+
+    rows: tuple[FleetRow, ...]
+    taken_at: float
+    rows_at: float | None
+    ok: bool
+    error: str | None = None
+    warnings: tuple[str, ...] = ()
+    problems: tuple[str, ...] = ()
+    queries: int = 0
+    alertmanager_reads: int = 0
+    duration_s: float = 0.0
+
+    def age_s(self, now: float) -> float | None:
+        """Seconds since the shown rows were read (``None``: never read)."""
+        return None if self.rows_at is None else max(0.0, now - self.rows_at)
+
+    def to_json(self) -> dict[str, Any]:
+        """JSON-ready data (times as ``…Z`` strings)."""
+        return {"ok": self.ok, "error": self.error, "taken_at": iso(self.taken_at),
+                "rows_at": iso(self.rows_at), "queries": self.queries,
+                "alertmanager_reads": self.alertmanager_reads,
+                "duration_s": round(self.duration_s, 4), "warnings": list(self.warnings),
+                "problems": list(self.problems), "seats": len(self.rows),
+                "rows": [r.to_json() for r in self.rows]}
+
+
+def sort_rows(rows: Iterable[FleetRow]) -> list[FleetRow]:
+    """Trouble first (:data:`RANK`), then by node name and instance."""
+    return sorted(rows, key=lambda r: (r.rank, r.node, r.instance))
+
+
+def _by_instance(res: QueryResult | None) -> dict[str, list]:
+    out: dict[str, list] = {}
+    if res is None:
+        return out
+    for s in res.series:
+        inst = s.labels.get("instance")
+        if inst is not None:
+            out.setdefault(inst, []).append(s)
+    return out
+
+
+def _flag(v: float | None) -> bool | None:
+    return None if v is None else v >= 0.5
+
+
+def state_flags(got: Mapping[str, float | None]) -> dict[str, bool | None]:
+    """Decode one seat's ``states`` answer: the flags that are not at their usual value
+    (``seat_engine_up`` as ``engine_not_up``, the others by name when not 0) and ``present``,
+    the number of distinct flag families the seat sent. A family not in the answer is at its
+    usual value (up / 0) only when all :data:`STATE_FLAGS` were sent; otherwise it is unknown
+    (``None``), never assumed. A ``NaN`` sample is unknown. (The query returns ~1,100 series
+    for 1,000 seats instead of 6,000: the states were 0.05 s of a refresh's CPU.)"""
+    complete = got.get("present") == len(STATE_FLAGS)
+    out: dict[str, bool | None] = {}
+    if "engine_not_up" in got:
+        out["seat_engine_up"] = _flag(got["engine_not_up"])
+    else:
+        out["seat_engine_up"] = True if complete else None
+    for n in STATE_FLAGS[1:]:
+        out[n] = _flag(got[n]) if n in got else (False if complete else None)
+    return out
+
+
+class SilenceIndex:
+    """Alertmanager's silences, indexed for matching ~1,000 seats.
+
+    A silence concerns a seat when it has at least one matcher on ``instance`` or ``node`` and
+    every such matcher matches the seat's value (Alertmanager's semantics, pkg/labels: equality,
+    ``!=``, anchored RE2 ``=~`` / ``!~``); matchers on other labels (``alertname``…) narrow it
+    without making it foreign. ``silences``: :class:`~seat_console.sources.silences.Silence`
+    objects (active and pending ones are used). ``unreadable`` counts regex matchers RE2
+    refused (those silences are left out)."""
+
+    KEYS = ("instance", "node")
+
+    def __init__(self, silences: Sequence[Any]) -> None:
+        self.by_value: dict[tuple[str, str], list] = {}
+        self.scan: list = []
+        self.unreadable = 0
+        for s in silences:
+            if s.state not in ("active", "pending"):
+                continue
+            on_seat = [m for m in s.matchers if m.name in self.KEYS]
+            if not on_seat:
+                continue
+            eq = next((m for m in on_seat if m.is_equal and not m.is_regex), None)
+            if eq is not None:
+                self.by_value.setdefault((eq.name, eq.value), []).append((s, on_seat))
+            else:
+                self.scan.append((s, on_seat))
+
+    def for_seat(self, labels: Mapping[str, str]) -> list:
+        """The active/pending silences concerning a seat with ``labels`` (instance, node)."""
+        cands = list(self.scan)
+        for k in self.KEYS:
+            if k in labels:
+                cands += self.by_value.get((k, labels[k]), [])
+        out = []
+        for s, on_seat in cands:
+            try:
+                if all(m.matches(labels.get(m.name)) for m in on_seat):
+                    out.append(s)
+            except ValueError:
+                self.unreadable += 1
+        return out
+
+
+def _parallel(jobs: Mapping[str, Callable[[], Any]]) -> dict[str, Any]:
+    """Run each job in its own daemon thread (a hung request cannot keep the process alive at
+    exit); returns name → result or the exception it raised."""
+    out: dict[str, Any] = {}
+
+    def run(name: str, fn: Callable[[], Any]) -> None:
+        try:
+            out[name] = fn()
+        except BaseException as exc:  # noqa: BLE001 - handed back to the caller
+            out[name] = exc
+
+    threads = [threading.Thread(target=run, args=(n, f), daemon=True, name=f"fleet:{n}")
+               for n, f in jobs.items()]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return out
+
+
+@dataclass
+class Fleet:
+    """Reads the fleet: :meth:`refresh` → :class:`FleetReading`.
+
+    ``prom``: the Prometheus-compatible API; ``alertmanager``: an
+    :class:`~seat_console.sources.silences.AlertmanagerClient` or ``None`` (then the
+    exporter's ``seat_silence_*`` are shown, marked ``*``); ``inventory``: seats listed even
+    with no series; ``scrape_interval_s``: the scrape interval (stale after two);
+    ``window_s``: how long a vanished seat stays listed; ``clock``: unix seconds.
+    Keeps the last good reading (UI thread or one worker at a time; not for concurrent use).
+    """
+
+    prom: PromClient
+    alertmanager: Any = None
+    inventory: Sequence[InventoryEntry] = ()
+    scrape_interval_s: float = 15.0
+    window_s: float = 600.0
+    clock: Callable[[], float] = time.time
+    last_good: FleetReading | None = None
+    queries: dict[str, str] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.queries = queries(self.window_s, self.scrape_interval_s)
+
+    def refresh(self) -> FleetReading:
+        """One refresh (blocking: run it in a worker thread). Never raises for Prometheus or
+        Alertmanager trouble: it is in the reading."""
+        t0 = time.perf_counter()
+        now = self.clock()
+        sent0 = self.prom.requests
+        jobs: dict[str, Callable[[], Any]] = {
+            name: (lambda q=q: self.prom.query(q, at=now)) for name, q in self.queries.items()}
+        if self.alertmanager is not None:
+            jobs["__silences"] = self.alertmanager.list_silences_tolerant
+        results = _parallel(jobs)
+        sent = self.prom.requests - sent0
+        am_reads = 1 if self.alertmanager is not None else 0
+        seen = results.get("seen")
+        if not isinstance(seen, QueryResult):
+            reason = str(seen) if isinstance(seen, BaseException) else "no answer"
+            last = self.last_good
+            return FleetReading(rows=last.rows if last else (), taken_at=now,
+                                rows_at=last.rows_at if last else None, ok=False,
+                                error=reason, warnings=last.warnings if last else (),
+                                queries=sent, alertmanager_reads=am_reads,
+                                duration_s=time.perf_counter() - t0)
+        problems: list[str] = []
+        warnings: list[str] = []
+        got: dict[str, QueryResult | None] = {}
+        for name in self.queries:
+            r = results.get(name)
+            if isinstance(r, QueryResult):
+                got[name] = r
+                warnings += r.warnings
+                problems += r.problems[:5]
+                if len(r.problems) > 5:
+                    problems.append(f"… and {len(r.problems) - 5} more malformed series in "
+                                    f"query {name!r}")
+            else:
+                got[name] = None
+                problems.append(f"query {name!r} failed: {r}")
+        silences = results.get("__silences")
+        index: SilenceIndex | None = None
+        if isinstance(silences, tuple):
+            good, bad = silences
+            index = SilenceIndex(good)
+            problems += [f"Alertmanager: {b}" for b in bad[:5]]
+        elif self.alertmanager is not None:
+            problems.append(f"Alertmanager: {silences}; silences shown are the exporters' (*)")
+        previous = {r.instance: r for r in self.last_good.rows} if self.last_good else {}
+        rows = build_rows(got, now, self.scrape_interval_s, self.inventory, index, previous)
+        if index is not None and index.unreadable:
+            problems.append(f"Alertmanager: {index.unreadable} matcher(s) are not valid RE2; "
+                            "those silences are left out")
+        reading = FleetReading(rows=tuple(rows), taken_at=now, rows_at=now, ok=True,
+                               warnings=tuple(dict.fromkeys(warnings)),
+                               problems=tuple(problems), queries=sent,
+                               alertmanager_reads=am_reads,
+                               duration_s=time.perf_counter() - t0)
+        self.last_good = reading
+        return reading
+
+
+def build_rows(got: Mapping[str, QueryResult | None], now: float, scrape_interval_s: float,
+               inventory: Sequence[InventoryEntry] = (),
+               silences: SilenceIndex | None = None,
+               previous: Mapping[str, FleetRow] | None = None) -> list[FleetRow]:
+    """Join the queries' results (name → :class:`QueryResult`, ``None`` for a failed query) by
+    ``instance`` into sorted rows. A seat is stale when its last sample is more than
+    ``2 × scrape_interval_s`` before ``now``.
+
+    ``previous``: the last good rows by instance. A seat seen within the two intervals but
+    with no current sample (one failed scrape: Prometheus marks all its series stale at once)
+    keeps its previous row's values, with the new last-seen time, instead of turning unknown
+    for one refresh; without a previous row it is ``unknown``. Pure (no I/O)."""
+    seen = {inst: max((s.value for s in ss if s.value is not None), default=None)
+            for inst, ss in _by_instance(got.get("seen")).items()}
+    ident = {inst: ss[-1].labels.get("node") for inst, ss in
+             _by_instance(got.get("identity")).items()}
+    inv = {e.instance: e for e in inventory}
+
+    def per_name(name: str) -> dict[str, dict[str, float | None]]:
+        out: dict[str, dict[str, float | None]] = {}
+        for inst, ss in _by_instance(got.get(name)).items():
+            for s in ss:
+                key = s.labels.get("q") or s.labels.get("__name__", "")
+                out.setdefault(inst, {})[key] = s.value
+        return out
+
+    states, times, reqs = per_name("states"), per_name("times"), per_name("requests")
+    kv = {inst: ss[0].value for inst, ss in _by_instance(got.get("kv")).items()}
+    probe = {inst: sorted(s.labels.get("phase", "?") for s in ss)
+             for inst, ss in _by_instance(got.get("probe")).items()}
+    runbook = {inst: sorted(f"{s.labels.get('runbook', '?')}:{s.labels.get('step', '?')}"
+                            for s in ss) for inst, ss in _by_instance(got.get("runbook")).items()}
+    down = {inst: tuple(sorted({s.labels.get("source", "?") for s in ss}))
+            for inst, ss in _by_instance(got.get("sources_down")).items()}
+    gpu_ok = got.get("gpu") is not None
+    gpus: dict[str, dict[str, dict[str, float | None]]] = {}
+    for inst, ss in _by_instance(got.get("gpu")).items():
+        for s in ss:
+            gpus.setdefault(inst, {}).setdefault(s.labels.get("UUID", "?"), {})[
+                s.labels.get("__name__", "")] = s.value
+    states_ok = got.get("states") is not None
+    rows = []
+    for inst in sorted(set(seen) | set(inv)):
+        entry = inv.get(inst)
+        node = ident.get(inst) or (entry.node if entry and entry.node else inst)
+        last = seen.get(inst)
+        if last is None:
+            rows.append(FleetRow(instance=inst, node=node, state="no-series",
+                                 in_inventory=entry is not None))
+            continue
+        age = max(0.0, now - last)
+        flag = state_flags(states.get(inst, {})) if states_ok else dict.fromkeys(STATE_FLAGS)
+        up, held, lease, no_lease = (flag["seat_engine_up"], flag["seat_hold_active"],
+                                     flag["seat_hold_lease_armed"],
+                                     flag["seat_hold_without_lease"])
+        if age > 2 * scrape_interval_s:
+            state = "stale"
+        elif states_ok and inst not in states and previous and inst in previous \
+                and previous[inst].state != "stale":
+            rows.append(replace(previous[inst], last_seen=last, stale_s=age))
+            continue
+        elif no_lease:
+            state = "without-lease"
+        elif up is False and held is not True:
+            state = "down"
+        elif held:
+            state = "held"
+        elif up is True and held is False:
+            state = "healthy"
+        else:
+            state = "unknown"
+        fresh = state != "stale"
+        tm = times.get(inst, {})
+        if not fresh:
+            hold = None
+        elif no_lease:
+            hold = "without-lease"
+        elif held and lease:
+            hold = "lease"
+        elif held:
+            hold = "held"
+        elif held is False:
+            hold = "none"
+        else:
+            hold = None
+        sil, sil_until, sil_from = None, None, "alertmanager"
+        if silences is not None:
+            found = silences.for_seat({"instance": inst, "node": node})
+            act = [s for s in found if s.state == "active"]
+            if act:
+                sil, sil_until = "active", max(s.ends_at for s in act).timestamp()
+            elif found:
+                sil = "pending"
+            else:
+                sil = "none"
+        elif fresh and flag["seat_silence_active"] is not None:
+            sil_from = "exporter"
+            sil = "active" if flag["seat_silence_active"] else "none"
+            sil_until = tm.get("seat_silence_end_timestamp_seconds") if sil == "active" else None
+        cards = gpus.get(inst, {})
+        used = total = None
+        if cards and fresh:
+            u = [c.get("DCGM_FI_DEV_FB_USED") for c in cards.values()]
+            f = [c.get("DCGM_FI_DEV_FB_FREE") for c in cards.values()]
+            r = [c.get("DCGM_FI_DEV_FB_RESERVED") or 0.0 for c in cards.values()]
+            if all(x is not None for x in u):
+                used = int(sum(u) * MIB)   # type: ignore[arg-type]
+                if all(x is not None for x in f):
+                    total = int((sum(u) + sum(f) + sum(r)) * MIB)  # type: ignore[arg-type]
+        rq = reqs.get(inst, {})
+        rows.append(FleetRow(
+            instance=inst, node=node, state=state, last_seen=last, stale_s=age,
+            engine_up=up if fresh else None,
+            running=rq.get("vllm:num_requests_running") if fresh else None,
+            waiting=rq.get("vllm:num_requests_waiting") if fresh else None,
+            kv_usage=kv.get(inst) if fresh else None,
+            gpus=len(cards) if (fresh and gpu_ok) else (0 if gpu_ok else -1),
+            gpu_used_bytes=used, gpu_total_bytes=total,
+            hold=hold, hold_until=tm.get("seat_hold_expiry_timestamp_seconds") if hold else None,
+            silence=sil, silence_until=sil_until, silence_from=sil_from,
+            probe_phase=", ".join(probe.get(inst, [])) or None if fresh else None,
+            runbook=", ".join(runbook.get(inst, [])) or None if fresh else None,
+            probe_disrupted=flag["seat_probe_disrupted"] if fresh else None,
+            sources_down=down.get(inst, ()) if fresh else (),
+            in_inventory=entry is not None))
+    return sort_rows(rows)
+
+
+def with_state(row: FleetRow, **changes: Any) -> FleetRow:
+    """A copy of ``row`` with ``changes`` (tests and what-ifs)."""
+    return replace(row, **changes)
+
+
+__all__ = ["COLUMNS", "Fleet", "FleetReading", "FleetRow", "InventoryEntry", "PromError", "RANK",
+           "SilenceIndex", "build_rows", "cells", "fmt_age", "hhmm", "iso", "queries",
+           "sort_rows"]

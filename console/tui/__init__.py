@@ -1,0 +1,1 @@
+"""The Textual screens of Seat Console."""

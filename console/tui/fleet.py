@@ -1,0 +1,506 @@
+"""The fleet screen (``seat-console fleet``): one row per seat, trouble first.
+
+Shape (the single-node app's rules, ``console/app.py``): the blocking
+:meth:`~seat_console.fleet.rows.Fleet.refresh` runs on a daemon thread of its own (a request
+hung past its timeout cannot keep the process alive at exit); its reading comes back as a
+:class:`FleetRefreshed` message; the next refresh is scheduled only when the last one has
+finished (``interval``, backing off to ``min(max(2 × interval, 5), 30)`` s while Prometheus
+does not answer), so refreshes never overlap and the UI thread does no I/O.
+
+Drawing: the table's rows are keyed by ``instance``. When the order of the (filtered) rows is
+unchanged — the usual case, since rows are ordered by trouble, not by the moving numbers —
+only the cells whose text changed are updated in place (:meth:`FleetTable.update_cells`, one
+refresh per batch, widths fixed per layout, never ``update_width``); a new order rebuilds the rows once, keeping the cursor on
+its seat. Column widths come from the terminal's width (:func:`layout`): 80 columns fit the
+narrow set, 140 and more the wide one.
+
+Keys: ``/`` filter (substring of node, instance, state, hold, probe; Escape clears), Enter
+the seat's last hour (range queries, :mod:`seat_console.fleet.detail`), ``a`` the seat's own
+console when the inventory names its profile (the app is suspended while it runs; over SSH
+with the argument list of :func:`~seat_console.fleet.setup.console_argv`), ``r`` refresh
+now, ``q`` quit. Every binding has an ``id``.
+
+When Prometheus is down or slow the banner says so, with the reason and the age of the rows
+still shown (the last good ones); partial-response warnings and failed queries are shown there
+too.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import threading
+import time
+from collections.abc import Callable
+from typing import ClassVar
+
+from rich.text import Text
+from textual import on
+from textual.app import App, ComposeResult, SuspendNotSupported
+from textual.binding import Binding
+from textual.containers import VerticalScroll
+from textual.message import Message
+from textual.screen import ModalScreen
+from textual.widgets import DataTable, Footer, Input, Static
+
+from seat_console.fleet.detail import SeatHistory, read_history, spark
+from seat_console.fleet.rows import COLUMNS, Fleet, FleetReading, FleetRow, cells, fmt_age, iso
+from seat_console.fleet.setup import console_argv
+
+WIDE_FROM_COLS = 140
+NARROW = {"node": 12, "engine": 11, "hold": 14, "silence": 7, "running": 4, "waiting": 4,
+          "kv": 5, "gpu": 8, "probe": 7}
+"""Narrow widths include the one-space gap (cell padding 0); the node column takes the rest."""
+WIDE = {"node": 22, "engine": 12, "hold": 14, "silence": 13, "running": 5, "waiting": 5,
+        "kv": 5, "gpu": 15, "probe": 22}
+STYLE = {"without-lease": "bold red", "down": "bold red", "stale": "yellow",
+         "no-series": "yellow", "unknown": "yellow", "held": "cyan", "healthy": ""}
+
+
+def layout(width: int) -> dict[str, int]:
+    """Column widths (characters) for a terminal ``width`` columns wide: the wide set from
+    :data:`WIDE_FROM_COLS`, else the narrow set, whose node column takes what is left."""
+    if width >= WIDE_FROM_COLS:
+        w = dict(WIDE)
+        w["node"] = max(WIDE["node"], min(40, width - sum(WIDE.values()) + WIDE["node"]
+                                          - 2 * len(WIDE) - 2))
+        return w
+    w = dict(NARROW)
+    w["node"] = max(8, width - (sum(NARROW.values()) - NARROW["node"]) - 3)
+    return w
+
+
+def backoff_s(interval_s: float, failures: int) -> float:
+    """Seconds to the next refresh: ``interval_s`` after a good one, else
+    ``min(max(2 × interval, 5), 30)`` (STYLE.md's back-off)."""
+    return interval_s if failures <= 0 else min(max(2 * interval_s, 5.0), 30.0)
+
+
+class FleetRefreshed(Message):
+    """A refresh finished: ``reading``; ``started`` is its ``time.perf_counter()`` start."""
+
+    def __init__(self, reading: FleetReading, started: float) -> None:
+        super().__init__()
+        self.reading = reading
+        self.started = started
+
+
+class HistoryRead(Message):
+    """The detail view's range queries finished (``history``) or failed (``error``)."""
+
+    def __init__(self, history: SeatHistory | None, error: str | None = None) -> None:
+        super().__init__()
+        self.history = history
+        self.error = error
+
+
+class FleetTable(DataTable):
+    """A DataTable that takes a refresh's changed cells in one batch: :meth:`update_cells`
+    does what ``update_cell`` does for each (``update_width`` off) and then ONE ``refresh``
+    (``update_cell`` refreshes per cell: 3,000 changed cells of 1,000 seats cost ~0.6 s of CPU
+    per refresh). Uses DataTable's ``_data`` / ``_update_count`` as ``update_cell`` does
+    (textual 8.x, pinned in pyproject)."""
+
+    def update_cells(self, changes: list[tuple[str, str, object]]) -> None:
+        """Set each ``(row key, column key, value)``; unknown keys raise ``CellDoesNotExist``
+        as ``update_cell`` does, before anything is changed."""
+        from textual.widgets._data_table import CellDoesNotExist, ColumnKey, RowKey
+
+        staged = []
+        for row, col, value in changes:
+            rk, ck = RowKey(row), ColumnKey(col)
+            if rk not in self._row_locations or ck not in self._column_locations:
+                raise CellDoesNotExist(f"No cell exists for row_key={row!r}, column_key={col!r}.")
+            staged.append((rk, ck, value))
+        for rk, ck, value in staged:
+            self._data[rk][ck] = value
+        if staged:
+            self._update_count += 1
+            self.refresh()
+
+
+def _daemon(fn: Callable[[], None], name: str) -> None:
+    threading.Thread(target=fn, name=name, daemon=True).start()
+
+
+class SeatDetail(ModalScreen[None]):
+    """One seat: its row in words and its last hour as sparklines (read in a daemon thread)."""
+
+    BINDINGS: ClassVar = [Binding("escape,q,enter", "dismiss", "back", id="fleet.detail.back")]
+    DEFAULT_CSS = """
+    SeatDetail { align: center middle; }
+    SeatDetail > VerticalScroll { width: 96%; height: 92%; border: round $accent;
+                                  background: $surface; padding: 0 1; }
+    """
+
+    def __init__(self, fleet: Fleet, row: FleetRow) -> None:
+        super().__init__()
+        self.fleet = fleet
+        self.row = row
+        self.history: SeatHistory | None = None
+
+    def compose(self) -> ComposeResult:
+        with VerticalScroll():
+            yield Static(self._summary(), id="detail-summary")
+            yield Static("reading the last hour …", id="detail-history")
+
+    def _summary(self) -> Text:
+        r, now = self.row, time.time()
+        c = dict(zip([k for k, _ in COLUMNS], cells(r, now), strict=True))
+        t = Text()
+        t.append(f"{r.node}", style="bold")
+        t.append(f"  ({r.instance})  {r.state}\n", style=STYLE.get(r.state, ""))
+        seen = f"{iso(r.last_seen)} ({fmt_age(now - r.last_seen)} ago)" if r.last_seen else "never"
+        t.append(f"last sample {seen}\n")
+        t.append(f"engine {c['engine']} · hold {c['hold'] or 'n/a'} · silence {c['silence']}"
+                 f"{' (exporter: Alertmanager unread)' if r.silence_from == 'exporter' else ''}\n")
+        t.append(f"requests running {c['running']} waiting {c['waiting']} · KV cache {c['kv']}"
+                 f" · GPU memory {c['gpu']} GiB (GiB = 2^30 B; {max(r.gpus, 0)} card(s) with "
+                 "DCGM series)\n")
+        if r.hold_until:
+            t.append(f"hold lease fires {iso(r.hold_until)}\n")
+        if r.probe_phase or r.runbook:
+            t.append(f"probe phase {r.probe_phase or '-'} · runbook {r.runbook or '-'}\n")
+        if r.sources_down:
+            t.append(f"exporter sources down: {', '.join(r.sources_down)}\n", style="yellow")
+        return t
+
+    def on_mount(self) -> None:
+        fleet, inst = self.fleet, self.row.instance
+
+        def work() -> None:
+            try:
+                h = read_history(fleet.prom, inst)
+                self.post_message(HistoryRead(h))
+            except Exception as exc:  # noqa: BLE001 - shown in the view
+                self.post_message(HistoryRead(None, f"{type(exc).__name__}: {exc}"))
+
+        _daemon(work, f"fleet-history:{inst}")
+
+    @on(HistoryRead)
+    def _show_history(self, msg: HistoryRead) -> None:
+        self.history = msg.history
+        w = self.query_one("#detail-history", Static)
+        if msg.history is None:
+            w.update(Text(f"history unavailable: {msg.error}", style="red"))
+            return
+        h = msg.history
+        t = Text(f"last hour, {iso(h.start)} → {iso(h.end)}, every {h.step_s:g} s "
+                 "(blank: no sample)\n\n")
+        width = max(10, min(len(h.lines[0].values) if h.lines else 60, self.size.width - 34))
+        for line in h.lines:
+            last = line.last
+            known = line.known
+            rng = f"{min(known):.3g}..{max(known):.3g}" if known else "no samples"
+            t.append(f"{line.name[:28]:<28} ", style="bold")
+            t.append(spark(line.values, width, lo=0.0))
+            t.append(f"  now {'n/a' if last is None else f'{last:.3g}'} ({rng})\n")
+        for p in h.problems + h.warnings:
+            t.append(f"{p}\n", style="yellow")
+        w.update(t)
+
+
+class FleetApp(App[int]):
+    """The fleet screen over ``fleet`` (:class:`~seat_console.fleet.rows.Fleet`), refreshed
+    every ``interval_s`` seconds. ``readonly``: nodes' consoles open with ``--readonly``.
+    ``run_console``: runs an argument list while the app is suspended (tests pass their own).
+    ``timings``: ``(refresh start → rows drawn)`` seconds of each drawn refresh;
+    ``query_times``: each refresh's own time (queries answered and rows built, s)."""
+
+    TITLE = "seat-console fleet"
+    AUTO_FOCUS = "#fleet-table"
+    CSS = """
+    #fleet-header { height: 1; background: $panel; }
+    #fleet-banner { height: auto; max-height: 4; color: $warning; }
+    #fleet-banner.hidden { display: none; }
+    #fleet-filter { height: 3; }
+    #fleet-filter.hidden { display: none; }
+    #fleet-table { height: 1fr; }
+    """
+    BINDINGS: ClassVar = [
+        Binding("slash", "filter", "filter", id="fleet.filter"),
+        Binding("escape", "clear_filter", "clear filter", show=False, id="fleet.clear_filter"),
+        Binding("a", "open_console", "open console", id="fleet.open_console"),
+        Binding("r", "refresh_now", "refresh", id="fleet.refresh"),
+        Binding("q", "quit", "quit", id="fleet.quit"),
+    ]
+
+    def __init__(self, fleet: Fleet, *, interval_s: float = 5.0, readonly: bool = False,
+                 run_console: Callable[[list[str]], int] | None = None) -> None:
+        super().__init__()
+        self.fleet = fleet
+        self.interval_s = interval_s
+        self.readonly = readonly
+        self.run_console = run_console or (lambda argv: subprocess.run(argv, check=False)
+                                           .returncode)
+        self.reading: FleetReading | None = None
+        self.failures = 0
+        self.busy = False
+        self.filter_text = ""
+        self.timings: list[float] = []
+        self.query_times: list[float] = []
+        self.refreshes = 0
+        self._order: list[str] = []
+        self._shown: dict[str, tuple[str, ...]] = {}
+        self._rows: dict[str, FleetRow] = {}
+        self._widths: dict[str, int] = {}
+        self._timer = None
+        self.narrow = False
+        self._header = ""
+        self._banner: str | None = None
+
+    def compose(self) -> ComposeResult:
+        yield Static("fleet · connecting …", id="fleet-header")
+        yield Static("", id="fleet-banner", classes="hidden")
+        yield Input(placeholder="filter: node, instance, state, hold … (Escape clears)",
+                    id="fleet-filter", classes="hidden")
+        yield FleetTable(id="fleet-table", cursor_type="row", zebra_stripes=False)
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self._build_columns(self.size.width)
+        self.set_interval(1.0, self._tick_header)
+        self._start_refresh()
+
+    # -- refresh loop ---------------------------------------------------------------------
+    def _start_refresh(self) -> None:
+        if self.busy:
+            return
+        self.busy = True
+        started = time.perf_counter()
+        fleet = self.fleet
+
+        def work() -> None:
+            try:
+                reading = fleet.refresh()
+            except Exception as exc:  # noqa: BLE001 - a bug must not kill the loop
+                now = time.time()
+                last = fleet.last_good
+                reading = FleetReading(rows=last.rows if last else (), taken_at=now,
+                                       rows_at=last.rows_at if last else None, ok=False,
+                                       error=f"refresh raised {type(exc).__name__}: {exc}")
+            self.post_message(FleetRefreshed(reading, started))
+
+        _daemon(work, "fleet-refresh")
+        self._tick_header()
+
+    @on(FleetRefreshed)
+    def _on_refreshed(self, msg: FleetRefreshed) -> None:
+        self.busy = False
+        self.refreshes += 1
+        self.reading = msg.reading
+        self.query_times.append(msg.reading.duration_s)
+        self.failures = 0 if msg.reading.ok else self.failures + 1
+        if msg.reading.ok or not self._order:
+            self._apply_rows()
+        self._show_banner()
+        self._tick_header()
+        started = msg.started
+        self.call_after_refresh(lambda: self.timings.append(time.perf_counter() - started))
+        if self._timer is not None:
+            self._timer.stop()
+        self._timer = self.set_timer(backoff_s(self.interval_s, self.failures),
+                                     self._start_refresh)
+
+    def action_refresh_now(self) -> None:
+        """``r``: refresh now (unless one is in flight)."""
+        if self._timer is not None:
+            self._timer.stop()
+        self._start_refresh()
+
+    # -- drawing ----------------------------------------------------------------------------
+    def _build_columns(self, width: int) -> None:
+        widths = layout(width)
+        if widths == self._widths:
+            return
+        self._widths = widths
+        table = self.query_one(DataTable)
+        table.clear(columns=True)
+        self.narrow = width < WIDE_FROM_COLS
+        table.cell_padding = 0 if self.narrow else 1
+        for key, header in COLUMNS:
+            table.add_column(header, width=widths[key], key=key)
+        self._order, self._shown = [], {}
+        if self.reading is not None:
+            self._apply_rows()
+
+    def on_resize(self, event: object) -> None:
+        if self.is_mounted:
+            self._build_columns(self.size.width)
+
+    def _visible(self) -> list[FleetRow]:
+        rows = self.reading.rows if self.reading else ()
+        f = self.filter_text.lower()
+        if not f:
+            return list(rows)
+        now = time.time()
+        return [r for r in rows
+                if f in " ".join((r.instance, r.state, *cells(r, now, narrow=self.narrow))).lower()]
+
+    def _styled(self, row: FleetRow, texts: tuple[str, ...]) -> list[Text]:
+        """Every cell as a :class:`~rich.text.Text` (never a ``str``: DataTable parses a
+        string as console markup, and node names, phases and instances come from outside —
+        ``[bold]`` in a label must print as itself)."""
+        style = STYLE.get(row.state, "")
+        out = [Text(t, style=style if i < 2 else "") for i, t in enumerate(texts)]
+        if row.hold == "without-lease":
+            out[2].stylize("bold red reverse")
+        return out
+
+    def _apply_rows(self) -> None:
+        table = self.query_one(FleetTable)
+        now = self.reading.taken_at if self.reading else time.time()
+        rows = self._visible()
+        order = [r.instance for r in rows]
+        self._rows = {r.instance: r for r in rows}
+        new = {r.instance: cells(r, now, narrow=self.narrow) for r in rows}
+        if order == self._order:
+            keys = [k for k, _ in COLUMNS]
+            changes: list[tuple[str, str, object]] = []
+            for inst in order:
+                old, texts = self._shown.get(inst), new[inst]
+                if old == texts:
+                    continue
+                styled = self._styled(self._rows[inst], texts)
+                changes += [(inst, key, styled[i]) for i, key in enumerate(keys)
+                            if old is None or old[i] != texts[i]]
+            table.update_cells(changes)
+            self._shown = new
+            return
+        at = None
+        if self._order and 0 <= table.cursor_row < len(self._order):
+            at = self._order[table.cursor_row]
+        table.clear()
+        for r in rows:
+            table.add_row(*self._styled(r, new[r.instance]), key=r.instance)
+        self._order, self._shown = order, new
+        if at in self._rows:
+            table.move_cursor(row=order.index(at), animate=False)
+
+    def header_text(self) -> str:
+        """The header line: seats by state, when the rows were read (their age once it is
+        past two refreshes), the queries of the last refresh, the Prometheus URL."""
+        r = self.reading
+        if r is None:
+            return f"fleet · {self.fleet.prom.url} · first refresh …"
+        counts: dict[str, int] = {}
+        for row in r.rows:
+            counts[row.state] = counts.get(row.state, 0) + 1
+        parts = [f"{counts[s]} {s}" for s in ("without-lease", "down", "stale", "no-series",
+                                               "unknown", "held", "healthy") if counts.get(s)]
+        age = r.age_s(time.time())
+        late = age is not None and age > 2 * self.interval_s + 5
+        when = (f"rows {iso(r.rows_at)[11:]}" + (f" ({fmt_age(age)} ago)" if late else "")
+                if r.rows_at else "no rows")
+        busy = " · refreshing" if self.busy else ""
+        shown = f"{len(self._order)}/{len(r.rows)} shown · " if self.filter_text else ""
+        return (f"fleet · {len(r.rows)} seats: {', '.join(parts) or 'none'} · {shown}{when} · "
+                f"{r.queries} queries{busy} · {self.fleet.prom.url}")
+
+    def _tick_header(self) -> None:
+        """Redraw the header only when its text changed, without a layout pass (a layout
+        re-renders the whole screen: it was most of the idle CPU at one tick a second)."""
+        text = self.header_text()
+        if text != self._header:
+            self._header = text
+            self.query_one("#fleet-header", Static).update(Text(text), layout=False)
+
+    def banner_text(self) -> str:
+        """Why the rows may be old or partial ('' when all is well)."""
+        r = self.reading
+        if r is None:
+            return ""
+        lines = []
+        if not r.ok:
+            age = r.age_s(time.time())
+            shown = (f"showing the last good rows, from {iso(r.rows_at)} ({fmt_age(age)} ago)"
+                     if r.rows_at else "no rows read yet")
+            lines.append(f"PROMETHEUS UNAVAILABLE: {r.error} — {shown}; retrying every "
+                         f"{backoff_s(self.interval_s, self.failures):g} s")
+        lines += [f"partial response: {w}" for w in r.warnings[:2]]
+        lines += list(r.problems[:2])
+        more = len(r.warnings) + len(r.problems) - min(2, len(r.warnings)) \
+            - min(2, len(r.problems))
+        if more > 0:
+            lines.append(f"… {more} more (seat-console fleet --json lists all)")
+        return "\n".join(lines)
+
+    def _show_banner(self) -> None:
+        text = self.banner_text()
+        if text == self._banner:
+            return
+        self._banner = text
+        b = self.query_one("#fleet-banner", Static)
+        b.update(Text(text))   # reasons come from servers: never parsed as markup
+        b.set_class(not text, "hidden")
+
+    # -- keys -------------------------------------------------------------------------------
+    def action_filter(self) -> None:
+        """``/``: show the filter box and focus it."""
+        box = self.query_one("#fleet-filter", Input)
+        box.remove_class("hidden")
+        box.focus()
+
+    def action_clear_filter(self) -> None:
+        """Escape: clear and hide the filter, back to the table."""
+        box = self.query_one("#fleet-filter", Input)
+        box.value = ""
+        box.add_class("hidden")
+        self.query_one(DataTable).focus()
+
+    @on(Input.Changed, "#fleet-filter")
+    def _filter_changed(self, event: Input.Changed) -> None:
+        self.filter_text = event.value.strip()
+        self._apply_rows()
+        self._tick_header()
+
+    @on(Input.Submitted, "#fleet-filter")
+    def _filter_done(self, event: Input.Submitted) -> None:
+        self.query_one(DataTable).focus()
+
+    def current_row(self) -> FleetRow | None:
+        """The seat under the cursor, or ``None``."""
+        table = self.query_one(DataTable)
+        if not self._order or not 0 <= table.cursor_row < len(self._order):
+            return None
+        return self._rows.get(self._order[table.cursor_row])
+
+    @on(DataTable.RowSelected)
+    def _row_selected(self, event: DataTable.RowSelected) -> None:
+        row = self._rows.get(str(event.row_key.value))
+        if row is not None:
+            self.push_screen(SeatDetail(self.fleet, row))
+
+    def action_open_console(self) -> None:
+        """``a``: the seat's own console (inventory profile), the app suspended meanwhile."""
+        row = self.current_row()
+        if row is None:
+            return
+        entry = next((e for e in self.fleet.inventory if e.instance == row.instance), None)
+        if entry is None or not entry.profile:
+            self.notify(f"{row.node}: the profile's [[fleet.inventory]] names no profile for "
+                        f"instance {row.instance!r}; add one to open its console",
+                        severity="warning")
+            return
+        try:
+            argv = console_argv(entry, readonly=self.readonly)
+        except FileNotFoundError as exc:
+            self.notify(str(exc), severity="error")
+            return
+        assert argv is not None
+        try:
+            with self.suspend():
+                rc = self.run_console(argv)
+        except SuspendNotSupported:
+            rc = self.run_console(argv)
+        self.notify(f"{row.node}: console exited with {rc}")
+
+
+def run_fleet_app(fleet: Fleet, *, interval_s: float = 5.0, readonly: bool = False) -> int:
+    """Run the fleet screen until ``q``; returns 0."""
+    app = FleetApp(fleet, interval_s=interval_s, readonly=readonly)
+    app.run()
+    fleet.prom.close()
+    return 0
+
+
+__all__ = ["FleetApp", "FleetRefreshed", "SeatDetail", "backoff_s", "layout", "run_fleet_app"]

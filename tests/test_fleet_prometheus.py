@@ -1,0 +1,222 @@
+"""The fleet rows and screen against a REAL Prometheus (Debian's /usr/bin/prometheus, started
+here on a free loopback port with its own config and TSDB) scraping the fleet simulator
+(scripts/fleet_sim.py, honor_labels). Independent of the lab's Prometheus."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+import pytest
+
+from prom_fixtures import start_fleet, wait_until
+from seat_console.fleet.promapi import PromClient
+from seat_console.fleet.rows import RANK, Fleet, FleetRow, InventoryEntry
+from seat_console.tui.fleet import FleetApp, SeatDetail
+
+pytestmark = pytest.mark.prometheus   # fails (never skips) without /usr/bin/prometheus
+
+FLEET_SCRAPE_S = 3.0
+"""The scrape interval the Fleet is told (stale after 6 s); Prometheus scrapes every 1 s, so a
+loaded machine's late scrapes do not make live seats stale."""
+
+
+def expected_state(seat) -> str:  # noqa: ANN001
+    """What the row of a simulator seat must say (from fleet_sim.plan)."""
+    if seat.stale:
+        return "stale"
+    return {"held-no-lease": "without-lease", "down": "down", "held": "held"}.get(seat.kind,
+                                                                                   "healthy")
+
+
+@pytest.fixture(scope="module")
+def prom10(tmp_path_factory):
+    f = start_fleet(tmp_path_factory.mktemp("prom10"), 10, stale=2, stale_after_s=25.0)
+    yield f
+    f.stop()
+
+
+def _fleet(url: str, **kw) -> Fleet:
+    return Fleet(PromClient(url, timeout_s=10), scrape_interval_s=FLEET_SCRAPE_S, **kw)
+
+
+def _settled(fleet: Fleet, plan) -> tuple:  # noqa: ANN001
+    """Refresh until every seat's row has its expected state (the stale seats have vanished
+    and aged past two intervals); returns the reading."""
+    want = {s.instance: expected_state(s) for s in plan}
+
+    def ok():
+        r = fleet.refresh()
+        return r if r.ok and {row.instance: row.state for row in r.rows} == want else None
+
+    return wait_until(ok, 120, "rows with the simulator's states", every_s=1.0)
+
+
+def test_rows_held_down_stale_in_trouble_order(prom10):
+    reading = _settled(_fleet(prom10.url), prom10.plan)
+    states = [r.state for r in reading.rows]
+    assert [RANK[s] for s in states] == sorted(RANK[s] for s in states)
+    assert {"without-lease", "down", "stale", "held", "healthy"} <= set(states)
+    assert states.index("without-lease") < states.index("down") < states.index("stale") \
+        < states.index("held") < states.index("healthy")
+    by = {r.instance: r for r in reading.rows}
+    for seat in prom10.plan:
+        row = by[seat.instance]
+        assert row.node == seat.node
+        if seat.stale:
+            assert row.engine_up is None and row.stale_s > 2 * FLEET_SCRAPE_S
+            continue
+        assert row.engine_up is seat.engine_up
+        if seat.kind == "held":
+            assert row.hold == "lease" and row.hold_until is not None
+        elif seat.kind == "held-no-lease":
+            assert row.hold == "without-lease"
+        else:
+            assert row.hold == "none"
+        if seat.dcgm:
+            assert row.gpus == 2 and row.gpu_total_bytes == 2 * 143_771 * (1 << 20)
+        else:
+            assert row.gpus == 0 and row.gpu_used_bytes is None
+        if seat.engine_up:
+            assert row.running is not None and row.kv_usage is not None
+        else:
+            assert row.running is None     # no vLLM series: unknown, never 0
+
+
+def _count_queries(prom, fleet: Fleet) -> tuple[int, object]:  # noqa: ANN001
+    before = prom.query_requests()
+    reading = fleet.refresh()
+    return prom.query_requests() - before, reading
+
+
+def test_queries_per_refresh_fixed_10_seats(prom10):
+    fleet = _fleet(prom10.url)
+    n, reading = _count_queries(prom10, fleet)
+    assert reading.ok
+    assert n == reading.queries <= 15          # counted by Prometheus itself
+    assert len(fleet.queries) == 10
+
+
+def test_queries_per_refresh_fixed_1000_seats(tmp_path):
+    big = start_fleet(tmp_path / "p1000", 1000, stale=5, stale_after_s=3600,
+                      scrape_interval_s=5.0, timeout_s=180)
+    try:
+        fleet = Fleet(PromClient(big.url, timeout_s=30), scrape_interval_s=5.0)
+        n, reading = _count_queries(big, fleet)
+        assert reading.ok, reading.error
+        assert len(reading.rows) == 1000
+        assert n == reading.queries <= 15
+        assert len(fleet.queries) == 10        # the same queries as for 10 seats
+    finally:
+        big.stop()
+
+
+def test_prometheus_stopped_keeps_last_good_rows_with_age(tmp_path):
+    own = start_fleet(tmp_path / "p", 6, stale=0)
+    try:
+        fleet = Fleet(PromClient(own.url, timeout_s=2, attempts=1),
+                      scrape_interval_s=FLEET_SCRAPE_S)
+        good = wait_until(lambda: (r := fleet.refresh()).ok and len(r.rows) == 6 and r,
+                          60, "a good refresh")
+        own.pause()                              # accepts connections, never answers: slow
+        slow = fleet.refresh()
+        assert not slow.ok and "no answer within" in slow.error
+        assert slow.rows == good.rows and slow.rows_at == good.taken_at
+        own.resume()
+        own.stop("prometheus")                   # down
+        time.sleep(0.01)
+        down = fleet.refresh()
+        assert not down.ok and "cannot reach" in down.error
+        assert down.rows == good.rows and down.rows_at == good.taken_at
+        assert down.age_s(down.taken_at) >= down.taken_at - good.taken_at > 0
+    finally:
+        own.stop()
+
+
+def test_fleet_json_command(prom10, tmp_path):
+    _settled(_fleet(prom10.url), prom10.plan)
+    prof = tmp_path / "profile.toml"
+    from seat_console.core.profile import default_profile_text
+
+    prof.write_text(default_profile_text() + f"\n[fleet]\nscrape_interval_s = {FLEET_SCRAPE_S}\n")
+    out = subprocess.run([sys.executable, "-m", "seat_console", "--profile", str(prof), "fleet",
+                          "--json", "--prometheus", prom10.url, "--alertmanager", "none"],
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    doc = json.loads(out.stdout)
+    assert doc["ok"] and doc["queries"] == 10 and doc["seats"] == 10
+    assert doc["rows"][0]["state"] == "without-lease"
+    assert doc["rows"][0]["last_seen"].endswith("Z")
+
+
+# -- the screen (Pilot) -------------------------------------------------------------------------
+async def _wait(pilot, pred, what: str, timeout_s: float = 60.0):  # noqa: ANN001
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if pred():
+            return
+        await pilot.pause(0.1)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def _app(prom10, **kw) -> FleetApp:  # noqa: ANN001
+    fleet = _fleet(prom10.url, inventory=kw.pop("inventory", ()))
+    _settled(fleet, prom10.plan)
+    return FleetApp(fleet, interval_s=kw.pop("interval_s", 30.0), **kw)
+
+
+async def test_screen_80x24_filter_and_detail(prom10):
+    app = _app(prom10)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await _wait(pilot, lambda: len(app._order) == 10, "10 rows drawn")
+        from textual.widgets import DataTable
+
+        table = app.query_one(DataTable)
+        used = sum(c.width for c in table.columns.values()) + 2 * table.cell_padding * len(
+            table.columns)
+        assert used <= 80 - 2, f"columns need {used} cells at 80 wide"
+        assert app.narrow and app._order[0] == next(
+            s.instance for s in prom10.plan if s.kind == "held-no-lease")
+        down = next(s for s in prom10.plan if s.kind == "down")
+        await pilot.press("slash")
+        for ch in down.node:
+            await pilot.press(ch)
+        await _wait(pilot, lambda: app._order == [down.instance], "the filter to leave one row")
+        assert "1/10 shown" in app.header_text()
+        await pilot.press("enter")                  # leave the filter box
+        await pilot.press("enter")                  # open the row
+        await _wait(pilot, lambda: isinstance(app.screen, SeatDetail), "the detail view")
+        detail = app.screen
+        await _wait(pilot, lambda: detail.history is not None, "the last hour's range queries")
+        names = [line.name for line in detail.history.lines]
+        assert "engine up" in names and any(n.startswith("GPU memory") for n in names)
+        assert detail.history.lines[0].last == 0.0          # the down seat's engine_up
+        await pilot.press("escape")
+        await _wait(pilot, lambda: not isinstance(app.screen, SeatDetail), "back to the table")
+        await pilot.press("slash")
+        await pilot.press("escape")
+        await _wait(pilot, lambda: len(app._order) == 10, "the filter cleared")
+
+
+async def test_screen_200x60_wide_and_in_place_updates(prom10):
+    app = _app(prom10, interval_s=1.0)
+    async with app.run_test(size=(200, 60)) as pilot:
+        await _wait(pilot, lambda: app.refreshes >= 3 and len(app._order) == 10,
+                    "three refreshes")
+        assert not app.narrow
+        assert len(app.timings) >= 3
+
+
+async def test_a_opens_the_inventory_console_readonly(prom10, tmp_path):
+    first = next(s for s in prom10.plan if s.kind == "held-no-lease")
+    ran: list[list[str]] = []
+    app = _app(prom10, readonly=True, run_console=lambda argv: ran.append(argv) or 0,
+               inventory=[InventoryEntry(first.instance, profile="/etc/seat/profile.toml")])
+    async with app.run_test(size=(100, 30)) as pilot:
+        await _wait(pilot, lambda: len(app._order) == 10, "rows drawn")
+        assert isinstance(app.current_row(), FleetRow)
+        await pilot.press("a")
+        await _wait(pilot, lambda: ran, "the console to be started")
+    assert ran == [[sys.executable, "-m", "seat_console", "--profile", "/etc/seat/profile.toml",
+                    "--readonly"]]

@@ -1,0 +1,235 @@
+"""The fleet core without a server: row building, trouble order, silences, the console's
+argument list, the [fleet] profile block and the screen's layout arithmetic."""
+
+from __future__ import annotations
+
+import json
+import shlex
+import sys
+from datetime import UTC, datetime
+
+import pytest
+
+from seat_console.fleet.promapi import PromClient, PromError, parse_response
+from seat_console.fleet.rows import (
+    FleetRow,
+    InventoryEntry,
+    SilenceIndex,
+    build_rows,
+    cells,
+    queries,
+)
+from seat_console.fleet.setup import console_argv
+from seat_console.core.profile import ProfileError, default_profile_text, parse_profile
+from seat_console.sources.silences import Silence
+from seat_console.tui.fleet import NARROW, backoff_s, layout
+
+NOW = 1_800_000_000.0
+
+
+def _vec(series):  # noqa: ANN001, ANN202
+    body = json.dumps({"status": "success", "data": {"resultType": "vector", "result": [
+        {"metric": m, "value": [NOW, str(v)]} for m, v in series]}})
+    return parse_response(body, "q")
+
+
+def states_answer(seats: dict[str, dict[str, object]]):  # noqa: ANN201
+    """What the ``states`` query answers for seats given as instance → {family: value}
+    (value ``None``: the family was not sent), as Prometheus computes it."""
+    series = []
+    for i, fams in seats.items():
+        sent = {k: v for k, v in fams.items() if v is not None}
+        for k, v in sent.items():
+            if k == "seat_engine_up":
+                if str(v) != "1":
+                    series.append(({"instance": i, "q": "engine_not_up"}, v))
+            elif str(v) != "0":
+                series.append(({"instance": i, "__name__": k}, v))
+        if sent:
+            series.append(({"instance": i, "q": "present"}, len(sent)))
+    return _vec(series)
+
+
+def _got(seats: dict[str, dict]) -> dict:
+    """Query results for seats given as instance → {family: value, 'seen': ts, ...}."""
+    got = {name: None for name in queries(600, 15)}
+    got["seen"] = _vec([({"instance": i}, d["seen"]) for i, d in seats.items()])
+    got["states"] = states_answer({i: {k: v for k, v in d.items() if k.startswith("seat_")
+                                       and not k.endswith("_seconds")}
+                                   for i, d in seats.items()})
+    got["times"] = _vec([({"instance": i, "__name__": k}, v) for i, d in seats.items()
+                         for k, v in d.items() if k.endswith("_seconds")])
+    got["gpu"] = _vec([({"instance": i, "UUID": f"GPU-{n}", "__name__": k}, v)
+                       for i, d in seats.items() for n, card in enumerate(d.get("cards", ()))
+                       for k, v in card.items()])
+    return got
+
+
+def _seat(up=1, held=0, lease=0, no_lease=0, seen=NOW - 1, **kw) -> dict:  # noqa: ANN001
+    return {"seen": seen, "seat_engine_up": up, "seat_hold_active": held,
+            "seat_hold_lease_armed": lease, "seat_hold_without_lease": no_lease,
+            "seat_silence_active": 0, "seat_probe_disrupted": 0, **kw}
+
+
+def test_trouble_order_and_states():
+    seats = {
+        "a:1": _seat(),                                          # healthy
+        "b:1": _seat(up=1, held=1, lease=1, seat_hold_expiry_timestamp_seconds=NOW + 600),
+        "c:1": _seat(up=0),                                      # down, not held
+        "d:1": _seat(up=0, held=1, no_lease=1),                  # without lease
+        "e:1": _seat(seen=NOW - 100),                            # stale
+        "f:1": _seat(up=0, held=1, lease=1),                     # held, engine down: held
+    }
+    rows = build_rows(_got(seats), NOW, 15.0, [InventoryEntry("z:1", node="zz")])
+    assert [(r.instance, r.state) for r in rows] == [
+        ("d:1", "without-lease"), ("c:1", "down"), ("e:1", "stale"), ("z:1", "no-series"),
+        ("b:1", "held"), ("f:1", "held"), ("a:1", "healthy")]
+    texts = {r.instance: cells(r, NOW) for r in rows}
+    assert texts["d:1"][2] == "WITHOUT LEASE"
+    when = datetime.fromtimestamp(NOW + 600, UTC).strftime("%H:%MZ")
+    assert texts["b:1"][2] == f"until {when}"
+    assert texts["e:1"][1] == "stale 100 s" and texts["e:1"][7] == "n/a"
+    assert texts["z:1"][0] == "zz" and texts["z:1"][1] == "no series"
+    assert texts["a:1"][7] == "no DCGM"                  # the GPU query answered, no cards
+
+
+def test_stale_after_two_intervals_not_one():
+    rows = build_rows(_got({"a:1": _seat(seen=NOW - 29), "b:1": _seat(seen=NOW - 31)}),
+                      NOW, 15.0)
+    assert {r.instance: r.state for r in rows} == {"a:1": "healthy", "b:1": "stale"}
+
+
+def test_gpu_memory_mib_to_bytes_and_missing_free_is_unknown():
+    seats = {"a:1": _seat(cards=[{"DCGM_FI_DEV_FB_USED": 1000, "DCGM_FI_DEV_FB_FREE": 24}] * 2),
+             "b:1": _seat(cards=[{"DCGM_FI_DEV_FB_USED": 1000}])}
+    by = {r.instance: r for r in build_rows(_got(seats), NOW, 15.0)}
+    assert by["a:1"].gpu_used_bytes == 2000 << 20 and by["a:1"].gpu_total_bytes == 2048 << 20
+    assert by["b:1"].gpu_used_bytes == 1000 << 20 and by["b:1"].gpu_total_bytes is None
+    assert cells(by["b:1"], NOW)[7] == "0.9/n/a"
+
+
+def test_missing_family_is_unknown_not_default():
+    seats = {"a:1": _seat(), "b:1": {**_seat(), "seat_hold_active": None},
+             "c:1": {**_seat(), "seat_engine_up": None}, "d:1": _seat(up="NaN")}
+    by = {r.instance: r for r in build_rows(_got(seats), NOW, 15.0)}
+    assert by["a:1"].state == "healthy" and by["a:1"].hold == "none"
+    assert by["b:1"].hold is None and by["b:1"].state == "unknown"
+    assert by["c:1"].engine_up is None and by["c:1"].state == "unknown"
+    assert by["d:1"].engine_up is None and cells(by["d:1"], NOW)[1] == "?"
+
+
+def test_one_failed_scrape_keeps_the_previous_row():
+    got = _got({"a:1": _seat()})
+    first = build_rows(got, NOW, 15.0)
+    got["states"] = _vec([])                     # every series stale-marked at once
+    again = build_rows(got, NOW + 5, 15.0, previous={r.instance: r for r in first})
+    assert again[0].state == "healthy" and again[0].engine_up is True
+    assert build_rows(got, NOW + 5, 15.0)[0].state == "unknown"    # no previous row
+
+
+def _silence(sid: str, state: str, matchers: list[tuple[str, str, bool, bool]],
+             ends: str = "2027-01-15T08:00:00Z") -> Silence:
+    return Silence.from_api({"id": sid, "status": {"state": state}, "startsAt":
+                             "2026-01-01T00:00:00Z", "endsAt": ends, "matchers": [
+                                 {"name": n, "value": v, "isRegex": r, "isEqual": e}
+                                 for n, v, r, e in matchers]})
+
+
+def test_silence_index_matches_instance_node_and_regex():
+    idx = SilenceIndex([
+        _silence("s1", "active", [("instance", "a:1", False, True),
+                                  ("alertname", "SeatDown", False, True)]),
+        _silence("s2", "active", [("node", "gpu-.*-7", True, True)]),
+        _silence("s3", "expired", [("instance", "b:1", False, True)]),
+        _silence("s4", "active", [("alertname", "Everything", False, True)]),
+        _silence("s5", "pending", [("instance", "c:1", False, True)]),
+    ])
+    ids = lambda labels: sorted(s.id for s in idx.for_seat(labels))  # noqa: E731
+    assert ids({"instance": "a:1", "node": "gpu-a-1"}) == ["s1"]
+    assert ids({"instance": "x:1", "node": "gpu-x-7"}) == ["s2"]
+    assert ids({"instance": "b:1", "node": "gpu-b"}) == []          # expired
+    assert ids({"instance": "c:1", "node": "gpu-c"}) == ["s5"]
+    rows = build_rows(_got({"a:1": _seat(), "c:1": _seat()}), NOW, 15.0, silences=idx)
+    by = {r.instance: r for r in rows}
+    assert by["a:1"].silence == "active" and by["c:1"].silence == "pending"
+    assert by["a:1"].silence_until == datetime(2027, 1, 15, 8, tzinfo=UTC).timestamp()
+
+
+def test_console_argv_local_and_ssh(monkeypatch):
+    local = console_argv(InventoryEntry("a:1", profile="/p/x.toml"), readonly=True)
+    assert local == [sys.executable, "-m", "seat_console", "--profile", "/p/x.toml",
+                     "--readonly"]
+    assert console_argv(InventoryEntry("a:1")) is None
+    monkeypatch.setattr("shutil.which", lambda name: "/usr/bin/ssh")
+    evil = "/etc/p'; rm -rf / #.toml"
+    argv = console_argv(InventoryEntry("a:1", profile=evil, ssh="oncall@gpu-1"))
+    assert argv[:4] == ["/usr/bin/ssh", "-t", "--", "oncall@gpu-1"]
+    assert shlex.split(argv[4]) == ["seat-console", "--profile", evil]   # one quoted word
+
+
+def test_profile_fleet_block_strict():
+    base = default_profile_text()
+    p = parse_profile(base + '\n[fleet]\nprometheus_url = "http://prom:9090"\n'
+                             '[[fleet.inventory]]\ninstance = "a:1"\nssh = "me@h"\n')
+    assert str(p.fleet.prometheus_url).startswith("http://prom:9090")
+    assert p.fleet.inventory[0].ssh == "me@h"
+    for bad, word in (('[fleet]\nprometheus = "x"\n', "unknown key"),
+                      ('[[fleet.inventory]]\ninstance = "a"\nssh = "-oProxyCommand=x"\n',
+                       "ssh"),
+                      ('[[fleet.inventory]]\ninstance = "a"\n[[fleet.inventory]]\n'
+                       'instance = "a"\n', "twice"),
+                      ('[fleet]\nrefresh_interval_s = 0.1\n', "refresh_interval_s")):
+        with pytest.raises(ProfileError, match=word):
+            parse_profile(base + "\n" + bad)
+
+
+def test_client_refuses_bad_urls():
+    for url in ("ftp://x", "not a url", "http://u:p@host:9090"):
+        with pytest.raises(PromError):
+            PromClient(url)
+
+
+def test_layout_fits_80_columns_and_backoff():
+    w = layout(80)
+    assert sum(w.values()) + 3 <= 80 and w["node"] >= NARROW["node"]
+    assert layout(200)["node"] >= 22
+    assert backoff_s(5, 0) == 5 and backoff_s(5, 1) == 10 and backoff_s(1, 3) == 5
+    assert backoff_s(60, 2) == 30
+
+
+def test_row_json_times_are_z():
+    r = FleetRow(instance="a:1", node="a", state="held", last_seen=NOW, hold="lease",
+                 hold_until=NOW + 60)
+    d = r.to_json()
+    assert d["last_seen"] == "2027-01-15T08:00:00Z" and d["hold_until"].endswith("Z")
+
+
+class _OneReading:
+    """A fleet whose refresh returns a fixed reading (the markup check needs no server)."""
+
+    def __init__(self, rows):  # noqa: ANN001
+        from seat_console.fleet.rows import FleetReading
+
+        self.reading = FleetReading(rows=tuple(rows), taken_at=NOW, rows_at=NOW, ok=True)
+        self.prom = type("P", (), {"url": "http://prom.test:9090"})()
+        self.inventory = ()
+        self.last_good = None
+
+    def refresh(self):  # noqa: ANN201
+        return self.reading
+
+
+async def test_names_from_labels_are_not_markup():
+    from seat_console.tui.fleet import FleetApp, FleetTable
+
+    evil = "[bold red]gpu-1[/bold red] [link=http://x]y"
+    app = FleetApp(_OneReading([FleetRow(instance="i:1", node=evil, state="healthy",
+                                         engine_up=True, hold="none", silence="none")]),
+                   interval_s=3600)
+    async with app.run_test(size=(100, 20)) as pilot:
+        for _ in range(100):
+            if app._order:
+                break
+            await pilot.pause(0.05)
+        cell = app.query_one(FleetTable).get_cell("i:1", "node")
+        assert cell.plain == evil
