@@ -12,6 +12,7 @@ copies it there: docs/serve-screenshot.png is made so).
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -74,7 +75,8 @@ def node_state(lab, env: dict[str, str]) -> dict[str, object]:
                               if line.strip()),
         "silences": sorted((s["id"], s["status"]["state"], s["endsAt"]) for s in silences),
         "containers": containers,
-        "journal": journal.stdout if journal.returncode == 0 else journal.stderr,
+        "journal_rows": (json.loads(journal.stdout)["rows"] if journal.returncode == 0
+                         else journal.stderr),
     }
 
 
