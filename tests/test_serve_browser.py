@@ -157,9 +157,15 @@ def settle(tab: BrowserTab, after: str) -> bool:
                                  timeout_s=30)
             paused = paused or "PAUSED" in tab.lines()[0]
             helped = helped or shown == {"help"}
-        tab.press("escape")   # close the screen on top
-        tab.wait_for(lambda: open_screens(tab) != shown, f"{sorted(shown)} to close "
-                     f"(after {after})", timeout_s=30)
+        for attempt in range(3):   # close the screen on top (the palette may take two:
+            tab.press("escape")    # the first Esc can hide only its list of results)
+            try:
+                tab.wait_for(lambda: open_screens(tab) != shown, f"{sorted(shown)} to close "
+                             f"(after {after})", timeout_s=10)
+                break
+            except pytest.fail.Exception:
+                if attempt == 2:
+                    raise
     pytest.fail(f"after {after} the main screen did not come back:\n{tab.text()}",
                 pytrace=False)
 
