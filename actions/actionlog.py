@@ -104,7 +104,7 @@ class ActionLogReading(Frozen):
 class ActionLogSource(Source):
     """Reads the journal (and the app's latest timers / silences readings) for the panel.
 
-    ``readings``: the app's :class:`~seat_console.app.LatestReadings` (``None``: no
+    ``readings``: the app's :class:`~seat_console.tui.app.LatestReadings` (``None``: no
     interference check); ``journal_path``: default the journal's usual place; ``readonly``:
     never write the journal (notices are shown, not journaled).
     """
@@ -228,15 +228,18 @@ class ActionLogSource(Source):
             return []
         timers = self.readings.get("timers")
         sils = self.readings.get("silences")
-        notes = hold_mod.interference(
-            h, timers if isinstance(timers, TimersReading) else None,
+        # the journal is consulted (when the hold's stop of each timer was verified, and any
+        # console's journaled step acting on it), so a reading older than the stop is not
+        # taken for a breach; each change event is journaled once, whoever sees it first
+        found = hold_mod.observe(
+            j, h, timers if isinstance(timers, TimersReading) else None,
             sils.silences if isinstance(sils, SilencesReading) else None, now)
-        new = [n for n in notes if n not in self._flagged]
-        hold_mod.record_interference(j, h, new, readonly=self.readonly)   # once, whoever first
+        new = [b for b in found if b.key not in self._flagged]
+        hold_mod.record_breaches(j, h, new, readonly=self.readonly)   # once, whoever first
         if new and not self.readonly:
             self._cache = None   # our own write: data_version does not see it
-        self._flagged.update(new)
-        return notes
+        self._flagged.update(b.key for b in new)
+        return [b.text for b in found]
 
     def close(self) -> None:
         """Close the journal connection."""

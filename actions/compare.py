@@ -271,6 +271,63 @@ def measure_leg(nctx: NodeContext, leg: LegPlan, bracket_id: str, cmp_dir: Path,
     return rec
 
 
+# -- breaches of the bracket's hold (issue 17) -------------------------------------------------
+def watch_hold(nctx: NodeContext, journal: Journal, hold_id: str | None) -> list[str]:
+    """Read the node now and journal every new breach of hold ``hold_id`` (a timer it stopped
+    started by someone else, its silence expired: :func:`~seat_console.actions.hold.observe`,
+    one row per change event, any console's journaled steps consulted). Returns the texts
+    found now (``[]`` when the hold is not active or the node cannot be read; never raises)."""
+    from seat_console.sources.timers import TimersReading, read_timers
+
+    try:
+        h = next((x for x in hold_mod.holds(journal) if x.hold_id == hold_id), None)
+        if h is None or not h.is_active():
+            return []
+        r = read_timers(nctx.transport, nctx.timer_units)
+        timers = r if isinstance(r, TimersReading) else None
+        sils = None
+        if h.silence_id:
+            try:
+                sils = [nctx.alertmanager.get_silence(h.silence_id)]
+            except Exception:  # noqa: BLE001 - unreadable: the timers are still checked
+                sils = None
+        found = hold_mod.observe(journal, h, timers, sils)
+        hold_mod.record_breaches(journal, h, found)
+        return [b.text for b in found]
+    except Exception:  # noqa: BLE001 - the watch is evidence, never a failed step
+        return []
+
+
+def bracket_breaches(journal: Journal, hold_id: str | None, since: str | None,
+                     until: datetime | None = None) -> list[dict[str, Any]]:
+    """Every breach of the bracket's hold journaled (by any console) from ``since`` (ISO, the
+    compare's start) to ``until``: ``[{"journaled_at", "changed_at", "seen_at", "what",
+    "seq", "by"}]`` — what ``compare.json`` records as ``breaches`` for the report (the
+    evidence layer does not read the journal)."""
+    if not hold_id:
+        return []
+    start = datetime.fromisoformat(since) if since else None
+    out = []
+    for r in hold_mod.hold_breach_rows(journal, hold_id, start, until):
+        b = r.facts.get("breach") if isinstance(r.facts.get("breach"), dict) else {}
+        out.append({"journaled_at": hold_mod.iso(r.at), "changed_at": b.get("changed_at"),
+                    "seen_at": b.get("seen_at"), "what": r.outcome, "seq": r.seq,
+                    "by": f"{r.user}@{r.host}"})
+    return out
+
+
+def _record_breaches_file(cmp_dir: Path, journal: Journal, ctx: RunContext) -> None:
+    """Keep ``compare.json``'s ``breaches`` current (after each leg)."""
+    cp = cmp_dir / "compare.json"
+    try:
+        doc = json.loads(cp.read_text("utf-8"))
+        doc["breaches"] = bracket_breaches(journal, ctx.facts.get("hold_id"),
+                                           ctx.facts.get("compare_started_at"))
+        _write_json(cp, doc)
+    except (OSError, ValueError):
+        pass  # written again at the end by run_compare
+
+
 # -- the runbook ------------------------------------------------------------------------------
 def build_compare(nctx: NodeContext, journal: Journal, *, options: CompareOptions | None = None,
                   observer: Observer | None = None, bracket_id: str | None = None,
@@ -317,6 +374,7 @@ def build_compare(nctx: NodeContext, journal: Journal, *, options: CompareOption
         h = hold_mod.current_hold(journal)
         if h is None:
             return "no hold to release"
+        watch_hold(nctx, journal, ctx.facts.get("hold_id"))   # a last look before it ends
         res = hold_mod.build_release(nctx, journal, h, observer=observer).run()
         if not res.ok:
             raise StepError(f"release {res.outcome}: {res.describe()}")
@@ -341,7 +399,7 @@ def build_compare(nctx: NodeContext, journal: Journal, *, options: CompareOption
     for leg in legs:
         steps.append(_seat_step(nctx, journal, leg, prev, opts, observer, resident, probe_name,
                                 restore_seat))
-        steps.append(_measure_step(nctx, leg, bid, cmp_dir, opts))
+        steps.append(_measure_step(nctx, leg, bid, cmp_dir, opts, journal))
         prev = leg.arm
 
     def end_check(ctx: RunContext) -> Check:
@@ -461,7 +519,7 @@ def _seat_step(nctx: NodeContext, journal: Journal, leg: LegPlan, prev: str | No
 
 
 def _measure_step(nctx: NodeContext, leg: LegPlan, bid: str, cmp_dir: Path,
-                  opts: CompareOptions) -> Step:
+                  opts: CompareOptions, journal: Journal | None = None) -> Step:
     def check(ctx: RunContext) -> Check:
         return Check(True, f"leg {leg.name}: probe, fidelity, canaries → "
                            f"{cmp_dir / 'legs' / leg.dirname}")
@@ -484,6 +542,8 @@ def _measure_step(nctx: NodeContext, leg: LegPlan, bid: str, cmp_dir: Path,
             raise StepError(f"leg {leg.name}: the measurement failed ({type(exc).__name__}: "
                             f"{exc}); the leg is kept as failed") from None
         ctx.facts.setdefault("legs", []).append(f"legs/{leg.dirname}")
+        if journal is not None:   # a breach of the hold during the leg gets its row now
+            watch_hold(nctx, journal, ctx.facts.get("hold_id"))
         cp = cmp_dir / "compare.json"
         try:  # keep compare.json current: a compare killed after this leg still lists it
             doc = json.loads(cp.read_text("utf-8"))
@@ -492,6 +552,8 @@ def _measure_step(nctx: NodeContext, leg: LegPlan, bid: str, cmp_dir: Path,
             _write_json(cp, doc)
         except (OSError, ValueError):
             pass  # written again at the end by run_compare
+        if journal is not None:
+            _record_breaches_file(cmp_dir, journal, ctx)
         return (f"leg {leg.name}: {rec['status']}" + (f" ({rec['reason']})" if rec["reason"]
                                                       else "")
                 + f" in {time.monotonic() - t:.1f} s")
@@ -553,5 +615,22 @@ def run_compare(rb: Runbook, cmp_dir: Path, opts: CompareOptions,
             doc["restored_problem"] = f"{type(exc).__name__}: {exc}"
     if res.ok and not legs_ok:
         doc["reason"] = "a leg is not complete (see its leg.json)"
+    _mark_breaches(rb, doc)
     _write_json(cmp_dir / "compare.json", doc)
     return res
+
+
+def _mark_breaches(rb: Runbook, doc: dict[str, Any]) -> None:
+    """Record every breach of the hold during the bracket in ``doc["breaches"]``; a bracket
+    with one is not ``complete`` (status ``incomplete``, the reason names it)."""
+    if rb.journal is None:
+        return
+    doc["breaches"] = bracket_breaches(rb.journal, rb.ctx.facts.get("hold_id"),
+                                       rb.ctx.facts.get("compare_started_at"), utcnow())
+    if doc["breaches"]:
+        first = doc["breaches"][0]
+        why = (f"{len(doc['breaches'])} breach(es) of the hold during the bracket, first "
+               f"{first.get('changed_at') or first['journaled_at']}: {first['what']}")
+        if doc.get("status") == "complete":
+            doc["status"] = "incomplete"
+        doc["reason"] = "; ".join(x for x in (doc.get("reason"), why) if x)

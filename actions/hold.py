@@ -45,7 +45,12 @@ from seat_console.core.base import Unavailable, utcnow
 from seat_console.core.fmt import fmt_duration, fmt_ttl
 from seat_console.sources.silences import coverage_warnings
 from seat_console.node.alertmanager import AlertmanagerError, Silence
-from seat_console.sources.timers import TimerState, TimersReading, read_timers
+from seat_console.sources.timers import (
+    TimerState,
+    TimersReading,
+    read_start_forecast,
+    read_timers,
+)
 
 TTL_MIN_S = 10
 """Shortest hold TTL in seconds (tests use 15–20 s; on call, use hours)."""
@@ -379,6 +384,7 @@ def build_hold(nctx: NodeContext, journal: Journal, *, ttl_s: int, reason: str =
         active = [t.unit for t in r.timers if t.active]
         h = hold(ctx)
         h["to_stop"] = active
+        h["lease_planned"] = True
         h["timers_before"] = {t.unit: {"next_elapse": iso(t.next_elapse),
                                        "last_trigger": iso(t.last_trigger),
                                        "persistent": t.persistent} for t in r.timers if t.active}
@@ -542,6 +548,10 @@ def _stop_step(nctx: NodeContext, unit: str, hold: Any) -> Step:
         t = _timer(nctx, unit)
         if not t.active:
             return Check(False, f"skip {unit}: already {t.active_state} — not ours to restart")
+        if not h.get("lease_planned"):
+            return Check(False, f"skip {unit} ({_describe_timer(t)}): not planned — the lease "
+                                "step was refused (see above), and no timer is stopped "
+                                "without a lease")
         if unit not in h["to_stop"]:
             return Check(False, f"skip {unit}: became active after the lease was planned, so "
                                 "the lease would not restart it — not stopping it")
@@ -585,7 +595,7 @@ def _stop_step(nctx: NodeContext, unit: str, hold: Any) -> Step:
         return f"{unit} started again (next elapse {iso(ch.after.next_elapse)})"
 
     return Step(f"stop {unit}", check, apply, verify, undo,
-                manual=f"systemctl start {unit} (on the node)")
+                manual=f"systemctl start {unit} (on the node)", acts_on=[unit])
 
 
 # -- release -------------------------------------------------------------------------------------
@@ -604,11 +614,26 @@ def catchup_warning(unit: str, before: dict[str, Any], now: datetime | None = No
 
 def build_release(nctx: NodeContext, journal: Journal, h: HoldState, *,
                   observer: Observer | None = None, run_id: str | None = None,
-                  facts: dict[str, Any] | None = None) -> Runbook:
-    """The release runbook for hold ``h`` (module docstring). Policy ``continue``."""
+                  facts: dict[str, Any] | None = None,
+                  defer: dict[str, datetime] | None = None,
+                  defer_firing: datetime | None = None) -> Runbook:
+    """The release runbook for hold ``h`` (module docstring). Policy ``continue``.
+
+    Before each timer is started, when it would elapse once started is read from the node
+    (:func:`~seat_console.sources.timers.read_start_forecast`: Persistent catch-up and every
+    monotonic trigger whose interval already passed) and a timer that would fire at once is
+    warned about with the time. ``defer``: timer → UTC time: keep it stopped and start it
+    then (a transient timer on the node, journaled, cancellable with
+    :func:`build_cancel_deferred`); ``defer_firing``: the same for every timer that would fire
+    at once. Raises :class:`ValueError` for a ``defer`` timer the hold did not stop."""
     steps: list[Step] = []
+    for u in defer or {}:
+        if u not in h.stopped:
+            raise ValueError(f"--defer {u}: hold {h.hold_id} did not stop it (it stopped "
+                             f"{', '.join(h.stopped) or 'none'})")
     for unit in h.stopped:
-        steps.append(_start_step(nctx, journal, h, unit))
+        steps.append(_start_step(nctx, journal, h, unit, (defer or {}).get(unit),
+                                 defer_firing))
     steps.append(_expire_step(nctx, h))
     steps.append(_cancel_lease_step(nctx, h))
     init = facts or {"hold": {"hold_id": h.hold_id, "lease": h.lease_unit.removesuffix(".timer"),
@@ -619,20 +644,101 @@ def build_release(nctx: NodeContext, journal: Journal, h: HoldState, *,
                    profile_sha256=nctx.loaded.sha256)
 
 
-def _start_step(nctx: NodeContext, journal: Journal, h: HoldState, unit: str) -> Step:
+def _forecast(nctx: NodeContext, unit: str) -> Any:
+    """The :class:`~seat_console.sources.timers.StartForecast` of ``unit`` read now, or the
+    reason it cannot be read (a string)."""
+    try:
+        r = read_start_forecast(nctx.transport, [unit])
+    except TransportError as exc:
+        return str(exc)
+    if isinstance(r, Unavailable):
+        return r.reason
+    return r[unit]
+
+
+def _firing_warning(unit: str, before: dict[str, Any], fc: Any) -> str | None:
+    """The warning for a timer that fires the moment it is started: every trigger whose time
+    already passed (:meth:`StartForecast.warning`: Persistent catch-up and monotonic
+    intervals), else the Persistent rule from the state recorded when the hold stopped it
+    (:func:`catchup_warning`) when the node could not be read."""
+    if not isinstance(fc, str):
+        w = fc.warning()
+        w = w + " — its service runs right after the start" if w else None
+        # a stopped Persistent timer's calendar elapse is not always readable on the node
+        # (seen on the lab's systemd 252): the elapse recorded when the hold stopped it decides
+        c = catchup_warning(unit, before)
+        if c and (w is None or "OnCalendar=" not in w):
+            w = f"{w}; {c}" if w else c
+        return w
+    return catchup_warning(unit, before)
+
+
+def _start_step(nctx: NodeContext, journal: Journal, h: HoldState, unit: str,
+                defer: datetime | None = None, defer_firing: datetime | None = None) -> Step:
+    """Start ``unit`` again — or, when ``defer`` (always) or ``defer_firing`` (only if it would
+    fire at once) is given, keep it stopped and schedule its start at that time on the node
+    (a transient timer, :func:`~seat_console.actions.node_ops.defer_unit`, like the lease)."""
     before = h.timers_before.get(unit, {})
+    name = node_ops.defer_unit(h.hold_id, unit)
+
+    def when(ctx: RunContext, fc: Any) -> datetime | None:
+        if defer is not None:
+            return defer
+        if defer_firing is not None and not isinstance(fc, str) and fc.fires_at_once:
+            return defer_firing
+        return None
+
+    def plan_fc(ctx: RunContext) -> Any:
+        fc = _forecast(nctx, unit)
+        ctx.facts.setdefault("forecast", {})[unit] = (
+            {"unreadable": fc} if isinstance(fc, str) else
+            {"fires_at_once": fc.fires_at_once, "next_elapse": iso(fc.next_elapse),
+             "warning": fc.warning(), "unknown": list(fc.unknown),
+             "triggers": [{"trigger": x.trigger, "elapse": iso(x.elapse), "base": x.base,
+                           "at_once": x.at_once} for x in fc.triggers]})
+        return fc
 
     def check(ctx: RunContext) -> Check:
         t = _timer(nctx, unit)
         if t.active:
             return Check(False, f"skip {unit}: already active — started by someone else "
                                 "during the hold, or by the lease at expiry")
-        warn = catchup_warning(unit, before)
-        return Check(True, f"start {unit} ({t.active_state} since the hold)"
-                           + (f" ⚠ {warn}" if warn else ""))
+        fc = plan_fc(ctx)
+        warn = _firing_warning(unit, before, fc)
+        w = when(ctx, fc)
+        if w is not None:
+            if w <= utcnow() + timedelta(seconds=TTL_MIN_S):
+                raise StepError(f"--defer {unit}: {iso(w)} is not at least {TTL_MIN_S} s from "
+                                "now — give a later time, or start it now")
+            return Check(True, f"defer {unit}: keep it stopped until {iso(w)}, when the "
+                               f"transient timer {name}.timer on the node starts it"
+                         + (f" ({warn})" if warn else ""))
+        nxt = "" if isinstance(fc, str) else (
+            f"; once started it elapses {iso(fc.next_elapse)}" if fc.next_elapse
+            and not fc.fires_at_once else "")
+        unread = f" (what it does once started is unknown: {fc})" if isinstance(fc, str) else ""
+        return Check(True, f"start {unit} ({t.active_state} since the hold){nxt}{unread}"
+                           + (f" ⚠ {warn} (to keep it stopped until a quiet moment: "
+                              f"`seat-console release --defer {unit}=WHEN`)" if warn else ""))
 
     def apply(ctx: RunContext) -> str:
-        warn = catchup_warning(unit, before)
+        fc = plan_fc(ctx)
+        warn = _firing_warning(unit, before, fc)
+        w = when(ctx, fc)
+        if w is not None:
+            secs = max(TTL_MIN_S, int((w - utcnow()).total_seconds()))
+            try:
+                st, _ = node_ops.schedule_lease(
+                    nctx.transport, name, secs, [unit],
+                    description=f"seat-console release of {h.hold_id}: start {unit} later")
+            except node_ops.LeaseError as exc:
+                raise StepError(str(exc)) from None
+            ctx.facts.setdefault("deferred", {})[unit] = {
+                "unit": f"{name}.timer", "at": iso(st.next_elapse or w)}
+            ctx.warn(f"{unit} kept stopped until {iso(st.next_elapse or w)} (deferred start "
+                     f"{name}.timer on the node; cancel with `seat-console release "
+                     f"--cancel-deferred`)" + (f"; {warn}" if warn else ""), f"start {unit}")
+            return f"deferred to {iso(st.next_elapse or w)}"
         if warn:
             ctx.warn(warn, f"start {unit}")
         try:
@@ -648,6 +754,16 @@ def _start_step(nctx: NodeContext, journal: Journal, h: HoldState, unit: str) ->
         return "started"
 
     def verify(ctx: RunContext) -> str:
+        d = (ctx.facts.get("deferred") or {}).get(unit)
+        if d is not None:
+            try:
+                st = node_ops.read_lease(nctx.transport, name)
+            except node_ops.LeaseError as exc:
+                raise StepError(str(exc)) from None
+            if not node_ops.lease_pending(st):
+                raise StepError(f"deferred start {name}.timer reads back {st.load_state}/"
+                                f"{st.active_state}: not armed")
+            return f"{unit} stays stopped; {name}.timer starts it at {iso(st.next_elapse)}"
         # A monotonic timer whose OnBootSec= has passed fires at once on start; its next
         # elapse (OnUnitActiveSec=) exists only once that run ends: wait for it a little.
         deadline = utcnow() + timedelta(seconds=START_SETTLE_S)
@@ -665,7 +781,43 @@ def _start_step(nctx: NodeContext, journal: Journal, h: HoldState, unit: str) ->
         return f"{unit} active, next elapse {iso(t.next_elapse)}"
 
     return Step(f"start {unit}", check, apply, verify, None,
-                manual=f"systemctl start {unit} (on the node)")
+                manual=f"systemctl start {unit} (on the node)", acts_on=[unit])
+
+
+def build_cancel_deferred(nctx: NodeContext, journal: Journal, deferrals: Sequence[TimerState],
+                          *, observer: Observer | None = None) -> Runbook:
+    """Cancel the deferred starts ``deferrals`` (transient ``…-defer-….timer`` units read on the
+    node, :func:`~seat_console.actions.node_ops.node_deferrals`) and start each timer now
+    instead (so the safety net is not left off). Policy ``continue``."""
+    steps = []
+    for d in deferrals:
+        name = d.unit.removesuffix(".timer")
+        target = name.split("-defer-", 1)[1] + ".timer"
+
+        def check(ctx: RunContext, d: TimerState = d, target: str = target) -> Check:
+            return Check(True, f"cancel {d.unit} (would start {target} at "
+                               f"{iso(d.next_elapse)}) and start {target} now")
+
+        def apply(ctx: RunContext, name: str = name, target: str = target) -> str:
+            try:
+                node_ops.cancel_lease(nctx.transport, name)
+                node_ops.start_timer(nctx.transport, target)
+            except (node_ops.LeaseError, node_ops.TimerActionError) as exc:
+                raise StepError(str(exc)) from None
+            return f"{name}.timer cancelled; {target} started"
+
+        def verify(ctx: RunContext, target: str = target) -> str:
+            t = _timer(nctx, target)
+            if not t.active:
+                raise StepError(f"{target} reads back {t.active_state}, not active")
+            return f"{target} active"
+
+        steps.append(Step(f"undefer {target}", check, apply, verify, None,
+                          manual=f"systemctl stop {d.unit}; systemctl start {target}",
+                          acts_on=[target]))
+    return Runbook("cancel-deferred", steps, journal=journal, observer=observer,
+                   policy="continue", inputs={"deferrals": [d.unit for d in deferrals]},
+                   profile_sha256=nctx.loaded.sha256)
 
 
 def _expire_step(nctx: NodeContext, h: HoldState) -> Step:
@@ -853,28 +1005,163 @@ def build_extend(nctx: NodeContext, journal: Journal, h: HoldState, ttl_s: int, 
 
 
 # -- interference ------------------------------------------------------------------------------
-def interference(h: HoldState, timers: TimersReading | None,
-                 silences: Sequence[Silence] | None, now: datetime | None = None) -> list[str]:
-    """Changes made by someone else while hold ``h`` is active, one sentence each: a timer the
-    hold stopped that is active again before the lease elapsed, or the hold's silence expired
-    before its end. Pure (reads only the given readings)."""
+SETTLE_SKEW_S = 2.0
+"""A timers reading that began less than this many seconds after the hold's stop of a timer was
+verified (its journal row) says nothing about that timer after the stop (clocks of two console
+processes on one host may differ by a little; a reading taken before the stop is stale). A
+later reading decides: a real start is still seen, at most this much later."""
+
+
+@dataclass(frozen=True)
+class Breach:
+    """One change someone else made to the hold: ``key`` (the change event's identity — a
+    timer's ``ActiveEnterTimestamp``, a silence's end — so the same event seen twice is one
+    notice and a later event is another), ``text`` (one sentence), ``changed_at`` (when the
+    node says it happened, UTC, to the second; ``None`` unknown), ``seen_at`` (the reading that
+    showed it began then, UTC), ``unit`` / ``silence_id`` (what changed)."""
+
+    key: str
+    text: str
+    seen_at: datetime
+    changed_at: datetime | None = None
+    unit: str | None = None
+    silence_id: str | None = None
+
+    def facts(self) -> dict[str, Any]:
+        """The journal row's facts: ``breach`` → unit/silence, changed_at, seen_at."""
+        return {"breach": {"unit": self.unit, "silence_id": self.silence_id,
+                           "changed_at": iso(self.changed_at), "seen_at": iso(self.seen_at)}}
+
+
+def breaches(h: HoldState, timers: TimersReading | None, silences: Sequence[Silence] | None,
+             now: datetime | None = None, *, settled: dict[str, datetime] | None = None,
+             attributed: Any = None) -> list[Breach]:
+    """Changes made by someone else while hold ``h`` is active (pure): a timer the hold stopped
+    that reads active, or the hold's silence expired before its end.
+
+    ``settled``: per timer, when the hold's stop of it was verified (:func:`stop_times`, from
+    the journal — whichever console placed the hold); a timer is judged only from a reading
+    that began :data:`SETTLE_SKEW_S` after that (``None``: every reading counts — the old,
+    racy rule: a reading taken while another process was still stopping the timers showed them
+    active). A timer the hold never verified stopped is not judged. ``attributed``:
+    ``f(unit, at) -> label | None``, a journaled step of any console acting on that timer at
+    that time (:func:`journal_attribution`); such a change is that step's, not a breach."""
     now = now or utcnow()
     if not h.is_active(now):
         return []
-    out = []
+    out: list[Breach] = []
     if timers is not None:
         for unit in h.stopped:
             t = timers.get(unit)
-            if t is not None and t.active:
-                out.append(f"{unit} was started by someone else during hold {h.hold_id} "
-                           f"(the hold stopped it; the lease restarts it at "
-                           f"{zulu(h.expires_at)})")
+            if t is None or not t.active:
+                continue
+            stop_at = (settled or {}).get(unit)
+            if settled is not None:
+                if stop_at is None or timers.read_at < stop_at + timedelta(seconds=SETTLE_SKEW_S):
+                    continue
+            if attributed is not None and attributed(unit, timers.read_at):
+                continue
+            when = iso(t.active_since)
+            key = (f"timer:{unit}:active-since:{when}" if when
+                   else f"timer:{unit}:after-stop:{iso(stop_at)}")
+            out.append(Breach(
+                key=key, unit=unit, seen_at=timers.read_at, changed_at=t.active_since,
+                text=(f"{unit} was started by someone else during hold {h.hold_id}"
+                      + (f" at {when}" if when else " (start time n/a)")
+                      + (f" (the hold stopped it at {iso(stop_at)}" if stop_at else " (")
+                      + f"; the lease restarts it at {zulu(h.expires_at)})")))
     if silences is not None and h.silence_id is not None:
         s = next((x for x in silences if x.id == h.silence_id), None)
         if s is not None and s.state == "expired":
-            out.append(f"silence {s.id} of hold {h.hold_id} was expired by someone else "
-                       f"before {zulu(h.expires_at)}")
+            out.append(Breach(
+                key=f"silence:{s.id}:ended:{iso(s.ends_at)}", silence_id=s.id, seen_at=now,
+                changed_at=s.ends_at,
+                text=f"silence {s.id} of hold {h.hold_id} was expired by someone else at "
+                     f"{iso(s.ends_at)}, before {zulu(h.expires_at)}"))
     return out
+
+
+def interference(h: HoldState, timers: TimersReading | None,
+                 silences: Sequence[Silence] | None, now: datetime | None = None, *,
+                 settled: dict[str, datetime] | None = None, attributed: Any = None
+                 ) -> list[str]:
+    """:func:`breaches` as sentences (pure)."""
+    return [b.text for b in breaches(h, timers, silences, now, settled=settled,
+                                     attributed=attributed)]
+
+
+def stop_times(journal: Journal, h: HoldState) -> dict[str, datetime]:
+    """Per timer hold ``h`` stopped: the time its ``stop <timer>`` step was verified (the
+    ``verify`` row of the hold's run; any console's journal row on this journal)."""
+    out: dict[str, datetime] = {}
+    for r in journal.entries(run_id=h.run_id):
+        if r.kind == "verify" and r.step.startswith("stop "):
+            out[r.step.removeprefix("stop ")] = r.at
+    return out
+
+
+def journal_attribution(journal: Journal, h: HoldState, now: datetime | None = None) -> Any:
+    """``f(unit, at) -> label | None``: the journaled step of any console (this journal) that
+    acted on timer ``unit`` around ``at`` (:func:`seat_console.node.attribution.attribute`:
+    the step's rows name it in ``facts["acts_on"]``) — a release's ``start``, an undo — except
+    the hold's own ``stop`` steps (a stop never makes a timer active)."""
+    from seat_console.node.attribution import ACTS_ON, Row, attribute
+
+    since = (now or utcnow()) - timedelta(hours=2)
+    rows = []
+    for e in journal.entries(since=since):
+        names = e.facts.get(ACTS_ON) if isinstance(e.facts.get(ACTS_ON), list) else []
+        if e.run_id == h.run_id and e.step.startswith("stop ") and e.kind != "undo":
+            names = []    # every row is kept (a run's end row ends its in-flight span)
+        rows.append(Row(seq=e.seq, at=e.at, user=e.user, host=e.host, run_id=e.run_id,
+                        runbook=e.runbook, kind=e.kind, step=e.step,
+                        acts_on=tuple(str(n) for n in names)))
+
+    def f(unit: str, at: datetime) -> str | None:
+        a = attribute(rows, [unit], at, now=now)
+        return a.label() if a is not None else None
+    return f
+
+
+def observe(journal: Journal, h: HoldState, timers: TimersReading | None,
+            silences: Sequence[Silence] | None, now: datetime | None = None) -> list[Breach]:
+    """:func:`breaches` with the journal consulted (:func:`stop_times`,
+    :func:`journal_attribution`): what the TUI's action log, ``hold --status`` and the compare
+    runbook call."""
+    now = now or utcnow()
+    if not h.is_active(now) or not breaches(h, timers, silences, now):
+        return []   # nothing looks changed: the journal is not read (the TUI polls each second)
+    return breaches(h, timers, silences, now, settled=stop_times(journal, h),
+                    attributed=journal_attribution(journal, h, now))
+
+
+def record_breaches(journal: Journal, h: HoldState, found: Sequence[Breach], *,
+                    readonly: bool = False) -> list[Entry]:
+    """Journal each breach of ``found`` against hold ``h`` once per change event
+    (:meth:`Journal.append_once` keyed by :attr:`Breach.key`, atomic across processes), at the
+    time it is written (after it was seen, never before it happened), with
+    :meth:`Breach.facts`. ``readonly``: write nothing. Returns the rows written now."""
+    if readonly:
+        return []
+    out = []
+    for b in found:
+        row = journal.append_once(run_id=h.run_id, runbook="hold", kind="interference",
+                                  outcome=b.text, step="watch", facts=b.facts(), key=b.key)
+        if row is not None:
+            out.append(row)
+    return out
+
+
+def hold_breach_rows(journal: Journal, hold_id: str, since: datetime | None = None,
+                     until: datetime | None = None) -> list[Entry]:
+    """The journaled interference rows of hold ``hold_id`` (any console) between ``since`` and
+    ``until`` (UTC, inclusive; ``None``: open)."""
+    h = next((x for x in holds(journal) if x.hold_id == hold_id), None)
+    if h is None:
+        return []
+    rows = journal.entries(run_id=h.run_id, kind="interference")
+    return [r for r in rows if (since is None or r.at >= since)
+            and (until is None or r.at <= until)]
 
 
 OWN_CHANGE_GRACE_S = 30.0
@@ -926,8 +1213,10 @@ def record_interference(journal: Journal, h: HoldState, notes: Sequence[str], *,
 
 
 __all__ = ["HoldState", "TTL_MAX_S", "TTL_MIN_S", "active_hold", "build_extend", "build_hold",
-           "build_release", "catchup_warning", "countdown", "current_hold", "expiry_text",
+           "build_release", "build_cancel_deferred", "catchup_warning", "countdown", "current_hold", "expiry_text",
            "fmt_ttl",
            "foreign_lease_text", "holds",
            "interference", "iso", "new_hold_id", "note_interference", "own_change",
-           "record_interference", "parse_ttl", "zulu"]
+           "record_interference", "parse_ttl", "zulu", "Breach", "breaches", "stop_times",
+           "journal_attribution", "observe", "record_breaches", "hold_breach_rows",
+           "SETTLE_SKEW_S"]

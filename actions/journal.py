@@ -95,6 +95,11 @@ BEGIN SELECT RAISE(ABORT, 'the seat-console journal is append-only'); END;
 """
 
 
+EVENT_KEY = "event_key"
+"""The ``facts`` key :meth:`Journal.append_once` dedupes on when given a ``key``: the identity
+of one change event (e.g. ``timer:<unit>:active-since:<time>``)."""
+
+
 class JournalError(Exception):
     """The journal cannot be opened or written (message names the file and the fix)."""
 
@@ -151,7 +156,10 @@ def parse_time(text: str) -> datetime:
     t = datetime.fromisoformat(text.replace("Z", "+00:00"))
     if t.tzinfo is None:
         raise ValueError(f"{text!r} has no timezone")
-    return t.astimezone(UTC)
+    try:
+        return t.astimezone(UTC)
+    except OverflowError:
+        raise ValueError(f"{text!r} is outside the calendar in UTC") from None
 
 
 def scrub(value: Any, secrets: Sequence[str] = ()) -> Any:
@@ -247,7 +255,8 @@ class Journal:
             self._db.execute("PRAGMA journal_mode=WAL")
             self._db.execute("PRAGMA synchronous=FULL")
             self._db.executescript(_SCHEMA)
-        except (OSError, sqlite3.Error) as exc:
+        except (OSError, sqlite3.Error, ValueError) as exc:  # ValueError: a garbage file's
+            # schema text is not UTF-8 (UnicodeDecodeError), issue #22
             raise JournalError(f"journal {self.path}: cannot open ({exc}); check the directory "
                                f"permissions or set ${ENV_STATE_DIR}") from None
 
@@ -293,19 +302,26 @@ class Journal:
 
     def append_once(self, *, run_id: str, runbook: str, kind: str, step: str = "",
                     outcome: str = "", output: str = "",
-                    facts: Mapping[str, Any] | None = None) -> Entry | None:
+                    facts: Mapping[str, Any] | None = None,
+                    key: str | None = None) -> Entry | None:
         """:meth:`append`, unless a row with the same ``run_id``, ``kind`` and ``outcome``
-        (after scrubbing) is already there: then nothing is written and ``None`` returned.
-        Checked inside the write transaction, so two consoles (processes) that see the same
-        notice journal it once (an interference notice: whoever sees it first). Raises
+        (after scrubbing) is already there — or, with ``key``, a row of that ``run_id`` and
+        ``kind`` whose ``facts["event_key"]`` is ``key`` (the identity of one change event, so
+        a later, different change is never swallowed by an earlier notice with similar
+        words): then nothing is written and ``None`` returned. ``key`` is stored as
+        ``facts["event_key"]``. Checked inside the write transaction, so two consoles
+        (processes) that see the same event journal it once (whoever sees it first). Raises
         :class:`JournalError` when the write fails."""
+        if key is not None:
+            facts = {**dict(facts or {}), EVENT_KEY: key}
         return self._write(True, run_id=run_id, runbook=runbook, kind=kind, step=step,
-                           outcome=outcome, output=output, facts=facts)
+                           outcome=outcome, output=output, facts=facts, key=key)
 
     def _write(self, only_if_new: bool, *, run_id: str, runbook: str, kind: str,
                step: str = "", inputs: Mapping[str, Any] | None = None, outcome: str = "",
                output: str = "", facts: Mapping[str, Any] | None = None,
-               profile_sha256: str = "", at: datetime | None = None) -> Entry | None:
+               profile_sha256: str = "", at: datetime | None = None,
+               key: str | None = None) -> Entry | None:
         sec = self._secrets
         content: dict[str, Any] = {
             "at": _iso(at or datetime.now(UTC)), "user": self.user, "host": self.host,
@@ -320,7 +336,13 @@ class Journal:
             self._lock.acquire()
             self._db.execute("BEGIN IMMEDIATE")
             try:
-                if only_if_new and self._db.execute(
+                if only_if_new and key is not None and self._db.execute(
+                        "SELECT 1 FROM entries WHERE run_id = ? AND kind = ? AND "
+                        "json_valid(facts) AND json_extract(facts, '$.event_key') = ? LIMIT 1",
+                        (run_id, kind, key)).fetchone():
+                    self._db.execute("ROLLBACK")
+                    return None
+                if only_if_new and key is None and self._db.execute(
                         "SELECT 1 FROM entries WHERE run_id = ? AND kind = ? AND outcome = ? "
                         "LIMIT 1", (run_id, kind, content["outcome"])).fetchone():
                     self._db.execute("ROLLBACK")
@@ -362,16 +384,41 @@ class Journal:
             q, args = q + " AND runbook = ?", [*args, runbook]
         if kind is not None:
             q, args = q + " AND kind = ?", [*args, kind]
-        with self._lock:
-            names = self._names()
-            raw = self._db.execute(q + " ORDER BY seq", args).fetchall()
-        rows = [_entry(dict(zip(names, r, strict=True))) for r in raw]
+        names, raw = self._read(q + " ORDER BY seq", args)
+        rows = [self._row(dict(zip(names, r, strict=True))) for r in raw]
         if since is not None:
             rows = [r for r in rows if r.at >= since]
         return rows
 
     def _names(self) -> list[str]:
         return [d[1] for d in self._db.execute("PRAGMA table_info(entries)")]
+
+    def _read(self, q: str, args: Sequence[Any] = ()) -> tuple[list[str], list[Any]]:
+        """``(column names, rows)`` of query ``q``; a corrupted file (not a database, a page
+        that is not UTF-8 where text is kept) is a :class:`JournalError` naming the file."""
+        with self._lock:
+            try:
+                names = self._names()
+                missing = [c for c in (*_COLUMNS, "prev_hash", "hash") if c not in names]
+                if missing:   # a damaged or foreign schema: no row can be read or checked
+                    raise JournalError(f"journal {self.path}: not a seat-console journal (the "
+                                       f"entries table lacks {', '.join(missing)}); keep it and "
+                                       f"set ${ENV_STATE_DIR} to start a new one")
+                return names, self._db.execute(q, args).fetchall()
+            except sqlite3.Error as exc:
+                raise JournalError(f"journal {self.path}: cannot read ({exc}); the file is "
+                                   "damaged: keep it for the record and set "
+                                   f"${ENV_STATE_DIR} to start a new one") from None
+
+    def _row(self, d: dict[str, Any]) -> Entry:
+        """:func:`_entry` of one raw row; a row whose fields do not parse (edited outside the
+        console) is a :class:`JournalError` naming its ``seq``."""
+        try:
+            return _entry(d)
+        except (ValueError, TypeError, KeyError, AttributeError) as exc:
+            raise JournalError(f"journal {self.path}: row {d.get('seq')!r} does not parse "
+                               f"({type(exc).__name__}: {str(exc)[:100]}); was it edited? "
+                               "`seat-console journal --verify` names what changed") from None
 
     def runs(self) -> dict[str, list[Entry]]:
         """Every run's rows, keyed by ``run_id``, in order of each run's first row."""
@@ -395,9 +442,7 @@ class Journal:
         row ``rows`` must exist with that hash (rows cut from the end are named), and a
         non-empty journal must have one.
         """
-        with self._lock:
-            names = self._names()
-            all_rows = self._db.execute("SELECT * FROM entries ORDER BY seq").fetchall()
+        names, all_rows = self._read("SELECT * FROM entries ORDER BY seq")
         problems: list[str] = []
         bad: list[int] = []
         prev_hash, prev_seq, n = GENESIS, 0, 0
@@ -414,7 +459,11 @@ class Journal:
                 problems.append(f"row {seq}: prev_hash does not match row {prev_seq}'s hash "
                                 "(a row before it was edited, deleted or reordered)")
                 bad.append(seq)
-            if row_hash(r["prev_hash"], r) != r["hash"]:
+            try:
+                same = row_hash(r["prev_hash"], r) == r["hash"]
+            except (TypeError, ValueError):   # a field edited to a blob or a number
+                same = False
+            if not same:
                 problems.append(f"row {seq} ({r['kind']} {r['step'] or r['runbook']}): content "
                                 "does not match its hash (edited)")
                 bad.append(seq)

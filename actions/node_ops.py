@@ -284,7 +284,26 @@ LEASE_GLOB = "seat-hold-*-lease.timer"
 _LEASE_NAME_RE = re.compile(r"^seat-hold-[A-Za-z0-9_.:-]+-lease\.timer$")
 
 
-def node_leases(transport: Transport, *, timeout_s: float = 10.0) -> list[TimerState]:
+DEFER_GLOB = "seat-hold-*-defer-*.timer"
+"""systemd glob matching every deferred timer start a release scheduled on the node
+(:func:`defer_unit`)."""
+_DEFER_NAME_RE = re.compile(r"^seat-hold-[A-Za-z0-9_.:-]+-defer-[A-Za-z0-9_.:@-]+\.timer$")
+
+
+def defer_unit(hold_id: str, timer: str) -> str:
+    """The transient unit (no ``.timer``) that starts ``timer`` later for hold ``hold_id``'s
+    release: ``<hold id>-defer-<timer without .timer>``."""
+    return f"{hold_id}-defer-{timer.removesuffix('.timer')}"
+
+
+def node_deferrals(transport: Transport, *, timeout_s: float = 10.0) -> list[TimerState]:
+    """Every deferred timer start armed on the node now (:data:`DEFER_GLOB`), soonest first;
+    as :func:`node_leases`. Raises :class:`LeaseError`."""
+    return node_leases(transport, timeout_s=timeout_s, glob=DEFER_GLOB, name_re=_DEFER_NAME_RE)
+
+
+def node_leases(transport: Transport, *, timeout_s: float = 10.0, glob: str | None = None,
+                name_re: re.Pattern[str] | None = None) -> list[TimerState]:
     """Every hold lease armed on the node now, whoever scheduled it (another console, another
     state dir), oldest next elapse first: ``systemctl list-units --all --type=timer`` of
     :data:`LEASE_GLOB` for the names, then :func:`read_timers` for their state (only those
@@ -293,7 +312,7 @@ def node_leases(transport: Transport, *, timeout_s: float = 10.0) -> list[TimerS
     try:
         systemctl = _need(transport, "systemctl")
         res = transport.run([systemctl, "list-units", "--all", "--type=timer", "--plain",
-                             "--no-legend", "--no-pager", "--", LEASE_GLOB],
+                             "--no-legend", "--no-pager", "--", glob or LEASE_GLOB],
                             timeout_s=timeout_s)
     except TransportError as exc:
         raise LeaseError(f"cannot list the hold leases on {transport.where}: {exc}") from None
@@ -301,7 +320,8 @@ def node_leases(transport: Transport, *, timeout_s: float = 10.0) -> list[TimerS
         raise LeaseError(f"cannot list the hold leases on {transport.where}: {res.failure}"
                          + _tail(res))
     names = sorted({line.split()[0] for line in res.stdout.splitlines()
-                    if line.split() and _LEASE_NAME_RE.match(line.split()[0].lstrip("●* "))})
+                    if line.split() and (name_re or _LEASE_NAME_RE).match(
+                        line.split()[0].lstrip("●* "))})
     if not names:
         return []
     r = read_timers(transport, names, timeout_s=timeout_s)
@@ -330,5 +350,5 @@ def _tail(res: CommandResult) -> str:
 
 __all__ = ["LeaseError", "TimerActionError", "TimerChange", "cancel_lease", "create_silence",
            "expire_silence", "extend_silence", "hold_window", "lease_pending", "lease_timer",
-           "node_leases",
+           "node_leases", "node_deferrals", "defer_unit", "DEFER_GLOB",
            "read_lease", "schedule_lease", "start_timer", "stop_timer"]

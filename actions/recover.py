@@ -45,7 +45,15 @@ def describe(rows: Sequence[Entry]) -> dict[str, Any]:
            "extend": ["undo"], "swap": ["undo"], "restore": ["complete"],
            "compare": ["undo"]}.get(first.runbook, [])
     last = rows[-1]
+    skipped = {r.step for r in rows if r.kind == "skip"}
+    would_undo, seen = [], set()
+    for name in reversed(begun):     # what `--undo` puts back, in that order
+        if name not in undone and name not in seen:
+            seen.add(name)
+            would_undo.append(name)
+    would_complete = [s for s in _steps_in_order(rows) if s not in verified and s not in skipped]
     return {"run_id": first.run_id, "runbook": first.runbook,
+            "would_undo": would_undo, "would_complete": would_complete,
             "started_at": hold_mod.iso(first.at), "started_by": f"{first.user}@{first.host}",
             "done": [s for s in verified if s not in undone],
             "maybe": [s for s in begun if s not in verified and s not in undone],
@@ -55,8 +63,17 @@ def describe(rows: Sequence[Entry]) -> dict[str, Any]:
             "facts": facts_from_rows(rows), "can": can}
 
 
-def describe_text(rows: Sequence[Entry]) -> list[str]:
-    """:func:`describe` as lines for the terminal."""
+def _steps_in_order(rows: Sequence[Entry]) -> list[str]:
+    out: list[str] = []
+    for r in rows:
+        if r.step and r.kind in ("begin", "skip", "verify", "fail") and r.step not in out:
+            out.append(r.step)
+    return out
+
+
+def describe_text(rows: Sequence[Entry], action: str | None = None) -> list[str]:
+    """:func:`describe` as lines for the terminal; ``action`` (``undo`` / ``complete``): also
+    what that choice would do, step by step (``recover --undo --dry-run``)."""
     d = describe(rows)
     out = [f"unfinished {d['runbook']} run {d['run_id']} started {d['started_at']} by "
            f"{d['started_by']} (last row {d['last_row']})"]
@@ -69,6 +86,17 @@ def describe_text(rows: Sequence[Entry]) -> list[str]:
         out.append(f"  lease: {h['lease']}.timer, expiry {h.get('expires_at') or 'n/a'}")
     if h.get("silence_id"):
         out.append(f"  silence: {h['silence_id']}")
+    if action == "undo" and "undo" in d["can"]:
+        out.append("  --undo would put back, in this order (each reads the node first and "
+                   "does only what is still changed):")
+        out += [f"    undo: {s}" for s in d["would_undo"]] or ["    nothing: no step began"]
+    elif action == "complete" and "complete" in d["can"]:
+        out.append("  --complete would run from the first step not verified (the steps "
+                   "begun after the crash are re-checked first):")
+        out += ([f"    run: {s}" for s in d["would_complete"]]
+                or ["    the journaled steps are all done; the remaining ones of the runbook"])
+    elif action is not None:
+        out.append(f"  --{action} is not possible for a {d['runbook']} run")
     out.append("  choose: " + " or ".join(f"`seat-console recover --{c}`" for c in d["can"]))
     return out
 

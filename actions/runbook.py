@@ -602,6 +602,14 @@ class Runbook:
                 _IN_FLIGHT.discard(sub)
         self.ctx.facts = sub.ctx.facts
         merged = {**outcomes, **{o.step: o for o in res.steps}}
+        if res.outcome == "refused":
+            # nothing was changed: the run stays unfinished (no end row), so `recover --undo`
+            # still has it to put back
+            self._row("recover", outcome=f"complete refused, run left open: {res.error}")
+            self._event("end", "", "refused", ok=False)
+            return Result(run_id=self.run_id, runbook=self.name, outcome="refused",
+                          steps=tuple(merged[s.name] for s in self.steps), error=res.error,
+                          warnings=tuple(self._warnings), facts=dict(self.ctx.facts))
         return self._end(res.outcome, merged, res.error, list(res.remaining), list(res.manual))
 
     def _row_for(self, sub: Runbook) -> Callable[..., Entry | None]:

@@ -501,14 +501,25 @@ def build_swap(nctx: NodeContext, journal: Journal, *, options: SwapOptions | No
     def probe_check(ctx: RunContext) -> Check:
         spec = _swap_spec(nctx)
         image = ctx.facts.get("probe_image_id")
-        if image is None:
-            client = _client(nctx)
-            try:
+        client = _client(nctx)
+        try:
+            if image is None:
                 image = probe_image(nctx, client)[0]
-            finally:
-                client.close()
+            old = _inspect(client, spec.container)
+        finally:
+            client.close()
+        keep = ""
+        ctx.facts.pop("probe_rename", None)
+        if old is not None and not _running(old):
+            # the rename is declared before the step begins: the begin row names the new name
+            # and the old container's ID, so any console's watcher attributes the rename event
+            # (its actor is the *new* name) to this step
+            new_name = _kept_name(spec.container, old)
+            ctx.facts["probe_rename"] = {"from": spec.container, "to": new_name,
+                                         "id": old.id}
+            keep = f"; keep the previous {spec.container} as {new_name}"
         return Check(True, f"start {spec.container} from image {image} with GPUs "
-                           f"{gpu_uuids(nctx) or 'none'}")
+                           f"{gpu_uuids(nctx) or 'none'}{keep}")
 
     def probe_apply(ctx: RunContext) -> str:
         from docker.types import DeviceRequest
@@ -521,8 +532,7 @@ def build_swap(nctx: NodeContext, journal: Journal, *, options: SwapOptions | No
             if old is not None:
                 if _running(old):
                     raise StepError(f"{spec.container} is running (started by someone else?)")
-                fin = old.attrs.get("State", {}).get("FinishedAt", "")[:19].replace(":", "")
-                new_name = f"{spec.container}-{fin.replace('-', '')}Z-{old.id[:6]}"
+                new_name = _kept_name(spec.container, old)
                 _expect(nctx, spec.container, ("rename",))
                 _expect(nctx, new_name, ("rename",))
                 old.rename(new_name)
@@ -622,7 +632,8 @@ def build_swap(nctx: NodeContext, journal: Journal, *, options: SwapOptions | No
              acts_on=lambda ctx: [_resident_name(nctx)]),
         Step("start probe", probe_check, probe_apply, probe_verify, probe_undo,
              manual=lambda ctx: f"docker stop {_swap_spec(nctx).container} (keep it)",
-             acts_on=lambda ctx: [_swap_spec(nctx).container]),
+             acts_on=lambda ctx: [_swap_spec(nctx).container,
+                                  *(ctx.facts.get("probe_rename") or {}).values()]),
         Step("probe serving", serve_check, serve_apply, serve_verify, None,
              acts_on=lambda ctx: [_swap_spec(nctx).container]),
     ]
@@ -631,6 +642,94 @@ def build_swap(nctx: NodeContext, journal: Journal, *, options: SwapOptions | No
                            "resident": nctx.profile.resident.container,
                            "probe": (nctx.profile.swap.container if nctx.profile.swap else None)},
                    facts=facts, run_id=run_id, profile_sha256=nctx.loaded.sha256)
+
+
+KEEP_PROBE_CONTAINERS = 3
+"""How many *kept* probe containers (stopped, renamed ``<probe>-<finished>Z-<id>`` by a later
+swap) the restore keeps, newest first; the older ones are removed by the restore's journaled
+``prune kept probes`` step. The current probe container (the profile's ``[swap] container``
+name), any running container and the resident are never removed; images are never removed."""
+
+
+def kept_probes(nctx: NodeContext, client: Any) -> list[Any]:
+    """The kept probe containers on the engine, newest finished first: label
+    ``org.seat-console.role=probe``, named ``<[swap] container>-…``, not running, not the
+    resident."""
+    spec = _swap_spec(nctx)
+    resident = nctx.profile.resident.container
+    out = []
+    for c in client.containers.list(all=True, filters={"label": "org.seat-console.role=probe"}):
+        if (c.name.startswith(f"{spec.container}-") and c.name not in (spec.container, resident)
+                and not _running(c)):
+            out.append(c)
+    return sorted(out, key=lambda c: c.attrs.get("State", {}).get("FinishedAt", ""),
+                  reverse=True)
+
+
+def _prune_step(nctx: NodeContext, keep: int = KEEP_PROBE_CONTAINERS) -> Step:
+    """Restore's ``prune kept probes``: remove kept probe containers beyond the newest
+    ``keep`` (:data:`KEEP_PROBE_CONTAINERS`); journaled, each removed one named."""
+    def doomed(ctx: RunContext) -> list[Any]:
+        if nctx.profile.swap is None:
+            return []
+        client = _client(nctx)
+        try:
+            return kept_probes(nctx, client)[keep:]
+        finally:
+            client.close()
+
+    def check(ctx: RunContext) -> Check:
+        try:
+            old = doomed(ctx)
+        except Exception as exc:  # noqa: BLE001 - the engine unreadable: prune nothing
+            return Check(False, f"skip pruning kept probe containers: cannot list them ({exc})")
+        ctx.facts["prune"] = [{"name": c.name, "id": c.id} for c in old]
+        if not old:
+            return Check(False, f"keep every kept probe container (at most {keep} are kept)")
+        return Check(True, f"remove {len(old)} kept probe container(s) beyond the newest {keep}"
+                           f": {', '.join(c.name for c in old)} (their images stay)")
+
+    def apply(ctx: RunContext) -> str:
+        client = _client(nctx)
+        done = []
+        try:
+            for item in ctx.facts.get("prune") or []:
+                c = _inspect(client, item["id"])
+                if c is None:
+                    continue
+                if _running(c) or c.name in (_swap_spec(nctx).container,
+                                             nctx.profile.resident.container):
+                    raise StepError(f"{c.name} is running or is the probe/resident now: not "
+                                    "removed")
+                _expect(nctx, c.name, ("destroy",))
+                c.remove()
+                done.append(c.name)
+        finally:
+            client.close()
+        return f"removed {', '.join(done) or 'none'}"
+
+    def verify(ctx: RunContext) -> str:
+        client = _client(nctx)
+        try:
+            left = [i["name"] for i in ctx.facts.get("prune") or []
+                    if _inspect(client, i["id"]) is not None]
+        finally:
+            client.close()
+        if left:
+            raise StepError(f"still present: {', '.join(left)}")
+        return f"{len(ctx.facts.get('prune') or [])} kept probe container(s) removed"
+
+    return Step("prune kept probes", check, apply, verify, None,
+                manual="docker rm <the kept probe containers named above>",
+                acts_on=lambda ctx: [x for i in ctx.facts.get("prune") or []
+                                     for x in (i["name"], i["id"])])
+
+
+def _kept_name(container: str, old: Any) -> str:
+    """``<name>-<finished UTC, YYYYmmddTHHMMSS>Z-<id[:6]>``: the name a stopped probe container
+    is kept under when the next swap starts a new one."""
+    fin = old.attrs.get("State", {}).get("FinishedAt", "")[:19].replace(":", "")
+    return f"{container}-{fin.replace('-', '')}Z-{old.id[:6]}"
 
 
 # -- restore ---------------------------------------------------------------------------------------
@@ -780,6 +879,7 @@ def build_restore(nctx: NodeContext, journal: Journal, *, on_log: Callable[[str]
              manual=lambda ctx: f"docker start {ctx.facts['resident']['name']}; check /health",
              acts_on=lambda ctx: [(ctx.facts.get("resident") or {}).get("name")
                                   or _resident_name(nctx)]),
+        _prune_step(nctx),
         Step("release hold", rel_check, rel_apply, rel_verify, None,
              manual="seat-console release"),
     ]

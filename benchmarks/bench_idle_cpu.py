@@ -6,7 +6,7 @@ Modes (``--mode``):
 * ``pty`` (default): the real ``python -m seat_console --interval 1`` in a pseudo-terminal of
   120×40 (what an engineer runs), its output drained and counted; CPU time of that process (all
   threads) read with psutil before and after the window.
-* ``headless``: :class:`seat_console.app.SeatConsoleApp` in this process under Textual's
+* ``headless``: :class:`seat_console.tui.app.SeatConsoleApp` in this process under Textual's
   ``App.run_test`` (no terminal writes); CPU time of this process.
 * ``sampler``: only the GPU source's ``read()`` once a second (no UI) — the floor.
 
@@ -82,7 +82,7 @@ def run_pty(seconds: float, warmup: float, cols: int, rows: int) -> dict:
 
 def run_headless(seconds: float, warmup: float, cols: int, rows: int) -> dict:
     """Run the app under ``run_test``; measure this process's CPU over ``seconds``."""
-    from seat_console.app import SeatConsoleApp
+    from seat_console.tui.app import SeatConsoleApp
     from seat_console.core.profile import load_profile
 
     app = SeatConsoleApp(load_profile(), interval=1.0, watch_terminal=False)

@@ -57,7 +57,7 @@ SEAT_HEADER = r"node \S+ · TP"
 SEAT_GPU = r"GPU 0 .{0,40}(used|LOST|memory n/a)"
 SEAT_FULL = r"GPUs \(NVML\)"
 """The Textual screen's GPU panel title: the full screen is up (the first frame,
-:mod:`seat_console.first_frame`, comes before it)."""
+:mod:`seat_console.tui.first_frame`, comes before it)."""
 NVITOP_HEADER = r"NVITOP"
 NVITOP_GPU = r"\d+(?:\.\d+)?[KMGT]iB\s*/\s*\d+(?:\.\d+)?[KMGT]iB"
 

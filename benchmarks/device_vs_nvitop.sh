@@ -25,7 +25,7 @@ $py scripts/gpu_hold.py --gib 100 <"$out/.hold_in" >"$out/hold.json" 2>"$out/hol
 exec 9>"$out/.hold_in"   # keep the hold's stdin open until the end
 for _ in $(seq 60); do [ -s "$out/hold.json" ] && break; sleep 1; done
 cat "$out/hold.json"
-$py -X importtime -c "import seat_console.cli, seat_console.app, seat_console.sources.gpu" 2>"$out/importtime.txt"
+$py -X importtime -c "import seat_console.cli, seat_console.tui.app, seat_console.sources.gpu" 2>"$out/importtime.txt"
 tail -1 "$out/importtime.txt"
 # how long the driver's start-up takes (what the early GPU reading overlaps with the imports)
 $py -c "import time; t=time.perf_counter(); import pynvml; t1=time.perf_counter(); pynvml.nvmlInit(); t2=time.perf_counter(); h=pynvml.nvmlDeviceGetHandleByIndex(0); pynvml.nvmlDeviceGetMemoryInfo(h); t3=time.perf_counter(); print(f'import pynvml {t1-t:.4f} s, nvmlInit {t2-t1:.4f} s, first handle+memory {t3-t2:.4f} s')" | tee "$out/nvml_init.txt"

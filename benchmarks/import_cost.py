@@ -24,7 +24,7 @@ DEFAULT_MODULES = [
     "pydantic", "platformdirs", "seat_console.core.profile", "rich.console", "textual.app",
     "textual.widgets", "psutil", "pynvml", "seat_console.sources", "seat_console.sources.gpu",
     "seat_console.widgets.gpu", "seat_console.widgets.status", "seat_console.widgets.services",
-    "seat_console.widgets.fit", "seat_console.actions.runbook", "seat_console.app",
+    "seat_console.widgets.fit", "seat_console.actions.runbook", "seat_console.tui.app",
     "seat_console.fit.budget", "seat_console.snapshot.fit_reading", "httpx", "prometheus_client",
     "seat_console.sources.engine", "seat_console.sources.silences", "docker",
     "seat_console.sources.containers", "seat_console.sources.timers", "sqlite3",

@@ -24,6 +24,7 @@ module is imported before the first frame; ``--help`` and subcommands build the 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import os
 import re
@@ -232,6 +233,18 @@ class PipeSafeStdout:
         return getattr(self._stream, name)
 
 
+def _printable_streams() -> None:
+    """Headless output never raises on text it cannot encode: a lone surrogate code point read
+    from outside (a JSON ``\\ud800`` escape in a tensor name, a file name) is written as its
+    ``\\ud800`` escape instead of a ``UnicodeEncodeError`` that lost the command's whole result
+    (issue #22)."""
+    for stream in (sys.stdout, sys.stderr):
+        reconfigure = getattr(stream, "reconfigure", None)
+        if reconfigure is not None:
+            with contextlib.suppress(ValueError, OSError):
+                reconfigure(errors="backslashreplace")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of ``seat-console`` and ``python -m seat_console``; returns the exit code.
 
@@ -243,6 +256,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         sys.stdout.flush()
     except BrokenPipeError:
         _quiet_stdout()
+    except KeyboardInterrupt:   # Ctrl-C outside a command's own handling: 130, no traceback
+        rc = EXIT_INTERRUPTED
     return rc
 
 
@@ -250,6 +265,7 @@ def _main(argv: Sequence[str] | None) -> int:
     args = _tui_args(argv)
     parser: argparse.ArgumentParser | None = None
     if args is None:
+        _printable_streams()
         if not isinstance(sys.stdout, PipeSafeStdout) and sys.stdout is not None:
             sys.stdout = PipeSafeStdout(sys.stdout)  # headless: a closed pipe is not an error
         parser = build_parser()
@@ -307,7 +323,7 @@ def _no_terminal(stdin: object = None, stdout: object = None) -> str | None:
     """The refusal when the TUI would not run on a terminal (stdin or stdout is a pipe or a
     file: ``seat-console | cat``, ``ssh host seat-console`` without ``-t``), else ``None``.
     Textual would draw screens into the pipe and read no keys."""
-    from seat_console.first_frame import is_terminal
+    from seat_console.core.terminal import is_terminal
 
     stdin = sys.stdin if stdin is None else stdin
     stdout = sys.stdout if stdout is None else stdout
@@ -320,16 +336,19 @@ def _no_terminal(stdin: object = None, stdout: object = None) -> str | None:
 
 
 def _run_tui(args: argparse.Namespace) -> int:
-    """The TUI: the first frame (header + each card's memory, :mod:`seat_console.first_frame`)
+    """The TUI: the first frame (header + each card's memory, :mod:`seat_console.tui.first_frame`)
     before pydantic and Textual load, then the profile validated, then the app."""
     refusal = None if served() else _no_terminal()
     if refusal is not None:
         print(refusal, file=sys.stderr)
         return EXIT_USAGE
-    from seat_console import first_frame
-    from seat_console.early import limit_malloc_arenas, prestart
+    from seat_console.tui import first_frame
+    from seat_console.tui.early import limit_malloc_arenas, prestart
 
     limit_malloc_arenas()   # before any thread: one heap per idle thread was ~11 MiB RSS
+    # from here until the app has ended, a SIGINT is ours: it unwinds to the except below,
+    # which restores the terminal whatever instant of start-up it cut (issue #22)
+    first_frame.guard_start_up()
     try:
         nvml = first_frame.draw_before_profile(args.profile)
         from seat_console.core.profile import load_profile
@@ -341,15 +360,24 @@ def _run_tui(args: argparse.Namespace) -> int:
             print(f"seat-console: {exc}", file=sys.stderr)
             return EXIT_ERROR
         prestart(loaded, nvml=nvml)   # the GPU panel's first reading, while the TUI imports
-        from seat_console.app import run_app
+        from seat_console.tui.app import run_app
 
-        return run_app(loaded, readonly=args.readonly, interval=args.interval)
+        try:
+            return run_app(loaded, readonly=args.readonly, interval=args.interval)
+        except ProfileError as exc:   # the profile's [keys] (checked against the key table)
+            first_frame.leave()
+            print(f"seat-console: {exc}", file=sys.stderr)
+            return EXIT_ERROR
     except KeyboardInterrupt:   # Ctrl-C before Textual took the keys (it reads them raw after)
-        first_frame.leave()
+        # wherever it landed (the frame, the imports, Textual's driver half started or half
+        # stopped): the saved terminal attributes, the modes and the shell's screen back
+        first_frame.leave(force=True)
         return EXIT_INTERRUPTED
     except BaseException:
         first_frame.leave()   # the app died before its driver: give the shell its screen
         raise
+    finally:
+        first_frame.end_guard()
 
 
 if __name__ == "__main__":  # pragma: no cover

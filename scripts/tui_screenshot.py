@@ -2,7 +2,7 @@
 """Render the Seat Console headless and save SVG screenshots once the GPU panel has data.
 
 ``python3 scripts/tui_screenshot.py OUT_DIR [--size 120x40 --size 80x24]`` runs
-:class:`seat_console.app.SeatConsoleApp` under Textual's ``App.run_test`` (no terminal), waits until
+:class:`seat_console.tui.app.SeatConsoleApp` under Textual's ``App.run_test`` (no terminal), waits until
 the ``gpus`` source has delivered a reading (polling ``pilot.pause()``, at most 30 s), lets the
 panel draw, and writes ``seat-console-COLSxROWS.svg`` per size with ``App.save_screenshot``.
 Prints the paths and the GPU reading's kind (snapshot or unavailable reason).
@@ -18,7 +18,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from seat_console.app import SeatConsoleApp
+from seat_console.tui.app import SeatConsoleApp
 from seat_console.core.profile import load_profile
 
 

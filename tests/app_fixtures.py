@@ -26,7 +26,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from seat_console.app import SeatConsoleApp
+from seat_console.tui.app import SeatConsoleApp
 from seat_console.sources.gpu import ContainerRef, GpuSampler, GpuSnapshot, GpuSource, ProcessMapper
 from seat_console.node.nvml import Nvml
 from seat_console.core.profile import LoadedProfile, load_profile

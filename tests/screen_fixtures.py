@@ -22,7 +22,8 @@ sys.path.insert(0, str(Path(__file__).parent))
 from app_fixtures import T0, ClockedGpuSource, FakeClock, default_loaded, demo_cards, vllm_mapper
 from nvml_double import NvmlDouble
 
-from seat_console.app import PanelSpec, SeatConsoleApp
+from seat_console.tui.app import SeatConsoleApp
+from seat_console.tui.panels import PanelSpec
 from seat_console.fit.budget import HostMemory
 from seat_console.core.profile import MAX_MODEL_LEN, MAX_NUM_SEQS
 from seat_console.core.base import Source

@@ -42,15 +42,11 @@ import pty_helpers
 from nvml_double import FakeMig, FakeProcess, NvmlDouble
 from screen_fixtures import flat, refresh, screen_text, wait_for
 
-from seat_console.app import (
-    BACKOFF_MAX_S,
-    BACKOFF_MIN_S,
-    EXIT_HANGUP,
-    HelpScreen,
-    SeatConsoleApp,
-    filter_action_bindings,
-    next_delay,
-)
+from seat_console.tui.app import SeatConsoleApp
+from seat_console.tui.hangup import EXIT_HANGUP
+from seat_console.tui.keys import filter_action_bindings
+from seat_console.tui.polling import BACKOFF_MAX_S, BACKOFF_MIN_S, next_delay
+from seat_console.widgets.help import HelpScreen
 from seat_console.core.fmt import gib
 from seat_console.widgets.gpu import GpuCardView, GpuPanel, Spark
 

@@ -17,7 +17,8 @@ import screen_fixtures as F
 from screen_fixtures import lines_of, refresh_all, wait_for
 from app_fixtures import T0, FakeClock, default_loaded
 
-from seat_console.app import PanelSpec, SeatConsoleApp
+from seat_console.tui.app import SeatConsoleApp
+from seat_console.tui.panels import PanelSpec
 from seat_console.core.base import Unavailable
 from seat_console.sources.seat import SeatReading
 from seat_console.widgets.seat import SeatPanel

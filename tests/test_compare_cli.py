@@ -10,8 +10,6 @@ import pytest
 
 from seat_console.cli import main
 
-REPO = Path(__file__).resolve().parents[1]
-LAB_PROFILE = REPO / ".lab" / "profile.toml"
 
 
 @pytest.fixture
@@ -21,11 +19,11 @@ def state(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return tmp_path
 
 
-def test_dry_run_lists_legs_pairs_and_plan_and_changes_nothing(state: Path,
+def test_dry_run_lists_legs_pairs_and_plan_and_changes_nothing(state: Path, lab,
                                                                capsys: pytest.CaptureFixture):
-    # the plan reads only the journal (is a hold active?): the lab's profile, not its node
-    assert LAB_PROFILE.is_file(), "run `python scripts/lab.py up` (writes .lab/profile.toml)"
-    assert main(["--profile", str(LAB_PROFILE), "compare", "--bracket", "ABBA",
+    # the plan reads only the journal (is a hold active?): the lab's profile (so: marked lab,
+    # through the fixture), not its node
+    assert main(["--profile", str(lab.profile_path), "compare", "--bracket", "ABBA",
                  "--rounds", "2", "--dry-run", "--json"]) == 0
     doc = json.loads(capsys.readouterr().out)
     assert [x["name"] for x in doc["legs"]] == ["A1", "B2", "B3", "A4", "A5", "B6", "B7", "A8"]
@@ -54,7 +52,7 @@ def test_no_candidate_is_refused(state: Path, tmp_path: Path, capsys: pytest.Cap
     assert "no [swap] section" in capsys.readouterr().err
 
 
-def test_a_killed_compare_is_rebuilt_for_recover_undo(state: Path) -> None:
+def test_a_killed_compare_is_rebuilt_for_recover_undo(state: Path, lab) -> None:
     """A compare killed after its B2 swap began: `recover` offers undo, and the rebuilt runbook
     (same run ID, inputs, facts) undoes the swap step (resident back) and the hold it placed."""
     from seat_console.actions import compare as cmp_mod
@@ -63,7 +61,7 @@ def test_a_killed_compare_is_rebuilt_for_recover_undo(state: Path) -> None:
     from seat_console.node.context import NodeContext
     from seat_console.core.profile import load_profile
 
-    loaded = load_profile(str(LAB_PROFILE))
+    loaded = load_profile(str(lab.profile_path))
     journal = Journal()
     try:
         rid, bid = "compare-test-1", "cmp-20261201T090000Z-abcdef"

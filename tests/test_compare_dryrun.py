@@ -7,17 +7,15 @@ from pathlib import Path
 import pytest
 from seat_console.cli import main
 
-REPO = Path(__file__).resolve().parents[1]
-LAB_PROFILE = REPO / ".lab" / "profile.toml"
 
 
 def test_dry_run_text_prints_the_plan_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                           capsys: pytest.CaptureFixture) -> None:
-    # the plan reads only the journal (is a hold active?): the lab's profile, not its node
-    assert LAB_PROFILE.is_file(), "run `python scripts/lab.py up` (writes .lab/profile.toml)"
+                                           capsys: pytest.CaptureFixture, lab) -> None:
+    # the plan reads only the journal (is a hold active?): the lab's profile (so: marked lab,
+    # through the fixture), not its node
     monkeypatch.setenv("SEAT_CONSOLE_STATE_DIR", str(tmp_path / "state"))
     monkeypatch.setenv("SEAT_CONSOLE_DATA_DIR", str(tmp_path / "data"))
-    assert main(["--profile", str(LAB_PROFILE), "compare", "--bracket", "ABBA",
+    assert main(["--profile", str(lab.profile_path), "compare", "--bracket", "ABBA",
                  "--dry-run"]) == 0
     out = capsys.readouterr().out
     lines = out.splitlines()

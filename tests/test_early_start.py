@@ -1,5 +1,5 @@
 """The TUI path starts the GPU panel's first reading before the app is imported
-(:mod:`seat_console.early`), and the app uses that reading, source and node context instead of
+(:mod:`seat_console.tui.early`), and the app uses that reading, source and node context instead of
 building its own (one NVML init, one context shared by panels and actions); a failed early
 start is built again the usual way."""
 
@@ -12,8 +12,9 @@ from pathlib import Path
 import pytest
 
 import seat_console.node.nvml as nvml_mod
-from seat_console import early
-from seat_console.app import PanelSpec, SeatConsoleApp
+from seat_console.tui import early
+from seat_console.tui.app import SeatConsoleApp
+from seat_console.tui.panels import PanelSpec
 from seat_console.core.profile import load_profile
 from seat_console.sources.gpu import GpuSnapshot
 from seat_console.widgets.gpu import GpuPanel

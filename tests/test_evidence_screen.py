@@ -7,13 +7,14 @@ from pathlib import Path
 from textual.app import App
 
 from evidence_factory import T0, write_run
-from seat_console.widgets.evidence import EvidenceScreen, newest_evidence
+from seat_console.evidence.latest import build_markdown, newest_evidence
+from seat_console.widgets.evidence import EvidenceScreen
 
 
 async def _shown(tmp_path: Path) -> str:
     app = App()
     async with app.run_test(size=(120, 40)) as pilot:
-        screen = EvidenceScreen(data_root=tmp_path)
+        screen = EvidenceScreen(lambda: build_markdown(None, tmp_path))
         app.push_screen(screen)
         for _ in range(200):
             await pilot.pause(0.02)

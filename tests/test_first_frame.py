@@ -1,4 +1,4 @@
-"""The first frame drawn before pydantic and Textual load (:mod:`seat_console.first_frame`):
+"""The first frame drawn before pydantic and Textual load (:mod:`seat_console.tui.first_frame`):
 the header read from the profile file the TUI will load, each card's memory through the one
 NVML gateway (adopted by the app's node context), the frame taken down when the profile turns
 out invalid, and no pydantic/Textual import before it. In a pty: the frame's lines come before
@@ -19,7 +19,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import seat_console.node.nvml as nvml_mod
-from seat_console import early, first_frame
+from seat_console.tui import early, first_frame
 from seat_console.core.profile import load_profile
 from seat_console.node.nvml import Nvml
 
@@ -143,7 +143,8 @@ def test_leave_undoes_the_frame_only_once_and_only_if_drawn(tty_env):
     first_frame.draw_before_profile(None, out=Tty(), nvml=Nvml(module=NvmlDouble(h200_pair())))
     first_frame.leave(out)
     first_frame.leave(out)
-    assert out.getvalue() == first_frame.LEAVE
+    # once: the modes Textual may have turned on off, then cursor shown, alternate screen off
+    assert out.getvalue() == first_frame.RESTORE and out.getvalue().endswith(first_frame.LEAVE)
 
 
 def test_the_apps_context_adopts_the_frames_gateway(tty_env, monkeypatch):
@@ -202,7 +203,7 @@ def test_raw_identity_on_any_file_never_raises_and_unknown_is_never_zero(text):
 
 
 def test_cli_imports_neither_pydantic_nor_textual_before_the_frame():
-    code = ("import sys; from seat_console import cli, first_frame; "
+    code = ("import sys; from seat_console import cli; from seat_console.tui import first_frame; "
             "print(sorted({m.split('.')[0] for m in sys.modules} & {'pydantic', 'textual'}))")
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True,
                          text=True, timeout=60)
@@ -281,7 +282,7 @@ def test_in_a_pty_ctrl_c_while_starting_exits_130_without_a_traceback(tmp_path):
     try:
         buf = pty_helpers.read_until(master, "starting the console…".encode())
         os.kill(proc.pid, signal.SIGINT)           # as Ctrl-C sends it before Textual's raw mode
-        buf += pty_helpers.drain(proc, master)
+        buf += pty_helpers.drain(proc, master, 120)  # generous: a loaded machine is slow to exit
     finally:
         pty_helpers.close(proc, master)
     assert proc.returncode == 130, buf[-2000:]

@@ -290,7 +290,7 @@ async def test_the_tui_says_no_verdict(tmp_path: Path, how: str, compact: bool) 
     from app_fixtures import FakeClock, default_loaded
     from test_fit_widget import BIG_HOST, FixedFit, flat, screen_text, wait_for
 
-    from seat_console.app import SeatConsoleApp
+    from seat_console.tui.app import SeatConsoleApp
     from seat_console.snapshot.fit_reading import gather_fit_inputs
     from seat_console.widgets.fit import FitPanel
 
@@ -456,7 +456,7 @@ async def test_the_gpu_panel_shows_a_seat_conflict() -> None:
     from app_fixtures import FakeClock, default_loaded
     from test_fit_widget import flat, screen_text, wait_for
 
-    from seat_console.app import SeatConsoleApp
+    from seat_console.tui.app import SeatConsoleApp
     from seat_console.sources.gpu import GpuSnapshot
     from seat_console.widgets.gpu import GpuPanel
 

@@ -9,7 +9,8 @@ from app_fixtures import FakeClock, default_loaded
 from screen_fixtures import flat, screen_text, type_longest_what_ifs, wait_for
 from textual.widgets import Input, Select
 
-from seat_console.app import PANELS, SeatConsoleApp
+from seat_console.tui.app import SeatConsoleApp
+from seat_console.tui.panels import PANELS
 from seat_console.fit.budget import CardBudget, HostMemory
 from seat_console.snapshot.fit_reading import gather_fit_inputs
 from seat_console.fit.inputs import FitInputs
@@ -60,10 +61,10 @@ async def fit_panel(size: tuple[int, int], inputs: FitInputs | None = None):
 
 
 def test_fit_panel_is_in_the_app_and_reads_the_gpu_panels_reading() -> None:
-    from seat_console.app import LatestReading, LatestReadings, make_fit_source as app_fit
+    from seat_console.tui.panels import LatestReading, LatestReadings, make_fit_source as app_fit
 
     spec = next(s for s in PANELS if s.panel is FitPanel)
-    assert spec.source == "seat_console.app:make_fit_source" and spec.uses_readings
+    assert spec.source == "seat_console.tui.panels:make_fit_source" and spec.uses_readings
     src = app_fit(default_loaded(), LatestReadings())
     assert isinstance(src._gpu, LatestReading) and src._gpu.key == "gpus"  # no NVML of its own
     assert make_fit_source is not None

@@ -26,7 +26,7 @@ async def test_a_poll_that_fails_outside_read_does_not_leave_its_source_busy():
     """Polls run on one reused thread per source (issue 11: no Textual worker per poll, so
     there is no poll worker to cancel); a failure outside ``read`` — here the guard itself —
     is posted as an error reading, so the source is not left busy and is polled again."""
-    import seat_console.app as app_mod
+    import seat_console.tui.polling as app_mod
 
     hang = HangingSource()
     app = make_app([(fixed(hang), CountingPanel)], interval=0.05)
@@ -167,12 +167,13 @@ def test_stop_in_flight_lets_the_step_finish_and_journals(tmp_path: Path):
 
 def test_app_watchdog_waits_for_runbooks(monkeypatch):
     """``terminal_gone``'s watchdog asks in-flight runbooks to stop before ``os._exit``."""
-    import seat_console.app as app_mod
+    import seat_console.tui.app as app_mod
+    import seat_console.tui.hangup as hangup_mod
 
     calls: list = []
-    monkeypatch.setattr(app_mod, "HANGUP_EXIT_GRACE_S", 0.0)
-    monkeypatch.setattr(app_mod, "stop_in_flight", lambda grace_s: calls.append(grace_s) or [])
-    monkeypatch.setattr(app_mod.os, "_exit", lambda code: calls.append(("exit", code)))
+    monkeypatch.setattr(hangup_mod, "HANGUP_EXIT_GRACE_S", 0.0)
+    monkeypatch.setattr(hangup_mod, "stop_in_flight", lambda grace_s: calls.append(grace_s) or [])
+    monkeypatch.setattr(hangup_mod.os, "_exit", lambda code: calls.append(("exit", code)))
     app = app_mod.SeatConsoleApp(default_loaded(), watch_terminal=False)
     monkeypatch.setattr(app, "exit", lambda **kw: None)
     app.terminal_gone("test")
@@ -180,4 +181,4 @@ def test_app_watchdog_waits_for_runbooks(monkeypatch):
         if len(calls) >= 2:
             break
         time.sleep(0.02)
-    assert calls[0] == app_mod.RUNBOOK_STOP_GRACE_S and calls[1][0] == "exit"
+    assert calls[0] == hangup_mod.RUNBOOK_STOP_GRACE_S and calls[1][0] == "exit"

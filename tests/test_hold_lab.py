@@ -339,11 +339,11 @@ def test_persistent_timer_catch_up_warning_on_release(lab, node, env, baseline,
         assert r.returncode == 0, r.stdout + r.stderr
         time.sleep(11)       # its 10 s elapse passes while it is stopped
         dry = cli(lab, env, "release", "--dry-run", profile=profile)
-        assert "Persistent=true and missed its elapse" in dry.stdout, dry.stdout
+        assert "Persistent=true" in dry.stdout and "at once" in dry.stdout, dry.stdout
         rel = cli(lab, env, "release", "--yes", profile=profile)
         assert rel.returncode == 0, rel.stdout + rel.stderr
-        assert "fires the missed run at once" in rel.stdout
-        assert "LastTriggerUSec" in rel.stdout and "next elapse after the start" in rel.stdout
+        assert "at once" in rel.stdout
+        assert "last trigger" in rel.stdout and "next elapse after the start" in rel.stdout
     finally:
         node.run(["systemctl", "stop", f"{CATCHUP}.timer"])
         node.run(["rm", "-f", f"/etc/systemd/system/{CATCHUP}.timer",

@@ -11,7 +11,10 @@ from pathlib import Path
 import pytest
 from conftest import _flock
 
-from seat_console.app import PanelSpec, SeatConsoleApp, filter_action_bindings
+from seat_console.tui.app import SeatConsoleApp
+from seat_console.tui.keys import filter_action_bindings
+from seat_console.tui.panels import PanelSpec
+from seat_console.actions.hold import fmt_ttl, parse_ttl
 from seat_console.node.transport import DockerExecTransport
 from seat_console.core.profile import load_profile
 from seat_console.sources.timers import TimersReading, read_timers
@@ -84,7 +87,7 @@ async def test_hold_options_refuse_a_bad_ttl_and_cancel_reads_nothing():
     answers: list = []
     app = _plain_app()
     async with app.run_test(size=(100, 30)) as pilot:
-        app.push_screen(HoldOptionsScreen("seat-node", 4 * 3600), answers.append)
+        app.push_screen(HoldOptionsScreen("seat-node", 4 * 3600, ttl_text=fmt_ttl, parse_ttl=parse_ttl), answers.append)
         await pilot.pause()
         scr = app.screen
         assert scr.query_one("#hold-options-ttl").value == "4 h"   # the profile's, parseable
@@ -96,18 +99,18 @@ async def test_hold_options_refuse_a_bad_ttl_and_cancel_reads_nothing():
         scr.query_one("#hold-options-ttl").value = "1h30m"
         await pilot.press("enter")
         await _wait(pilot, lambda: answers == [(5400, "probe")], "the answer")
-        app.push_screen(HoldOptionsScreen("seat-node", 600), answers.append)
+        app.push_screen(HoldOptionsScreen("seat-node", 600, ttl_text=fmt_ttl, parse_ttl=parse_ttl), answers.append)
         await pilot.pause()
         await pilot.press("escape")
         await _wait(pilot, lambda: answers[-1] is None, "cancelled")
 
 
 async def test_the_hold_key_asks_first_and_cancel_changes_nothing(monkeypatch):
-    import seat_console.hold_tui as hold_tui
+    import seat_console.tui.runbook as rb
 
     planned: list = []
-    monkeypatch.setattr(hold_tui.HoldController, "_read_plan",
-                        lambda self, kind: planned.append((kind, self.ttl_s, self.reason)))
+    monkeypatch.setattr(rb.RunbookController, "_read_plan",
+                        lambda self, flow: planned.append((flow.kind, self.ttl_s, self.reason)))
     app = _plain_app()
     async with app.run_test(size=(100, 30)) as pilot:
         await pilot.press("H")
@@ -119,7 +122,7 @@ async def test_the_hold_key_asks_first_and_cancel_changes_nothing(monkeypatch):
         await _wait(pilot, lambda: isinstance(app.screen, HoldOptionsScreen), "again")
         await pilot.press("enter")                                  # defaults
         await _wait(pilot, lambda: planned, "the plan read")
-    assert planned == [("hold", app.loaded.profile.silence.ttl_s, hold_tui.DEFAULT_REASON)]
+    assert planned == [("hold", app.loaded.profile.silence.ttl_s, rb.DEFAULT_REASON)]
 
 
 # -- on the lab ------------------------------------------------------------------------------
@@ -158,7 +161,7 @@ async def test_tui_places_and_releases_a_hold(lab, exclusive, tmp_path: Path, mo
             lines = "\n".join(app.screen.lines)
             assert "schedule lease" in lines and "create silence" in lines
             await pilot.press("y")
-            ctl = app._hold_controller
+            ctl = app.runbooks
             await _wait(pilot, lambda: ctl.last_result is not None, "the hold to finish")
             assert ctl.last_result.ok, ctl.last_result.describe()
             from seat_console.actions.hold import current_hold

@@ -95,8 +95,9 @@ def _hold(**kw) -> HoldState:
     return HoldState(**base)
 
 
-def _timers(active: dict[str, bool]) -> TimersReading:
-    return TimersReading(where="test", read_at=NOW, timers=tuple(
+def _timers(active: dict[str, bool], live: bool = False) -> TimersReading:
+    """A reading taken at NOW (``live``: at the wall clock's now, after ``_held``'s stop)."""
+    return TimersReading(where="test", read_at=datetime.now(UTC) if live else NOW, timers=tuple(
         TimerState(unit=u, load_state="loaded", active_state="active" if a else "inactive")
         for u, a in active.items()))
 
@@ -163,14 +164,14 @@ class _Readings:
 
 def test_action_log_source_journals_interference_once(tmp_path: Path) -> None:
     path, j, _h = _held(tmp_path)
-    src = ActionLogSource(_Readings(timers=_timers({"a.timer": True})), str(path))
+    src = ActionLogSource(_Readings(timers=_timers({"a.timer": True}, live=True)), str(path))
     r1 = src.read()
     assert isinstance(r1, ActionLogReading) and r1.hold is not None
     assert r1.hold.banner.startswith("held by the console until")
     assert len(r1.interference) == 1
     src.read()
     src.close()
-    again = ActionLogSource(_Readings(timers=_timers({"a.timer": True})), str(path))
+    again = ActionLogSource(_Readings(timers=_timers({"a.timer": True}, live=True)), str(path))
     again.read()
     again.close()
     rows = j.entries(kind="interference")
@@ -274,14 +275,18 @@ def _held(tmp_path: Path) -> tuple[Path, Journal, dict]:
     exp = (datetime.now(UTC) + timedelta(hours=1)).isoformat().replace("+00:00", "Z")
     h = {"hold_id": "seat-hold-a", "lease": "seat-hold-a-lease", "stopped": ["a.timer"],
          "silence_id": None, "expires_at": exp, "timers_before": {}}
-    _run(j, "hold", "hold-1", h, "done")
+    j.append(run_id="hold-1", runbook="hold", kind="start", facts={"hold": h})
+    j.append(run_id="hold-1", runbook="hold", kind="verify", step="stop a.timer",
+             outcome="a.timer inactive", facts={"hold": h},
+             at=datetime.now(UTC) - timedelta(minutes=10))
+    j.append(run_id="hold-1", runbook="hold", kind="end", outcome="done", facts={"hold": h})
     return path, j, h
 
 
 def test_a_release_in_flight_or_just_ended_is_not_interference(tmp_path: Path) -> None:
     path, j, h = _held(tmp_path)
     _run(j, "release", "release-1", h, None, inputs={"hold_id": "seat-hold-a"})  # in flight
-    src = ActionLogSource(_Readings(timers=_timers({"a.timer": True})), str(path))
+    src = ActionLogSource(_Readings(timers=_timers({"a.timer": True}, live=True)), str(path))
     r = src.read()
     assert isinstance(r, ActionLogReading) and r.interference == ()
     src.close()
@@ -292,7 +297,7 @@ def test_a_release_in_flight_or_just_ended_is_not_interference(tmp_path: Path) -
 def test_a_readonly_action_log_shows_interference_but_never_writes(tmp_path: Path) -> None:
     path, j, _ = _held(tmp_path)
     n = len(j.entries())
-    src = ActionLogSource(_Readings(timers=_timers({"a.timer": True})), str(path), readonly=True)
+    src = ActionLogSource(_Readings(timers=_timers({"a.timer": True}, live=True)), str(path), readonly=True)
     r = src.read()
     assert isinstance(r, ActionLogReading) and len(r.interference) == 1
     src.close()

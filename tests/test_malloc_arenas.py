@@ -11,12 +11,12 @@ import textwrap
 
 import pytest
 
-from seat_console.early import MALLOC_ARENAS
+from seat_console.tui.early import MALLOC_ARENAS
 
 PROBE = textwrap.dedent("""
     import ctypes, sys, threading
     if sys.argv[1] == "cap":
-        from seat_console.early import limit_malloc_arenas
+        from seat_console.tui.early import limit_malloc_arenas
         assert limit_malloc_arenas()
     libc = ctypes.CDLL(None)
     go, hold = threading.Barrier(7), threading.Event()
@@ -53,7 +53,7 @@ def test_the_cap_bounds_the_arenas_of_many_threads():
 
 
 def test_a_users_malloc_arena_max_wins(monkeypatch):
-    from seat_console.early import limit_malloc_arenas
+    from seat_console.tui.early import limit_malloc_arenas
 
     monkeypatch.setenv("MALLOC_ARENA_MAX", "8")
     assert limit_malloc_arenas() is False

@@ -22,7 +22,8 @@ from conftest import wait_until
 from seat_console.actions import hold as hold_mod
 from seat_console.node.attribution import BEFORE_S
 from seat_console.actions.journal import Journal
-from seat_console.app import PanelSpec, SeatConsoleApp
+from seat_console.tui.app import SeatConsoleApp
+from seat_console.tui.panels import PanelSpec
 from seat_console.node.context import NodeContext
 from seat_console.core.profile import load_profile
 from seat_console.widgets.actionlog import ActionLogPanel

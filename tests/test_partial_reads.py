@@ -17,7 +17,6 @@ import functools
 import re
 import sys
 import threading
-import time
 from datetime import timedelta
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -31,7 +30,7 @@ from app_fixtures import FakeClock, default_loaded
 from screen_fixtures import engine as recorded_engine
 from screen_fixtures import timers as recorded_timers
 
-from seat_console.app import SeatConsoleApp
+from seat_console.tui.app import SeatConsoleApp
 from seat_console.node.runner import CommandResult
 from seat_console.core.base import Unavailable, utcnow
 from seat_console.sources.engine import EngineReading, EngineSource
@@ -73,15 +72,22 @@ async def first_reading(source, panel, clock, key: str):
 
 
 # -- the engine, over HTTP -----------------------------------------------------------------------
+CLIENT_TIMEOUT_S = 5.0
+"""The engine source's timeout here: generous, so the good reads answer in time on a loaded
+machine (it was 0.5 s, and the first read itself timed out under load, issue #22); a path in
+``slow`` never answers until the test ends, so its reads time out whatever the load."""
+
+
 class FakeVllm(ThreadingHTTPServer):
-    """Serves recorded vLLM answers; a path in ``slow`` answers only after ``delay_s``.
-    ``with FakeVllm() as srv:`` serves from a thread until the block ends."""
+    """Serves recorded vLLM answers; a path in ``slow`` does not answer until the server is
+    closed (the client's timeout fires first). ``with FakeVllm() as srv:`` serves from a thread
+    until the block ends."""
 
     daemon_threads = True
 
     def __init__(self) -> None:
         self.slow: set[str] = set()
-        self.delay_s = 1.5
+        self.released = threading.Event()
         super().__init__(("127.0.0.1", 0), _Handler)
 
     @property
@@ -93,6 +99,7 @@ class FakeVllm(ThreadingHTTPServer):
         return self
 
     def __exit__(self, *exc) -> None:
+        self.released.set()
         self.shutdown()
         self.server_close()
 
@@ -111,7 +118,7 @@ class _Handler(BaseHTTPRequestHandler):
             self.send_error(404)
             return
         if self.path in self.server.slow:
-            time.sleep(self.server.delay_s)
+            self.server.released.wait(120)   # no answer in time: the client gives up first
         try:
             self.send_response(200)
             self.send_header("Content-Length", str(len(body)))
@@ -129,7 +136,7 @@ def vllm():
 
 async def test_engine_models_timeout_keeps_the_last_model_marked_stale(vllm) -> None:
     clock = FakeClock(start=utcnow())
-    src = EngineSource(vllm.url, timeout_s=0.5)
+    src = EngineSource(vllm.url, timeout_s=CLIENT_TIMEOUT_S)
     async with first_reading(src, EnginePanel, clock, "engine") as (app, pilot, st):
         first = st.reading
         assert isinstance(first, EngineReading) and first.models and not first.kept
@@ -163,7 +170,7 @@ async def test_engine_models_timeout_keeps_the_last_model_marked_stale(vllm) -> 
 
 async def test_engine_metrics_timeout_keeps_last_metrics_and_no_zero_rate(vllm) -> None:
     clock = FakeClock(start=utcnow())
-    src = EngineSource(vllm.url, timeout_s=0.5)
+    src = EngineSource(vllm.url, timeout_s=CLIENT_TIMEOUT_S)
     async with first_reading(src, EnginePanel, clock, "engine") as (app, pilot, st):
         first = st.reading
         vllm.slow = {"/metrics"}

@@ -9,7 +9,7 @@ import math
 from hypothesis import given
 from hypothesis import strategies as st
 
-from seat_console.app import ALIGN_GRID_S, PollTimer, aligned_when
+from seat_console.tui.polling import ALIGN_GRID_S, PollTimer, aligned_when
 
 
 @given(now=st.floats(0, 1e7), delay=st.floats(ALIGN_GRID_S, 3600.0))

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from app_fixtures import CountingPanel, CountingSource, FakeClock
 from rich.text import Text
-from seat_console.app import SeatConsoleApp
+from seat_console.tui.app import SeatConsoleApp
 from seat_console.probe.engine_counters import KvCapacity
 from seat_console.probe.live import LiveView, PhaseLine
 from seat_console.probe.run import HoldInfo, Preflight, ProbeRefused
@@ -101,7 +101,7 @@ async def test_probe_key_confirms_runs_and_shows_the_live_panel(
             assert not srv.requests                      # nothing sent before "yes"
             await pilot.press("y")
             await _wait(pilot, lambda: isinstance(app.screen, ProbeScreen), "the live screen")
-            ctl = app._probe_controller
+            ctl = app.runbooks.probe
             await _wait(pilot, lambda: not ctl.running and ctl.probe.summary, "the run's end")
             await pilot.pause(0.4)                        # one more redraw
             text = str(app.screen.query_one("#probe-panel").render())
@@ -140,7 +140,7 @@ async def test_probe_key_hidden_and_refused_in_readonly(tmp_path: Path) -> None:
         assert app.check_action("probe", ()) is False
         await pilot.press("P")
         await pilot.pause(0.2)
-        assert not hasattr(app, "_probe_controller")
+        assert app.runbooks.planning is None and not app.runbooks.probe.running
         assert "probe" not in [d for _k, d in app.help_keys()]
 
 
@@ -152,7 +152,7 @@ async def test_stop_in_the_live_screen_keeps_the_run_as_interrupted(
             await _ask_probe(pilot, app)
             await pilot.press("y")
             await _wait(pilot, lambda: isinstance(app.screen, ProbeScreen), "the live screen")
-            ctl = app._probe_controller
+            ctl = app.runbooks.probe
             await _wait(pilot, lambda: ctl.probe.progress.phases[0].attempted == 2, "2 sent")
             await pilot.press("x")
             await _wait(pilot, lambda: not ctl.running, "the probe to stop")
@@ -184,7 +184,7 @@ async def test_quitting_mid_probe_keeps_the_run_as_interrupted(
         async with app.run_test(size=(120, 40)) as pilot:
             await _ask_probe(pilot, app)
             await pilot.press("y")
-            ctl = app._probe_controller
+            ctl = app.runbooks.probe
             await _wait(pilot, lambda: ctl.probe.progress.phases[0].attempted == 2, "2 sent")
         assert ctl._exit_hook                      # registered with atexit
         # what the exit hook does (in a thread: this loop serves the SSE server's /metrics)

@@ -3,15 +3,12 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 from seat_console.actions import swap as swap_mod
 from seat_console.actions.runbook import StepError
 from seat_console.cli import main
 
-REPO = Path(__file__).resolve().parents[1]
-LAB_PROFILE = REPO / ".lab" / "profile.toml"
 
 
 def test_resident_running_is_nothing_to_restore() -> None:
@@ -35,12 +32,12 @@ def test_other_states_refuse_and_say_what_to_do(res, probe, want) -> None:
 
 @pytest.mark.parametrize("json_mode", [False, True])
 def test_restore_dry_run_when_the_resident_holds_the_seat(tmp_path, monkeypatch, capsys,
-                                                          json_mode) -> None:
-    assert LAB_PROFILE.is_file(), "run `python scripts/lab.py up` (writes .lab/profile.toml)"
+                                                          json_mode, lab) -> None:
+    # the lab's profile (its [swap]; marked lab through the fixture); the node is not read
     monkeypatch.setenv("SEAT_CONSOLE_STATE_DIR", str(tmp_path / "state"))  # empty journal
     monkeypatch.setenv("SEAT_CONSOLE_DATA_DIR", str(tmp_path / "data"))
     monkeypatch.setattr(swap_mod, "seat_state", lambda nctx: (True, False, None))
-    rc = main(["--profile", str(LAB_PROFILE), "restore", "--dry-run"]
+    rc = main(["--profile", str(lab.profile_path), "restore", "--dry-run"]
               + (["--json"] if json_mode else []))
     out, err = capsys.readouterr()
     assert rc == 0, err

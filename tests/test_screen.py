@@ -21,7 +21,9 @@ import screen_fixtures as F
 from screen_fixtures import all_read, refresh_all, wait_for
 from app_fixtures import T0
 
-from seat_console.app import DetailScreen, SeatConsoleApp, same_reading
+from seat_console.tui.app import SeatConsoleApp
+from seat_console.tui.polling import same_reading
+from seat_console.widgets.detail import DetailScreen
 from seat_console.snapshot.engine_rates import RateHistory, counter_rate, window_latency
 from seat_console.core.base import Unavailable
 from seat_console.sources.engine import HistogramSummary
@@ -451,23 +453,31 @@ def test_status_text_counts_expired_silences_in_one_line() -> None:
 
 
 @pytest.mark.parametrize("readonly", [False, True])
-async def test_footer_shows_node_keys_at_160_and_stays_readable_at_80(readonly) -> None:
+async def test_footer_shows_every_node_key_at_160_and_120_and_fits_80(readonly) -> None:
+    """Issue 18: the footer hid H B S R U at 120 columns although they fit there; at 80 it
+    drops the rarest keys (saying "? more keys") and nothing runs under the palette's key (the
+    stray character in the last column, "palettec")."""
     app, _ = F.seat_app()
     app.readonly = readonly
+    node_keys = ("H hold", "U release", "B build", "S swap", "R restore", "P probe")
     async with app.run_test(size=(160, 50)) as pilot:
         await all_read(pilot, app)
-        await wait_for(pilot, lambda: "? help" in text_of(app).splitlines()[-1], "the footer")
-        footer = text_of(app).splitlines()[-1]
-        for key in ("H hold", "U release hold", "B build backport", "S swap seat",
-                    "R restore seat", "P probe"):
-            assert (key in footer) is (not readonly), (key, footer)
-        assert "? help" in footer
+        for width in (160, 120):
+            await pilot.resize_terminal(width, 40)
+            await wait_for(pilot, lambda: "? help" in text_of(app).splitlines()[-1], "footer")
+            footer = text_of(app).splitlines()[-1]
+            for key in node_keys:
+                assert (key in footer) is (not readonly), (width, key, footer)
+            assert footer.rstrip().endswith("^p palette"), footer
         await pilot.resize_terminal(80, 24)
-        await wait_for(pilot, lambda: "H hold" not in text_of(app).splitlines()[-1], "narrow")
+        await wait_for(pilot, lambda: len(text_of(app).splitlines()[-1].rstrip()) <= 80
+                       and (readonly or "more keys" in text_of(app).splitlines()[-1]), "narrow")
         footer = text_of(app).splitlines()[-1]
         assert "q quit" in footer and "r refresh" in footer and "^p palette" in footer
         assert ("? more keys" in footer) is (not readonly)
-        assert len(footer.rstrip()) <= 80
+        assert footer.rstrip().endswith("^p palette"), footer
+        left = footer.rstrip()[:-len("^p palette")].rstrip(" ▏|")
+        assert not left.endswith(("c", "palette")), footer
 
 
 def test_help_lists_p_once_for_pause_and_resume() -> None:

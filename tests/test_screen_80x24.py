@@ -14,7 +14,8 @@ sys.path.insert(0, str(Path(__file__).parent))
 import screen_fixtures as F
 from screen_fixtures import lines_of, wait_for, all_read
 
-from seat_console.app import DetailScreen, SeatConsoleApp
+from seat_console.tui.app import SeatConsoleApp
+from seat_console.widgets.detail import DetailScreen
 from seat_console.core.base import Source, Unavailable
 
 LONG_REASON = ("the NVML shared library (libnvidia-ml.so.1) was not found: no NVIDIA driver is "

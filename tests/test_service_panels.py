@@ -16,7 +16,7 @@ from seat_console.sources import containers
 from seat_console.sources import engine
 from seat_console.sources import silences
 from seat_console.sources import timers
-from seat_console.app import SeatConsoleApp
+from seat_console.tui.app import SeatConsoleApp
 from seat_console.sources.containers import ContainersReading, ContainerState
 from seat_console.node.docker import ContainerEvent, EventStreamStatus
 from seat_console.sources.engine import EngineReading, ModelInfo, parse_metrics

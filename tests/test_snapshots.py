@@ -31,7 +31,7 @@ from app_fixtures import (
 )
 from nvml_double import NvmlDouble
 
-from seat_console.app import SeatConsoleApp
+from seat_console.tui.app import SeatConsoleApp
 
 NARROW = (80, 24)
 WIDE = (160, 50)

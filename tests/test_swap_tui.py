@@ -12,11 +12,12 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from seat_console.app import SeatConsoleApp
+from seat_console.tui.app import SeatConsoleApp
 from seat_console.core.profile import load_profile
 from seat_console.sources.seat import SeatReading
 from seat_console.sources.startup_log import StartupFacts
-from seat_console.swap_tui import RunLogScreen, TypedConfirm
+from seat_console.widgets.confirm import ConfirmScreen
+from seat_console.widgets.runlog import RunLogScreen
 from seat_console.widgets.seat import SeatPanel
 
 from app_fixtures import CountingPanel, CountingSource, FakeClock
@@ -77,31 +78,32 @@ async def test_keys_hidden_and_refused_in_readonly(lab):
             assert app.check_action(action, ()) is False
         await pilot.press("S")
         await pilot.pause(0.2)
-        assert not hasattr(app, "_swap_controller")
+        assert app.runbooks.planning is None and app.runbooks.running is None
         whats = [d for _k, d in app.help_keys()]
-        assert "swap seat" not in whats and "build backport" not in whats
+        assert "swap" not in whats and "build" not in whats
     app2 = _app(loaded)
     async with app2.run_test(size=(120, 40)):
         whats = [d for _k, d in app2.help_keys()]
-        assert {"swap seat", "restore seat", "build backport"} <= set(whats)
+        assert {"swap", "restore", "build"} <= set(whats)
 
 
 async def test_typed_confirmation_needs_the_seat_name(lab):
     app = _app(load_profile(lab.profile_path))
     answers: list[bool] = []
     async with app.run_test(size=(120, 40)) as pilot:
-        for typed in ("seat-la", "seat-lab"):
-            app.push_screen(TypedConfirm("Swap?", ["• stop x"], "seat-lab"), answers.append)
-            await pilot.pause(0.1)
-            for ch in typed:
-                await pilot.press(ch if ch != "-" else "minus")
-            await pilot.press("enter")
-            await pilot.pause(0.1)
-        app.push_screen(TypedConfirm("Swap?", [], "seat-lab"), answers.append)
+        app.push_screen(ConfirmScreen("Swap?", ["• stop x"], typed="seat-lab"), answers.append)
+        await pilot.pause(0.1)
+        for ch in "seat-la":
+            await pilot.press(ch if ch != "-" else "minus")
+        await pilot.press("enter")              # a wrong name: still asking
+        await pilot.pause(0.1)
+        assert answers == [] and isinstance(app.screen, ConfirmScreen)
+        await pilot.press("b", "enter")         # "seat-lab"
+        await _wait(pilot, lambda: answers == [True], "confirmed")
+        app.push_screen(ConfirmScreen("Swap?", [], typed="seat-lab"), answers.append)
         await pilot.pause(0.1)
         await pilot.press("escape")
-        await pilot.pause(0.1)
-    assert answers == [False, True, False]
+        await _wait(pilot, lambda: answers == [True, False], "cancelled")
 
 
 async def test_swap_key_without_a_hold_is_refused_and_changes_nothing(lab, tmp_path,
@@ -114,7 +116,7 @@ async def test_swap_key_without_a_hold_is_refused_and_changes_nothing(lab, tmp_p
         await pilot.press("S")
         await _wait(pilot, lambda: any("no active hold" in str(n.message)
                                        for n in app._notifications), "the refusal")
-        assert not isinstance(app.screen, TypedConfirm)
+        assert not isinstance(app.screen, ConfirmScreen)
     with lab.docker_client() as client:
         c = client.containers.get(lab.resident_container).attrs
     assert c["State"]["Running"] and c["State"]["StartedAt"] == before
@@ -140,14 +142,14 @@ async def test_build_key_confirms_builds_and_shows_the_log(lab, tmp_path, monkey
                         "the confirmation modal")
             await pilot.press("y")
             await _wait(pilot, lambda: isinstance(app.screen, RunLogScreen), "the log screen")
-            ctl = app._swap_controller
+            ctl = app.runbooks
             await _wait(pilot, lambda: not ctl.running and any(
-                "build-backport" in line and ": done" in line for line in ctl.lines),
+                "build-backport" in line and ": done" in line for line in ctl.lines.values()),
                 "the build's end")
-            log = "\n".join(ctl.lines)
+            log = "\n".join(ctl.lines.values())
             assert "  | Step 1/" in log and "verify    build:" in log
             tag = next(line.split("build ", 1)[1].split(" FROM", 1)[0]
-                       for line in ctl.lines if "begin     build: build " in line)
+                       for line in ctl.lines.values() if "begin     build: build " in line)
     finally:
         if tag:
             with lab.docker_client() as client:

@@ -1,4 +1,4 @@
-"""The TUI's runbook keys' shared helper (console/tui_runbook.py): the plan read in a worker
+"""The TUI's runbook keys' shared helper (console/tui/runbook.py): the plan read in a worker
 thread with the app's journal and node context, and the one notification for a plan that
 cannot go on (refused, or not readable)."""
 
@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
-from seat_console.tui_runbook import plan_problem, read_plan, with_journal
+from seat_console.tui.runbook import plan_problem, read_plan, with_journal
 
 
 class _Ctx:
@@ -27,11 +27,11 @@ def _plan(ok: bool, error: str | None = None):
 def test_plan_problem_words() -> None:
     assert plan_problem("hold", _plan(True)) is None
     assert plan_problem("swap", _plan(False, "no active hold")) == (
-        "swap refused, nothing changed: no active hold", 20.0)
+        "swap refused, nothing changed: no active hold", 8.0)
     assert plan_problem("build", OSError("docker socket gone")) == (
-        "build: OSError: docker socket gone", 15.0)
+        "build: docker socket gone", 8.0)
     assert plan_problem("release", LookupError("no hold to release: nothing changed")) == (
-        "release: no hold to release: nothing changed", 15.0)
+        "release: no hold to release: nothing changed", 8.0)
 
 
 def test_read_plan_returns_the_error_and_uses_the_apps_context(tmp_path, monkeypatch) -> None:

@@ -19,6 +19,7 @@ from seat_console.core.untrusted import (
     get_int,
     get_str,
     json_depth_exceeds,
+    json_depth_scan,
     load_json,
     nesting_depth,
 )
@@ -41,6 +42,47 @@ def test_depth_limit_is_exact_and_strings_do_not_count():
 def test_prescan_agrees_with_the_parsed_depth(value):
     text = json.dumps(value)
     assert json_depth_exceeds(text, 3) == (nesting_depth(value) > 3)
+
+
+@pytest.mark.parametrize("hostile", [
+    '"' + '\\"' * 500_000,              # a run of escaped quotes, never closed (was quadratic)
+    '["' + '\\"' * 300_000 + "[" * 70,  # the same inside an array, then brackets in the string
+    "[" * 70 + '"' * 1_000_000,           # a million quotes after deep nesting
+    '\\' * 1_000_000,                   # a million backslashes
+])
+def test_prescan_is_one_pass_over_a_megabyte_of_hostile_text(hostile):
+    """Issue #22: the string-stripping regex backtracked (32 kB of escaped quotes took 4 s of
+    CPU). The scanner visits each quote, escape and bracket once: its step count is bounded by
+    the length of the text, whatever the text."""
+    depth, steps = json_depth_scan(hostile)
+    assert steps <= len(hostile)
+    assert depth == (65 if hostile.startswith("[" * 70) else (1 if hostile.startswith("[") else 0))
+    with pytest.raises(InputError):
+        load_json(hostile, "reply")
+
+
+@given(st.text(alphabet='"\\[]{}a', max_size=400))
+def test_prescan_steps_are_linear_and_depth_is_the_prefix_depth(text):
+    depth, steps = json_depth_scan(text, 10_000)
+    assert steps <= len(text)
+    # oracle: a naive character loop that tracks strings and escapes the same way
+    d = best = 0
+    in_str = esc = False
+    for c in text:
+        if esc:
+            esc = False
+        elif c == "\\":
+            esc = True
+        elif in_str:
+            in_str = c != '"'
+        elif c == '"':
+            in_str = True
+        elif c in "[{":
+            d += 1
+            best = max(best, d)
+        elif c in "]}":
+            d = max(d - 1, 0)
+    assert depth == best
 
 
 @pytest.mark.parametrize("text", ["[NaN]", "[Infinity]", "[-Infinity]", "[1e400]",

@@ -69,6 +69,31 @@ def fit_signature(inputs: Any) -> tuple | None:
             host, inputs.node_gpu_count, inputs.declared_total)
 
 
+_BUDGETS: list[tuple[tuple, tuple[Any, list]]] = []
+"""The last few :func:`profile_budgets` results with their key (inputs' signature, what-if);
+compared by equality (a signature may hold lists)."""
+
+
+def profile_budgets(inputs: Any, whatif: Any = None) -> tuple[Any, list]:
+    """:func:`seat_console.fit.inputs.compute_budgets` of ``inputs`` (a FitInputs) and
+    ``whatif``, computed once per change of :func:`fit_signature`: the status line's verdict,
+    the compact view and the full view share one computation instead of three. Pure
+    arithmetic (no I/O); raises what ``compute_budgets`` raises."""
+    from seat_console.fit.inputs import compute_budgets
+
+    blank = whatif is None or all(v is None for v in whatif.model_dump().values())
+    key = (fit_signature(inputs), None if blank else whatif.model_dump_json())
+    if key[0] is not None:
+        for k, got in _BUDGETS:
+            if k == key:
+                return got
+    got = compute_budgets(inputs, whatif)
+    if key[0] is not None:
+        _BUDGETS.append((key, got))
+        del _BUDGETS[:-4]
+    return got
+
+
 def gpu_fit_signature(snapshot: Any) -> tuple | None:
     """What the fit budget takes from a GPU snapshot: per card its key, CUDA-visible total and
     used memory in steps of :data:`SIGNIFICANT_BYTES`. The app re-reads the fit inputs when
@@ -410,14 +435,14 @@ class FitPanel(SourcePanel):
         """One line per side: verdict and KV capacity with the profile's settings (the full
         budget per card, what-if controls included, is on the detail view, Enter — the title
         says so)."""
-        from seat_console.fit.inputs import FitInputs, compute_budgets, no_verdict_reason
+        from seat_console.fit.inputs import FitInputs, no_verdict_reason
 
         if not isinstance(reading, FitInputs):
             raise TypeError(f"fit panel got a {type(reading).__name__}")
         sig = fit_signature(reading)
         if sig != self._signature or self._compact_comparison is None:
             self._signature = sig
-            self._compact_comparison, _ = compute_budgets(reading)
+            self._compact_comparison, _ = profile_budgets(reading)
             self.recomputes += 1
         c = self._compact_comparison
         t = Text()
@@ -505,14 +530,14 @@ class FitPanel(SourcePanel):
     def _recompute(self) -> None:
         if self._inputs is None and self._controls_untouched():
             return   # nothing to compute or to refuse yet: fit_source loads after the first frame
-        from seat_console.fit.inputs import compute_budgets, no_verdict_reason
+        from seat_console.fit.inputs import no_verdict_reason
 
         self.whatif, self.whatif_error = self._read_controls()
         self.query_one("#fit-error", Static).update(self.whatif_error or "")
         if self._inputs is None:
             return
         self.recomputes += 1
-        self.comparison, self.overlay = compute_budgets(self._inputs, self.whatif)
+        self.comparison, self.overlay = profile_budgets(self._inputs, self.whatif)
         c = self.comparison
         inp = self._inputs
 
@@ -540,6 +565,7 @@ __all__ = [
     "SIGNIFICANT_BYTES",
     "fit_signature",
     "gpu_fit_signature",
+    "profile_budgets",
     "SEGMENTS",
     "FitBar",
     "FitPanel",

@@ -1,65 +1,90 @@
-"""The main screen's footer: every key offered now, node actions included where they fit.
+"""The main screen's footer: the keys offered now, as many as fit the terminal's width.
 
-Textual's :class:`~textual.widgets.Footer` lists every binding with ``show=True``. With the
-node-action keys (hold, release, backport, swap, restore, probe) that line is about 140 columns
-wide, so below :data:`ALL_KEYS_FROM_COLS` columns :class:`SeatFooter` leaves out the rarer node
-keys (:data:`NARROW_HIDDEN_ACTIONS`) and says so on the help key ("? more keys"); the
-help screen (``?``) always lists every key. Under ``--readonly`` the app disables node actions
-(``check_action``), so Textual's Footer does not show them at any width.
+Textual's :class:`~textual.widgets.Footer` lists every binding with ``show=True`` on one line,
+and keys that do not fit run under the command palette's key docked at the right (the stray
+character in the last column). :class:`SeatFooter` measures the keys it would show (a compact
+key is ``key + space + label`` and a one-column gap) and, while they do not fit beside the
+palette's key, leaves out keys in the order ``drop_order`` gives (the key table's
+:func:`seat_console.tui.keys.footer_drop_order`: the rarest first), saying so on the help key
+("? more keys"); the help screen (``?``) always lists every key. Under ``--readonly`` the app
+disables node actions (``check_action``), so the Footer does not show them at any width.
+Pure view: no I/O.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import ClassVar
 
+from rich.cells import cell_len
 from textual.app import ComposeResult
 from textual.events import Resize
 from textual.widgets import Footer
 from textual.widgets._footer import FooterKey
 
-ALL_KEYS_FROM_COLS = 150
-"""Terminal width (columns) from which the footer shows every key, node actions included."""
+PALETTE_CELLS = 12
+"""Columns the command palette's key takes at the right (``▏^p palette``)."""
 
-NARROW_HIDDEN_ACTIONS: frozenset[str] = frozenset(
-    {"hold", "release", "build_backport", "swap", "restore"})
-"""Actions left out of the footer below :data:`ALL_KEYS_FROM_COLS` (still on ``?``)."""
+
+def key_cells(w: FooterKey) -> int:
+    """Columns one compact footer key takes: ``key label`` and its one-column gap."""
+    return cell_len(w.key_display) + (1 + cell_len(w.description) if w.description else 0) + 1
+
+
+def keys_to_drop(widths: Sequence[tuple[str, int]], width: int,
+                 drop_order: Sequence[str]) -> set[str]:
+    """The actions to leave out so ``widths`` (``(action, cells)`` per key, in order) fits in
+    ``width`` columns beside the palette's key, dropping in ``drop_order``'s order (the help
+    key's "more keys" is 5 columns longer than "help" once anything is left out)."""
+    room = width - PALETTE_CELLS
+    total = sum(c for _, c in widths)
+    dropped: set[str] = set()
+    for action in drop_order:
+        if total + (5 if dropped else 0) <= room:
+            break
+        gone = sum(c for a, c in widths if a == action)
+        if gone:
+            dropped.add(action)
+            total -= gone
+    return dropped
 
 
 class SeatFooter(Footer):
-    """:class:`~textual.widgets.Footer` that fits: below :data:`ALL_KEYS_FROM_COLS` columns the
-    keys of :data:`NARROW_HIDDEN_ACTIONS` are left out and the help key reads "more keys".
-    Recomposes when the width crosses that line."""
+    """:class:`~textual.widgets.Footer` that fits its width (see the module docstring).
+    ``drop_order``: actions that may be left out, the first to go first. Recomposes when a
+    resize changes what fits."""
 
     HELP_ACTION: ClassVar[str] = "help"
 
-    def __init__(self, *args, **kwargs) -> None:
+    def __init__(self, *args, drop_order: Sequence[str] = (), **kwargs) -> None:
         super().__init__(*args, **kwargs)
-        self._narrow: bool | None = None
-
-    def _is_narrow(self) -> bool:
-        return self.app.size.width < ALL_KEYS_FROM_COLS
+        self.drop_order = list(drop_order)
+        self.dropped: frozenset[str] | None = None
+        self._widths: list[tuple[str, int]] = []
 
     def compose(self) -> ComposeResult:
-        """The base footer's keys, minus the rare node keys when narrow."""
-        narrow = self._narrow = self._is_narrow()
+        """The base footer's keys, minus the rare ones that do not fit."""
         widgets = list(super().compose())
-        if not narrow:
-            yield from widgets
-            return
-        kept = [w for w in widgets if not (isinstance(w, FooterKey)
-                                           and w.action in NARROW_HIDDEN_ACTIONS)]
-        hid = len(kept) < len(widgets)
-        for w in kept:
-            if hid and isinstance(w, FooterKey) and w.action == self.HELP_ACTION:
+        keys = [w for w in widgets if isinstance(w, FooterKey)
+                and "-command-palette" not in w.classes]
+        self._widths = [(w.action, key_cells(w)) for w in keys]
+        drop = keys_to_drop(self._widths, self.app.size.width, self.drop_order)
+        self.dropped = frozenset(drop)
+        for w in widgets:
+            if isinstance(w, FooterKey) and w.action in drop:
+                continue
+            if drop and isinstance(w, FooterKey) and w.action == self.HELP_ACTION:
                 w = FooterKey(w.key, w.key_display, "more keys", w.action,
                               disabled=w.disabled, tooltip=w.tooltip).data_bind(
                                   compact=Footer.compact)
             yield w
 
     def on_resize(self, event: Resize) -> None:
-        """Recompose when the terminal crosses :data:`ALL_KEYS_FROM_COLS`."""
-        if self._narrow is not None and self._is_narrow() != self._narrow:
+        """Recompose when the new width changes which keys fit."""
+        if self.dropped is None:
+            return
+        if keys_to_drop(self._widths, self.app.size.width, self.drop_order) != self.dropped:
             self.call_later(self.recompose)
 
 
-__all__ = ["ALL_KEYS_FROM_COLS", "NARROW_HIDDEN_ACTIONS", "SeatFooter"]
+__all__ = ["PALETTE_CELLS", "SeatFooter", "key_cells", "keys_to_drop"]

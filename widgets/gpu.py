@@ -422,7 +422,7 @@ class GpuPanel(SourcePanel):
         12-cell bar (█ used ░ free), utilisation, and the containers holding it; the summary
         only when it warns (v1 memory API, unmatched node.gpus): drawn by
         :func:`seat_console.widgets.gpu_lines.compact`, whose memory cells the pre-Textual first
-        frame also uses (:func:`seat_console.first_frame.nvml_lines`)."""
+        frame also uses (:func:`seat_console.tui.first_frame.nvml_lines`)."""
         if not isinstance(reading, GpuSnapshot):
             raise TypeError(f"GPU panel got {type(reading).__name__}, not GpuSnapshot")
         return gpu_lines.compact(reading)

@@ -3,7 +3,7 @@
 :func:`compact` draws the compact GPU panel
 (:meth:`seat_console.widgets.gpu.GpuPanel.render_compact`) from a ``GpuSnapshot``;
 :func:`memory_cells` (used / total GiB and the bar) is also what the first frame, drawn before
-Textual and pydantic load (:func:`seat_console.first_frame.nvml_lines`), shows per card, so both
+Textual and pydantic load (:func:`seat_console.tui.first_frame.nvml_lines`), shows per card, so both
 draw memory the same way. Imports Rich and :mod:`seat_console.core.fmt` only: the GPU source's
 models are annotations here, so this module needs neither Textual nor pydantic (~0.3 s of
 imports the first frame does not wait for).

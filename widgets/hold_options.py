@@ -4,13 +4,14 @@
 profile's ``silence.ttl_s``, e.g. ``4 h``; the lease and the silence both end then) and the
 reason (it goes into the journal and the silence's comment) — and dismisses with
 ``(ttl_s, reason)`` on Enter or "Read the plan", or ``None`` on Escape / "Cancel". A TTL that
-:func:`seat_console.actions.hold.parse_ttl` refuses stays on screen with its message (the same
+the hold's ``parse_ttl`` (handed down) refuses stays on screen with its message (the same
 words as ``seat-console hold --ttl``), and nothing is read or changed. Pure view: no I/O; the
-plan and its confirmation come after (:mod:`seat_console.hold_tui`).
+plan and its confirmation come after (the runbook controller, :mod:`seat_console.tui.runbook`).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import ClassVar
 
 from rich.text import Text
@@ -36,55 +37,65 @@ class HoldOptionsScreen(ModalScreen["tuple[int, str] | None"]):
     DEFAULT_CSS = """
     HoldOptionsScreen { align: center middle; }
     HoldOptionsScreen > Vertical {
-        width: 90%; max-width: 100; height: auto; border: thick $warning;
+        width: 90%; max-width: 100; height: auto; max-height: 100%; border: thick $warning;
         background: $surface; padding: 0 1;
     }
-    HoldOptionsScreen #hold-options-title { text-style: bold; padding: 0 0 1 0; }
+    HoldOptionsScreen #hold-options-title { text-style: bold; }
     HoldOptionsScreen #hold-options-error { color: $error; height: auto; }
-    HoldOptionsScreen #hold-options-hint { color: $text-muted; padding: 1 0 0 0; }
+    HoldOptionsScreen #hold-options-hint { color: $text-muted; }
     HoldOptionsScreen Horizontal { height: auto; align: right middle; }
     HoldOptionsScreen Button { margin: 0 1; }
     """
 
-    def __init__(self, node: str, default_ttl_s: int) -> None:
+    def __init__(self, node: str, default_ttl_s: int, *, ttl_text: Callable[[int], str],
+                 parse_ttl: Callable[[str], int]) -> None:
+        """``ttl_text(seconds)`` writes a TTL (``"4 h"``); ``parse_ttl(text)`` reads one in
+        seconds or raises ``ValueError`` with the words to show (the hold's own rules, handed
+        down by the runbook controller: this view imports no actions)."""
         super().__init__(id="hold-options")
         self.node = node
         self.default_ttl_s = int(default_ttl_s)
+        self.ttl_text = ttl_text
+        self.parse_ttl = parse_ttl
 
     def compose(self) -> ComposeResult:
         """Title, the TTL and reason fields, an error line, the hint, the buttons."""
-        from seat_console.actions.hold import fmt_ttl
-
         with Vertical():
             yield Static(Text(f"Hold the seat on {self.node}: stop the timers, silence the "
                               "seat's endpoint, lease until the TTL ends"),
                          id="hold-options-title")
             yield Static(Text("TTL (e.g. 4h, 30m, 1h30m; lease and silence end then):"))
-            yield Input(value=fmt_ttl(self.default_ttl_s), id="hold-options-ttl")
+            yield Input(value=self.ttl_text(self.default_ttl_s), id="hold-options-ttl")
             yield Static(Text("Reason (journaled, and in the silence's comment):"))
             yield Input(placeholder="e.g. NVFP4 probe, ticket 1234",
                         max_length=REASON_MAX_CHARS, id="hold-options-reason")
-            yield Static("", id="hold-options-error")
-            yield Static(Text("Enter: read the plan (nothing changes yet) · Tab: next field · "
-                              "Esc: cancel"), id="hold-options-hint")
+            err = Static("", id="hold-options-error")
+            err.display = False   # shown with a refused TTL only (keeps the buttons on 80×24)
+            yield err
+            yield Static(Text("Enter: read the plan (nothing changes yet) · Tab: TTL → reason → "
+                              "Read the plan · Esc: cancel"), id="hold-options-hint")
             with Horizontal():
-                yield Button("Cancel", id="hold-options-no")
-                yield Button("Read the plan", id="hold-options-go", variant="warning")
+                no = Button("Cancel", id="hold-options-no", compact=True)
+                no.can_focus = False   # Esc cancels; Tab never lands on it (Enter there cancelled)
+                yield no
+                yield Button("Read the plan", id="hold-options-go", variant="warning",
+                             compact=True)
 
     def on_mount(self) -> None:
-        """Focus the reason (the TTL usually stays the profile's)."""
+        """Focus the reason (the TTL usually stays the profile's); Tab goes TTL → reason →
+        "Read the plan", so Enter after Tab reads the plan, never cancels."""
         self.query_one("#hold-options-reason", Input).focus()
 
     def answer(self) -> tuple[int, str] | None:
         """``(ttl_s, reason)`` from the fields, or ``None`` (and the error shown) when the
         TTL is refused."""
-        from seat_console.actions.hold import parse_ttl
-
         ttl_text = self.query_one("#hold-options-ttl", Input).value
         try:
-            ttl_s = parse_ttl(ttl_text)
+            ttl_s = self.parse_ttl(ttl_text)
         except ValueError as exc:
-            self.query_one("#hold-options-error", Static).update(Text(str(exc)))
+            err = self.query_one("#hold-options-error", Static)
+            err.update(Text(str(exc)))
+            err.display = True
             self.query_one("#hold-options-ttl", Input).focus()
             return None
         reason = " ".join(self.query_one("#hold-options-reason", Input).value.split())

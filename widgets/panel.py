@@ -1,6 +1,6 @@
 """``SourcePanel``: the base widget of every panel that shows one source's readings.
 
-The app (``console/app.py``) polls each source in its own worker thread and, on the UI thread,
+The app (``console/tui/app.py``) polls each source in its own worker thread and, on the UI thread,
 calls :meth:`SourcePanel.show` with the latest reading, the last *good* reading and when that
 good reading was taken. A panel renders:
 
@@ -29,7 +29,7 @@ console changes nothing on screen (no layout, no repaint).
 Adding a panel: subclass, set ``source_name`` (the ``Source.name`` it shows) and ``title``,
 override :meth:`compose_body` (the widgets of the body) and :meth:`render_reading` (fill them
 from one reading), optionally :meth:`render_compact`, then add a ``PanelSpec`` to
-``seat_console.app.PANELS``. The app constructs it as ``YourPanel(loaded=loaded_profile)``; if
+``seat_console.tui.app.PANELS``. The app constructs it as ``YourPanel(loaded=loaded_profile)``; if
 you override ``__init__``, accept and pass on ``**kwargs``.
 """
 

@@ -481,6 +481,11 @@ class ContainersPanel(_ServicePanel):
                 table.add_row(c.role, c.name, Text("absent", style="dim"), "", "", "", "")
                 stacked.append("absent", style="dim")
                 continue
+            if c.problem is not None:  # the engine's reply for it was unreadable
+                table.add_row(c.role, c.name, Text("unknown", style="bold yellow"), "", "", "",
+                              Text(c.problem, style="dim"))
+                stacked.append(f"unknown: {c.problem}", style="bold yellow")
+                continue
             stacked.append(c.state + ("" if c.running or c.exit_code is None
                                       else f" ({c.exit_code})"),
                            style="green" if c.running else "bold yellow")

@@ -62,7 +62,7 @@ def prepare(args: argparse.Namespace, loaded: LoadedProfile) -> tuple[object, fl
               "second (give 1 or more)", file=sys.stderr)
         return EXIT_USAGE
     if not args.json:
-        from seat_console.first_frame import is_terminal
+        from seat_console.core.terminal import is_terminal
 
         if not (is_terminal(sys.stdout) and is_terminal(sys.stdin)):
             print("seat-console fleet: the fleet screen needs a terminal (stdin or stdout is a "

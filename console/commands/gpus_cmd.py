@@ -21,7 +21,7 @@ import os
 import sys
 
 from seat_console.sources.gpu import GpuCard, GpuProcess, GpuSnapshot, MemoryReading, make_source
-from seat_console.core.fmt import gib
+from seat_console.core.fmt import gib, zulu_time
 from seat_console.core.profile import LoadedProfile, MiB
 from seat_console.core.base import Unavailable, read_once
 
@@ -155,7 +155,7 @@ def render_table(snap: GpuSnapshot) -> str:
     """The human table for one snapshot (sizes in GiB = 2^30 B and MiB = 2^20 B)."""
     lines = [
         (f"GPUs: {len(snap.cards)}  driver {_v(snap.driver_version)}  CUDA "
-         f"{_v(snap.cuda_driver_version)}  sampled {snap.sampled_at.isoformat()} in "
+         f"{_v(snap.cuda_driver_version)}  sampled {zulu_time(snap.sampled_at)} in "
          f"{snap.sample_duration_s * 1000:.1f} ms"),
         "sizes: GiB = 2^30 bytes, MiB = 2^20 bytes (nvidia-smi's unit, rounded up as it does)",
     ]

@@ -137,6 +137,18 @@ def status(nctx: Any, journal: Any, json_mode: bool, readonly: bool = False) -> 
     by this call."""
     now = utcnow()
     h = hold_mod.current_hold(journal)
+    out = _status_data(nctx, journal, h, now, readonly)
+    if json_mode:
+        print(json.dumps(out, indent=2, default=str))
+        return ac.EXIT_OK
+    _print_status(journal, h, out, now)
+    return ac.EXIT_OK
+
+
+def _status_data(nctx: Any, journal: Any, h: Any, now: Any, readonly: bool) -> dict[str, Any]:
+    """:func:`status`'s facts as its ``--json`` prints them: the hold, its lease and silence
+    as the node and Alertmanager say, interference (journaled unless ``readonly``), unfinished
+    runs, other consoles' leases."""
     out: dict[str, Any] = {"now": hold_mod.iso(now), "hold": None, "lease": None,
                            "silence": None, "interference": [], "unfinished": [],
                            "foreign_leases": []}
@@ -172,16 +184,19 @@ def status(nctx: Any, journal: Any, json_mode: bool, readonly: bool = False) -> 
             except (AlertmanagerError, ValueError) as exc:
                 out["silence"] = {"id": h.silence_id, "error": str(exc)}
         if hold_mod.own_change(journal, h, now) is None:
-            out["interference"] = hold_mod.interference(h, timers, sils, now)
+            found = hold_mod.observe(journal, h, timers, sils, now)
+            out["interference"] = [b.text for b in found]
             try:
                 out["interference_journaled"] = [
-                    e.outcome for e in hold_mod.record_interference(
-                        journal, h, out["interference"], readonly=readonly)]
+                    e.outcome for e in hold_mod.record_breaches(
+                        journal, h, found, readonly=readonly)]
             except JournalError as exc:
                 out["interference_journal_error"] = str(exc)
-    if json_mode:
-        print(json.dumps(out, indent=2, default=str))
-        return ac.EXIT_OK
+    return out
+
+
+def _print_status(journal: Any, h: Any, out: dict[str, Any], now: Any) -> None:
+    """:func:`status`'s text: the facts of :func:`_status_data` in lines."""
     if h is None:
         print("no hold in this console's journal (every hold in it was released)"
               if not out["foreign_leases"] else
@@ -221,7 +236,6 @@ def status(nctx: Any, journal: Any, json_mode: bool, readonly: bool = False) -> 
     for rows in journal.unfinished():
         for line in rec.describe_text(rows):
             print(line)
-    return ac.EXIT_OK
 
 
 __all__ = ["placed_line", "register", "run", "status"]

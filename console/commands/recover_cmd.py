@@ -51,8 +51,9 @@ def _recover(args: argparse.Namespace, nctx: NodeContext, journal: Journal) -> i
         elif not runs:
             print("no unfinished runbook in the journal")
         else:
+            act = "undo" if args.undo else "complete" if args.complete else None
             for rows in runs:
-                print("\n".join(rec.describe_text(rows)))
+                print("\n".join(rec.describe_text(rows, act if args.dry_run else None)))
         if args.dry_run:
             return ac.EXIT_OK
         return ac.EXIT_PARTIAL if runs else ac.EXIT_OK

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import functools
+import json
 import sys
 from collections.abc import Callable
 from datetime import datetime
@@ -53,10 +54,16 @@ def run(args: argparse.Namespace, loaded: LoadedProfile) -> int:
     except Exception as exc:  # noqa: BLE001 - report, exit 1
         print(f"seat-console status: {type(exc).__name__}: {exc}", file=sys.stderr)
         return EXIT_ERROR
+    hold = read_hold_section(loaded, snap.timers, snap.taken_at)
     if args.json:
-        sys.stdout.write(snap.model_dump_json(indent=2) + "\n")
+        doc = json.loads(snap.model_dump_json())
+        doc["hold"] = hold
+        sys.stdout.write(json.dumps(doc, indent=2, default=str) + "\n")
     else:
-        sys.stdout.write(render_text(snap))
+        text = render_text(snap)
+        cut = text.find("\nTimers (")
+        cut = text.find("\n\n") + 1 if cut < 0 else cut + 1
+        sys.stdout.write(text[:cut] + render_hold(hold) + "\n" + text[cut:])
     return EXIT_UNAVAILABLE if snap.unavailable() else EXIT_OK
 
 
@@ -205,6 +212,9 @@ def render_containers(r: ContainersReading | Unavailable, now: datetime) -> str:
         if c.state == "absent":
             out += f"  {c.role} {c.name}: absent (no such container)\n"
             continue
+        if c.problem is not None:
+            out += f"  {c.role} {c.name}: unknown ({c.problem})\n"
+            continue
         # a stopped container says when it ended, never "started 3 min ago" (its old start)
         when = (f"started {fmt_when(c.started_at, now)}" if c.running else
                 f"ended {fmt_when(c.finished_at, now)}" if c.finished_at is not None
@@ -251,6 +261,77 @@ def render_engine(r: EngineReading | Unavailable) -> str:
     return out
 
 
+def read_hold_section(loaded: LoadedProfile, timers: object, now: datetime) -> dict:
+    """The hold / lease section of ``status``: ``hold`` (the journal's hold not yet released,
+    :meth:`~seat_console.actions.hold.HoldState.to_json`, or ``None``; the journal is read,
+    never created), ``foreign_leases`` and ``deferred_starts`` (``seat-hold-*`` transient timers
+    armed on the node: unit, next elapse), ``protects_nothing`` (a sentence when a hold is in
+    effect but every timer is armed, else ``None``), ``errors`` (what could not be read)."""
+    from seat_console.actions import hold as hold_mod
+    from seat_console.actions import node_ops
+    from seat_console.actions.journal import Journal, JournalError
+    from seat_console.core.paths import journal_path
+    from seat_console.node.transport import TransportError, make_transport
+
+    out: dict = {"hold": None, "foreign_leases": [], "deferred_starts": [],
+                 "protects_nothing": None, "errors": []}
+    own = None
+    try:
+        p = journal_path()
+        if p.exists():
+            with Journal(p) as j:
+                h = hold_mod.current_hold(j)
+                if h is not None:
+                    out["hold"] = h.to_json(now)
+                    own = h.lease_unit
+    except JournalError as exc:
+        out["errors"].append(f"journal: {exc}")
+    try:
+        tr = make_transport(loaded)
+        try:
+            out["foreign_leases"] = [
+                {"unit": t.unit, "next_elapse": hold_mod.iso(t.next_elapse)}
+                for t in node_ops.node_leases(tr) if t.unit != own]
+            out["deferred_starts"] = [
+                {"unit": t.unit, "starts": t.unit.removesuffix(".timer").split("-defer-", 1)[1]
+                 + ".timer", "next_elapse": hold_mod.iso(t.next_elapse)}
+                for t in node_ops.node_deferrals(tr)]
+        finally:
+            tr.close()
+    except (node_ops.LeaseError, TransportError) as exc:
+        out["errors"].append(f"node leases: {exc}")
+    in_effect = (out["hold"] is not None and out["hold"]["active"]) or out["foreign_leases"]
+    if in_effect and isinstance(timers, TimersReading) and timers.timers and all(
+            t.active for t in timers.timers):
+        n = len(timers.timers)
+        out["protects_nothing"] = (f"the hold protects nothing: every timer is active "
+                                   f"({n}/{n}) — someone started them again, or it stopped none")
+    return out
+
+
+def render_hold(sec: dict) -> str:
+    """The ``Hold and lease`` text section of :func:`read_hold_section`."""
+    out = "Hold and lease\n"
+    h = sec.get("hold")
+    if h is None:
+        out += "  no hold in this console's journal\n"
+    else:
+        out += (f"  hold {h['hold_id']}: {h['state']}{' (active)' if h['active'] else ''}, "
+                f"placed {h['placed_at']} by {h['placed_by']}, expires {h['expires_at']}\n"
+                f"      lease {h['lease_unit']}; silence {h['silence_id'] or 'none'}; stopped "
+                f"{', '.join(h['stopped']) or 'none'}\n")
+    for fl in sec.get("foreign_leases", []):
+        out += (f"  FOREIGN LEASE {fl['unit']} elapses {fl['next_elapse']}: a hold by another "
+                "console (another state dir)\n")
+    for d in sec.get("deferred_starts", []):
+        out += f"  deferred start {d['unit']}: starts {d['starts']} at {d['next_elapse']}\n"
+    if sec.get("protects_nothing"):
+        out += f"  WARNING: {sec['protects_nothing']}\n"
+    for e in sec.get("errors", []):
+        out += f"  cannot read {e}\n"
+    return out
+
+
 def render_text(snap: NodeSnapshot) -> str:
     """The whole snapshot as text (sections in :data:`seat_console.snapshot.reading.SOURCE_NAMES` order)."""
     now = snap.taken_at
@@ -266,4 +347,4 @@ def render_text(snap: NodeSnapshot) -> str:
     return head + "\n".join(parts) + tail
 
 
-__all__ = ["register", "render_text", "run"]
+__all__ = ["read_hold_section", "register", "render_hold", "render_text", "run"]

@@ -123,5 +123,28 @@ def fmt_ttl(ttl_s: int) -> str:
     return " ".join(parts) or "0 s"
 
 
+# -- time on screen (issue 18): one format, UTC with Z, no microseconds --------------------------
+def zulu_time(t: object, *, seconds: bool = True) -> str:
+    """A time as every screen writes it: ``2026-12-01T12:41:30Z`` (``seconds=False``:
+    ``2026-12-01T12:41Z``) — UTC, ``Z``, no microseconds, never ``+00:00``; ``n/a`` for
+    ``None``. ``t``: a timezone-aware :class:`datetime.datetime` (a naive one is taken as UTC,
+    the console's only zone)."""
+    from datetime import UTC, datetime
+
+    if t is None:
+        return NA
+    if not isinstance(t, datetime):
+        raise TypeError(f"zulu_time: a datetime, not {type(t).__name__}")
+    t = t.replace(tzinfo=UTC) if t.tzinfo is None else t.astimezone(UTC)
+    return t.strftime("%Y-%m-%dT%H:%M:%SZ" if seconds else "%Y-%m-%dT%H:%MZ")
+
+
+def clock_z(t: object, *, seconds: bool = False) -> str:
+    """The time of day of :func:`zulu_time`: ``12:41Z`` (``seconds``: ``12:41:30Z``), UTC;
+    ``n/a`` for ``None``."""
+    full = zulu_time(t, seconds=seconds)
+    return full if full == NA else full.split("T", 1)[1]
+
+
 __all__ = ["CONTROL_CHARS", "GIB", "MIB", "NA", "UNITS_NOTE", "first_control", "fmt_duration",
-           "fmt_ttl", "fmt_when", "gib", "gib_b", "gib_unit", "printable"]
+           "fmt_ttl", "fmt_when", "gib", "gib_b", "gib_unit", "printable", "zulu_time", "clock_z"]

@@ -22,7 +22,7 @@ def match_seat(entry: str, index: int | None, uuid: str | None,
     ``0000:2a:00.0`` (sysfs) or ``lspci``'s short ``2a:00.0`` (domain 0). Never raises.
     """
     e = entry.strip()
-    if e.isdigit():
+    if e.isascii() and e.isdigit():
         return index is not None and int(e) == index
     if e.upper().startswith("GPU-"):
         return uuid is not None and uuid.lower() == e.lower()

@@ -165,6 +165,18 @@ class NodeSpec(_Strict):
             return [str(x) if isinstance(x, int) and not isinstance(x, bool) else x for x in v]
         return v
 
+    @field_validator("gpus")
+    @classmethod
+    def _gpus_ascii(cls, v: list[str]) -> list[str]:
+        # NVML indices, UUIDs and PCI bus ids are ASCII: "²" or "١" pass str.isdigit() but not
+        # (or not as meant) int(), and the GPU panel went unavailable later (issue #22)
+        for i, e in enumerate(v):
+            if not e.strip() or not e.isascii() or not e.isprintable():
+                raise ValueError(f"entry {i} {e!r} is not a GPU: give an NVML index in ASCII "
+                                 "digits (\"0\"), a GPU UUID (\"GPU-…\"), a MIG UUID (\"MIG-…\") "
+                                 "or a PCI bus id (\"00000000:2A:00.0\")")
+        return v
+
     @model_validator(mode="after")
     def _transport_target(self) -> NodeSpec:
         if self.transport == "ssh" and not self.ssh_target:
@@ -356,6 +368,42 @@ class ConsoleSpec(_Strict):
                                       le=REFRESH_INTERVAL_MAX_S)
     history_s: int = Field(default=300, ge=10, le=86400)
 
+
+
+# -- [keys] (issue 18) ----------------------------------------------------------------------------
+KEY_NAME_RE = re.compile(r"^[A-Za-z0-9_+\-]{1,32}(?:,[A-Za-z0-9_+\-]{1,32}){0,3}$")
+"""A key as Textual names it (``H``, ``ctrl+h``, ``f5``, ``question_mark``), or up to four
+comma-separated."""
+
+
+def _flatten_keys(v: object, prefix: str = "") -> object:
+    """``[keys]`` as ``binding id → key``: a dotted id written unquoted (``node.hold = "h"``)
+    is a nested table in TOML; it is flattened back to ``"node.hold"``."""
+    if not isinstance(v, dict):
+        return v
+    out: dict[str, object] = {}
+    for k, val in v.items():
+        name = f"{prefix}{k}"
+        if isinstance(val, dict):
+            flat = _flatten_keys(val, f"{name}.")
+            assert isinstance(flat, dict)
+            out.update(flat)
+        else:
+            out[name] = val
+    return out
+
+
+def _key_names(v: dict[str, str]) -> dict[str, str]:
+    for ident, key in v.items():
+        if not KEY_NAME_RE.match(key):
+            raise ValueError(f"keys.{ident} = {key!r}: write a key as Textual names it, e.g. "
+                             "\"H\", \"ctrl+h\", \"f5\" (several: \"h,ctrl+h\")")
+    return v
+
+
+KeyMap = Annotated[dict[str, str], BeforeValidator(_flatten_keys)]
+"""The profile's ``[keys]``: binding id → key(s). Which ids exist is the TUI's key table's
+business (:func:`seat_console.tui.keys.check_keymap`), not the profile's."""
 
 # -- [fleet] (issue 19) ------------------------------------------------------------------------
 SSH_TARGET_RE = re.compile(r"^(?:[A-Za-z0-9._][A-Za-z0-9._-]{0,63}@)?"
@@ -768,6 +816,10 @@ class Profile(_Strict):
     swap: SwapSpec | None = None
     probe: ProbeSpec = Field(default_factory=ProbeSpec)
     fleet: FleetSpec = Field(default_factory=FleetSpec)
+    keys: KeyMap = Field(default_factory=dict)
+    """``[keys]``: remapped TUI keys, binding id → key (issue 18)."""
+
+    _check_keys = field_validator("keys")(_key_names)
 
     @model_validator(mode="after")
     def _gpus_vs_tp(self) -> Profile:
@@ -825,11 +877,19 @@ def parse_profile(text: str, source: str = "<string>") -> Profile:
     Raises :class:`ProfileError` naming ``source`` and each offending key on a TOML syntax error
     (with line and column), an unknown key, a missing key, or a wrong type; also for a profile
     above :data:`MAX_PROFILE_CHARS` or nesting tables/arrays deeper than
-    :data:`MAX_PROFILE_DEPTH` (``tomllib`` would raise :class:`RecursionError`).
+    :data:`MAX_PROFILE_DEPTH` (``tomllib`` would raise :class:`RecursionError`), and for text
+    holding a lone surrogate code point.
     """
     if len(text) > MAX_PROFILE_CHARS:
         raise ProfileError(f"{source}: {len(text):,} characters is above the "
                            f"{MAX_PROFILE_CHARS:,}-character limit for a profile")
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:  # RE2 and the profile's hash encode strictly (issue #22)
+        line = text.count("\n", 0, exc.start) + 1
+        raise ProfileError(f"{source}: line {line}: holds the lone surrogate code point "
+                           f"{text[exc.start]!r}, which is not Unicode text; write the character "
+                           "itself and save the profile as UTF-8") from None
     long_key = _dotted_key_re().search(text)
     if long_key is not None:
         line = text.count("\n", 0, long_key.start()) + 1

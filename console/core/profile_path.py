@@ -2,7 +2,7 @@
 :class:`ProfileError`.
 
 Split from :mod:`seat_console.core.profile` (which re-exports every name here) so that the first
-frame (:mod:`seat_console.first_frame`) can find the profile the TUI will load before the
+frame (:mod:`seat_console.tui.first_frame`) can find the profile the TUI will load before the
 ~0.16 s of pydantic and model imports, and the command line can check ``--interval`` against
 the same bounds the profile uses; the validation stays in :mod:`seat_console.core.profile`.
 

@@ -63,33 +63,53 @@ class InputError(ValueError):
 
 
 # -- nesting ------------------------------------------------------------------------------------
-_JSON_STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
-_NOT_BRACKETS = re.compile(r"[^\[\]{}]+")
-_INNERMOST = re.compile(r"\[\]|\{\}")
+_DEPTH_TOKENS = re.compile(r'\\.|["\[\]{}]', re.DOTALL)
+"""The only characters the depth scan looks at: an escape (a backslash and the character after
+it, so an escaped quote does not end a string), a quote and a bracket. Every alternative matches
+at most two characters and nothing is retried, so :func:`re.finditer` walks the text once."""
+
+
+def json_depth_scan(text: str, max_depth: int = MAX_DEPTH) -> tuple[int, int]:
+    """The deepest nesting of arrays/objects in JSON ``text`` (counted up to ``max_depth + 1``)
+    and the number of scanner steps taken, as ``(depth, steps)``.
+
+    One pass, no recursion, no backtracking: the scanner visits each quote, escape and bracket
+    once (``steps`` ≤ ``len(text)``), tracking whether it is inside a string literal (brackets in
+    strings do not count). Unbalanced or mismatched brackets are not judged (the JSON parser
+    reports them with a line and column); the depth is the deepest prefix nesting, which is what
+    the recursive parser would reach before failing. (The earlier pre-scan stripped strings with a
+    backtracking regular expression first: quadratic on a long run of escaped quotes, 32 kB took
+    4 s, issue #22.)
+    """
+    depth = deepest = steps = 0
+    in_string = False
+    for m in _DEPTH_TOKENS.finditer(text):
+        steps += 1
+        c = m.group()
+        if in_string:
+            if c == '"':
+                in_string = False
+            continue  # an escape or a bracket inside a string
+        if c == '"':
+            in_string = True
+        elif c in "[{":
+            depth += 1
+            if depth > deepest:
+                deepest = depth
+                if deepest > max_depth:
+                    break
+        elif c in "]}":
+            depth = max(depth - 1, 0)
+        # a backslash outside a string is not JSON: the parser refuses it where it stands
+    return deepest, steps
 
 
 def json_depth_exceeds(text: str, max_depth: int = MAX_DEPTH) -> bool:
-    """Whether JSON ``text`` nests arrays/objects deeper than ``max_depth``.
-
-    Linear and recursion-free: string literals are removed (brackets inside them do not count),
-    every other character but brackets is dropped, then the innermost ``[]`` / ``{}`` pairs are
-    removed, one level per pass, ``max_depth`` times; anything left over nests deeper (or is unbalanced, which the
-    JSON parser reports itself: that case returns False).
-    """
+    """Whether JSON ``text`` nests arrays/objects deeper than ``max_depth`` (linear time,
+    recursion-free: :func:`json_depth_scan`)."""
     if text.count("[") + text.count("{") <= max_depth:
         return False
-    s = _JSON_STRING.sub("", text)
-    s = _NOT_BRACKETS.sub("", s)
-    for _ in range(max_depth):
-        if not s:
-            return False
-        # one pass removes exactly one level: the innermost pairs of the original string (a
-        # pair exposed by a removal is not matched in the same pass)
-        t = _INNERMOST.sub("", s)
-        if t == s:
-            return False  # unbalanced / mismatched: let the parser say where
-        s = t
-    return bool(s) and _INNERMOST.sub("", s) != s
+    return json_depth_scan(text, max_depth)[0] > max_depth
 
 
 def check_json_depth(text: str, what: str, max_depth: int = MAX_DEPTH) -> None:
@@ -118,7 +138,8 @@ def load_json(data: str | bytes, what: str, *, max_bytes: int = MAX_JSON_BYTES,
     Returns the parsed value. Raises :class:`InputError` naming ``what`` for a document above
     ``max_bytes`` bytes, nesting deeper than ``max_depth``, not UTF-8, not JSON (with line and
     column), ``NaN``/``Infinity`` or a number that overflows a float (``1e400``), or an integer
-    literal of more than 4,300 digits (Python's limit).
+    literal of more than 4,300 digits (Python's limit). A lone surrogate escape in a string is
+    read as U+FFFD (as Go and Rust decode it).
     """
     size = len(data)
     if size > max_bytes:
@@ -130,7 +151,7 @@ def load_json(data: str | bytes, what: str, *, max_bytes: int = MAX_JSON_BYTES,
             raise InputError(what, f"not UTF-8 (byte {exc.start})") from None
     check_json_depth(data, what, max_depth)
     try:
-        return json.loads(data, parse_constant=_refuse_constant, parse_float=_finite_float)
+        value = json.loads(data, parse_constant=_refuse_constant, parse_float=_finite_float)
     except json.JSONDecodeError as exc:
         raise InputError(what, f"not valid JSON at line {exc.lineno} column {exc.colno}: "
                                f"{exc.msg}") from None
@@ -138,6 +159,32 @@ def load_json(data: str | bytes, what: str, *, max_bytes: int = MAX_JSON_BYTES,
         raise InputError(what, "JSON nests too deeply to parse") from None
     except ValueError as exc:  # non-finite number, int digits limit
         raise InputError(what, f"not acceptable JSON: {exc}") from None
+    # a \uD800-\uDFFF escape without its pair: read as U+FFFD, as Go's and Rust's decoders do,
+    # so no lone surrogate reaches a printer, RE2 or a JSON encoder (issue #22)
+    return _replace_surrogates(value) if "\\u" in data else value
+
+
+def _replace_surrogates(value: Any) -> Any:
+    """``value`` (parsed JSON) with :func:`without_surrogates` applied to every string and key,
+    iteratively (no recursion)."""
+    if isinstance(value, str):
+        return without_surrogates(value)
+    if not isinstance(value, dict | list):
+        return value
+    root: list[Any] = [value]
+    stack: list[tuple[Any, Any]] = [(root, 0)]
+    while stack:
+        parent, key = stack.pop()
+        v = parent[key]
+        if isinstance(v, str):
+            parent[key] = without_surrogates(v)
+        elif isinstance(v, list):
+            stack.extend((v, i) for i in range(len(v)))
+        elif isinstance(v, dict):
+            if any(without_surrogates(k) is not k for k in v):
+                v = parent[key] = {without_surrogates(k): x for k, x in v.items()}
+            stack.extend((v, k) for k in v)
+    return root[0]
 
 
 def nesting_depth(value: Any, limit: int = MAX_DEPTH) -> int:
@@ -214,11 +261,17 @@ def finite_nonneg(v: Any) -> float | None:
 # -- times ---------------------------------------------------------------------------------------
 def aware_utc(value: datetime, what: str) -> datetime:
     """``value`` in UTC. Raises :class:`InputError` naming ``what`` for a naive datetime (no
-    offset: the wall clock of an unknown zone; this console keeps every time aware UTC)."""
+    offset: the wall clock of an unknown zone; this console keeps every time aware UTC), or for
+    a time whose UTC instant falls outside the calendar (``9999-12-31T23:00:00-05:00`` is in the
+    year 10000 in UTC: ``OverflowError`` before, which lost a whole reply, issue #22)."""
     if value.tzinfo is None or value.tzinfo.utcoffset(value) is None:
         raise InputError(what, f"time {value.isoformat()} has no UTC offset; give it in UTC "
                                "(…Z or +00:00)")
-    return value.astimezone(UTC)
+    try:
+        return value.astimezone(UTC)
+    except OverflowError:
+        raise InputError(what, f"time {value.isoformat()} is outside the calendar (years 1 to "
+                               "9999) in UTC") from None
 
 
 # -- regular expressions ---------------------------------------------------------------------------
@@ -233,14 +286,50 @@ MAX_PATTERN_CHARS = 4096
 """Longest regular expression taken from outside (a matcher value, a profile pattern)."""
 
 
-def compile_re2(pattern: str, what: str, *, anchored: bool = False) -> Any:
+_SURROGATE = re.compile("[\ud800-\udfff]")
+"""A surrogate code point; in a Python ``str`` every one is lone (a pair is one code point)."""
+
+
+def without_surrogates(text: str) -> str:
+    """``text`` with every lone surrogate code point (``\\ud800``–``\\udfff``, which JSON's
+    ``\\uXXXX`` escapes and ``os.fsdecode`` can produce but UTF-8 cannot encode) replaced by
+    U+FFFD, as Go (Alertmanager) and Rust (safetensors) read invalid UTF-8. Other text is returned
+    unchanged (the same object)."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return _SURROGATE.sub("\ufffd", text)
+    return text
+
+
+class Re2Program:
+    """A compiled RE2 pattern whose :meth:`search` takes any ``str``: google-re2 encodes its
+    subject strictly as UTF-8 and raised :class:`UnicodeEncodeError` on a lone surrogate
+    (issue #22); the subject is matched as :func:`without_surrogates` reads it."""
+
+    __slots__ = ("_prog",)
+
+    def __init__(self, prog: Any) -> None:
+        self._prog = prog
+
+    @property
+    def pattern(self) -> str:
+        """The pattern as compiled (anchored form included)."""
+        return str(self._prog.pattern)
+
+    def search(self, text: str) -> Any:
+        """RE2's match object for the first match in ``text``, or ``None``."""
+        return self._prog.search(without_surrogates(text))
+
+
+def compile_re2(pattern: str, what: str, *, anchored: bool = False) -> Re2Program:
     """Compile ``pattern`` with RE2 (Go ``regexp`` syntax; matching is linear-time).
 
     ``anchored``: wrap it as Alertmanager does, ``^(?:pattern)$``, so ``.search`` is a full
     match. Returns the compiled pattern (``.search(text)`` → match or ``None``). Raises
     :class:`InputError` naming ``what`` for a pattern that is not a ``str``, longer than
     :data:`MAX_PATTERN_CHARS`, or not valid RE2 (look-arounds, back-references, possessive
-    quantifiers…), with RE2's reason.
+    quantifiers…), with RE2's reason, or holding a lone surrogate (not Unicode text).
     """
     if not isinstance(pattern, str):
         raise InputError(what, f"regular expression must be a string, got {type(pattern).__name__}")
@@ -249,7 +338,7 @@ def compile_re2(pattern: str, what: str, *, anchored: bool = False) -> Any:
                                f"{MAX_PATTERN_CHARS:,}-character limit")
     text = f"^(?:{pattern})$" if anchored else pattern
     try:
-        return re2.compile(text, _RE2_OPTIONS)
+        return Re2Program(re2.compile(text, _RE2_OPTIONS))
     except re2.error as exc:
         reason = exc.args[0] if exc.args else exc
         if isinstance(reason, bytes):
@@ -257,12 +346,16 @@ def compile_re2(pattern: str, what: str, *, anchored: bool = False) -> Any:
         raise InputError(what, f"{pattern!r} is not a valid RE2 regular expression "
                                f"({reason}); Alertmanager and this console use RE2 (Go regexp) "
                                "syntax: no look-arounds or back-references") from None
-    except (TypeError, ValueError) as exc:  # e.g. a NUL or lone surrogate in the pattern
+    except UnicodeEncodeError:
+        raise InputError(what, f"{pattern!r} holds a lone surrogate code point (not Unicode "
+                               "text); write the character itself") from None
+    except (TypeError, ValueError) as exc:  # e.g. a NUL in the pattern
         raise InputError(what, f"{pattern!r} cannot be compiled: {exc}") from None
 
 
 __all__ = [
-    "InputError", "MAX_DEPTH", "MAX_JSON_BYTES", "MAX_PATTERN_CHARS", "aware_utc",
+    "InputError", "MAX_DEPTH", "Re2Program", "MAX_JSON_BYTES", "MAX_PATTERN_CHARS", "aware_utc",
     "check_json_depth", "compile_re2", "finite_nonneg", "get_bool", "get_dict", "get_int",
-    "get_list", "get_str", "json_depth_exceeds", "load_json", "nesting_depth",
+    "get_list", "get_str", "json_depth_exceeds", "json_depth_scan", "load_json", "nesting_depth",
+    "without_surrogates",
 ]

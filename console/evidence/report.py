@@ -307,6 +307,7 @@ def build_report(inputs: Inputs, now: datetime | None = None) -> dict[str, Any]:
         "fidelity": fidelity_out,
         "canaries": canaries_out,
         "retained": retained,
+        "breaches": breaches(inputs.comparison),
         "claims": [c.as_dict() for c in claims],
         "rules": RULES,
         "files": dict(inputs.files),
@@ -319,6 +320,10 @@ def bracket_problem(comparison: Mapping[str, Any] | None,
     (running or killed, failed, incomplete), or fewer legs were measured than planned."""
     if not comparison:
         return None
+    found = breaches(comparison)
+    if found:   # a breach of the hold: the bracket is not complete, whatever its status says
+        return (f"the hold was breached {len(found)} time(s) during the bracket (first "
+                f"{found[0]['changed_at'] or found[0]['journaled_at']}: {found[0]['what']})")
     planned = comparison.get("planned_legs")
     n_planned = len(planned) if isinstance(planned, list) else None
     status = comparison.get("status")
@@ -329,6 +334,44 @@ def bracket_problem(comparison: Mapping[str, Any] | None,
         why = comparison.get("reason") or "no reason recorded"
         return f"comparison {status or 'status unknown'}: {why}"
     return None
+
+
+def breaches(comparison: Mapping[str, Any] | None) -> list[dict[str, Any]]:
+    """Every breach of the hold during the bracket, as the compare runbook recorded it from the
+    journal (``compare.json`` → ``breaches``: a timer the hold stopped started by someone else,
+    its silence expired), oldest first: ``[{"changed_at", "seen_at", "journaled_at", "what",
+    "by", "seq"}]`` (times ISO UTC; ``changed_at``: when the node says it happened, ``None``
+    unknown). ``[]`` for plain runs or a comparison with none; an entry that is not an object
+    is kept as ``{"what": "unreadable breach record: …"}`` (never dropped)."""
+    raw = (comparison or {}).get("breaches")
+    if not isinstance(raw, list):
+        return []
+    out = []
+    for b in raw:
+        if not isinstance(b, Mapping):
+            out.append({"changed_at": None, "seen_at": None, "journaled_at": None,
+                        "what": f"unreadable breach record: {str(b)[:80]!r}", "by": None,
+                        "seq": None})
+            continue
+        out.append({k: b.get(k) for k in ("changed_at", "seen_at", "journaled_at", "what",
+                                          "by", "seq")})
+    return sorted(out, key=lambda b: str(b.get("changed_at") or b.get("journaled_at") or ""))
+
+
+def breaches_markdown(found: Sequence[Mapping[str, Any]] | None) -> list[str]:
+    """The report's ``## Breaches of the hold during the bracket`` section (lines)."""
+    L = ["", "## Breaches of the hold during the bracket", ""]
+    if not found:
+        return L + ["None recorded: no timer the hold stopped was started and its silence was "
+                    "not expired by anyone else while the bracket ran."]
+    L += [f"{len(found)} breach(es): the bracket is not complete and backs no cross-arm claim.",
+          "", "| changed at (node) | seen at | journaled at | what | seen by |",
+          "|---|---|---|---|---|"]
+    for b in found:
+        L.append(f"| {_cell(b.get('changed_at'))} | {_cell(b.get('seen_at'))} | "
+                 f"{_cell(b.get('journaled_at'))} | {_cell(b.get('what'))} | "
+                 f"{_cell(b.get('by'))} |")
+    return L
 
 
 def _cmp_fit(inputs: Inputs, arm: str) -> dict[str, Any] | None:
@@ -564,6 +607,7 @@ def render_markdown(rep: Mapping[str, Any]) -> str:
     L += ["", "## Retained runs that are not complete", ""]
     L += ([f"- {r['name']} ({r['run_id']}): **{r['status']}** — {r['reason']} ({r['path']})"
            for r in rep["retained"]] or ["None: every run is complete."])
+    L += breaches_markdown(rep.get("breaches"))
     L += ["", "## Claims", ""]
     for c in rep["claims"]:
         if c["survives"]:
@@ -616,7 +660,7 @@ def recorded_hashes(report_text: str, source: str) -> dict[str, str]:
     none."""
     try:
         doc = json.loads(report_text)
-    except ValueError:
+    except (ValueError, RecursionError):   # deep nesting is not a report either (issue #22)
         doc = None
     if isinstance(doc, dict):
         files = doc.get("files")
@@ -661,6 +705,8 @@ def verify(recorded: Mapping[str, str]) -> list[VerifyRow]:
             problem = None if actual == h else "changed since the report"
         except OSError as exc:
             actual, problem = None, f"cannot read ({exc.strerror or exc})"
+        except ValueError as exc:  # a NUL or a lone surrogate in an edited report's path
+            actual, problem = None, f"not a file path ({exc})"
         rows.append(VerifyRow(path, h, actual, problem))
     return rows
 

@@ -106,7 +106,10 @@ def parse_time(v: Any, what: str) -> datetime | None:
         raise RunError(f"{what}: {str(v)[:40]!r} is not an ISO 8601 time") from None
     if t.tzinfo is None:
         raise RunError(f"{what}: {v!r} has no time zone (runs record UTC)")
-    return t.astimezone(timezone.utc)
+    try:
+        return t.astimezone(timezone.utc)
+    except OverflowError:
+        raise RunError(f"{what}: {str(v)[:40]!r} is outside the calendar in UTC") from None
 
 
 @dataclass(frozen=True)

@@ -171,7 +171,12 @@ def _opt_positive(cfg: Mapping[str, Any], key: str, source: str) -> int | None:
 
 def _layer_kinds(cfg: Mapping[str, Any], n: int, source: str) -> list[LayerKind]:
     lt = cfg.get("layer_types")
-    if isinstance(lt, list) and lt:
+    if lt is not None and not isinstance(lt, list):
+        # silently falling back to another layout would size the cache of another model
+        shown = repr(lt) if len(repr(lt)) <= 80 else f"{repr(lt)[:80]}…"
+        raise KVModelError(f"{source}: layer_types must be a list of layer kinds, one per layer "
+                           f"(got {type(lt).__name__} {shown})")
+    if isinstance(lt, list):
         if len(lt) != n:
             raise KVModelError(f"{source}: layer_types has {len(lt)} entries but "
                                f"num_hidden_layers = {n}")
@@ -496,13 +501,21 @@ def kv_capacity(model: ModelKV, kv_bytes: int, params: EngineKVParams) -> KVCapa
     Follows ``get_kv_cache_groups`` → ``get_kv_cache_config_from_groups`` →
     ``get_kv_cache_capacity`` in ``vllm/v1/core/kv_cache_utils.py`` (see the module docstring).
     A negative ``kv_bytes`` counts as 0. Raises :class:`KVModelError` for a model with no layer
-    that keeps a cache, or a hybrid layout vLLM cannot group (different attention page sizes
+    that keeps a cache, a cache layer of 0 bytes per token (or a 0-byte state), or a hybrid layout vLLM cannot group (different attention page sizes
     that do not divide each other).
     """
     notes: list[str] = []
     specs = [la for la in model.layers if la.kind != "shared"]
     if not specs:
         raise KVModelError("the model has no layer with a KV cache of its own")
+    empty = [la.index for la in specs
+             if (la.state_bytes if la.kind == "linear" else la.bytes_per_token) <= 0]
+    if empty:
+        # a config that sizes a cache layer at 0 bytes (a 0 state dimension, head_dim 0…):
+        # vLLM would divide by its page size too (division by zero here, issue #22)
+        raise KVModelError(f"{model.source}: {len(empty)} cache layer(s) hold 0 bytes (first: "
+                           f"layer {empty[0]}, {next(la.kind for la in specs if la.index == empty[0])}"
+                           "); a config field that sizes the KV cache or the state is 0")
     has_linear = any(la.kind == "linear" for la in specs)
     if not params.hybrid_kv_cache_manager:
         if has_linear:

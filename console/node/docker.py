@@ -155,7 +155,8 @@ def event_from_api(ev: Mapping[str, Any]) -> ContainerEvent | None:
             actor_id=actor.get("ID") or ev.get("id") or "",
             actor_name=attrs.get("name"), image=attrs.get("image") or ev.get("from"),
             exit_code=(int(code) if isinstance(code, str | int) and not isinstance(code, bool)
-                       and str(code).lstrip("-").isdigit() and len(str(code)) <= 12 else None))
+                       and str(code).lstrip("-").isascii() and str(code).lstrip("-").isdigit()
+                       and len(str(code)) <= 12 else None))
     except (KeyError, TypeError, ValueError, AttributeError, OverflowError, OSError):
         return None
 

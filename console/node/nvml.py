@@ -192,7 +192,7 @@ def _tracked(method: Any) -> Any:
 
 class Nvml:
     """Gateway to NVML, shared by the threads that read it: the GPU source's sampler, the first
-    frame's one-shot read (:mod:`seat_console.first_frame`, which may still be running when the
+    frame's one-shot read (:mod:`seat_console.tui.first_frame`, which may still be running when the
     sampler starts) and the UI's ``close()``. Init and shutdown are under the lock; the probed
     API choices (:attr:`memory_api`, :attr:`process_api`) are written without it, and two
     threads probing at once write the same value.

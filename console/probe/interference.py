@@ -26,6 +26,7 @@ from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import Any
 
+from seat_console.core.fmt import zulu_time
 from seat_console.node.transport import Transport
 from seat_console.probe.engine_counters import EngineCounters
 from seat_console.core.base import Frozen, utcnow
@@ -113,7 +114,7 @@ def container_disruptions(events: Sequence[ContainerEvent], names: set[str]) -> 
         if names and e.actor_name not in names:
             continue
         out.append(f"container {e.actor_name or e.actor_id[:12]}: {e.action} at "
-                   f"{e.at.isoformat(timespec='seconds')}, not made by the console")
+                   f"{zulu_time(e.at)}, not made by the console")
     return out
 
 

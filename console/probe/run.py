@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+from seat_console.core.fmt import zulu_time
 from seat_console.probe.client import (
     ClientTimeouts,
     RequestRecord,
@@ -617,7 +618,7 @@ class Probe:
 
     def _sync_monitor(self, monitor: InterferenceMonitor) -> Callable[[], None]:
         def sync() -> None:
-            self.progress.disruptions = [f"{d.at.isoformat(timespec='seconds')} {d.kind}: "
+            self.progress.disruptions = [f"{zulu_time(d.at)} {d.kind}: "
                                          f"{d.what}" for d in monitor.disruptions]
             self.progress.problems = [f"{p.check}: {p.reason}" for p in monitor.problems]
             self.progress.engine = monitor.last_counters
@@ -631,7 +632,7 @@ class Probe:
         if monitor is not None:
             if monitor.disruptions:
                 d = monitor.disruptions[0]
-                disrupted = f"{d.kind} at {d.at.isoformat(timespec='seconds')}: {d.what}"
+                disrupted = f"{d.kind} at {zulu_time(d.at)}: {d.what}"
             if monitor.problems:
                 p = monitor.problems[0]
                 unverified_run = f"watch check {p.check} failed: {p.reason}"
@@ -681,7 +682,7 @@ class Probe:
                 if monitor is not None and monitor.disruptions and not interrupted:
                     d = monitor.disruptions[0]
                     block["reason"] = (f"not started: the run was disrupted at "
-                                       f"{d.at.isoformat(timespec='seconds')} ({d.kind}: "
+                                       f"{zulu_time(d.at)} ({d.kind}: "
                                        f"{d.what})")
                 out["phases"].append(block)
             pp.state = next(b["state"] for b in out["phases"] if b["name"] == ph.name)
@@ -768,7 +769,7 @@ def _silence_checker(loaded: LoadedProfile, silence_id: str,
 
     def check() -> str | None:
         if expires_at is not None and utcnow() >= expires_at:
-            return f"the hold's lease expired at {expires_at.isoformat(timespec='seconds')}"
+            return f"the hold's lease expired at {zulu_time(expires_at)}"
         try:
             c = client if client is not None else AlertmanagerClient(loaded.profile.alertmanager)
         except Exception as exc:  # noqa: BLE001

@@ -28,6 +28,7 @@ from typing import Any
 from seat_console.core.paths import DATA_DIR_ENV, data_dir
 from seat_console.core.probe_record import RequestRecord
 from seat_console.core.base import utcnow
+from seat_console.core.untrusted import get_dict, get_list, get_str
 
 
 SUMMARY_SCHEMA = "seat-console.probe-run/1"
@@ -107,15 +108,18 @@ class RunWriter:
 
 
 def read_summary(run_dir: Path) -> dict[str, Any]:
-    """A run's ``summary.json``; raises :class:`StoreError` naming the file when it is missing
-    or not JSON."""
+    """A run's ``summary.json``; raises :class:`StoreError` naming the file when it is missing,
+    not JSON (or nested too deeply to parse) or not a JSON object."""
     p = run_dir / "summary.json"
     try:
-        return json.loads(p.read_text("utf-8"))
+        doc = json.loads(p.read_text("utf-8"))
     except OSError as exc:
         raise StoreError(f"{p}: cannot read ({exc.strerror})") from None
-    except ValueError as exc:
-        raise StoreError(f"{p}: not JSON ({exc})") from None
+    except (ValueError, RecursionError) as exc:   # RecursionError: nesting (issue #22)
+        raise StoreError(f"{p}: not JSON ({str(exc)[:100]})") from None
+    if not isinstance(doc, dict):   # callers read fields: a list or a number is no summary
+        raise StoreError(f"{p}: the summary is a JSON {type(doc).__name__}, not an object")
+    return doc
 
 
 def read_requests(run_dir: Path) -> Iterator[RequestRecord]:
@@ -149,16 +153,20 @@ def list_runs(root: Path | None = None) -> list[dict[str, Any]]:
             row.update(status="unreadable", problem=str(exc))
             out.append(row)
             continue
-        status = s.get("status", "unknown")
+        # typed reads: a field of another JSON type is unknown, and one edited summary can
+        # never take the whole list down (it raised AttributeError / TypeError, issue #22)
+        status = get_str(s, "status", max_len=100) or "unknown"
+        ident = get_dict(s, "identity")
         row.update(
             status="running (or killed)" if status == "running" else status,
-            started_at=s.get("started_at"), ended_at=s.get("ended_at"),
-            endpoint=(s.get("identity") or {}).get("endpoint"),
-            served_model=(s.get("identity") or {}).get("served_model"),
-            phases=[{"name": p.get("name"), "state": p.get("state"),
-                     "headline": (p.get("stats") or {}).get("headline")}
-                    for p in s.get("phases", [])],
-            disruptions=len(s.get("disruptions", [])))
+            started_at=get_str(s, "started_at", max_len=100),
+            ended_at=get_str(s, "ended_at", max_len=100),
+            endpoint=get_str(ident, "endpoint"), served_model=get_str(ident, "served_model"),
+            phases=[{"name": get_str(p, "name", max_len=200),
+                     "state": get_str(p, "state", max_len=100),
+                     "headline": get_dict(p, "stats").get("headline")}
+                    for p in get_list(s, "phases") if isinstance(p, dict)],
+            disruptions=len(get_list(s, "disruptions")))
         out.append(row)
     return out
 

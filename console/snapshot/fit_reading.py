@@ -143,7 +143,7 @@ def _entry_identity(entry: str) -> str:
     from seat_console.core.gpu_ids import norm_bus_id
 
     e = entry.strip()
-    if e.isdigit():
+    if e.isascii() and e.isdigit():
         return f"index:{int(e)}"
     if ":" in e and not e.upper().startswith(("GPU-", "MIG-")):
         return f"pci:{norm_bus_id(e) or e.lower()}"

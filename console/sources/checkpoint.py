@@ -78,6 +78,7 @@ from seat_console.core.untrusted import (
     get_int,
     get_str,
     load_json,
+    without_surrogates,
 )
 
 MAX_HEADER_BYTES = 100_000_000
@@ -166,8 +167,8 @@ class ShardHeader(Frozen):
 def _entry_offset(header: bytes, name: str) -> int:
     """Byte offset in the file of tensor ``name``'s key in the JSON header (8 if not found)."""
     pos = header.find(json.dumps(name).encode("utf-8") + b":")
-    if pos < 0:
-        pos = header.find(json.dumps(name, ensure_ascii=False).encode("utf-8"))
+    if pos < 0:  # a lone surrogate cannot be in the UTF-8 text unescaped: surrogatepass
+        pos = header.find(json.dumps(name, ensure_ascii=False).encode("utf-8", "surrogatepass"))
     return 8 + max(pos, 0)
 
 
@@ -258,12 +259,19 @@ def _parse_header(p: Path) -> tuple[int, int, dict[str, str] | None, list[_RawTe
 
     raw: list[_RawTensor] = []
     bits_of = DTYPE_BITS.get
+    # only a \uD800-\uDFFF escape can put a lone surrogate into the parsed text
+    escapes = "\\u" in text
     for name, entry in obj.items():
+        if escapes and without_surrogates(name) is not name:
+            raise bad(name, "tensor name holds a lone surrogate code point (a \\uD800-\\uDFFF "
+                            "escape without its pair): not Unicode text; safetensors refuses it")
         if not isinstance(entry, dict):
             raise bad(name, "entry is not an object")
         dtype, shape, offsets = entry.get("dtype"), entry.get("shape"), entry.get("data_offsets")
         if not isinstance(dtype, str):
             raise bad(name, "missing or non-string dtype")
+        if escapes and without_surrogates(dtype) is not dtype:
+            raise bad(name, f"dtype {dtype!r} holds a lone surrogate code point: not a dtype")
         if type(shape) is not list:
             raise bad(name, f"shape must be a list of non-negative integers, got "
                             f"{_clip(repr(shape))}")
@@ -413,8 +421,8 @@ def parse_quant_config(config: dict[str, Any] | None,
     if isinstance(hf_quant_config, dict):
         scheme = _scheme_from(hf_quant_config, "hf_quant_config.json")
         if scheme.method is None:
-            producer = hf_quant_config.get("producer")
-            method = producer.get("name") if isinstance(producer, dict) else None
+            # a producer name of another JSON type (a number) is absent, never stored as is
+            method = get_str(get_dict(hf_quant_config, "producer"), "name", max_len=200)
             scheme = scheme.model_copy(update={"method": method or "modelopt"})
         return scheme
     return QuantScheme()
@@ -573,8 +581,8 @@ def scan_checkpoint(directory: str | os.PathLike[str], *,
             if not isinstance(v, str) or not _plain_file_name(v):
                 raise CheckpointError(
                     f"{index_file}: weight_map[{_clip(repr(k))}] = {_clip(repr(v))} is not a "
-                    "shard file name in this directory (a plain name such as "
-                    "'model-00001-of-00002.safetensors')")
+                    "shard file name in this directory (a plain name of at most 255 bytes such "
+                    "as 'model-00001-of-00002.safetensors')")
             weight_map[k] = v
         meta = get_dict(idx, "metadata")
         index_summary = IndexSummary(file=index_file.name,
@@ -743,9 +751,15 @@ def scan_checkpoint(directory: str | os.PathLike[str], *,
 
 
 def _plain_file_name(name: str) -> bool:
-    """A file name inside the checkpoint directory: no separator, not ``.``/``..``, no NUL."""
-    return bool(name) and "/" not in name and "\\" not in name and "\0" not in name \
-        and name not in (".", "..")
+    """A file name inside the checkpoint directory: no separator, not ``.``/``..``, no NUL, and
+    one the file system can hold: encodable (no lone surrogate) and at most 255 bytes (NAME_MAX
+    on Linux; a longer name made the path check raise ``OSError``, issue #22)."""
+    if not name or "/" in name or "\\" in name or "\0" in name or name in (".", ".."):
+        return False
+    try:
+        return len(os.fsencode(name)) <= 255
+    except UnicodeError:
+        return False
 
 
 class TpSplitBuilder:

@@ -88,6 +88,9 @@ class ContainerState(Frozen):
     ``NVIDIA_VISIBLE_DEVICES`` (``Config.Env``) when set — they renumber or hide GPUs, so
     ``node.gpus`` indices may not be what the engine sees. No other variable is kept (the
     environment may hold secrets)."""
+    problem: str | None = None
+    """Why this container's state is unknown when the engine's reply could not be read (a
+    reply that is not an object), naming the request; ``None`` otherwise."""
     engine_env: dict[str, str] = Field(default_factory=dict)
     """The container's :data:`ENGINE_ENV_VARS` (``VLLM_CPU_KVCACHE_SPACE``: the CPU backend's
     KV cache size in GiB, which the fit budget uses) when set; nothing else is kept."""
@@ -268,10 +271,16 @@ class ContainerSource(Source):
             c = client.api.inspect_container(name)
         except NotFound:
             return ContainerState(role=role, name=name, state="absent")
+        if not isinstance(c, Mapping):
+            # a reply that is not an object: this container is unknown, the others still shown
+            # (it raised AttributeError before the typed parser saw it, issue #22)
+            return ContainerState(role=role, name=name, state="unknown", problem=(
+                f"docker inspect {name}: the reply is a JSON {type(c).__name__}, not an object"))
         image = None
-        if c.get("Image"):
+        image_id = get_str(c, "Image", max_len=200)
+        if image_id:
             try:
-                image = client.api.inspect_image(c["Image"])
+                image = client.api.inspect_image(image_id)
             except NotFound:
                 image = None
         return container_state_from_inspect(role, name, c, image)

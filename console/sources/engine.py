@@ -118,7 +118,8 @@ class HistogramSummary(Frozen):
     back."""
 
     count: int
-    sum_s: float
+    sum_s: float | None
+    """``None`` when the histogram exposes no ``_sum`` (unknown, never 0)."""
     mean_s: float | None
     p50_s: float | None
     p95_s: float | None
@@ -316,8 +317,8 @@ def summarize_histogram(fam: Metric | None) -> HistogramSummary | None:
     samples, or its observation count is unknown: no ``_count`` sample and no ``+Inf`` bucket
     (Prometheus: ``_count`` equals the ``+Inf`` bucket, which is used when ``_count`` is
     absent). Duplicate series count once; samples with a NaN, infinite or negative value, or a
-    bucket bound that is not a non-negative number, are skipped. ``sum_s`` is 0 and ``mean_s``
-    ``None`` when no ``_sum`` is exposed.
+    bucket bound that is not a non-negative number, are skipped. ``sum_s`` and ``mean_s`` are
+    ``None`` (unknown) when no ``_sum`` is exposed (it was reported as 0 before, issue #22).
     """
     if fam is None:
         return None
@@ -347,7 +348,7 @@ def summarize_histogram(fam: Metric | None) -> HistogramSummary | None:
         return None
     bl = sorted(buckets.items())
     return HistogramSummary(
-        count=int(count), sum_s=total_sum,
+        count=int(count), sum_s=total_sum if have_sum else None,
         mean_s=(total_sum / count) if count and have_sum else None,
         p50_s=histogram_quantile(0.5, bl), p95_s=histogram_quantile(0.95, bl),
         buckets=tuple(bl))

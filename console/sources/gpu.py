@@ -357,7 +357,9 @@ def parse_cgroup(text: str) -> ContainerRef | None:
     Paths are relative to the reader's cgroup namespace; read from the host's namespace they are
     absolute. Returns None for a host process (``0::/user.slice/…``, ``/init.scope``).
     """
-    lines = [ln for ln in text.splitlines() if ln.strip()]
+    # the kernel ends each line with "\n" only: str.splitlines would also cut a path at
+    # U+2028, \x1c or \x85 (valid in a directory name) and lose the inner container (issue #22)
+    lines = [ln for ln in text.split("\n") if ln.strip()]
     v2 = [ln for ln in lines if ln.startswith("0::")]
     ordered = v2 + [ln for ln in lines if not ln.startswith("0::")]
     for line in ordered:
@@ -367,18 +369,20 @@ def parse_cgroup(text: str) -> ContainerRef | None:
         path = parts[2]
         pod = _POD_RE.search(path)
         pod_uid = pod.group(1).replace("_", "-") if pod else None
-        scopes = list(_SCOPE_RE.finditer(path))
-        if scopes:
-            m = scopes[-1]
-            return ContainerRef(runtime=_RUNTIME[m.group(1)], id=m.group(2), pod_uid=pod_uid)
-        paths = list(_PATH_RE.finditer(path))
-        if paths:
-            m = paths[-1]
-            return ContainerRef(runtime=_RUNTIME[m.group(1)], id=m.group(2), pod_uid=pod_uid)
+        # every container id the path names, of any spelling; the deepest one (the latest in
+        # the path) is the container the process runs in. Scopes were tried before plain paths,
+        # so /system.slice/docker-<outer>.scope/docker/<inner> was given to the outer container
+        # (issue #22).
+        found: list[tuple[int, int, str, str]] = []  # (end, priority, runtime, id)
+        found += [(m.end(2), 2, _RUNTIME[m.group(1)], m.group(2))
+                  for m in _SCOPE_RE.finditer(path)]
+        found += [(m.end(2), 2, _RUNTIME[m.group(1)], m.group(2))
+                  for m in _PATH_RE.finditer(path)]
         if "kubepods" in path:
-            bare = list(_BARE_ID_RE.finditer(path))
-            if bare:
-                return ContainerRef(runtime="kubepods", id=bare[-1].group(1), pod_uid=pod_uid)
+            found += [(m.end(1), 1, "kubepods", m.group(1)) for m in _BARE_ID_RE.finditer(path)]
+        if found:
+            _end, _prio, runtime, cid = max(found)
+            return ContainerRef(runtime=runtime, id=cid, pod_uid=pod_uid)
     return None
 
 

@@ -37,6 +37,7 @@ from decimal import Decimal, InvalidOperation
 
 from seat_console.core.profile import FailurePattern
 from seat_console.core.base import Frozen
+from seat_console.core.untrusted import without_surrogates
 
 MAX_LINE_CHARS = 16_384
 """Characters of one log line that are scanned (the rest is ignored): vLLM's startup lines are
@@ -107,7 +108,7 @@ def _gib_bytes(text: str) -> int | None:
 
 def _int(text: str) -> int | None:
     digits = text.replace(",", "")
-    return int(digits) if digits.isdigit() else None
+    return int(digits) if digits.isascii() and digits.isdigit() else None
 
 
 def _lines(text: str | Iterable[str]) -> Iterable[str]:
@@ -189,7 +190,9 @@ def scan_failures(text: str | Iterable[str],
     compiled = [(p, _compiled(p.pattern)) for p in patterns]
     out: list[FailureMatch] = []
     for no, raw in enumerate(_lines(text), start=1):
-        line = raw[:MAX_LINE_CHARS]
+        # google-re2 encodes strictly: a lone surrogate (a log decoded with surrogateescape)
+        # raised UnicodeEncodeError; it is matched as U+FFFD
+        line = without_surrogates(raw[:MAX_LINE_CHARS])
         for p, rx in compiled:
             if rx.search(line):
                 out.append(FailureMatch(name=p.name, meaning=p.meaning, line_no=no,

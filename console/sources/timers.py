@@ -50,7 +50,8 @@ PERSISTENT_WARNING = ("Persistent=yes: starting it again may fire a missed run a
 """The warning shown next to a ``Persistent=yes`` timer (systemd.timer(5), ``Persistent=``)."""
 
 TIMER_PROPERTIES = ("Id", "LoadState", "ActiveState", "SubState", "UnitFileState", "Unit",
-                    "Persistent", "Result", "TimersCalendar", "TimersMonotonic")
+                    "Persistent", "Result", "TimersCalendar", "TimersMonotonic",
+                    "ActiveEnterTimestamp")
 """Properties read from each timer unit with ``systemctl show``."""
 
 SERVICE_PROPERTIES = ("Id", "LoadState", "ActiveState", "SubState", "ExecMainStartTimestamp",
@@ -105,6 +106,9 @@ class TimerState(Frozen):
     persistent_warning: str | None = None
     service: ServiceState | None = None
     errors: dict[str, str] = Field(default_factory=dict)
+    active_since: datetime | None = None
+    """When the timer last became active (``ActiveEnterTimestamp``, UTC; ``None`` n/a): the
+    identity of one start, so two starts of the same timer are two events."""
 
     @property
     def loaded(self) -> bool:
@@ -325,6 +329,7 @@ def build_timer_state(unit: str, props: dict[str, str], service: ServiceState | 
         persistent=persistent,
         persistent_warning=PERSISTENT_WARNING if persistent else None,
         service=service,
+        active_since=_machine_time(props.get("ActiveEnterTimestamp")),
     )
 
 
@@ -500,7 +505,305 @@ def make_source(loaded: LoadedProfile, *, context: Any | None = None) -> Source:
     return TimerSource(transport, loaded.profile.timers.all_units)
 
 
-__all__ = ["PERSISTENT_WARNING", "ServiceState", "TimerSource", "TimerState", "TimersReading",
-           "build_timer_state", "check_unit_name", "make_source", "parse_list_timers_json",
-           "parse_schedule", "parse_show_blocks", "parse_timestamp", "read_timers",
-           "service_running"]
+# -- when a stopped timer would elapse once started (issue 17) ----------------------------------
+_SPAN_UNITS = {"us": 1e-6, "µs": 1e-6, "usec": 1e-6, "ms": 1e-3, "msec": 1e-3, "s": 1.0,
+               "sec": 1.0, "second": 1.0, "seconds": 1.0, "min": 60.0, "m": 60.0,
+               "minute": 60.0, "minutes": 60.0, "h": 3600.0, "hr": 3600.0, "hour": 3600.0,
+               "hours": 3600.0, "d": 86400.0, "day": 86400.0, "days": 86400.0,
+               "w": 604800.0, "week": 604800.0, "weeks": 604800.0,
+               "M": 2629800.0, "month": 2629800.0, "months": 2629800.0,
+               "y": 31557600.0, "year": 31557600.0, "years": 31557600.0}
+_SPAN_RE = re.compile(r"(\d+(?:\.\d+)?)\s*([A-Za-zµ]+)")
+
+MONOTONIC_BASES = ("OnActiveUSec", "OnBootUSec", "OnStartupUSec", "OnUnitActiveUSec",
+                   "OnUnitInactiveUSec")
+"""The monotonic trigger kinds as ``systemctl show`` names them in ``TimersMonotonic``."""
+
+CONTAINER_VIRT = frozenset({"docker", "podman", "lxc", "lxc-libvirt", "systemd-nspawn",
+                            "openvz", "rkt", "wsl", "proot", "pouch", "container-other"})
+"""``Virtualization=`` values that are containers: there ``OnBootSec=`` counts from the
+manager's own start (systemd ``src/core/timer.c``, ``TIMER_BOOT`` falls through to
+``TIMER_STARTUP`` when ``detect_container()`` is true)."""
+
+
+def parse_timespan(text: str) -> float:
+    """A systemd time span as ``systemctl show`` prints it (``2min``, ``1min 30s``,
+    ``8min 20.556743s``, ``1h 5min``, ``100ms``, ``0``) → seconds (float).
+
+    Units as systemd.time(7) lists them (``us``, ``ms``, ``s``, ``min``, ``h``, ``d``, ``w``,
+    ``M`` = 30.44 days, ``y`` = 365.25 days). Raises :class:`ValueError` naming the text for
+    anything else (empty, ``infinity``, an unknown unit, text between the parts)."""
+    v = (text or "").strip()
+    shown = v if len(v) <= 40 else f"{v[:40]}…"
+    if v == "0":
+        return 0.0
+    if not v or len(v) > 200:
+        raise ValueError(f"systemd time span {shown!r}: empty or too long")
+    total, pos = 0.0, 0
+    for m in _SPAN_RE.finditer(v):
+        if v[pos:m.start()].strip():
+            raise ValueError(f"systemd time span {shown!r}: unexpected {v[pos:m.start()]!r}")
+        unit = m.group(2)
+        if unit not in _SPAN_UNITS:
+            raise ValueError(f"systemd time span {shown!r}: unknown unit {unit!r}")
+        total += float(m.group(1)) * _SPAN_UNITS[unit]
+        pos = m.end()
+    if pos == 0 or v[pos:].strip():
+        raise ValueError(f"systemd time span {shown!r}: not a time span")
+    if not math.isfinite(total):
+        raise ValueError(f"systemd time span {shown!r}: not finite")
+    return total
+
+
+def parse_monotonic_triggers(value: str | None) -> list[tuple[str, float]]:
+    """``TimersMonotonic`` (one ``{ OnUnitActiveUSec=2min ; next_elapse=… }`` per line) →
+    ``[("OnUnitActiveUSec", 120.0), …]``. A trigger whose span cannot be read is left out
+    (one bad item never blanks the rest); raises nothing."""
+    out: list[tuple[str, float]] = []
+    for chunk in (value or "").split("{")[1:]:
+        head, sep, _ = chunk.partition(";")
+        m = _SCHED_HEAD_RE.match(head)
+        if not sep or m is None:
+            continue
+        try:
+            out.append((m.group(1), parse_timespan(m.group(2))))
+        except ValueError:
+            continue
+    return out
+
+
+def parse_calendar_elapses(value: str | None) -> list[tuple[str, datetime | None]]:
+    """``TimersCalendar`` read with ``--timestamp=unix`` (``{ OnCalendar=*-*-* 02:00:00 ;
+    next_elapse=@1796161500 }``) → ``[("*-*-* 02:00:00", elapse UTC or None), …]``. The
+    elapse is the one systemd computed from the last trigger; it is kept while the timer is
+    stopped (``v->next_elapse`` in ``src/core/timer.c``). Raises nothing."""
+    out: list[tuple[str, datetime | None]] = []
+    for chunk in (value or "").split("{")[1:]:
+        head, sep, rest = chunk.partition(";")
+        m = _SCHED_HEAD_RE.match(head)
+        if not sep or m is None:
+            continue
+        nm = re.search(r"next_elapse=(\S+)", rest[:200])
+        out.append((m.group(2).strip(), _machine_time(nm.group(1)) if nm else None))
+    return out
+
+
+class TriggerForecast(Frozen):
+    """One trigger of a stopped timer and when it elapses once the timer is started:
+    ``trigger`` (``OnUnitActiveSec=2min``), ``elapse`` (UTC; ``None`` = it never fires from
+    this trigger), ``base`` (what the interval counts from, in words), ``at_once`` (the elapse
+    is at or before the start: systemd runs the service the moment the timer starts)."""
+
+    trigger: str
+    elapse: datetime | None
+    base: str
+    at_once: bool = False
+
+
+class StartForecast(Frozen):
+    """What starting a (stopped) timer will do, read from the node (:func:`read_start_forecast`):
+    ``unit``; ``at``: the start time assumed (UTC); ``triggers``; ``fires_at_once``: some
+    trigger already passed; ``next_elapse``: the earliest elapse (UTC, ``None`` unknown);
+    ``unknown``: parts that could not be read (one sentence each)."""
+
+    unit: str
+    at: datetime
+    triggers: tuple[TriggerForecast, ...] = ()
+    unknown: tuple[str, ...] = ()
+
+    @property
+    def fires_at_once(self) -> bool:
+        """``True`` when a trigger's elapse is at or before the start."""
+        return any(t.at_once for t in self.triggers)
+
+    @property
+    def next_elapse(self) -> datetime | None:
+        """The earliest elapse of any trigger."""
+        ts = [t.elapse for t in self.triggers if t.elapse is not None]
+        return min(ts) if ts else None
+
+    def warning(self) -> str | None:
+        """``seat-conformance-smoke.timer fires at once when started: OnUnitActiveSec=2min
+        elapsed at 2026-12-01T21:34:06Z (2 min after seat-conformance-smoke.service last
+        started, 2026-12-01T21:32:06Z)`` — or ``None`` when no trigger passed."""
+        hits = [t for t in self.triggers if t.at_once]
+        if not hits:
+            return None
+        parts = [f"{t.trigger} elapsed at {_z(t.elapse)} ({t.base})" for t in hits]
+        return f"{self.unit} fires at once when started: " + "; ".join(parts)
+
+
+def _z(t: datetime | None) -> str:
+    return "n/a" if t is None else t.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def forecast_start(unit: str, timer: dict[str, str], service: dict[str, str] | None,
+                   manager: dict[str, str], last_trigger: datetime | None,
+                   at: datetime) -> StartForecast:
+    """When timer ``unit`` elapses if started at ``at`` (pure).
+
+    ``timer``: its ``systemctl show --timestamp=unix`` properties (``TimersMonotonic``,
+    ``TimersCalendar``, ``Persistent``); ``service``: the triggered unit's (``InactiveExitTimestamp``,
+    ``InactiveEnterTimestamp``); ``manager``: ``systemctl show`` of the manager
+    (``UserspaceTimestamp``, ``KernelTimestamp``, ``Virtualization``); ``last_trigger``: the
+    timer's last trigger (``list-timers`` JSON ``last``).
+
+    The rule is systemd's own (``src/core/timer.c``, ``timer_start`` → ``timer_enter_waiting``,
+    systemd 252 as on the lab's node): starting a timer forgets its last trigger (a
+    ``Persistent=true`` one reloads it from its stamp file), then each trigger elapses at
+    ``OnActiveSec``: the start + span; ``OnBootSec``: boot (in a container: the manager's start)
+    + span; ``OnStartupSec``: the manager's start + span; ``OnUnitActiveSec``: the service's
+    last activation (``InactiveExitTimestamp``) + span; ``OnUnitInactiveSec``: its last
+    deactivation (``InactiveEnterTimestamp``) + span; ``OnCalendar``: the next calendar time
+    after the last trigger when ``Persistent=true`` (the elapse systemd computed; systemd 252
+    prints ``next_elapse=(null)`` for a stopped timer — checked on the lab — so it is then
+    "unknown" and the caller uses the elapse it recorded before stopping it), else the next
+    one after the start (never at once). An elapse at or
+    before the start fires the service at once. An ``OnBootSec``/``OnStartupSec`` elapse that
+    passed before the timer's last trigger — or before its service last started (systemd 252
+    clears ``LastTriggerUSec`` when a timer is stopped) — was disabled by systemd (a one-time
+    trigger, ``v->disabled``, not re-enabled by a start) and is left out. ``RandomizedDelaySec=`` is ignored (it only delays)."""
+    trig: list[TriggerForecast] = []
+    unknown: list[str] = []
+    svc = service or {}
+    virt = (manager.get("Virtualization") or "").strip()
+    userspace = _machine_time(manager.get("UserspaceTimestamp"))
+    kernel = _machine_time(manager.get("KernelTimestamp"))
+    boot = userspace if virt in CONTAINER_VIRT else (kernel or userspace)
+    svc_name = timer.get("Unit") or "its service"
+    for kind, span in parse_monotonic_triggers(timer.get("TimersMonotonic")):
+        shown = f"{kind.replace('USec', 'Sec')}={_span_text(span)}"
+        if kind == "OnActiveUSec":
+            base, words = at, "from the start"
+        elif kind in ("OnBootUSec", "OnStartupUSec"):
+            base = boot if kind == "OnBootUSec" else userspace
+            words = ("after boot" if kind == "OnBootUSec" and virt not in CONTAINER_VIRT
+                     else f"after the node's systemd started, {_z(base)}")
+            if base is None:
+                unknown.append(f"{shown}: the node's boot/start time was not read")
+                continue
+            e = base + _td(span)
+            fired = [x for x in (last_trigger, _machine_time(svc.get("InactiveExitTimestamp")))
+                     if x is not None]
+            if fired and e <= max(fired):
+                continue   # a one-time trigger that already passed: systemd disabled it
+            trig.append(TriggerForecast(trigger=shown, elapse=e, base=words, at_once=e <= at))
+            continue
+        elif kind == "OnUnitActiveUSec":
+            base = _machine_time(svc.get("InactiveExitTimestamp"))
+            words = f"after {svc_name} last started, {_z(base)}"
+            if base is None:
+                trig.append(TriggerForecast(trigger=shown, elapse=None,
+                                            base=f"{svc_name} never ran: no elapse from it"))
+                continue
+        elif kind == "OnUnitInactiveUSec":
+            base = _machine_time(svc.get("InactiveEnterTimestamp"))
+            words = f"after {svc_name} last ended, {_z(base)}"
+            if base is None:
+                trig.append(TriggerForecast(trigger=shown, elapse=None,
+                                            base=f"{svc_name} never ended: no elapse from it"))
+                continue
+        else:
+            unknown.append(f"{shown}: unknown trigger kind")
+            continue
+        e = base + _td(span)
+        trig.append(TriggerForecast(trigger=shown, elapse=e, base=words, at_once=e <= at))
+    persistent = parse_bool(timer.get("Persistent"))
+    for spec, elapse in parse_calendar_elapses(timer.get("TimersCalendar")):
+        shown = f"OnCalendar={spec}"
+        if persistent and elapse is not None:
+            trig.append(TriggerForecast(
+                trigger=shown, elapse=elapse, at_once=elapse <= at,
+                base=f"Persistent=true: the next calendar time after the last trigger "
+                     f"{_z(last_trigger)}"))
+        elif persistent:
+            unknown.append(f"{shown}: Persistent=true but its next elapse was not read")
+        else:
+            trig.append(TriggerForecast(trigger=shown, elapse=None if elapse is None or
+                                        elapse <= at else elapse,
+                                        base="the next calendar time after the start"))
+    return StartForecast(unit=unit, at=at, triggers=tuple(trig), unknown=tuple(unknown))
+
+
+def _td(seconds: float) -> Any:
+    from datetime import timedelta
+
+    return timedelta(seconds=seconds)
+
+
+def _span_text(seconds: float) -> str:
+    s = int(round(seconds))
+    if s and s % 3600 == 0:
+        return f"{s // 3600}h"
+    if s and s % 60 == 0:
+        return f"{s // 60}min"
+    if s >= 60:
+        return f"{s // 60}min {s % 60}s"
+    return f"{seconds:g}s"
+
+
+FORECAST_TIMER_PROPS = ("Id", "Unit", "Persistent", "TimersMonotonic", "TimersCalendar")
+FORECAST_SERVICE_PROPS = ("Id", "InactiveExitTimestamp", "InactiveEnterTimestamp")
+FORECAST_MANAGER_PROPS = ("Virtualization", "UserspaceTimestamp", "KernelTimestamp")
+
+
+def read_start_forecast(transport: Transport, units: Sequence[str], *,
+                        at: datetime | None = None, timeout_s: float = 10.0
+                        ) -> dict[str, StartForecast] | Unavailable:
+    """:func:`forecast_start` for each of ``units`` as read on the node now: ``systemctl show
+    --timestamp=unix`` of the timers, of their services and of the manager, and ``list-timers
+    -o json`` for the last triggers. ``at``: the start time assumed (default now, UTC).
+    Returns ``{unit: StartForecast}`` or :class:`Unavailable` with the reason; raises
+    :class:`ValueError` for an invalid unit name."""
+    units = [check_unit_name(u) for u in units]
+    at = at or utcnow()
+    if not units:
+        return {}
+    res = transport.run(["systemctl", "show", "--timestamp=unix", "-p",
+                         ",".join(FORECAST_TIMER_PROPS), "--", *units], timeout_s=timeout_s)
+    if not res.ok:
+        kind, reason = _explain_systemctl(res)
+        return Unavailable(source="timers", kind=kind, reason=reason)
+    blocks = parse_show_blocks(res.stdout)
+    if len(blocks) != len(units):
+        return Unavailable(source="timers", kind="error", reason=(
+            f"systemctl show returned {len(blocks)} blocks for {len(units)} units"))
+    services = sorted({b.get("Unit") for b in blocks if b.get("Unit")})
+    svc: dict[str, dict[str, str]] = {}
+    if services:
+        sres = transport.run(["systemctl", "show", "--timestamp=unix", "-p",
+                              ",".join(FORECAST_SERVICE_PROPS), "--", *services],
+                             timeout_s=timeout_s)
+        if sres.ok:
+            for sp in parse_show_blocks(sres.stdout):
+                if sp.get("Id"):
+                    svc[sp["Id"]] = sp
+    mres = transport.run(["systemctl", "show", "--timestamp=unix", "-p",
+                          ",".join(FORECAST_MANAGER_PROPS)], timeout_s=timeout_s)
+    manager = (parse_show_blocks(mres.stdout) or [{}])[0] if mres.ok else {}
+    lres = transport.run(["systemctl", "list-timers", "--all", "--output=json", "--", *units],
+                         timeout_s=timeout_s)
+    try:
+        times = parse_list_timers_json(lres.stdout) if lres.ok else {}
+    except ValueError:
+        times = {}
+    out: dict[str, StartForecast] = {}
+    for unit, b in zip(units, blocks, strict=True):
+        f = forecast_start(unit, b, svc.get(b.get("Unit") or ""), manager,
+                           times.get(unit, (None, None))[1], at)
+        extra = []
+        if not mres.ok:
+            extra.append("the node's boot time was not read")
+        if b.get("Unit") and b.get("Unit") not in svc:
+            extra.append(f"{b.get('Unit')}'s last run was not read")
+        if extra:
+            f = f.model_copy(update={"unknown": (*f.unknown, *extra)})
+        out[unit] = f
+    return out
+
+
+__all__ = ["PERSISTENT_WARNING", "ServiceState", "StartForecast", "TimerSource", "TimerState",
+           "TimersReading", "TriggerForecast", "build_timer_state", "check_unit_name",
+           "forecast_start", "make_source", "parse_calendar_elapses", "parse_list_timers_json",
+           "parse_monotonic_triggers", "parse_schedule", "parse_show_blocks", "parse_timestamp",
+           "parse_timespan", "read_start_forecast", "read_timers", "service_running"]

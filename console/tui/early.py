@@ -1,10 +1,10 @@
 """Start the GPU panel's first reading while the TUI is still importing (its first Textual
-frame sooner; the pre-Textual first frame is :mod:`seat_console.first_frame`).
+frame sooner; the pre-Textual first frame is :mod:`seat_console.tui.first_frame`).
 
 The TUI's first Textual frame waits for two things: the imports (Textual, the widgets: ~0.2 s) and the
 GPU panel's first reading (``pynvml`` import, ``nvmlInit`` — the driver's start-up, for which
 the ctypes call releases the GIL — and one sample). Before this module the reading was started
-by :class:`seat_console.app.SeatConsoleApp` after every import; now ``seat-console`` starts it
+by :class:`seat_console.tui.app.SeatConsoleApp` after every import; now ``seat-console`` starts it
 right after the profile is loaded (:func:`prestart`, called by :mod:`seat_console.cli` on the
 TUI path only), in a daemon thread, so the driver's start-up overlaps the imports.
 
@@ -30,7 +30,7 @@ import threading
 from typing import Any
 
 EAGER_SOURCE = "seat_console.sources.gpu:make_source"
-"""The source factory (``"module:function"``, as in :data:`seat_console.app.PANELS`) whose
+"""The source factory (``"module:function"``, as in :data:`seat_console.tui.app.PANELS`) whose
 first reading is started early."""
 
 _started: dict[str, concurrent.futures.Future] = {}
@@ -74,7 +74,7 @@ def prestart(loaded: Any, source: str = EAGER_SOURCE, nvml: Any | None = None
     source's first reading, in a daemon thread; return the future of ``(source, reading)``.
 
     ``nvml``: an :class:`~seat_console.node.nvml.Nvml` gateway already opened (the first
-    frame's, :func:`seat_console.first_frame.draw_before_profile`), which the context adopts so
+    frame's, :func:`seat_console.tui.first_frame.draw_before_profile`), which the context adopts so
     the process initialises NVML once. The future's exception is whatever the import, the
     factory or the read raised. The context is made at once (it connects to nothing until
     used; :func:`take_context`). A second call for the same factory returns the first future."""

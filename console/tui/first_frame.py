@@ -32,15 +32,24 @@ hidden but without Textual's handlers: a Ctrl-Z then (SIGTSTP) gives the shell i
 back before stopping and takes the frame's screen again on ``fg`` (:func:`_on_stop`), until
 Textual's Linux driver installs its own SIGTSTP handler as it is built (``LinuxDriver.__init__``,
 Textual 8); :func:`handoff` puts the previous handler back when the app never got that far.
+
+Ctrl-C (SIGINT) at any instant of start-up (issue #22): :func:`guard_start_up` saves the
+terminal's attributes and installs the console's own SIGINT handler before the frame, until the
+app has ended (:func:`end_guard`). While Textual's loop runs, the handler asks the app to exit
+with code 130 (:func:`set_interrupt_hook`: Textual's own exit restores the terminal); before
+that it raises :class:`KeyboardInterrupt`, and the TUI's start-up ``except`` calls
+:func:`leave` with ``force``: attributes, modes and the shell's screen restored, exit 130.
+``tests/test_ctrl_c_startup.py`` checks it at 50 spread-out instants in a pty.
 """
 
 from __future__ import annotations
+
+from seat_console.core.terminal import is_terminal  # shared with cli and the fleet screen
 
 import os
 import shutil
 import sys
 import threading
-import time
 from typing import Any, TextIO
 
 WAIT_FOR_READING_S = 0.5
@@ -54,6 +63,13 @@ as Textual's Linux driver sends them)."""
 LEAVE = "\x1b[?25h\x1b[?1049l"
 """Cursor shown, alternate screen off: written only if the app never started
 (:func:`leave`)."""
+
+RESTORE = ("\x1b[?1000l\x1b[?1002l\x1b[?1003l\x1b[?1015l\x1b[?1006l\x1b[?2004l\x1b[?1004l"
+           + LEAVE)
+"""What :func:`leave` writes: the modes Textual's driver may have turned on when an interrupt
+cut its start or its exit short (mouse reporting 1000/1002/1003/1015/1006, bracketed paste
+2004, focus events 1004) turned off, then :data:`LEAVE`. Each is a no-op on a terminal where the
+mode is already off."""
 
 
 def identity_text(name: str, tp: str, util: str) -> Any:
@@ -78,15 +94,6 @@ def header_line(profile: Any) -> Any:
     :class:`seat_console.core.profile.Profile`: what the app's header and the first frame show."""
     return identity_text(profile.node.name, str(profile.seat.tensor_parallel_size),
                          f"{profile.seat.gpu_memory_utilization:.2f}")
-
-
-def is_terminal(stream: Any) -> bool:
-    """Whether ``stream`` is a terminal (``isatty``); ``False`` for a closed stream or an
-    object without ``isatty``."""
-    try:
-        return bool(stream.isatty())
-    except (AttributeError, ValueError, OSError):
-        return False
 
 
 def wanted(env: dict[str, str] | None = None, stdin: Any = None, stdout: Any = None) -> bool:
@@ -278,13 +285,16 @@ def draw_before_profile(cli_path: str | None, out: TextIO | None = None,
     identity = raw_identity(cli_path)
     gpus = _read_in_thread(gateway, wait_s)
     width = shutil.get_terminal_size((80, 24)).columns
+    frame = render(identity, gpus, width=width, no_color=bool(os.environ.get("NO_COLOR")))
+    # both before the write: a Ctrl-C or Ctrl-Z that comes as (or just after) the frame reaches
+    # the terminal must find the frame marked drawn and our SIGTSTP handler in place
+    _drawn = True
+    _catch_stop()
     try:
-        out.write(render(identity, gpus, width=width, no_color=bool(os.environ.get("NO_COLOR"))))
+        out.write(frame)
         out.flush()
     except (OSError, ValueError):
         return gateway
-    _drawn = True
-    _catch_stop()
     return gateway
 
 
@@ -344,23 +354,160 @@ def handoff() -> None:
         pass
 
 
-def leave(out: TextIO | None = None) -> None:
-    """Undo :data:`ENTER` if a frame was drawn: called when the app ended without starting
-    its driver (an import error, a crash before the first Textual frame), so the shell is not
-    left on a blank alternate screen. Harmless after Textual left the alternate screen."""
+def leave(out: TextIO | None = None, *, force: bool = False) -> None:
+    """Give the shell its terminal back if a frame was drawn (or ``force``: the start-up was
+    interrupted or crashed after Textual's driver may have begun): write :data:`RESTORE` and put
+    back the terminal attributes :func:`guard_start_up` saved (Textual's raw mode undone).
+    Called when the app ended without starting its driver or without stopping it (an import
+    error, a crash, a Ctrl-C during Textual's start), so the shell is not left on a blank
+    alternate screen with the cursor hidden. Harmless after Textual left the alternate screen.
+    SIGINT is blocked while it writes: a second Ctrl-C cannot cut the restore short."""
     global _drawn
     handoff()
-    if not _drawn:
+    if not (_drawn or force):
         return
     _drawn = False
     out = sys.stdout if out is None else out
+    with _sigint_blocked():
+        _restore_attrs()
+        try:
+            out.write(RESTORE)
+            out.flush()
+        except (OSError, ValueError):
+            pass
+
+
+# -- Ctrl-C during start-up -------------------------------------------------------------------
+_saved_attrs: tuple[int, list[Any]] | None = None
+_previous_int: Any = None
+_guarding = False
+
+
+class _sigint_blocked:
+    """``with _sigint_blocked():`` SIGINT held pending (main thread; elsewhere a no-op)."""
+
+    def __enter__(self) -> None:
+        import signal
+
+        self.old: Any = None
+        try:
+            self.old = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+        except (AttributeError, OSError, ValueError):
+            self.old = None
+
+    def __exit__(self, *exc: object) -> None:
+        import signal
+
+        if self.old is not None and signal.SIGINT not in self.old:
+            try:
+                signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+            except (AttributeError, OSError, ValueError):
+                pass
+
+
+def _restore_attrs() -> None:
+    """Put back the terminal attributes saved by :func:`guard_start_up` (if any)."""
+    if _saved_attrs is None:
+        return
+    import termios
+
+    fd, attrs = _saved_attrs
     try:
-        out.write(LEAVE)
-        out.flush()
-    except (OSError, ValueError):
+        termios.tcsetattr(fd, termios.TCSANOW, attrs)
+    except (termios.error, OSError, ValueError):
         pass
 
 
-__all__ = ["ENTER", "LEAVE", "WAIT_FOR_READING_S", "draw_before_profile", "handoff", "header_line",
-           "identity_text", "is_terminal", "leave", "nvml_lines", "raw_identity", "render",
-           "wanted"]
+_interrupt_hook: Any = None
+
+
+def set_interrupt_hook(hook: Any) -> None:
+    """``hook()`` (or ``None``: none) is what a SIGINT does while an event loop runs in the
+    main thread (Textual's): the app passes one that asks it to exit with code 130, so the
+    interrupt takes Textual's own exit path (its driver restores the terminal) instead of a
+    :class:`KeyboardInterrupt` raised in the middle of one of its tasks (which ended the run
+    too, but printed "Task exception was never retrieved" with a traceback)."""
+    global _interrupt_hook
+    _interrupt_hook = hook
+
+
+def _on_interrupt(signum: int, frame: Any) -> None:
+    """SIGINT during start-up: the first asks the running app to exit (:func:`set_interrupt_hook`)
+    or, with no app loop running yet, raises :class:`KeyboardInterrupt` (the start-up's
+    ``except`` restores the terminal, exit 130); a second while that exit or clean-up runs
+    restores the terminal from here and exits 130 at once (a clean-up that waits on a thread
+    cannot keep the shell's screen)."""
+    if getattr(_on_interrupt, "fired", False):
+        _restore_attrs()
+        try:
+            os.write(sys.stdout.fileno(), RESTORE.encode())
+        except (OSError, ValueError, AttributeError):
+            pass
+        os._exit(130)
+    _on_interrupt.fired = True  # type: ignore[attr-defined]
+    hook = _interrupt_hook
+    # the loop running in this (the main) thread, or None; never an import here: the signal
+    # may come while asyncio itself is being imported (a partly initialised module)
+    running = getattr(sys.modules.get("asyncio.events"), "_get_running_loop", None)
+    loop = running() if callable(running) else None
+    if hook is not None and loop is not None and not loop.is_closed():
+        try:
+            loop.call_soon_threadsafe(hook)   # safe from a signal handler (the loop's self-pipe)
+            return
+        except RuntimeError:   # the loop closed meanwhile
+            pass
+    raise KeyboardInterrupt
+
+
+def guard_start_up(stdin: Any = None) -> None:
+    """Own SIGINT and remember the terminal's attributes from before the first frame until
+    :func:`end_guard`, so a Ctrl-C at any instant of start-up restores the terminal.
+
+    Why (issue #22): with Python's own handler in place, ``asyncio.run`` (under
+    ``App.run``) turns the first SIGINT into a cancellation of Textual's main task; cut at the
+    wrong instant of Textual's start, the app either went on running (a hang: it had
+    swallowed the cancellation) or ended without its driver's restore, leaving the shell on
+    the alternate screen with the cursor hidden, about 1 start in 10. With a handler of our
+    own, asyncio installs none: the interrupt is a :class:`KeyboardInterrupt` that unwinds
+    ``App.run`` (asyncio cancels and finishes the app's tasks), and :func:`leave` restores
+    the saved attributes and modes. Main thread only; elsewhere nothing."""
+    global _saved_attrs, _previous_int, _guarding
+    import signal
+
+    stdin = sys.stdin if stdin is None else stdin
+    try:
+        import termios
+
+        fd = stdin.fileno()
+        _saved_attrs = (fd, termios.tcgetattr(fd))
+    except (ImportError, AttributeError, OSError, ValueError, Exception):  # noqa: BLE001
+        _saved_attrs = None
+    if _guarding:
+        return
+    try:
+        _previous_int = signal.signal(signal.SIGINT, _on_interrupt)
+        _guarding = True
+        _on_interrupt.fired = False  # type: ignore[attr-defined]
+    except (ValueError, OSError):   # not the main thread
+        pass
+
+
+def end_guard() -> None:
+    """Put back the SIGINT handler :func:`guard_start_up` replaced (safe when none was)."""
+    global _guarding, _saved_attrs
+    import signal
+
+    _saved_attrs = None
+    if not _guarding:
+        return
+    _guarding = False
+    try:
+        signal.signal(signal.SIGINT, _previous_int if _previous_int is not None
+                      else signal.default_int_handler)
+    except (ValueError, OSError):
+        pass
+
+
+__all__ = ["ENTER", "LEAVE", "RESTORE", "WAIT_FOR_READING_S", "draw_before_profile", "end_guard",
+           "guard_start_up", "handoff", "header_line", "identity_text", "is_terminal", "leave",
+           "nvml_lines", "raw_identity", "render", "set_interrupt_hook", "wanted"]

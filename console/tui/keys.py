@@ -1,0 +1,226 @@
+"""The one key table of the main screen: it makes the bindings, the help screen's key list, the
+footer's choice of keys and the ``--readonly`` filter, and checks the profile's ``[keys]``.
+
+Every :class:`Key` has a stable ``id`` (Textual's keymap remaps by id: ``App.set_keymap``), the
+key, the action (an ``action_<name>`` method of the app), a short ``label`` for the footer, a
+``help`` sentence for the help screen (``?``) and README's key table, and ``node`` (it changes
+the node: hidden and refused under ``--readonly``). ``footer_rank`` orders what the footer
+drops first when the terminal is narrow (the highest rank goes first; ``0``: never dropped).
+
+Adding a key: one :class:`Key` in :data:`KEYS` and an ``action_<action>`` method on the app.
+
+A profile remaps keys with a ``[keys]`` table of ``binding id = "key"`` (``"node.hold" =
+"ctrl+h"``; several keys comma-separated). :func:`check_keymap` refuses an unknown id or two
+bindings of the main screen on one key, naming the profile file and the fix
+(:class:`KeymapError`, a :class:`~seat_console.core.profile.ProfileError`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, replace
+
+from textual.binding import Binding, BindingType
+
+from seat_console.core.profile import ProfileError
+
+NODE_ACTION_PREFIX = "node."
+"""Binding ids starting with this change the node (hold, build, probe, restore…); hidden and
+refused under ``--readonly``."""
+
+
+@dataclass(frozen=True)
+class Key:
+    """One row of the key table (see the module docstring). ``key``: Textual's key name(s),
+    comma-separated; ``display``: how the key is written on screen (``None``: Textual's);
+    ``show``: offered in the footer; ``priority``: a Textual priority binding (works inside
+    fields)."""
+
+    id: str
+    key: str
+    action: str
+    label: str
+    help: str
+    footer_rank: int = 0
+    show: bool = True
+    display: str | None = None
+    priority: bool = False
+
+    @property
+    def node(self) -> bool:
+        """Whether the key changes the node (its id starts with :data:`NODE_ACTION_PREFIX`)."""
+        return self.id.startswith(NODE_ACTION_PREFIX)
+
+    def binding(self) -> Binding:
+        """The Textual :class:`~textual.binding.Binding` of this row."""
+        return Binding(self.key, self.action, self.label, show=self.show, key_display=self.display,
+                       priority=self.priority, id=self.id, tooltip=self.help)
+
+
+KEYS: tuple[Key, ...] = (
+    Key("quit", "q", "quit", "quit",
+        "Quit the console; a runbook in flight finishes its current step first."),
+    Key("quit-ctrl", "ctrl+q", "quit", "quit", "Quit, also from inside a text field.",
+        show=False, priority=True),
+    Key("toggle-pause", "p", "pause", "pause",
+        "Stop reading the node (pending reads cancelled); ages keep counting."),
+    Key("resume", "p", "resume", "resume", "Start reading again; every source is read at once."),
+    Key("refresh-now", "r", "refresh_now", "refresh",
+        "Read every source now and reset a failing source's back-off."),
+    Key("help", "question_mark", "help", "help", "This help: every key, and how to read the panels.",
+        display="?"),
+    Key("command-palette", "ctrl+p", "command_palette", "palette",
+        "The command palette: pause, refresh, the refresh interval, help, the evidence report.",
+        show=False, priority=True),
+    Key("leave-field", "escape", "leave_field", "leave field",
+        "Leave a text field (the what-if controls), so the console's keys work again.",
+        display="Esc"),
+    Key("node.hold", "H", "hold", "hold",
+        "Hold the seat: ask TTL and reason, show the plan, then stop the timers and silence "
+        "the seat's endpoint as a lease.", footer_rank=4),
+    Key("node.release", "U", "release", "release",
+        "Release the hold: show the plan, then restart the stopped timers and expire the "
+        "silence.", footer_rank=6),
+    Key("node.build-backport", "B", "build_backport", "build",
+        "Build the profile's backport image (a patched file over a base pinned by digest) "
+        "after showing the plan.", footer_rank=7),
+    Key("node.swap", "S", "swap", "swap",
+        "Swap the seat to the candidate (stops the resident): the plan, then type the seat's "
+        "name to go on.", footer_rank=5),
+    Key("node.restore", "R", "restore", "restore",
+        "Restore the resident in the seat and release the hold, after showing the plan.",
+        footer_rank=5),
+    Key("node.probe", "P", "probe", "probe",
+        "Probe the seat: preflight (needs a hold), show the plan, then send the probe's load "
+        "with a live panel; x stops it.", footer_rank=3),
+    Key("evidence", "e", "evidence", "evidence",
+        "The evidence report of the newest comparison, else probe run (read-only).",
+        footer_rank=8),
+)
+"""The main screen's keys, in the order of the footer and the help screen."""
+
+
+def bindings(keys: Iterable[Key] = KEYS) -> list[BindingType]:
+    """The Textual bindings of ``keys`` (the app's ``BINDINGS``)."""
+    return [k.binding() for k in keys]
+
+
+def is_node_action(binding: Binding) -> bool:
+    """Whether ``binding`` changes the node (its id starts with :data:`NODE_ACTION_PREFIX`)."""
+    return bool(binding.id and binding.id.startswith(NODE_ACTION_PREFIX))
+
+
+def filter_action_bindings(bindings: Iterable[BindingType], readonly: bool) -> list[BindingType]:
+    """The bindings to offer: all of them, or under ``readonly`` all but node actions.
+
+    ``bindings``: :class:`Binding` objects or Textual's ``(key, action, description)`` tuples
+    (tuples have no id, so they are never node actions).
+    """
+    if not readonly:
+        return list(bindings)
+    return [b for b in bindings if not (isinstance(b, Binding) and is_node_action(b))]
+
+
+def node_actions(bindings: Iterable[BindingType]) -> set[str]:
+    """The action names of the node-changing bindings among ``bindings``."""
+    return {b.action for b in bindings if isinstance(b, Binding) and is_node_action(b)}
+
+
+def remapped(bindings: Iterable[BindingType], keymap: Mapping[str, str]) -> list[BindingType]:
+    """``bindings`` with the keys ``keymap`` (binding id → key(s)) gives them, as Textual's
+    keymap applies them (the key's on-screen form recomputed)."""
+    out: list[BindingType] = []
+    for b in bindings:
+        if isinstance(b, Binding) and b.id in keymap:
+            b = replace(b, key=keymap[b.id], key_display=None)
+        out.append(b)
+    return out
+
+
+def help_rows(bindings: Iterable[BindingType], readonly: bool,
+              display: object) -> list[tuple[str, str, str]]:
+    """``(keys, label, sentence)`` per action offered (node actions left out under
+    ``readonly``). ``display(binding) -> str`` writes a key as the screen shows it (the app's
+    ``get_key_display``: a remapped key shows as remapped). Keys of one action are joined with
+    " / ", and so are the actions of one key (p: pause / resume)."""
+    rows: dict[str, tuple[list[str], str, str]] = {}
+    for b in filter_action_bindings(bindings, readonly):
+        if not isinstance(b, Binding):
+            continue
+        keys, _, _ = rows.setdefault(b.action, ([], b.description or b.action,
+                                                b.tooltip or b.description or b.action))
+        shown = display(b)  # type: ignore[operator]
+        if shown not in keys:
+            keys.append(shown)
+    merged: dict[str, tuple[list[str], list[str]]] = {}
+    for keys, label, sentence in rows.values():
+        labels, sentences = merged.setdefault(" / ".join(keys), ([], []))
+        labels.append(label)
+        if sentence not in sentences:
+            sentences.append(sentence)
+    return [(k, " / ".join(ls), " ".join(ss)) for k, (ls, ss) in merged.items()]
+
+
+def footer_drop_order(keys: Iterable[Key] = KEYS) -> list[str]:
+    """Actions the footer may leave out when narrow, the first to go first (highest
+    ``footer_rank`` first; rank 0 is never left out)."""
+    ranked = sorted((k for k in keys if k.footer_rank > 0), key=lambda k: -k.footer_rank)
+    out: list[str] = []
+    for k in ranked:
+        if k.action not in out:
+            out.append(k.action)
+    return out
+
+
+def readme_rows(keys: Iterable[Key] = KEYS) -> list[str]:
+    """README's key table rows: ``| key | binding id | what it does |`` per key (node keys
+    say so)."""
+    rows = []
+    for k in keys:
+        shown = ", ".join(_readme_key(part) for part in k.key.split(","))
+        note = " Not under `--readonly`." if k.node else ""
+        rows.append(f"| `{shown}` | `{k.id}` | {k.help}{note} |")
+    return rows
+
+
+def _readme_key(key: str) -> str:
+    return {"question_mark": "?", "escape": "Esc", "ctrl+p": "Ctrl-P",
+            "ctrl+q": "Ctrl-Q"}.get(key.strip(), key.strip())
+
+
+class KeymapError(ProfileError):
+    """The profile's ``[keys]`` names an unknown binding id or puts two on one key."""
+
+
+def check_keymap(keymap: Mapping[str, str], source: str,
+                 keys: Iterable[Key] = KEYS) -> dict[str, str]:
+    """The profile's ``[keys]`` (binding id → key(s), comma-separated) checked against ``keys``.
+
+    Returns it as Textual's ``App.set_keymap`` takes it. Raises :class:`KeymapError` naming
+    ``source`` (the profile file) for an id not in the table (listing the ids) or for two
+    actions of the main screen on one key (naming both); ``p`` for pause and resume is one
+    action pair, not a clash."""
+    table = {k.id: k for k in keys}
+    unknown = sorted(set(keymap) - set(table))
+    if unknown:
+        raise KeymapError(f"{source}: [keys] {', '.join(repr(u) for u in unknown)}: no such key "
+                          f"binding; the ids are {', '.join(sorted(table))}")
+    owner: dict[str, str] = {}
+    pair = {"pause", "resume"}
+    for k in table.values():
+        chosen = keymap.get(k.id, k.key)
+        for one in (s.strip() for s in chosen.split(",")):
+            if not one:
+                raise KeymapError(f"{source}: [keys] {k.id!r} = {chosen!r}: an empty key; "
+                                  "write e.g. \"ctrl+h\"")
+            other = owner.get(one)
+            if other is not None and other != k.action and not {other, k.action} <= pair:
+                raise KeymapError(f"{source}: [keys] key {one!r} is bound to both {other!r} and "
+                                  f"{k.action!r}; give one of them another key")
+            owner[one] = k.action
+    return dict(keymap)
+
+
+__all__ = ["KEYS", "NODE_ACTION_PREFIX", "Key", "KeymapError", "bindings", "check_keymap",
+           "filter_action_bindings", "footer_drop_order", "help_rows", "is_node_action",
+           "node_actions", "readme_rows", "remapped"]

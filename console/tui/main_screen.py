@@ -1,0 +1,101 @@
+"""The console's main screen: its layout by terminal size (compact panels below
+:data:`COMPACT_BELOW_ROWS` rows, two columns from :data:`WIDE_FROM_COLS` columns, "too small"
+below :data:`MIN_COLS` × :data:`MIN_ROWS`), and the redraw of what arrived while a modal was
+open."""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.containers import Horizontal, VerticalScroll
+from textual.css.query import NoMatches
+from textual.screen import Screen
+from textual.widgets import Static
+
+from seat_console.tui import keys as keytable
+from seat_console.tui.messages import ConsoleApp
+from seat_console.widgets.footer import SeatFooter
+from seat_console.widgets.header import SeatHeader
+from seat_console.widgets.panel import SourcePanel
+from seat_console.widgets.status import StatusLine
+
+
+COMPACT_BELOW_ROWS = 50
+"""Below this many terminal rows the main screen shows the panels' compact forms."""
+
+WIDE_FROM_COLS = 160
+"""From this many columns the panels are laid out in two columns."""
+
+MIN_COLS, MIN_ROWS = 60, 12
+"""Smallest terminal that can show the header and the status line (columns, rows)."""
+
+
+class MainScreen(Screen[None]):
+    """The console's screen (posting's ``MainScreen``: the screen owns its layout, the app stays
+    small): header, status line, the panels, footer; redraws panels that changed while a modal
+    was open; lays them out by size."""
+
+    @property
+    def seat_app(self) -> ConsoleApp:
+        """The app, typed (this screen is only the console app's)."""
+        return self.app  # type: ignore[return-value]
+
+    def on_screen_resume(self) -> None:
+        """Back from help or the palette: draw what arrived meanwhile."""
+        self.seat_app.redraw_dirty()
+
+    def on_resize(self, event: object) -> None:
+        """Compact or full panels, one or two columns, "too small" — by the new size."""
+        self.apply_size(self.size.width, self.size.height)
+
+    def apply_size(self, width: int, height: int) -> None:
+        """Compact panels below :data:`COMPACT_BELOW_ROWS` rows; "too small" below
+        :data:`MIN_COLS` × :data:`MIN_ROWS` (saying so, and what is needed)."""
+        app = self.seat_app
+        small = width < MIN_COLS or height < MIN_ROWS
+        self.set_class(small, "-too-small")
+        if small:
+            try:
+                self.query_one("#too-small", Static).update(Text(
+                    f"Terminal {width}×{height} is too small for the seat's status line: "
+                    f"make it at least {MIN_COLS}×{MIN_ROWS} (q quits).", justify="center"))
+            except NoMatches:
+                pass
+        compact = (height < COMPACT_BELOW_ROWS if app.force_compact is None
+                   else app.force_compact)
+        # a panel with compact_when_wide (the fit budget) stays compact in the two-column
+        # layout too, so a big terminal shows every panel's headline on its first screen
+        wide_compact = app.force_compact is None and width >= WIDE_FROM_COLS
+        for st in app.states.values():   # set_compact: a no-op when unchanged
+            st.panel.set_compact(compact or (wide_compact and st.panel.compact_when_wide))
+        if compact != app.compact_layout:
+            app.compact_layout = compact
+            app.update_header()
+
+
+def compose_main(app: ConsoleApp) -> ComposeResult:
+    """The main screen's widgets: header, status line, the panels in a scrolling column (two
+    at ≥ 160 columns), footer. Composed by the app (``App.compose``), so the panels are
+    mounted before the app's mount starts the polls."""
+    yield SeatHeader(id="header-text")
+    yield StatusLine(id="status-line")
+    yield Static(id="too-small")
+    with VerticalScroll(id="panels"):
+        row: list[SourcePanel] = []
+        for st in app.states.values():   # span-1 panels pair up in the wide layout
+            if "-span2" in st.panel.classes:
+                if row:
+                    yield Horizontal(*row, classes="panel-row")
+                    row = []
+                yield st.panel
+                continue
+            row.append(st.panel)
+            if len(row) == 2:
+                yield Horizontal(*row, classes="panel-row")
+                row = []
+        if row:
+            yield Horizontal(*row, classes="panel-row")
+    yield SeatFooter(compact=True, drop_order=keytable.footer_drop_order())
+
+
+__all__ = ["COMPACT_BELOW_ROWS", "MIN_COLS", "MIN_ROWS", "WIDE_FROM_COLS", "MainScreen", "compose_main"]

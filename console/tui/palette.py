@@ -1,0 +1,74 @@
+"""The command palette's entries for the rarer console actions (pause, refresh, the refresh
+interval, help, the evidence report)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from functools import partial
+
+from textual.command import DiscoveryHit, Hit, Hits, Provider
+
+from seat_console.core.profile import REFRESH_INTERVAL_MAX_S, REFRESH_INTERVAL_MIN_S
+
+INTERVAL_CHOICES_S = (0.5, 1.0, 2.0, 5.0, 10.0, 30.0, 60.0)
+"""Refresh intervals offered in the command palette (seconds); any positive number may be typed."""
+
+
+class SeatCommands(Provider):
+    """Command palette entries for the rarer console actions (pause, interval, help, refresh)."""
+
+    def _commands(self) -> list[tuple[str, Callable[[], object], str]]:
+        app = self.app
+        assert hasattr(app, "set_refresh_interval")
+        cmds: list[tuple[str, Callable[[], object], str]] = [
+            ("Resume polling" if app.paused else "Pause polling", app.action_toggle_pause,
+             "Stop or restart reading the node (same as p)"),
+            ("Refresh now", app.action_refresh_now, "Read every source once now (same as r)"),
+            ("Open help", app.action_help, "Keys and how to read the panels (same as ?)"),
+            ("Open the evidence report", app.action_evidence,
+             "The newest comparison's (else probe run's) report, read-only (same as e)"),
+        ]
+        for s in INTERVAL_CHOICES_S:
+            cmds.append((f"Set refresh interval to {s:g} s", partial(app.set_refresh_interval, s),
+                         f"Poll every source every {s:g} s (now {app.interval_s:g} s)"))
+        return cmds
+
+    async def discover(self) -> Hits:
+        """Every command, for the palette's empty prompt."""
+        for text, cb, help_ in self._commands():
+            yield DiscoveryHit(text, cb, text=text, help=help_)
+
+    async def search(self, query: str) -> Hits:
+        """Fuzzy matches; ``interval N`` (N seconds, 0.1 to 3600) offers that interval, and only
+        that one.
+
+        A typed interval replaces the offered choices: the fuzzy matcher scores "interval 3"
+        as high against "… to 30 s" as against "… to 3 s", so Enter would otherwise set 30 s.
+        """
+        matcher = self.matcher(query)
+        typed: float | None = None
+        words = query.lower().split()
+        if len(words) == 2 and words[0] in {"interval", "refresh"}:
+            try:
+                s = float(words[1].removesuffix("s"))
+            except ValueError:
+                s = 0.0
+            if REFRESH_INTERVAL_MIN_S <= s <= REFRESH_INTERVAL_MAX_S:
+                typed = s
+        for text, cb, help_ in self._commands():
+            if typed is not None and text.startswith("Set refresh interval"):
+                continue
+            score = matcher.match(text)
+            if score > 0:
+                yield Hit(score, matcher.highlight(text), cb, text=text, help=help_)
+        if typed is not None:
+            text = f"Set refresh interval to {typed:g} s"
+            assert hasattr(self.app, "set_refresh_interval")
+            score = max(matcher.match(text), 1.0)
+            yield Hit(score, matcher.highlight(text), partial(self.app.set_refresh_interval, typed),
+                      text=text, help=f"Poll every source every {typed:g} s "
+                                      f"(now {self.app.interval_s:g} s)")
+
+
+
+__all__ = ["INTERVAL_CHOICES_S", "SeatCommands"]

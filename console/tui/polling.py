@@ -1,0 +1,550 @@
+"""The polling engine: each source read in a daemon thread of its own, the next poll scheduled
+when the last one finished, back-off after unavailable readings, and the readings drawn on the
+UI thread.
+
+For every panel the app (:class:`PollingMixin`)
+
+* polls the source's blocking ``read()`` in a daemon thread of its own, reused for every read
+  of that source (:class:`Poller`; no Textual worker, task or thread start per poll — at 1 Hz
+  that overhead was most of the idle console's CPU);
+* schedules the next poll only when the last one has finished (:class:`PollTimer`, an asyncio
+  ``call_at``), so polls of one source never overlap, and backs off after unavailable readings
+  (:func:`next_delay`);
+* gets the result back as a :class:`SourceReading` message and, on the UI thread, keeps per
+  source the last reading, the last good reading and its time, then calls the panel's
+  :meth:`~seat_console.widgets.panel.SourcePanel.show`;
+* once a second (no I/O) refreshes every panel's age, so a read that hangs only stales its own
+  panel ("STALE · reading for 40 s") while keys and the other panels keep working.
+
+Redraw only what changed: a reading equal to the last one (:func:`same_reading`, ignoring its
+timestamp) is not drawn again.
+
+Why a daemon thread per read instead of ``@work(thread=True)``: Textual runs thread workers in
+asyncio's default executor, and ``asyncio.run`` joins that executor's threads on exit, so a
+``read()`` hung on a dead NFS mount or a wedged driver would keep the console alive after the
+engineer quit or the SSH session dropped. A daemon thread is abandoned at exit instead.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import logging
+import queue
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime
+from functools import partial
+
+from pydantic import BaseModel
+from textual.message import Message
+
+from seat_console.core.base import BrokenSource, Source, Unavailable
+from seat_console.core.partial import merge_last_good
+from seat_console.tui.early import take as take_prestarted
+from seat_console.tui.panels import PanelSpec, resolve_factory, takes_context
+from seat_console.widgets.detail import DetailScreen
+from seat_console.widgets.panel import STALE_FACTOR, STALE_MIN_S, SourcePanel
+
+log = logging.getLogger(__name__)
+
+BACKOFF_MIN_S = 2.0
+"""Shortest wait in seconds before polling a source again after an unavailable reading."""
+
+BACKOFF_MAX_S = 10.0
+"""Longest wait in seconds between polls of a failing source (unless the interval is longer):
+a source that recovered is seen within 10 s, or at once with ``r``."""
+
+STATUS_SOURCES = frozenset({"engine", "containers", "timers", "silences", "fit", "actions"})
+"""Sources the status line is drawn from (a change of another does not redraw it)."""
+
+TIME_FIELDS = frozenset({"read_at", "sampled_at"})
+"""Fields of a reading that say when it was taken; ignored by :func:`same_reading`."""
+
+def next_delay(interval_s: float, consecutive_errors: int) -> float:
+    """Seconds to wait before the next poll of a source.
+
+    ``interval_s``: the refresh interval (s). ``consecutive_errors``: how many readings in a row
+    were unavailable. No errors → ``interval_s``. Otherwise exponential back-off from the
+    interval, clamped to [:data:`BACKOFF_MIN_S`, :data:`BACKOFF_MAX_S`] and never shorter than
+    the interval: ``max(interval, min(max(interval × 2^errors, 2), 10))`` — at 1 s: 2, 4, 8,
+    10, 10… (the rule of ``../shared/STYLE.md``, capped at 10 s so a recovered source is seen
+    within 10 s).
+    """
+    if consecutive_errors <= 0:
+        return interval_s
+    grown = interval_s * (2.0 ** min(consecutive_errors, 16))
+    return max(interval_s, min(max(grown, BACKOFF_MIN_S), BACKOFF_MAX_S))
+
+
+def same_reading(a: BaseModel | None, b: BaseModel | None) -> bool:
+    """Whether two readings show the same thing: same type and equal fields, ignoring
+    :data:`TIME_FIELDS` (when they were taken). Two :class:`Unavailable` readings are the same
+    when kind and reason are. ``None`` is never the same as anything."""
+    if a is None or b is None or type(a) is not type(b):
+        return False
+    if isinstance(a, Unavailable):
+        return (a.kind, a.reason) == (b.kind, b.reason)  # type: ignore[attr-defined]
+    da, db = a.__dict__, b.__dict__
+    return all(k in TIME_FIELDS or da[k] == db.get(k) for k in da) and da.keys() == db.keys()
+
+
+def read_guarded(source: Source) -> BaseModel:
+    """Call ``source.read()`` and turn anything but a model into :class:`Unavailable`.
+
+    Sources must not raise, but a bug in one must not reach the UI: an exception becomes
+    ``Unavailable(kind="error")`` naming the exception type and message; a non-model return
+    value becomes ``Unavailable(kind="error")`` naming its type. Runs in a worker thread.
+    """
+    name = getattr(source, "name", type(source).__name__)
+    try:
+        reading = source.read()
+    except Exception as exc:
+        log.warning("source %s raised", name, exc_info=True)
+        return Unavailable(source=name, kind="error",
+                           reason=f"read() raised {type(exc).__name__}: {exc}")
+    if not isinstance(reading, BaseModel):
+        return Unavailable(source=name, kind="error",
+                           reason=f"read() returned {type(reading).__name__}, not a model")
+    return reading
+
+
+def call_in_daemon_thread(fn: Callable[[], BaseModel], name: str) -> concurrent.futures.Future:
+    """Run ``fn`` in a new daemon thread; return a future of its result.
+
+    A daemon thread is abandoned, not joined, when the process exits, so a hung ``fn`` cannot
+    keep the console alive (see the module docstring).
+    """
+    fut: concurrent.futures.Future = concurrent.futures.Future()
+
+    def run() -> None:
+        if not fut.set_running_or_notify_cancel():
+            return
+        try:
+            fut.set_result(fn())
+        except BaseException as exc:  # noqa: BLE001 - handed to the awaiting worker
+            fut.set_exception(exc)
+
+    threading.Thread(target=run, name=name, daemon=True).start()
+    return fut
+
+
+@dataclass
+class SourceState:
+    """What the app keeps per source (UI thread only).
+
+    Times are UTC from the app's clock. ``busy_since`` is set while a read is in flight.
+    ``consecutive_errors`` counts unavailable readings in a row (drives :func:`next_delay`).
+    ``polls`` counts finished reads. ``delay_s`` is the wait scheduled after the last read.
+    """
+
+    key: str
+    source: Source | None
+    panel: SourcePanel
+    spec: PanelSpec | None = None
+    reading: BaseModel | None = None
+    reading_at: datetime | None = None
+    last_good: BaseModel | None = None
+    last_good_at: datetime | None = None
+    busy_since: datetime | None = None
+    consecutive_errors: int = 0
+    polls: int = 0
+    delay_s: float = 0.0
+    timer: PollTimer | None = None
+    dirty: bool = False
+    manual: bool = False
+    """The poll in flight was asked for with ``r`` (its failure does not count)."""
+    prebuilt: concurrent.futures.Future | None = None
+    """Eager sources: the future of ``(source, first reading)`` started before the first frame."""
+
+
+ALIGN_GRID_S = 1.0
+"""Polls and the age tick due in at least this many seconds are moved to the nearest multiple
+of it on the event loop's clock (by at most half of it), so that the sources polled every
+second, the back-off retries and the age tick wake the UI thread together, once a second,
+instead of each on its own phase (every wake-up costs the event loop and Textual a pass)."""
+
+
+def aligned_when(now: float, delay_s: float, grid_s: float = ALIGN_GRID_S) -> float:
+    """The loop time for something due ``delay_s`` seconds after ``now``: the nearest multiple
+    of ``grid_s`` to ``now + delay_s`` when ``delay_s >= grid_s`` (so never more than
+    ``grid_s / 2`` early or late, and never before ``now + delay_s / 2``), else exactly
+    ``now + delay_s``. Seconds in, seconds out."""
+    if grid_s <= 0 or not delay_s >= grid_s:
+        return now + delay_s
+    return max(round((now + delay_s) / grid_s) * grid_s, now + delay_s / 2)
+
+
+class PollTimer:
+    """The pending next poll of one source: an asyncio ``call_at`` handle (a Textual
+    ``Timer`` builds a task and a repr of its target per poll), at :func:`aligned_when`.
+    ``interval_s``: its delay (s)."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop, delay_s: float,
+                 callback: Callable[[], None]) -> None:
+        self.interval_s = delay_s
+        self._handle = loop.call_at(aligned_when(loop.time(), delay_s), callback)
+
+    def stop(self) -> None:
+        """Cancel it (no-op once it ran)."""
+        self._handle.cancel()
+
+
+class Poller:
+    """One daemon thread that runs one source's reads, one after another, for the app's life.
+
+    ``submit(fn)`` queues ``fn`` (a read that posts its own result). The thread is started on
+    the first submit and abandoned at exit (a daemon: a read hung on a dead mount cannot keep
+    the console alive). An exception escaping ``fn`` is logged and the thread goes on."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self._queue: queue.SimpleQueue[Callable[[], None]] = queue.SimpleQueue()
+        self._thread: threading.Thread | None = None
+
+    def submit(self, fn: Callable[[], None]) -> None:
+        """Queue ``fn`` to run on this source's thread."""
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._loop, name=self.name, daemon=True)
+            self._thread.start()
+        self._queue.put(fn)
+
+    def _loop(self) -> None:
+        while True:
+            fn = self._queue.get()
+            try:
+                fn()
+            except BaseException:  # noqa: BLE001 - logged; the next read still runs
+                log.exception("poll on %s failed", self.name)
+
+
+class SourceReading(Message):
+    """A poll finished: ``key`` names the source, ``reading`` is its model or Unavailable.
+
+    ``started_at`` / ``finished_at`` are UTC times from the app's clock. ``source``: set when
+    this poll also built the source (deferred construction).
+    """
+
+    def __init__(self, key: str, reading: BaseModel, started_at: datetime,
+                 finished_at: datetime, source: Source | None = None) -> None:
+        super().__init__()
+        self.key = key
+        self.reading = reading
+        self.started_at = started_at
+        self.finished_at = finished_at
+        self.source = source
+
+
+
+class PollingMixin:
+    """The app's polling engine (mixed into :class:`~seat_console.tui.app.SeatConsoleApp`,
+    which provides ``loaded``, ``node``, ``readonly``, ``interval_s``, ``paused``, ``clock``,
+    ``age_tick_s``, ``readings``, ``_panel_specs``, ``_states``, ``_pollers``,
+    ``_shutting_down``, ``post_message``, ``screen`` and ``after_change(state)``)."""
+
+    def _make_source(self, spec: PanelSpec) -> Source:
+        """Build ``spec``'s source; a factory that fails becomes a :class:`BrokenSource`. A
+        factory with a ``context`` keyword gets the app's :attr:`node` (one transport, one
+        Alertmanager client, one docker event watcher for every panel and action). Under
+        ``--readonly`` a source with a ``readonly`` attribute gets it set (it must not write)."""
+        try:
+            factory = resolve_factory(spec.source)
+            kw = {"context": self.node} if takes_context(factory) else {}
+            if spec.uses_readings:
+                source = factory(self.loaded, self.readings, **kw)
+            else:
+                source = factory(self.loaded, **kw)
+            if self.readonly and hasattr(source, "readonly"):
+                source.readonly = True   # e.g. the action log: never writes the journal
+            return source
+        except Exception as exc:
+            log.warning("source factory %r failed", spec.source, exc_info=True)
+            return BrokenSource(spec.panel.source_name,
+                                f"could not set up: {type(exc).__name__}: {exc}")
+
+    def _build_states(self) -> None:
+        for i, spec in enumerate(self._panel_specs):
+            source: Source | None = None
+            if callable(spec.source):   # tests: built now, so their names key the states
+                source = self._make_source(spec)
+                name = source.name
+            else:
+                name = spec.panel.source_name
+            key = name if name not in self._states else f"{name}-{i}"
+            panel = spec.panel(loaded=self.loaded, id=f"panel-{key}",
+                               classes="-span2" if (spec.span or spec.panel.wide_span) > 1
+                               else None)
+            st = SourceState(key=key, source=source, panel=panel, spec=spec,
+                             delay_s=self.interval_s)
+            if source is None and spec.eager:   # read before the first frame is drawn
+                early = (take_prestarted(spec.source, self.loaded)
+                         if isinstance(spec.source, str) else None)
+                st.prebuilt = call_in_daemon_thread(
+                    partial(self._build_and_read, spec) if early is None
+                    else partial(self._finish_prestarted, spec, early),
+                    name=f"seat-console:build:{key}")
+            self._states[key] = st
+
+    def _build_and_read(self, spec: PanelSpec) -> tuple[Source, BaseModel]:
+        """Worker thread: build ``spec``'s source and take its first reading."""
+        source = self._make_source(spec)
+        return source, read_guarded(source)
+
+    def _finish_prestarted(self, spec: PanelSpec,
+                           early: concurrent.futures.Future) -> tuple[Source, BaseModel]:
+        """Worker thread: the source and first reading :mod:`seat_console.tui.early` started
+        before the app was imported; if that failed, the usual :meth:`_build_and_read` (which
+        names the failure as it always has)."""
+        try:
+            source, reading = early.result()
+        except BaseException:  # noqa: BLE001 - built again the usual way, which reports it
+            log.warning("early start of %r failed", spec.source, exc_info=True)
+            return self._build_and_read(spec)
+        if self.readonly and hasattr(source, "readonly"):
+            source.readonly = True
+        if not isinstance(reading, BaseModel):
+            reading = read_guarded(source)
+        return source, reading
+
+
+    @property
+    def states(self) -> dict[str, SourceState]:
+        """Per-source state, by source key (read-only use: tests, commands)."""
+        return self._states
+
+    def _start_poll(self, key: str, manual: bool = False) -> None:
+        """Start one read of source ``key`` unless one is in flight (UI thread). ``manual``:
+        asked for with ``r`` (a failure then does not count towards the back-off)."""
+        st = self._states[key]
+        if st.timer is not None:
+            st.timer.stop()
+            st.timer = None
+        if st.busy_since is not None or self._shutting_down:
+            return
+        st.busy_since = self.clock()
+        st.manual = manual
+        poller = self._pollers.get(key)
+        if poller is None:
+            poller = self._pollers[key] = Poller(f"seat-console:{key}")
+        poller.submit(partial(self._poll, key, st.busy_since))
+
+    def _poll(self, key: str, started_at: datetime) -> None:
+        """Poll thread: the blocking read (building the source first if it is not built yet),
+        then post the result to the UI thread. Never raises: a failure outside ``read`` (a
+        bug) is posted as ``Unavailable(kind="error")``, so the source never stays busy."""
+        st = self._states[key]
+        built: Source | None = None
+        try:
+            if st.prebuilt is not None:
+                fut, st.prebuilt = st.prebuilt, None
+                built, reading = fut.result()
+            elif st.source is None:
+                assert st.spec is not None
+                built, reading = self._build_and_read(st.spec)
+            else:
+                reading = read_guarded(st.source)
+        except BaseException as exc:  # noqa: BLE001 - shown in the panel, polling goes on
+            log.warning("poll of %s failed", key, exc_info=True)
+            reading = Unavailable(source=key, kind="error",
+                                  reason=f"poll failed: {type(exc).__name__}: {exc}")
+        self.post_message(SourceReading(key, reading, started_at, self.clock(), source=built))
+
+    def on_source_reading(self, message: SourceReading) -> None:
+        """A poll finished (UI thread): keep the reading, schedule the next poll, draw it when
+        it changed and tell the app (``after_change``)."""
+        st = self._states.get(message.key)
+        if st is None:
+            return
+        if message.source is not None and st.source is None:
+            st.source = message.source
+        manual, st.manual = st.manual, False
+        st.busy_since = None
+        st.polls += 1
+        # a half-failed read keeps the last good value of the parts it missed, marked stale
+        reading = merge_last_good(message.reading, st.last_good)
+        unchanged = same_reading(reading, st.reading)
+        st.reading = reading
+        st.reading_at = message.finished_at
+        if isinstance(reading, Unavailable):
+            if not manual:   # a refresh asked for with r never counts as a failure
+                st.consecutive_errors += 1
+        else:
+            st.consecutive_errors = 0
+            st.last_good = reading
+            st.last_good_at = message.finished_at
+            self.readings.put(st.key, reading)
+        self._schedule_next(st)
+        if unchanged and not st.dirty and st.panel.reading is not None:
+            st.panel.reading = reading   # same content: only the age moves (no redraw)
+            st.panel._reading_at = message.finished_at
+            if not isinstance(reading, Unavailable):   # ...and the last good value is fresh
+                st.panel.last_good, st.panel.last_good_at = reading, st.last_good_at
+            st.panel.note_unchanged(reading)
+            self._show_age(st, self.clock())
+            return
+        self._draw(st)
+        self.after_change(st)
+
+    def _schedule_next(self, st: SourceState) -> None:
+        interval = max(self.interval_s, st.spec.min_interval_s if st.spec else 0.0)
+        st.delay_s = next_delay(interval, st.consecutive_errors)
+        if self.paused or self._shutting_down or st.busy_since is not None:
+            return
+        st.timer = PollTimer(asyncio.get_running_loop(), st.delay_s,
+                             partial(self._start_poll, st.key))
+
+    def _draw(self, st: SourceState) -> None:
+        screen = self.screen if self.screen_stack else None
+        if isinstance(screen, DetailScreen) and screen.key == st.key:
+            screen.panel.show(st.reading, st.last_good, st.last_good_at, now=self.clock(),
+                              reading_at=st.reading_at)
+        if len(self.screen_stack) > 1:  # a modal (help, palette) is open: draw on return
+            st.dirty = True
+            return
+        st.dirty = False
+        st.panel.show(st.reading, st.last_good, st.last_good_at, now=self.clock(),
+                      reading_at=st.reading_at)
+        self._show_age(st, self.clock())
+
+    def redraw_dirty(self) -> None:
+        """Draw the panels whose source reported while a modal screen was open."""
+        for st in self._states.values():
+            if st.dirty:
+                self._draw(st)
+
+    def _show_age(self, st: SourceState, now: datetime) -> None:
+        # while paused, readings age but are not "stale": the engineer stopped the polling
+        stale_after = (float("inf") if self.paused and st.busy_since is None
+                       else max(STALE_FACTOR * max(self.interval_s, st.delay_s), STALE_MIN_S))
+        st.panel.fresh_s = max(2.0, 2 * max(self.interval_s, st.delay_s))
+        st.panel.show_age(now, stale_after_s=stale_after, busy_since=st.busy_since,
+                          retry_s=st.delay_s if st.consecutive_errors else None)
+
+    def _schedule_age_tick(self) -> None:
+        """The next :meth:`tick_ages` in :attr:`age_tick_s`, on the polls' grid
+        (:func:`aligned_when`: one wake-up a second for both)."""
+        if self._shutting_down:
+            return
+        loop = asyncio.get_running_loop()
+        loop.call_at(aligned_when(loop.time(), self.age_tick_s), self._age_tick)
+
+    def _age_tick(self) -> None:
+        if not self.is_running:   # the app has exited (its loop may live on: tests)
+            return
+        try:
+            self.tick_ages()
+        except Exception:  # noqa: BLE001 - a broken tick must not stop the ages
+            log.warning("age tick failed", exc_info=True)
+        finally:
+            self._schedule_age_tick()
+
+    def tick_ages(self) -> None:
+        """Redraw every panel's age / STALE mark (runs on the UI thread; no I/O)."""
+        now = self.clock()
+        for st in self._states.values():
+            self._show_age(st, now)
+        screen = self.screen if self.screen_stack else None
+        if isinstance(screen, DetailScreen):   # its relative times move too (to the second)
+            screen.panel.show_age(now)
+
+
+    def start_polling(self) -> None:
+        """On mount: start the sources that are built (the GPU one first) and, after the first
+        frame, build and start the others (:meth:`_start_deferred`)."""
+        for key, st in self._states.items():
+            if st.source is not None or st.prebuilt is not None:
+                self._start_poll(key)
+        self.call_after_refresh(self._start_deferred)
+
+    def _start_deferred(self) -> None:
+        """After the first frame: build (in their poll threads) and read the other sources."""
+        for key, st in self._states.items():
+            if st.source is None and st.prebuilt is None:
+                self._start_poll(key)
+
+
+    def poll_now(self, *keys: str) -> None:
+        """Read sources ``keys`` now (those the app has), e.g. after a runbook changed them."""
+        for key in keys:
+            if key in self._states:
+                self._start_poll(key, manual=True)
+
+    def action_pause(self) -> None:
+        """``p`` while polling: pause (the footer then offers ``p`` resume)."""
+        if not self.paused:
+            self.action_toggle_pause()
+
+    def action_resume(self) -> None:
+        """``p`` while paused: resume."""
+        if self.paused:
+            self.action_toggle_pause()
+
+    def action_toggle_pause(self) -> None:
+        """``p``: stop polling (pending polls cancelled) or resume (every source polled now)."""
+        self.paused = not self.paused
+        if self.paused:
+            for st in self._states.values():
+                if st.timer is not None:
+                    st.timer.stop()
+                    st.timer = None
+        else:
+            for key in self._states:
+                self._start_poll(key)
+        self.update_header()
+        self.tick_ages()
+        self.refresh_bindings()
+
+    def action_refresh_now(self) -> None:
+        """``r``: read every idle source now (also while paused: one reading each). Resets
+        each source's back-off; a failure of this read does not count as one."""
+        for key, st in self._states.items():
+            st.consecutive_errors = 0
+            self._start_poll(key, manual=True)
+
+    def set_refresh_interval(self, seconds: float) -> None:
+        """Change the refresh interval (s > 0); polls already scheduled are re-timed."""
+        if not seconds > 0:
+            self.notify(f"refresh interval {seconds!r} s: must be > 0", severity="error")
+            return
+        self.interval_s = float(seconds)
+        for st in self._states.values():
+            if st.timer is not None:
+                st.timer.stop()
+                st.timer = None
+                self._schedule_next(st)
+        self.update_header()
+        self.notify(f"refresh interval {self.interval_s:g} s")
+
+    def close_sources(self, timeout_s: float = 2.0) -> None:
+        """Call every source's ``close()`` in daemon threads, waiting at most ``timeout_s``."""
+        self._shutting_down = True
+        threads = []
+        for st in self._states.values():
+            if st.source is None:
+                continue
+            t = threading.Thread(target=_close_quietly, args=(st.source,),
+                                 name=f"seat-console-close:{st.key}", daemon=True)
+            t.start()
+            threads.append(t)
+        deadline = time.monotonic() + timeout_s
+        for t in threads:
+            t.join(max(0.0, deadline - time.monotonic()))
+        t = threading.Thread(target=self.node.close, name="seat-console-close:node", daemon=True)
+        t.start()   # the shared context last: the sources no longer use it
+        t.join(max(0.0, deadline - time.monotonic()))
+
+
+
+def _close_quietly(source: Source) -> None:
+    try:
+        source.close()
+    except Exception:
+        log.warning("closing source %s failed", getattr(source, "name", source), exc_info=True)
+
+
+
+__all__ = ["ALIGN_GRID_S", "BACKOFF_MAX_S", "BACKOFF_MIN_S", "PollTimer", "Poller",
+           "PollingMixin", "SourceReading", "SourceState", "aligned_when",
+           "call_in_daemon_thread", "next_delay", "read_guarded", "same_reading"]

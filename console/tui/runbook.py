@@ -1,0 +1,454 @@
+"""The one runbook controller of the TUI: plan → confirm → run with progress → journal → notify,
+for every key that changes the node (hold, release, build backport, swap, restore, probe).
+
+Each key names a :class:`Flow` of :data:`FLOWS`. :meth:`RunbookController.key`
+
+1. reads the plan in a daemon thread (never on the UI thread: it runs ``systemctl`` / docker on
+   the node and reads the journal) and posts :class:`PlanReady` to the app;
+2. shows the plan in :class:`~seat_console.widgets.confirm.ConfirmScreen` — with the seat's name
+   to be typed where the flow asks (the swap stops the resident) — with the flow's own "yes"
+   label;
+3. on yes runs the runbook in its own daemon thread, with a fresh journal (every step journaled)
+   and the app's node context, posting one :class:`RunbookEvent` per step event or log line:
+   shown in place in the action-log panel (hold, release) or in
+   :class:`~seat_console.widgets.runlog.RunLogScreen` (build, swap, restore; Esc closes it, the
+   run goes on, the key reopens it);
+4. posts :class:`RunFinished`; the app re-reads the sources the flow names and the controller
+   notifies the outcome once.
+
+An error reaches the engineer as a sentence with its fix (:func:`human_error`), never a
+``Type: repr`` dump. One node action at a time. The probe's run and live screen are
+:mod:`seat_console.tui.probe_tui`'s; its preflight, confirmation and outcome come through here.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Protocol, TypeVar
+
+from rich.markup import escape
+from textual.message import Message
+
+from seat_console.tui.messages import ConsoleApp, PlanReady, RunbookEvent, RunFinished
+
+T = TypeVar("T")
+
+DEFAULT_REASON = "placed from the console TUI"
+"""The reason journaled when the hold's reason is left empty."""
+
+MAX_LINES = 2000
+"""Log lines kept for the log screen."""
+
+ERROR_TIMEOUT_S = 8.0
+"""Seconds an error notification stays (it also goes when a screen is opened or closed)."""
+
+_MARK = {"begin": "…", "apply": "…", "verify": "✓", "skip": "–", "fail": "✗ FAILED",
+         "undo": "↺ undone", "undo-fail": "✗ UNDO FAILED", "warn": "⚠"}
+
+
+# -- the journal and the node context, in a worker thread ------------------------------------
+class HasNode(Protocol):
+    """What the journal helpers need of the app: its node context (``app.node``)."""
+
+    node: Any
+
+
+def with_journal(app: HasNode, fn: Callable[[Any, Any], T], *, secrets: bool = False) -> T:
+    """``fn(journal, node context)`` with a fresh :class:`~seat_console.actions.journal.Journal`
+    and the app's node context (``app.node``; an app without one gets a new context, closed
+    after). ``secrets``: register the context's credentials with the journal first (before a
+    run writes anything). Raises what opening the journal or ``fn`` raises. Worker thread."""
+    from seat_console.actions.journal import Journal
+    from seat_console.node.context import app_context
+
+    nctx, own = app_context(app)
+    try:
+        with Journal() as journal:
+            if secrets:
+                journal.add_secrets(nctx.secrets())
+            return fn(journal, nctx)
+    finally:
+        if own:
+            nctx.close()
+
+
+def read_plan(app: HasNode, build: Callable[[Any, Any], Any]) -> Any:
+    """The plan of the runbook ``build(journal, node context)`` returns, or the exception that
+    stopped it — returned, to be shown once, never raised into the UI. Worker thread."""
+    try:
+        return with_journal(app, lambda journal, nctx: build(journal, nctx).plan())
+    except Exception as exc:  # noqa: BLE001 - shown once, never raised into the UI
+        return exc
+
+
+_DOCKER_DOWN = re.compile(r"(?:DockerException: )?Error while fetching server API version: "
+                          r"\(.*?\)\)", re.S)
+"""The docker SDK's words for an engine that does not answer (a repr of the urllib3 error)."""
+
+_TYPE_PREFIX = re.compile(r"\b(?:[A-Z][A-Za-z]*\.)*[A-Z]\w*(?:Error|Exception|Refused): ")
+"""``StepError: `` and the like: an exception's type name before its message."""
+
+
+def plain_words(text: str, docker_host: str | None = None) -> str:
+    """``text`` without exception type names or the docker SDK's repr of a dead engine (named
+    instead by the URL tried: the profile's ``node.docker_host``, else ``$DOCKER_HOST``, else
+    the default), and without the CLI-only ``--force --reason`` advice or ``seat-console hold``
+    (in the TUI: press H)."""
+    if "Error while fetching server API version" in text:
+        from seat_console.sources.containers import resolve_docker_host
+
+        url = resolve_docker_host(docker_host)
+        text = _DOCKER_DOWN.sub(f"no docker engine answers at {url}", text)
+    text = _TYPE_PREFIX.sub("", text)
+    if "--force --reason" in text:
+        text = text.split(". Place a hold first")[0] + ". Press H to place a hold first."
+    return text.replace("(`seat-console hold`)", "(press H)")
+
+
+def human_error(kind: str, exc: BaseException, docker_host: str | None = None) -> str:
+    """``exc`` as a sentence for the engineer: what failed and the fix, without the exception's
+    type name or repr (:func:`plain_words`). ``docker_host``: the profile's
+    ``node.docker_host``, to name the docker engine actually tried."""
+    text = str(exc).strip() or type(exc).__name__
+    name = type(exc).__name__
+    if name in ("DockerException", "APIError") or "docker" in type(exc).__module__:
+        from seat_console.sources.containers import resolve_docker_host
+
+        url = resolve_docker_host(docker_host)
+        return (f"{kind}: cannot reach the docker engine at {url}. Start dockerd, or set "
+                "node.docker_host in the profile to the engine that runs the seat.")
+    text = plain_words(text, docker_host)
+    if isinstance(exc, TypeError | AttributeError | KeyError | AssertionError | NameError):
+        return f"{kind} failed (a bug in the console; the log has the details): {text}"
+    return f"{kind}: {text}"
+
+
+def plan_problem(kind: str, plan: Any, docker_host: str | None = None) -> tuple[str, float] | None:
+    """Why the ``kind`` action cannot go on to its confirmation — ``(message, notification
+    timeout s)`` — or ``None`` when it can: the plan could not be read (an exception, in words:
+    :func:`human_error`) or a step refuses (its error; nothing was changed). Pure."""
+    if isinstance(plan, BaseException):
+        return human_error(kind, plan, docker_host), ERROR_TIMEOUT_S
+    if not plan.ok:
+        err = next((p.error for p in plan.lines if p.error), "a step refuses")
+        return (f"{kind} refused, nothing changed: {plain_words(err, docker_host)}",
+                ERROR_TIMEOUT_S)
+    return None
+
+
+# -- the flows -------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Flow:
+    """One node action's flow. ``kind``: its name in messages; ``question(ctl)``: the
+    confirmation's title; ``yes``: the confirm button's label; ``typed``: the seat's name must
+    be typed; ``view``: ``"panel"`` (progress in the action-log panel) or ``"log"`` (the log
+    screen); ``refresh``: sources read again at the end; ``make(ctl, journal, nctx, observer,
+    on_log)``: the runbook (``None`` for the probe, whose plan and run are its own)."""
+
+    kind: str
+    question: Callable[[RunbookController], str]
+    yes: str
+    typed: bool = False
+    view: str = "log"
+    refresh: tuple[str, ...] = ("actions", "timers", "silences", "containers", "seat")
+    make: Callable[..., Any] | None = None
+
+
+def _make_hold(ctl: RunbookController, journal: Any, nctx: Any, observer: Any, _log: Any) -> Any:
+    from seat_console.actions import hold as hold_mod
+
+    return hold_mod.build_hold(nctx, journal, ttl_s=ctl.hold_ttl_s,
+                               reason=ctl.reason or DEFAULT_REASON, observer=observer)
+
+
+def _make_release(_ctl: RunbookController, journal: Any, nctx: Any, observer: Any,
+                  _log: Any) -> Any:
+    from seat_console.actions import hold as hold_mod
+
+    h = hold_mod.current_hold(journal)
+    if h is None:
+        raise LookupError("no hold to release: nothing changed")
+    if h.state == "unfinished":
+        raise LookupError(f"hold {h.hold_id} never finished (its console died): run "
+                          "`seat-console recover` in a shell")
+    return hold_mod.build_release(nctx, journal, h, observer=observer)
+
+
+def _make_build(ctl: RunbookController, journal: Any, nctx: Any, observer: Any,
+                on_log: Any) -> Any:
+    from seat_console.actions.backport import BuildOptions, build_runbook
+
+    return build_runbook(ctl.app.loaded, nctx.docker(timeout_s=60), journal,
+                         options=BuildOptions(on_log=on_log), observer=observer)
+
+
+def _make_swap(_ctl: RunbookController, journal: Any, nctx: Any, observer: Any,
+               on_log: Any) -> Any:
+    from seat_console.actions import swap as swap_mod
+
+    return swap_mod.build_swap(nctx, journal, observer=observer,
+                               options=swap_mod.SwapOptions(on_log=on_log))
+
+
+def _make_restore(_ctl: RunbookController, journal: Any, nctx: Any, observer: Any,
+                  on_log: Any) -> Any:
+    from seat_console.actions import swap as swap_mod
+
+    return swap_mod.build_restore(nctx, journal, on_log=on_log, observer=observer)
+
+
+def _hold_question(ctl: RunbookController) -> str:
+    from seat_console.actions.hold import fmt_ttl
+
+    return (f"Place the hold on {ctl.seat} for {fmt_ttl(ctl.hold_ttl_s)} "
+            f"({ctl.reason or DEFAULT_REASON})?")
+
+
+FLOWS: dict[str, Flow] = {f.kind: f for f in (
+    Flow("hold", _hold_question, "Yes, place the hold", view="panel",
+         refresh=("actions", "timers", "silences"), make=_make_hold),
+    Flow("release", lambda c: f"Release the hold on {c.seat}?", "Yes, release the hold",
+         view="panel", refresh=("actions", "timers", "silences"), make=_make_release),
+    Flow("build", lambda c: "Build the backport image?", "Yes, build the image",
+         make=_make_build),
+    Flow("swap", lambda c: f"Swap the seat {c.seat}? (stops the resident)",
+         "Yes, swap the seat", typed=True, make=_make_swap),
+    Flow("restore", lambda c: f"Restore the resident in the seat {c.seat}?",
+         "Yes, restore the seat", make=_make_restore),
+    Flow("probe", lambda c: "Start the probe? (sends load to the seat)", "Yes, start the probe",
+         view="probe", refresh=("actions", "engine")),
+)}
+"""Every node action the TUI offers, by the kind its key names."""
+
+
+class RunbookController:
+    """Drives every node action of one app (see the module docstring). ``app``: the
+    :class:`~seat_console.tui.app.SeatConsoleApp`; it forwards :class:`PlanReady`,
+    :class:`RunbookEvent` and :class:`RunFinished` to :meth:`plan_ready`, :meth:`event` and
+    :meth:`finished`."""
+
+    def __init__(self, app: ConsoleApp) -> None:
+        self.app = app
+        self.thread: threading.Thread | None = None
+        self.planning: str | None = None
+        self.running: str | None = None
+        self.title = ""
+        self.lines: dict[str, str] = {}
+        self.last_result: Any = None
+        self.log_screen: Any = None
+        self.ttl_s: int | None = None
+        """The hold's TTL (s) as last given in the options screen (``None``: the profile's)."""
+        self.reason = ""
+        """The hold's reason as last given (journaled, in the silence's comment)."""
+        from seat_console.tui.probe_tui import ProbeController
+
+        self.probe = ProbeController(app, self)
+
+    @property
+    def seat(self) -> str:
+        """The seat's node name (``node.name``): typed to confirm a swap."""
+        return self.app.loaded.profile.node.name
+
+    @property
+    def hold_ttl_s(self) -> int:
+        """The TTL (s) the hold is planned with: the one given, else the profile's."""
+        return self.ttl_s or self.app.loaded.profile.silence.ttl_s
+
+    @property
+    def busy(self) -> bool:
+        """Whether a plan is being read or a runbook (or probe) runs."""
+        return (self.planning is not None or (self.thread is not None and self.thread.is_alive())
+                or self.probe.running)
+
+    # -- 1. the key, the plan ----------------------------------------------------------------
+    def key(self, kind: str) -> None:
+        """The key of flow ``kind`` (:data:`FLOWS`): reopen a running flow's view, or read the
+        plan (the hold asks its TTL and reason first)."""
+        flow = FLOWS[kind]
+        if self.busy:
+            self._busy_key(kind)
+            return
+        if kind == "hold":
+            from seat_console.actions.hold import fmt_ttl, parse_ttl
+            from seat_console.widgets.hold_options import HoldOptionsScreen
+
+            p = self.app.loaded.profile
+            self.app.push_screen(HoldOptionsScreen(p.node.name, p.silence.ttl_s,
+                                                   ttl_text=fmt_ttl, parse_ttl=parse_ttl),
+                                 self._options_given)
+            return
+        self._read_plan(flow)
+
+    def _busy_key(self, kind: str) -> None:
+        if self.probe.running and kind == "probe":
+            self.probe.open_screen()
+        elif self.running is not None and FLOWS[self.running].view == "log":
+            self.app.notify(f"{self.title} is running; showing its log")
+            self.open_log()
+        else:
+            what = self.planning or self.running or "probe"
+            self.app.notify(f"{kind}: the {what} is still under way; one node action at a "
+                            "time", severity="warning")
+
+    def _options_given(self, got: tuple[int, str] | None) -> None:
+        if got is None:
+            self.app.notify("hold: cancelled; nothing read or changed")
+            return
+        if self.busy:   # another key started meanwhile
+            self._busy_key("hold")
+            return
+        self.ttl_s, self.reason = got[0], got[1] or DEFAULT_REASON
+        self._read_plan(FLOWS["hold"])
+
+    def _read_plan(self, flow: Flow) -> None:
+        self.planning = flow.kind
+        self.app.notify(f"{flow.kind}: reading the plan from the node…")
+        threading.Thread(target=self._plan_thread, args=(flow,), daemon=True,
+                         name=f"seat-console:{flow.kind}-plan").start()
+
+    def _plan_thread(self, flow: Flow) -> None:
+        if flow.make is None:
+            plan = self.probe.preflight()
+        else:
+            make = flow.make
+            plan = read_plan(self.app, lambda journal, nctx: make(self, journal, nctx, None,
+                                                                  lambda line: None))
+        self.app.post_message(PlanReady(flow.kind, plan))
+
+    # -- 2. confirm --------------------------------------------------------------------------
+    def plan_ready(self, message: PlanReady) -> None:
+        """UI thread: the plan is in: say why it cannot go on, or ask to confirm it."""
+        from seat_console.widgets.confirm import ConfirmScreen
+
+        self.planning = None
+        flow = FLOWS[message.kind]
+        plan = message.plan
+        if flow.make is None and not isinstance(plan, BaseException):
+            lines = self.probe.plan_lines(plan)
+        else:
+            problem = plan_problem(flow.kind, plan, self.app.loaded.profile.node.docker_host)
+            if problem is not None:
+                self.error(problem[0])
+                return
+            lines = plan.text_lines()
+        if isinstance(plan, BaseException):
+            self.error(human_error(flow.kind, plan, self.app.loaded.profile.node.docker_host))
+            return
+        question = flow.question(self)
+        screen = ConfirmScreen(question, lines, typed=self.seat if flow.typed else None,
+                               yes_label=flow.yes)
+        self.app.push_screen(screen, lambda yes: self._answered(flow, question, plan, yes))
+
+    def _answered(self, flow: Flow, question: str, plan: Any, yes: bool | None) -> None:
+        if not yes:
+            self.app.notify(f"{flow.kind}: cancelled; nothing changed")
+            return
+        if flow.make is None:
+            self.probe.start(plan)
+            return
+        self.title = question.rstrip("?")
+        self.lines = {}
+        self.running = flow.kind
+        self.thread = threading.Thread(target=self._run_thread, args=(flow,), daemon=True,
+                                       name=f"seat-console:{flow.kind}")
+        self.thread.start()
+        self._show(flow)
+
+    # -- 3. run ------------------------------------------------------------------------------
+    def _run_thread(self, flow: Flow) -> None:
+        """Worker thread: the runbook with a fresh journal; every event a message."""
+        assert flow.make is not None
+        make = flow.make
+
+        def observer(e: Any) -> None:
+            if flow.view == "panel":
+                if e.kind in ("start", "end", "check"):
+                    return
+                key = e.step or e.kind
+                if e.kind == "warn":
+                    key = f"warn:{id(e)}"
+                self._post(RunbookEvent(flow.kind, f"{_MARK.get(e.kind, e.kind)} {e.step}: "
+                                                   f"{e.message}", key))
+            else:
+                self._post(RunbookEvent(flow.kind, e.line()))
+
+        def on_log(line: str) -> None:
+            self._post(RunbookEvent(flow.kind, f"  | {line}"))
+
+        res: Any
+        try:
+            res = with_journal(self.app, lambda journal, nctx: make(
+                self, journal, nctx, observer, on_log).run(), secrets=True)
+        except Exception as exc:  # noqa: BLE001 - shown once, never raised into the UI
+            res = exc
+        self._post(RunFinished(flow.kind, res, flow.refresh))
+
+    def _post(self, message: Message) -> None:
+        self.app.post_message(message)   # thread-safe; dropped once the app is gone
+
+    def event(self, message: RunbookEvent) -> None:
+        """UI thread: one line of the running flow, shown in place."""
+        key = message.key or f"line:{len(self.lines)}"
+        self.lines[key] = message.line
+        if len(self.lines) > MAX_LINES:
+            del self.lines[next(iter(self.lines))]
+        flow = FLOWS[message.kind]
+        if flow.view == "log" and self.log_screen is not None:
+            self.log_screen.add(message.line)
+        elif flow.view == "panel":
+            self._show(flow)
+
+    def _show(self, flow: Flow) -> None:
+        if flow.view == "panel":
+            self.app.show_progress(self.title, list(self.lines.values()))
+        elif flow.view == "log":
+            self.open_log()
+
+    def open_log(self) -> None:
+        """Open the log screen of the running (or last) flow."""
+        from seat_console.widgets.runlog import RunLogScreen
+
+        screen = RunLogScreen(self.title, list(self.lines.values()))
+        self.log_screen = screen
+
+        def closed(_: object) -> None:
+            self.log_screen = None
+
+        self.app.push_screen(screen, closed)
+
+    # -- 4. notify ---------------------------------------------------------------------------
+    def finished(self, message: RunFinished) -> None:
+        """UI thread: the flow ended: its outcome in place and once as a notification."""
+        self.running = None
+        flow = FLOWS[message.kind]
+        res = message.result
+        if isinstance(res, BaseException):
+            text = human_error(flow.kind, res, self.app.loaded.profile.node.docker_host)
+            self.event(RunbookEvent(flow.kind, text, "end"))
+            self.error(text)
+            return
+        self.last_result = res
+        if flow.view == "panel":
+            self.lines["end"] = ("✓ done" if res.ok else f"✗ FAILED ({res.outcome}): {res.error}")
+            for r in res.remaining:
+                self.lines[f"left:{r}"] = f"✗ still changed: {r}"
+            self._show(flow)
+            text = f"{flow.kind}: done" if res.ok else res.describe()
+        else:
+            for line in res.describe().splitlines():
+                self.event(RunbookEvent(flow.kind, line))
+            text = res.describe().splitlines()[0]
+        if res.ok:
+            self.app.notify(escape(text), timeout=8)
+        else:
+            self.error(text)
+
+    def error(self, text: str) -> None:
+        """One error notification (markup escaped: ``[swap]`` stays ``[swap]``)."""
+        self.app.notify(escape(text), severity="error", timeout=ERROR_TIMEOUT_S)
+
+
+__all__ = ["DEFAULT_REASON", "FLOWS", "Flow", "RunbookController", "human_error", "plain_words", "plan_problem", "read_plan", "with_journal"]

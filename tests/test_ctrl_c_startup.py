@@ -1,0 +1,117 @@
+"""Ctrl-C at any instant of start-up gives the shell its terminal back (issue #22).
+
+About 1 start in 10, a SIGINT while the console started (between the first frame's
+alternate-screen entry and Textual's driver, or during Textual's own start) exited 130 with the
+shell left on the alternate screen, the cursor hidden. Here the console runs in a pty (the NVML
+double stands for the cards) and gets one SIGINT per start, 50 starts, at instants spread over
+the start-up: after the process began, after the first frame appeared, and after Textual's
+first bytes, each with a growing delay. Every start must end with exit code 130 (or 0, when the
+app got to quit on it; or death by SIGINT while the interpreter was still importing, before
+anything was drawn) and the terminal restored: the last alternate-screen entry followed by its
+exit, the last cursor hide by a cursor show, and the pty back in canonical mode with echo.
+
+The delays only place the signal (the variable under test); every wait for output or exit is
+bounded generously (a liveness bound, never a speed assertion).
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+import termios
+import time
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).parent))
+import pty_helpers  # noqa: E402
+
+ALT_ON, ALT_OFF = b"\x1b[?1049h", b"\x1b[?1049l"
+HIDE, SHOW = b"\x1b[?25l", b"\x1b[?25h"
+TEXTUAL_FIRST = b"GPUs (NVML)"   # the GPU panel's title: Textual's screen is up
+
+
+def restored(buf: bytes) -> list[str]:
+    """What the bytes ``buf`` written to the terminal left undone (empty: restored)."""
+    problems = []
+    if buf.rfind(ALT_ON) > buf.rfind(ALT_OFF):
+        problems.append("left on the alternate screen")
+    if buf.rfind(HIDE) > buf.rfind(SHOW):
+        problems.append("cursor left hidden")
+    return problems
+
+
+def _wait_for(master: int, needle: bytes, buf: bytearray, limit_s: float) -> bool:
+    got = pty_helpers.read_until(master, needle, limit_s)
+    buf += got
+    return needle in buf
+
+
+def one_interrupted_start(tmp_path: Path, anchor: str, delay_s: float
+                          ) -> tuple[int | None, bytes, list[str]]:
+    """Start the console on a pty, send SIGINT ``delay_s`` after ``anchor`` (``"spawn"``, the
+    first frame's ``"frame"``, Textual's ``"textual"``), read until it exits. Returns the exit
+    code, the bytes written and the terminal problems left (:func:`restored` and the pty's
+    line discipline)."""
+    proc, master = pty_helpers.spawn_python(
+        ["benchmarks/nvml_double_console.py", "--", "--interval", "1"],
+        {"XDG_CONFIG_HOME": str(tmp_path)})
+    buf = bytearray()
+    try:
+        if anchor == "frame":
+            _wait_for(master, ALT_ON, buf, 60)
+        elif anchor == "textual":
+            _wait_for(master, TEXTUAL_FIRST, buf, 90)
+        end = time.monotonic() + delay_s
+        while time.monotonic() < end:   # keep reading: a full pty would block the child
+            buf += pty_helpers.read_until(master, b"\x00never\x00", max(0.0, end - time.monotonic()))
+        if proc.poll() is None:
+            os.kill(proc.pid, signal.SIGINT)  # as Ctrl-C sends it before Textual's raw mode
+        buf += pty_helpers.drain(proc, master, 90)
+        if proc.poll() is None:
+            return None, bytes(buf), ["did not exit within 90 s of the SIGINT"]
+        problems = restored(bytes(buf))
+        lflag = termios.tcgetattr(master)[3]
+        if not (lflag & termios.ICANON and lflag & termios.ECHO):
+            problems.append("pty left in raw mode (no ICANON/ECHO)")
+        return proc.returncode, bytes(buf), problems
+    finally:
+        pty_helpers.close(proc, master)
+
+
+SCHEDULE = [(anchor, step * gap)
+            for anchor, steps, gap in (("spawn", 17, 0.06), ("frame", 17, 0.08),
+                                       ("textual", 16, 0.05))
+            for step in range(steps)]
+"""50 (anchor, delay) pairs: 0 to ~1 s after the start, 0 to ~1.3 s after the first frame
+(the profile's validation, the early readings, Textual's import), 0 to 0.75 s after Textual's
+first screen."""
+
+
+def test_the_schedule_spreads_fifty_instants_over_the_start_up():
+    assert len(SCHEDULE) == 50 and len(set(SCHEDULE)) == 50
+
+
+def test_restored_reads_what_the_bytes_left_undone():
+    assert restored(b"x" + ALT_ON + HIDE + b"frame" + SHOW + ALT_OFF) == []
+    assert restored(ALT_ON + HIDE + b"frame") == ["left on the alternate screen",
+                                                  "cursor left hidden"]
+    assert restored(ALT_ON + HIDE + SHOW + ALT_OFF + ALT_ON) == ["left on the alternate screen"]
+    assert restored(b"") == []
+
+
+def test_ctrl_c_at_fifty_instants_of_start_up_always_restores_the_terminal(tmp_path):
+    failures = []
+    for i, (anchor, delay) in enumerate(SCHEDULE):
+        rc, buf, problems = one_interrupted_start(tmp_path / str(i), anchor, delay)
+        # -SIGINT: the signal came while the interpreter was still importing the console's
+        # entry module (Python's default handler; it re-raises the signal to die by it, with
+        # a traceback): the terminal was not touched yet (nothing drawn), which is asserted
+        early_kill = rc == -signal.SIGINT and ALT_ON not in buf
+        if problems or not (rc in (0, 130) or early_kill) or (b"Traceback" in buf
+                                                               and not early_kill):
+            failures.append(f"start {i} ({anchor} + {delay:.2f} s): exit {rc}, {problems}, "
+                            f"last bytes {buf[-300:]!r}")
+    assert not failures, "\n".join(failures)

@@ -1,0 +1,225 @@
+"""Property tests: the run store, run and leg files, ``report --verify``, the journal on a
+corrupted database, the startup-log scan on hostile lines (issue #22).
+
+The same oracle as the other ``test_props_*`` suites: only the documented error types, each
+naming its input (the file); no hang (the ``ci`` profile's 1 s deadline per example); one bad
+item never blanks the whole list (one edited run is listed as unreadable, the others read); and
+for a successful read, what was read is what the file says.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import tempfile
+from pathlib import Path
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from seat_console.actions.journal import Journal, JournalError
+from seat_console.evidence.report import recorded_hashes, verify
+from seat_console.evidence.runs import FileLedger, RunError, load_probe_run
+from seat_console.probe.store import StoreError, list_runs, read_summary
+from seat_console.core.profile import DEFAULT_FAILURE_PATTERNS
+from seat_console.sources.startup_log import parse_startup_log, scan_failures
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(max_size=12),
+    lambda kids: st.lists(kids, max_size=4) | st.dictionaries(st.text(max_size=10), kids,
+                                                              max_size=4),
+    max_leaves=16)
+
+summary_like = st.fixed_dictionaries({
+    "status": st.one_of(st.sampled_from(["complete", "running", "failed"]), json_values),
+    "identity": st.one_of(st.fixed_dictionaries({"endpoint": json_values,
+                                                 "served_model": json_values}), json_values),
+    "phases": st.one_of(st.lists(st.one_of(st.fixed_dictionaries(
+        {"name": json_values, "state": json_values, "stats": json_values}), json_values),
+        max_size=3), json_values),
+    "disruptions": json_values, "started_at": json_values})
+
+file_bytes = st.one_of(
+    st.binary(max_size=300),
+    json_values.map(lambda v: json.dumps(v).encode()),
+    summary_like.map(lambda v: json.dumps(v).encode()),
+    st.integers(1, 5000).map(lambda n: b"[" * n + b"]" * n),
+    st.sampled_from([b"", b"\xff\xfe", b'{"status": "complete"', b"[NaN]"]))
+
+_tmp = settings(suppress_health_check=[HealthCheck.function_scoped_fixture])
+
+
+@given(st.lists(file_bytes, min_size=1, max_size=4))
+def test_one_edited_summary_never_blanks_the_run_list(bodies):
+    good = {"status": "complete", "started_at": "2026-12-01T12:00:00Z",
+            "phases": [{"name": "steady", "state": "complete"}], "disruptions": []}
+    with tempfile.TemporaryDirectory() as d:
+        root = Path(d)
+        (root / "run-good").mkdir()
+        (root / "run-good" / "summary.json").write_text(json.dumps(good))
+        for i, body in enumerate(bodies):
+            (root / f"run-{i}").mkdir()
+            (root / f"run-{i}" / "summary.json").write_bytes(body)
+        rows = {r["run_id"]: r for r in list_runs(root)}
+        assert len(rows) == len(bodies) + 1
+        assert rows["run-good"]["status"] == "complete"
+        assert rows["run-good"]["phases"] == [{"name": "steady", "state": "complete",
+                                               "headline": None}]
+        for i, body in enumerate(bodies):
+            r = rows[f"run-{i}"]
+            try:
+                s = read_summary(root / f"run-{i}")
+            except StoreError as exc:
+                assert f"run-{i}/summary.json" in str(exc)
+                assert r["status"] == "unreadable" and r["problem"] == str(exc)
+                continue
+            assert isinstance(s, dict)
+            assert isinstance(r["phases"], list) and r["disruptions"] >= 0
+            if isinstance(s.get("status"), str) and s["status"] != "running":
+                assert r["status"] == s["status"]   # what the file says
+
+
+@given(file_bytes, st.one_of(st.none(), st.binary(max_size=200)))
+def test_a_probe_run_reads_or_names_its_file(summary, requests):
+    with tempfile.TemporaryDirectory() as d:
+        run = Path(d) / "run-x"
+        run.mkdir()
+        (run / "summary.json").write_bytes(summary)
+        if requests is not None:
+            (run / "requests.jsonl").write_bytes(requests)
+        ledger = FileLedger()
+        try:
+            r = load_probe_run(run, ledger)
+        except RunError as exc:
+            assert str(run) in str(exc)
+            return
+        assert str((run / "summary.json").resolve()) in ledger.files
+        assert isinstance(r.status, str)
+
+
+@given(st.one_of(st.text(max_size=400), json_values.map(json.dumps),
+                 st.integers(1, 5000).map(lambda n: "[" * n + "]" * n),
+                 st.dictionaries(st.text(max_size=30), st.text(alphabet="0123456789abcdef",
+                                                               min_size=64, max_size=64),
+                                 max_size=3).map(lambda f: json.dumps({"files": f}))))
+def test_report_verify_on_an_edited_or_hostile_report(text):
+    try:
+        rec = recorded_hashes(text, "report.md")
+    except RunError as exc:
+        assert str(exc).startswith("report.md: ")
+        return
+    rows = verify(rec)   # paths that are not files (NUL, surrogates, too long) are rows too
+    assert [r.path for r in rows] == list(rec)
+    for r in rows:
+        assert r.ok is False or r.actual == r.recorded
+        assert (r.actual is None) == (r.problem is not None and "changed" not in r.problem)
+
+
+def test_report_verify_names_an_edited_and_a_missing_file(tmp_path):
+    a, b = tmp_path / "a.json", tmp_path / "b.json"
+    a.write_text("one")
+    b.write_text("two")
+    import hashlib
+
+    rec = {str(p): hashlib.sha256(p.read_bytes()).hexdigest() for p in (a, b)}
+    rec["bad\0path"] = "0" * 64
+    a.write_text("edited")
+    b.unlink()
+    rows = {r.path: r for r in verify(rec)}
+    assert rows[str(a)].problem == "changed since the report" and not rows[str(a)].ok
+    assert rows[str(b)].actual is None and "cannot read" in rows[str(b)].problem
+    assert rows["bad\0path"].actual is None and "not a file path" in rows["bad\0path"].problem
+
+
+def _journal_bytes(tmp: Path) -> bytes:
+    j = Journal(tmp / "base.db")
+    for i in range(4):
+        j.append(run_id=f"r{i % 2}", runbook="hold", kind="start" if i < 2 else "step",
+                 step=f"s{i}", inputs={"i": i}, outcome="ok")
+    j.close()
+    return (tmp / "base.db").read_bytes()
+
+
+_BASE: dict[str, bytes] = {}
+
+
+@settings(max_examples=120)
+@given(st.sampled_from(["truncate", "flip", "garbage"]), st.integers(0, 2**32),
+       st.integers(1, 30))
+def test_a_corrupted_journal_is_a_journal_error_naming_the_file(mode, seed, flips):
+    rnd = random.Random(seed)
+    with tempfile.TemporaryDirectory() as d:
+        tmp = Path(d)
+        if "db" not in _BASE:
+            _BASE["db"] = _journal_bytes(tmp)
+        data = bytearray(_BASE["db"])
+        if mode == "truncate":
+            data = data[:rnd.randrange(len(data))]
+        elif mode == "flip":
+            for _ in range(flips):
+                data[rnd.randrange(len(data))] = rnd.randrange(256)
+        else:
+            data = bytearray(rnd.randbytes(rnd.randrange(5000)))
+        p = tmp / "journal.db"
+        p.write_bytes(bytes(data))
+        try:
+            j = Journal(p)
+            try:
+                report = j.verify()
+                entries = j.entries()
+                unfinished = j.unfinished()
+            finally:
+                j.close()
+        except JournalError as exc:
+            assert str(p) in str(exc)
+            return
+        assert report.rows >= len(entries) or not report.ok
+        assert all(isinstance(e.seq, int) for e in entries)
+        assert all(rows for rows in unfinished)
+
+
+def test_an_edited_row_is_named_by_verify(tmp_path):
+    import sqlite3
+
+    j = Journal(tmp_path / "j.db")
+    for i in range(3):
+        j.append(run_id="r", runbook="hold", kind="step", step=f"s{i}", outcome="ok")
+    j.close()
+    db = sqlite3.connect(tmp_path / "j.db")
+    db.execute("DROP TRIGGER entries_no_update")   # as someone editing the file would
+    db.execute("UPDATE entries SET outcome = 'failed' WHERE seq = 2")
+    db.execute("UPDATE entries SET at = 'not a time' WHERE seq = 3")
+    db.commit()
+    db.close()
+    j = Journal(tmp_path / "j.db")
+    report = j.verify()
+    assert not report.ok and 2 in report.bad_seqs
+    try:
+        j.entries()
+    except JournalError as exc:
+        assert "row 3" in str(exc) and str(tmp_path / "j.db") in str(exc)
+    else:
+        raise AssertionError("an unparsable row was read")
+    finally:
+        j.close()
+
+
+lines = st.lists(st.one_of(
+    st.text(max_size=80),
+    st.sampled_from(["GPU KV cache size: 1,234 tokens", "CUDA out of memory",
+                     "Maximum concurrency for 4,096 tokens per request: 2.50x"]),
+    st.text(alphabet=st.characters(min_codepoint=0xD800, max_codepoint=0xDFFF), min_size=1,
+            max_size=3).map(lambda s: f"ERROR {s} CUDA out of memory")), max_size=12)
+
+
+@given(lines)
+def test_startup_log_lines_with_lone_surrogates_are_scanned_not_fatal(ls):
+    facts = parse_startup_log(ls)
+    assert facts.lines == len(ls)
+    if any("KV cache size: 1,234 tokens" in ln for ln in ls):
+        assert facts.kv_cache_tokens == 1234   # one hostile line does not hide the others
+    hits = scan_failures(ls, DEFAULT_FAILURE_PATTERNS)
+    assert all(1 <= h.line_no <= len(ls) for h in hits)
+    oom = [i + 1 for i, ln in enumerate(ls) if "CUDA out of memory" in ln]
+    assert oom == [] or any(h.line_no == oom[0] for h in hits)
