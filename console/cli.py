@@ -7,6 +7,8 @@ Exit codes (documented in README.md):
 * ``2`` — usage error (bad arguments; argparse's convention);
 * ``2`` also: the TUI without a terminal (stdin or stdout a pipe or a file), refused with the
   headless command to use instead;
+* under a web driver (``seat-console serve``'s app processes, :func:`served`) every command is
+  read-only whatever the arguments say, and the TUI runs without a terminal on purpose;
 * ``2`` also: ``--readonly`` with a command that changes the node (:data:`NODE_CHANGING`)
   without ``--dry-run`` — refused before anything runs, nothing journaled;
 * ``3`` — unavailable: no GPU / NVML unavailable (``gpus``), or a required source is down;
@@ -61,6 +63,7 @@ COMMAND_MODULES = [
     "seat_console.commands.probe_cmd",
     "seat_console.exporter.cmd",
     "seat_console.commands.fleet_cmd",
+    "seat_console.serve.command",
 ]
 
 # Subcommands that change the node, each with a test of its arguments (``True``: this run
@@ -76,6 +79,23 @@ NODE_CHANGING = {
     "probe": lambda a: True,
     "compare": lambda a: True,
 }
+
+
+SERVED_DRIVERS = frozenset({
+    "seat_console.serve.driver:ServedWebDriver",   # seat_console.serve.driver.DRIVER_PATH
+    "textual.drivers.web_driver:WebDriver",         # textual-serve's own choice
+})
+"""``TEXTUAL_DRIVER`` values under which the console is served to a browser (not imported
+here: the string is what Textual reads from the environment)."""
+
+
+def served(environ: dict[str, str] | None = None) -> bool:
+    """Whether this process is a console served to a browser: ``TEXTUAL_DRIVER`` in the
+    environment names a web driver (:data:`SERVED_DRIVERS`). Then :func:`main` forces
+    ``--readonly`` (a second guard: ``seat-console serve`` passes ``--readonly`` itself) and
+    the TUI's no-terminal refusal does not apply (its stdin / stdout are the server's pipes)."""
+    env = os.environ if environ is None else environ
+    return env.get("TEXTUAL_DRIVER", "").strip() in SERVED_DRIVERS
 
 
 def readonly_refusal(args: argparse.Namespace) -> str | None:
@@ -256,6 +276,8 @@ def _main(argv: Sequence[str] | None) -> int:
         parser = parser or build_parser()
         parser.error(f"--interval {args.interval:g}: give seconds between "
                      f"{REFRESH_INTERVAL_MIN_S:g} and {REFRESH_INTERVAL_MAX_S:g}")
+    if served():
+        args.readonly = True   # a browser never reaches an action, whatever argv says
     refusal = readonly_refusal(args)
     if refusal is not None:
         if getattr(args, "json", False):
@@ -317,7 +339,7 @@ def _no_terminal(stdin: object = None, stdout: object = None) -> str | None:
 def _run_tui(args: argparse.Namespace) -> int:
     """The TUI: the first frame (header + each card's memory, :mod:`seat_console.tui.first_frame`)
     before pydantic and Textual load, then the profile validated, then the app."""
-    refusal = _no_terminal()
+    refusal = None if served() else _no_terminal()
     if refusal is not None:
         print(refusal, file=sys.stderr)
         return EXIT_USAGE
