@@ -72,7 +72,7 @@ def cpu_s(p: psutil.Process) -> float:
 def per_source(profile: str, n: int) -> dict[str, dict[str, float]]:
     """Each source's read, ``n`` times after one warm-up read: CPU and wall ms per read."""
     from seat_console.exporter.readers import READERS
-    from seat_console.profile import load_profile
+    from seat_console.core.profile import load_profile
 
     loaded = load_profile(profile)
 

@@ -26,7 +26,10 @@ import pytest
 from browser_view import BrowserTab, ServedConsole, binding_keys, launch_chromium
 from lab_helpers import node_transport, state_env
 
-from seat_console.app import DetailScreen, HelpScreen, SeatConsoleApp, is_node_action
+from seat_console.tui.app import SeatConsoleApp
+from seat_console.tui.keys import is_node_action
+from seat_console.widgets.detail import DetailScreen
+from seat_console.widgets.help import HelpScreen
 from seat_console.sources.timers import TimersReading, read_timers
 from seat_console.widgets.confirm import ConfirmScreen
 from seat_console.widgets.evidence import EvidenceScreen

@@ -211,7 +211,7 @@ def probe_state(runs: Path, stale_s: float, now: float | None = None
     not yet in ``phases``: the first such (its warm-up counts as the first phase). Disrupted:
     the newest run has ``disruptions`` or status ``disrupted``; ``None`` without a run. A
     summary that cannot be read gives ``(None, None)``: raises :class:`ValueError` (an
-    :class:`~seat_console.sources.untrusted.InputError` naming the file)."""
+    :class:`~seat_console.core.untrusted.InputError` naming the file)."""
     if not runs.is_dir():
         return None, None
     dirs = sorted(p for p in runs.iterdir() if p.is_dir())
