@@ -56,8 +56,9 @@ def run(args: argparse.Namespace, loaded: LoadedProfile) -> int:
         return EXIT_ERROR
     hold = read_hold_section(loaded, snap.timers, snap.taken_at)
     if args.json:
-        doc = json.loads(snap.model_dump_json())
-        doc["hold"] = hold
+        # one model: the node's snapshot with its hold section (NodeSnapshot.hold), so the
+        # JSON reads back with NodeSnapshot.model_validate_json
+        doc = json.loads(snap.model_copy(update={"hold": hold}).model_dump_json())
         sys.stdout.write(json.dumps(doc, indent=2, default=str) + "\n")
     else:
         text = render_text(snap)

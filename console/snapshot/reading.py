@@ -14,6 +14,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Mapping
 from datetime import datetime
+from typing import Any
 
 from pydantic import BaseModel
 
@@ -40,6 +41,10 @@ class NodeSnapshot(Frozen):
     ``node``: the profile's node name; ``transport``: how the node was reached (``local``,
     ``ssh``, ``docker-exec``); ``profile_source`` / ``profile_sha256``: which profile; one field
     per source holding its frozen reading or an :class:`Unavailable` with the reason.
+    ``hold``: the ``status`` command's hold / lease section (the journal's hold, the
+    ``seat-hold-*`` leases and deferred starts armed on the node, ``protects_nothing``; see
+    :func:`seat_console.commands.status_cmd.read_hold_section`), ``None`` where it was not read
+    (the TUI, which shows it in its own panels).
     """
 
     taken_at: datetime
@@ -52,6 +57,7 @@ class NodeSnapshot(Frozen):
     silences: SilencesReading | Unavailable
     containers: ContainersReading | Unavailable
     engine: EngineReading | Unavailable
+    hold: dict[str, Any] | None = None
 
     def unavailable(self) -> dict[str, Unavailable]:
         """``{source name: Unavailable}`` for every source that could not be read."""
