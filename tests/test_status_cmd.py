@@ -67,7 +67,7 @@ def test_fmt_helpers() -> None:
     from datetime import UTC, datetime, timedelta
 
     now = datetime(2026, 11, 29, 13, 0, tzinfo=UTC)
-    assert fmt_when(now + timedelta(seconds=391), now) == "2026-11-29 13:06:31Z (in 6 min 31 s)"
+    assert fmt_when(now + timedelta(seconds=391), now) == "2026-11-29T13:06:31Z (in 6 min 31 s)"
     assert fmt_when(now - timedelta(hours=2, minutes=5), now).endswith("(2 h 05 min ago)")
     assert fmt_when(None, now) == "n/a"
     assert fmt_duration(3 * 86400 + 4 * 3600) == "3 d 04 h"
@@ -129,10 +129,10 @@ def test_exited_container_says_when_it_exited_not_started() -> None:
     now = F.NOW
     text = render_containers(F.containers(running=False), now)
     line = next(x for x in text.splitlines() if "seat-resident" in x)
-    assert "ended 2026-11-29 11:57:00Z (3 min 00 s ago)" in line and "started" not in line
+    assert "ended 2026-11-29T11:57:00Z (3 min 00 s ago)" in line and "started" not in line
     assert "exit code 137" in text
     running = render_containers(F.containers(running=True), now)
-    assert "started 2026-11-29 07:00:00Z (5 h" in running
+    assert "started 2026-11-29T07:00:00Z (5 h" in running
     never = F.containers(running=False).model_copy(update={"containers": tuple(
         c.model_copy(update={"finished_at": None}) for c in F.containers(running=False).containers)})
     assert "exited, health n/a (no healthcheck), end n/a," in render_containers(never, now)

@@ -100,16 +100,17 @@ def fmt_duration(seconds: float | None, *, coarse: bool = False) -> str:
 
 
 def fmt_when(t: datetime | None, now: datetime | None = None) -> str:
-    """``"2026-11-29 13:15:00Z (in 6 min 31 s)"`` / ``"(… ago)"``; ``None`` → ``"n/a"``.
+    """``"2026-11-29T13:15:00Z (in 6 min 31 s)"`` / ``"(… ago)"``; ``None`` → ``"n/a"``.
 
-    UTC, second precision; ``now`` defaults to the current time.
+    UTC, second precision, the one time format (:func:`zulu_time`); ``now`` defaults to the
+    current time.
     """
     if t is None:
         return NA
     now = now or datetime.now(UTC)
     delta = (t - now).total_seconds()
     rel = f"in {fmt_duration(delta)}" if delta >= 0 else f"{fmt_duration(delta)} ago"
-    return f"{t.astimezone(UTC).strftime('%Y-%m-%d %H:%M:%SZ')} ({rel})"
+    return f"{zulu_time(t)} ({rel})"
 
 
 def fmt_ttl(ttl_s: int) -> str:
