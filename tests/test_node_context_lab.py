@@ -181,7 +181,8 @@ def test_swap_restore_and_compare_steps_declare_the_containers_they_change(lab, 
             "probe serving": [probe]}
         rr = swap_mod.build_restore(nctx, j, facts={"resident": {"name": "seat-old-name"}})
         assert {s.name: s.targets(rr.ctx) for s in rr.steps} == {
-            "stop probe": [probe], "start resident": ["seat-old-name"], "release hold": []}
+            "stop probe": [probe], "start resident": ["seat-old-name"], "release hold": [],
+            "prune kept probes": []}
     finally:
         j.close()
         nctx.close()

