@@ -105,6 +105,15 @@ def print_plan(plan: Plan, title: str, json_mode: bool) -> None:
         print(f"  {line}")
 
 
+def refused(plan: Plan, prog: str, json_mode: bool) -> int | None:
+    """``None`` when ``plan`` can run; else the refusal printed (its first step error, "refused,
+    nothing changed") and :data:`EXIT_REFUSED` to return (nothing was changed)."""
+    if plan.ok:
+        return None
+    err = next(p.error for p in plan.lines if p.error)
+    return fail(prog, f"refused, nothing changed: {err}", EXIT_REFUSED, json_mode)
+
+
 def confirm(plan: Plan, title: str, yes: bool, prog: str) -> int | None:
     """Ask before changing the node: ``None`` to go on, or the exit code to return.
 
@@ -148,4 +157,4 @@ def fail(prog: str, message: str, code: int, json_mode: bool = False) -> int:
 
 __all__ = ["EXIT_DECLINED", "EXIT_ERROR", "EXIT_OK", "EXIT_PARTIAL", "EXIT_REFUSED",
            "EXIT_USAGE", "JournalError", "confirm", "context", "exit_code", "fail",
-           "observer", "open_journal", "print_plan", "report"]
+           "observer", "open_journal", "print_plan", "refused", "report"]

@@ -112,9 +112,9 @@ def run(args: argparse.Namespace, loaded: LoadedProfile) -> int:
             else:
                 sys.stdout.write(render_dry_run(title, legs, pairs(legs), plan))
             return ac.EXIT_OK if plan.ok else ac.EXIT_REFUSED
-        if not plan.ok:
-            err = next(p.error for p in plan.lines if p.error)
-            return ac.fail(prog, f"refused, nothing changed: {err}", ac.EXIT_REFUSED, args.json)
+        code = ac.refused(plan, prog, args.json)
+        if code is not None:
+            return code
         from seat_console.commands.swap_cmd import typed_confirm
 
         code = typed_confirm(plan, title, loaded.profile.node.name, args.yes, prog)

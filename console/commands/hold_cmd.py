@@ -98,9 +98,9 @@ def run(args: argparse.Namespace, loaded: LoadedProfile) -> int:
         if args.dry_run:
             ac.print_plan(plan, title, args.json)
             return ac.EXIT_OK if plan.ok else ac.EXIT_REFUSED
-        if not plan.ok:
-            err = next(p.error for p in plan.lines if p.error)
-            return ac.fail(PROG, f"refused, nothing changed: {err}", ac.EXIT_REFUSED, args.json)
+        code = ac.refused(plan, PROG, args.json)
+        if code is not None:
+            return code
         code = ac.confirm(plan, title, args.yes, PROG)
         if code is not None:
             return code

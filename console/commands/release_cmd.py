@@ -136,9 +136,9 @@ def _release(args: argparse.Namespace, nctx: NodeContext, journal: Journal,
         else:
             ac.print_plan(plan, title, False)
         return ac.EXIT_OK if plan.ok else ac.EXIT_REFUSED
-    if not plan.ok:
-        err = next(p.error for p in plan.lines if p.error)
-        return ac.fail(PROG, f"refused, nothing changed: {err}", ac.EXIT_REFUSED, args.json)
+    code = ac.refused(plan, PROG, args.json)
+    if code is not None:
+        return code
     code = ac.confirm(plan, title, args.yes, PROG)
     if code is not None:
         return code
