@@ -179,6 +179,10 @@ class Plan:
 
     runbook: str
     lines: tuple[PlanLine, ...]
+    facts: Mapping[str, Any] = field(default_factory=dict, compare=False)
+    """What the preconditions read (the run context's ``facts`` after planning, e.g. the
+    release's ``forecast``: timer → ``{"fires_at_once": bool, …}``): for a front that offers a
+    choice from the plan (the TUI's "defer those"); not part of ``to_json``."""
 
     @property
     def ok(self) -> bool:
@@ -406,7 +410,7 @@ class Runbook:
                                           error=f"{type(exc).__name__}: {exc}"))
         finally:
             self._planning = False
-        return Plan(self.name, tuple(lines))
+        return Plan(self.name, tuple(lines), facts=dict(self.ctx.facts))
 
     # -- run --------------------------------------------------------------------------------------
     def run(self) -> Result:

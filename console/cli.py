@@ -351,7 +351,10 @@ def _run_tui(args: argparse.Namespace) -> int:
     # which restores the terminal whatever instant of start-up it cut (issue #22)
     first_frame.guard_start_up()
     try:
+        # a Ctrl-C here is acted on at the next of these safe points (raise_if_interrupted):
+        # raised from the signal handler inside an import, it could leave the import lock held
         nvml = first_frame.draw_before_profile(args.profile)
+        first_frame.raise_if_interrupted()
         from seat_console.core.profile import load_profile
 
         try:
@@ -360,11 +363,11 @@ def _run_tui(args: argparse.Namespace) -> int:
             first_frame.leave()
             print(f"seat-console: {exc}", file=sys.stderr)
             return EXIT_ERROR
+        first_frame.raise_if_interrupted()
         prestart(loaded, nvml=nvml)   # the GPU panel's first reading, while the TUI imports
         from seat_console.tui.app import run_app
 
-        if first_frame.interrupt_pending():   # a Ctrl-C whose KeyboardInterrupt was swallowed
-            raise KeyboardInterrupt
+        first_frame.raise_if_interrupted()
 
         try:
             return run_app(loaded, readonly=args.readonly, interval=args.interval)

@@ -193,3 +193,73 @@ async def test_tui_places_and_releases_a_hold(lab, exclusive, tmp_path: Path, mo
             if t.unit in active and not t.active:
                 node.run(["systemctl", "start", t.unit])
     assert {t.unit for t in after.timers if t.active} == active
+
+
+def _release_plan(firing: dict[str, bool]):
+    from seat_console.actions.runbook import Plan, PlanLine
+
+    lines = tuple(PlanLine(f"start {u}", True, f"start {u}") for u in firing)
+    return Plan("release", lines, facts={"forecast": {u: {"fires_at_once": f}
+                                                      for u, f in firing.items()}})
+
+
+async def test_release_confirmation_offers_to_defer_the_timers_that_fire_at_once(monkeypatch):
+    """The TUI's release (issue 17's leftover: the CLI had --defer-firing, the TUI had no
+    choice): when the plan forecasts timers that fire the moment they are started, the
+    confirmation offers "Release, defer N to HH:MMZ"; choosing it plans the
+    release again with those timers kept stopped for DEFER_FIRING_S, and confirms that plan. (The plan lines name each timer that fires at once.)"""
+    from datetime import UTC, datetime, timedelta
+
+    from seat_console.tui.messages import PlanReady
+    from seat_console.tui import runbook as rb
+
+    app = _plain_app()
+    async with app.run_test(size=(120, 40)) as pilot:
+        ctl = app.runbooks
+        replanned: list[str] = []
+        monkeypatch.setattr(ctl, "_read_plan", lambda flow: replanned.append(flow.kind))
+        ctl.plan_ready(PlanReady("release", _release_plan({"a.timer": True, "b.timer": False,
+                                                           "c.timer": True})))
+        await _wait(pilot, lambda: isinstance(app.screen, ConfirmScreen)
+                    and app.screen.query("#confirm-no-button"), "the confirmation")
+        alt = app.screen.query_one("#confirm-alt-button")
+        assert "Release, defer 2 to " in str(alt.label) and str(alt.label).endswith("Z")
+        t0 = datetime.now(UTC)
+        await pilot.click("#confirm-alt-button")
+        await _wait(pilot, lambda: replanned == ["release"]
+                    and not isinstance(app.screen, ConfirmScreen), "the release planned again")
+        assert ctl.defer_firing is not None
+        assert t0 + timedelta(seconds=rb.DEFER_FIRING_S - 5) <= ctl.defer_firing \
+            <= datetime.now(UTC) + timedelta(seconds=rb.DEFER_FIRING_S)
+        # the deferred plan's confirmation offers no second deferral; nothing fires at once: none
+        ctl.plan_ready(PlanReady("release", _release_plan({"a.timer": True})))
+        await _wait(pilot, lambda: isinstance(app.screen, ConfirmScreen)
+                    and app.screen.query("#confirm-no-button"), "the 2nd confirmation")
+        assert not app.screen.query("#confirm-alt-button")
+        await pilot.press("n")
+        await _wait(pilot, lambda: not isinstance(app.screen, ConfirmScreen), "closed")
+        ctl.defer_firing = None
+        ctl.plan_ready(PlanReady("release", _release_plan({"b.timer": False})))
+        await _wait(pilot, lambda: isinstance(app.screen, ConfirmScreen)
+                    and app.screen.query("#confirm-no-button"), "the 3rd confirmation")
+        assert not app.screen.query("#confirm-alt-button")
+
+
+def test_the_tui_release_is_built_with_the_chosen_deferral(monkeypatch):
+    from datetime import UTC, datetime
+    from types import SimpleNamespace
+
+    import seat_console.actions.hold as hold_mod
+    from seat_console.tui import runbook as rb
+
+    got = {}
+    monkeypatch.setattr(hold_mod, "current_hold",
+                        lambda journal: SimpleNamespace(state="active", hold_id="h1"))
+    monkeypatch.setattr(hold_mod, "build_release",
+                        lambda nctx, journal, h, **kw: got.update(kw) or "runbook")
+    when = datetime(2026, 12, 2, 7, 41, tzinfo=UTC)
+    ctl = SimpleNamespace(defer_firing=when)
+    assert rb._make_release(ctl, None, None, None, None) == "runbook"
+    assert got["defer_firing"] == when
+    assert rb.firing_at_once(_release_plan({"x.timer": True, "y.timer": False})) == ["x.timer"]
+    assert rb.firing_at_once(object()) == []

@@ -5,6 +5,8 @@
 ShowConfirmAck idea): the engineer must type the text (e.g. the seat's name) before "Yes" is
 enabled; ``y`` is then typing, not an answer. It dismisses with ``True`` (go) or ``False``
 (cancel); push it with a callback: ``app.push_screen(ConfirmScreen(...), on_answer)``.
+``alt_label="…"`` adds a third button (e.g. the release's "Release, defer 2 to 07:41Z"):
+it dismisses with ``"alt"``, and the caller plans that variant (it is confirmed again).
 
 The plan lines come from :meth:`seat_console.actions.runbook.Plan.text_lines` (``•`` will change
 the node, ``–`` skipped, ``✗`` a precondition failed). Pure view: no I/O.
@@ -24,12 +26,13 @@ from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Static
 
 
-class ConfirmScreen(ModalScreen[bool]):
+class ConfirmScreen(ModalScreen["bool | str"]):
     """Confirm a node action (see the module docstring).
 
     ``title``: the question ("Place the hold on seat-node for 4 h?"); ``lines``: the plan, one
     line per step; ``typed``: text that must be typed exactly to enable "Yes" (``None``: a plain
-    y/n); ``yes_label``: the button's label.
+    y/n); ``yes_label``: the button's label; ``alt_label``: a third button's label (it
+    dismisses with ``"alt"``), or ``None``: none.
     """
 
     BINDINGS: ClassVar[list[BindingType]] = [
@@ -52,8 +55,9 @@ class ConfirmScreen(ModalScreen[bool]):
     """
 
     def __init__(self, title: str, lines: Sequence[str], typed: str | None = None, *,
-                 yes_label: str = "Yes, do it") -> None:
+                 yes_label: str = "Yes, do it", alt_label: str | None = None) -> None:
         super().__init__(id="confirm")
+        self.alt_label = alt_label
         self.title_text = title
         self.lines = list(lines)
         self.typed = typed
@@ -80,6 +84,8 @@ class ConfirmScreen(ModalScreen[bool]):
             yield Static(Text(hint), id="confirm-hint")
             with Horizontal():
                 yield Button("Cancel", id="confirm-no-button")
+                if self.alt_label is not None:
+                    yield Button(self.alt_label, id="confirm-alt-button")
                 yield Button(self.yes_label, id="confirm-yes-button", variant="warning",
                              disabled=self.typed is not None)
 
@@ -102,6 +108,10 @@ class ConfirmScreen(ModalScreen[bool]):
     @on(Button.Pressed, "#confirm-yes-button")
     def _yes(self) -> None:
         self.dismiss(True)
+
+    @on(Button.Pressed, "#confirm-alt-button")
+    def _alt(self) -> None:
+        self.dismiss("alt")
 
     @on(Button.Pressed, "#confirm-no-button")
     def _no(self) -> None:

@@ -298,6 +298,10 @@ def check_max_model_len(max_model_len: int, config: Mapping[str, Any] | None) ->
     derived, key, words = derived_max_model_len(config)
     if derived == float("inf") or max_model_len <= derived:
         return None
+    if not (derived == derived and derived > float("-inf")) or derived <= 0:   # NaN, -inf, ≤ 0
+        return (f"vLLM refuses max_model_len {max_model_len:,}: the model's {words} "
+                f"(config.json) is not a usable context length (derived {derived}); fix "
+                "config.json's max_position_embeddings / rope scaling")
     return (f"vLLM refuses max_model_len {max_model_len:,}: above the model's "
             f"{words} (config.json), and vLLM starts only with "
             f"max_model_len ≤ {int(derived):,} (vllm/config/model.py _get_and_verify_max_len; "

@@ -35,10 +35,15 @@ Textual 8); :func:`handoff` puts the previous handler back when the app never go
 
 Ctrl-C (SIGINT) at any instant of start-up (issue #22): :func:`guard_start_up` saves the
 terminal's attributes and installs the console's own SIGINT handler before the frame, until the
-app has ended (:func:`end_guard`). While Textual's loop runs, the handler asks the app to exit
-with code 130 (:func:`set_interrupt_hook`: Textual's own exit restores the terminal); before
-that it raises :class:`KeyboardInterrupt`, and the TUI's start-up ``except`` calls
-:func:`leave` with ``force``: attributes, modes and the shell's screen restored, exit 130.
+app has ended (:func:`end_guard`). The handler never raises: while Textual's loop runs it asks
+the app to exit with code 130 (:func:`set_interrupt_hook`: Textual's own exit restores the
+terminal; one that came while ``asyncio.run`` built the loop is acted on at the app's mount,
+:func:`run_pending_interrupt`); before that it marks the interrupt, and the start-up raises
+:class:`KeyboardInterrupt` at its next safe point (:func:`raise_if_interrupted`), whose
+``except`` calls :func:`leave` with ``force``: attributes, modes and the shell's screen
+restored, exit 130. (Raised from the handler, a KeyboardInterrupt that landed in importlib's
+module-lock callback was swallowed with the import lock held: a deadlock.) A second SIGINT
+restores the terminal and exits 130 at once.
 ``tests/test_ctrl_c_startup.py`` checks it at 50 spread-out instants in a pty.
 """
 
@@ -443,6 +448,14 @@ def interrupt_pending() -> bool:
     return _interrupt_pending or bool(getattr(_on_interrupt, "fired", False))
 
 
+def raise_if_interrupted() -> None:
+    """Raise :class:`KeyboardInterrupt` if a SIGINT came (:func:`interrupt_pending`): the
+    start-up's safe points call it between its phases (the frame, the profile, the early
+    reading, Textual's import), where unwinding leaves no lock held."""
+    if interrupt_pending():
+        raise KeyboardInterrupt
+
+
 def run_pending_interrupt() -> bool:
     """Called by the app once its event loop runs (its first mount): a SIGINT that came while
     the hook was set but before the loop ran (``asyncio.run`` still building it) is acted on
@@ -471,7 +484,13 @@ def _on_interrupt(signum: int, frame: Any) -> None:
     _on_interrupt.fired = True  # type: ignore[attr-defined]
     hook = _interrupt_hook
     if hook is None:
-        raise KeyboardInterrupt
+        # never raised from here: a KeyboardInterrupt raised at an arbitrary bytecode of the
+        # start-up's imports can land inside importlib's own weakref callback, which holds the
+        # global import lock — CPython swallows it ("Exception ignored in … _get_module_lock
+        # … cb") and the lock is never released, so the early-reading thread's import and the
+        # main thread's deadlock (the hang in the 50-instant pty test). The start-up raises it
+        # itself at its next safe point (:func:`raise_if_interrupted`).
+        return
     # the app's run is under way (the hook is set from just before ``App.run`` until it has
     # returned): never a KeyboardInterrupt here. Raised while ``asyncio.run`` was still
     # building its loop, it left a half-made loop and an un-awaited coroutine (warnings and a
@@ -500,9 +519,9 @@ def guard_start_up(stdin: Any = None) -> None:
     wrong instant of Textual's start, the app either went on running (a hang: it had
     swallowed the cancellation) or ended without its driver's restore, leaving the shell on
     the alternate screen with the cursor hidden, about 1 start in 10. With a handler of our
-    own, asyncio installs none: the interrupt is a :class:`KeyboardInterrupt` that unwinds
-    ``App.run`` (asyncio cancels and finishes the app's tasks), and :func:`leave` restores
-    the saved attributes and modes. Main thread only; elsewhere nothing."""
+    own, asyncio installs none, and the interrupt is taken at safe points only (the module
+    docstring); :func:`leave` restores the saved attributes and modes. Main thread only;
+    elsewhere nothing."""
     global _saved_attrs, _previous_int, _guarding
     import signal
 
@@ -542,5 +561,6 @@ def end_guard() -> None:
 
 __all__ = ["ENTER", "LEAVE", "RESTORE", "WAIT_FOR_READING_S", "draw_before_profile", "end_guard",
            "guard_start_up", "handoff", "header_line", "identity_text", "interrupt_pending",
-           "is_terminal", "leave", "nvml_lines", "raw_identity", "render", "run_pending_interrupt",
+           "is_terminal", "leave", "nvml_lines", "raise_if_interrupted", "raw_identity", "render",
+           "run_pending_interrupt",
            "set_interrupt_hook", "wanted"]

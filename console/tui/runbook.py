@@ -27,11 +27,13 @@ import re
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import datetime, timedelta, timezone
 from typing import Any, Protocol, TypeVar
 
 from rich.markup import escape
 from textual.message import Message
 
+from seat_console.core.fmt import clock_z
 from seat_console.tui.messages import ConsoleApp, PlanReady, RunbookEvent, RunFinished
 
 T = TypeVar("T")
@@ -174,7 +176,25 @@ def _make_release(_ctl: RunbookController, journal: Any, nctx: Any, observer: An
     if h.state == "unfinished":
         raise LookupError(f"hold {h.hold_id} never finished (its console died): run "
                           "`seat-console recover` in a shell")
-    return hold_mod.build_release(nctx, journal, h, observer=observer)
+    return hold_mod.build_release(nctx, journal, h, observer=observer,
+                                  defer_firing=_ctl.defer_firing)
+
+
+DEFER_FIRING_S = 3600
+"""The TUI release's "defer those" choice: the timers that would fire at once when started
+are kept stopped this long (s) and then started by a transient timer on the node, as
+``seat-console release --defer-firing WHEN`` does (the CLI takes any time)."""
+
+
+def firing_at_once(plan: Any) -> list[str]:
+    """The timers a release plan says would fire the moment they are started (the plan's
+    ``forecast`` facts, :func:`seat_console.actions.hold.build_release`), sorted; ``[]`` for
+    any other plan."""
+    facts = getattr(plan, "facts", None)
+    fc = facts.get("forecast") if isinstance(facts, dict) else None
+    if not isinstance(fc, dict):
+        return []
+    return sorted(u for u, f in fc.items() if isinstance(f, dict) and f.get("fires_at_once"))
 
 
 def _make_build(ctl: RunbookController, journal: Any, nctx: Any, observer: Any,
@@ -243,6 +263,9 @@ class RunbookController:
         """The hold's TTL (s) as last given in the options screen (``None``: the profile's)."""
         self.reason = ""
         """The hold's reason as last given (journaled, in the silence's comment)."""
+        self.defer_firing: datetime | None = None
+        """The release being planned keeps the timers that would fire at once stopped until
+        this UTC time (the confirmation's "defer those" choice); ``None``: start them now."""
         from seat_console.tui.probe_tui import ProbeController
 
         self.probe = ProbeController(app, self)
@@ -280,6 +303,8 @@ class RunbookController:
                                                    ttl_text=fmt_ttl, parse_ttl=parse_ttl),
                                  self._options_given)
             return
+        if kind == "release":
+            self.defer_firing = None
         self._read_plan(flow)
 
     def _busy_key(self, kind: str) -> None:
@@ -338,11 +363,22 @@ class RunbookController:
             self.error(human_error(flow.kind, plan, self.app.loaded.profile.node.docker_host))
             return
         question = flow.question(self)
+        alt = None
+        firing = firing_at_once(plan) if flow.kind == "release" else []
+        if firing and self.defer_firing is None:
+            at = datetime.now(timezone.utc) + timedelta(seconds=DEFER_FIRING_S)
+            alt = f"Release, defer {len(firing)} to {clock_z(at)}"   # fits 80 columns
         screen = ConfirmScreen(question, lines, typed=self.seat if flow.typed else None,
-                               yes_label=flow.yes)
+                               yes_label=flow.yes, alt_label=alt)
         self.app.push_screen(screen, lambda yes: self._answered(flow, question, plan, yes))
 
-    def _answered(self, flow: Flow, question: str, plan: Any, yes: bool | None) -> None:
+    def _answered(self, flow: Flow, question: str, plan: Any, yes: bool | str | None) -> None:
+        if yes == "alt" and flow.kind == "release":
+            # the variant is planned from the node again and confirmed again (its plan says
+            # "defer <timer>: keep it stopped until …" for each)
+            self.defer_firing = datetime.now(timezone.utc) + timedelta(seconds=DEFER_FIRING_S)
+            self._read_plan(flow)
+            return
         if not yes:
             self.app.notify(f"{flow.kind}: cancelled; nothing changed")
             return
