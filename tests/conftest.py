@@ -283,10 +283,15 @@ def wait_until(pred: Callable[[], Any], timeout: float = 30.0, interval: float =
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Mark every test that uses the ``lab`` fixture (directly or not) with ``lab``."""
+    """Mark every test that uses the ``lab`` fixture (directly or not) with ``lab``, and put
+    it in the pytest-xdist group ``lab``: under ``-n N --dist loadgroup`` (scripts/test) the lab
+    tests run one after another on one worker (they share one lab, and ``lab_stop`` takes a
+    component down for the test that asked), while the other tests run on the other workers."""
     for item in items:
         if "lab" in getattr(item, "fixturenames", ()):
             item.add_marker(pytest.mark.lab)
+        if item.get_closest_marker("lab") is not None:   # also those marked lab by hand
+            item.add_marker(pytest.mark.xdist_group("lab"))
 
 
 # ==============================================================================================
@@ -346,3 +351,41 @@ try:
     _hyp_settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 except ImportError:  # hypothesis is in the test extra; without it the property suites fail
     pass
+
+
+# -- each test process its own state and data dirs (ci) -----------------------------------------
+_OWN_DIRS_FLAG = "SEAT_TESTS_OWN_DIRS"
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Give this test process (the session, or each pytest-xdist worker) its own console state
+    dir (the journal) and data dir (probe runs, comparisons), unless the person running pytest
+    set ``SEAT_CONSOLE_STATE_DIR`` / ``SEAT_CONSOLE_DATA_DIR`` themselves. A test that sets its
+    own (most do, under ``tmp_path``) is unchanged; one that does not no longer reads or writes
+    ``~/.local/state/seat-console``, which tests on other workers would share. xdist's workers
+    inherit the controller's environment, so the flag tells a worker the dirs are the
+    controller's (to be replaced), not the person's (to be kept)."""
+    import tempfile
+
+    ours = os.environ.get(_OWN_DIRS_FLAG) == "1"
+    if not ours and (os.environ.get("SEAT_CONSOLE_STATE_DIR")
+                     or os.environ.get("SEAT_CONSOLE_DATA_DIR")):
+        return
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "main")
+    root = Path(tempfile.mkdtemp(prefix=f"seat-tests-{worker}-"))
+    os.environ["SEAT_CONSOLE_STATE_DIR"] = str(root / "state")
+    os.environ["SEAT_CONSOLE_DATA_DIR"] = str(root / "data")
+    os.environ[_OWN_DIRS_FLAG] = "1"
+    config.stash[_own_root] = root
+
+
+_own_root = pytest.StashKey[Path]()
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    """Remove the dirs :func:`pytest_configure` made for this process (if it made them)."""
+    import shutil
+
+    root = config.stash.get(_own_root, None)
+    if root is not None:
+        shutil.rmtree(root, ignore_errors=True)
