@@ -91,6 +91,23 @@ async def test_total_timeout_on_the_hot_path_names_the_limit() -> None:
     assert rec.failure_kind == "timeout" and "0.3 s" in (rec.failure or "")
 
 
+def test_hot_path_on_uvloop_streams_every_recorded_case() -> None:
+    """The probe runs on uvloop (``run_async``), whose transports are not asyncio's classes:
+    every scenario gives the same record there as on the httpx path."""
+    from seat_console.probe.client import run_async
+
+    async def both() -> list[tuple[dict[str, Any], dict[str, Any]]]:
+        out = []
+        async with SSEServer(keep_alive=True) as srv:
+            for s in ALL:
+                out.append((shape(await send(srv.url, _spec(s), FAST, "hot")),
+                            shape(await send(srv.url, _spec(s), FAST, "aiohttp"))))
+        return out
+
+    for hot, ref in run_async(both()):
+        assert hot == ref
+
+
 def test_pool_refuses_a_url_that_is_not_http() -> None:
     with pytest.raises(ValueError, match="ftp://x"):
         StreamPool("ftp://x", FAST, 1)
