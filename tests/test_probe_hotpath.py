@@ -61,9 +61,13 @@ def test_shape_tells_records_apart() -> None:
                          stream_end_s=1.0, tokens_streamed=2, output_chunks=2, events=3,
                          text_chars=2, ttft_s=0.1, e2e_s=0.2, tpot_s=0.1, itl_s=[0.1],
                          output_tokens=2)
-    other = base.model_copy(update={"output_tokens": 3})
-    assert shape(base) != shape(other)
-    assert shape(base) != shape(base.model_copy(update={"itl_s": [0.1, 0.1]}))
+    def but(**kw: Any) -> RequestRecord:
+        return RequestRecord.model_validate({**base.model_dump(), **kw})
+
+    assert shape(base) == shape(but(ttft_s=0.3, e2e_s=0.5))   # clock readings are not compared
+    assert shape(base) != shape(but(output_tokens=3))
+    assert shape(base) != shape(but(itl_s=[0.1, 0.1]))
+    assert shape(base) != shape(but(ok=False, failure_kind="truncated", failure="cut"))
 
 
 async def test_keep_alive_reuses_one_connection_for_sequential_streams() -> None:
