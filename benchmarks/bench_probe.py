@@ -109,7 +109,10 @@ if "nocus" in opts:   # A/B: no usage in every chunk (what bench serve asks for)
         body["stream_options"] = {"include_usage": True}
         return body
     RequestSpec.payload = _no_cus
-R.make_client = functools.partial(make_client, http=http)
+# "hot-uvloop": the stream hot path (probe/hotpath.py); otherwise the httpx path over `http`
+object.__setattr__(loaded.profile.probe, "stream_client", "hot" if http == "hot" else http)
+if http != "hot":
+    R.make_client = functools.partial(make_client, http=http)
 runner = run_async if loop == "uvloop" else asyncio.run
 pre = Preflight(endpoint=url, model=model, identity={"endpoint": url}, kv=KvCapacity(),
                 hold=HoldInfo(None, "benchmark"), seat_containers=set())
@@ -121,7 +124,9 @@ st = s["phases"][0]["stats"]
 print("@@RESULT@@" + json.dumps({"output_throughput": st["output_tok_s"],
       "completed": st["completed"], "failed": st["failed"],
       "total_output_tokens": st["output_tokens"], "duration_s": st["duration_s"],
-      "cpu_s": s["phases"][0]["client_cpu_s"], "run_cpu_s": cpu, "wall_s": wall,
+      "cpu_s": s["phases"][0]["client_cpu_s"],
+      "itl_p50_s": (st.get("itl") or {}).get("p50_s"),
+      "itl_p99_s": (st.get("itl") or {}).get("p99_s"), "run_cpu_s": cpu, "wall_s": wall,
       "accounting": s["phases"][0]["accounting"], "status": s["status"]}))
 """
 

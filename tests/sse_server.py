@@ -157,7 +157,11 @@ TOKENS = {"normal": 4, "multi": 6, "logprobs": 4, "split": 2, "merged": 5, "chat
 class SSEServer:
     """``async with SSEServer() as srv:`` → ``srv.url``; counts requests in ``srv.requests``."""
 
-    def __init__(self) -> None:
+    def __init__(self, keep_alive: bool = False) -> None:
+        # keep_alive: event streams end without "Connection: close" and the connection then
+        # serves the next request (as uvicorn does); ``connections`` counts accepted ones
+        self.keep_alive = keep_alive
+        self.connections = 0
         self.requests: list[dict[str, Any]] = []
         self._server: asyncio.base_events.Server | None = None
         self.url = ""
@@ -194,59 +198,68 @@ class SSEServer:
         await self._server.wait_closed()
 
     async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self.connections += 1
         try:
-            head = await reader.readuntil(b"\r\n\r\n")
-            length = 0
-            for line in head.decode("latin-1").split("\r\n")[1:]:
-                k, _, v = line.partition(":")
-                if k.strip().lower() == "content-length":
-                    length = int(v.strip())
-            if head.startswith(b"GET /metrics"):
-                text = self.metrics_text().encode()
-                writer.write(b"HTTP/1.1 200 OK\r\nContent-Type: text/plain; version=0.0.4\r\n"
-                             b"Connection: close\r\nContent-Length: " + str(len(text)).encode()
-                             + b"\r\n\r\n" + text)
-                await writer.drain()
-                return
-            body = json.loads(await reader.readexactly(length)) if length else {}
-            self.requests.append(body)
-            scenario = body.get("prompt") or body.get("messages", [{}])[-1].get("content", "")
-            if scenario == "hangup":          # the server closes before any response head
-                return
-            if scenario == "not-sse":         # HTTP 200, but a JSON body, not an event stream
-                msg = b'{"choices": []}'
-                writer.write(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
-                             b"Content-Length: " + str(len(msg)).encode()
-                             + b"\r\nConnection: close\r\n\r\n" + msg)
-                await writer.drain()
-                return
-            if scenario == "http500":
-                msg = b'{"error": {"message": "boom", "code": 500}}'
-                writer.write(b"HTTP/1.1 500 Internal Server Error\r\nContent-Type: "
-                             b"application/json\r\nContent-Length: " + str(len(msg)).encode()
-                             + b"\r\nConnection: close\r\n\r\n" + msg)
-                await writer.drain()
-                return
-            writer.write(b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream; charset=utf-8\r\n"
-                         b"Transfer-Encoding: chunked\r\nConnection: close\r\n\r\n")
-            await writer.drain()
-
-            async def w(data: bytes) -> None:
-                writer.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
-                await writer.drain()
-
-            if scenario == "cut-chunked":
-                await w(completion_chunk("a", running=1))
-                writer.write(b"40\r\ndata: {\"trunc")  # a chunk announced, never finished
-                await writer.drain()
-                return
-            await SCENARIOS[scenario](w)
-            writer.write(b"0\r\n\r\n")
-            await writer.drain()
-            if scenario in TOKENS:
-                self.generation_tokens += TOKENS[scenario]
-                self.succeeded += 1
+            while await self._serve_one(reader, writer) and self.keep_alive:
+                pass
         except (ConnectionError, asyncio.IncompleteReadError):
             pass
         finally:
             writer.close()
+
+    async def _serve_one(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
+                         ) -> bool:
+        """Serve one request; True when the connection may serve another."""
+        head = await reader.readuntil(b"\r\n\r\n")
+        length = 0
+        for line in head.decode("latin-1").split("\r\n")[1:]:
+            k, _, v = line.partition(":")
+            if k.strip().lower() == "content-length":
+                length = int(v.strip())
+        if head.startswith(b"GET /metrics"):
+            text = self.metrics_text().encode()
+            writer.write(b"HTTP/1.1 200 OK\r\nContent-Type: text/plain; version=0.0.4\r\n"
+                         b"Connection: close\r\nContent-Length: " + str(len(text)).encode()
+                         + b"\r\n\r\n" + text)
+            await writer.drain()
+            return False
+        body = json.loads(await reader.readexactly(length)) if length else {}
+        self.requests.append(body)
+        scenario = body.get("prompt") or body.get("messages", [{}])[-1].get("content", "")
+        if scenario == "hangup":          # the server closes before any response head
+            return False
+        if scenario == "not-sse":         # HTTP 200, but a JSON body, not an event stream
+            msg = b'{"choices": []}'
+            writer.write(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+                         b"Content-Length: " + str(len(msg)).encode()
+                         + b"\r\nConnection: close\r\n\r\n" + msg)
+            await writer.drain()
+            return False
+        if scenario == "http500":
+            msg = b'{"error": {"message": "boom", "code": 500}}'
+            writer.write(b"HTTP/1.1 500 Internal Server Error\r\nContent-Type: "
+                         b"application/json\r\nContent-Length: " + str(len(msg)).encode()
+                         + b"\r\nConnection: close\r\n\r\n" + msg)
+            await writer.drain()
+            return False
+        close = b"" if self.keep_alive else b"Connection: close\r\n"
+        writer.write(b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream; charset=utf-8\r\n"
+                     b"Transfer-Encoding: chunked\r\n" + close + b"\r\n")
+        await writer.drain()
+
+        async def w(data: bytes) -> None:
+            writer.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
+            await writer.drain()
+
+        if scenario == "cut-chunked":
+            await w(completion_chunk("a", running=1))
+            writer.write(b"40\r\ndata: {\"trunc")  # a chunk announced, never finished
+            await writer.drain()
+            return False
+        await SCENARIOS[scenario](w)
+        writer.write(b"0\r\n\r\n")
+        await writer.drain()
+        if scenario in TOKENS:
+            self.generation_tokens += TOKENS[scenario]
+            self.succeeded += 1
+        return True

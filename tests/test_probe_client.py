@@ -18,23 +18,34 @@ from seat_console.probe.client import (
     parse_chunk,
     run_request,
 )
+from seat_console.probe.hotpath import StreamPool, run_request_hot
 from sse_server import SNOWMAN_TEXT, SSEServer
 
 FAST = ClientTimeouts(connect_s=2.0, read_s=0.5, total_s=10.0)
 
 
-@pytest.fixture(params=["aiohttp", "httpcore"])
+@pytest.fixture(params=["hot", "aiohttp", "httpcore"])
 def stack(request: pytest.FixtureRequest) -> str:
-    """Every nasty case runs over both HTTP stacks under the httpx API."""
+    """Every nasty case runs over the stream hot path (``probe/hotpath.py``) and both HTTP
+    stacks under the httpx API."""
     return request.param
+
+
+async def send(url: str, spec: RequestSpec, timeouts: ClientTimeouts, stack: str):
+    """One request to ``url`` over ``stack`` ("hot" or an httpx stack)."""
+    if stack == "hot":
+        async with StreamPool(url, timeouts, 4) as pool:
+            return await run_request_hot(pool, spec, timeouts=timeouts)
+    async with make_client(url, timeouts, 4, http=stack) as client:  # type: ignore[arg-type]
+        return await run_request(client, spec, timeouts=timeouts)
 
 
 async def _one(scenario: str, api: str = "completions", timeouts: ClientTimeouts = FAST,
                stack: str = "aiohttp"):
-    async with SSEServer() as srv, make_client(srv.url, timeouts, 4, http=stack) as client:
+    async with SSEServer() as srv:
         spec = RequestSpec(phase="t", index=0, api=api, model="m", prompt=scenario,
                            max_tokens=8)
-        rec = await run_request(client, spec, timeouts=timeouts)
+        rec = await send(srv.url, spec, timeouts, stack)
         return rec, srv.requests
 
 
@@ -129,9 +140,8 @@ async def test_total_timeout_bounds_a_slow_stream(stack: str) -> None:
 
 
 async def test_connection_refused_is_a_transport_failure(stack: str) -> None:
-    async with make_client("http://127.0.0.1:9", FAST, 1, http=stack) as client:
-        rec = await run_request(client, RequestSpec(phase="t", index=0, model="m",
-                                                    prompt="x", max_tokens=1), timeouts=FAST)
+    rec = await send("http://127.0.0.1:9", RequestSpec(phase="t", index=0, model="m",
+                                                       prompt="x", max_tokens=1), FAST, stack)
     assert not rec.ok and rec.failure_kind == "transport"
 
 

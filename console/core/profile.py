@@ -775,7 +775,10 @@ class ProbeSpec(_Strict):
     name (default: the first of ``/v1/models``); ``endpoint``: default ``seat.endpoint``;
     ``read_timeout_s``: longest silence inside a stream before the request fails;
     ``request_timeout_s``: longest whole request; ``seed``: arrival times of rate-limited
-    phases; ``watch_interval_s``: how often interference is checked during a run.
+    phases; ``watch_interval_s``: how often interference is checked during a run;
+    ``stream_client``: how streams are read — ``hot`` (default: an asyncio protocol with
+    httptools, ``probe/hotpath.py``) or the httpx path over ``aiohttp`` / ``httpcore`` (kept
+    selectable; both give the same records, ``tests/test_probe_hotpath.py``).
     """
 
     api: Literal["completions", "chat"] = "completions"
@@ -790,6 +793,7 @@ class ProbeSpec(_Strict):
     request_timeout_s: float = Field(default=600.0, gt=0.0, le=86400.0)
     seed: int = 0
     watch_interval_s: float = Field(default=2.0, ge=0.2, le=60.0)
+    stream_client: Literal["hot", "aiohttp", "httpcore"] = "hot"
 
     @field_validator("phases")
     @classmethod

@@ -309,6 +309,74 @@ class RequestSpec(Frozen):
         return body
 
 
+class SSEFeed:
+    """One stream's bytes → events → :class:`StreamTimer`, shared by both stream paths (the
+    httpx one in :func:`run_request` and the protocol one in :mod:`.hotpath`), so both split and
+    count identically.
+
+    Framing is :mod:`httpx_sse`'s own line and event decoders, fed as its
+    ``EventSource.aiter_sse`` feeds them; multi-byte UTF-8 split across reads is the stdlib
+    incremental decoder's (U+FFFD for invalid bytes). :meth:`feed` takes one network read
+    (bytes) and its arrival time ``t`` (seconds since send), shared by every event it
+    completes; :meth:`finish` flushes the tail at the end of the body. Both raise
+    :class:`StreamFailure` as :meth:`StreamTimer.feed` does.
+    """
+
+    __slots__ = ("_events", "_lines", "_utf8", "timer")
+
+    def __init__(self) -> None:
+        self.timer = StreamTimer()
+        self._lines, self._events = SSELineDecoder(), SSEDecoder()
+        self._utf8 = codecs.getincrementaldecoder("utf-8")("replace")
+
+    def feed(self, raw: bytes, t: float) -> None:
+        """One read's bytes, arrived at ``t``."""
+        text = self._utf8.decode(raw)
+        if not text:
+            return
+        events, timer = self._events, self.timer
+        for line in self._lines.decode(text):
+            ev = events.decode(line.rstrip("\n"))
+            if ev is not None and (ev.data or ev.event):
+                timer.feed(ev.data, t)
+
+    def finish(self, t: float) -> None:
+        """The body ended at ``t``: flush a partial line (and U+FFFD for a cut character)."""
+        tail = self._utf8.decode(b"", final=True)
+        for line in (self._lines.decode(tail) if tail else []) + self._lines.flush():
+            ev = self._events.decode(line.rstrip("\n"))
+            if ev is not None and (ev.data or ev.event):
+                self.timer.feed(ev.data, t)
+
+
+def request_common(spec: RequestSpec, sent_at: Any, start_s: float) -> dict[str, Any]:
+    """The identity fields of ``spec``'s :class:`RequestRecord` (``sent_at``: UTC datetime;
+    ``start_s``: seconds from the phase origin to the send)."""
+    return {"phase": spec.phase, "index": spec.index, "api": spec.api,
+            "prompt_id": spec.prompt_id, "sent_at": sent_at, "start_s": start_s}
+
+
+def failed_record(common: dict[str, Any], timer: StreamTimer, status: int | None,
+                  end_s: float, kind: str, reason: str) -> RequestRecord:
+    """A failed request's record: what ``timer`` saw up to the failure, ``end_s`` seconds
+    after the send."""
+    return RequestRecord(**common, ok=False, failure_kind=kind, failure=reason,
+                         http_status=status, stream_end_s=end_s,
+                         tokens_streamed=timer.tokens_streamed, output_tokens=timer.final_tokens,
+                         prompt_tokens=timer.prompt_tokens, output_chunks=timer.output_chunks,
+                         events=timer.events, ttft_s=timer.ttft_s,
+                         finish_reason=timer.finish_reason, count_source=timer.count_source,
+                         text_chars=timer.text_chars)
+
+
+def ok_record(common: dict[str, Any], timer: StreamTimer, status: int | None, end_s: float,
+              fields: dict[str, Any]) -> RequestRecord:
+    """A completed request's record (``fields``: :meth:`StreamTimer.result`)."""
+    return RequestRecord(**common, ok=True, http_status=status, stream_end_s=end_s,
+                         tokens_streamed=timer.tokens_streamed, output_chunks=timer.output_chunks,
+                         events=timer.events, text_chars=timer.text_chars, **fields)
+
+
 @dataclass(frozen=True)
 class ClientTimeouts:
     """Timeouts (seconds): ``connect_s``; ``read_s`` — longest silence between bytes (a stall
@@ -437,20 +505,13 @@ async def run_request(client: httpx.AsyncClient, spec: RequestSpec, *,
     sent_at = utcnow()
     t0 = time.perf_counter()
     base = phase_t0 if phase_t0 is not None else t0
-    timer = StreamTimer()
+    feed = SSEFeed()
+    timer = feed.timer
     status: int | None = None
-    common = {"phase": spec.phase, "index": spec.index, "api": spec.api,
-              "prompt_id": spec.prompt_id, "sent_at": sent_at, "start_s": t0 - base}
+    common = request_common(spec, sent_at, t0 - base)
 
     def failed(kind: str, reason: str) -> RequestRecord:
-        return RequestRecord(**common, ok=False, failure_kind=kind, failure=reason,
-                             http_status=status, stream_end_s=time.perf_counter() - t0,
-                             tokens_streamed=timer.tokens_streamed,
-                             output_tokens=timer.final_tokens,
-                             prompt_tokens=timer.prompt_tokens,
-                             output_chunks=timer.output_chunks, events=timer.events,
-                             ttft_s=timer.ttft_s, finish_reason=timer.finish_reason,
-                             count_source=timer.count_source, text_chars=timer.text_chars)
+        return failed_record(common, timer, status, time.perf_counter() - t0, kind, reason)
 
     try:
         async with asyncio.timeout(timeouts.total_s):
@@ -465,30 +526,14 @@ async def run_request(client: httpx.AsyncClient, spec: RequestSpec, *,
                 if "text/event-stream" not in ctype:
                     return failed("not-sse", f"not an event stream: the response's Content-Type "
                                              f"is {ctype!r}, not text/event-stream")
-                # httpx-sse's own decoders, fed as its EventSource.aiter_sse feeds them, but
-                # from the raw body: one timestamp per network read, no text re-chunking layer
-                lines, events = SSELineDecoder(), SSEDecoder()
-                utf8 = codecs.getincrementaldecoder("utf-8")("replace")
                 body_iter = (resp.aiter_bytes() if "content-encoding" in resp.headers
                              else resp.aiter_raw())
                 # read on to the end of the body after [DONE] (an event after it is a bad
                 # chunk): a fully read response returns its connection to the pool; breaking
                 # off would close it and every request would pay a new connect
                 async for raw in body_iter:
-                    t = time.perf_counter() - t0
-                    text = utf8.decode(raw)
-                    if not text:
-                        continue
-                    for line in lines.decode(text):
-                        ev = events.decode(line.rstrip("\n"))
-                        if ev is not None and (ev.data or ev.event):
-                            timer.feed(ev.data, t)
-                t = time.perf_counter() - t0
-                tail = utf8.decode(b"", final=True)   # U+FFFD for a cut multi-byte character
-                for line in (lines.decode(tail) if tail else []) + lines.flush():
-                    ev = events.decode(line.rstrip("\n"))
-                    if ev is not None and (ev.data or ev.event):
-                        timer.feed(ev.data, t)
+                    feed.feed(raw, time.perf_counter() - t0)
+                feed.finish(time.perf_counter() - t0)
         end = time.perf_counter() - t0
         fields = timer.result()
     except StreamFailure as exc:
@@ -510,9 +555,7 @@ async def run_request(client: httpx.AsyncClient, spec: RequestSpec, *,
         if isinstance(exc, httpx.RemoteProtocolError) and status is not None:
             return failed("truncated", f"the connection closed mid-stream: {exc}")
         return failed("transport", f"{type(exc).__name__}: {exc}")
-    return RequestRecord(**common, ok=True, http_status=status, stream_end_s=end,
-                         tokens_streamed=timer.tokens_streamed, output_chunks=timer.output_chunks,
-                         events=timer.events, text_chars=timer.text_chars, **fields)
+    return ok_record(common, timer, status, end, fields)
 
 
 def finite(x: float | None) -> bool:
@@ -529,11 +572,15 @@ __all__ = [
     "HttpStack",
     "RequestRecord",
     "RequestSpec",
+    "SSEFeed",
     "StreamFailure",
     "StreamTimer",
+    "failed_record",
     "finite",
     "make_client",
+    "ok_record",
     "parse_chunk",
+    "request_common",
     "run_async",
     "run_request",
 ]

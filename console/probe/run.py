@@ -40,6 +40,7 @@ from seat_console.probe.client import (
     make_client,
     run_request,
 )
+from seat_console.probe.hotpath import StreamPool, run_request_hot
 from seat_console.probe.engine_counters import (
     Accounting,
     EngineCounters,
@@ -368,6 +369,7 @@ class Probe:
             PhaseProgress(name=p.name, expected=p.requests, concurrency=p.concurrency)
             for p in self.phases])
         self.started_at = utcnow()
+        self._streams: StreamPool | None = None
         self._stop: asyncio.Event | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self.records: dict[str, list[RequestRecord]] = {p.name: [] for p in self.phases}
@@ -403,6 +405,7 @@ class Probe:
                          "ignore_eos": s.ignore_eos, "warmup_requests": s.warmup_requests,
                          "read_timeout_s": s.read_timeout_s,
                          "request_timeout_s": s.request_timeout_s, "seed": s.seed,
+                         "stream_client": s.stream_client,
                          "phases": [p.model_dump() for p in self.phases]},
             "hold": {"active": self.pre.hold.active, "detail": self.pre.hold.detail,
                      "silence_id": self.pre.hold.silence_id,
@@ -422,6 +425,9 @@ class Probe:
         sent_at = utcnow()
         t_send = time.perf_counter()
         try:
+            if self._streams is not None:
+                return await run_request_hot(self._streams, spec, timeouts=self.timeouts,
+                                             phase_t0=t0)
             return await run_request(client, spec, timeouts=self.timeouts, phase_t0=t0)
         except asyncio.CancelledError:
             rec = RequestRecord(phase=phase, index=i, api=spec.api, prompt_id=pid,
@@ -541,7 +547,12 @@ class Probe:
         self.progress.status = "running"
         self._changed()
         max_c = max([p.concurrency for p in self.phases] + [1])
-        client = make_client(self.pre.endpoint, self.timeouts, max_c)
+        sc = self.spec.stream_client
+        client = make_client(self.pre.endpoint, self.timeouts, max_c,
+                             http="aiohttp" if sc == "hot" else sc)
+        # streams on the hot path (probe/hotpath.py); health, models, /metrics stay on httpx
+        self._streams = (StreamPool(self.pre.endpoint, self.timeouts, max_c) if sc == "hot"
+                         else None)
         monitor: InterferenceMonitor | None = None
         accounting: dict[str, Accounting | str] = {}
         interrupted = False
@@ -608,6 +619,8 @@ class Probe:
                 if closer is not None:
                     await asyncio.to_thread(closer)
             await client.aclose()
+            if self._streams is not None:
+                await self._streams.aclose()
             self.summary = self._finish(summary, accounting, monitor, interrupted, fatal)
             self.writer.write_summary(self.summary)
             self.writer.close()
