@@ -10,6 +10,7 @@ from prom_fixtures import fleet_sim, wait_until
 from test_fleet_prometheus import expected_state
 
 from seat_console.core.profile import load_profile
+from seat_console.fleet.promapi import PromClient
 from seat_console.fleet.rows import RANK
 from seat_console.fleet.setup import make_fleet
 
@@ -19,6 +20,8 @@ LAB_SEATS = 1000
 
 def test_lab_seat_and_the_simulators_1000_in_trouble_order(lab) -> None:
     fleet = make_fleet(load_profile(lab.profile_path))
+    fleet.prom.close()   # a generous per-query limit: the lab's Prometheus on a loaded 2-core box
+    fleet.prom = PromClient(fleet.prom.url, timeout_s=60)
     (entry,) = [e for e in fleet.inventory if e.node == "seat-lab"]
     want = {s.instance: expected_state(s) for s in fleet_sim().plan(LAB_SEATS, 0, 0)}
 
@@ -33,7 +36,7 @@ def test_lab_seat_and_the_simulators_1000_in_trouble_order(lab) -> None:
         return r if all(by.get(i) and by[i].state == s for i, s in want.items()) else None
 
     try:
-        reading = wait_until(settled, 120, "the lab seat and the simulator's seats", every_s=2.0)
+        reading = wait_until(settled, 300, "the lab seat and the simulator's seats", every_s=2.0)
     finally:
         fleet.prom.close()
     rows = reading.rows
