@@ -80,6 +80,10 @@ LOOPBACK = "127.0.0.1"
 REGISTRY_PORT = int(os.environ.get("SEAT_LAB_REGISTRY_PORT", "15000"))
 ALERTMANAGER_PORT = int(os.environ.get("SEAT_LAB_ALERTMANAGER_PORT", "19093"))
 VLLM_PORT = int(os.environ.get("SEAT_LAB_VLLM_PORT", "18000"))
+LAB_INSTANCE = "seat-lab"
+"""The lab seat's one ``instance`` label in Prometheus: its vLLM and exporter jobs are
+relabelled to it (``relabel_configs``), so the fleet's queries, joined ``by (instance)``, see
+one seat, as docs/fleet.md advises for a real fleet; the silence's matcher names it too."""
 PROMETHEUS_PORT = int(os.environ.get("SEAT_LAB_PROMETHEUS_PORT", "19090"))
 EXPORTER_PORT = int(os.environ.get("SEAT_LAB_EXPORTER_PORT", "19469"))
 FLEET_SIM_PORT = int(os.environ.get("SEAT_LAB_FLEET_SIM_PORT", "19470"))
@@ -866,17 +870,20 @@ def prometheus_config(rules: Path) -> dict[str, Any]:
     rules, alerts sent to the lab's Alertmanager, and four scrape jobs — the seat's vLLM (job
     ``seat-lab``, as the profile's silence matchers name it), the exporter, Alertmanager and
     the fleet simulator (``honor_labels: true``: it sets each seat's own ``instance``; only
-    while ``scripts/fleet_sim.py`` exists)."""
+    while ``scripts/fleet_sim.py`` exists). The vLLM and exporter jobs are relabelled to one
+    ``instance``, :data:`LAB_INSTANCE`: one seat for the fleet's ``by (instance)`` joins and
+    the rules' ``on (instance)``."""
     iv = f"{PROMETHEUS_INTERVAL_S}s"
+    one_instance = {"target_label": "instance", "replacement": LAB_INSTANCE}
     return {
         "global": {"scrape_interval": iv, "evaluation_interval": iv, "scrape_timeout": iv},
         "rule_files": [str(rules)],
         "alerting": {"alertmanagers": [
             {"static_configs": [{"targets": [f"{LOOPBACK}:{ALERTMANAGER_PORT}"]}]}]},
         "scrape_configs": [
-            {"job_name": "seat-lab",
+            {"job_name": "seat-lab", "relabel_configs": [one_instance],
              "static_configs": [{"targets": [f"{LOOPBACK}:{VLLM_PORT}"]}]},
-            {"job_name": "seat-exporter",
+            {"job_name": "seat-exporter", "relabel_configs": [one_instance],
              "static_configs": [{"targets": [f"{LOOPBACK}:{EXPORTER_PORT}"]}]},
             {"job_name": "alertmanager",
              "static_configs": [{"targets": [f"{LOOPBACK}:{ALERTMANAGER_PORT}"]}]},
@@ -1438,7 +1445,7 @@ def write_profile(state: dict[str, Any]) -> None:
         "",
         "[[silence.matchers]]",
         'name = "instance"',
-        f"value = {_toml_str(f'{LOOPBACK}:{VLLM_PORT}')}",
+        f"value = {_toml_str(LAB_INSTANCE)}",
         "is_regex = false",
         "is_equal = true",
         "",
@@ -1449,12 +1456,13 @@ def write_profile(state: dict[str, Any]) -> None:
         "is_equal = true",
         "",
         "# The fleet screen over the lab's Prometheus (`seat-console fleet`): the lab's own seat",
-        "# (its exporter's instance) in the inventory, beside the fleet simulator's seats.",
+        "# (instance \"seat-lab\": its vLLM and exporter jobs are relabelled to it) in the",
+        "# inventory, beside the fleet simulator's seats.",
         "[fleet]",
         f"prometheus_url = {_toml_str(_prom_url())}",
         f"scrape_interval_s = {PROMETHEUS_INTERVAL_S}",
         "[[fleet.inventory]]",
-        f"instance = {_toml_str(f'{LOOPBACK}:{EXPORTER_PORT}')}",
+        f"instance = {_toml_str(LAB_INSTANCE)}",
         'node = "seat-lab"',
         f"profile = {_toml_str(str(PROFILE_FILE))}",
         "",
