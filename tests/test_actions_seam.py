@@ -421,3 +421,26 @@ def test_the_hold_expires_ttl_seconds_from_now(tmp_path, monkeypatch) -> None:
     assert before + timedelta(seconds=599) <= exp <= after + timedelta(seconds=601)
     steps["silence seat"].apply(rb.ctx)
     assert got["ends_at"] == exp                        # the silence ends with the lease
+
+
+@pytest.mark.parametrize("answer, goes", [("y", True), ("YES", True), (" y ", True), ("", False),
+                                          ("n", False), ("sure", False), (None, False)])
+def test_the_y_n_confirmation_goes_only_on_yes(monkeypatch, capsys, answer, goes) -> None:
+    import builtins
+    import sys
+
+    from seat_console.actions.runbook import Plan, PlanLine
+    from seat_console.commands import action_common as ac
+
+    def fake_input(prompt: str = "") -> str:
+        if answer is None:
+            raise EOFError
+        return answer
+    monkeypatch.setattr(sys.stdin, "isatty", lambda: True, raising=False)
+    monkeypatch.setattr(builtins, "input", fake_input)
+    plan = Plan("hold", (PlanLine("stop a.timer", True, "stop a.timer"),))
+    code = ac.confirm(plan, "hold", False, "seat-console hold")
+    assert code == (None if goes else ac.EXIT_DECLINED)
+    if not goes:
+        assert "declined; nothing was changed" in capsys.readouterr().err
+    assert ac.confirm(plan, "hold", True, "seat-console hold") is None
