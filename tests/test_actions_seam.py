@@ -444,3 +444,59 @@ def test_the_y_n_confirmation_goes_only_on_yes(monkeypatch, capsys, answer, goes
     if not goes:
         assert "declined; nothing was changed" in capsys.readouterr().err
     assert ac.confirm(plan, "hold", True, "seat-console hold") is None
+
+
+class _FakeAM:
+    """The Alertmanager client as the hold's verify reads it: one stored silence."""
+
+    def __init__(self, silence: Any) -> None:
+        self.silence = silence
+
+    def get_silence(self, sid: str) -> Any:
+        assert sid == self.silence.id
+        return self.silence
+
+
+@pytest.mark.parametrize("state, end_off_s, ok", [
+    ("active", 0, True), ("active", 0.5, True), ("active", 120, False), ("active", -3600, False),
+    ("pending", 0, False), ("expired", 0, False)])
+def test_the_silence_must_read_back_active_until_the_hold_expires(
+        tmp_path, monkeypatch, state, end_off_s, ok) -> None:
+    from datetime import UTC, datetime, timedelta
+
+    from seat_console.actions import hold as hold_mod
+    from seat_console.sources.silences import Silence
+
+    from app_fixtures import default_loaded
+
+    rb, steps = _hold_run(tmp_path, monkeypatch, {})
+    h = rb.ctx.facts["hold"]
+    exp = datetime.now(UTC).replace(microsecond=0) + timedelta(minutes=10)
+    h.update(expires_at=hold_mod.iso(exp), silence_id="sil-1")
+    matchers = tuple(NodeContext(default_loaded()).silence_matchers())
+    s = Silence(id="sil-1", state=state, matchers=matchers, starts_at=exp - timedelta(minutes=10),
+                ends_at=exp + timedelta(seconds=end_off_s))
+    step = steps["silence seat"]
+    monkeypatch.setattr(hold_mod, "_am", lambda nctx: _FakeAM(s))
+    if ok:
+        assert "active until" in step.verify(rb.ctx)
+    else:
+        with pytest.raises(StepError, match="reads back wrong"):
+            step.verify(rb.ctx)
+
+
+def test_the_planned_expiry_is_ttl_from_now(tmp_path, monkeypatch) -> None:
+    from datetime import UTC, datetime, timedelta
+
+    from seat_console.actions import hold as hold_mod
+
+    rb, steps = _hold_run(tmp_path, monkeypatch, {})
+    monkeypatch.setattr(hold_mod, "am_reachable", lambda nctx: None)
+    monkeypatch.setattr(hold_mod, "coverage_warnings", lambda matchers, endpoint: [])
+    monkeypatch.setattr(hold_mod, "_am", lambda nctx: type("AM", (), {"url": "http://am"})())
+    before = datetime.now(UTC)
+    c = steps["silence seat"].check(rb.ctx)       # planned: expires_at not fixed yet
+    after = datetime.now(UTC)
+    until = datetime.fromisoformat(c.text.split(" until ")[1].split(";")[0].split(" ")[0]
+                                   .replace("Z", "+00:00"))
+    assert before + timedelta(seconds=599) <= until <= after + timedelta(seconds=601)
