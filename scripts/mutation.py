@@ -102,11 +102,13 @@ ST = "console/evidence/stats.py"
 T_ACT = ("tests/test_runbook.py", "tests/test_hold_unit.py", "tests/test_hold_refusals.py",
          "tests/test_backport.py", "tests/test_restore_nothing.py", "tests/test_action_common.py",
          "tests/test_breach_unit.py", "tests/test_actionlog_unchanged.py",
-         "tests/test_ground_fixes.py")
-T_PRB = ("tests/test_probe_run.py", "tests/test_probe_dryrun.py")
+         "tests/test_ground_fixes.py", "tests/test_actions_seam.py",
+         "tests/test_journal_tamper.py")
+T_PRB = ("tests/test_probe_run.py", "tests/test_probe_dryrun.py", "tests/test_probe_seam.py")
 T_EV = ("tests/test_evidence_fidelity.py", "tests/test_evidence_report.py",
         "tests/test_evidence_stats.py", "tests/test_evidence_calibration.py",
-        "tests/test_evidence_itemset.py", "tests/test_props_evidence.py")
+        "tests/test_evidence_itemset.py", "tests/test_props_evidence.py",
+        "tests/test_evidence_gaps.py")
 
 M = Mutation
 MUTATIONS: list[Mutation] = [
@@ -499,6 +501,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("-k", default="", help="only mutations whose id contains this")
     ap.add_argument("--area", action="append", default=[],
                     help="only mutations of files under this path (repeatable), e.g. actions/")
+    ap.add_argument("--ids", default="", help="only these mutation ids (comma-separated)")
     ap.add_argument("--list", action="store_true", help="list the mutations and exit")
     ap.add_argument("--check", action="store_true", help="only check that each one applies")
     ap.add_argument("--timeout", type=float, default=240.0, help="seconds per test run")
@@ -508,7 +511,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--workdir", default=None, help="where to put the copy (default: a temp dir)")
     args = ap.parse_args(argv)
     chosen = [m for m in MUTATIONS if args.k in m.id
-              and (not args.area or any(m.file.startswith(a) for a in args.area))]
+              and (not args.area or any(m.file.startswith(a) for a in args.area))
+              and (not args.ids or m.id in args.ids.split(","))]
     if args.list:
         for m in chosen:
             print(f"{m.id:32} {m.file:34} {m.why}")
@@ -560,7 +564,7 @@ def main(argv: list[str] | None = None) -> int:
                           for a, (k, n) in sorted(by_area.items())}
     for a, (k, n) in sorted(by_area.items()):
         print(f"  {a:20} {k}/{n} killed ({k / n:.0%})")
-    if not args.k and not args.area:
+    if not args.k and not args.area and not args.ids:
         Path(args.out).write_text(json.dumps(summary, indent=2) + "\n")
     print(f"\n{killed}/{len(results)} killed ({rate:.1%}); target {args.target:.0%}")
     shutil.rmtree(dest.parent, ignore_errors=True)
