@@ -81,3 +81,23 @@ def test_cannot_tell_whether_a_hold_is_active_refuses_the_probe(tmp_path: Path) 
         assert str(e.value) == (f"refusing to probe: {unknown.detail}. Place a hold first "
                                 "(`seat-console hold`), or pass --force --reason '…' (journaled)")
         assert [(c.name, c.ok) for c in e.value.checks] == [("hold", False)]
+
+
+def test_a_phase_whose_requests_were_never_sent_is_incomplete() -> None:
+    from seat_console.core.probe_stats import phase_stats
+    from test_probe_run import _rec
+
+    s = phase_stats("p", [_rec(i) for i in range(6)], expected=10, concurrency=1)
+    assert s.attempted == 6 and s.not_sent == 4 and s.failed == 0
+    assert s.state == "incomplete: 6/10 completed, 4 not sent" and s.headline is None
+
+
+def test_a_service_running_during_the_probe_is_a_disruption() -> None:
+    from seat_console.probe.interference import service_changes
+
+    base = {"x.service": {"InvocationID": "inv1", "ActiveState": "inactive", "SubState": "dead"}}
+    running = {"x.service": {"InvocationID": "inv1", "ActiveState": "active",
+                             "SubState": "running"}}
+    assert service_changes(base, running) == ["x.service is running (active/running)"]
+    done = {"x.service": {"InvocationID": "inv1", "ActiveState": "active", "SubState": "exited"}}
+    assert service_changes(base, done) == []
