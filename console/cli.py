@@ -363,6 +363,9 @@ def _run_tui(args: argparse.Namespace) -> int:
         prestart(loaded, nvml=nvml)   # the GPU panel's first reading, while the TUI imports
         from seat_console.tui.app import run_app
 
+        if first_frame.interrupt_pending():   # a Ctrl-C whose KeyboardInterrupt was swallowed
+            raise KeyboardInterrupt
+
         try:
             return run_app(loaded, readonly=args.readonly, interval=args.interval)
         except ProfileError as exc:   # the profile's [keys] (checked against the key table)

@@ -38,6 +38,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from seat_console.core.fmt import zulu_time
 from seat_console.evidence import canaries as can
 from seat_console.evidence import fidelity as fid
 from seat_console.evidence.runs import (
@@ -322,7 +323,7 @@ def build_report(inputs: Inputs, now: datetime | None = None) -> dict[str, Any]:
                   for c in claims]
     return {
         "schema": REPORT_SCHEMA,
-        "generated_at": _iso(now or datetime.now(timezone.utc)),
+        "generated_at": _iso((now or datetime.now(timezone.utc)).replace(microsecond=0)),
         "comparison": {k: inputs.comparison.get(k) for k in
                        ("bracket_id", "order", "rounds", "status", "reason", "started_at",
                         "ended_at", "restored", "hold_released")}
@@ -463,6 +464,15 @@ def _cmp_fit(inputs: Inputs, arm: str) -> dict[str, Any] | None:
 
 def _iso(t: datetime | None) -> str | None:
     return None if t is None else t.astimezone(timezone.utc).isoformat()
+
+
+def _zulu(iso: Any) -> str:
+    """An ISO 8601 time of the report (``_iso``'s ``…+00:00``) as the screens write it
+    (:func:`seat_console.core.fmt.zulu_time`: ``2026-11-29T13:15:00Z``); other text as it is."""
+    try:
+        return zulu_time(datetime.fromisoformat(str(iso)))
+    except (TypeError, ValueError):
+        return str(iso)
 
 
 def _common_refusals(rs: Sequence[RunSummary], two: bool, simultaneous: bool,
@@ -722,7 +732,7 @@ def render_markdown(rep: Mapping[str, Any]) -> str:
     """The report as Markdown (sections: comparison, identity, KV/fit, phases, fidelity,
     canaries, retained runs, claims, rules, raw files with SHA-256)."""
     L: list[str] = ["# Seat evidence report", "",
-                    f"Generated {rep['generated_at']} (UTC). {rep['simultaneity']['label']}."]
+                    f"Generated {_zulu(rep['generated_at'])} (UTC). {rep['simultaneity']['label']}."]
     for c in rep.get("consistency") or []:
         L += ["", f"**WARNING — {c['run']} ({c['path']}): {c['problem']}**: this summary "
                   f"was edited or not written from its raw requests; no claim rests on it."]

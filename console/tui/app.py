@@ -171,6 +171,8 @@ class SeatConsoleApp(PollingMixin, HangupMixin, App[int]):
         first = next(iter(self._states.values()), None)
         if first is not None:   # a focused panel: visible, and the keys scroll the column
             first.panel.focus()
+        # a Ctrl-C that came while Textual was still building its event loop: acted on now
+        first_frame.run_pending_interrupt()
 
     # -- the header and the status line ------------------------------------------------------
     def update_header(self) -> None:
@@ -375,6 +377,8 @@ def run_app(loaded: LoadedProfile, readonly: bool = False, interval: float | Non
         app.close_sources()
     if app.return_code not in (None, 0):
         return app.return_code
+    if first_frame.interrupt_pending():   # a SIGINT during the run (or its clean-up)
+        return 130
     return rc or 0
 
 

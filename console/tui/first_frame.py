@@ -419,6 +419,7 @@ def _restore_attrs() -> None:
 
 
 _interrupt_hook: Any = None
+_interrupt_pending = False
 
 
 def set_interrupt_hook(hook: Any) -> None:
@@ -427,8 +428,30 @@ def set_interrupt_hook(hook: Any) -> None:
     interrupt takes Textual's own exit path (its driver restores the terminal) instead of a
     :class:`KeyboardInterrupt` raised in the middle of one of its tasks (which ended the run
     too, but printed "Task exception was never retrieved" with a traceback)."""
-    global _interrupt_hook
+    global _interrupt_hook, _interrupt_pending
     _interrupt_hook = hook
+    if hook is not None:
+        _interrupt_pending = False
+
+
+def interrupt_pending() -> bool:
+    """Whether a SIGINT came since :func:`guard_start_up` took SIGINT: while a hook was set
+    (:func:`set_interrupt_hook`; the run it cut ends with code 130 even when it came while no
+    event loop ran to take it), or before, when its :class:`KeyboardInterrupt` should have
+    ended the start-up — if something swallowed it (a finaliser, a library's ``except``), the
+    start-up still ends with 130 instead of running on as if no Ctrl-C had come."""
+    return _interrupt_pending or bool(getattr(_on_interrupt, "fired", False))
+
+
+def run_pending_interrupt() -> bool:
+    """Called by the app once its event loop runs (its first mount): a SIGINT that came while
+    the hook was set but before the loop ran (``asyncio.run`` still building it) is acted on
+    now, by calling the hook. Returns whether one was pending."""
+    hook = _interrupt_hook
+    if interrupt_pending() and hook is not None:
+        hook()
+        return True
+    return False
 
 
 def _on_interrupt(signum: int, frame: Any) -> None:
@@ -444,19 +467,28 @@ def _on_interrupt(signum: int, frame: Any) -> None:
         except (OSError, ValueError, AttributeError):
             pass
         os._exit(130)
+    global _interrupt_pending
     _on_interrupt.fired = True  # type: ignore[attr-defined]
     hook = _interrupt_hook
+    if hook is None:
+        raise KeyboardInterrupt
+    # the app's run is under way (the hook is set from just before ``App.run`` until it has
+    # returned): never a KeyboardInterrupt here. Raised while ``asyncio.run`` was still
+    # building its loop, it left a half-made loop and an un-awaited coroutine (warnings and a
+    # traceback on the shell's screen); raised inside a task, asyncio's clean-up could wait
+    # on a task that swallowed it (a hang). Instead: the exit is pending — the running loop
+    # calls the hook now, or the app calls it when its loop runs
+    # (:func:`run_pending_interrupt`), and the run ends with code 130 (:func:`interrupt_pending`)
+    _interrupt_pending = True
     # the loop running in this (the main) thread, or None; never an import here: the signal
     # may come while asyncio itself is being imported (a partly initialised module)
     running = getattr(sys.modules.get("asyncio.events"), "_get_running_loop", None)
     loop = running() if callable(running) else None
-    if hook is not None and loop is not None and not loop.is_closed():
+    if loop is not None and not loop.is_closed():
         try:
             loop.call_soon_threadsafe(hook)   # safe from a signal handler (the loop's self-pipe)
-            return
-        except RuntimeError:   # the loop closed meanwhile
+        except RuntimeError:   # the loop closed meanwhile: the run is ending anyway
             pass
-    raise KeyboardInterrupt
 
 
 def guard_start_up(stdin: Any = None) -> None:
@@ -509,5 +541,6 @@ def end_guard() -> None:
 
 
 __all__ = ["ENTER", "LEAVE", "RESTORE", "WAIT_FOR_READING_S", "draw_before_profile", "end_guard",
-           "guard_start_up", "handoff", "header_line", "identity_text", "is_terminal", "leave",
-           "nvml_lines", "raw_identity", "render", "set_interrupt_hook", "wanted"]
+           "guard_start_up", "handoff", "header_line", "identity_text", "interrupt_pending",
+           "is_terminal", "leave", "nvml_lines", "raw_identity", "render", "run_pending_interrupt",
+           "set_interrupt_hook", "wanted"]
