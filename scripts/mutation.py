@@ -84,6 +84,31 @@ T_PRO = ("tests/test_profile.py", "tests/test_props_profile.py")
 T_ENG = ("tests/test_engine.py", "tests/test_props_engine.py")
 T_DOC = ("tests/test_containers.py", "tests/test_props_containers.py")
 T_UNT = ("tests/test_untrusted.py",)
+RB = "actions/runbook.py"
+SW = "actions/swap.py"
+BP = "actions/backport.py"
+HO = "actions/hold.py"
+JO = "actions/journal.py"
+SWC = "console/commands/swap_cmd.py"
+AC = "console/commands/action_common.py"
+PR = "console/probe/run.py"
+PS = "console/core/probe_stats.py"
+PI = "console/probe/interference.py"
+FI = "console/evidence/fidelity.py"
+RU = "console/evidence/runs.py"
+RE = "console/evidence/report.py"
+ST = "console/evidence/stats.py"
+
+T_ACT = ("tests/test_runbook.py", "tests/test_hold_unit.py", "tests/test_hold_refusals.py",
+         "tests/test_backport.py", "tests/test_restore_nothing.py", "tests/test_action_common.py",
+         "tests/test_breach_unit.py", "tests/test_actionlog_unchanged.py",
+         "tests/test_ground_fixes.py", "tests/test_actions_seam.py",
+         "tests/test_journal_tamper.py")
+T_PRB = ("tests/test_probe_run.py", "tests/test_probe_dryrun.py", "tests/test_probe_seam.py")
+T_EV = ("tests/test_evidence_fidelity.py", "tests/test_evidence_report.py",
+        "tests/test_evidence_stats.py", "tests/test_evidence_calibration.py",
+        "tests/test_evidence_itemset.py", "tests/test_props_evidence.py",
+        "tests/test_evidence_gaps.py")
 
 M = Mutation
 MUTATIONS: list[Mutation] = [
@@ -255,7 +280,172 @@ MUTATIONS: list[Mutation] = [
     M("untrusted-bool-int", U, "    if not isinstance(v, int) or isinstance(v, bool):\n        return None\n    if (minimum",
       "    if not isinstance(v, int):\n        return None\n    if (minimum",
       "true read as the integer 1", T_UNT + T_ENG),
+    # == issue 22: actions, probe, evidence (written from the product code, before reading the
+    # tests; the test files are picked by which modules they import) ==========================
+    # -- actions: runbook engine, swap/restore, backport, confirmations, hold, journal ---------
+    M("runbook-refused-after-begin", RB,
+      '                if self.policy == "undo" or not isinstance(exc, StepError):\n'
+      '                    if not begun:',
+      '                if self.policy == "undo" or not isinstance(exc, StepError):\n'
+      '                    if len(begun) <= 1:',
+      "a step that failed after changing the node reported 'refused: nothing was changed'",
+      T_ACT),
+    M("runbook-no-undo", RB, '        if self.policy == "undo":\n            for s in reversed(begun):',
+      '        if False:\n            for s in reversed(begun):',
+      "policy undo never undoes (swap's automatic restore gone)", T_ACT),
+    M("runbook-undo-order", RB, "            for s in reversed(begun):", "            for s in begun:",
+      "undo in forward order (resident started before the probe is stopped)", T_ACT),
+    M("runbook-undo-fail-hidden", RB,
+      "                outcomes[s.name] = StepOutcome(s.name, \"undone\" if ok else \"undo-failed\", detail)\n"
+      "                if not ok:",
+      "                outcomes[s.name] = StepOutcome(s.name, \"undone\" if ok else \"undo-failed\", detail)\n"
+      "                if False:",
+      "a failed undo not listed as still changed", T_ACT),
+    M("swap-policy-continue", SW,
+      'return Runbook("swap", steps, journal=journal, observer=observer, policy="undo",',
+      'return Runbook("swap", steps, journal=journal, observer=observer, policy="continue",',
+      "a failed swap goes on instead of restoring the resident", T_ACT),
+    M("swap-restore-image-id", SW, '        if c.attrs["Image"] != rec["image_id"]:\n'
+      '            raise StepError(f"{rec[\'name\']} now has image',
+      '        if False:\n            raise StepError(f"{rec[\'name\']} now has image', "restore starts a resident whose image changed since the swap", T_ACT),
+    M("swap-probe-image-id", SW, '            if c.attrs["Image"] != ctx.facts["probe_image_id"]:',
+      "            if False:", "the probe container's image not checked after start", T_ACT),
+    M("backport-image-id-as-digest", BP,
+      "        local = image_by_id(client, inputs.base_digest)\n        if local is not None:",
+      "        local = image_by_id(client, inputs.base_digest)\n        if False:",
+      "a base 'digest' that is a local image ID not explained/refused", T_ACT),
+    M("backport-repodigests", BP,
+      '    if inputs.base in (img.attrs.get("RepoDigests") or []):\n        return img.attrs',
+      "    if True:\n        return img.attrs",
+      "an image found by that name but without the repo digest taken as the base", T_ACT),
+    M("backport-label-skip", BP,
+      '        return attrs if labels.get(f"{LABEL_PREFIX}.content-hash") == inputs.content_hash '
+      "else None", "        return attrs",
+      "an existing tag reused without checking its content-hash label", T_ACT),
+    M("backport-hash-env", BP, '                            "env": env}, sort_keys=True',
+      "                            }, sort_keys=True",
+      "the content hash ignores the ENV settings (same tag for different images)", T_ACT),
+    M("backport-label-value", BP, '        f"{LABEL_PREFIX}.content-hash": inputs.content_hash,',
+      '        f"{LABEL_PREFIX}.content-hash": inputs.tag,', "content-hash label holds the tag",
+      T_ACT),
+    M("typed-confirm-any", SWC, "    if answer != seat:", "    if not answer:",
+      "any typed text confirms the swap, not the seat's name", T_ACT),
+    M("typed-confirm-case", SWC, "    if answer != seat:", "    if answer.lower() != seat.lower():",
+      "the seat name matched case-insensitively", T_ACT),
+    M("confirm-yn", AC, '    if answer not in ("y", "yes"):', '    if answer in ("n", "no"):',
+      "an empty / other answer at [y/N] goes on", T_ACT),
+    M("hold-lease-not-armed", HO,
+      '            if not node_ops.lease_pending(ls) and h.get("expires_at") is not None:',
+      "            if False:", "a timer stopped while the restore lease is not armed", T_ACT),
+    M("hold-expiry-minutes", HO,
+      '        h["expires_at"] = iso(utcnow() + timedelta(seconds=ttl_s))\n        try:',
+      '        h["expires_at"] = iso(utcnow() + timedelta(minutes=ttl_s))\n        try:',
+      "hold expiry = now + TTL minutes (not seconds)", T_ACT),
+    M("hold-expiry-planned", HO, "            return utcnow() + timedelta(seconds=ttl_s)",
+      "            return utcnow()", "planned expiry is now (TTL dropped)", T_ACT),
+    M("hold-silence-endsat", HO,
+      "        if abs((back.ends_at - expires(ctx)).total_seconds()) > 1.0:",
+      "        if abs((back.ends_at - expires(ctx)).total_seconds()) > 3600.0:",
+      "a silence read back with the wrong endsAt accepted", T_ACT),
+    M("hold-silence-state", HO, '        if back.state != "active":', "        if False:",
+      "a silence read back pending/expired accepted", T_ACT),
+    M("hold-stop-unplanned", HO,
+      '        if not h.get("lease_planned"):\n            return Check(False',
+      "        if False:\n            return Check(False",
+      "a timer stopped although the lease step was refused", T_ACT),
+    M("journal-own-hash", JO, '                same = row_hash(r["prev_hash"], r) == r["hash"]',
+      "                same = True", "an edited row not detected", T_ACT),
+    M("journal-prev-hash", JO, '            elif r["prev_hash"] != prev_hash:', "            elif False:",
+      "a row edited with its own hash recomputed not detected (chain link unchecked)", T_ACT),
+    M("journal-head-rewritten", JO, "            elif hrows and by_seq.get(hrows) != hhash:",
+      "            elif False:", "a rewritten last row not detected", T_ACT),
+    M("journal-head-cut", JO, "            if hrows > prev_seq:", "            if hrows > prev_seq + 1:",
+      "one row cut from the end not detected", T_ACT),
+    M("journal-redact-key", JO,
+      '"<redacted>" if _SECRET_KEY_RE.search(str(k)) and v not in (None, "")',
+      '"<redacted>" if False and v not in (None, "")',
+      "a 'token' key's value written when it was not registered as a secret", T_ACT),
+    M("journal-secret-order", JO, "        for s in sorted(secrets, key=len, reverse=True):",
+      "        for s in secrets:",
+      "a shorter secret inside a longer one leaves the longer one's tail", T_ACT),
+    # -- probe -----------------------------------------------------------------------------
+    M("probe-streamed-tokens", PR,
+      "        toks = sum(r.output_tokens or 0 for r in recs if r.ok) + sum(",
+      "        toks = sum(r.output_tokens or 0 for r in recs if r.ok) + 0 * sum(",
+      "tokens streamed by a failed request left out of the client count", T_PRB),
+    M("probe-hold-unknown", PR, "    if h.active is not True and not force_reason:",
+      "    if h.active is False and not force_reason:",
+      "'cannot tell whether a hold is active' lets the probe run", T_PRB),
+    M("probe-status-disrupted", PR, '        elif out["disruptions"]:\n            status = "disrupted"',
+      '        elif False:\n            status = "disrupted"',
+      "a disrupted run called complete", T_PRB),
+    M("probe-disrupt-keeps-loading", PR,
+      "                if monitor is not None and monitor.disruptions:\n                    # No",
+      "                if False:\n                    # No",
+      "phases still run after a disruption", T_PRB),
+    M("probe-headline-any", PR,
+      '        elif all(b.get("stats") and b["stats"].get("headline") for b in out["phases"]):',
+      '        elif any(b.get("stats") and b["stats"].get("headline") for b in out["phases"]):',
+      "a run with one headline phase called complete", T_PRB),
+    M("probe-not-sent", PS, "    complete = attempted == expected and not bad",
+      "    complete = not bad", "a phase whose requests were never sent counted complete", T_PRB),
+    M("probe-own-events", PI, '        if e.by_console or e.type != "container":',
+      '        if e.type != "container":',
+      "the console's own container events counted as disruptions", T_PRB),
+    M("probe-counter-reset", PI, "        if a is not None and b is not None and b < a:",
+      "        if a is not None and b is not None and b < 0:",
+      "an engine counter going down not read as a restart", T_PRB),
+    M("probe-service-running", PI, '                and props.get("SubState") not in ("exited", "dead")):',
+      '                and props.get("SubState") not in ("exited", "dead", "running")):',
+      "a timer's service running during the probe not a disruption", T_PRB),
+    # -- evidence --------------------------------------------------------------------------
+    M("fidelity-logprobs-exact", FI,
+      "                and self.top_sets_identical and self.max_common_abs_dlogprob in (0.0, None))",
+      "                and self.top_sets_identical)",
+      "same tokens with different logprobs counted exact", T_EV),
+    M("fidelity-topset", FI, "        if pa.top.keys() != pb.top.keys():\n            identical = False",
+      "        if False:\n            identical = False", "different top-20 sets counted identical",
+      T_EV),
+    M("fidelity-length", FI,
+      "        return (self.first_divergence is None and self.length_a == self.length_b",
+      "        return (self.first_divergence is None",
+      "a shorter output (prefix of the other) counted exact", T_EV),
+    M("fidelity-unmatched", FI,
+      "        return bool(self.cases) and not self.unmatched and all(",
+      "        return bool(self.cases) and all(", "unmatched cases ignored in all_exact", T_EV),
+    M("runs-complete-disruptions", RU,
+      '        return (self.status == "complete" and not self.disruptions',
+      '        return (self.status == "complete"',
+      "a 'complete' run that lists disruptions counted complete", T_EV),
+    M("runs-phase-state", RU, '                and self.state in ("complete", "unknown"))',
+      "                )", "a phase the probe called unverified counted complete", T_EV),
+    M("report-phase-missing", RE,
+      "for lst in per_arm.values() for r, p in lst if p is None or not p.complete]",
+      "for lst in per_arm.values() for r, p in lst if p is not None and not p.complete]",
+      "a phase missing from one run allows a claim", T_EV),
+    M("stats-wald", ST, "    half = (z / denom) * math.sqrt(p * (1.0 - p) / n + z2 / (4 * n * n))",
+      "    half = z * math.sqrt(p * (1.0 - p) / n)", "Wald interval instead of Wilson", T_EV),
+    M("stats-overlap-strict", ST,
+      "        return self.low <= other.high and other.low <= self.high",
+      "        return self.low < other.high and other.low < self.high",
+      "touching intervals read as disjoint (a difference claimed)", T_EV),
+    M("stats-pairs-one-sided", ST, "math.ceil(math.log2(2.0 / alpha) - 1e-12)",
+      "math.ceil(math.log2(1.0 / alpha) - 1e-12)", "pairs needed for a one-sided test", T_EV),
+    M("stats-claimable-2alpha", ST, "        return self.p_value <= self.alpha",
+      "        return self.p_value <= 2 * self.alpha", "claim at twice the false-claim rate",
+      T_EV),
 ]
+
+
+def _area(file: str) -> str:
+    """The area a mutated file belongs to, for the per-area kill rate."""
+    if file.startswith(("actions/", "console/commands/")):
+        return "actions"
+    if file.startswith("console/probe/") or file == "console/core/probe_stats.py":
+        return "probe"
+    if file.startswith("console/evidence/"):
+        return "evidence"
+    return "core"
 
 
 def _tree_files(src: Path) -> list[str]:
@@ -309,6 +499,9 @@ def main(argv: list[str] | None = None) -> int:
     """Run the mutations (see the module docstring). Returns the exit status."""
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("-k", default="", help="only mutations whose id contains this")
+    ap.add_argument("--area", action="append", default=[],
+                    help="only mutations of files under this path (repeatable), e.g. actions/")
+    ap.add_argument("--ids", default="", help="only these mutation ids (comma-separated)")
     ap.add_argument("--list", action="store_true", help="list the mutations and exit")
     ap.add_argument("--check", action="store_true", help="only check that each one applies")
     ap.add_argument("--timeout", type=float, default=240.0, help="seconds per test run")
@@ -317,7 +510,9 @@ def main(argv: list[str] | None = None) -> int:
                     help="where to write the results (JSON)")
     ap.add_argument("--workdir", default=None, help="where to put the copy (default: a temp dir)")
     args = ap.parse_args(argv)
-    chosen = [m for m in MUTATIONS if args.k in m.id]
+    chosen = [m for m in MUTATIONS if args.k in m.id
+              and (not args.area or any(m.file.startswith(a) for a in args.area))
+              and (not args.ids or m.id in args.ids.split(","))]
     if args.list:
         for m in chosen:
             print(f"{m.id:32} {m.file:34} {m.why}")
@@ -359,7 +554,17 @@ def main(argv: list[str] | None = None) -> int:
     rate = killed / len(results) if results else 0.0
     summary = {"mutations": len(results), "killed": killed, "survived": len(results) - killed,
                "kill_rate": round(rate, 4), "results": results}
-    if not args.k:
+    by_area: dict[str, list[int]] = {}
+    for r in results:
+        area = _area(r["file"])
+        k_n = by_area.setdefault(area, [0, 0])
+        k_n[0] += r["outcome"] in ("killed", "timeout")
+        k_n[1] += 1
+    summary["by_area"] = {a: {"killed": k, "mutations": n, "kill_rate": round(k / n, 4)}
+                          for a, (k, n) in sorted(by_area.items())}
+    for a, (k, n) in sorted(by_area.items()):
+        print(f"  {a:20} {k}/{n} killed ({k / n:.0%})")
+    if not args.k and not args.area and not args.ids:
         Path(args.out).write_text(json.dumps(summary, indent=2) + "\n")
     print(f"\n{killed}/{len(results)} killed ({rate:.1%}); target {args.target:.0%}")
     shutil.rmtree(dest.parent, ignore_errors=True)

@@ -78,7 +78,10 @@ def test_wilson_properties(cn: tuple[int, int]) -> None:
     mirror = wilson_interval(n - c, n)  # the interval of failures is the mirror image
     assert math.isclose(iv.low, 1 - mirror.high, abs_tol=1e-12)
     assert math.isclose(iv.high, 1 - mirror.low, abs_tol=1e-12)
-    assert iv.overlaps(iv)
+    if c < n:   # one more success moves both bounds up (was: an interval overlaps itself)
+        up = wilson_interval(c + 1, n)
+        assert up.low > iv.low and up.high >= iv.high
+        assert up.overlaps(iv) and iv.overlaps(up)   # one success apart is never a difference
 
 
 @given(st.lists(st.integers(1, 30).flatmap(lambda n: st.tuples(st.integers(0, n), st.just(n))),
