@@ -80,10 +80,12 @@ LOOPBACK = "127.0.0.1"
 REGISTRY_PORT = int(os.environ.get("SEAT_LAB_REGISTRY_PORT", "15000"))
 ALERTMANAGER_PORT = int(os.environ.get("SEAT_LAB_ALERTMANAGER_PORT", "19093"))
 VLLM_PORT = int(os.environ.get("SEAT_LAB_VLLM_PORT", "18000"))
-LAB_INSTANCE = "seat-lab"
-"""The lab seat's one ``instance`` label in Prometheus: its vLLM and exporter jobs are
-relabelled to it (``relabel_configs``), so the fleet's queries, joined ``by (instance)``, see
-one seat, as docs/fleet.md advises for a real fleet; the silence's matcher names it too."""
+LAB_INSTANCE = f"{LOOPBACK}:{VLLM_PORT}"
+"""The lab seat's one ``instance`` label in Prometheus: the seat's endpoint (``host:port`` of
+its vLLM, the instance Prometheus gives that target anyway), to which the exporter's job is
+relabelled (``relabel_configs``), so the fleet's queries, joined ``by (instance)``, see one
+seat, as docs/fleet.md advises for a real fleet. The silence's ``instance`` matcher names it
+too: the hold checks that matcher against the seat's endpoint (``seat.endpoint``)."""
 PROMETHEUS_PORT = int(os.environ.get("SEAT_LAB_PROMETHEUS_PORT", "19090"))
 EXPORTER_PORT = int(os.environ.get("SEAT_LAB_EXPORTER_PORT", "19469"))
 FLEET_SIM_PORT = int(os.environ.get("SEAT_LAB_FLEET_SIM_PORT", "19470"))

@@ -139,7 +139,8 @@ def test_hold_lease_cancelled_by_hand_and_release(lab, node, env, baseline, expo
                    60, what="Prometheus to see seat_hold_active 1")
         seen = time.time() - placed
         print(f"Prometheus saw the hold {seen:.1f} s after `hold` returned")
-        assert prom_value(prometheus_url, 'seat:held{instance="seat-lab"}') == 1.0
+        seat_instance = lab.vllm_url.split("//", 1)[1]   # the lab's one instance per seat
+        assert prom_value(prometheus_url, f'seat:held{{instance="{seat_instance}"}}') == 1.0
 
         # the lease cancelled by hand: timers still stopped, nothing will restore them
         res = node.run(["systemctl", "stop", h["lease_unit"]])
