@@ -18,7 +18,8 @@ Each seat's series carry its own ``instance`` label (``gpu-node-0042:9469``); sc
 with ``honor_labels: true`` so Prometheus keeps them. The seats' states are a pure function of
 ``--seed`` and the seat count (:func:`plan`): a few held with a lease, a few held **without**
 a lease, a few engine-down and not held, a few without DCGM series, some with a probe phase or
-runbook in progress, and ``--stale N`` seats whose series stop being exposed
+runbook in progress, every fifth idle one without ``seat_probe_disrupted`` (no probe run
+kept), and ``--stale N`` seats whose series stop being exposed
 ``--stale-after`` seconds after start (Prometheus then marks them stale). The gauges that
 move (requests, KV usage, GPU memory) change every 5 s, deterministically from the seed.
 
@@ -74,6 +75,13 @@ class Seat:
     hold_ends_s: float | None
     phase: str | None
     engine_up: bool
+
+    @property
+    def probe_kept(self) -> bool:
+        """Whether a probe run is kept on the seat's node, so that its exporter sends
+        ``seat_probe_disrupted`` (a seat that never ran a probe does not): every fifth seat
+        without a probe in progress has none."""
+        return self.phase is not None or self.index % 5 != 0
 
 
 def plan(seats: int, seed: int = 0, stale: int = 0) -> list[Seat]:
@@ -215,7 +223,8 @@ class FleetCollector:
             if s.phase:
                 g["seat_runbook_active"].add_metric([i, "swap", "probe", run_id], 1)
                 g["seat_probe_phase_info"].add_metric([i, run_id, s.phase], 1)
-            g["seat_probe_disrupted"].add_metric([i], 0)
+            if s.probe_kept:
+                g["seat_probe_disrupted"].add_metric([i], 0)
             for side in ("resident", "candidate"):
                 g["seat_fit_fits"].add_metric([i, side], 1)
                 g["seat_fit_over_bytes"].add_metric([i, side], 0)

@@ -1458,7 +1458,7 @@ def write_profile(state: dict[str, Any]) -> None:
         "is_equal = true",
         "",
         "# The fleet screen over the lab's Prometheus (`seat-console fleet`): the lab's own seat",
-        "# (instance \"seat-lab\": its vLLM and exporter jobs are relabelled to it) in the",
+        f"# (instance {LAB_INSTANCE}: its vLLM and exporter jobs are relabelled to it) in the",
         "# inventory, beside the fleet simulator's seats.",
         "[fleet]",
         f"prometheus_url = {_toml_str(_prom_url())}",

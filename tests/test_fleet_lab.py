@@ -1,5 +1,5 @@
 """The fleet rows from the LAB's real Prometheus (127.0.0.1:19090): the lab's own seat (its vLLM
-and exporter jobs relabelled to one ``instance``, ``seat-lab``, by ``scripts/lab.py``) listed
+and exporter jobs relabelled to one ``instance``, the seat's endpoint ``127.0.0.1:18000``, by ``scripts/lab.py``) listed
 beside the fleet simulator's 1,000 seats (127.0.0.1:19470, ``honor_labels``), trouble first,
 through the lab profile's own ``[fleet]`` section — what ``seat-console fleet`` shows there."""
 

@@ -68,6 +68,7 @@ def test_rows_held_down_stale_in_trouble_order(prom10):
             assert row.engine_up is None and row.stale_s > 2 * FLEET_SCRAPE_S
             continue
         assert row.engine_up is seat.engine_up
+        assert row.probe_disrupted is (False if seat.probe_kept else None)
         if seat.kind == "held":
             assert row.hold == "lease" and row.hold_until is not None
         elif seat.kind == "held-no-lease":

@@ -45,8 +45,11 @@ def states_answer(seats: dict[str, dict[str, object]]):  # noqa: ANN201
                     series.append(({"instance": i, "q": "engine_not_up"}, v))
             elif str(v) != "0":
                 series.append(({"instance": i, "__name__": k}, v))
-        if sent:
-            series.append(({"instance": i, "q": "present"}, len(sent)))
+        core = [k for k in sent if k != "seat_probe_disrupted"]
+        if core:
+            series.append(({"instance": i, "q": "present"}, len(core)))
+        if "seat_probe_disrupted" in sent:
+            series.append(({"instance": i, "q": "probe_present"}, 1))
     return _vec(series)
 
 
@@ -116,6 +119,19 @@ def test_missing_family_is_unknown_not_default():
     assert by["b:1"].hold is None and by["b:1"].state == "unknown"
     assert by["c:1"].engine_up is None and by["c:1"].state == "unknown"
     assert by["d:1"].engine_up is None and cells(by["d:1"], NOW)[1] == "?"
+
+
+def test_a_seat_that_never_ran_a_probe_is_healthy_its_probe_flag_unknown():
+    """The exporter sends ``seat_probe_disrupted`` only while a probe run is kept: its absence
+    says nothing about the engine or the hold (a fresh lab seat read 'unknown' before)."""
+    seats = {"a:1": {**_seat(), "seat_probe_disrupted": None},
+             "b:1": _seat(), "c:1": _seat(seat_probe_disrupted=1),
+             "d:1": {**_seat(), "seat_probe_disrupted": None, "seat_silence_active": None}}
+    by = {r.instance: r for r in build_rows(_got(seats), NOW, 15.0)}
+    assert by["a:1"].state == "healthy" and by["a:1"].probe_disrupted is None
+    assert by["a:1"].hold == "none" and by["a:1"].engine_up is True
+    assert by["b:1"].probe_disrupted is False and by["c:1"].probe_disrupted is True
+    assert by["d:1"].state == "unknown"        # a core family missing: still unknown
 
 
 def test_one_failed_scrape_keeps_the_previous_row():

@@ -40,8 +40,14 @@ MIB = 1 << 20
 """Bytes in one MiB: dcgm-exporter's ``DCGM_FI_DEV_FB_*`` are in MiB (RECIPES.md)."""
 GIB = 1 << 30
 
-STATE_FLAGS = ("seat_engine_up", "seat_hold_active", "seat_hold_lease_armed",
-               "seat_hold_without_lease", "seat_silence_active", "seat_probe_disrupted")
+CORE_FLAGS = ("seat_engine_up", "seat_hold_active", "seat_hold_lease_armed",
+              "seat_hold_without_lease", "seat_silence_active")
+"""The flag families an exporter always sends for what it could read (the seat's state is
+decided from these; one missing makes the flags it would have settled unknown)."""
+STATE_FLAGS = CORE_FLAGS + ("seat_probe_disrupted",)
+"""Every flag family decoded. ``seat_probe_disrupted`` is sent only while a probe run is kept on
+the node (``console/exporter/model.py``): a seat that never ran a probe lacks it, which makes
+its ``probe_disrupted`` unknown and nothing else."""
 TIME_GAUGES = ("seat_hold_expiry_timestamp_seconds", "seat_silence_end_timestamp_seconds")
 KV_NAMES = ("vllm:kv_cache_usage_perc", "vllm:gpu_cache_usage_perc")
 """vLLM's KV cache usage (0..1) under its current and its pre-0.10 name (found by either)."""
@@ -73,8 +79,9 @@ def queries(window_s: float, scrape_interval_s: float) -> dict[str, str]:
         "states": (f'max by (instance, __name__) ({{__name__=~"{_names(STATE_FLAGS[1:])}"}} != 0)'
                    ' or label_replace(max by (instance) (seat_engine_up != 1), "q", '
                    '"engine_not_up", "", "") or label_replace(count by (instance) (count by '
-                   f'(instance, __name__) ({{__name__=~"{_names(STATE_FLAGS)}"}})), "q", '
-                   '"present", "", "")'),
+                   f'(instance, __name__) ({{__name__=~"{_names(CORE_FLAGS)}"}})), "q", '
+                   '"present", "", "") or label_replace(count by (instance) '
+                   '(seat_probe_disrupted), "q", "probe_present", "", "")'),
         "times": f'max by (instance, __name__) ({{__name__=~"{_names(TIME_GAUGES)}"}})',
         "probe": "group by (instance, phase) (seat_probe_phase_info)",
         "runbook": "group by (instance, runbook, step) (seat_runbook_active)",
@@ -296,19 +303,23 @@ def _flag(v: float | None) -> bool | None:
 
 def state_flags(got: Mapping[str, float | None]) -> dict[str, bool | None]:
     """Decode one seat's ``states`` answer: the flags that are not at their usual value
-    (``seat_engine_up`` as ``engine_not_up``, the others by name when not 0) and ``present``,
-    the number of distinct flag families the seat sent. A family not in the answer is at its
-    usual value (up / 0) only when all :data:`STATE_FLAGS` were sent; otherwise it is unknown
-    (``None``), never assumed. A ``NaN`` sample is unknown. (The query returns ~1,100 series
-    for 1,000 seats instead of 6,000: the states were 0.05 s of a refresh's CPU.)"""
-    complete = got.get("present") == len(STATE_FLAGS)
+    (``seat_engine_up`` as ``engine_not_up``, the others by name when not 0), ``present``,
+    the number of distinct :data:`CORE_FLAGS` families the seat sent, and ``probe_present``
+    (``seat_probe_disrupted`` was sent). A core family not in the answer is at its usual value
+    (up / 0) only when all :data:`CORE_FLAGS` were sent; otherwise it is unknown (``None``),
+    never assumed; ``seat_probe_disrupted`` likewise only when it was sent. A ``NaN`` sample is
+    unknown. (The query returns ~2,100 series for 1,000 seats instead of 6,000: the states were
+    0.05 s of a refresh's CPU.) Returns family name → ``True`` / ``False`` / ``None``."""
+    complete = got.get("present") == len(CORE_FLAGS)
     out: dict[str, bool | None] = {}
     if "engine_not_up" in got:
         out["seat_engine_up"] = _flag(got["engine_not_up"])
     else:
         out["seat_engine_up"] = True if complete else None
-    for n in STATE_FLAGS[1:]:
+    for n in CORE_FLAGS[1:]:
         out[n] = _flag(got[n]) if n in got else (False if complete else None)
+    n = "seat_probe_disrupted"
+    out[n] = _flag(got[n]) if n in got else (False if got.get("probe_present") else None)
     return out
 
 
