@@ -13,7 +13,10 @@ content (``/v1/chat/completions``); see :data:`SCENARIOS`.
 from __future__ import annotations
 
 import asyncio
+import bisect
 import json
+import math
+import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -154,8 +157,36 @@ TOKENS = {"normal": 4, "multi": 6, "logprobs": 4, "split": 2, "merged": 5, "chat
 """Output tokens the server counts (``/metrics``) for each scenario that succeeds."""
 
 
+TTFT_BOUNDS = (0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75, 1.0, 2.5,
+               5.0, 7.5, 10.0, 20.0, 40.0, 80.0, 160.0, 640.0, 2560.0)
+ITL_BOUNDS = (0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.75, 1.0, 2.5, 5.0,
+              7.5, 10.0, 20.0, 40.0, 80.0)
+"""vLLM's buckets for ``vllm:time_to_first_token_seconds`` / ``vllm:inter_token_latency_seconds``
+(``vllm/v1/metrics/loggers.py``)."""
+
+
+def histogram_text(name: str, bounds: tuple[float, ...], values: list[float]) -> str:
+    """``values`` (seconds) as a Prometheus histogram ``name`` with upper bounds ``bounds``."""
+    counts = [0] * (len(bounds) + 1)
+    for v in values:
+        counts[bisect.bisect_left(bounds, v)] += 1
+    out, cum = [f"# TYPE {name} histogram"], 0
+    for le, c in zip([*bounds, math.inf], counts, strict=True):
+        cum += c
+        le_s = "+Inf" if le == math.inf else repr(le)
+        out.append(f'{name}_bucket{{engine="0",le="{le_s}",model_name="m"}} {float(cum)}')
+    out.append(f'{name}_count{{engine="0",model_name="m"}} {float(cum)}')
+    out.append(f'{name}_sum{{engine="0",model_name="m"}} {float(sum(values))}')
+    return "\n".join(out) + "\n"
+
+
 class SSEServer:
-    """``async with SSEServer() as srv:`` → ``srv.url``; counts requests in ``srv.requests``."""
+    """``async with SSEServer() as srv:`` → ``srv.url``; counts requests in ``srv.requests``.
+
+    Its ``/metrics`` has vLLM's TTFT and ITL histograms as an engine measures them: from the
+    request's arrival (after ``front_delay_s``, a delay before the engine sees the request, as a
+    slow network or proxy in front of it would add) to the first token chunk, and between token
+    chunks."""
 
     def __init__(self, keep_alive: bool = False) -> None:
         # keep_alive: event streams end without "Connection: close" and the connection then
@@ -170,6 +201,10 @@ class SSEServer:
         self.succeeded = 0
         self.extra_tokens = 0          # tests add "foreign traffic" here
         self.process_start = 1_700_000_000.0
+        self.front_delay_s = 0.0       # a delay before each stream that the engine never sees
+        self.ttft_s: list[float] = []
+        self.itl_s: list[float] = []
+        self.histograms = True         # False: a vLLM without the TTFT / ITL histograms
 
     def metrics_text(self) -> str:
         """vLLM-style ``/metrics`` for what this server has streamed."""
@@ -184,7 +219,10 @@ class SSEServer:
             "# TYPE vllm:num_requests_running gauge\n"
             'vllm:num_requests_running{engine="0",model_name="m"} 0.0\n'
             "# TYPE process_start_time_seconds gauge\n"
-            f"process_start_time_seconds {self.process_start}\n")
+            f"process_start_time_seconds {self.process_start}\n"
+            + (histogram_text("vllm:time_to_first_token_seconds", TTFT_BOUNDS, self.ttft_s)
+               + histogram_text("vllm:inter_token_latency_seconds", ITL_BOUNDS, self.itl_s)
+               if self.histograms else ""))
 
     async def __aenter__(self) -> SSEServer:
         self._server = await asyncio.start_server(self._handle, "127.0.0.1", 0)
@@ -242,12 +280,23 @@ class SSEServer:
                          + b"\r\nConnection: close\r\n\r\n" + msg)
             await writer.drain()
             return False
+        if self.front_delay_s:
+            await asyncio.sleep(self.front_delay_s)
+        arrived = time.perf_counter()
         close = b"" if self.keep_alive else b"Connection: close\r\n"
         writer.write(b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream; charset=utf-8\r\n"
                      b"Transfer-Encoding: chunked\r\n" + close + b"\r\n")
         await writer.drain()
+        last: list[float] = []
 
         async def w(data: bytes) -> None:
+            if b'"text"' in data or b'"content"' in data:   # a token chunk: the engine's times
+                now = time.perf_counter()
+                if last:
+                    self.itl_s.append(now - last[0])
+                else:
+                    self.ttft_s.append(now - arrived)
+                last[:] = [now]
             writer.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
             await writer.drain()
 

@@ -263,6 +263,24 @@ def test_lab_report_from_a_real_probe_run(lab, tmp_path: Path, monkeypatch: pyte
     phase_claims = [c for c in rep["claims"] if c["subject"].startswith("throughput/latency")]
     assert phase_claims and all(c["survives"] for c in phase_claims), phase_claims
     assert str((run_dir / "requests.jsonl").resolve()) in rep["files"]
+    # the probe's TTFT / ITL beside vLLM's own histograms over each phase (issue 21, part 2)
+    for ph in rep["phases"]:
+        (row,) = ph["rows"]
+        for fig in ("ttft", "itl"):
+            t = row["engine_timing"][fig]
+            assert t["engine"] is not None and t["problem"] is None, t
+            assert t["client_n"] > 0 and t["engine_n"] >= t["client_n"] * 0.5, t
+            if fig == "ttft":     # one per request: the engine counted exactly the phase's
+                assert t["engine_n"] == row["completed"] == t["client_n"], t
+            for c in t["checks"]:
+                lo, hi = (float(x) for x in c["engine_bucket_s"])
+                assert lo < hi and c["client_s"] is not None
+                inside = lo < c["client_s"] <= hi
+                assert (c["finding"] is None) is inside, c   # every outside value is named
+    assert main(["report", run_dir.name]) == 0
+    md = capsys.readouterr().out
+    assert "| arm | run | figure | n client / engine | p50 client ms | p50 engine bucket |" in md
+    assert md.count("| A | ") == 3 * len(rep["phases"])   # per phase: its row, TTFT, ITL
 
 
 def test_a_cut_bracket_backs_no_cross_arm_claim(tmp_path: Path) -> None:
@@ -500,3 +518,48 @@ def test_rederive_against_fuzzed_summary_phases_only_documented_errors(
 def test_recorded_inputs_never_raises(text: str) -> None:
     ins, at, _ = rp.recorded_inputs(text)
     assert isinstance(ins, list) and (at is None or at.tzinfo is not None)
+
+
+def test_engine_timing_findings_are_made_again_and_a_hostile_block_is_named(tmp_path: Path
+                                                                           ) -> None:
+    """The report does not take the probe's verdicts: a summary whose recorded finding was
+    edited away still shows the finding (client p95 re-derived from requests.jsonl against the
+    recorded engine bucket); a block that is not a histogram is named on its own row, and the
+    other phase keeps its table."""
+    from test_props_engine_timing import exposition
+
+    from seat_console.core.engine_timing import (
+        ITL,
+        TTFT,
+        check_figure,
+        engine_deltas,
+        parse_histograms,
+    )
+
+    run = write_run(tmp_path / "runs")
+    sp = run / "summary.json"
+    doc = json.loads(sp.read_text())
+    zero = parse_histograms(exposition(TTFT, [[0] * 8]) + exposition(ITL, [[0] * 8]))
+    tiny = parse_histograms(exposition(TTFT, [[60, 0, 0, 0, 0, 0, 0, 4]])   # ≤ 1 ms, some ∞
+                            + exposition(ITL, [[0] * 7 + [500]]))
+    d = engine_deltas(zero, tiny)
+    for ph in doc["phases"]:
+        n = ph["stats"]["completed"]
+        block = {f: check_figure(f, d[f], {}, n, None).model_dump(mode="json")
+                 for f in ("ttft", "itl")}
+        for c in block["ttft"]["checks"]:
+            c["finding"] = None                   # "edited": the recorded verdicts say nothing
+        ph["engine_timing"] = block
+    doc["phases"][1]["engine_timing"]["itl"]["engine"]["bounds"].reverse()   # hostile
+    sp.write_text(json.dumps(doc))
+    rep = rp.build_report(rp.load_inputs([str(run)]))
+    single, load = (ph["rows"][0] for ph in rep["phases"])
+    t = single["engine_timing"]["ttft"]
+    # the factory's TTFTs (tens of ms) are above the engine's (0, 1 ms] p50 bucket: found again
+    assert t["checks"][0]["finding"] == "client-side delay or network", t   # CPU share unknown
+    assert t["checks"][0]["client_s"] == single["ttft_p50_s"]
+    assert load["timing_problem"] and "engine_timing.itl.engine is not a histogram" in \
+        load["timing_problem"] and load["engine_timing"] == {}
+    md = rp.render_markdown(rep)
+    assert "p50: **client-side delay or network**" in md
+    assert "| — | | | | | | unreadable: " in md and "phase load" in md

@@ -114,6 +114,57 @@ async def test_unwatched_run_counts_and_accounts_but_gives_no_headline(tmp_path:
     assert [r.phase for r in recs].count("warmup") == 1 and len(recs) == 13
 
 
+async def test_client_and_engine_ttft_itl_side_by_side_per_phase(tmp_path: Path) -> None:
+    """Each phase block holds the engine's own TTFT / ITL bucket deltas over that phase (its
+    two scrapes) beside the client's p50 / p95: the populations match request for request."""
+    async with SSEServer() as srv:
+        loaded = _loaded(tmp_path, srv.url, ["normal"], PHASES)
+        probe = Probe(loaded, _pre(srv.url), writer=RunWriter(root=tmp_path / "runs"))
+        s = await probe.run()
+    for block, n in zip(s["phases"], (4, 8), strict=True):
+        t = block["engine_timing"]
+        assert t["ttft"]["engine_n"] == n == t["ttft"]["client_n"], t["ttft"]   # no warm-up
+        assert t["itl"]["engine_n"] == 3 * n == t["itl"]["client_n"]            # 4 tokens each
+        assert t["ttft"]["metric"] == "vllm:time_to_first_token_seconds"
+        assert [c["q"] for c in t["ttft"]["checks"]] == [0.5, 0.95]
+        c = t["ttft"]["checks"][0]
+        assert c["client_s"] == block["stats"]["ttft"]["p50_s"]
+        lo, hi = c["engine_bucket_s"]
+        assert 0 <= lo < hi
+        assert t["ttft"]["engine"]["cumulative"][-1] == n
+    assert Path(probe.writer.path, "summary.json").exists()
+
+
+async def test_a_delay_the_engine_never_saw_is_flagged_not_averaged(tmp_path: Path) -> None:
+    """0.6 s before the engine sees each request (a slow path in front of it): the client's
+    TTFT lies above the engine's own TTFT bucket at p50 and p95, and the run says so — with an
+    idle client, as "network"."""
+    async with SSEServer() as srv:
+        srv.front_delay_s = 0.6
+        loaded = _loaded(tmp_path, srv.url, ["normal"], PHASES.split("[[probe.phases]]\nname "
+                                                                     '= "conc"')[0])
+        probe = Probe(loaded, _pre(srv.url), writer=RunWriter(root=tmp_path / "runs"))
+        s = await probe.run()
+    (block,) = s["phases"]
+    checks = block["engine_timing"]["ttft"]["checks"]
+    assert [c["finding"] for c in checks] == ["network", "network"], checks
+    assert all(c["client_s"] > 0.6 > c["engine_bucket_s"][1] for c in checks)
+    assert any(f.startswith("TTFT p50: client ") and f.endswith(": network")
+               for f in block["timing_findings"]), block["timing_findings"]
+
+
+async def test_an_engine_without_the_histograms_says_so(tmp_path: Path) -> None:
+    async with SSEServer() as srv:
+        srv.histograms = False
+        loaded = _loaded(tmp_path, srv.url, ["normal"], PHASES)
+        probe = Probe(loaded, _pre(srv.url), writer=RunWriter(root=tmp_path / "runs"))
+        s = await probe.run()
+    t = s["phases"][0]["engine_timing"]
+    assert t["ttft"]["problem"] == "the engine does not expose vllm:time_to_first_token_seconds"
+    assert t["ttft"]["engine"] is None and t["ttft"]["checks"] == []
+    assert t["ttft"]["client_n"] == 4 and s["phases"][0]["timing_findings"] == []
+
+
 async def test_failed_request_makes_phase_incomplete_with_every_record(tmp_path: Path) -> None:
     async with SSEServer() as srv:
         loaded = _loaded(tmp_path, srv.url, ["normal", "http500", "normal", "cut"], PHASES)

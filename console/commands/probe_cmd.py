@@ -25,6 +25,7 @@ from typing import Any
 
 from seat_console.actions import probe_journal
 from seat_console.actions.probe_journal import journal_force, journal_probe
+from seat_console.core import engine_timing
 from seat_console.probe.client import run_async
 from seat_console.probe.plan import render_plan, render_preflight
 from seat_console.probe.run import (
@@ -131,6 +132,12 @@ def render_phase(b: dict[str, Any]) -> list[str]:
         for k in ("reset",):
             if acc.get(k):
                 lines.append(f"  {acc[k]}")
+    try:
+        timing = engine_timing.parse_phase_timing(b.get("engine_timing"), "engine_timing")
+    except ValueError as exc:
+        lines.append(f"  engine timing: unreadable ({exc})")
+    else:
+        lines += [f"  engine timing {engine_timing.describe(t)}" for t in timing.values()]
     return lines
 
 

@@ -38,6 +38,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from seat_console.core import engine_timing
 from seat_console.core.fmt import zulu_time
 from seat_console.evidence import canaries as can
 from seat_console.evidence import fidelity as fid
@@ -792,6 +793,7 @@ def render_markdown(rep: Mapping[str, Any]) -> str:
                      f"{_fmt(r.get('itl_p50_s'), '', 1000, 2)} | "
                      f"{_fmt(r.get('e2e_p50_s'), '', 1000)} |")
         L.append("")
+        L += timing_markdown(ph["rows"])
     fd = rep.get("fidelity")
     L += ["## Fidelity", ""]
     if fd:
@@ -848,6 +850,49 @@ def render_markdown(rep: Mapping[str, Any]) -> str:
     L += ["", "| sha256 | path |", "|---|---|"]
     L += [f"| `{h}` | {p} |" for p, h in rep["files"].items()]
     return "\n".join(L) + "\n"
+
+
+def timing_markdown(rows: Sequence[Mapping[str, Any]]) -> list[str]:
+    """The client-vs-engine TTFT / ITL table of one phase (its rows' ``engine_timing``, the
+    checks made again by :meth:`~seat_console.evidence.runs.Phase.timing_checks`): per leg and
+    figure the populations, the client's p50 / p95 and the engine bucket holding the same
+    quantile of vLLM's own histogram over the phase, and every finding. ``[]`` when no leg
+    recorded the engine's histograms and none failed to."""
+    body = []
+    for r in rows:
+        if r.get("timing_problem"):
+            body.append(f"| {r['arm']} | {r['run']} | — | | | | | | unreadable: "
+                        f"{r['timing_problem']} |")
+        for f, t in (r.get("engine_timing") or {}).items():
+            if t.get("engine") is None:
+                body.append(f"| {r['arm']} | {r['run']} | {f.upper()} | {t['client_n']} / — "
+                            f"| | | | | engine: {t.get('problem') or 'not read'} |")
+                continue
+            c = {round(x["q"] * 100): x for x in t["checks"]}
+
+            def q(p: int, c: Mapping[int, Any] = c) -> str:
+                x = c.get(p)
+                if x is None:
+                    return " | "
+                v = x["client_s"]
+                b = x["engine_bucket_s"]
+                return (("n/a" if v is None else f"{v * 1000:.1f}") + " | "
+                        + engine_timing.bucket_text(None if b is None else (float(b[0]), float(b[1]))))
+            finds = "; ".join(f"p{p}: **{x['finding']}**" for p, x in c.items() if x["finding"])
+            body.append(f"| {r['arm']} | {r['run']} | {f.upper()} | {t['client_n']} / "
+                        f"{t['engine_n']:,.0f} | {q(50)} | {q(95)} | {finds or 'agree'} |")
+    if not body:
+        return []
+    return ["Client vs engine (vLLM's own `vllm:time_to_first_token_seconds` / "
+            "`vllm:inter_token_latency_seconds`, bucket deltas between the phase's two scrapes; "
+            "a client quantile outside the engine bucket holding the same quantile is a "
+            f"finding: \"client-side delay\" when the probe used ≥ {engine_timing.BUSY_SHARE:.0%} "
+            "of a core over the phase, else \"network\" — anything outside the probe: the path "
+            "and vLLM's API server before the engine's clock starts, such as tokenization and "
+            "its queue; p50 / p95 are the client's own, re-derived from its requests):", "",
+            "| arm | run | figure | n client / engine | p50 client ms | p50 engine bucket | "
+            "p95 client ms | p95 engine bucket | finding |",
+            "|---|---|---|---|---|---|---|---|---|", *body, ""]
 
 
 def _fit_text(fit: Mapping[str, Any] | None) -> str:

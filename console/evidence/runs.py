@@ -18,12 +18,14 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, TypeVar
 
+from seat_console.core.engine_timing import MetricTiming, check_figure, parse_phase_timing
 from seat_console.evidence.canaries import CanaryError, CanaryResult
 from seat_console.evidence.fidelity import FidelityError, Trace
 
@@ -214,7 +216,11 @@ class Phase:
 
     ``expected``/``attempted``/``completed``/``failed``; ``state`` (the probe's phrase);
     ``complete`` (expected = attempted = completed); ``output_tok_s``, ``request_s``;
-    ``ttft_p50_s``/``ttft_p95_s``, ``tpot_p50_s``, ``itl_p50_s``, ``e2e_p50_s``/``e2e_p95_s``.
+    ``ttft_p50_s``/``ttft_p95_s``, ``tpot_p50_s``, ``itl_p50_s``/``itl_p95_s``,
+    ``e2e_p50_s``/``e2e_p95_s``; ``duration_s`` and ``client_cpu_s`` (the probe's own CPU over
+    the phase); ``engine_timing``: the engine's own TTFT / ITL histograms over the phase as the
+    probe recorded them (figure → :class:`~seat_console.core.engine_timing.MetricTiming`;
+    empty for a run from before the check), ``timing_problem``: why they could not be read.
     """
 
     name: str
@@ -229,8 +235,13 @@ class Phase:
     ttft_p95_s: float | None = None
     tpot_p50_s: float | None = None
     itl_p50_s: float | None = None
+    itl_p95_s: float | None = None
     e2e_p50_s: float | None = None
     e2e_p95_s: float | None = None
+    duration_s: float | None = None
+    client_cpu_s: float | None = None
+    engine_timing: Mapping[str, MetricTiming] = field(default_factory=dict)
+    timing_problem: str | None = None
 
     @property
     def complete(self) -> bool:
@@ -273,18 +284,45 @@ class Phase:
         name = p.get("name") or st.get("phase")
         if not isinstance(name, str) or not name:
             raise RunError(f"{where}: a phase has no name")
+        timing: dict[str, MetricTiming] = {}
+        problem = None
+        try:
+            timing = parse_phase_timing(p.get("engine_timing"), f"{where} phase {name}")
+        except ValueError as exc:
+            problem = str(exc)
+        cpu = p.get("client_cpu_s")
+        cpu_s = float(cpu) if isinstance(cpu, (int, float)) and not isinstance(cpu, bool) \
+            and math.isfinite(cpu) and cpu >= 0 else None
         return cls(name=name, expected=i("expected"), attempted=i("attempted"),
                    completed=i("completed"), failed=i("failed"),
                    state=str(p.get("state") or st.get("state") or "unknown"),
                    output_tok_s=fl("output_tok_s"), request_s=fl("request_s"),
                    ttft_p50_s=dist("ttft", "p50_s"), ttft_p95_s=dist("ttft", "p95_s"),
                    tpot_p50_s=dist("tpot", "p50_s"), itl_p50_s=dist("itl", "p50_s"),
-                   e2e_p50_s=dist("e2e", "p50_s"), e2e_p95_s=dist("e2e", "p95_s"))
+                   itl_p95_s=dist("itl", "p95_s"),
+                   e2e_p50_s=dist("e2e", "p50_s"), e2e_p95_s=dist("e2e", "p95_s"),
+                   duration_s=fl("duration_s"), client_cpu_s=cpu_s, engine_timing=timing,
+                   timing_problem=problem)
+
+    def timing_checks(self) -> dict[str, MetricTiming]:
+        """The client-vs-engine checks of this phase made again here: the engine's recorded
+        bucket deltas against this phase's client p50 / p95 (the figures re-derived from
+        ``requests.jsonl``, :data:`REDERIVED_FIELDS`) — the recorded verdicts are not
+        trusted."""
+        share = (self.client_cpu_s / self.duration_s
+                 if self.client_cpu_s is not None and self.duration_s else None)
+        client = {"ttft": {0.5: self.ttft_p50_s, 0.95: self.ttft_p95_s},
+                  "itl": {0.5: self.itl_p50_s, 0.95: self.itl_p95_s}}
+        return {f: check_figure(f, t.engine, client[f], t.client_n, share, problem=t.problem)
+                for f, t in self.engine_timing.items()}
 
     def as_dict(self) -> dict[str, Any]:
-        """JSON-ready, with ``complete`` and ``population``."""
+        """JSON-ready, with ``complete``, ``population`` and ``engine_timing`` (the checks made
+        again, :meth:`timing_checks`)."""
         d = {k: getattr(self, k) for k in self.__dataclass_fields__}
-        d.update(complete=self.complete, population=self.population)
+        d.update(complete=self.complete, population=self.population,
+                 engine_timing={f: t.model_dump(mode="json")
+                                for f, t in self.timing_checks().items()})
         return d
 
 
@@ -356,8 +394,8 @@ def _disruption_text(d: Any) -> str:
 
 
 REDERIVED_FIELDS = ("attempted", "completed", "failed", "output_tokens", "output_tok_s",
-                    "request_s", "ttft.p50_s", "ttft.p95_s", "tpot.p50_s", "itl.p50_s",
-                    "e2e.p50_s", "e2e.p95_s")
+                    "request_s", "duration_s", "ttft.p50_s", "ttft.p95_s", "tpot.p50_s",
+                    "itl.p50_s", "itl.p95_s", "e2e.p50_s", "e2e.p95_s")
 """The figures of a phase that are re-derived from ``requests.jsonl`` and compared."""
 
 

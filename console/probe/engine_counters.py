@@ -30,6 +30,7 @@ from typing import Any
 import httpx
 from prometheus_client.parser import text_string_to_metric_families
 from seat_console.core.base import Frozen
+from seat_console.core.engine_timing import ITL, TTFT, Histogram, parse_histograms
 from seat_console.sources.engine import normalize, parse_metrics
 
 FAILED_REASONS = frozenset({"abort", "error"})
@@ -44,7 +45,10 @@ class EngineCounters(Frozen):
     ``requests_succeeded``: sum over reasons outside :data:`FAILED_REASONS`;
     ``process_start_s``: ``process_start_time_seconds`` (Unix s); ``running`` / ``waiting``:
     requests in the engine's queues; ``kv_cache_usage``: 0–1; ``cache_config``: the labels of
-    ``vllm:cache_config_info``.
+    ``vllm:cache_config_info``; ``timing``: the engine's TTFT and ITL histograms
+    (:data:`~seat_console.core.engine_timing.TTFT`, :data:`~seat_console.core.engine_timing.ITL`;
+    an absent one is not a key), ``None`` when they could not be parsed (``timing_problem``
+    says why).
     """
 
     generation_tokens: float | None = None
@@ -56,10 +60,13 @@ class EngineCounters(Frozen):
     waiting: float | None = None
     kv_cache_usage: float | None = None
     cache_config: dict[str, str] | None = None
+    timing: dict[str, Histogram] | None = None
+    timing_problem: str | None = None
 
 
 WANTED = ("generation_tokens", "prompt_tokens", "request_success", "num_requests_running",
-          "num_requests_waiting", "cache_usage_perc", "cache_config_info", "process_start_time")
+          "num_requests_waiting", "cache_usage_perc", "cache_config_info", "process_start_time",
+          TTFT.removeprefix("vllm:"), ITL.removeprefix("vllm:"))
 """Fragments of the metric names this module reads; other families are dropped before parsing
 (vLLM exposes hundreds of histogram lines; parsing them all costs ~60 ms of CPU a scrape)."""
 
@@ -99,6 +106,12 @@ def parse_counters(text: str) -> EngineCounters:
         elif fam.name == "process_start_time" or fam.name == "process_start_time_seconds":
             for s in fam.samples:
                 start = s.value
+    timing: dict[str, Histogram] | None = None
+    timing_problem = None
+    try:
+        timing = parse_histograms(text)
+    except ValueError as exc:
+        timing_problem = str(exc)
     succeeded = (None if by_reason is None else
                  sum(v for k, v in by_reason.items() if k not in FAILED_REASONS))
     if by_reason is None and m.requests_finished is not None:
@@ -107,7 +120,8 @@ def parse_counters(text: str) -> EngineCounters:
         generation_tokens=m.generation_tokens, prompt_tokens=m.prompt_tokens,
         requests_by_reason=by_reason, requests_succeeded=succeeded, process_start_s=start,
         running=m.requests_running, waiting=m.requests_waiting,
-        kv_cache_usage=m.kv_cache_usage, cache_config=m.cache_config)
+        kv_cache_usage=m.kv_cache_usage, cache_config=m.cache_config, timing=timing,
+        timing_problem=timing_problem)
 
 
 async def scrape(client: httpx.AsyncClient) -> EngineCounters | str:

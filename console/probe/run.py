@@ -32,6 +32,8 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+from seat_console.core import engine_timing
+from seat_console.core.engine_timing import Histogram
 from seat_console.core.fmt import zulu_time
 from seat_console.probe.client import (
     ClientTimeouts,
@@ -375,6 +377,9 @@ class Probe:
         self.records: dict[str, list[RequestRecord]] = {p.name: [] for p in self.phases}
         self.summary: dict[str, Any] = {}
         self.phase_cpu: dict[str, float] = {}
+        self.engine_hist: dict[str, dict[str, Histogram | str]] = {}
+        """Per phase: the engine's TTFT / ITL bucket deltas (or why none), for the timing
+        check (:mod:`seat_console.core.engine_timing`)."""
 
     @property
     def run_id(self) -> str:
@@ -591,11 +596,18 @@ class Probe:
                 done = sum(1 for r in recs if r.ok)
                 if isinstance(before, str):
                     accounting[ph.name] = f"before the phase: {before}"
+                    self.engine_hist[ph.name] = dict.fromkeys(
+                        engine_timing.METRICS, f"/metrics not read before the phase ({before})")
                 else:
                     after = await self._settled_after(client, before, toks, done)
                     accounting[ph.name] = (f"after the phase: {after}" if isinstance(after, str)
                                            else compare(before, after, client_tokens=toks,
                                                         client_requests=done))
+                    self.engine_hist[ph.name] = (
+                        dict.fromkeys(engine_timing.METRICS,
+                                      f"/metrics not read after the phase ({after})")
+                        if isinstance(after, str) else
+                        engine_timing.engine_deltas(before.timing, after.timing))
                 pp.state = "measured"
                 summary["phases"] = self._phase_blocks(accounting, monitor)
                 self.writer.write_summary(summary)
@@ -666,11 +678,31 @@ class Probe:
                                          concurrency=ph.concurrency,
                                          request_rate=ph.request_rate, disrupted=disrupted,
                                          unverified=unverified)
+            timing = self._timing(ph.name, st)
             blocks.append({"name": ph.name, "state": st.state, "stats": st.model_dump(mode="json"),
                            "client_cpu_s": self.phase_cpu.get(ph.name),
                            "accounting": (acc.model_dump(mode="json")
-                                          if isinstance(acc, Accounting) else {"problem": acc})})
+                                          if isinstance(acc, Accounting) else {"problem": acc}),
+                           "engine_timing": {k: v.model_dump(mode="json")
+                                             for k, v in timing.items()},
+                           "timing_findings": engine_timing.findings(timing)})
         return blocks
+
+    def _timing(self, name: str, st: PhaseStats) -> dict[str, engine_timing.MetricTiming]:
+        """The client's TTFT / ITL p50 and p95 (``st``) against the engine's own histograms
+        over the phase; the client's CPU share of one core attributes a delay."""
+        cpu = self.phase_cpu.get(name)
+        share = cpu / st.duration_s if cpu is not None and st.duration_s else None
+        hist = self.engine_hist.get(name) or dict.fromkeys(engine_timing.METRICS,
+                                                           "/metrics not read")
+        out = {}
+        for figure, dist in (("ttft", st.ttft), ("itl", st.itl)):
+            h = hist.get(figure)
+            out[figure] = engine_timing.check_figure(
+                figure, h if isinstance(h, Histogram) else None,
+                {0.5: dist.p50_s, 0.95: dist.p95_s}, dist.n, share,
+                problem=h if isinstance(h, str) else None)
+        return out
 
     def _finish(self, summary: dict[str, Any], accounting: dict[str, Accounting | str],
                 monitor: InterferenceMonitor | None, interrupted: bool,
