@@ -72,6 +72,7 @@ E = "console/sources/engine.py"
 D = "console/sources/containers.py"
 DK = "console/node/docker.py"
 U = "console/core/untrusted.py"
+ET = "console/core/engine_timing.py"
 
 T_KV = ("tests/test_kvcache.py", "tests/test_props_checkpoint.py")
 T_RUN = ("tests/test_runner.py",)
@@ -84,6 +85,7 @@ T_PRO = ("tests/test_profile.py", "tests/test_props_profile.py")
 T_ENG = ("tests/test_engine.py", "tests/test_props_engine.py")
 T_DOC = ("tests/test_containers.py", "tests/test_props_containers.py")
 T_UNT = ("tests/test_untrusted.py",)
+T_TIM21 = ("tests/test_props_engine_timing.py", "tests/test_probe_run.py")
 RB = "actions/runbook.py"
 SW = "actions/swap.py"
 BP = "actions/backport.py"
@@ -232,7 +234,8 @@ MUTATIONS: list[Mutation] = [
       "a tensor claiming more bytes than its shape accepted", T_CK),
     M("checkpoint-bool-size", C, "    if isinstance(v, bool):\n        return None\n    if isinstance(v, int):",
       "    if isinstance(v, int):", "total_size true read as 1 byte", T_CK),
-    M("checkpoint-plain-name", C, '''    return bool(name) and "/" not in name''', '''    return bool(name) or "/" not in name''',
+    M("checkpoint-plain-name", C, r'''    if not name or "/" in name or "\\" in name''',
+      r'''    if not name or "\\" in name''',
       "an index naming ../ shards outside the directory", T_CK),
     M("checkpoint-ple-re2", C, '        return compile_re2(pattern, "ple_tensor_pattern")',
       '        import re\n        return re.compile(pattern)',
@@ -274,9 +277,10 @@ MUTATIONS: list[Mutation] = [
       "a negative / non-integer restart count passed through", T_DOC),
     M("untrusted-depth", U, "MAX_DEPTH = 64", "MAX_DEPTH = 100_000",
       "deep JSON reaches the recursive parser", T_UNT + T_SIL + T_ENG),
-    M("untrusted-depth-two-per-pass", U, '        t = _INNERMOST.sub("", s)',
-      '        t = s.replace("[]", "").replace("{}", "")',
-      "mixed [ { nesting counted half (two levels removed per pass)", T_UNT),
+    M("untrusted-depth-escaped-quote", U,
+      "            if c == '\"':\n                in_string = False",
+      "            if c.endswith('\"'):\n                in_string = False",
+      "an escaped quote ends a string: brackets inside it counted as nesting", T_UNT),
     M("untrusted-bool-int", U, "    if not isinstance(v, int) or isinstance(v, bool):\n        return None\n    if (minimum",
       "    if not isinstance(v, int):\n        return None\n    if (minimum",
       "true read as the integer 1", T_UNT + T_ENG),
@@ -434,6 +438,23 @@ MUTATIONS: list[Mutation] = [
     M("stats-claimable-2alpha", ST, "        return self.p_value <= self.alpha",
       "        return self.p_value <= 2 * self.alpha", "claim at twice the false-claim rate",
       T_EV),
+    # -- client timings against the engine's own (issue 21, part 2) ---------------------------
+    M("timing-cause-swapped", ET,
+      '    return "client-side delay" if cpu_share >= BUSY_SHARE else "network"',
+      '    return "network" if cpu_share >= BUSY_SHARE else "client-side delay"',
+      "a busy client's delay blamed on the network", T_TIM21),
+    M("timing-edge-inside", ET, "    if client_value > hi:", "    if client_value >= hi:",
+      "a client value on the bucket's upper bound (inside it) called a delay", T_TIM21),
+    M("timing-restart-unseen", ET, "    if any(x < 0 for x in d):", "    if False:",
+      "an engine restart between the scrapes read as negative counts", T_TIM21),
+    M("timing-p95-is-p50", PR, "                {0.5: dist.p50_s, 0.95: dist.p95_s}, dist.n, share,",
+      "                {0.5: dist.p50_s, 0.95: dist.p50_s}, dist.n, share,",
+      "the client's p50 checked as its p95", T_PRB),
+    M("timing-report-trusts-recorded", RU,
+      "        return {f: check_figure(f, t.engine, client[f], t.client_n, share, problem=t.problem)\n"
+      "                for f, t in self.engine_timing.items()}",
+      "        return dict(self.engine_timing)",
+      "the report takes the recorded verdicts instead of making the checks again", T_EV),
 ]
 
 
@@ -441,7 +462,8 @@ def _area(file: str) -> str:
     """The area a mutated file belongs to, for the per-area kill rate."""
     if file.startswith(("actions/", "console/commands/")):
         return "actions"
-    if file.startswith("console/probe/") or file == "console/core/probe_stats.py":
+    if file.startswith("console/probe/") or file in ("console/core/probe_stats.py",
+                                                     "console/core/engine_timing.py"):
         return "probe"
     if file.startswith("console/evidence/"):
         return "evidence"

@@ -129,6 +129,8 @@ async def test_client_and_engine_ttft_itl_side_by_side_per_phase(tmp_path: Path)
         assert [c["q"] for c in t["ttft"]["checks"]] == [0.5, 0.95]
         c = t["ttft"]["checks"][0]
         assert c["client_s"] == block["stats"]["ttft"]["p50_s"]
+        assert t["ttft"]["checks"][1]["client_s"] == block["stats"]["ttft"]["p95_s"]
+        assert t["itl"]["checks"][1]["client_s"] == block["stats"]["itl"]["p95_s"]
         lo, hi = c["engine_bucket_s"]
         assert 0 <= lo < hi
         assert t["ttft"]["engine"]["cumulative"][-1] == n

@@ -52,6 +52,17 @@ async def test_a_watched_clean_run_is_complete_with_headlines(tmp_path: Path) ->
     assert all(b["stats"]["headline"] is not None for b in s["phases"])
 
 
+async def test_one_headline_phase_does_not_make_the_run_complete(tmp_path: Path) -> None:
+    """The first phase has its headline, the second lost a request: the run is
+    ``incomplete`` — every phase must have its headline (the mutation ``probe-headline-any``,
+    which 'all' → 'any' in the run's status, survived every test before this one)."""
+    s = await _run(tmp_path, ["normal"] * 4 + ["http500"])
+    single, conc = s["phases"]
+    assert single["state"] == "complete" and single["stats"]["headline"] is not None
+    assert conc["stats"]["failed"] >= 1 and conc["stats"]["headline"] is None, conc["state"]
+    assert s["status"] == "incomplete" and s["headline_allowed"] is False
+
+
 async def test_a_failed_request_makes_a_watched_run_incomplete(tmp_path: Path) -> None:
     s = await _run(tmp_path, ["normal", "http500", "normal", "multi"])
     single = s["phases"][0]
