@@ -72,8 +72,9 @@ def node_state(lab, env: dict[str, str]) -> dict[str, object]:
                               str(lab.profile_path), "journal", "--json"], env=env,
                              capture_output=True, text=True, timeout=60, check=False)
     return {
-        "timers": [(t.unit, t.active_state, t.sub_state, t.unit_file_state)
-                   for t in timers.timers],
+        # not the sub-state: a timer is "running" while its service runs, "waiting" between
+        # runs (the lab's remediation timer fires every 5 min); an action stops the timer
+        "timers": [(t.unit, t.active_state, t.unit_file_state) for t in timers.timers],
         "timer_units": sorted(line.split()[0] for line in units.stdout.splitlines()
                               if line.strip()),
         "silences": sorted((s["id"], s["status"]["state"], s["endsAt"]) for s in silences),
@@ -187,9 +188,11 @@ def chromium():
 
 
 @pytest.mark.xfail(strict=False, reason=(
-    "open defect (issue 20 left open): after the TUI's key-table move, the key walk's '?' "
-    "sometimes opens no help screen after a screen was closed with Esc (seen after ctrl+p and "
-    "after '?'); the read-only, offline and status checks before the walk are not the cause"))
+    "open defect (issue 20 left open): about one walk in four, the '?' pressed after an Esc "
+    "never reaches the served app (its key log ends with the Esc; seen after palette 'hold' + "
+    "Enter, the Esc pressed as the palette was already closing): the Esc is held in Textual's "
+    "web-driver parser for its escape delay, as in Textualize/textual#5969; the read-only, "
+    "offline and status checks before the walk are not the cause"))
 def test_serve_live_readonly_offline(lab, chromium, tmp_path: Path) -> None:
     env = state_env(tmp_path)
     before = node_state(lab, env)
