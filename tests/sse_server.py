@@ -17,7 +17,7 @@ import bisect
 import json
 import math
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 Writer = Callable[[bytes], Awaitable[None]]
@@ -165,19 +165,28 @@ ITL_BOUNDS = (0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.75, 1.0
 (``vllm/v1/metrics/loggers.py``)."""
 
 
+def histogram_series(name: str, bounds: Sequence[float], counts: Sequence[int], labels: str,
+                     total: float) -> list[str]:
+    """The ``_bucket`` / ``_count`` / ``_sum`` lines of one label set (``labels``, e.g.
+    ``'engine="0"'``) of histogram ``name``: ``counts`` per bucket (not cumulative, one more than
+    ``bounds``: the last is ``+Inf``'s), ``total`` the ``_sum``."""
+    out, cum = [], 0
+    for le, c in zip([*bounds, math.inf], counts, strict=True):
+        cum += c
+        le_s = "+Inf" if le == math.inf else repr(le)
+        out.append(f'{name}_bucket{{{labels},le="{le_s}"}} {float(cum)}')
+    out.append(f"{name}_count{{{labels}}} {float(cum)}")
+    out.append(f"{name}_sum{{{labels}}} {float(total)}")
+    return out
+
+
 def histogram_text(name: str, bounds: tuple[float, ...], values: list[float]) -> str:
     """``values`` (seconds) as a Prometheus histogram ``name`` with upper bounds ``bounds``."""
     counts = [0] * (len(bounds) + 1)
     for v in values:
         counts[bisect.bisect_left(bounds, v)] += 1
-    out, cum = [f"# TYPE {name} histogram"], 0
-    for le, c in zip([*bounds, math.inf], counts, strict=True):
-        cum += c
-        le_s = "+Inf" if le == math.inf else repr(le)
-        out.append(f'{name}_bucket{{engine="0",le="{le_s}",model_name="m"}} {float(cum)}')
-    out.append(f'{name}_count{{engine="0",model_name="m"}} {float(cum)}')
-    out.append(f'{name}_sum{{engine="0",model_name="m"}} {float(sum(values))}')
-    return "\n".join(out) + "\n"
+    return "\n".join([f"# TYPE {name} histogram", *histogram_series(
+        name, bounds, counts, 'engine="0",model_name="m"', sum(values))]) + "\n"
 
 
 class SSEServer:

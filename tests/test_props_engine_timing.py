@@ -7,6 +7,7 @@ import math
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from sse_server import histogram_series
 from seat_console.core.engine_timing import (
     ITL,
     TTFT,
@@ -24,13 +25,7 @@ def exposition(name: str, series: list[list[int]]) -> str:
     """Histogram text: one label set per entry of per-bucket (non-cumulative) counts."""
     out = [f"# TYPE {name} histogram"]
     for e, counts in enumerate(series):
-        cum = 0
-        for le, c in zip([*BOUNDS, math.inf], counts, strict=True):
-            cum += c
-            le_s = "+Inf" if le == math.inf else repr(le)
-            out.append(f'{name}_bucket{{engine="{e}",le="{le_s}"}} {float(cum)}')
-        out.append(f'{name}_count{{engine="{e}"}} {float(cum)}')
-        out.append(f'{name}_sum{{engine="{e}"}} 0.0')
+        out += histogram_series(name, BOUNDS, counts, f'engine="{e}"', 0.0)
     return "\n".join(out) + "\n"
 
 

@@ -236,11 +236,10 @@ def findings(timings: dict[str, MetricTiming]) -> list[str]:
     for t in timings.values():
         for c in t.checks:
             if c.finding and c.engine_bucket_s is not None and c.client_s is not None:
-                lo, hi = c.engine_bucket_s
-                where = "above" if c.client_s > hi else "at or below"
+                where = "above" if c.client_s > c.engine_bucket_s[1] else "at or below"
                 out.append(f"{t.figure.upper()} p{round(c.q * 100)}: client "
-                           f"{c.client_s * 1000:.1f} ms, {where} the engine's bucket "
-                           f"({lo * 1000:.1f}, {hi * 1000:.1f}] ms: {c.finding}")
+                           f"{ms_text(c.client_s)} ms, {where} the engine's bucket "
+                           f"{bucket_text(c.engine_bucket_s)}: {c.finding}")
     return out
 
 
@@ -281,13 +280,14 @@ def parse_phase_timing(obj: Any, where: str) -> dict[str, MetricTiming]:
     return out
 
 
-def _ms(v: float) -> str:
+def ms_text(v: float) -> str:
+    """Seconds ``v`` as milliseconds to 0.1 (``"41.2"``); ``"∞"`` for the ``+Inf`` bound."""
     return "∞" if math.isinf(v) else f"{v * 1000:.1f}"
 
 
 def bucket_text(b: tuple[float, float] | None) -> str:
     """``"(40.0, 60.0] ms"``, or ``"no data"``."""
-    return "no data" if b is None else f"({_ms(b[0])}, {_ms(b[1])}] ms"
+    return "no data" if b is None else f"({ms_text(b[0])}, {ms_text(b[1])}] ms"
 
 
 def describe(t: MetricTiming) -> str:
@@ -298,7 +298,7 @@ def describe(t: MetricTiming) -> str:
         return f"{head}, engine: {t.problem or 'not read'}"
     parts = [f"{head}, engine n={t.engine_n:,.0f}"]
     for c in t.checks:
-        cl = "no values" if c.client_s is None else f"{_ms(c.client_s)} ms"
+        cl = "no values" if c.client_s is None else f"{ms_text(c.client_s)} ms"
         parts.append(f"p{round(c.q * 100)} client {cl}, engine {bucket_text(c.engine_bucket_s)}"
                      + (f": {c.finding}" if c.finding else ""))
     return " · ".join(parts)
@@ -306,5 +306,5 @@ def describe(t: MetricTiming) -> str:
 
 __all__ = ["BUSY_SHARE", "ITL", "METRICS", "QUANTILES", "TTFT", "Histogram", "MetricTiming",
            "QuantileCheck", "bucket_text", "cause", "check_figure", "delta", "describe",
-           "engine_deltas", "findings", "parse_histograms", "parse_phase_timing",
+           "engine_deltas", "findings", "ms_text", "parse_histograms", "parse_phase_timing",
            "quantile_bucket", "verdict"]

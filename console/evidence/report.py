@@ -874,10 +874,10 @@ def timing_markdown(rows: Sequence[Mapping[str, Any]]) -> list[str]:
                 x = c.get(p)
                 if x is None:
                     return " | "
-                v = x["client_s"]
-                b = x["engine_bucket_s"]
-                return (("n/a" if v is None else f"{v * 1000:.1f}") + " | "
-                        + engine_timing.bucket_text(None if b is None else (float(b[0]), float(b[1]))))
+                v, b = x["client_s"], x["engine_bucket_s"]   # JSON: "+Inf" as a string
+                return (("n/a" if v is None else engine_timing.ms_text(v)) + " | "
+                        + engine_timing.bucket_text(None if b is None
+                                                    else (float(b[0]), float(b[1]))))
             finds = "; ".join(f"p{p}: **{x['finding']}**" for p, x in c.items() if x["finding"])
             body.append(f"| {r['arm']} | {r['run']} | {f.upper()} | {t['client_n']} / "
                         f"{t['engine_n']:,.0f} | {q(50)} | {q(95)} | {finds or 'agree'} |")
