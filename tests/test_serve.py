@@ -15,6 +15,7 @@ import re
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -284,3 +285,76 @@ def test_served_console_ends_when_the_server_is_killed(tmp_path: Path) -> None:
         asyncio.run(connect())
     finally:
         served.stop()
+
+
+class _Packets:
+    """A stand-in for Textual's stdin ``InputReader``: yields the given reads (``b""`` is the
+    reader's 0.1 s tick with no input), then ends as stdin at end-of-file does."""
+
+    def __init__(self, reads: list[bytes]) -> None:
+        self.reads = reads
+        self.closed = False
+
+    def __iter__(self):
+        yield from self.reads
+
+    def close(self) -> None:
+        self.closed = True
+
+
+def _packet(kind: str, payload: bytes) -> bytes:
+    """One packet of the web driver's stream: type byte, 4-byte big-endian size, payload."""
+    return kind.encode() + len(payload).to_bytes(4, "big") + payload
+
+
+def _keys_through_driver(reads: list[bytes]) -> tuple[list[str], list[type]]:
+    """Run :class:`ServedWebDriver`'s input loop over ``reads``; the keys it delivered and
+    the types of the messages it posted to the app."""
+    from textual import events
+    from seat_console.serve.driver import ServedWebDriver
+
+    class App:
+        posted: list = []
+
+        def post_message(self, message) -> bool:
+            self.posted.append(message)
+            return True
+
+    app = App()
+    driver = ServedWebDriver.__new__(ServedWebDriver)   # no stdin / stdout of a real process
+    keys: list[str] = []
+    driver._app = app
+    driver._debug = False
+    driver._input_reader = _Packets(reads)
+    driver.exit_event = threading.Event()
+    driver.process_message = lambda m: keys.append(m.key) if isinstance(m, events.Key) else None
+    driver.run_input_thread()
+    assert driver._input_reader.closed
+    return keys, [type(m) for m in app.posted]
+
+
+@pytest.mark.parametrize("together", [True, False], ids=["one-read", "two-reads"])
+def test_served_driver_delivers_a_lone_esc_at_once(together: bool) -> None:
+    """Esc then "?" from the browser, with no reader tick between them (the key walk's lost
+    "?", Textualize/textual#5969): both keys arrive, in order; a lone ESC packet is not held
+    back for an escape sequence. Textual's parser, fed the same bytes, loses both."""
+    from textual._xterm_parser import XTermParser
+    from textual import messages
+
+    esc, quest = _packet("D", b"\x1b"), _packet("D", b"?")
+    keys, posted = _keys_through_driver([esc + quest] if together else [esc, quest])
+    assert keys == ["escape", "question_mark"]
+    assert posted == [messages.ExitApp]   # stdin ended without an exit: the app is told to
+    parser = XTermParser()
+    lost = [*parser.feed("\x1b"), *parser.feed("?")]
+    assert [getattr(e, "key", None) for e in lost] != ["escape", "question_mark"]
+
+
+def test_served_driver_keeps_escape_sequences_whole() -> None:
+    """An escape sequence in one packet (an arrow key, Alt+x) is still parsed as one key, and
+    meta packets still reach the driver's handler (a resize)."""
+    keys, posted = _keys_through_driver([
+        _packet("D", b"\x1b[A"), _packet("D", b"x"),
+        _packet("M", json.dumps({"type": "resize", "width": 100, "height": 30}).encode()), b""])
+    assert keys == ["up", "x"]
+    assert [t.__name__ for t in posted] == ["Resize", "ExitApp"]

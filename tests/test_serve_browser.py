@@ -187,12 +187,6 @@ def chromium():
             browser.close()
 
 
-@pytest.mark.xfail(strict=False, reason=(
-    "open defect (issue 20 left open): about one walk in four, the '?' pressed after an Esc "
-    "never reaches the served app (its key log ends with the Esc; seen after palette 'hold' + "
-    "Enter, the Esc pressed as the palette was already closing): the Esc is held in Textual's "
-    "web-driver parser for its escape delay, as in Textualize/textual#5969; the read-only, "
-    "offline and status checks before the walk are not the cause"))
 def test_serve_live_readonly_offline(lab, chromium, tmp_path: Path) -> None:
     env = state_env(tmp_path)
     before = node_state(lab, env)
