@@ -171,10 +171,11 @@ async def test_screen_80x24_filter_and_detail(prom10):
     app = _app(prom10)
     async with app.run_test(size=(80, 24)) as pilot:
         await _wait(pilot, lambda: len(app._order) == 10, "10 rows drawn")
-        from textual.widgets import DataTable
+        from seat_console.tui.fleet_table import FleetTable
 
-        table = app.query_one(DataTable)
-        used = sum(c.width for c in table.columns.values()) + 2 * table.cell_padding * len(
+        table = app.query_one(FleetTable)
+        used = table.line_width
+        assert used == sum(w for _, _, w in table.columns) + 2 * table.cell_padding * len(
             table.columns)
         assert used <= 80 - 2, f"columns need {used} cells at 80 wide"
         assert app.narrow and app._order[0] == next(

@@ -7,10 +7,10 @@ hung past its timeout cannot keep the process alive at exit); its reading comes 
 finished (``interval``, backing off to ``min(max(2 × interval, 5), 30)`` s while Prometheus
 does not answer), so refreshes never overlap and the UI thread does no I/O.
 
-Drawing: the table's rows are keyed by ``instance``. When the order of the (filtered) rows is
-unchanged — the usual case, since rows are ordered by trouble, not by the moving numbers —
-only the cells whose text changed are updated in place (:meth:`FleetTable.update_cells`, one
-refresh per batch, widths fixed per layout, never ``update_width``); a new order rebuilds the rows once, keeping the cursor on
+Drawing: the table (:class:`~seat_console.tui.fleet_table.FleetTable`, a Line-API widget)
+renders only its visible window, each row from a cache keyed by the row's content; a refresh
+hands it every (filtered) row's cells, and only the visible rows whose cells changed are
+repainted (nothing when none did). A new order repaints the window once, keeping the cursor on
 its seat. Column widths come from the terminal's width (:func:`layout`): 80 columns fit the
 narrow set, 140 and more the wide one.
 
@@ -40,11 +40,12 @@ from textual.binding import Binding
 from textual.containers import VerticalScroll
 from textual.message import Message
 from textual.screen import ModalScreen
-from textual.widgets import DataTable, Footer, Input, Static
+from textual.widgets import Footer, Input, Static
 
 from seat_console.fleet.detail import SeatHistory, read_history, spark
 from seat_console.fleet.rows import COLUMNS, Fleet, FleetReading, FleetRow, cells, fmt_age, iso
 from seat_console.fleet.setup import console_argv
+from seat_console.tui.fleet_table import Cell, FleetTable
 
 WIDE_FROM_COLS = 140
 NARROW = {"node": 12, "engine": 11, "hold": 14, "silence": 7, "running": 4, "waiting": 4,
@@ -91,41 +92,6 @@ class HistoryRead(Message):
         super().__init__()
         self.history = history
         self.error = error
-
-
-class FleetTable(DataTable):
-    """A DataTable that takes a refresh's changed cells in one batch: :meth:`update_cells`
-    does what ``update_cell`` does for each (``update_width`` off) and then ONE ``refresh``
-    (``update_cell`` refreshes per cell: 3,000 changed cells of 1,000 seats cost ~0.6 s of CPU
-    per refresh). Uses DataTable's ``_data`` / ``_update_count`` as ``update_cell`` does
-    (textual 8.x, pinned in pyproject)."""
-
-    def update_cells(self, changes: list[tuple[object, object, object]], *,
-                     checked: bool = False) -> None:
-        """Set each ``(row key, column key, value)`` (keys as ``str`` or DataTable's
-        ``RowKey`` / ``ColumnKey``); unknown keys raise ``CellDoesNotExist`` as
-        ``update_cell`` does, before anything is changed. ``checked``: the caller holds the
-        keys ``add_row`` / ``add_column`` returned for rows still in the table, so the
-        per-cell existence check (~40 % of a 5,000-cell batch's CPU) is skipped."""
-        from textual.widgets._data_table import CellDoesNotExist, ColumnKey, RowKey
-
-        if checked:
-            staged = changes
-        else:
-            staged = []
-            for row, col, value in changes:
-                rk = row if isinstance(row, RowKey) else RowKey(row)
-                ck = col if isinstance(col, ColumnKey) else ColumnKey(col)
-                if rk not in self._row_locations or ck not in self._column_locations:
-                    raise CellDoesNotExist(f"No cell exists for row_key={row!r}, "
-                                           f"column_key={col!r}.")
-                staged.append((rk, ck, value))
-        data = self._data
-        for rk, ck, value in staged:
-            data[rk][ck] = value
-        if staged:
-            self._update_count += 1
-            self.refresh()
 
 
 def _daemon(fn: Callable[[], None], name: str) -> None:
@@ -253,8 +219,7 @@ class FleetApp(App[int]):
         self._shown: dict[str, tuple[str, ...]] = {}
         self._rows: dict[str, FleetRow] = {}
         self._widths: dict[str, int] = {}
-        self._row_keys: dict[str, object] = {}
-        self._col_keys: list[object] = []
+        self._cells: dict[str, tuple[Cell, ...]] = {}
         self._timer = None
         self.narrow = False
         self._header = ""
@@ -265,7 +230,7 @@ class FleetApp(App[int]):
         yield Static("", id="fleet-banner", classes="hidden")
         yield Input(placeholder="filter: node, instance, state, hold … (Escape clears)",
                     id="fleet-filter", classes="hidden")
-        yield FleetTable(id="fleet-table", cursor_type="row", zebra_stripes=False)
+        yield FleetTable(id="fleet-table")
         yield Footer()
 
     def on_mount(self) -> None:
@@ -325,13 +290,11 @@ class FleetApp(App[int]):
         if widths == self._widths:
             return
         self._widths = widths
-        table = self.query_one(DataTable)
-        table.clear(columns=True)
+        table = self.query_one(FleetTable)
         self.narrow = width < WIDE_FROM_COLS
-        table.cell_padding = 0 if self.narrow else 1
-        self._col_keys = [table.add_column(header, width=widths[key], key=key)
-                          for key, header in COLUMNS]
-        self._order, self._shown, self._row_keys = [], {}, {}
+        table.set_columns([(key, header, widths[key]) for key, header in COLUMNS],
+                          padding=0 if self.narrow else 1)
+        self._shown, self._cells = {}, {}
         if self.reading is not None:
             self._apply_rows()
 
@@ -348,61 +311,38 @@ class FleetApp(App[int]):
         return [r for r in rows
                 if f in " ".join((r.instance, r.state, *cells(r, now, narrow=self.narrow))).lower()]
 
-    def _styled(self, row: FleetRow, texts: tuple[str, ...]) -> list[Text]:
-        """Every cell as a :class:`~rich.text.Text` (never a ``str``: DataTable parses a
-        string as console markup, and node names, phases and instances come from outside —
-        ``[bold]`` in a label must print as itself)."""
-        return [self._cell(row, i, t) for i, t in enumerate(texts[:len(COLUMNS)])]
-
     @staticmethod
-    def _cell(row: FleetRow, i: int, text: str) -> Text:
-        """Cell ``i`` (:data:`COLUMNS` order) of ``row`` as a Text: node and engine in the
-        state's style, the hold WITHOUT LEASE in reverse red."""
-        if i < 2:
-            return Text(text, style=STYLE.get(row.state, ""))
-        if i == 2 and row.hold == "without-lease":
-            return Text(text, style="bold red reverse")
-        return Text(text)
+    def row_cells(row: FleetRow, texts: tuple[str, ...]) -> tuple[Cell, ...]:
+        """The row's cells (:data:`COLUMNS` order) as ``(text, style)`` pairs for the table:
+        node and engine in the state's style, the hold WITHOUT LEASE in reverse red. Texts
+        stay plain (the table never parses markup: node names, phases and instances come
+        from outside — ``[bold]`` in a label prints as itself)."""
+        st = STYLE.get(row.state, "")
+        hold = "bold red reverse" if row.hold == "without-lease" else ""
+        return tuple((t, st if i < 2 else (hold if i == 2 else ""))
+                     for i, t in enumerate(texts[:len(COLUMNS)]))
 
     def _apply_rows(self) -> None:
+        """Hand the (filtered) rows to the table. A row whose texts and state are unchanged
+        keeps its cells tuple (the table then finds it unchanged and draws nothing)."""
         table = self.query_one(FleetTable)
         now = self.reading.taken_at if self.reading else time.time()
         rows = self._visible()
-        order = [r.instance for r in rows]
+        self._order = [r.instance for r in rows]
         self._rows = {r.instance: r for r in rows}
-        # each row's texts and, last, its state (which styles the node and engine cells)
-        new = {r.instance: (*cells(r, now, narrow=self.narrow), r.state) for r in rows}
-        if order == self._order and self._row_keys:
-            # the usual refresh: only the changed cells, by the keys add_row/add_column gave
-            # (a Text made only for a cell whose text changed; no existence look-ups)
-            cols, rks, cell = self._col_keys, self._row_keys, self._cell
-            shown = self._shown
-            changes: list[tuple[object, object, object]] = []
-            for inst in order:
-                old, texts = shown.get(inst), new[inst]
-                if old == texts:
-                    continue
-                row, rk = self._rows[inst], rks[inst]
-                if old is None or old[-1] != texts[-1]:   # a new state: restyle the row
-                    changes += [(rk, cols[i], cell(row, i, t))
-                                for i, t in enumerate(texts[:-1])]
-                    continue
-                changes += [(rk, cols[i], cell(row, i, t))
-                            for i, (a, t) in enumerate(zip(old[:-1], texts[:-1], strict=True))
-                            if a != t]
-            if changes:
-                table.update_cells(changes, checked=True)
-            self._shown = new
-            return
-        at = None
-        if self._order and 0 <= table.cursor_row < len(self._order):
-            at = self._order[table.cursor_row]
-        table.clear()
-        self._row_keys = {r.instance: table.add_row(*self._styled(r, new[r.instance]),
-                                                    key=r.instance) for r in rows}
-        self._order, self._shown = order, new
-        if at in self._rows:
-            table.move_cursor(row=order.index(at), animate=False)
+        shown, old_cells = self._shown, self._cells
+        new_shown: dict[str, tuple[str, ...]] = {}
+        new_cells: dict[str, tuple[Cell, ...]] = {}
+        narrow = self.narrow
+        for r in rows:
+            key = (*cells(r, now, narrow=narrow), r.state, r.hold == "without-lease")
+            inst = r.instance
+            new_shown[inst] = key
+            c = old_cells.get(inst)
+            new_cells[inst] = c if c is not None and shown.get(inst) == key \
+                else self.row_cells(r, key)
+        self._shown, self._cells = new_shown, new_cells
+        table.set_rows([(inst, new_cells[inst]) for inst in self._order])
 
     def header_text(self) -> str:
         """The header line: seats by state, when the rows were read (their age once it is
@@ -473,7 +413,7 @@ class FleetApp(App[int]):
         box = self.query_one("#fleet-filter", Input)
         box.value = ""
         box.add_class("hidden")
-        self.query_one(DataTable).focus()
+        self.query_one(FleetTable).focus()
 
     @on(Input.Changed, "#fleet-filter")
     def _filter_changed(self, event: Input.Changed) -> None:
@@ -483,18 +423,18 @@ class FleetApp(App[int]):
 
     @on(Input.Submitted, "#fleet-filter")
     def _filter_done(self, event: Input.Submitted) -> None:
-        self.query_one(DataTable).focus()
+        self.query_one(FleetTable).focus()
 
     def current_row(self) -> FleetRow | None:
         """The seat under the cursor, or ``None``."""
-        table = self.query_one(DataTable)
+        table = self.query_one(FleetTable)
         if not self._order or not 0 <= table.cursor_row < len(self._order):
             return None
         return self._rows.get(self._order[table.cursor_row])
 
-    @on(DataTable.RowSelected)
-    def _row_selected(self, event: DataTable.RowSelected) -> None:
-        row = self._rows.get(str(event.row_key.value))
+    @on(FleetTable.RowSelected)
+    def _row_selected(self, event: FleetTable.RowSelected) -> None:
+        row = self._rows.get(event.row_key)
         if row is not None:
             self.push_screen(SeatDetail(self.fleet, row))
 
