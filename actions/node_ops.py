@@ -37,7 +37,12 @@ from seat_console.node.alertmanager import (
     SilenceMatcher,
     api_time,
 )
-from seat_console.sources.timers import TimerState, check_unit_name, read_timers
+from seat_console.sources.timers import (
+    TimerState,
+    check_unit_name,
+    parse_list_timers_json,
+    read_timers,
+)
 
 
 # -- timers ------------------------------------------------------------------------------------
@@ -332,6 +337,40 @@ def node_leases(transport: Transport, *, timeout_s: float = 10.0, glob: str | No
     return sorted(armed, key=lambda t: t.next_elapse or far)
 
 
+def armed_leases(transport: Transport, matched: Sequence[TimerState], *,
+                 timeout_s: float = 10.0) -> list[TimerState]:
+    """The hold leases armed among ``matched`` — the states of the units matching
+    :data:`LEASE_GLOB`, read with the profile's timers in one ``systemctl show``
+    (:func:`~seat_console.sources.timers.read_unit_states_matching`) — oldest next elapse first,
+    as :func:`node_leases` gives them but with the states and next elapse only: names that are
+    not a lease's (:data:`LEASE_GLOB` is wider than a lease name) are left out, and the next
+    elapse of those :func:`lease_pending` is read with one ``systemctl list-timers --all
+    --output=json`` (only when one is armed: a node without a hold costs no second command).
+    That read failing leaves ``next_elapse`` ``None`` (unknown) with the reason in
+    ``errors["times"]``; the lease is still armed. Never raises for node problems."""
+    armed = [t for t in matched if _LEASE_NAME_RE.match(t.unit) and lease_pending(t)]
+    if not armed:
+        return []
+    res = transport.run(["systemctl", "list-timers", "--all", "--output=json", "--",
+                         *(t.unit for t in armed)], timeout_s=timeout_s)
+    try:
+        if not res.ok:
+            raise ValueError(res.failure or "failed")
+        times = parse_list_timers_json(res.stdout)
+    except ValueError as exc:
+        why = f"systemctl list-timers: {exc}"
+        return [t.model_copy(update={"errors": {"times": why}}) for t in armed]
+    out = []
+    for t in armed:
+        if t.unit in times:
+            out.append(t.model_copy(update={"next_elapse": times[t.unit][0]}))
+        else:
+            out.append(t.model_copy(update={"errors": {
+                "times": f"{t.unit} missing from systemctl list-timers' answer"}}))
+    far = datetime.max.replace(tzinfo=UTC)
+    return sorted(out, key=lambda t: t.next_elapse or far)
+
+
 def _need(transport: Transport, binary: str) -> str:
     path, res = transport.resolve(binary)
     if res is not None:
@@ -348,7 +387,7 @@ def _tail(res: CommandResult) -> str:
     return f" — stderr: {' | '.join(err)}" if err else ""
 
 
-__all__ = ["LeaseError", "TimerActionError", "TimerChange", "cancel_lease", "create_silence",
+__all__ = ["LeaseError", "TimerActionError", "TimerChange", "armed_leases", "cancel_lease", "create_silence",
            "expire_silence", "extend_silence", "hold_window", "lease_pending", "lease_timer",
            "node_leases", "node_deferrals", "defer_unit", "DEFER_GLOB",
            "read_lease", "schedule_lease", "start_timer", "stop_timer"]

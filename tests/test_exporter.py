@@ -197,6 +197,183 @@ def test_failed_read_is_down_and_keeps_the_last_good() -> None:
     assert not p.state().up and "RuntimeError: boom" in p.state().reason
 
 
+# -- one read for two sources: the node's timers and leases (PollerGroup) ---------------------
+def test_group_one_read_feeds_each_source_and_a_bad_part_downs_only_itself() -> None:
+    from seat_console.exporter.poller import PollerGroup
+
+    answers: list[object] = [
+        {"timers": T_ON, "lease": LeaseValue(())},
+        {"timers": T_OFF, "lease": Unavailable(source="lease", reason="block 4 has no Id")},
+        {"timers": T_ON},                        # a part missing: that part down
+        RuntimeError("docker exec died"),        # the read raised: every part down
+    ]
+    calls = [0]
+
+    def read() -> object:
+        calls[0] += 1
+        v = answers.pop(0)
+        if isinstance(v, Exception):
+            raise v
+        return v
+
+    g = PollerGroup(("timers", "lease"), read, interval_s=15, timeout_s=25,
+                    clock=lambda: 50.0 + calls[0])
+    tim, lea = g.parts["timers"], g.parts["lease"]
+    g.read_now()
+    assert calls[0] == 1 and tim.state().up and lea.state().up
+    assert tim.state().value == T_ON and lea.state().value == LeaseValue(())
+    g.read_now()
+    assert tim.state().up and tim.state().value == T_OFF
+    assert not lea.state().up and "block 4 has no Id" in lea.state().reason
+    assert lea.state().value == LeaseValue(()) and lea.state().last_good_at == 51.0
+    g.read_now()
+    assert tim.state().up and not lea.state().up and "no lease value" in lea.state().reason
+    g.read_now()
+    for p in (tim, lea):
+        assert not p.state().up and "RuntimeError: docker exec died" in p.state().reason
+    assert calls[0] == 4 and tim.reads == lea.reads == 4
+
+
+def test_group_hung_read_downs_every_part_and_the_scrape_does_not_wait() -> None:
+    from seat_console.exporter.poller import PollerGroup
+
+    clock = [100.0]
+    release = threading.Event()
+    g = PollerGroup(("timers", "lease"), lambda: release.wait(30) and {}, interval_s=1,
+                    timeout_s=5, clock=lambda: clock[0])
+    t = threading.Thread(target=g.read_now, daemon=True)
+    t.start()
+    wait = time.monotonic() + 10
+    while g.parts["lease"]._in_flight_since is None and time.monotonic() < wait:  # noqa: SLF001
+        time.sleep(0.01)
+    clock[0] = 106.0
+    assert not g.parts["timers"].state().up and not g.parts["lease"].state().up
+    assert "in flight" in g.parts["lease"].state().reason
+    release.set()
+    t.join(5)
+
+
+def test_exporter_reads_a_group_with_one_call_per_interval(tmp_path) -> None:
+    calls = [0]
+
+    def node(_loaded: object) -> tuple:
+        def read() -> dict:
+            calls[0] += 1
+            return {"timers": T_OFF, "lease": LeaseValue((1900.0,))}
+        return read, (lambda: None)
+
+    exp = Exporter(_profile(tmp_path), "0.1.0", readers={},
+                   groups={("timers", "lease"): node})
+    assert set(exp.pollers) == {"timers", "lease"}
+    exp.read_all_once(10)
+    assert calls[0] == 1
+    fams = {f.name: f for f in exp.collector.collect()}
+    ups = {s.labels["source"]: s.value for s in fams["seat_source_up"].samples}
+    assert ups["timers"] == ups["lease"] == 1.0
+    assert [s.value for s in fams["seat_hold_lease_armed"].samples] == [1.0]
+    exp.stop()
+
+
+def test_default_exporter_reads_timers_and_lease_as_one_group(tmp_path) -> None:
+    from seat_console.exporter.poller import PollerGroup
+
+    exp = Exporter(_profile(tmp_path), "0.1.0")
+    groups = [t for t in exp._threads if isinstance(t, PollerGroup)]  # noqa: SLF001
+    assert [tuple(g.parts) for g in groups] == [("timers", "lease")]
+    assert exp.pollers["lease"] is groups[0].parts["lease"]
+    assert len(exp._threads) == len(SOURCES) - 1  # noqa: SLF001
+    exp.stop()
+
+
+class _NodeTransport:
+    """The node as make_node sees it: ``show`` answers the one ``systemctl show`` (``None``:
+    it fails), ``times`` the ``list-timers`` JSON; every argv is recorded."""
+
+    where = "fake-node"
+
+    def __init__(self, show: str | None, times: str = "[]") -> None:
+        self.show, self.times, self.calls = show, times, []
+
+    def run(self, argv, timeout_s=10.0):  # noqa: ANN001, ANN201 - transport protocol
+        from seat_console.core.base import utcnow
+        from seat_console.node.runner import CommandResult
+
+        self.calls.append(list(argv))
+        out = self.times if argv[1] == "list-timers" else self.show
+        ok = out is not None
+        return CommandResult(argv=tuple(argv), rc=0 if ok else 1, stdout=out or "",
+                             stderr="" if ok else "Failed to connect to bus", ok=ok,
+                             failure=None if ok else "exit 1", started_at=utcnow(),
+                             duration_s=0.01, where=self.where)
+
+    def close(self) -> None:
+        pass
+
+
+_LEASE = "seat-hold-20261202t200000z-abcd-lease.timer"
+
+
+def _show(*blocks: tuple[str, str, str]) -> str:
+    return "\n".join(f"Id={u}\nLoadState=loaded\nActiveState={a}\nSubState={s}\n"
+                     for u, a, s in blocks)
+
+
+def _node_read(monkeypatch, tmp_path, transport) -> dict:
+    import seat_console.node.transport as tmod
+    from seat_console.exporter.readers import make_node
+
+    monkeypatch.setattr(tmod, "make_transport", lambda loaded: transport)
+    read, _close = make_node(_profile(tmp_path))
+    return read()
+
+
+def test_node_read_idle_is_one_command(monkeypatch, tmp_path) -> None:
+    tr = _NodeTransport(_show(("a.timer", "active", "waiting")))
+    v = _node_read(monkeypatch, tmp_path, tr)
+    assert v == {"timers": (TimerFact("a.timer", True, True),), "lease": LeaseValue(())}
+    (argv,) = tr.calls
+    assert argv[1] == "show" and argv[-2:] == ["a.timer", "seat-hold-*-lease.timer"]
+
+
+def test_node_read_with_a_lease_armed_reads_its_elapse(monkeypatch, tmp_path) -> None:
+    tr = _NodeTransport(_show(("a.timer", "inactive", "dead"), (_LEASE, "active", "waiting")),
+                        json.dumps([{"unit": _LEASE, "next": 1_796_300_000_000_000}]))
+    v = _node_read(monkeypatch, tmp_path, tr)
+    assert v == {"timers": (TimerFact("a.timer", True, False),),
+                 "lease": LeaseValue((1_796_300_000.0,))}
+    assert [a[1] for a in tr.calls] == ["show", "list-timers"]
+
+
+def test_node_read_bad_lease_block_is_lease_unknown_never_no_lease(monkeypatch,
+                                                                    tmp_path) -> None:
+    """A matched block that cannot be trusted: the timers still served, the lease source
+    down — no ``seat_hold_lease_armed`` 0, no ``seat_hold_without_lease`` — never "no
+    lease"."""
+    tr = _NodeTransport(_show(("a.timer", "inactive", "dead"))
+                        + "\nLoadState=loaded\nActiveState=active\nSubState=waiting\n")
+    v = _node_read(monkeypatch, tmp_path, tr)
+    assert v["timers"] == (TimerFact("a.timer", True, False),)
+    assert isinstance(v["lease"], Unavailable) and "matched block 2 has no Id" in \
+        v["lease"].reason
+    from seat_console.exporter.poller import PollerGroup
+
+    g = PollerGroup(("timers", "lease"), lambda: v, interval_s=15, timeout_s=25)
+    g.read_now()
+    s = samples({n: p.state() for n, p in g.parts.items()})
+    assert get(s, "seat_source_up", source="lease") == 0.0
+    assert get(s, "seat_source_up", source="timers") == 1.0
+    assert get(s, "seat_hold_lease_armed") is None
+    assert get(s, "seat_hold_without_lease") is None
+    assert get(s, "seat_hold_active") == 1.0            # a stopped timer is a hold anyway
+    assert get(s, "seat_timer_active", unit="a.timer") == 0.0
+
+
+def test_node_read_failed_command_downs_both(monkeypatch, tmp_path) -> None:
+    v = _node_read(monkeypatch, tmp_path, _NodeTransport(None))
+    assert isinstance(v["timers"], Unavailable) and isinstance(v["lease"], Unavailable)
+    assert v["lease"].source == "lease" and "systemd is not reachable" in v["lease"].reason
+
+
 def test_poller_refuses_a_bad_interval() -> None:
     with pytest.raises(ValueError, match="interval"):
         Poller("x", lambda: 1, interval_s=0, timeout_s=1)

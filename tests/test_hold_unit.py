@@ -396,3 +396,56 @@ def test_hold_refuses_while_another_consoles_lease_is_armed(
     assert "--force --reason" in err
     assert j.entries() == []          # a plan journals nothing
     j.close()
+
+
+# -- the exporter's lease read: armed leases among the states one `systemctl show` gave ---------
+class _TimesTransport(_ResolvingTransport):
+    """Answers ``systemctl list-timers -o json`` with ``stdout`` (or fails) and counts calls."""
+
+    def __init__(self, stdout: str, ok: bool = True) -> None:
+        self.stdout, self.ok, self.calls = stdout, ok, []
+
+    def run(self, argv, **kw):
+        from seat_console.node.runner import CommandResult
+
+        self.calls.append(list(argv))
+        return CommandResult(argv=tuple(argv), rc=0 if self.ok else 1, stdout=self.stdout,
+                             ok=self.ok, failure=None if self.ok else "exit 1",
+                             started_at=datetime.now(UTC), duration_s=0.01)
+
+
+def _st(unit: str, active: str = "active", sub: str = "waiting") -> TimerState:
+    return TimerState(unit=unit, load_state="loaded", active_state=active, sub_state=sub)
+
+
+def test_armed_leases_read_next_elapse_only_when_one_is_armed() -> None:
+    import json
+
+    from seat_console.actions import node_ops
+
+    first = "seat-hold-a-lease.timer"
+    later = _OTHER
+    tr = _TimesTransport(json.dumps([
+        {"unit": later, "next": 1_796_300_000_000_000, "last": None},
+        {"unit": first, "next": 1_796_200_000_000_000, "last": None}]))
+    matched = [_st(later), _st("seat-hold-b-lease.timer", sub="elapsed"),
+               _st("seat-hold-c-lease.timer", active="inactive", sub="dead"),
+               _st("seat-hold-x\\x2dy-lease.timer"), _st(first)]
+    got = node_ops.armed_leases(tr, matched)
+    assert [t.unit for t in got] == [first, later]           # oldest next elapse first
+    assert [t.next_elapse.timestamp() for t in got] == [1_796_200_000, 1_796_300_000]
+    (argv,) = tr.calls                                        # one list-timers, armed only
+    assert argv[1:4] == ["list-timers", "--all", "--output=json"]
+    assert argv[-2:] == [later, first]
+    idle = _TimesTransport("[]")
+    assert node_ops.armed_leases(idle, [_st("seat-hold-b-lease.timer", sub="elapsed")]) == []
+    assert idle.calls == []                                   # no lease armed: no command
+
+
+def test_armed_leases_without_their_times_are_armed_with_unknown_elapse() -> None:
+    from seat_console.actions import node_ops
+
+    for tr in (_TimesTransport("", ok=False), _TimesTransport("[" * 5000 + "]" * 5000),
+               _TimesTransport("[]")):
+        (t,) = node_ops.armed_leases(tr, [_st(_OTHER)])
+        assert t.next_elapse is None and "list-timers" in t.errors["times"]

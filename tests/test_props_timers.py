@@ -199,3 +199,141 @@ class _FailingShow:
         return CommandResult(argv=tuple(argv), rc=1, stdout="", stderr="Failed to connect to bus",
                              started_at=utcnow(), duration_s=0.01, ok=False, failure="exit 1",
                              where=self.where)
+
+
+# -- the exporter's one node read: named units and a lease pattern in one `systemctl show` ------
+_UNITS = ["a.timer", "b.timer"]
+_GLOB = "seat-hold-*-lease.timer"
+_LEASES = ["seat-hold-x1-lease.timer", "seat-hold-x2-lease.timer"]
+_STATES = st.fixed_dictionaries({"LoadState": st.sampled_from(["loaded", "not-found", ""]),
+                                 "ActiveState": st.sampled_from(["active", "inactive", ""]),
+                                 "SubState": st.sampled_from(["waiting", "elapsed", "dead"])})
+
+
+def _block(ident: str | None, states: dict[str, str], names: str | None = None) -> str:
+    lines = [] if ident is None else [f"Id={ident}"]
+    lines += [] if names is None else [f"Names={names}"]
+    return "\n".join(lines + [f"{k}={v}" for k, v in states.items()]) + "\n"
+
+
+class _ShowTransport:
+    """Answers the one ``systemctl show`` with ``stdout`` (rc 0) and records the argv."""
+
+    where = "fake-node"
+
+    def __init__(self, stdout: str, ok: bool = True) -> None:
+        self.stdout, self.ok, self.calls = stdout, ok, []
+
+    def run(self, argv, timeout_s=10.0):  # noqa: ANN001, ANN201 - transport protocol
+        self.calls.append(list(argv))
+        return CommandResult(argv=tuple(argv), rc=0 if self.ok else 1, stdout=self.stdout,
+                             stderr="" if self.ok else "Failed to connect to bus",
+                             started_at=utcnow(), duration_s=0.01, ok=self.ok,
+                             failure=None if self.ok else "exit 1", where=self.where)
+
+
+# any block: a named unit, a lease, a stranger, junk Ids, no Id; in any order and number
+_ANY_ID = st.one_of(st.none(), st.sampled_from(_UNITS + _LEASES + ["c.timer", "seat-hold-.timer",
+                                                                  "-x.timer", "evil;rm.timer"]),
+                    st.text(max_size=12))
+_any_show = st.lists(st.tuples(_ANY_ID, _STATES), max_size=7).map(
+    lambda bs: "\n".join(_block(i, s) for i, s in bs))
+
+
+@given(st.one_of(_any_show, show_text), st.booleans())
+def test_read_unit_states_matching_over_any_output_is_a_reading_or_named_unavailable(show, ok):
+    """Any answer: a :class:`UnitStates` (every named unit once, in order; matched units each a
+    unit name matching the pattern, once; ``None`` only with a reason naming systemctl show) or
+    ``Unavailable`` of the timers with a reason; never raises."""
+    from seat_console.sources.timers import UnitStates, read_unit_states_matching
+
+    tr = _ShowTransport(show, ok)
+    r = _fast(read_unit_states_matching, tr, _UNITS, [_GLOB])
+    assert len(tr.calls) == 1 and tr.calls[0][-3:] == [*_UNITS, _GLOB]   # ONE command
+    assert isinstance(r, UnitStates | Unavailable)
+    if isinstance(r, Unavailable):
+        assert r.source == "timers" and r.reason
+        if ok:
+            assert "systemctl show" in r.reason
+        return
+    assert [t.unit for t in r.named.timers] == _UNITS
+    if r.matched is None:
+        assert r.matched_error and "systemctl show: matched block" in r.matched_error
+    else:
+        assert r.matched_error is None
+        ids = [t.unit for t in r.matched]
+        assert len(ids) == len(set(ids))
+        assert all(i.startswith("seat-hold-") and i.endswith("-lease.timer") for i in ids)
+
+
+@given(st.lists(_STATES, min_size=2, max_size=2), st.lists(_STATES, max_size=2),
+       st.integers(0, 1), st.sampled_from([None, "c.timer", "-x.timer", ""]))
+def test_one_bad_matched_block_never_blanks_the_named_units(named, leases, bad_at, bad_id):
+    """A good answer read right; the same answer with one matched block spoiled (no Id, a
+    stranger, not a unit name) keeps the named units exactly and makes only the matched part
+    unknown (``None``, never an empty "no lease")."""
+    from seat_console.sources.timers import read_unit_states_matching
+
+    good = [_block(u, s) for u, s in zip(_UNITS, named, strict=True)]
+    good += [_block(u, s) for u, s in zip(_LEASES, leases, strict=False)]
+    r = read_unit_states_matching(_ShowTransport("\n".join(good)), _UNITS, [_GLOB])
+    assert [(t.load_state or "", t.active_state or "", t.sub_state)
+            for t in r.named.timers] == [(s["LoadState"], s["ActiveState"], s["SubState"])
+                                         for s in named]
+    assert [t.unit for t in r.matched] == _LEASES[:len(leases)]
+    if leases:   # one lease block spoiled in place
+        i = 2 + min(bad_at, len(leases) - 1)
+        spoiled = good[:i] + [_block(bad_id, leases[i - 2])] + good[i + 1:]
+    else:        # a spoiled block after the named ones
+        spoiled = good + [_block(bad_id, named[0])]
+    r2 = read_unit_states_matching(_ShowTransport("\n".join(spoiled)), _UNITS, [_GLOB])
+    assert r2.named.timers == r.named.timers
+    assert r2.matched is None and "matched block" in r2.matched_error
+
+
+def test_named_blocks_are_positional_and_must_name_their_unit():
+    """systemctl prints the named units first: a first block for another unit (the order not
+    as expected) is refused whole, naming the block; an alias (``Names``) is its unit; a
+    missing named block is refused."""
+    from seat_console.sources.timers import read_unit_states_matching
+
+    on = {"LoadState": "loaded", "ActiveState": "active", "SubState": "waiting"}
+    lease_first = _block(_LEASES[0], on) + "\n" + _block("a.timer", on) + "\n" + _block(
+        "b.timer", on)
+    r = read_unit_states_matching(_ShowTransport(lease_first), _UNITS, [_GLOB])
+    assert isinstance(r, Unavailable) and "block 1 is 'seat-hold-x1-lease.timer'" in r.reason
+    alias = _block("real.timer", on, names="real.timer a.timer") + "\n" + _block("b.timer", on)
+    r = read_unit_states_matching(_ShowTransport(alias), _UNITS, [_GLOB])
+    assert [t.unit for t in r.named.timers] == _UNITS and r.matched == ()
+    r = read_unit_states_matching(_ShowTransport(_block("a.timer", on)), _UNITS, [_GLOB])
+    assert isinstance(r, Unavailable) and "1 blocks for 2 units and 1 patterns" in r.reason
+
+
+def test_a_duplicate_match_counts_once_and_a_named_unit_may_match_too():
+    """systemd 252 prints a named unit again when a pattern matches it (checked in the lab:
+    ``show apt-daily.timer 'apt-daily*.timer'``); each match is listed once."""
+    from seat_console.sources.timers import read_unit_states_matching
+
+    on = {"LoadState": "loaded", "ActiveState": "active", "SubState": "waiting"}
+    text = "\n".join([_block("a.timer", on), _block("b.timer", on), _block(_LEASES[0], on),
+                      _block(_LEASES[0], on)])
+    r = read_unit_states_matching(_ShowTransport(text), _UNITS, [_GLOB])
+    assert [t.unit for t in r.matched] == [_LEASES[0]]
+    r = read_unit_states_matching(_ShowTransport(text), _UNITS, ["*.timer"])
+    assert [t.unit for t in r.matched] == [_LEASES[0]]   # named units match nothing here
+
+
+def test_patterns_are_checked_and_no_units_no_patterns_runs_nothing():
+    import pytest
+
+    from seat_console.sources.timers import check_unit_pattern, read_unit_states_matching
+
+    for bad in ("-x*.timer", "a.timer", "x y*.timer", "*", "a;*.timer"):
+        with pytest.raises(ValueError, match="not a systemd unit pattern"):
+            check_unit_pattern(bad)
+    tr = _ShowTransport("")
+    r = read_unit_states_matching(tr, [], [])
+    assert r.named.timers == () and r.matched == () and tr.calls == []
+    # a pattern alone that matches nothing: systemctl prints nothing (checked on 252)
+    r = read_unit_states_matching(_ShowTransport(""), [], [_GLOB])
+    assert r.matched == ()

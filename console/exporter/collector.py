@@ -15,8 +15,8 @@ from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector, CollectorRegistry
 
 from seat_console.exporter.model import SOURCES, Identity, build_families
-from seat_console.exporter.poller import Poller
-from seat_console.exporter.readers import INTERVALS_S, READERS, Reader
+from seat_console.exporter.poller import Poller, PollerGroup
+from seat_console.exporter.readers import GROUP_READERS, INTERVALS_S, READERS, Reader
 from seat_console.core.profile import LoadedProfile
 
 
@@ -55,18 +55,43 @@ class Exporter:
     registry a server exposes.
 
     ``interval_s``: seconds between reads of every source (``None``: each source's default,
-    :data:`~seat_console.exporter.readers.INTERVALS_S`); ``timeout_s``: a read in flight
-    longer than this reports its source down (default: its interval + 10 s);
+    :data:`~seat_console.exporter.readers.INTERVALS_S`; a group's shortest); ``timeout_s``: a
+    read in flight longer than this reports its source down (default: its interval + 10 s);
     ``readers``: ``{source: make_reader(loaded)}`` (default
-    :data:`~seat_console.exporter.readers.READERS`).
+    :data:`~seat_console.exporter.readers.READERS`); ``groups``: ``{(source, …):
+    make_reader(loaded)}``, sources read together by one call in one
+    :class:`~seat_console.exporter.poller.PollerGroup` (their ``readers`` entries are not
+    used; default :data:`~seat_console.exporter.readers.GROUP_READERS` when ``readers`` is
+    not given, none when it is). :attr:`pollers` has every source's :class:`Poller`, a
+    group's parts included.
     """
 
     def __init__(self, loaded: LoadedProfile, version: str, *, interval_s: float | None = None,
                  timeout_s: float | None = None,
-                 readers: Mapping[str, Callable[[LoadedProfile], Reader]] | None = None) -> None:
+                 readers: Mapping[str, Callable[[LoadedProfile], Reader]] | None = None,
+                 groups: Mapping[tuple[str, ...], Callable[[LoadedProfile], Reader]]
+                 | None = None) -> None:
         makers = dict(READERS if readers is None else readers)
+        joint = dict((GROUP_READERS if readers is None else {}) if groups is None else groups)
         self.pollers: dict[str, Poller] = {}
+        self._threads: list[Poller | PollerGroup] = []
+        grouped: dict[str, PollerGroup] = {}
+        for names, make in joint.items():
+            names = tuple(n for n in SOURCES if n in names)
+            if not names:
+                continue
+            read, close = make(loaded)
+            every = (interval_s if interval_s is not None
+                     else min(INTERVALS_S[n] for n in names))
+            group = PollerGroup(names, read, interval_s=every,
+                                timeout_s=timeout_s if timeout_s is not None else every + 10.0,
+                                close=close)
+            self._threads.append(group)
+            grouped.update((n, group) for n in names)
         for name in SOURCES:
+            if name in grouped:
+                self.pollers[name] = grouped[name].parts[name]
+                continue
             if name not in makers:
                 continue
             read, close = makers[name](loaded)
@@ -74,13 +99,14 @@ class Exporter:
             self.pollers[name] = Poller(name, read, interval_s=every,
                                         timeout_s=timeout_s if timeout_s is not None
                                         else every + 10.0, close=close)
+            self._threads.append(self.pollers[name])
         self.collector = SeatCollector(identity(loaded, version), self.pollers)
         self.registry = CollectorRegistry(auto_describe=False)
         self.registry.register(self.collector)
 
     def start(self) -> Exporter:
-        """Start every poller's thread."""
-        for p in self.pollers.values():
+        """Start every poller's (and group's) thread."""
+        for p in self._threads:
             p.start()
         return self
 
@@ -89,8 +115,8 @@ class Exporter:
         ``--json``): a source still reading then is reported down by the scrape."""
         import threading
 
-        threads = [threading.Thread(target=p.read_now, daemon=True, name=f"once-{n}")
-                   for n, p in self.pollers.items()]
+        threads = [threading.Thread(target=p.read_now, daemon=True, name=f"once-{p.name}")
+                   for p in self._threads]
         for t in threads:
             t.start()
         deadline = time.monotonic() + wait_s
@@ -98,8 +124,8 @@ class Exporter:
             t.join(max(0.0, deadline - time.monotonic()))
 
     def stop(self) -> None:
-        """Stop every poller's thread (each ends after its current read)."""
-        for p in self.pollers.values():
+        """Stop every poller's (and group's) thread (each ends after its current read)."""
+        for p in self._threads:
             p.stop(join_s=0.5)
 
 

@@ -11,6 +11,10 @@ whether the source is up and returns the **last good** value with its time:
 
 The value served while a source is down is its last good one (``None`` before any), and the
 last good time is kept, so ``seat_source_last_good_timestamp_seconds`` shows how old it is.
+
+A :class:`PollerGroup` reads several sources with one call in one thread (the node's timers and
+hold leases: one ``systemctl show``); each of its sources still has its own :class:`Poller`
+state, so one bad part never downs the others.
 """
 
 from __future__ import annotations
@@ -85,14 +89,23 @@ class Poller:
     # -- the reading thread ------------------------------------------------------------------
     def read_now(self) -> None:
         """One read, in the caller's thread, recorded as the thread's reads are."""
-        with self._lock:
-            self._in_flight_since = self._clock()
+        self._begin()
         try:
             value = self._read()
-            ok = is_good(value)
-            reason = None if ok else str(value)
         except Exception as exc:  # noqa: BLE001 - a failed read is a down source, not a crash
-            value, ok, reason = None, False, f"{type(exc).__name__}: {exc}"
+            self._record(None, f"{type(exc).__name__}: {exc}")
+            return
+        self._record(value)
+
+    def _begin(self) -> None:
+        with self._lock:
+            self._in_flight_since = self._clock()
+
+    def _record(self, value: Any, failure: str | None = None) -> None:
+        """Record the end of a read: ``value`` (good unless an ``Unavailable``), or the read
+        raised (``failure``: its type and message)."""
+        ok = failure is None and is_good(value)
+        reason = failure if failure is not None else (None if ok else str(value))
         end = self._clock()
         with self._lock:
             self._in_flight_since = None
@@ -104,17 +117,7 @@ class Poller:
                 self._last_good_at = end
 
     def _loop(self) -> None:
-        try:
-            while not self._stop.is_set():
-                t0 = time.monotonic()
-                self.read_now()
-                self._stop.wait(max(0.0, self.interval_s - (time.monotonic() - t0)))
-        finally:
-            if self._close is not None:
-                try:
-                    self._close()
-                except Exception:  # noqa: BLE001 - closing must not raise out of a thread
-                    log.warning("closing source %s failed", self.name, exc_info=True)
+        _loop(self._stop, self.interval_s, self.read_now, self._close, self.name)
 
     def start(self) -> Poller:
         """Start the reading thread (a daemon: a hung read never keeps the process alive)."""
@@ -146,4 +149,89 @@ class Poller:
                                self._last_good_at, None if self._last_ok else self._last_reason)
 
 
-__all__ = ["Poller", "SourceState", "is_good"]
+def _loop(stop: threading.Event, interval_s: float, read_now: Callable[[], None],
+          close: Callable[[], None] | None, name: str) -> None:
+    """A reading thread's body: ``read_now`` every ``interval_s`` s (from one read's start to
+    the next) until ``stop`` is set, then ``close``."""
+    try:
+        while not stop.is_set():
+            t0 = time.monotonic()
+            read_now()
+            stop.wait(max(0.0, interval_s - (time.monotonic() - t0)))
+    finally:
+        if close is not None:
+            try:
+                close()
+            except Exception:  # noqa: BLE001 - closing must not raise out of a thread
+                log.warning("closing source %s failed", name, exc_info=True)
+
+
+def _read_by_group() -> Any:
+    raise RuntimeError("this source is read by its PollerGroup")
+
+
+class PollerGroup:
+    """Several sources read by **one** call, in one daemon thread (:meth:`start`): e.g. the
+    node's timers and hold leases in one ``systemctl show``, so one ``docker exec`` / ``ssh``
+    per interval instead of one per source.
+
+    ``read``: blocking, returns ``{source name: reading}`` for ``names`` (each reading good, or
+    an :class:`~seat_console.sources.Unavailable` that downs that source only; a name missing
+    from the mapping is a failed read of that source); an exception downs every source of the
+    group. :attr:`parts` holds one :class:`Poller` per name: a scrape reads their
+    :meth:`Poller.state` as any poller's (up / down / hung / last good value and time, each
+    source its own). ``interval_s``, ``timeout_s``, ``close``, ``clock``: as :class:`Poller`'s.
+    Raises :class:`ValueError` as :class:`Poller` does, or for no names.
+    """
+
+    def __init__(self, names: tuple[str, ...], read: Callable[[], Any], *, interval_s: float,
+                 timeout_s: float, close: Callable[[], None] | None = None,
+                 clock: Callable[[], float] = time.time) -> None:
+        if not names:
+            raise ValueError("a poller group needs at least one source")
+        self.name = "+".join(names)
+        self.parts: dict[str, Poller] = {
+            n: Poller(n, _read_by_group, interval_s=interval_s, timeout_s=timeout_s,
+                      clock=clock) for n in names}
+        self.interval_s = float(interval_s)
+        self._read = read
+        self._close = close
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def read_now(self) -> None:
+        """One read of every part, in the caller's thread."""
+        for p in self.parts.values():
+            p._begin()
+        try:
+            values = self._read()
+            if not isinstance(values, dict):
+                raise TypeError(f"source group {self.name}: read returned "
+                                f"{type(values).__name__}, not a dict")
+        except Exception as exc:  # noqa: BLE001 - a failed read is a down source, not a crash
+            for p in self.parts.values():
+                p._record(None, f"{type(exc).__name__}: {exc}")
+            return
+        for n, p in self.parts.items():
+            if n in values:
+                p._record(values[n])
+            else:
+                p._record(None, f"source group {self.name}: the read gave no {n} value")
+
+    def start(self) -> PollerGroup:
+        """Start the group's reading thread (a daemon)."""
+        if self._thread is None:
+            self._thread = threading.Thread(
+                target=_loop, args=(self._stop, self.interval_s, self.read_now, self._close,
+                                    self.name), name=f"exporter-{self.name}", daemon=True)
+            self._thread.start()
+        return self
+
+    def stop(self, join_s: float = 2.0) -> None:
+        """Ask the thread to end after its current read; wait up to ``join_s`` s for it."""
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(join_s)
+
+
+__all__ = ["Poller", "PollerGroup", "SourceState", "is_good"]

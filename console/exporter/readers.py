@@ -43,53 +43,61 @@ def _noop() -> None:
 
 
 # -- node: timers and leases -----------------------------------------------------------------
-def make_timers(loaded: LoadedProfile) -> Reader:
-    """The profile's timer units, their load and active states in one ``systemctl show``
-    through the node transport (:func:`seat_console.sources.timers.read_unit_states`) →
-    ``tuple[TimerFact, ...]``."""
+def make_node(loaded: LoadedProfile) -> Reader:
+    """The profile's timer units and every hold lease on the node in **one** ``systemctl
+    show`` through the node transport (the units and the pattern
+    :data:`~seat_console.actions.node_ops.LEASE_GLOB`:
+    :func:`seat_console.sources.timers.read_unit_states_matching`), plus one ``systemctl
+    list-timers`` for the next elapse only while a lease is armed
+    (:func:`seat_console.actions.node_ops.armed_leases`) → ``{"timers": tuple[TimerFact, ...],
+    "lease": LeaseValue}``, either one an :class:`Unavailable` on its own (a matched block that
+    cannot be trusted downs ``lease`` only; a failed command or untrustworthy timer blocks
+    down both). Read by one :class:`~seat_console.exporter.poller.PollerGroup`."""
+    from seat_console.actions import node_ops
     from seat_console.node.transport import TransportError, make_transport
-    from seat_console.sources.timers import TimersReading, read_unit_states
+    from seat_console.sources.timers import read_unit_states_matching
 
     units = list(loaded.profile.timers.all_units)
     try:
         transport = make_transport(loaded)
     except TransportError as exc:
         msg = str(exc)
-        return (lambda: Unavailable(source="timers", kind="config", reason=msg)), _noop
+        return (lambda: {n: Unavailable(source=n, kind="config", reason=msg)
+                         for n in ("timers", "lease")}), _noop
 
-    def read() -> Any:
+    def read() -> dict[str, Any]:
         try:
-            r = read_unit_states(transport, units)
+            r = read_unit_states_matching(transport, units, [node_ops.LEASE_GLOB])
         except (TransportError, ValueError) as exc:
-            return Unavailable(source="timers", kind="error", reason=str(exc))
-        if not isinstance(r, TimersReading):
-            return r
-        return tuple(TimerFact(t.unit, t.loaded, t.active) for t in r.timers)
-
-    return read, transport.close
-
-
-def make_lease(loaded: LoadedProfile) -> Reader:
-    """Every hold lease armed on the node (:func:`seat_console.actions.node_ops.node_leases`,
-    a read: ``systemctl list-units`` + ``show``) → :class:`LeaseValue`."""
-    from seat_console.actions import node_ops
-    from seat_console.node.transport import TransportError, make_transport
-
-    try:
-        transport = make_transport(loaded)
-    except TransportError as exc:
-        msg = str(exc)
-        return (lambda: Unavailable(source="lease", kind="config", reason=msg)), _noop
-
-    def read() -> Any:
+            r = Unavailable(source="timers", kind="error", reason=str(exc))
+        if isinstance(r, Unavailable):
+            return {"timers": r, "lease": r.model_copy(update={"source": "lease"})}
+        timers = tuple(TimerFact(t.unit, t.loaded, t.active) for t in r.named.timers)
+        if r.matched is None:
+            return {"timers": timers, "lease": Unavailable(
+                source="lease", kind="error", reason=r.matched_error or "leases not read")}
         try:
-            leases = node_ops.node_leases(transport)
-        except (node_ops.LeaseError, TransportError) as exc:
-            return Unavailable(source="lease", kind="error", reason=str(exc))
-        return LeaseValue(tuple(t.next_elapse.timestamp() if t.next_elapse else None
-                                for t in leases))
+            leases = node_ops.armed_leases(transport, r.matched)
+        except TransportError as exc:
+            return {"timers": timers,
+                    "lease": Unavailable(source="lease", kind="error", reason=str(exc))}
+        return {"timers": timers, "lease": LeaseValue(tuple(
+            t.next_elapse.timestamp() if t.next_elapse else None for t in leases))}
 
     return read, transport.close
+
+
+def _part(name: str) -> Callable[[LoadedProfile], Reader]:
+    def make(loaded: LoadedProfile) -> Reader:
+        read, close = make_node(loaded)
+        return (lambda: read()[name]), close
+
+    make.__doc__ = f"The ``{name}`` part of :func:`make_node` alone (its own transport)."
+    return make
+
+
+make_timers = _part("timers")
+make_lease = _part("lease")
 
 
 # -- Alertmanager ----------------------------------------------------------------------------
@@ -276,7 +284,14 @@ READERS: dict[str, Callable[[LoadedProfile], Reader]] = {
     "containers": make_containers, "engine": make_engine, "journal": make_journal,
     "lease": make_lease,
 }
-"""How the exporter builds each source's reader (tests pass their own)."""
+"""How each source's reader is built alone (tests pass their own)."""
+
+GROUP_READERS: dict[tuple[str, ...], Callable[[LoadedProfile], Reader]] = {
+    ("timers", "lease"): make_node,
+}
+"""Sources the exporter reads together with one call (one
+:class:`~seat_console.exporter.poller.PollerGroup` each); their :data:`READERS` entries are
+then not used. The read returns ``{source: value}``."""
 
 INTERVALS_S: dict[str, float] = {
     "gpus": 30.0, "timers": 15.0, "silences": 15.0, "containers": 15.0, "engine": 5.0,
@@ -284,6 +299,7 @@ INTERVALS_S: dict[str, float] = {
 }
 """Default seconds between two reads of each source (``--interval`` sets them all)."""
 
-__all__ = ["INTERVALS_S", "READERS", "make_containers", "make_engine", "make_gpus",
-           "make_journal", "make_lease", "make_silences", "make_timers", "probe_state",
+__all__ = ["GROUP_READERS", "INTERVALS_S", "READERS", "make_containers", "make_engine",
+           "make_gpus", "make_journal", "make_lease", "make_node", "make_silences",
+           "make_timers", "probe_state",
            "unfinished_runs"]

@@ -29,6 +29,7 @@ This module only reads. The writers (``systemctl stop|start`` with read-back) li
 
 from __future__ import annotations
 
+import fnmatch
 import math
 import re
 from collections.abc import Sequence
@@ -459,37 +460,134 @@ def read_timers(transport: Transport, units: Sequence[str], *,
                          notes=tuple(notes))
 
 
-UNIT_STATE_PROPERTIES = ("Id", "LoadState", "ActiveState", "SubState")
-"""Properties :func:`read_unit_states` reads."""
+UNIT_STATE_PROPERTIES = ("Id", "Names", "LoadState", "ActiveState", "SubState")
+"""Properties :func:`read_unit_states` and :func:`read_unit_states_matching` read."""
+
+_PATTERN_RE = re.compile(r"^[A-Za-z0-9:_.\\@*?\[\]][A-Za-z0-9:_.\\@*?\[\]-]*$")
+
+
+def check_unit_pattern(pattern: str) -> str:
+    """Return ``pattern`` if it is a plausible systemd unit glob (``seat-hold-*-lease.timer``:
+    unit-name characters and ``*``, ``?``, ``[…]``, with a ``.`` and at least one glob
+    character); raise :class:`ValueError` (naming it) otherwise."""
+    if not _PATTERN_RE.match(pattern) or "." not in pattern or not any(
+            c in pattern for c in "*?["):
+        raise ValueError(f"{pattern!r} is not a systemd unit pattern")
+    return pattern
+
+
+class UnitStates(Frozen):
+    """One ``systemctl show`` of named units and unit patterns
+    (:func:`read_unit_states_matching`).
+
+    ``named``: the named units, in argument order, with ``load_state`` / ``active_state`` /
+    ``sub_state`` only (as :func:`read_unit_states` gives them); ``matched``: the units systemd
+    has loaded now whose name matches a pattern (``unit`` = systemd's ``Id``), in systemd's
+    order, each once — ``None`` when that part of the answer could not be trusted, with the
+    reason in ``matched_error`` (the named units are still good: one bad matched block never
+    blanks them)."""
+
+    named: TimersReading
+    matched: tuple[TimerState, ...] | None = ()
+    matched_error: str | None = None
+
+
+def _state(unit: str, b: dict[str, str]) -> TimerState:
+    return TimerState(unit=unit, load_state=_none_if_empty(b.get("LoadState")),
+                      active_state=_none_if_empty(b.get("ActiveState")),
+                      sub_state=_none_if_empty(b.get("SubState")))
+
+
+def split_unit_states(blocks: Sequence[dict[str, str]], units: Sequence[str],
+                      patterns: Sequence[str]
+                      ) -> tuple[tuple[TimerState, ...], tuple[TimerState, ...] | None,
+                                 str | None]:
+    """The blocks of ``systemctl show -p Id,Names,… -- UNIT… PATTERN…`` → ``(named states,
+    matched states or None, why the matched part is None)`` (pure).
+
+    systemctl prints the named units first, in argument order, then the loaded units the
+    patterns match (each once; systemd 252 ``expand_unit_names``, checked in the lab). A named
+    unit's block is positional and must name it (``Id`` or one of ``Names``, an alias) when it
+    says who it is; a block without ``Id`` is taken by position only when no pattern was
+    given. Raises :class:`ValueError` naming the block when a named unit is missing or its
+    block names another unit: the positions cannot be trusted, so nothing is. A matched block
+    without an ``Id``, with an ``Id`` that is not a unit name, or one that matches no pattern
+    makes the matched part ``None`` only."""
+    if len(blocks) < len(units) or (not patterns and len(blocks) != len(units)):
+        raise ValueError(f"systemctl show returned {len(blocks)} blocks for {len(units)} units"
+                         + (f" and {len(patterns)} patterns" if patterns else ""))
+    named = []
+    for i, (unit, b) in enumerate(zip(units, blocks, strict=False)):
+        ident = b.get("Id")
+        if ident is None and patterns:
+            raise ValueError(f"systemctl show: block {i + 1} (for {unit}) has no Id")
+        if ident is not None and ident != unit and unit not in b.get("Names", "").split():
+            shown = ident if len(ident) <= 80 else ident[:80] + "…"
+            raise ValueError(f"systemctl show: block {i + 1} is {shown!r}, expected {unit}")
+        named.append(_state(unit, b))
+    matched: list[TimerState] = []
+    seen: set[str] = set()
+    for i, b in enumerate(blocks[len(units):], start=len(units) + 1):
+        ident = b.get("Id")
+        shown = None if ident is None else (ident if len(ident) <= 80 else ident[:80] + "…")
+        if not ident:
+            return tuple(named), None, f"systemctl show: matched block {i} has no Id"
+        try:
+            check_unit_name(ident)
+        except ValueError:
+            return tuple(named), None, (f"systemctl show: matched block {i}: {shown!r} is "
+                                        "not a unit name")
+        if not any(fnmatch.fnmatchcase(ident, p) for p in patterns):
+            return tuple(named), None, (f"systemctl show: matched block {i}: {shown!r} "
+                                        f"matches none of {', '.join(patterns)}")
+        if ident not in seen:
+            seen.add(ident)
+            matched.append(_state(ident, b))
+    return tuple(named), tuple(matched), None
+
+
+def read_unit_states_matching(transport: Transport, units: Sequence[str],
+                              patterns: Sequence[str], *, timeout_s: float = 10.0
+                              ) -> UnitStates | Unavailable:
+    """The load and active states of ``units`` and of every loaded unit matching
+    ``patterns``, in **one** command (``systemctl show -p Id,Names,LoadState,ActiveState,
+    SubState -- UNIT… PATTERN…``; a pattern matches only the units systemd has loaded now, as
+    ``systemctl list-units`` lists them): a :class:`UnitStates`. For a reader that polls often
+    (the exporter: the profile's timers and the hold leases in one ``docker exec`` / ``ssh``).
+    Returns :class:`Unavailable` (source ``timers``; kinds as :func:`read_timers`) when the
+    command fails or the named units' blocks cannot be trusted
+    (:func:`split_unit_states`); raises :class:`ValueError` for an invalid unit name or
+    pattern."""
+    units = [check_unit_name(u) for u in units]
+    patterns = [check_unit_pattern(p) for p in patterns]
+    read_at = utcnow()
+    if not units and not patterns:
+        return UnitStates(named=TimersReading(where=transport.where, read_at=read_at,
+                                              timers=()))
+    res = transport.run(["systemctl", "show", "-p", ",".join(UNIT_STATE_PROPERTIES), "--",
+                         *units, *patterns], timeout_s=timeout_s)
+    if not res.ok:
+        kind, reason = _explain_systemctl(res)
+        return Unavailable(source="timers", kind=kind, reason=reason)
+    try:
+        named, matched, why = split_unit_states(parse_show_blocks(res.stdout), units, patterns)
+    except ValueError as exc:
+        return Unavailable(source="timers", kind="error", reason=str(exc))
+    return UnitStates(named=TimersReading(where=transport.where, read_at=read_at, timers=named),
+                      matched=matched, matched_error=why)
 
 
 def read_unit_states(transport: Transport, units: Sequence[str], *,
                      timeout_s: float = 10.0) -> TimersReading | Unavailable:
     """The load and active states of ``units`` only, in **one** command (``systemctl show -p
-    Id,LoadState,ActiveState,SubState -- UNIT…``): a :class:`TimersReading` whose timers have
-    ``load_state`` / ``active_state`` / ``sub_state`` and nothing else (no next elapse, no
-    service: :func:`read_timers` reads those with two more commands). For a reader that polls
-    often and needs only whether each timer is armed (the exporter). Returns
-    :class:`Unavailable` as :func:`read_timers` does; raises :class:`ValueError` for an
-    invalid unit name."""
-    units = [check_unit_name(u) for u in units]
-    read_at = utcnow()
-    if not units:
-        return TimersReading(where=transport.where, read_at=read_at, timers=())
-    res = transport.run(["systemctl", "show", "-p", ",".join(UNIT_STATE_PROPERTIES), "--",
-                         *units], timeout_s=timeout_s)
-    if not res.ok:
-        kind, reason = _explain_systemctl(res)
-        return Unavailable(source="timers", kind=kind, reason=reason)
-    blocks = parse_show_blocks(res.stdout)
-    if len(blocks) != len(units):
-        return Unavailable(source="timers", kind="error", reason=(
-            f"systemctl show returned {len(blocks)} blocks for {len(units)} units"))
-    return TimersReading(where=transport.where, read_at=read_at, timers=tuple(
-        TimerState(unit=u, load_state=_none_if_empty(b.get("LoadState")),
-                   active_state=_none_if_empty(b.get("ActiveState")),
-                   sub_state=_none_if_empty(b.get("SubState")))
-        for u, b in zip(units, blocks, strict=True)))
+    Id,Names,LoadState,ActiveState,SubState -- UNIT…``): a :class:`TimersReading` whose timers
+    have ``load_state`` / ``active_state`` / ``sub_state`` and nothing else (no next elapse, no
+    service: :func:`read_timers` reads those with two more commands). Returns
+    :class:`Unavailable` as :func:`read_timers` does (and when a block names another unit);
+    raises :class:`ValueError` for an invalid unit name. :func:`read_unit_states_matching`
+    adds unit patterns to the same command."""
+    r = read_unit_states_matching(transport, units, (), timeout_s=timeout_s)
+    return r if isinstance(r, Unavailable) else r.named
 
 
 # -- source ----------------------------------------------------------------------------------
@@ -836,8 +934,9 @@ def read_start_forecast(transport: Transport, units: Sequence[str], *,
 
 
 __all__ = ["PERSISTENT_WARNING", "ServiceState", "StartForecast", "TimerSource", "TimerState",
-           "TimersReading", "TriggerForecast", "build_timer_state", "check_unit_name",
+           "TimersReading", "TriggerForecast", "UnitStates", "build_timer_state", "check_unit_name",
+           "check_unit_pattern",
            "forecast_start", "make_source", "parse_calendar_elapses", "parse_list_timers_json",
            "parse_monotonic_triggers", "parse_schedule", "parse_show_blocks", "parse_timestamp",
            "parse_timespan", "read_start_forecast", "read_timers", "read_unit_states",
-           "service_running"]
+           "read_unit_states_matching", "service_running", "split_unit_states"]
