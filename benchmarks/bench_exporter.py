@@ -70,8 +70,10 @@ def cpu_s(p: psutil.Process) -> float:
 
 
 def per_source(profile: str, n: int) -> dict[str, dict[str, float]]:
-    """Each source's read, ``n`` times after one warm-up read: CPU and wall ms per read."""
-    from seat_console.exporter.readers import READERS
+    """Each read the exporter makes, ``n`` times after one warm-up read: CPU and wall ms per
+    read. Sources read together (``GROUP_READERS``: the node's timers and leases, one
+    ``systemctl show``) are one entry, ``timers+lease``."""
+    from seat_console.exporter.readers import GROUP_READERS, READERS
     from seat_console.core.profile import load_profile
 
     loaded = load_profile(profile)
@@ -80,8 +82,11 @@ def per_source(profile: str, n: int) -> dict[str, dict[str, float]]:
         t = os.times()
         return t.user + t.system + t.children_user + t.children_system
 
+    grouped = {n for names in GROUP_READERS for n in names}
+    makers = {"+".join(names): make for names, make in GROUP_READERS.items()}
+    makers.update((k, m) for k, m in READERS.items() if k not in grouped)
     out = {}
-    for name, make in READERS.items():
+    for name, make in makers.items():
         read, close = make(loaded)
         read()
         c0, w0 = cpu(), time.perf_counter()
@@ -91,6 +96,31 @@ def per_source(profile: str, n: int) -> dict[str, dict[str, float]]:
                      "wall_ms": (time.perf_counter() - w0) / n * 1e3}
         close()
     return out
+
+
+def uptime() -> str:
+    """``uptime``'s line (the load beside the figures), or why it could not be read."""
+    try:
+        return subprocess.run(["uptime"], capture_output=True, text=True, timeout=5,
+                              check=False).stdout.strip()
+    except (OSError, subprocess.SubprocessError) as exc:
+        return f"uptime: {exc}"
+
+
+def commit() -> str:
+    """The checkout's commit (``git rev-parse --short HEAD``), ``+`` when the exporter's code
+    (``console/exporter``, ``console/sources``, ``console/node``, ``actions``) differs from it."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    try:
+        head = subprocess.run(["git", "-C", here, "rev-parse", "--short", "HEAD"],
+                              capture_output=True, text=True, timeout=10, check=False)
+        dirty = subprocess.run(["git", "-C", here, "status", "--porcelain", "--",
+                                "../console/exporter", "../console/sources", "../console/node",
+                                "../actions"], capture_output=True, text=True, timeout=30,
+                               check=False)
+    except (OSError, subprocess.SubprocessError) as exc:
+        return f"unknown ({exc})"
+    return head.stdout.strip() + ("+" if dirty.stdout.strip() else "")
 
 
 def main() -> int:
@@ -107,15 +137,24 @@ def main() -> int:
     ap.add_argument("--per-source", type=int, metavar="N", default=0)
     a = ap.parse_args()
     if a.per_source:
-        print(json.dumps({"load_avg": os.getloadavg(),
-                          "per_source": per_source(a.profile, a.per_source)}, indent=2))
+        load0, up0 = os.getloadavg(), uptime()
+        res = per_source(a.profile, a.per_source)
+        text = json.dumps({"at": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+                           "host": platform.node(), "cores": os.cpu_count(),
+                           "commit": commit(), "reads_per_source": a.per_source, "load_avg_before": load0,
+                           "uptime_before": up0, "load_avg": os.getloadavg(),
+                           "uptime_after": uptime(), "per_source": res}, indent=2)
+        print(text)
+        if a.json:
+            with open(a.json, "w") as fh:
+                fh.write(text + "\n")
         return 0
 
     argv = [sys.executable, "-m", "seat_console", "exporter", "--profile", a.profile,
             "--listen", f"127.0.0.1:{a.port}"]
     if a.interval is not None:
         argv += ["--interval", str(a.interval)]
-    load0 = os.getloadavg()
+    load0, up0 = os.getloadavg(), uptime()
     child = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     url = f"http://127.0.0.1:{a.port}/metrics"
     try:
@@ -155,7 +194,9 @@ def main() -> int:
     out = {
         "at": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
         "host": platform.node(), "cores": os.cpu_count(), "python": platform.python_version(),
+        "commit": commit(),
         "load_avg_before": load0, "load_avg_after": os.getloadavg(),
+        "uptime_before": up0, "uptime_after": uptime(),
         "profile": a.profile, "exporter_interval": a.interval or "defaults",
         "sources_up_at_start": ups,
         "scrapes": len(walls),
