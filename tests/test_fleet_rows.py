@@ -62,10 +62,27 @@ def _got(seats: dict[str, dict]) -> dict:
                                    for i, d in seats.items()})
     got["times"] = _vec([({"instance": i, "__name__": k}, v) for i, d in seats.items()
                          for k, v in d.items() if k.endswith("_seconds")])
-    got["gpu"] = _vec([({"instance": i, "UUID": f"GPU-{n}", "__name__": k}, v)
-                       for i, d in seats.items() for n, card in enumerate(d.get("cards", ()))
-                       for k, v in card.items()])
+    got["gpu"] = gpu_answer({i: d.get("cards", ()) for i, d in seats.items()})
     return got
+
+
+def gpu_answer(seats: dict[str, list[dict[str, float]]]):  # noqa: ANN201
+    """What the ``gpu`` query answers for seats given as instance → cards (family → MiB), as
+    Prometheus computes it (the PromQL itself is checked by promtool in
+    test_fleet_gpu_promql.py): ``cards``; USED / FREE summed when every card has the family;
+    RESERVED summed over the cards that have it."""
+    series = []
+    for i, cards in seats.items():
+        if not cards:
+            continue
+        series.append(({"instance": i, "q": "cards"}, len(cards)))
+        for fam in ("DCGM_FI_DEV_FB_USED", "DCGM_FI_DEV_FB_FREE", "DCGM_FI_DEV_FB_RESERVED"):
+            have = [c[fam] for c in cards if fam in c]
+            if fam.endswith("RESERVED") and have:
+                series.append(({"instance": i, "q": "reserved"}, sum(have)))
+            elif have and len(have) == len(cards):
+                series.append(({"instance": i, "__name__": fam}, sum(have)))
+    return _vec(series)
 
 
 def _seat(up=1, held=0, lease=0, no_lease=0, seen=NOW - 1, **kw) -> dict:  # noqa: ANN001

@@ -88,9 +88,31 @@ def queries(window_s: float, scrape_interval_s: float) -> dict[str, str]:
         "requests": ('sum by (instance, __name__) ({__name__=~"vllm:num_requests_running|'
                      'vllm:num_requests_waiting"})'),
         "kv": f'max by (instance) ({{__name__=~"{_names(KV_NAMES)}"}})',
-        "gpu": f'max by (instance, UUID, __name__) ({{__name__=~"{_names(DCGM_NAMES)}"}})',
+        "gpu": gpu_query(),
         "sources_down": "group by (instance, source) (seat_source_up == 0)",
     }
+
+
+def gpu_query() -> str:
+    """The ``gpu`` query: three series a seat (four with ``_RESERVED``), summed by
+    ``instance`` in PromQL — not one per card and family (1,000 seats × 2 cards × 2 families
+    was the largest reply, 0.63 MB).
+
+    Series: ``q="cards"`` — the seat's cards (distinct ``UUID``) with any DCGM series;
+    ``__name__="DCGM_FI_DEV_FB_USED"`` / ``_FREE`` — the family's sum over the seat's cards
+    (dcgm-exporter, MiB), only when the family has exactly one series per card (the ``and``
+    guard: a partial sum, or a card counted twice, is never shown as the seat's);
+    ``q="reserved"`` — ``_RESERVED`` summed over the cards that have it (a card without it
+    counts 0; labelled apart because ``or`` matches label sets without ``__name__``). A
+    ``NaN`` sample makes its sum ``NaN``: unknown. Checked by ``promtool`` in
+    ``tests/test_fleet_gpu_promql.py``."""
+    used, free, reserved = DCGM_NAMES
+    fam = f'{{__name__=~"{used}|{free}"}}'
+    cards = (f'count by (instance) (max by (instance, UUID) '
+             f'({{__name__=~"{_names(DCGM_NAMES)}"}}))')
+    return (f'label_replace({cards}, "q", "cards", "", "") or (sum by (instance, __name__) '
+            f'({fam}) and on (instance, __name__) (count by (instance, __name__) ({fam}) == on '
+            f'(instance) group_left () {cards})) or label_replace(sum by (instance) ({reserved}), "q", "reserved", "", "")')
 
 
 RANK = {"without-lease": 0, "down": 1, "stale": 2, "no-series": 2, "unknown": 3, "held": 4,
@@ -505,11 +527,7 @@ def build_rows(got: Mapping[str, QueryResult | None], now: float, scrape_interva
     down = {inst: tuple(sorted({s.labels.get("source", "?") for s in ss}))
             for inst, ss in _by_instance(got.get("sources_down")).items()}
     gpu_ok = got.get("gpu") is not None
-    gpus: dict[str, dict[str, dict[str, float | None]]] = {}
-    for inst, ss in _by_instance(got.get("gpu")).items():
-        for s in ss:
-            gpus.setdefault(inst, {}).setdefault(s.labels.get("UUID", "?"), {})[
-                s.labels.get("__name__", "")] = s.value
+    gpus = per_name("gpu")     # instance → {"cards": n, family: MiB summed over its cards}
     states_ok = got.get("states") is not None
     rows = []
     for inst in sorted(set(seen) | set(inv)):
@@ -569,16 +587,15 @@ def build_rows(got: Mapping[str, QueryResult | None], now: float, scrape_interva
             sil_from = "exporter"
             sil = "active" if flag["seat_silence_active"] else "none"
             sil_until = tm.get("seat_silence_end_timestamp_seconds") if sil == "active" else None
-        cards = gpus.get(inst, {})
+        g = gpus.get(inst, {})
+        ncards = int(g.get("cards") or 0)
         used = total = None
-        if cards and fresh:
-            u = [c.get("DCGM_FI_DEV_FB_USED") for c in cards.values()]
-            f = [c.get("DCGM_FI_DEV_FB_FREE") for c in cards.values()]
-            r = [c.get("DCGM_FI_DEV_FB_RESERVED") or 0.0 for c in cards.values()]
-            if all(x is not None for x in u):
-                used = int(sum(u) * MIB)   # type: ignore[arg-type]
-                if all(x is not None for x in f):
-                    total = int((sum(u) + sum(f) + sum(r)) * MIB)  # type: ignore[arg-type]
+        if ncards and fresh:
+            u, f = g.get("DCGM_FI_DEV_FB_USED"), g.get("DCGM_FI_DEV_FB_FREE")
+            if u is not None:
+                used = int(u * MIB)
+                if f is not None:
+                    total = int((u + f + (g.get("reserved") or 0.0)) * MIB)
         rq = reqs.get(inst, {})
         rows.append(FleetRow(
             instance=inst, node=node, state=state, last_seen=last, stale_s=age,
@@ -586,7 +603,7 @@ def build_rows(got: Mapping[str, QueryResult | None], now: float, scrape_interva
             running=rq.get("vllm:num_requests_running") if fresh else None,
             waiting=rq.get("vllm:num_requests_waiting") if fresh else None,
             kv_usage=kv.get(inst) if fresh else None,
-            gpus=len(cards) if (fresh and gpu_ok) else (0 if gpu_ok else -1),
+            gpus=ncards if (fresh and gpu_ok) else (0 if gpu_ok else -1),
             gpu_used_bytes=used, gpu_total_bytes=total,
             hold=hold, hold_until=tm.get("seat_hold_expiry_timestamp_seconds") if hold else None,
             silence=sil, silence_until=sil_until, silence_from=sil_from,
@@ -604,5 +621,5 @@ def with_state(row: FleetRow, **changes: Any) -> FleetRow:
 
 
 __all__ = ["COLUMNS", "Fleet", "FleetReading", "FleetRow", "InventoryEntry", "PromError", "RANK",
-           "SilenceIndex", "build_rows", "cells", "fmt_age", "hhmm", "iso", "queries",
+           "SilenceIndex", "build_rows", "cells", "fmt_age", "gpu_query", "hhmm", "iso", "queries",
            "sort_rows"]
