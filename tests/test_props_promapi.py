@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 import math
 
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 from seat_console.fleet.promapi import PromError, parse_response, parse_value
@@ -67,6 +67,45 @@ def test_one_bad_series_never_blanks_the_rest(items, bad_at, junk):
         n = int(s.labels["instance"].rsplit(":", 1)[1])
         want = parse_value(items[n][1])
         assert s.value == want or (want is None and s.value is None)
+
+
+label_value = st.sampled_from(["", "a", "x" * 1024, "x" * 1025, 3, None, ["a"], {"a": "b"}])
+label_key = st.sampled_from(["instance", "node", "k" * 1024, "k" * 1025])
+metric = st.dictionaries(label_key, label_value, max_size=3) | st.sampled_from([None, 5, "m", []])
+point_time = st.floats(allow_nan=False) | st.integers(-2**63, 2**63 - 1) \
+    | st.sampled_from([True, None, "1"])
+point = st.tuples(point_time, value_text | st.sampled_from([1, None, True, []])).map(list) \
+    | st.sampled_from([None, [], [1.0], [1.0, "1", 2]])
+sample = st.fixed_dictionaries({"metric": metric, "value": point}) \
+    | st.fixed_dictionaries({"value": point}) | json_any
+
+
+@given(st.lists(sample, max_size=8))
+@example([{"metric": {"a": "x" * 1025}, "value": [1.0, "1"]}])
+@example([{"metric": {"k" * 1025: "a"}, "value": [1.0, "1"]}])
+@example([{"metric": {"a": ["b"]}, "value": [1.0, "1"]}])
+@example([{"metric": {"a": "b"}, "value": [True, "1"]}, {"value": [1e300, "NaN"]}])
+def test_vector_fast_path_agrees_with_the_checks(result):
+    """The instant-vector fast path (promapi._vector_sample) keeps, values and refuses
+    exactly what the per-field checks do: same series, same problems."""
+    import seat_console.fleet.promapi as promapi
+
+    try:
+        body = json.dumps({"status": "success", "data": {"resultType": "vector",
+                                                         "result": result}},
+                          allow_nan=False)
+    except ValueError:                    # NaN / Infinity floats: not JSON
+        return
+    fast = parse_response(body, Q, WHAT)
+    orig = promapi._vector_sample
+    promapi._vector_sample = lambda item, out: False
+    try:
+        slow = parse_response(body, Q, WHAT)
+    finally:
+        promapi._vector_sample = orig
+    assert fast.problems == slow.problems
+    assert [(dict(a.labels), a.points) for a in fast.series] == \
+        [(dict(b.labels), b.points) for b in slow.series]
 
 
 @given(value_text)

@@ -29,7 +29,7 @@ import math
 import threading
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 import httpx
 import orjson
@@ -57,11 +57,12 @@ class PromError(Exception):
         super().__init__(message)
 
 
-@dataclass(frozen=True, slots=True)
-class Series:
+class Series(NamedTuple):
     """One series of a result: ``labels`` (name → value, ``__name__`` included when the reply
     has it) and ``points``: ``(unix s, value)`` pairs, oldest first; a value is ``None`` when
-    it is ``NaN`` or not a number (unknown, never 0). An instant vector has one point."""
+    it is ``NaN`` or not a number (unknown, never 0). An instant vector has one point.
+    Immutable (a named tuple: one of these is made per sample of a reply, ~10,000 a 1,000-seat
+    refresh, and a tuple is ~3× cheaper to make than a frozen dataclass)."""
 
     labels: Mapping[str, str]
     points: tuple[tuple[float, float | None], ...]
@@ -126,6 +127,51 @@ def _labels(raw: Any) -> dict[str, str]:
             raise ValueError(f"label {_clip(str(k), 60)!r} is longer than {MAX_LABEL_CHARS} "
                              "characters")
     return raw
+
+
+_EMPTY: dict[str, str] = {}
+
+
+def _vector_sample(item: Any, out: list[Series]) -> bool:
+    """The fast path of one instant-vector sample: when ``item`` is well formed (an object,
+    labels all strings within :data:`MAX_LABEL_CHARS`, ``value`` a ``[finite number,
+    string]`` pair) append its :class:`Series` to ``out`` and return True; otherwise return
+    False and leave it to the checks that name what is wrong. The same rules as
+    :func:`_labels` / :func:`_point` / :func:`parse_value`, with the per-label work done by C
+    built-ins (``max(map(len, …))``, ``str.join``) instead of a Python loop: the parse of a
+    1,000-seat refresh (~10,000 samples) was ~60 % of the fleet core's CPU."""
+    if type(item) is not dict:
+        return False
+    m = item.get("metric", _EMPTY)
+    v = item.get("value")
+    if type(m) is not dict or type(v) is not list or len(v) != 2:
+        return False
+    t, raw = v
+    if type(t) is not float and type(t) is not int or type(raw) is not str:
+        return False
+    if m:
+        try:
+            if max(map(len, m.values())) > MAX_LABEL_CHARS or max(map(len, m)) > \
+                    MAX_LABEL_CHARS:
+                return False
+            "".join(m.values())          # TypeError unless every value is a string
+        except TypeError:
+            return False
+    try:
+        t = float(t)
+    except OverflowError:
+        return False
+    if not math.isfinite(t):
+        return False
+    try:
+        x: float | None = float(raw)
+    except (ValueError, OverflowError):
+        x = None
+    else:
+        if x != x:                       # NaN: unknown
+            x = None
+    out.append(Series(m, ((t, x),)))
+    return True
 
 
 def _load(body: bytes | str, where: str) -> Any:
@@ -196,7 +242,10 @@ def parse_response(body: bytes | str, query: str, what: str = "Prometheus") -> Q
                                         f"{MAX_SERIES:,}-series limit (narrow the query)")
     series: list[Series] = []
     problems: list[str] = []
+    fast = rtype == "vector"
     for n, item in enumerate(result):
+        if fast and _vector_sample(item, series):
+            continue
         try:
             if not isinstance(item, dict):
                 raise ValueError("is not an object")
