@@ -9,11 +9,12 @@ from textual.app import App, ComposeResult
 from seat_console.tui.fleet_table import FleetTable
 
 COLS = [("node", "Node", 10), ("run", "Run", 4)]
+STYLES = ("bold", "")
 
 
 def _rows(n: int, bump: dict[int, str] | None = None) -> list:
     bump = bump or {}
-    return [(f"k{i}", ((f"node-{i}", ""), (bump.get(i, str(i % 7)), ""))) for i in range(n)]
+    return [(f"k{i}", ((f"node-{i}", bump.get(i, str(i % 7))), STYLES)) for i in range(n)]
 
 
 class _App(App[None]):

@@ -45,7 +45,7 @@ from textual.widgets import Footer, Input, Static
 from seat_console.fleet.detail import SeatHistory, read_history, spark
 from seat_console.fleet.rows import COLUMNS, Fleet, FleetReading, FleetRow, cells, fmt_age, iso
 from seat_console.fleet.setup import console_argv
-from seat_console.tui.fleet_table import Cell, FleetTable
+from seat_console.tui.fleet_table import Content, FleetTable
 
 WIDE_FROM_COLS = 140
 NARROW = {"node": 12, "engine": 11, "hold": 14, "silence": 7, "running": 4, "waiting": 4,
@@ -55,6 +55,11 @@ WIDE = {"node": 22, "engine": 12, "hold": 14, "silence": 13, "running": 5, "wait
         "kv": 5, "gpu": 15, "probe": 22}
 STYLE = {"without-lease": "bold red", "down": "bold red", "stale": "yellow",
          "no-series": "yellow", "unknown": "yellow", "held": "cyan", "healthy": ""}
+
+_STYLES = {(state, no_lease): (style, style, "bold red reverse" if no_lease else "")
+           + ("",) * (len(COLUMNS) - 3)
+           for state, style in STYLE.items() for no_lease in (False, True)}
+"""Cell styles by (state, hold without lease), one shared tuple each."""
 
 
 def layout(width: int) -> dict[str, int]:
@@ -216,13 +221,13 @@ class FleetApp(App[int]):
         self.query_times: list[float] = []
         self.refreshes = 0
         self._order: list[str] = []
-        self._shown: dict[str, tuple[str, ...]] = {}
+        self._shown: dict[str, Content] = {}
         self._rows: dict[str, FleetRow] = {}
         self._widths: dict[str, int] = {}
-        self._cells: dict[str, tuple[Cell, ...]] = {}
         self._timer = None
         self.narrow = False
         self._header = ""
+        self._counts: tuple[FleetReading | None, dict[str, int]] = (None, {})
         self._banner: str | None = None
 
     def compose(self) -> ComposeResult:
@@ -294,7 +299,7 @@ class FleetApp(App[int]):
         self.narrow = width < WIDE_FROM_COLS
         table.set_columns([(key, header, widths[key]) for key, header in COLUMNS],
                           padding=0 if self.narrow else 1)
-        self._shown, self._cells = {}, {}
+        self._shown = {}
         if self.reading is not None:
             self._apply_rows()
 
@@ -312,37 +317,35 @@ class FleetApp(App[int]):
                 if f in " ".join((r.instance, r.state, *cells(r, now, narrow=self.narrow))).lower()]
 
     @staticmethod
-    def row_cells(row: FleetRow, texts: tuple[str, ...]) -> tuple[Cell, ...]:
-        """The row's cells (:data:`COLUMNS` order) as ``(text, style)`` pairs for the table:
-        node and engine in the state's style, the hold WITHOUT LEASE in reverse red. Texts
-        stay plain (the table never parses markup: node names, phases and instances come
-        from outside — ``[bold]`` in a label prints as itself)."""
-        st = STYLE.get(row.state, "")
-        hold = "bold red reverse" if row.hold == "without-lease" else ""
-        return tuple((t, st if i < 2 else (hold if i == 2 else ""))
-                     for i, t in enumerate(texts[:len(COLUMNS)]))
+    def row_styles(row: FleetRow) -> tuple[str, ...]:
+        """The row's cell styles (:data:`COLUMNS` order): node and engine in the state's
+        style, the hold WITHOUT LEASE in reverse red; one shared tuple per look."""
+        key = (row.state, row.hold == "without-lease")
+        return _STYLES.get(key) or _STYLES[("unknown", key[1])]
 
     def _apply_rows(self) -> None:
-        """Hand the (filtered) rows to the table. A row whose texts and state are unchanged
-        keeps its cells tuple (the table then finds it unchanged and draws nothing)."""
+        """Hand the (filtered) rows to the table as ``(texts, styles)``, the texts plain (the
+        table never parses markup: node names, phases and instances come from outside —
+        ``[bold]`` in a label prints as itself). A row whose texts and styles are unchanged
+        keeps its content tuple (the table then finds it unchanged and draws nothing)."""
         table = self.query_one(FleetTable)
         now = self.reading.taken_at if self.reading else time.time()
         rows = self._visible()
         self._order = [r.instance for r in rows]
         self._rows = {r.instance: r for r in rows}
-        shown, old_cells = self._shown, self._cells
-        new_shown: dict[str, tuple[str, ...]] = {}
-        new_cells: dict[str, tuple[Cell, ...]] = {}
-        narrow = self.narrow
+        old = self._shown
+        new: dict[str, Content] = {}
+        narrow, styles = self.narrow, self.row_styles
+        out = []
         for r in rows:
-            key = (*cells(r, now, narrow=narrow), r.state, r.hold == "without-lease")
-            inst = r.instance
-            new_shown[inst] = key
-            c = old_cells.get(inst)
-            new_cells[inst] = c if c is not None and shown.get(inst) == key \
-                else self.row_cells(r, key)
-        self._shown, self._cells = new_shown, new_cells
-        table.set_rows([(inst, new_cells[inst]) for inst in self._order])
+            c = (cells(r, now, narrow=narrow), styles(r))
+            prev = old.get(r.instance)
+            if prev is not None and prev == c:
+                c = prev
+            new[r.instance] = c
+            out.append((r.instance, c))
+        self._shown = new
+        table.set_rows(out)
 
     def header_text(self) -> str:
         """The header line: seats by state, when the rows were read (their age once it is
@@ -350,9 +353,12 @@ class FleetApp(App[int]):
         r = self.reading
         if r is None:
             return f"fleet · {self.fleet.prom.url} · first refresh …"
-        counts: dict[str, int] = {}
-        for row in r.rows:
-            counts[row.state] = counts.get(row.state, 0) + 1
+        if self._counts[0] is not r:      # counted once per reading, not at every tick
+            tally: dict[str, int] = {}
+            for row in r.rows:
+                tally[row.state] = tally.get(row.state, 0) + 1
+            self._counts = (r, tally)
+        counts = self._counts[1]
         parts = [f"{counts[s]} {s}" for s in ("without-lease", "down", "stale", "no-series",
                                                "unknown", "held", "healthy") if counts.get(s)]
         age = r.age_s(time.time())

@@ -9,10 +9,11 @@ is cached by the row's content (its cells' texts and styles) and whether the cur
 :meth:`FleetTable.set_rows` compares each row's content with the shown one and marks dirty only
 the screen lines of visible rows that changed (nothing at all when none did).
 
-Shape: a fixed header line, then one line per row; ``rows`` are ``(key, cells)`` with
-``cells`` a tuple of ``(text, style)`` pairs in column order (``text`` plain: never parsed as
-console markup — node names and phases come from outside; ``style`` a Rich style string, ``""``
-for none). Keys: up / down / page up / page down / home / end move the cursor, Enter posts
+Shape: a fixed header line, then one line per row; ``rows`` are ``(key, (texts, styles))``
+with ``texts`` a tuple of strings in column order (plain: never parsed as console markup —
+node names and phases come from outside) and ``styles`` a tuple of Rich style strings, ``""``
+for none (share one ``styles`` tuple between rows of the same look: comparing it is then an
+identity check). Keys: up / down / page up / page down / home / end move the cursor, Enter posts
 :class:`FleetTable.RowSelected`; a click moves the cursor, a click on the cursor row selects it.
 """
 
@@ -31,10 +32,10 @@ from textual.message import Message
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
-Cell = tuple[str, str]
-"""One cell: ``(plain text, Rich style string)``."""
-Row = tuple[str, tuple[Cell, ...]]
-"""One row: ``(key, cells in column order)``."""
+Content = tuple[tuple[str, ...], tuple[str, ...]]
+"""One row's content: ``(texts, styles)``, each in column order."""
+Row = tuple[str, Content]
+"""One row: ``(key, content)``."""
 
 
 class FleetTable(ScrollView, can_focus=True):
@@ -87,9 +88,9 @@ class FleetTable(ScrollView, can_focus=True):
         self.cell_padding = 1
         self.cursor_row = 0
         self._keys: list[str] = []
-        self._content: list[tuple[Cell, ...]] = []
+        self._content: list[Content] = []
         self._index: dict[str, int] = {}
-        self._cache: dict[str, tuple[tuple[Cell, ...], bool, Strip]] = {}
+        self._cache: dict[str, tuple[Content, bool, Strip]] = {}
         self._header: tuple[tuple, Strip] | None = None
         self.rendered_rows = 0
         """Rows rendered (cache misses) since start: for tests and profiles."""
@@ -125,10 +126,10 @@ class FleetTable(ScrollView, can_focus=True):
         cols = [k for k, _, _ in self.columns]
         if column_key not in cols:
             raise KeyError(column_key)
-        return self._content[self._index[row_key]][cols.index(column_key)][0]
+        return self._content[self._index[row_key]][0][cols.index(column_key)]
 
     def set_rows(self, rows: Sequence[Row]) -> int:
-        """Show ``rows`` (``(key, cells)``, keys unique). When the keys and their order are
+        """Show ``rows`` (``(key, (texts, styles))``, keys unique). When the keys and their order are
         unchanged only the visible rows whose cells changed are repainted (nothing when none
         did); otherwise every visible row is, the cursor staying on its row's key when that
         row is still there. Returns the number of rows whose content changed (all of them on
@@ -165,12 +166,12 @@ class FleetTable(ScrollView, can_focus=True):
         self.virtual_size = Size(self.line_width, len(self._keys) + 1)
 
     # -- rendering ---------------------------------------------------------------------------
-    def _line(self, cells: Sequence[Cell], base: Style, over: Style | None = None) -> Strip:
-        """One line of ``cells``: each cell's style over ``base``, then ``over`` (the cursor's
-        style, so the cursor row reads the same whatever its cells' colours)."""
+    def _line(self, content: Content, base: Style, over: Style | None = None) -> Strip:
+        """One line of ``content``: each cell's style over ``base``, then ``over`` (the
+        cursor's style, so the cursor row reads the same whatever its cells' colours)."""
         pad = " " * self.cell_padding
         segs = []
-        for (_, _, w), (text, style) in zip(self.columns, cells, strict=False):
+        for (_, _, w), text, style in zip(self.columns, *content, strict=False):
             st = base + Style.parse(style) if style else base
             if over is not None:
                 st = st + over
@@ -181,7 +182,8 @@ class FleetTable(ScrollView, can_focus=True):
         style = self.get_component_rich_style("fleet-table--header")
         key = (tuple(self.columns), self.cell_padding, style)
         if self._header is None or self._header[0] != key:
-            self._header = (key, self._line([(h, "") for _, h, _ in self.columns], style))
+            self._header = (key, self._line((tuple(h for _, h, _ in self.columns),
+                                             ("",) * len(self.columns)), style))
         return self._header[1]
 
     def _row_strip(self, i: int) -> Strip:
@@ -284,4 +286,4 @@ class FleetTable(ScrollView, can_focus=True):
             self.move_cursor(i)
 
 
-__all__ = ["Cell", "FleetTable", "Row"]
+__all__ = ["Content", "FleetTable", "Row"]
