@@ -21,6 +21,19 @@ order rotating between pairs. ``--url URL`` sends to another server instead of t
 and takes no lab lock — ``benchmarks/stream_server.py`` streams vLLM-shaped chunks at a fixed
 pace, which measures client CPU with no engine competing for the cores.
 
+**Stream server sweep** (``--stream C:GAP,...``, issue 21): for each rate this script starts
+``benchmarks/stream_server.py`` (one timer for all streams, pinned to ``--server-cpu``) and runs
+``--pairs`` pairs of ``bench serve`` and every variant (pinned to ``--client-cpu``) at
+concurrency C, ``--waves`` × C requests. Each prompt is sent tagged (``req-bench-<i>`` in the
+``bench serve`` dataset, ``req-<phase>-<index>`` by the probe), the server records when it sent
+each token of each tag, and each client's ITLs are matched to the server's sent gaps token by
+token (:func:`itl_error`): the ITL error is the client's gap minus the gap the server sent,
+and the distributions' p50 / p99 differences are reported too. Per client run also: the
+server's achieved pace and CPU (:func:`server_pace`), the client's core share (CPU s / its
+duration) and tokens per CPU second (the aggregate rate at which it would fill one core if its
+CPU per token stayed as measured — a derived figure), the load average; ``uptime`` before and
+after in the JSON.
+
 **SSE events parsed per second per core** (``--events N``): vLLM-shaped completion chunks (with
 continuous usage) run through the probe's parsing pipeline as ``run_request`` feeds it — the
 incremental UTF-8 decoder, httpx-sse's line and event decoders,
@@ -31,6 +44,11 @@ Usage (on the lab: ``python scripts/lab.py up`` first)::
 
     python benchmarks/bench_probe.py --pairs 3 --requests 64 --concurrency 8 --output-len 64 \\
         --json docs/validation/cpu-lab-bench_probe.json
+
+The issue-21 sweep (``docs/benchmarks.md``)::
+
+    python benchmarks/bench_probe.py --stream 64:0.0128,128:0.0064,192:0.00512,256:0.00512 \\
+        --pairs 3 --variants hot-uvloop,aiohttp-uvloop --json docs/validation/….json
 
 Holds the lab's ``.lab/disrupt.lock`` exclusively while it sends load (no test session sends
 requests meanwhile). Not a test: nothing is asserted.
@@ -56,7 +74,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 BENCH_SERVE = r"""
-import json, sys, time, argparse
+import json, os, sys, time, argparse
 import vllm.benchmarks.serve as S
 import vllm.benchmarks.datasets.datasets as D
 # pandas is an optional vLLM dependency the lab venv lacks; CustomDataset only needs
@@ -75,10 +93,14 @@ class _PD:
 D.pd = _PD
 cpu = {}
 orig = S.benchmark
+itl_file = os.environ.get("BENCH_ITL_FILE")
 async def timed(*a, **k):
     c0, w0 = time.process_time(), time.perf_counter()
     r = await orig(*a, **k)
     cpu["cpu_s"], cpu["wall_s"] = time.process_time() - c0, time.perf_counter() - w0
+    if itl_file:   # per-request ITLs, in dataset order (--disable-shuffle), tagged as sent
+        with open(itl_file, "w") as fh:
+            json.dump({f"req-bench-{i}": list(x) for i, x in enumerate(r["itls"])}, fh)
     return r
 S.benchmark = timed
 p = argparse.ArgumentParser()
@@ -101,6 +123,15 @@ from pathlib import Path
 loaded = load_profile(sys.argv[1])
 url, model, out = sys.argv[2], sys.argv[3], Path(sys.argv[4])
 http, loop, *opts = sys.argv[5].split("-")   # "aiohttp-uvloop" (the default), "httpcore-asyncio"
+itl_file = sys.argv[6] if len(sys.argv) > 6 else ""
+if itl_file:   # the stream server's tag: each prompt starts with req-<phase>-<index>
+    from seat_console.probe.client import RequestSpec
+    _tagless = RequestSpec.payload
+    def _tagged(self):
+        body = _tagless(self)
+        body["prompt"] = f"req-{self.phase}-{self.index} " + body["prompt"]
+        return body
+    RequestSpec.payload = _tagged
 if "nocus" in opts:   # A/B: no usage in every chunk (what bench serve asks for)
     from seat_console.probe.client import RequestSpec
     _payload = RequestSpec.payload
@@ -128,6 +159,12 @@ print("@@RESULT@@" + json.dumps({"output_throughput": st["output_tok_s"],
       "itl_p50_s": (st.get("itl") or {}).get("p50_s"),
       "itl_p99_s": (st.get("itl") or {}).get("p99_s"), "run_cpu_s": cpu, "wall_s": wall,
       "accounting": s["phases"][0]["accounting"], "status": s["status"]}))
+if itl_file:
+    name = s["phases"][0]["name"]
+    recs = [json.loads(l) for l in (probe.writer.path / "requests.jsonl").open()]
+    with open(itl_file, "w") as fh:
+        json.dump({f"req-{r['phase']}-{r['index']}": r["itl_s"] for r in recs
+                   if r["phase"] == name and r["ok"]}, fh)
 """
 
 
@@ -152,9 +189,19 @@ def _result(cp: subprocess.CompletedProcess[str], what: str) -> dict:
                      f"{cp.stderr[-3000:]}")
 
 
+def _pinned(cpu: int | None):  # noqa: ANN202 - a preexec_fn or None
+    """A ``preexec_fn`` that pins the child to core ``cpu`` (``None``: no pinning)."""
+    if cpu is None:
+        return None
+    return lambda: os.sched_setaffinity(0, {cpu})
+
+
 def run_bench_serve(py: str, url: str, model: str, tokenizer: str, dataset: Path, n: int,
-                    conc: int, out_len: int) -> dict:
-    """One ``vllm bench serve`` run in the vLLM venv's python; its result dict."""
+                    conc: int, out_len: int, cpu: int | None = None,
+                    itl_file: Path | None = None) -> dict:
+    """One ``vllm bench serve`` run in the vLLM venv's python (pinned to core ``cpu`` when
+    given); its result dict. ``itl_file``: where it writes each request's ITLs (s), keyed
+    ``req-bench-<dataset index>``."""
     args = ["--backend", "vllm", "--base-url", url, "--endpoint", "/v1/completions",
             "--model", model, "--tokenizer", tokenizer, "--dataset-name", "custom",
             "--dataset-path", str(dataset), "--custom-output-len", str(out_len),
@@ -163,20 +210,102 @@ def run_bench_serve(py: str, url: str, model: str, tokenizer: str, dataset: Path
             "--disable-tqdm", "--percentile-metrics", "ttft,tpot,itl,e2el"]
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "VLLM_NO_USAGE_STATS": "1",
            "TORCHDYNAMO_DISABLE": "1"}
+    if itl_file is not None:
+        env["BENCH_ITL_FILE"] = str(itl_file)
     cp = subprocess.run([py, "-c", BENCH_SERVE, *args], capture_output=True, text=True,
-                        timeout=900, env=env, check=False)
+                        timeout=900, env=env, check=False, preexec_fn=_pinned(cpu))
     return _result(cp, "vllm bench serve")
 
 
-def run_probe(profile: Path, url: str, model: str, out: Path, variant: str) -> dict:
+def run_probe(profile: Path, url: str, model: str, out: Path, variant: str,
+              cpu: int | None = None, itl_file: Path | None = None) -> dict:
     """One probe run (one phase) in a child process over ``variant`` (``<http stack>-<event
-    loop>``: ``aiohttp-uvloop`` is what the console runs; ``httpcore-asyncio`` is the stack
-    before the aiohttp transport); its result dict."""
+    loop>``: ``hot-uvloop`` is the stream hot path the console runs, ``aiohttp-uvloop`` the
+    httpx path over aiohttp, ``httpcore-asyncio`` the stack before that), pinned to core
+    ``cpu`` when given; its result dict. ``itl_file``: each prompt is sent tagged
+    ``req-<phase>-<index>`` and each completed request's ITLs (s) are written there under its
+    tag."""
     cp = subprocess.run([sys.executable, "-c", PROBE, str(profile), url, model, str(out),
-                         variant],
+                         variant, *([str(itl_file)] if itl_file else [])],
                         capture_output=True, text=True, timeout=900, check=False,
-                        env={**os.environ, "PYTHONPATH": str(ROOT)})
+                        env={**os.environ, "PYTHONPATH": str(ROOT)}, preexec_fn=_pinned(cpu))
     return _result(cp, "probe")
+
+
+def pct(xs: list[float], q: float) -> float | None:
+    """The ``q`` quantile of ``xs`` (linear between order statistics, numpy's default
+    ``linear`` method); ``None`` for no values."""
+    if not xs:
+        return None
+    s = sorted(xs)
+    h = (len(s) - 1) * q
+    lo = int(h)
+    return s[lo] + (s[min(lo + 1, len(s) - 1)] - s[lo]) * (h - lo)
+
+
+def itl_error(client: dict[str, list[float]], sent: dict[str, list[float]]) -> dict:
+    """A client's ITLs against the gaps the stream server sent, token by token.
+
+    ``client``: tag → the request's ITLs as the client measured them (s; one per token after
+    the first); ``sent``: tag → the server's send time of each token's chunk (monotonic s).
+    A request is matched when the server streamed its tag with one more send than the client
+    has ITLs. Returned (seconds): ``error_*`` — quantiles of (client gap − sent gap) over every
+    matched token (signed) and of its absolute value; ``client_gap_*`` / ``sent_gap_*`` — the two
+    distributions' p50 / p99 and ``dist_p50_diff_s`` / ``dist_p99_diff_s`` their differences
+    (the client's reported ITL p50 / p99 minus the server's true ones); counts of matched and
+    unmatched requests."""
+    errs: list[float] = []
+    cg: list[float] = []
+    sg: list[float] = []
+    unmatched = 0
+    for tag, itl in client.items():
+        t = sent.get(tag)
+        if not t or len(t) - 1 != len(itl):
+            unmatched += 1
+            continue
+        gaps = [b - a for a, b in zip(t, t[1:], strict=False)]
+        errs += [c - g for c, g in zip(itl, gaps, strict=True)]
+        cg += itl
+        sg += gaps
+    ab = [abs(e) for e in errs]
+    out = {"matched_requests": len(client) - unmatched, "unmatched_requests": unmatched,
+           "tokens": len(errs),
+           "error_p50_s": pct(errs, 0.5), "error_p99_s": pct(errs, 0.99),
+           "error_p1_s": pct(errs, 0.01),
+           "abs_error_p50_s": pct(ab, 0.5), "abs_error_p99_s": pct(ab, 0.99),
+           "client_gap_p50_s": pct(cg, 0.5), "client_gap_p99_s": pct(cg, 0.99),
+           "sent_gap_p50_s": pct(sg, 0.5), "sent_gap_p99_s": pct(sg, 0.99)}
+    if cg:
+        out["dist_p50_diff_s"] = out["client_gap_p50_s"] - out["sent_gap_p50_s"]
+        out["dist_p99_diff_s"] = out["client_gap_p99_s"] - out["sent_gap_p99_s"]
+    return out
+
+
+def server_pace(summary: dict, tags: set[str] | None = None) -> dict:
+    """The stream server's achieved pace over one client run (its ``/summary``): tokens sent,
+    aggregate tokens/s between its first and last send, the per-stream sent gaps' p50 / p99
+    (s), its send lag behind schedule and its CPU seconds and core share over the send span.
+    ``tags``: only these streams (``None``: all; the probe's warm-up request, sent seconds
+    before its phase, would stretch the span)."""
+    sent = {k: v for k, v in summary["sent"].items() if tags is None or k in tags}
+    times = sorted(t for v in sent.values() for t in v)
+    span = times[-1] - times[0] if len(times) > 1 else 0.0
+    gaps = [b - a for v in sent.values() for a, b in zip(v, v[1:], strict=False)]
+    return {"tokens": len(times), "span_s": span,
+            "tok_s": (len(times) - 1) / span if span else None,
+            "gap_p50_s": pct(gaps, 0.5), "gap_p99_s": pct(gaps, 0.99),
+            "nominal_gap_s": summary["gap_s"], "send_lag_s": summary["send_lag_s"],
+            "cpu_s": summary["cpu_s"], "core_share": summary["cpu_s"] / span if span else None,
+            "loadavg": summary["loadavg"]}
+
+
+def uptime() -> str:
+    """``uptime``'s line (the machine's load), or the load average when it is missing."""
+    try:
+        return subprocess.run(["uptime"], capture_output=True, text=True, check=True,
+                              timeout=10).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return "load average: " + ", ".join(f"{x:.2f}" for x in os.getloadavg())
 
 
 def sse_rate(n_events: int, read_bytes: int | None) -> dict:
@@ -223,6 +352,110 @@ def sse_rate(n_events: int, read_bytes: int | None) -> dict:
             "bytes_per_event": sum(map(len, chunks)) / n_events}
 
 
+def _get(url: str, what: str, post: bool = False) -> dict:
+    import httpx
+
+    r = httpx.post(url + what, timeout=30) if post else httpx.get(url + what, timeout=30)
+    r.raise_for_status()
+    return r.json() if r.content else {}
+
+
+def stream_sweep(a: argparse.Namespace, py: str, model: str, tok: str, tmp: Path,
+                 prompts: list[str], lab_profile: str) -> dict:
+    """``--stream``: for each ``C:GAP`` rate, start ``benchmarks/stream_server.py`` at gap GAP
+    (pinned to ``--server-cpu``), then run ``--pairs`` pairs of every client (``bench serve``
+    and each variant, the order rotating, pinned to ``--client-cpu``) at concurrency C with
+    ``--waves`` × C requests; per client run: the server's record reset before and read after
+    (its achieved pace, its send lag, its CPU), the client's tok/s, CPU, core share and the
+    token-matched ITL error (:func:`itl_error`). Returns the JSON-able result per rate."""
+    variants = a.variants.split(",")
+    pin_s = None if a.no_pin else a.server_cpu
+    pin_c = None if a.no_pin else a.client_cpu
+    out = []
+    for k, spec in enumerate(a.stream.split(",")):
+        c_s, gap_s = spec.split(":")
+        conc, gap = int(c_s), float(gap_s)
+        n = a.waves * conc
+        port = a.port + k
+        url = f"http://127.0.0.1:{port}"
+        srv = subprocess.Popen([sys.executable, str(ROOT / "benchmarks" / "stream_server.py"),
+                                str(port), str(gap),
+                                *(["--cpu", str(pin_s)] if pin_s is not None else [])])
+        try:
+            deadline = time.monotonic() + 60
+            while True:
+                try:
+                    _get(url, "/summary")
+                    break
+                except Exception:   # noqa: BLE001 - not up yet
+                    if time.monotonic() > deadline or srv.poll() is not None:
+                        raise SystemExit(f"the stream server on {url} did not start") from None
+                    time.sleep(0.2)
+            dataset = tmp / f"prompts-{k}.jsonl"
+            with dataset.open("w") as fh:
+                for i in range(n):
+                    fh.write(json.dumps({"prompt": f"req-bench-{i} " + prompts[i % len(prompts)]})
+                             + "\n")
+            profile = tmp / f"profile-{k}.toml"
+            profile.write_text(lab_profile + f"""
+[probe]
+output_tokens = {a.output_len}
+warmup_requests = 1
+[[probe.phases]]
+name = "paired"
+requests = {n}
+concurrency = {conc}
+""")
+            rate = {"concurrency": conc, "gap_s": gap, "nominal_tok_s": conc / gap,
+                    "requests": n, "output_len": a.output_len, "url": url, "pairs": []}
+            for p_i in range(a.pairs):
+                who_all = ["bench", *variants]
+                order = who_all[p_i % len(who_all):] + who_all[:p_i % len(who_all)]
+                pair: dict = {"order": order, "clients": {}}
+                for who in order:
+                    itl_file = tmp / f"itl-{k}-{p_i}-{who}.json"
+                    _get(url, "/reset", post=True)
+                    if who == "bench":
+                        r = run_bench_serve(py, url, model, tok, dataset, n, conc, a.output_len,
+                                            pin_c, itl_file)
+                    else:
+                        r = run_probe(profile, url, model, tmp / "runs", who, pin_c, itl_file)
+                    summ = _get(url, "/summary")
+                    client = json.loads(itl_file.read_text())
+                    r["server"] = server_pace(summ, set(client))
+                    r["itl_error"] = itl_error(client, summ["sent"])
+                    r["cpu_s_per_1k"] = r["cpu_s"] / r["total_output_tokens"] * 1000
+                    r["tok_per_cpu_s"] = r["total_output_tokens"] / r["cpu_s"]
+                    r["core_share"] = r["cpu_s"] / r["duration_s"]
+                    r["loadavg"] = os.getloadavg()
+                    pair["clients"][who] = r
+                    e = r["itl_error"]
+                    print(f"{conc / gap:>8,.0f} nominal, pair {p_i + 1}, {who:15s}: "
+                          f"{r['output_throughput']:>8,.0f} tok/s (server {r['server']['tok_s']:,.0f}"
+                          f", its core {r['server']['core_share']:.2f}), "
+                          f"{r['cpu_s_per_1k']:.4f} CPU s/1k, core {r['core_share']:.2f}, ITL p50 "
+                          f"diff {e.get('dist_p50_diff_s', float('nan')) * 1e6:+.0f} µs, |err| "
+                          f"p50 {(e['abs_error_p50_s'] or float('nan')) * 1e6:.0f} µs p99 "
+                          f"{(e['abs_error_p99_s'] or float('nan')) * 1e6:.0f} µs "
+                          f"({e['matched_requests']}/{e['matched_requests'] + e['unmatched_requests']}"
+                          f" matched), load {r['loadavg'][0]:.2f}", flush=True)
+                b = pair["clients"]["bench"]
+                for who, r in pair["clients"].items():
+                    r["tok_s_ratio"] = r["output_throughput"] / b["output_throughput"]
+                    r["cpu_ratio"] = r["cpu_s_per_1k"] / b["cpu_s_per_1k"]
+                rate["pairs"].append(pair)
+            rate["median"] = {
+                who: {key: statistics.median(p["clients"][who][key] for p in rate["pairs"])
+                      for key in ("output_throughput", "cpu_s_per_1k", "cpu_ratio",
+                                  "tok_s_ratio", "core_share", "tok_per_cpu_s")}
+                for who in ["bench", *variants]}
+            out.append(rate)
+        finally:
+            srv.terminate()
+            srv.wait(timeout=30)
+    return {"rates": out, "pinning": {"server_cpu": pin_s, "client_cpu": pin_c}}
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--pairs", type=int, default=3)
@@ -237,6 +470,15 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--url", help="send to this server instead of the lab's vLLM (e.g. "
                                   "benchmarks/stream_server.py: client CPU without an engine "
                                   "on the same cores); the lab lock is not taken")
+    ap.add_argument("--stream", metavar="C:GAP,...",
+                    help="start benchmarks/stream_server.py at each rate (concurrency C, GAP s "
+                         "between a stream's tokens) and measure every client against it: "
+                         "tok/s, CPU, core share, token-matched ITL error (--url ignored)")
+    ap.add_argument("--waves", type=int, default=8, help="--stream: requests = waves × C")
+    ap.add_argument("--port", type=int, default=18970, help="--stream: the first server port")
+    ap.add_argument("--server-cpu", type=int, default=0, help="--stream: the server's core")
+    ap.add_argument("--client-cpu", type=int, default=1, help="--stream: the clients' core")
+    ap.add_argument("--no-pin", action="store_true", help="--stream: pin nothing")
     ap.add_argument("--json", metavar="FILE")
     a = ap.parse_args(argv)
     from seat_console.probe.prompts import load_prompt_set
@@ -252,6 +494,19 @@ def main(argv: list[str] | None = None) -> int:
         for i in range(a.requests):
             fh.write(json.dumps({"prompt": prompts[i % len(prompts)]}) + "\n")
     lab_profile = without_probe(Path(state["profile"]).read_text())
+    if a.stream:
+        up0 = uptime()
+        print(up0, flush=True)
+        res = stream_sweep(a, py, model, tok, tmp, prompts, lab_profile)
+        up1 = uptime()
+        print(up1, flush=True)
+        if a.json:
+            Path(a.json).write_text(json.dumps({
+                "date_utc": datetime.now(UTC).isoformat(timespec="seconds"),
+                "machine": {"node": platform.node(), "python": platform.python_version(),
+                            "cpus": os.cpu_count(), "uptime_before": up0, "uptime_after": up1},
+                "argv": sys.argv, "variants": a.variants.split(","), **res}, indent=1) + "\n")
+        return 0
     profile = tmp / "profile.toml"
     profile.write_text(lab_profile + f"""
 [probe]
