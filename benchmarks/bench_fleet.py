@@ -139,8 +139,12 @@ def main(argv: list[str] | None = None) -> int:
     load0 = os.getloadavg()
     prom = start_fleet(tmp, a.seats, stale=5, stale_after_s=30, scrape_interval_s=a.scrape,
                        timeout_s=300, min_seats=a.seats - 5)
+    import subprocess
+
+    commit = subprocess.run(["git", "-C", str(ROOT), "describe", "--always", "--dirty"],
+                            capture_output=True, text=True, check=False).stdout.strip() or None
     try:
-        result = {"seats": a.seats, "scrape_interval_s": a.scrape,
+        result = {"seats": a.seats, "scrape_interval_s": a.scrape, "commit": commit,
                   "cores": os.cpu_count(), "loadavg_before": load0,
                   "drawn": drawn(prom.url, a.scrape, a.refreshes, prom),
                   "idle": idle(prom.url, a.scrape, a.seconds, a.warmup),
