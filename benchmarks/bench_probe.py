@@ -123,7 +123,7 @@ from pathlib import Path
 loaded = load_profile(sys.argv[1])
 url, model, out = sys.argv[2], sys.argv[3], Path(sys.argv[4])
 http, loop, *opts = sys.argv[5].split("-")   # "aiohttp-uvloop" (the default), "httpcore-asyncio"
-itl_file = sys.argv[6] if len(sys.argv) > 6 else ""
+itl_file = sys.argv[6] if len(sys.argv) > 6 else ""   # "" : no tags, no ITL file
 if itl_file:   # the stream server's tag: each prompt starts with req-<phase>-<index>
     from seat_console.probe.client import RequestSpec
     _tagless = RequestSpec.payload
@@ -140,6 +140,14 @@ if "nocus" in opts:   # A/B: no usage in every chunk (what bench serve asks for)
         body["stream_options"] = {"include_usage": True}
         return body
     RequestSpec.payload = _no_cus
+if "prev" in opts:   # A/B: SSEFeed.feed and parse_chunk as before the one-event shortcut
+    import importlib.util, seat_console.probe.client as C
+    spec = importlib.util.spec_from_file_location("client_prev", sys.argv[7])
+    prev = importlib.util.module_from_spec(spec)
+    sys.modules["client_prev"] = prev
+    spec.loader.exec_module(prev)
+    C.parse_chunk, C.SSEFeed.feed = prev.parse_chunk, prev.SSEFeed.feed
+# any other option ("aa"): a label only, the same client run again (an A/A)
 # "hot-uvloop": the stream hot path (probe/hotpath.py); otherwise the httpx path over `http`
 object.__setattr__(loaded.profile.probe, "stream_client", "hot" if http == "hot" else http)
 if http != "hot":
@@ -166,6 +174,11 @@ if itl_file:
         json.dump({f"req-{r['phase']}-{r['index']}": r["itl_s"] for r in recs
                    if r["phase"] == name and r["ok"]}, fh)
 """
+
+
+PREV_CLIENT = "893974f^"
+"""The commit whose ``console/probe/client.py`` a ``…-prev`` variant runs ``SSEFeed.feed`` and
+``parse_chunk`` from (the hot path before the one-event shortcut)."""
 
 
 def without_probe(text: str) -> str:
@@ -222,11 +235,19 @@ def run_probe(profile: Path, url: str, model: str, out: Path, variant: str,
     """One probe run (one phase) in a child process over ``variant`` (``<http stack>-<event
     loop>``: ``hot-uvloop`` is the stream hot path the console runs, ``aiohttp-uvloop`` the
     httpx path over aiohttp, ``httpcore-asyncio`` the stack before that), pinned to core
-    ``cpu`` when given; its result dict. ``itl_file``: each prompt is sent tagged
+    ``cpu`` when given; its result dict. A ``-prev`` suffix runs ``SSEFeed.feed`` and
+    ``parse_chunk`` from :data:`PREV_CLIENT` (an A/B); any other suffix (``-aa``) is a label
+    only, the same client again (an A/A). ``itl_file``: each prompt is sent tagged
     ``req-<phase>-<index>`` and each completed request's ITLs (s) are written there under its
     tag."""
+    prev: list[str] = []
+    if "prev" in variant.split("-")[2:]:
+        prev = [str(out.parent / "client_prev.py")]
+        Path(prev[0]).write_text(subprocess.run(
+            ["git", "-C", str(ROOT), "show", f"{PREV_CLIENT}:console/probe/client.py"],
+            capture_output=True, text=True, check=True).stdout)
     cp = subprocess.run([sys.executable, "-c", PROBE, str(profile), url, model, str(out),
-                         variant, *([str(itl_file)] if itl_file else [])],
+                         variant, str(itl_file or ""), *prev],
                         capture_output=True, text=True, timeout=900, check=False,
                         env={**os.environ, "PYTHONPATH": str(ROOT)}, preexec_fn=_pinned(cpu))
     return _result(cp, "probe")
