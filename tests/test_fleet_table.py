@@ -74,3 +74,37 @@ async def test_cursor_keys_follow_and_select():
         assert t.row_keys[t.cursor_row] == "k1"
         t.set_rows(rows[:1])                         # its row gone: clamped
         assert t.cursor_row == 0
+
+
+def test_incremental_repaint_reaches_a_real_terminal():
+    """The partial repaints (one line per changed visible row) are what a terminal shows:
+    the demo changes row k3 three times; the screen (a VT100 emulator fed the pty's bytes)
+    must end with CHANGED3 on k3's line and the other rows intact."""
+    import sys
+    import threading
+    from pathlib import Path
+
+    import pyte
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+    from ptyrun import PtyRun
+
+    screen = pyte.Screen(40, 12)
+    stream = pyte.ByteStream(screen)
+    lock, seen = threading.Lock(), threading.Event()
+
+    def feed(chunk: bytes, t: float) -> None:
+        with lock:
+            stream.feed(chunk)
+            if any("CHANGED3" in line for line in screen.display):
+                seen.set()
+
+    demo = str(Path(__file__).with_name("fleet_table_demo.py"))
+    with PtyRun([sys.executable, demo], cols=40, rows=12, on_chunk=feed):
+        assert seen.wait(60), "CHANGED3 never reached the terminal"
+        with lock:
+            lines = list(screen.display)
+    by_node = {line.split()[0]: line.split()[1] for line in lines
+               if line.strip().startswith("node-")}
+    assert by_node["node-3"] == "CHANGED3"
+    assert by_node["node-2"] == "v2" and by_node["node-4"] == "v4"
