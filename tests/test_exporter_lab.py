@@ -222,3 +222,55 @@ def test_the_unit_verifies_with_the_nodes_systemd(lab, node, exclusive) -> None:
         assert "Unknown key" not in out and "Unknown lvalue" not in out, out
     finally:
         node.run(["rm", "-f", path])
+
+
+def test_the_one_node_read_matches_the_node_with_and_without_a_lease(lab, node, baseline,
+                                                                      monkeypatch) -> None:
+    """The exporter's node read (one ``systemctl show`` of the profile's timers and the lease
+    pattern, :func:`~seat_console.exporter.readers.make_node`) against the real systemd 252:
+    at rest it says what ``read_timers`` and ``node_leases`` say, with ONE command; with a
+    lease armed by hand (a transient ``seat-hold-…-lease`` timer that runs ``/bin/true``) it
+    is armed with the next elapse ``list-timers`` gives; stopped, it is gone."""
+    import uuid
+
+    from seat_console.core.profile import load_profile
+    from seat_console.exporter.model import LeaseValue, TimerFact
+    from seat_console.exporter.readers import make_node
+
+    import seat_console.node.transport as tmod
+
+    calls: list[list[str]] = []
+    real = tmod.make_transport
+
+    def counting(loaded):  # noqa: ANN001, ANN202
+        tr = real(loaded)
+        run = tr.run
+        tr.run = lambda argv, **kw: (calls.append(list(argv)), run(argv, **kw))[1]
+        return tr
+
+    monkeypatch.setattr(tmod, "make_transport", counting)
+    read, close = make_node(load_profile(str(lab.profile_path)))
+    try:
+        v = read()
+        want = tuple(TimerFact(u, True, a) for u, a in active_timers(node, lab.timers).items())
+        assert v == {"timers": want, "lease": LeaseValue(())}
+        assert [c[:2] for c in calls] == [["systemctl", "show"]]   # one command at rest
+        name = f"seat-hold-exptest{uuid.uuid4().hex[:8]}-lease"
+        res = node.run(["systemd-run", "--on-active=600s", f"--unit={name}",
+                        "--description=exporter lab test lease", "/bin/true"])
+        assert res.ok, res.failure
+        try:
+            (lease,) = node_leases(node)
+            assert lease.unit == f"{name}.timer"
+            calls.clear()
+            v = read()
+            assert v["timers"] == want
+            assert [c[1] for c in calls] == ["show", "list-timers"]   # + the elapse, armed
+            (elapse,) = v["lease"].elapses
+            # list-timers turns a monotonic elapse into wall time when asked: µs apart
+            assert abs(elapse - lease.next_elapse.timestamp()) < 2
+        finally:
+            assert node.run(["systemctl", "stop", f"{name}.timer"]).ok
+        assert read()["lease"] == LeaseValue(())
+    finally:
+        close()
