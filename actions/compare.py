@@ -21,6 +21,15 @@ Runbook ``compare`` (policy ``undo``), built from the bracket plan
    (:mod:`seat_console.evidence.runs` documents ``leg.json``). A leg whose probe is not
    complete is kept and reported as such: it does not stop the bracket (the report refuses
    claims from it).
+
+   **A breach of the hold stops the bracket.** Before each leg's seat step the journal is read
+   for breaches of the hold during the bracket (a stopped timer started by someone else, the
+   silence gone: :func:`watch_hold` journals them after each leg's measurement). If there is
+   one, that leg and every later one are skipped (:func:`breach_stop`): with the hold broken
+   the fleet's remediation loop may act on the seat at any moment, which is what the hold
+   exists to prevent, and the bracket can no longer be complete, so running the remaining legs
+   would only lengthen the seat's downtime. The seat is restored and the hold released as
+   below; ``compare.json`` says ``incomplete``, names the breach and the legs not run.
 4. **restore seat** — if the candidate holds the seat, the restore steps (hold kept).
 5. **release hold** — only if step 1 placed it.
 
@@ -344,6 +353,34 @@ def bracket_breaches(journal: Journal, hold_id: str | None, since: str | None,
     return out
 
 
+BREACH_STOP_FACT = "stopped_at_breach"
+"""Run fact: the name of the first leg skipped because the hold was breached (unset: none)."""
+
+
+def breach_stop(journal: Journal | None, ctx: RunContext, leg_name: str) -> str | None:
+    """Whether leg ``leg_name`` must not begin: the text saying why (the first breach of the
+    bracket's hold journaled since the compare started, with its time), else ``None``.
+
+    Once a leg is stopped, every later one is too (run fact :data:`BREACH_STOP_FACT`). Reads
+    the journal only (:func:`bracket_breaches`); ``None`` without a journal, and before
+    :func:`run_compare` has started the run (``compare_started_at``: a plan, dry-run or not,
+    never stops a leg — it shares the run's facts)."""
+    if ctx.facts.get(BREACH_STOP_FACT):
+        return (f"leg {leg_name} not run: the bracket stopped before leg "
+                f"{ctx.facts[BREACH_STOP_FACT]} (a breach of the hold)")
+    since = ctx.facts.get("compare_started_at")
+    if journal is None or not since:
+        return None
+    found = bracket_breaches(journal, ctx.facts.get("hold_id"), since)
+    if not found:
+        return None
+    ctx.facts[BREACH_STOP_FACT] = leg_name
+    first = found[0]
+    return (f"leg {leg_name} not run: the hold was breached during the bracket "
+            f"({first['what']}, at {first.get('changed_at') or first['journaled_at']}); the "
+            "bracket stops here, the seat is restored and the hold released")
+
+
 def _record_breaches_file(cmp_dir: Path, journal: Journal, ctx: RunContext) -> None:
     """Keep ``compare.json``'s ``breaches`` current (after each leg)."""
     cp = cmp_dir / "compare.json"
@@ -431,7 +468,11 @@ def build_compare(nctx: NodeContext, journal: Journal, *, options: CompareOption
         prev = leg.arm
 
     def end_check(ctx: RunContext) -> Check:
-        if prev == "A":
+        if ctx.facts.get(BREACH_STOP_FACT):   # stopped early: the seat as it is now
+            c = _seat_container(nctx)
+            if c is not None and c.name == resident:
+                return Check(False, f"the resident ({resident}) already holds the seat")
+        elif prev == "A":
             return Check(False, f"the resident ({resident}) already holds the seat")
         return Check(True, f"restore the resident ({resident}), keeping the hold until the "
                            "next step")
@@ -520,6 +561,9 @@ def _seat_step(nctx: NodeContext, journal: Journal, leg: LegPlan, prev: str | No
     want = resident if leg.arm == "A" else probe_name
 
     def check(ctx: RunContext) -> Check:
+        stop = breach_stop(journal, ctx, leg.name)
+        if stop is not None:
+            return Check(False, stop)
         ctx.facts[f"leg{leg.n}_began"] = utcnow().isoformat()
         return Check(True, f"leg {leg.name}: {text}")
 
@@ -549,6 +593,8 @@ def _seat_step(nctx: NodeContext, journal: Journal, leg: LegPlan, prev: str | No
 def _measure_step(nctx: NodeContext, leg: LegPlan, bid: str, cmp_dir: Path,
                   opts: CompareOptions, journal: Journal | None = None) -> Step:
     def check(ctx: RunContext) -> Check:
+        if ctx.facts.get(BREACH_STOP_FACT):   # its seat step was skipped: nothing to measure
+            return Check(False, breach_stop(None, ctx, leg.name) or "")
         return Check(True, f"leg {leg.name}: probe, fidelity, canaries → "
                            f"{cmp_dir / 'legs' / leg.dirname}")
 
@@ -637,6 +683,13 @@ def run_compare(rb: Runbook, cmp_dir: Path, opts: CompareOptions,
         if st != "complete":
             not_ok.append(f"{leg.rsplit('/', 1)[-1]} {st}")
             disrupted |= st == "disrupted"
+    if res.facts.get(BREACH_STOP_FACT):
+        run = set(res.facts.get("legs") or [])
+        skipped = [x.rsplit("/", 1)[-1] for x in
+                   (f"legs/{leg.dirname}" for leg in plan_bracket(opts.order, opts.rounds))
+                   if x not in run]
+        not_ok.append(f"{', '.join(skipped) or 'no leg'} not run (the bracket stopped at a "
+                      "breach of the hold)")
     legs_ok = not not_ok
     status = ("complete" if res.ok and legs_ok else
               ("disrupted" if disrupted else "incomplete") if res.ok else "failed")

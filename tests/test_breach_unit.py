@@ -435,3 +435,46 @@ def test_the_tuis_action_log_does_not_flag_a_reading_older_than_another_consoles
     rows = placer.entries(kind="interference")
     assert len(rows) == 1 and rows[0].facts["breach"]["changed_at"] == hold_mod.iso(started)
     placer.close()
+
+
+# -- a breach stops the bracket before its next leg --------------------------------------------
+def test_a_breach_stops_the_bracket_before_the_next_leg(monkeypatch) -> None:
+    """Once a breach of the hold is journaled, the next leg's seat step and measure step are
+    skipped with the breach and its time in the text, and so is every later leg, even if the
+    journal read then finds nothing. A plan (no ``compare_started_at`` yet) never stops a leg:
+    it shares the run's facts."""
+    from seat_console.actions import compare as cmp_mod
+    from seat_console.actions.runbook import RunContext
+    from seat_console.evidence.bracket import plan_bracket
+
+    found: list[dict] = []
+    monkeypatch.setattr(cmp_mod, "bracket_breaches",
+                        lambda journal, hold_id, since, until=None: list(found))
+    journal = object()   # read only through bracket_breaches, replaced above
+    legs = plan_bracket("ABBA", 1)
+    prev = [None, *[leg.arm for leg in legs[:-1]]]
+    opts = cmp_mod.CompareOptions()
+    seat = [cmp_mod._seat_step(None, journal, leg, p, opts, None, "resident", "probe",
+                               lambda ctx: "") for leg, p in zip(legs, prev, strict=True)]
+    measure = [cmp_mod._measure_step(None, leg, "bid", Path("/nonexistent"), opts, journal)
+               for leg in legs]
+    ctx = RunContext("run-1", "compare", {}, {"hold_id": "seat-hold-x"})
+    breach = {"what": "fleet-remediation-cycle.timer: active again (stopped by the hold)",
+              "changed_at": "2026-12-01T20:55:00Z", "journaled_at": "2026-12-01T20:55:03Z"}
+
+    found.append(breach)
+    assert seat[0].check(ctx).go, "a plan must never stop a leg"
+    assert cmp_mod.BREACH_STOP_FACT not in ctx.facts
+    found.clear()
+    ctx.facts["compare_started_at"] = "2026-12-01T20:50:00+00:00"
+    assert seat[0].check(ctx).go and measure[0].check(ctx).go      # A1 runs
+    found.append(breach)                                             # journaled after A1
+    c = seat[1].check(ctx)
+    assert not c.go and "B2 not run" in c.text and "2026-12-01T20:55:00Z" in c.text
+    assert "fleet-remediation-cycle.timer" in c.text and "restored" in c.text
+    assert ctx.facts[cmp_mod.BREACH_STOP_FACT] == "B2"
+    assert not measure[1].check(ctx).go
+    found.clear()                                # the stop holds for every later leg
+    for s in (seat[2], measure[2], seat[3], measure[3]):
+        c = s.check(ctx)
+        assert not c.go and "stopped before leg B2" in c.text, (s.name, c.text)

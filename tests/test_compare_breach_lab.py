@@ -3,7 +3,9 @@ the resident against the backport image) runs in a child process; once its hold 
 the timers, ``fleet-remediation-cycle.timer`` is started by hand on the node. The breach is
 journaled with its own time (the timer's ActiveEnterTimestamp, to the second), recorded in
 ``compare.json``, named with that time in the report's breaches section, and the bracket is
-not complete.
+not complete. The breach stops the bracket: leg B2 is never run (no swap with the hold
+broken), the resident keeps the seat, the hold is released, and the compare exits 7 (bracket
+not complete).
 
 Holds the lab's outage lock exclusively; whatever happens the lab is left as found (probe
 stopped, resident serving, the hold released, every timer active)."""
@@ -74,6 +76,7 @@ def test_a_timer_started_by_hand_mid_bracket_is_a_breach_in_the_report(lab, tmp_
             assert started is not None
             out, err = proc.communicate(timeout=900)
             doc = json.loads(out)
+            assert proc.returncode == 7, (proc.returncode, err[-4000:])
         finally:
             if proc is not None and proc.poll() is None:
                 proc.kill()
@@ -93,6 +96,13 @@ def test_a_timer_started_by_hand_mid_bracket_is_a_breach_in_the_report(lab, tmp_
         assert UNIT in rep["breaches"][0]["what"]
         cmp_doc = json.loads((Path(doc["comparison"]) / "compare.json").read_text())
         assert cmp_doc["status"] == "incomplete" and "breach" in cmp_doc["reason"]
+        # stopped at the breach: A1 measured, B2 never begun (no swap), the seat restored
+        assert cmp_doc["legs"] == ["legs/1-A"], cmp_doc["legs"]
+        assert "2-B not run" in cmp_doc["reason"], cmp_doc["reason"]
+        assert "leg2_container" not in cmp_doc["containers"], cmp_doc["containers"]
+        assert cmp_doc["restored"] is True and cmp_doc["hold_released"] is True, cmp_doc
+        skips = [x for x in _rows(env) if x["kind"] == "skip" and x["step"] == "leg B2: seat"]
+        assert skips and want in skips[0]["outcome"], skips
         md = seat_cli(lab.profile_path, env, "report", doc["comparison"], "--md", timeout=120)
         assert md.returncode == 0, md.stdout + md.stderr
         assert "## Breaches of the hold during the bracket" in md.stdout

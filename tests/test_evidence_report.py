@@ -563,3 +563,33 @@ def test_engine_timing_findings_are_made_again_and_a_hostile_block_is_named(tmp_
     md = rp.render_markdown(rep)
     assert "p50: **client-side delay or network**" in md
     assert "| — | | | | | | unreadable: " in md and "phase load" in md
+
+
+@pytest.mark.parametrize("breached", [True, False], ids=["breached", "killed"])
+def test_a_one_arm_comparison_backs_no_claim_after_a_breach(tmp_path: Path,
+                                                            breached: bool) -> None:
+    """A compare stopped at a breach of the hold leaves one arm (leg A1): its own figures were
+    measured while the hold was broken, so every claim but the identity is refused naming the
+    breach. One arm of a bracket cut for another reason keeps its figures (no cross-arm claim
+    is made from one arm anyway)."""
+    runs, cmp_dir = tmp_path / "runs", tmp_path / "comparisons" / "cmp-1"
+    probe = write_run(runs, ident=IDENT_A, at=T0)
+    leg = write_leg(cmp_dir, 1, "A", probe, kv=9_000, traces=[_trace("c1", [1, 2, 3])],
+                    canaries=[_canary("x", r, True) for r in range(10)])
+    breach = {"journaled_at": "2026-12-01T20:55:03Z", "changed_at": "2026-12-01T20:55:00Z",
+              "seen_at": "2026-12-01T20:55:02Z", "seq": 9, "by": "u@h",
+              "what": "fleet-remediation-cycle.timer: active again (stopped by the hold)"}
+    (cmp_dir / "compare.json").write_text(json.dumps({
+        "bracket_id": "br-1", "order": "AB", "rounds": 1, "legs": [leg],
+        "planned_legs": ["legs/1-A", "legs/2-B"], "status": "incomplete",
+        "reason": "legs not complete: 2-B not run", "restored": True, "hold_released": True,
+        "breaches": [breach] if breached else []}))
+    rep = rp.build_report(rp.load_inputs([str(cmp_dir)]))
+    figures = [c for c in rep["claims"] if c["subject"].startswith("throughput/latency (")]
+    assert figures
+    others = [c for c in rep["claims"] if not c["subject"].startswith("identity of arm")]
+    if breached:
+        assert not [c for c in others if c["survives"]], others
+        assert all("2026-12-01T20:55:00Z" in json.dumps(c["refused_by"]) for c in figures)
+    else:
+        assert all(c["survives"] for c in figures), figures

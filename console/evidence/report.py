@@ -316,7 +316,10 @@ def build_report(inputs: Inputs, now: datetime | None = None) -> dict[str, Any]:
     claims.extend(cclaims)
 
     problem = bracket_problem(inputs.comparison, runs)
-    if problem and two:  # a cut bracket backs no cross-arm claim (one leg cut at run 4 of 5)
+    # a cut bracket backs no cross-arm claim (one leg cut at run 4 of 5); a breached hold backs
+    # no claim at all, one arm's own figures included: they were measured while the fleet's
+    # remediation loop could act on the seat (a compare stops at a breach, leaving one arm)
+    if problem and (two or breaches(inputs.comparison)):
         from dataclasses import replace
 
         claims = [c if c.subject.startswith("identity of arm") else
