@@ -24,7 +24,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Self
 
 from seat_console.core.base import Unavailable
 
@@ -53,7 +53,38 @@ def is_good(value: Any) -> bool:
     return not isinstance(value, Unavailable)
 
 
-class Poller:
+class _ReadingThread:
+    """The reading thread of a :class:`Poller` or :class:`PollerGroup`: :func:`_loop` over the
+    subclass's ``read_now`` every ``interval_s`` s until :meth:`stop` (subclasses set ``name``,
+    ``interval_s``, ``_stop``, ``_thread`` and ``_close``)."""
+
+    name: str
+    interval_s: float
+    _stop: threading.Event
+    _thread: threading.Thread | None
+    _close: Callable[[], None] | None
+
+    def read_now(self) -> None:  # pragma: no cover - every subclass defines it
+        raise NotImplementedError
+
+    def start(self) -> Self:
+        """Start the reading thread (a daemon: a hung read never keeps the process alive);
+        returns ``self``."""
+        if self._thread is None:
+            self._thread = threading.Thread(
+                target=_loop, args=(self._stop, self.interval_s, self.read_now, self._close,
+                                    self.name), name=f"exporter-{self.name}", daemon=True)
+            self._thread.start()
+        return self
+
+    def stop(self, join_s: float = 2.0) -> None:
+        """Ask the thread to end after its current read; wait up to ``join_s`` s for it."""
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(join_s)
+
+
+class Poller(_ReadingThread):
     """Reads one source every ``interval_s`` s in a daemon thread (:meth:`start`).
 
     ``read``: blocking, returns a reading (or an :class:`~seat_console.sources.Unavailable`;
@@ -116,22 +147,6 @@ class Poller:
                 self._value = value
                 self._last_good_at = end
 
-    def _loop(self) -> None:
-        _loop(self._stop, self.interval_s, self.read_now, self._close, self.name)
-
-    def start(self) -> Poller:
-        """Start the reading thread (a daemon: a hung read never keeps the process alive)."""
-        if self._thread is None:
-            self._thread = threading.Thread(target=self._loop, name=f"exporter-{self.name}",
-                                            daemon=True)
-            self._thread.start()
-        return self
-
-    def stop(self, join_s: float = 2.0) -> None:
-        """Ask the thread to end after its current read; wait up to ``join_s`` s for it."""
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join(join_s)
 
     # -- the scrape's view -------------------------------------------------------------------
     def state(self) -> SourceState:
@@ -170,7 +185,7 @@ def _read_by_group() -> Any:
     raise RuntimeError("this source is read by its PollerGroup")
 
 
-class PollerGroup:
+class PollerGroup(_ReadingThread):
     """Several sources read by **one** call, in one daemon thread (:meth:`start`): e.g. the
     node's timers and hold leases in one ``systemctl show``, so one ``docker exec`` / ``ssh``
     per interval instead of one per source.
@@ -218,20 +233,6 @@ class PollerGroup:
             else:
                 p._record(None, f"source group {self.name}: the read gave no {n} value")
 
-    def start(self) -> PollerGroup:
-        """Start the group's reading thread (a daemon)."""
-        if self._thread is None:
-            self._thread = threading.Thread(
-                target=_loop, args=(self._stop, self.interval_s, self.read_now, self._close,
-                                    self.name), name=f"exporter-{self.name}", daemon=True)
-            self._thread.start()
-        return self
-
-    def stop(self, join_s: float = 2.0) -> None:
-        """Ask the thread to end after its current read; wait up to ``join_s`` s for it."""
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join(join_s)
 
 
 __all__ = ["Poller", "PollerGroup", "SourceState", "is_good"]
