@@ -187,13 +187,15 @@ class StreamFailure(Exception):
         self.reason = reason
 
 
-@dataclass
+@dataclass(slots=True)
 class StreamTimer:
     """Pure accumulator of one stream's chunks and their arrival times (seconds since send).
 
-    Feed each event's ``data`` with :meth:`feed`; it raises :class:`StreamFailure` for an error
+    Feed each event's ``data`` with :meth:`feed` (or its UTF-8 bytes with
+    :meth:`feed_payload`, the same result); it raises :class:`StreamFailure` for an error
     event or an unparseable chunk. :meth:`result` checks the end state ([DONE] seen, usage
-    seen) and returns the timing fields of a :class:`RequestRecord`.
+    seen) and returns the timing fields of a :class:`RequestRecord`. Slotted: its fields are
+    read and written once per streamed token.
     """
 
     ttft_s: float | None = None
@@ -224,29 +226,88 @@ class StreamTimer:
             return
         if ch.kind == "error":
             raise StreamFailure("error-event", f"error event in the HTTP 200 stream: {ch.error}")
-        if ch.prompt_tokens is not None:
-            self.prompt_tokens = ch.prompt_tokens
         if ch.kind == "usage":
+            if ch.prompt_tokens is not None:
+                self.prompt_tokens = ch.prompt_tokens
             self.final_tokens = ch.completion_tokens
             return
-        # a choice chunk: how many output tokens does it carry?
-        if ch.completion_tokens is not None:
+        self._choice(ch.text, ch.completion_tokens, ch.prompt_tokens, ch.logprob_tokens,
+                     ch.finish_reason, t)
+
+    def feed_payload(self, raw: bytes, t: float) -> None:
+        """One event payload as bytes (the ``X`` of a ``data: X`` line, UTF-8): the same as
+        ``feed(raw.decode("utf-8", "replace"), t)`` — same state, same failures, same words —
+        without the decode, the strip and the :class:`Chunk` for the chunk vLLM sends for
+        every token (valid UTF-8 JSON: an object with no ``error``, ``usage`` absent or with
+        integer counts, one or more ``choices`` whose first is an object with ``text`` or a
+        ``delta`` object, a string or null). Anything else — ``[DONE]``, the usage chunk, an
+        error, a malformed chunk, invalid UTF-8 (which :mod:`orjson` refuses on bytes), an
+        event after ``[DONE]`` — goes to :meth:`feed`; ``tests/test_probe_ssefeed.py`` holds
+        the two to the same result on arbitrary payloads."""
+        if self.done:
+            return self.feed(raw.decode("utf-8", "replace"), t)
+        try:
+            obj = orjson.loads(raw)
+        except ValueError:
+            return self.feed(raw.decode("utf-8", "replace"), t)
+        # the checks parse_chunk makes, in the order it makes them; any doubt: feed()
+        if type(obj) is not dict or obj.get("error") is not None:
+            return self.feed(raw.decode("utf-8", "replace"), t)
+        usage = obj.get("usage")
+        ctoks = ptoks = None
+        if usage is not None:
+            if type(usage) is not dict:
+                return self.feed(raw.decode("utf-8", "replace"), t)
+            ctoks = usage.get("completion_tokens")
+            ptoks = usage.get("prompt_tokens")
+            if ((ctoks is not None and (type(ctoks) is not int or ctoks < 0))
+                    or (ptoks is not None and (type(ptoks) is not int or ptoks < 0))):
+                return self.feed(raw.decode("utf-8", "replace"), t)
+        choices = obj.get("choices")
+        if type(choices) is not list or not choices or type(c0 := choices[0]) is not dict:
+            return self.feed(raw.decode("utf-8", "replace"), t)
+        if "delta" in c0:
+            delta = c0["delta"]
+            if type(delta) is not dict:
+                return self.feed(raw.decode("utf-8", "replace"), t)
+            text = delta.get("content")
+        else:
+            text = c0.get("text")
+        if text is not None and type(text) is not str:
+            return self.feed(raw.decode("utf-8", "replace"), t)
+        lp = c0.get("logprobs")
+        lp_n: int | None = None
+        if isinstance(lp, dict):
+            toks = lp.get("tokens") if "tokens" in lp else lp.get("content")
+            if isinstance(toks, list):
+                lp_n = len(toks)
+        fr = c0.get("finish_reason")
+        self.events += 1
+        self._choice(text or "", ctoks, ptoks, lp_n, fr if isinstance(fr, str) else None, t)
+
+    def _choice(self, text: str, ctoks: int | None, ptoks: int | None, lp_n: int | None,
+                fr: str | None, t: float) -> None:
+        """A choice chunk (parsed): its tokens, counts and time."""
+        if ptoks is not None:
+            self.prompt_tokens = ptoks
+        # how many output tokens does it carry?
+        if ctoks is not None:
             prev = self.running_tokens or 0
-            n = ch.completion_tokens - prev
+            n = ctoks - prev
             if n < 0:
                 raise StreamFailure("bad-chunk", f"usage.completion_tokens went down "
-                                                 f"({prev} → {ch.completion_tokens})")
-            self.running_tokens = ch.completion_tokens
+                                                 f"({prev} → {ctoks})")
+            self.running_tokens = ctoks
             self.count_source = "usage"
-        elif ch.logprob_tokens is not None:
-            n = ch.logprob_tokens
+        elif lp_n is not None:
+            n = lp_n
             self.count_source = self.count_source or "logprobs"
         else:
-            n = 1 if ch.text else 0
+            n = 1 if text else 0
             self.count_source = self.count_source or "text-chunks"
-        if ch.finish_reason is not None:
-            self.finish_reason = ch.finish_reason
-        self.text_chars += len(ch.text)
+        if fr is not None:
+            self.finish_reason = fr
+        self.text_chars += len(text)
         if n == 0:
             return
         self.output_chunks += 1
@@ -255,7 +316,9 @@ class StreamTimer:
             self.ttft_s = t
         else:
             assert self.last_token_s is not None
-            gap = max(t - self.last_token_s, 0.0)
+            gap = t - self.last_token_s
+            if gap < 0.0:          # max(gap, 0.0) without the call (once per token)
+                gap = 0.0
             if n == 1:
                 self.itl_s.append(gap)
             else:
@@ -345,26 +408,32 @@ class SSEFeed:
         to the timer as ``X`` directly — what httpx-sse's two decoders make of it (the lines
         ``data: X`` and ``""``: one event whose data is ``X``, an empty ``X`` included, its
         type being ``message``), leaving them as idle as it found them; it saves ~1.5 µs of
-        the ~5 µs per token. Every other read goes through the decoders;
-        ``tests/test_probe_ssefeed.py`` checks the two against each other on arbitrary
-        streams split anywhere."""
+        the ~5 µs per token. The test is made on the bytes, with the UTF-8 decoder holding
+        nothing either (an ASCII ``\\n\\n`` ends the read, so the decoder would hold nothing
+        after it, and the bytes of ``X`` are what it would decode): ``X`` goes to the timer as
+        bytes (:meth:`StreamTimer.feed_payload`, the same result as the decoded text). Every
+        other read goes through the decoders; ``tests/test_probe_ssefeed.py`` checks the two
+        against each other on arbitrary streams split anywhere."""
+        if (self._idle and raw[-2:] == b"\n\n" and raw[:6] == b"data: "
+                and raw.count(b"\n") == 2 and b"\r" not in raw):
+            self.timer.feed_payload(raw[6:-2], t)
+            return
         text = self._utf8.decode(raw)
-        if not text:
+        if not text:   # nothing decoded, maybe the start of a character held back
+            self._idle = self._idle and not self._utf8.getstate()[0]
             return
         timer = self.timer
-        if (self._idle and text[-2:] == "\n\n" and text[:6] == "data: "
-                and text.count("\n") == 2 and "\r" not in text):
-            timer.feed(text[6:-2], t)
-            return
         events, lines = self._events, self._lines
         self._idle = False
         for line in lines.decode(text):
             ev = events.decode(line.rstrip("\n"))
             if ev is not None and (ev.data or ev.event):
                 timer.feed(ev.data, t)
-        # httpx-sse's decoder state (its attributes, read only): nothing buffered or pending
+        # httpx-sse's decoder state (its attributes, read only) and the UTF-8 decoder's:
+        # nothing buffered or pending
         self._idle = (not lines.buffer and not lines.trailing_cr and not events._data
-                      and not events._event and events._retry is None)
+                      and not events._event and events._retry is None
+                      and not self._utf8.getstate()[0])
 
     def finish(self, t: float) -> None:
         """The body ended at ``t``: flush a partial line (and U+FFFD for a cut character)."""

@@ -500,34 +500,38 @@ class Probe:
                         one: Callable[[int], Any], t0: float) -> None:
         assert self._stop is not None
         next_at = t0
-        for i in range(ph.requests):
-            if self._stop.is_set():
-                break
-            if ph.request_rate is not None:
-                next_at += rng.expovariate(ph.request_rate)
-                delay = next_at - time.perf_counter()
-                if delay > 0:
-                    try:
-                        await asyncio.wait_for(self._stop.wait(), delay)
-                        break
-                    except TimeoutError:
-                        pass
-            acq = asyncio.ensure_future(sem.acquire())
-            stop_w = asyncio.ensure_future(self._stop.wait())
-            done, _ = await asyncio.wait({acq, stop_w}, return_when=asyncio.FIRST_COMPLETED)
-            if acq not in done:
-                acq.cancel()
-                break
+        # A stop wakes a sender waiting for a free slot: one watcher per phase releases the
+        # semaphore once when the stop event is set (the sender sees the event and ends), where
+        # each request used to wait on two new futures (its acquire and the event; ~20 µs of
+        # CPU per request inside the phase). The extra release is never used: nothing is
+        # sent after a stop.
+        stop_w = asyncio.ensure_future(self._stop.wait())
+        stop_w.add_done_callback(lambda _: sem.release())
+        try:
+            for i in range(ph.requests):
+                if self._stop.is_set():
+                    break
+                if ph.request_rate is not None:
+                    next_at += rng.expovariate(ph.request_rate)
+                    delay = next_at - time.perf_counter()
+                    if delay > 0:
+                        try:
+                            await asyncio.wait_for(self._stop.wait(), delay)
+                            break
+                        except TimeoutError:
+                            pass
+                await sem.acquire()
+                if self._stop.is_set():
+                    sem.release()
+                    break
+                pp.attempted += 1
+                pp.in_flight += 1
+                t = asyncio.ensure_future(one(i))
+                tasks.add(t)
+                t.add_done_callback(tasks.discard)
+                self._changed()
+        finally:
             stop_w.cancel()
-            if self._stop.is_set():
-                sem.release()
-                break
-            pp.attempted += 1
-            pp.in_flight += 1
-            t = asyncio.ensure_future(one(i))
-            tasks.add(t)
-            t.add_done_callback(tasks.discard)
-            self._changed()
 
     async def _settled_after(self, client: httpx.AsyncClient, before: EngineCounters,
                              tokens: int, requests: int) -> EngineCounters | str:
