@@ -34,6 +34,23 @@ duration) and tokens per CPU second (the aggregate rate at which it would fill o
 CPU per token stayed as measured — a derived figure), the load average; ``uptime`` before and
 after in the JSON.
 
+**Saturation measured at a CPU quota** (``--quota SHARE``, with ``--stream``): every client run
+gets a fresh cgroup v1 ``cpu`` cgroup (``/sys/fs/cgroup/cpu/bench-probe-<pid>-<n>``:
+``cpu.cfs_quota_us`` = SHARE × ``cpu.cfs_period_us``, ``--quota-period-us``, default 10 ms),
+which the child joins (its PID to ``cgroup.procs``) where its measured part starts — the
+probe before its run, ``bench serve`` before its ``benchmark()``; imports, tokenizer and
+dataset loading run uncapped — on its pinned core, so no client
+can use more than SHARE of a core while the stream server runs on its own core with the rest
+of it. Raising the rate (``--stream`` from low to high) then finds each client's saturation
+directly: the aggregate tok/s at which it stops growing while the server keeps its schedule.
+Per client run the cgroup's ``cpu.stat`` (periods, throttled periods, throttled time) is kept;
+the summary (``saturation`` in the JSON) gives per client its median tok/s at each rate, the
+highest (its saturation at SHARE of a core, **measured**), whether the growth had stopped (the
+last rate within 5 % of the one before), the probe / ``bench serve`` ratio of the saturation
+rates, and ``sat / SHARE`` — the one-core figure, **derived** (linear in the quota). Each
+cgroup is removed after its run (and all of them on the way out, error or not). Needs root
+and a writable cgroup v1 ``cpu`` controller.
+
 **SSE events parsed per second per core** (``--events N``): vLLM-shaped completion chunks (with
 continuous usage) run through the probe's parsing pipeline as ``run_request`` feeds it — the
 incremental UTF-8 decoder, httpx-sse's line and event decoders,
@@ -49,6 +66,11 @@ The issue-21 sweep (``docs/benchmarks.md``)::
 
     python benchmarks/bench_probe.py --stream 64:0.0128,128:0.0064,192:0.00512,256:0.00512 \\
         --pairs 3 --variants hot-uvloop,aiohttp-uvloop --json docs/validation/….json
+
+Saturation at a quarter of a core (rates low to high)::
+
+    python benchmarks/bench_probe.py --stream 32:0.0064,64:0.0064,128:0.0064,256:0.0064 \\
+        --quota 0.25 --pairs 2 --variants hot-uvloop --json docs/validation/….json
 
 Holds the lab's ``.lab/disrupt.lock`` exclusively while it sends load (no test session sends
 requests meanwhile). Not a test: nothing is asserted.
@@ -95,6 +117,9 @@ cpu = {}
 orig = S.benchmark
 itl_file = os.environ.get("BENCH_ITL_FILE")
 async def timed(*a, **k):
+    if os.environ.get("BENCH_CGROUP_PROCS"):   # --quota: capped from here (setup excluded)
+        with open(os.environ["BENCH_CGROUP_PROCS"], "w") as fh:
+            fh.write(str(os.getpid()))
     c0, w0 = time.process_time(), time.perf_counter()
     r = await orig(*a, **k)
     cpu["cpu_s"], cpu["wall_s"] = time.process_time() - c0, time.perf_counter() - w0
@@ -156,6 +181,10 @@ runner = run_async if loop == "uvloop" else asyncio.run
 pre = Preflight(endpoint=url, model=model, identity={"endpoint": url}, kv=KvCapacity(),
                 hold=HoldInfo(None, "benchmark"), seat_containers=set())
 probe = Probe(loaded, pre, writer=RunWriter(root=out))
+import os
+if os.environ.get("BENCH_CGROUP_PROCS"):   # --quota: capped from here (imports excluded)
+    with open(os.environ["BENCH_CGROUP_PROCS"], "w") as fh:
+        fh.write(str(os.getpid()))
 c0, w0 = time.process_time(), time.perf_counter()
 s = runner(probe.run())
 cpu, wall = time.process_time() - c0, time.perf_counter() - w0
@@ -202,6 +231,56 @@ def _result(cp: subprocess.CompletedProcess[str], what: str) -> dict:
                      f"{cp.stderr[-3000:]}")
 
 
+CGROUP_CPU = Path("/sys/fs/cgroup/cpu")
+"""The cgroup v1 ``cpu`` controller's mount (``--quota``)."""
+
+
+class CpuQuota:
+    """A cgroup v1 ``cpu`` cgroup that caps its processes at ``share`` of one core: made at
+    ``CGROUP_CPU / name`` with ``cpu.cfs_period_us`` = ``period_us`` and ``cpu.cfs_quota_us``
+    = ``share`` × ``period_us``. A client joins it by writing its PID to :attr:`procs` (the
+    child does, from ``BENCH_CGROUP_PROCS``, where its measured part starts: its imports and
+    setup run uncapped); :meth:`stat` reads ``cpu.stat`` (``nr_periods``, ``nr_throttled``, ``throttled_time``
+    in ns); :meth:`remove` deletes it once its processes have exited (waits up to 10 s).
+    Raises :class:`OSError` when the controller is missing or not writable (not root)."""
+
+    def __init__(self, name: str, share: float, period_us: int = 10_000) -> None:
+        if not 0 < share <= 64:
+            raise ValueError(f"--quota {share}: a share of one core, > 0")
+        self.share, self.period_us = share, period_us
+        self.quota_us = max(1000, round(share * period_us))   # the kernel's minimum is 1 ms
+        self.path = CGROUP_CPU / name
+        self.path.mkdir()
+        try:
+            (self.path / "cpu.cfs_period_us").write_text(str(period_us))
+            (self.path / "cpu.cfs_quota_us").write_text(str(self.quota_us))
+        except OSError:
+            self.remove()
+            raise
+
+    @property
+    def procs(self) -> Path:
+        """The cgroup's ``cgroup.procs`` (write a PID there to move that process in)."""
+        return self.path / "cgroup.procs"
+
+    def stat(self) -> dict[str, int]:
+        """``cpu.stat`` as a dict (throttled_time in ns), plus the quota and period (µs)."""
+        out = {k: int(v) for k, v in (ln.split() for ln in
+                                      (self.path / "cpu.stat").read_text().splitlines())}
+        return {**out, "quota_us": self.quota_us, "period_us": self.period_us}
+
+    def remove(self) -> None:
+        """Delete the cgroup (its processes must have exited: retried for up to 10 s)."""
+        deadline = time.monotonic() + 10
+        while self.path.exists():
+            try:
+                self.path.rmdir()
+            except OSError:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.1)
+
+
 def _pinned(cpu: int | None):  # noqa: ANN202 - a preexec_fn or None
     """A ``preexec_fn`` that pins the child to core ``cpu`` (``None``: no pinning)."""
     if cpu is None:
@@ -209,12 +288,17 @@ def _pinned(cpu: int | None):  # noqa: ANN202 - a preexec_fn or None
     return lambda: os.sched_setaffinity(0, {cpu})
 
 
+def _quota_env(quota: CpuQuota | None) -> dict[str, str]:
+    """The child's environment entry naming ``quota``'s ``cgroup.procs`` (``{}``: none)."""
+    return {"BENCH_CGROUP_PROCS": str(quota.procs)} if quota is not None else {}
+
+
 def run_bench_serve(py: str, url: str, model: str, tokenizer: str, dataset: Path, n: int,
                     conc: int, out_len: int, cpu: int | None = None,
-                    itl_file: Path | None = None) -> dict:
+                    itl_file: Path | None = None, quota: CpuQuota | None = None) -> dict:
     """One ``vllm bench serve`` run in the vLLM venv's python (pinned to core ``cpu`` when
-    given); its result dict. ``itl_file``: where it writes each request's ITLs (s), keyed
-    ``req-bench-<dataset index>``."""
+    given, in ``quota``'s cgroup when given); its result dict. ``itl_file``: where it writes
+    each request's ITLs (s), keyed ``req-bench-<dataset index>``."""
     args = ["--backend", "vllm", "--base-url", url, "--endpoint", "/v1/completions",
             "--model", model, "--tokenizer", tokenizer, "--dataset-name", "custom",
             "--dataset-path", str(dataset), "--custom-output-len", str(out_len),
@@ -222,7 +306,7 @@ def run_bench_serve(py: str, url: str, model: str, tokenizer: str, dataset: Path
             "--max-concurrency", str(conc), "--ignore-eos", "--temperature", "0",
             "--disable-tqdm", "--percentile-metrics", "ttft,tpot,itl,e2el"]
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "VLLM_NO_USAGE_STATS": "1",
-           "TORCHDYNAMO_DISABLE": "1"}
+           "TORCHDYNAMO_DISABLE": "1", **_quota_env(quota)}
     if itl_file is not None:
         env["BENCH_ITL_FILE"] = str(itl_file)
     cp = subprocess.run([py, "-c", BENCH_SERVE, *args], capture_output=True, text=True,
@@ -231,26 +315,45 @@ def run_bench_serve(py: str, url: str, model: str, tokenizer: str, dataset: Path
 
 
 def run_probe(profile: Path, url: str, model: str, out: Path, variant: str,
-              cpu: int | None = None, itl_file: Path | None = None) -> dict:
+              cpu: int | None = None, itl_file: Path | None = None,
+              quota: CpuQuota | None = None, base: Path | None = None) -> dict:
     """One probe run (one phase) in a child process over ``variant`` (``<http stack>-<event
     loop>``: ``hot-uvloop`` is the stream hot path the console runs, ``aiohttp-uvloop`` the
     httpx path over aiohttp, ``httpcore-asyncio`` the stack before that), pinned to core
     ``cpu`` when given; its result dict. A ``-prev`` suffix runs ``SSEFeed.feed`` and
     ``parse_chunk`` from :data:`PREV_CLIENT` (an A/B); any other suffix (``-aa``) is a label
-    only, the same client again (an A/A). ``itl_file``: each prompt is sent tagged
-    ``req-<phase>-<index>`` and each completed request's ITLs (s) are written there under its
-    tag."""
+    only, the same client again (an A/A) — except ``-base``, which runs the probe from
+    ``base`` (a tree holding ``seat_console``: the ``--base`` commit's code, an A/B).
+    ``itl_file``: each prompt is sent tagged ``req-<phase>-<index>`` and each completed
+    request's ITLs (s) are written there under its tag. ``quota``: run it in that cgroup."""
     prev: list[str] = []
     if "prev" in variant.split("-")[2:]:
         prev = [str(out.parent / "client_prev.py")]
         Path(prev[0]).write_text(subprocess.run(
             ["git", "-C", str(ROOT), "show", f"{PREV_CLIENT}:console/probe/client.py"],
             capture_output=True, text=True, check=True).stdout)
+    path = str(ROOT)
+    if "base" in variant.split("-")[2:]:
+        if base is None:
+            raise SystemExit(f"variant {variant}: give --base COMMIT")
+        path = f"{base}{os.pathsep}{ROOT}"
     cp = subprocess.run([sys.executable, "-c", PROBE, str(profile), url, model, str(out),
                          variant, str(itl_file or ""), *prev],
                         capture_output=True, text=True, timeout=900, check=False,
-                        env={**os.environ, "PYTHONPATH": str(ROOT)}, preexec_fn=_pinned(cpu))
+                        env={**os.environ, "PYTHONPATH": path, **_quota_env(quota)},
+                        preexec_fn=_pinned(cpu))
     return _result(cp, "probe")
+
+
+def base_tree(commit: str, into: Path) -> Path:
+    """``console/`` of ``commit`` extracted under ``into`` with a ``seat_console`` link to it
+    (first on ``PYTHONPATH``, it shadows the editable install); returns ``into``."""
+    into.mkdir(parents=True, exist_ok=True)
+    arch = subprocess.run(["git", "-C", str(ROOT), "archive", commit, "console"],
+                          capture_output=True, check=True).stdout
+    subprocess.run(["tar", "-x", "-C", str(into)], input=arch, check=True)
+    (into / "seat_console").symlink_to(into / "console")
+    return into
 
 
 def pct(xs: list[float], q: float) -> float | None:
@@ -392,6 +495,7 @@ def stream_sweep(a: argparse.Namespace, py: str, model: str, tok: str, tmp: Path
     variants = a.variants.split(",")
     pin_s = None if a.no_pin else a.server_cpu
     pin_c = None if a.no_pin else a.client_cpu
+    base = base_tree(a.base, tmp / "base") if a.base else None
     out = []
     for k, spec in enumerate(a.stream.split(",")):
         c_s, gap_s = spec.split(":")
@@ -436,11 +540,23 @@ concurrency = {conc}
                 for who in order:
                     itl_file = tmp / f"itl-{k}-{p_i}-{who}.json"
                     _get(url, "/reset", post=True)
-                    if who == "bench":
-                        r = run_bench_serve(py, url, model, tok, dataset, n, conc, a.output_len,
-                                            pin_c, itl_file)
-                    else:
-                        r = run_probe(profile, url, model, tmp / "runs", who, pin_c, itl_file)
+                    quota = None
+                    if a.quota is not None:
+                        quota = CpuQuota(f"bench-probe-{os.getpid()}-{next(_CG_SEQ)}", a.quota,
+                                         a.quota_period_us)
+                        _CGROUPS.append(quota)
+                    try:
+                        if who == "bench":
+                            r = run_bench_serve(py, url, model, tok, dataset, n, conc,
+                                                a.output_len, pin_c, itl_file, quota)
+                        else:
+                            r = run_probe(profile, url, model, tmp / "runs", who, pin_c,
+                                          itl_file, quota, base)
+                        if quota is not None:
+                            r["cgroup"] = {"share": quota.share, **quota.stat()}
+                    finally:
+                        if quota is not None:
+                            quota.remove()
                     summ = _get(url, "/summary")
                     client = json.loads(itl_file.read_text())
                     r["server"] = server_pace(summ, set(client))
@@ -459,7 +575,11 @@ concurrency = {conc}
                           f"p50 {(e['abs_error_p50_s'] or float('nan')) * 1e6:.0f} µs p99 "
                           f"{(e['abs_error_p99_s'] or float('nan')) * 1e6:.0f} µs "
                           f"({e['matched_requests']}/{e['matched_requests'] + e['unmatched_requests']}"
-                          f" matched), load {r['loadavg'][0]:.2f}", flush=True)
+                          f" matched), server lag p50 "
+                          f"{(r['server']['send_lag_s']['p50'] or 0) * 1e3:.2f} ms"
+                          + (f", throttled {r['cgroup']['nr_throttled']}/"
+                             f"{r['cgroup']['nr_periods']} periods" if "cgroup" in r else "")
+                          + f", load {r['loadavg'][0]:.2f}", flush=True)
                 b = pair["clients"]["bench"]
                 for who, r in pair["clients"].items():
                     r["tok_s_ratio"] = r["output_throughput"] / b["output_throughput"]
@@ -474,7 +594,58 @@ concurrency = {conc}
         finally:
             srv.terminate()
             srv.wait(timeout=30)
-    return {"rates": out, "pinning": {"server_cpu": pin_s, "client_cpu": pin_c}}
+    res = {"rates": out, "pinning": {"server_cpu": pin_s, "client_cpu": pin_c},
+           "base_commit": a.base}
+    if a.quota is not None:
+        res["quota"] = {"share": a.quota, "period_us": a.quota_period_us}
+        res["saturation"] = saturation(out, ["bench", *variants], a.quota)
+        for who, x in res["saturation"]["clients"].items():
+            print(f"saturation at {a.quota:g} of a core, {who:15s}: {x['sat_tok_s']:,.0f} tok/s "
+                  f"(at {x['at_nominal_tok_s']:,.0f} nominal; growth stopped: "
+                  f"{x['plateau']}), one core derived {x['one_core_derived_tok_s']:,.0f}",
+                  flush=True)
+        for who, ratio in res["saturation"]["ratio_vs_bench"].items():
+            print(f"saturation ratio {who} / bench serve at {a.quota:g} of a core: {ratio:.2f}")
+    return res
+
+
+_CG_SEQ = iter(range(1, 1 << 30))
+_CGROUPS: list[CpuQuota] = []
+"""Every cgroup this run made (removed on the way out, see :func:`main`)."""
+
+
+def saturation(rates: list[dict], clients: list[str], share: float) -> dict:
+    """Each client's saturation from a sweep at a CPU quota (``rates``: :func:`stream_sweep`'s,
+    low to high): per rate its median tok/s, the server's median sent tok/s and send lag p50;
+    ``sat_tok_s`` the highest median (measured, at ``share`` of a core), ``plateau`` whether
+    the last rate's median is within 5 % of the rate before's (the growth had stopped; if not,
+    the sweep did not reach saturation), ``one_core_derived_tok_s`` = sat / share; and
+    ``ratio_vs_bench`` — each variant's sat over ``bench serve``'s."""
+    out: dict = {"share": share, "clients": {}, "ratio_vs_bench": {}}
+    for who in clients:
+        per = []
+        for rate in rates:
+            runs = [p["clients"][who] for p in rate["pairs"]]
+            per.append({"nominal_tok_s": rate["nominal_tok_s"],
+                        "tok_s": statistics.median(r["output_throughput"] for r in runs),
+                        "server_tok_s": statistics.median(r["server"]["tok_s"] or 0
+                                                          for r in runs),
+                        "server_lag_p50_s": statistics.median(
+                            r["server"]["send_lag_s"]["p50"] or 0 for r in runs),
+                        "core_share": statistics.median(r["core_share"] for r in runs),
+                        "throttled_frac": statistics.median(
+                            r["cgroup"]["nr_throttled"] / max(1, r["cgroup"]["nr_periods"])
+                            for r in runs)})
+        best = max(per, key=lambda x: x["tok_s"])
+        plateau = len(per) > 1 and per[-1]["tok_s"] <= 1.05 * per[-2]["tok_s"]
+        out["clients"][who] = {"per_rate": per, "sat_tok_s": best["tok_s"],
+                               "at_nominal_tok_s": best["nominal_tok_s"], "plateau": plateau,
+                               "one_core_derived_tok_s": best["tok_s"] / share}
+    b = out["clients"]["bench"]["sat_tok_s"]
+    for who in clients:
+        if who != "bench":
+            out["ratio_vs_bench"][who] = out["clients"][who]["sat_tok_s"] / b
+    return out
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -500,6 +671,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--server-cpu", type=int, default=0, help="--stream: the server's core")
     ap.add_argument("--client-cpu", type=int, default=1, help="--stream: the clients' core")
     ap.add_argument("--no-pin", action="store_true", help="--stream: pin nothing")
+    ap.add_argument("--quota", type=float, metavar="SHARE",
+                    help="--stream: run every client in a cgroup v1 cpu cgroup capped at SHARE "
+                         "of one core (saturation measured at that quota; needs root)")
+    ap.add_argument("--quota-period-us", type=int, default=10_000,
+                    help="--quota: cpu.cfs_period_us (default 10 ms)")
+    ap.add_argument("--base", metavar="COMMIT",
+                    help="--stream: a '-base' variant runs the probe from this commit's code")
     ap.add_argument("--json", metavar="FILE")
     a = ap.parse_args(argv)
     from seat_console.probe.prompts import load_prompt_set
@@ -518,7 +696,14 @@ def main(argv: list[str] | None = None) -> int:
     if a.stream:
         up0 = uptime()
         print(up0, flush=True)
-        res = stream_sweep(a, py, model, tok, tmp, prompts, lab_profile)
+        try:
+            res = stream_sweep(a, py, model, tok, tmp, prompts, lab_profile)
+        finally:   # no cgroup outlives the run, whatever happened
+            for cg in _CGROUPS:
+                try:
+                    cg.remove()
+                except OSError as exc:
+                    print(f"could not remove {cg.path}: {exc}", file=sys.stderr)
         up1 = uptime()
         print(up1, flush=True)
         if a.json:
