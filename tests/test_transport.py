@@ -9,6 +9,8 @@ import shlex
 import shutil
 import socket
 import subprocess
+import threading
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -205,6 +207,106 @@ def test_docker_exec_transport_real(lab) -> None:
     # the container's own environment is not inherited (env -i)
     env = t.run(["env"]).stdout
     assert "container=" not in env
+
+
+def test_docker_exec_cli_path_real(lab) -> None:
+    """The CLI path (commands with stdin, other engine URLs) keeps every rule too."""
+    t = DockerExecTransport(lab.node_container, docker_host=lab.docker_host, engine_api=False)
+    assert not t.uses_engine_api
+    _check_transport(t)
+    r = t.run(["cat"], stdin=b"through -i\n")
+    assert r.ok and r.stdout == "through -i\n" and r.argv[0].endswith("/docker")
+    slow = t.run(["sleep", "3"], timeout_s=1)
+    assert slow.timed_out and "may still run in the container" in (slow.failure or "")
+
+
+# -- the Engine API path (commands without stdin) -------------------------------------------
+def test_engine_api_rc_streams_and_large_output(lab) -> None:
+    t = DockerExecTransport(lab.node_container, docker_host=lab.docker_host)
+    assert t.uses_engine_api and t.local_binaries() == []
+    f = t.run(["false"])
+    assert f.rc == 1 and not f.ok and not f.unreachable
+    assert f.argv[:3] == (lab.docker_host, "exec", lab.node_container)
+    assert f.remote_argv is not None and f.remote_argv[0].endswith("/false")
+    assert f.started_at.tzinfo is not None and f.duration_s > 0
+    three = t.run(["sh", "-c", "echo out; echo err >&2; exit 3"])
+    assert (three.rc, three.stdout, three.stderr, three.ok) == (3, "out\n", "err\n", False)
+    assert "exit status 3" in (three.failure or "")
+    # > 64 KiB on each stream, interleaved line by line, then 300 KB / 200 KB blocks
+    script = ("i=0; while [ $i -lt 3000 ]; do echo out$i; echo err$i >&2; i=$((i+1)); done; "
+              "head -c 300000 /dev/zero | tr '\\0' a; head -c 200000 /dev/zero | tr '\\0' b >&2")
+    big = t.run(["sh", "-c", script], timeout_s=60)
+    assert big.ok, big.failure
+    want_out = "".join(f"out{i}\n" for i in range(3000)) + "a" * 300000
+    want_err = "".join(f"err{i}\n" for i in range(3000)) + "b" * 200000
+    assert big.stdout == want_out and big.stdout_bytes == want_out.encode()
+    assert big.stderr == want_err
+    # a missing binary on the node: env's own 127, through the API (not the preflight lookup)
+    gone = t._run_resolved(("/usr/bin/seat-console-no-such-binary",), timeout_s=10,
+                           min_expected_s=None, stdin=None)
+    assert gone.rc == 127 and not gone.ok and "command not found" in (gone.failure or "")
+    assert not gone.unreachable
+    # "~0 s completions" of a step that must take time are failures
+    quick = t.run(["true"], min_expected_s=5)
+    assert not quick.ok and "it probably did nothing" in (quick.failure or "")
+    # a 0-exit "command not found" in stderr is a failure
+    swallowed = t.run(["sh", "-c", "echo 'x: command not found' >&2; exit 0"])
+    assert swallowed.rc == 0 and not swallowed.ok
+    t.close()
+
+
+def test_engine_api_timeout_kills_the_process_on_the_node(lab) -> None:
+    t = DockerExecTransport(lab.node_container, docker_host=lab.docker_host)
+    t0 = time.monotonic()
+    r = t.run(["sh", "-c", "echo started; exec sleep 31.25"], timeout_s=1)
+    took = time.monotonic() - t0
+    assert r.timed_out and not r.ok and r.rc is None and not r.unreachable
+    assert took < 8, took   # 1 s + the kill (SIGTERM: at once) + the drain, under load
+    assert "was killed (pid" in (r.failure or ""), r.failure
+    assert r.stdout == "started\n"   # what it wrote before the timeout is kept
+    ps = t.run(["sh", "-c", "cat /proc/[0-9]*/cmdline 2>/dev/null | tr '\\0' ' '"])
+    assert ps.ok and "sleep 31.25" not in ps.stdout
+    t.close()
+
+
+def test_engine_api_stopped_container_is_unreachable(lab) -> None:
+    name = f"seat-console-test-stopped-{os.getpid()}"
+    with lab.docker_client() as client:
+        c = client.containers.create(lab.node_image_id, ["/bin/true"], name=name)
+        try:
+            t = DockerExecTransport(name, docker_host=lab.docker_host)
+            r = t.run(["true"])
+            assert not r.ok and r.unreachable and r.rc is None
+            assert "is not running" in (r.failure or ""), r.failure
+            t.close()
+        finally:
+            c.remove(force=True)
+
+
+def test_engine_api_concurrent_runs_and_no_leaked_sockets(lab) -> None:
+    t = DockerExecTransport(lab.node_container, docker_host=lab.docker_host)
+    t.run(["true"])
+    fds0 = len(os.listdir("/proc/self/fd"))
+    bad: list[str] = []
+
+    def work(k: int) -> None:
+        for j in range(6):
+            r = t.run(["printf", "%s", f"token-{k}-{j}"])
+            if not (r.ok and r.stdout == f"token-{k}-{j}"):
+                bad.append(f"{k}/{j}: {r.failure} {r.stdout!r}")
+
+    threads = [threading.Thread(target=work, args=(k,)) for k in range(6)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join(120)
+    assert not bad, bad
+    for _ in range(20):
+        assert t.run(["true"]).ok
+    # idle sockets: the `/containers/{name}/exec` pool's (at most 6 here: 6 threads), none per
+    # exec (the SDK keeps a pool per URL: ~10 idle sockets per transport before the fix)
+    assert len(os.listdir("/proc/self/fd")) <= fds0 + 6
+    t.close()
 
 
 def test_docker_exec_missing_container_is_unreachable(lab) -> None:

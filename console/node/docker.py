@@ -47,7 +47,8 @@ def docker_client(base_url: str | None = None, *, timeout_s: float = 5.0) -> doc
     ``unix:///var/run/docker.sock`` — else on :func:`resolve_docker_host` (``$DOCKER_HOST``,
     then :data:`DEFAULT_DOCKER_HOST`), API version negotiated, ``timeout_s`` per API call
     (whole seconds, at least 1). Raises ``docker.errors.DockerException`` when the URL is
-    malformed (the SDK connects lazily: an engine that is down fails on the first call)."""
+    malformed, or when the engine cannot be reached: ``version="auto"`` asks ``GET /version``
+    as the client is built."""
     import docker
 
     return docker.DockerClient(base_url=base_url or resolve_docker_host(None), version="auto",

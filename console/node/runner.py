@@ -75,8 +75,9 @@ class CommandResult(Frozen):
     """What one external command did.
 
     ``argv``: the argument list actually executed (``argv[0]`` absolute) — for a remote
-    transport, the *local* argv (``ssh …`` / ``docker exec …``) and ``remote_argv`` the command
-    run on the node; ``rc``: exit status, ``None`` if it never started or was killed on timeout
+    transport, the *local* argv (``ssh …`` / ``docker exec …``; through the Docker Engine API,
+    where no local process runs, ``(<engine URL>, "exec", <container>, *remote)``) and
+    ``remote_argv`` the command run on the node; ``rc``: exit status, ``None`` if it never started or was killed on timeout
     (a negative value is "killed by signal -rc"); ``stdout`` / ``stderr``: decoded as UTF-8 with
     undecodable bytes replaced; ``started_at``: UTC; ``duration_s``: wall time in seconds
     (monotonic clock); ``ok``: ``rc == 0`` and no failure detected; ``failure``: one sentence
@@ -130,17 +131,20 @@ def _check_argv(argv: Sequence[str]) -> tuple[str, ...]:
 
 def classify(rc: int | None, stderr: str, duration_s: float, *, timed_out: bool,
              timeout_s: float, min_expected_s: float | None, shown: str,
-             where: str = "local") -> str | None:
+             where: str = "local", after_timeout: str = "was killed") -> str | None:
     """The failure sentence for one finished command, or ``None`` when it succeeded.
 
     Rules (in order): timeout; killed by a signal (``rc < 0``); rc 127 → "command not found";
     rc 126 → "found but cannot be executed"; any other non-zero rc; rc 0 with a not-found marker
     in stderr (a wrapper that swallowed the status); rc 0 faster than ``min_expected_s`` seconds.
-    Pure function, shared by every transport.
+    ``after_timeout``: what became of a timed-out command, for its sentence (default ``"was
+    killed"``; a transport that could not stop it says so: ``"may still run on the node: …"``).
+    Pure function, shared by every transport (the runner, and the docker-exec transport's
+    Engine API path).
     """
     low = stderr.lower()
     if timed_out:
-        return (f"`{shown}` on {where} timed out after {timeout_s:g} s and was killed; "
+        return (f"`{shown}` on {where} timed out after {timeout_s:g} s and {after_timeout}; "
                 "raise the timeout only if the step is known to take longer")
     if rc is None:
         return f"`{shown}` on {where} did not run"

@@ -7,10 +7,13 @@ implementations of :class:`Transport`:
 * :class:`SshTransport` — ``ssh`` (the OpenSSH client binary) to ``user@host`` with BatchMode
   (never a password prompt), a connect timeout, keep-alives and host-key checking;
 * :class:`DockerExecTransport` — ``docker exec`` into a container (how the tests reach a real
-  systemd running as PID 1 in a container), through the ``docker`` CLI pointed at the profile's
-  ``node.docker_host`` with ``-H``.
+  systemd running as PID 1 in a container) on the profile's ``node.docker_host``: through the
+  Docker Engine API for a command without stdin (:mod:`seat_console.node.engine_exec`: no
+  ``docker`` CLI process per command), through the ``docker`` CLI (``-H``) for one with stdin.
 
-Every command is an argument list and goes through the one :class:`~seat_console.node.runner.Runner`.
+Every command is an argument list and goes through the one :class:`~seat_console.node.runner.Runner`
+(the Engine API path starts no local process; its result is classified by the runner's own
+:func:`~seat_console.node.runner.classify`).
 On a remote node the command runs as ``/usr/bin/env -i PATH=<explicit> LC_ALL=C.UTF-8
 LANG=C.UTF-8 <absolute binary> <args…>``: the node's environment is not inherited either, and the
 binary was resolved to an absolute path on the node once (preflight, cached). For SSH the remote
@@ -31,11 +34,14 @@ import shlex
 import threading
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
+from datetime import datetime
 from pathlib import Path
 
-from seat_console.core.profile import LoadedProfile, NodeSpec
-from seat_console.node.runner import DEFAULT_PATH, CommandResult, Runner
 from seat_console.core.base import utcnow
+from seat_console.core.profile import LoadedProfile, NodeSpec
+from seat_console.node.docker import DEFAULT_DOCKER_HOST
+from seat_console.node.engine_exec import EngineExec, ExecOutcome
+from seat_console.node.runner import DEFAULT_PATH, CommandResult, Runner, classify
 
 REMOTE_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 """The explicit ``PATH`` given to commands on a remote node (and used to resolve them there)."""
@@ -343,55 +349,151 @@ class SshTransport(_RemoteTransport):
 class DockerExecTransport(_RemoteTransport):
     """Commands via ``docker exec`` into the container ``container``.
 
-    ``docker_host``: the engine URL given to the CLI as ``-H`` (e.g.
-    ``unix:///work/main/.lab/docker.sock``); ``None`` uses the CLI's default socket — the
-    console's own ``DOCKER_HOST`` is *not* inherited (explicit environment). Raises
-    :class:`TransportError` for an invalid container name.
+    ``docker_host``: the engine URL (e.g. ``unix:///work/lab/docker.sock``); ``None`` means the
+    engine's default socket, ``unix:///var/run/docker.sock`` — the console's own
+    ``DOCKER_HOST`` is *not* inherited here (explicit environment; :func:`make_transport` reads
+    it once). Raises :class:`TransportError` for an invalid container name.
+
+    Two paths, one set of rules (:func:`~seat_console.node.runner.classify`, then
+    :meth:`_explain`):
+
+    * a command **without stdin**, on a ``unix://`` or ``tcp://`` engine, runs through the
+      Docker Engine API (:class:`~seat_console.node.engine_exec.EngineExec`: exec create /
+      start / inspect on one SDK client, created on first use, closed by :meth:`close`) —
+      no ``docker`` CLI process (~19 ms of CPU per start) per command. The result's ``argv`` is
+      ``(<engine URL>, "exec", <container>, *remote argv)``. On a timeout the exec's process is
+      killed by its PID when the engine is on this machine and the PID is the container's;
+      otherwise the failure says it may still run on the node (the API has no exec kill);
+    * a command **with stdin**, another URL scheme (``ssh://``…), or ``engine_api=False``:
+      the ``docker`` CLI through the runner, ``docker -H <docker_host> exec [-i] <container>
+      …``. On a timeout the runner kills the CLI; the command in the container is *not*
+      stopped by that (checked on the lab's engine), and the failure says so.
     """
 
     kind = "docker-exec"
 
     def __init__(self, container: str, *, docker_host: str | None = None,
-                 runner: Runner | None = None) -> None:
+                 runner: Runner | None = None, engine_api: bool = True) -> None:
         super().__init__(runner)
         if not _CONTAINER_RE.match(container or ""):
             raise TransportError(f"node.exec_container = {container!r}: not a container name "
                                  "(letters, digits, '_', '.', '-')")
         self.container = container
         self.docker_host = docker_host
+        url = docker_host or DEFAULT_DOCKER_HOST
+        self._engine: EngineExec | None = (
+            EngineExec(url, container) if engine_api and url.startswith(EngineExec.SCHEMES)
+            else None)
 
     @property
     def where(self) -> str:
         return f"docker-exec {self.container}"
 
+    @property
+    def uses_engine_api(self) -> bool:
+        """Whether commands without stdin go through the Engine API (else the ``docker`` CLI)."""
+        return self._engine is not None
+
     def local_binaries(self) -> list[str]:
-        return ["docker"]
+        # over the Engine API the CLI is needed only for a command with stdin (none today)
+        return [] if self._engine is not None else ["docker"]
 
     def _local_argv(self, remote: list[str], stdin: bool) -> list[str]:
         base = ["docker"] + (["-H", self.docker_host] if self.docker_host else [])
         return [*base, "exec", *(["-i"] if stdin else []), self.container, *remote]
 
-    def _explain(self, res: CommandResult) -> CommandResult:
-        if res.ok:
-            return res
-        err = res.stderr
-        reason = None
-        if "No such container" in err:
-            reason = f"container {self.container!r} does not exist on the docker engine"
-        elif "is not running" in err:
-            reason = f"container {self.container!r} is not running"
-        elif "OCI runtime exec failed" in err:
+    def _run_remote(self, remote: list[str], *, timeout_s: float, min_expected_s: float | None,
+                    stdin: bytes | None, shown: Sequence[str]) -> CommandResult:
+        if stdin is None and self._engine is not None:
+            started_at = utcnow()
+            outcome = self._engine.run(remote, timeout_s)
+            return self._engine_result(outcome, remote, shown=tuple(shown),
+                                       started_at=started_at, timeout_s=timeout_s,
+                                       min_expected_s=min_expected_s)
+        res = super()._run_remote(remote, timeout_s=timeout_s, min_expected_s=min_expected_s,
+                                  stdin=stdin, shown=shown)
+        if res.timed_out and not res.unreachable:
+            res = res.model_copy(update={"failure": classify(
+                None, res.stderr, res.duration_s, timed_out=True, timeout_s=timeout_s,
+                min_expected_s=min_expected_s, shown=res.shown, where=self.where,
+                after_timeout=("its `docker exec` client was killed; the command itself may "
+                               "still run in the container (killing the CLI does not stop "
+                               "it)"))})
+        return res
+
+    def _engine_result(self, o: ExecOutcome, remote: list[str], *, shown: tuple[str, ...],
+                       started_at: datetime, timeout_s: float,
+                       min_expected_s: float | None) -> CommandResult:
+        """The :class:`CommandResult` of one exec through the Engine API, by the runner's
+        rules (:func:`classify`) and the transport's (:meth:`_explain_engine`, asked only
+        about what the engine itself said — not the program's own stderr)."""
+        assert self._engine is not None
+        line = " ".join(shown)
+        stdout = o.stdout.decode("utf-8", errors="replace")
+        stderr = o.stderr.decode("utf-8", errors="replace")
+        # the process never started (pid 0): its "stderr" is the engine's refusal
+        engine_said = o.engine_error or (stderr if o.pid == 0 and o.rc not in (None, 0) else "")
+        if o.engine_error is not None:
+            sep = "\n" if stderr and not stderr.endswith("\n") else ""
+            stderr = f"{stderr}{sep}{o.engine_error}"
+            failure: str | None = f"`{line}` on {self.where} did not complete: {o.engine_error}"
+        else:
+            failure = classify(o.rc, stderr, o.duration_s, timed_out=o.timed_out,
+                               timeout_s=timeout_s, min_expected_s=min_expected_s, shown=line,
+                               where=self.where, after_timeout=o.after_timeout or "was killed")
+            if failure is None and o.notes:
+                failure = (f"`{line}` on {self.where}: {'; '.join(o.notes)} — its output is "
+                           "incomplete")
+        res = CommandResult(
+            argv=(self._engine.docker_host, "exec", self.container, *remote),
+            remote_argv=shown, where=self.where,
+            rc=None if o.engine_error is not None else o.rc, stdout=stdout, stderr=stderr,
+            stdout_bytes=o.stdout, stdout_truncated=o.stdout_truncated, started_at=started_at,
+            duration_s=o.duration_s, timed_out=o.timed_out, ok=failure is None,
+            failure=failure)
+        return self._explain(res, engine_text=engine_said)
+
+    def _explain_engine(self, text: str, *, api: bool = False) -> str | None:
+        """The transport-level reason in ``text`` (what the engine or the CLI said), or
+        ``None`` when it names none: missing container, stopped or paused container, the
+        engine refusing the exec (``OCI runtime exec failed``: stopping), engine unreachable
+        or (``api``: the Engine API path's own sentences) not answering / lost mid-command."""
+        if "No such container" in text:
+            return f"container {self.container!r} does not exist on the docker engine"
+        if "is not running" in text:
+            return f"container {self.container!r} is not running"
+        if api and "is paused" in text:
+            return f"container {self.container!r} is paused (docker unpause {self.container})"
+        if "OCI runtime exec failed" in text:
             # docker exec's own 126 while the container is stopping / restarting, e.g.
             # "cannot exec in a stopped state": the transport failed, not the program.
-            detail = err.strip().splitlines()[-1] if err.strip() else "no detail"
-            reason = f"container {self.container!r} refused the exec (stopping?): {detail}"
-        elif "Cannot connect to the Docker daemon" in err or "error during connect" in err:
-            reason = (f"cannot connect to the docker engine at "
-                      f"{self.docker_host or 'the default socket'} (is dockerd running?)")
+            detail = text.strip().splitlines()[-1] if text.strip() else "no detail"
+            return f"container {self.container!r} refused the exec (stopping?): {detail}"
+        host = self.docker_host or DEFAULT_DOCKER_HOST
+        if ("Cannot connect to the Docker daemon" in text or "error during connect" in text
+                or (api and "lost the docker engine" in text)):
+            return f"cannot connect to the docker engine at {host} (is dockerd running?)"
+        if api and "did not answer" in text:
+            return (f"the docker engine at {host} did not answer in time (dockerd hung or "
+                    "overloaded?)")
+        return None
+
+    def _explain(self, res: CommandResult, engine_text: str | None = None) -> CommandResult:
+        if res.ok:
+            return res
+        if engine_text is None:  # the CLI: its errors and the program's stderr are one stream
+            reason = self._explain_engine(res.stderr)
+        else:
+            reason = self._explain_engine(engine_text, api=True)
         if reason is None:
             return res
         return res.model_copy(update={"failure": f"`{res.shown}` on {self.where}: {reason}",
                                       "unreachable": True})
+
+    def close(self) -> None:
+        """Close the Engine API client's connections (a later command opens new ones)."""
+        if self._engine is not None:
+            self._engine.close()
 
 
 def make_transport(node: NodeSpec | LoadedProfile, runner: Runner | None = None,
