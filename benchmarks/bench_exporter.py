@@ -123,6 +123,18 @@ def commit() -> str:
     return head.stdout.strip() + ("+" if dirty.stdout.strip() else "")
 
 
+def code_under_test() -> dict[str, str]:
+    """Which ``seat_console`` the exporter imports (this checkout, or an older tree put first on
+    ``PYTHONPATH`` for an A/B) and how its docker-exec transport reaches the engine: ``api``
+    (the Engine API for commands without stdin, since 46b8bb4) or ``cli`` (a ``docker exec``
+    process per command)."""
+    import seat_console
+    from seat_console.node import transport
+
+    return {"seat_console_dir": os.path.dirname(os.path.abspath(seat_console.__file__)),
+            "docker_exec_via": "api" if hasattr(transport, "EngineExec") else "cli"}
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--profile", required=True)
@@ -141,7 +153,8 @@ def main() -> int:
         res = per_source(a.profile, a.per_source)
         text = json.dumps({"at": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
                            "host": platform.node(), "cores": os.cpu_count(),
-                           "commit": commit(), "reads_per_source": a.per_source, "load_avg_before": load0,
+                           "commit": commit(), **code_under_test(),
+                           "reads_per_source": a.per_source, "load_avg_before": load0,
                            "uptime_before": up0, "load_avg": os.getloadavg(),
                            "uptime_after": uptime(), "per_source": res}, indent=2)
         print(text)
@@ -194,7 +207,7 @@ def main() -> int:
     out = {
         "at": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
         "host": platform.node(), "cores": os.cpu_count(), "python": platform.python_version(),
-        "commit": commit(),
+        "commit": commit(), **code_under_test(),
         "load_avg_before": load0, "load_avg_after": os.getloadavg(),
         "uptime_before": up0, "uptime_after": uptime(),
         "profile": a.profile, "exporter_interval": a.interval or "defaults",
