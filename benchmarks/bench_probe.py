@@ -32,7 +32,23 @@ and the distributions' p50 / p99 differences are reported too. Per client run al
 server's achieved pace and CPU (:func:`server_pace`), the client's core share (CPU s / its
 duration) and tokens per CPU second (the aggregate rate at which it would fill one core if its
 CPU per token stayed as measured — a derived figure), the load average; ``uptime`` before and
-after in the JSON.
+after in the JSON. A rate may name its own output length and waves, ``C:GAP:LEN:WAVES``
+(else ``--output-len`` and ``--waves``), so one run can hold short and long streams.
+
+**Tok/s like for like** (:func:`server_pace`): each client computes its own tok/s over its
+own duration (``bench serve``: from before it creates its request tasks to after the last one
+is gathered; the probe: first request sent to last stream ended), so the server's record gives
+the same figure for both — tokens over the window from the first request's arrival to the last
+token's send (``served_tok_s``, and per pair ``served_ratio``) — and what the closed loop spends
+between two requests of a slot: per connection, the next request's arrival after the last
+token of the one before (``turnaround_s``), and that time's share of a slot's cycle
+(``idle_share``).
+
+**The lab's vLLM in the same run** (``--lab-pairs N`` with ``--stream``): after the stream
+server's rates, N pairs of every client against the lab's vLLM (``--lab-requests``,
+``--lab-concurrency``, ``--lab-output-len``), holding ``--lab-lock FILE`` (the shared
+lab-tests lock) and then the lab's ``disrupt.lock``; per probe run its phase's engine timing
+(client TTFT / ITL against the engine's histogram buckets) is kept.
 
 **Saturation measured at a CPU quota** (``--quota SHARE``, with ``--stream``): every client run
 gets a fresh cgroup v1 ``cpu`` cgroup (``/sys/fs/cgroup/cpu/bench-probe-<pid>-<n>``:
@@ -133,7 +149,9 @@ S.add_cli_args(p)
 res = S.main(p.parse_args(sys.argv[1:]))
 print("@@RESULT@@" + json.dumps({"output_throughput": res["output_throughput"],
       "completed": res["completed"], "failed": res.get("failed"),
-      "total_output_tokens": res["total_output_tokens"], "duration_s": res["duration"], **cpu}))
+      "total_output_tokens": res["total_output_tokens"], "duration_s": res["duration"],
+      **{k: res.get(k) for k in ("median_ttft_ms", "p99_ttft_ms", "median_itl_ms",
+                                 "p99_itl_ms")}, **cpu}))
 """
 
 PROBE = r"""
@@ -195,6 +213,10 @@ print("@@RESULT@@" + json.dumps({"output_throughput": st["output_tok_s"],
       "cpu_s": s["phases"][0]["client_cpu_s"],
       "itl_p50_s": (st.get("itl") or {}).get("p50_s"),
       "itl_p99_s": (st.get("itl") or {}).get("p99_s"), "run_cpu_s": cpu, "wall_s": wall,
+      "ttft_p50_s": (st.get("ttft") or {}).get("p50_s"),
+      "ttft_p99_s": (st.get("ttft") or {}).get("p99_s"),
+      "engine_timing": s["phases"][0].get("engine_timing"),
+      "timing_findings": s["phases"][0].get("timing_findings"),
       "accounting": s["phases"][0]["accounting"], "status": s["status"]}))
 if itl_file:
     name = s["phases"][0]["name"]
@@ -410,17 +432,51 @@ def server_pace(summary: dict, tags: set[str] | None = None) -> dict:
     aggregate tokens/s between its first and last send, the per-stream sent gaps' p50 / p99
     (s), its send lag behind schedule and its CPU seconds and core share over the send span.
     ``tags``: only these streams (``None``: all; the probe's warm-up request, sent seconds
-    before its phase, would stretch the span)."""
+    before its phase, would stretch the span).
+
+    From the server's ``arrived`` / ``conn`` record (when the summary has it), the same for
+    every client, whatever its own clock and duration say: ``window_s`` — the first request's
+    arrival to the last token's send; ``served_tok_s`` = tokens / ``window_s`` (the like-for-like
+    tok/s); ``stream_s`` — the quantiles of a stream's life (arrival to last send);
+    ``turnaround_s`` — per connection, the gap from one stream's last send to the next request's
+    arrival on it (what the client's closed loop spends between two requests of a slot:
+    reading the tail, finishing the request, starting the next), quantiles, mean and count;
+    ``idle_share`` = Σ turnaround / (Σ turnaround + Σ stream lives of the streams followed by
+    one), the share of a slot's cycle spent between requests."""
     sent = {k: v for k, v in summary["sent"].items() if tags is None or k in tags}
     times = sorted(t for v in sent.values() for t in v)
     span = times[-1] - times[0] if len(times) > 1 else 0.0
     gaps = [b - a for v in sent.values() for a, b in zip(v, v[1:], strict=False)]
-    return {"tokens": len(times), "span_s": span,
-            "tok_s": (len(times) - 1) / span if span else None,
-            "gap_p50_s": pct(gaps, 0.5), "gap_p99_s": pct(gaps, 0.99),
-            "nominal_gap_s": summary["gap_s"], "send_lag_s": summary["send_lag_s"],
-            "cpu_s": summary["cpu_s"], "core_share": summary["cpu_s"] / span if span else None,
-            "loadavg": summary["loadavg"]}
+    out = {"tokens": len(times), "span_s": span,
+           "tok_s": (len(times) - 1) / span if span else None,
+           "gap_p50_s": pct(gaps, 0.5), "gap_p99_s": pct(gaps, 0.99),
+           "nominal_gap_s": summary["gap_s"], "send_lag_s": summary["send_lag_s"],
+           "cpu_s": summary["cpu_s"], "core_share": summary["cpu_s"] / span if span else None,
+           "loadavg": summary["loadavg"]}
+    arrived, conn = summary.get("arrived") or {}, summary.get("conn") or {}
+    tagged = [k for k, v in sent.items() if v and k in arrived and k in conn]
+    if tagged:
+        window = max(sent[k][-1] for k in tagged) - min(arrived[k] for k in tagged)
+        lives = [sent[k][-1] - arrived[k] for k in tagged]
+        by_conn: dict[int, list[str]] = {}
+        for k in tagged:
+            by_conn.setdefault(conn[k], []).append(k)
+        turn, followed = [], []
+        for ks in by_conn.values():
+            ks.sort(key=lambda k: arrived[k])
+            for a, b in zip(ks, ks[1:], strict=False):
+                turn.append(arrived[b] - sent[a][-1])
+                followed.append(sent[a][-1] - arrived[a])
+        out.update({
+            "window_s": window,
+            "served_tok_s": sum(len(sent[k]) for k in tagged) / window if window else None,
+            "stream_s": {"p50": pct(lives, 0.5), "p99": pct(lives, 0.99)},
+            "turnaround_s": {"p50": pct(turn, 0.5), "p99": pct(turn, 0.99),
+                             "mean": sum(turn) / len(turn) if turn else None,
+                             "n": len(turn)},
+            "idle_share": sum(turn) / (sum(turn) + sum(followed)) if turn else None,
+            "connections": len(by_conn)})
+    return out
 
 
 def uptime() -> str:
@@ -498,9 +554,11 @@ def stream_sweep(a: argparse.Namespace, py: str, model: str, tok: str, tmp: Path
     base = base_tree(a.base, tmp / "base") if a.base else None
     out = []
     for k, spec in enumerate(a.stream.split(",")):
-        c_s, gap_s = spec.split(":")
+        c_s, gap_s, *rest = spec.split(":")   # C:GAP[:LEN[:WAVES]]
         conc, gap = int(c_s), float(gap_s)
-        n = a.waves * conc
+        out_len = int(rest[0]) if rest else a.output_len
+        waves = int(rest[1]) if len(rest) > 1 else a.waves
+        n = waves * conc
         port = a.port + k
         url = f"http://127.0.0.1:{port}"
         srv = subprocess.Popen([sys.executable, str(ROOT / "benchmarks" / "stream_server.py"),
@@ -524,7 +582,7 @@ def stream_sweep(a: argparse.Namespace, py: str, model: str, tok: str, tmp: Path
             profile = tmp / f"profile-{k}.toml"
             profile.write_text(lab_profile + f"""
 [probe]
-output_tokens = {a.output_len}
+output_tokens = {out_len}
 warmup_requests = 1
 [[probe.phases]]
 name = "paired"
@@ -532,7 +590,8 @@ requests = {n}
 concurrency = {conc}
 """)
             rate = {"concurrency": conc, "gap_s": gap, "nominal_tok_s": conc / gap,
-                    "requests": n, "output_len": a.output_len, "url": url, "pairs": []}
+                    "requests": n, "waves": waves, "output_len": out_len, "url": url,
+                    "pairs": []}
             for p_i in range(a.pairs):
                 who_all = ["bench", *variants]
                 order = who_all[p_i % len(who_all):] + who_all[:p_i % len(who_all)]
@@ -548,7 +607,7 @@ concurrency = {conc}
                     try:
                         if who == "bench":
                             r = run_bench_serve(py, url, model, tok, dataset, n, conc,
-                                                a.output_len, pin_c, itl_file, quota)
+                                                out_len, pin_c, itl_file, quota)
                         else:
                             r = run_probe(profile, url, model, tmp / "runs", who, pin_c,
                                           itl_file, quota, base)
@@ -567,7 +626,8 @@ concurrency = {conc}
                     r["loadavg"] = os.getloadavg()
                     pair["clients"][who] = r
                     e = r["itl_error"]
-                    print(f"{conc / gap:>8,.0f} nominal, pair {p_i + 1}, {who:15s}: "
+                    print(f"{conc / gap:>8,.0f} nominal ({out_len} tok), pair {p_i + 1}, "
+                          f"{who:15s}: "
                           f"{r['output_throughput']:>8,.0f} tok/s (server {r['server']['tok_s']:,.0f}"
                           f", its core {r['server']['core_share']:.2f}), "
                           f"{r['cpu_s_per_1k']:.4f} CPU s/1k, core {r['core_share']:.2f}, ITL p50 "
@@ -577,6 +637,14 @@ concurrency = {conc}
                           f"({e['matched_requests']}/{e['matched_requests'] + e['unmatched_requests']}"
                           f" matched), server lag p50 "
                           f"{(r['server']['send_lag_s']['p50'] or 0) * 1e3:.2f} ms"
+                          + (f", served {r['server']['served_tok_s']:,.0f} tok/s over "
+                             f"{r['server']['window_s']:.3f} s (client's own duration "
+                             f"{r['duration_s']:.3f} s), turnaround p50 "
+                             f"{r['server']['turnaround_s']['p50'] * 1e3:.2f} ms mean "
+                             f"{r['server']['turnaround_s']['mean'] * 1e3:.2f} ms, idle share "
+                             f"{r['server']['idle_share']:.4f}"
+                             if r['server'].get('turnaround_s', {}).get('mean') is not None
+                             else "")
                           + (f", throttled {r['cgroup']['nr_throttled']}/"
                              f"{r['cgroup']['nr_periods']} periods" if "cgroup" in r else "")
                           + f", load {r['loadavg'][0]:.2f}", flush=True)
@@ -584,12 +652,27 @@ concurrency = {conc}
                 for who, r in pair["clients"].items():
                     r["tok_s_ratio"] = r["output_throughput"] / b["output_throughput"]
                     r["cpu_ratio"] = r["cpu_s_per_1k"] / b["cpu_s_per_1k"]
+                    if r["server"].get("served_tok_s") and b["server"].get("served_tok_s"):
+                        # like for like: both clients' tok/s from the server's own record
+                        r["served_ratio"] = (r["server"]["served_tok_s"]
+                                             / b["server"]["served_tok_s"])
                 rate["pairs"].append(pair)
             rate["median"] = {
                 who: {key: statistics.median(p["clients"][who][key] for p in rate["pairs"])
                       for key in ("output_throughput", "cpu_s_per_1k", "cpu_ratio",
                                   "tok_s_ratio", "core_share", "tok_per_cpu_s")}
                 for who in ["bench", *variants]}
+            for who in ["bench", *variants]:
+                runs = [p["clients"][who] for p in rate["pairs"]]
+                if all("served_ratio" in r for r in runs):
+                    m = rate["median"][who]
+                    m["served_tok_s"] = statistics.median(r["server"]["served_tok_s"]
+                                                          for r in runs)
+                    m["served_ratio"] = statistics.median(r["served_ratio"] for r in runs)
+                    m["turnaround_mean_s"] = statistics.median(
+                        r["server"]["turnaround_s"]["mean"] for r in runs)
+                    m["idle_share"] = statistics.median(r["server"]["idle_share"]
+                                                        for r in runs)
             out.append(rate)
         finally:
             srv.terminate()
@@ -648,6 +731,130 @@ def saturation(rates: list[dict], clients: list[str], share: float) -> dict:
     return out
 
 
+def paired_runs(py: str, url: str, model: str, tok: str, dataset: Path, profile: Path,
+                tmp: Path, variants: list[str], n_pairs: int, requests: int, conc: int,
+                out_len: int, lab: bool, lab_lock: Path | None = None) -> tuple[list, list]:
+    """``n_pairs`` pairs of ``bench serve`` and every probe variant against ``url``, the order
+    rotating (every client runs first, in the middle and last in turn), ``requests`` requests
+    at closed-loop concurrency ``conc``, ``out_len`` tokens each. ``lab``: the server is the
+    lab's vLLM — ``lab_lock`` (when given, e.g. the shared lab-tests lock) and then the lab's
+    ``.lab/disrupt.lock`` are held exclusively while the load runs, and ``/health`` must answer
+    200 first (another session may have just restored the seat). Returns the pairs (per pair:
+    ``bench_serve``, ``probe`` per variant with its tok/s and CPU ratios against the pair's
+    ``bench serve``, ``order``, ``loadavg_1m``) and the 1-minute load after each client run."""
+    import httpx
+
+    locks = []
+    if lab:
+        for path in ([lab_lock] if lab_lock else []) + [ROOT / ".lab" / "disrupt.lock"]:
+            fh = open(path, "a+")  # noqa: SIM115 - held until the end
+            print(f"waiting for {path} (exclusive)…", file=sys.stderr, flush=True)
+            fcntl.flock(fh, fcntl.LOCK_EX)
+            locks.append(fh)
+    pairs: list = []
+    load_during: list = []
+    try:
+        deadline = time.monotonic() + 600
+        while lab:
+            try:
+                if httpx.get(url + "/health", timeout=3).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                pass
+            if time.monotonic() > deadline:
+                raise SystemExit(f"{url}/health did not answer 200 within 10 min")
+            time.sleep(2)
+        for k in range(n_pairs):
+            who_all = ["bench", *variants]
+            order = who_all[k % len(who_all):] + who_all[:k % len(who_all)]
+            r: dict = {"probe": {}}
+            for who in order:
+                if who == "bench":
+                    r["bench_serve"] = run_bench_serve(py, url, model, tok, dataset, requests,
+                                                       conc, out_len)
+                else:
+                    r["probe"][who] = run_probe(profile, url, model, tmp / "runs", who)
+                load_during.append(os.getloadavg()[0])
+            b = r["bench_serve"]
+            r["bench_cpu_s_per_1k"] = b["cpu_s"] / b["total_output_tokens"] * 1000
+            line = (f"pair {k + 1}: bench serve {b['output_throughput']:,.1f} tok/s, "
+                    f"{r['bench_cpu_s_per_1k']:.4f} CPU s/1k")
+            for v, p in r["probe"].items():
+                p["tok_s_ratio"] = p["output_throughput"] / b["output_throughput"]
+                p["cpu_s_per_1k"] = p["cpu_s"] / p["total_output_tokens"] * 1000
+                p["cpu_ratio"] = p["cpu_s_per_1k"] / r["bench_cpu_s_per_1k"]
+                line += (f"; {v} {p['output_throughput']:,.1f} tok/s (ratio "
+                         f"{p['tok_s_ratio']:.3f}), {p['cpu_s_per_1k']:.4f} CPU s/1k (ratio "
+                         f"{p['cpu_ratio']:.3f})")
+            r["order"] = order
+            r["loadavg_1m"] = os.getloadavg()[0]
+            pairs.append(r)
+            print(line, flush=True)
+    finally:
+        for fh in reversed(locks):
+            fcntl.flock(fh, fcntl.LOCK_UN)
+            fh.close()
+    return pairs, load_during
+
+
+def lab_column(a: argparse.Namespace, py: str, url: str, model: str, tok: str, tmp: Path,
+               prompts: list[str], lab_profile: str) -> dict:
+    """``--lab-pairs``: the lab's vLLM column of a ``--stream`` run — :func:`paired_runs`
+    against the lab's vLLM (``url``) with ``--lab-requests`` / ``--lab-concurrency`` /
+    ``--lab-output-len``, every variant of the run; ``uptime`` before and after, per client its
+    median tok/s, CPU s per 1k tokens and (the probe's) ratios to the pair's ``bench serve``;
+    each probe run keeps its phase's ``engine_timing`` (client vs engine TTFT / ITL)."""
+    variants = a.variants.split(",")
+    dataset = tmp / "prompts-lab.jsonl"
+    with dataset.open("w") as fh:
+        for i in range(a.lab_requests):
+            fh.write(json.dumps({"prompt": prompts[i % len(prompts)]}) + "\n")
+    profile = tmp / "profile-lab.toml"
+    profile.write_text(lab_profile + f"""
+[probe]
+output_tokens = {a.lab_output_len}
+warmup_requests = 1
+[[probe.phases]]
+name = "paired"
+requests = {a.lab_requests}
+concurrency = {a.lab_concurrency}
+""")
+    up0 = uptime()
+    print(f"lab vLLM column, {url}: {up0}", flush=True)
+    pairs, load_during = paired_runs(py, url, model, tok, dataset, profile, tmp, variants,
+                                     a.lab_pairs, a.lab_requests, a.lab_concurrency,
+                                     a.lab_output_len, lab=True, lab_lock=a.lab_lock)
+    up1 = uptime()
+    print(f"lab vLLM column done: {up1}", flush=True)
+    med: dict = {"bench": {
+        "output_throughput": statistics.median(p["bench_serve"]["output_throughput"]
+                                               for p in pairs),
+        "cpu_s_per_1k": statistics.median(p["bench_cpu_s_per_1k"] for p in pairs)}}
+    for v in variants:
+        med[v] = {key: statistics.median(p["probe"][v][key] for p in pairs)
+                  for key in ("output_throughput", "cpu_s_per_1k", "cpu_ratio", "tok_s_ratio")}
+    for who, m in med.items():
+        print(f"lab vLLM median {who}: {m['output_throughput']:,.0f} tok/s, "
+              f"{m['cpu_s_per_1k']:.4f} CPU s/1k"
+              + (f", tok/s ratio {m['tok_s_ratio']:.3f}, CPU ratio {m['cpu_ratio']:.3f}"
+                 if who != "bench" else ""), flush=True)
+    return {"url": url, "model": model, "vllm": "0.32.0 (CPU)", "requests": a.lab_requests,
+            "concurrency": a.lab_concurrency, "output_len": a.lab_output_len,
+            "uptime_before": up0, "uptime_after": up1, "load_1m_during": load_during,
+            "pairs": pairs, "median": med}
+
+
+def git_state() -> dict:
+    """The tree this run measured: ``HEAD``'s commit and the paths under ``benchmarks/`` and
+    ``console/`` that differ from it (``[]``: the commit's code exactly)."""
+    def git(*args: str) -> str:
+        return subprocess.run(["git", "-C", str(ROOT), *args], capture_output=True, text=True,
+                              check=False).stdout
+    return {"head": git("rev-parse", "HEAD").strip(),
+            "changed": [ln[3:] for ln in git("status", "--porcelain", "--", "benchmarks",
+                                             "console").splitlines()]}
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--pairs", type=int, default=3)
@@ -678,6 +885,16 @@ def main(argv: list[str] | None = None) -> int:
                     help="--quota: cpu.cfs_period_us (default 10 ms)")
     ap.add_argument("--base", metavar="COMMIT",
                     help="--stream: a '-base' variant runs the probe from this commit's code")
+    ap.add_argument("--lab-pairs", type=int, default=0,
+                    help="--stream: after the stream server's rates, this many pairs of every "
+                         "client against the lab's vLLM (--lab-requests at "
+                         "--lab-concurrency, --lab-output-len tokens), in the same run")
+    ap.add_argument("--lab-requests", type=int, default=64)
+    ap.add_argument("--lab-concurrency", type=int, default=16)
+    ap.add_argument("--lab-output-len", type=int, default=64)
+    ap.add_argument("--lab-lock", type=Path, metavar="FILE",
+                    help="a lock file held exclusively (flock) around the lab's load, before "
+                         "the lab's own disrupt.lock (e.g. the shared lab-tests lock)")
     ap.add_argument("--json", metavar="FILE")
     a = ap.parse_args(argv)
     from seat_console.probe.prompts import load_prompt_set
@@ -704,6 +921,8 @@ def main(argv: list[str] | None = None) -> int:
                     cg.remove()
                 except OSError as exc:
                     print(f"could not remove {cg.path}: {exc}", file=sys.stderr)
+        if a.lab_pairs:
+            res["lab_vllm"] = lab_column(a, py, v["url"], model, tok, tmp, prompts, lab_profile)
         up1 = uptime()
         print(up1, flush=True)
         if a.json:
@@ -711,7 +930,8 @@ def main(argv: list[str] | None = None) -> int:
                 "date_utc": datetime.now(UTC).isoformat(timespec="seconds"),
                 "machine": {"node": platform.node(), "python": platform.python_version(),
                             "cpus": os.cpu_count(), "uptime_before": up0, "uptime_after": up1},
-                "argv": sys.argv, "variants": a.variants.split(","), **res}, indent=1) + "\n")
+                "argv": sys.argv, "git": git_state(), "variants": a.variants.split(","),
+                **res}, indent=1) + "\n")
         return 0
     profile = tmp / "profile.toml"
     profile.write_text(lab_profile + f"""
@@ -723,57 +943,10 @@ name = "paired"
 requests = {a.requests}
 concurrency = {a.concurrency}
 """)
-    lock = open(ROOT / ".lab" / "disrupt.lock" if not a.url else os.devnull, "a+")  # noqa: SIM115
-    if not a.url:
-        print("waiting for the lab's disrupt.lock (exclusive)…", file=sys.stderr, flush=True)
-        fcntl.flock(lock, fcntl.LOCK_EX)
-    import httpx
-
-    deadline = time.monotonic() + 600
-    while not a.url:   # another session may have just restored the seat
-        try:
-            if httpx.get(url + "/health", timeout=3).status_code == 200:
-                break
-        except httpx.HTTPError:
-            pass
-        if time.monotonic() > deadline:
-            raise SystemExit(f"{url}/health did not answer 200 within 10 min")
-        time.sleep(2)
     variants = a.variants.split(",")
-    pairs = []
-    load_during = []
-    try:
-        for k in range(a.pairs):
-            # rotate the order: every client runs first, in the middle and last in turn
-            who_all = ["bench", *variants]
-            order = who_all[k % len(who_all):] + who_all[:k % len(who_all)]
-            r: dict = {"probe": {}}
-            for who in order:
-                if who == "bench":
-                    r["bench_serve"] = run_bench_serve(py, url, model, tok, dataset, a.requests,
-                                                       a.concurrency, a.output_len)
-                else:
-                    r["probe"][who] = run_probe(profile, url, model, tmp / "runs", who)
-                load_during.append(os.getloadavg()[0])
-            b = r["bench_serve"]
-            r["bench_cpu_s_per_1k"] = b["cpu_s"] / b["total_output_tokens"] * 1000
-            line = (f"pair {k + 1}: bench serve {b['output_throughput']:,.1f} tok/s, "
-                    f"{r['bench_cpu_s_per_1k']:.4f} CPU s/1k")
-            for v, p in r["probe"].items():
-                p["tok_s_ratio"] = p["output_throughput"] / b["output_throughput"]
-                p["cpu_s_per_1k"] = p["cpu_s"] / p["total_output_tokens"] * 1000
-                p["cpu_ratio"] = p["cpu_s_per_1k"] / r["bench_cpu_s_per_1k"]
-                line += (f"; {v} {p['output_throughput']:,.1f} tok/s (ratio "
-                         f"{p['tok_s_ratio']:.3f}), {p['cpu_s_per_1k']:.4f} CPU s/1k (ratio "
-                         f"{p['cpu_ratio']:.3f})")
-            r["order"] = order
-            r["loadavg_1m"] = os.getloadavg()[0]
-            pairs.append(r)
-            print(line, flush=True)
-    finally:
-        if not a.url:
-            fcntl.flock(lock, fcntl.LOCK_UN)
-        lock.close()
+    pairs, load_during = paired_runs(py, url, model, tok, dataset, profile, tmp, variants,
+                                     a.pairs, a.requests, a.concurrency, a.output_len,
+                                     lab=not a.url)
     sse = {"one_event_per_read": sse_rate(a.events, None),
            "reads_1400_bytes": sse_rate(a.events, 1400)}
     for name, x in sse.items():

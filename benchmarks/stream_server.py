@@ -13,8 +13,13 @@ client timing error alone; it records the gaps it actually sent.
 * ``GET /summary`` — JSON: every stream since the last reset, keyed by its **tag** (the
   ``req-…`` word the prompt starts with, else ``#<n>`` in arrival order), each with ``sent``,
   the ``time.monotonic()`` second at which each token's chunk was handed to the socket (one per
-  token, in order); plus the server's CPU seconds (``time.process_time``) and wall seconds since
-  the reset, tokens sent, and the lag of each send behind its due time (p50 / p99 / max, s);
+  token, in order); ``arrived``, the ``time.monotonic()`` second at which each stream's request
+  had been read whole (its first token is due one gap later); ``conn``, the number of the
+  connection each stream came on (connections numbered from 1 in accept order, over the
+  server's life), so a client's turnaround — its next request on a connection after the last
+  token of the one before — can be read off; plus the server's CPU seconds
+  (``time.process_time``) and wall seconds since the reset, tokens sent, and the lag of each
+  send behind its due time (p50 / p99 / max, s);
 * ``POST /reset`` — forget the record and restart the CPU clock.
 
 Every other path gets 404. All streams share **one timer**: each tick sends the chunk of every
@@ -104,6 +109,8 @@ class Pacer:
     def reset(self) -> None:
         """Forget the record; restart the CPU and wall clocks."""
         self.record: dict[str, list[float]] = {}
+        self.arrived: dict[str, float] = {}
+        self.conn: dict[str, int] = {}
         self.lags: list[float] = []
         self.arrivals = 0
         self.tokens = 0
@@ -114,9 +121,13 @@ class Pacer:
         self.arrivals += 1
         tag = s.tag or f"#{self.arrivals}"
         if tag in self.record:   # a tag sent again (bench serve's test prompt): the last wins
-            self.record[f"{tag}~{self.arrivals}"] = self.record.pop(tag)
+            old = f"{tag}~{self.arrivals}"
+            self.record[old] = self.record.pop(tag)
+            self.arrived[old], self.conn[old] = self.arrived.pop(tag), self.conn.pop(tag)
         self.record[tag] = s.sent
-        self._push(time.monotonic() + self.gap, s)
+        now = time.monotonic()
+        self.arrived[tag], self.conn[tag] = now, s.proto.number
+        self._push(now + self.gap, s)
 
     def _push(self, due: float, s: _Stream) -> None:
         self.seq += 1
@@ -162,7 +173,7 @@ class Pacer:
                 "streams": len(self.record), "loadavg": os.getloadavg(),
                 "send_lag_s": {"p50": _pct(lags, 0.5), "p99": _pct(lags, 0.99),
                                "max": max(lags) if lags else None},
-                "sent": self.record}
+                "sent": self.record, "arrived": self.arrived, "conn": self.conn}
 
 
 class _Stream:
@@ -176,7 +187,11 @@ class _Stream:
 
 
 class _Server(asyncio.Protocol):
+    connections = 0
+
     def __init__(self, pacer: Pacer) -> None:
+        _Server.connections += 1
+        self.number = _Server.connections
         self.pacer = pacer
         self.parser = httptools.HttpRequestParser(self)
         self.transport: Any = None

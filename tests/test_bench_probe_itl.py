@@ -93,3 +93,57 @@ async def test_stream_server_records_each_tags_sends_in_order() -> None:
     t = s["sent"]["req-t-7"]
     assert len(t) == 5 and all(b - a >= 0 for a, b in zip(t, t[1:], strict=False))
     assert t[-1] - t[0] >= 4 * 0.002 * 0.9          # the schedule: 4 gaps after the first
+
+
+def test_server_pace_turnaround_and_served_rate_from_the_servers_record() -> None:
+    """Two connections, two streams each: the window runs from the first arrival to the last
+    send, the turnaround is the next arrival on a connection after the last send before it."""
+    summary = {"gap_s": 0.01, "cpu_s": 0.05, "send_lag_s": {}, "loadavg": [0, 0, 0],
+               "sent": {"req-p-0": [1.01, 1.02], "req-p-1": [1.03, 1.04],
+                        "req-p-2": [1.0252, 1.0352], "req-p-3": [1.0482, 1.0582]},
+               "arrived": {"req-p-0": 1.0, "req-p-1": 1.022, "req-p-2": 1.015,
+                           "req-p-3": 1.0382},
+               "conn": {"req-p-0": 1, "req-p-1": 1, "req-p-2": 2, "req-p-3": 2}}
+    p = bp.server_pace(summary, set(summary["sent"]))
+    assert p["window_s"] == pytest.approx(0.0582)
+    assert p["served_tok_s"] == pytest.approx(8 / 0.0582)
+    assert p["turnaround_s"]["n"] == 2 and p["connections"] == 2
+    assert sorted([p["turnaround_s"]["p50"], p["turnaround_s"]["mean"]]) == pytest.approx(
+        [0.0025, 0.0025])                      # (2 ms + 3 ms) / 2
+    assert p["idle_share"] == pytest.approx(0.005 / (0.005 + 0.020 + 0.0202))
+    old = {k: v for k, v in summary.items() if k not in ("arrived", "conn")}
+    assert "window_s" not in bp.server_pace(old)     # a record without arrivals: no such figure
+
+
+async def test_stream_server_records_arrival_and_connection() -> None:
+    """Two requests one after the other on one connection, one on another: each stream's
+    arrival precedes its first send by about a gap, the first two share a connection number."""
+    pacer = ss.Pacer(0.002)
+    loop = asyncio.get_running_loop()
+    server = await loop.create_server(lambda: ss._Server(pacer), "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+
+    async def ask(w: asyncio.StreamWriter, r: asyncio.StreamReader, tag: str) -> None:
+        body = json.dumps({"prompt": f"{tag} hi", "max_tokens": 3}).encode()
+        w.write(b"POST /v1/completions HTTP/1.1\r\nhost: x\r\ncontent-length: %d\r\n\r\n%s"
+                % (len(body), body))
+        await asyncio.wait_for(r.readuntil(b"0\r\n\r\n"), 30)
+
+    try:
+        r1, w1 = await asyncio.open_connection("127.0.0.1", port)
+        r2, w2 = await asyncio.open_connection("127.0.0.1", port)
+        await ask(w1, r1, "req-t-0")
+        await ask(w1, r1, "req-t-1")
+        await ask(w2, r2, "req-t-2")
+        w1.close()
+        w2.close()
+    finally:
+        server.close()
+    s = pacer.summary()
+    assert set(s["arrived"]) == set(s["conn"]) == {"req-t-0", "req-t-1", "req-t-2"}
+    assert s["conn"]["req-t-0"] == s["conn"]["req-t-1"] != s["conn"]["req-t-2"]
+    for tag, t in s["sent"].items():
+        assert t[0] - s["arrived"][tag] >= 0.002 * 0.9
+    p = bp.server_pace(s)
+    assert p["turnaround_s"]["n"] == 1 and p["turnaround_s"]["p50"] > 0
+    assert p["window_s"] >= p["span_s"]
