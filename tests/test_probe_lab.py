@@ -176,6 +176,40 @@ def test_hold_probe_release_counts_equal_the_engines(lab, held: Path, env, tmp_p
     assert json.loads(runs.stdout)["runs"][-1]["run_id"] == s["run_id"]
 
 
+
+def test_a_lab_probes_report_shows_client_and_engine_timing_side_by_side(
+        lab, held: Path, env, tmp_path: Path) -> None:
+    """Issue 21's "done when": a probe on the lab's vLLM keeps, per phase, the engine's own
+    TTFT / ITL histograms over the phase beside the client's figures, and the run's report
+    (``seat-console report RUN``) shows them side by side, a row per phase and figure, with
+    both populations (TTFT: one per request on each side)."""
+    cp = cli(held, env, "probe", "--json")
+    assert cp.returncode == 0, cp.stdout + cp.stderr
+    s = json.loads(cp.stdout)
+    for b in s["phases"]:
+        t = b["engine_timing"]
+        for fig, metric in (("ttft", "vllm:time_to_first_token_seconds"),
+                            ("itl", "vllm:inter_token_latency_seconds")):
+            assert t[fig]["metric"] == metric and t[fig]["problem"] is None, t[fig]
+            assert t[fig]["engine"] is not None and t[fig]["engine_n"] > 0
+            assert [c["q"] for c in t[fig]["checks"]] == [0.5, 0.95]
+            assert all(c["engine_bucket_s"] is not None for c in t[fig]["checks"])
+        n = b["stats"]["completed"]
+        assert t["ttft"]["client_n"] == n and t["ttft"]["engine_n"] == n
+        assert t["ttft"]["checks"][0]["client_s"] == b["stats"]["ttft"]["p50_s"]
+    rep = cli(held, env, "report", s["run_id"], timeout=120)
+    assert rep.returncode == 0, rep.stdout + rep.stderr
+    assert "Client vs engine" in rep.stdout, rep.stdout
+    rows = re.findall(r"\| (TTFT|ITL) \| ([\d,]+) / ([\d,]+) \| ([\d.]+) \| "
+                      r"(\([^|]+\]) ms \|", rep.stdout)
+    assert sorted(r[0] for r in rows) == ["ITL"] * len(s["phases"]) + ["TTFT"] * len(s["phases"])
+    ttft = [r for r in rows if r[0] == "TTFT"]
+    assert sorted(int(r[1].replace(",", "")) for r in ttft) == sorted(
+        b["stats"]["completed"] for b in s["phases"])
+    assert all(r[1] == r[2] for r in ttft), ttft
+    assert len(rows) == 2 * len(s["phases"]), rows     # each with the engine's (lo, hi] bucket
+
+
 C64 = """
 [probe]
 output_tokens = 32
