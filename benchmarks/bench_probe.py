@@ -669,10 +669,13 @@ concurrency = {conc}
                     m["served_tok_s"] = statistics.median(r["server"]["served_tok_s"]
                                                           for r in runs)
                     m["served_ratio"] = statistics.median(r["served_ratio"] for r in runs)
-                    m["turnaround_mean_s"] = statistics.median(
-                        r["server"]["turnaround_s"]["mean"] for r in runs)
-                    m["idle_share"] = statistics.median(r["server"]["idle_share"]
-                                                        for r in runs)
+                    turn = [r["server"]["turnaround_s"]["mean"] for r in runs
+                            if r["server"]["turnaround_s"]["mean"] is not None]
+                    idle = [r["server"]["idle_share"] for r in runs
+                            if r["server"]["idle_share"] is not None]
+                    # one wave: no slot sent a second request, no turnaround (None)
+                    m["turnaround_mean_s"] = statistics.median(turn) if turn else None
+                    m["idle_share"] = statistics.median(idle) if idle else None
             out.append(rate)
         finally:
             srv.terminate()
