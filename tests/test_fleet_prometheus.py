@@ -8,11 +8,13 @@ import json
 import subprocess
 import sys
 import time
+from dataclasses import replace
+
 import pytest
 
 from prom_fixtures import start_fleet, wait_until
 from seat_console.fleet.promapi import PromClient
-from seat_console.fleet.rows import RANK, Fleet, FleetRow, InventoryEntry
+from seat_console.fleet.rows import RANK, Fleet, FleetRow, InventoryEntry, cells
 from seat_console.tui.fleet import FleetApp, SeatDetail
 
 pytestmark = pytest.mark.prometheus   # fails (never skips) without /usr/bin/prometheus
@@ -222,3 +224,78 @@ async def test_a_opens_the_inventory_console_readonly(prom10, tmp_path):
         await _wait(pilot, lambda: ran, "the console to be started")
     assert ran == [[sys.executable, "-m", "seat_console", "--profile", "/etc/seat/profile.toml",
                     "--readonly"]]
+
+
+def test_a_windowed_refresh_reads_the_window_s_numbers_exactly_as_a_full_one(prom10):
+    """The screen's refresh reads the moving numbers only for the seats its ``window`` names;
+    those rows must equal a full refresh's at the same instant (same PromQL evaluation
+    time), every other row must say its numbers were not read (never a value, never 0)."""
+    _settled(_fleet(prom10.url), prom10.plan)
+    at = time.time() - 1.0
+    full = _fleet(prom10.url, clock=lambda: at).refresh()
+    assert full.ok and all(r.numbers_read for r in full.rows)
+    want = {full.rows[0].instance, full.rows[-1].instance,
+            next(r.instance for r in full.rows if r.state == "healthy" and r.gpus)}
+    seen: list[list[str]] = []
+
+    def window(rows):  # noqa: ANN001, ANN202
+        seen.append([r.instance for r in rows])
+        return want
+
+    before = prom10.query_requests()
+    win = _fleet(prom10.url, clock=lambda: at).refresh(window=window)
+    assert win.ok and prom10.query_requests() - before == win.queries <= 10
+    assert seen == [[r.instance for r in full.rows]]     # called once, with the sorted rows
+    by_full = {r.instance: r for r in full.rows}
+    assert [r.instance for r in win.rows] == [r.instance for r in full.rows]
+    for r in win.rows:
+        if r.instance in want:
+            assert r == by_full[r.instance]
+        else:
+            assert not r.numbers_read and r.running is None and r.kv_usage is None
+            assert r.gpus == -1 and r.gpu_used_bytes is None
+            # a stale or series-less seat has no current numbers to read: n/a, as in a full read
+            unread = "n/a" if r.state in ("stale", "no-series") else "…"
+            assert cells(r, at)[4:8] == (unread,) * 4
+            same = replace(r, running=by_full[r.instance].running,
+                           waiting=by_full[r.instance].waiting,
+                           kv_usage=by_full[r.instance].kv_usage, gpus=by_full[r.instance].gpus,
+                           gpu_used_bytes=by_full[r.instance].gpu_used_bytes,
+                           gpu_total_bytes=by_full[r.instance].gpu_total_bytes,
+                           numbers_read=True, probe_disrupted=by_full[r.instance].probe_disrupted)
+            assert same == by_full[r.instance]
+
+
+async def test_rows_scrolled_into_view_get_their_numbers(tmp_path):
+    """60 seats at 80×14: a refresh reads the numbers of the rows on screen and a page
+    around them only; End scrolls to rows that were not read, and a numbers-only read fills
+    them in without waiting for the next refresh."""
+    from seat_console.tui.fleet_table import FleetTable
+
+    own = start_fleet(tmp_path / "p60", 60, stale=0)
+    try:
+        fleet = _fleet(own.url)
+        _settled(fleet, own.plan)
+        app = FleetApp(fleet, interval_s=3600.0)
+        async with app.run_test(size=(80, 14)) as pilot:
+            await _wait(pilot, lambda: len(app._order) == 60, "60 rows drawn")
+            table = app.query_one(FleetTable)
+            top, bottom = table.visible_range()
+            rows = app.reading.rows
+            assert all(r.numbers_read for r in rows[top:bottom])
+            assert not rows[-1].numbers_read               # far below the window: not read
+            reads = app.numbers_reads
+            table.focus()
+            await pilot.press("end")
+            await _wait(pilot, lambda: app.numbers_reads > reads, "a numbers-only read")
+
+            def shown() -> bool:
+                a, b = table.visible_range()
+                vis = app._order[a:b]
+                return bool(vis) and all(app._rows[k].numbers_read for k in vis) and all(
+                    table.get_cell(k, "running") != "…" for k in vis)
+
+            await _wait(pilot, shown, "the rows now on screen to have their numbers")
+            assert app.refreshes == 1                      # no refresh needed for it
+    finally:
+        own.stop()

@@ -4,11 +4,15 @@ argument list, the [fleet] profile block and the screen's layout arithmetic."""
 from __future__ import annotations
 
 import json
+import re
 import shlex
 import sys
 from datetime import UTC, datetime
 
 import pytest
+import re2
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from seat_console.fleet.promapi import PromClient, PromError, parse_response
 from seat_console.fleet.rows import (
@@ -17,6 +21,7 @@ from seat_console.fleet.rows import (
     SilenceIndex,
     build_rows,
     cells,
+    instance_matcher,
     queries,
 )
 from seat_console.fleet.setup import console_argv
@@ -34,8 +39,9 @@ def _vec(series):  # noqa: ANN001, ANN202
 
 
 def states_answer(seats: dict[str, dict[str, object]]):  # noqa: ANN201
-    """What the ``states`` query answers for seats given as instance → {family: value}
-    (value ``None``: the family was not sent), as Prometheus computes it."""
+    """What the sparse ``states`` query answers for seats given as instance → {family: value}
+    (value ``None``: the family was not sent), as Prometheus computes it: flags not at their
+    usual value, and ``present`` only where not every core family was sent."""
     series = []
     for i, fams in seats.items():
         sent = {k: v for k, v in fams.items() if v is not None}
@@ -46,20 +52,26 @@ def states_answer(seats: dict[str, dict[str, object]]):  # noqa: ANN201
             elif str(v) != "0":
                 series.append(({"instance": i, "__name__": k}, v))
         core = [k for k in sent if k != "seat_probe_disrupted"]
-        if core:
+        if core and len(core) != 5:
             series.append(({"instance": i, "q": "present"}, len(core)))
-        if "seat_probe_disrupted" in sent:
-            series.append(({"instance": i, "q": "probe_present"}, 1))
     return _vec(series)
+
+
+def requests_answer(seats: dict[str, dict[str, object]]):  # noqa: ANN201
+    """What the ``requests`` query answers (its ``probe_zero`` part) for the same seats."""
+    return _vec([({"instance": i, "q": "probe_zero"}, 1) for i, fams in seats.items()
+                 if fams.get("seat_probe_disrupted") is not None
+                 and str(fams["seat_probe_disrupted"]) == "0"])
 
 
 def _got(seats: dict[str, dict]) -> dict:
     """Query results for seats given as instance → {family: value, 'seen': ts, ...}."""
     got = {name: None for name in queries(600, 15)}
     got["seen"] = _vec([({"instance": i}, d["seen"]) for i, d in seats.items()])
-    got["states"] = states_answer({i: {k: v for k, v in d.items() if k.startswith("seat_")
-                                       and not k.endswith("_seconds")}
-                                   for i, d in seats.items()})
+    fams = {i: {k: v for k, v in d.items() if k.startswith("seat_") and not k.endswith("_seconds")}
+            for i, d in seats.items()}
+    got["states"] = states_answer(fams)
+    got["requests"] = requests_answer(fams)
     got["times"] = _vec([({"instance": i, "__name__": k}, v) for i, d in seats.items()
                          for k, v in d.items() if k.endswith("_seconds")])
     got["gpu"] = gpu_answer({i: d.get("cards", ()) for i, d in seats.items()})
@@ -154,7 +166,8 @@ def test_a_seat_that_never_ran_a_probe_is_healthy_its_probe_flag_unknown():
 def test_one_failed_scrape_keeps_the_previous_row():
     got = _got({"a:1": _seat()})
     first = build_rows(got, NOW, 15.0)
-    got["states"] = _vec([])                     # every series stale-marked at once
+    got["states"] = _vec([])                     # every series stale-marked at once:
+    got["seen"] = _vec([({"instance": "a:1"}, -(NOW - 1))])   # no current sample
     again = build_rows(got, NOW + 5, 15.0, previous={r.instance: r for r in first})
     assert again[0].state == "healthy" and again[0].engine_up is True
     assert build_rows(got, NOW + 5, 15.0)[0].state == "unknown"    # no previous row
@@ -248,7 +261,7 @@ class _OneReading:
         self.inventory = ()
         self.last_good = None
 
-    def refresh(self):  # noqa: ANN201
+    def refresh(self, window=None):  # noqa: ANN001, ANN201
         return self.reading
 
 
@@ -268,3 +281,83 @@ async def test_names_from_labels_are_not_markup():
         assert table.get_cell("i:1", "node") == evil
         width = table.columns[0][2]                       # drawn as itself, not as markup
         assert table.render_line(1).text[1:1 + width] == evil[:width]
+
+
+_FAMS = ("seat_engine_up", "seat_hold_active", "seat_hold_lease_armed", "seat_hold_without_lease",
+         "seat_silence_active", "seat_probe_disrupted")
+
+
+@st.composite
+def _fleet_answers(draw):  # noqa: ANN001, ANN202
+    """Random answers of the state queries for up to 12 seats, as Prometheus shapes them."""
+    n = draw(st.integers(1, 12))
+    seats = {}
+    for i in range(n):
+        seen = draw(st.sampled_from([NOW - 1, NOW - 20, NOW - 100, -(NOW - 3), -(NOW - 100)]))
+        if draw(st.booleans()):       # most seats of a fleet: every family at its usual value
+            fams = {f: (1 if f == "seat_engine_up" else 0) for f in _FAMS}
+        else:
+            fams = {f: draw(st.sampled_from([0, 1, None, "NaN"] if f != "seat_engine_up"
+                                            else [1, 0, None, "NaN"])) for f in _FAMS}
+        extra = {}
+        if draw(st.integers(0, 3)) == 0:
+            extra["seat_hold_expiry_timestamp_seconds"] = NOW + 300
+        seats[f"n{i}:9469"] = {"seen": seen, **fams, **extra,
+                               "_probe": draw(st.integers(0, 3)) == 0,
+                               "_down": draw(st.integers(0, 3)) == 0}
+    got = _got({i: {k: v for k, v in d.items() if not k.startswith("_")}
+                for i, d in seats.items()})
+    got["probe"] = _vec([({"instance": i, "phase": "c64"}, 1) for i, d in seats.items()
+                         if d["_probe"]])
+    got["sources_down"] = _vec([({"instance": i, "source": "engine"}, 1)
+                                for i, d in seats.items() if d["_down"]])
+    for name in ("requests", "kv", "gpu"):
+        got[name] = None
+    return got
+
+
+@settings(max_examples=150, deadline=None)
+@given(_fleet_answers(), st.booleans())
+def test_the_fast_path_builds_the_rows_the_slow_path_does(got, with_silences):
+    """``build_rows``' shortcut for seats with nothing unusual must give exactly the rows of
+    the full decoding, for any mix of current, vanished, stale and troubled seats."""
+    import seat_console.fleet.rows as rows_mod
+
+    idx = SilenceIndex([_silence("s1", "active", [("instance", "n1:9469", False, True)])]) \
+        if with_silences else None
+    fast = build_rows(got, NOW, 15.0, silences=idx, numbers=False)
+    rows_mod._FAST_PATH = False
+    try:
+        slow = build_rows(got, NOW, 15.0, silences=idx, numbers=False)
+    finally:
+        rows_mod._FAST_PATH = True
+    assert fast == slow
+
+
+_INSTANCE = st.text(st.characters(codec="utf-8", exclude_categories=("Cs",)), min_size=1,
+                    max_size=12)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(_INSTANCE, min_size=1, max_size=6, unique=True), st.lists(_INSTANCE, max_size=6))
+def test_instance_matcher_matches_its_members_literally_and_nothing_else(members, others):
+    """The window's matcher, read back as Prometheus would (PromQL string unquoted, the
+    pattern anchored, RE2): every member matches, a value that is not a member does not —
+    metacharacters, quotes and backslashes in an instance are literal."""
+    m = instance_matcher(members)
+    assert m.startswith(', instance=~"') and m.endswith('"')
+    assert not re.search(r"\\u[dD][89abAB]", m), m  # Go refuses surrogate-pair escapes
+    pattern = json.loads(m[len(", instance=~"):])  # promql_string is a Go/JSON-style string
+    rx = re2.compile(f"^(?:{pattern})$")
+    for v in members:
+        assert rx.fullmatch(v), (v, pattern)
+    near = []  # what a pattern read as a regex would also match: a metacharacter's work
+    for v in members:
+        near += [v + "x", "x" + v, v + v, v[:-1]]
+        for i, c in enumerate(v):
+            near += [v[:i] + "x" + v[i + 1:], v[:i] + c + v[i:], v[:i] + v[i + 1:]]
+    for v in [*others, *near]:
+        if v not in members:
+            assert not rx.fullmatch(v), (v, pattern)
+    assert instance_matcher(None) == ""
+    assert instance_matcher(list(reversed(members))) == m

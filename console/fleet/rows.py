@@ -34,7 +34,7 @@ from dataclasses import asdict, dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any
 
-from seat_console.fleet.promapi import PromClient, PromError, QueryResult
+from seat_console.fleet.promapi import PromClient, PromError, QueryResult, promql_string
 
 MIB = 1 << 20
 """Bytes in one MiB: dcgm-exporter's ``DCGM_FI_DEV_FB_*`` are in MiB (RECIPES.md)."""
@@ -58,45 +58,93 @@ def _names(names: Iterable[str]) -> str:
     return "|".join(names)   # metric names hold no regex metacharacters but ':' and '_'
 
 
+NUMBER_QUERIES = ("requests", "kv", "gpu")
+"""The queries of the seats' moving numbers (requests running / waiting, KV cache usage, GPU
+memory): ~6 of a seat's ~10 series, which change at every scrape. The screen asks for them only
+for the rows in and around its window (:meth:`Fleet.refresh`'s ``window``); ``fleet --json``
+and a refresh without a window ask for every seat's."""
+STATE_QUERIES = ("seen", "identity", "states", "times", "probe", "runbook", "sources_down")
+"""The queries every refresh sends for every seat: the trouble order, the ``/`` filter and the
+header's counts depend on them (7)."""
+
+
 def queries(window_s: float, scrape_interval_s: float) -> dict[str, str]:
-    """The instant queries of one refresh, name → PromQL (10; independent of the seat count).
+    """The instant queries of one refresh, name → PromQL (10; independent of the seat count):
+    the :data:`STATE_QUERIES` then the :data:`NUMBER_QUERIES` for every seat.
 
     ``window_s``: how far back a vanished seat is still listed (s); ``scrape_interval_s``:
     the scrape interval (s). ``seen`` is ``A or B or C``: A the current sample's exact time;
     B the last sample time over the last 40 intervals at one-interval steps (a seat that just
     vanished: exact to one interval); C over the whole window at ``window / 60`` steps (60
     points per seat: the subquery at one-interval steps over 10 min was 0.4 s of a
-    1,000-seat refresh)."""
+    1,000-seat refresh). B and C are negated: a positive value is a seat with a current
+    sample, a negative one a seat without (its series stale-marked), last seen at ``-value``.
+
+    ``states`` is sparse: only what is not usual — a flag family's series that is not 0,
+    ``engine_not_up`` where ``seat_engine_up`` is not 1, ``present`` (the count of distinct
+    :data:`CORE_FLAGS` families sent) where it is not all of them. A seat with a current sample
+    and nothing here sent every core family at its usual value (:func:`state_flags`): at
+    1,000 seats the answer is the ~100 seats in trouble, not a series or two for each."""
     iv = max(1, int(round(scrape_interval_s)))
     fine = min(int(window_s), 40 * iv)
     coarse = max(iv, int(window_s // 60))
     ts, w = "timestamp(seat_engine_up)", f"{int(window_s)}s"
+    core = f'count by (instance) (count by (instance, __name__) ({{__name__=~"{_names(CORE_FLAGS)}"}}))'
     return {
-        "seen": (f"max by (instance) ({ts}) or max by (instance) (last_over_time({ts}"
-                 f"[{fine}s:{iv}s])) or max by (instance) (last_over_time({ts}"
+        "seen": (f"max by (instance) ({ts}) or -max by (instance) (last_over_time({ts}"
+                 f"[{fine}s:{iv}s])) or -max by (instance) (last_over_time({ts}"
                  f"[{int(window_s)}s:{coarse}s]))"),
         "identity": f"group by (instance, node) (last_over_time(seat_info[{w}]))",
         "states": (f'max by (instance, __name__) ({{__name__=~"{_names(STATE_FLAGS[1:])}"}} != 0)'
                    ' or label_replace(max by (instance) (seat_engine_up != 1), "q", '
-                   '"engine_not_up", "", "") or label_replace(count by (instance) (count by '
-                   f'(instance, __name__) ({{__name__=~"{_names(CORE_FLAGS)}"}})), "q", '
-                   '"present", "", "") or label_replace(count by (instance) '
-                   '(seat_probe_disrupted), "q", "probe_present", "", "")'),
+                   f'"engine_not_up", "", "") or label_replace({core} != {len(CORE_FLAGS)}, '
+                   '"q", "present", "", "")'),
         "times": f'max by (instance, __name__) ({{__name__=~"{_names(TIME_GAUGES)}"}})',
         "probe": "group by (instance, phase) (seat_probe_phase_info)",
         "runbook": "group by (instance, runbook, step) (seat_runbook_active)",
-        "requests": ('sum by (instance, __name__) ({__name__=~"vllm:num_requests_running|'
-                     'vllm:num_requests_waiting"})'),
-        "kv": f'max by (instance) ({{__name__=~"{_names(KV_NAMES)}"}})',
-        "gpu": gpu_query(),
         "sources_down": "group by (instance, source) (seat_source_up == 0)",
+        **number_queries(None),
     }
 
 
-def gpu_query() -> str:
+_RE_SPECIAL = frozenset("\\.+*?()|[]{}^$")
+
+
+def instance_matcher(instances: Iterable[str] | None) -> str:
+    """A label matcher to put inside a selector's braces, ``', instance=~"a|b"'``, that keeps
+    only the series of ``instances`` (``None``: every seat, ``''``). Each value is matched
+    literally: RE2's metacharacters are escaped with a backslash (RE2, which Prometheus' Go
+    ``regexp`` implements, reads a backslash before punctuation as that character), and the
+    whole pattern is quoted as a PromQL string (:func:`promql_string`); PromQL anchors ``=~``
+    at both ends. Sorted, so one window gives one query text."""
+    if instances is None:
+        return ""
+    alt = "|".join("".join("\\" + c if c in _RE_SPECIAL else c for c in inst)
+                   for inst in sorted(set(instances)))
+    return f", instance=~{promql_string(alt)}"
+
+
+def number_queries(instances: Iterable[str] | None) -> dict[str, str]:
+    """The :data:`NUMBER_QUERIES`, name → PromQL, for ``instances`` only (``None``: every
+    seat); the instance matcher is :func:`instance_matcher`. ``requests`` also carries
+    ``q="probe_zero"`` where the seat sends ``seat_probe_disrupted`` (a kept probe run) and it
+    is 0: the seat's probe is known not to be disrupted (``False``) rather than unknown. Raises nothing; an empty
+    ``instances`` gives queries that match nothing (the caller skips them)."""
+    m = instance_matcher(instances)
+    return {
+        "requests": ('sum by (instance, __name__) ({__name__=~"vllm:num_requests_running|'
+                     f'vllm:num_requests_waiting"{m}}}) or label_replace(count by (instance) '
+                     f'({{__name__="seat_probe_disrupted"{m}}} == 0), "q", "probe_zero", "", "")'),
+        "kv": f'max by (instance) ({{__name__=~"{_names(KV_NAMES)}"{m}}})',
+        "gpu": gpu_query(m),
+    }
+
+
+def gpu_query(match: str = "") -> str:
     """The ``gpu`` query: three series a seat (four with ``_RESERVED``), summed by
     ``instance`` in PromQL — not one per card and family (1,000 seats × 2 cards × 2 families
-    was the largest reply, 0.63 MB).
+    was the largest reply, 0.63 MB). ``match``: extra label matchers for every selector
+    (:func:`instance_matcher`; ``''``: every seat).
 
     Series: ``q="cards"`` — the seat's cards (distinct ``UUID``) with any DCGM series;
     ``__name__="DCGM_FI_DEV_FB_USED"`` / ``_FREE`` — the family's sum over the seat's cards
@@ -107,12 +155,13 @@ def gpu_query() -> str:
     ``NaN`` sample makes its sum ``NaN``: unknown. Checked by ``promtool`` in
     ``tests/test_fleet_gpu_promql.py``."""
     used, free, reserved = DCGM_NAMES
-    fam = f'{{__name__=~"{used}|{free}"}}'
+    fam = f'{{__name__=~"{used}|{free}"{match}}}'
     cards = (f'count by (instance) (max by (instance, UUID) '
-             f'({{__name__=~"{_names(DCGM_NAMES)}"}}))')
+             f'({{__name__=~"{_names(DCGM_NAMES)}"{match}}}))')
     return (f'label_replace({cards}, "q", "cards", "", "") or (sum by (instance, __name__) '
             f'({fam}) and on (instance, __name__) (count by (instance, __name__) ({fam}) == on '
-            f'(instance) group_left () {cards})) or label_replace(sum by (instance) ({reserved}), "q", "reserved", "", "")')
+            f'(instance) group_left () {cards})) or label_replace(sum by (instance) '
+            f'({{__name__="{reserved}"{match}}}), "q", "reserved", "", "")')
 
 
 RANK = {"without-lease": 0, "down": 1, "stale": 2, "no-series": 2, "unknown": 3, "held": 4,
@@ -132,9 +181,14 @@ class InventoryEntry:
     ssh: str | None = None
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class FleetRow:
     """One seat. Times are unix seconds (UTC); memory in bytes; ``None`` is unknown (never 0).
+
+    Treat it as immutable (build a changed copy with :func:`dataclasses.replace`): a row is
+    built once on the refresh thread and then read by the UI thread. It is not ``frozen``
+    only because a frozen dataclass's ``__init__`` was 4× slower (2.8 vs 0.7 µs) and a
+    refresh builds one row per seat (1,000+).
 
     ``state``: ``without-lease`` / ``down`` (engine down, not held) / ``stale`` / ``no-series``
     / ``unknown`` / ``held`` / ``healthy``. ``stale_s``: seconds since its last sample.
@@ -142,7 +196,11 @@ class FleetRow:
     without being the dangerous case, e.g. lease state unknown) / ``None``.
     ``silence``: ``none`` / ``active`` / ``pending`` / ``None``; ``silence_from``:
     ``alertmanager`` or ``exporter`` (Alertmanager unavailable: the exporter's view).
-    ``gpus``: cards with DCGM series (0: no DCGM). ``kv_usage``: 0..1.
+    ``gpus``: cards with DCGM series (0: no DCGM; -1: the ``gpu`` query failed).
+    ``kv_usage``: 0..1. ``numbers_read``: whether this refresh read the moving numbers
+    (``running``, ``waiting``, ``kv_usage``, the GPU fields) for this seat — false for a row
+    away from the screen's window (:meth:`Fleet.refresh`): they are then ``None`` and shown as
+    ``…`` (not read), never as a value.
     """
 
     instance: str
@@ -167,6 +225,7 @@ class FleetRow:
     probe_disrupted: bool | None = None
     sources_down: tuple[str, ...] = ()
     in_inventory: bool = False
+    numbers_read: bool = True
 
     @property
     def rank(self) -> int:
@@ -227,7 +286,8 @@ COLUMNS = (("node", "Node"), ("engine", "Engine"), ("hold", "Hold"), ("silence",
 
 def cells(row: FleetRow, now: float, narrow: bool = False) -> tuple[str, ...]:
     """The row's texts in :data:`COLUMNS` order, at ``now`` (unix s). Plain strings (no
-    markup): unknown is ``n/a``, never 0. ``narrow`` (an 80-column terminal): the silence's
+    markup): unknown is ``n/a``, never 0; numbers this refresh did not read
+    (``numbers_read`` false) are ``…``. ``narrow`` (an 80-column terminal): the silence's
     end without "until", GPU memory in whole GiB (truncated)."""
     if row.state == "no-series":
         engine = "no series"
@@ -256,6 +316,8 @@ def cells(row: FleetRow, now: float, narrow: bool = False) -> tuple[str, ...]:
     kv = "n/a" if row.kv_usage is None else f"{row.kv_usage * 100:.0f}%"
     if row.state in ("stale", "no-series"):
         gpu = "n/a"
+    elif not row.numbers_read:
+        return (row.node, engine, hold, silence, "…", "…", "…", "…", _probe(row))
     elif row.gpus < 0:
         gpu = "n/a"
     elif row.gpus == 0:
@@ -263,10 +325,15 @@ def cells(row: FleetRow, now: float, narrow: bool = False) -> tuple[str, ...]:
     else:
         g = _gib0 if narrow else _gib1
         gpu = f"{g(row.gpu_used_bytes)}/{g(row.gpu_total_bytes)}"
+    return (row.node, engine, hold, silence, num(row.running), num(row.waiting), kv, gpu,
+            _probe(row))
+
+
+def _probe(row: FleetRow) -> str:
     probe = row.probe_phase or (row.runbook or "")
     if row.probe_disrupted:
         probe = f"{probe} DISRUPTED".strip()
-    return (row.node, engine, hold, silence, num(row.running), num(row.waiting), kv, gpu, probe)
+    return probe
 
 
 @dataclass(frozen=True)
@@ -324,15 +391,17 @@ def _flag(v: float | None) -> bool | None:
 
 
 def state_flags(got: Mapping[str, float | None]) -> dict[str, bool | None]:
-    """Decode one seat's ``states`` answer: the flags that are not at their usual value
-    (``seat_engine_up`` as ``engine_not_up``, the others by name when not 0), ``present``,
-    the number of distinct :data:`CORE_FLAGS` families the seat sent, and ``probe_present``
-    (``seat_probe_disrupted`` was sent). A core family not in the answer is at its usual value
-    (up / 0) only when all :data:`CORE_FLAGS` were sent; otherwise it is unknown (``None``),
-    never assumed; ``seat_probe_disrupted`` likewise only when it was sent. A ``NaN`` sample is
-    unknown. (The query returns ~2,100 series for 1,000 seats instead of 6,000: the states were
-    0.05 s of a refresh's CPU.) Returns family name → ``True`` / ``False`` / ``None``."""
-    complete = got.get("present") == len(CORE_FLAGS)
+    """Decode the sparse ``states`` answer of one seat **with a current sample**
+    (:func:`queries`): the flags that are not at their usual value (``seat_engine_up`` as
+    ``engine_not_up``, the others by name when not 0) and ``present``, the number of distinct
+    :data:`CORE_FLAGS` families the seat sent, given only when it is not all of them. A core
+    family not in the answer is at its usual value (up / 0) only when all were sent
+    (``present`` absent); otherwise it is unknown (``None``), never assumed. A ``NaN`` sample
+    is unknown. ``seat_probe_disrupted`` is ``True`` when sent and not 0, else ``None`` here
+    (whether it was sent at all comes with the moving numbers: :func:`fill_numbers`).
+    Returns family name → ``True`` / ``False`` / ``None``."""
+    p = got.get("present", len(CORE_FLAGS))
+    complete = p is not None and p == len(CORE_FLAGS)
     out: dict[str, bool | None] = {}
     if "engine_not_up" in got:
         out["seat_engine_up"] = _flag(got["engine_not_up"])
@@ -341,8 +410,12 @@ def state_flags(got: Mapping[str, float | None]) -> dict[str, bool | None]:
     for n in CORE_FLAGS[1:]:
         out[n] = _flag(got[n]) if n in got else (False if complete else None)
     n = "seat_probe_disrupted"
-    out[n] = _flag(got[n]) if n in got else (False if got.get("probe_present") else None)
+    out[n] = (_flag(got[n]) or None) if n in got else None
     return out
+
+
+_USUAL = state_flags({})
+"""The flags of a seat with a current sample and nothing in the ``states`` answer."""
 
 
 class SilenceIndex:
@@ -417,7 +490,10 @@ class Fleet:
     :class:`~seat_console.sources.silences.AlertmanagerClient` or ``None`` (then the
     exporter's ``seat_silence_*`` are shown, marked ``*``); ``inventory``: seats listed even
     with no series; ``scrape_interval_s``: the scrape interval (stale after two);
-    ``window_s``: how long a vanished seat stays listed; ``clock``: unix seconds.
+    ``window_s``: how long a vanished seat stays listed; ``clock``: unix seconds;
+    ``identity_every_s``: how long the ``identity`` answer (each seat's ``node`` name, which
+    changes only when a node is renamed) is reused — it is asked again sooner when ``seen``
+    names a seat it does not know, and at every refresh without a ``window``.
     Keeps the last good reading (UI thread or one worker at a time; not for concurrent use).
     """
 
@@ -429,22 +505,39 @@ class Fleet:
     clock: Callable[[], float] = time.time
     last_good: FleetReading | None = None
     queries: dict[str, str] = field(default_factory=dict)
+    identity_every_s: float = 60.0
+    _identity: tuple[float, QueryResult] | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
         self.queries = queries(self.window_s, self.scrape_interval_s)
 
-    def refresh(self) -> FleetReading:
+    def refresh(self, window: Callable[[Sequence[FleetRow]], Iterable[str]] | None = None
+                ) -> FleetReading:
         """One refresh (blocking: run it in a worker thread). Never raises for Prometheus or
-        Alertmanager trouble: it is in the reading."""
+        Alertmanager trouble: it is in the reading.
+
+        ``window``: ``None`` reads every seat's moving numbers with the rest (the 10
+        :func:`queries` in parallel: ``fleet --json``). Otherwise the refresh is two rounds: the
+        :data:`STATE_QUERIES` (and Alertmanager) for every seat, which settle the rows and their
+        order; then ``window(rows)`` — the sorted rows, called on this thread — names the seats
+        whose numbers to read (the screen's visible rows and a page around them), and the
+        :data:`NUMBER_QUERIES` are sent for those seats only (:func:`number_queries`; skipped
+        when it names none). The other rows have ``numbers_read`` false. At most 10 queries
+        (``identity`` is reused for ``identity_every_s``: 9 at most refreshes); at 1,000 seats
+        about a third of the samples of a full refresh (docs/benchmarks.md)."""
         t0 = time.perf_counter()
         now = self.clock()
         sent0 = self.prom.requests
+        ident = self._identity
+        reuse = window is not None and ident is not None and now - ident[0] < \
+            self.identity_every_s
+        names = [n for n in self.queries if (window is None or n not in NUMBER_QUERIES)
+                 and not (reuse and n == "identity")]
         jobs: dict[str, Callable[[], Any]] = {
-            name: (lambda q=q: self.prom.query(q, at=now)) for name, q in self.queries.items()}
+            n: (lambda q=self.queries[n]: self.prom.query(q, at=now)) for n in names}
         if self.alertmanager is not None:
             jobs["__silences"] = self.alertmanager.list_silences_tolerant
         results = _parallel(jobs)
-        sent = self.prom.requests - sent0
         am_reads = 1 if self.alertmanager is not None else 0
         seen = results.get("seen")
         if not isinstance(seen, QueryResult):
@@ -453,23 +546,23 @@ class Fleet:
             return FleetReading(rows=last.rows if last else (), taken_at=now,
                                 rows_at=last.rows_at if last else None, ok=False,
                                 error=reason, warnings=last.warnings if last else (),
-                                queries=sent, alertmanager_reads=am_reads,
+                                queries=self.prom.requests - sent0, alertmanager_reads=am_reads,
                                 duration_s=time.perf_counter() - t0)
         problems: list[str] = []
         warnings: list[str] = []
-        got: dict[str, QueryResult | None] = {}
-        for name in self.queries:
-            r = results.get(name)
-            if isinstance(r, QueryResult):
-                got[name] = r
-                warnings += r.warnings
-                problems += r.problems[:5]
-                if len(r.problems) > 5:
-                    problems.append(f"… and {len(r.problems) - 5} more malformed series in "
-                                    f"query {name!r}")
+        got = _collect(results, names, warnings, problems)
+        if reuse:
+            assert ident is not None
+            known = {x.labels.get("instance") for x in ident[1].series}
+            if any(x.labels.get("instance") not in known for x in seen.series):
+                got.update(_collect({"identity": self._query_or_error(self.queries["identity"],
+                                                                        now)},
+                                    ["identity"], warnings, problems))
             else:
-                got[name] = None
-                problems.append(f"query {name!r} failed: {r}")
+                got["identity"] = ident[1]
+        if isinstance(got.get("identity"), QueryResult) and got["identity"] is not (
+                ident[1] if ident else None):
+            self._identity = (now, got["identity"])
         silences = results.get("__silences")
         index: SilenceIndex | None = None
         if isinstance(silences, tuple):
@@ -479,23 +572,170 @@ class Fleet:
         elif self.alertmanager is not None:
             problems.append(f"Alertmanager: {silences}; silences shown are the exporters' (*)")
         previous = {r.instance: r for r in self.last_good.rows} if self.last_good else {}
-        rows = build_rows(got, now, self.scrape_interval_s, self.inventory, index, previous)
+        carried: set[str] = set()
+        rows = build_rows(got, now, self.scrape_interval_s, self.inventory, index, previous,
+                          numbers=window is None, carried=carried)
         if index is not None and index.unreadable:
             problems.append(f"Alertmanager: {index.unreadable} matcher(s) are not valid RE2; "
                             "those silences are left out")
+        if window is not None:
+            rows = self._numbers(rows, window(rows), now, warnings, problems, carried)
         reading = FleetReading(rows=tuple(rows), taken_at=now, rows_at=now, ok=True,
                                warnings=tuple(dict.fromkeys(warnings)),
-                               problems=tuple(problems), queries=sent,
+                               problems=tuple(problems), queries=self.prom.requests - sent0,
                                alertmanager_reads=am_reads,
                                duration_s=time.perf_counter() - t0)
         self.last_good = reading
         return reading
 
+    def _query_or_error(self, expr: str, at: float) -> QueryResult | BaseException:
+        try:
+            return self.prom.query(expr, at=at)
+        except Exception as exc:  # noqa: BLE001 - handed back like _parallel's
+            return exc
+
+    def _numbers(self, rows: list[FleetRow], instances: Iterable[str], at: float,
+                 warnings: list[str], problems: list[str],
+                 keep: Iterable[str] = ()) -> list[FleetRow]:
+        want = {r.instance for r in rows} & set(instances)
+        want -= set(keep)
+        if not want:
+            return rows
+        nq = number_queries(want)
+        results = _parallel({n: (lambda q=q: self.prom.query(q, at=at)) for n, q in nq.items()})
+        return fill_numbers(rows, _collect(results, list(nq), warnings, problems), want)
+
+    def read_numbers(self, reading: FleetReading, instances: Iterable[str]) -> FleetReading:
+        """``reading`` with the moving numbers of ``instances`` read (at the reading's own
+        time) and filled in: for rows that came into the screen's window between refreshes
+        (a scroll, a filter). Blocking (a worker thread); never raises: a failed query leaves
+        its columns unknown and is in ``problems``. A reading that was not ``ok`` is returned
+        as it is. Becomes :attr:`last_good` when ``reading`` was."""
+        if not reading.ok:
+            return reading
+        t0 = time.perf_counter()
+        sent0 = self.prom.requests
+        warnings, problems = list(reading.warnings), list(reading.problems)
+        rows = self._numbers(list(reading.rows), instances, reading.taken_at, warnings, problems)
+        new = replace(reading, rows=tuple(rows), warnings=tuple(dict.fromkeys(warnings)),
+                      problems=tuple(dict.fromkeys(problems)),
+                      queries=reading.queries + self.prom.requests - sent0,
+                      duration_s=reading.duration_s + time.perf_counter() - t0)
+        if self.last_good is reading:
+            self.last_good = new
+        return new
+
+
+def _collect(results: Mapping[str, Any], names: Iterable[str], warnings: list[str],
+             problems: list[str]) -> dict[str, QueryResult | None]:
+    """The answers of ``names`` from :func:`_parallel`'s ``results``: a failed query is
+    ``None`` and named in ``problems``; warnings and malformed series are appended."""
+    got: dict[str, QueryResult | None] = {}
+    for name in names:
+        r = results.get(name)
+        if isinstance(r, QueryResult):
+            got[name] = r
+            warnings += r.warnings
+            problems += r.problems[:5]
+            if len(r.problems) > 5:
+                problems.append(f"… and {len(r.problems) - 5} more malformed series in "
+                                f"query {name!r}")
+        else:
+            got[name] = None
+            problems.append(f"query {name!r} failed: {r}")
+    return got
+
+
+def _decode_numbers(got: Mapping[str, QueryResult | None]) -> tuple[dict, dict, dict, bool]:
+    """The :data:`NUMBER_QUERIES`' answers by instance: ``(requests, kv, gpu, gpu_ok)``."""
+    reqs = _per_name(got.get("requests"))
+    kv = {inst: ss[0].value for inst, ss in _by_instance(got.get("kv")).items()}
+    gpus = _per_name(got.get("gpu"))  # instance → {"cards": n, family: MiB over its cards}
+    return reqs, kv, gpus, got.get("gpu") is not None
+
+
+def _per_name(res: QueryResult | None) -> dict[str, dict[str, float | None]]:
+    out: dict[str, dict[str, float | None]] = {}
+    for inst, ss in _by_instance(res).items():
+        for s in ss:
+            key = s.labels.get("q") or s.labels.get("__name__", "")
+            out.setdefault(inst, {})[key] = s.value
+    return out
+
+
+def _number_fields(inst: str, fresh: bool, dec: tuple[dict, dict, dict, bool]) -> dict[str, Any]:
+    """One seat's moving-number fields of :class:`FleetRow` from :func:`_decode_numbers`."""
+    reqs, kv, gpus, gpu_ok = dec
+    g = gpus.get(inst, {})
+    ncards = int(g.get("cards") or 0)
+    used = total = None
+    if ncards and fresh:
+        u, f = g.get("DCGM_FI_DEV_FB_USED"), g.get("DCGM_FI_DEV_FB_FREE")
+        if u is not None:
+            used = int(u * MIB)
+            if f is not None:
+                total = int((u + f + (g.get("reserved") or 0.0)) * MIB)
+    rq = reqs.get(inst, {})
+    return {"running": rq.get("vllm:num_requests_running") if fresh else None,
+            "_probe_present": bool(fresh and rq.get("probe_zero")),
+            "waiting": rq.get("vllm:num_requests_waiting") if fresh else None,
+            "kv_usage": kv.get(inst) if fresh else None,
+            "gpus": ncards if (fresh and gpu_ok) else (0 if gpu_ok else -1),
+            "gpu_used_bytes": used, "gpu_total_bytes": total, "numbers_read": True}
+
+
+_NOT_READ = {"running": None, "waiting": None, "kv_usage": None, "gpus": -1,
+             "gpu_used_bytes": None, "gpu_total_bytes": None, "numbers_read": False,
+             "_probe_present": False}
+
+
+def _with_probe(nums: dict[str, Any], disrupted: bool | None) -> dict[str, Any]:
+    """``nums`` as :class:`FleetRow` fields: ``probe_disrupted`` is ``False`` where the states
+    left it unknown and the seat sends ``seat_probe_disrupted`` at 0."""
+    out = dict(nums)
+    present = out.pop("_probe_present")
+    out["probe_disrupted"] = False if (disrupted is None and present) else disrupted
+    return out
+
+
+def fill_numbers(rows: Sequence[FleetRow], got: Mapping[str, QueryResult | None],
+                 instances: Iterable[str], keep: Iterable[str] = ()) -> list[FleetRow]:
+    """``rows`` (order kept) with the moving numbers of the seats in ``instances`` taken from
+    ``got`` (the :data:`NUMBER_QUERIES`' answers for those seats, ``None`` for a failed
+    query: its columns unknown); the other rows, ``no series`` rows and the seats in ``keep``
+    (rows :func:`build_rows` carried over from the previous refresh: no current sample) are
+    returned as they are. Pure."""
+    want = set(instances) - set(keep)
+    dec = _decode_numbers(got)
+    out = []
+    for r in rows:
+        if r.instance in want and r.state != "no-series":
+            fresh = r.state != "stale"
+            r = replace(r, **_with_probe(_number_fields(r.instance, fresh, dec),
+                                         r.probe_disrupted))
+        out.append(r)
+    return out
+
+
+def _silence_of(silences: SilenceIndex, inst: str, node: str) -> tuple[str, float | None, str]:
+    """``(silence, its end or None, "alertmanager")`` of one seat from Alertmanager's."""
+    found = silences.for_seat({"instance": inst, "node": node})
+    act = [s for s in found if s.state == "active"]
+    if act:
+        return "active", max(s.ends_at for s in act).timestamp(), "alertmanager"
+    return ("pending" if found else "none"), None, "alertmanager"
+
+
+_FAST_PATH = True
+""":func:`build_rows` builds the rows of seats with nothing unusual directly (tests switch it
+off to compare the two paths)."""
+
 
 def build_rows(got: Mapping[str, QueryResult | None], now: float, scrape_interval_s: float,
                inventory: Sequence[InventoryEntry] = (),
                silences: SilenceIndex | None = None,
-               previous: Mapping[str, FleetRow] | None = None) -> list[FleetRow]:
+               previous: Mapping[str, FleetRow] | None = None,
+               numbers: bool = True, carried: set[str] | None = None) -> list[FleetRow]:
     """Join the queries' results (name → :class:`QueryResult`, ``None`` for a failed query) by
     ``instance`` into sorted rows. A seat is stale when its last sample is more than
     ``2 × scrape_interval_s`` before ``now``.
@@ -503,32 +743,29 @@ def build_rows(got: Mapping[str, QueryResult | None], now: float, scrape_interva
     ``previous``: the last good rows by instance. A seat seen within the two intervals but
     with no current sample (one failed scrape: Prometheus marks all its series stale at once)
     keeps its previous row's values, with the new last-seen time, instead of turning unknown
-    for one refresh; without a previous row it is ``unknown``. Pure (no I/O)."""
+    for one refresh; without a previous row it is ``unknown`` (a seat with no current sample
+    is never read as all-usual from the sparse ``states``). ``numbers``: whether ``got``
+    holds the :data:`NUMBER_QUERIES` for every seat; when false every row has
+    ``numbers_read`` false (:func:`fill_numbers` adds them for some seats). ``carried``: when
+    given, the instances whose previous row was kept are added to it. Pure (no I/O)."""
     seen = {inst: max((s.value for s in ss if s.value is not None), default=None)
             for inst, ss in _by_instance(got.get("seen")).items()}
+    current = {inst for inst, v in seen.items() if v is not None and v > 0}
+    seen = {inst: (abs(v) if v is not None else None) for inst, v in seen.items()}
     ident = {inst: ss[-1].labels.get("node") for inst, ss in
              _by_instance(got.get("identity")).items()}
     inv = {e.instance: e for e in inventory}
-
-    def per_name(name: str) -> dict[str, dict[str, float | None]]:
-        out: dict[str, dict[str, float | None]] = {}
-        for inst, ss in _by_instance(got.get(name)).items():
-            for s in ss:
-                key = s.labels.get("q") or s.labels.get("__name__", "")
-                out.setdefault(inst, {})[key] = s.value
-        return out
-
-    states, times, reqs = per_name("states"), per_name("times"), per_name("requests")
-    kv = {inst: ss[0].value for inst, ss in _by_instance(got.get("kv")).items()}
+    states, times = _per_name(got.get("states")), _per_name(got.get("times"))
+    dec = _decode_numbers(got) if numbers else None
     probe = {inst: sorted(s.labels.get("phase", "?") for s in ss)
              for inst, ss in _by_instance(got.get("probe")).items()}
     runbook = {inst: sorted(f"{s.labels.get('runbook', '?')}:{s.labels.get('step', '?')}"
                             for s in ss) for inst, ss in _by_instance(got.get("runbook")).items()}
     down = {inst: tuple(sorted({s.labels.get("source", "?") for s in ss}))
             for inst, ss in _by_instance(got.get("sources_down")).items()}
-    gpu_ok = got.get("gpu") is not None
-    gpus = per_name("gpu")     # instance → {"cards": n, family: MiB summed over its cards}
     states_ok = got.get("states") is not None
+    fast = _FAST_PATH and states_ok and dec is None
+    usual_nums = _with_probe(_NOT_READ, None)
     rows = []
     for inst in sorted(set(seen) | set(inv)):
         entry = inv.get(inst)
@@ -539,15 +776,33 @@ def build_rows(got: Mapping[str, QueryResult | None], now: float, scrape_interva
                                  in_inventory=entry is not None))
             continue
         age = max(0.0, now - last)
-        flag = state_flags(states.get(inst, {})) if states_ok else dict.fromkeys(STATE_FLAGS)
+        if fast and inst in current and inst not in states and inst not in times \
+                and inst not in probe and inst not in runbook and inst not in down \
+                and age <= 2 * scrape_interval_s:
+            # A seat with a current sample and nothing unusual (~900 of 1,000): the slow path
+            # below gives exactly this row (tests/test_fleet_rows.py compares the two).
+            sil, sil_until, sil_from = "none", None, "exporter"
+            if silences is not None:
+                sil, sil_until, sil_from = _silence_of(silences, inst, node)
+            rows.append(FleetRow(inst, node, "healthy", last, age, True, hold="none",
+                                 silence=sil, silence_until=sil_until, silence_from=sil_from,
+                                 in_inventory=entry is not None, **usual_nums))
+            continue
+        if not states_ok or inst not in current:
+            flag = dict.fromkeys(STATE_FLAGS)
+        else:
+            st = states.get(inst)
+            flag = _USUAL if st is None else state_flags(st)
         up, held, lease, no_lease = (flag["seat_engine_up"], flag["seat_hold_active"],
                                      flag["seat_hold_lease_armed"],
                                      flag["seat_hold_without_lease"])
         if age > 2 * scrape_interval_s:
             state = "stale"
-        elif states_ok and inst not in states and previous and inst in previous \
+        elif inst not in current and previous and inst in previous \
                 and previous[inst].state != "stale":
             rows.append(replace(previous[inst], last_seen=last, stale_s=age))
+            if carried is not None:
+                carried.add(inst)
             continue
         elif no_lease:
             state = "without-lease"
@@ -575,43 +830,22 @@ def build_rows(got: Mapping[str, QueryResult | None], now: float, scrape_interva
             hold = None
         sil, sil_until, sil_from = None, None, "alertmanager"
         if silences is not None:
-            found = silences.for_seat({"instance": inst, "node": node})
-            act = [s for s in found if s.state == "active"]
-            if act:
-                sil, sil_until = "active", max(s.ends_at for s in act).timestamp()
-            elif found:
-                sil = "pending"
-            else:
-                sil = "none"
+            sil, sil_until, sil_from = _silence_of(silences, inst, node)
         elif fresh and flag["seat_silence_active"] is not None:
             sil_from = "exporter"
             sil = "active" if flag["seat_silence_active"] else "none"
             sil_until = tm.get("seat_silence_end_timestamp_seconds") if sil == "active" else None
-        g = gpus.get(inst, {})
-        ncards = int(g.get("cards") or 0)
-        used = total = None
-        if ncards and fresh:
-            u, f = g.get("DCGM_FI_DEV_FB_USED"), g.get("DCGM_FI_DEV_FB_FREE")
-            if u is not None:
-                used = int(u * MIB)
-                if f is not None:
-                    total = int((u + f + (g.get("reserved") or 0.0)) * MIB)
-        rq = reqs.get(inst, {})
+        nums = _with_probe(_number_fields(inst, fresh, dec) if dec is not None else _NOT_READ,
+                           flag["seat_probe_disrupted"] if fresh else None)
         rows.append(FleetRow(
             instance=inst, node=node, state=state, last_seen=last, stale_s=age,
             engine_up=up if fresh else None,
-            running=rq.get("vllm:num_requests_running") if fresh else None,
-            waiting=rq.get("vllm:num_requests_waiting") if fresh else None,
-            kv_usage=kv.get(inst) if fresh else None,
-            gpus=ncards if (fresh and gpu_ok) else (0 if gpu_ok else -1),
-            gpu_used_bytes=used, gpu_total_bytes=total,
             hold=hold, hold_until=tm.get("seat_hold_expiry_timestamp_seconds") if hold else None,
             silence=sil, silence_until=sil_until, silence_from=sil_from,
             probe_phase=", ".join(probe.get(inst, [])) or None if fresh else None,
             runbook=", ".join(runbook.get(inst, [])) or None if fresh else None,
-            probe_disrupted=flag["seat_probe_disrupted"] if fresh else None,
             sources_down=down.get(inst, ()) if fresh else (),
-            in_inventory=entry is not None))
+            in_inventory=entry is not None, **nums))
     return sort_rows(rows)
 
 
@@ -620,6 +854,7 @@ def with_state(row: FleetRow, **changes: Any) -> FleetRow:
     return replace(row, **changes)
 
 
-__all__ = ["COLUMNS", "Fleet", "FleetReading", "FleetRow", "InventoryEntry", "PromError", "RANK",
-           "SilenceIndex", "build_rows", "cells", "fmt_age", "gpu_query", "hhmm", "iso", "queries",
-           "sort_rows"]
+__all__ = ["COLUMNS", "NUMBER_QUERIES", "STATE_QUERIES", "Fleet", "FleetReading", "FleetRow",
+           "InventoryEntry", "PromError", "RANK", "SilenceIndex", "build_rows", "cells",
+           "fill_numbers", "fmt_age", "gpu_query", "hhmm", "instance_matcher", "iso",
+           "number_queries", "queries", "sort_rows"]

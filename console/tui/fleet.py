@@ -7,14 +7,22 @@ hung past its timeout cannot keep the process alive at exit); its reading comes 
 finished (``interval``, backing off to ``min(max(2 × interval, 5), 30)`` s while Prometheus
 does not answer), so refreshes never overlap and the UI thread does no I/O.
 
+Reading: a refresh reads every seat's states (the order, the filter, the header's counts) but
+the moving numbers — requests, KV cache, GPU memory — only for the rows on screen and a page
+around them (:meth:`FleetApp.window_instances`, handed to
+:meth:`~seat_console.fleet.rows.Fleet.refresh`); rows scrolled or filtered into view between
+refreshes get theirs at once from a numbers-only read, and show ``…`` (not read) until it
+answers.
+
 Drawing: the table (:class:`~seat_console.tui.fleet_table.FleetTable`, a Line-API widget)
 renders only its visible window, each row from a cache keyed by the row's content; a refresh
-hands it every (filtered) row's cells, and only the visible rows whose cells changed are
-repainted (nothing when none did). A new order repaints the window once, keeping the cursor on
+hands it the (filtered) rows, whose texts are built only for the rows it draws, and only the
+visible rows whose cells changed are repainted (nothing when none did). A new order repaints the window once, keeping the cursor on
 its seat. Column widths come from the terminal's width (:func:`layout`): 80 columns fit the
 narrow set, 140 and more the wide one.
 
-Keys: ``/`` filter (substring of node, instance, state, hold, probe; Escape clears), Enter
+Keys: ``/`` filter (substring of node, instance, state, engine, hold, silence, probe; Escape
+clears), Enter
 the seat's last hour (range queries, :mod:`seat_console.fleet.detail`), ``a`` the seat's own
 console when the inventory names its profile (the app is suspended while it runs; over SSH
 with the argument list of :func:`~seat_console.fleet.setup.console_argv`), ``r`` refresh
@@ -30,7 +38,7 @@ from __future__ import annotations
 import subprocess
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import ClassVar
 
 from rich.text import Text
@@ -88,6 +96,16 @@ class FleetRefreshed(Message):
         super().__init__()
         self.reading = reading
         self.started = started
+
+
+class NumbersRead(Message):
+    """The moving numbers of rows that came into view were read: ``reading`` (``base`` with
+    them filled in)."""
+
+    def __init__(self, base: FleetReading, reading: FleetReading) -> None:
+        super().__init__()
+        self.base = base
+        self.reading = reading
 
 
 class HistoryRead(Message):
@@ -221,7 +239,6 @@ class FleetApp(App[int]):
         self.query_times: list[float] = []
         self.refreshes = 0
         self._order: list[str] = []
-        self._shown: dict[str, Content] = {}
         self._rows: dict[str, FleetRow] = {}
         self._widths: dict[str, int] = {}
         self._timer = None
@@ -229,6 +246,9 @@ class FleetApp(App[int]):
         self._header = ""
         self._counts: tuple[FleetReading | None, dict[str, int]] = (None, {})
         self._banner: str | None = None
+        self._win: tuple[str, int, int, str | None] = ("", 0, 60, None)
+        self._numbers_busy = False
+        self.numbers_reads = 0
 
     def compose(self) -> ComposeResult:
         yield Static("fleet · connecting …", id="fleet-header")
@@ -248,12 +268,13 @@ class FleetApp(App[int]):
         if self.busy:
             return
         self.busy = True
+        self._note_window()
         started = time.perf_counter()
         fleet = self.fleet
 
         def work() -> None:
             try:
-                reading = fleet.refresh()
+                reading = fleet.refresh(window=self.window_instances)
             except Exception as exc:  # noqa: BLE001 - a bug must not kill the loop
                 now = time.time()
                 last = fleet.last_good
@@ -274,6 +295,7 @@ class FleetApp(App[int]):
         self.failures = 0 if msg.reading.ok else self.failures + 1
         if msg.reading.ok or not self._order:
             self._apply_rows()
+            self._read_missing_numbers()
         self._show_banner()
         self._tick_header()
         started = msg.started
@@ -282,6 +304,69 @@ class FleetApp(App[int]):
             self._timer.stop()
         self._timer = self.set_timer(backoff_s(self.interval_s, self.failures),
                                      self._start_refresh)
+
+    # -- the moving numbers of the rows on screen ---------------------------------------------
+    def _note_window(self) -> None:
+        """Record (UI thread) what :meth:`window_instances` needs: the filter, the first
+        visible row, the table's height and the cursor's seat."""
+        table = self.query_one(FleetTable)
+        top, bottom = table.visible_range()
+        key = self._order[table.cursor_row] if 0 <= table.cursor_row < len(self._order) \
+            else None
+        self._win = (self.filter_text, top, max(1, bottom - top), key)
+
+    def window_instances(self, rows: list[FleetRow]) -> list[str]:
+        """The seats whose moving numbers a refresh reads (called on the refresh's thread with
+        the new sorted rows): those of the filtered rows from one page above the first visible
+        row to one page below the last, and a page either side of the cursor's seat (a new
+        order scrolls the table to it). About 3 pages: ~110 of 1,000 seats at 40 lines."""
+        f, top, page, key = self._win
+        vis = self._filtered(rows, f)
+        want = [r.instance for r in vis[max(0, top - page): top + 2 * page]]
+        if key is not None:
+            at = next((i for i, r in enumerate(vis) if r.instance == key), None)
+            if at is not None:
+                want += [r.instance for r in vis[max(0, at - page): at + page]]
+        return want
+
+    def _read_missing_numbers(self) -> None:
+        """Rows on screen whose numbers this reading lacks (scrolled or filtered into view):
+        read them in a daemon thread (one at a time), then redraw. Nothing when none lack
+        them — the idle screen sends nothing here."""
+        self._note_window()
+        r = self.reading
+        if r is None or not r.ok or self._numbers_busy or self.busy:
+            return
+        table = self.query_one(FleetTable)
+        top, bottom = table.visible_range()
+        if not any(not self._rows[k].numbers_read for k in self._order[top:bottom]
+                   if k in self._rows):
+            return
+        want = self.window_instances(list(r.rows))
+        self._numbers_busy = True
+        fleet = self.fleet
+
+        def work() -> None:
+            try:
+                new = fleet.read_numbers(r, want)
+            except Exception:  # noqa: BLE001 - the next refresh reads them anyway
+                new = r
+            self.post_message(NumbersRead(r, new))
+
+        _daemon(work, "fleet-numbers")
+
+    @on(NumbersRead)
+    def _on_numbers(self, msg: NumbersRead) -> None:
+        self._numbers_busy = False
+        self.numbers_reads += 1
+        if self.reading is msg.base and msg.reading is not msg.base:
+            self.reading = msg.reading
+            self._apply_rows()
+        self._read_missing_numbers()
+
+    @on(FleetTable.Scrolled)
+    def _on_scrolled(self, msg: FleetTable.Scrolled) -> None:
+        self._read_missing_numbers()
 
     def action_refresh_now(self) -> None:
         """``r``: refresh now (unless one is in flight)."""
@@ -299,22 +384,31 @@ class FleetApp(App[int]):
         self.narrow = width < WIDE_FROM_COLS
         table.set_columns([(key, header, widths[key]) for key, header in COLUMNS],
                           padding=0 if self.narrow else 1)
-        self._shown = {}
         if self.reading is not None:
             self._apply_rows()
 
     def on_resize(self, event: object) -> None:
         if self.is_mounted:
             self._build_columns(self.size.width)
+            self.call_after_refresh(self._read_missing_numbers)
 
     def _visible(self) -> list[FleetRow]:
-        rows = self.reading.rows if self.reading else ()
-        f = self.filter_text.lower()
+        return self._filtered(self.reading.rows if self.reading else (), self.filter_text)
+
+    def _filtered(self, rows: Sequence[FleetRow], text: str) -> list[FleetRow]:
+        """``rows`` whose node, engine, hold, silence or probe cell, instance or state holds
+        ``text`` (case-insensitive; the moving numbers are not matched: they are not read for
+        every seat)."""
+        f = text.lower()
         if not f:
             return list(rows)
-        now = time.time()
-        return [r for r in rows
-                if f in " ".join((r.instance, r.state, *cells(r, now, narrow=self.narrow))).lower()]
+        now, narrow = time.time(), self.narrow
+        out = []
+        for r in rows:
+            c = cells(r, now, narrow=narrow)
+            if f in " ".join((r.instance, r.state, *c[:4], c[8])).lower():
+                out.append(r)
+        return out
 
     @staticmethod
     def row_styles(row: FleetRow) -> tuple[str, ...]:
@@ -324,28 +418,22 @@ class FleetApp(App[int]):
         return _STYLES.get(key) or _STYLES[("unknown", key[1])]
 
     def _apply_rows(self) -> None:
-        """Hand the (filtered) rows to the table as ``(texts, styles)``, the texts plain (the
-        table never parses markup: node names, phases and instances come from outside —
-        ``[bold]`` in a label prints as itself). A row whose texts and styles are unchanged
-        keeps its content tuple (the table then finds it unchanged and draws nothing)."""
+        """Hand the (filtered) rows to the table, their content ``(texts, styles)`` built only
+        for the rows it draws (:meth:`FleetTable.set_rows_lazy`), the texts plain (the table
+        never parses markup: node names, phases and instances come from outside — ``[bold]``
+        in a label prints as itself)."""
         table = self.query_one(FleetTable)
         now = self.reading.taken_at if self.reading else time.time()
         rows = self._visible()
         self._order = [r.instance for r in rows]
         self._rows = {r.instance: r for r in rows}
-        old = self._shown
-        new: dict[str, Content] = {}
         narrow, styles = self.narrow, self.row_styles
-        out = []
-        for r in rows:
-            c = (cells(r, now, narrow=narrow), styles(r))
-            prev = old.get(r.instance)
-            if prev is not None and prev == c:
-                c = prev
-            new[r.instance] = c
-            out.append((r.instance, c))
-        self._shown = new
-        table.set_rows(out)
+
+        def content(i: int) -> Content:
+            r = rows[i]
+            return cells(r, now, narrow=narrow), styles(r)
+
+        table.set_rows_lazy(self._order, content)
 
     def header_text(self) -> str:
         """The header line: seats by state, when the rows were read (their age once it is
@@ -425,6 +513,7 @@ class FleetApp(App[int]):
     def _filter_changed(self, event: Input.Changed) -> None:
         self.filter_text = event.value.strip()
         self._apply_rows()
+        self._read_missing_numbers()
         self._tick_header()
 
     @on(Input.Submitted, "#fleet-filter")
@@ -477,4 +566,4 @@ def run_fleet_app(fleet: Fleet, *, interval_s: float = 5.0, readonly: bool = Fal
     return 0
 
 
-__all__ = ["FleetApp", "FleetRefreshed", "SeatDetail", "backoff_s", "layout", "run_fleet_app"]
+__all__ = ["FleetApp", "FleetRefreshed", "NumbersRead", "SeatDetail", "backoff_s", "layout", "run_fleet_app"]

@@ -19,7 +19,7 @@ identity check). Keys: up / down / page up / page down / home / end move the cur
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import ClassVar
 
 from rich.cells import set_cell_size
@@ -82,16 +82,32 @@ class FleetTable(ScrollView, can_focus=True):
             """The table that posted it."""
             return self.table
 
+    class Scrolled(Message):
+        """The visible window moved to another first row (scroll, page, cursor): ``top``."""
+
+        def __init__(self, table: FleetTable, top: int) -> None:
+            super().__init__()
+            self.table = table
+            self.top = top
+
+        @property
+        def control(self) -> FleetTable:
+            """The table that posted it."""
+            return self.table
+
     def __init__(self, *, id: str | None = None) -> None:  # noqa: A002 - Textual's name
         super().__init__(id=id)
         self.columns: list[tuple[str, str, int]] = []
         self.cell_padding = 1
         self.cursor_row = 0
         self._keys: list[str] = []
-        self._content: list[Content] = []
+        self._content: list[Content | None] = []
+        self._source: Callable[[int], Content] | None = None
         self._index: dict[str, int] = {}
         self._cache: dict[str, tuple[Content, bool, Strip]] = {}
         self._header: tuple[tuple, Strip] | None = None
+        self._styles: tuple[Style, Style] | None = None
+        self._segs: dict[tuple[str, int, str, bool], Segment] = {}
         self.rendered_rows = 0
         """Rows rendered (cache misses) since start: for tests and profiles."""
 
@@ -117,6 +133,7 @@ class FleetTable(ScrollView, can_focus=True):
         self.columns = list(columns)
         self.cell_padding = padding
         self._cache.clear()
+        self._segs.clear()
         self._header = None
         self._sync_size()
         self.refresh()
@@ -126,7 +143,14 @@ class FleetTable(ScrollView, can_focus=True):
         cols = [k for k, _, _ in self.columns]
         if column_key not in cols:
             raise KeyError(column_key)
-        return self._content[self._index[row_key]][0][cols.index(column_key)]
+        return self._content_at(self._index[row_key])[0][cols.index(column_key)]
+
+    def _content_at(self, i: int) -> Content:
+        c = self._content[i]
+        if c is None:
+            assert self._source is not None
+            c = self._content[i] = self._source(i)
+        return c
 
     def set_rows(self, rows: Sequence[Row]) -> int:
         """Show ``rows`` (``(key, (texts, styles))``, keys unique). When the keys and their order are
@@ -137,9 +161,7 @@ class FleetTable(ScrollView, can_focus=True):
         keys = [k for k, _ in rows]
         if keys == self._keys:
             content = self._content
-            top = int(self.scroll_offset.y)
-            bottom = top + max(0, self.size.height - 1)
-            width = max(self.size.width, self.line_width)
+            top, bottom, width = self._window()
             changed = 0
             for i, (_, cells) in enumerate(rows):
                 if content[i] != cells:
@@ -147,10 +169,50 @@ class FleetTable(ScrollView, can_focus=True):
                     changed += 1
                     if top <= i < bottom:
                         self.refresh(Region(0, i - top + 1, width, 1))
+            self._source = None
             return changed
+        self._new_order(keys, [c for _, c in rows], None)
+        return len(keys)
+
+    def set_rows_lazy(self, keys: Sequence[str], content_at: Callable[[int], Content]) -> int:
+        """Show the rows ``keys`` (unique), whose content is ``content_at(i)`` for row ``i``,
+        asked for only when the row is drawn or read (:meth:`get_cell`): a refresh of 1,000
+        rows with ~40 on screen builds ~40 rows' texts, not 1,000. ``content_at`` is called on
+        the UI thread until the next ``set_rows*``. Same repaint rules as :meth:`set_rows`;
+        returns the number of *visible* rows whose content changed (all of them on a new
+        order)."""
+        keys = list(keys)
+        if keys == self._keys:
+            self._content = [None] * len(keys)
+            self._source = content_at
+            top, bottom, width = self._window()
+            changed = 0
+            for i in range(top, min(bottom, len(keys))):
+                hit = self._cache.get(keys[i])
+                if hit is None or hit[0] != self._content_at(i):
+                    changed += 1
+                    self.refresh(Region(0, i - top + 1, width, 1))
+            return changed
+        self._new_order(keys, [None] * len(keys), content_at)
+        return len(keys)
+
+    def _window(self) -> tuple[int, int, int]:
+        """``(first visible row, one past the last, line width to repaint)``."""
+        top = int(self.scroll_offset.y)
+        return top, top + max(0, self.size.height - 1), max(self.size.width, self.line_width)
+
+    def visible_range(self) -> tuple[int, int]:
+        """``(first, one past the last)`` index of the rows on screen (scroll offset and
+        height; the last may be past the rows)."""
+        top, bottom, _ = self._window()
+        return top, bottom
+
+    def _new_order(self, keys: list[str], content: list[Content | None],
+                   source: Callable[[int], Content] | None) -> None:
         at = self._keys[self.cursor_row] if 0 <= self.cursor_row < len(self._keys) else None
         self._keys = keys
-        self._content = [c for _, c in rows]
+        self._content = content
+        self._source = source
         self._index = {k: i for i, k in enumerate(keys)}
         live = self._index
         self._cache = {k: v for k, v in self._cache.items() if k in live}
@@ -160,10 +222,16 @@ class FleetTable(ScrollView, can_focus=True):
         self._sync_size()
         self._scroll_to_cursor()
         self.refresh()
-        return len(keys)
 
     def _sync_size(self) -> None:
         self.virtual_size = Size(self.line_width, len(self._keys) + 1)
+
+    def watch_scroll_y(self, old_value: float, new_value: float) -> None:
+        """Scrolled: Textual's own handling, then :class:`Scrolled` when the first visible row
+        changed (the fleet screen reads the numbers of rows that came into view)."""
+        super().watch_scroll_y(old_value, new_value)
+        if round(old_value) != round(new_value):
+            self.post_message(self.Scrolled(self, int(round(new_value))))
 
     # -- rendering ---------------------------------------------------------------------------
     def _line(self, content: Content, base: Style, over: Style | None = None) -> Strip:
@@ -178,6 +246,35 @@ class FleetTable(ScrollView, can_focus=True):
             segs.append(Segment(pad + set_cell_size(text, w) + pad, st))
         return Strip(segs, self.line_width)
 
+    def _row_line(self, content: Content, on: bool) -> Strip:
+        """A row's line as :meth:`_line` draws it, each cell's :class:`Segment` kept by
+        ``(text, width, style, cursor)``: of a row whose numbers moved, the other cells are
+        reused (cleared with the styles: theme, focus, columns)."""
+        base, cursor = self._base_styles()
+        pad = " " * self.cell_padding
+        cache = self._segs
+        if len(cache) > 20_000:
+            cache.clear()
+        segs = []
+        for (_, _, w), text, style in zip(self.columns, *content, strict=False):
+            key = (text, w, style, on)
+            seg = cache.get(key)
+            if seg is None:
+                st = base + Style.parse(style) if style else base
+                if on:
+                    st = st + cursor
+                seg = cache[key] = Segment(pad + set_cell_size(text, w) + pad, st)
+            segs.append(seg)
+        return Strip(segs, self.line_width)
+
+    def _base_styles(self) -> tuple[Style, Style]:
+        """``(the widget's rich style, the cursor's)``, computed once per style change (Textual
+        walks the ancestors for each: it was a tenth of a refresh's UI time)."""
+        if self._styles is None:
+            self._styles = (self.rich_style,
+                            self.get_component_rich_style("fleet-table--cursor"))
+        return self._styles
+
     def _header_strip(self) -> Strip:
         style = self.get_component_rich_style("fleet-table--header")
         key = (tuple(self.columns), self.cell_padding, style)
@@ -187,7 +284,7 @@ class FleetTable(ScrollView, can_focus=True):
         return self._header[1]
 
     def _row_strip(self, i: int) -> Strip:
-        key, cells = self._keys[i], self._content[i]
+        key, cells = self._keys[i], self._content_at(i)
         on = i == self.cursor_row
         hit = self._cache.get(key)
         if hit is not None and hit[1] == on and hit[0] is cells:
@@ -195,8 +292,7 @@ class FleetTable(ScrollView, can_focus=True):
         if hit is not None and hit[1] == on and hit[0] == cells:
             self._cache[key] = (cells, on, hit[2])
             return hit[2]
-        over = self.get_component_rich_style("fleet-table--cursor") if on else None
-        strip = self._line(cells, self.rich_style, over)
+        strip = self._row_line(cells, on)
         self._cache[key] = (cells, on, strip)
         self.rendered_rows += 1
         return strip
@@ -210,24 +306,30 @@ class FleetTable(ScrollView, can_focus=True):
         else:
             i = y - 1 + sy
             if not 0 <= i < len(self._keys):
-                return Strip.blank(width, self.rich_style)
+                return Strip.blank(width, self._base_styles()[0])
             strip = self._row_strip(i)
-        return strip.crop_extend(sx, sx + width, self.rich_style)
+        return strip.crop_extend(sx, sx + width, self._base_styles()[0])
 
     def notify_style_update(self) -> None:
         """Styles changed (theme, focus): render every row again."""
         super().notify_style_update()
         self._cache.clear()
+        self._segs.clear()
+        self._styles = None
         self._header = None
 
     def on_focus(self, event: events.Focus) -> None:
         """Focus changes the cursor's style: render the rows again."""
         self._cache.clear()
+        self._segs.clear()
+        self._styles = None
         self.refresh()
 
     def on_blur(self, event: events.Blur) -> None:
         """Blur changes the cursor's style: render the rows again."""
         self._cache.clear()
+        self._segs.clear()
+        self._styles = None
         self.refresh()
 
     # -- the cursor --------------------------------------------------------------------------
