@@ -154,7 +154,11 @@ def test_hold_lease_cancelled_by_hand_and_release(lab, node, env, baseline, expo
         seen = time.time() - placed
         print(f"Prometheus saw the hold {seen:.1f} s after `hold` returned")
         seat_instance = lab.vllm_url.split("//", 1)[1]   # the lab's one instance per seat
-        assert prom_value(prometheus_url, f'seat:held{{instance="{seat_instance}"}}') == 1.0
+        # the recording rule follows at its group's next evaluation (an evaluation interval
+        # after the raw series, not the same instant)
+        wait_until(lambda: prom_value(prometheus_url,
+                                      f'seat:held{{instance="{seat_instance}"}}') == 1.0,
+                   60, what="Prometheus' recording rule seat:held to say 1")
 
         # the lease cancelled by hand: timers still stopped, nothing will restore them
         res = node.run(["systemctl", "stop", h["lease_unit"]])
