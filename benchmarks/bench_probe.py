@@ -734,6 +734,23 @@ def saturation(rates: list[dict], clients: list[str], share: float) -> dict:
     return out
 
 
+def probe_profile(path: Path, base: str, output_tokens: int, requests: int,
+                  concurrency: int) -> Path:
+    """Write ``base`` (a profile's TOML text) plus a ``[probe]`` block of one phase named
+    ``paired`` (``requests`` requests at ``concurrency``, ``output_tokens`` each, one warm-up
+    request) to ``path``; returns ``path``. Raises ``OSError`` from the write."""
+    path.write_text(base + f"""
+[probe]
+output_tokens = {output_tokens}
+warmup_requests = 1
+[[probe.phases]]
+name = "paired"
+requests = {requests}
+concurrency = {concurrency}
+""")
+    return path
+
+
 def paired_runs(py: str, url: str, model: str, tok: str, dataset: Path, profile: Path,
                 tmp: Path, variants: list[str], n_pairs: int, requests: int, conc: int,
                 out_len: int, lab: bool, lab_lock: Path | None = None) -> tuple[list, list]:
@@ -812,16 +829,8 @@ def lab_column(a: argparse.Namespace, py: str, url: str, model: str, tok: str, t
     with dataset.open("w") as fh:
         for i in range(a.lab_requests):
             fh.write(json.dumps({"prompt": prompts[i % len(prompts)]}) + "\n")
-    profile = tmp / "profile-lab.toml"
-    profile.write_text(lab_profile + f"""
-[probe]
-output_tokens = {a.lab_output_len}
-warmup_requests = 1
-[[probe.phases]]
-name = "paired"
-requests = {a.lab_requests}
-concurrency = {a.lab_concurrency}
-""")
+    profile = probe_profile(tmp / "profile-lab.toml", lab_profile, a.lab_output_len,
+                            a.lab_requests, a.lab_concurrency)
     up0 = uptime()
     print(f"lab vLLM column, {url}: {up0}", flush=True)
     pairs, load_during = paired_runs(py, url, model, tok, dataset, profile, tmp, variants,
@@ -936,16 +945,8 @@ def main(argv: list[str] | None = None) -> int:
                 "argv": sys.argv, "git": git_state(), "variants": a.variants.split(","),
                 **res}, indent=1) + "\n")
         return 0
-    profile = tmp / "profile.toml"
-    profile.write_text(lab_profile + f"""
-[probe]
-output_tokens = {a.output_len}
-warmup_requests = 1
-[[probe.phases]]
-name = "paired"
-requests = {a.requests}
-concurrency = {a.concurrency}
-""")
+    profile = probe_profile(tmp / "profile.toml", lab_profile, a.output_len, a.requests,
+                            a.concurrency)
     variants = a.variants.split(",")
     pairs, load_during = paired_runs(py, url, model, tok, dataset, profile, tmp, variants,
                                      a.pairs, a.requests, a.concurrency, a.output_len,
