@@ -21,19 +21,19 @@ order rotating between pairs. ``--url URL`` sends to another server instead of t
 and takes no lab lock — ``benchmarks/stream_server.py`` streams vLLM-shaped chunks at a fixed
 pace, which measures client CPU with no engine competing for the cores.
 
-**Stream server sweep** (``--stream C:GAP,...``, issue 21): for each rate this script starts
-``benchmarks/stream_server.py`` (one timer for all streams, pinned to ``--server-cpu``) and runs
-``--pairs`` pairs of ``bench serve`` and every variant (pinned to ``--client-cpu``) at
+**Stream server sweep** (``--stream C:GAP[:LEN[:WAVES]],...``, issue 21): for each rate this script
+starts ``benchmarks/stream_server.py`` (one timer for all streams, pinned to ``--server-cpu``) and
+runs ``--pairs`` pairs of ``bench serve`` and every variant (pinned to ``--client-cpu``) at
 concurrency C, ``--waves`` × C requests. Each prompt is sent tagged (``req-bench-<i>`` in the
 ``bench serve`` dataset, ``req-<phase>-<index>`` by the probe), the server records when it sent
-each token of each tag, and each client's ITLs are matched to the server's sent gaps token by
-token (:func:`itl_error`): the ITL error is the client's gap minus the gap the server sent,
-and the distributions' p50 / p99 differences are reported too. Per client run also: the
-server's achieved pace and CPU (:func:`server_pace`), the client's core share (CPU s / its
-duration) and tokens per CPU second (the aggregate rate at which it would fill one core if its
-CPU per token stayed as measured — a derived figure), the load average; ``uptime`` before and
-after in the JSON. A rate may name its own output length and waves, ``C:GAP:LEN:WAVES``
-(else ``--output-len`` and ``--waves``), so one run can hold short and long streams.
+each token of each tag, and each client's ITLs are matched to the server's sent gaps token by token
+(:func:`itl_error`): the ITL error is the client's gap minus the gap the server sent, and the
+distributions' p50 / p99 differences are reported too. Per client run also: the server's achieved
+pace and CPU (:func:`server_pace`), the client's core share (CPU s / its duration) and tokens per
+CPU second (the aggregate rate at which it would fill one core if its CPU per token stayed as
+measured — a derived figure), the load average; ``uptime`` before and after in the JSON. A rate may
+name its own output length and waves, ``C:GAP:LEN:WAVES`` (else ``--output-len`` and ``--waves``),
+so one run can hold short and long streams.
 
 **Tok/s like for like** (:func:`server_pace`): each client computes its own tok/s over its
 own duration (``bench serve``: from before it creates its request tasks to after the last one
@@ -65,7 +65,24 @@ highest (its saturation at SHARE of a core, **measured**), whether the growth ha
 last rate within 5 % of the one before), the probe / ``bench serve`` ratio of the saturation
 rates, and ``sat / SHARE`` — the one-core figure, **derived** (linear in the quota). Each
 cgroup is removed after its run (and all of them on the way out, error or not). Needs root
-and a writable cgroup v1 ``cpu`` controller.
+and a writable cgroup v1 ``cpu`` controller. ``--quota`` caps every client run of the run.
+
+**Saturation in the same run as the uncapped rates** (``--sat-stream C:GAP[:LEN[:WAVES]],...``
+with ``--sat-quota SHARE``): after the ``--stream`` rates (uncapped) a second sweep over the
+``--sat-stream`` rates, low to high, with every client capped at SHARE of a core as
+``--quota`` does (its servers on the ports after the ``--stream`` ones); the JSON's
+``saturation`` is that sweep's summary (as above) plus its ``rates``, ``quota`` and its own
+``uptime_before`` / ``uptime_after``. It runs before the lab column: the lab's vLLM loads both
+cores (1-min load up to ~4 in the main run), and the stream server's rates want the quieter
+machine; the lab lock is then held only for the lab column at the end.
+
+**Verdicts** (:func:`verdicts`, every ``--stream`` run without ``--quota``; printed last and
+kept as ``verdicts`` in the JSON): issue 21's four targets (:data:`TARGETS`) per probe variant
+with every pair's figures — CPU per 1k tokens vs ``bench serve`` at the rates at 20k tok/s,
+tok/s vs ``bench serve`` at every rate (and the server's like-for-like ratio beside it), the
+ITL p50 error at 20k, and the saturation ratio with whether each client's growth had stopped
+(``NOT MEASURED`` without a saturation sweep, or while ``bench serve`` was still growing at the
+top rate; while the probe was, its ratio is a lower bound).
 
 **SSE events parsed per second per core** (``--events N``): vLLM-shaped completion chunks (with
 continuous usage) run through the probe's parsing pipeline as ``run_request`` feeds it — the
@@ -87,6 +104,12 @@ Saturation at a quarter of a core (rates low to high)::
 
     python benchmarks/bench_probe.py --stream 32:0.0064,64:0.0064,128:0.0064,256:0.0064 \\
         --quota 0.25 --pairs 2 --variants hot-uvloop --json docs/validation/….json
+
+Every target in one run (uncapped rates, then the saturation sweep, then the lab column)::
+
+    python benchmarks/bench_probe.py --stream 64:0.0128:512:2,128:0.0064:512:2 \\
+        --sat-stream 64:0.0064:512:1,256:0.0064:512:1,512:0.0064:512:1 --sat-quota 0.15 \\
+        --pairs 3 --variants hot-uvloop,hot-uvloop-aa --lab-pairs 3 --json docs/validation/….json
 
 Holds the lab's ``.lab/disrupt.lock`` exclusively while it sends load (no test session sends
 requests meanwhile). Not a test: nothing is asserted.
@@ -369,7 +392,10 @@ def run_probe(profile: Path, url: str, model: str, out: Path, variant: str,
 
 def base_tree(commit: str, into: Path) -> Path:
     """``console/`` of ``commit`` extracted under ``into`` with a ``seat_console`` link to it
-    (first on ``PYTHONPATH``, it shadows the editable install); returns ``into``."""
+    (first on ``PYTHONPATH``, it shadows the editable install); returns ``into`` (already
+    there: left as it is)."""
+    if (into / "seat_console").exists():   # a second sweep of the same run
+        return into
     into.mkdir(parents=True, exist_ok=True)
     arch = subprocess.run(["git", "-C", str(ROOT), "archive", commit, "console"],
                           capture_output=True, check=True).stdout
@@ -540,26 +566,51 @@ def _get(url: str, what: str, post: bool = False) -> dict:
     return r.json() if r.content else {}
 
 
+def parse_rates(spec: str, output_len: int, waves: int) -> list[dict]:
+    """A ``--stream`` / ``--sat-stream`` value, ``C:GAP[:LEN[:WAVES]],...``, as one dict per
+    rate: ``concurrency`` C (streams in flight), ``gap_s`` GAP (s between a stream's tokens),
+    ``output_len`` LEN (tokens per stream; else ``output_len``), ``waves`` WAVES (requests =
+    WAVES × C; else ``waves``), ``requests`` and ``nominal_tok_s`` = C / GAP. Raises
+    :class:`ValueError` for a malformed entry, a count below 1 or a gap that is not > 0."""
+    out = []
+    for entry in spec.split(","):
+        parts = entry.strip().split(":")
+        if not 2 <= len(parts) <= 4:
+            raise ValueError(f"rate {entry!r}: C:GAP[:LEN[:WAVES]]")
+        conc, gap = int(parts[0]), float(parts[1])
+        out_len = int(parts[2]) if len(parts) > 2 else output_len
+        w = int(parts[3]) if len(parts) > 3 else waves
+        if conc < 1 or out_len < 1 or w < 1 or not gap > 0:
+            raise ValueError(f"rate {entry!r}: C, LEN and WAVES >= 1, GAP > 0")
+        out.append({"concurrency": conc, "gap_s": gap, "output_len": out_len, "waves": w,
+                    "requests": w * conc, "nominal_tok_s": conc / gap})
+    return out
+
+
 def stream_sweep(a: argparse.Namespace, py: str, model: str, tok: str, tmp: Path,
-                 prompts: list[str], lab_profile: str) -> dict:
-    """``--stream``: for each ``C:GAP`` rate, start ``benchmarks/stream_server.py`` at gap GAP
-    (pinned to ``--server-cpu``), then run ``--pairs`` pairs of every client (``bench serve``
-    and each variant, the order rotating, pinned to ``--client-cpu``) at concurrency C with
-    ``--waves`` × C requests; per client run: the server's record reset before and read after
-    (its achieved pace, its send lag, its CPU), the client's tok/s, CPU, core share and the
-    token-matched ITL error (:func:`itl_error`). Returns the JSON-able result per rate."""
+                 prompts: list[str], lab_profile: str, spec: str, quota_share: float | None,
+                 port0: int, name: str = "stream") -> dict:
+    """One sweep over ``spec``'s rates (``C:GAP[:LEN[:WAVES]],...``, :func:`parse_rates`;
+    ``--stream``, or ``--sat-stream`` for the saturation sweep): for each rate start
+    ``benchmarks/stream_server.py`` at gap GAP on port ``port0`` + its index (pinned to
+    ``--server-cpu``), then run ``--pairs`` pairs of every client (``bench serve`` and each
+    variant, the order rotating, pinned to ``--client-cpu``) at concurrency C with WAVES × C
+    requests; per client run: the server's record reset before and read after (its achieved
+    pace, its send lag, its CPU), the client's tok/s, CPU, core share and the token-matched ITL
+    error (:func:`itl_error`). ``quota_share``: every client run in a fresh :class:`CpuQuota`
+    cgroup at that share of a core (``None``: uncapped), and the result gets ``quota`` and
+    ``saturation`` (:func:`saturation`). ``name`` labels the files of this sweep. Returns the
+    JSON-able result: ``rates`` (one per rate), ``pinning``, ``base_commit``."""
     variants = a.variants.split(",")
     pin_s = None if a.no_pin else a.server_cpu
     pin_c = None if a.no_pin else a.client_cpu
     base = base_tree(a.base, tmp / "base") if a.base else None
     out = []
-    for k, spec in enumerate(a.stream.split(",")):
-        c_s, gap_s, *rest = spec.split(":")   # C:GAP[:LEN[:WAVES]]
-        conc, gap = int(c_s), float(gap_s)
-        out_len = int(rest[0]) if rest else a.output_len
-        waves = int(rest[1]) if len(rest) > 1 else a.waves
-        n = waves * conc
-        port = a.port + k
+    for k, r0 in enumerate(parse_rates(spec, a.output_len, a.waves)):
+        conc, gap, out_len, waves = r0["concurrency"], r0["gap_s"], r0["output_len"], r0["waves"]
+        n = r0["requests"]
+        port = port0 + k
+        key = f"{name}-{k}"   # this sweep's files
         url = f"http://127.0.0.1:{port}"
         srv = subprocess.Popen([sys.executable, str(ROOT / "benchmarks" / "stream_server.py"),
                                 str(port), str(gap),
@@ -574,21 +625,12 @@ def stream_sweep(a: argparse.Namespace, py: str, model: str, tok: str, tmp: Path
                     if time.monotonic() > deadline or srv.poll() is not None:
                         raise SystemExit(f"the stream server on {url} did not start") from None
                     time.sleep(0.2)
-            dataset = tmp / f"prompts-{k}.jsonl"
+            dataset = tmp / f"prompts-{key}.jsonl"
             with dataset.open("w") as fh:
                 for i in range(n):
                     fh.write(json.dumps({"prompt": f"req-bench-{i} " + prompts[i % len(prompts)]})
                              + "\n")
-            profile = tmp / f"profile-{k}.toml"
-            profile.write_text(lab_profile + f"""
-[probe]
-output_tokens = {out_len}
-warmup_requests = 1
-[[probe.phases]]
-name = "paired"
-requests = {n}
-concurrency = {conc}
-""")
+            profile = probe_profile(tmp / f"profile-{key}.toml", lab_profile, out_len, n, conc)
             rate = {"concurrency": conc, "gap_s": gap, "nominal_tok_s": conc / gap,
                     "requests": n, "waves": waves, "output_len": out_len, "url": url,
                     "pairs": []}
@@ -597,12 +639,12 @@ concurrency = {conc}
                 order = who_all[p_i % len(who_all):] + who_all[:p_i % len(who_all)]
                 pair: dict = {"order": order, "clients": {}}
                 for who in order:
-                    itl_file = tmp / f"itl-{k}-{p_i}-{who}.json"
+                    itl_file = tmp / f"itl-{key}-{p_i}-{who}.json"
                     _get(url, "/reset", post=True)
                     quota = None
-                    if a.quota is not None:
-                        quota = CpuQuota(f"bench-probe-{os.getpid()}-{next(_CG_SEQ)}", a.quota,
-                                         a.quota_period_us)
+                    if quota_share is not None:
+                        quota = CpuQuota(f"bench-probe-{os.getpid()}-{next(_CG_SEQ)}",
+                                         quota_share, a.quota_period_us)
                         _CGROUPS.append(quota)
                     try:
                         if who == "bench":
@@ -682,16 +724,17 @@ concurrency = {conc}
             srv.wait(timeout=30)
     res = {"rates": out, "pinning": {"server_cpu": pin_s, "client_cpu": pin_c},
            "base_commit": a.base}
-    if a.quota is not None:
-        res["quota"] = {"share": a.quota, "period_us": a.quota_period_us}
-        res["saturation"] = saturation(out, ["bench", *variants], a.quota)
+    if quota_share is not None:
+        res["quota"] = {"share": quota_share, "period_us": a.quota_period_us}
+        res["saturation"] = saturation(out, ["bench", *variants], quota_share)
         for who, x in res["saturation"]["clients"].items():
-            print(f"saturation at {a.quota:g} of a core, {who:15s}: {x['sat_tok_s']:,.0f} tok/s "
-                  f"(at {x['at_nominal_tok_s']:,.0f} nominal; growth stopped: "
+            print(f"saturation at {quota_share:g} of a core, {who:15s}: {x['sat_tok_s']:,.0f} "
+                  f"tok/s (at {x['at_nominal_tok_s']:,.0f} nominal; growth stopped: "
                   f"{x['plateau']}), one core derived {x['one_core_derived_tok_s']:,.0f}",
                   flush=True)
         for who, ratio in res["saturation"]["ratio_vs_bench"].items():
-            print(f"saturation ratio {who} / bench serve at {a.quota:g} of a core: {ratio:.2f}")
+            print(f"saturation ratio {who} / bench serve at {quota_share:g} of a core: "
+                  f"{ratio:.2f}")
     return res
 
 
@@ -731,6 +774,104 @@ def saturation(rates: list[dict], clients: list[str], share: float) -> dict:
     for who in clients:
         if who != "bench":
             out["ratio_vs_bench"][who] = out["clients"][who]["sat_tok_s"] / b
+    return out
+
+
+TARGETS = {"cpu_ratio_max": 0.5, "tok_s_ratio_tol": 0.03, "itl_p50_err_max_s": 50e-6,
+           "sat_ratio_min": 2.0, "at_tok_s": 20_000.0}
+"""Issue 21's targets: the probe's CPU per 1k tokens at most 0.5× ``bench serve``'s at 20k
+tok/s; its tok/s within ±3 % of ``bench serve``'s on the stream server (every rate); its ITL
+p50 error (reported p50 − the server's sent-gap p50) at most 50 µs at 20k tok/s; its
+saturation rate at least 2× ``bench serve``'s. A rate is "at 20k" when its nominal
+aggregate rate is within 10 % of ``at_tok_s``."""
+
+
+def _span(xs: list[float], fmt: str) -> str:
+    """``min–max`` of ``xs`` in ``fmt`` (one value when they agree; "–" for none)."""
+    if not xs:
+        return "–"
+    lo, hi = format(min(xs), fmt), format(max(xs), fmt)
+    return lo if lo == hi else f"{lo}–{hi}"
+
+
+def verdicts(rates: list[dict], sat: dict | None, variants: list[str]) -> list[dict]:
+    """Issue 21's four targets (:data:`TARGETS`) judged per probe variant on one run: ``rates``
+    — the uncapped stream-server rates (:func:`stream_sweep`'s ``rates``); ``sat`` — the
+    saturation sweep's :func:`saturation` summary (``None``: not in this run). Every pair
+    counts: a target is met for a variant when every one of its pairs meets it (the A/A
+    variant is judged the same way, so its figures give the spread). Returns one dict per
+    target and variant: ``target`` (``cpu``, ``tok_s``, ``itl_p50``, ``saturation``),
+    ``variant``, ``met`` (``True`` / ``False``; ``None``: not measurable in this run — no rate
+    at 20k, no saturation sweep, or ``bench serve`` still growing at the sweep's top rate),
+    ``values`` (per rate label: the per-pair figures; for ``saturation`` the ratio and both
+    plateaus) and ``text``, a line with the figures."""
+    t = TARGETS
+    at20 = [r for r in rates if abs(r["nominal_tok_s"] - t["at_tok_s"]) <= 0.1 * t["at_tok_s"]]
+
+    def label(r: dict) -> str:
+        return f"{r['nominal_tok_s'] / 1000:.0f}k/{r['output_len']}tok"
+
+    def per_pair(rs: list[dict], v: str, key: str) -> dict[str, list[float]]:
+        out: dict[str, list[float]] = {}
+        for r in rs:
+            xs = []
+            for p in r["pairs"]:
+                c = p["clients"][v]
+                x = c["itl_error"].get("dist_p50_diff_s") if key == "itl" else c.get(key)
+                if x is not None:
+                    xs.append(x)
+            out[label(r)] = xs
+        return out
+
+    out = []
+    for v in variants:
+        cpu = per_pair(at20, v, "cpu_ratio")
+        vals = [x for xs in cpu.values() for x in xs]
+        met = (all(x <= t["cpu_ratio_max"] for x in vals) if vals else None)
+        out.append({"target": "cpu", "variant": v, "met": met, "values": cpu, "text": (
+            f"CPU per 1k tokens <= {t['cpu_ratio_max']}x bench serve's at 20k: "
+            + ", ".join(f"{k} {_span(xs, '.3f')}" for k, xs in cpu.items()) if vals
+            else "CPU at 20k: no rate at 20k tok/s in this run")})
+        tok = per_pair(rates, v, "tok_s_ratio")
+        vals = [x for xs in tok.values() for x in xs]
+        bad = [k for k, xs in tok.items() if any(abs(x - 1) > t["tok_s_ratio_tol"] for x in xs)]
+        met = (not bad) if vals else None
+        served = per_pair(rates, v, "served_ratio")
+        out.append({"target": "tok_s", "variant": v, "met": met, "values": tok, "text": (
+            f"tok/s within +-{t['tok_s_ratio_tol']:.0%} of bench serve's: "
+            + ", ".join(f"{k} {_span(xs, '.3f')} (served "
+                        f"{_span(served.get(k, []), '.3f')})" for k, xs in tok.items())
+            + (f"; outside at {', '.join(bad)}" if bad else ""))})
+        itl = per_pair(at20, v, "itl")
+        vals = [x for xs in itl.values() for x in xs]
+        met = (all(abs(x) <= t["itl_p50_err_max_s"] for x in vals) if vals else None)
+        out.append({"target": "itl_p50", "variant": v, "met": met, "values": itl, "text": (
+            f"ITL p50 error <= {t['itl_p50_err_max_s'] * 1e6:.0f} us at 20k: "
+            + ", ".join(f"{k} {_span([x * 1e6 for x in xs], '+.0f')} us"
+                        for k, xs in itl.items()) if vals
+            else "ITL p50 at 20k: no rate at 20k tok/s in this run")})
+        if sat is None:
+            out.append({"target": "saturation", "variant": v, "met": None, "values": {},
+                        "text": "saturation: no saturation sweep in this run"})
+            continue
+        ratio = sat["ratio_vs_bench"][v]
+        cb, cv = sat["clients"]["bench"], sat["clients"][v]
+        if not cb["plateau"]:       # bench serve's saturation not reached: no ratio to judge
+            met = None
+        elif ratio >= t["sat_ratio_min"]:   # the probe's figure is its own or a lower bound
+            met = True
+        else:                       # below the target: a verdict only if the probe plateaued
+            met = False if cv["plateau"] else None
+        out.append({"target": "saturation", "variant": v, "met": met,
+                    "values": {"ratio": ratio, "bench_plateau": cb["plateau"],
+                               "probe_plateau": cv["plateau"]},
+                    "text": (
+            f"saturation >= {t['sat_ratio_min']:g}x bench serve's at {sat['share']:g} of a "
+            f"core: {ratio:.2f}x ({cv['sat_tok_s']:,.0f} vs {cb['sat_tok_s']:,.0f} tok/s; "
+            f"bench serve {'stopped growing' if cb['plateau'] else 'STILL GROWING'} at "
+            f"{cb['at_nominal_tok_s']:,.0f} nominal, the probe "
+            f"{'stopped growing' if cv['plateau'] else 'still growing: the ratio is a lower bound'}"
+            f" at {cv['at_nominal_tok_s']:,.0f} nominal)")})
     return out
 
 
@@ -881,9 +1022,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--url", help="send to this server instead of the lab's vLLM (e.g. "
                                   "benchmarks/stream_server.py: client CPU without an engine "
                                   "on the same cores); the lab lock is not taken")
-    ap.add_argument("--stream", metavar="C:GAP,...",
+    ap.add_argument("--stream", metavar="C:GAP[:LEN[:WAVES]],...",
                     help="start benchmarks/stream_server.py at each rate (concurrency C, GAP s "
-                         "between a stream's tokens) and measure every client against it: "
+                         "between a stream's tokens, LEN tokens a stream, WAVES x C requests; "
+                         "else --output-len, --waves) and measure every client against it: "
                          "tok/s, CPU, core share, token-matched ITL error (--url ignored)")
     ap.add_argument("--waves", type=int, default=8, help="--stream: requests = waves × C")
     ap.add_argument("--port", type=int, default=18970, help="--stream: the first server port")
@@ -894,13 +1036,20 @@ def main(argv: list[str] | None = None) -> int:
                     help="--stream: run every client in a cgroup v1 cpu cgroup capped at SHARE "
                          "of one core (saturation measured at that quota; needs root)")
     ap.add_argument("--quota-period-us", type=int, default=10_000,
-                    help="--quota: cpu.cfs_period_us (default 10 ms)")
+                    help="--quota / --sat-quota: cpu.cfs_period_us (default 10 ms)")
+    ap.add_argument("--sat-stream", metavar="C:GAP[:LEN[:WAVES]],...",
+                    help="the saturation sweep of the same run, after the --stream rates (which "
+                         "stay uncapped) and before the lab column: rates low to high, every "
+                         "client capped at --sat-quota of a core; the JSON's 'saturation' holds "
+                         "its rates and summary (needs root)")
+    ap.add_argument("--sat-quota", type=float, metavar="SHARE",
+                    help="--sat-stream: the share of one core every client is capped at")
     ap.add_argument("--base", metavar="COMMIT",
                     help="--stream: a '-base' variant runs the probe from this commit's code")
     ap.add_argument("--lab-pairs", type=int, default=0,
-                    help="--stream: after the stream server's rates, this many pairs of every "
-                         "client against the lab's vLLM (--lab-requests at "
-                         "--lab-concurrency, --lab-output-len tokens), in the same run")
+                    help="--stream: after the stream server's rates (and --sat-stream), this "
+                         "many pairs of every client against the lab's vLLM (--lab-requests "
+                         "at --lab-concurrency, --lab-output-len tokens), in the same run")
     ap.add_argument("--lab-requests", type=int, default=64)
     ap.add_argument("--lab-concurrency", type=int, default=16)
     ap.add_argument("--lab-output-len", type=int, default=64)
@@ -909,6 +1058,19 @@ def main(argv: list[str] | None = None) -> int:
                          "the lab's own disrupt.lock (e.g. the shared lab-tests lock)")
     ap.add_argument("--json", metavar="FILE")
     a = ap.parse_args(argv)
+    if a.sat_stream and a.sat_quota is None:
+        ap.error("--sat-stream needs --sat-quota SHARE")
+    if a.sat_stream and a.quota is not None:
+        ap.error("--sat-stream is the capped sweep of a run whose --stream rates are uncapped; "
+                 "give --quota or --sat-stream, not both")
+    if a.sat_stream and not a.stream:
+        ap.error("--sat-stream goes with --stream")
+    for spec in (a.stream, a.sat_stream):
+        if spec:
+            try:
+                parse_rates(spec, a.output_len, a.waves)
+            except ValueError as exc:
+                ap.error(str(exc))
     from seat_console.probe.prompts import load_prompt_set
 
     state = json.loads((ROOT / ".lab" / "state.json").read_text())
@@ -925,8 +1087,20 @@ def main(argv: list[str] | None = None) -> int:
     if a.stream:
         up0 = uptime()
         print(up0, flush=True)
+        n_stream = len(parse_rates(a.stream, a.output_len, a.waves))
         try:
-            res = stream_sweep(a, py, model, tok, tmp, prompts, lab_profile)
+            res = stream_sweep(a, py, model, tok, tmp, prompts, lab_profile, a.stream, a.quota,
+                               a.port)
+            if a.sat_stream:   # before the lab column: the lab's vLLM loads both cores
+                s_up0 = uptime()
+                print(f"saturation sweep at {a.sat_quota:g} of a core: {s_up0}", flush=True)
+                sat = stream_sweep(a, py, model, tok, tmp, prompts, lab_profile, a.sat_stream,
+                                   a.sat_quota, a.port + n_stream, name="sat")
+                s_up1 = uptime()
+                print(f"saturation sweep done: {s_up1}", flush=True)
+                res["saturation"] = {**sat["saturation"], "quota": sat["quota"],
+                                     "uptime_before": s_up0, "uptime_after": s_up1,
+                                     "rates": sat["rates"]}
         finally:   # no cgroup outlives the run, whatever happened
             for cg in _CGROUPS:
                 try:
@@ -935,6 +1109,13 @@ def main(argv: list[str] | None = None) -> int:
                     print(f"could not remove {cg.path}: {exc}", file=sys.stderr)
         if a.lab_pairs:
             res["lab_vllm"] = lab_column(a, py, v["url"], model, tok, tmp, prompts, lab_profile)
+        if a.quota is None:   # the targets, on this run's uncapped rates (printed last)
+            res["verdicts"] = verdicts(res["rates"], res.get("saturation"),
+                                       a.variants.split(","))
+            for x in res["verdicts"]:
+                word = {True: "MET", False: "NOT MET", None: "NOT MEASURED"}[x["met"]]
+                print(f"verdict {x['target']:10s} {x['variant']:15s} {word}: {x['text']}",
+                      flush=True)
         up1 = uptime()
         print(up1, flush=True)
         if a.json:

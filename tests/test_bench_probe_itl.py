@@ -147,3 +147,97 @@ async def test_stream_server_records_arrival_and_connection() -> None:
     p = bp.server_pace(s)
     assert p["turnaround_s"]["n"] == 1 and p["turnaround_s"]["p50"] > 0
     assert p["window_s"] >= p["span_s"]
+
+
+# -- the rates' syntax and the verdicts (one run judges all four targets) --------------------
+
+from hypothesis import given  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+
+def test_parse_rates_reads_length_and_waves_or_takes_the_defaults() -> None:
+    r = bp.parse_rates("64:0.0128:512:2,128:0.0064", output_len=64, waves=8)
+    assert [(x["concurrency"], x["output_len"], x["waves"], x["requests"]) for x in r] == [
+        (64, 512, 2, 128), (128, 64, 8, 1024)]
+    assert [x["nominal_tok_s"] for x in r] == pytest.approx([5000.0, 20000.0])
+
+
+@pytest.mark.parametrize("bad", ["64", "64:0", "0:0.01", "64:0.01:0", "64:0.01:64:0",
+                                 "64:0.01:64:1:9", "x:0.01", "64:-1", ""])
+def test_parse_rates_refuses_a_malformed_rate(bad: str) -> None:
+    with pytest.raises(ValueError):
+        bp.parse_rates(bad, 64, 8)
+
+
+@given(st.lists(st.tuples(st.integers(1, 4096), st.floats(1e-5, 1.0),
+                          st.one_of(st.none(), st.integers(1, 4096)),
+                          st.one_of(st.none(), st.integers(1, 64))), min_size=1, max_size=8))
+def test_parse_rates_round_trips(rates: list) -> None:
+    """Any list of well-formed rates, written as the flag takes them, reads back as written
+    (a missing WAVES with a LEN given; neither: the defaults)."""
+    parts = []
+    for c, gap, n, w in rates:
+        if n is None:
+            parts.append(f"{c}:{gap!r}")
+        else:
+            parts.append(f"{c}:{gap!r}:{n}" + (f":{w}" if w is not None else ""))
+    got = bp.parse_rates(",".join(parts), output_len=7, waves=3)
+    for (c, gap, n, w), x in zip(rates, got, strict=True):
+        assert (x["concurrency"], x["gap_s"]) == (c, gap)
+        assert x["output_len"] == (n if n is not None else 7)
+        assert x["waves"] == (w if (n is not None and w is not None) else 3)
+        assert x["requests"] == x["waves"] * c and x["nominal_tok_s"] == c / gap
+
+
+def _client(cpu: float, tok: float, itl_us: float, served: float = 1.0) -> dict:
+    return {"cpu_ratio": cpu, "tok_s_ratio": tok, "served_ratio": served,
+            "itl_error": {"dist_p50_diff_s": itl_us * 1e-6}}
+
+
+def _rate(nominal: float, pairs: list[tuple]) -> dict:
+    return {"nominal_tok_s": nominal, "output_len": 512,
+            "pairs": [{"clients": {"bench": _client(1, 1, 0), "hot": _client(*p)}}
+                      for p in pairs]}
+
+
+def _sat(ratio: float, bench_plateau: bool, probe_plateau: bool) -> dict:
+    return {"share": 0.15, "ratio_vs_bench": {"hot": ratio},
+            "clients": {"bench": {"sat_tok_s": 10_000, "at_nominal_tok_s": 40_000,
+                                  "plateau": bench_plateau},
+                        "hot": {"sat_tok_s": 10_000 * ratio, "at_nominal_tok_s": 80_000,
+                                "plateau": probe_plateau}}}
+
+
+def _by_target(vs: list[dict]) -> dict:
+    return {v["target"]: v["met"] for v in vs}
+
+
+def test_verdicts_every_pair_counts() -> None:
+    """One pair over a limit fails its target; the 5k rate's CPU and ITL do not count (only
+    the rates at 20k do), but every rate's tok/s does."""
+    rates = [_rate(5000, [(0.9, 1.0, 400)] * 3),
+             _rate(20000, [(0.33, 1.01, 10), (0.34, 1.02, -20), (0.35, 1.029, 45)]),
+             _rate(50000, [(0.35, 1.025, 20)] * 3)]
+    v = bp.verdicts(rates, _sat(2.2, True, True), ["hot"])
+    assert _by_target(v) == {"cpu": True, "tok_s": True, "itl_p50": True, "saturation": True}
+    rates[1]["pairs"][2]["clients"]["hot"] = _client(0.51, 1.031, -51)
+    v = bp.verdicts(rates, _sat(1.9, True, True), ["hot"])
+    assert _by_target(v) == {"cpu": False, "tok_s": False, "itl_p50": False,
+                             "saturation": False}
+    tok = next(x for x in v if x["target"] == "tok_s")
+    assert "outside at 20k/512tok" in tok["text"] and "50k" not in tok["text"].split("outside")[1]
+    rates[2]["pairs"][0]["clients"]["hot"] = _client(0.3, 0.96, 0)     # below by 4 %
+    tok = next(x for x in bp.verdicts(rates, None, ["hot"]) if x["target"] == "tok_s")
+    assert "50k/512tok" in tok["text"].split("outside")[1]
+
+
+def test_verdicts_saturation_is_judged_only_where_bench_serve_stopped_growing() -> None:
+    rates = [_rate(20000, [(0.3, 1.0, 0)])]
+    sat = {(r, b, p): _by_target(bp.verdicts(rates, _sat(r, b, p), ["hot"]))["saturation"]
+           for r in (1.5, 2.5) for b in (True, False) for p in (True, False)}
+    assert sat == {(2.5, True, True): True, (2.5, True, False): True,     # a lower bound >= 2
+                   (1.5, True, True): False, (1.5, True, False): None,    # still growing
+                   (2.5, False, True): None, (2.5, False, False): None,
+                   (1.5, False, True): None, (1.5, False, False): None}
+    assert _by_target(bp.verdicts(rates, None, ["hot"]))["saturation"] is None
+    assert _by_target(bp.verdicts([_rate(5000, [(0.3, 1.0, 0)])], None, ["hot"]))["cpu"] is None
