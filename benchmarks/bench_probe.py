@@ -743,13 +743,22 @@ _CGROUPS: list[CpuQuota] = []
 """Every cgroup this run made (removed on the way out, see :func:`main`)."""
 
 
+def plateaued(tok_s: list[float], tol: float = 0.05) -> bool:
+    """Whether a client's medians over rates low to high (``tok_s``) had stopped growing: at
+    least two rates and the last at most ``tol`` above the highest of the ones before."""
+    return len(tok_s) > 1 and tok_s[-1] <= (1 + tol) * max(tok_s[:-1])
+
+
 def saturation(rates: list[dict], clients: list[str], share: float) -> dict:
     """Each client's saturation from a sweep at a CPU quota (``rates``: :func:`stream_sweep`'s,
     low to high): per rate its median tok/s, the server's median sent tok/s and send lag p50;
     ``sat_tok_s`` the highest median (measured, at ``share`` of a core), ``plateau`` whether
-    the last rate's median is within 5 % of the rate before's (the growth had stopped; if not,
-    the sweep did not reach saturation), ``one_core_derived_tok_s`` = sat / share; and
-    ``ratio_vs_bench`` — each variant's sat over ``bench serve``'s."""
+    the growth had stopped: the last rate's median is at most 5 % above the highest median of
+    the rates before it (if not, the sweep did not reach saturation; a flat series whose last
+    step is noise, e.g. 14.1k → 16.0k after 15.9k at a lower rate, counts as stopped — the rule
+    until 2026-12-03 16:40 compared with the one rate before only and called that growing),
+    ``one_core_derived_tok_s`` = sat / share; and ``ratio_vs_bench`` — each variant's sat over
+    ``bench serve``'s."""
     out: dict = {"share": share, "clients": {}, "ratio_vs_bench": {}}
     for who in clients:
         per = []
@@ -766,7 +775,7 @@ def saturation(rates: list[dict], clients: list[str], share: float) -> dict:
                             r["cgroup"]["nr_throttled"] / max(1, r["cgroup"]["nr_periods"])
                             for r in runs)})
         best = max(per, key=lambda x: x["tok_s"])
-        plateau = len(per) > 1 and per[-1]["tok_s"] <= 1.05 * per[-2]["tok_s"]
+        plateau = plateaued([x["tok_s"] for x in per])
         out["clients"][who] = {"per_rate": per, "sat_tok_s": best["tok_s"],
                                "at_nominal_tok_s": best["nominal_tok_s"], "plateau": plateau,
                                "one_core_derived_tok_s": best["tok_s"] / share}
@@ -997,6 +1006,34 @@ def lab_column(a: argparse.Namespace, py: str, url: str, model: str, tok: str, t
             "pairs": pairs, "median": med}
 
 
+def _print_verdicts(vs: list[dict]) -> None:
+    for x in vs:
+        word = {True: "MET", False: "NOT MET", None: "NOT MEASURED"}[x["met"]]
+        print(f"verdict {x['target']:10s} {x['variant']:15s} {word}: {x['text']}", flush=True)
+
+
+def judge(path: Path) -> int:
+    """``--judge FILE``: a saved ``--stream`` run's JSON (``rates``, ``variants``, and a
+    ``saturation`` with its own ``rates`` from ``--sat-stream``) judged again with this code —
+    the saturation summary recomputed from the sweep's per-run figures, then
+    :func:`verdicts` — and the verdict lines printed; the file is not changed. Returns 0;
+    raises ``KeyError`` for a file without those keys (a run with ``--quota`` has no
+    uncapped rates to judge)."""
+    d = json.loads(path.read_text())
+    sat = d.get("saturation")
+    if sat is not None and "rates" in sat:
+        summ = saturation(sat["rates"], ["bench", *d["variants"]], sat["share"])
+        for who, x in summ["clients"].items():
+            print(f"saturation at {sat['share']:g} of a core, {who:15s}: medians "
+                  + ", ".join(f"{r['tok_s']:,.0f}" for r in x["per_rate"])
+                  + f" tok/s; growth stopped: {x['plateau']}")
+        sat = summ
+    elif sat is not None:
+        raise KeyError("saturation.rates: a --quota run caps every rate; nothing uncapped")
+    _print_verdicts(verdicts(d["rates"], sat, d["variants"]))
+    return 0
+
+
 def git_state() -> dict:
     """The tree this run measured: ``HEAD``'s commit and the paths under ``benchmarks/`` and
     ``console/`` that differ from it (``[]``: the commit's code exactly)."""
@@ -1057,7 +1094,12 @@ def main(argv: list[str] | None = None) -> int:
                     help="a lock file held exclusively (flock) around the lab's load, before "
                          "the lab's own disrupt.lock (e.g. the shared lab-tests lock)")
     ap.add_argument("--json", metavar="FILE")
+    ap.add_argument("--judge", metavar="FILE",
+                    help="send no load: re-judge a saved --stream run's JSON with this code's "
+                         "saturation() and verdicts() and print the verdict lines")
     a = ap.parse_args(argv)
+    if a.judge:
+        return judge(Path(a.judge))
     if a.sat_stream and a.sat_quota is None:
         ap.error("--sat-stream needs --sat-quota SHARE")
     if a.sat_stream and a.quota is not None:
@@ -1112,10 +1154,7 @@ def main(argv: list[str] | None = None) -> int:
         if a.quota is None:   # the targets, on this run's uncapped rates (printed last)
             res["verdicts"] = verdicts(res["rates"], res.get("saturation"),
                                        a.variants.split(","))
-            for x in res["verdicts"]:
-                word = {True: "MET", False: "NOT MET", None: "NOT MEASURED"}[x["met"]]
-                print(f"verdict {x['target']:10s} {x['variant']:15s} {word}: {x['text']}",
-                      flush=True)
+            _print_verdicts(res["verdicts"])
         up1 = uptime()
         print(up1, flush=True)
         if a.json:

@@ -241,3 +241,18 @@ def test_verdicts_saturation_is_judged_only_where_bench_serve_stopped_growing() 
                    (1.5, False, True): None, (1.5, False, False): None}
     assert _by_target(bp.verdicts(rates, None, ["hot"]))["saturation"] is None
     assert _by_target(bp.verdicts([_rate(5000, [(0.3, 1.0, 0)])], None, ["hot"]))["cpu"] is None
+
+
+def test_plateau_is_no_new_high_not_the_last_step() -> None:
+    """bench serve's medians at 0.15 of a core on 2026-12-03 (flat from the first rate, the
+    last step +13 % of noise) stopped growing; a series still climbing did not."""
+    flat = [15860, 15113, 14928, 14101, 16006]
+    assert bp.plateaued(flat)
+    assert not bp.plateaued([18678, 34349, 36347, 37779, 41000])   # +8.5 % over the best
+    assert bp.plateaued([18678, 34349, 36347, 37779, 39578])       # +4.8 %
+    assert not bp.plateaued([10_000])
+    rates = [{"nominal_tok_s": n, "pairs": [{"clients": {"bench": {
+        "output_throughput": t, "server": {"tok_s": n, "send_lag_s": {"p50": 0.0006}},
+        "core_share": 0.15, "cgroup": {"nr_throttled": 99, "nr_periods": 100}}}}]}
+        for n, t in zip([20e3, 40e3, 60e3, 80e3, 100e3], flat, strict=True)]
+    assert bp.saturation(rates, ["bench"], 0.15)["clients"]["bench"]["plateau"] is True
