@@ -6,12 +6,14 @@ from __future__ import annotations
 
 import json
 import math
+from dataclasses import replace
 
 from hypothesis import example, given
 from hypothesis import strategies as st
 
 from seat_console.fleet.promapi import PromError, parse_response, parse_value
-from seat_console.fleet.rows import build_rows, cells, queries
+from seat_console.fleet.rows import PART, build_rows, cells, queries, split
+from test_fleet_rows import states_answer
 
 Q = 'max by (instance) (seat_engine_up)'
 WHAT = "http://prom.test:9090/api/v1/query"
@@ -161,8 +163,6 @@ def test_rows_unknown_flags_never_read_as_zero(seen_vals, flags):
     got["seen"] = _vec([({"instance": i}, "999.0") for i in insts])
     fams = ["seat_engine_up", "seat_hold_active", "seat_hold_lease_armed",
             "seat_hold_without_lease", "seat_silence_active", "seat_probe_disrupted"]
-    from test_fleet_rows import states_answer
-
     got["states"] = states_answer({insts[0]: dict(zip(fams, flags, strict=True))})
     rows = build_rows(got, 1000.0, 15.0)
     assert len(rows) == len(insts)                     # every seat keeps its row
@@ -176,3 +176,28 @@ def test_rows_unknown_flags_never_read_as_zero(seen_vals, flags):
             assert texts[4] == "n/a"
         if r.gpus < 0:                                  # the GPU query failed: n/a, not 0
             assert texts[7] == "n/a"
+
+
+@given(st.lists(st.tuples(st.sampled_from(["states", "times", "probe", "", "x", None]),
+                          st.dictionaries(st.sampled_from(["instance", "__name__", "q"]),
+                                          st.text(max_size=6), max_size=3),
+                          value_text), max_size=12))
+def test_split_puts_each_series_in_its_part_and_names_the_rest(series):
+    """:func:`split` of a merged answer (any labels, any ``part`` tag or none): every series
+    tagged with a part name is in that part and only there, the rest are counted in a
+    problem, warnings stay; never raises, never drops a tagged series."""
+    names = ["states", "times", "probe"]
+    res = _vec([({**m, **({PART: p} if p is not None else {})}, v) for p, m, v in series])
+    res = replace(res, warnings=("partial",))
+    got = split(res, names)
+    assert list(got) == names
+    for n in names:
+        want = [s for s in res.series if s.labels.get(PART) == n]
+        assert list(got[n].series) == want
+    stray = sum(1 for s in res.series if s.labels.get(PART) not in names)
+    assert got["states"].warnings == ("partial",)
+    if stray:
+        assert any(f"{stray} series" in p for p in got["states"].problems)
+    else:
+        assert got["states"].problems == res.problems
+    assert split(None, names) == dict.fromkeys(names)

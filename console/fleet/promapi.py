@@ -312,7 +312,7 @@ class PromClient:
     for the bounded-cost check. Thread-safe: one urllib3 connection pool for the server
     (keep-alive, up to 8 connections; its own retries and redirects off — tenacity retries
     here, and a redirect is an answer, not followed). urllib3, not httpx: ~0.3 ms of CPU a
-    request against httpx's ~0.6 ms, and a 1,000-seat refresh sends 9–10 (docs/benchmarks.md).
+    request against httpx's ~0.6 ms, and a 1,000-seat refresh sends 3–4 (docs/benchmarks.md).
     """
 
     url: str

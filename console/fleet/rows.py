@@ -1,7 +1,8 @@
 """The fleet's rows: a fixed set of PromQL instant queries per refresh, whatever the seat count.
 
-Every refresh sends the :data:`QUERIES` (10 instant queries, each aggregated ``by (instance)``
-— never one query per node) evaluated at one instant, plus one Alertmanager
+Every refresh sends the :func:`wire_queries` (4 instant queries, each aggregated ``by (instance)``
+— never one query per node; the ten parts of :func:`queries`, the small ones merged with
+``or``) evaluated at one instant, plus one Alertmanager
 ``GET /api/v2/silences`` for all silences, and joins the answers by the ``instance`` label into
 one :class:`FleetRow` per seat. All of a seat's series must share its ``instance`` value (the
 fleet simulator's do; in a real fleet relabel the exporter's, vLLM's and dcgm-exporter's jobs
@@ -21,7 +22,8 @@ series, unknown, held, healthy; by node name within a rank.
 
 When Prometheus does not answer the ``seen`` query (down, slow, an error), the refresh keeps
 the last good rows and says how old they are and why (:class:`FleetReading`); a failure of
-another query blanks only its columns (unknown, never 0) and is listed in ``problems``;
+another query blanks only its columns (``state``: hold, silence, probe, runbook, sources;
+``numbers``: requests, KV, GPU — unknown, never 0) and is listed in ``problems``;
 ``warnings`` (partial responses of Thanos / Mimir) are passed on to the screen.
 """
 
@@ -69,8 +71,9 @@ header's counts depend on them (7)."""
 
 
 def queries(window_s: float, scrape_interval_s: float) -> dict[str, str]:
-    """The instant queries of one refresh, name → PromQL (10; independent of the seat count):
-    the :data:`STATE_QUERIES` then the :data:`NUMBER_QUERIES` for every seat.
+    """The parts of one refresh's instant queries, name → PromQL (10; independent of the seat
+    count): the :data:`STATE_QUERIES` then the :data:`NUMBER_QUERIES` for every seat. A
+    refresh sends them as the 4 :func:`wire_queries` (the small parts merged).
 
     ``window_s``: how far back a vanished seat is still listed (s); ``scrape_interval_s``:
     the scrape interval (s). ``seen`` is ``A or B or C``: A the current sample's exact time;
@@ -138,6 +141,61 @@ def number_queries(instances: Iterable[str] | None) -> dict[str, str]:
         "kv": f'max by (instance) ({{__name__=~"{_names(KV_NAMES)}"{m}}})',
         "gpu": gpu_query(m),
     }
+
+
+PART = "part"
+"""The label each part of a merged query is tagged with (:func:`merge`)."""
+WIRE = {"state": ("states", "times", "probe", "runbook", "sources_down"),
+        "numbers": NUMBER_QUERIES}
+"""The merged queries a refresh sends, name → the :func:`queries` parts each carries. A query
+costs the client ~0.6 ms of CPU before its first series (request, headers, retry wrapper,
+JSON envelope) and a thread: five small state queries sent as one saved ~3 ms of a
+1,000-seat refresh's ~20 (docs/benchmarks.md)."""
+
+
+def merge(parts: Mapping[str, str]) -> str:
+    """One PromQL instant query that answers every ``parts`` query (name → PromQL) at once:
+    each part wrapped in ``label_replace(…, "part", name, "", "")`` and the parts joined with
+    ``or``. The tag keeps them apart: ``or`` matches label sets without ``__name__`` (checked
+    on Prometheus 2.42: ``max by (instance, __name__) (a) or max by (instance, __name__) (b)``
+    drops ``b`` of every instance in ``a``), so two parts that aggregate ``by (instance,
+    __name__)`` would otherwise shadow each other. Every part aggregates ``by`` its own labels,
+    so no scraped ``part`` label reaches the answer. :func:`split` takes it apart."""
+    return " or ".join(f'label_replace({q}, "{PART}", "{n}", "", "")' for n, q in parts.items())
+
+
+def split(res: QueryResult | None, names: Sequence[str]) -> dict[str, QueryResult | None]:
+    """The answer of a :func:`merge` query → one :class:`QueryResult` per part name (``None``
+    for all when ``res`` is ``None``: the query failed). A series tagged with no name of
+    ``names`` is left out and named in the first part's ``problems``; warnings go with the
+    first part. Raises nothing."""
+    if res is None:
+        return dict.fromkeys(names)
+    by: dict[str, list] = {n: [] for n in names}
+    stray = 0
+    for s in res.series:
+        b = by.get(s.labels.get(PART, ""))
+        if b is None:
+            stray += 1
+        else:
+            b.append(s)
+    problems = res.problems + ((f"{stray} series of the merged query carry no known "
+                                f"'{PART}' label (a proxy rewrote labels?); left out",)
+                               if stray else ())
+    return {n: QueryResult(res.query, res.result_type, tuple(by[n]),
+                           res.warnings if i == 0 else (), problems if i == 0 else ())
+            for i, n in enumerate(names)}
+
+
+def wire_queries(window_s: float, scrape_interval_s: float) -> dict[str, str]:
+    """The instant queries a refresh sends, name → PromQL (4, independent of the seat count):
+    ``seen`` and ``identity`` of :func:`queries`, ``state`` (its other five state parts
+    merged) and ``numbers`` (the three :data:`NUMBER_QUERIES` merged, every seat's:
+    a windowed refresh sends :func:`number_queries` for its window instead)."""
+    q = queries(window_s, scrape_interval_s)
+    out = {"seen": q["seen"], "identity": q["identity"]}
+    out.update({w: merge({n: q[n] for n in parts}) for w, parts in WIRE.items()})
+    return out
 
 
 def gpu_query(match: str = "") -> str:
@@ -463,8 +521,9 @@ class SilenceIndex:
 
 
 def _parallel(jobs: Mapping[str, Callable[[], Any]]) -> dict[str, Any]:
-    """Run each job in its own daemon thread (a hung request cannot keep the process alive at
-    exit); returns name → result or the exception it raised."""
+    """Run the jobs at once: the first on this thread, each other in its own daemon thread (a
+    hung request cannot keep the process alive at exit); returns name → result or the
+    exception it raised."""
     out: dict[str, Any] = {}
 
     def run(name: str, fn: Callable[[], Any]) -> None:
@@ -473,10 +532,13 @@ def _parallel(jobs: Mapping[str, Callable[[], Any]]) -> dict[str, Any]:
         except BaseException as exc:  # noqa: BLE001 - handed back to the caller
             out[name] = exc
 
+    items = list(jobs.items())
     threads = [threading.Thread(target=run, args=(n, f), daemon=True, name=f"fleet:{n}")
-               for n, f in jobs.items()]
+               for n, f in items[1:]]
     for t in threads:
         t.start()
+    if items:
+        run(*items[0])
     for t in threads:
         t.join()
     return out
@@ -509,29 +571,30 @@ class Fleet:
     _identity: tuple[float, QueryResult] | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
-        self.queries = queries(self.window_s, self.scrape_interval_s)
+        self.queries = wire_queries(self.window_s, self.scrape_interval_s)
 
     def refresh(self, window: Callable[[Sequence[FleetRow]], Iterable[str]] | None = None
                 ) -> FleetReading:
         """One refresh (blocking: run it in a worker thread). Never raises for Prometheus or
         Alertmanager trouble: it is in the reading.
 
-        ``window``: ``None`` reads every seat's moving numbers with the rest (the 10
-        :func:`queries` in parallel: ``fleet --json``). Otherwise the refresh is two rounds: the
-        :data:`STATE_QUERIES` (and Alertmanager) for every seat, which settle the rows and their
-        order; then ``window(rows)`` — the sorted rows, called on this thread — names the seats
-        whose numbers to read (the screen's visible rows and a page around them), and the
-        :data:`NUMBER_QUERIES` are sent for those seats only (:func:`number_queries`; skipped
-        when it names none). The other rows have ``numbers_read`` false. At most 10 queries
-        (``identity`` is reused for ``identity_every_s``: 9 at most refreshes); at 1,000 seats
-        about a third of the samples of a full refresh (docs/benchmarks.md)."""
+        ``window``: ``None`` reads every seat's moving numbers with the rest (the 4
+        :func:`wire_queries` at once: ``fleet --json``). Otherwise the refresh is two rounds:
+        ``seen``, ``identity`` and ``state`` (and Alertmanager) for every seat, which settle
+        the rows and their order; then ``window(rows)`` — the sorted rows, called on this
+        thread — names the seats whose numbers to read (the screen's visible rows and a page
+        around them), and one ``numbers`` query (:func:`merge` of :func:`number_queries`) is
+        sent for those seats only (skipped when it names none). The other rows have
+        ``numbers_read`` false. At most 4 queries (``identity`` is reused for
+        ``identity_every_s``: 3 at most refreshes); at 1,000 seats about a third of the
+        samples of a full refresh (docs/benchmarks.md)."""
         t0 = time.perf_counter()
         now = self.clock()
         sent0 = self.prom.requests
         ident = self._identity
         reuse = window is not None and ident is not None and now - ident[0] < \
             self.identity_every_s
-        names = [n for n in self.queries if (window is None or n not in NUMBER_QUERIES)
+        names = [n for n in self.queries if (window is None or n != "numbers")
                  and not (reuse and n == "identity")]
         jobs: dict[str, Callable[[], Any]] = {
             n: (lambda q=self.queries[n]: self.prom.query(q, at=now)) for n in names}
@@ -551,6 +614,9 @@ class Fleet:
         problems: list[str] = []
         warnings: list[str] = []
         got = _collect(results, names, warnings, problems)
+        for w in WIRE:
+            if w in got:
+                got.update(split(got.pop(w), WIRE[w]))
         if reuse:
             assert ident is not None
             known = {x.labels.get("instance") for x in ident[1].series}
@@ -601,9 +667,9 @@ class Fleet:
         want -= set(keep)
         if not want:
             return rows
-        nq = number_queries(want)
-        results = _parallel({n: (lambda q=q: self.prom.query(q, at=at)) for n, q in nq.items()})
-        return fill_numbers(rows, _collect(results, list(nq), warnings, problems), want)
+        results = {"numbers": self._query_or_error(merge(number_queries(want)), at)}
+        got = _collect(results, ["numbers"], warnings, problems)
+        return fill_numbers(rows, split(got["numbers"], WIRE["numbers"]), want)
 
     def read_numbers(self, reading: FleetReading, instances: Iterable[str]) -> FleetReading:
         """``reading`` with the moving numbers of ``instances`` read (at the reading's own
@@ -854,7 +920,7 @@ def with_state(row: FleetRow, **changes: Any) -> FleetRow:
     return replace(row, **changes)
 
 
-__all__ = ["COLUMNS", "NUMBER_QUERIES", "STATE_QUERIES", "Fleet", "FleetReading", "FleetRow",
-           "InventoryEntry", "PromError", "RANK", "SilenceIndex", "build_rows", "cells",
+__all__ = ["COLUMNS", "NUMBER_QUERIES", "STATE_QUERIES", "WIRE", "Fleet", "FleetReading",
+           "FleetRow", "InventoryEntry", "PromError", "RANK", "SilenceIndex", "build_rows", "cells",
            "fill_numbers", "fmt_age", "gpu_query", "hhmm", "instance_matcher", "iso",
-           "number_queries", "queries", "sort_rows"]
+           "merge", "number_queries", "queries", "sort_rows", "split", "wire_queries"]
