@@ -40,6 +40,7 @@ from seat_console.tui import keys as keytable
 from seat_console.tui.early import take_context
 from seat_console.tui import first_frame
 from seat_console.tui.first_frame import header_line
+from seat_console.tui.heap import FREEZE_AFTER_S, freeze_startup_heap
 from seat_console.tui.hangup import (
     RUNBOOK_STOP_GRACE_S,
     HangupMixin,
@@ -167,6 +168,8 @@ class SeatConsoleApp(PollingMixin, HangupMixin, App[int]):
         self._schedule_age_tick()
         if self.watch_terminal and not self.is_headless:
             self._install_hangup_watch()
+        if not self.is_headless:
+            self.set_timer(FREEZE_AFTER_S, freeze_startup_heap)
         self.start_polling()
         first = next(iter(self._states.values()), None)
         if first is not None:   # a focused panel: visible, and the keys scroll the column

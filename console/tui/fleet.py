@@ -54,6 +54,8 @@ from seat_console.fleet.detail import SeatHistory, read_history, spark
 from seat_console.fleet.rows import COLUMNS, Fleet, FleetReading, FleetRow, cells, fmt_age, iso
 from seat_console.fleet.setup import console_argv
 from seat_console.tui.fleet_table import Content, FleetTable
+from seat_console.tui.heap import FREEZE_AFTER_S, freeze_startup_heap
+from seat_console.tui.quiet_driver import driver_class
 
 WIDE_FROM_COLS = 140
 NARROW = {"node": 12, "engine": 11, "hold": 14, "silence": 7, "running": 4, "waiting": 4,
@@ -250,6 +252,12 @@ class FleetApp(App[int]):
         self._numbers_busy = False
         self.numbers_reads = 0
 
+    def get_driver_class(self) -> type:
+        """:func:`~seat_console.tui.quiet_driver.driver_class` of Textual's choice: on a Linux
+        terminal the input thread wakes once a second while nobody types, not ten times (as
+        the single-node console's; keys are as fast)."""
+        return driver_class(super().get_driver_class())
+
     def compose(self) -> ComposeResult:
         yield Static("fleet · connecting …", id="fleet-header")
         yield Static("", id="fleet-banner", classes="hidden")
@@ -262,6 +270,8 @@ class FleetApp(App[int]):
         self._build_columns(self.size.width)
         self.set_interval(1.0, self._tick_header)
         self._start_refresh()
+        if not self.is_headless:
+            self.set_timer(FREEZE_AFTER_S, freeze_startup_heap)
 
     # -- refresh loop ---------------------------------------------------------------------
     def _start_refresh(self) -> None:
