@@ -224,6 +224,28 @@ async def test_screen_200x60_wide_and_in_place_updates(prom10):
         assert len(app.timings) >= 3
 
 
+async def test_header_says_refreshing_only_while_a_refresh_is_slow(prom10):
+    """A refresh that takes longer than BUSY_SHOWN_AFTER_S says so in the header at the next
+    tick; a quick one never does (it cost a frame of its own at every refresh)."""
+    from seat_console.tui.fleet import BUSY_SHOWN_AFTER_S
+
+    app = _app(prom10, interval_s=1.0)
+    async with app.run_test(size=(120, 30)) as pilot:
+        await _wait(pilot, lambda: app.refreshes >= 2, "two quick refreshes")
+        assert "refreshing" not in app.header_text()
+        prom10.pause()
+        try:
+            await _wait(pilot, lambda: app.busy, "a refresh to start against the paused server")
+            if time.monotonic() - app._busy_since < BUSY_SHOWN_AFTER_S / 2:
+                assert "refreshing" not in app.header_text()  # not yet: under the threshold
+            await _wait(pilot, lambda: "refreshing" in str(app.query_one("#fleet-header").render()),
+                        f"'refreshing' in the header after {BUSY_SHOWN_AFTER_S} s")
+        finally:
+            prom10.resume()
+        await _wait(pilot, lambda: not app.busy and "refreshing" not in app.header_text(),
+                    "the refresh to finish and the header to drop it")
+
+
 async def test_a_opens_the_inventory_console_readonly(prom10, tmp_path):
     first = next(s for s in prom10.plan if s.kind == "held-no-lease")
     ran: list[list[str]] = []

@@ -58,6 +58,9 @@ from seat_console.tui.heap import FREEZE_AFTER_S, freeze_startup_heap
 from seat_console.tui.quiet_driver import driver_class
 
 WIDE_FROM_COLS = 140
+BUSY_SHOWN_AFTER_S = 1.0
+"""A refresh still running this long (s) is said in the header (``· refreshing``), at the
+next of its once-a-second ticks."""
 NARROW = {"node": 12, "engine": 11, "hold": 14, "silence": 7, "running": 4, "waiting": 4,
           "kv": 5, "gpu": 8, "probe": 7}
 """Narrow widths include the one-space gap (cell padding 0); the node column takes the rest."""
@@ -236,6 +239,7 @@ class FleetApp(App[int]):
         self.reading: FleetReading | None = None
         self.failures = 0
         self.busy = False
+        self._busy_since = 0.0
         self.filter_text = ""
         self.timings: list[float] = []
         self.query_times: list[float] = []
@@ -278,6 +282,7 @@ class FleetApp(App[int]):
         if self.busy:
             return
         self.busy = True
+        self._busy_since = time.monotonic()
         self._note_window()
         started = time.perf_counter()
         fleet = self.fleet
@@ -463,7 +468,10 @@ class FleetApp(App[int]):
         late = age is not None and age > 2 * self.interval_s + 5
         when = (f"rows {iso(r.rows_at)[11:]}" + (f" ({fmt_age(age)} ago)" if late else "")
                 if r.rows_at else "no rows")
-        busy = " · refreshing" if self.busy else ""
+        # "refreshing" only for a refresh still running after BUSY_SHOWN_AFTER_S (a slow
+        # Prometheus): saying it for every ~0.15 s refresh cost a frame of its own each time
+        busy = " · refreshing" if self.busy and time.monotonic() - self._busy_since >= \
+            BUSY_SHOWN_AFTER_S else ""
         shown = f"{len(self._order)}/{len(r.rows)} shown · " if self.filter_text else ""
         return (f"fleet · {len(r.rows)} seats: {', '.join(parts) or 'none'} · {shown}{when} · "
                 f"{r.queries} queries{busy} · {self.fleet.prom.url}")
