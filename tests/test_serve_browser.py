@@ -36,6 +36,8 @@ from seat_console.widgets.evidence import EvidenceScreen
 from seat_console.widgets.panel import SourcePanel
 
 HELP_TITLE = "Seat Console — help"
+HELP_KEY = "question_mark"
+"""The key that opens the help on the main screen and closes it on the help screen."""
 
 KEY_SOURCES = (SeatConsoleApp, SourcePanel, HelpScreen, DetailScreen, EvidenceScreen,
                ConfirmScreen)
@@ -155,7 +157,7 @@ def settle(tab: BrowserTab, after: str) -> bool:
         if not shown:
             if helped and at_main(tab):
                 return paused
-            tab.press("question_mark")
+            tab.press(HELP_KEY)
             shown = tab.wait_for(lambda: open_screens(tab),
                                  f"the help screen after {after} (a dialog took the keys?)",
                                  timeout_s=90)
@@ -233,7 +235,7 @@ def test_serve_live_readonly_offline(lab, chromium, tmp_path: Path) -> None:
         assert len(served.viewer_pids()) == 1
 
         # the help (?) lists no node action, only what a viewer may do
-        tab.press("question_mark")
+        tab.press(HELP_KEY)
         tab.wait_text(HELP_TITLE, "the help screen")
         help_text = tab.text()
         for b in node_actions:
@@ -252,8 +254,18 @@ def test_serve_live_readonly_offline(lab, chromium, tmp_path: Path) -> None:
         for key, action in all_keys():
             if key in quit_keys():   # q also closes help / detail: it is pressed last
                 continue
+            if key == HELP_KEY:      # settle's own probe key: walked on its own (below)
+                continue
             tab.press(key)
             paused_seen = settle(tab, f"{key} ({action})") or paused_seen
+        # "?" both opens the help (main screen) and closes it (the help's own binding), so it
+        # cannot be settle's probe for itself: pressed blind after it, the probe closed the
+        # help the key had opened before the browser showed it, and waited for a screen
+        # that would never come (CI, stop 28). Each of its two bindings, awaited:
+        tab.press(HELP_KEY)
+        tab.wait_text(HELP_TITLE, "the help screen after ? on the main screen")
+        tab.press(HELP_KEY)
+        tab.wait_for(lambda: at_main(tab), "the main screen after ? on the help screen")
         assert paused_seen, "p never paused: the keys did not reach the app"
         if "PAUSED" in tab.lines()[0]:
             tab.press("p")
