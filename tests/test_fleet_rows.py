@@ -22,6 +22,7 @@ from seat_console.fleet.rows import (
     build_rows,
     cells,
     instance_matcher,
+    node_names,
     queries,
 )
 from seat_console.fleet.setup import console_argv
@@ -361,3 +362,24 @@ def test_instance_matcher_matches_its_members_literally_and_nothing_else(members
             assert not rx.fullmatch(v), (v, pattern)
     assert instance_matcher(None) == ""
     assert instance_matcher(list(reversed(members))) == m
+
+
+def test_node_names_from_the_identity_answer_given_or_decoded():
+    """A seat's node name is its ``seat_info`` ``node`` label (the last series of a seat
+    renamed within the window); ``build_rows`` decodes ``identity`` itself, or takes the
+    decoding :class:`Fleet` keeps beside a reused answer — the same rows either way; a seat
+    with no ``node`` label shows its instance."""
+    got = _got({"a:1": _seat(), "b:1": _seat(), "c:1": _seat()})
+    got["identity"] = _vec([({"instance": "a:1", "node": "old-a"}, 1),
+                            ({"instance": "a:1", "node": "node-a"}, 1),
+                            ({"instance": "b:1", "node": "node-b"}, 1),
+                            ({"instance": "c:1"}, 1)])
+    names = node_names(got["identity"])
+    assert names == {"a:1": "node-a", "b:1": "node-b", "c:1": None}
+    assert node_names(None) == {}
+    decoded = build_rows(got, NOW, 15.0)
+    assert {r.instance: r.node for r in decoded} == {"a:1": "node-a", "b:1": "node-b",
+                                                     "c:1": "c:1"}
+    assert build_rows(got, NOW, 15.0, nodes=names) == decoded
+    renamed = build_rows(got, NOW, 15.0, nodes={**names, "b:1": "node-b2"})
+    assert {r.instance: r.node for r in renamed}["b:1"] == "node-b2"

@@ -572,7 +572,10 @@ class Fleet:
     last_good: FleetReading | None = None
     queries: dict[str, str] = field(default_factory=dict)
     identity_every_s: float = 60.0
-    _identity: tuple[float, QueryResult] | None = field(default=None, repr=False)
+    _identity: tuple[float, QueryResult, dict[str, str | None]] | None = field(
+        default=None, repr=False)
+    """The last ``identity`` answer: when it was read, the answer, and its
+    :func:`node_names` (decoded once, reused with the answer)."""
 
     def __post_init__(self) -> None:
         self.queries = wire_queries(self.window_s, self.scrape_interval_s)
@@ -630,9 +633,11 @@ class Fleet:
                                     ["identity"], warnings, problems))
             else:
                 got["identity"] = ident[1]
-        if isinstance(got.get("identity"), QueryResult) and got["identity"] is not (
-                ident[1] if ident else None):
-            self._identity = (now, got["identity"])
+        answer = got.get("identity")
+        if isinstance(answer, QueryResult) and answer is not (ident[1] if ident else None):
+            self._identity = (now, answer, node_names(answer))
+        nodes = (self._identity[2] if self._identity is not None
+                 and answer is self._identity[1] else None)
         silences = results.get("__silences")
         index: SilenceIndex | None = None
         if isinstance(silences, tuple):
@@ -644,7 +649,7 @@ class Fleet:
         previous = {r.instance: r for r in self.last_good.rows} if self.last_good else {}
         carried: set[str] = set()
         rows = build_rows(got, now, self.scrape_interval_s, self.inventory, index, previous,
-                          numbers=window is None, carried=carried)
+                          numbers=window is None, carried=carried, nodes=nodes)
         if index is not None and index.unreadable:
             problems.append(f"Alertmanager: {index.unreadable} matcher(s) are not valid RE2; "
                             "those silences are left out")
@@ -835,28 +840,22 @@ def _seen(res: QueryResult | None) -> tuple[dict[str, float | None], set[str]]:
     return {inst: (v if v is None or v >= 0 else -v) for inst, v in best.items()}, current
 
 
-_NODES: tuple[QueryResult | None, dict[str, str | None]] = (None, {})
-"""The last ``identity`` answer decoded (:func:`_nodes`): the answer is reused for a minute
-(:attr:`Fleet.identity_every_s`), so is its decoding."""
-
-
-def _nodes(res: QueryResult | None) -> dict[str, str | None]:
-    """The ``identity`` answer → instance → ``node`` label (the last series of a seat)."""
-    global _NODES
+def node_names(res: QueryResult | None) -> dict[str, str | None]:
+    """The ``identity`` answer → ``{instance: node label}`` (a seat's last series; ``None``
+    where it has no ``node`` label); ``{}`` for no answer. Pure; raises nothing.
+    :class:`Fleet` keeps it beside the answer it reuses (``identity_every_s``), so a reused
+    answer is decoded once."""
     if res is None:
         return {}
-    if _NODES[0] is res:
-        return _NODES[1]
-    out = {inst: ss[-1].labels.get("node") for inst, ss in _by_instance(res).items()}
-    _NODES = (res, out)
-    return out
+    return {inst: ss[-1].labels.get("node") for inst, ss in _by_instance(res).items()}
 
 
 def build_rows(got: Mapping[str, QueryResult | None], now: float, scrape_interval_s: float,
                inventory: Sequence[InventoryEntry] = (),
                silences: SilenceIndex | None = None,
                previous: Mapping[str, FleetRow] | None = None,
-               numbers: bool = True, carried: set[str] | None = None) -> list[FleetRow]:
+               numbers: bool = True, carried: set[str] | None = None,
+               nodes: Mapping[str, str | None] | None = None) -> list[FleetRow]:
     """Join the queries' results (name → :class:`QueryResult`, ``None`` for a failed query) by
     ``instance`` into sorted rows. A seat is stale when its last sample is more than
     ``2 × scrape_interval_s`` before ``now``.
@@ -868,9 +867,11 @@ def build_rows(got: Mapping[str, QueryResult | None], now: float, scrape_interva
     is never read as all-usual from the sparse ``states``). ``numbers``: whether ``got``
     holds the :data:`NUMBER_QUERIES` for every seat; when false every row has
     ``numbers_read`` false (:func:`fill_numbers` adds them for some seats). ``carried``: when
-    given, the instances whose previous row was kept are added to it. Pure (no I/O)."""
+    given, the instances whose previous row was kept are added to it. ``nodes``:
+    :func:`node_names` of ``got["identity"]`` when the caller has it already (decoded
+    otherwise). Pure (no I/O)."""
     seen, current = _seen(got.get("seen"))
-    ident = _nodes(got.get("identity"))
+    ident = node_names(got.get("identity")) if nodes is None else nodes
     inv = {e.instance: e for e in inventory}
     states, times = _per_name(got.get("states")), _per_name(got.get("times"))
     dec = _decode_numbers(got) if numbers else None
@@ -974,4 +975,4 @@ def with_state(row: FleetRow, **changes: Any) -> FleetRow:
 __all__ = ["COLUMNS", "NUMBER_QUERIES", "STATE_QUERIES", "WIRE", "Fleet", "FleetReading",
            "FleetRow", "InventoryEntry", "PromError", "RANK", "SilenceIndex", "build_rows", "cells",
            "fill_numbers", "fmt_age", "gpu_query", "hhmm", "instance_matcher", "iso",
-           "merge", "number_queries", "queries", "sort_rows", "split", "wire_queries"]
+           "merge", "node_names", "number_queries", "queries", "sort_rows", "split", "wire_queries"]
