@@ -81,7 +81,11 @@ def render_live(v: LiveView) -> Text:
             t.append(f" — {ph.state}", style="red" if ph.state.startswith(
                 ("incomplete", "disrupted", "unverified")) else "dim")
         t.append("\n")
-    t.append(f"output {v.tok_s:,.1f} tok/s (last 5 s)  ")
+    if v.tok_s is None or v.tok_s_window_s is None:
+        t.append("output — tok/s (no phase has run yet)  ")
+    else:
+        t.append(f"output {v.tok_s:,.1f} tok/s (last {v.tok_s_window_s:.1f} s of "
+                 f"{v.tok_s_phase})  ")
     t.append(sparkline(v.spark), style="cyan")
     t.append("\n")
     t.append(f"TTFT p50 {_ms(v.ttft_p50_s)} p95 {_ms(v.ttft_p95_s)} (n={v.ttft_n})   "

@@ -19,6 +19,33 @@ SPARK_BUCKET_S = 1.0
 """Width of one sparkline bar, seconds."""
 SPARK_BARS = 40
 """Bars in the sparkline (the last ``SPARK_BARS × SPARK_BUCKET_S`` seconds)."""
+RATE_WINDOW_S = 5.0
+"""The live output rate's window, seconds, cut to the time its phase actually ran."""
+
+
+def rate_window(p: Progress, now: float) -> tuple[str, float, float] | None:
+    """The live rate's window ``(phase, from, to)`` in perf-counter seconds: the last
+    :data:`RATE_WINDOW_S` s of the running phase (``to = now``), else of the last phase that
+    ran (``to`` = its end); ``from`` is never before the phase began, so a phase that ran 1.5 s
+    is divided by 1.5 s, not 5 s. ``None`` before any phase began."""
+    cur = next((x for x in p.phases if x.state == "running" and x.started is not None), None)
+    if cur is not None and cur.started is not None:
+        return cur.name, max(now - RATE_WINDOW_S, cur.started), now
+    ran = [x for x in p.phases if x.started is not None and x.ended is not None]
+    if not ran:
+        return None
+    last = max(ran, key=lambda x: x.ended or 0.0)
+    assert last.started is not None and last.ended is not None
+    return last.name, max(last.ended - RATE_WINDOW_S, last.started), last.ended
+
+
+def window_rate(events: list[tuple[float, int]], t_from: float, t_to: float) -> float | None:
+    """Tokens per second of ``events`` ((perf-counter s, tokens)) stamped in
+    ``[t_from, t_to]``; ``None`` for an empty window (``t_to <= t_from``: no rate, never 0)."""
+    span = t_to - t_from
+    if not span > 0:
+        return None
+    return sum(n for ts, n in events if t_from <= ts <= t_to) / span
 
 
 class PhaseLine(Frozen):
@@ -37,8 +64,10 @@ class PhaseLine(Frozen):
 
 
 class LiveView(Frozen):
-    """The panel's content. ``tok_s``: output tokens/s over the last 5 s (streamed requests
-    that completed); ``ttft_p50_s`` … ``itl_p95_s`` with ``ttft_n`` / ``itl_n``: over the
+    """The panel's content. ``tok_s``: output tokens/s of completed streamed requests over
+    :attr:`tok_s_window_s` seconds — the last :data:`RATE_WINDOW_S` s of the current phase, or of
+    the last phase that ran, never a window longer than the phase (``None`` before any phase
+    began, or over a window of 0 s); ``tok_s_phase``: the phase it was measured in; ``ttft_p50_s`` … ``itl_p95_s`` with ``ttft_n`` / ``itl_n``: over the
     recent requests (``None`` = none yet); ``spark``: tok/s per :data:`SPARK_BUCKET_S`, oldest
     first; ``running`` / ``waiting`` / ``kv_usage`` (0–1): the engine's, ``None`` = not read
     (never 0 for unknown); ``status`` (the run's); ``words``: the state in one sentence;
@@ -47,7 +76,9 @@ class LiveView(Frozen):
     run_id: str
     status: str
     phases: tuple[PhaseLine, ...]
-    tok_s: float
+    tok_s: float | None
+    tok_s_window_s: float | None = None
+    tok_s_phase: str | None = None
     ttft_p50_s: float | None = None
     ttft_p95_s: float | None = None
     ttft_n: int = 0
@@ -93,12 +124,15 @@ def live_view(p: Progress, now: float | None = None) -> LiveView:
             k = min(int((ts - start) / SPARK_BUCKET_S), SPARK_BARS - 1)
             spark[k] += n / SPARK_BUCKET_S
     eng = p.engine
+    win = rate_window(p, t)
+    rate = window_rate(events, win[1], win[2]) if win else None
     return LiveView(
         run_id=p.run_id, status=p.status,
         phases=tuple(PhaseLine(name=x.name, expected=x.expected, attempted=x.attempted,
                                completed=x.completed, failed=x.failed, in_flight=x.in_flight,
                                concurrency=x.concurrency, state=x.state) for x in p.phases),
-        tok_s=sum(n for ts, n in events if ts >= t - 5.0) / 5.0,
+        tok_s=rate, tok_s_window_s=(win[2] - win[1]) if win else None,
+        tok_s_phase=win[0] if win else None,
         ttft_p50_s=percentile(ttft, 50), ttft_p95_s=percentile(ttft, 95), ttft_n=len(ttft),
         itl_p50_s=percentile(itl, 50), itl_p95_s=percentile(itl, 95), itl_n=len(itl),
         spark=tuple(spark),
@@ -107,4 +141,5 @@ def live_view(p: Progress, now: float | None = None) -> LiveView:
         disruptions=tuple(p.disruptions), problems=tuple(p.problems))
 
 
-__all__ = ["SPARK_BARS", "SPARK_BUCKET_S", "LiveView", "PhaseLine", "live_view"]
+__all__ = ["RATE_WINDOW_S", "SPARK_BARS", "SPARK_BUCKET_S", "LiveView", "PhaseLine", "live_view",
+           "rate_window", "window_rate"]

@@ -329,11 +329,6 @@ class Progress:
     problems: list[str] = field(default_factory=list)
     result: dict[str, Any] | None = None
 
-    def tok_s(self, window_s: float = 5.0, now: float | None = None) -> float:
-        """Output tokens/s over the last ``window_s`` seconds (streamed, per token event)."""
-        t = time.perf_counter() if now is None else now
-        return sum(n for ts, n in self.token_events if ts >= t - window_s) / window_s
-
 
 # -- the run ---------------------------------------------------------------------------------
 class Probe:
