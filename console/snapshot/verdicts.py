@@ -141,22 +141,53 @@ def timers_fact(timers: Any) -> Fact:
     return Fact("timers", f"{n}/{m} active", "ok" if n == m else "warn")
 
 
-def fit_fact(comparison: Any) -> Fact:
-    """The candidate's fit (the resident's when there is no candidate) with the profile's
-    settings: ``fits`` or ``OVER by 24.74 GiB per card`` (weights + PLE + reserve − usable on
-    the worst card, :attr:`seat_console.fit.budget.Verdict.over_bytes`; when only the KV cache
-    is short, ``OVER: KV short by N GiB per card``); ``n/a`` when no budget could be made."""
-    if comparison is None:
-        return Fact("fit", "n/a", "unknown")
-    budget = getattr(comparison, "candidate", None) or getattr(comparison, "resident", None)
+NO_CANDIDATE = "no candidate in the profile"
+"""The reason :func:`seat_console.fit.inputs.compute_budgets` gives for a profile without a
+candidate: that side is absent, not unknown."""
+
+
+def _side_fact(budget: Any, unavailable: str | None) -> tuple[int, str, str]:
+    """One side's ``(rank, words, severity)``; higher rank is worse: OVER 3, NO VERDICT 2,
+    n/a 1, fits 0."""
     if budget is None:
-        return Fact("fit", "n/a", "unknown")
+        return 1, "n/a", "unknown"
+    if getattr(budget, "no_verdict", None):
+        return 2, "NO VERDICT", "bad"
     v = budget.verdict
     if v.fits:
-        return Fact("fit", "fits", "ok")
+        return 0, "fits", "ok"
     if v.over_bytes > 0:
-        return Fact("fit", f"OVER by {gib(v.over_bytes)} GiB per card", "bad")
-    return Fact("fit", f"OVER: KV short by {gib(v.kv_short_bytes)} GiB per card", "bad")
+        return 3, f"OVER by {gib(v.over_bytes)} GiB per card", "bad"
+    return 3, f"OVER: KV short by {gib(v.kv_short_bytes)} GiB per card", "bad"
+
+
+def fit_fact(comparison: Any) -> Fact:
+    """The worst of the two sides' fits with the profile's settings (the Fit panel's verdicts,
+    never a better word than either): ``fits`` when every side fits; else the worst side's
+    word — ``OVER by 24.74 GiB per card`` (weights + PLE + reserve − usable on the worst card,
+    :attr:`seat_console.fit.budget.Verdict.over_bytes`), ``OVER: KV short by N GiB per card``
+    (only the KV cache is short), ``NO VERDICT`` (the footprint cannot be trusted,
+    :attr:`seat_console.fit.budget.FitBudget.no_verdict`), ``n/a`` (that side could not be
+    budgeted) — with ``(resident)`` after it when the resident is the worse side, ``(candidate)``
+    after NO VERDICT / n/a of the candidate. A profile without a candidate is judged on the
+    resident alone. ``n/a`` when no budget could be made at all."""
+    if comparison is None:
+        return Fact("fit", "n/a", "unknown")
+    sides = []
+    for role in ("candidate", "resident"):
+        budget = getattr(comparison, role, None)
+        why = getattr(comparison, f"{role}_unavailable", None)
+        if budget is None and (why == NO_CANDIDATE or why is None and role == "candidate"):
+            continue
+        sides.append((role, *_side_fact(budget, why)))
+    if not sides:
+        return Fact("fit", "n/a", "unknown")
+    role, rank, words, severity = max(sides, key=lambda x: x[1])   # ties: the candidate
+    if rank == 0:
+        return Fact("fit", "fits", "ok")
+    if role == "resident" or rank < 3:
+        words = f"{words} ({role})"
+    return Fact("fit", words, severity)
 
 
 def build_status(*, engine: Any, containers: Any, timers: Any, silences: Any, fit: Any,
