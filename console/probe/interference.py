@@ -11,6 +11,9 @@
 * ``service`` — a remediation or conformance service (the profile's timers' units) that started
   or ran: its ``InvocationID`` changed, or it is active/activating now (``systemctl show``
   through the node transport and the one runner);
+* ``timer`` — one of the profile's timer units that was stopped when the run began (the hold
+  stopped it) and is active now: started by hand or by another tool, a breach of the hold, so
+  the run is disrupted from the timer's ``ActiveEnterTimestamp`` on, before its service fires;
 * ``silence`` — the hold's Alertmanager silence is no longer active (expired or deleted);
 * ``engine-reset`` — the engine's counters went down or its process start time changed.
 
@@ -22,8 +25,9 @@ be watched, so its phases are *incomplete* (not verified), never silently "fine"
 from __future__ import annotations
 
 import asyncio
+import math
 from collections.abc import Callable, Sequence
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 from seat_console.core.fmt import zulu_time
@@ -31,24 +35,30 @@ from seat_console.node.transport import Transport
 from seat_console.probe.engine_counters import EngineCounters
 from seat_console.core.base import Frozen, utcnow
 from seat_console.node.docker import ContainerEvent, EventWatcher
-from seat_console.sources.timers import parse_show_blocks
+from seat_console.sources.timers import machine_time, parse_show_blocks
 
 DISRUPTING_ACTIONS = frozenset({"create", "start", "restart", "stop", "kill", "die", "pause",
                                 "unpause", "destroy", "oom", "rename", "update"})
 """Container event actions that change what serves the seat."""
 
-SERVICE_PROPS = ("Id", "InvocationID", "ActiveState", "SubState", "NRestarts")
+SERVICE_PROPS = ("Id", "InvocationID", "ActiveState", "SubState", "NRestarts",
+                 "ActiveEnterTimestamp", "InactiveExitTimestamp", "ExecMainStartTimestamp")
+"""``systemctl show --timestamp=unix`` properties read per watched unit (timers and services)."""
 
 
 class Disruption(Frozen):
-    """One thing that disturbed the run: ``at`` (UTC), ``kind`` (``container`` / ``service`` /
-    ``silence`` / ``engine-reset``), ``what`` (one sentence), ``phase`` (the phase running
-    then, ``None`` between phases)."""
+    """One thing that disturbed the run: ``at`` (UTC: when it happened, by the node's own clock
+    where the node gives a time — ``at_source`` ``"node"`` —, else when a check saw it —
+    ``"detected"``), ``detected_at`` (UTC, when the check saw it), ``kind`` (``container`` /
+    ``service`` / ``timer`` / ``silence`` / ``engine-reset``), ``what`` (one sentence),
+    ``phase`` (the phase running when it was seen, ``None`` between phases)."""
 
     at: datetime
     kind: str
     what: str
     phase: str | None = None
+    detected_at: datetime | None = None
+    at_source: str = "detected"
 
 
 class CheckProblem(Frozen):
@@ -68,13 +78,13 @@ def service_units(timer_units: Sequence[str]) -> list[str]:
 
 def read_services(transport: Transport, units: Sequence[str],
                   timeout_s: float = 10.0) -> dict[str, dict[str, str]] | str:
-    """``systemctl show -p Id,InvocationID,ActiveState,SubState,NRestarts -- UNITS`` on the
-    node → ``{unit: properties}``, or the runner's failure sentence (a failed command, e.g.
-    exit 127, is never read as "nothing ran")."""
+    """``systemctl show --timestamp=unix -p <SERVICE_PROPS> -- UNITS`` on the node →
+    ``{unit: properties}``, or the runner's failure sentence (a failed command, e.g. exit 127,
+    is never read as "nothing ran")."""
     if not units:
         return {}
-    res = transport.run(["systemctl", "show", "-p", ",".join(SERVICE_PROPS), "--", *units],
-                        timeout_s=timeout_s)
+    res = transport.run(["systemctl", "show", "--timestamp=unix", "-p", ",".join(SERVICE_PROPS),
+                         "--", *units], timeout_s=timeout_s)
     if not res.ok:
         return res.failure or f"`{res.shown}` failed"
     blocks = parse_show_blocks(res.stdout)
@@ -83,28 +93,68 @@ def read_services(transport: Transport, units: Sequence[str],
     return dict(zip(units, blocks, strict=True))
 
 
-def service_changes(before: dict[str, dict[str, str]], now: dict[str, dict[str, str]]
-                    ) -> list[str]:
-    """Sentences for services that ran between two :func:`read_services` readings: a new
-    ``InvocationID`` (it was started), or it is running now (``activating``/``active`` other
-    than ``exited``/``dead``, ``deactivating``)."""
-    out = []
+def _node_time(props: dict[str, str], *names: str) -> datetime | None:
+    """The first of ``names`` (``systemctl show --timestamp=unix`` properties) that holds a
+    machine-format time, as aware UTC; ``None`` when none does (unknown, never "now")."""
+    for n in names:
+        t = machine_time(props.get(n))
+        if t is not None:
+            return t
+    return None
+
+
+def service_events(before: dict[str, dict[str, str]], now: dict[str, dict[str, str]]
+                   ) -> list[tuple[str, datetime | None]]:
+    """``(sentence, at)`` for services that ran between two :func:`read_services` readings: a
+    new ``InvocationID`` (it was started), or it is running now (``activating``/``active``
+    other than ``exited``/``dead``, ``deactivating``). ``at``: when it started by the node's
+    clock (``ExecMainStartTimestamp``, else ``InactiveExitTimestamp``, else
+    ``ActiveEnterTimestamp``), ``None`` when the node gives no time."""
+    out: list[tuple[str, datetime | None]] = []
     for unit, props in now.items():
         prev = before.get(unit, {})
         inv, prev_inv = props.get("InvocationID", ""), prev.get("InvocationID", "")
         state = f"{props.get('ActiveState')}/{props.get('SubState')}"
+        at = _node_time(props, "ExecMainStartTimestamp", "InactiveExitTimestamp",
+                        "ActiveEnterTimestamp")
         if inv and inv != prev_inv:
-            out.append(f"{unit} was started (new invocation {inv[:12]}, now {state})")
+            out.append((f"{unit} was started (new invocation {inv[:12]}, now {state})", at))
         elif props.get("ActiveState") in ("activating", "deactivating", "reloading") or (
                 props.get("ActiveState") == "active"
                 and props.get("SubState") not in ("exited", "dead")):
-            out.append(f"{unit} is running ({state})")
+            out.append((f"{unit} is running ({state})", at))
     return out
 
 
-def container_disruptions(events: Sequence[ContainerEvent], names: set[str]) -> list[str]:
-    """Sentences for foreign container events on ``names`` (container names) that change what
-    serves the seat (:data:`DISRUPTING_ACTIONS`)."""
+def service_changes(before: dict[str, dict[str, str]], now: dict[str, dict[str, str]]
+                    ) -> list[str]:
+    """The sentences of :func:`service_events`."""
+    return [s for s, _ in service_events(before, now)]
+
+
+def timer_events(before: dict[str, dict[str, str]], now: dict[str, dict[str, str]]
+                 ) -> list[tuple[str, datetime | None]]:
+    """``(sentence, at)`` for timer units inactive in ``before`` (the run's start: the hold
+    stopped them) and active in ``now``: started by someone else, a breach of the hold. ``at``:
+    the timer's ``ActiveEnterTimestamp`` (``None`` when the node gives none). A timer whose
+    state is missing from either reading is not judged (unknown, never "started")."""
+    out: list[tuple[str, datetime | None]] = []
+    for unit, props in now.items():
+        was = before.get(unit, {}).get("ActiveState")
+        if was in (None, "") or was == "active" or props.get("ActiveState") != "active":
+            continue
+        at = _node_time(props, "ActiveEnterTimestamp", "InactiveExitTimestamp")
+        when = f" at {zulu_time(at)}" if at else ""
+        out.append((f"{unit} was started{when} while the hold had it stopped (a breach of "
+                    "the hold)", at))
+    return out
+
+
+def container_events(events: Sequence[ContainerEvent], names: set[str]
+                     ) -> list[tuple[str, datetime]]:
+    """``(sentence, at)`` for foreign container events on ``names`` (container names) that
+    change what serves the seat (:data:`DISRUPTING_ACTIONS`); ``at``: the event's own time
+    (the docker engine's clock)."""
     out = []
     for e in events:
         if e.by_console or e.type != "container":
@@ -113,9 +163,14 @@ def container_disruptions(events: Sequence[ContainerEvent], names: set[str]) -> 
             continue
         if names and e.actor_name not in names:
             continue
-        out.append(f"container {e.actor_name or e.actor_id[:12]}: {e.action} at "
-                   f"{zulu_time(e.at)}, not made by the console")
+        out.append((f"container {e.actor_name or e.actor_id[:12]}: {e.action} at "
+                    f"{zulu_time(e.at)}, not made by the console", e.at))
     return out
+
+
+def container_disruptions(events: Sequence[ContainerEvent], names: set[str]) -> list[str]:
+    """The sentences of :func:`container_events`."""
+    return [s for s, _ in container_events(events, names)]
 
 
 def counters_reset(first: EngineCounters, now: EngineCounters) -> str | None:
@@ -132,13 +187,26 @@ def counters_reset(first: EngineCounters, now: EngineCounters) -> str | None:
     return None
 
 
+def _process_start(c: EngineCounters) -> datetime | None:
+    """The engine's process start time (``process_start_time_seconds``) as aware UTC, when it is
+    a finite time datetime can hold; ``None`` otherwise (unknown)."""
+    t = c.process_start_s
+    if t is None or not math.isfinite(t) or t <= 0:
+        return None
+    try:
+        return datetime.fromtimestamp(t, UTC)
+    except (OverflowError, OSError, ValueError):
+        return None
+
+
 class InterferenceMonitor:
     """Watches for interference during a run (see the module docstring).
 
     ``watcher``: a started :class:`EventWatcher` (``None``: docker events are not watched, a
     ``check-failed`` problem is recorded once); ``container_names``: the seat's containers;
     ``transport`` / ``services``: the node and the service units to watch (``None``/empty:
-    not watched); ``silence_state``: callable returning ``None`` while the hold's silence is
+    not watched); ``timers``: the timer units to watch for a start during the run (those
+    inactive at :meth:`baseline`; empty: not watched); ``silence_state``: callable returning ``None`` while the hold's silence is
     active, else a sentence (``None`` callable: no hold to watch); ``scrape``: async callable
     returning :class:`EngineCounters` or a reason; ``interval_s``: between checks.
     All checks run in worker threads (``asyncio.to_thread``) except the scrape.
@@ -148,11 +216,12 @@ class InterferenceMonitor:
                  transport: Transport | None, services: Sequence[str],
                  silence_state: Callable[[], str | None] | None,
                  scrape: Callable[[], Any] | None, interval_s: float,
-                 started_at: datetime | None = None) -> None:
+                 started_at: datetime | None = None, timers: Sequence[str] = ()) -> None:
         self.watcher = watcher
         self.names = container_names
         self.transport = transport
         self.services = list(services)
+        self.timers = list(timers)
         self.silence_state = silence_state
         self.scrape = scrape
         self.interval_s = interval_s
@@ -162,17 +231,23 @@ class InterferenceMonitor:
         self.phase: str | None = None
         self._seen: set[str] = set()
         self._svc_base: dict[str, dict[str, str]] | None = None
+        self._timer_base: dict[str, dict[str, str]] | None = None
         self._counters0: EngineCounters | None = None
         self._task: asyncio.Task[None] | None = None
         self.last_counters: EngineCounters | None = None
         self.on_change: Callable[[], None] | None = None
 
-    def _disrupt(self, kind: str, what: str) -> None:
+    def _disrupt(self, kind: str, what: str, at: datetime | None = None) -> None:
+        """Record a :class:`Disruption` once per ``kind`` and sentence; ``at``: when it
+        happened by the node's clock (``None``: unknown, the detection time stands in)."""
         key = f"{kind}:{what}"
         if key in self._seen:
             return
         self._seen.add(key)
-        self.disruptions.append(Disruption(at=utcnow(), kind=kind, what=what, phase=self.phase))
+        seen = utcnow()
+        self.disruptions.append(Disruption(
+            at=at or seen, kind=kind, what=what, phase=self.phase, detected_at=seen,
+            at_source="node" if at else "detected"))
         if self.on_change:
             self.on_change()
 
@@ -196,9 +271,15 @@ class InterferenceMonitor:
                 self.problem("services", r)
             else:
                 self._svc_base = r
-                for s in service_changes({u: p for u, p in r.items()}, r):
+                for s, at in service_events({u: p for u, p in r.items()}, r):
                     if "is running" in s:
-                        self._disrupt("service", s)
+                        self._disrupt("service", s, at)
+        if self.transport is not None and self.timers:
+            t = await asyncio.to_thread(read_services, self.transport, self.timers)
+            if isinstance(t, str):
+                self.problem("timers", t)
+            else:
+                self._timer_base = t
         if self.scrape is not None:
             c = await self.scrape()
             if isinstance(c, str):
@@ -213,16 +294,23 @@ class InterferenceMonitor:
             if not st.connected and st.last_error:
                 self.problem("docker-events", f"the docker event stream is down "
                                                f"({st.last_error})")
-            for s in container_disruptions(self.watcher.foreign_changes(self.started_at),
-                                           self.names):
-                self._disrupt("container", s)
+            for s, at in container_events(self.watcher.foreign_changes(self.started_at),
+                                          self.names):
+                self._disrupt("container", s, at)
         if self.transport is not None and self.services and self._svc_base is not None:
             r = await asyncio.to_thread(read_services, self.transport, self.services)
             if isinstance(r, str):
                 self.problem("services", r)
             else:
-                for s in service_changes(self._svc_base, r):
-                    self._disrupt("service", s)
+                for s, at in service_events(self._svc_base, r):
+                    self._disrupt("service", s, at)
+        if self.transport is not None and self.timers and self._timer_base is not None:
+            t = await asyncio.to_thread(read_services, self.transport, self.timers)
+            if isinstance(t, str):
+                self.problem("timers", t)
+            else:
+                for s, at in timer_events(self._timer_base, t):
+                    self._disrupt("timer", s, at)
         if self.silence_state is not None:
             s = await asyncio.to_thread(self.silence_state)
             if s is not None:
@@ -239,7 +327,7 @@ class InterferenceMonitor:
                 if self._counters0 is not None:
                     r = counters_reset(self._counters0, c)
                     if r:
-                        self._disrupt("engine-reset", r)
+                        self._disrupt("engine-reset", r, _process_start(c))
         if self.on_change:
             self.on_change()   # the live panel shows the engine's queues from this round
 
@@ -279,8 +367,11 @@ __all__ = [
     "Disruption",
     "InterferenceMonitor",
     "container_disruptions",
+    "container_events",
     "counters_reset",
     "read_services",
     "service_changes",
+    "service_events",
     "service_units",
+    "timer_events",
 ]

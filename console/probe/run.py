@@ -21,13 +21,14 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import logging
+import math
 import platform
 import random
 import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -653,9 +654,11 @@ class Probe:
                       monitor: InterferenceMonitor | None) -> list[dict[str, Any]]:
         disrupted = None
         unverified_run = None
+        first: Any = None
         if monitor is not None:
             if monitor.disruptions:
-                d = monitor.disruptions[0]
+                # the earliest by the node's clock, not the first a check happened to see
+                first = d = min(monitor.disruptions, key=lambda x: x.at)
                 disrupted = f"{d.kind} at {zulu_time(d.at)}: {d.what}"
             if monitor.problems:
                 p = monitor.problems[0]
@@ -678,7 +681,10 @@ class Probe:
                                          request_rate=ph.request_rate, disrupted=disrupted,
                                          unverified=unverified)
             timing = self._timing(ph.name, st)
+            block_disturbed = (disturbed_from(self.records[ph.name], first.at, first.at_source)
+                               if first is not None else None)
             blocks.append({"name": ph.name, "state": st.state, "stats": st.model_dump(mode="json"),
+                           "disturbed": block_disturbed,
                            "client_cpu_s": self.phase_cpu.get(ph.name),
                            "accounting": (acc.model_dump(mode="json")
                                           if isinstance(acc, Accounting) else {"problem": acc}),
@@ -750,6 +756,20 @@ class Probe:
         return out
 
 
+def disturbed_from(records: Sequence[RequestRecord], at: datetime, source: str
+                   ) -> dict[str, Any]:
+    """The requests a disruption at ``at`` (UTC) touched: every request still in flight at that
+    instant or sent after it (its end — ``sent_at`` + ``stream_end_s``, else + ``e2e_s`` — at
+    or after ``at``; a request with no end recorded counts as touched). Returns ``{"from": ISO
+    time, "from_source": "node" | "detected", "requests": touched, "of": all}``."""
+    n = 0
+    for r in records:
+        dur = r.stream_end_s if r.stream_end_s is not None else r.e2e_s
+        if dur is None or not math.isfinite(dur) or r.sent_at + timedelta(seconds=max(dur, 0.0)) >= at:
+            n += 1
+    return {"from": at.isoformat(), "from_source": source, "requests": n, "of": len(records)}
+
+
 def default_monitor_factory(loaded: LoadedProfile, pre: Preflight, *, context: Any | None = None,
                             ) -> Callable[[Callable[[], Any]], InterferenceMonitor]:
     """The real monitor: the docker event stream, the node's service units of the profile's
@@ -784,6 +804,7 @@ def default_monitor_factory(loaded: LoadedProfile, pre: Preflight, *, context: A
         mon = InterferenceMonitor(
             watcher=watcher, container_names=pre.seat_containers, transport=transport,
             services=service_units(loaded.profile.timers.all_units),
+            timers=list(loaded.profile.timers.all_units),
             silence_state=silence_state, scrape=scrape_fn,
             interval_s=loaded.profile.probe.watch_interval_s)
         mon.close_watcher = close_watcher  # type: ignore[attr-defined]
@@ -835,6 +856,7 @@ def _silence_checker(loaded: LoadedProfile, silence_id: str,
 
 __all__ = [
     "WARMUP",
+    "disturbed_from",
     "HoldInfo",
     "PhaseProgress",
     "Preflight",

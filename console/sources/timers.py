@@ -289,6 +289,11 @@ def _machine_time(value: str | None) -> datetime | None:
         return None
 
 
+machine_time = _machine_time
+"""Public name of :func:`_machine_time`: a ``--timestamp=unix`` time, ``None`` when absent or
+not in a machine format (the probe's interference monitor reads units' times through it)."""
+
+
 def _none_if_empty(v: str | None) -> str | None:
     return v if v not in (None, "") else None
 
@@ -935,7 +940,7 @@ def read_start_forecast(transport: Transport, units: Sequence[str], *,
 
 __all__ = ["PERSISTENT_WARNING", "ServiceState", "StartForecast", "TimerSource", "TimerState",
            "TimersReading", "TriggerForecast", "UnitStates", "build_timer_state", "check_unit_name",
-           "check_unit_pattern",
+           "check_unit_pattern", "machine_time",
            "forecast_start", "make_source", "parse_calendar_elapses", "parse_list_timers_json",
            "parse_monotonic_triggers", "parse_schedule", "parse_show_blocks", "parse_timestamp",
            "parse_timespan", "read_start_forecast", "read_timers", "read_unit_states",
