@@ -15,6 +15,7 @@ import sys
 import threading
 import time
 from collections.abc import Iterator
+from datetime import datetime
 from pathlib import Path
 from typing import Self
 
@@ -343,6 +344,37 @@ def test_remediation_service_during_probe_disrupts_the_run(lab, held: Path, env,
     wait_until(lambda: isinstance(r := read_services(node, ["fleet-remediation-cycle.service"]),
                                   dict) and r["fleet-remediation-cycle.service"]["ActiveState"]
                != "activating", 30, what="the remediation service to finish")
+
+
+def test_timer_started_by_hand_mid_probe_disrupts_at_the_units_own_time(
+        lab, held: Path, env, node, tmp_path: Path) -> None:
+    """Issue 31: a timer the hold stopped, started by hand inside the probe's window, left the
+    run COMPLETE while `hold --status` named the breach. Now the run is disrupted, stamped
+    with the timer's own ActiveEnterTimestamp (not when a check noticed it), and every request
+    from that instant on is counted as disturbed."""
+    prof = probe_profile(lab, tmp_path, single=30, conc=16, tokens=32)
+    unit = lab.timers[0]
+    when: dict[str, object] = {}
+
+    def start_timer(_proc) -> None:
+        started = node.run(["systemctl", "start", unit])           # by hand, mid-probe
+        assert started.ok, started.failure
+        shown = node.run(["systemctl", "show", "--timestamp=unix", "-p",
+                          "ActiveEnterTimestamp", "--", unit])
+        when["at"] = shown.stdout.strip().split("=", 1)[1]
+
+    rc, out, err = probe_during(prof, env, start_timer)
+    assert rc == 7, out + err
+    run_dir = next((tmp_path / "data" / "runs").iterdir())
+    s = json.loads((run_dir / "summary.json").read_text())
+    assert s["status"] == "disrupted" and not s["headline_allowed"], s["status"]
+    d = next(d for d in s["disruptions"] if d["kind"] == "timer")
+    assert unit in d["what"] and d["at_source"] == "node"
+    unit_at = float(str(when["at"]).lstrip("@"))
+    assert abs(datetime.fromisoformat(d["at"]).timestamp() - unit_at) < 1e-3, (d, when)
+    assert datetime.fromisoformat(d["detected_at"]) >= datetime.fromisoformat(d["at"])
+    ran = [b for b in s["phases"] if b.get("stats")]
+    assert ran and all(b["disturbed"]["requests"] >= 1 for b in ran[-1:]), ran
 
 
 def test_container_pause_during_probe_disrupts_the_run(lab, held: Path, env,
