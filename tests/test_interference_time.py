@@ -133,3 +133,16 @@ async def test_timer_started_by_hand_mid_probe_disrupts_the_run_at_the_units_tim
     assert datetime.fromisoformat(d["detected_at"]) >= datetime.fromisoformat(d["at"])
     ran = [b for b in s["phases"] if b.get("stats")]
     assert ran and all(b["disturbed"]["from_source"] == "node" for b in ran)
+
+
+async def test_the_same_disruption_is_recorded_once_not_at_every_check() -> None:
+    node = Node()
+    mon = InterferenceMonitor(watcher=None, container_names=set(), transport=node,
+                              services=(), timers=["fleet.timer"], silence_state=None,
+                              scrape=None, interval_s=0.05)
+    await mon.baseline()
+    node.units["fleet.timer"] = {"ActiveState": "active", "ActiveEnterTimestamp": _at(T)}
+    for _ in range(3):
+        await mon.check_once()
+    assert [d.kind for d in mon.disruptions] == ["timer"]
+    assert mon.disruptions[0].at == T
