@@ -458,6 +458,156 @@ MUTATIONS: list[Mutation] = [
 ]
 
 
+# -- the code added since the first half (issue 31: its own mutation set) -------------------
+CM = "actions/compare.py"
+CMC = "console/commands/compare_cmd.py"
+LV = "console/probe/live.py"
+VD = "console/snapshot/verdicts.py"
+SP = "console/serve/plan.py"
+SV = "console/serve/server.py"
+KT = "console/tui/keys.py"
+T_CMP = ("tests/test_compare_breach_unit.py", "tests/test_breach_unit.py",
+         "tests/test_compare_cli.py", "tests/test_compare_dryrun.py")
+T_INT = ("tests/test_interference_time.py", "tests/test_probe_run.py", "tests/test_probe_seam.py")
+T_REL = ("tests/test_release_defer_unit.py", "tests/test_breach_unit.py",
+         "tests/test_hold_unit.py")
+T_LIVE = ("tests/test_probe_live_rate.py", "tests/test_probe_tui.py")
+T_FITW = ("tests/test_status_fit_word.py", "tests/test_screen.py")
+T_SRV = ("tests/test_serve.py",)
+T_KEYS = ("tests/test_tui_keys.py",)
+
+MUTATIONS_SINCE: list[Mutation] = [
+    # -- compare: the breach stop, the bracket's status and exit code ----------------------
+    M("since-breach-stop-sticky", CM, "    if ctx.facts.get(BREACH_STOP_FACT):\n        return (f\"leg",
+      "    if False:\n        return (f\"leg",
+      "a leg after the stopped one runs once the journal read finds nothing", T_CMP),
+    M("since-breach-plan-stops", CM, "    if journal is None or not since:\n        return None",
+      "    if journal is None:\n        return None",
+      "a plan (no compare_started_at) stops a leg", T_CMP),
+    M("since-breach-no-restore", CM,
+      "        if ctx.facts.get(BREACH_STOP_FACT):   # stopped early: the seat as it is now",
+      "        if False:   # stopped early: the seat as it is now",
+      "after a breach stop the candidate holding the seat is not restored", T_CMP),
+    M("since-breach-restore-resident", CM,
+      "            if c is not None and c.name == resident:\n                return Check(False, f\"the resident ({resident}) already holds the seat\")\n        elif",
+      "            if c is None or c.name != resident:\n                return Check(False, f\"the resident ({resident}) already holds the seat\")\n        elif",
+      "the resident restored over itself / the candidate left in the seat", T_CMP),
+    M("since-breach-legs-not-run", CM, "    if res.facts.get(BREACH_STOP_FACT):\n        run = set",
+      "    if False:\n        run = set",
+      "a breached bracket with its legs not run called complete", T_CMP),
+    M("since-bracket-exit-0", CMC, "    if status == \"complete\":\n        return ac.EXIT_OK",
+      "    if status in (\"complete\", \"incomplete\"):\n        return ac.EXIT_OK",
+      "a breached (incomplete) bracket exits 0", T_CMP),
+    # -- interference: node time, timers, dedupe ---------------------------------------------
+    M("since-int-detected-time", "console/probe/interference.py",
+      "            at=at or seen, kind=kind,", "            at=seen, kind=kind,",
+      "interference stamped when detected, not by the node's clock", T_INT),
+    M("since-int-dedupe", "console/probe/interference.py",
+      "        key = f\"{kind}:{what}\"\n        if key in self._seen:\n            return\n        self._seen.add(key)\n        seen",
+      "        key = f\"{kind}:{what}\"\n        self._seen.add(key)\n        seen",
+      "the same disruption recorded again at every check", T_INT),
+    M("since-int-timer-active", "console/probe/interference.py",
+      "        if was in (None, \"\") or was == \"active\" or props.get(\"ActiveState\") != \"active\":",
+      "        if was in (None, \"\") or props.get(\"ActiveState\") != \"active\":",
+      "a timer active since before the run (not stopped by the hold) called a breach", T_INT),
+    M("since-int-timer-unknown", "console/probe/interference.py",
+      "        if was in (None, \"\") or was == \"active\"", "        if was == \"active\"",
+      "a timer whose state was not read at the start judged started", T_INT),
+    M("since-int-timers-unwatched", "console/probe/interference.py",
+      "                for s, at in timer_events(self._timer_base, t):", "                for s, at in []:",
+      "a timer started by hand mid-probe never disrupts the run", T_INT),
+    M("since-int-svc-time", "console/probe/interference.py",
+      "        at = _node_time(props, \"ExecMainStartTimestamp\", \"InactiveExitTimestamp\",\n                        \"ActiveEnterTimestamp\")",
+      "        at = None",
+      "a service's start stamped by detection", T_INT),
+    M("since-int-first-disruption", PR,
+      "                first = d = min(monitor.disruptions, key=lambda x: x.at)",
+      "                first = d = monitor.disruptions[-1]",
+      "the run's disruption taken from the last seen, not the earliest by the node's clock", T_INT),
+    M("since-int-disturbed-inflight", PR,
+      "r.sent_at + timedelta(seconds=max(dur, 0.0)) >= at:",
+      "r.sent_at >= at:",
+      "a request in flight at the disruption counted as undisturbed", T_INT),
+    M("since-int-counter-down", "console/probe/interference.py",
+      "        if a is not None and b is not None and b < a:",
+      "        if a is not None and b is not None and b < a - 1:",
+      "a counter that went down by one read as no restart", T_INT),
+    # -- release --defer and the fire-at-once forecast ----------------------------------------
+    M("since-defer-unstopped-ignored", HO,
+      "        if u not in h.stopped:\n            raise ValueError",
+      "        if False:\n            raise ValueError",
+      "--defer of a timer the hold did not stop silently ignored", T_REL),
+    M("since-defer-too-soon", HO,
+      "            if w <= utcnow() + timedelta(seconds=TTL_MIN_S):",
+      "            if w <= utcnow():",
+      "a deferral a second away accepted", T_REL),
+    M("since-defer-firing-all", HO,
+      "        if defer_firing is not None and not isinstance(fc, str) and fc.fires_at_once:",
+      "        if defer_firing is not None:",
+      "--defer-firing defers timers that would not fire", T_REL),
+    M("since-onboot-container", T,
+      "    boot = userspace if virt in CONTAINER_VIRT else (kernel or userspace)",
+      "    boot = kernel or userspace",
+      "OnBootSec counted from the host kernel's boot inside a container", T_REL),
+    M("since-onboot-disabled", T,
+      "            if fired and e <= max(fired):\n                continue",
+      "            if fired and e < min(fired):\n                continue",
+      "a one-time trigger systemd disabled forecast as firing", T_REL),
+    # -- the live probe panel -----------------------------------------------------------------
+    M("since-live-window-5s", LV,
+      "        return cur.name, max(now - RATE_WINDOW_S, cur.started), now",
+      "        return cur.name, now - RATE_WINDOW_S, now",
+      "a 1.5 s phase divided by 5 s", T_LIVE),
+    M("since-live-ended-window", LV,
+      "    return last.name, max(last.ended - RATE_WINDOW_S, last.started), last.ended",
+      "    return last.name, last.ended - RATE_WINDOW_S, last.ended",
+      "a finished phase's rate over 5 s whatever it lasted", T_LIVE),
+    M("since-live-unknown-zero", LV, "    if not span > 0:\n        return None",
+      "    if not span > 0:\n        return 0.0", "no rate shown as 0 tok/s", T_LIVE),
+    # -- the status line's fit word -------------------------------------------------------------
+    M("since-fitword-candidate-only", VD,
+      "    for role in (\"candidate\", \"resident\"):", "    for role in (\"candidate\",):",
+      "the resident's OVER hidden behind the candidate's fits", T_FITW),
+    M("since-fitword-noverdict", VD,
+      "    if getattr(budget, \"no_verdict\", None):\n        return 2, \"NO VERDICT\", \"bad\"",
+      "    if False:\n        return 2, \"NO VERDICT\", \"bad\"",
+      "a candidate without a verdict read from its verdict", T_FITW),
+    M("since-fitword-na-fits", VD, "        return 1, \"n/a\", \"unknown\"",
+      "        return 0, \"n/a\", \"unknown\"", "a side that cannot be budgeted ranked as fits",
+      T_FITW),
+    # -- the web view -------------------------------------------------------------------------
+    M("since-serve-any-host", SP, "    return str(addr) if addr.is_loopback else None",
+      "    return str(addr)", "--host 0.0.0.0 accepted: the view unauthenticated on the LAN",
+      T_SRV),
+    M("since-serve-localhost", SP, "    if h.lower() == \"localhost\":\n        return \"127.0.0.1\"",
+      "    if h.lower().startswith(\"localhost\"):\n        return \"127.0.0.1\"",
+      "localhost.evil.example taken for loopback", T_SRV),
+    M("since-serve-host-header", SV, "    if not host_header:\n        return False",
+      "    if not host_header:\n        return True", "a request without Host served", T_SRV),
+    M("since-serve-readonly-argv", SP,
+      "            and list(argv[1:4]) == [\"-m\", \"seat_console\", READONLY_FLAG])",
+      "            and READONLY_FLAG in argv)",
+      "a served command with --readonly after the subcommand (overridden) accepted", T_SRV),
+    M("since-serve-viewers-cap", SP, "    if not 1 <= max_viewers <= MAX_VIEWERS_CAP:",
+      "    if not 0 <= max_viewers <= MAX_VIEWERS_CAP:", "--max-viewers 0 accepted", T_SRV),
+    # -- the key table ------------------------------------------------------------------------
+    M("since-keys-readonly", KT,
+      "    return [b for b in bindings if not (isinstance(b, Binding) and is_node_action(b))]",
+      "    return list(bindings)", "node actions offered under --readonly", T_KEYS),
+    M("since-keys-remap-label", KT, "            b = replace(b, key=keymap[b.id], key_display=None)",
+      "            b = replace(b, key=keymap[b.id])",
+      "a remapped key keeps its old label in help", T_KEYS),
+    M("since-keys-clash", KT,
+      "            if other is not None and other != k.action and not {other, k.action} <= pair:",
+      "            if other is not None and other != k.action and False:",
+      "two actions on one key accepted", T_KEYS),
+    M("since-keys-unknown-id", KT, "    if unknown:\n        raise KeymapError",
+      "    if False:\n        raise KeymapError", "an unknown binding id ignored", T_KEYS),
+]
+"""Realistic slips in the code added since the first half (issue 31), run with
+``--set since`` (results in ``docs/mutation-since.json``)."""
+
+
 def _area(file: str) -> str:
     """The area a mutated file belongs to, for the per-area kill rate."""
     if file.startswith(("actions/", "console/commands/")):
@@ -520,6 +670,9 @@ def run_tests(dest: Path, env: dict[str, str], tests: tuple[str, ...],
 def main(argv: list[str] | None = None) -> int:
     """Run the mutations (see the module docstring). Returns the exit status."""
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--set", default="core", choices=("core", "since"),
+                    help="core: the first half's mutations (docs/mutation.json); since: the "
+                         "code added since (issue 31, docs/mutation-since.json)")
     ap.add_argument("-k", default="", help="only mutations whose id contains this")
     ap.add_argument("--area", action="append", default=[],
                     help="only mutations of files under this path (repeatable), e.g. actions/")
@@ -528,11 +681,15 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--check", action="store_true", help="only check that each one applies")
     ap.add_argument("--timeout", type=float, default=240.0, help="seconds per test run")
     ap.add_argument("--target", type=float, default=0.90, help="kill rate to reach")
-    ap.add_argument("--out", default=str(REPO / "docs" / "mutation.json"),
+    ap.add_argument("--out", default=None,
                     help="where to write the results (JSON)")
     ap.add_argument("--workdir", default=None, help="where to put the copy (default: a temp dir)")
     args = ap.parse_args(argv)
-    chosen = [m for m in MUTATIONS if args.k in m.id
+    if args.out is None:
+        args.out = str(REPO / "docs" / ("mutation.json" if args.set == "core"
+                                        else "mutation-since.json"))
+    pool = MUTATIONS if args.set == "core" else MUTATIONS_SINCE
+    chosen = [m for m in pool if args.k in m.id
               and (not args.area or any(m.file.startswith(a) for a in args.area))
               and (not args.ids or m.id in args.ids.split(","))]
     if args.list:
