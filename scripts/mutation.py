@@ -468,13 +468,14 @@ SV = "console/serve/server.py"
 KT = "console/tui/keys.py"
 T_CMP = ("tests/test_compare_breach_unit.py", "tests/test_breach_unit.py",
          "tests/test_compare_cli.py", "tests/test_compare_dryrun.py")
-T_INT = ("tests/test_interference_time.py", "tests/test_probe_run.py", "tests/test_probe_seam.py")
+T_INT = ("tests/test_interference_time.py", "tests/test_probe_run.py", "tests/test_probe_seam.py",
+         "tests/test_slips_since.py")
 T_REL = ("tests/test_release_defer_unit.py", "tests/test_breach_unit.py",
-         "tests/test_hold_unit.py")
+         "tests/test_hold_unit.py", "tests/test_slips_since.py")
 T_LIVE = ("tests/test_probe_live_rate.py", "tests/test_probe_tui.py")
 T_FITW = ("tests/test_status_fit_word.py", "tests/test_screen.py")
-T_SRV = ("tests/test_serve.py",)
-T_KEYS = ("tests/test_tui_keys.py",)
+T_SRV = ("tests/test_serve.py", "tests/test_slips_since.py")
+T_KEYS = ("tests/test_tui_keys.py", "tests/test_slips_since.py")
 
 MUTATIONS_SINCE: list[Mutation] = [
     # -- compare: the breach stop, the bracket's status and exit code ----------------------
@@ -520,9 +521,9 @@ MUTATIONS_SINCE: list[Mutation] = [
       "        at = _node_time(props, \"ExecMainStartTimestamp\", \"InactiveExitTimestamp\",\n                        \"ActiveEnterTimestamp\")",
       "        at = None",
       "a service's start stamped by detection", T_INT),
-    M("since-int-first-disruption", PR,
-      "                first = d = min(monitor.disruptions, key=lambda x: x.at)",
-      "                first = d = monitor.disruptions[-1]",
+    M("since-int-first-disruption", "console/probe/interference.py",
+      "    return min(disruptions, key=lambda x: x.at) if disruptions else None",
+      "    return disruptions[-1] if disruptions else None",
       "the run's disruption taken from the last seen, not the earliest by the node's clock", T_INT),
     M("since-int-disturbed-inflight", PR,
       "r.sent_at + timedelta(seconds=max(dur, 0.0)) >= at:",

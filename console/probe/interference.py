@@ -187,6 +187,13 @@ def counters_reset(first: EngineCounters, now: EngineCounters) -> str | None:
     return None
 
 
+def earliest(disruptions: Sequence[Disruption]) -> Disruption | None:
+    """The disruption that happened first by the node's clock (:attr:`Disruption.at`), not the
+    first a check happened to see (a watch interval, or a service's whole run, can separate
+    the two); ``None`` for none."""
+    return min(disruptions, key=lambda x: x.at) if disruptions else None
+
+
 def _process_start(c: EngineCounters) -> datetime | None:
     """The engine's process start time (``process_start_time_seconds``) as aware UTC, when it is
     a finite time datetime can hold; ``None`` otherwise (unknown)."""
@@ -369,6 +376,7 @@ __all__ = [
     "container_disruptions",
     "container_events",
     "counters_reset",
+    "earliest",
     "read_services",
     "service_changes",
     "service_events",

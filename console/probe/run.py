@@ -52,7 +52,7 @@ from seat_console.probe.engine_counters import (
     kv_capacity,
     scrape,
 )
-from seat_console.probe.interference import InterferenceMonitor
+from seat_console.probe.interference import InterferenceMonitor, earliest
 from seat_console.probe.prompts import PromptSet, load_prompt_set
 from seat_console.core.probe_stats import PhaseStats, phase_stats
 from seat_console.probe.store import SUMMARY_SCHEMA, RunWriter
@@ -656,9 +656,8 @@ class Probe:
         unverified_run = None
         first: Any = None
         if monitor is not None:
-            if monitor.disruptions:
-                # the earliest by the node's clock, not the first a check happened to see
-                first = d = min(monitor.disruptions, key=lambda x: x.at)
+            first = d = earliest(monitor.disruptions)
+            if d is not None:
                 disrupted = f"{d.kind} at {zulu_time(d.at)}: {d.what}"
             if monitor.problems:
                 p = monitor.problems[0]
