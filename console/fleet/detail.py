@@ -3,11 +3,13 @@
 :func:`read_history` sends :data:`HISTORY` range queries (``/api/v1/query_range``, one seat's
 ``instance``, default the last hour every 60 s) — only when the user opens a seat, never per
 refresh. :func:`spark` draws a series as block characters with a blank for every unknown point
-(a gap is never drawn as 0).
+(a gap is never drawn as 0). A point Prometheus sent as ``±Inf`` (or ``NaN``) is a gap too,
+counted in :attr:`Line.dropped`.
 """
 
 from __future__ import annotations
 
+import math
 import time
 from dataclasses import dataclass, field
 
@@ -37,6 +39,8 @@ class Line:
 
     name: str
     values: tuple[float | None, ...]
+    dropped: int = 0
+    """Points Prometheus sent that are not finite numbers (``±Inf``), drawn as gaps."""
 
     @property
     def known(self) -> list[float]:
@@ -87,33 +91,45 @@ def read_history(prom: PromClient, instance: str, *, span_s: float = 3600.0,
             lines.append(Line(name, tuple([None] * n)))
         for s in res.series:
             by_t = {round((t - start) / step_s): v for t, v in s.points}
+            vals = [by_t.get(k) for k in range(len(grid))]
+            bad = sum(1 for v in vals if v is not None and not math.isfinite(v))
             label = name if "UUID" not in s.labels else f"{name} {s.labels['UUID'][:12]}…"
-            lines.append(Line(label, tuple(by_t.get(k) for k in range(len(grid)))))
+            if bad:
+                problems.append(f"{label}: {bad} point(s) of ±Inf from Prometheus shown as "
+                                "gaps (unknown)")
+            lines.append(Line(label, tuple(v if v is None or math.isfinite(v) else None
+                                           for v in vals), bad))
     return SeatHistory(instance, start, end, step_s, tuple(lines), tuple(problems),
                        tuple(dict.fromkeys(warnings)))
 
 
 def spark(values: tuple[float | None, ...] | list[float | None], width: int | None = None,
           lo: float | None = None, hi: float | None = None) -> str:
-    """Block-character sparkline; a ``None`` point is a space (a gap, never 0). ``width``: the
-    newest ``width`` points (default all); ``lo``/``hi``: the scale (default the known
-    values' min/max; a flat series draws at the lowest block)."""
-    pts = list(values)[-width:] if width else list(values)
+    """Block-character sparkline; a ``None`` point, and one that is not a finite number
+    (``NaN``, ``±Inf``), is a space (a gap, never 0 or a full block). ``width``: the newest
+    ``width`` points (default all); ``lo``/``hi``: the scale (default the known values'
+    min/max; a non-finite bound is ignored; a flat series draws at the lowest block). Any
+    finite values, 1e308 and -1e308 included, scale without overflow. Raises nothing."""
+    pts = [v if v is not None and math.isfinite(v) else None
+           for v in (list(values)[-width:] if width else list(values))]
     known = [v for v in pts if v is not None]
     if not known:
         return " " * len(pts)
-    a = min(known) if lo is None else lo
-    b = max(known) if hi is None else hi
-    span = b - a
+    a = min(known) if lo is None or not math.isfinite(lo) else lo
+    b = max(known) if hi is None or not math.isfinite(hi) else hi
+    # halves: b - a of two finite floats can overflow to inf (1e308 - -1e308), their halves'
+    # difference cannot
+    half_span = b / 2 - a / 2
+    top = len(SPARK_BLOCKS) - 1
     out = []
     for v in pts:
         if v is None:
             out.append(" ")
-        elif span <= 0:
+        elif half_span <= 0:
             out.append(SPARK_BLOCKS[0])
         else:
-            k = int((min(max(v, a), b) - a) / span * (len(SPARK_BLOCKS) - 1) + 0.5)
-            out.append(SPARK_BLOCKS[k])
+            x = (min(max(v, a), b) / 2 - a / 2) / half_span
+            out.append(SPARK_BLOCKS[min(top, max(0, int(x * top + 0.5)))])
     return "".join(out)
 
 

@@ -29,6 +29,7 @@ another query blanks only its columns (``state``: hold, silence, probe, runbook,
 
 from __future__ import annotations
 
+import math
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -41,6 +42,72 @@ from seat_console.fleet.promapi import PromClient, PromError, QueryResult, promq
 MIB = 1 << 20
 """Bytes in one MiB: dcgm-exporter's ``DCGM_FI_DEV_FB_*`` are in MiB (RECIPES.md)."""
 GIB = 1 << 30
+
+MAX_CLOCK_SKEW_S = 30.0
+"""How far after this console's clock a seat's last sample may be dated and still be read as
+current (clocks of a fleet disagree by a few seconds under NTP). A sample dated later is not
+fresh: the seat's row is ``unknown`` with the reason, never healthy."""
+MAX_UNIX_S = 253_402_300_799.0
+"""The last unix second a calendar time can have (9999-12-31T23:59:59Z, :mod:`datetime`'s
+limit): a larger "time" (one in milliseconds, ``1e300``) is not a time."""
+MAX_COUNT = float(2**53)
+"""The largest request count read (a float64 counts by one up to 2^53)."""
+MAX_MIB = float(2**30)
+"""The largest per-seat DCGM memory sum read, in MiB (2^30 MiB = 1 PiB)."""
+MAX_CARDS = 4096
+"""The largest card count of one seat read."""
+
+
+def raw_number(v: float | None) -> str:
+    """A sample value as Prometheus writes it, for reasons: ``+Inf``, ``-Inf``, ``1.7e+12``;
+    ``None`` (``NaN`` or not a number) as ``NaN``."""
+    if v is None:
+        return "NaN"
+    if math.isinf(v):
+        return "+Inf" if v > 0 else "-Inf"
+    return f"{v:.6g}"
+
+
+def _amount(got: Mapping[str, float | None], key: str, what: str, top: float,
+            why: list[str]) -> float | None:
+    """``got[key]`` when it is a finite number in ``0..top``; else ``None`` (absent: no
+    reason; present and ``NaN``, infinite, negative or above ``top``: the reason appended to
+    ``why``)."""
+    if key not in got:
+        return None
+    v = got[key]
+    if v is not None and math.isfinite(v) and 0 <= v <= top:
+        return v
+    why.append(f"{what}: {raw_number(v)} from Prometheus is not a number in 0..{top:.6g}; "
+               "unknown")
+    return None
+
+
+def unix_time(v: float | None, what: str, why: list[str]) -> float | None:
+    """``v`` when it is a unix time in seconds a calendar can write (finite, ``0`` to
+    :data:`MAX_UNIX_S`); else ``None`` with the reason appended to ``why`` (a value that is
+    a time in milliseconds says so). ``None`` in, ``None`` out, no reason."""
+    if v is None or (math.isfinite(v) and 0 <= v <= MAX_UNIX_S):
+        return v
+    hint = " (milliseconds? Prometheus times are seconds)" \
+        if math.isfinite(v) and MAX_UNIX_S < v <= MAX_UNIX_S * 1000 else ""
+    why.append(f"{what}: {raw_number(v)} from Prometheus is not a unix time in seconds"
+               f"{hint}; unknown")
+    return None
+
+
+def seen_problem(last: float, now: float) -> str | None:
+    """Why a seat's last sample time ``last`` (unix s, from the ``seen`` query) cannot say
+    whether the seat is current at ``now``, or ``None`` when it can: not a time
+    (:func:`unix_time`), or dated more than :data:`MAX_CLOCK_SKEW_S` after ``now``."""
+    why: list[str] = []
+    if unix_time(last, "last sample time", why) is None:
+        return why[0]
+    if last > now + MAX_CLOCK_SKEW_S:
+        return (f"last sample time {iso(last)} is {last - now:,.0f} s after this console's "
+                f"clock (more than the {MAX_CLOCK_SKEW_S:g} s of clock skew allowed): the "
+                "seat is not read as current")
+    return None
 
 CORE_FLAGS = ("seat_engine_up", "seat_hold_active", "seat_hold_lease_armed",
               "seat_hold_without_lease", "seat_silence_active")
@@ -258,7 +325,11 @@ class FleetRow:
     ``kv_usage``: 0..1. ``numbers_read``: whether this refresh read the moving numbers
     (``running``, ``waiting``, ``kv_usage``, the GPU fields) for this seat — false for a row
     away from the screen's window (:meth:`Fleet.refresh`): they are then ``None`` and shown as
-    ``…`` (not read), never as a value.
+    ``…`` (not read), never as a value. ``unknown``: why values Prometheus sent were not
+    taken (non-finite, out of range, a time that is not one), one sentence each naming the
+    value; those fields are ``None``. A row whose last sample time is not usable
+    (:func:`seen_problem`) is ``unknown`` with ``last_seen`` ``None`` and nothing read as
+    current.
     """
 
     instance: str
@@ -284,6 +355,7 @@ class FleetRow:
     sources_down: tuple[str, ...] = ()
     in_inventory: bool = False
     numbers_read: bool = True
+    unknown: tuple[str, ...] = ()
 
     @property
     def rank(self) -> int:
@@ -296,26 +368,34 @@ class FleetRow:
         for k in ("last_seen", "hold_until", "silence_until"):
             d[k] = iso(d[k])
         d["sources_down"] = list(self.sources_down)
+        d["unknown"] = list(self.unknown)
         return d
 
 
 def iso(t: float | None) -> str | None:
-    """Unix seconds → ``2026-12-01T12:41:30Z`` (UTC, no microseconds), ``None`` → ``None``."""
-    if t is None:
+    """Unix seconds → ``2026-12-01T12:41:30Z`` (UTC, no microseconds); ``None``, and a value
+    no calendar can write (non-finite, before 1970, after :data:`MAX_UNIX_S`) → ``None``.
+    Raises nothing."""
+    if t is None or not (math.isfinite(t) and 0 <= t <= MAX_UNIX_S):
         return None
     return datetime.fromtimestamp(t, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def hhmm(t: float, now: float) -> str:
-    """``12:41Z`` for a time within 20 h of ``now``, else ``2026-12-03T12:41:30Z``."""
+    """``12:41Z`` for a time within 20 h of ``now``, else ``2026-12-03T12:41:30Z``; ``?``
+    for a value that is not a time (:func:`iso`)."""
+    full = iso(t)
+    if full is None:
+        return "?"
     if abs(t - now) < 20 * 3600:
-        return datetime.fromtimestamp(t, UTC).strftime("%H:%MZ")
-    return iso(t) or ""
+        return full[11:16] + "Z"
+    return full
 
 
 def fmt_age(seconds: float | None) -> str:
-    """``42 s`` / ``6 min`` / ``3 h`` / ``2 d`` (coarse, for a narrow cell); ``None`` → ``?``."""
-    if seconds is None:
+    """``42 s`` / ``6 min`` / ``3 h`` / ``2 d`` (coarse, for a narrow cell); ``None`` or a
+    non-finite value → ``?``."""
+    if seconds is None or not math.isfinite(seconds):
         return "?"
     s = max(0, int(seconds))
     if s < 120:
@@ -448,11 +528,20 @@ def _by_instance(res: QueryResult | None) -> dict[str, list]:
     return out
 
 
-def _flag(v: float | None) -> bool | None:
-    return None if v is None else v >= 0.5
+def _flag(v: float | None, name: str, why: list[str] | None) -> bool | None:
+    """A 0/1 flag's value: ``True`` for 1, ``False`` for 0; anything else (``NaN``, ``±Inf``,
+    0.5, 7) is unknown, with the reason appended to ``why`` (when given)."""
+    if v == 1:
+        return True
+    if v == 0:
+        return False
+    if why is not None:
+        why.append(f"{name}: {raw_number(v)} from Prometheus is not 0 or 1; unknown")
+    return None
 
 
-def state_flags(got: Mapping[str, float | None]) -> dict[str, bool | None]:
+def state_flags(got: Mapping[str, float | None],
+                why: list[str] | None = None) -> dict[str, bool | None]:
     """Decode the sparse ``states`` answer of one seat **with a current sample**
     (:func:`queries`): the flags that are not at their usual value (``seat_engine_up`` as
     ``engine_not_up``, the others by name when not 0) and ``present``, the number of distinct
@@ -460,19 +549,21 @@ def state_flags(got: Mapping[str, float | None]) -> dict[str, bool | None]:
     family not in the answer is at its usual value (up / 0) only when all were sent
     (``present`` absent); otherwise it is unknown (``None``), never assumed. A ``NaN`` sample
     is unknown. ``seat_probe_disrupted`` is ``True`` when sent and not 0, else ``None`` here
-    (whether it was sent at all comes with the moving numbers: :func:`fill_numbers`).
+    (whether it was sent at all comes with the moving numbers: :func:`fill_numbers`). A value
+    that is not 0 or 1 (``NaN``, ``±Inf``, 0.5) is unknown, its reason appended to ``why``
+    (when given); a ``present`` that is not a count makes the absent families unknown.
     Returns family name → ``True`` / ``False`` / ``None``."""
     p = got.get("present", len(CORE_FLAGS))
     complete = p is not None and p == len(CORE_FLAGS)
     out: dict[str, bool | None] = {}
     if "engine_not_up" in got:
-        out["seat_engine_up"] = _flag(got["engine_not_up"])
+        out["seat_engine_up"] = _flag(got["engine_not_up"], "seat_engine_up", why)
     else:
         out["seat_engine_up"] = True if complete else None
     for n in CORE_FLAGS[1:]:
-        out[n] = _flag(got[n]) if n in got else (False if complete else None)
+        out[n] = _flag(got[n], n, why) if n in got else (False if complete else None)
     n = "seat_probe_disrupted"
-    out[n] = (_flag(got[n]) or None) if n in got else None
+    out[n] = (_flag(got[n], n, why) or None) if n in got else None
     return out
 
 
@@ -739,29 +830,48 @@ def _per_name(res: QueryResult | None) -> dict[str, dict[str, float | None]]:
 
 
 def _number_fields(inst: str, fresh: bool, dec: tuple[dict, dict, dict, bool]) -> dict[str, Any]:
-    """One seat's moving-number fields of :class:`FleetRow` from :func:`_decode_numbers`."""
+    """One seat's moving-number fields of :class:`FleetRow` from :func:`_decode_numbers`, and
+    under ``"unknown"`` the reasons for values not taken (non-finite, negative, out of range:
+    :data:`MAX_COUNT`, :data:`MAX_MIB`, :data:`MAX_CARDS`, KV usage outside 0..1). A card
+    count that is not a whole number makes ``gpus`` -1 (unknown), never 0 ("no DCGM")."""
     reqs, kv, gpus, gpu_ok = dec
+    if not fresh:
+        return {"running": None, "_probe_present": False, "waiting": None, "kv_usage": None,
+                "gpus": 0 if gpu_ok else -1, "gpu_used_bytes": None, "gpu_total_bytes": None,
+                "numbers_read": True, "unknown": ()}
+    why: list[str] = []
     g = gpus.get(inst, {})
-    ncards = int(g.get("cards") or 0)
+    ncards: int | None = 0
+    if "cards" in g:
+        c = _amount(g, "cards", "GPU cards", MAX_CARDS, why)
+        ncards = int(c) if c is not None and c == int(c) else None
+        if c is not None and ncards is None:
+            why.append(f"GPU cards: {raw_number(c)} is not a whole number; unknown")
     used = total = None
-    if ncards and fresh:
-        u, f = g.get("DCGM_FI_DEV_FB_USED"), g.get("DCGM_FI_DEV_FB_FREE")
+    if ncards:
+        u = _amount(g, "DCGM_FI_DEV_FB_USED", "GPU memory used (MiB)", MAX_MIB, why)
+        f = _amount(g, "DCGM_FI_DEV_FB_FREE", "GPU memory free (MiB)", MAX_MIB, why)
+        r = _amount(g, "reserved", "GPU memory reserved (MiB)", MAX_MIB, why)
         if u is not None:
             used = int(u * MIB)
-            if f is not None:
-                total = int((u + f + (g.get("reserved") or 0.0)) * MIB)
+            if f is not None and (r is not None or "reserved" not in g):
+                total = int((u + f + (r or 0.0)) * MIB)
     rq = reqs.get(inst, {})
-    return {"running": rq.get("vllm:num_requests_running") if fresh else None,
-            "_probe_present": bool(fresh and rq.get("probe_zero")),
-            "waiting": rq.get("vllm:num_requests_waiting") if fresh else None,
-            "kv_usage": kv.get(inst) if fresh else None,
-            "gpus": ncards if (fresh and gpu_ok) else (0 if gpu_ok else -1),
-            "gpu_used_bytes": used, "gpu_total_bytes": total, "numbers_read": True}
+    pz = rq.get("probe_zero")
+    return {"running": _amount(rq, "vllm:num_requests_running", "requests running",
+                               MAX_COUNT, why),
+            "_probe_present": pz is not None and math.isfinite(pz) and pz >= 1,
+            "waiting": _amount(rq, "vllm:num_requests_waiting", "requests waiting",
+                               MAX_COUNT, why),
+            "kv_usage": _amount(kv, inst, "KV cache usage", 1.0, why),
+            "gpus": (-1 if ncards is None else ncards) if gpu_ok else -1,
+            "gpu_used_bytes": used, "gpu_total_bytes": total, "numbers_read": True,
+            "unknown": tuple(why)}
 
 
 _NOT_READ = {"running": None, "waiting": None, "kv_usage": None, "gpus": -1,
              "gpu_used_bytes": None, "gpu_total_bytes": None, "numbers_read": False,
-             "_probe_present": False}
+             "_probe_present": False, "unknown": ()}
 
 
 def _with_probe(nums: dict[str, Any], disrupted: bool | None) -> dict[str, Any]:
@@ -791,15 +901,18 @@ def fill_numbers(rows: Sequence[FleetRow], got: Mapping[str, QueryResult | None]
     ``got`` (the :data:`NUMBER_QUERIES`' answers for those seats, ``None`` for a failed
     query: its columns unknown); the other rows, ``no series`` rows and the seats in ``keep``
     (rows :func:`build_rows` carried over from the previous refresh: no current sample) are
-    returned as they are. Pure."""
+    returned as they are, and so are rows whose last sample time was not usable
+    (``last_seen`` ``None``: nothing of theirs is read as current). Reasons for values not
+    taken are added to the row's ``unknown``. Pure."""
     want = set(instances) - set(keep)
     dec = _decode_numbers(got)
     out = []
     for r in rows:
-        if r.instance in want and r.state != "no-series":
+        if r.instance in want and r.state != "no-series" and r.last_seen is not None:
             fresh = r.state != "stale"
-            r = _changed(r, _with_probe(_number_fields(r.instance, fresh, dec),
-                                        r.probe_disrupted))
+            nums = _with_probe(_number_fields(r.instance, fresh, dec), r.probe_disrupted)
+            nums["unknown"] = tuple(dict.fromkeys(r.unknown + nums["unknown"]))
+            r = _changed(r, nums)
         out.append(r)
     return out
 
@@ -893,6 +1006,13 @@ def build_rows(got: Mapping[str, QueryResult | None], now: float, scrape_interva
             rows.append(FleetRow(instance=inst, node=node, state="no-series",
                                  in_inventory=entry is not None))
             continue
+        bad_time = seen_problem(last, now)
+        if bad_time is not None:
+            # +Inf, a time in ms, a sample dated in the future: whether the seat is current
+            # cannot be told, so nothing of it is read as current (never fresh, never healthy)
+            rows.append(FleetRow(instance=inst, node=node, state="unknown", gpus=-1,
+                                 in_inventory=entry is not None, unknown=(bad_time,)))
+            continue
         age = max(0.0, now - last)
         if fast and inst in current and inst not in states and inst not in times \
                 and inst not in probe and inst not in runbook and inst not in down \
@@ -906,11 +1026,12 @@ def build_rows(got: Mapping[str, QueryResult | None], now: float, scrape_interva
                                  silence=sil, silence_until=sil_until, silence_from=sil_from,
                                  in_inventory=entry is not None, **usual_nums))
             continue
+        why: list[str] = []
         if not states_ok or inst not in current:
             flag = dict.fromkeys(STATE_FLAGS)
         else:
             st = states.get(inst)
-            flag = _USUAL if st is None else state_flags(st)
+            flag = _USUAL if st is None else state_flags(st, why)
         up, held, lease, no_lease = (flag["seat_engine_up"], flag["seat_hold_active"],
                                      flag["seat_hold_lease_armed"],
                                      flag["seat_hold_without_lease"])
@@ -952,13 +1073,17 @@ def build_rows(got: Mapping[str, QueryResult | None], now: float, scrape_interva
         elif fresh and flag["seat_silence_active"] is not None:
             sil_from = "exporter"
             sil = "active" if flag["seat_silence_active"] else "none"
-            sil_until = tm.get("seat_silence_end_timestamp_seconds") if sil == "active" else None
+            sil_until = unix_time(tm.get("seat_silence_end_timestamp_seconds"),
+                                  "silence end", why) if sil == "active" else None
+        hold_until = unix_time(tm.get("seat_hold_expiry_timestamp_seconds"), "hold expiry",
+                               why) if hold else None
         nums = _with_probe(_number_fields(inst, fresh, dec) if dec is not None else _NOT_READ,
                            flag["seat_probe_disrupted"] if fresh else None)
+        why += nums.pop("unknown")
         rows.append(FleetRow(
             instance=inst, node=node, state=state, last_seen=last, stale_s=age,
             engine_up=up if fresh else None,
-            hold=hold, hold_until=tm.get("seat_hold_expiry_timestamp_seconds") if hold else None,
+            hold=hold, hold_until=hold_until, unknown=tuple(why),
             silence=sil, silence_until=sil_until, silence_from=sil_from,
             probe_phase=", ".join(probe.get(inst, [])) or None if fresh else None,
             runbook=", ".join(runbook.get(inst, [])) or None if fresh else None,

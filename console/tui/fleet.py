@@ -153,7 +153,8 @@ class SeatDetail(ModalScreen[None]):
         t = Text()
         t.append(f"{r.node}", style="bold")
         t.append(f"  ({r.instance})  {r.state}\n", style=STYLE.get(r.state, ""))
-        seen = f"{iso(r.last_seen)} ({fmt_age(now - r.last_seen)} ago)" if r.last_seen else "never"
+        seen = (f"{iso(r.last_seen)} ({fmt_age(now - r.last_seen)} ago)" if r.last_seen
+                else "unknown" if r.unknown else "never")
         t.append(f"last sample {seen}\n")
         t.append(f"engine {c['engine']} · hold {c['hold'] or 'n/a'} · silence {c['silence']}"
                  f"{' (exporter: Alertmanager unread)' if r.silence_from == 'exporter' else ''}\n")
@@ -166,6 +167,8 @@ class SeatDetail(ModalScreen[None]):
             t.append(f"probe phase {r.probe_phase or '-'} · runbook {r.runbook or '-'}\n")
         if r.sources_down:
             t.append(f"exporter sources down: {', '.join(r.sources_down)}\n", style="yellow")
+        for why in r.unknown:
+            t.append(f"{why}\n", style="yellow")
         return t
 
     def on_mount(self) -> None:
