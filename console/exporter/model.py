@@ -101,16 +101,35 @@ class JournalValue:
 
 @dataclass(frozen=True)
 class TimerFact:
-    """One timer unit as the exporter needs it: ``unit``, ``loaded``, ``active``."""
+    """One timer unit as the exporter needs it: ``unit``, ``loaded`` (``LoadState=loaded``),
+    ``active`` (``ActiveState=active``); ``None``: systemd's answer did not say (the block
+    lacked that property) — unknown, never read as "not loaded" or "stopped"."""
 
     unit: str
-    loaded: bool
-    active: bool
+    loaded: bool | None
+    active: bool | None
 
     @property
-    def stopped(self) -> bool:
-        """Loaded by systemd and not active: stopped (a hold, or a fault)."""
-        return self.loaded and not self.active
+    def stopped(self) -> bool | None:
+        """Loaded by systemd and not active: stopped (a hold, or a fault). ``False`` when not
+        loaded (not found: no hold); ``None`` when the load or active state is unknown."""
+        if self.loaded is False:
+            return False
+        if self.loaded is None or self.active is None:
+            return None
+        return not self.active
+
+
+def any_stopped(timers: Sequence[TimerFact] | None) -> bool | None:
+    """Whether a timer is stopped, in three values: ``True`` when one is, ``False`` when
+    every one is known not to be, ``None`` when it cannot be told (no reading, or a timer's
+    state unknown and none known stopped)."""
+    if timers is None:
+        return None
+    states = [t.stopped for t in timers]
+    if True in states:
+        return True
+    return None if None in states else False
 
 
 @dataclass(frozen=True)
@@ -179,7 +198,7 @@ def build_families(ident: Identity, states: Mapping[str, SourceState]) -> list[M
 
     timers: Sequence[TimerFact] | None = val("timers")
     lease: LeaseValue | None = val("lease")
-    stopped = any(t.stopped for t in timers) if timers is not None else None
+    stopped = any_stopped(timers)
     armed = bool(lease.elapses) if lease is not None else None
     hold = _g("seat_hold_active", "1 when a hold lease is armed on the node or a timer the "
                                   "profile names is stopped.")
@@ -205,7 +224,8 @@ def build_families(ident: Identity, states: Mapping[str, SourceState]) -> list[M
     tim = _g("seat_timer_active", "1 when the timer unit is active (armed) on the node.",
              ("unit",))
     for t in timers or ():
-        tim.add_metric([t.unit], _b(t.active))
+        if t.active is not None:      # unknown: absent, never 0
+            tim.add_metric([t.unit], _b(t.active))
     out.append(tim)
 
     sil: SilenceValue | None = val("silences")
@@ -278,4 +298,4 @@ def families_json(families: Iterable[Metric]) -> list[dict[str, Any]]:
 
 __all__ = ["ContainerValue", "EngineCheck", "FitVerdict", "GpuValue", "Identity",
            "JournalValue", "LeaseValue", "RunbookRun", "SIDES", "SOURCES", "SilenceValue",
-           "TimerFact", "build_families", "families_json"]
+           "TimerFact", "any_stopped", "build_families", "families_json"]

@@ -30,7 +30,7 @@ from seat_console.exporter.model import (
 )
 from seat_console.core.profile import LoadedProfile
 from seat_console.core.base import Unavailable
-from seat_console.core.untrusted import InputError, load_json
+from seat_console.core.untrusted import InputError, get_dict, get_list, get_str, load_json
 
 Reader = tuple[Callable[[], Any], Callable[[], None]]
 
@@ -72,10 +72,14 @@ def make_node(loaded: LoadedProfile) -> Reader:
             r = Unavailable(source="timers", kind="error", reason=str(exc))
         if isinstance(r, Unavailable):
             return {"timers": r, "lease": r.model_copy(update={"source": "lease"})}
-        timers = tuple(TimerFact(t.unit, t.loaded, t.active) for t in r.named.timers)
+        timers = tuple(timer_fact(t) for t in r.named.timers)
         if r.matched is None:
             return {"timers": timers, "lease": Unavailable(
                 source="lease", kind="error", reason=r.matched_error or "leases not read")}
+        partial = incomplete_block(r.matched)
+        if partial is not None:
+            return {"timers": timers, "lease": Unavailable(source="lease", kind="error",
+                                                          reason=partial)}
         try:
             leases = node_ops.armed_leases(transport, r.matched)
         except TransportError as exc:
@@ -85,6 +89,33 @@ def make_node(loaded: LoadedProfile) -> Reader:
             t.next_elapse.timestamp() if t.next_elapse else None for t in leases))}
 
     return read, transport.close
+
+
+def timer_fact(t: Any) -> TimerFact:
+    """A named timer's :class:`TimerFact` from its
+    :class:`~seat_console.sources.timers.TimerState`: a ``LoadState`` or ``ActiveState``
+    its block lacked is unknown (``None``), never "not loaded" / "not active" — which would
+    read as no hold, or as a stopped timer (a hold, and without a lease the alert's
+    ``seat_hold_without_lease``)."""
+    return TimerFact(t.unit, None if t.load_state is None else t.loaded,
+                     None if t.active_state is None else t.active)
+
+
+def incomplete_block(matched: Any) -> str | None:
+    """Why the lease part of a ``systemctl show`` cannot be trusted, or ``None``: a matched
+    unit (a possible hold lease) whose block lacks ``LoadState`` or ``ActiveState``, or an
+    active one without ``SubState`` (elapsed or waiting cannot be told) — whether a lease is
+    armed is then unknown, never "no lease"."""
+    for t in matched:
+        missing = [p for p, v in (("LoadState", t.load_state), ("ActiveState", t.active_state))
+                   if v is None]
+        if not missing and t.active_state == "active" and t.sub_state is None:
+            missing = ["SubState"]
+        if missing:
+            name = t.unit if len(t.unit) <= 80 else t.unit[:80] + "…"
+            return (f"systemctl show: the block of {name!r} has no {' or '.join(missing)}; "
+                    "whether a hold lease is armed is unknown")
+    return None
 
 
 def _part(name: str) -> Callable[[LoadedProfile], Reader]:
@@ -243,10 +274,10 @@ def probe_state(runs: Path, stale_s: float, now: float | None = None
     if status == "running":
         mtimes = [p.stat().st_mtime for p in (f, d / "requests.jsonl") if p.exists()]
         fresh = bool(mtimes) and now - max(mtimes) <= stale_s
-        settings = s.get("settings") if isinstance(s.get("settings"), dict) else {}
-        planned = [p.get("name") for p in settings.get("phases") or [] if isinstance(p, dict)]
-        done = {p.get("name") for p in s.get("phases") or [] if isinstance(p, dict)}
-        todo = [n for n in planned if isinstance(n, str) and n and n not in done]
+        # phases lists of any JSON type: a number or true here raised TypeError (issue 31)
+        planned = [get_str(p, "name") for p in get_list(get_dict(s, "settings"), "phases")]
+        done = {get_str(p, "name") for p in get_list(s, "phases")}
+        todo = [n for n in planned if n and n not in done]
         if fresh and todo:
             phase = (d.name, todo[0][:64])
     return phase, disrupted
@@ -301,5 +332,5 @@ INTERVALS_S: dict[str, float] = {
 
 __all__ = ["GROUP_READERS", "INTERVALS_S", "READERS", "make_containers", "make_engine",
            "make_gpus", "make_journal", "make_lease", "make_node", "make_silences",
-           "make_timers", "probe_state",
+           "make_timers", "incomplete_block", "probe_state", "timer_fact",
            "unfinished_runs"]
