@@ -282,9 +282,9 @@ def _main(argv: Sequence[str] | None) -> int:
     refusal = readonly_refusal(args)
     if refusal is not None:
         if getattr(args, "json", False):
-            import json
+            from seat_console.core import jsonout
 
-            print(json.dumps({"ok": False, "error": refusal, "exit": EXIT_USAGE}))
+            print(jsonout.dumps({"ok": False, "error": refusal, "exit": EXIT_USAGE}))
         print(refusal, file=sys.stderr)
         return EXIT_USAGE
     func = getattr(args, "func", None)

@@ -18,11 +18,11 @@ Exit codes of action commands (README.md):
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from collections.abc import Callable
 from typing import Any, TextIO
 
+from seat_console.core import jsonout
 from seat_console.actions.journal import Journal, JournalError
 from seat_console.actions.runbook import Event, Plan, Result
 from seat_console.node.context import NodeContext
@@ -98,7 +98,7 @@ def observer(json_mode: bool, out: TextIO | None = None) -> Callable[[Event], No
 def print_plan(plan: Plan, title: str, json_mode: bool) -> None:
     """Print a dry-run plan (text or JSON on stdout)."""
     if json_mode:
-        print(json.dumps({"dry_run": True, **plan.to_json()}, indent=2))
+        print(jsonout.dumps({"dry_run": True, **plan.to_json()}, indent=2))
         return
     print(f"{title} — plan (read from the node now; nothing changed):")
     for line in plan.text_lines():
@@ -140,7 +140,7 @@ def confirm(plan: Plan, title: str, yes: bool, prog: str) -> int | None:
 def report(result: Result, json_mode: bool, extra: dict[str, Any] | None = None) -> int:
     """Print a run's result (JSON on stdout, or text) and return its exit code."""
     if json_mode:
-        print(json.dumps({**result.to_json(), **(extra or {})}, indent=2, default=str))
+        print(jsonout.dumps({**result.to_json(), **(extra or {})}, indent=2, default=str))
     else:
         stream = sys.stdout if result.ok else sys.stderr
         print(result.describe(), file=stream)
@@ -150,7 +150,7 @@ def report(result: Result, json_mode: bool, extra: dict[str, Any] | None = None)
 def fail(prog: str, message: str, code: int, json_mode: bool = False) -> int:
     """Print an error (JSON ``{"error": …}`` on stdout with ``--json``) and return ``code``."""
     if json_mode:
-        print(json.dumps({"ok": False, "error": message, "exit": code}))
+        print(jsonout.dumps({"ok": False, "error": message, "exit": code}))
     print(f"{prog}: {message}", file=sys.stderr)
     return code
 

@@ -13,10 +13,10 @@ what); ``5`` refused before anything changed (bad base, wrong file, no ``[backpo
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from typing import Any
 
+from seat_console.core import jsonout
 from seat_console.core.profile import LoadedProfile
 
 EXIT_OK = 0
@@ -68,9 +68,9 @@ def run(args: argparse.Namespace, loaded: LoadedProfile) -> int:
             rb = build_runbook(loaded, client, None, options=opts)
             plan = rb.plan()
             if args.json:
-                print(json.dumps({**plan.to_json(), "dry_run": True,
-                                  "tag": rb.ctx.facts.get("tag"),
-                                  "content_hash": rb.ctx.facts.get("content_hash")}, indent=2))
+                print(jsonout.dumps({**plan.to_json(), "dry_run": True,
+                                     "tag": rb.ctx.facts.get("tag"),
+                                     "content_hash": rb.ctx.facts.get("content_hash")}, indent=2))
             else:
                 print(f"build-backport plan (dry run, nothing built) for {rb.ctx.facts['tag']}:")
                 print("\n".join(plan.text_lines()))
@@ -91,9 +91,9 @@ def run(args: argparse.Namespace, loaded: LoadedProfile) -> int:
         client.close()
     f = res.facts
     if args.json:
-        print(json.dumps({**res.to_json(), "image_id": f.get("image_id"), "tag": f.get("tag"),
-                          "no_op": bool(f.get("no_op")),
-                          "pushed_repo_digest": f.get("pushed_repo_digest")}, indent=2))
+        print(jsonout.dumps({**res.to_json(), "image_id": f.get("image_id"), "tag": f.get("tag"),
+                             "no_op": bool(f.get("no_op")),
+                             "pushed_repo_digest": f.get("pushed_repo_digest")}, indent=2))
     elif res.ok:
         if f.get("no_op"):
             print(f"no-op: {f['tag']} is already built from the same inputs "

@@ -21,6 +21,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from seat_console.core import jsonout
 from seat_console.commands import action_common as ac
 from seat_console.core.profile import LoadedProfile
 
@@ -108,7 +109,7 @@ def run(args: argparse.Namespace, loaded: LoadedProfile) -> int:
         title = f"compare {args.bracket} x{args.rounds} on the seat {loaded.profile.node.name}"
         if args.dry_run:
             if args.json:
-                print(json.dumps(_plan_json(legs, pairs(legs), plan), indent=2, default=str))
+                print(jsonout.dumps(_plan_json(legs, pairs(legs), plan), indent=2, default=str))
             else:
                 sys.stdout.write(render_dry_run(title, legs, pairs(legs), plan))
             return ac.EXIT_OK if plan.ok else ac.EXIT_REFUSED
@@ -172,12 +173,12 @@ def _print_report(cmp_dir: Path, json_mode: bool, result: dict[str, Any], code: 
     except RunError as exc:
         print(f"seat-console compare: the report cannot be built: {exc}", file=sys.stderr)
         if json_mode:
-            print(json.dumps({"result": result, "comparison": str(cmp_dir),
-                              "report_error": str(exc)}, indent=2, default=str))
+            print(jsonout.dumps({"result": result, "comparison": str(cmp_dir),
+                                 "report_error": str(exc)}, indent=2, default=str))
         return code or ac.EXIT_ERROR
     if json_mode:
-        print(json.dumps({"result": result, "comparison": str(cmp_dir), "report": rep},
-                         indent=2, default=str))
+        print(jsonout.dumps({"result": result, "comparison": str(cmp_dir), "report": rep},
+                            indent=2, default=str))
     else:
         sys.stdout.write(rp.render_markdown(rep))
     return code

@@ -26,12 +26,12 @@ be trusted); 3 nothing can be budgeted (neither checkpoint has a path or declare
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from typing import Any
 
 from pydantic import ByteSize, TypeAdapter, ValidationError
 
+from seat_console.core import jsonout
 from seat_console.fit.budget import GIB, Comparison, FitBudget, OverlayRow, gib
 from seat_console.sources.checkpoint import CheckpointError
 from seat_console.core.checkpoint import CheckpointSummary
@@ -307,7 +307,7 @@ def to_json(inputs: FitInputs, comp: Comparison, overlay: list[OverlayRow], sour
                             "env_warnings": inputs.env_warnings},
            "kv_tokens_ratio": comp.kv_tokens_ratio, "kv_bytes_ratio": comp.kv_bytes_ratio,
            "overlay": [r.model_dump(mode="json") for r in overlay]}
-    return json.dumps(doc, indent=2)
+    return jsonout.dumps(doc, indent=2)
 
 
 def run(args: argparse.Namespace, loaded: LoadedProfile) -> int:

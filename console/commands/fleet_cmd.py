@@ -15,9 +15,9 @@ credentials; ``2`` bad arguments, or the screen without a terminal.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 
+from seat_console.core import jsonout
 from seat_console.core.profile import LoadedProfile
 
 EXIT_OK = 0
@@ -84,7 +84,7 @@ def run(args: argparse.Namespace, loaded: LoadedProfile) -> int:
         return prepared
     fleet, _ = prepared
     reading = fleet.refresh()  # type: ignore[attr-defined]
-    sys.stdout.write(json.dumps(reading.to_json(), indent=1) + "\n")
+    sys.stdout.write(jsonout.dumps(reading.to_json(), indent=1) + "\n")
     if not reading.ok:
         print(f"seat-console fleet: {reading.error}", file=sys.stderr)
     return EXIT_OK if reading.ok and not reading.problems else EXIT_UNAVAILABLE

@@ -16,10 +16,10 @@ Tests inject the NVML double by replacing :func:`seat_console.node.nvml.module_f
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 
+from seat_console.core import jsonout
 from seat_console.sources.gpu import GpuCard, GpuProcess, GpuSnapshot, MemoryReading, make_source
 from seat_console.core.fmt import gib, zulu_time
 from seat_console.core.profile import LoadedProfile, MiB
@@ -46,11 +46,11 @@ def run(args: argparse.Namespace, loaded: LoadedProfile | None) -> int:
     if isinstance(reading, Unavailable):
         print(f"seat-console gpus: {reading}", file=sys.stderr)
         if args.json:
-            print(json.dumps(reading.model_dump(mode="json"), indent=2))
+            print(jsonout.dumps(reading.model_dump(mode="json"), indent=2))
         return EXIT_UNAVAILABLE if reading.kind in UNAVAILABLE_KINDS else EXIT_ERROR
     assert isinstance(reading, GpuSnapshot)
     if args.json:
-        print(json.dumps(reading.model_dump(mode="json"), indent=2))
+        print(jsonout.dumps(reading.model_dump(mode="json"), indent=2))
     else:
         sys.stdout.write(render_table(reading))
     return EXIT_OK

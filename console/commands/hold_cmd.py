@@ -17,10 +17,10 @@ Exit codes: see :mod:`seat_console.commands.action_common` (0 done, 1 failed and
 from __future__ import annotations
 
 import argparse
-import json
 import re
 from typing import Any
 
+from seat_console.core import jsonout
 from seat_console.actions import hold as hold_mod
 from seat_console.actions import node_ops
 from seat_console.actions.journal import JournalError
@@ -139,7 +139,7 @@ def status(nctx: Any, journal: Any, json_mode: bool, readonly: bool = False) -> 
     h = hold_mod.current_hold(journal)
     out = _status_data(nctx, journal, h, now, readonly)
     if json_mode:
-        print(json.dumps(out, indent=2, default=str))
+        print(jsonout.dumps(out, indent=2, default=str))
         return ac.EXIT_OK
     _print_status(journal, h, out, now)
     return ac.EXIT_OK

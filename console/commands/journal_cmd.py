@@ -10,10 +10,10 @@ Exit codes: 0 ok; 1 the chain is broken (``--verify``) or the journal cannot be 
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from datetime import UTC, datetime, timedelta
 
+from seat_console.core import jsonout
 from seat_console.actions.hold import parse_ttl
 from seat_console.actions.journal import Journal, JournalError
 from seat_console.core.paths import journal_path
@@ -58,7 +58,7 @@ def run(args: argparse.Namespace, loaded: LoadedProfile | None) -> int:
     path = journal_path()
     if not path.exists():
         if args.json:
-            print(json.dumps({"path": str(path), "rows": [], "ok": True}))
+            print(jsonout.dumps({"path": str(path), "rows": [], "ok": True}))
         else:
             print(f"no journal yet at {path}")
         return 0
@@ -71,9 +71,9 @@ def run(args: argparse.Namespace, loaded: LoadedProfile | None) -> int:
         if args.verify:
             rep = j.verify()
             if args.json:
-                print(json.dumps({"path": str(path), "ok": rep.ok, "rows": rep.rows,
-                                  "problems": list(rep.problems),
-                                  "bad_rows": list(rep.bad_seqs)}, indent=2))
+                print(jsonout.dumps({"path": str(path), "ok": rep.ok, "rows": rep.rows,
+                                     "problems": list(rep.problems),
+                                     "bad_rows": list(rep.bad_seqs)}, indent=2))
             elif rep.ok:
                 print(f"journal {path}: {rep.rows} rows, hash chain intact")
             else:
@@ -83,8 +83,8 @@ def run(args: argparse.Namespace, loaded: LoadedProfile | None) -> int:
             return 0 if rep.ok else 1
         rows = j.entries(since=since)
         if args.json:
-            print(json.dumps({"path": str(path), "rows": [r.to_json() for r in rows]},
-                             indent=2, default=str))
+            print(jsonout.dumps({"path": str(path), "rows": [r.to_json() for r in rows]},
+                                indent=2, default=str))
             return 0
         for r in rows:
             what = r.step or r.runbook

@@ -18,11 +18,11 @@ named run does not exist, 2 when RUN_ID is not a run id.
 from __future__ import annotations
 
 import argparse
-import json
 import re
 import sys
 from typing import Any
 
+from seat_console.core import jsonout
 from seat_console.actions import probe_journal
 from seat_console.actions.probe_journal import journal_force, journal_probe
 from seat_console.core import engine_timing
@@ -220,8 +220,8 @@ def _dry_run(args: argparse.Namespace, loaded: LoadedProfile, forced: str | None
         info = {"endpoint": part.get("endpoint"), "container": part.get("container"),
                 "model": part.get("model"), "hold": part.get("hold"), "forced": forced}
         if args.json:
-            print(json.dumps({**_plan_json(loaded, args.phase, checks=exc.checks, **info),
-                              "refused": str(exc)}, indent=2, default=str))
+            print(jsonout.dumps({**_plan_json(loaded, args.phase, checks=exc.checks, **info),
+                                 "refused": str(exc)}, indent=2, default=str))
         else:
             sys.stdout.write(render_plan(loaded, args.phase, checks=exc.checks, **info))
         print(f"seat-console probe: {exc}", file=sys.stderr)
@@ -230,12 +230,12 @@ def _dry_run(args: argparse.Namespace, loaded: LoadedProfile, forced: str | None
         print(f"seat-console probe: {type(exc).__name__}: {exc}", file=sys.stderr)
         return EXIT_ERROR
     if args.json:
-        print(json.dumps({**_plan_json(loaded, args.phase, checks=pre.checks,
-                                       endpoint=pre.endpoint, container=pre.identity.get(
-                                           "container"), model=pre.model, hold=pre.hold.detail,
-                                       forced=pre.forced),
-                          "refused": None, "identity": pre.identity,
-                          "kv_capacity": pre.kv.model_dump()}, indent=2, default=str))
+        print(jsonout.dumps({**_plan_json(loaded, args.phase, checks=pre.checks,
+                                          endpoint=pre.endpoint, container=pre.identity.get(
+                                              "container"), model=pre.model, hold=pre.hold.detail,
+                                          forced=pre.forced),
+                             "refused": None, "identity": pre.identity,
+                             "kv_capacity": pre.kv.model_dump()}, indent=2, default=str))
     else:
         sys.stdout.write(render_preflight(pre, loaded, args.phase))
     return EXIT_OK
@@ -263,7 +263,7 @@ def run_probe_cmd(args: argparse.Namespace, loaded: LoadedProfile) -> int:
         pre = preflight(loaded, hold=probe_journal.hold_info(), force_reason=forced)
     except ProbeRefused as exc:
         if args.json:
-            print(json.dumps({"refused": str(exc), "dry_run": False}, indent=2))
+            print(jsonout.dumps({"refused": str(exc), "dry_run": False}, indent=2))
         print(f"seat-console probe: {exc}", file=sys.stderr)
         return EXIT_REFUSED
     except Exception as exc:  # noqa: BLE001 - report, exit 1
@@ -304,7 +304,7 @@ def run_probe_cmd(args: argparse.Namespace, loaded: LoadedProfile) -> int:
              "phases": {b["name"]: b["state"] for b in summary.get("phases", [])}})]):
         print(f"[probe] warning: {why}", file=sys.stderr)
     if args.json:
-        print(json.dumps({**summary, "path": str(writer.path)}, indent=2, default=str))
+        print(jsonout.dumps({**summary, "path": str(writer.path)}, indent=2, default=str))
     else:
         sys.stdout.write(render_summary(summary, str(writer.path)))
     if interrupted or summary.get("status") == "interrupted":
@@ -329,7 +329,7 @@ def run_runs_cmd(args: argparse.Namespace, _loaded: LoadedProfile) -> int:
                   file=sys.stderr)
             return EXIT_ERROR
         if args.json:
-            print(json.dumps({**s, "path": str(d)}, indent=2))
+            print(jsonout.dumps({**s, "path": str(d)}, indent=2))
         else:
             sys.stdout.write(render_summary(s, str(d)))
         return EXIT_OK
@@ -343,8 +343,8 @@ def run_runs_cmd(args: argparse.Namespace, _loaded: LoadedProfile) -> int:
     for r in rows:
         r["leg"] = legs.get(r["path"])
     if args.json:
-        print(json.dumps({"runs_dir": str(runs_dir()), "runs": rows,
-                          "comparisons": comparisons}, indent=2))
+        print(jsonout.dumps({"runs_dir": str(runs_dir()), "runs": rows,
+                             "comparisons": comparisons}, indent=2))
         return EXIT_OK
     if not rows and not comparisons:
         print(f"no probe runs kept in {runs_dir()}")

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 
+from seat_console.core import jsonout
 from seat_console.core.profile import ProfileError, default_profile_text, load_profile
 
 
@@ -35,6 +35,6 @@ def run(args: argparse.Namespace, _loaded: object) -> int:
     if args.check:
         print(f"{loaded.source}: ok (sha256 {loaded.sha256})")
         return 0
-    print(json.dumps({"source": loaded.source, "origin": loaded.origin, "sha256": loaded.sha256,
-                      "profile": loaded.profile.model_dump(mode="json")}, indent=2))
+    print(jsonout.dumps({"source": loaded.source, "origin": loaded.origin, "sha256": loaded.sha256,
+                         "profile": loaded.profile.model_dump(mode="json")}, indent=2))
     return 0

@@ -12,8 +12,8 @@ Exit codes: :mod:`seat_console.commands.action_common`.
 from __future__ import annotations
 
 import argparse
-import json
 
+from seat_console.core import jsonout
 from seat_console.actions import recover as rec
 from seat_console.actions.journal import Journal
 from seat_console.commands import action_common as ac
@@ -46,8 +46,8 @@ def _recover(args: argparse.Namespace, nctx: NodeContext, journal: Journal) -> i
     runs = rec.unfinished(journal)
     if not args.undo and not args.complete or args.dry_run:
         if args.json:
-            print(json.dumps({"unfinished": [rec.describe(r) for r in runs]}, indent=2,
-                             default=str))
+            print(jsonout.dumps({"unfinished": [rec.describe(r) for r in runs]}, indent=2,
+                                default=str))
         elif not runs:
             print("no unfinished runbook in the journal")
         else:
@@ -58,7 +58,7 @@ def _recover(args: argparse.Namespace, nctx: NodeContext, journal: Journal) -> i
             return ac.EXIT_OK
         return ac.EXIT_PARTIAL if runs else ac.EXIT_OK
     if not runs:
-        print(json.dumps({"unfinished": [], "results": []}) if args.json
+        print(jsonout.dumps({"unfinished": [], "results": []}) if args.json
               else "no unfinished runbook in the journal; nothing to do")
         return ac.EXIT_OK
     action = "undo" if args.undo else "complete"
@@ -89,5 +89,5 @@ def _recover(args: argparse.Namespace, nctx: NodeContext, journal: Journal) -> i
         worst = max((worst, code), key=[ac.EXIT_OK, ac.EXIT_ERROR, ac.EXIT_REFUSED,
                                         ac.EXIT_PARTIAL].index)
     if args.json:
-        print(json.dumps({"results": results}, indent=2, default=str))
+        print(jsonout.dumps({"results": results}, indent=2, default=str))
     return worst

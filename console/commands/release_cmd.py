@@ -22,9 +22,9 @@ Exit codes: :mod:`seat_console.commands.action_common`.
 from __future__ import annotations
 
 import argparse
-import json
 from datetime import UTC, datetime, timedelta
 
+from seat_console.core import jsonout
 from seat_console.actions import hold as hold_mod
 from seat_console.actions import node_ops
 from seat_console.actions.journal import Journal
@@ -131,8 +131,8 @@ def _release(args: argparse.Namespace, nctx: NodeContext, journal: Journal,
     plan = rb.plan()
     if args.dry_run:
         if args.json:
-            print(json.dumps({"dry_run": True, **plan.to_json(),
-                              "forecast": rb.ctx.facts.get("forecast", {})}, indent=2))
+            print(jsonout.dumps({"dry_run": True, **plan.to_json(),
+                                 "forecast": rb.ctx.facts.get("forecast", {})}, indent=2))
         else:
             ac.print_plan(plan, title, False)
         return ac.EXIT_OK if plan.ok else ac.EXIT_REFUSED

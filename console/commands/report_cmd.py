@@ -14,10 +14,11 @@ that disagrees with its raw requests, or a difference in the report's text; 2 us
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 from typing import Any
+
+from seat_console.core import jsonout
 
 EXIT_OK, EXIT_ERROR, EXIT_USAGE = 0, 1, 2
 
@@ -64,9 +65,9 @@ def run(args: argparse.Namespace, _loaded: Any) -> int:
         bad = [r for r in rows if not r.ok]
         diffs = rp.rederive(text, str(src))
         if args.json:
-            print(json.dumps({"report": str(src), "ok": not bad and not diffs,
-                              "files": [r.as_dict() for r in rows],
-                              "rederived_differences": diffs}, indent=2))
+            print(jsonout.dumps({"report": str(src), "ok": not bad and not diffs,
+                                 "files": [r.as_dict() for r in rows],
+                                 "rederived_differences": diffs}, indent=2))
         else:
             for r in rows:
                 print(f"{'ok     ' if r.ok else 'FAILED '} {r.path}"
@@ -95,7 +96,7 @@ def run(args: argparse.Namespace, _loaded: Any) -> int:
         print(f"seat-console report: WARNING: {c['run']} ({c['path']}): {c['problem']} — the "
               f"summary was edited or not written from its raw requests; no claim rests on it",
               file=sys.stderr)
-    text = json.dumps(rep, indent=2) + "\n" if args.json else rp.render_markdown(rep)
+    text = jsonout.dumps(rep, indent=2) + "\n" if args.json else rp.render_markdown(rep)
     if args.out:
         try:
             Path(args.out).write_text(text, "utf-8")

@@ -17,6 +17,7 @@ import sys
 from collections.abc import Callable
 from datetime import datetime
 
+from seat_console.core import jsonout
 from seat_console.sources.containers import ContainersReading
 from seat_console.sources.engine import MISSING, EngineReading, HistogramSummary
 from seat_console.sources.gpu import GpuSnapshot
@@ -59,7 +60,7 @@ def run(args: argparse.Namespace, loaded: LoadedProfile) -> int:
         # one model: the node's snapshot with its hold section (NodeSnapshot.hold), so the
         # JSON reads back with NodeSnapshot.model_validate_json
         doc = json.loads(snap.model_copy(update={"hold": hold}).model_dump_json())
-        sys.stdout.write(json.dumps(doc, indent=2, default=str) + "\n")
+        sys.stdout.write(jsonout.dumps(doc, indent=2, default=str) + "\n")
     else:
         text = render_text(snap)
         cut = text.find("\nTimers (")

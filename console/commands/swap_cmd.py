@@ -18,10 +18,10 @@ The starting engine's log lines go to stderr prefixed ``  | ``. Exit codes: see
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from typing import Any
 
+from seat_console.core import jsonout
 from seat_console.actions.runbook import StepError
 from seat_console.commands import action_common as ac
 from seat_console.core.profile import LoadedProfile
@@ -120,8 +120,8 @@ def run_restore(args: argparse.Namespace, loaded: LoadedProfile) -> int:
                                         observer=ac.observer(args.json))
         except swap_mod.NothingToRestore as exc:
             if args.json:
-                print(json.dumps({"dry_run": bool(args.dry_run), "nothing_to_restore": True,
-                                  "detail": str(exc)}, indent=2))
+                print(jsonout.dumps({"dry_run": bool(args.dry_run), "nothing_to_restore": True,
+                                     "detail": str(exc)}, indent=2))
             else:
                 print(f"restore the seat {loaded.profile.node.name}: {exc}")
             return ac.EXIT_OK

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import argparse
 import ipaddress
-import json
 import os
 import signal
 import sys
@@ -27,6 +26,7 @@ import threading
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from seat_console.core import jsonout
 from seat_console.core.profile import LoadedProfile
 
 if TYPE_CHECKING:
@@ -111,7 +111,7 @@ def _version() -> str:
 
 def _fail(msg: str, code: int, json_mode: bool) -> int:
     if json_mode:
-        print(json.dumps({"ok": False, "error": msg, "exit": code}))
+        print(jsonout.dumps({"ok": False, "error": msg, "exit": code}))
     print(f"{PROG}: {msg}", file=sys.stderr)
     return code
 
@@ -151,7 +151,7 @@ def once(exp: Exporter, json_mode: bool, wait_s: float) -> int:
     down = [s.labels["source"] for f in fams if f.name == "seat_source_up"
             for s in f.samples if s.value == 0]
     if json_mode:
-        print(json.dumps({"families": families_json(fams), "sources_down": down}, indent=2))
+        print(jsonout.dumps({"families": families_json(fams), "sources_down": down}, indent=2))
     else:
         sys.stdout.write(_text(fams))
     exp.stop()
@@ -218,7 +218,7 @@ def print_unit(args: argparse.Namespace, loaded: LoadedProfile, host: str, port:
     except ValueError as exc:
         return _fail(str(exc), EXIT_ERROR, args.json)
     if args.json:
-        print(json.dumps({"ok": True, "unit": text}))
+        print(jsonout.dumps({"ok": True, "unit": text}))
     else:
         sys.stdout.write(text)
     return EXIT_OK

@@ -11,9 +11,9 @@ listens on loopback only (share it with ``ssh -L 8470:127.0.0.1:8470 <node>``), 
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 
+from seat_console.core import jsonout
 from seat_console.serve.plan import (
     DEFAULT_HOST,
     DEFAULT_MAX_VIEWERS,
@@ -74,7 +74,7 @@ def fleet_parser(args: argparse.Namespace) -> argparse.ArgumentParser | None:
 
 def _fail(args: argparse.Namespace, message: str, code: int) -> int:
     if getattr(args, "json", False):
-        print(json.dumps({"ok": False, "error": message, "exit": code}))
+        print(jsonout.dumps({"ok": False, "error": message, "exit": code}))
     print(message, file=sys.stderr)
     return code
 
@@ -106,8 +106,8 @@ def run(args: argparse.Namespace, loaded: object) -> int:
     except ServeUsageError as exc:
         return _fail(args, str(exc), EXIT_USAGE)
     if args.json:
-        print(json.dumps({"ok": True, "dry_run": bool(args.dry_run), **plan.as_dict()},
-                         indent=2))
+        print(jsonout.dumps({"ok": True, "dry_run": bool(args.dry_run), **plan.as_dict()},
+                            indent=2))
         return EXIT_OK
     if args.dry_run:
         print("\n".join(plan.text_lines()))
