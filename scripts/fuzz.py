@@ -423,7 +423,290 @@ def _specs() -> list[Spec]:
         return raw_identity(str(p))
     add("first_frame_identity", lambda r, t: _prof_gen(r, t).encode("utf-8", "surrogatepass"),
         _ident_run, lambda: ())
+    _fleet_specs(add)
     return specs
+
+
+# -- the fleet's Prometheus replies and the exporter's node readers (issue 31) ---------------------
+PROM_VALUES = ["1", "0", "0.5", "NaN", "+Inf", "-Inf", "1e300", "-1", "1.8e12", "1e-320", "",
+               "nope", "2", "4096", "9007199254740993"]
+
+
+def h_prom_value(r: random.Random) -> Any:
+    """A sample value as Prometheus may send it (a string), or a wrong JSON type."""
+    c = r.random()
+    if c < 0.8:
+        return r.choice(PROM_VALUES)
+    if c < 0.9:
+        return repr(r.choice([1.8e9, -1.8e9, 1.8e12, 1.8e9 + 3600, 1e308]))
+    return h_scalar(r)
+
+
+def h_prom_reply(r: random.Random, series: list[tuple[dict, Any]], matrix: bool = False) -> str:
+    """A query reply holding ``series`` (labels, value), usually well formed, sometimes
+    mutated, sometimes not a reply at all."""
+    t = r.choice([1.8e9, 1.8e9, 0, -1, 1e300, 1.8e12])
+    if matrix:
+        result = [{"metric": m, "values": [[t + 60 * k, h_prom_value(r)]
+                                           for k in range(r.randrange(0, 62))]}
+                  for m, _ in series]
+    else:
+        result = [{"metric": m, "value": [t, v]} for m, v in series]
+    doc = {"status": "success", "data": {"resultType": "matrix" if matrix else "vector",
+                                         "result": result}}
+    c = r.random()
+    if c < 0.75:
+        return json.dumps(doc)
+    if c < 0.9:
+        return json.dumps(mutate(r, doc, 0.1))
+    return h_doc(r, doc)
+
+
+_FLAGS = ("seat_hold_active", "seat_hold_lease_armed", "seat_hold_without_lease",
+          "seat_silence_active", "seat_probe_disrupted")
+
+
+def _fleet_gen(r: random.Random, t: Path) -> dict[str, str]:
+    seats = [f"n{i}:9469" if r.random() < 0.9 else h_text(r, 10) for i in range(r.randrange(1, 5))]
+    seen = [({"instance": s}, r.choice([repr(1.8e9 - 1), repr(-(1.8e9 - 5)), h_prom_value(r)]))
+            for s in seats]
+    state = []
+    for s in seats:
+        state += [({"instance": s, "part": "states", "__name__": f}, h_prom_value(r))
+                  for f in _FLAGS if r.random() < 0.4]
+        if r.random() < 0.3:
+            state.append(({"instance": s, "part": "states", "q": r.choice(
+                ["engine_not_up", "present"])}, h_prom_value(r)))
+        state += [({"instance": s, "part": "times", "__name__": n}, h_prom_value(r))
+                  for n in ("seat_hold_expiry_timestamp_seconds",
+                            "seat_silence_end_timestamp_seconds") if r.random() < 0.5]
+        if r.random() < 0.2:
+            state.append(({"instance": s, "part": r.choice(["probe", "runbook", "sources_down"]),
+                           "phase": h_text(r, 5), "source": "engine"}, "1"))
+    numbers = []
+    for s in seats:
+        numbers += [({"instance": s, "part": "requests", "__name__": n}, h_prom_value(r))
+                    for n in ("vllm:num_requests_running", "vllm:num_requests_waiting")
+                    if r.random() < 0.7]
+        numbers += [({"instance": s, "part": p, **lab}, h_prom_value(r)) for p, lab in (
+            ("requests", {"q": "probe_zero"}), ("kv", {}), ("gpu", {"q": "cards"}),
+            ("gpu", {"__name__": "DCGM_FI_DEV_FB_USED"}), ("gpu", {"__name__": "DCGM_FI_DEV_FB_FREE"}),
+            ("gpu", {"q": "reserved"})) if r.random() < 0.6]
+    return {"seen": h_prom_reply(r, seen), "identity": h_prom_reply(r, [
+        ({"instance": s, "node": h_text(r, 8)}, "1") for s in seats]),
+        "state": h_prom_reply(r, state), "numbers": h_prom_reply(r, numbers),
+        "windowed": r.random() < 0.5}
+
+
+class _FuzzProm:
+    url = "http://prom.fuzz:9090"
+
+    def __init__(self, bodies: dict[str, str], queries: dict[str, str]) -> None:
+        self.bodies, self.names, self.requests = bodies, {q: n for n, q in queries.items()}, 0
+
+    def query(self, expr: str, at: float | None = None) -> Any:
+        from seat_console.fleet.promapi import parse_response
+        self.requests += 1
+        return parse_response(self.bodies[self.names.get(expr, "numbers")], expr, self.url)
+
+    def query_range(self, expr: str, start: float, end: float, step_s: float) -> Any:
+        from seat_console.fleet.promapi import parse_response
+        self.requests += 1
+        return parse_response(self.bodies["range"], expr, self.url)
+
+
+FLEET_NOW = 1.8e9
+
+
+def _fleet_run(x: dict, t: Path) -> Any:
+    from seat_console.fleet.rows import Fleet, cells
+    from seat_console.core.jsonout import dumps
+    fleet = Fleet(prom=None, clock=lambda: FLEET_NOW)  # type: ignore[arg-type]
+    fleet.prom = _FuzzProm(x, fleet.queries)  # type: ignore[assignment]
+    reading = fleet.refresh((lambda rows: [r.instance for r in rows]) if x["windowed"] else None)
+    json.loads(json.dumps(reading.to_json(), allow_nan=False))   # fleet --json, strict
+    dumps(reading.to_json())
+    for row in reading.rows:
+        cells(row, FLEET_NOW), cells(row, FLEET_NOW, narrow=True)
+    return x, reading
+
+
+def _fleet_oracle(x: dict, res: Any) -> str | None:
+    import math
+    _, reading = res
+    try:
+        seen = {s["metric"]["instance"]: s["value"][1]
+                for s in json.loads(x["seen"])["data"]["result"]}
+    except Exception:  # noqa: BLE001 - a mutated reply: the seat times are what the parser read
+        seen = {}
+    for row in reading.rows:
+        for name in ("running", "waiting", "kv_usage"):
+            v = getattr(row, name)
+            if v is not None and (not math.isfinite(v) or v < 0):
+                return f"{name} {v!r} kept"
+        if row.kv_usage is not None and row.kv_usage > 1:
+            return f"KV usage {row.kv_usage} kept"
+        raw = seen.get(row.instance)
+        try:
+            t = abs(float(raw)) if isinstance(raw, str) else None
+        except ValueError:
+            t = None
+        if t is not None and (not math.isfinite(t) or t > FLEET_NOW + 30) \
+                and row.state in ("healthy", "held") and row.last_seen is not None:
+            return f"a seat last seen at {raw} read {row.state}"
+    return None
+
+
+def _history_gen(r: random.Random, t: Path) -> dict[str, str]:
+    return {"range": h_prom_reply(r, [({"UUID": h_text(r, 14)} if r.random() < 0.3 else {}, None)
+                                      for _ in range(r.randrange(0, 3))], matrix=True)}
+
+
+def _history_run(x: dict, t: Path) -> Any:
+    import math
+    from seat_console.fleet.detail import read_history, spark
+    h = read_history(_FuzzProm(x, {}), "a:1", now=FLEET_NOW)  # type: ignore[arg-type]
+    for line in h.lines:
+        spark(line.values, 60, lo=0.0), spark(line.values)
+        if any(v is not None and not math.isfinite(v) for v in line.values):
+            raise AssertionError("a non-finite point kept")
+    return h
+
+
+def _node_gen(r: random.Random, t: Path) -> dict[str, str]:
+    lease = "seat-hold-20261202t200000z-abcd-lease.timer"
+    blocks = []
+    for unit in ["a.timer"] + ([lease] if r.random() < 0.5 else []) \
+            + ([h_text(r, 12)] if r.random() < 0.1 else []):
+        props = [f"Id={unit}"]
+        for k, vals in (("LoadState", ["loaded", "not-found", "masked"]),
+                        ("ActiveState", ["active", "inactive", "failed"]),
+                        ("SubState", ["waiting", "elapsed", "dead"])):
+            if r.random() < 0.8:
+                props.append(f"{k}={r.choice(vals + [h_text(r, 6)])}")
+        if r.random() < 0.1:
+            props.append(h_text(r, 20))
+        r.shuffle(props)
+        blocks.append("\n".join(props))
+    times = r.choice([json.dumps([{"unit": lease, "next": r.choice(
+        [1_796_300_000_000_000, 2**64, -1, None, "x"])}]), h_doc(r)])
+    return {"show": "\n\n".join(blocks) + "\n", "times": times}
+
+
+class _FuzzNode:
+    where = "fuzz-node"
+
+    def __init__(self, show: str, times: str) -> None:
+        self.show, self.times = show, times
+
+    def run(self, argv: list[str], timeout_s: float = 10.0) -> Any:
+        from seat_console.core.base import utcnow
+        from seat_console.node.runner import CommandResult
+        out = self.times if argv[1] == "list-timers" else self.show
+        return CommandResult(argv=tuple(argv), rc=0, stdout=out, stderr="", ok=True,
+                             failure=None, started_at=utcnow(), duration_s=0.01,
+                             where=self.where)
+
+    def close(self) -> None:
+        pass
+
+
+_NODE_PROFILE: list[Any] = []
+
+
+def _node_run(x: dict, t: Path) -> Any:
+    from unittest import mock
+
+    from seat_console.exporter.model import Identity, build_families
+    from seat_console.exporter.poller import PollerGroup
+    from seat_console.exporter.readers import make_node
+    if not _NODE_PROFILE:
+        p = t / "node.toml"
+        p.write_text('[resident]\nname = "r"\n[timers]\nconformance = ["a.timer"]\n'
+                     '[[silence.matchers]]\nname = "instance"\nvalue = "127.0.0.1:8000"\n')
+        from seat_console.core.profile import load_profile
+        _NODE_PROFILE.append(load_profile(str(p)))
+    tr = _FuzzNode(x["show"], x["times"])
+    with mock.patch("seat_console.node.transport.make_transport", lambda loaded: tr):
+        read, _ = make_node(_NODE_PROFILE[0])
+        value = read()
+    g = PollerGroup(("timers", "lease"), lambda: value, interval_s=15, timeout_s=25)
+    g.read_now()
+    fams = build_families(Identity("n", "s", "http://x", 2, ("a.timer",), "0"),
+                          {n: p.state() for n, p in g.parts.items()})
+    return {s.name: s.value for f in fams for s in f.samples if not s.labels
+            or "unit" in s.labels}
+
+
+def _node_oracle(x: dict, s: dict) -> str | None:
+    first = x["show"].split("\n\n")[0].splitlines()
+    props = dict(ln.split("=", 1) for ln in first if "=" in ln)
+    says_stopped = props.get("LoadState") == "loaded" and props.get("ActiveState") not in (
+        None, "active")
+    if s.get("seat_hold_without_lease") == 1.0 and not says_stopped:
+        return f"hold without lease from a block that does not say stopped: {props}"
+    if s.get("seat_hold_active") == 1.0 and not says_stopped \
+            and s.get("seat_hold_lease_armed") != 1.0:
+        return f"hold active from a block that does not say stopped: {props}"
+    if "ActiveState" not in props and "seat_timer_active" in s:
+        return "seat_timer_active exported without ActiveState"
+    return None
+
+
+def _probe_state_gen(r: random.Random, t: Path) -> bytes:
+    good = {"status": "running", "settings": {"phases": [{"name": "warm"}, {"name": "c64"}]},
+            "phases": [{"name": "warm"}], "disruptions": []}
+    return h_doc(r, good).encode("utf-8", "surrogatepass")
+
+
+def _probe_state_run(x: bytes, t: Path) -> Any:
+    from seat_console.exporter.readers import probe_state
+    d = t / "runs" / "20261201T100000Z-cccccc"
+    d.mkdir(parents=True, exist_ok=True)
+    (d / "summary.json").write_bytes(x)
+    return probe_state(t / "runs", 600)
+
+
+def _probe_state_oracle(x: bytes, res: Any) -> str | None:
+    phase, disrupted = res
+    if phase is not None and not (isinstance(phase[1], str) and phase[1]):
+        return f"phase {phase!r}"
+    return None if disrupted in (True, False) else f"disrupted {disrupted!r}"
+
+
+def _unfinished_run(x: bytes, t: Path) -> Any:
+    from seat_console.exporter.readers import unfinished_runs
+    p = t / "ej.db"
+    p.write_bytes(x)
+    return unfinished_runs(p)
+
+
+def _fleet_specs(add: Callable[..., None]) -> None:
+    """The fleet's Prometheus replies (the parser, the rows over them, the detail view's
+    history) and the exporter's node readers (issue 31)."""
+    def _reply_run(x, t):
+        from seat_console.fleet.promapi import parse_response
+        return parse_response(x, "q", "http://prom.fuzz:9090")
+
+    def _reply_oracle(x, res):
+        for s in res.series:
+            for _, v in s.points:
+                if v is not None and v != v:
+                    return "a NaN value kept (unknown must be None)"
+        return None
+
+    add("prom_reply", lambda r, t: h_prom_reply(r, [({"instance": h_text(r, 8)}, h_prom_value(r))
+                                                    for _ in range(r.randrange(4))],
+                                                 matrix=r.random() < 0.3),
+        _reply_run, lambda: (_err_mod("seat_console.fleet.promapi", "PromError"),),
+        _reply_oracle)
+    add("fleet_rows", _fleet_gen, _fleet_run, lambda: (), _fleet_oracle)
+    add("fleet_history", _history_gen, _history_run, lambda: ())
+    add("exporter_node", _node_gen, _node_run, lambda: (), _node_oracle)
+    add("exporter_probe_state", _probe_state_gen, _probe_state_run, lambda: (ValueError,),
+        _probe_state_oracle)
+    add("exporter_journal", _journal_gen, _unfinished_run,
+        lambda: (__import__("sqlite3").Error,))
 
 
 _JOURNAL: list[bytes] = []
@@ -573,7 +856,7 @@ def main(argv: list[str] | None = None) -> int:
     """Parse the options, fuzz every (selected) parser, print the table; exit 1 on a defect."""
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--examples", type=int, default=3000, help="inputs per parser (default "
-                    "3000: 60,000 over the 20 parsers)")
+                    "3000)")
     ap.add_argument("--seed", type=int, default=22)
     ap.add_argument("--deadline", type=float, default=10.0,
                     help="seconds one input may take before it counts as a hang (generous: "

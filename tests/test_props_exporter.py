@@ -124,3 +124,48 @@ def _has_nan(*vals: object) -> bool:
     except ValueError:
         return True
     return False
+
+
+_BASE_JOURNAL: list[bytes] = []
+
+
+def _base_journal() -> bytes:
+    if not _BASE_JOURNAL:
+        import sqlite3
+
+        p = _DIR / "base.sqlite3"
+        db = sqlite3.connect(p)
+        db.execute("CREATE TABLE entries (seq INTEGER PRIMARY KEY, run_id TEXT, runbook TEXT, "
+                   "kind TEXT, step TEXT)")
+        db.executemany("INSERT INTO entries (run_id, runbook, kind, step) VALUES (?,?,?,?)",
+                       [("r1", "hold", "start", ""), ("r1", "hold", "step", "lease"),
+                        ("r2", "swap", "start", ""), ("r2", "swap", "end", "done")])
+        db.commit()
+        db.close()
+        _BASE_JOURNAL.append(p.read_bytes())
+    return _BASE_JOURNAL[0]
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(st.integers(-40, 10**6), st.integers(0, 255)), min_size=1,
+                max_size=30), st.booleans())
+@example([(2, 0xCF)], True)     # a byte of the schema's SQL: the message is not UTF-8
+def test_unfinished_runs_of_a_damaged_journal_are_runs_or_a_sqlite_error(flips, in_schema):
+    """A byte-flipped journal file (anywhere, or in the schema's SQL text): its runs, or
+    :class:`sqlite3.Error` — never a ``UnicodeDecodeError`` (SQLite's message about a damaged
+    schema quotes it, and is then not UTF-8: the exporter's reader raised it before)."""
+    import sqlite3
+
+    from seat_console.exporter.readers import unfinished_runs
+
+    data = bytearray(_base_journal())
+    schema = data.find(b"CREATE TABLE")
+    for at, byte in flips:
+        data[(schema + at % 90) if in_schema else at % len(data)] = byte
+    p = Path(tempfile.mkdtemp(dir=_DIR)) / "journal.sqlite3"
+    p.write_bytes(bytes(data))
+    try:
+        runs = unfinished_runs(p)
+    except sqlite3.Error:
+        return
+    assert all(isinstance(r.run_id, str) and isinstance(r.step, str) for r in runs)

@@ -228,13 +228,19 @@ ORDER BY e.seq
 def unfinished_runs(path: Path) -> tuple[RunbookRun, ...]:
     """The journal's unfinished runs (a ``start`` row, no ``end`` row), oldest first, each with
     its newest row's step. The file is opened read-only (SQLite URI ``mode=ro``): the exporter
-    never creates or writes it. A journal that does not exist has no runs. Raises
-    :class:`sqlite3.Error` when it cannot be read."""
+    never creates or writes it. A journal that does not exist has no runs. Text that is not
+    UTF-8 is read with U+FFFD for the bad bytes. Raises :class:`sqlite3.Error` when it cannot
+    be read — also for a damaged file whose SQLite error message is not UTF-8 (Python raised
+    ``UnicodeDecodeError`` building it, which escaped the reader: issue 31)."""
     if not path.exists():
         return ()
     db = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True, timeout=5.0)
+    db.text_factory = lambda b: b.decode("utf-8", "replace")
     try:
         rows = db.execute(_UNFINISHED).fetchall()
+    except UnicodeDecodeError:
+        raise sqlite3.DatabaseError(f"{path}: damaged (SQLite's own error message is not "
+                                    "UTF-8)") from None
     finally:
         db.close()
     return tuple(RunbookRun(str(rb), str(step), str(rid)) for rid, rb, step in rows)
