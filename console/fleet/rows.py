@@ -1006,7 +1006,7 @@ def build_rows(got: Mapping[str, QueryResult | None], now: float, scrape_interva
             rows.append(FleetRow(instance=inst, node=node, state="no-series",
                                  in_inventory=entry is not None))
             continue
-        bad_time = seen_problem(last, now)
+        bad_time = None if 0.0 <= last <= now + MAX_CLOCK_SKEW_S else seen_problem(last, now)
         if bad_time is not None:
             # +Inf, a time in ms, a sample dated in the future: whether the seat is current
             # cannot be told, so nothing of it is read as current (never fresh, never healthy)
@@ -1097,7 +1097,9 @@ def with_state(row: FleetRow, **changes: Any) -> FleetRow:
     return replace(row, **changes)
 
 
-__all__ = ["COLUMNS", "NUMBER_QUERIES", "STATE_QUERIES", "WIRE", "Fleet", "FleetReading",
+__all__ = ["COLUMNS", "MAX_CARDS", "MAX_CLOCK_SKEW_S", "MAX_COUNT", "MAX_MIB", "MAX_UNIX_S",
+           "NUMBER_QUERIES", "STATE_QUERIES", "WIRE", "Fleet", "FleetReading",
            "FleetRow", "InventoryEntry", "PromError", "RANK", "SilenceIndex", "build_rows", "cells",
            "fill_numbers", "fmt_age", "gpu_query", "hhmm", "instance_matcher", "iso",
-           "merge", "node_names", "number_queries", "queries", "sort_rows", "split", "wire_queries"]
+           "merge", "node_names", "number_queries", "queries", "raw_number", "seen_problem",
+           "sort_rows", "split", "unix_time", "wire_queries"]
