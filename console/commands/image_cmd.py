@@ -17,11 +17,11 @@ run).
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import uuid
 from typing import Any
 
+from seat_console.core import jsonout
 from seat_console.core.profile import LoadedProfile
 
 EXIT_OK = 0
@@ -102,7 +102,7 @@ def run(args: argparse.Namespace, loaded: LoadedProfile) -> int:
                "candidate needs from its serving image (engine = \">=0.33\", "
                "[[candidate.requires.files]] path + pattern, python = [\"pkg.mod:attr\"]; "
                "see docs/runbook.md, 'The image stage')")
-        print(json.dumps({"error": msg}) if args.json else msg,
+        print(jsonout.dumps({"error": msg}) if args.json else msg,
               file=sys.stdout if args.json else sys.stderr)
         return EXIT_USAGE
     targets = images(loaded)
@@ -111,7 +111,7 @@ def run(args: argparse.Namespace, loaded: LoadedProfile) -> int:
                 "images": [{"role": r, "image": i} for r, i in targets],
                 "python_bin": python_bin(loaded)}
         if args.json:
-            print(json.dumps(plan, indent=2))
+            print(jsonout.dumps(plan, indent=2))
         else:
             print(f"image-check plan (dry run, nothing read): {len(targets)} image(s), offline")
             for r, i in targets:
@@ -149,7 +149,7 @@ def run(args: argparse.Namespace, loaded: LoadedProfile) -> int:
            "images": {c.image: c.model_dump(mode="json") for c in caps}}
     _journal(loaded, doc)
     if args.json:
-        print(json.dumps(doc, indent=2))
+        print(jsonout.dumps(doc, indent=2))
     else:
         print(f"image-check: [candidate.requires] of {loaded.source}, checked inside each "
               "image, offline:")
