@@ -475,6 +475,9 @@ T_REL = ("tests/test_release_defer_unit.py", "tests/test_breach_unit.py",
 T_LIVE = ("tests/test_probe_live_rate.py", "tests/test_probe_tui.py")
 T_FITW = ("tests/test_status_fit_word.py", "tests/test_screen.py")
 T_SRV = ("tests/test_serve.py", "tests/test_slips_since.py")
+T_FLEET = ("tests/test_fleet_rows.py", "tests/test_props_fleet_values.py",
+           "tests/test_props_promapi.py")
+T_EXP = ("tests/test_exporter.py", "tests/test_props_exporter.py")
 T_KEYS = ("tests/test_tui_keys.py", "tests/test_slips_since.py")
 
 MUTATIONS_SINCE: list[Mutation] = [
@@ -591,6 +594,53 @@ MUTATIONS_SINCE: list[Mutation] = [
       "a served command with --readonly after the subcommand (overridden) accepted", T_SRV),
     M("since-serve-viewers-cap", SP, "    if not 1 <= max_viewers <= MAX_VIEWERS_CAP:",
       "    if not 0 <= max_viewers <= MAX_VIEWERS_CAP:", "--max-viewers 0 accepted", T_SRV),
+    # -- the fleet screen's rows (Prometheus values are outside input) ------------------------
+    M("since-fleet-amount-negative", "console/fleet/rows.py",
+      "    if v is not None and math.isfinite(v) and 0 <= v <= top:",
+      "    if v is not None and math.isfinite(v) and v <= top:",
+      "a negative memory/count from Prometheus taken as a value", T_FLEET),
+    M("since-fleet-amount-inf", "console/fleet/rows.py",
+      "    if v is not None and math.isfinite(v) and 0 <= v <= top:",
+      "    if v is not None and 0 <= v:",
+      "+Inf from Prometheus taken as a value", T_FLEET),
+    M("since-fleet-future-fresh", "console/fleet/rows.py",
+      "    if last > now + MAX_CLOCK_SKEW_S:\n        return (",
+      "    if False:\n        return (",
+      "a seat whose last sample is dated in the future shows fresh", T_FLEET),
+    M("since-fleet-flag-half", "console/fleet/rows.py", "    if v == 1:\n        return True",
+      "    if v is not None and v >= 0.5:\n        return True", "a flag of 0.5 or +Inf read as set",
+      T_FLEET),
+    M("since-fleet-absent-usual", "console/fleet/rows.py",
+      "    complete = p is not None and p == len(CORE_FLAGS)",
+      "    complete = True", "a seat that sent only some flag families read as at their usual "
+      "value (not held, engine up)", T_FLEET),
+    M("since-fleet-stale", "console/fleet/rows.py",
+      "        if age > 2 * scrape_interval_s:\n            state = \"stale\"",
+      "        if age > 20 * scrape_interval_s:\n            state = \"stale\"",
+      "a seat silent for ten scrapes shown as current", T_FLEET),
+    M("since-fleet-no-lease-first", "console/fleet/rows.py",
+      "        elif no_lease:\n            state = \"without-lease\"\n        elif up is False",
+      "        elif False:\n            state = \"without-lease\"\n        elif up is False",
+      "a hold without lease (nothing will restore the timers) not ranked as trouble", T_FLEET),
+    M("since-fleet-down-held", "console/fleet/rows.py",
+      "        elif up is False and held is not True:", "        elif up is False:",
+      "a held seat with its engine down (deliberate) shown as broken", T_FLEET),
+    M("since-fleet-unknown-healthy", "console/fleet/rows.py",
+      "        elif up is True and held is False:\n            state = \"healthy\"",
+      "        elif up is not False and held is not True:\n            state = \"healthy\"",
+      "a seat whose state is unknown shown healthy", T_FLEET),
+    # -- the exporter's hold metrics (the fleet's alerts act on them) ------------------------
+    M("since-exp-stopped-unknown", "console/exporter/model.py",
+      "        if self.loaded is None or self.active is None:\n            return None",
+      "        if self.loaded is None:\n            return None",
+      "a timer block without ActiveState read as stopped: a hold where there is none", T_EXP),
+    M("since-exp-any-stopped", "console/exporter/model.py",
+      "    return None if None in states else False", "    return False",
+      "timers of unknown state read as none stopped", T_EXP),
+    M("since-exp-without-lease-unknown", "console/exporter/model.py",
+      "    if stopped is not None and armed is not None:\n        without.add_metric",
+      "    if True:\n        without.add_metric",
+      "hold WITHOUT lease exported from an unknown reading", T_EXP),
     # -- the key table ------------------------------------------------------------------------
     M("since-keys-readonly", KT,
       "    return [b for b in bindings if not (isinstance(b, Binding) and is_node_action(b))]",
