@@ -47,12 +47,19 @@ from seat_console.evidence.runs import (
     Identity,
     Phase,
     RunError,
+    SIDE_CANDIDATE,
+    SIDE_RESIDENT,
     RunSummary,
     load_leg,
     load_probe_run,
     parse_time,
 )
-from seat_console.evidence.stats import NO_DIFFERENCE, RateComparison, sign_flip_test
+from seat_console.evidence.stats import (
+    NO_DIFFERENCE,
+    RateComparison,
+    pairs_needed,
+    sign_flip_test,
+)
 
 REPORT_SCHEMA = "seat-console.evidence-report/1"
 
@@ -94,12 +101,15 @@ class Inputs:
     """What a report is built from: ``runs`` (each with ``arm`` set to "A" or "B"),
     ``comparison`` (the ``compare.json`` dict, or ``None`` for plain runs), ``files`` (path →
     SHA-256 of every raw file read), ``sources`` (the absolute directories the RUN arguments
-    named, in order: what ``report --verify`` re-derives the report from)."""
+    named, in path order: what ``report --verify`` re-derives the report from),
+    ``arms_assignment`` (how the arms were told, :func:`assign_arms`; ``None``: built by
+    hand, every run's ``arm`` taken as given)."""
 
     runs: tuple[RunSummary, ...]
     comparison: Mapping[str, Any] | None
     files: Mapping[str, str]
     sources: tuple[str, ...] = ()
+    arms_assignment: Mapping[str, Any] | None = None
 
 
 def _resolve(arg: str, data_root: Path | None) -> Path:
@@ -119,8 +129,13 @@ def _resolve(arg: str, data_root: Path | None) -> Path:
 def load_inputs(args: Sequence[str], data_root: Path | None = None) -> Inputs:
     """Read every RUN argument: a comparison directory (``compare.json``), a leg directory
     (``leg.json``) or a probe run directory (``summary.json``), by path or by ID under the data
-    dir (``data_root``, default the probe store's). Plain runs are put in arms by identity
-    (first identity seen = A); more than two identities is an error.
+    dir (``data_root``, default the probe store's).
+
+    The arguments' order never matters: the directories are read in path order, and the arms
+    come from the runs themselves (:func:`assign_arms`): a leg's arm is the one its bracket
+    recorded; a plain run's is the seat side its probe recorded measuring (resident → A,
+    candidate → B), an identity without a recorded side taking the side the other identity
+    does not have. More than two identities is an error.
 
     Raises :class:`RunError` naming the argument or file.
     """
@@ -130,10 +145,11 @@ def load_inputs(args: Sequence[str], data_root: Path | None = None) -> Inputs:
     comparison: dict[str, Any] | None = None
     runs: list[RunSummary] = []
     plain: list[RunSummary] = []
+    resolved = sorted({str(_resolve(arg, data_root).resolve()): arg for arg in args}.items())
     sources: list[str] = []
-    for arg in args:
-        d = _resolve(arg, data_root).resolve()
-        sources.append(str(d))
+    for ds, arg in resolved:
+        d = Path(ds)
+        sources.append(ds)
         if (d / "compare.json").is_file():
             if comparison is not None:
                 raise RunError(f"{arg}: one comparison per report (give its legs' runs "
@@ -154,17 +170,89 @@ def load_inputs(args: Sequence[str], data_root: Path | None = None) -> Inputs:
     if plain and runs:
         raise RunError("give either comparison legs or plain probe runs, not both: plain runs "
                        "are put in arms by identity, legs by their bracket")
-    if plain:
-        keys: list[tuple[Any, ...]] = []
-        for r in plain:
-            if r.identity.key() not in keys:
-                keys.append(r.identity.key())
-        if len(keys) > 2:
-            raise RunError(f"{len(keys)} different identities (image, digest, patches, model) "
-                           f"among the runs: a report compares at most two arms")
-        runs = [_with_arm(r, "A" if r.identity.key() == keys[0] else "B") for r in plain]
+    runs, assignment = assign_arms(runs, plain)
     return Inputs(runs=tuple(runs), comparison=comparison, files=dict(ledger.files),
-                  sources=tuple(sources))
+                  sources=tuple(sources), arms_assignment=assignment)
+
+
+_SIDE_ARM = {SIDE_RESIDENT: "A", SIDE_CANDIDATE: "B"}
+
+
+def _start_key(r: RunSummary) -> tuple[str, str, str]:
+    return (r.started_at.isoformat() if r.started_at else "~", r.run_id, str(r.path))
+
+
+def assign_arms(legs: Sequence[RunSummary], plain: Sequence[RunSummary]
+                ) -> tuple[list[RunSummary], dict[str, Any]]:
+    """The runs with their arms (A = the resident, B = the candidate) and how they were told:
+    ``{"by": …, "problem": str | None}`` — ``problem`` set when the runs do not say which side
+    each measured, or contradict themselves; then the arms are labelled for display only
+    (earliest-started identity = A) and no decision rests on them.
+
+    * legs of a bracket: the arm ``leg.json`` recorded; a leg whose probe recorded measuring
+      the other side of the seat (``identity.container.role``) is a problem (a compare that
+      began with the candidate in the seat measured it as arm A — issue 30);
+    * plain probe runs: grouped by identity (image, digest, patches, model); a group's arm is
+      the side its runs recorded (resident → A, candidate → B); one group without a recorded
+      side takes the side the other group does not have; two groups with no side, or with the
+      same side, are a problem.
+
+    Independent of the order of ``legs`` / ``plain`` (runs are ordered by start time, run ID,
+    path). Raises :class:`RunError` for more than two identities among plain runs.
+    """
+    if legs:
+        out = sorted(legs, key=_start_key)
+        bad = [f"{_run_name(r)} ({r.run_id}) measured the {r.side} container"
+               for r in out if r.side is not None and _SIDE_ARM.get(r.side) != r.arm]
+        problem = (("the bracket's recorded arms contradict what its probes measured: "
+                    + "; ".join(bad) + " — arm A must be the resident, B the candidate")
+                   if bad else None)
+        return out, {"by": "the bracket's leg records (leg.json arm)", "problem": problem}
+    if not plain:
+        return [], {"by": "no runs", "problem": "no runs"}
+    ordered = sorted(plain, key=_start_key)
+    groups: dict[tuple[Any, ...], list[RunSummary]] = {}
+    for r in ordered:
+        groups.setdefault(r.identity.key(), []).append(r)
+    if len(groups) > 2:
+        raise RunError(f"{len(groups)} different identities (image, digest, patches, model) "
+                       f"among the runs: a report compares at most two arms")
+    keys = list(groups)
+    sides: dict[tuple[Any, ...], set[str]] = {
+        k: {r.side for r in rs if r.side is not None} for k, rs in groups.items()}
+    problem = None
+    arm_of: dict[tuple[Any, ...], str] = {}
+    mixed = [k for k in keys if len(sides[k]) > 1]
+    if mixed:
+        problem = ("runs of one identity recorded both sides of the seat ("
+                   + ", ".join(r.run_id for r in groups[mixed[0]]) + ")")
+    else:
+        known = {k: next(iter(sides[k])) for k in keys if sides[k]}
+        if len(keys) == 1:
+            if known:
+                arm_of[keys[0]] = _SIDE_ARM[known[keys[0]]]
+            else:
+                problem = "the runs do not record which side of the seat they measured"
+        elif len(set(known.values())) < len(known):
+            problem = (f"both identities recorded measuring the {next(iter(known.values()))}"
+                       " — one must be the resident, the other the candidate")
+        elif known:
+            for k in keys:
+                if k in known:
+                    arm_of[k] = _SIDE_ARM[known[k]]
+            for k in keys:
+                if k not in arm_of:
+                    arm_of[k] = "B" if "A" in arm_of.values() else "A"
+        else:
+            problem = ("no run records which side of the seat it measured (resident or "
+                       "candidate): the arms cannot be told from the runs")
+    if problem is not None or not arm_of:
+        arm_of = {k: "AB"[i] for i, k in enumerate(keys)}   # display only: earliest = A
+        by = "start time, for display only (earliest identity = A)"
+    else:
+        by = "the side each probe recorded measuring (identity.container.role) and identity"
+    return ([_with_arm(r, arm_of[r.identity.key()]) for r in ordered],
+            {"by": by, "problem": problem})
 
 
 def _with_arm(r: RunSummary, arm: str) -> RunSummary:
@@ -213,11 +301,14 @@ def simultaneity(runs: Sequence[RunSummary]) -> tuple[bool, str]:
 @dataclass(frozen=True)
 class Claim:
     """One claim: ``subject``, ``statement`` (what it says, with figures), ``survives``, and
-    ``refused_by`` (``[(rule, detail), …]``; empty when it survives)."""
+    ``refused_by`` (``[(rule, detail), …]``; empty when it survives); ``test``: for a
+    throughput/latency difference, its figures as numbers (:func:`difference_claim`), which
+    the decision reads (:mod:`seat_console.evidence.decision`), else ``None``."""
 
     subject: str
     statement: str
     refused_by: tuple[tuple[str, str], ...] = ()
+    test: Mapping[str, Any] | None = None
 
     @property
     def survives(self) -> bool:
@@ -226,9 +317,12 @@ class Claim:
 
     def as_dict(self) -> dict[str, Any]:
         """JSON-ready."""
-        return {"subject": self.subject, "statement": self.statement,
-                "survives": self.survives,
-                "refused_by": [{"rule": r, "detail": d} for r, d in self.refused_by]}
+        out = {"subject": self.subject, "statement": self.statement,
+               "survives": self.survives,
+               "refused_by": [{"rule": r, "detail": d} for r, d in self.refused_by]}
+        if self.test is not None:
+            out["test"] = dict(self.test)
+        return out
 
 
 def _fmt(v: float | None, unit: str = "", scale: float = 1.0, digits: int = 1) -> str:
@@ -239,7 +333,9 @@ def _fmt(v: float | None, unit: str = "", scale: float = 1.0, digits: int = 1) -
 def build_report(inputs: Inputs, now: datetime | None = None) -> dict[str, Any]:
     """The report as a JSON-ready dict (schema :data:`REPORT_SCHEMA`): ``arms`` (identity,
     KV capacity, fit, runs), ``phases``, ``fidelity``, ``canaries``, ``retained`` (every run not
-    complete, with its reason), ``claims``, ``consistency`` (each figure of a ``summary.json``
+    complete, with its reason), ``claims``, ``decision`` (PROMOTE-ABLE / KEEP / INCONCLUSIVE
+    per question, :func:`seat_console.evidence.decision.decide`, from this same dict),
+    ``arms_assignment`` (how the arms were told, :func:`assign_arms`), ``consistency`` (each figure of a ``summary.json``
     that its ``requests.jsonl`` does not give), ``simultaneity``, ``rules``, ``inputs`` (the
     run/comparison directories), ``files`` (path → SHA-256)."""
     arms = _arms(inputs.runs)
@@ -325,9 +421,12 @@ def build_report(inputs: Inputs, now: datetime | None = None) -> dict[str, Any]:
         claims = [c if c.subject.startswith("identity of arm") else
                   replace(c, refused_by=(*c.refused_by, (RULE_INCOMPLETE, problem)))
                   for c in claims]
-    return {
+    rep: dict[str, Any] = {
         "schema": REPORT_SCHEMA,
         "generated_at": _iso((now or datetime.now(timezone.utc)).replace(microsecond=0)),
+        "decision": None,
+        "arms_assignment": dict(inputs.arms_assignment) if inputs.arms_assignment is not None
+        else {"by": "given with the runs", "problem": None},
         "comparison": {k: inputs.comparison.get(k) for k in
                        ("bracket_id", "order", "rounds", "status", "reason", "started_at",
                         "ended_at", "restored", "hold_released")}
@@ -349,6 +448,10 @@ def build_report(inputs: Inputs, now: datetime | None = None) -> dict[str, Any]:
         "inputs": list(inputs.sources),
         "files": dict(inputs.files),
     }
+    from seat_console.evidence.decision import decide
+
+    rep["decision"] = decide(rep).as_dict()
+    return rep
 
 
 def kv_ratios(arm_out: Mapping[str, Any], resident_over_candidate: float | None
@@ -557,16 +660,23 @@ def difference_claim(label: str, name: str, values: Sequence[tuple[str, float | 
     figure is missing or not positive (no log ratio)."""
     refusals = list(base)
     statement = f"B differs from A in {label} ({name})"
+    test: dict[str, Any] = {"figure": label, "phase": name, "pairs": len(values),
+                            "higher_is_better": label == "throughput", "ratio_b_over_a": None,
+                            "p_value": None, "needed_pairs": pairs_needed(),
+                            "rounds_needed": math.ceil(pairs_needed() / max(1, per_round)),
+                            "pairs_per_round": max(1, per_round), "mde_ratio": None}
     if not values:
         refusals.append((RULE_UNMATCHED, "no pair of an A leg and a B leg to compare"))
-        return Claim(f"{label} difference ({name})", statement, tuple(refusals))
+        return Claim(f"{label} difference ({name})", statement, tuple(refusals), test)
     bad = [pid for pid, a, b in values if a is None or b is None or a <= 0 or b <= 0]
     per_pair = ", ".join(f"{pid} {_fmt(a, '', scale, digits)}→{_fmt(b, unit, scale, digits)}"
                          for pid, a, b in values)
+    test["unknown_pairs"] = len(bad)
+    test["unknown_on_every_leg"] = all(a is None and b is None for _, a, b in values)
     if bad:
         refusals.append((RULE_UNKNOWN, f"{label} unknown or not positive in pair(s) "
                                        f"{', '.join(bad)} ({per_pair}): no log ratio"))
-        return Claim(f"{label} difference ({name})", statement, tuple(refusals))
+        return Claim(f"{label} difference ({name})", statement, tuple(refusals), test)
     t = sign_flip_test([math.log(b / a) for _, a, b in values])  # type: ignore[operator]
     m = t.n_pairs
     rounds_needed = math.ceil(t.needed_pairs / max(1, per_round))
@@ -587,7 +697,9 @@ def difference_claim(label: str, name: str, values: Sequence[tuple[str, float | 
             refusals.append((RULE_NOT_SIGNIFICANT, f"p = {t.p_value:.3f} > {t.alpha:g}: "
                                                    f"{NO_DIFFERENCE}"))
     statement += f"; minimum detectable effect with {m} pair(s) and this spread: {mde}"
-    return Claim(f"{label} difference ({name})", statement, tuple(refusals))
+    test.update(ratio_b_over_a=t.ratio, p_value=t.p_value, mde_ratio=t.mde_ratio,
+                sd_log_ratio=t.sd_log_ratio)
+    return Claim(f"{label} difference ({name})", statement, tuple(refusals), test)
 
 
 def _phase_claims(name: str, per_arm: Mapping[str, list[tuple[RunSummary, Phase | None]]],
@@ -735,8 +847,16 @@ def _canaries(arms: Mapping[str, list[RunSummary]], two: bool, simultaneous: boo
 def render_markdown(rep: Mapping[str, Any]) -> str:
     """The report as Markdown (sections: comparison, identity, KV/fit, phases, fidelity,
     canaries, retained runs, claims, rules, raw files with SHA-256)."""
-    L: list[str] = ["# Seat evidence report", "",
-                    f"Generated {_zulu(rep['generated_at'])} (UTC). {rep['simultaneity']['label']}."]
+    from seat_console.evidence.decision import render_lines
+
+    L: list[str] = ["# Seat evidence report", ""]
+    if rep.get("decision"):
+        L += [*render_lines(rep["decision"]), ""]
+    L.append(f"Generated {_zulu(rep['generated_at'])} (UTC). {rep['simultaneity']['label']}.")
+    asg = rep.get("arms_assignment") or {}
+    L.append("Arms: A = the resident, B = the candidate, told by "
+             f"{asg.get('by') or 'the runs'}"
+             + (f" — **cannot be told: {asg['problem']}**" if asg.get("problem") else "") + ".")
     for c in rep.get("consistency") or []:
         L += ["", f"**WARNING — {c['run']} ({c['path']}): {c['problem']}**: this summary "
                   f"was edited or not written from its raw requests; no claim rests on it."]

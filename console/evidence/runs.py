@@ -365,12 +365,33 @@ class RunSummary:
     warmup_requests: int | None = None
     measured_requests: int | None = None
     consistency: tuple[str, ...] = ()
+    side: str | None = None
 
     @property
     def complete(self) -> bool:
         """Status complete, no disruption, and every phase's population complete."""
         return (self.status == "complete" and not self.disruptions
                 and bool(self.phases) and all(p.complete for p in self.phases))
+
+
+SIDE_RESIDENT = "resident"
+SIDE_CANDIDATE = "candidate"
+_ROLE_SIDE = {"resident": SIDE_RESIDENT, "probe": SIDE_CANDIDATE, "candidate": SIDE_CANDIDATE}
+
+
+def recorded_side(ident: Any) -> str | None:
+    """The seat side a probe summary's ``identity`` says it measured: its
+    ``container.role`` (``resident`` → :data:`SIDE_RESIDENT`; ``probe`` or ``candidate`` →
+    :data:`SIDE_CANDIDATE`), or a flat ``role`` / ``side``; ``None`` when absent or anything
+    else (never guessed)."""
+    if not isinstance(ident, Mapping):
+        return None
+    c = ident.get("container")
+    for v in ((c.get("role") if isinstance(c, Mapping) else None), ident.get("role"),
+              ident.get("side")):
+        if isinstance(v, str) and v in _ROLE_SIDE:
+            return _ROLE_SIDE[v]
+    return None
 
 
 def _list(doc: Mapping[str, Any], key: str, path: Path) -> list[Any]:
@@ -507,7 +528,7 @@ def load_probe_run(run_dir: Path, ledger: FileLedger) -> RunSummary:
         ended_at=parse_time(s.get("ended_at"), f"{sp} ended_at"),
         identity=Identity.from_mapping(ident), phases=phases, disruptions=disruptions,
         cases=frozenset(cases), warmup_requests=warmup, measured_requests=measured,
-        consistency=consistency,
+        consistency=consistency, side=recorded_side(ident),
         kv_cache_tokens=kv if isinstance(kv, int) and not isinstance(kv, bool) else None)
 
 
@@ -563,7 +584,7 @@ def load_leg(leg_dir: Path, ledger: FileLedger, runs_root: Path | None = None) -
         round=leg["round"] if isinstance(leg.get("round"), int)
         and not isinstance(leg.get("round"), bool) else None,
         warmup_requests=run.warmup_requests, measured_requests=run.measured_requests,
-        consistency=run.consistency)
+        consistency=run.consistency, side=run.side)
 
 
 def list_comparisons(data_root: Path) -> list[dict[str, Any]]:

@@ -1,0 +1,268 @@
+"""The decision (issue 30, item 5): PROMOTE-ABLE / KEEP / INCONCLUSIVE per question, with the
+canary and fidelity vetoes, too little data never a pass, and arms from the runs' identity."""
+
+from __future__ import annotations
+
+import json
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from evidence_factory import IDENT_A, IDENT_B, T0, write_leg, write_run
+from seat_console.evidence import decision as dc
+from seat_console.evidence import report as rp
+from seat_console.evidence.bracket import plan_bracket
+
+ROLE_A = {**IDENT_A, "container": {"role": "resident"}}
+ROLE_B = {**IDENT_B, "container": {"role": "probe"}}
+NEAR = {1: -0.5, 2: -0.6, 3: -0.7, 4: -0.8, 9: -0.45, 10: -1.0}   # B's top-20 keeps A's tokens
+
+
+def _trace(case: str, ids: list[int], top: dict[int, float] | None = None) -> dict:
+    return {"case_id": case, "positions": [
+        {"token_id": t, "logprob": -0.5,
+         "top": {str(k): v for k, v in (top or {t: -0.5, t + 1: -1.0}).items()}} for t in ids]}
+
+
+def _canaries(pass_b: bool, arm: str) -> list[dict]:
+    return [{"item_id": "x", "kind": "arithmetic", "run": r,
+             "passed": (r < 9) if arm == "A" or pass_b else False, "reason": "r",
+             "answer": f"{arm}{r}", "error": None} for r in range(10)]
+
+
+def bracket(tmp: Path, *, rounds: int = 3, speed_b: float = 1.0, kv_b: int = 9_000,
+            b_ids: tuple[int, ...] = (1, 2, 3), b_top: dict[int, float] | None = None,
+            canaries_b_pass: bool = True, fits_b: bool | None = True,
+            names: tuple[str, str] = ("resident-fp8", "candidate-nvfp4"),
+            failed_b: int = 0, status: str = "complete", only_a: bool = False,
+            a_role: str = "resident", traces: bool = True, canaries: bool = True) -> Path:
+    """A bracket on disk: A = the resident, B = the candidate, ``rounds`` ABBA rounds."""
+    runs, cmp_dir = tmp / "runs", tmp / "comparisons" / "cmp-1"
+    legs = []
+    for leg in plan_bracket("ABBA", rounds):
+        if only_a and leg.arm == "B":
+            continue
+        a = leg.arm == "A"
+        ident = {**(IDENT_A if a else IDENT_B), "container": {"role": a_role if a else "probe"}}
+        probe = write_run(runs, ident=ident, speed=1.0 if a else speed_b,
+                          phases={"load": (16, 0 if a else failed_b)},
+                          at=T0 + timedelta(minutes=5 * leg.n))
+        legs.append(write_leg(
+            cmp_dir, leg.n, leg.arm, probe, kv=9_000 if a else kv_b,
+            traces=[_trace("c1", [1, 2, 3] if a else list(b_ids), None if a else b_top)]
+            if traces else None,
+            canaries=_canaries(canaries_b_pass, leg.arm) if canaries else None,
+            pair=leg.pair, round_=leg.round))
+    planned = [f"legs/{x.dirname}" for x in plan_bracket("ABBA", rounds)]
+    (cmp_dir / "compare.json").write_text(json.dumps({
+        "bracket_id": "cmp-1", "order": "ABBA", "rounds": rounds, "legs": legs,
+        "planned_legs": planned, "status": status, "restored": True, "hold_released": True,
+        "fit": {"A": {"name": names[0], "kv_tokens": 9_500, "fits": True},
+                "B": {"name": names[1], "kv_tokens": 9_600, "fits": fits_b,
+                      "words": "fits" if fits_b else "over by 3.1 GiB"}}}))
+    return cmp_dir
+
+
+def decide(path: Path) -> dict[str, Any]:
+    rep = rp.build_report(rp.load_inputs([str(path)]))
+    json.dumps(rep["decision"], allow_nan=False)          # strict JSON
+    return rep["decision"]
+
+
+def q(d: dict, question: str) -> dict:
+    return next(x for x in d["questions"] if x["question"] == question)
+
+
+# -- the outcomes ------------------------------------------------------------------------------
+def test_promote_able_when_every_question_passes(tmp_path: Path) -> None:
+    d = decide(bracket(tmp_path))
+    assert d["outcome"] == dc.PROMOTE_ABLE, d
+    assert {x["status"] for x in d["questions"]} == {"pass"}
+    assert [x["question"] for x in d["questions"]] == list(dc.QUESTIONS)
+    assert q(d, dc.Q_FIDELITY)["critical"] and q(d, dc.Q_CANARIES)["critical"]
+    assert not q(d, dc.Q_SPEED)["critical"]
+
+
+def test_a_faster_candidate_is_still_promote_able(tmp_path: Path) -> None:
+    d = decide(bracket(tmp_path, speed_b=2.0))
+    assert d["outcome"] == dc.PROMOTE_ABLE
+    assert "better" in q(d, dc.Q_SPEED)["answer"]
+
+
+def test_keep_when_slower_by_a_claimed_difference(tmp_path: Path) -> None:
+    d = decide(bracket(tmp_path, speed_b=0.5))
+    assert d["outcome"] == dc.KEEP
+    s = q(d, dc.Q_SPEED)
+    assert s["status"] == "fail" and "TTFT p50 (load) B/A 2.000×" in s["answer"]
+
+
+def test_canary_failure_vetoes_whatever_throughput_says(tmp_path: Path) -> None:
+    d = decide(bracket(tmp_path, speed_b=3.0, canaries_b_pass=False))
+    assert d["outcome"] == dc.KEEP
+    assert q(d, dc.Q_CANARIES)["status"] == "fail"
+    assert q(d, dc.Q_SPEED)["status"] == "pass"             # faster, and still KEEP
+    assert d["why"].startswith("canaries? (critical)")
+
+
+def test_fidelity_divergence_of_the_same_weights_vetoes(tmp_path: Path) -> None:
+    d = decide(bracket(tmp_path, speed_b=3.0, b_ids=(1, 2, 9), b_top=NEAR,
+                         names=("tiny", "tiny")))
+    assert d["outcome"] == dc.KEEP
+    f = q(d, dc.Q_FIDELITY)
+    assert f["status"] == "fail" and "same weights" in f["answer"]
+
+
+def test_fidelity_divergence_of_different_weights_is_expected(tmp_path: Path) -> None:
+    d = decide(bracket(tmp_path, b_ids=(1, 2, 9), b_top=NEAR))
+    assert q(d, dc.Q_FIDELITY)["status"] == "pass"
+    assert "expected divergence" in q(d, dc.Q_FIDELITY)["answer"]
+    assert d["outcome"] == dc.PROMOTE_ABLE
+
+
+def test_fidelity_collapse_vetoes_even_different_weights(tmp_path: Path) -> None:
+    # B's top-20 on A's own prefix shares no token with A's: broken, whatever the weights
+    d = decide(bracket(tmp_path, speed_b=3.0, b_ids=(50, 51, 52), b_top={50: -0.1, 99: -2.0}))
+    assert q(d, dc.Q_FIDELITY)["status"] == "fail" and d["outcome"] == dc.KEEP
+
+
+def test_fit_failure_is_critical(tmp_path: Path) -> None:
+    d = decide(bracket(tmp_path, fits_b=False))
+    assert d["outcome"] == dc.KEEP and q(d, dc.Q_FITS)["status"] == "fail"
+    assert "over by 3.1 GiB" in q(d, dc.Q_FITS)["answer"]
+
+
+def test_less_kv_capacity_speaks_against(tmp_path: Path) -> None:
+    d = decide(bracket(tmp_path, kv_b=4_000))
+    assert d["outcome"] == dc.KEEP and q(d, dc.Q_KV)["status"] == "fail"
+    assert "0.44×" in q(d, dc.Q_KV)["answer"]
+
+
+def test_one_round_is_inconclusive_with_the_rounds_it_needs(tmp_path: Path) -> None:
+    d = decide(bracket(tmp_path, rounds=1, speed_b=0.5))    # slower, but 2 pairs claim nothing
+    assert d["outcome"] == dc.INCONCLUSIVE
+    assert d["rounds_needed"] == 3 and "--rounds 3" in d["needs"]
+    assert q(d, dc.Q_SPEED)["answer"].startswith("cannot tell, because")
+
+
+@pytest.mark.parametrize("kw", [dict(traces=False), dict(canaries=False)])
+def test_a_missing_critical_check_is_inconclusive_never_a_pass(tmp_path: Path, kw: dict) -> None:
+    d = decide(bracket(tmp_path, **kw))
+    assert d["outcome"] == dc.INCONCLUSIVE
+    assert "without --no-" in d["needs"]
+
+
+def test_every_measurement_errored_is_inconclusive(tmp_path: Path) -> None:
+    # Argo Rollouts #4479: "Successful" while every measurement errored is the bug to never have
+    d = decide(bracket(tmp_path, failed_b=16, canaries=False, traces=False))
+    assert d["outcome"] == dc.INCONCLUSIVE
+    assert q(d, dc.Q_DATA)["status"] == "unknown"
+
+
+def test_half_the_populations_missing_is_too_little_data(tmp_path: Path) -> None:
+    d = decide(bracket(tmp_path, failed_b=1))               # every B leg 15/16
+    assert d["outcome"] == dc.INCONCLUSIVE
+    assert "too little data" in q(d, dc.Q_DATA)["answer"] and "50%" in q(d, dc.Q_DATA)["answer"]
+
+
+def test_a_missing_arm_is_inconclusive(tmp_path: Path) -> None:
+    d = decide(bracket(tmp_path, only_a=True, status="incomplete"))
+    assert d["outcome"] == dc.INCONCLUSIVE
+    assert "candidate (arm B)" in q(d, dc.Q_DATA)["answer"]
+
+
+def test_an_incomplete_bracket_is_inconclusive(tmp_path: Path) -> None:
+    d = decide(bracket(tmp_path, status="incomplete"))
+    assert d["outcome"] == dc.INCONCLUSIVE
+
+
+def test_a_bracket_that_measured_the_candidate_as_a_is_inconclusive(tmp_path: Path) -> None:
+    # issue 30: compare started with the candidate in the seat measured it as arm A
+    d = decide(bracket(tmp_path, a_role="probe"))
+    assert d["outcome"] == dc.INCONCLUSIVE
+    assert "arms cannot be told" in q(d, dc.Q_DATA)["answer"]
+    assert "measured the candidate container" in q(d, dc.Q_DATA)["answer"]
+
+
+def test_outcome_order_failure_beats_unknown() -> None:
+    a = [dc.Answer(dc.Q_DATA, "unknown", "cannot tell, because x; needs y", "y"),
+         dc.Answer(dc.Q_SPEED, "fail", "worse"), dc.Answer(dc.Q_CANARIES, "fail", "no")]
+    d = dc.outcome_of(a)
+    assert d.outcome == dc.KEEP and d.why.startswith("canaries? (critical)")
+    assert dc.outcome_of(a[:1]).outcome == dc.INCONCLUSIVE
+    assert dc.outcome_of([dc.Answer(q_, "pass", "ok") for q_ in dc.QUESTIONS]).outcome \
+        == dc.PROMOTE_ABLE
+
+
+# -- the report carries it ---------------------------------------------------------------------
+def test_the_decision_heads_the_markdown_and_verify_covers_it(tmp_path: Path) -> None:
+    cmp_dir = bracket(tmp_path, rounds=1)
+    rep = rp.build_report(rp.load_inputs([str(cmp_dir)]))
+    md = rp.render_markdown(rep)
+    lines = md.splitlines()
+    assert lines[2] == "## Decision: **INCONCLUSIVE**"
+    assert lines.index("## Decision: **INCONCLUSIVE**") < next(
+        i for i, x in enumerate(lines) if x.startswith("Generated "))
+    assert rp.rederive(md, "r.md") == []
+    edited = md.replace("## Decision: **INCONCLUSIVE**", "## Decision: **PROMOTE-ABLE**")
+    assert any("PROMOTE-ABLE" in x for x in rp.rederive(edited, "r.md"))
+    text = json.dumps(rep)
+    assert rp.rederive(text, "r.json") == []
+    doc = json.loads(text)
+    doc["decision"]["outcome"] = "PROMOTE-ABLE"
+    assert any(x.startswith("report.decision.outcome") for x in
+               rp.rederive(json.dumps(doc), "r.json"))
+
+
+# -- arms from identity, never from argument order ---------------------------------------------
+@pytest.fixture(scope="module")
+def plain_runs(tmp_path_factory: pytest.TempPathFactory) -> list[str]:
+    root = tmp_path_factory.mktemp("plain") / "runs"
+    out = []
+    for k in range(2):   # the candidate measured FIRST: start order must not decide the arms
+        out.append(str(write_run(root, ident=ROLE_B, at=T0 + timedelta(minutes=10 * k))))
+        out.append(str(write_run(root, ident=ROLE_A, at=T0 + timedelta(minutes=10 * k + 5))))
+    return out
+
+
+def _arms(args: list[str]) -> tuple[dict[str, list[str]], dict]:
+    rep = rp.build_report(rp.load_inputs(args), now=T0)
+    return ({a: sorted(r["run_id"] for r in v["runs"]) for a, v in rep["arms"].items()},
+            rep["decision"])
+
+
+def test_plain_runs_take_arms_from_their_recorded_side(plain_runs: list[str]) -> None:
+    rep = rp.build_report(rp.load_inputs(plain_runs))
+    for arm, role in (("A", "resident"), ("B", "probe")):
+        assert {r["identity"]["image_id"] for r in rep["arms"][arm]["runs"]} == \
+            {(ROLE_A if arm == "A" else ROLE_B)["image_id"]}, role
+    assert rep["arms_assignment"]["problem"] is None
+
+
+@settings(max_examples=25, deadline=None)
+@given(perm=st.permutations(range(4)))
+def test_permuting_the_run_arguments_never_changes_the_decision(
+        plain_runs: list[str], perm: list[int]) -> None:
+    assert _arms([plain_runs[i] for i in perm]) == _arms(plain_runs)
+
+
+def test_runs_without_a_recorded_side_cannot_be_assigned(tmp_path: Path) -> None:
+    a = write_run(tmp_path / "runs", ident=IDENT_A)
+    b = write_run(tmp_path / "runs", ident=IDENT_B, at=T0 + timedelta(minutes=5))
+    for args in ([str(a), str(b)], [str(b), str(a)]):
+        rep = rp.build_report(rp.load_inputs(args))
+        assert rep["arms_assignment"]["problem"]
+        assert rep["decision"]["outcome"] == dc.INCONCLUSIVE
+        assert "cannot be told" in rp.render_markdown(rep)
+        assert rep["arms"]["A"]["runs"][0]["run_id"] == a.name    # display: earliest = A
+
+
+def test_one_side_recorded_gives_the_other_identity_the_other_side(tmp_path: Path) -> None:
+    a = write_run(tmp_path / "runs", ident=IDENT_A, at=T0 + timedelta(minutes=5))
+    b = write_run(tmp_path / "runs", ident=ROLE_B)
+    rep = rp.build_report(rp.load_inputs([str(b), str(a)]))
+    assert rep["arms_assignment"]["problem"] is None
+    assert rep["arms"]["A"]["runs"][0]["run_id"] == a.name
