@@ -723,3 +723,184 @@ def _mark_breaches(rb: Runbook, doc: dict[str, Any]) -> None:
         if doc.get("status") == "complete":
             doc["status"] = "incomplete"
         doc["reason"] = "; ".join(x for x in (doc.get("reason"), why) if x)
+
+
+# -- the cost of a compare, up front (issue 30) ------------------------------------------------
+FORECAST_HISTORY = 10
+"""The newest this many measured durations of each kind are used (their median)."""
+
+
+def _durations(journal: Journal) -> dict[str, list[float]]:
+    """This node's measured durations (seconds) from the journal, oldest first, by kind:
+    ``swap`` / ``restore`` / ``hold`` / ``release`` (a finished run of that runbook, ``start``
+    to its ``end`` row, outcome ``done``; the compare's own swaps and restores are such runs
+    too); ``restart`` (a compare's ``leg …: seat`` step that restarted a container, ``begin``
+    to ``verify``); ``measure`` (a compare's ``leg …: measure`` step: probe, fidelity,
+    canaries); ``probe`` (a ``probe`` start to its end row: the probe alone)."""
+    out: dict[str, list[float]] = {k: [] for k in ("swap", "restore", "hold", "release",
+                                                    "restart", "measure", "probe")}
+    for rows in journal.runs().values():
+        first = rows[0]
+        if first.runbook in ("swap", "restore", "hold", "release"):
+            start = next((r for r in rows if r.kind == "start"), None)
+            end = next((r for r in rows if r.kind == "end"), None)
+            if start and end and end.outcome == "done":
+                out[first.runbook].append((end.at - start.at).total_seconds())
+        elif first.runbook == "probe":
+            s = next((r for r in rows if r.kind == "probe" and r.step == "start"), None)
+            e = next((r for r in rows if r.kind == "probe" and r.step == "end"), None)
+            if s and e:
+                out["probe"].append((e.at - s.at).total_seconds())
+        elif first.runbook == "compare":
+            began: dict[str, Entry] = {}
+            for r in rows:
+                if r.kind == "begin":
+                    began[r.step] = r
+                elif r.kind == "verify" and r.step in began:
+                    b = began.pop(r.step)
+                    secs = (r.at - b.at).total_seconds()
+                    if r.step.endswith(": measure"):
+                        out["measure"].append(secs)
+                    elif r.step.endswith(": seat") and ": restart " in b.outcome:
+                        out["restart"].append(secs)
+    return {k: [x for x in v if x >= 0][-FORECAST_HISTORY:] for k, v in out.items()}
+
+
+def _median(xs: Sequence[float]) -> float | None:
+    import statistics
+
+    return statistics.median(xs) if xs else None
+
+
+def leg_spread(data_root: Path | None = None) -> dict[str, Any] | None:
+    """The pair-to-pair spread of ln(B/A) output throughput this node showed in its newest
+    comparison with ≥ 2 complete pairs (the largest SD over its phases): ``{"bracket_id",
+    "pairs", "sd_log_ratio"}``, or ``None`` when no comparison has measured one. Never
+    raises (an unreadable comparison is passed over)."""
+    import math
+    import statistics
+
+    from seat_console.evidence import report as rp
+    from seat_console.evidence.runs import RunError, list_comparisons
+
+    root = comparisons_dir(data_root).parent
+    for c in sorted(list_comparisons(root), key=lambda c: str(c.get("bracket_id")),
+                    reverse=True):
+        try:
+            inputs = rp.load_inputs([str(c["path"])])
+        except (RunError, OSError, ValueError):
+            continue
+        arms: dict[str, list[Any]] = {}
+        for r in inputs.runs:
+            arms.setdefault(r.arm or "A", []).append(r)
+        names = {p.name for r in inputs.runs for p in r.phases}
+        best: float | None = None
+        n_pairs = 0
+        for name in sorted(names):
+            per_arm = {a: [(r, next((p for p in r.phases if p.name == name), None))
+                           for r in rs] for a, rs in arms.items()}
+            pairs_, _ = rp.leg_pairs(per_arm)
+            d = [math.log(pb.output_tok_s / pa.output_tok_s) for _, _, pa, _, pb in pairs_
+                 if pa is not None and pb is not None and pa.complete and pb.complete
+                 and pa.output_tok_s and pb.output_tok_s and pa.output_tok_s > 0
+                 and pb.output_tok_s > 0]
+            if len(d) >= 2:
+                sd = statistics.stdev(d)
+                if best is None or sd > best:
+                    best, n_pairs = sd, len(d)
+        if best is not None:
+            return {"bracket_id": c["bracket_id"], "pairs": n_pairs, "sd_log_ratio": best}
+    return None
+
+
+def forecast(journal: Journal, order: str = "ABBA", rounds: int = 1, *,
+             hold_active: bool | None = None, data_root: Path | None = None) -> dict[str, Any]:
+    """The cost of a compare of ``rounds`` × ``order`` on this node, before it runs.
+
+    ``minutes``: the forecast from this node's measured durations (:func:`_durations`, the
+    median of the newest :data:`FORECAST_HISTORY` of each kind): per leg its seat change
+    (swap, restore or restart, :func:`~seat_console.evidence.bracket.transition`) plus its
+    measurement, then the end restore; plus the hold and its release when the compare places
+    one (``hold_active`` false). ``None`` when a leg's part was never measured here
+    (``missing`` names it: "no measurement yet" — never a made-up figure). ``parts``: each
+    kind's median seconds (``None`` unmeasured) and how many measurements it rests on.
+
+    ``pairs`` / ``needed_pairs`` / ``can_claim``: whether the design can reach a claim under
+    the report's A/A-calibrated rule (the exact sign-flip test over pairs of legs: 6 pairs);
+    ``rounds_needed`` when it cannot; ``mde_ratio``: the minimum detectable effect of this
+    design at the spread this node's newest comparison showed (:func:`leg_spread`,
+    :func:`seat_console.evidence.stats.design_mde`), ``None`` when unknown (said in
+    ``mde_text``). ``text``: one line for the plan. Raises
+    :class:`~seat_console.evidence.bracket.BracketError` for a bad order or rounds."""
+    import math
+
+    from seat_console.evidence.stats import design_mde, pairs_needed
+
+    legs = plan_bracket(order, rounds)
+    dur = _durations(journal)
+    med = {k: _median(v) for k, v in dur.items()}
+    total = 0.0
+    missing: list[str] = []
+    prev: str | None = None
+    kinds = {"restart-resident": "restart", "restart-candidate": "restart", "swap": "swap",
+             "restore": "restore"}
+    for leg in legs:
+        for k in (kinds[transition(prev, leg.arm)], "measure"):
+            if med[k] is None:
+                if k not in missing:
+                    missing.append(k)
+            else:
+                total += med[k]   # type: ignore[operator]
+        prev = leg.arm
+    if prev == "B":
+        if med["restore"] is None:
+            if "restore" not in missing:
+                missing.append("restore")
+        else:
+            total += med["restore"]   # type: ignore[operator]
+    excluded = []
+    if not hold_active:
+        for k in ("hold", "release"):
+            if med[k] is None:
+                excluded.append(k)
+            else:
+                total += med[k]   # type: ignore[operator]
+    per_round = max(1, order.count("A"))
+    pairs = len(legs) // 2
+    need = pairs_needed()
+    can = pairs >= need
+    spread = leg_spread(data_root)
+    mde = (design_mde(pairs, spread["sd_log_ratio"]) if spread and can else None)
+    rounds_needed = None if can else math.ceil(need / per_round)
+    minutes = None if missing else total / 60
+    if minutes is None:
+        when = ("no measurement yet of " + ", ".join(
+            {"measure": "a compare leg's measurement", "restart": "a container restart"}.get(
+                k, f"a {k}") for k in missing) + " on this node: no forecast")
+        if med["probe"] is not None and "measure" in missing:
+            when += f" (a probe alone took {med['probe'] / 60:.1f} min)"
+    else:
+        when = (f"≈ {minutes:.0f} min on this node (medians of its measured "
+                + ", ".join(f"{k} {med[k]:.0f} s" for k in ("swap", "restore", "restart",
+                                                           "measure") if med[k] is not None)
+                + ")" + (f"; not counted: {', '.join(excluded)} (no measurement yet)"
+                         if excluded else ""))
+    if not can:
+        reach = (f"cannot reach a throughput/latency claim: {pairs} pair(s) < {need}; needs ≥ "
+                 f"{rounds_needed} rounds ({rounds_needed * per_round} pairs)")
+        mde_text = "none (the design cannot reach p ≤ 0.05)"
+    elif mde is not None and spread is not None:
+        mde_text = (f"×{mde:.3f} at the spread of {spread['bracket_id']} (SD of ln(B/A) "
+                    f"{spread['sd_log_ratio']:.3f} over {spread['pairs']} pairs)")
+        reach = f"can reach a claim ({pairs} pairs ≥ {need}); minimum detectable effect {mde_text}"
+    else:
+        mde_text = ("unknown until a comparison of ≥ 2 complete pairs has measured this node's "
+                    "leg-to-leg spread")
+        reach = f"can reach a claim ({pairs} pairs ≥ {need}); minimum detectable effect {mde_text}"
+    return {"rounds": rounds, "order": order, "legs": len(legs), "pairs": pairs,
+            "needed_pairs": need, "can_claim": can, "rounds_needed": rounds_needed,
+            "minutes": minutes, "missing": missing, "not_counted": excluded,
+            "parts": {k: {"median_s": med[k], "measurements": len(dur[k])} for k in dur},
+            "mde_ratio": mde, "mde_text": mde_text, "spread": spread,
+            "text": f"{len(legs)} legs ({rounds} round(s) of {order}, {pairs} pairs): {when}; "
+                    f"{reach}"}

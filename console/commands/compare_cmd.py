@@ -4,7 +4,11 @@ Runs the bracketed comparison (``seat_console.actions.compare``): A (resident) /
 legs in the bracket's order, each on a freshly started container, one hold throughout, the
 resident restored at the end; then prints the evidence report of the comparison
 (``seat-console report <bracket id>`` prints it again). ``--dry-run`` prints the bracket's
-legs, their pairing and the runbook plan once (:func:`render_dry_run`), and changes nothing. The compare stops the seat's
+legs, their pairing, the cost (minutes forecast from this node's measured swap, restore,
+restart and leg-measurement times in the journal, or "no measurement yet"; whether the design
+can reach a throughput/latency claim, with its minimum detectable effect or the rounds it
+needs; JSON ``cost``) and the runbook plan once (:func:`render_dry_run`), and changes nothing;
+a real run prints the cost on stderr before it asks. The compare stops the seat's
 resident, so it asks the engineer to type the seat's name unless ``--yes``.
 
 Exit codes: as the other action commands (README.md): 0 done — every leg complete; 1 failed
@@ -52,19 +56,26 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run)
 
 
-def _plan_json(legs: Any, pairs_: Any, plan: Any) -> dict[str, Any]:
+def _plan_json(legs: Any, pairs_: Any, plan: Any,
+               cost: dict[str, Any] | None = None) -> dict[str, Any]:
     return {"dry_run": True, "legs": [{"name": x.name, "arm": x.arm, "round": x.round,
                                        "pair": x.pair} for x in legs],
-            "pairs": [[a.name, b.name] for a, b in pairs_], "plan": plan.to_json()}
+            "pairs": [[a.name, b.name] for a, b in pairs_], "plan": plan.to_json(),
+            "cost": cost}
 
 
-def render_dry_run(title: str, legs: Any, pairs_: Any, plan: Any) -> str:
+def render_dry_run(title: str, legs: Any, pairs_: Any, plan: Any,
+                   cost: dict[str, Any] | None = None) -> str:
     """The dry-run text, printed once: one header naming every leg (round, pair) and the
-    pairs, then the runbook's plan (``✗`` marks a refused precondition; ``–`` no change)."""
+    pairs, the cost (``cost``: :func:`seat_console.actions.compare.forecast` — minutes from
+    this node's measured swap and probe times, and whether the design can reach a claim),
+    then the runbook's plan (``✗`` marks a refused precondition; ``–`` no change)."""
     head = [f"{title} — plan (read from the node now; nothing changed):",
             f"  {len(legs)} legs: "
             + ", ".join(f"{x.name} (round {x.round}, pair {x.pair})" for x in legs)
             + "; pairs " + ", ".join(f"{a.name}-{b.name}" for a, b in pairs_)]
+    if cost is not None:
+        head.append(f"  cost: {cost['text']}")
     return "\n".join([*head, *(f"  {line}" for line in plan.text_lines())]) + "\n"
 
 
@@ -107,12 +118,16 @@ def run(args: argparse.Namespace, loaded: LoadedProfile) -> int:
                                             observer=ac.observer(args.json))
         plan = rb.plan()
         title = f"compare {args.bracket} x{args.rounds} on the seat {loaded.profile.node.name}"
+        cost = compare_cost(cmp_mod, journal, args.bracket, args.rounds)
         if args.dry_run:
             if args.json:
-                print(jsonout.dumps(_plan_json(legs, pairs(legs), plan), indent=2, default=str))
+                print(jsonout.dumps(_plan_json(legs, pairs(legs), plan, cost), indent=2,
+                                    default=str))
             else:
-                sys.stdout.write(render_dry_run(title, legs, pairs(legs), plan))
+                sys.stdout.write(render_dry_run(title, legs, pairs(legs), plan, cost))
             return ac.EXIT_OK if plan.ok else ac.EXIT_REFUSED
+        if not args.json:
+            print(f"compare cost: {cost['text']}", file=sys.stderr)
         code = ac.refused(plan, prog, args.json)
         if code is not None:
             return code
@@ -134,6 +149,14 @@ def run(args: argparse.Namespace, loaded: LoadedProfile) -> int:
     finally:
         journal.close()
         nctx.close()
+
+
+def compare_cost(cmp_mod: Any, journal: Any, order: str, rounds: int) -> dict[str, Any]:
+    """The compare's cost up front (:func:`seat_console.actions.compare.forecast`), the hold's
+    state read from the journal now (an active hold is used, so neither placed nor released)."""
+    from seat_console.actions.hold import active_hold
+
+    return cmp_mod.forecast(journal, order, rounds, hold_active=active_hold(journal) is not None)
 
 
 EXIT_NOT_COMPLETE = 7

@@ -296,3 +296,23 @@ def sign_flip_test(log_ratios: Sequence[float], alpha: float = ALPHA,
     return PairedTest(log_ratios=tuple(d), ratio=math.exp(mean), sd_log_ratio=sd, p_value=p,
                       min_p=min_p, exact=exact, alpha=alpha, needed_pairs=pairs_needed(alpha),
                       mde_ratio=mde)
+
+
+def design_mde(pairs: int, sd_log_ratio: float, alpha: float = ALPHA) -> float | None:
+    """The minimum detectable effect (a B/A ratio ≥ 1, read also as its inverse) of a planned
+    design of ``pairs`` pairs of legs, if the pair-to-pair spread of ln(B/A) is
+    ``sd_log_ratio`` (a sample SD seen before on this node): :func:`_mde_ratio` over residuals
+    ±s·√((m − 1)/m) in alternating signs (sum 0, sample SD exactly s; an odd m gets one 0).
+    ``None`` when ``pairs`` cannot reach ``alpha`` at any effect (fewer than
+    :func:`pairs_needed`). Raises :class:`StatsError` for ``pairs`` < 1 or a negative or
+    non-finite spread."""
+    if isinstance(pairs, bool) or not isinstance(pairs, int) or pairs < 1:
+        raise StatsError(f"pairs={pairs!r}: give a whole number of pairs >= 1")
+    if not math.isfinite(sd_log_ratio) or sd_log_ratio < 0:
+        raise StatsError(f"sd_log_ratio={sd_log_ratio!r}: give a finite spread >= 0")
+    if pairs < pairs_needed(alpha):
+        return None
+    even = pairs - pairs % 2
+    r = sd_log_ratio * math.sqrt((pairs - 1) / even) if even else 0.0
+    resid = [r if i % 2 == 0 else -r for i in range(even)] + [0.0] * (pairs - even)
+    return _mde_ratio(resid, alpha, 0)
