@@ -54,6 +54,7 @@ COMMAND_MODULES = [
     "seat_console.commands.status_cmd",
     "seat_console.commands.report_cmd",
     "seat_console.commands.compare_cmd",
+    "seat_console.commands.decide_cmd",
     "seat_console.commands.backport_cmd",
     "seat_console.commands.image_cmd",
     "seat_console.commands.swap_cmd",
@@ -69,7 +70,8 @@ COMMAND_MODULES = [
 
 # Subcommands that change the node, each with a test of its arguments (``True``: this run
 # would change the node). ``--readonly`` refuses them at once (:func:`readonly_refusal`);
-# ``--dry-run`` (and read-only modes such as ``hold --status``) still run.
+# ``--dry-run`` (and read-only modes such as ``hold --status``) still run. ``decide`` is not
+# here: it writes the journal only (the decision row), never the node.
 NODE_CHANGING = {
     "hold": lambda a: not getattr(a, "status", False),
     "release": lambda a: True,

@@ -1,0 +1,149 @@
+"""``seat-console decide [RUN…] [--json] [--dry-run] [--data-dir DIR]``.
+
+The decide stage of the runbook: builds the evidence report of RUN… (default: the newest
+compare bracket — the newest ``compare`` run in the journal whose comparison directory exists,
+else the newest comparison under the data dir), prints its decision (PROMOTE-ABLE, KEEP or
+INCONCLUSIVE, per question; :mod:`seat_console.evidence.decision`) and journals it (runbook
+``decide``, :func:`seat_console.actions.decide.record_decision`), which is what ``promote``
+reads. An INCONCLUSIVE that needs more rounds says how long they would take on this node
+(:func:`seat_console.actions.compare.forecast`, from the journal's measured times).
+``--dry-run`` prints the decision and journals nothing.
+
+It changes nothing on the node (it writes the journal only), so ``--readonly`` allows it.
+
+Exit codes: 0 the decision was made (and journaled, unless ``--dry-run``) — whatever it is;
+1 a run cannot be read, no comparison was found, or the journal cannot be read or written;
+2 usage.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+EXIT_OK, EXIT_ERROR, EXIT_USAGE = 0, 1, 2
+
+NEXT = {"PROMOTE-ABLE": "seat-console promote (the candidate becomes the resident), or keep "
+                        "the resident: seat-console restore",
+        "KEEP": "keep the resident: seat-console restore (if the candidate holds the seat), "
+                "then seat-console release",
+        "INCONCLUSIVE": "seat-console compare {rounds}(what would decide it, above)"}
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    """Add the ``decide`` subcommand."""
+    p = sub.add_parser("decide", help="the decision from the evidence (PROMOTE-ABLE, KEEP or "
+                                      "INCONCLUSIVE, per question), journaled",
+                       description=__doc__.split("\n\n")[0])
+    p.add_argument("runs", nargs="*", metavar="RUN",
+                   help="a run or comparison ID or directory (default: the newest compare "
+                        "bracket)")
+    p.add_argument("--json", action="store_true", help="JSON on stdout")
+    p.add_argument("--dry-run", action="store_true",
+                   help="print the decision, journal nothing")
+    p.add_argument("--data-dir", metavar="DIR",
+                   help="where run IDs and comparisons are looked up (default: "
+                        "$SEAT_CONSOLE_DATA_DIR or the XDG data dir)")
+    p.set_defaults(func=run, needs_profile=False)
+
+
+def newest_bracket(journal: Any, data_root: Path | None) -> Path | None:
+    """The newest compare bracket's directory: the newest ``compare`` run in the journal
+    whose ``bracket_id`` has a directory under the data dir's ``comparisons``; else the
+    newest comparison there (IDs begin with their UTC start); ``None`` when there is none."""
+    from seat_console.actions.compare import comparisons_dir
+    from seat_console.evidence.runs import list_comparisons
+
+    base = comparisons_dir(data_root)
+    for rows in reversed(list(journal.runs().values())):
+        if rows[0].runbook != "compare":
+            continue
+        bid = next((r.facts.get("bracket_id") for r in rows
+                    if isinstance(r.facts.get("bracket_id"), str)), None)
+        if bid and "/" not in bid and (base / bid).is_dir():
+            return base / bid
+    found = sorted(list_comparisons(base.parent), key=lambda c: str(c.get("bracket_id")))
+    return Path(found[-1]["path"]) if found else None
+
+
+def _fail(msg: str, code: int, json_mode: bool) -> int:
+    if json_mode:
+        print(json.dumps({"ok": False, "error": msg, "exit": code}))
+    print(f"seat-console decide: {msg}", file=sys.stderr)
+    return code
+
+
+def run(args: argparse.Namespace, _loaded: Any) -> int:
+    """``decide``: exit codes in the module docstring."""
+    from seat_console.actions import compare as cmp_mod
+    from seat_console.actions import decide as dec
+    from seat_console.actions.journal import Journal, JournalError
+    from seat_console.evidence import report as rp
+    from seat_console.evidence.decision import render_lines
+    from seat_console.evidence.runs import RunError
+
+    data_root = Path(args.data_dir) if args.data_dir else None
+    try:
+        journal = Journal()
+    except JournalError as exc:
+        return _fail(str(exc), EXIT_ERROR, args.json)
+    try:
+        sources = list(args.runs)
+        if not sources:
+            d = newest_bracket(journal, data_root)
+            if d is None:
+                return _fail("no compare bracket found (run `seat-console compare`, or give "
+                             "RUN…)", EXIT_ERROR, args.json)
+            sources = [str(d)]
+        at = datetime.now(UTC).replace(microsecond=0)
+        try:
+            inputs = rp.load_inputs(sources, data_root)
+        except RunError as exc:
+            return _fail(str(exc), EXIT_ERROR, args.json)
+        rep = json.loads(json.dumps(rp.build_report(inputs, now=at), default=str))
+        facts = dec.decision_facts(rep)
+        decision = rep["decision"]
+        cost = None
+        if decision.get("rounds_needed"):
+            order = (rep.get("comparison") or {}).get("order") or "ABBA"
+            try:
+                cost = cmp_mod.forecast(journal, str(order), int(decision["rounds_needed"]),
+                                        data_root=data_root)
+            except ValueError:
+                cost = None
+            if cost is not None:
+                when = (f"≈ {cost['minutes']:.0f} min on this node" if cost["minutes"]
+                        is not None else "no forecast: no measurement yet on this node")
+                facts["needs"] = f"{facts['needs']} ({when})"
+        rounds = decision.get("rounds_needed")
+        nxt = NEXT[facts["decision"]].format(rounds=f"--rounds {rounds} " if rounds else "")
+        row = None
+        if not args.dry_run:
+            row = dec.record_decision(journal, facts, at=at,
+                                      inputs={"sources": list(inputs.sources)},
+                                      output=f"{facts['decision']}: {decision.get('why')}")
+    except JournalError as exc:
+        return _fail(str(exc), EXIT_ERROR, args.json)
+    finally:
+        journal.close()
+    if args.json:
+        print(json.dumps({"ok": True, "dry_run": args.dry_run, "decision": decision,
+                          "facts": facts, "cost": cost, "inputs": list(inputs.sources),
+                          "journaled": None if row is None else {"seq": row.seq,
+                                                                 "run_id": row.run_id},
+                          "next": nxt}, indent=2, allow_nan=False))
+        return EXIT_OK
+    lines = render_lines(decision)
+    if cost is not None:
+        lines += ["", f"Cost of what would decide it: {cost['text']}"]
+    lines += ["", "Inputs: " + ", ".join(inputs.sources),
+              f"Report SHA-256: {facts['report_sha256']} (built at {at.isoformat()})",
+              ("Not journaled (--dry-run)." if row is None else
+               f"Journaled: decide row {row.seq} (run {row.run_id})."),
+              f"next: {nxt}"]
+    print("\n".join(lines))
+    return EXIT_OK
