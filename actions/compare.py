@@ -834,7 +834,7 @@ def forecast(journal: Journal, order: str = "ABBA", rounds: int = 1, *,
     :class:`~seat_console.evidence.bracket.BracketError` for a bad order or rounds."""
     import math
 
-    from seat_console.evidence.stats import design_mde, pairs_needed
+    from seat_console.evidence.stats import StatsError, design_mde, pairs_needed
 
     legs = plan_bracket(order, rounds)
     dur = _durations(journal)
@@ -870,7 +870,11 @@ def forecast(journal: Journal, order: str = "ABBA", rounds: int = 1, *,
     need = pairs_needed()
     can = pairs >= need
     spread = leg_spread(data_root)
-    mde = (design_mde(pairs, spread["sd_log_ratio"]) if spread and can else None)
+    try:
+        mde = (design_mde(pairs, spread["sd_log_ratio"]) if spread and can else None)
+    except StatsError:
+        mde, spread = None, None
+
     rounds_needed = None if can else math.ceil(need / per_round)
     minutes = None if missing else total / 60
     if minutes is None:

@@ -77,6 +77,18 @@ def _compare(lab, env, node, tmp_path: Path, timers_before: dict[str, bool]) -> 
     rp_file.write_text(json.dumps(rep))
     v = _cli(lab, env, "report", "--verify", str(rp_file), timeout=120)
     assert v.returncode == 0, v.stdout + v.stderr
+    # the decision (issue 30): arms from the legs' records, which the probes' roles confirm;
+    # one round cannot claim a throughput difference, so INCONCLUSIVE, needing 3 rounds —
+    # whose minutes this compare's own journaled swap/restore/restart/measure times forecast
+    assert rep["arms_assignment"]["problem"] is None, rep["arms_assignment"]
+    assert rep["decision"]["outcome"] == "INCONCLUSIVE", rep["decision"]
+    assert rep["decision"]["rounds_needed"] == 3
+    d = _cli(lab, env, "decide", "--json", timeout=120)
+    assert d.returncode == 0, d.stdout + d.stderr
+    dd = json.loads(d.stdout)
+    assert dd["facts"]["bracket_id"] == rep["comparison"]["bracket_id"]
+    assert dd["cost"]["minutes"] is not None and dd["cost"]["missing"] == [], dd["cost"]
+    assert "min on this node" in dd["facts"]["needs"], dd["facts"]
     # the lab as found: resident serving, no hold, timers as before
     assert _serving(lab)
     assert _timers(node, lab.timers) == timers_before

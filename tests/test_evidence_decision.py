@@ -266,3 +266,35 @@ def test_one_side_recorded_gives_the_other_identity_the_other_side(tmp_path: Pat
     rep = rp.build_report(rp.load_inputs([str(b), str(a)]))
     assert rep["arms_assignment"]["problem"] is None
     assert rep["arms"]["A"]["runs"][0]["run_id"] == a.name
+
+
+# -- parsers of our own run files and the planned-design arithmetic ---------------------------
+_js = st.recursive(st.none() | st.booleans() | st.integers() | st.text(max_size=10)
+                   | st.floats(allow_nan=True), lambda c: st.lists(c, max_size=3)
+                   | st.dictionaries(st.sampled_from(["container", "role", "side", "x"]), c,
+                                     max_size=3), max_leaves=10)
+
+
+@settings(max_examples=300)
+@given(ident=_js)
+def test_recorded_side_never_guesses(ident: Any) -> None:
+    from seat_console.evidence.runs import recorded_side
+
+    side = recorded_side(ident)
+    assert side in (None, "resident", "candidate")
+    if not isinstance(ident, dict):
+        assert side is None
+
+
+@settings(max_examples=100, deadline=None)
+@given(pairs=st.integers(-3, 20), sd=st.floats(allow_nan=True, allow_infinity=True))
+def test_design_mde_raises_only_its_documented_error(pairs: int, sd: float) -> None:
+    from seat_console.evidence.stats import StatsError, design_mde, pairs_needed
+
+    try:
+        m = design_mde(pairs, sd)
+    except StatsError as exc:
+        assert "pairs=" in str(exc) or "sd_log_ratio=" in str(exc)
+        return
+    assert (m is None) == (pairs < pairs_needed())
+    assert m is None or m >= 1.0

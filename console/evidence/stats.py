@@ -304,8 +304,8 @@ def design_mde(pairs: int, sd_log_ratio: float, alpha: float = ALPHA) -> float |
     ``sd_log_ratio`` (a sample SD seen before on this node): :func:`_mde_ratio` over residuals
     ±s·√((m − 1)/m) in alternating signs (sum 0, sample SD exactly s; an odd m gets one 0).
     ``None`` when ``pairs`` cannot reach ``alpha`` at any effect (fewer than
-    :func:`pairs_needed`). Raises :class:`StatsError` for ``pairs`` < 1 or a negative or
-    non-finite spread."""
+    :func:`pairs_needed`). Raises :class:`StatsError` for ``pairs`` < 1, a negative or
+    non-finite spread, or one so large that the ratio overflows."""
     if isinstance(pairs, bool) or not isinstance(pairs, int) or pairs < 1:
         raise StatsError(f"pairs={pairs!r}: give a whole number of pairs >= 1")
     if not math.isfinite(sd_log_ratio) or sd_log_ratio < 0:
@@ -315,4 +315,8 @@ def design_mde(pairs: int, sd_log_ratio: float, alpha: float = ALPHA) -> float |
     even = pairs - pairs % 2
     r = sd_log_ratio * math.sqrt((pairs - 1) / even) if even else 0.0
     resid = [r if i % 2 == 0 else -r for i in range(even)] + [0.0] * (pairs - even)
-    return _mde_ratio(resid, alpha, 0)
+    try:
+        return _mde_ratio(resid, alpha, 0)
+    except OverflowError:
+        raise StatsError(f"sd_log_ratio={sd_log_ratio!r}: so large a spread gives no "
+                         f"representable ratio") from None
