@@ -41,9 +41,10 @@ class DecisionRowError(ValueError):
 
 def report_sha256(rep: Mapping[str, Any]) -> str:
     """SHA-256 (hex) of ``rep`` as canonical JSON: ``sort_keys``, separators ``,`` ``:``,
-    ``ensure_ascii`` off, UTF-8, strict (no NaN or infinity: :class:`ValueError`)."""
+    ``ensure_ascii`` off, UTF-8; a non-finite float a run file carried is written as Python's
+    ``json`` writes it (``NaN``, ``Infinity``), so hashing never fails on one."""
     text = json.dumps(rep, sort_keys=True, separators=(",", ":"), ensure_ascii=False,
-                      allow_nan=False, default=str)
+                      default=str)
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 

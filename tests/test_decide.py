@@ -132,3 +132,8 @@ def test_decide_is_allowed_under_readonly(env: Path, capsys: pytest.CaptureFixtu
 def test_decide_without_a_bracket_says_so(env: Path, capsys: pytest.CaptureFixture) -> None:
     assert main(["decide"]) == 1
     assert "no compare bracket found" in capsys.readouterr().err
+
+
+def test_the_hash_never_fails_on_a_non_finite_figure() -> None:
+    a = dec.report_sha256({"x": float("nan"), "y": [float("inf")]})
+    assert len(a) == 64 and a == dec.report_sha256({"y": [float("inf")], "x": float("nan")})

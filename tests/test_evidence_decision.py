@@ -298,3 +298,34 @@ def test_design_mde_raises_only_its_documented_error(pairs: int, sd: float) -> N
         return
     assert (m is None) == (pairs < pairs_needed())
     assert m is None or m >= 1.0
+
+
+@pytest.fixture(scope="module")
+def good_report(tmp_path_factory: pytest.TempPathFactory) -> dict:
+    d = bracket(tmp_path_factory.mktemp("good"))
+    return json.loads(json.dumps(rp.build_report(rp.load_inputs([str(d)]))))
+
+
+_KEYS = ["arms", "arms_assignment", "phases", "fidelity", "canaries", "claims", "comparison",
+         "simultaneity"]
+
+
+@settings(max_examples=150, deadline=None)
+@given(drop=st.sets(st.sampled_from(_KEYS)), flip=st.sets(st.integers(0, 40)),
+       junk=st.sampled_from([None, [], {}, "x", 0]))
+def test_never_a_pass_from_missing_or_refused_evidence(good_report: dict, drop: set,
+                                                       flip: set, junk: Any) -> None:
+    rep = json.loads(json.dumps(good_report))
+    for k in drop:
+        rep[k] = junk if isinstance(junk, (dict, list)) or junk is None else None
+    for i in flip:   # refuse some claims by a rule the decision does not excuse
+        if isinstance(rep.get("claims"), list) and i < len(rep["claims"]):
+            rep["claims"][i]["survives"] = False
+            rep["claims"][i]["refused_by"] = [{"rule": "disrupted", "detail": "x"}]
+    d = dc.decide(rep).as_dict()
+    json.dumps(d, allow_nan=False)
+    assert d["outcome"] in dc.OUTCOMES
+    if d["outcome"] == dc.PROMOTE_ABLE:
+        assert all(q_["status"] == "pass" for q_ in d["questions"])
+    if drop or any(i < len(good_report["claims"]) for i in flip):
+        assert d["outcome"] != dc.PROMOTE_ABLE, (drop, flip, d)

@@ -151,9 +151,14 @@ def _arm(rep: Mapping[str, Any], arm: str) -> Mapping[str, Any]:
 
 def answer_data(rep: Mapping[str, Any]) -> Answer:
     """Enough data? Arms told from the runs (not from argument order), both arms present, the
-    bracket complete, and fewer than :data:`MISSING_SHARE` of the measured populations
-    incomplete. Never fails: too little data is "cannot tell"."""
-    assign = rep.get("arms_assignment") or {}
+    bracket complete, fewer than :data:`MISSING_SHARE` of the measured populations incomplete
+    (and none, for an answer), every phase's own figures unrefused (not disrupted, not edited),
+    one identity per arm, both arms in one bracket. Never fails: too little data is "cannot
+    tell"."""
+    assign = rep.get("arms_assignment")
+    if not isinstance(assign, Mapping) or not assign.get("by"):
+        return _unknown(Q_DATA, "the report does not record how its arms were told",
+                        "a report built by this console (`seat-console report`)")
     if assign.get("problem"):
         return _unknown(Q_DATA, f"the arms cannot be told from the runs ({assign['problem']})",
                         "runs that record which side of the seat they measured: a compare "
@@ -171,7 +176,8 @@ def answer_data(rep: Mapping[str, Any]) -> Answer:
         return _unknown(Q_DATA, "no phase was measured on either arm",
                         "a compare whose legs run the probe")
     share = len(bad) / len(rows)
-    cmp_ = rep.get("comparison") or {}
+    cmp_ = rep.get("comparison")
+    cmp_ = cmp_ if isinstance(cmp_, Mapping) else {}
     if share >= MISSING_SHARE:
         return _unknown(Q_DATA, f"too little data: {len(bad)} of {len(rows)} measured "
                                 f"populations ({share:.0%}) are incomplete (≥ "
@@ -186,10 +192,22 @@ def answer_data(rep: Mapping[str, Any]) -> Answer:
         return _unknown(Q_DATA, f"{len(bad)} of {len(rows)} measured populations are "
                                 f"incomplete ({names})",
                         "a bracket whose legs complete: see the report's retained runs")
-    sim = rep.get("simultaneity") or {}
+    for c in _claims(rep):   # an arm of mixed identities; a phase's own figures refused
+        subj = str(c.get("subject") or "")
+        if not c.get("survives") and (subj.startswith("identity of arm")
+                                      or subj.startswith("throughput/latency (")):
+            return _unknown(Q_DATA, f"{subj}: {_refusal_text(c)}",
+                            "a bracket whose legs are complete, undisturbed and of one "
+                            "identity per arm")
+    sim = rep.get("simultaneity")
+    sim = sim if isinstance(sim, Mapping) else {}
     if not sim.get("simultaneous", False):
         return _unknown(Q_DATA, f"the arms were {sim.get('label') or 'not measured together'}",
                         "both arms measured in one bracket (`seat-console compare`)")
+    if not cmp_:   # legs given one by one: a subset of a bracket is survivor filtering
+        return _unknown(Q_DATA, "the runs are not a whole comparison (legs given without their "
+                                "compare.json): whether the bracket is whole cannot be told",
+                        "the comparison itself (`seat-console decide <bracket id>`)")
     return Answer(Q_DATA, PASS, f"yes: {len(rows)} measured populations complete on both "
                                 f"arms; arms told by {assign.get('by') or 'the bracket'}")
 
@@ -269,6 +287,9 @@ def answer_fidelity(rep: Mapping[str, Any]) -> Answer:
     pairs = [p for p in (rep.get("fidelity") or {}).get("pairs") or []
              if isinstance(p, Mapping) and str(p.get("a", ""))[:1] != str(p.get("b", ""))[:1]]
     cases = [c for p in pairs for c in p.get("cases") or [] if isinstance(c, Mapping)]
+    if not cases:
+        return _unknown(Q_FIDELITY, "the report holds no cross-arm fidelity case",
+                        "a compare with fidelity on (without --no-fidelity)")
     collapsed = [c for c in cases if c.get("min_top_overlap") == 0]
     statement = str(claim.get("statement") or "")
     if collapsed:
@@ -276,7 +297,7 @@ def answer_fidelity(rep: Mapping[str, Any]) -> Answer:
                                         "prefix in " + ", ".join(sorted({str(c.get('case_id'))
                                                                         for c in collapsed}))
                       + f" ({statement})")
-    if all(c.get("exact") for c in cases) and cases:
+    if all(c.get("exact") for c in cases):
         return Answer(Q_FIDELITY, PASS, f"yes: {statement}")
     same, how = _same_checkpoint(rep)
     if same:
