@@ -9,8 +9,9 @@ question                  critical  fails when
 ========================  ========  =======================================================
 enough data?              yes       (never fails: too little data is "cannot tell") — arms
                                     not told from the runs, an arm missing, the bracket not
-                                    complete, or ≥ 50 % of the measured populations
-                                    incomplete
+                                    complete or not given whole, a phase's figures refused,
+                                    an arm of mixed identities, an incomplete population;
+                                    "too little data" at ≥ 50 % of them incomplete
 fits?                     yes       the candidate's fit budget says it does not fit
 KV capacity?              no        the candidate's engine holds fewer KV tokens than the
                                     resident's (the engines' own startup figures)
