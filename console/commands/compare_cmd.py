@@ -141,7 +141,7 @@ def run(args: argparse.Namespace, loaded: LoadedProfile) -> int:
         print(f"[compare] {cmp_dir}", file=sys.stderr)
         if not args.json:
             print(headline, file=sys.stderr)
-        result = res.to_json()
+        result = {**res.to_json(), "cost": cost}
         if code == EXIT_NOT_COMPLETE:
             result.update(runbook_outcome=result["outcome"], outcome="bracket not complete",
                           bracket_status=headline)
