@@ -329,3 +329,17 @@ def test_never_a_pass_from_missing_or_refused_evidence(good_report: dict, drop: 
         assert all(q_["status"] == "pass" for q_ in d["questions"])
     if drop or any(i < len(good_report["claims"]) for i in flip):
         assert d["outcome"] != dc.PROMOTE_ABLE, (drop, flip, d)
+
+
+def test_report_run_run_in_either_order_is_the_same_report(
+        plain_runs: list[str], capsys: pytest.CaptureFixture) -> None:
+    from seat_console.cli import main
+
+    out = []
+    for args in (plain_runs, plain_runs[::-1]):
+        assert main(["report", "--json", *args]) == 0
+        doc = json.loads(capsys.readouterr().out)
+        doc.pop("generated_at")
+        out.append(doc)
+    assert out[0] == out[1]
+    assert out[0]["arms"]["A"]["identity"]["image_id"] == ROLE_A["image_id"]
