@@ -139,11 +139,14 @@ def newest_decision(journal: Journal) -> dict[str, Any] | None:
 
 def rederive_sha256(sources: Sequence[str], at: datetime) -> str:
     """The :func:`report_sha256` of the report re-built now from ``sources`` (run or
-    comparison directories) at time ``at`` — equal to a decide row's ``report_sha256`` when
+    comparison directories) at time ``at``, as ``--json`` writes it (strict JSON:
+    :func:`seat_console.core.jsonout.dumps`) — equal to a decide row's ``report_sha256`` when
     the runs are unchanged. Raises :class:`~seat_console.evidence.runs.RunError`."""
     from seat_console.evidence import report as rp
 
-    return report_sha256(json.loads(json.dumps(
+    from seat_console.core import jsonout
+
+    return report_sha256(json.loads(jsonout.dumps(
         rp.build_report(rp.load_inputs(list(sources)), now=at), default=str)))
 
 

@@ -25,6 +25,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from seat_console.core import jsonout
+
 EXIT_OK, EXIT_ERROR, EXIT_USAGE = 0, 1, 2
 
 NEXT = {"PROMOTE-ABLE": "seat-console promote (the candidate becomes the resident), or keep "
@@ -72,7 +74,7 @@ def newest_bracket(journal: Any, data_root: Path | None) -> Path | None:
 
 def _fail(msg: str, code: int, json_mode: bool) -> int:
     if json_mode:
-        print(json.dumps({"ok": False, "error": msg, "exit": code}))
+        print(jsonout.dumps({"ok": False, "error": msg, "exit": code}))
     print(f"seat-console decide: {msg}", file=sys.stderr)
     return code
 
@@ -104,7 +106,7 @@ def run(args: argparse.Namespace, _loaded: Any) -> int:
             inputs = rp.load_inputs(sources, data_root)
         except RunError as exc:
             return _fail(str(exc), EXIT_ERROR, args.json)
-        rep = json.loads(json.dumps(rp.build_report(inputs, now=at), default=str))
+        rep = json.loads(jsonout.dumps(rp.build_report(inputs, now=at), default=str))
         facts = dec.decision_facts(rep)
         decision = rep["decision"]
         cost = None
@@ -131,11 +133,11 @@ def run(args: argparse.Namespace, _loaded: Any) -> int:
     finally:
         journal.close()
     if args.json:
-        print(json.dumps({"ok": True, "dry_run": args.dry_run, "decision": decision,
+        print(jsonout.dumps({"ok": True, "dry_run": args.dry_run, "decision": decision,
                           "facts": facts, "cost": cost, "inputs": list(inputs.sources),
                           "journaled": None if row is None else {"seq": row.seq,
                                                                  "run_id": row.run_id},
-                          "next": nxt}, indent=2, allow_nan=False))
+                          "next": nxt}, indent=2))
         return EXIT_OK
     lines = render_lines(decision)
     if cost is not None:
