@@ -22,10 +22,16 @@ Statuses (:data:`Status`):
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import hashlib
+import json
+import re
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
-from typing import Literal
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, Literal
+
+from seat_console.actions.journal import Entry, Journal, JournalError
 
 STAGES: tuple[str, ...] = ("fit", "image", "hold", "backport", "swap", "probe", "compare",
                            "decide", "restore", "promote", "release")
@@ -72,6 +78,12 @@ class RunbookState:
     seat_holder: SeatHolder
     read_at: datetime
     problems: tuple[str, ...] = ()
+    cycle_started_at: datetime | None = None
+    """When the cycle shown began: the end of the release that closed the one before it
+    (``None``: no cycle closed yet, the whole journal is this cycle)."""
+    cycle_closed_at: datetime | None = None
+    """When the cycle shown was closed by a release (``None``: it is open). A closed cycle
+    has ``next = None``; the next runbook step (``fit``) opens a new one."""
 
     def stage(self, name: str) -> StageState:
         """The stage called ``name``; raises :class:`KeyError` for a name not in :data:`STAGES`."""
@@ -81,4 +93,542 @@ class RunbookState:
         raise KeyError(name)
 
 
-__all__ = ["STAGES", "RunbookState", "SeatHolder", "StageState", "Status"]
+
+
+# -- reading the runbook's state ---------------------------------------------------------------
+#
+# The dependency graph (what each stage's evidence is built on). A stage shows ``done`` only
+# when every stage it needs is ``done`` and was done no later than it; a stage it needs that
+# was redone after it, or is no longer done, makes it ``stale`` (the rule carries down the
+# graph: a new backport makes swap, probe, compare, decide stale). The hold is a gate each
+# action checks for itself (``swap`` and ``probe`` refuse without one), not evidence: placing
+# a new hold after one lapsed does not make the probe stale.
+NEEDS: Mapping[str, tuple[str, ...]] = {
+    "fit": (),
+    "image": (),
+    "hold": (),
+    "backport": (),
+    "swap": ("fit", "image", "backport"),
+    "probe": ("swap",),
+    "compare": ("fit", "image", "backport"),
+    "decide": ("probe", "compare"),
+    "restore": ("swap",),
+    "promote": ("decide",),
+    "release": ("hold",),
+}
+"""Stage -> the stages it needs (its evidence is built on them); every one earlier in
+:data:`STAGES`."""
+
+STAGE_OF_RUNBOOK: Mapping[str, str] = {
+    "fit": "fit", "image-check": "image", "hold": "hold", "build-backport": "backport",
+    "swap": "swap", "probe": "probe", "compare": "compare", "decide": "decide",
+    "restore": "restore", "promote": "promote", "promote-undo": "promote",
+    "release": "release",
+}
+"""Journal ``runbook`` column -> the stage its runs are attempts of (``../CONVENTIONS``:
+``fit`` rows are written by ``seat-console runbook next``, ``image-check`` by ``image-check``,
+``decide`` by ``decide``, ``promote`` / ``promote-undo`` by ``promote``)."""
+
+KEYS: Mapping[str, str | None] = {
+    "fit": None, "image": None, "hold": "node.hold", "backport": "node.build-backport",
+    "swap": "node.swap", "probe": "node.probe", "compare": None, "decide": None,
+    "restore": "node.restore", "promote": None, "release": "node.release",
+}
+"""Stage -> the TUI binding id that runs it (``console/tui/keys.py``; this layer cannot
+import it, a test checks every id named here exists there). ``None``: no key yet."""
+
+COMMANDS: Mapping[str, str] = {
+    "fit": "seat-console runbook next",
+    "image": "seat-console image-check",
+    "hold": "seat-console hold --ttl 4h",
+    "backport": "seat-console build-backport",
+    "swap": "seat-console swap",
+    "probe": "seat-console probe",
+    "compare": "seat-console compare",
+    "decide": "seat-console decide",
+    "restore": "seat-console restore",
+    "promote": "seat-console promote",
+    "release": "seat-console release",
+}
+"""Stage -> the CLI that runs it."""
+
+RECOVER_COMMAND = "seat-console recover"
+"""The fix for a run that never ended (a console killed inside it)."""
+
+_NEEDS_TEXT: Mapping[str, str] = {
+    "fit": "the candidate's fit verdict on this node (weights + PLE + KV cache within the "
+           "cards' memory)",
+    "image": "the capability the candidate needs, found inside the serving images (offline)",
+    "hold": "a hold: the fleet's timers stopped and the seat silenced for a TTL",
+    "backport": "the backport image built (a patched file over a base pinned by digest)",
+    "swap": "the hold and the backport image: the candidate put in the seat",
+    "probe": "the candidate serving in the seat: a probe run measures it",
+    "compare": "the backport image: a bracket of resident and candidate legs",
+    "decide": "the probe run and the comparison: PROMOTE-ABLE, KEEP or INCONCLUSIVE",
+    "restore": "a KEEP (or no) decision: the resident back in the seat, the hold released",
+    "promote": "a PROMOTE-ABLE decision: the candidate made the seat's resident",
+    "release": "the hold: the timers restarted, the silence expired, the lease cancelled",
+}
+
+_ENGINE_KINDS = frozenset({"start", "skip", "begin", "apply", "verify", "fail", "undo",
+                           "undo-fail", "warn", "end", "recover"})
+"""Row kinds the runbook engine writes for a run (its window; notes such as a hold's
+``interference`` rows, appended later under the hold's run ID, are not part of it)."""
+_SEAT_CHANGING = ("swap", "restore", "compare", "promote", "promote-undo")
+DECISIONS = ("PROMOTE-ABLE", "KEEP", "INCONCLUSIVE")
+
+
+@dataclass(frozen=True)
+class _Attempt:
+    """One top-level run of a stage, as the journal has it."""
+
+    stage: str
+    runbook: str
+    run_id: str
+    first: Entry
+    end: Entry | None
+    rows: tuple[Entry, ...]
+
+    @property
+    def facts(self) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        for r in self.rows:
+            if isinstance(r.facts, dict):
+                out.update(r.facts)
+        return out
+
+
+def _operator(e: Entry) -> str:
+    """Who wrote row ``e``: its ``facts["operator"]`` when the row records one (a string, or a
+    dict with ``login``), else ``user@host``."""
+    op = e.facts.get("operator") if isinstance(e.facts, dict) else None
+    if isinstance(op, str) and op:
+        return op[:200]
+    if isinstance(op, dict) and isinstance(op.get("login"), str) and op["login"]:
+        return f"{op['login'][:100]}@{e.host}"
+    return f"{e.user}@{e.host}"
+
+
+def _windows(runs: Mapping[str, Sequence[Entry]]) -> list[tuple[int, int, str]]:
+    """Each run's ``(first seq, last seq, run_id)`` over its engine rows."""
+    out = []
+    for rid, rows in runs.items():
+        seqs = [r.seq for r in rows if r.kind in _ENGINE_KINDS]
+        if seqs:
+            out.append((min(seqs), max(seqs), rid))
+    return out
+
+
+def _top_level(runs: Mapping[str, Sequence[Entry]]) -> list[str]:
+    """Run IDs not started inside another run (``compare`` runs its own hold, swaps,
+    restores and release: those are its steps, not stages), in order of their first row."""
+    wins = _windows(runs)
+    out = []
+    for rid, rows in runs.items():
+        first = min(r.seq for r in rows)
+        if not any(lo < first < hi and other != rid for lo, hi, other in wins):
+            out.append(rid)
+    return out
+
+
+def _probe_attempts(rows: Sequence[Entry]) -> list[_Attempt]:
+    """The probe runs among ``rows`` (runbook ``probe``, kind ``probe``, step ``start`` /
+    ``end``; a forced start's ``force`` row belongs to its run)."""
+    by: dict[str, list[Entry]] = {}
+    for r in rows:
+        if r.runbook == "probe":
+            by.setdefault(r.run_id, []).append(r)
+    out = []
+    for rid, rs in by.items():
+        end = next((r for r in reversed(rs) if r.kind == "probe" and r.step == "end"), None)
+        if not any(r.kind == "probe" for r in rs):
+            continue
+        out.append(_Attempt("probe", "probe", rid, rs[0], end, tuple(rs)))
+    return out
+
+
+def _closes_cycle(a: _Attempt) -> bool:
+    """A top-level ``release`` that ended (done or partly: the timers are back), or a
+    ``restore`` whose ``release hold`` step verified."""
+    if a.end is None:
+        return False
+    if a.runbook == "release":
+        return a.end.outcome in ("done", "partial")
+    if a.runbook == "restore":
+        return any(r.kind == "verify" and r.step == "release hold" for r in a.rows)
+    return False
+
+
+def _sha256_file(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def _text(v: Any, limit: int = 200) -> str:
+    """A fact as evidence text (bounded; never raises)."""
+    return (v if isinstance(v, str) else json.dumps(v, default=str, sort_keys=True))[:limit]
+
+
+class _Reader:
+    """One reading: the journal's rows, the run store, docker; builds the stages."""
+
+    def __init__(self, nctx: Any, journal: Journal, runs_dir: Path | None,
+                 now: datetime) -> None:
+        self.nctx, self.journal, self.runs_dir, self.now = nctx, journal, runs_dir, now
+        self.problems: list[str] = []
+
+    # -- sources ----------------------------------------------------------------------------
+    def seat_holder(self) -> SeatHolder:
+        if self.nctx is None:
+            self.problems.append("the node was not read (no node context): who holds the seat "
+                                 "is unknown")
+            return "unknown"
+        from seat_console.actions.swap import seat_state
+
+        res, probe, why = seat_state(self.nctx)
+        if why is not None or res is None or probe is None:
+            self.problems.append(f"docker: who holds the seat cannot be read ({why}); check "
+                                 "`docker ps` on the node")
+            return "unknown"
+        return "both" if res and probe else "resident" if res else "candidate" if probe \
+            else "none"
+
+    def probe_summary(self, run_id: str) -> tuple[dict[str, Any] | None, str | None]:
+        """The run's ``summary.json`` and its SHA-256, or ``(None, None)`` with a problem."""
+        from seat_console.probe.store import StoreError, read_summary
+        from seat_console.probe.store import runs_dir as default_runs_dir
+
+        if not re.fullmatch(r"[0-9A-Za-z_.-]{1,100}", run_id) or run_id in (".", ".."):
+            self.problems.append(f"probe run ID {run_id[:100]!r} in the journal is not a run "
+                                 "store name: its summary is not read")
+            return None, None
+        try:
+            base = self.runs_dir or default_runs_dir()
+            doc = read_summary(base / run_id)
+            return doc, _sha256_file(base / run_id / "summary.json")
+        except (StoreError, OSError) as exc:
+            self.problems.append(f"probe run {run_id}: the run store cannot be read ({exc})")
+            return None, None
+
+    def compare_doc(self, a: _Attempt) -> tuple[dict[str, Any] | None, str | None]:
+        """The bracket's ``compare.json`` (from the run's ``cmp_dir`` fact) and its SHA-256."""
+        from seat_console.core.untrusted import load_json
+
+        d = a.facts.get("cmp_dir")
+        if not isinstance(d, str) or not d:
+            self.problems.append(f"compare run {a.run_id}: the journal names no comparison "
+                                 "folder (cmp_dir)")
+            return None, None
+        p = Path(d) / "compare.json"
+        try:
+            data = p.read_bytes()
+            doc = load_json(data, str(p))
+        except (OSError, ValueError) as exc:
+            self.problems.append(f"{p}: cannot be read ({exc})")
+            return None, None
+        if not isinstance(doc, dict):
+            self.problems.append(f"{p}: not a JSON object")
+            return None, None
+        return doc, hashlib.sha256(data).hexdigest()
+
+    # -- one stage from its newest attempt ----------------------------------------------------
+    def from_attempts(self, stage: str, attempts: Sequence[_Attempt]) -> StageState:
+        base = dict(name=stage, needs=_NEEDS_TEXT[stage], key=KEYS[stage],
+                    command=COMMANDS[stage])
+        # a refused run changed nothing: it does not undo an earlier attempt
+        real = [a for a in attempts if a.end is None or a.end.outcome != "refused"]
+        pick = real[-1] if real else (attempts[-1] if attempts else None)
+        if pick is None:
+            return StageState(status="todo", **base)  # type: ignore[arg-type]
+        a = pick
+        if a.end is None:
+            last = a.rows[-1]
+            where = f" inside step {last.step!r}" if last.step else ""
+            if stage == "probe":
+                return StageState(status="failed", at=a.first.at, operator=_operator(a.first),
+                                  evidence={"run": a.run_id},
+                                  reason=f"probe run {a.run_id} has no end row: still running, "
+                                         "or its console was killed (its summary says "
+                                         "`running`); if no console is probing, probe again",
+                                  **base)  # type: ignore[arg-type]
+            base["command"] = RECOVER_COMMAND
+            return StageState(status="failed", at=last.at, operator=_operator(a.first),
+                              evidence={"run": a.run_id},
+                              reason=f"{a.runbook} run {a.run_id} never ended (last row "
+                                     f"{last.kind}{where} at {_z(last.at)}): in progress, or "
+                                     f"its console was killed; if no console is running it, "
+                                     f"`{RECOVER_COMMAND}` undoes or completes it",
+                              **base)  # type: ignore[arg-type]
+        end = a.end
+        f = a.facts
+        ev: dict[str, str] = {"run": a.run_id}
+        ok = end.outcome == "done"
+        why = f"{a.runbook} {end.outcome}" + (f": {end.output[:200]}" if end.output else "")
+        if stage == "fit":
+            v = f.get("verdict")
+            ok = v == "fits"
+            ev.update({"verdict": _text(v), "candidate": _text(f.get("candidate", "")),
+                       "resident": _text(f.get("resident", ""))})
+            why = (f"fit verdict {_text(v)!s}: " + _text(f.get("words", ""), 300)).rstrip(": ")
+        elif stage == "image":
+            imgs = f.get("images") if isinstance(f.get("images"), dict) else {}
+            ok = ok and f.get("ok") is True
+            missed = []
+            for ref, d in sorted(imgs.items()):
+                if isinstance(d, dict):
+                    ev[f"image {ref}"[:120]] = _text(d.get("image_id", "?"))
+                    if d.get("has") is not True:
+                        missed.append(f"{ref} lacks {_text(d.get('missed', []), 200)}")
+            why = "image check: " + ("; ".join(missed) or f"ok={_text(f.get('ok'))}")
+        elif stage == "hold":
+            h = f.get("hold") if isinstance(f.get("hold"), dict) else {}
+            ev.update({"hold": _text(h.get("hold_id", "?")),
+                       "expires at": _text(h.get("expires_at", "?"))})
+            if h.get("silence_id"):
+                ev["silence"] = _text(h["silence_id"])
+        elif stage == "backport":
+            for k, label in (("image_id", "image ID"), ("pushed_repo_digest", "image digest"),
+                             ("tag", "tag")):
+                if f.get(k):
+                    ev[label] = _text(f[k])
+        elif stage == "swap":
+            for k, label in (("probe_image_id", "image ID"), ("probe_id", "container")):
+                if f.get(k):
+                    ev[label] = _text(f[k])
+        elif stage == "probe":
+            ok = end.outcome == "complete"
+            why = f"probe run ended {end.outcome}"
+            doc, sha = self.probe_summary(a.run_id)
+            if doc is not None:
+                ident = doc.get("identity") if isinstance(doc.get("identity"), dict) else {}
+                ev["summary sha256"] = sha or "?"
+                if ident.get("repo_digest") or ident.get("image_id"):
+                    ev["image digest"] = _text(ident.get("repo_digest") or ident.get("image_id"))
+                st = doc.get("status")
+                if ok and st != "complete":   # the store disagrees with the journal: say so
+                    ok, why = False, f"the run store says the run is {_text(st)}"
+        elif stage == "compare":
+            ev["bracket"] = _text(f.get("bracket_id", "?"))
+            if ok:
+                doc, sha = self.compare_doc(a)
+                if doc is None:
+                    ok, why = False, "its compare.json cannot be read (see problems)"
+                else:
+                    ev["compare.json sha256"] = sha or "?"
+                    if doc.get("status") != "complete":
+                        ok = False
+                        why = (f"bracket {_text(doc.get('status'))}: "
+                               f"{_text(doc.get('reason') or '', 300)}").rstrip(": ")
+        elif stage == "decide":
+            d = f.get("decision")
+            ev.update({"decision": _text(d), "bracket": _text(f.get("bracket_id")),
+                       "report sha256": _text(f.get("report_sha256", "?")),
+                       "runs": _text(f.get("runs", []))})
+            if d not in DECISIONS:
+                ok, why = False, f"decision {_text(d)!s} is not one of {', '.join(DECISIONS)}"
+            if isinstance(f.get("needs"), str) and f["needs"]:
+                base["needs"] = f["needs"][:300]
+        elif stage == "promote":
+            if a.runbook == "promote-undo" and ok:
+                return StageState(status="todo", at=None, operator=None,
+                                  evidence={"undone by": a.run_id},
+                                  reason=f"promote undone at {_z(end.at)} by "
+                                         f"{_operator(end)}: the previous resident is back",
+                                  **base)  # type: ignore[arg-type]
+        elif stage == "release":
+            if end.outcome == "partial":
+                ok = True
+                ev["left"] = end.output[:200]
+            if a.runbook == "restore":
+                ev["released by"] = f"restore {a.run_id}"
+        if ok:
+            return StageState(status="done", at=end.at, operator=_operator(end),
+                              evidence=ev, **base)  # type: ignore[arg-type]
+        return StageState(status="failed", at=end.at, operator=_operator(end), evidence=ev,
+                          reason=why, **base)  # type: ignore[arg-type]
+
+
+def _z(t: datetime | None) -> str:
+    return "?" if t is None else t.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _replace(s: StageState, **kw: Any) -> StageState:
+    return StageState(**{**s.__dict__, **kw})
+
+
+def read_runbook(nctx: Any, journal: Journal, *, runs_dir: Path | None = None,
+                 now: datetime | None = None) -> RunbookState:
+    """The runbook's state, read now from the node (``nctx``: who holds the seat, by docker;
+    ``None``: not read, said in ``problems``), the journal (every stage's runs) and the run
+    store (``runs_dir``, default the probe store's; each probe run's summary).
+
+    The cycle: the runs after the newest top-level ``release`` that ended (done, or partly:
+    the timers are back) or ``restore`` that released the hold. When nothing ran since, the
+    closed cycle is shown (``cycle_closed_at`` set, ``next = None``). Runs started inside
+    another run (``compare``'s own hold, swaps, restores and release) are its steps, not
+    stages.
+
+    Each stage is read from its newest top-level run in the cycle (a ``refused`` run changed
+    nothing and does not hide an earlier one): ``done`` (its check passed: the fit verdict
+    ``fits``, the image check ``ok``, the probe run ``complete`` in the journal *and* the run
+    store, the bracket's ``compare.json`` ``complete``, a decision one of :data:`DECISIONS`),
+    ``failed`` (with the reason; a run without an end row is the console killed inside it, or
+    still running: its command is ``seat-console recover``), else ``todo``. Then
+    :data:`NEEDS`, in :data:`STAGES` order: a ``done`` stage whose needed stage is not
+    ``done``, or was done after it, is ``stale``. From docker: a swap (or restore) that was
+    the last change to the seat, while the other container holds it now, is ``stale``.
+    ``restore`` / ``promote``: the one not taken is ``skipped`` once the other is done, and
+    ``promote`` after a KEEP or INCONCLUSIVE decision.
+
+    ``next``: an unfinished run's stage first; else the first stage in order neither ``done``
+    nor ``skipped`` (``promote`` before ``restore`` after a PROMOTE-ABLE decision). Sources
+    that cannot be read are sentences in ``problems`` (a journal that cannot be read: every
+    stage ``todo`` with ``needs`` saying unknown, ``next = None``). Never raises for bad input;
+    the same journal, run store, node and ``now`` give the same state.
+    """
+    now = now or datetime.now(UTC)
+    rd = _Reader(nctx, journal, runs_dir, now)
+    holder = rd.seat_holder()
+    try:
+        entries = journal.entries()
+    except JournalError as exc:
+        rd.problems.append(f"the journal cannot be read: {exc}")
+        unknown = tuple(StageState(name=s, status="todo", key=KEYS[s], command=COMMANDS[s],
+                                   needs="unknown: the journal cannot be read")
+                        for s in STAGES)
+        return RunbookState(unknown, None, holder, now, tuple(rd.problems))
+    runs: dict[str, list[Entry]] = {}
+    for e in entries:
+        runs.setdefault(e.run_id, []).append(e)
+    attempts: list[_Attempt] = []
+    for rid in _top_level({k: v for k, v in runs.items() if v[0].runbook != "probe"}):
+        rows = runs[rid]
+        stage = STAGE_OF_RUNBOOK.get(rows[0].runbook)
+        if stage is None:
+            continue
+        end = next((r for r in reversed(rows) if r.kind == "end"), None)
+        attempts.append(_Attempt(stage, rows[0].runbook, rid, rows[0], end, tuple(rows)))
+    attempts.extend(_probe_attempts(entries))
+    attempts.sort(key=lambda a: a.first.seq)
+    # -- the cycle --------------------------------------------------------------------------
+    closes = [i for i, a in enumerate(attempts) if _closes_cycle(a)]
+    start_i, started_at, closed_at = 0, None, None
+    if closes:
+        last = closes[-1]
+        if last == len(attempts) - 1:   # nothing since the newest close: show that cycle
+            prev = closes[-2] if len(closes) > 1 else None
+            start_i = prev + 1 if prev is not None else 0
+            started_at = attempts[prev].end.at if prev is not None else None  # type: ignore[union-attr]
+            closed_at = attempts[last].end.at  # type: ignore[union-attr]
+        else:
+            start_i, started_at = last + 1, attempts[last].end.at  # type: ignore[union-attr]
+    for a in attempts[:start_i]:
+        if a.end is None and a.stage != "probe":
+            rd.problems.append(f"{a.runbook} run {a.run_id} from {_z(a.first.at)} never ended "
+                               f"(an earlier cycle): `{RECOVER_COMMAND}` finishes it")
+    cycle = attempts[start_i:]
+    per: dict[str, list[_Attempt]] = {s: [] for s in STAGES}
+    for a in cycle:
+        per[a.stage].append(a)
+        if a.runbook == "restore" and _closes_cycle(a):
+            per["release"].append(a)
+    st: dict[str, StageState] = {s: rd.from_attempts(s, per[s]) for s in STAGES}
+    # -- the node: the last change to the seat against who holds it now ----------------------
+    changers = [a for a in cycle if a.runbook in _SEAT_CHANGING and a.end is not None
+                and a.end.outcome == "done"]
+    if changers and holder in ("resident", "candidate"):
+        last_change = changers[-1]
+        if last_change.runbook == "swap" and holder == "resident" \
+                and st["swap"].status == "done":
+            st["swap"] = _replace(st["swap"], status="stale",
+                                  reason="the resident holds the seat now (docker), not the "
+                                         "candidate this swap put in: swap again")
+        if last_change.runbook == "restore" and holder == "candidate" \
+                and st["restore"].status == "done":
+            st["restore"] = _replace(st["restore"], status="stale",
+                                     reason="the candidate holds the seat now (docker), not "
+                                            "the resident this restore put back: restore again")
+    # -- needs: stale carries down the graph ------------------------------------------------
+    for s in STAGES:
+        cur = st[s]
+        if cur.status != "done":
+            continue
+        for d in NEEDS[s]:
+            dep = st[d]
+            if dep.status != "done":
+                st[s] = _replace(cur, status="stale",
+                                 reason=f"it needs {d}, which is {dep.status}"
+                                        + (" (never done in this cycle)" if dep.status == "todo"
+                                           else "") + f": run {d}, then {s} again")
+                break
+            if dep.at is not None and cur.at is not None and dep.at > cur.at:
+                st[s] = _replace(cur, status="stale",
+                                 reason=f"{d} was redone at {_z(dep.at)}, after this: run {s} "
+                                        "again")
+                break
+    # -- the branch not taken -----------------------------------------------------------------
+    decision = st["decide"].evidence.get("decision") if st["decide"].status == "done" else None
+    if st["promote"].status == "done" and st["restore"].status != "done":
+        st["restore"] = _replace(st["restore"], status="skipped",
+                                 reason="the candidate was promoted")
+    elif st["restore"].status == "done" and st["promote"].status != "done":
+        st["promote"] = _replace(st["promote"], status="skipped",
+                                 reason="the resident was restored")
+    elif decision in ("KEEP", "INCONCLUSIVE") and st["promote"].status == "todo":
+        st["promote"] = _replace(st["promote"], status="skipped",
+                                 reason=f"the decision is {decision}: promote needs "
+                                        "PROMOTE-ABLE")
+    stages = tuple(st[s] for s in STAGES)
+    # -- next ---------------------------------------------------------------------------------
+    nxt: StageState | None = None
+    if closed_at is None:
+        open_runs = [a for a in cycle if a.end is None and a.stage != "probe"]
+        if open_runs:
+            nxt = st[open_runs[-1].stage]
+        else:
+            order = list(STAGES)
+            if decision == "PROMOTE-ABLE":
+                order.remove("promote")
+                order.insert(order.index("restore"), "promote")
+            nxt = next((st[s] for s in order if st[s].status not in ("done", "skipped")), None)
+    return RunbookState(stages, nxt, holder, now, tuple(rd.problems),
+                        cycle_started_at=started_at, cycle_closed_at=closed_at)
+
+
+def state_to_json(state: RunbookState) -> dict[str, Any]:
+    """``state`` as a JSON-ready dict: ``stages`` (each: ``name``, ``status``, ``at`` ISO 8601
+    ``Z`` or ``None``, ``operator``, ``evidence``, ``needs``, ``key``, ``command``,
+    ``reason``), ``next`` (the same for the next stage, or ``None``), ``seat_holder``,
+    ``read_at``, ``cycle_started_at``, ``cycle_closed_at``, ``problems``."""
+    def one(s: StageState | None) -> dict[str, Any] | None:
+        if s is None:
+            return None
+        return {"name": s.name, "status": s.status, "at": None if s.at is None else _z(s.at),
+                "operator": s.operator, "evidence": dict(s.evidence), "needs": s.needs,
+                "key": s.key, "command": s.command, "reason": s.reason}
+    return {"stages": [one(s) for s in state.stages], "next": one(state.next),
+            "seat_holder": state.seat_holder, "read_at": _z(state.read_at),
+            "cycle_started_at": None if state.cycle_started_at is None
+            else _z(state.cycle_started_at),
+            "cycle_closed_at": None if state.cycle_closed_at is None
+            else _z(state.cycle_closed_at),
+            "problems": list(state.problems)}
+
+
+def next_line(state: RunbookState) -> str:
+    """The one ``next: …`` line every action's output ends with: the next stage, its command
+    and what it needs (or the cycle closed / unreadable)."""
+    if state.next is None:
+        if state.cycle_closed_at is not None:
+            return (f"next: fit — the cycle closed at {_z(state.cycle_closed_at)}; "
+                    "`seat-console runbook next` starts a new one")
+        if state.problems:
+            return f"next: unknown — {state.problems[0]}"
+        return "next: nothing — every stage is done"
+    n = state.next
+    why = f" ({n.reason})" if n.reason else ""
+    return f"next: {n.name} — `{n.command}`{why}"
+
+
+__all__ = ["COMMANDS", "DECISIONS", "KEYS", "NEEDS", "RECOVER_COMMAND", "STAGES",
+           "STAGE_OF_RUNBOOK", "RunbookState", "SeatHolder", "StageState", "Status",
+           "next_line", "read_runbook", "state_to_json"]
