@@ -140,7 +140,7 @@ import it, a test checks every id named here exists there). ``None``: no key yet
 COMMANDS: Mapping[str, str] = {
     "fit": "seat-console runbook next",
     "image": "seat-console image-check",
-    "hold": "seat-console hold --ttl 4h",
+    "hold": "seat-console hold",
     "backport": "seat-console build-backport",
     "swap": "seat-console swap",
     "probe": "seat-console probe",
@@ -161,7 +161,8 @@ _NEEDS_TEXT: Mapping[str, str] = {
     "image": "the capability the candidate needs, found inside the serving images (offline)",
     "hold": "a hold: the fleet's timers stopped and the seat silenced for a TTL",
     "backport": "the backport image built (a patched file over a base pinned by digest)",
-    "swap": "the hold and the backport image: the candidate put in the seat",
+    "swap": "the fit verdict, the image check and the backport image (and a hold: swap "
+            "refuses without one): the candidate put in the seat",
     "probe": "the candidate serving in the seat: a probe run measures it",
     "compare": "the backport image: a bracket of resident and candidate legs",
     "decide": "the probe run and the comparison: PROMOTE-ABLE, KEEP or INCONCLUSIVE",

@@ -63,6 +63,7 @@ COMMAND_MODULES = [
     "seat_console.commands.recover_cmd",
     "seat_console.commands.journal_cmd",
     "seat_console.commands.probe_cmd",
+    "seat_console.commands.runbook_cmd",
     "seat_console.exporter.cmd",
     "seat_console.commands.fleet_cmd",
     "seat_console.serve.command",
@@ -81,6 +82,7 @@ NODE_CHANGING = {
     "restore": lambda a: True,
     "probe": lambda a: True,
     "compare": lambda a: True,
+    "runbook": lambda a: getattr(a, "action", None) == "next",
 }
 
 

@@ -18,6 +18,9 @@ Exit codes of action commands (README.md):
 from __future__ import annotations
 
 import argparse
+import functools
+import io
+import json  # json.loads only: every document is written by jsonout
 import sys
 from collections.abc import Callable
 from typing import Any, TextIO
@@ -155,6 +158,78 @@ def fail(prog: str, message: str, code: int, json_mode: bool = False) -> int:
     return code
 
 
+# -- every action's output ends with the runbook's next stage (issue 30) -----------------------
+_NEXT_DEPTH = [0]   # >0 while a wrapped command runs: an action run by `runbook next` says it once
+
+
+def runbook_next(loaded: LoadedProfile) -> tuple[str, dict[str, Any] | None]:
+    """The runbook's next stage read now (:func:`seat_console.actions.stages.read_runbook` over
+    the node and the journal): ``(the "next: …" line, its JSON or None)``. Never raises: a
+    state that cannot be read is said in the line (``next: unknown — …``)."""
+    from seat_console.actions.stages import next_line, read_runbook, state_to_json
+
+    try:
+        nctx = context(loaded)
+        try:
+            journal = open_journal(nctx)
+            try:
+                state = read_runbook(nctx, journal)
+            finally:
+                journal.close()
+        finally:
+            nctx.close()
+    except Exception as exc:  # noqa: BLE001 - the action's own result stands; say why
+        why = f"the runbook's state cannot be read ({type(exc).__name__}: {exc})"
+        return f"next: unknown — {why}", {"name": None, "error": why}
+    doc = state_to_json(state)
+    nxt = doc["next"] or {"name": None}
+    return next_line(state), {**nxt, "line": next_line(state)}
+
+
+def ends_with_next(func: Callable[[argparse.Namespace, LoadedProfile], int]
+                   ) -> Callable[[argparse.Namespace, LoadedProfile], int]:
+    """Wrap an action command's ``run(args, loaded)`` so its output ends with one ``next: …``
+    line (:func:`runbook_next`, read after the action), or, with ``--json``, a ``next`` key in
+    its JSON document (``{"name", "status", "command", "key", "needs", "reason", "line", …}``).
+    The exit code is the command's own. With ``--json`` the document is held until the
+    command ends (the action's event lines go to stderr meanwhile); an interactive
+    confirmation (``--json`` on a terminal, no ``--yes``/``--dry-run``) is not held back: then
+    the line goes to stderr. An action run by another wrapped command (``runbook next``) says
+    it once, at the end."""
+    @functools.wraps(func)
+    def wrapper(args: argparse.Namespace, loaded: LoadedProfile) -> int:
+        if _NEXT_DEPTH[0]:
+            return func(args, loaded)
+        json_mode = bool(getattr(args, "json", False))
+        hold_doc = json_mode and (getattr(args, "yes", False) or getattr(args, "dry_run", False)
+                                  or not sys.stdin.isatty())
+        out, buf = sys.stdout, io.StringIO()
+        _NEXT_DEPTH[0] += 1
+        try:
+            if hold_doc:
+                sys.stdout = buf
+            code = func(args, loaded)
+        finally:
+            _NEXT_DEPTH[0] -= 1
+            sys.stdout = out
+        line, doc = runbook_next(loaded)
+        if not hold_doc:
+            print(line, file=sys.stderr if json_mode else sys.stdout, flush=True)
+            return code
+        text = buf.getvalue()
+        try:
+            parsed = json.loads(text)
+        except ValueError:
+            parsed = None
+        if isinstance(parsed, dict):
+            print(jsonout.dumps({**parsed, "next": doc}, indent=2, default=str), flush=True)
+        else:   # not one JSON object: left as the command wrote it, the line on stderr
+            sys.stdout.write(text)
+            print(line, file=sys.stderr, flush=True)
+        return code
+    return wrapper
+
+
 __all__ = ["EXIT_DECLINED", "EXIT_ERROR", "EXIT_OK", "EXIT_PARTIAL", "EXIT_REFUSED",
-           "EXIT_USAGE", "JournalError", "confirm", "context", "exit_code", "fail",
-           "observer", "open_journal", "print_plan", "refused", "report"]
+           "EXIT_USAGE", "JournalError", "confirm", "context", "ends_with_next", "exit_code",
+           "fail", "observer", "open_journal", "print_plan", "refused", "report", "runbook_next"]

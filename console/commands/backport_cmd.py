@@ -16,6 +16,7 @@ import argparse
 import sys
 from typing import Any
 
+from seat_console.commands import action_common as ac
 from seat_console.core import jsonout
 from seat_console.core.profile import LoadedProfile
 
@@ -36,7 +37,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--push", action="store_true",
                    help="push the tag to its registry afterwards and record the repo digest")
     p.add_argument("--json", action="store_true", help="print the plan / result as JSON")
-    p.set_defaults(func=run)
+    p.set_defaults(func=ac.ends_with_next(run))
 
 
 def _docker(loaded: LoadedProfile) -> Any:

@@ -53,7 +53,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--dry-run", action="store_true", help="print the plan; change nothing")
     p.add_argument("--yes", action="store_true", help="do not ask for confirmation")
     p.add_argument("--json", action="store_true", help="JSON on stdout")
-    p.set_defaults(func=run)
+    p.set_defaults(func=ac.ends_with_next(run))
 
 
 def _plan_json(legs: Any, pairs_: Any, plan: Any,

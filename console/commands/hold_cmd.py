@@ -61,7 +61,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     # "--ttl -5m" / "--extend -5m": take "-5m" as the option's value (argparse would call it an
     # unknown option and print a bare usage error), so run() gives the TTL's own message.
     p._negative_number_matcher = re.compile(r"^-\d")  # noqa: SLF001 - argparse has no API
-    p.set_defaults(func=run)
+    p.set_defaults(func=ac.ends_with_next(run))
 
 
 def run(args: argparse.Namespace, loaded: LoadedProfile) -> int:

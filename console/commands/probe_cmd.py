@@ -26,6 +26,7 @@ from seat_console.core import jsonout
 from seat_console.actions import probe_journal
 from seat_console.actions.probe_journal import journal_force, journal_probe
 from seat_console.core import engine_timing
+from seat_console.commands import action_common as ac
 from seat_console.probe.client import run_async
 from seat_console.probe.plan import render_plan, render_preflight
 from seat_console.probe.run import (
@@ -68,7 +69,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--force", action="store_true",
                    help="probe without an active hold (needs --reason; journaled)")
     p.add_argument("--reason", metavar="TEXT", help="why --force is needed (journaled)")
-    p.set_defaults(func=run_probe_cmd)
+    p.set_defaults(func=ac.ends_with_next(run_probe_cmd))
     r = sub.add_parser("runs", help="list kept comparisons and probe runs (never deleted), or show one run")
     r.add_argument("run_id", nargs="?", help="show this run's summary")
     r.add_argument("--json", action="store_true", help="print as JSON")

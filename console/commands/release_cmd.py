@@ -54,7 +54,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="cancel the deferred starts armed on the node and start those timers "
                         "now")
     ac.add_action_flags(p)
-    p.set_defaults(func=run)
+    p.set_defaults(func=ac.ends_with_next(run))
 
 
 def parse_when(text: str, now: datetime | None = None) -> datetime:

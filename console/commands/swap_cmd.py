@@ -38,11 +38,11 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="swap although the fit budget says the candidate does not fit")
     p.add_argument("--reason", default="", metavar="TEXT", help="why --force (journaled)")
     p.add_argument("--json", action="store_true", help="print the result as JSON")
-    p.set_defaults(func=run_swap)
+    p.set_defaults(func=ac.ends_with_next(run_swap))
     r = sub.add_parser("restore", help="stop (keep) the probe, start the resident as recorded, "
                                        "verify it answers, release the hold")
     ac.add_action_flags(r)
-    r.set_defaults(func=run_restore)
+    r.set_defaults(func=ac.ends_with_next(run_restore))
 
 
 def _log_line(line: str) -> None:

@@ -1,0 +1,135 @@
+"""``seat-console runbook [next]`` and the ``next: …`` line every action ends with (issue 30),
+in-process against a journal in a temporary state dir (the default profile; docker may or may
+not be reachable here: who holds the seat is then a listed problem, exit 3)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+import pytest
+
+from seat_console import cli
+from seat_console.actions.journal import Journal
+from seat_console.commands import action_common as ac
+from tests.runbook_history import History
+
+
+@pytest.fixture
+def state(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> History:
+    monkeypatch.setenv("SEAT_CONSOLE_STATE_DIR", str(tmp_path / "state"))
+    monkeypatch.setenv("SEAT_CONSOLE_DATA_DIR", str(tmp_path / "data"))
+    (tmp_path / "state").mkdir()
+    j = Journal(path=tmp_path / "state" / "journal.sqlite3")
+    yield History(j, tmp_path / "data")
+    j.close()
+
+
+def _json(capsys: pytest.CaptureFixture[str]) -> dict:
+    return json.loads(capsys.readouterr().out)
+
+
+def test_runbook_json_shows_the_stages_and_next(state: History, capsys) -> None:
+    state.fit()
+    state.image()
+    state.hold()
+    rc = cli.main(["runbook", "--json"])
+    d = _json(capsys)
+    assert rc == (3 if d["problems"] else 0)
+    assert [s["status"] for s in d["stages"][:3]] == ["done", "done", "done"]
+    assert d["next"]["name"] == "backport"
+    assert d["next"]["command"] == "seat-console build-backport"
+
+
+def test_runbook_text_ends_with_next(state: History, capsys) -> None:
+    cli.main(["runbook"])
+    out = capsys.readouterr().out.splitlines()
+    assert out[-1].startswith("next: fit")
+    assert any(line.startswith("▶· fit") for line in out)
+
+
+def test_next_dry_run_at_fit_journals_nothing(state: History, capsys) -> None:
+    before = len(state.j.entries())
+    rc = cli.main(["runbook", "next", "--dry-run", "--json"])
+    d = _json(capsys)
+    assert rc == 0 and d["dry_run"] and d["stage"] == "fit"
+    assert d["would_journal"]["verdict"] in ("fits", "over", "no verdict")
+    assert len(state.j.entries()) == before
+
+
+def test_next_at_fit_journals_the_verdict_as_a_fit_row(state: History, capsys) -> None:
+    rc = cli.main(["runbook", "next", "--json"])
+    d = _json(capsys)
+    rows = state.j.entries(runbook="fit")
+    assert len(rows) == 1 and rows[0].kind == "end"
+    assert rows[0].facts["verdict"] == d["verdict"]
+    assert rc == (0 if d["verdict"] == "fits" else 5)
+    assert d["next"]["name"] == ("image" if d["verdict"] == "fits" else "fit")
+
+
+def test_next_at_a_stage_whose_command_is_missing_names_it(state: History, capsys,
+                                                           monkeypatch) -> None:
+    import importlib.util
+
+    state.fit()
+    if importlib.util.find_spec("seat_console.commands.image_check_cmd") is not None:
+        pytest.skip("image-check is in this console")
+    rc = cli.main(["runbook", "next", "--yes", "--json"])
+    d = _json(capsys)
+    assert rc == 5 and "seat-console image-check" in d["error"]
+
+
+def test_next_at_an_unfinished_run_runs_recover(state: History, capsys) -> None:
+    state.fit()
+    state.image()
+    state.hold(outcome=None)
+    rc = cli.main(["runbook", "next", "--dry-run", "--json"])
+    out = capsys.readouterr().out
+    assert rc in (0, 4), out   # recover's own code: it lists the unfinished hold
+    assert "hold" in out
+
+
+def test_runbook_next_is_node_changing_and_readonly_refuses_it(state: History, capsys) -> None:
+    assert cli.main(["--readonly", "runbook", "next", "--yes"]) == 2
+    assert cli.main(["--readonly", "runbook", "--json"]) in (0, 3)
+
+
+# -- the next line ------------------------------------------------------------------------------
+def _fake_next(loaded):
+    return "next: hold — `seat-console hold`", {"name": "hold", "line": "next: hold"}
+
+
+def test_ends_with_next_adds_a_line_or_a_json_key(monkeypatch, capsys) -> None:
+    monkeypatch.setattr(ac, "runbook_next", _fake_next)
+
+    def cmd(args, loaded):
+        print(json.dumps({"ok": True}) if args.json else "done")
+        return 4
+    f = ac.ends_with_next(cmd)
+    assert f(argparse.Namespace(json=False, yes=True, dry_run=False), None) == 4
+    assert capsys.readouterr().out.splitlines()[-1] == "next: hold — `seat-console hold`"
+    assert f(argparse.Namespace(json=True, yes=True, dry_run=False), None) == 4
+    assert _json(capsys) == {"ok": True, "next": {"name": "hold", "line": "next: hold"}}
+
+
+def test_ends_with_next_says_it_once_when_nested(monkeypatch, capsys) -> None:
+    monkeypatch.setattr(ac, "runbook_next", _fake_next)
+    inner = ac.ends_with_next(lambda a, lo: print("inner") or 0)
+    outer = ac.ends_with_next(lambda a, lo: inner(a, lo))
+    outer(argparse.Namespace(json=False, yes=True, dry_run=False), None)
+    assert capsys.readouterr().out.count("next:") == 1
+
+
+@pytest.mark.parametrize("argv", [["hold"], ["release"], ["build-backport"], ["swap"],
+                                  ["restore"], ["probe"], ["compare"]])
+def test_every_action_is_wrapped(argv) -> None:
+    p = cli.build_parser()
+    args = p.parse_args(argv)
+    assert getattr(args.func, "__wrapped__", None) is not None, argv
+
+
+def test_release_without_a_hold_ends_with_next_in_its_json(state: History, capsys) -> None:
+    rc = cli.main(["release", "--json", "--yes"])
+    d = _json(capsys)
+    assert rc == 5 and d["ok"] is False and d["next"]["name"] == "fit"
