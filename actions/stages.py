@@ -298,6 +298,7 @@ class _Reader:
         from seat_console.probe.store import StoreError, read_summary
         from seat_console.probe.store import runs_dir as default_runs_dir
 
+        run_id = str(run_id)
         if not re.fullmatch(r"[0-9A-Za-z_.-]{1,100}", run_id) or run_id in (".", ".."):
             self.problems.append(f"probe run ID {run_id[:100]!r} in the journal is not a run "
                                  "store name: its summary is not read")

@@ -97,6 +97,12 @@ class JournalValue:
     runbooks: tuple[RunbookRun, ...] = ()
     probe_phase: tuple[str, str] | None = None
     probe_disrupted: bool | None = None
+    stages: tuple[tuple[str, str], ...] | None = None
+    """``(stage, status)`` of every runbook stage
+    (:func:`seat_console.actions.stages.read_runbook`); ``None``: not known."""
+    next_stage: tuple[str, str] | None = None
+    """``(stage, status)`` of the next stage while a runbook cycle is under way (some stage
+    of the open cycle is not ``todo``); ``None`` at rest (nothing begun, or the cycle closed)."""
 
 
 @dataclass(frozen=True)
@@ -261,6 +267,17 @@ def build_families(ident: Identity, states: Mapping[str, SourceState]) -> list[M
         if jr.probe_disrupted is not None:
             dis.add_metric([], _b(jr.probe_disrupted))
     out += [rb, ph, dis]
+
+    stage = _g("seat_runbook_stage", "The seat-swap runbook's stages (journal, run store); "
+                                     "always 1, the status as a label.", ("stage", "status"))
+    nxt = _g("seat_runbook_next_info", "The runbook's next stage while a cycle is under way; "
+                                       "always 1.", ("stage", "status"))
+    if jr is not None and jr.stages is not None:
+        for name, status in jr.stages:
+            stage.add_metric([name, status], 1)
+        if jr.next_stage is not None:
+            nxt.add_metric(list(jr.next_stage), 1)
+    out += [stage, nxt]
 
     gv: GpuValue | None = val("gpus")
     fits = _g("seat_fit_fits", "1 when the side fits the seat's GPUs (fit budget verdict).",

@@ -17,6 +17,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from seat_console.actions.journal import Entry, JournalError, parse_time
 from seat_console.exporter.model import (
     ContainerValue,
     EngineCheck,
@@ -289,8 +290,70 @@ def probe_state(runs: Path, stale_s: float, now: float | None = None
     return phase, disrupted
 
 
+class ReadOnlyJournal:
+    """The journal at ``path`` for :func:`~seat_console.actions.stages.read_runbook`, opened
+    read-only (SQLite URI ``mode=ro``) at each :meth:`entries`: the exporter never creates or
+    writes it. A journal that does not exist has no rows."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+
+    def entries(self) -> list[Entry]:
+        """Every row in ``seq`` order. Raises :class:`JournalError` naming the file when it
+        cannot be read or a row does not parse."""
+        if not self.path.exists():
+            return []
+        try:
+            db = sqlite3.connect(f"{self.path.resolve().as_uri()}?mode=ro", uri=True,
+                                 timeout=5.0)
+            try:
+                cur = db.execute("SELECT * FROM entries ORDER BY seq")
+                names = [d[0] for d in cur.description]
+                raw = cur.fetchall()
+            finally:
+                db.close()
+        except sqlite3.Error as exc:
+            raise JournalError(f"journal {self.path}: cannot read ({exc})") from None
+        out = []
+        for r in raw:
+            d = dict(zip(names, r, strict=True))
+            try:
+                out.append(Entry(
+                    seq=int(d["seq"]), at=parse_time(d["at"]), user=str(d["user"]),
+                    host=str(d["host"]), profile_sha256=str(d["profile_sha256"]),
+                    run_id=str(d["run_id"]), runbook=str(d["runbook"]), kind=str(d["kind"]),
+                    step=str(d["step"]), inputs=load_json(d["inputs"] or "{}", "inputs"),
+                    outcome=str(d["outcome"]), output=str(d["output"]),
+                    facts=load_json(d["facts"] or "{}", "facts"),
+                    prev_hash=str(d["prev_hash"]), hash=str(d["hash"])))
+            except (KeyError, TypeError, ValueError, AttributeError, OverflowError) as exc:
+                raise JournalError(f"journal {self.path}: row {d.get('seq')!r} does not parse "
+                                   f"({type(exc).__name__}: {str(exc)[:100]})") from None
+        return out
+
+
+def runbook_stages(journal: Any, runs: Path
+                   ) -> tuple[tuple[tuple[str, str], ...], tuple[str, str] | None] | str:
+    """``(every stage's (name, status), the next stage's (name, status) or None)`` by
+    :func:`~seat_console.actions.stages.read_runbook` (the node not read: who holds the seat
+    is the ``containers`` source's), or a sentence when the journal cannot be read. The next
+    stage is given only while a cycle is under way: some stage of the open cycle is not
+    ``todo``."""
+    from seat_console.actions.stages import read_runbook
+
+    st = read_runbook(None, journal, runs_dir=runs)
+    bad = [p for p in st.problems if p.startswith("the journal")]
+    if bad:
+        return bad[0]
+    stages = tuple((s.name, s.status) for s in st.stages)
+    begun = any(s.status != "todo" for s in st.stages)
+    nxt = (st.next.name, st.next.status) if st.next is not None and begun else None
+    return stages, nxt
+
+
 def make_journal(loaded: LoadedProfile, environ: dict[str, str] | None = None) -> Reader:
-    """The journal's unfinished runbooks and the newest probe run → :class:`JournalValue`.
+    """The journal's unfinished runbooks, the runbook's stages (:func:`runbook_stages`) and the
+    newest probe run → :class:`JournalValue`.
     Paths: the console's state dir (``$SEAT_CONSOLE_STATE_DIR``) and data dir
     (``$SEAT_CONSOLE_DATA_DIR``). A probe run is stale after ``probe.request_timeout_s`` + 60 s
     without a write."""
@@ -311,7 +374,10 @@ def make_journal(loaded: LoadedProfile, environ: dict[str, str] | None = None) -
             phase, disrupted = probe_state(rpath, stale_s)
         except ValueError as exc:
             return Unavailable(source="journal", kind="error", reason=str(exc))
-        return JournalValue(runbooks, phase, disrupted)
+        rs = runbook_stages(ReadOnlyJournal(jpath), rpath)
+        if isinstance(rs, str):
+            return Unavailable(source="journal", kind="error", reason=rs)
+        return JournalValue(runbooks, phase, disrupted, stages=rs[0], next_stage=rs[1])
 
     return read, _noop
 
@@ -336,7 +402,7 @@ INTERVALS_S: dict[str, float] = {
 }
 """Default seconds between two reads of each source (``--interval`` sets them all)."""
 
-__all__ = ["GROUP_READERS", "INTERVALS_S", "READERS", "make_containers", "make_engine",
-           "make_gpus", "make_journal", "make_lease", "make_node", "make_silences",
-           "make_timers", "incomplete_block", "probe_state", "timer_fact",
-           "unfinished_runs"]
+__all__ = ["GROUP_READERS", "INTERVALS_S", "READERS", "ReadOnlyJournal", "incomplete_block",
+           "make_containers", "make_engine", "make_gpus", "make_journal", "make_lease",
+           "make_node", "make_silences", "make_timers", "probe_state", "runbook_stages",
+           "timer_fact", "unfinished_runs"]
