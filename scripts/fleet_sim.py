@@ -7,7 +7,7 @@
 
 * the exporter's families of the agreed schema (``seat_info``, ``seat_engine_up``,
   ``seat_hold_*``, ``seat_timer_active``, ``seat_silence_*``, ``seat_container_info``,
-  ``seat_runbook_active``, ``seat_probe_phase_info``, ``seat_probe_disrupted``, ``seat_fit_*``,
+  ``seat_runbook_active``, ``seat_runbook_next_info``, ``seat_probe_phase_info``, ``seat_probe_disrupted``, ``seat_fit_*``,
   ``seat_source_*``, ``seat_scrape_duration_seconds``, ``seat_exporter_build_info``);
 * vLLM's ``vllm:num_requests_running``, ``vllm:num_requests_waiting``,
   ``vllm:kv_cache_usage_perc`` (0..1), labels ``model_name``, ``engine``;
@@ -175,6 +175,8 @@ class FleetCollector:
              ["instance", "role", "name", "image_id", "repo_digest"]),
             ("seat_runbook_active", "An unfinished runbook.",
              ["instance", "runbook", "step", "run_id"]),
+            ("seat_runbook_next_info", "The runbook's next stage while a cycle is under way.",
+             ["instance", "stage", "status"]),
             ("seat_probe_phase_info", "A probe phase in progress.",
              ["instance", "run_id", "phase"]),
             ("seat_probe_disrupted", "1 when the latest probe run was disrupted.", ["instance"]),
@@ -223,6 +225,7 @@ class FleetCollector:
             if s.phase:
                 g["seat_runbook_active"].add_metric([i, "swap", "probe", run_id], 1)
                 g["seat_probe_phase_info"].add_metric([i, run_id, s.phase], 1)
+                g["seat_runbook_next_info"].add_metric([i, "probe", "todo"], 1)
             if s.probe_kept:
                 g["seat_probe_disrupted"].add_metric([i], 0)
             for side in ("resident", "candidate"):

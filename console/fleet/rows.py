@@ -171,7 +171,8 @@ def queries(window_s: float, scrape_interval_s: float) -> dict[str, str]:
                    '"q", "present", "", "")'),
         "times": f'max by (instance, __name__) ({{__name__=~"{_names(TIME_GAUGES)}"}})',
         "probe": "group by (instance, phase) (seat_probe_phase_info)",
-        "runbook": "group by (instance, runbook, step) (seat_runbook_active)",
+        "runbook": ("group by (instance, runbook, step) (seat_runbook_active) or "
+                    "group by (instance, stage, status) (seat_runbook_next_info)"),
         "sources_down": "group by (instance, source) (seat_source_up == 0)",
         **number_queries(None),
     }
@@ -322,6 +323,9 @@ class FleetRow:
     ``silence``: ``none`` / ``active`` / ``pending`` / ``None``; ``silence_from``:
     ``alertmanager`` or ``exporter`` (Alertmanager unavailable: the exporter's view).
     ``gpus``: cards with DCGM series (0: no DCGM; -1: the ``gpu`` query failed).
+    ``runbook``: unfinished runbook runs (``swap:probe``); ``stage``: the seat-swap
+    runbook's next stage while a cycle is under way (``backport``; ``hold failed``: its status
+    when not ``todo``), from ``seat_runbook_next_info``; ``None`` at rest or unknown.
     ``kv_usage``: 0..1. ``numbers_read``: whether this refresh read the moving numbers
     (``running``, ``waiting``, ``kv_usage``, the GPU fields) for this seat — false for a row
     away from the screen's window (:meth:`Fleet.refresh`): they are then ``None`` and shown as
@@ -351,6 +355,7 @@ class FleetRow:
     silence_from: str = "alertmanager"
     probe_phase: str | None = None
     runbook: str | None = None
+    stage: str | None = None
     probe_disrupted: bool | None = None
     sources_down: tuple[str, ...] = ()
     in_inventory: bool = False
@@ -468,7 +473,7 @@ def cells(row: FleetRow, now: float, narrow: bool = False) -> tuple[str, ...]:
 
 
 def _probe(row: FleetRow) -> str:
-    probe = row.probe_phase or (row.runbook or "")
+    probe = row.probe_phase or row.runbook or (f"next {row.stage}" if row.stage else "")
     if row.probe_disrupted:
         probe = f"{probe} DISRUPTED".strip()
     return probe
@@ -990,8 +995,18 @@ def build_rows(got: Mapping[str, QueryResult | None], now: float, scrape_interva
     dec = _decode_numbers(got) if numbers else None
     probe = {inst: sorted(s.labels.get("phase", "?") for s in ss)
              for inst, ss in _by_instance(got.get("probe")).items()}
-    runbook = {inst: sorted(f"{s.labels.get('runbook', '?')}:{s.labels.get('step', '?')}"
-                            for s in ss) for inst, ss in _by_instance(got.get("runbook")).items()}
+    runbook: dict[str, list[str]] = {}
+    stage: dict[str, list[str]] = {}
+    for inst, ss in _by_instance(got.get("runbook")).items():
+        for s in ss:
+            if "stage" in s.labels:   # seat_runbook_next_info
+                st_ = s.labels.get("status", "")
+                stage.setdefault(inst, []).append(
+                    s.labels["stage"] + (f" {st_}" if st_ and st_ != "todo" else ""))
+            else:
+                runbook.setdefault(inst, []).append(
+                    f"{s.labels.get('runbook', '?')}:{s.labels.get('step', '?')}")
+    runbook = {k: sorted(v) for k, v in runbook.items()}
     down = {inst: tuple(sorted({s.labels.get("source", "?") for s in ss}))
             for inst, ss in _by_instance(got.get("sources_down")).items()}
     states_ok = got.get("states") is not None
@@ -1015,7 +1030,8 @@ def build_rows(got: Mapping[str, QueryResult | None], now: float, scrape_interva
             continue
         age = max(0.0, now - last)
         if fast and inst in current and inst not in states and inst not in times \
-                and inst not in probe and inst not in runbook and inst not in down \
+                and inst not in probe and inst not in runbook and inst not in stage \
+                and inst not in down \
                 and age <= 2 * scrape_interval_s:
             # A seat with a current sample and nothing unusual (~900 of 1,000): the slow path
             # below gives exactly this row (tests/test_fleet_rows.py compares the two).
@@ -1087,6 +1103,7 @@ def build_rows(got: Mapping[str, QueryResult | None], now: float, scrape_interva
             silence=sil, silence_until=sil_until, silence_from=sil_from,
             probe_phase=", ".join(probe.get(inst, [])) or None if fresh else None,
             runbook=", ".join(runbook.get(inst, [])) or None if fresh else None,
+            stage=", ".join(sorted(stage.get(inst, []))) or None if fresh else None,
             sources_down=down.get(inst, ()) if fresh else (),
             in_inventory=entry is not None, **nums))
     return sort_rows(rows)

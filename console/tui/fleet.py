@@ -163,8 +163,9 @@ class SeatDetail(ModalScreen[None]):
                  "DCGM series)\n")
         if r.hold_until:
             t.append(f"hold lease fires {iso(r.hold_until)}\n")
-        if r.probe_phase or r.runbook:
-            t.append(f"probe phase {r.probe_phase or '-'} · runbook {r.runbook or '-'}\n")
+        if r.probe_phase or r.runbook or r.stage:
+            t.append(f"probe phase {r.probe_phase or '-'} · runbook {r.runbook or '-'} · "
+                     f"next stage {r.stage or '-'}\n")
         if r.sources_down:
             t.append(f"exporter sources down: {', '.join(r.sources_down)}\n", style="yellow")
         for why in r.unknown:
