@@ -123,11 +123,12 @@ STAGE_OF_RUNBOOK: Mapping[str, str] = {
     "fit": "fit", "image-check": "image", "hold": "hold", "build-backport": "backport",
     "swap": "swap", "probe": "probe", "compare": "compare", "decide": "decide",
     "restore": "restore", "promote": "promote", "promote-undo": "promote",
-    "release": "release",
+    "release": "release", "extend": "hold",
 }
 """Journal ``runbook`` column -> the stage its runs are attempts of (``../CONVENTIONS``:
 ``fit`` rows are written by ``seat-console runbook next``, ``image-check`` by ``image-check``,
-``decide`` by ``decide``, ``promote`` / ``promote-undo`` by ``promote``)."""
+``decide`` by ``decide``, ``promote`` / ``promote-undo`` by ``promote``; an ``extend`` of
+the hold that was done, or never ended, counts as the hold's newest run)."""
 
 KEYS: Mapping[str, str | None] = {
     "fit": None, "image": None, "hold": "node.hold", "backport": "node.build-backport",
@@ -336,8 +337,10 @@ class _Reader:
     def from_attempts(self, stage: str, attempts: Sequence[_Attempt]) -> StageState:
         base = dict(name=stage, needs=_NEEDS_TEXT[stage], key=KEYS[stage],
                     command=COMMANDS[stage])
-        # a refused run changed nothing: it does not undo an earlier attempt
-        real = [a for a in attempts if a.end is None or a.end.outcome != "refused"]
+        # a refused run changed nothing: it does not undo an earlier attempt; an extend that
+        # failed left the hold as it was
+        real = [a for a in attempts if a.end is None or (
+            a.end.outcome != "refused" and (a.runbook != "extend" or a.end.outcome == "done"))]
         pick = real[-1] if real else (attempts[-1] if attempts else None)
         if pick is None:
             return StageState(status="todo", **base)  # type: ignore[arg-type]
@@ -385,6 +388,8 @@ class _Reader:
             h = f.get("hold") if isinstance(f.get("hold"), dict) else {}
             ev.update({"hold": _text(h.get("hold_id", "?")),
                        "expires at": _text(h.get("expires_at", "?"))})
+            if a.runbook == "extend":
+                ev["extended by"] = a.run_id
             if h.get("silence_id"):
                 ev["silence"] = _text(h["silence_id"])
         elif stage == "backport":
@@ -458,7 +463,7 @@ def _replace(s: StageState, **kw: Any) -> StageState:
 
 
 def read_runbook(nctx: Any, journal: Journal, *, runs_dir: Path | None = None,
-                 now: datetime | None = None) -> RunbookState:
+                 now: datetime | None = None, seat: SeatHolder | None = None) -> RunbookState:
     """The runbook's state, read now from the node (``nctx``: who holds the seat, by docker;
     ``None``: not read, said in ``problems``), the journal (every stage's runs) and the run
     store (``runs_dir``, default the probe store's; each probe run's summary).
@@ -486,10 +491,21 @@ def read_runbook(nctx: Any, journal: Journal, *, runs_dir: Path | None = None,
     that cannot be read are sentences in ``problems`` (a journal that cannot be read: every
     stage ``todo`` with ``needs`` saying unknown, ``next = None``). Never raises for bad input;
     the same journal, run store, node and ``now`` give the same state.
+
+    The hold (journal: the ``hold`` run, moved by a done ``extend``): ``stale`` once its
+    ``expires_at`` passed in an open cycle (the lease restarted the timers: hold again, or
+    release). ``restore`` is ``skipped`` after a decision when the resident holds the seat
+    (docker) and no swap since put the candidate in (``compare`` ends with the resident back:
+    nothing to restore).
+
+    ``journal``: a :class:`~seat_console.actions.journal.Journal`, or any object whose
+    ``entries()`` returns its rows in ``seq`` order and raises
+    :class:`~seat_console.actions.journal.JournalError` (the exporter's read-only reader).
+    ``seat``: who holds the seat when the caller read it already (then docker is not read).
     """
     now = now or datetime.now(UTC)
     rd = _Reader(nctx, journal, runs_dir, now)
-    holder = rd.seat_holder()
+    holder = rd.seat_holder() if seat is None else seat
     try:
         entries = journal.entries()
     except JournalError as exc:
@@ -549,6 +565,18 @@ def read_runbook(nctx: Any, journal: Journal, *, runs_dir: Path | None = None,
             st["restore"] = _replace(st["restore"], status="stale",
                                      reason="the candidate holds the seat now (docker), not "
                                             "the resident this restore put back: restore again")
+    # -- the hold's lease: lapsed in an open cycle -------------------------------------------
+    if closed_at is None and st["hold"].status == "done":
+        try:
+            exp = datetime.fromisoformat(st["hold"].evidence.get("expires at", "")
+                                         .replace("Z", "+00:00"))
+        except ValueError:
+            exp = None
+        if exp is not None and exp.tzinfo is not None and exp <= now:
+            st["hold"] = _replace(st["hold"], status="stale",
+                                  reason=f"the hold lapsed at {_z(exp)} (its lease restarted "
+                                         "the timers, the silence ended): `seat-console hold` "
+                                         "again, or `seat-console release` to close the cycle")
     # -- needs: stale carries down the graph ------------------------------------------------
     for s in STAGES:
         cur = st[s]
@@ -569,6 +597,12 @@ def read_runbook(nctx: Any, journal: Journal, *, runs_dir: Path | None = None,
                 break
     # -- the branch not taken -----------------------------------------------------------------
     decision = st["decide"].evidence.get("decision") if st["decide"].status == "done" else None
+    last_changer = changers[-1].runbook if changers else None
+    if decision is not None and holder == "resident" and st["restore"].status == "todo" \
+            and last_changer in (None, "compare", "restore", "promote-undo"):
+        st["restore"] = _replace(st["restore"], status="skipped",
+                                 reason="the resident holds the seat (docker) and no swap "
+                                        "since put the candidate in: nothing to restore")
     if st["promote"].status == "done" and st["restore"].status != "done":
         st["restore"] = _replace(st["restore"], status="skipped",
                                  reason="the candidate was promoted")

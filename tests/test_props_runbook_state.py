@@ -6,6 +6,7 @@ console started later — gives the same state)."""
 from __future__ import annotations
 
 import tempfile
+from datetime import timedelta
 from pathlib import Path
 
 import os
@@ -32,6 +33,7 @@ EVENTS = st.one_of(
     st.tuples(st.just("promote"), _OUT),
     st.tuples(st.just("promote-undo"), _OUT),
     st.tuples(st.just("release"), _OUT),
+    st.tuples(st.just("extend"), _OUT),
 )
 
 
@@ -47,8 +49,9 @@ def _apply(h: History, ev: tuple[str, object]) -> None:
         h.compare(status=str(arg))
     elif name == "decide":
         h.decide(str(arg))
-    elif name == "promote-undo":
-        h.run("promote-undo", arg)  # type: ignore[arg-type]
+    elif name in ("promote-undo", "extend"):
+        h.run(name, arg, {"hold": {"hold_id": "h", "expires_at": h.t.isoformat()}}
+              if name == "extend" else None)  # type: ignore[arg-type]
     else:
         getattr(h, name.replace("-", "_"))(arg)
 
@@ -57,16 +60,21 @@ def _apply(h: History, ev: tuple[str, object]) -> None:
 _TMP = "/dev/shm" if os.path.isdir("/dev/shm") else None
 
 
+SEATS = st.sampled_from(["resident", "candidate", "none", "both", "unknown"])
+
+
 @settings(max_examples=100)
-@given(st.lists(EVENTS, max_size=12))
-def test_random_histories_keep_the_invariants(events: list[tuple[str, object]]) -> None:
+@given(st.lists(EVENTS, max_size=12), SEATS, st.integers(0, 6 * 3600))
+def test_random_histories_keep_the_invariants(events: list[tuple[str, object]], seat: str,
+                                              later_s: int) -> None:
     with tempfile.TemporaryDirectory(dir=_TMP) as d:
         j = Journal(path=Path(d) / "journal.sqlite3")
         try:
             h = History(j, Path(d))
             for ev in events:
                 _apply(h, ev)
-            s = read_runbook(None, j, runs_dir=Path(d) / "runs", now=h.t)
+            now = h.t + timedelta(seconds=later_s)
+            s = read_runbook(None, j, runs_dir=Path(d) / "runs", now=now, seat=seat)
             by = {x.name: x for x in s.stages}
             assert tuple(by) == STAGES
             for x in s.stages:
@@ -82,10 +90,11 @@ def test_random_histories_keep_the_invariants(events: list[tuple[str, object]]) 
                 assert s.next.status not in ("done", "skipped")
                 assert s.cycle_closed_at is None
             # deterministic: the same journal again, and through a second connection
-            assert read_runbook(None, j, runs_dir=Path(d) / "runs", now=h.t) == s
+            assert read_runbook(None, j, runs_dir=Path(d) / "runs", now=now, seat=seat) == s
             j2 = Journal(path=j.path)
             try:
-                assert read_runbook(None, j2, runs_dir=Path(d) / "runs", now=h.t) == s
+                assert read_runbook(None, j2, runs_dir=Path(d) / "runs", now=now,
+                                    seat=seat) == s
             finally:
                 j2.close()
         finally:

@@ -231,3 +231,58 @@ def test_unreadable_journal_is_a_problem_not_a_guess(tmp_path: Path) -> None:
     s = read_runbook(None, j, now=None)
     assert s.next is None and any("journal" in x for x in s.problems)
     assert all("unknown" in x.needs for x in s.stages)
+
+
+def test_a_lapsed_hold_is_stale_and_next(hist: History) -> None:
+    from datetime import timedelta
+
+    hist.fit()
+    hist.image()
+    hist.hold()
+    hist.backport()
+    s = read_runbook(None, hist.j, runs_dir=hist.data / "runs", now=hist.t + timedelta(hours=5))
+    assert status(s)["hold"] == "stale" and "lapsed" in s.stage("hold").reason
+    assert s.next is not None and s.next.name == "hold"
+    assert status(s)["backport"] == "done"   # a lapse is no new evidence: nothing else stale
+
+
+def test_an_extend_moves_the_hold_and_a_failed_one_does_not(hist: History) -> None:
+    from datetime import timedelta
+
+    hist.fit()
+    hist.image()
+    hold_at = hist.t
+    hist.hold()
+    later = (hold_at + timedelta(hours=8)).isoformat()
+    hist.run("extend", "undone", {"hold": {"hold_id": "h", "expires_at": later}})
+    s = read_runbook(None, hist.j, runs_dir=hist.data / "runs", now=hist.t + timedelta(hours=5))
+    assert status(s)["hold"] == "stale"          # the failed extend left the old end
+    hist.run("extend", "done", {"hold": {"hold_id": "h", "expires_at": later}})
+    s = read_runbook(None, hist.j, runs_dir=hist.data / "runs", now=hist.t + timedelta(hours=5))
+    assert status(s)["hold"] == "done" and s.stage("hold").evidence["expires at"] == later
+    hist.run("extend", None, {"hold": {"hold_id": "h", "expires_at": later}})   # killed
+    s = read(hist)
+    assert s.stage("hold").status == "failed" and s.stage("hold").command == RECOVER_COMMAND
+
+
+def test_docker_swap_undone_by_hand_is_stale(hist: History) -> None:
+    hist.fit()
+    hist.image()
+    hist.hold()
+    hist.backport()
+    hist.swap()
+    s = read_runbook(None, hist.j, runs_dir=hist.data / "runs", now=hist.t, seat="resident")
+    assert status(s)["swap"] == "stale" and "docker" in s.stage("swap").reason
+    s = read_runbook(None, hist.j, runs_dir=hist.data / "runs", now=hist.t, seat="candidate")
+    assert status(s)["swap"] == "done" and s.seat_holder == "candidate" and not s.problems
+
+
+def test_keep_after_compare_with_the_resident_back_skips_restore(hist: History) -> None:
+    hist.to_decide()
+    hist.decide("KEEP")
+    s = read_runbook(None, hist.j, runs_dir=hist.data / "runs", now=hist.t, seat="resident")
+    assert status(s)["restore"] == "skipped" and status(s)["promote"] == "skipped"
+    assert s.next is not None and s.next.name == "release"
+    # with the candidate in the seat, restore is what is next
+    s = read_runbook(None, hist.j, runs_dir=hist.data / "runs", now=hist.t, seat="candidate")
+    assert s.next is not None and s.next.name == "restore"
