@@ -68,16 +68,24 @@ def test_next_at_fit_journals_the_verdict_as_a_fit_row(state: History, capsys) -
     assert d["next"]["name"] == ("image" if d["verdict"] == "fits" else "fit")
 
 
+def test_next_at_image_runs_image_check(state: History, capsys) -> None:
+    state.fit()
+    rc = cli.main(["runbook", "next", "--yes", "--json"])
+    out = capsys.readouterr()
+    # image-check's own code: the default profile declares no [candidate.requires] (usage, 2)
+    assert rc == 2 and "requires" in (out.out + out.err), out
+
+
 def test_next_at_a_stage_whose_command_is_missing_names_it(state: History, capsys,
                                                            monkeypatch) -> None:
-    import importlib.util
+    from seat_console.commands import runbook_cmd
 
+    monkeypatch.setitem(runbook_cmd.DELEGATE, "image",
+                        ("seat_console.commands.no_such_cmd", ["image-check"]))
     state.fit()
-    if importlib.util.find_spec("seat_console.commands.image_check_cmd") is not None:
-        pytest.skip("image-check is in this console")
     rc = cli.main(["runbook", "next", "--yes", "--json"])
     d = _json(capsys)
-    assert rc == 5 and "seat-console image-check" in d["error"]
+    assert rc == 5 and "seat-console image-check" in d["error"] and "not in this" in d["error"]
 
 
 def test_next_at_an_unfinished_run_runs_recover(state: History, capsys) -> None:

@@ -9,7 +9,6 @@ outage lock held exclusively (``exclusive``, via ``baseline``), the node left as
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import signal
@@ -42,15 +41,15 @@ def stages(d: dict) -> dict[str, dict]:
 
 
 def fit_and_image(lab, env) -> None:
-    """The fit stage through ``runbook next``; the image stage's row (``image-check`` when this
-    console has it, else its documented end row appended)."""
+    """The fit stage through ``runbook next``; the image stage through it when the lab's
+    profile declares ``[candidate.requires]``, else its documented end row appended (what
+    ``image-check`` journals)."""
     r = cli(lab, env, "runbook", "next", "--yes", "--json")
     assert r.returncode == 0, r.stdout + r.stderr
     assert json.loads(r.stdout)["verdict"] == "fits"
-    if importlib.util.find_spec("seat_console.commands.image_check_cmd") is not None:
-        r = cli(lab, env, "runbook", "next", "--yes", "--json")
-        assert r.returncode == 0, r.stdout + r.stderr
-    else:
+    r = cli(lab, env, "runbook", "next", "--yes", "--json")   # image-check
+    if r.returncode != 0:
+        assert r.returncode == 2 and "requires" in r.stdout + r.stderr, r.stdout + r.stderr
         j = Journal(path=Path(env["SEAT_CONSOLE_STATE_DIR"]) / "journal.sqlite3")
         try:
             j.append(run_id="image-check-lab", runbook="image-check", kind="end",

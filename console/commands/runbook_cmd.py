@@ -62,7 +62,7 @@ HOLD_REASON = "seat-swap runbook"
 
 # stage -> (command module, argv of the command)
 DELEGATE: dict[str, tuple[str, list[str]]] = {
-    "image": ("seat_console.commands.image_check_cmd", ["image-check"]),
+    "image": ("seat_console.commands.image_cmd", ["image-check"]),
     "hold": ("seat_console.commands.hold_cmd", ["hold", "--reason", HOLD_REASON]),
     "backport": ("seat_console.commands.backport_cmd", ["build-backport"]),
     "swap": ("seat_console.commands.swap_cmd", ["swap"]),
