@@ -110,3 +110,27 @@ def test_hostile_rows_give_entries_or_a_journal_error(rows) -> None:
             assert str(p) in str(exc)
         r = runbook_stages(ro, Path(d))
         assert isinstance(r, (str, tuple))
+
+
+def test_make_journal_reads_the_stages_again_only_when_the_files_change(hist: History,
+                                                                        monkeypatch) -> None:
+    from seat_console.core.profile import load_profile
+    from seat_console.exporter import readers
+    from tests.test_exporter import PROFILE
+
+    prof = hist.data / "p.toml"
+    prof.write_text(PROFILE)
+    calls = []
+    real = readers.runbook_stages
+    monkeypatch.setattr(readers, "runbook_stages",
+                        lambda j, r: calls.append(1) or real(j, r))
+    env = {"SEAT_CONSOLE_STATE_DIR": str(hist.j.path.parent),
+           "SEAT_CONSOLE_DATA_DIR": str(hist.data)}
+    read, close = readers.make_journal(load_profile(str(prof)), env)
+    hist.fit()
+    first = read()
+    assert first.next_stage == ("image", "todo") and len(calls) == 1
+    assert read() == first and len(calls) == 1          # nothing changed: not read again
+    hist.image()
+    assert read().next_stage == ("hold", "todo") and len(calls) == 2
+    close()

@@ -351,9 +351,27 @@ def runbook_stages(journal: Any, runs: Path
     return stages, nxt
 
 
+STAGES_MAX_AGE_S = 60.0
+"""The runbook's stages are read again at least this often (a hold's lease lapses with time
+alone), else only when the journal, its WAL or the runs folder changed."""
+
+
+def _files_key(*paths: Path) -> tuple[tuple[int, int] | None, ...]:
+    """``(mtime_ns, size)`` of each path (``None``: absent): changes when one is written."""
+    out: list[tuple[int, int] | None] = []
+    for p in paths:
+        try:
+            st = p.stat()
+            out.append((st.st_mtime_ns, st.st_size))
+        except OSError:
+            out.append(None)
+    return tuple(out)
+
+
 def make_journal(loaded: LoadedProfile, environ: dict[str, str] | None = None) -> Reader:
-    """The journal's unfinished runbooks, the runbook's stages (:func:`runbook_stages`) and the
-    newest probe run → :class:`JournalValue`.
+    """The journal's unfinished runbooks, the runbook's stages (:func:`runbook_stages`; read
+    again only when the journal, its WAL or the runs folder changed, or after
+    :data:`STAGES_MAX_AGE_S`) and the newest probe run → :class:`JournalValue`.
     Paths: the console's state dir (``$SEAT_CONSOLE_STATE_DIR``) and data dir
     (``$SEAT_CONSOLE_DATA_DIR``). A probe run is stale after ``probe.request_timeout_s`` + 60 s
     without a write."""
@@ -362,6 +380,7 @@ def make_journal(loaded: LoadedProfile, environ: dict[str, str] | None = None) -
 
     env = dict(os.environ if environ is None else environ)
     jpath, rpath = journal_path(env), runs_dir(env)
+    cache: dict[str, Any] = {}   # the stages, kept while the files are unchanged
     stale_s = float(loaded.profile.probe.request_timeout_s) + 60.0
 
     def read() -> Any:
@@ -374,7 +393,11 @@ def make_journal(loaded: LoadedProfile, environ: dict[str, str] | None = None) -
             phase, disrupted = probe_state(rpath, stale_s)
         except ValueError as exc:
             return Unavailable(source="journal", kind="error", reason=str(exc))
-        rs = runbook_stages(ReadOnlyJournal(jpath), rpath)
+        key = _files_key(jpath, Path(str(jpath) + "-wal"), rpath)
+        if key != cache.get("key") or time.monotonic() - cache.get("at", 0.0) > STAGES_MAX_AGE_S:
+            cache.update(key=key, at=time.monotonic(),
+                         rs=runbook_stages(ReadOnlyJournal(jpath), rpath))
+        rs = cache["rs"]
         if isinstance(rs, str):
             return Unavailable(source="journal", kind="error", reason=rs)
         return JournalValue(runbooks, phase, disrupted, stages=rs[0], next_stage=rs[1])
