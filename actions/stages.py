@@ -673,6 +673,10 @@ def next_line(state: RunbookState) -> str:
         return "next: nothing — every stage is done"
     n = state.next
     why = f" ({n.reason})" if n.reason else ""
+    d = state.stage("decide")
+    if d.status == "done" and d.evidence.get("decision") == "INCONCLUSIVE" \
+            and n.name in ("restore", "release"):
+        why += f"; the decision is INCONCLUSIVE: {d.needs} (or `seat-console compare` again)"
     return f"next: {n.name} — `{n.command}`{why}"
 
 

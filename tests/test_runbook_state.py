@@ -286,3 +286,12 @@ def test_keep_after_compare_with_the_resident_back_skips_restore(hist: History) 
     # with the candidate in the seat, restore is what is next
     s = read_runbook(None, hist.j, runs_dir=hist.data / "runs", now=hist.t, seat="candidate")
     assert s.next is not None and s.next.name == "restore"
+
+
+def test_inconclusive_says_what_would_decide_it(hist: History) -> None:
+    hist.to_decide()
+    hist.decide("INCONCLUSIVE", needs="3 more rounds ≈ 14 min on this node")
+    s = read_runbook(None, hist.j, runs_dir=hist.data / "runs", now=hist.t, seat="candidate")
+    assert s.next is not None and s.next.name == "restore"
+    assert status(s)["promote"] == "skipped"
+    assert "INCONCLUSIVE: 3 more rounds" in next_line(s)
