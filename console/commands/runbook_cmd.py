@@ -12,8 +12,8 @@ that command takes them):
 * ``fit``: the candidate's fit verdict read now (the same as ``seat-console fit``) is journaled
   as a ``fit`` row (runbook ``fit``, kind ``end``, facts ``{"verdict": "fits" | "over" |
   "no verdict", "candidate", "resident", "words"}``); nothing on the node changes;
-* ``image``, ``decide``, ``promote``: ``image-check``, ``decide``, ``promote`` when this
-  console has them, else refused naming the command;
+* ``image``, ``decide``, ``promote``: ``image-check``, ``decide``, ``promote`` (a stage
+  whose command this console lacks is refused naming the command);
 * ``hold``, ``backport``, ``swap``, ``probe``, ``compare``, ``restore``, ``release``: ``hold``
   (reason ``seat-swap runbook``), ``build-backport``, ``swap``, ``probe``, ``compare``,
   ``restore``, ``release``;
