@@ -202,13 +202,19 @@ class _Attempt:
 
 
 def _operator(e: Entry) -> str:
-    """Who wrote row ``e``: its ``facts["operator"]`` when the row records one (a string, or a
-    dict with ``login``), else ``user@host``."""
-    op = e.facts.get("operator") if isinstance(e.facts, dict) else None
+    """Who wrote row ``e``: the row's operator record when it has one (the journal's
+    ``operator`` column, or ``facts["operator"]``: a string, or a dict with ``login`` and,
+    where present, ``sudo_user`` — ``alice (sudo from bob)@host``), else ``user@host``."""
+    op = getattr(e, "operator", None)
+    if not op and isinstance(e.facts, dict):
+        op = e.facts.get("operator")
     if isinstance(op, str) and op:
         return op[:200]
-    if isinstance(op, dict) and isinstance(op.get("login"), str) and op["login"]:
-        return f"{op['login'][:100]}@{e.host}"
+    if isinstance(op, Mapping) and isinstance(op.get("login"), str) and op["login"]:
+        sudo = op.get("sudo_user")
+        who = op["login"][:100] + (f" (sudo from {sudo[:100]})" if isinstance(sudo, str)
+                                   and sudo and sudo != op["login"] else "")
+        return f"{who}@{e.host}"
     return f"{e.user}@{e.host}"
 
 

@@ -295,3 +295,9 @@ def test_inconclusive_says_what_would_decide_it(hist: History) -> None:
     assert s.next is not None and s.next.name == "restore"
     assert status(s)["promote"] == "skipped"
     assert "INCONCLUSIVE: 3 more rounds" in next_line(s)
+
+
+def test_operator_from_the_row_record(hist: History) -> None:
+    hist.single("fit", {"verdict": "fits", "operator": {"login": "alice", "sudo_user": "bob",
+                                                        "ssh_client": None, "tty": None}})
+    assert read(hist).stage("fit").operator.startswith("alice (sudo from bob)@")
