@@ -552,7 +552,8 @@ def read_runbook(nctx: Any, journal: Journal, *, runs_dir: Path | None = None,
         if last == len(attempts) - 1:   # nothing since the newest close: show that cycle
             prev = closes[-2] if len(closes) > 1 else None
             start_i = prev + 1 if prev is not None else 0
-            started_at = attempts[prev].end.at if prev is not None else None  # type: ignore[union-attr]
+            prev_end = attempts[prev].end if prev is not None else None
+            started_at = prev_end.at if prev_end is not None else None
             closed_at = attempts[last].end.at  # type: ignore[union-attr]
         else:
             start_i, started_at = last + 1, attempts[last].end.at  # type: ignore[union-attr]

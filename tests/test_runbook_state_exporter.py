@@ -79,7 +79,8 @@ def test_an_unreadable_journal_is_a_sentence(tmp_path: Path) -> None:
 
 
 _TMP = "/dev/shm" if os.path.isdir("/dev/shm") else None
-_VAL = st.one_of(st.text(max_size=40), st.integers(-(2**63), 2**63 - 1), st.none(), st.binary(max_size=20),
+_VAL = st.one_of(st.text(max_size=40), st.integers(-(2**63), 2**63 - 1), st.none(),
+                 st.binary(max_size=20),
                  st.floats(allow_nan=True), st.sampled_from(["2026-12-05T10:00:00Z", "{}",
                                                              '{"a": 1}', "[1]", "nan"]))
 
