@@ -141,3 +141,14 @@ def test_release_without_a_hold_ends_with_next_in_its_json(state: History, capsy
     rc = cli.main(["release", "--json", "--yes"])
     d = _json(capsys)
     assert rc == 5 and d["ok"] is False and d["next"]["name"] == "fit"
+
+
+def test_ends_with_next_keeps_the_output_of_a_command_that_raises(monkeypatch, capsys) -> None:
+    monkeypatch.setattr(ac, "runbook_next", _fake_next)
+
+    def cmd(args, loaded):
+        print('{"partial": true}')
+        raise KeyboardInterrupt
+    with pytest.raises(KeyboardInterrupt):
+        ac.ends_with_next(cmd)(argparse.Namespace(json=True, yes=True, dry_run=False), None)
+    assert '{"partial": true}' in capsys.readouterr().out

@@ -209,6 +209,10 @@ def ends_with_next(func: Callable[[argparse.Namespace, LoadedProfile], int]
             if hold_doc:
                 sys.stdout = buf
             code = func(args, loaded)
+        except BaseException:   # Ctrl-C, a bug: what the command wrote still comes out
+            sys.stdout = out
+            sys.stdout.write(buf.getvalue())
+            raise
         finally:
             _NEXT_DEPTH[0] -= 1
             sys.stdout = out
