@@ -29,7 +29,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from prometheus_client.parser import text_string_to_metric_families
-from pydantic import ValidationError, field_serializer
+from pydantic import ValidationError, field_serializer, model_validator
 from seat_console.core.base import Frozen
 
 TTFT = "vllm:time_to_first_token_seconds"
@@ -44,62 +44,134 @@ def _le_json(xs: Sequence[float]) -> list[float | str]:
 
 class Histogram(Frozen):
     """Cumulative bucket counts: ``bounds`` (upper bounds ``le``, seconds, ascending, the last
-    ``+inf``; ``"+Inf"`` in JSON) and ``cumulative`` (observations ≤ each bound), same length."""
+    ``+inf``; ``"+Inf"`` in JSON) and ``cumulative`` (observations ≤ each bound), same length.
+
+    Checked when built, from a scrape, a delta or a ``summary.json`` alike (pydantic's
+    :class:`~pydantic.ValidationError`, a :class:`ValueError`): the bounds strictly ascending
+    and not NaN, the last ``+inf`` (without the ``+Inf`` bucket how many observations there
+    were is unknown: the last finite bucket is not the whole population, and PromQL's
+    ``histogram_quantile`` returns NaN for such a histogram, promql/quantile.go); every count
+    finite and ≥ 0, and not decreasing from one bound to the next (cumulative). So
+    :func:`quantile_bucket` never meets an unknown population or a count ``math.ceil`` cannot
+    take (issue 31: a ``+Inf`` count reached it as ``OverflowError``)."""
 
     bounds: list[float]
     cumulative: list[float]
+
+    @model_validator(mode="after")
+    def _is_a_histogram(self) -> Histogram:
+        problem = histogram_problem(self.bounds, self.cumulative)
+        if problem is not None:
+            raise ValueError(problem)
+        return self
 
     @field_serializer("bounds", when_used="json")
     def _bounds_json(self, v: list[float]) -> list[float | str]:
         return _le_json(v)
 
 
-def parse_histograms(text: str, names: Sequence[str] = (TTFT, ITL)) -> dict[str, Histogram]:
+def histogram_problem(bounds: Sequence[float], cumulative: Sequence[float]) -> str | None:
+    """Why ``bounds`` / ``cumulative`` are not a cumulative histogram with a ``+Inf`` bucket
+    (the rules of :class:`Histogram`), one sentence; ``None`` when they are."""
+    if len(bounds) != len(cumulative) or not bounds:
+        return (f"{len(bounds)} bucket bounds for {len(cumulative)} counts: not a histogram "
+                "(one count per bound, at least the +Inf bucket)")
+    if any(math.isnan(b) for b in bounds) or any(
+            b >= a for a, b in zip(bounds[1:], bounds, strict=False)):
+        return "the bucket bounds are not strictly ascending numbers"
+    if bounds[-1] != math.inf:
+        return (f"no +Inf bucket (the last bound is {bounds[-1]:g} s): how many observations "
+                "there were is unknown")
+    for le, c in zip(bounds, cumulative, strict=True):
+        if not (math.isfinite(c) and c >= 0):
+            return f"the count of bucket le={_le_text(le)} is {c!r}, not a finite count ≥ 0"
+    if any(b > a for a, b in zip(cumulative[1:], cumulative, strict=False)):
+        return "the bucket counts go down from one bound to the next: not cumulative"
+    return None
+
+
+def _le_text(le: float) -> str:
+    return "+Inf" if le == math.inf else f"{le:g}"
+
+
+def parse_histograms(text: str, names: Sequence[str] = (TTFT, ITL)
+                     ) -> dict[str, Histogram | str]:
     """The histograms ``names`` in Prometheus text ``text``, each summed over its label sets.
 
-    A name that is absent is absent from the result (never an empty histogram). Raises
-    :class:`ValueError` (naming the metric) for text the parser rejects or a histogram whose
-    label sets have different buckets.
+    A name that is absent is absent from the result (never an empty histogram). A histogram
+    that is there but cannot be used is, in place of its :class:`Histogram`, one sentence
+    naming the metric and why: label sets with different buckets, a bucket bound that is not a
+    number, a count that is NaN, infinite or negative, counts that are not cumulative, no
+    ``+Inf`` bucket (how many observations there were is unknown), counts whose sum over the
+    label sets overflows. A series repeated in the scrape (same name and labels) counts once, the first (Prometheus keeps the first sample of
+    a duplicate series in a scrape and drops the others). Raises :class:`ValueError` only for
+    text the parser rejects.
     """
     want = {n.removesuffix("_bucket") for n in names}
     per: dict[str, dict[tuple, dict[float, float]]] = {}
+    bad: dict[str, str] = {}
     try:
         for fam in text_string_to_metric_families(text):
             if fam.name not in want:
                 continue
+            series = per.setdefault(fam.name, {})
             for s in fam.samples:
-                if not s.name.endswith("_bucket") or "le" not in s.labels:
+                if not s.name.endswith("_bucket") or "le" not in s.labels or fam.name in bad:
+                    continue
+                try:
+                    le = float(s.labels["le"])
+                except ValueError:
+                    bad[fam.name] = (f"{fam.name}: bucket bound le={s.labels['le'][:40]!r} is "
+                                     "not a number")
                     continue
                 key = tuple(sorted((k, v) for k, v in s.labels.items() if k != "le"))
-                per.setdefault(fam.name, {}).setdefault(key, {})[float(s.labels["le"])] = \
-                    float(s.value)
+                series.setdefault(key, {}).setdefault(le, float(s.value))
     except (ValueError, TypeError, IndexError) as exc:
         raise ValueError(f"/metrics text is not Prometheus exposition format: {exc}") from None
-    out: dict[str, Histogram] = {}
+    out: dict[str, Histogram | str] = {}
     for name, series in per.items():
-        bounds = None
+        if name in bad:
+            out[name] = bad[name]
+            continue
+        bounds: list[float] | None = None
         total: list[float] = []
+        problem = None
         for buckets in series.values():
             b = sorted(buckets)
             if bounds is None:
                 bounds, total = b, [0.0] * len(b)
             elif b != bounds:
-                raise ValueError(f"{name}: label sets have different buckets ({b} vs {bounds})")
-            for i, le in enumerate(b):
-                total[i] += buckets[le]
-        if bounds:
+                problem = f"label sets have different buckets ({b} vs {bounds})"
+                break
+            counts = [buckets[le] for le in b]
+            problem = histogram_problem(b, counts)
+            if problem is not None:
+                break
+            for i, c in enumerate(counts):
+                total[i] += c
+        if problem is None and bounds:
+            problem = histogram_problem(bounds, total)
+            if problem is not None:
+                problem = f"summed over its label sets, {problem}"
+        if problem is not None:
+            out[name] = f"{name}: {problem}"
+        elif bounds:
             out[name] = Histogram(bounds=bounds, cumulative=total)
     return out
 
 
 def delta(before: Histogram, after: Histogram) -> Histogram:
     """The observations between two scrapes, bucket by bucket. Raises :class:`ValueError`
-    when the buckets differ or a count went down (the engine restarted: no phase figure)."""
+    when the buckets differ, a count went down (the engine restarted: no phase figure) or the
+    differences are not cumulative (a lower bucket grew more than a higher one)."""
     if before.bounds != after.bounds:
         raise ValueError("the histogram's buckets changed between the scrapes")
     d = [a - b for a, b in zip(after.cumulative, before.cumulative, strict=True)]
     if any(x < 0 for x in d):
         raise ValueError("a histogram count went down between the scrapes (engine restart?)")
+    problem = histogram_problem(after.bounds, d)
+    if problem is not None:
+        raise ValueError(f"the observations between the scrapes are not a histogram: {problem}")
     return Histogram(bounds=list(after.bounds), cumulative=d)
 
 
@@ -210,17 +282,22 @@ def check_figure(figure: str, engine: Histogram | None, client_q: dict[float, fl
                         client_n=client_n, checks=checks, problem=problem)
 
 
-def engine_deltas(before: dict[str, Histogram] | None, after: dict[str, Histogram] | None
-                  ) -> dict[str, Histogram | str]:
+def engine_deltas(before: dict[str, Histogram | str] | None,
+                  after: dict[str, Histogram | str] | None) -> dict[str, Histogram | str]:
     """Per figure (``ttft`` / ``itl``) the engine's bucket delta between two scrapes' parsed
-    histograms, or a sentence saying why there is none (a scrape without histograms, the
-    metric not exposed, buckets changed, a count went down)."""
+    histograms (:func:`parse_histograms`), or a sentence saying why there is none (a scrape
+    without histograms, the metric not exposed, a histogram a scrape could not use — no
+    ``+Inf`` bucket, a count that is not one —, buckets changed, a count went down)."""
     out: dict[str, Histogram | str] = {}
     for figure, metric in METRICS.items():
         if before is None or after is None:
             out[figure] = "the engine's histograms were not read around the phase"
         elif metric not in before or metric not in after:
             out[figure] = f"the engine does not expose {metric}"
+        elif isinstance(before[metric], str) or isinstance(after[metric], str):
+            bad = before[metric] if isinstance(before[metric], str) else after[metric]
+            when = "before" if isinstance(before[metric], str) else "after"
+            out[figure] = f"unknown: {bad} (the scrape {when} the phase)"
         else:
             try:
                 out[figure] = delta(before[metric], after[metric])
@@ -247,8 +324,10 @@ def parse_phase_timing(obj: Any, where: str) -> dict[str, MetricTiming]:
     """A phase block's ``engine_timing`` as a ``summary.json`` holds it (figure → the JSON of
     :class:`MetricTiming`) → figure → :class:`MetricTiming`. ``None`` / absent (a run from
     before the check existed) gives ``{}``. Raises :class:`ValueError` naming ``where`` and the
-    figure for anything else that is not that shape (an unknown figure, a histogram whose
-    bounds and counts differ in length or are not ascending, a bucket that is not ``lo < hi``)."""
+    figure for anything else that is not that shape (an unknown figure, a histogram that breaks
+    a rule of :class:`Histogram` — bounds and counts of different lengths, bounds not
+    ascending, no ``+Inf`` bucket, a count that is not finite and ≥ 0 or not cumulative —, a
+    bucket that is not ``lo < hi``)."""
     if obj is None:
         return {}
     if not isinstance(obj, dict):
@@ -263,15 +342,12 @@ def parse_phase_timing(obj: Any, where: str) -> dict[str, MetricTiming]:
         except ValidationError as exc:
             first = exc.errors()[0]
             loc = ".".join(str(x) for x in first.get("loc", ()))
+            if loc == "engine" and first.get("type") == "value_error":   # Histogram's rules
+                raise ValueError(f"{where}: engine_timing.{figure}.engine is not a histogram: "
+                                 f"{first.get('ctx', {}).get('error', first.get('msg'))}"
+                                 ) from None
             raise ValueError(f"{where}: engine_timing.{figure}.{loc}: {first.get('msg')}"
                              ) from None
-        h = t.engine
-        if h is not None and (len(h.bounds) != len(h.cumulative) or not h.bounds
-                              or any(b >= a for a, b in zip(h.bounds[1:], h.bounds,
-                                                            strict=False))
-                              or any(math.isnan(x) or x < 0 for x in h.cumulative)):
-            raise ValueError(f"{where}: engine_timing.{figure}.engine is not a histogram "
-                             "(bounds ascending, one non-negative count per bound)")
         for c in t.checks:
             if c.engine_bucket_s is not None and not c.engine_bucket_s[0] < c.engine_bucket_s[1]:
                 raise ValueError(f"{where}: engine_timing.{figure} bucket "
@@ -306,5 +382,5 @@ def describe(t: MetricTiming) -> str:
 
 __all__ = ["BUSY_SHARE", "ITL", "METRICS", "QUANTILES", "TTFT", "Histogram", "MetricTiming",
            "QuantileCheck", "bucket_text", "cause", "check_figure", "delta", "describe",
-           "engine_deltas", "findings", "ms_text", "parse_histograms", "parse_phase_timing",
-           "quantile_bucket", "verdict"]
+           "engine_deltas", "findings", "histogram_problem", "ms_text", "parse_histograms",
+           "parse_phase_timing", "quantile_bucket", "verdict"]

@@ -31,7 +31,7 @@ import httpx
 from prometheus_client.parser import text_string_to_metric_families
 from seat_console.core.base import Frozen
 from seat_console.core.engine_timing import ITL, TTFT, Histogram, parse_histograms
-from seat_console.sources.engine import normalize, parse_metrics
+from seat_console.sources.engine import count_ok, normalize, parse_metrics, unique_series
 
 FAILED_REASONS = frozenset({"abort", "error"})
 """``finished_reason`` values of ``vllm:request_success_total`` that are not a success."""
@@ -47,8 +47,17 @@ class EngineCounters(Frozen):
     requests in the engine's queues; ``kv_cache_usage``: 0–1; ``cache_config``: the labels of
     ``vllm:cache_config_info``; ``timing``: the engine's TTFT and ITL histograms
     (:data:`~seat_console.core.engine_timing.TTFT`, :data:`~seat_console.core.engine_timing.ITL`;
-    an absent one is not a key), ``None`` when they could not be parsed (``timing_problem``
-    says why).
+    an absent one is not a key; one the scrape could not use — no ``+Inf`` bucket, a count that
+    is not one — is the sentence saying why,
+    :func:`~seat_console.core.engine_timing.parse_histograms`), ``None`` when the text could
+    not be parsed (``timing_problem`` says why).
+
+    Unknown is ``None``, never 0 and never a change: a count that is NaN, infinite or negative
+    is not summed, and a ``process_start_time_seconds`` that is not a finite time after the
+    Unix epoch is ``None`` (a NaN there read as a restart at every scrape, issue 31). A series
+    repeated in the scrape (same name and labels) counts once, the first — the rule of
+    :func:`seat_console.sources.engine.unique_series`, as Prometheus's own scrape keeps the
+    first sample of a duplicate series.
     """
 
     generation_tokens: float | None = None
@@ -60,7 +69,7 @@ class EngineCounters(Frozen):
     waiting: float | None = None
     kv_cache_usage: float | None = None
     cache_config: dict[str, str] | None = None
-    timing: dict[str, Histogram] | None = None
+    timing: dict[str, Histogram | str] | None = None
     timing_problem: str | None = None
 
 
@@ -78,7 +87,8 @@ def _wanted_lines(text: str) -> tuple[str, str]:
     :data:`TIMING_WANTED` ones, each as Prometheus text."""
     keep: list[str] = []
     timing: list[str] = []
-    for line in text.splitlines():
+    for line in text.split("\n"):   # as the exposition parser splits: not str.splitlines,
+        # which also breaks at U+2028, \x1c… inside a label value and made a line of its tail
         if line.startswith("#"):
             parts = line.split(None, 3)
             name = parts[2] if len(parts) > 2 and parts[1] in ("TYPE", "HELP") else ""
@@ -95,25 +105,29 @@ def parse_counters(text: str) -> EngineCounters:
     """Parse Prometheus text from vLLM's ``/metrics`` into :class:`EngineCounters` (only the
     families named by :data:`WANTED` are parsed).
 
-    Raises :class:`ValueError` when the text is not Prometheus exposition format.
+    Raises :class:`ValueError` when the text is not Prometheus exposition format. Values and
+    repeated series as :class:`EngineCounters` says.
     """
     text, timing_text = _wanted_lines(text)
     m = parse_metrics(text)
     by_reason: dict[str, float] | None = None
     start: float | None = None
+    samples = []
     for fam in text_string_to_metric_families(text):
-        name = normalize(fam.name)
-        if name == "request_success":
-            for s in fam.samples:
-                if s.name.endswith("_created") or math.isnan(s.value):
-                    continue
-                reason = s.labels.get("finished_reason", "unlabelled")
-                by_reason = by_reason or {}
-                by_reason[reason] = by_reason.get(reason, 0.0) + s.value
-        elif fam.name == "process_start_time" or fam.name == "process_start_time_seconds":
-            for s in fam.samples:
+        if normalize(fam.name) == "request_success" or fam.name in (
+                "process_start_time", "process_start_time_seconds"):
+            samples.extend(fam.samples)
+    for s in unique_series(samples):
+        if not count_ok(s.value) or s.name.endswith("_created"):
+            continue
+        if s.name.startswith("process_start_time"):
+            if start is None and s.value > 0:
                 start = s.value
-    timing: dict[str, Histogram] | None = None
+            continue
+        reason = s.labels.get("finished_reason", "unlabelled")
+        by_reason = by_reason or {}
+        by_reason[reason] = by_reason.get(reason, 0.0) + s.value
+    timing: dict[str, Histogram | str] | None = None
     timing_problem = None
     try:
         timing = parse_histograms(timing_text)
@@ -237,19 +251,31 @@ class KvCapacity(Frozen):
     notes: tuple[str, ...] = ()
 
 
+MAX_LABEL_COUNT = 2 ** 53
+"""The largest count (tokens, blocks, bytes) taken from a ``vllm:cache_config_info`` label or
+made from two of them (9.0e15: above it a float is no longer an exact integer; an H200's
+memory is 1.5e11 B). Larger is unknown, with a note."""
+
+
 def _num(v: Any) -> float | None:
+    """A label value as a finite number ≥ 0 and ≤ :data:`MAX_LABEL_COUNT`; else ``None``."""
     try:
         x = float(v)
     except (TypeError, ValueError):
         return None
-    return x if math.isfinite(x) else None
+    return x if math.isfinite(x) and 0 <= x <= MAX_LABEL_COUNT else None
 
 
 def kv_capacity(cache_config: dict[str, str] | None, startup: Any | None,
                 max_model_len: int | None = None) -> KvCapacity:
     """Combine ``vllm:cache_config_info`` labels and a startup-log reading
     (:class:`~seat_console.sources.startup_log.StartupFacts` or ``None``) into
-    :class:`KvCapacity`. The metric wins where both have a figure; both sources are named."""
+    :class:`KvCapacity`. The metric wins where both have a figure; both sources are named.
+
+    A label that is not a number, or is NaN, infinite, negative or above
+    :data:`MAX_LABEL_COUNT`, is unknown (``None``), and so is the token count
+    ``num_gpu_blocks × block_size`` when the product is above it (a note says so: it overflowed
+    to ``inf`` and raised :class:`OverflowError` before, issue 31)."""
     cfg = cache_config or {}
     src: list[str] = []
     notes: list[str] = []
@@ -279,6 +305,10 @@ def kv_capacity(cache_config: dict[str, str] | None, startup: Any | None,
         notes.append("startup log not read")
     if tokens is None and blocks is not None and bsz is not None:
         tokens = blocks * bsz
+        if tokens > MAX_LABEL_COUNT:
+            notes.append(f"num_gpu_blocks × block_size = {blocks:g} × {bsz:g} is above "
+                         f"{MAX_LABEL_COUNT:,} tokens: not a real KV cache, unknown")
+            tokens = None
     return KvCapacity(tokens=int(tokens) if tokens is not None else None,
                       max_concurrency=conc, per_request_tokens=per_req,
                       blocks=int(blocks) if blocks is not None else None,
@@ -289,6 +319,7 @@ def kv_capacity(cache_config: dict[str, str] | None, startup: Any | None,
 
 __all__ = [
     "FAILED_REASONS",
+    "MAX_LABEL_COUNT",
     "Accounting",
     "Check",
     "EngineCounters",

@@ -212,9 +212,15 @@ class EngineReading(Frozen):
 
 
 # -- parsing (pure) ------------------------------------------------------------------------
-def _unique(samples: Iterable[Any]) -> list[Any]:
-    """Samples with duplicate series (same name and labels, repeated in a scrape) dropped,
-    the first kept: a series exposed twice must not be summed twice."""
+def unique_series(samples: Iterable[Any]) -> list[Any]:
+    """``samples`` (``prometheus_client`` samples) with duplicate series dropped: a series (same
+    sample name and labels) repeated in one scrape counts once, **the first** — never summed
+    twice. The rule of Prometheus's own scrape, which keeps the first sample of a series and
+    drops later ones of the same timestamp (counted in
+    ``prometheus_target_scrapes_sample_duplicate_timestamp_total``). Every reader of engine
+    exposition here uses it (:func:`parse_metrics`,
+    :func:`seat_console.probe.engine_counters.parse_counters`; the histogram parser
+    :func:`seat_console.core.engine_timing.parse_histograms` keeps the first bucket sample)."""
     seen: set[tuple[str, tuple[tuple[str, str], ...]]] = set()
     out = []
     for s in samples:
@@ -229,7 +235,7 @@ def _value_samples(fam: Metric) -> list[Any]:
     """Samples that carry the family's value (counters: ``*_total`` or bare; not ``_created``),
     duplicate series dropped."""
     out = []
-    for s in _unique(fam.samples):
+    for s in unique_series(fam.samples):
         if s.name.endswith("_created"):
             continue
         if fam.type in ("histogram", "summary") and not s.name.endswith(("_sum", "_count")):
@@ -238,23 +244,23 @@ def _value_samples(fam: Metric) -> list[Any]:
     return out
 
 
-def _ok(v: float, upper: float = math.inf) -> bool:
-    """A request count, token counter or usage fraction is finite, ≥ 0 and ≤ ``upper``; any
-    other value (NaN, ±Inf, negative) is unknown, never summed."""
+def count_ok(v: float, upper: float = math.inf) -> bool:
+    """A request count, token counter, usage fraction or time is finite, ≥ 0 and ≤ ``upper``;
+    any other value (NaN, ±Inf, negative) is unknown, never summed."""
     return math.isfinite(v) and 0 <= v <= upper
 
 
 def _sum(fam: Metric | None) -> float | None:
     if fam is None:
         return None
-    vals = [s.value for s in _value_samples(fam) if _ok(s.value)]
+    vals = [s.value for s in _value_samples(fam) if count_ok(s.value)]
     return float(sum(vals)) if vals else None
 
 
 def _max(fam: Metric | None, upper: float = math.inf) -> float | None:
     if fam is None:
         return None
-    vals = [s.value for s in _value_samples(fam) if _ok(s.value, upper)]
+    vals = [s.value for s in _value_samples(fam) if count_ok(s.value, upper)]
     return float(max(vals)) if vals else None
 
 
@@ -263,10 +269,13 @@ def histogram_quantile(q: float, buckets: Sequence[tuple[float, float]]) -> floa
 
     Linear interpolation within the bucket that holds the rank, as Prometheus's
     ``histogram_quantile`` (promql/quantile.go): the first bucket's lower bound is 0; a rank in
-    the ``+Inf`` bucket returns the largest finite upper bound. ``None`` without observations.
+    the ``+Inf`` bucket returns the largest finite upper bound. ``None`` without observations,
+    and ``None`` (unknown) without a ``+Inf`` bucket or with a count that is not finite:
+    the last finite bucket is not the whole population (PromQL returns NaN there).
     """
     bs = sorted(buckets, key=lambda b: b[0])
-    if not bs or bs[-1][1] <= 0:
+    if not bs or bs[-1][0] != math.inf or not all(math.isfinite(c) for _, c in bs) \
+            or bs[-1][1] <= 0:
         return None
     total = bs[-1][1]
     rank = q * total
@@ -289,9 +298,11 @@ def quantile_bucket(q: float, buckets: Sequence[tuple[float, float]]
     ``histogram_quantile``, promql/quantile.go: the first bucket's lower bound is 0). The
     estimate is only known to lie in it: with coarse buckets (vLLM's ITL buckets are 10 ms
     wide and more) an interpolated p50 can exceed the mean. ``upper`` is ``math.inf`` for the
-    ``+Inf`` bucket; ``None`` without observations."""
+    ``+Inf`` bucket; ``None`` without observations, without a ``+Inf`` bucket or with a count
+    that is not finite (unknown, as :func:`histogram_quantile`)."""
     bs = sorted(buckets, key=lambda b: b[0])
-    if not bs or bs[-1][1] <= 0:
+    if not bs or bs[-1][0] != math.inf or not all(math.isfinite(c) for _, c in bs) \
+            or bs[-1][1] <= 0:
         return None
     rank = q * bs[-1][1]
     prev_le = 0.0
@@ -316,9 +327,13 @@ def summarize_histogram(fam: Metric | None) -> HistogramSummary | None:
     ``None`` (unknown, shown as missing — never "no requests") when the family has no
     samples, or its observation count is unknown: no ``_count`` sample and no ``+Inf`` bucket
     (Prometheus: ``_count`` equals the ``+Inf`` bucket, which is used when ``_count`` is
-    absent). Duplicate series count once; samples with a NaN, infinite or negative value, or a
-    bucket bound that is not a non-negative number, are skipped. ``sum_s`` and ``mean_s`` are
-    ``None`` (unknown) when no ``_sum`` is exposed (it was reported as 0 before, issue #22).
+    absent). Duplicate series count once (:func:`unique_series`); samples with a NaN,
+    infinite or negative value, or a bucket bound that is not a non-negative number, are
+    skipped. ``sum_s`` and ``mean_s`` are ``None`` (unknown) when no ``_sum`` is exposed (it
+    was reported as 0 before, issue #22). ``p50_s`` / ``p95_s`` are ``None`` (unknown) without
+    a ``+Inf`` bucket — the finite buckets are not the whole population, so the quantiles
+    would be taken of part of it (issue 31) — and ``buckets`` is then empty, as it is when
+    the merged counts overflow.
     """
     if fam is None:
         return None
@@ -327,8 +342,8 @@ def summarize_histogram(fam: Metric | None) -> HistogramSummary | None:
     have_sum = False
     count = 0.0
     have_count = False
-    for s in _unique(fam.samples):
-        if not _ok(s.value):
+    for s in unique_series(fam.samples):
+        if not count_ok(s.value):
             continue
         if s.name.endswith("_bucket"):
             le = _le(s)
@@ -347,6 +362,8 @@ def summarize_histogram(fam: Metric | None) -> HistogramSummary | None:
     if not math.isfinite(count) or not math.isfinite(total_sum):
         return None
     bl = sorted(buckets.items())
+    if not bl or bl[-1][0] != math.inf or not all(math.isfinite(c) for _, c in bl):
+        bl = []   # the quantiles and any window over them are unknown
     return HistogramSummary(
         count=int(count), sum_s=total_sum if have_sum else None,
         mean_s=(total_sum / count) if count and have_sum else None,
@@ -372,7 +389,7 @@ def parse_metrics(text: str) -> EngineMetrics:
             # a TYPE line whose samples carry another name (``# TYPE x counter`` + ``x_total``)
             # parses as an empty family plus an untyped one: keep the one with samples; samples
             # without a TYPE line parse as one family per line: merge those of one type (the
-            # duplicate series among them are dropped later, by _unique)
+            # duplicate series among them are dropped later, by unique_series)
             if prev is None or (not prev.samples and fam.samples):
                 families[key] = fam
             elif fam.samples and fam.type == prev.type:
@@ -552,5 +569,5 @@ def missing_of(metrics: EngineMetrics | None) -> Iterable[str]:
 
 __all__ = ["EngineClient", "EngineMetrics", "EngineReading", "EngineSource", "HistogramSummary",
            "METRIC_ALIASES", "MISSING", "ModelInfo", "find_family", "fmt_metric",
-           "histogram_quantile", "make_source", "missing_of", "normalize", "parse_metrics",
-           "parse_models", "summarize_histogram"]
+           "count_ok", "histogram_quantile", "make_source", "missing_of", "normalize",
+           "parse_metrics", "parse_models", "summarize_histogram", "unique_series"]
