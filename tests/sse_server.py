@@ -144,16 +144,46 @@ async def _bad_json(w: Writer) -> None:
     await w(completion_chunk("a", running=1) + b"data: {not json\n\n" + DONE)
 
 
+def _cr(event: bytes) -> bytes:
+    """An event with CR line ends (``data: X\r\r``), as the standard allows."""
+    return event.replace(b"\n", b"\r")
+
+
+async def _spec(w: Writer) -> None:
+    # valid SSE the standard settles (issue 31): a leading BOM before the first token, events
+    # without a data line (retry, event, id alone), CR and CRLF line ends with a CR ending a
+    # write and its LF opening the next
+    await w(b"\xef\xbb\xbf" + completion_chunk("a", running=1))
+    await w(b"retry: 3000\n\nevent: keepalive\n\nid: 7\n\n")
+    await w(_cr(completion_chunk("b", running=2)))
+    await w(completion_chunk("c", running=3).replace(b"\n", b"\r\n")[:-1])   # …\r\n\r
+    await w(b"\n" + usage_chunk(3) + DONE)
+
+
+async def _after_done(w: Writer) -> None:
+    # a token chunk after [DONE] (a mutation of the client survived: it was accepted)
+    await w(completion_chunk("a", running=1) + usage_chunk(1) + DONE)
+    await w(completion_chunk("b", running=2))
+
+
+async def _jump(w: Writer) -> None:
+    # a running completion_tokens of 2^40: 2^40 ITL values (MemoryError) before the bound
+    await w(completion_chunk("a", running=1))
+    await w(completion_chunk("b", running=1 << 40))
+    await w(usage_chunk(1 << 40) + DONE)
+
+
 SCENARIOS: dict[str, Callable[[Writer], Awaitable[None]]] = {
     "normal": _normal, "multi": _multi, "logprobs": _logprobs, "split": _split,
     "merged": _merged, "error-event": _error_event, "cut": _cut, "no-usage": _no_usage,
-    "stall": _stall, "chat": _chat, "bad-json": _bad_json,
+    "stall": _stall, "chat": _chat, "bad-json": _bad_json, "spec": _spec,
+    "after-done": _after_done, "jump": _jump,
 }
 """Scenario name (the prompt) → body writer. Special prompts: ``http500`` (HTTP 500 with a JSON
 error body), ``cut-chunked`` (the connection closes inside a chunked body), ``not-sse`` (HTTP 200
 with a JSON body), ``hangup`` (the connection closes before any response head)."""
 
-TOKENS = {"normal": 4, "multi": 6, "logprobs": 4, "split": 2, "merged": 5, "chat": 3}
+TOKENS = {"normal": 4, "multi": 6, "logprobs": 4, "split": 2, "merged": 5, "chat": 3, "spec": 3}
 """Output tokens the server counts (``/metrics``) for each scenario that succeeds."""
 
 

@@ -1,13 +1,19 @@
-"""``SSEFeed``'s one-event read shortcut against httpx-sse's decoders: on any byte stream, split
-into reads anywhere, the shortcut must hand the timer the same events, with the same read
-times, as the decoders alone (the pipeline before the shortcut)."""
+"""``SSEFeed`` against the WHATWG standard's event-stream parsing (html.spec.whatwg.org,
+"Parsing an event stream" and "Interpreting an event stream"), written out here as a slow,
+whole-stream reader (:func:`reference`): on any byte stream, split into reads anywhere, the feed
+must hand the timer the same events as the standard dispatches, each stamped with the read that
+holds the end of its terminating blank line; the one-event read shortcut must not change that.
+Issue 31: an ``event:`` / ``id:`` / ``retry:`` alone dispatched an empty event that failed the
+stream, a leading BOM lost the first event, and a CR ending a read was stamped with the next
+read's time."""
 
 from __future__ import annotations
 
-import codecs
+import bisect
+import itertools
+import re
 from typing import Any
 
-from httpx_sse._decoders import SSEDecoder, SSELineDecoder
 from hypothesis import given
 from hypothesis import strategies as st
 from seat_console.probe.client import SSEFeed
@@ -27,25 +33,39 @@ class _Recorder:
         self.fed.append((raw.decode("utf-8", "replace"), t))
 
 
-def reference(reads: list[bytes]) -> list[tuple[str, Any]]:
-    """The decoders alone, as SSEFeed fed them before the shortcut."""
-    lines, events = SSELineDecoder(), SSEDecoder()
-    utf8 = codecs.getincrementaldecoder("utf-8")("replace")
-    out: list[tuple[str, Any]] = []
+_EOL = re.compile(rb"\r\n|\r|\n")
 
-    def push(text: str, t: Any) -> None:
-        for line in lines.decode(text) if text else []:
-            ev = events.decode(line.rstrip("\n"))
-            if ev is not None and (ev.data or ev.event):
-                out.append((ev.data, t))
 
-    for i, raw in enumerate(reads):
-        push(utf8.decode(raw), i)
-    tail = utf8.decode(b"", final=True)
-    for line in (lines.decode(tail) if tail else []) + lines.flush():
-        ev = events.decode(line.rstrip("\n"))
-        if ev is not None and (ev.data or ev.event):
-            out.append((ev.data, "end"))
+def reference(reads: list[bytes]) -> list[tuple[str, int]]:
+    """The events the standard dispatches from the stream ``b"".join(reads)``, each with the
+    index of the read holding the first byte of its blank line's line end (the CR of a CRLF:
+    the line has ended there). Written from the standard, not from the code under test: one
+    leading BOM dropped; lines end at CRLF, CR or LF; a line at the end of the stream without
+    a line end, and an event without its blank line, are discarded; ``:`` starts a comment;
+    ``field: value`` drops one space after the colon; a line without a colon is a field with
+    an empty value; ``data`` appends value + LF to the data buffer; a blank line with an empty
+    data buffer dispatches nothing and clears the event type; else the data, its last LF
+    removed, is dispatched."""
+    data = b"".join(reads)
+    ends = list(itertools.accumulate(len(r) for r in reads))
+    pos = 3 if data.startswith(b"\xef\xbb\xbf") else 0
+    out: list[tuple[str, int]] = []
+    buf = ""
+    for m in _EOL.finditer(data, pos):
+        line = data[pos:m.start()].decode("utf-8", "replace")
+        pos = m.end()
+        if not line:
+            if buf:
+                out.append((buf[:-1], bisect.bisect_right(ends, m.start())))
+            buf = ""
+            continue
+        if line.startswith(":"):
+            continue
+        name, colon, value = line.partition(":")
+        if colon and value.startswith(" "):
+            value = value[1:]
+        if name == "data":
+            buf += value + "\n"
     return out
 
 
@@ -59,20 +79,21 @@ def fed(reads: list[bytes]) -> list[tuple[str, Any]]:
     return rec.fed
 
 
-_TEXT = st.text(alphabet=st.sampled_from("ab {}\":,é€😀[DONE]\x00"), max_size=12)
-_EOL = st.sampled_from(["\n", "\r\n", "\r"])
+_TEXT = st.text(alphabet=st.sampled_from("ab {}\":,é€😀[DONE]\x00\ufeff"), max_size=12)
+_EOL_S = st.sampled_from(["\n", "\r\n", "\r"])
 _LINE = st.one_of(
     _TEXT.map(lambda s: "data: " + s),
     _TEXT.map(lambda s: "data:" + s),
     _TEXT.map(lambda s: ": " + s),
-    st.sampled_from(["event: x", "event:", "id: 7", "retry: 10", "retry: x", "data", "",
-                     "data: ", "data:  two spaces"]),
+    st.sampled_from(["event: x", "event:", "id: 7", "id", "retry: 10", "retry: x", "data", "",
+                     "data: ", "data:  two spaces", "\ufeffdata: b", "dat", "DATA: x"]),
 )
 # whole events as vLLM sends them (one per read when unsplit), mixed with arbitrary lines
 _PIECE = st.one_of(
     _TEXT.map(lambda s: f"data: {s}\n\n".encode()),
-    st.tuples(_LINE, _EOL).map(lambda le: (le[0] + le[1]).encode()),
+    st.tuples(_LINE, _EOL_S).map(lambda le: (le[0] + le[1]).encode()),
     st.just(b"\xff"), st.just(b"\xe2\x82"),          # invalid / cut UTF-8
+    st.sampled_from([b"\r", b"\n", b"\r\n", b"\r\r", b"\n\r"]),  # blank lines, runs of them
 )
 
 
@@ -80,32 +101,68 @@ _PIECE = st.one_of(
 def streams(draw: st.DrawFn) -> list[bytes]:
     pieces = draw(st.lists(_PIECE, max_size=25))
     if draw(st.booleans()):
+        pieces = [b"\xef\xbb\xbf" + (pieces[0] if pieces else b""), *pieces[1:]]   # a BOM
+    mode = draw(st.sampled_from(["pieces", "groups", "bytes"]))
+    if mode == "pieces":
         return pieces                                 # one read per piece (the shortcut's case)
+    if mode == "groups":                              # runs of whole pieces per read
+        cut = draw(st.lists(st.booleans(), min_size=len(pieces), max_size=len(pieces)))
+        reads: list[bytes] = []
+        for p, c in zip(pieces, cut, strict=True):
+            if c or not reads:
+                reads.append(p)
+            else:
+                reads[-1] += p
+        return reads
     data = b"".join(pieces)
-    cuts = sorted(draw(st.lists(st.integers(0, len(data)), max_size=12)))
+    # cut anywhere, and often right after a CR (where a CRLF may be split)
+    after_cr = [m.end() for m in re.finditer(rb"\r", data)]
+    cuts = draw(st.lists(st.integers(0, len(data)), max_size=12))
+    if after_cr:
+        cuts += draw(st.lists(st.sampled_from(after_cr), max_size=6))
+    cuts = sorted(set(cuts))
     bounds = [0, *cuts, len(data)]
     return [data[a:b] for a, b in zip(bounds, bounds[1:], strict=False) if b > a]
 
 
 @given(streams())
-def test_shortcut_feeds_what_the_decoders_feed(reads: list[bytes]) -> None:
+def test_the_feed_dispatches_what_the_standard_dispatches(reads: list[bytes]) -> None:
     assert fed(reads) == reference(reads)
 
 
-def test_the_cases_that_must_leave_the_shortcut() -> None:
-    """Each read here looks like a whole event but is not one for the decoders' state."""
+@given(streams())
+def test_any_split_gives_the_events_of_the_unsplit_stream(reads: list[bytes]) -> None:
+    whole = b"".join(reads)
+    assert [d for d, _ in fed(reads)] == [d for d, _ in fed([whole] if whole else [])]
+
+
+def test_the_cases_the_standard_settles() -> None:
+    """Each read here looks like a whole event but is not one for the decoders' state, or is
+    one of the issue's cases."""
     cases = [
         [b"event: x\n", b"data: a\n\n"],      # a pending event name (the timer never sees it)
         [b"data: a\n", b"data: b\n\n"],       # pending data: one event "a\nb"
         [b"retry: 5\n", b"data: a\n\n"],      # a pending retry
         [b"da", b"data: a\n\n"],              # a partial line
-        [b"data: a\r", b"\ndata: b\n\n"],     # a trailing CR held over
+        [b"data: a\r", b"\ndata: b\n\n"],     # a trailing CR: its LF is the same line end
         [b"data: a\rb\n\n"],                  # a CR inside: two lines
         [b"data: \n\n", b"data: x\n\n"],      # an empty data field: still an event ("message")
     ]
     for reads in cases:
         assert fed(reads) == reference(reads), reads
     assert fed([b"event: x\n", b"data: a\n\n"]) == [("a", 1)]
+    # no data line: nothing dispatched (an empty event failed the stream before)
+    assert fed([b"retry: 10\n\n", b"event: ping\n\n", b"id: 7\n\n", b"data: a\n\n"]) == \
+        [("a", 3)]
+    # a leading BOM is dropped, even split across reads (the first token was lost)
+    assert fed([b"\xef\xbb\xbfdata: a\n\n"]) == [("a", 0)]
+    assert fed([b"\xef", b"\xbb", b"\xbfdata: a\n\n"]) == [("a", 2)]
+    assert fed([b"data: a\n\n", b"\xef\xbb\xbfdata: b\n\n"]) == [("a", 0)]   # only a leading one
+    # the blank line's CR ends the event in its own read, not the next one
+    assert fed([b"data: a\r\r", b"\ndata: b\r\n\r", b"\n"]) == [("a", 0), ("b", 1)]
+    assert fed([b"data: a\n\r", b"\n"]) == [("a", 0)]
+    # an event the stream ends before its blank line is not dispatched
+    assert fed([b"data: [DONE]\n"]) == [] and fed([b"data: [DONE]"]) == []
 
 
 # -- StreamTimer.feed_payload (bytes) against StreamTimer.feed (the decoded text) ------------

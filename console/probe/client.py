@@ -3,13 +3,22 @@
 The API is async :mod:`httpx`; under it, by default, the ``httpx-aiohttp`` transport
 (:class:`httpx_aiohttp.AiohttpTransport`: aiohttp's C HTTP/1.1 parser, the client ``vllm bench
 serve`` uses; ``make_client(..., http="httpcore")`` gives httpx's own pure-Python stack).
-Server-Sent Events framing is :mod:`httpx_sse`'s line and event decoders (no hand-written
-framing here: events split across or merged within network reads, ``: ping`` comment lines are
-the library's job); multi-byte UTF-8 split across reads is the stdlib incremental UTF-8
-decoder's. Each network read gets one arrival timestamp (``time.perf_counter`` when the read is
-handed to the client), shared by the events it carries — nothing waits to coalesce reads.
-Chunk JSON is parsed with :mod:`orjson`. This module only interprets each event's ``data``
-payload (:func:`parse_chunk`) and keeps the clock (:class:`StreamTimer`).
+Server-Sent Events are read as the WHATWG HTML standard defines them ("Parsing an event
+stream", html.spec.whatwg.org/multipage/server-sent-events.html): framing is :mod:`httpx_sse`'s
+line and event decoders (events split across or merged within network reads, ``: ping``
+comments, fields), with the three places where httpx-sse 0.4 departs from the standard put
+right in :class:`SSEFeed`: one leading U+FEFF BOM is dropped (the stdlib ``utf-8-sig``
+incremental decoder; UTF-8 split across reads is its job too); a CR ending one read ends its
+line *there* (an LF opening the next read is the same line end), where httpx-sse held the line
+back to the next read; and a blank line after no ``data:`` line (``event:``, ``id:`` or
+``retry:`` alone) dispatches nothing (:meth:`SSEFeed.feed`), where httpx-sse dispatched an
+event with empty data that failed the stream as a bad chunk. Each network read gets one arrival
+timestamp (``time.perf_counter`` when the read is handed to the client); **an event is stamped
+with the time of the read that holds the end of its terminating blank line** (the CR or LF
+that ends it) — nothing waits to coalesce reads. An event the stream ends before its blank
+line is discarded, as the standard says. Chunk JSON is parsed with :mod:`orjson`. This module
+only interprets each event's ``data`` payload (:func:`parse_chunk`) and keeps the clock
+(:class:`StreamTimer`).
 
 Definitions (written next to ``vllm bench serve``'s in ``docs/probe.md``; all times in seconds,
 ``time.perf_counter`` from just before the request is sent):
@@ -35,8 +44,10 @@ a non-200 status (``http``); a connect/read/overall timeout, including a stall w
 (``error-event``); a stream that ends without ``data: [DONE]``, or a connection that closes
 mid-body (``truncated``); no final usage
 chunk, so the output token count is unknown (``no-usage``); a chunk that is not the JSON this
-API sends (``bad-chunk``); a wrong content type (``not-sse``); a transport error, including a
-connection closed before any response head (``transport``).
+API sends, any event after ``data: [DONE]``, a running ``usage.completion_tokens`` above the
+request's ``max_tokens``, or an SSE line or event above :data:`MAX_EVENT_CHARS` (``bad-chunk``);
+a wrong content type (``not-sse``); a transport error, including a connection closed before any
+response head (``transport``).
 """
 
 from __future__ import annotations
@@ -66,6 +77,16 @@ API_PATHS: dict[str, str] = {"completions": "/v1/completions", "chat": "/v1/chat
 
 MAX_ERROR_TEXT = 500
 """At most this many characters of a server's error body are kept in a record."""
+
+MAX_STREAM_TOKENS = 1 << 20
+"""Output tokens one stream may report (``usage.completion_tokens``) when the request's own
+``max_tokens`` is not known to the timer: a count above it fails the request as a bad chunk
+before the ITL list grows by it (a jump to 2^40 raised ``MemoryError``, issue 31)."""
+
+MAX_EVENT_CHARS = 16 << 20
+"""Characters one SSE line or event may hold while it is still incomplete (16 Mi; vLLM's token
+chunk is ~300 characters): a stream that never ends its line or event fails as a bad chunk
+instead of growing the decoders' buffers without bound."""
 
 
 class ChunkError(ValueError):
@@ -195,7 +216,10 @@ class StreamTimer:
     :meth:`feed_payload`, the same result); it raises :class:`StreamFailure` for an error
     event or an unparseable chunk. :meth:`result` checks the end state ([DONE] seen, usage
     seen) and returns the timing fields of a :class:`RequestRecord`. Slotted: its fields are
-    read and written once per streamed token.
+    read and written once per streamed token. ``max_tokens``: the most output tokens the
+    request allowed (its ``max_tokens``; default :data:`MAX_STREAM_TOKENS`); a running
+    ``usage.completion_tokens`` above it is a bad chunk (it would add that many ITL values).
+    Any event after ``[DONE]`` is a bad chunk.
     """
 
     ttft_s: float | None = None
@@ -211,6 +235,7 @@ class StreamTimer:
     count_source: str | None = None
     done: bool = False
     text_chars: int = 0
+    max_tokens: int = MAX_STREAM_TOKENS
 
     def feed(self, data: str, t: float) -> None:
         """One event payload arriving ``t`` seconds after the request was sent."""
@@ -297,6 +322,11 @@ class StreamTimer:
             if n < 0:
                 raise StreamFailure("bad-chunk", f"usage.completion_tokens went down "
                                                  f"({prev} → {ctoks})")
+            if ctoks > self.max_tokens:
+                raise StreamFailure("bad-chunk", f"usage.completion_tokens {ctoks:,} in the "
+                                                 f"stream is above the {self.max_tokens:,} "
+                                                 "output tokens the request allowed "
+                                                 "(max_tokens); not a count this run can hold")
             self.running_tokens = ctoks
             self.count_source = "usage"
         elif lp_n is not None:
@@ -383,37 +413,52 @@ class SSEFeed:
     count identically.
 
     Framing is :mod:`httpx_sse`'s own line and event decoders, fed as its
-    ``EventSource.aiter_sse`` feeds them (one read holding exactly one whole event skips them
-    for the same result: :meth:`feed`); multi-byte UTF-8 split across reads is the stdlib
-    incremental decoder's (U+FFFD for invalid bytes). :meth:`feed` takes one network read
-    (bytes) and its arrival time ``t`` (seconds since send), shared by every event it
-    completes; :meth:`finish` flushes the tail at the end of the body. Both raise
-    :class:`StreamFailure` as :meth:`StreamTimer.feed` does.
+    ``EventSource.aiter_sse`` feeds them, put right where they depart from the WHATWG standard
+    (the module docstring): one leading BOM dropped (the stdlib
+    ``utf-8-sig`` incremental decoder, which also joins multi-byte UTF-8 split across reads,
+    U+FFFD for invalid bytes), CR / LF / CRLF line ends at any read boundary (a CR that ends a
+    read ends its line in that read; an LF opening the next read is skipped as the rest of the
+    CRLF), no event without a ``data:`` line ("If the data buffer is an empty string, set the
+    data buffer and the event type buffer to the empty string and return", WHATWG "dispatch
+    the event": the pending event type and retry are dropped, the last event ID stays). One
+    read holding exactly one whole event skips
+    the decoders for the same result (:meth:`feed`). :meth:`feed` takes one network read
+    (bytes) and its arrival time ``t`` (seconds since send): every event whose terminating
+    blank line ends in that read is stamped ``t``. :meth:`finish` ends the body: an event
+    without its blank line is discarded (the standard). Both raise :class:`StreamFailure` as
+    :meth:`StreamTimer.feed` does, and ``bad-chunk`` for a line or event still incomplete past
+    :data:`MAX_EVENT_CHARS`. ``max_tokens``: the request's (:attr:`StreamTimer.max_tokens`).
     """
 
-    __slots__ = ("_events", "_idle", "_lines", "_utf8", "timer")
+    __slots__ = ("_cr", "_event_chars", "_events", "_idle", "_line_chars", "_lines", "_utf8",
+                 "timer")
 
-    def __init__(self) -> None:
-        self.timer = StreamTimer()
+    def __init__(self, max_tokens: int = MAX_STREAM_TOKENS) -> None:
+        self.timer = StreamTimer(max_tokens=max_tokens)
         self._lines, self._events = SSELineDecoder(), SSEDecoder()
-        self._utf8 = codecs.getincrementaldecoder("utf-8")("replace")
-        self._idle = True
+        self._utf8 = codecs.getincrementaldecoder("utf-8-sig")("replace")
+        self._idle = False   # the first read goes through the decoders: a BOM is theirs to drop
+        self._cr = False     # the last character decoded was a CR that ended a line
+        self._event_chars = 0   # characters of the lines since the last blank line
+        self._line_chars = 0    # characters of the line not yet ended
 
     def feed(self, raw: bytes, t: float) -> None:
         """One read's bytes, arrived at ``t``.
 
         A shortcut for the read vLLM sends for every token: a read that is exactly one
         ``data: X\\n\\n`` event (no other line break, no CR), reaching decoders that hold
-        nothing (no partial line, no pending ``event`` / ``data`` / ``retry`` field), is handed
-        to the timer as ``X`` directly — what httpx-sse's two decoders make of it (the lines
-        ``data: X`` and ``""``: one event whose data is ``X``, an empty ``X`` included, its
-        type being ``message``), leaving them as idle as it found them; it saves ~1.5 µs of
-        the ~5 µs per token. The test is made on the bytes, with the UTF-8 decoder holding
-        nothing either (an ASCII ``\\n\\n`` ends the read, so the decoder would hold nothing
-        after it, and the bytes of ``X`` are what it would decode): ``X`` goes to the timer as
-        bytes (:meth:`StreamTimer.feed_payload`, the same result as the decoded text). Every
-        other read goes through the decoders; ``tests/test_probe_ssefeed.py`` checks the two
-        against each other on arbitrary streams split anywhere."""
+        nothing (no partial line, no pending ``event`` / ``data`` / ``retry`` field, no CR
+        whose LF may follow, the stream's first bytes already seen), is handed to the timer as
+        ``X`` directly — what the decoders make of it (the lines ``data: X`` and ``""``: one
+        event whose data is ``X``, an empty ``X`` included), leaving them as idle as it found
+        them; it saves ~1.5 µs of the ~5 µs per token. The test is made on the bytes, with the
+        UTF-8 decoder holding nothing either (an ASCII ``\\n\\n`` ends the read, so the decoder
+        would hold nothing after it, and the bytes of ``X`` are what it would decode): ``X``
+        goes to the timer as bytes (:meth:`StreamTimer.feed_payload`, the same result as the
+        decoded text). Every other read goes through the decoders;
+        ``tests/test_probe_ssefeed.py`` checks the two against each other, and both against a
+        reading of the standard written out in the test, on arbitrary streams split
+        anywhere."""
         if (self._idle and raw[-2:] == b"\n\n" and raw[:6] == b"data: "
                 and raw.count(b"\n") == 2 and b"\r" not in raw):
             self.timer.feed_payload(raw[6:-2], t)
@@ -422,26 +467,64 @@ class SSEFeed:
         if not text:   # nothing decoded, maybe the start of a character held back
             self._idle = self._idle and not self._utf8.getstate()[0]
             return
-        timer = self.timer
-        events, lines = self._events, self._lines
         self._idle = False
-        for line in lines.decode(text):
-            ev = events.decode(line.rstrip("\n"))
-            if ev is not None and (ev.data or ev.event):
-                timer.feed(ev.data, t)
-        # httpx-sse's decoder state (its attributes, read only) and the UTF-8 decoder's:
-        # nothing buffered or pending
-        self._idle = (not lines.buffer and not lines.trailing_cr and not events._data
-                      and not events._event and events._retry is None
-                      and not self._utf8.getstate()[0])
+        if self._cr:   # the last read ended in a CR: an LF here is the rest of that line end
+            self._cr = False
+            if text[0] == "\n":
+                text = text[1:]
+                if not text:
+                    self._idle = self._quiet()
+                    return
+        if text[-1] == "\r":   # the line ends here, in this read (httpx-sse held it back):
+            text += "\n"      # made a CRLF, one line end however the text before it ends
+            self._cr = True
+        timer = self.timer
+        events = self._events
+        decode = SSEDecoder.decode
+        held = self._event_chars
+        for line in self._lines.decode(text):
+            if line:                 # a field or a comment: httpx-sse's; it never dispatches
+                decode(events, line)
+                held += len(line)
+            elif events._data:       # a blank line after a data line: the event, dispatched
+                held = 0
+                timer.feed(decode(events, line).data, t)  # type: ignore[union-attr]
+            else:                    # a blank line after no data line: nothing (the standard)
+                held = 0
+                events._event = ""
+                events._retry = None
+        if self._quiet():        # nothing held: the shortcut may take the next read
+            self._idle, self._event_chars, self._line_chars = True, 0, 0
+            return
+        # what the decoders hold, bounded: the lines since the last blank line (a comment
+        # line over-counts) and the line not yet ended
+        end = max(text.rfind("\n"), text.rfind("\r"))
+        line = self._line_chars = (len(text) - end - 1) if end >= 0 else \
+            self._line_chars + len(text)
+        self._event_chars = held
+        if held + line > MAX_EVENT_CHARS:
+            raise StreamFailure("bad-chunk", f"an SSE event is still incomplete after "
+                                             f"{held + line:,} characters (the limit is "
+                                             f"{MAX_EVENT_CHARS:,}): not a stream of chunks")
+
+    def _quiet(self) -> bool:
+        """The decoders hold nothing: no partial line, no pending field, no CR whose LF may
+        follow, no partial character (httpx-sse's decoder state, read; :meth:`feed` writes
+        only the event type and retry it drops for a blank line after no data line)."""
+        lines, events = self._lines, self._events
+        return (not self._cr and not lines.buffer and not events._data and not events._event
+                and events._retry is None and not self._utf8.getstate()[0])
 
     def finish(self, t: float) -> None:
-        """The body ended at ``t``: flush a partial line (and U+FFFD for a cut character)."""
-        tail = self._utf8.decode(b"", final=True)
-        for line in (self._lines.decode(tail) if tail else []) + self._lines.flush():
-            ev = self._events.decode(line.rstrip("\n"))
-            if ev is not None and (ev.data or ev.event):
-                self.timer.feed(ev.data, t)
+        """The body ended at ``t``: whatever the decoders still hold — a partial line, an event
+        without its terminating blank line, a cut character — is discarded ("If the file ends
+        in the middle of an event, before the final empty line, the incomplete event is not
+        dispatched", WHATWG); nothing is fed, so a ``data: [DONE]`` the stream cut before its
+        blank line leaves the stream truncated."""
+        self._utf8.reset()
+        self._lines.flush()
+        self._events = SSEDecoder()
+        self._cr, self._idle, self._event_chars, self._line_chars = False, False, 0, 0
 
 
 def request_common(spec: RequestSpec, sent_at: Any, start_s: float) -> dict[str, Any]:
@@ -600,7 +683,7 @@ async def run_request(client: httpx.AsyncClient, spec: RequestSpec, *,
     sent_at = utcnow()
     t0 = time.perf_counter()
     base = phase_t0 if phase_t0 is not None else t0
-    feed = SSEFeed()
+    feed = SSEFeed(spec.max_tokens)
     timer = feed.timer
     status: int | None = None
     common = request_common(spec, sent_at, t0 - base)
@@ -667,6 +750,8 @@ __all__ = [
     "HttpStack",
     "RequestRecord",
     "RequestSpec",
+    "MAX_EVENT_CHARS",
+    "MAX_STREAM_TOKENS",
     "SSEFeed",
     "StreamFailure",
     "StreamTimer",

@@ -332,7 +332,7 @@ async def run_request_hot(pool: StreamPool, spec: RequestSpec, *,
     sent_at = utcnow()
     t0 = time.perf_counter()
     base = phase_t0 if phase_t0 is not None else t0
-    feed = SSEFeed()
+    feed = SSEFeed(spec.max_tokens)
     timer = feed.timer
     common = request_common(spec, sent_at, t0 - base)
     ex: _Exchange | None = None
