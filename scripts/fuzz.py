@@ -222,6 +222,7 @@ def _specs() -> list[Spec]:
                 return f"{name}: sum 0 without a _sum sample"
         return None
     add("engine_metrics", _metrics_gen, _metrics_run, lambda: (ValueError,), _metrics_oracle)
+    _engine_specs(add, lines)
 
     # Alertmanager
     def _sil_gen(r, t):
@@ -707,6 +708,194 @@ def _fleet_specs(add: Callable[..., None]) -> None:
         _probe_state_oracle)
     add("exporter_journal", _journal_gen, _unfinished_run,
         lambda: (__import__("sqlite3").Error,))
+
+
+# -- the engine's exposition as the probe reads it, and the probe's SSE stream (issue 31) -------
+HOSTILE_VALUES = ["NaN", "+Inf", "-Inf", "1e400", "-1", "1e308", "4e15", "0", "-0", "0x10"]
+LINE_SEPARATORS = ["\u2028", "\x1c", "\x1d", "\x1e", "\x0b", "\x0c", "\x85", "\r"]
+
+
+def _exposition_gen(r: random.Random, lines: list[str]) -> str:
+    """The lab's ``/metrics`` text with hostile edits: values made non-finite / negative /
+    huge, ``+Inf`` buckets dropped, lines repeated (with another value), label values holding
+    a line separator and a counter line, ``cache_config_info`` labels made huge."""
+    ls = list(lines)
+    for _ in range(r.randrange(1, 12)):
+        i = r.randrange(len(ls))
+        ln = ls[i]
+        c = r.randrange(7)
+        if c == 0 and not ln.startswith("#") and " " in ln:
+            ls[i] = ln.rsplit(" ", 1)[0] + " " + r.choice(HOSTILE_VALUES)
+        elif c == 1:
+            ls = [x for x in ls if 'le="+Inf"' not in x or r.random() < 0.5]
+        elif c == 2 and not ln.startswith("#") and " " in ln:
+            v = ln.rsplit(" ", 1)[1] if r.random() < 0.5 else r.choice(HOSTILE_VALUES)
+            ls.insert(r.randrange(i, len(ls) + 1), ln.rsplit(" ", 1)[0] + " " + v)
+        elif c == 3:
+            sep = r.choice(LINE_SEPARATORS)
+            ls.insert(i, f'foo_info{{note="x{sep}vllm:generation_tokens_total 1e9{sep}'
+                         f'process_start_time_seconds NaN{sep}"}} 1')
+        elif c == 4:
+            n = r.choice(["1e200", str(2**62), "-5", "NaN", "16", "abc"])
+            ls.insert(i, f'vllm:cache_config_info{{num_gpu_blocks="{n}",block_size="{n}",'
+                         f'kv_cache_size_tokens="{r.choice(HOSTILE_VALUES)}"}} 1')
+        elif c == 5:
+            ls.insert(i, f"process_start_time_seconds {r.choice(HOSTILE_VALUES)}")
+        elif r.random() < 0.15:    # a line the parser refuses: the whole scrape is an error
+            ls.insert(i, h_text(r, 60))
+    return "\n".join(ls) + "\n"
+
+
+def _sample_lines(text: str) -> list[str]:
+    return [ln for ln in text.split("\n") if ln and not ln.startswith("#")]
+
+
+def _engine_specs(add: Callable[..., None], lines: list[str]) -> None:
+    """The probe's parsers of the engine's exposition and of the SSE stream."""
+
+    def _counters_run(x, _t):
+        from seat_console.probe.engine_counters import compare, kv_capacity, parse_counters
+        c = parse_counters(x)
+        return c, compare(c, c, client_tokens=0, client_requests=0), kv_capacity(
+            c.cache_config, None)
+
+    def _counters_oracle(x, res):
+        from seat_console.core.engine_timing import Histogram
+        from seat_console.probe import engine_counters
+        parse_counters = engine_counters.parse_counters
+        c, acc, kv = res
+        top = getattr(engine_counters, "MAX_LABEL_COUNT", 2**53)
+        if acc.reset is not None:
+            return f"one scrape read as a restart: {acc.reset}"
+        if c.process_start_s is not None and not (0 < c.process_start_s < float("inf")):
+            return f"process start time {c.process_start_s!r} kept"
+        for v in (c.generation_tokens, c.prompt_tokens, c.requests_succeeded, c.running):
+            if v is not None and not (0 <= v < float("inf")):
+                return f"a count of {v!r}"
+        if kv.tokens is not None and not 0 <= kv.tokens <= top:
+            return f"KV tokens {kv.tokens}"
+        for name, h in (c.timing or {}).items():
+            if isinstance(h, Histogram) and (h.bounds[-1] != float("inf") or not all(
+                    0 <= n < float("inf") for n in h.cumulative)):
+                return f"{name}: an unknown population kept as a histogram"
+        # a repeated series counts once: every sample line again, at the end, changes nothing
+        try:
+            again = parse_counters(x + "\n".join(_sample_lines(x)) + "\n")
+        except ValueError:
+            return None
+        for f in ("generation_tokens", "prompt_tokens", "requests_succeeded",
+                  "requests_by_reason", "process_start_s"):
+            if getattr(again, f) != getattr(c, f) and getattr(c, f) == getattr(c, f):
+                return f"{f}: {getattr(c, f)!r} → {getattr(again, f)!r} with the lines repeated"
+        return None
+    add("engine_counters", lambda r, t: _exposition_gen(r, lines), _counters_run,
+        lambda: (ValueError,), _counters_oracle)
+
+    def _timing_run(x, _t):
+        from seat_console.core import engine_timing as et
+        hs = et.parse_histograms(x)
+        zero = et.parse_histograms("\n".join(
+            ln.rsplit(" ", 1)[0] + " 0" if "_bucket" in ln and " " in ln else ln
+            for ln in x.split("\n")))
+        d = et.engine_deltas(zero, hs)
+        return hs, {f: et.check_figure(f, v if isinstance(v, et.Histogram) else None,
+                                       {0.5: 0.05, 0.95: 5.0}, 3, None,
+                                       problem=v if isinstance(v, str) else None)
+                    for f, v in d.items()}
+
+    def _timing_oracle(x, res):
+        hs, checks = res
+        for name, h in hs.items():
+            if not isinstance(h, str) and h.bounds[-1] != float("inf"):
+                return f"{name}: no +Inf bucket, kept as the whole population"
+        for f, t in checks.items():
+            if t.engine is not None and t.engine.bounds[-1] != float("inf"):
+                return f"{f}: a finding from part of the population"
+        return None
+    add("engine_histograms", lambda r, t: _exposition_gen(r, lines), _timing_run,
+        lambda: (ValueError,), _timing_oracle)
+
+    def _sse_gen(r, _t):
+        import json as _json
+
+        def chunk(running, text="x"):
+            obj = {"choices": [{"index": 0, "text": text, "finish_reason": None}]}
+            if running is not None:
+                obj["usage"] = {"prompt_tokens": 3, "completion_tokens": running}
+            return b"data: " + _json.dumps(obj).encode() + b"\n\n"
+        eol = [b"\n", b"\r", b"\r\n"]
+        pieces = []
+        running = 0
+        for _ in range(r.randrange(1, 30)):
+            c = r.randrange(14)
+            if c < 5:
+                running += r.choice([1, 1, 1, 2, 0, 2**40, -1])
+                p = chunk(running if r.random() < 0.8 else None)
+            elif c == 5:
+                p = b"data: " + _json.dumps({"choices": [], "usage": {
+                    "completion_tokens": running}}).encode() + b"\n\n"
+            elif c == 6:
+                p = b"data: [DONE]\n\n"
+            elif c == 7:
+                p = r.choice([b"retry: 10", b"event: x", b"id: 7", b": ping", b"data",
+                              b"retry: " + b"9" * 5000, b"id: \x00"]) + r.choice(eol) * 2
+            elif c == 8:
+                p = b"\xef\xbb\xbf"
+            elif c == 9:
+                p = r.choice(eol)
+            elif c == 10:
+                p = b"data: " + h_text(r, 40).encode("utf-8", "surrogatepass") + r.choice(eol)
+            elif c == 11:
+                p = r.randbytes(r.randrange(20))
+            elif c == 12:
+                p = b'data: {"error": {"message": "' + h_text(r, 10).encode(
+                    "utf-8", "surrogatepass") + b'"}}\n\n'
+            else:
+                p = b"data: " + _json.dumps(mutate(r, {"choices": [{"text": "a"}], "usage": {
+                    "completion_tokens": running}})).encode() + b"\n\n"
+            if r.random() < 0.2:
+                p = p.replace(b"\n", r.choice(eol))
+            pieces.append(p)
+        data = b"".join(pieces)
+        cuts = sorted(r.randrange(len(data) + 1) for _ in range(r.randrange(12)))
+        bounds = [0, *cuts, len(data)]
+        return [data[a:b] for a, b in zip(bounds, bounds[1:], strict=False) if b > a]
+
+    def _sse_one(reads, max_tokens=4096):
+        from seat_console.probe.client import SSEFeed, StreamFailure
+        try:
+            feed = SSEFeed(max_tokens)
+        except TypeError:          # a feed without the bound (the code before issue 31)
+            feed = SSEFeed()
+        try:
+            for i, raw in enumerate(reads):
+                feed.feed(raw, 0.001 * i)
+            feed.finish(1.0)
+            out = feed.timer.result()
+            res = ("ok", out["output_tokens"], len(out["itl_s"]))
+        except StreamFailure as exc:
+            res = (exc.kind, exc.reason[:0])
+        tm = feed.timer
+        return res, tm.tokens_streamed, tm.output_chunks, tm.events, len(tm.itl_s)
+
+    def _sse_run(x, _t):
+        from test_probe_ssefeed import fed, reference   # the standard, written out in the test
+        return _sse_one(x), _sse_one([b"".join(x)] if x else []), fed(x), reference(x)
+
+    def _sse_oracle(x, res):
+        split, whole, events, standard = res
+        if events != standard:
+            return "events or their read times differ from the standard's"
+        if split != whole:
+            return f"split anywhere {split} ≠ unsplit {whole}"
+        if split[4] > 4096 or split[1] > 4096:
+            return (f"{split[1]:,} tokens streamed, {split[4]:,} ITL values for a "
+                    "4,096-token request")
+        if split[0][0] not in ("ok", "bad-chunk", "error-event", "truncated", "no-usage",
+                               "no-output"):
+            return f"an undocumented failure kind {split[0][0]}"
+        return None
+    add("sse_stream", _sse_gen, _sse_run, lambda: (), _sse_oracle)
 
 
 _JOURNAL: list[bytes] = []
