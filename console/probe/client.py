@@ -414,15 +414,14 @@ class SSEFeed:
 
     Framing is :mod:`httpx_sse`'s own line and event decoders, fed as its
     ``EventSource.aiter_sse`` feeds them, put right where they depart from the WHATWG standard
-    (the module docstring): one leading BOM dropped (the stdlib
-    ``utf-8-sig`` incremental decoder, which also joins multi-byte UTF-8 split across reads,
-    U+FFFD for invalid bytes), CR / LF / CRLF line ends at any read boundary (a CR that ends a
-    read ends its line in that read; an LF opening the next read is skipped as the rest of the
-    CRLF), no event without a ``data:`` line ("If the data buffer is an empty string, set the
-    data buffer and the event type buffer to the empty string and return", WHATWG "dispatch
-    the event": the pending event type and retry are dropped, the last event ID stays). One
-    read holding exactly one whole event skips
-    the decoders for the same result (:meth:`feed`). :meth:`feed` takes one network read
+    (the module docstring): one leading BOM dropped (the stdlib ``utf-8-sig`` incremental
+    decoder, which also joins multi-byte UTF-8 split across reads, U+FFFD for invalid bytes),
+    CR / LF / CRLF line ends at any read boundary (a CR that ends a read ends its line in that
+    read; an LF opening the next read is skipped as the rest of the CRLF), no event without a
+    ``data:`` line ("If the data buffer is an empty string, set the data buffer and the event
+    type buffer to the empty string and return", WHATWG "dispatch the event": the pending
+    event type and retry are dropped, the last event ID stays). One read holding exactly one
+    whole event skips the decoders for the same result (:meth:`feed`). :meth:`feed` takes one network read
     (bytes) and its arrival time ``t`` (seconds since send): every event whose terminating
     blank line ends in that read is stamped ``t``. :meth:`finish` ends the body: an event
     without its blank line is discarded (the standard). Both raise :class:`StreamFailure` as
