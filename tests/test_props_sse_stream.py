@@ -92,6 +92,27 @@ def test_any_running_count_is_bounded_by_max_tokens(counts: list[int], max_token
     assert len(tm.itl_s) <= max_tokens and tm.tokens_streamed <= max_tokens
 
 
+@given(st.integers(1, 64), st.lists(st.integers(1, 3), max_size=40))
+def test_exactly_max_tokens_is_a_complete_stream_and_one_more_is_not(max_tokens: int,
+                                                                   steps: list[int]) -> None:
+    """vLLM with ignore_eos sends exactly max_tokens: that is a complete request; one more
+    token than the request allowed is a bad chunk (the bound is not off by one)."""
+    tm = StreamTimer(max_tokens=max_tokens)
+    running = 0
+    for i, s in enumerate(steps):
+        if running + s > max_tokens:
+            break
+        running += s
+        tm.feed_payload(_tok(running), 0.01 * i)
+    tm.feed_payload(_tok(max_tokens), 1.0)              # the last chunk: at the limit
+    tm.feed_payload(usage_chunk(max_tokens)[len(b"data: "):-2], 1.0)
+    tm.feed_payload(b"[DONE]", 1.0)
+    assert tm.result()["output_tokens"] == max_tokens and tm.tokens_streamed == max_tokens
+    over = StreamTimer(max_tokens=max_tokens)
+    with pytest.raises(StreamFailure, match="above the"):
+        over.feed_payload(_tok(max_tokens + 1), 0.0)
+
+
 @given(st.sampled_from(["feed", "feed_payload", "sse"]), st.integers(1, 5),
        st.sampled_from([_tok(2), _tok(None), _tok(None, ""), b"[DONE]",
                         b'{"choices": [], "usage": {"completion_tokens": 1}}']))
