@@ -174,7 +174,7 @@ def test_report_errors_name_the_input(tmp_path: Path, capsys: pytest.CaptureFixt
     d = tmp_path / "runs" / "broken"
     d.mkdir(parents=True)
     (d / "summary.json").write_text("{not json")
-    with pytest.raises(RunError, match="broken/summary.json: not JSON"):
+    with pytest.raises(RunError, match="broken/summary.json: not valid JSON"):
         rp.load_inputs([str(d)])
     assert main(["report", "--verify", str(tmp_path / "runs" / "broken" / "summary.json")]) == 1
     assert main(["report"]) == 2

@@ -223,3 +223,123 @@ def test_startup_log_lines_with_lone_surrogates_are_scanned_not_fatal(ls):
     assert all(1 <= h.line_no <= len(ls) for h in hits)
     oom = [i + 1 for i, ln in enumerate(ls) if "CUDA out of memory" in ln]
     assert oom == [] or any(h.line_no == oom[0] for h in hits)
+
+
+# -- our own files read back (issue 31): huge integers, deep nesting, recorded paths -------------
+def _leaves(v: object, path: tuple = ()) -> list[tuple]:
+    if isinstance(v, dict):
+        return [p for k, x in v.items() for p in _leaves(x, (*path, k))] or [path]
+    if isinstance(v, list):
+        return [p for i, x in enumerate(v) for p in _leaves(x, (*path, i))] or [path]
+    return [path]
+
+
+def _set(v: object, path: tuple, new: object) -> object:
+    if not path:
+        return new
+    out = dict(v) if isinstance(v, dict) else list(v)   # type: ignore[arg-type]
+    out[path[0]] = _set(out[path[0]], path[1:], new)    # type: ignore[index]
+    return out
+
+
+_MARK = "\u0000poison"
+poisons = st.one_of(
+    st.integers(21, 600).map(lambda n: "9" * n),                        # OverflowError before
+    st.integers(21, 600).map(lambda n: "-" + "9" * n),
+    st.integers(65, 3000).map(lambda n: "[" * n + "1" + "]" * n),       # RecursionError before
+    st.integers(65, 3000).map(lambda n: '{"a":' * n + "1" + "}" * n),
+    st.sampled_from(['"Infinity"', '"-Infinity"', '"NaN"', "1e308", "-1e308", "1e400"]))
+
+_RUN: dict[str, object] = {}
+
+
+def _base_run() -> tuple[dict, list[dict]]:
+    """One real run, written by the probe's own store (through tests/evidence_factory.py)."""
+    if not _RUN:
+        import sys
+
+        sys.path.insert(0, str(Path(__file__).parent))
+        from evidence_factory import write_run
+
+        with tempfile.TemporaryDirectory() as d:
+            run = write_run(Path(d), phases={"steady": (3, 1)})
+            _RUN["summary"] = json.loads((run / "summary.json").read_text())
+            _RUN["requests"] = [json.loads(ln) for ln in
+                                (run / "requests.jsonl").read_text().splitlines()]
+    return _RUN["summary"], _RUN["requests"]  # type: ignore[return-value]
+
+
+@given(st.sampled_from(["summary.json", "requests.jsonl"]), st.integers(0, 10**6), poisons,
+       st.booleans())
+def test_a_huge_integer_or_deep_nesting_in_a_run_file_is_that_files_error(which, pick, poison,
+                                                                          twice):
+    """A 400-digit integer raised OverflowError (float(), math.isfinite, the re-derivation's
+    tolerance), deep nesting RecursionError, and "Infinity" / 1e400 read into a request record
+    as inf: each is now the file's RunError, naming it and the fix, from the reader to the
+    printed report."""
+    from seat_console.evidence.report import build_report, load_inputs, render_markdown
+
+    summary, reqs = _base_run()
+    with tempfile.TemporaryDirectory() as d:
+        run = Path(d) / "run-x"
+        run.mkdir()
+        if which == "summary.json":
+            spots = _leaves(summary)
+            doc = _set(summary, spots[pick % len(spots)], _MARK)
+            if twice:
+                doc = _set(doc, spots[(pick * 7 + 3) % len(spots)], _MARK)
+            text = json.dumps(doc).replace(json.dumps(_MARK), poison)
+            lines = [json.dumps(r) for r in reqs]
+        else:
+            text = json.dumps(summary)
+            k = pick % len(reqs)
+            spots = _leaves(reqs[k])
+            lines = [json.dumps(r) for r in reqs]
+            lines[k] = json.dumps(_set(reqs[k], spots[pick % len(spots)], _MARK)).replace(
+                json.dumps(_MARK), poison)
+        (run / "summary.json").write_text(text)
+        (run / "requests.jsonl").write_text("\n".join(lines) + "\n")
+        try:
+            rep = build_report(load_inputs([str(run)]))
+        except RunError as exc:
+            assert str(run / which) in str(exc) or str(run / "summary.json") in str(exc)
+            return
+        json.dumps(rep, allow_nan=False, default=str)   # --json: strict JSON
+        render_markdown(rep)
+
+
+hostile_paths = st.one_of(
+    st.sampled_from(["~nosuchuser-31/run", "~", "~/", "~nosuchuser-31", "a\x00b", "a\ud800",
+                     "/proc/self/root/" * 300, "/" + "a" * 256, "a" * 5000, "", ".",
+                     "/dev/null", "/etc/shadow"]),
+    st.integers(256, 2000).map(lambda n: "/tmp/" + "x" * n),
+    st.text(max_size=40))
+
+
+@given(st.one_of(
+    st.lists(hostile_paths, min_size=1, max_size=3).map(
+        lambda ps: json.dumps({"inputs": ps, "files": {}, "generated_at": "2026-12-01T09:00Z"})),
+    st.lists(hostile_paths, min_size=1, max_size=3).map(
+        lambda ps: "\n".join(f"Input: `{p}`" for p in ps) + "\n"),
+    st.integers(65, 3000).map(lambda n: '{"inputs": ' + "[" * n + "]" * n + "}"),
+    st.integers(21, 600).map(lambda n: '{"inputs": [], "generated_at": ' + "9" * n + "}")))
+@_tmp
+def test_report_verify_on_hostile_recorded_inputs_names_them_never_raises(tmp_path_factory, text):
+    """``report --verify``: a recorded ``~user`` (RuntimeError before), an over-long name
+    (OSError ENAMETOOLONG before), deep nesting (RecursionError before) or a huge integer are
+    each named in the re-derivation's differences, and the command exits 1 (or 0), never with
+    a traceback."""
+    import contextlib
+    import io
+
+    from seat_console.cli import main
+    from seat_console.evidence.report import rederive
+
+    out = rederive(text, "report.json")
+    assert isinstance(out, list) and all(isinstance(x, str) for x in out)
+    p = tmp_path_factory.mktemp("r") / "report.json"
+    p.write_text(text, "utf-8", errors="surrogatepass")
+    err = io.StringIO()
+    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(err):
+        rc = main(["report", "--verify", str(p), "--json"])
+    assert rc in (0, 1)

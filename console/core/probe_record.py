@@ -3,9 +3,20 @@
 
 from __future__ import annotations
 
+import math
 from datetime import datetime
+from typing import Any
+
+from pydantic import ValidationError
 
 from seat_console.core.base import Frozen
+from seat_console.core.untrusted import InputError, load_json
+
+RECORD_INT_DIGITS = 20
+"""Longest integer literal a request record's line may hold: every integer the probe writes is a
+count, a status or an index (far below 10^20); a longer one was not written by the probe."""
+MAX_RECORD_BYTES = 64 << 20
+"""Longest request line read back (64 MiB: a 2^20-token stream's ITL list is ~20 MiB)."""
 
 
 class RequestRecord(Frozen):
@@ -47,4 +58,37 @@ class RequestRecord(Frozen):
     text_chars: int = 0
 
 
-__all__ = ["RequestRecord"]
+def parse_record(line: str | bytes, what: str) -> RequestRecord:
+    """One ``requests.jsonl`` line read back as a :class:`RequestRecord`.
+
+    ``what`` names the line (``"…/requests.jsonl:12"``). The line is parsed by
+    :func:`~seat_console.core.untrusted.load_json` (nesting ≤ 64, no ``NaN``/``Infinity``, no
+    integer literal over :data:`RECORD_INT_DIGITS` digits), then validated by the model; a float
+    field that reads as non-finite (pydantic takes the strings ``"Infinity"``/``"NaN"``, and a
+    400-digit integer becomes ``inf``) or an integer outside ±2^63 is refused too: each would
+    raise :class:`OverflowError` in the figures re-derived from the record. Raises
+    :class:`~seat_console.core.untrusted.InputError` naming ``what``.
+    """
+    doc = load_json(line, what, max_bytes=MAX_RECORD_BYTES, max_int_digits=RECORD_INT_DIGITS)
+    if not isinstance(doc, dict):
+        raise InputError(what, f"a JSON {type(doc).__name__}, not a request record (an object)")
+    try:
+        rec = RequestRecord.model_validate(doc)
+    except ValidationError as exc:
+        first = exc.errors()[0] if exc.errors() else {}
+        where = ".".join(str(x) for x in first.get("loc", ())) or "record"
+        raise InputError(what, f"not a request record ({exc.error_count()} problem(s); "
+                               f"{where}: {str(first.get('msg', exc))[:120]})") from None
+    for name in RequestRecord.model_fields:
+        v: Any = getattr(rec, name)
+        for x in (v if isinstance(v, tuple) else (v,)):
+            if isinstance(x, float) and not math.isfinite(x):
+                raise InputError(what, f"{name} is {x}: not a measured time (the probe records "
+                                       "finite seconds)")
+            if isinstance(x, int) and not isinstance(x, bool) and not -2**63 <= x < 2**63:
+                raise InputError(what, f"{name} is an integer of {len(str(abs(x)))} digits: out "
+                                       "of range")
+    return rec
+
+
+__all__ = ["MAX_RECORD_BYTES", "RECORD_INT_DIGITS", "RequestRecord", "parse_record"]

@@ -130,16 +130,28 @@ def _finite_float(text: str) -> float:
     return v
 
 
+def _bounded_int(max_digits: int) -> Any:
+    def parse(text: str) -> int:
+        digits = len(text) - (text[0] == "-")
+        if digits > max_digits:
+            raise ValueError(f"an integer of {digits:,} digits is out of range (at most "
+                             f"{max_digits} here)")
+        return int(text)
+    return parse
+
+
 def load_json(data: str | bytes, what: str, *, max_bytes: int = MAX_JSON_BYTES,
-              max_depth: int = MAX_DEPTH) -> Any:
+              max_depth: int = MAX_DEPTH, max_int_digits: int | None = None) -> Any:
     """Parse outside JSON with bounded size and nesting and only finite numbers.
 
     ``data``: the text (bytes are decoded as UTF-8); ``what``: the input's name for messages.
     Returns the parsed value. Raises :class:`InputError` naming ``what`` for a document above
     ``max_bytes`` bytes, nesting deeper than ``max_depth``, not UTF-8, not JSON (with line and
     column), ``NaN``/``Infinity`` or a number that overflows a float (``1e400``), or an integer
-    literal of more than 4,300 digits (Python's limit). A lone surrogate escape in a string is
-    read as U+FFFD (as Go and Rust decode it).
+    literal of more than ``max_int_digits`` digits (default: Python's limit, 4,300; a 400-digit
+    integer parses but raises :class:`OverflowError` wherever it meets a float, so readers of
+    files that only ever hold counts, bytes and nanosecond times pass 20). A lone surrogate
+    escape in a string is read as U+FFFD (as Go and Rust decode it).
     """
     size = len(data)
     if size > max_bytes:
@@ -151,7 +163,9 @@ def load_json(data: str | bytes, what: str, *, max_bytes: int = MAX_JSON_BYTES,
             raise InputError(what, f"not UTF-8 (byte {exc.start})") from None
     check_json_depth(data, what, max_depth)
     try:
-        value = json.loads(data, parse_constant=_refuse_constant, parse_float=_finite_float)
+        value = json.loads(data, parse_constant=_refuse_constant, parse_float=_finite_float,
+                           parse_int=None if max_int_digits is None
+                           else _bounded_int(max_int_digits))
     except json.JSONDecodeError as exc:
         raise InputError(what, f"not valid JSON at line {exc.lineno} column {exc.colno}: "
                                f"{exc.msg}") from None

@@ -50,9 +50,13 @@ from seat_console.evidence.runs import (
     SIDE_CANDIDATE,
     SIDE_RESIDENT,
     RunSummary,
+    input_path,
+    is_kind,
     load_leg,
     load_probe_run,
     parse_time,
+    read_json,
+    shown,
 )
 from seat_console.evidence.stats import (
     NO_DIFFERENCE,
@@ -113,16 +117,20 @@ class Inputs:
 
 
 def _resolve(arg: str, data_root: Path | None) -> Path:
-    p = Path(arg).expanduser()
-    if p.is_dir():
-        return p
+    what = shown(arg)
+    p = input_path(arg, what, expand_user=True)
+    if is_kind(p, what, "dir"):
+        try:
+            return p.resolve()
+        except (OSError, RuntimeError) as exc:   # a symlink loop: RuntimeError on 3.11
+            raise RunError(f"{what}: cannot resolve ({exc})") from None
     from seat_console.core.paths import data_dir
 
     base = data_root or data_dir()
     for sub in ("runs", "comparisons"):
-        if (base / sub / arg).is_dir():
-            return base / sub / arg
-    raise RunError(f"{arg}: no such run directory, and no run or comparison with that ID under "
+        if not p.is_absolute() and is_kind(base / sub / arg, what, "dir"):
+            return (base / sub / arg).resolve()
+    raise RunError(f"{what}: no such run directory, and no run or comparison with that ID under "
                    f"{base}/runs or {base}/comparisons (see `seat-console runs`)")
 
 
@@ -145,25 +153,22 @@ def load_inputs(args: Sequence[str], data_root: Path | None = None) -> Inputs:
     comparison: dict[str, Any] | None = None
     runs: list[RunSummary] = []
     plain: list[RunSummary] = []
-    resolved = sorted({str(_resolve(arg, data_root).resolve()): arg for arg in args}.items())
+    resolved = sorted({str(_resolve(arg, data_root)): arg for arg in args}.items())
     sources: list[str] = []
     for ds, arg in resolved:
         d = Path(ds)
         sources.append(ds)
-        if (d / "compare.json").is_file():
+        if is_kind(d / "compare.json", arg):
             if comparison is not None:
                 raise RunError(f"{arg}: one comparison per report (give its legs' runs "
                                f"instead to mix comparisons)")
             cp = d / "compare.json"
-            try:
-                comparison = json.loads(ledger.read(cp))
-            except ValueError as exc:
-                raise RunError(f"{cp}: not JSON ({str(exc)[:80]})") from None
+            comparison = read_json(ledger.read(cp), str(cp))
             if not isinstance(comparison, dict) or not isinstance(comparison.get("legs"), list):
                 raise RunError(f"{cp}: not a comparison record (no 'legs' list)")
             for leg in comparison["legs"]:
                 runs.append(load_leg(d / str(leg), ledger))
-        elif (d / "leg.json").is_file():
+        elif is_kind(d / "leg.json", arg):
             runs.append(load_leg(d, ledger))
         else:
             plain.append(load_probe_run(d, ledger))
@@ -1053,10 +1058,7 @@ def recorded_hashes(report_text: str, source: str) -> dict[str, str]:
     """The ``{path: sha256}`` a report recorded: the JSON report's ``files``, or the Markdown
     report's "Raw files (SHA-256)" table. Raises :class:`RunError` naming ``source`` if it holds
     none."""
-    try:
-        doc = json.loads(report_text)
-    except (ValueError, RecursionError):   # deep nesting is not a report either (issue #22)
-        doc = None
+    doc = _report_doc(report_text, source)
     if isinstance(doc, dict):
         files = doc.get("files")
         if not isinstance(files, dict) or not all(
@@ -1068,6 +1070,17 @@ def recorded_hashes(report_text: str, source: str) -> dict[str, str]:
     if not out:
         raise RunError(f"{source}: no SHA-256 table found (is this a seat-console report?)")
     return out
+
+
+def _report_doc(text: str, source: str) -> Any:
+    """A report's text as JSON, or ``None`` when it is Markdown (does not start with ``{``).
+    JSON text is read as outside input (:func:`~seat_console.evidence.runs.read_json`: nesting,
+    non-finite numbers and huge integers refused — deep nesting raised :class:`RecursionError`
+    here, issue 31); raises :class:`RunError` naming ``source`` for JSON it refuses."""
+    if not text.lstrip().startswith("{"):
+        return None
+    return read_json(text, source, "a report this console writes is JSON of a few levels, or "
+                                   "Markdown: regenerate it with `seat-console report`")
 
 
 @dataclass(frozen=True)
@@ -1110,14 +1123,13 @@ _MD_INPUT = re.compile(r"^Input: `(.+)`$")
 _MD_GENERATED = re.compile(r"^Generated (\S+) \(UTC\)\.")
 
 
-def recorded_inputs(report_text: str) -> tuple[list[str], datetime | None, Any]:
+def recorded_inputs(report_text: str, source: str = "report"
+                    ) -> tuple[list[str], datetime | None, Any]:
     """From a report's text: the input directories it was built from (JSON ``inputs``, or the
     Markdown ``Input:`` lines), its ``generated_at`` time, and the parsed JSON document (or
-    ``None`` for Markdown)."""
-    try:
-        doc = json.loads(report_text)
-    except ValueError:
-        doc = None
+    ``None`` for Markdown). Raises :class:`RunError` naming ``source`` for JSON text it refuses
+    (nested too deeply, a non-finite number, a huge integer)."""
+    doc = _report_doc(report_text, source)
     if isinstance(doc, dict):
         ins = doc.get("inputs")
         ins = [str(x) for x in ins] if isinstance(ins, list) else []
@@ -1164,7 +1176,10 @@ def rederive(report_text: str, source: str) -> list[str]:
     table row is named. A ``summary.json`` that disagrees with its ``requests.jsonl`` is named
     too, even when the report was regenerated from it. ``[]`` when the report is exactly what
     its raw files give."""
-    ins, at, doc = recorded_inputs(report_text)
+    try:
+        ins, at, doc = recorded_inputs(report_text, source)
+    except RunError as exc:
+        return [f"cannot re-derive: {exc}"]
     if not ins:
         return [f"{source}: names no input directory (no 'inputs' / 'Input:' lines): it cannot "
                 f"be re-derived (regenerate it with this console's `seat-console report`)"]

@@ -19,6 +19,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -26,6 +27,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from seat_console.core.engine_timing import MetricTiming, check_figure, parse_phase_timing
+from seat_console.core.untrusted import InputError, load_json
 from seat_console.evidence.canaries import CanaryError, CanaryResult
 from seat_console.evidence.fidelity import FidelityError, Trace
 
@@ -35,6 +37,70 @@ MAX_FILE_BYTES = 512 * 2**20
 
 class RunError(ValueError):
     """A run or leg directory that cannot be read; the message names the file and the fix."""
+
+
+RUN_FILE_INT_DIGITS = 20
+"""Longest integer literal in a run's own files (summary, leg, comparison, request records):
+they hold counts, bytes and nanosecond times, all below 10^20. A 400-digit integer (an edited
+file) raised :class:`OverflowError` wherever it met a float (issue 31); it is refused as the
+file's error instead."""
+
+_EDITED = ("the file was edited or damaged: restore it from a copy, or re-run the probe "
+           "(`seat-console probe`) to record it again")
+
+
+def input_path(text: Any, what: str, *, expand_user: bool = False) -> Path:
+    """A directory or file path taken from outside (a RUN argument, a path recorded in a report
+    or a ``leg.json``) as a :class:`~pathlib.Path`, checked before the file system sees it.
+
+    ``expand_user``: a leading ``~`` / ``~user`` is expanded (command-line arguments only; a
+    recorded path is used as written). Raises :class:`RunError` naming ``what`` for a value that
+    is not a string, is empty, holds a NUL byte or a lone surrogate (not a file name), is longer
+    than the system's path limit (4,095 bytes) or has a name longer than 255 bytes
+    (``ENAMETOOLONG``, which :meth:`~pathlib.Path.is_dir` raises rather than answers), or names
+    an unknown user's home (``~nobody-here``: :meth:`~pathlib.Path.expanduser` raises
+    :class:`RuntimeError`).
+    """
+    if not isinstance(text, str) or not text:
+        raise RunError(f"{what}: {str(text)[:80]!r} is not a path (a non-empty string)")
+    label = repr(text[:80]) + ("…" if len(text) > 80 else "")
+    try:
+        raw = os.fsencode(text)
+    except UnicodeEncodeError:
+        raise RunError(f"{what}: {label} holds a lone surrogate code point: not a file "
+                       "name on this system; give the path as it is on disk") from None
+    if b"\0" in raw:
+        raise RunError(f"{what}: {label} holds a NUL byte: not a file name")
+    if len(raw) > 4095:
+        raise RunError(f"{what}: a path of {len(raw):,} bytes is above the system's 4,095-byte "
+                       "limit; give the run's directory or its ID")
+    longest = max((len(part) for part in raw.split(b"/")), default=0)
+    if longest > 255:
+        raise RunError(f"{what}: {label} has a name of {longest:,} bytes, above the file "
+                       "system's 255-byte limit; give the run's directory or its ID")
+    p = Path(text)
+    if expand_user and text.startswith("~"):
+        try:
+            p = p.expanduser()
+        except RuntimeError:
+            user = text[1:].split("/", 1)[0]
+            raise RunError(f"{what}: {label}: no home directory for "
+                           f"{'user ' + repr(user) if user else 'this user'}; give the path "
+                           "in full") from None
+    return p
+
+
+def is_kind(p: Path, what: str, kind: str = "file") -> bool:
+    """Whether ``p`` is a regular file (``kind`` "file") or a directory ("dir"). An error the
+    answer cannot be read through (``EACCES`` on a parent, a symlink loop, a name too long) is a
+    :class:`RunError` naming ``what`` and the reason, never an exception of another type."""
+    try:
+        return p.is_file() if kind == "file" else p.is_dir()
+    except OSError as exc:
+        raise RunError(f"{what}: cannot look at {p} ({exc.strerror or exc}); check the path "
+                       "and its permissions") from None
+    except ValueError as exc:   # a NUL in a path joined from outside parts
+        raise RunError(f"{what}: {str(p)[:80]!r} is not a file path ({exc})") from None
 
 
 @dataclass
@@ -54,27 +120,42 @@ class FileLedger:
             if size > MAX_FILE_BYTES:
                 raise RunError(f"{path}: {size:,} B is over the {MAX_FILE_BYTES:,} B limit")
             data = path.read_bytes()
+            where = str(path.resolve())
         except OSError as exc:
             raise RunError(f"{path}: cannot read ({exc.strerror or exc})") from None
-        self.files[str(path.resolve())] = hashlib.sha256(data).hexdigest()
+        except (ValueError, RuntimeError) as exc:   # a NUL; a symlink loop (resolve, 3.11)
+            raise RunError(f"{str(path)[:200]!r}: cannot read ({exc})") from None
+        self.files[where] = hashlib.sha256(data).hexdigest()
         return data
 
 
-def _json(data: bytes, path: Path) -> Any:
+def read_json(data: bytes | str, what: str, fix: str = _EDITED) -> Any:
+    """One of the run's own JSON files (or lines), parsed as outside input: nesting ≤ 64, only
+    finite numbers, integers of at most :data:`RUN_FILE_INT_DIGITS` digits. Raises
+    :class:`RunError` naming ``what`` (the file, or ``file:line``) and ``fix``."""
     try:
-        return json.loads(data)
-    except (ValueError, RecursionError) as exc:
-        raise RunError(f"{path}: not JSON ({str(exc)[:100]})") from None
+        return load_json(data, what, max_bytes=MAX_FILE_BYTES, max_int_digits=RUN_FILE_INT_DIGITS)
+    except InputError as exc:
+        raise RunError(f"{exc}; {fix}") from None
+
+
+def shown(text: str, limit: int = 120) -> str:
+    """``text`` as it can be printed in a message: itself when short and printable, else its
+    ``repr`` cut to ``limit`` characters (a NUL, an escape sequence or 5,000 characters of an
+    edited path never reach the terminal as they are)."""
+    if len(text) <= limit and text.isprintable():
+        return text
+    return repr(text[:limit]) + ("…" if len(text) > limit else "")
+
+
+_json = read_json
 
 
 def _jsonl(data: bytes, path: Path) -> list[Any]:
     out = []
     for n, line in enumerate(data.decode("utf-8", "replace").splitlines(), 1):
         if line.strip():
-            try:
-                out.append(json.loads(line))
-            except (ValueError, RecursionError) as exc:
-                raise RunError(f"{path}:{n}: not JSON ({str(exc)[:80]})") from None
+            out.append(read_json(line, f"{path}:{n}"))
     return out
 
 
@@ -86,7 +167,7 @@ def _records(path: Path, ledger: FileLedger, from_dict: Callable[[Any, str], _Re
     """Each JSON line of ``path`` (read through ``ledger``) as ``from_dict(row, "path:n")``;
     ``[]`` when there is no such file. ``error`` (the record's own) is raised again as
     :class:`RunError`, as is a line that is not JSON."""
-    if not path.is_file():
+    if not is_kind(path, str(path)):
         return []
     out = []
     for n, d in enumerate(_jsonl(ledger.read(path), path), 1):
@@ -477,10 +558,10 @@ def load_probe_run(run_dir: Path, ledger: FileLedger) -> RunSummary:
     Raises :class:`RunError` naming the file for a missing or malformed summary, a request
     line that is not a request record, or a time without a zone.
     """
-    from seat_console.core.probe_record import RequestRecord  # the probe's own record model
+    from seat_console.core.probe_record import parse_record  # the probe's own record model
 
     sp = run_dir / "summary.json"
-    if not sp.is_file():
+    if not is_kind(sp, str(run_dir)):
         raise RunError(f"{run_dir}: no summary.json — not a probe run directory (give a run "
                        f"directory, or a run ID under the data dir's runs/)")
     s = _json(ledger.read(sp), sp)
@@ -495,15 +576,15 @@ def load_probe_run(run_dir: Path, ledger: FileLedger) -> RunSummary:
     rp = run_dir / "requests.jsonl"
     by_phase: dict[str, list[Any]] | None = None
     warmup = measured = None
-    if rp.is_file():
+    if is_kind(rp, str(rp)):
         by_phase, warmup, measured = {}, 0, 0
         for n, line in enumerate(ledger.read(rp).decode("utf-8", "replace").splitlines(), 1):
             if not line.strip():
                 continue
             try:
-                rec = RequestRecord.model_validate_json(line)
-            except ValueError as exc:
-                raise RunError(f"{rp}:{n}: not a request record ({str(exc)[:120]})") from None
+                rec = parse_record(line, f"{rp}:{n}")
+            except InputError as exc:
+                raise RunError(f"{exc}; {_EDITED}") from None
             if rec.phase != "warmup":
                 cases.add((rec.phase, rec.index, rec.prompt_id))
                 by_phase.setdefault(rec.phase, []).append(rec)
@@ -549,7 +630,7 @@ def load_leg(leg_dir: Path, ledger: FileLedger, runs_root: Path | None = None) -
         raise RunError(f"{lp}: 'probe_run_dir' is not a path string")
     ident = Identity.from_mapping(leg.get("identity"))
     if probe_dir:
-        pdir = Path(probe_dir)
+        pdir = input_path(probe_dir, f"{lp} probe_run_dir")
         if not pdir.is_absolute():
             pdir = (leg_dir / pdir) if runs_root is None else runs_root / pdir
         run = load_probe_run(pdir, ledger)
@@ -560,7 +641,7 @@ def load_leg(leg_dir: Path, ledger: FileLedger, runs_root: Path | None = None) -
             started_at=None, ended_at=None, identity=ident, phases=(), disruptions=())
     traces = _records(leg_dir / "fidelity.jsonl", ledger, Trace.from_dict, FidelityError)
     results = _records(leg_dir / "canaries.jsonl", ledger, CanaryResult.from_dict, CanaryError)
-    if (leg_dir / "engine.log").is_file():
+    if is_kind(leg_dir / "engine.log", str(leg_dir)):
         ledger.read(leg_dir / "engine.log")
     leg_status = leg.get("status")
     status, reason = run.status, run.reason
@@ -600,11 +681,12 @@ def list_comparisons(data_root: Path) -> list[dict[str, Any]]:
     for d in sorted(p for p in base.iterdir() if p.is_dir()):
         row: dict[str, Any] = {"bracket_id": d.name, "path": str(d), "leg_runs": {}}
         try:
-            doc = json.loads((d / "compare.json").read_text("utf-8"))
+            doc = read_json((d / "compare.json").read_bytes(), "compare.json")
             if not isinstance(doc, dict):
                 raise ValueError("not a JSON object")
-        except (OSError, ValueError) as exc:
-            row.update(status="unreadable", problem=f"compare.json: {exc}")
+        except (OSError, ValueError) as exc:   # RunError is a ValueError
+            row.update(status="unreadable", problem=str(exc) if isinstance(exc, RunError)
+                       else f"compare.json: {exc}")
             out.append(row)
             continue
         legs = doc.get("legs") if isinstance(doc.get("legs"), list) else []
@@ -615,8 +697,8 @@ def list_comparisons(data_root: Path) -> list[dict[str, Any]]:
                    started_at=doc.get("started_at"))
         for leg in legs:
             try:
-                ld = json.loads((d / str(leg) / "leg.json").read_text("utf-8"))
-            except (OSError, ValueError):
+                ld = read_json((d / str(leg) / "leg.json").read_bytes(), "leg.json")
+            except (OSError, ValueError):   # a NUL in the leg's name, a bad file: not listed
                 continue
             if isinstance(ld, dict) and isinstance(ld.get("probe_run_dir"), str):
                 row["leg_runs"][ld["probe_run_dir"]] = f"{ld.get('arm')}{ld.get('leg')}"
