@@ -211,11 +211,43 @@ class HoldState:
                 "remaining_s": round(self.remaining_s(now)), "timers_before": self.timers_before}
 
 
+def _iso_or_none(v: Any) -> datetime | None:
+    """A journaled ISO 8601 time as aware UTC, ``None`` for absent or unreadable (a fact edited
+    outside the console)."""
+    if not isinstance(v, str) or not v:
+        return None
+    try:
+        t = _from_iso(v)
+        return None if t is None or t.tzinfo is None else t.astimezone(UTC)
+    except (ValueError, OverflowError):
+        return None
+
+
+def hold_facts(h: Any) -> dict[str, Any] | None:
+    """A run's ``hold`` fact checked as outside input (the journal is a file anyone can edit):
+    ``hold_id`` and ``lease`` non-empty strings; ``silence_id`` a string or absent; ``stopped``
+    a list of strings; ``reason`` a string; ``timers_before`` an object; ``expires_at`` an
+    ISO 8601 time with a zone (or absent/unreadable: ``None``). Returns the fact with those
+    types (``expires_at`` parsed), or ``None`` when it is not a hold this console wrote: its
+    readers skip it rather than raise (``journal --verify`` names the edited row)."""
+    if not isinstance(h, dict):
+        return None
+    hid, lease, sil = h.get("hold_id"), h.get("lease"), h.get("silence_id")
+    stopped, reason, before = h.get("stopped", []), h.get("reason", ""), h.get("timers_before", {})
+    if not (isinstance(hid, str) and hid and isinstance(lease, str) and lease
+            and (sil is None or isinstance(sil, str)) and isinstance(stopped, list)
+            and all(isinstance(u, str) for u in stopped) and isinstance(reason, str)
+            and isinstance(before, dict)):
+        return None
+    return {**h, "expires_at": _iso_or_none(h.get("expires_at"))}
+
+
 def _hold_from_facts(h: dict[str, Any], run_id: str, state: str, first: Entry) -> HoldState:
+    """``h``: a fact :func:`hold_facts` accepted."""
     return HoldState(hold_id=h["hold_id"], run_id=run_id, state=state,
                      lease_unit=node_ops.lease_timer(h["lease"]), silence_id=h.get("silence_id"),
                      stopped=tuple(h.get("stopped", [])),
-                     expires_at=_from_iso(h["expires_at"]) or first.at,
+                     expires_at=h["expires_at"] or first.at,
                      placed_at=first.at, placed_by=f"{first.user}@{first.host}",
                      reason=h.get("reason", ""), timers_before=h.get("timers_before", {}))
 
@@ -229,8 +261,8 @@ def holds(journal: Journal) -> list[HoldState]:
         facts: dict[str, Any] = {}
         for r in rows:
             facts.update(r.facts)
-        h = facts.get("hold")
-        if not isinstance(h, dict) or "hold_id" not in h:
+        h = hold_facts(facts.get("hold"))
+        if h is None:   # no hold, or not one this console wrote (an edited row)
             continue
         hid = h["hold_id"]
         if rb == "hold":
@@ -246,7 +278,7 @@ def holds(journal: Journal) -> list[HoldState]:
             if rb == "extend" and end.outcome == "done":
                 out[hid] = HoldState(**{**prev.__dict__, "lease_unit": node_ops.lease_timer(
                     h["lease"]), "silence_id": h.get("silence_id"),
-                    "expires_at": _from_iso(h["expires_at"]) or prev.expires_at})
+                    "expires_at": h["expires_at"] or prev.expires_at})
             elif rb == "release" and end.outcome != "refused":
                 out[hid] = HoldState(**{**prev.__dict__, "state": "released" if end.outcome
                                         == "done" else "release-partial"})
@@ -1177,8 +1209,10 @@ def own_change(journal: Journal, h: HoldState, now: datetime | None = None) -> s
     for run_id, rows in journal.runs().items():
         if rows[0].runbook not in ("release", "extend"):
             continue
-        hid = rows[0].inputs.get("hold_id") or (rows[0].facts.get("hold") or {}).get("hold_id")
-        if hid != h.hold_id:
+        hf = rows[0].facts.get("hold")
+        hid = rows[0].inputs.get("hold_id") or (hf.get("hold_id") if isinstance(hf, dict)
+                                                 else None)
+        if not isinstance(hid, str) or hid != h.hold_id:
             continue
         end = next((r for r in rows if r.kind == "end"), None)
         if end is None or (now - end.at).total_seconds() < OWN_CHANGE_GRACE_S:

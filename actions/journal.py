@@ -30,6 +30,16 @@ head file on a non-empty journal is reported too. A console killed between the r
 and the head write leaves the head one row behind, which verify accepts (rows after the head
 still have to chain from it).
 
+Rows are validated on write and on read (issue 31): SQLite keeps any value in any column, and
+the file can be edited. A write whose ``inputs`` / ``facts`` is not a mapping, nests deeper than
+:data:`MAX_JSON_DEPTH`, or whose text columns are not strings is refused (:class:`JournalError`,
+nothing written); NaN / ±inf become their words and lone surrogates U+FFFD, so every row written
+reads back. On read, :func:`validate_row` checks each row (``seq`` an integer, every text column
+a string, ``at`` a zoned time, ``inputs`` / ``facts`` JSON objects of bounded depth); a row that
+fails is skipped by every reader and named by ``seq`` in :attr:`Journal.skipped` /
+:meth:`Journal.bad_rows` (``seat-console journal`` prints it; :meth:`Journal.verify` names it),
+never a crash, never the whole journal unreadable.
+
 Secrets never reach it: every text written is passed through :func:`scrub` — values of keys that
 look like credentials (``password``, ``token``, ``secret``, ``authorization``…) become
 ``<redacted>``, and every string the caller registered as a secret (e.g. the Alertmanager
@@ -46,6 +56,7 @@ import fcntl
 import getpass
 import hashlib
 import json
+import math
 import os
 import re
 import socket
@@ -58,6 +69,7 @@ from pathlib import Path
 from typing import Any
 
 from seat_console.core.paths import ENV_STATE_DIR, journal_path
+from seat_console.core.untrusted import InputError, load_json, nesting_depth, without_surrogates
 
 GENESIS = "0" * 64
 """``prev_hash`` of the first row."""
@@ -95,6 +107,17 @@ BEGIN SELECT RAISE(ABORT, 'the seat-console journal is append-only'); END;
 """
 
 
+_TEXT_COLUMNS = ("at", "user", "host", "profile_sha256", "run_id", "runbook", "kind", "step",
+                 "outcome", "output", "prev_hash", "hash")
+_JSON_COLUMNS = ("inputs", "facts")
+MAX_JSON_DEPTH = 32
+"""Deepest nesting of a row's ``inputs`` / ``facts`` (the object itself is level 1). A runbook's
+facts nest 3–4 levels; a write above this is refused, and a row read back above it is a bad row
+(json.loads of a 100,000-level document raised :class:`RecursionError`, issue 31)."""
+MAX_JSON_CHARS = 4 << 20
+"""Longest ``inputs`` / ``facts`` text read back (4 Mi characters)."""
+
+
 EVENT_KEY = "event_key"
 """The ``facts`` key :meth:`Journal.append_once` dedupes on when given a ``key``: the identity
 of one change event (e.g. ``timer:<unit>:active-since:<time>``)."""
@@ -102,6 +125,28 @@ of one change event (e.g. ``timer:<unit>:active-since:<time>``)."""
 
 class JournalError(Exception):
     """The journal cannot be opened or written (message names the file and the fix)."""
+
+
+@dataclass(frozen=True)
+class BadRow:
+    """A journal row that does not read as a row this console writes: ``seq`` (as stored; an
+    ``int`` in a journal of this console's schema) and ``problem`` (which column, and why).
+    Readers skip it and say so; ``journal --verify`` names it through the hash chain too."""
+
+    seq: Any
+    problem: str
+
+    def text(self) -> str:
+        """``"row 12: facts is a JSON list, not an object"``."""
+        return f"row {self.seq!r}: {self.problem}"
+
+
+class RowError(ValueError):
+    """One row that fails :func:`validate_row`; ``bad`` is its :class:`BadRow`."""
+
+    def __init__(self, bad: BadRow) -> None:
+        self.bad = bad
+        super().__init__(bad.text())
 
 
 def head_path(path: Path) -> Path:
@@ -175,7 +220,9 @@ def scrub(value: Any, secrets: Sequence[str] = ()) -> Any:
         for s in sorted(secrets, key=len, reverse=True):
             if s and len(s) >= 3:
                 value = value.replace(s, "<redacted>")
-        return value
+        return without_surrogates(value)   # SQLite cannot store a lone surrogate (UTF-8)
+    if isinstance(value, float) and not math.isfinite(value):
+        return str(value)                  # NaN / ±inf are not JSON: kept as their words
     if value is None or isinstance(value, (bool, int, float)):
         return value
     return scrub(str(value), secrets)
@@ -183,6 +230,26 @@ def scrub(value: Any, secrets: Sequence[str] = ()) -> Any:
 
 def _canonical(d: Mapping[str, Any]) -> str:
     return json.dumps(d, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+def _json_column(name: str, value: Any, secrets: Sequence[str]) -> str:
+    """``inputs`` / ``facts`` as written: a mapping (or ``None``: ``{}``), scrubbed, nesting at
+    most :data:`MAX_JSON_DEPTH`. Raises :class:`ValueError` naming the column otherwise (a
+    list, a string or a number is refused: every reader takes the column as an object)."""
+    if value is None:
+        value = {}
+    if not isinstance(value, Mapping):
+        raise ValueError(f"{name} must be a JSON object (a mapping), not a "
+                         f"{type(value).__name__}")
+    if nesting_depth(value, MAX_JSON_DEPTH) > MAX_JSON_DEPTH:
+        raise ValueError(f"{name} nests deeper than {MAX_JSON_DEPTH} levels")
+    return _canonical(scrub(dict(value), secrets))
+
+
+def _text_column(name: str, value: Any) -> str:
+    if not isinstance(value, str):
+        raise ValueError(f"{name} must be text, not a {type(value).__name__}")
+    return without_surrogates(value)
 
 
 def row_hash(prev_hash: str, content: Mapping[str, Any]) -> str:
@@ -245,6 +312,9 @@ class Journal:
 
     def __post_init__(self) -> None:
         self.path = Path(self.path)
+        self.skipped: tuple[BadRow, ...] = ()
+        """The rows the last read (:meth:`entries`, :meth:`runs`, :meth:`unfinished`) skipped
+        because they do not read as rows (:func:`validate_row`), each named by ``seq``."""
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             # One connection used under a lock: a Journal made on the UI thread may be handed
@@ -252,6 +322,9 @@ class Journal:
             self._lock = threading.RLock()
             self._db = sqlite3.connect(self.path, timeout=30.0, isolation_level=None,
                                        check_same_thread=False)
+            # a TEXT value that is not UTF-8 (an edited row) comes back as bytes, so that row
+            # is a bad row (validate_row) instead of the whole read failing
+            self._db.text_factory = _text_or_bytes
             self._db.execute("PRAGMA journal_mode=WAL")
             self._db.execute("PRAGMA synchronous=FULL")
             self._db.executescript(_SCHEMA)
@@ -312,8 +385,8 @@ class Journal:
         ``facts["event_key"]``. Checked inside the write transaction, so two consoles
         (processes) that see the same event journal it once (whoever sees it first). Raises
         :class:`JournalError` when the write fails."""
-        if key is not None:
-            facts = {**dict(facts or {}), EVENT_KEY: key}
+        if key is not None and (facts is None or isinstance(facts, Mapping)):
+            facts = {**(facts or {}), EVENT_KEY: key}   # anything else is refused by _write
         return self._write(True, run_id=run_id, runbook=runbook, kind=kind, step=step,
                            outcome=outcome, output=output, facts=facts, key=key)
 
@@ -323,15 +396,22 @@ class Journal:
                profile_sha256: str = "", at: datetime | None = None,
                key: str | None = None) -> Entry | None:
         sec = self._secrets
-        content: dict[str, Any] = {
-            "at": _iso(at or datetime.now(UTC)), "user": self.user, "host": self.host,
-            "profile_sha256": profile_sha256, "run_id": run_id, "runbook": runbook,
-            "kind": kind, "step": scrub(step, sec),
-            "inputs": _canonical(scrub(dict(inputs or {}), sec)),
-            "outcome": scrub(outcome, sec),
-            "output": scrub(output[-OUTPUT_TAIL_CHARS:], sec),
-            "facts": _canonical(scrub(dict(facts or {}), sec)),
-        }
+        try:   # validated on write as on read (validate_row): never a row no reader can take
+            content: dict[str, Any] = {
+                "at": _iso(at or datetime.now(UTC)), "user": _text_column("user", self.user),
+                "host": _text_column("host", self.host),
+                "profile_sha256": _text_column("profile_sha256", profile_sha256),
+                "run_id": _text_column("run_id", run_id),
+                "runbook": _text_column("runbook", runbook), "kind": _text_column("kind", kind),
+                "step": scrub(_text_column("step", step), sec),
+                "inputs": _json_column("inputs", inputs, sec),
+                "outcome": scrub(_text_column("outcome", outcome), sec),
+                "output": scrub(_text_column("output", output)[-OUTPUT_TAIL_CHARS:], sec),
+                "facts": _json_column("facts", facts, sec),
+            }
+        except ValueError as exc:
+            raise JournalError(f"journal {self.path}: row refused ({exc}); nothing was "
+                               "written") from None
         try:
             self._lock.acquire()
             self._db.execute("BEGIN IMMEDIATE")
@@ -385,10 +465,22 @@ class Journal:
         if kind is not None:
             q, args = q + " AND kind = ?", [*args, kind]
         names, raw = self._read(q + " ORDER BY seq", args)
-        rows = [self._row(dict(zip(names, r, strict=True))) for r in raw]
+        rows, bad = [], []
+        for r in raw:
+            try:
+                rows.append(validate_row(dict(zip(names, r, strict=True))))
+            except RowError as exc:
+                bad.append(exc.bad)
+        self.skipped = tuple(bad)
         if since is not None:
             rows = [r for r in rows if r.at >= since]
         return rows
+
+    def bad_rows(self) -> list[BadRow]:
+        """Every row of the journal that does not read as a row (:func:`validate_row`), in
+        ``seq`` order. Raises :class:`JournalError` when the file cannot be read."""
+        self.entries()
+        return list(self.skipped)
 
     def _names(self) -> list[str]:
         return [d[1] for d in self._db.execute("PRAGMA table_info(entries)")]
@@ -410,15 +502,6 @@ class Journal:
                                    "damaged: keep it for the record and set "
                                    f"${ENV_STATE_DIR} to start a new one") from None
 
-    def _row(self, d: dict[str, Any]) -> Entry:
-        """:func:`_entry` of one raw row; a row whose fields do not parse (edited outside the
-        console) is a :class:`JournalError` naming its ``seq``."""
-        try:
-            return _entry(d)
-        except (ValueError, TypeError, KeyError, AttributeError) as exc:
-            raise JournalError(f"journal {self.path}: row {d.get('seq')!r} does not parse "
-                               f"({type(exc).__name__}: {str(exc)[:100]}); was it edited? "
-                               "`seat-console journal --verify` names what changed") from None
 
     def runs(self) -> dict[str, list[Entry]]:
         """Every run's rows, keyed by ``run_id``, in order of each run's first row."""
@@ -450,6 +533,11 @@ class Journal:
             n += 1
             r = dict(zip(names, raw, strict=True))
             seq = r["seq"]
+            if not isinstance(seq, int) or isinstance(seq, bool):   # a foreign schema's row
+                problems.append(f"row {seq!r} (after row {prev_seq}): seq is not an integer "
+                                "(edited)")
+                bad.append(prev_seq + 1)
+                continue
             if seq != prev_seq + 1:
                 problems.append(f"row {prev_seq + 1}" + (f"–{seq - 1}" if seq - 1 > prev_seq + 1
                                                          else "")
@@ -464,11 +552,17 @@ class Journal:
             except (TypeError, ValueError):   # a field edited to a blob or a number
                 same = False
             if not same:
-                problems.append(f"row {seq} ({r['kind']} {r['step'] or r['runbook']}): content "
-                                "does not match its hash (edited)")
+                what = " ".join(str(x)[:60] for x in (r["kind"], r["step"] or r["runbook"]))
+                problems.append(f"row {seq} ({what}): content does not match its hash (edited)")
                 bad.append(seq)
+            else:
+                try:
+                    validate_row(r)
+                except RowError as exc:   # hashed as written, yet no reader can take it
+                    problems.append(f"{exc} (readers skip it)")
+                    bad.append(seq)
             prev_hash, prev_seq = r["hash"], seq
-        by_seq = {int(raw[names.index("seq")]): raw[names.index("hash")] for raw in all_rows}
+        by_seq = {raw[names.index("seq")]: raw[names.index("hash")] for raw in all_rows}
         try:
             head = read_head(self.path)
         except ValueError as exc:
@@ -501,12 +595,68 @@ class Journal:
         return iter(self.entries())
 
 
-def _entry(d: Mapping[str, Any]) -> Entry:
-    return Entry(seq=int(d["seq"]), at=parse_time(d["at"]), user=d["user"], host=d["host"],
+def _text_or_bytes(b: bytes) -> str | bytes:
+    try:
+        return b.decode("utf-8")
+    except UnicodeDecodeError:
+        return b
+
+
+def _kind(v: Any) -> str:
+    if isinstance(v, bytes):
+        return "a BLOB (or text that is not UTF-8)"
+    return "NULL" if v is None else f"an {type(v).__name__}" if isinstance(v, int) \
+        else f"a {type(v).__name__}"
+
+
+def validate_row(d: Mapping[str, Any]) -> Entry:
+    """One raw row (column name → value as SQLite returned it) as an :class:`Entry`, checked as
+    outside input: the file can be edited with the ``sqlite3`` shell, and SQLite keeps any
+    value in any column (a BLOB, NULL or an integer where text belongs).
+
+    Requires ``seq`` an integer ≥ 1; every text column (:data:`_TEXT_COLUMNS`) a string (a
+    BLOB, NULL, a number or text that is not UTF-8 is refused); ``at`` an ISO 8601 time with
+    a zone inside the calendar in UTC; ``inputs`` / ``facts`` JSON *objects* (``""`` reads as
+    ``{}``, as rows before 2026-12 may hold) of at most :data:`MAX_JSON_CHARS` characters and
+    :data:`MAX_JSON_DEPTH` levels, with finite numbers only. Raises :class:`RowError` (a
+    :class:`ValueError`) whose :class:`BadRow` names the ``seq`` and the column.
+    """
+    seq = d.get("seq")
+
+    def bad(problem: str) -> RowError:
+        return RowError(BadRow(seq, problem))
+
+    if not isinstance(seq, int) or isinstance(seq, bool) or seq < 1:
+        raise bad(f"seq is {type(seq).__name__} {str(seq)[:40]!r}, not a row number")
+    for c in _TEXT_COLUMNS:
+        v = d.get(c)
+        if not isinstance(v, str):
+            raise bad(f"{c} is {_kind(v)}, not text")
+    try:
+        at = parse_time(d["at"])
+    except ValueError as exc:
+        raise bad(f"at: {str(exc)[:100]}") from None
+    objs: dict[str, dict[str, Any]] = {}
+    for c in _JSON_COLUMNS:
+        v = d.get(c)
+        if not isinstance(v, str):
+            raise bad(f"{c} is {_kind(v)}, not JSON text")
+        try:
+            o = load_json(v or "{}", c, max_bytes=MAX_JSON_CHARS * 4, max_depth=MAX_JSON_DEPTH)
+        except InputError as exc:
+            raise bad(str(exc)[:160]) from None
+        if not isinstance(o, dict):
+            raise bad(f"{c} is a JSON {type(o).__name__}, not an object")
+        objs[c] = o
+    return Entry(seq=seq, at=at, user=d["user"], host=d["host"],
                  profile_sha256=d["profile_sha256"], run_id=d["run_id"], runbook=d["runbook"],
-                 kind=d["kind"], step=d["step"], inputs=json.loads(d["inputs"] or "{}"),
-                 outcome=d["outcome"], output=d["output"], facts=json.loads(d["facts"] or "{}"),
-                 prev_hash=d["prev_hash"], hash=d["hash"])
+                 kind=d["kind"], step=d["step"], inputs=objs["inputs"], outcome=d["outcome"],
+                 output=d["output"], facts=objs["facts"], prev_hash=d["prev_hash"],
+                 hash=d["hash"])
+
+
+def _entry(d: Mapping[str, Any]) -> Entry:
+    return validate_row(d)
 
 
 def _user() -> str:
@@ -516,5 +666,6 @@ def _user() -> str:
         return f"uid {os.getuid()}"
 
 
-__all__ = ["Entry", "GENESIS", "Journal", "JournalError", "VerifyReport", "head_path",
-           "parse_time", "read_head", "row_hash", "scrub"]
+__all__ = ["BadRow", "Entry", "GENESIS", "Journal", "JournalError", "MAX_JSON_DEPTH", "RowError",
+           "VerifyReport", "head_path", "parse_time", "read_head", "row_hash", "scrub",
+           "validate_row"]

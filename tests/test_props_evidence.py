@@ -194,13 +194,10 @@ def test_an_edited_row_is_named_by_verify(tmp_path):
     db.close()
     j = Journal(tmp_path / "j.db")
     report = j.verify()
-    assert not report.ok and 2 in report.bad_seqs
-    try:
-        j.entries()
-    except JournalError as exc:
-        assert "row 3" in str(exc) and str(tmp_path / "j.db") in str(exc)
-    else:
-        raise AssertionError("an unparsable row was read")
+    assert not report.ok and 2 in report.bad_seqs and 3 in report.bad_seqs
+    try:   # issue 31: the unparsable row is skipped and named, the others still read
+        assert [e.seq for e in j.entries()] == [1, 2]
+        assert [b.seq for b in j.skipped] == [3] and "at:" in j.skipped[0].problem
     finally:
         j.close()
 
@@ -269,6 +266,7 @@ def _base_run() -> tuple[dict, list[dict]]:
     return _RUN["summary"], _RUN["requests"]  # type: ignore[return-value]
 
 
+@settings(deadline=10_000)   # a whole report built and printed per example
 @given(st.sampled_from(["summary.json", "requests.jsonl"]), st.integers(0, 10**6), poisons,
        st.booleans())
 def test_a_huge_integer_or_deep_nesting_in_a_run_file_is_that_files_error(which, pick, poison,
@@ -323,7 +321,7 @@ hostile_paths = st.one_of(
         lambda ps: "\n".join(f"Input: `{p}`" for p in ps) + "\n"),
     st.integers(65, 3000).map(lambda n: '{"inputs": ' + "[" * n + "]" * n + "}"),
     st.integers(21, 600).map(lambda n: '{"inputs": [], "generated_at": ' + "9" * n + "}")))
-@_tmp
+@settings(suppress_health_check=[HealthCheck.function_scoped_fixture], deadline=10_000)
 def test_report_verify_on_hostile_recorded_inputs_names_them_never_raises(tmp_path_factory, text):
     """``report --verify``: a recorded ``~user`` (RuntimeError before), an over-long name
     (OSError ENAMETOOLONG before), deep nesting (RecursionError before) or a huge integer are

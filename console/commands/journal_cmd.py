@@ -4,6 +4,11 @@ Lists the journal's rows (UTC time, user@host, run, step, outcome); ``--since`` 
 8601 time (``2026-12-01T09:00Z``) or an age (``2h``, ``30m``). ``--verify`` recomputes the hash
 chain and names every edited, deleted or reordered row (exit 1 when the chain is broken).
 
+A row that does not read as a row (edited outside the console: a BLOB or NULL where text
+belongs, ``inputs`` / ``facts`` that are not JSON objects) is not listed: it is named by its
+``seq`` after the list (``--json``: ``bad_rows``), with the fix (``--verify``), and the listing
+still exits 0.
+
 Exit codes: 0 ok; 1 the chain is broken (``--verify``) or the journal cannot be read; 2 usage.
 """
 
@@ -82,8 +87,11 @@ def run(args: argparse.Namespace, loaded: LoadedProfile | None) -> int:
                     print(f"  {p}")
             return 0 if rep.ok else 1
         rows = j.entries(since=since)
+        bad = j.skipped
         if args.json:
-            print(jsonout.dumps({"path": str(path), "rows": [r.to_json() for r in rows]},
+            print(jsonout.dumps({"path": str(path), "rows": [r.to_json() for r in rows],
+                                 "bad_rows": [{"seq": b.seq if isinstance(b.seq, int) else
+                                               repr(b.seq), "problem": b.problem} for b in bad]},
                                 indent=2, default=str))
             return 0
         for r in rows:
@@ -92,6 +100,14 @@ def run(args: argparse.Namespace, loaded: LoadedProfile | None) -> int:
                   f"{r.kind:<9} {what}: {r.outcome}")
         if not rows:
             print("no rows" + (f" since {since:%Y-%m-%d %H:%M:%SZ}" if since else ""))
+        for b in bad:
+            print(f"UNREADABLE {b.text()}: not listed")
+        if bad:
+            print(f"{len(bad)} row(s) not listed: edited outside the console? "
+                  f"`{PROG} --verify` names what changed")
         return 0
+    except JournalError as exc:
+        print(f"{PROG}: {exc}", file=sys.stderr)
+        return 1
     finally:
         j.close()
