@@ -187,6 +187,14 @@ def _readers(j: Journal) -> None:
         json.dumps(recover.describe(run), default=str)
         recover.describe_text(run)
     swap_mod.last_swap(j)
+    from seat_console.node.attribution import JournalAttributor
+
+    att = JournalAttributor(j.path, clock=lambda: NOW)
+    try:   # the node layer's own read-only reader of the journal (docker event attribution)
+        att.rows(NOW - timedelta(days=3650))
+        att.attribution(["seat-resident"], NOW - timedelta(minutes=1))
+    finally:
+        att.close()
     reading = ActionLogSource(journal_path=str(j.path), readonly=True).read()
     assert not isinstance(reading, Unavailable) or reading.reason.startswith(
         f"journal {j.path}"), reading.reason

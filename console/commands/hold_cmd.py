@@ -192,6 +192,9 @@ def _status_data(nctx: Any, journal: Any, h: Any, now: Any, readonly: bool) -> d
                         journal, h, found, readonly=readonly)]
             except JournalError as exc:
                 out["interference_journal_error"] = str(exc)
+    skipped = getattr(journal, "skipped", ())   # rows no reader could take (issue 31)
+    if skipped:
+        out["journal_bad_rows"] = [b.text() for b in skipped]
     return out
 
 
@@ -231,6 +234,9 @@ def _print_status(journal: Any, h: Any, out: dict[str, Any], now: Any) -> None:
               "console")
     if "foreign_leases_error" in out:
         print(f"  node leases: cannot read ({out['foreign_leases_error']})")
+    for bad in out.get("journal_bad_rows", ()):
+        print(f"  journal {bad}: skipped (edited outside the console?) — `seat-console journal "
+              "--verify` names what changed")
     from seat_console.actions import recover as rec
 
     for rows in journal.unfinished():

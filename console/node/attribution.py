@@ -25,7 +25,6 @@ never creates or writes it: a ``--readonly`` console may use it).
 
 from __future__ import annotations
 
-import json
 import sqlite3
 import threading
 from collections.abc import Collection, Sequence
@@ -33,6 +32,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
+
+from seat_console.core.untrusted import InputError, load_json
 
 ACTS_ON = "acts_on"
 """The ``facts`` key holding the container names a step acts on (a sorted list)."""
@@ -123,14 +124,26 @@ def attribute(rows: Sequence[Row], names: Collection[str], at: datetime, *,
     return best[1] if best else None
 
 
-def _acts_on(facts_json: str) -> tuple[str, ...]:
-    if ACTS_ON not in facts_json:   # cheap pre-check: most rows name no container
-        return ()
+def _acts_on(facts_json: Any) -> tuple[str, ...]:
+    """The ``acts_on`` names of a row's ``facts`` column as stored (outside input: the file can
+    be edited): ``()`` for anything but a JSON object text (a BLOB, NULL, a list, nesting past
+    the limit: :func:`~seat_console.core.untrusted.load_json`, where ``json.loads`` raised
+    :class:`RecursionError`, issue 31)."""
+    if not isinstance(facts_json, str) or ACTS_ON not in facts_json:   # cheap pre-check: most
+        return ()                                                    # rows name no container
     try:
-        v = json.loads(facts_json).get(ACTS_ON)
-    except (ValueError, AttributeError):
+        doc = load_json(facts_json, "facts", max_depth=32)
+    except InputError:
         return ()
+    v = doc.get(ACTS_ON) if isinstance(doc, dict) else None
     return tuple(x for x in v if isinstance(x, str)) if isinstance(v, list) else ()
+
+
+def _text_or_bytes(b: bytes) -> str | bytes:
+    try:
+        return b.decode("utf-8")
+    except UnicodeDecodeError:
+        return b
 
 
 def _iso(t: datetime) -> str:
@@ -164,6 +177,9 @@ class JournalAttributor:
                 return None
             db = sqlite3.connect(f"file:{self.path}?mode=ro", uri=True, timeout=5.0,
                                  check_same_thread=False)
+            # an edited row's text that is not UTF-8 reads as bytes (skipped below), instead
+            # of failing the whole read
+            db.text_factory = _text_or_bytes
             self._local.db = db
         return db
 
@@ -181,9 +197,15 @@ class JournalAttributor:
             return []
         out = []
         for seq, at, user, host, run_id, runbook, kind, step, facts in raw:
+            if not (isinstance(seq, int) and isinstance(at, str) and all(
+                    isinstance(x, str) for x in (user, host, run_id, runbook, kind, step))):
+                continue   # an edited row (a BLOB, NULL, a number): not a row to attribute to
             try:
-                t = datetime.fromisoformat(str(at).replace("Z", "+00:00"))
-            except ValueError:
+                t = datetime.fromisoformat(at.replace("Z", "+00:00"))
+                if t.tzinfo is None:
+                    continue
+                t = t.astimezone(UTC)
+            except (ValueError, OverflowError):
                 continue
             out.append(Row(seq=seq, at=t, user=user, host=host, run_id=run_id,
                            runbook=runbook, kind=kind, step=step, acts_on=_acts_on(facts)))
