@@ -416,6 +416,285 @@ def _specs() -> list[Spec]:
     add("journal", _journal_gen, _journal_run,
         lambda: (_err_mod("seat_console.actions.journal", "JournalError"),))
 
+    # -- issue 31: every entry of tests/parsers.toml has a target (tests/test_parser_list.py) --
+    def _rr_gen(r, t):
+        base = {"phase": "p", "index": 0, "api": "completions", "prompt_id": 0,
+                "sent_at": "2026-12-01T12:00:00Z", "start_s": 0.0, "ok": True, "ttft_s": 0.1,
+                "itl_s": [0.01, 0.02], "output_tokens": 3}
+        x = h_doc(r, base)
+        if r.random() < 0.4:   # a huge integer or deep nesting in one field
+            x = json.dumps(base).replace('"ttft_s": 0.1', '"ttft_s": ' + r.choice(
+                ["9" * r.randrange(20, 600), "[" * 70 + "]" * 70, '"Infinity"', '"NaN"',
+                 "1e308"]))
+        return x
+
+    def _rr_run(x, t):
+        from seat_console.core.probe_record import parse_record
+        return parse_record(x, "requests.jsonl:1")
+
+    def _rr_oracle(x, rec):
+        import math
+        vals = [rec.start_s, rec.ttft_s, rec.e2e_s, rec.tpot_s, rec.stream_end_s, *rec.itl_s]
+        return "a non-finite time read" if any(v is not None and not math.isfinite(v)
+                                               for v in vals) else None
+    add("request_record", _rr_gen, _rr_run, lambda: (_err("untrusted", "InputError"),),
+        _rr_oracle)
+
+    def _leg_gen(r, t):
+        poison = r.choice(["9" * r.randrange(20, 500), "[" * 80 + "]" * 80, '"x"', "null"])
+        leg = {"arm": r.choice(["A", "B", "C"]), "leg": 1, "bracket_id": "b",
+               "probe_run_dir": r.choice([None, "~nosuchuser-31/run", "x" * 300, "/" + "a" * 5000,
+                                          "run", "a\u0000b"]),
+               "status": "complete", "identity": {}, "kv_cache_tokens": 5}
+        text = json.dumps(mutate(r, leg))
+        if r.random() < 0.3:
+            text = text.replace('"kv_cache_tokens": 5', '"kv_cache_tokens": ' + poison)
+        trace = {"case_id": "c", "prompt": "p", "tokens": [{"token": "a", "logprob": -0.1}]}
+        canary = {"canary_id": "k", "kind": "prose", "run": 1, "answer": "a", "passed": True}
+        return {"leg": text.encode("utf-8", "surrogatepass"),
+                "has_fidelity": r.random() < 0.5, "has_canaries": r.random() < 0.5,
+                "fidelity": "\n".join(json.dumps(mutate(r, trace)) if r.random() < 0.8
+                                       else r.choice([poison, h_text(r)]) for _ in range(3)),
+                "canaries": "\n".join(json.dumps(mutate(r, canary)) if r.random() < 0.8
+                                       else r.choice([poison, h_text(r)]) for _ in range(3))}
+
+    def _leg_run(x, t):
+        from seat_console.evidence.runs import FileLedger, load_leg
+        d = t / "leg"
+        shutil.rmtree(d, ignore_errors=True)
+        d.mkdir()
+        (d / "leg.json").write_bytes(x["leg"])
+        for name in ("fidelity", "canaries"):   # absent in about half the legs
+            if x[f"has_{name}"]:
+                (d / f"{name}.jsonl").write_text(x[name], "utf-8", errors="surrogatepass")
+        return load_leg(d, FileLedger())
+    add("leg_files", _leg_gen, _leg_run,
+        lambda: (_err_mod("seat_console.evidence.runs", "RunError"),))
+
+    def _rederive_gen(r, t):
+        paths = [r.choice(["~nosuchuser-31/r", "~", "a" * 5000, "/tmp/" + "x" * 300, "a\x00b",
+                           h_text(r, 30), "/proc/self/root/" * 300, str(t)])
+                 for _ in range(r.randrange(1, 3))]
+        return r.choice([
+            json.dumps({"inputs": paths, "files": {}, "generated_at": r.choice(TIMES)}),
+            "\n".join(f"Input: `{p}`" for p in paths),
+            '{"inputs": ' + "[" * r.randrange(60, 3000) + "]" * 3000,
+            '{"inputs": [], "generated_at": ' + "9" * r.randrange(20, 600) + "}",
+            h_doc(r, {"inputs": paths})])
+
+    def _rederive_run(x, t):
+        from seat_console.evidence.report import rederive
+        out = rederive(x, "report.json")
+        assert isinstance(out, list) and all(isinstance(s, str) for s in out)
+        return out
+    add("report_rederive", _rederive_gen, _rederive_run, lambda: ())
+
+    def _jrows_gen(r, t):
+        cols = ("seq", "at", "user", "host", "profile_sha256", "run_id", "runbook", "kind",
+                "step", "inputs", "outcome", "output", "facts", "prev_hash", "hash")
+        hold = {"hold_id": "h", "lease": "seat-lease-h", "expires_at": "2026-12-05T13:00:00Z",
+                "stopped": ["a.timer"], "silence_id": "s", "reason": "r", "timers_before": {}}
+
+        def val(c, i):
+            p = r.random()
+            if p < 0.08:
+                return r.randbytes(r.randrange(8))
+            if p < 0.14:
+                return r.choice([None, 7, 2.5, -1])
+            if c == "seq":
+                return i
+            if c == "at":
+                return r.choice(TIMES[:4] + ["2026-12-05T11:59:00.000000Z"])
+            if c in ("inputs", "facts"):
+                return r.choice([json.dumps({"hold": mutate(r, hold), "acts_on": h_json(r)}),
+                                 json.dumps(h_json(r)), "[" * r.randrange(30, 20000),
+                                 "9" * r.randrange(300, 5000), json.dumps({"hold_id": h_json(r)})])
+            if c == "runbook":
+                return r.choice(["hold", "release", "extend", "swap", "compare"])
+            if c == "kind":
+                return r.choice(["start", "begin", "verify", "end", "interference"])
+            return r.choice(["", "r1", "stop a.timer", h_text(r, 10)])
+        return [{c: val(c, i + 1) for c in cols} for i in range(r.randrange(1, 8))]
+
+    def _jrows_run(x, t):
+        import sqlite3
+        from seat_console.actions import compare, hold, recover, swap
+        from seat_console.actions.journal import Journal
+        from seat_console.node.attribution import JournalAttributor
+        for f in t.glob("jr.db*"):
+            f.unlink()
+        p = t / "jr.db"
+        Journal(p).close()
+        db = sqlite3.connect(p)
+        for row in x:
+            try:
+                db.execute(f"INSERT INTO entries ({', '.join(row)}) VALUES "
+                           f"({', '.join('?' * len(row))})", tuple(row.values()))
+            except (sqlite3.Error, OverflowError, UnicodeEncodeError):
+                pass   # a value SQLite cannot hold is not in the file
+        db.commit()
+        db.close()
+        from datetime import UTC, datetime, timedelta
+        now = datetime(2026, 12, 5, 12, 0, tzinfo=UTC)
+        j = Journal(p)
+        try:
+            j.verify()
+            for h in hold.holds(j):
+                json.dumps(h.to_json(now))
+                hold.journal_attribution(j, h, now)("a.timer", now)
+                hold.own_change(j, h, now)
+                compare.bracket_breaches(j, h.hold_id, "2026-12-05T10:00:00+00:00")
+            for run in j.unfinished():
+                recover.describe_text(run)
+            swap.last_swap(j)
+            out = [e.to_json() for e in j.entries()]
+            json.dumps(out, default=str)
+        finally:
+            j.close()
+        a = JournalAttributor(p, clock=lambda: now)
+        try:
+            a.attribution(["seat"], now - timedelta(minutes=1))
+        finally:
+            a.close()
+        return out
+    add("journal_rows", _jrows_gen, _jrows_run,
+        lambda: (_err_mod("seat_console.actions.journal", "JournalError"),))
+
+    def _items_gen(r, t):
+        item = {"id": "a", "prompt": "p", "max_tokens": 8}
+        doc = {"name": "s", "items": [item], "canaries": [item], "cases": [item],
+               "prompts": ["x"]}
+        return h_doc(r, doc).encode("utf-8", "surrogatepass")
+
+    def _items_run(x, t):
+        from seat_console.evidence.canaries import CanaryError, parse_canaries
+        from seat_console.evidence.fidelity import FidelityError, parse_cases, parse_completion
+        from seat_console.probe.prompts import PromptSetError, parse_prompt_set
+        out = []
+        for f in (lambda: parse_canaries(x, "c.json"), lambda: parse_cases(x, "f.json"),
+                  lambda: parse_completion(x, "completion"),
+                  lambda: parse_prompt_set(x, "p.json")):
+            try:
+                out.append(f())
+            except (CanaryError, FidelityError, PromptSetError):
+                out.append(None)
+        return out
+    add("item_sets", _items_gen, _items_run, lambda: ())
+
+    def _timing_gen(r, t):
+        lines = [f'vllm:time_to_first_token_seconds_bucket{{le="{le}"}} {n}'
+                 for le, n in (("0.1", 1), ("1.0", 3), ("+Inf", 4))]
+        lines += ["vllm:time_to_first_token_seconds_count 4",
+                  "vllm:time_to_first_token_seconds_sum 1.5"]
+        for _ in range(r.randrange(4)):
+            i = r.randrange(len(lines) + 1)
+            lines.insert(i, r.choice([h_text(r, 40), lines[r.randrange(len(lines))],
+                                      'vllm:time_to_first_token_seconds_bucket{le="'
+                                      + r.choice(["NaN", "-1", "1e400", "x"]) + '"} '
+                                      + r.choice(["NaN", "+Inf", "-1", "9" * 400])]))
+        return {"text": "\n".join(lines) + "\n", "obj": h_json(r)}
+
+    def _timing_run(x, t):
+        from seat_console.core.engine_timing import parse_histograms, parse_phase_timing
+        out = parse_histograms(x["text"])
+        try:
+            parse_phase_timing(x["obj"], "summary.json phase p")
+        except ValueError:
+            pass
+        return out
+    add("engine_timing", _timing_gen, _timing_run, lambda: (ValueError,))
+
+    def _counters_run(x, t):
+        from seat_console.probe.engine_counters import parse_counters
+        return parse_counters(x)
+    add("engine_counters", _metrics_gen, _counters_run, lambda: (ValueError,))
+
+    def _exec_gen(r, t):
+        out = b""
+        for _ in range(r.randrange(6)):
+            body = r.randbytes(r.randrange(20))
+            n = len(body) if r.random() < 0.8 else r.randrange(2**32)
+            out += bytes([r.choice([1, 2, 0, 3, 7]), 0, 0, 0]) + n.to_bytes(4, "big") + body
+        cuts = sorted(r.randrange(len(out) + 1) for _ in range(r.randrange(4)))
+        return [out[a:b] for a, b in zip([0, *cuts], [*cuts, len(out)])]
+
+    def _exec_run(x, t):
+        from seat_console.node.engine_exec import StreamDemux
+        d = StreamDemux(cap=1 << 16)
+        for part in x:
+            d.feed(part)
+        return d.stdout, d.stderr
+    add("exec_stream", _exec_gen, _exec_run,
+        lambda: (_err_mod("seat_console.node.engine_exec", "StreamProtocolError"),))
+
+    def _prom_gen(r, t):
+        good = {"status": "success", "data": {"resultType": "vector", "result": [
+            {"metric": {"instance": "n1:9400", "__name__": "seat:held"},
+             "value": [1764590400.0, "1"]}]}}
+        x = h_doc(r, good)
+        if r.random() < 0.3:
+            x = x.replace('"1"', json.dumps(r.choice(["+Inf", "NaN", "1e400", "-1e300", "9" * 400])))
+        return x.encode("utf-8", "surrogatepass")
+
+    def _prom_run(x, t):
+        from seat_console.fleet.promapi import parse_response
+        return parse_response(x, "seat:held", "Prometheus")
+    add("prom_response", _prom_gen, _prom_run,
+        lambda: (_err_mod("seat_console.fleet.promapi", "PromError"),))
+
+    def _pstate_run(x, t):
+        from seat_console.exporter.readers import probe_state
+        root = t / "pruns"
+        shutil.rmtree(root, ignore_errors=True)
+        (root / "r1").mkdir(parents=True)
+        (root / "r1" / "summary.json").write_bytes(x)
+        return probe_state(root, 60.0)
+    add("exporter_probe_state", lambda r, t: h_doc(r, {
+        "status": "running", "phases": [{"name": "a"}], "disruptions": [],
+        "settings": {"phases": [{"name": "a"}, {"name": "b"}]}}).encode(
+            "utf-8", "surrogatepass"), _pstate_run, lambda: (ValueError,))
+
+    def _hot_gen(r, t):
+        events = b"".join(b"data: " + json.dumps(mutate(r, {"choices": [{"text": "a"}], "usage": {
+            "completion_tokens": i + 1}})).encode() + r.choice([b"\n\n", b"\r\n\r\n", b"\r\r"])
+            for i in range(r.randrange(4))) + b"data: [DONE]\n\n"
+        body = r.choice([events, r.randbytes(r.randrange(64)), b"\xef\xbb\xbf" + events])
+        head = (b"HTTP/1.1 " + r.choice([b"200 OK", b"500 x", b"200", b"abc"]) + b"\r\n"
+                + b"Content-Type: " + r.choice([b"text/event-stream", b"text/html", b""])
+                + b"\r\n" + r.choice([b"Transfer-Encoding: chunked\r\n", b"",
+                                       b"Content-Encoding: gzip\r\n"]) + b"\r\n")
+        if b"chunked" in head:
+            body = b"%x\r\n" % len(body) + body + b"\r\n0\r\n\r\n"
+        data = head + body
+        cuts = sorted(r.randrange(len(data) + 1) for _ in range(r.randrange(5)))
+        return [data[a:b] for a, b in zip([0, *cuts], [*cuts, len(data)])]
+
+    def _hot_run(x, t):
+        import asyncio
+        from seat_console.probe.client import SSEFeed
+        from seat_console.probe.hotpath import _Conn, _Exchange
+
+        class _T:
+            def write(self, b): pass
+            def close(self): pass
+            def get_extra_info(self, k, d=None): return d
+        loop = asyncio.new_event_loop()
+        try:
+            conn = _Conn()
+            conn.connection_made(_T())
+            ex = _Exchange(SSEFeed(), 0.0, loop.create_future())
+            conn.start(b"GET / HTTP/1.1\r\n\r\n", ex)
+            for part in x:
+                if conn.closed:
+                    break
+                conn.data_received(part)
+            if not conn.closed:
+                conn.connection_lost(None)
+            return ex.failure, ex.status
+        finally:
+            loop.close()
+    add("hotpath_response", _hot_gen, _hot_run, lambda: ())
+
     # the first frame's raw read of the profile
     def _ident_run(x, t):
         from seat_console.tui.first_frame import raw_identity

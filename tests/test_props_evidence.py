@@ -341,3 +341,33 @@ def test_report_verify_on_hostile_recorded_inputs_names_them_never_raises(tmp_pa
     with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(err):
         rc = main(["report", "--verify", str(p), "--json"])
     assert rc in (0, 1)
+
+
+@given(st.one_of(
+    st.text(max_size=200), st.binary(max_size=200),
+    json_values.map(json.dumps),
+    st.fixed_dictionaries({"phase": st.text(max_size=5), "index": st.integers(), "api": st.just("x"),
+                           "prompt_id": st.integers(), "sent_at": st.sampled_from(
+                               ["2026-12-01T00:00:00Z", "2026-12-01T00:00:00", "x", 0]),
+                           "start_s": st.one_of(st.floats(), st.integers(),
+                                                st.sampled_from(["Infinity", "NaN"])),
+                           "ok": st.booleans(),
+                           "itl_s": st.lists(st.floats(), max_size=3)}).map(
+        lambda d: json.dumps(d).replace("NaN", '"NaN"').replace('""NaN""', '"NaN"')),
+    st.integers(21, 500).map(lambda n: '{"index": ' + "9" * n + "}")))
+def test_parse_record_takes_a_record_or_names_the_line(line):
+    """A request line read back: a record whose floats are finite and integers within ±2^63,
+    or the line's InputError — never OverflowError or a pydantic error of another type."""
+    import math
+
+    from seat_console.core.probe_record import parse_record
+    from seat_console.core.untrusted import InputError
+
+    try:
+        rec = parse_record(line, "run/requests.jsonl:3")
+    except InputError as exc:
+        assert str(exc).startswith("run/requests.jsonl:3: ")
+        return
+    for v in (rec.start_s, rec.ttft_s, rec.e2e_s, *rec.itl_s):
+        assert v is None or math.isfinite(v)
+    assert -2**63 <= rec.index < 2**63

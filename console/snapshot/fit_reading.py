@@ -113,7 +113,7 @@ def load_side(role: str, spec: CheckpointSpec, tp: int,
             src = str(spec.config_json)
             if not isinstance(cfg, dict):
                 raise ValueError(f"top level is a JSON {type(cfg).__name__}, expected an object")
-        except (OSError, ValueError) as exc:
+        except (OSError, ValueError, RuntimeError) as exc:   # RuntimeError: ~nouser (expanduser)
             return FitSide(**base, unavailable=f"{role}.config_json {spec.config_json}: cannot "
                                                f"read it as JSON: {exc}")
     elif spec.model_shape is not None:
