@@ -627,32 +627,19 @@ def _specs() -> list[Spec]:
     add("exec_stream", _exec_gen, _exec_run,
         lambda: (_err_mod("seat_console.node.engine_exec", "StreamProtocolError"),))
 
-    def _prom_gen(r, t):
-        good = {"status": "success", "data": {"resultType": "vector", "result": [
-            {"metric": {"instance": "n1:9400", "__name__": "seat:held"},
-             "value": [1764590400.0, "1"]}]}}
-        x = h_doc(r, good)
-        if r.random() < 0.3:
-            x = x.replace('"1"', json.dumps(r.choice(["+Inf", "NaN", "1e400", "-1e300", "9" * 400])))
-        return x.encode("utf-8", "surrogatepass")
+    def _imgcheck_gen(r, t):
+        from seat_console.sources.image_caps import MARKER
+        good = {"python": "3.12.1", "engine": {"package": "vllm", "version": "0.34.0"},
+                "attrs": {"vllm.x": {"ok": True, "where": "vllm/x.py"}}}
+        lines = [h_text(r, 40) for _ in range(r.randrange(3))]
+        lines.insert(r.randrange(len(lines) + 1), MARKER + h_doc(r, good))
+        return "\n".join(lines)
 
-    def _prom_run(x, t):
-        from seat_console.fleet.promapi import parse_response
-        return parse_response(x, "seat:held", "Prometheus")
-    add("prom_response", _prom_gen, _prom_run,
-        lambda: (_err_mod("seat_console.fleet.promapi", "PromError"),))
-
-    def _pstate_run(x, t):
-        from seat_console.exporter.readers import probe_state
-        root = t / "pruns"
-        shutil.rmtree(root, ignore_errors=True)
-        (root / "r1").mkdir(parents=True)
-        (root / "r1" / "summary.json").write_bytes(x)
-        return probe_state(root, 60.0)
-    add("exporter_probe_state", lambda r, t: h_doc(r, {
-        "status": "running", "phases": [{"name": "a"}], "disruptions": [],
-        "settings": {"phases": [{"name": "a"}, {"name": "b"}]}}).encode(
-            "utf-8", "surrogatepass"), _pstate_run, lambda: (ValueError,))
+    def _imgcheck_run(x, t):
+        from seat_console.sources.image_caps import parse_check_output
+        return parse_check_output(x, "img:1")
+    add("image_check_output", _imgcheck_gen, _imgcheck_run,
+        lambda: (_err("untrusted", "InputError"),))
 
     def _hot_gen(r, t):
         events = b"".join(b"data: " + json.dumps(mutate(r, {"choices": [{"text": "a"}], "usage": {

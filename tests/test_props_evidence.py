@@ -14,7 +14,7 @@ import random
 import tempfile
 from pathlib import Path
 
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from seat_console.actions.journal import Journal, JournalError
@@ -321,6 +321,7 @@ hostile_paths = st.one_of(
         lambda ps: "\n".join(f"Input: `{p}`" for p in ps) + "\n"),
     st.integers(65, 3000).map(lambda n: '{"inputs": ' + "[" * n + "]" * n + "}"),
     st.integers(21, 600).map(lambda n: '{"inputs": [], "generated_at": ' + "9" * n + "}")))
+@example("Input: `a\ud800`\n")   # written with surrogatepass: not UTF-8 (UnicodeDecodeError)
 @settings(suppress_health_check=[HealthCheck.function_scoped_fixture], deadline=10_000)
 def test_report_verify_on_hostile_recorded_inputs_names_them_never_raises(tmp_path_factory, text):
     """``report --verify``: a recorded ``~user`` (RuntimeError before), an over-long name

@@ -58,6 +58,11 @@ def run(args: argparse.Namespace, _loaded: Any) -> int:
         except OSError as exc:
             print(f"seat-console report: {src}: cannot read ({exc.strerror})", file=sys.stderr)
             return EXIT_ERROR
+        except UnicodeDecodeError as exc:   # an edited or foreign file (issue 31)
+            print(f"seat-console report: {src}: not UTF-8 text (byte {exc.start}): not a report "
+                  "this console wrote; regenerate it with `seat-console report`",
+                  file=sys.stderr)
+            return EXIT_ERROR
         except RunError as exc:
             print(f"seat-console report: {exc}", file=sys.stderr)
             return EXIT_ERROR
