@@ -607,7 +607,7 @@ def _specs() -> list[Spec]:
     def _counters_run(x, t):
         from seat_console.probe.engine_counters import parse_counters
         return parse_counters(x)
-    add("engine_counters", _metrics_gen, _counters_run, lambda: (ValueError,))
+    add("counters_text", _metrics_gen, _counters_run, lambda: (ValueError,))
 
     def _exec_gen(r, t):
         out = b""
