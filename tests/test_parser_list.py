@@ -160,3 +160,14 @@ def test_the_rule_catches_a_new_parser(tmp_path, monkeypatch):
     q = tmp_path / "quiet.py"
     q.write_text("def f(x):\n    return x.loads_more\n")
     assert _calls_primitive(q, rule["primitives"]) is None
+
+
+def test_fuzz_target_names_are_unique():
+    """``scripts/fuzz.py`` runs the first spec of a name: a second target of the same name
+    (two branches adding one each) would silently never run."""
+    spec = importlib.util.spec_from_file_location("seat_fuzz", ROOT / "scripts" / "fuzz.py")
+    assert spec is not None and spec.loader is not None
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    names = [s.name for s in mod._specs()]
+    assert len(names) == len(set(names)), sorted({n for n in names if names.count(n) > 1})
