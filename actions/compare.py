@@ -33,6 +33,11 @@ Runbook ``compare`` (policy ``undo``), built from the bracket plan
 4. **restore seat** — if the candidate holds the seat, the restore steps (hold kept).
 5. **release hold** — only if step 1 placed it.
 
+**Gate** (:func:`~seat_console.actions.gates.compare_gate`, read right before the first
+step): refused unless the resident holds the seat — a compare started with the candidate in
+the seat measured the candidate as arm A and its "restart the resident" leg crashed against the
+running candidate. The fix it names: ``seat-console restore`` first.
+
 ``compare.json`` (in ``<data dir>/comparisons/<bracket id>/``) is written before the first
 step (status ``running``) and rewritten at the end with the outcome, so a killed compare is
 kept too. Nothing recorded is ever deleted.
@@ -501,7 +506,10 @@ def build_compare(nctx: NodeContext, journal: Journal, *, options: CompareOption
 
     steps.append(Step("release hold", rel_check, release, rel_verify, None,
                       manual="seat-console release"))
+    from seat_console.actions.gates import compare_gate
+
     rb = Runbook("compare", steps, journal=journal, observer=observer, policy="undo",
+                 gates=[compare_gate(nctx)],
                  inputs={"bracket_id": bid, "order": opts.order, "rounds": opts.rounds,
                          "force": opts.force, "reason": opts.reason},
                  facts={"bracket_id": bid, "cmp_dir": str(cmp_dir), **(facts or {})},

@@ -292,6 +292,25 @@ def active_hold(journal: Journal, now: datetime | None = None) -> HoldState | No
     return live[-1] if live else None
 
 
+def hold_in_effect(nctx: NodeContext, journal: Journal) -> tuple[HoldState | None, str | None]:
+    """``(hold, problem)``: the journal's active hold (:func:`active_hold`) and, when it
+    stopped timers, whether its lease is armed on the node now — ``problem`` says what is wrong
+    (``None``: the hold is in effect as the journal says, or there is none). Never raises (a
+    node that cannot be read is a ``problem``). The gates' hold reading
+    (:data:`seat_console.actions.gates.HoldReader`)."""
+    h = active_hold(journal)
+    if h is None or not h.stopped:
+        return h, None
+    try:
+        st = node_ops.read_lease(nctx.transport, h.lease_unit.removesuffix(".timer"))
+    except Exception as exc:  # noqa: BLE001 - the node unreadable: said, not assumed
+        return h, f"its lease {h.lease_unit} cannot be read on the node ({exc})"
+    if not node_ops.lease_pending(st):
+        return h, (f"its lease {h.lease_unit} is not armed on the node ({st.load_state}/"
+                   f"{st.active_state}): nothing restores the timers at its end")
+    return h, None
+
+
 def current_hold(journal: Journal) -> HoldState | None:
     """The newest hold not yet released (active, lapsed, unfinished or release-partial) — what
     ``release`` acts on; ``None`` when every hold was released."""
@@ -648,8 +667,14 @@ def build_release(nctx: NodeContext, journal: Journal, h: HoldState, *,
                   observer: Observer | None = None, run_id: str | None = None,
                   facts: dict[str, Any] | None = None,
                   defer: dict[str, datetime] | None = None,
-                  defer_firing: datetime | None = None) -> Runbook:
+                  defer_firing: datetime | None = None, force: bool = False,
+                  reason: str = "", check_seat: bool = True) -> Runbook:
     """The release runbook for hold ``h`` (module docstring). Policy ``continue``.
+
+    Its gate (:func:`~seat_console.actions.gates.release_gate`, read right before it acts):
+    refused while the candidate holds the seat and no promote made it the resident, unless
+    ``force`` with a ``reason`` (journaled); ``check_seat=False`` leaves the gate out (a
+    restore plans its release before it has put the resident back).
 
     Before each timer is started, when it would elapse once started is read from the node
     (:func:`~seat_console.sources.timers.read_start_forecast`: Persistent catch-up and every
@@ -671,9 +696,16 @@ def build_release(nctx: NodeContext, journal: Journal, h: HoldState, *,
     init = facts or {"hold": {"hold_id": h.hold_id, "lease": h.lease_unit.removesuffix(".timer"),
                               "silence_id": h.silence_id, "stopped": list(h.stopped),
                               "expires_at": iso(h.expires_at)}}
+    from seat_console.actions.gates import release_gate
+
+    inputs: dict[str, Any] = {"hold_id": h.hold_id}
+    if force:
+        inputs.update(force=True, reason=reason)
     return Runbook("release", steps, journal=journal, observer=observer, policy="continue",
-                   inputs={"hold_id": h.hold_id}, facts=init, run_id=run_id,
-                   profile_sha256=nctx.loaded.sha256)
+                   inputs=inputs, facts=init, run_id=run_id,
+                   profile_sha256=nctx.loaded.sha256,
+                   gates=[release_gate(nctx, journal, force=force, reason=reason)]
+                   if check_seat else [])
 
 
 def _forecast(nctx: NodeContext, unit: str) -> Any:
@@ -852,7 +884,29 @@ def build_cancel_deferred(nctx: NodeContext, journal: Journal, deferrals: Sequen
                    profile_sha256=nctx.loaded.sha256)
 
 
+AM_DOWN_KINDS = ("unreachable", "timeout", "tls")
+""":class:`AlertmanagerError` kinds that mean Alertmanager cannot be reached at all: the
+release then degrades (the silence is left to lapse at its end) instead of refusing."""
+
+
+def lapse_sentence(sid: str | None, h: HoldState, why: str, nctx: NodeContext) -> str:
+    """The release's words for a silence it cannot expire because Alertmanager cannot be
+    reached: which silence stays, when it lapses by itself (the hold's end, UTC) and how to end
+    it sooner. ``sid``: the silence ID (``None``: not recorded — found by the hold ID)."""
+    which = f"silence {sid}" if sid else f"the silence of hold {h.hold_id} (its ID not recorded)"
+    fix = (f"`amtool silence expire {sid}`" if sid else
+           f"expire the silence whose comment holds [{h.hold_id}]")
+    return (f"Alertmanager at {_safe_url(nctx)} cannot be reached ({why}): {which} is left in "
+            f"place and lapses by itself at {iso(h.expires_at)} — to end it sooner, once "
+            f"Alertmanager answers: {fix} (or `seat-console release` again)")
+
+
 def _expire_step(nctx: NodeContext, h: HoldState) -> Step:
+    """Release's ``expire silence``. Alertmanager unreachable (:data:`AM_DOWN_KINDS`) never
+    refuses the release: the plan says the silence will be left to lapse at the hold's end;
+    the apply then fails with that sentence (:func:`lapse_sentence`, fact ``silence_left``),
+    so — policy ``continue`` — the timers are started and the lease cancelled anyway and the
+    run ends ``partial`` naming the silence that remains."""
     def sid(ctx: RunContext) -> str | None:
         s = ctx.facts["hold"].get("silence_id")
         if s is None:
@@ -861,14 +915,26 @@ def _expire_step(nctx: NodeContext, h: HoldState) -> Step:
             ctx.facts["hold"]["silence_id"] = s
         return s
 
+    def down(exc: AlertmanagerError) -> bool:
+        return getattr(exc, "kind", None) in AM_DOWN_KINDS
+
     def check(ctx: RunContext) -> Check:
         try:
             i = sid(ctx)
             if i is None:
                 return Check(False, "skip silence: the hold created none")
             s = _am(nctx).get_silence(i)
+        except StepError as exc:   # the client itself could not be made: said, not refused
+            return Check(True, f"expire the hold's silence — "
+                               f"{lapse_sentence(ctx.facts['hold'].get('silence_id'), h, str(exc), nctx)}"
+                               " (if it still cannot be reached then)")
         except AlertmanagerError as exc:
-            raise StepError(str(exc)) from None
+            if not down(exc):
+                raise StepError(str(exc)) from None
+            return Check(True, "expire the hold's silence — now "
+                               + lapse_sentence(ctx.facts["hold"].get("silence_id"), h,
+                                                str(exc), nctx)
+                               + " (if it still cannot be reached then)")
         if s.state == "expired":
             if s.ends_at < h.expires_at - timedelta(seconds=2):  # DELETE sets endsAt = now
                 ctx.warn(f"silence {i} was expired by someone else during the hold "
@@ -877,25 +943,47 @@ def _expire_step(nctx: NodeContext, h: HoldState) -> Step:
             return Check(False, f"skip silence {i}: already expired (at {iso(s.ends_at)})")
         return Check(True, f"expire silence {i} (active until {iso(s.ends_at)})")
 
+    def left(ctx: RunContext, exc: Exception) -> StepError:
+        i = ctx.facts["hold"].get("silence_id")
+        ctx.facts["silence_left"] = {"id": i, "lapses_at": iso(h.expires_at),
+                                     "why": str(exc)}
+        return StepError(lapse_sentence(i, h, str(exc), nctx))
+
     def apply(ctx: RunContext) -> str:
         try:
-            node_ops.expire_silence(_am(nctx), sid(ctx))  # type: ignore[arg-type]
+            i = sid(ctx)
+            if i is None:
+                return "the hold created no silence"
+            node_ops.expire_silence(_am(nctx), i)
+        except StepError as exc:
+            raise left(ctx, exc) from None
         except AlertmanagerError as exc:
+            if down(exc):
+                raise left(ctx, exc) from None
             raise StepError(str(exc)) from None
         return "expired"
 
     def verify(ctx: RunContext) -> str:
+        i = sid(ctx)
+        if i is None:
+            return "no silence to expire"
         try:
-            s = _am(nctx).get_silence(sid(ctx))  # type: ignore[arg-type]
+            s = _am(nctx).get_silence(i)
         except AlertmanagerError as exc:
             raise StepError(str(exc)) from None
         if s.state != "expired":
             raise StepError(f"silence {s.id} reads back {s.state}, not expired")
         return f"silence {s.id} expired (still listed)"
 
-    return Step("expire silence", check, apply, verify, None,
-                manual=lambda ctx: f"curl -X DELETE {_safe_url(nctx)}/api/v2/silence/"
-                                   f"{ctx.facts['hold'].get('silence_id')}")
+    def manual(ctx: RunContext) -> str:
+        i = ctx.facts["hold"].get("silence_id")
+        if i is None:
+            return (f"nothing, or once Alertmanager answers expire the silence whose comment "
+                    f"holds [{h.hold_id}]; it lapses by itself at {iso(h.expires_at)}")
+        return (f"nothing (it lapses by itself at {iso(h.expires_at)}), or to end it sooner: "
+                f"curl -X DELETE {_safe_url(nctx)}/api/v2/silence/{i}")
+
+    return Step("expire silence", check, apply, verify, None, manual=manual)
 
 
 def _cancel_lease_step(nctx: NodeContext, h: HoldState) -> Step:
@@ -1247,7 +1335,7 @@ def record_interference(journal: Journal, h: HoldState, notes: Sequence[str], *,
 
 
 __all__ = ["HoldState", "TTL_MAX_S", "TTL_MIN_S", "active_hold", "build_extend", "build_hold",
-           "build_release", "build_cancel_deferred", "catchup_warning", "countdown", "current_hold", "expiry_text",
+           "build_release", "build_cancel_deferred", "hold_in_effect", "lapse_sentence", "catchup_warning", "countdown", "current_hold", "expiry_text",
            "fmt_ttl",
            "foreign_lease_text", "holds",
            "interference", "iso", "new_hold_id", "note_interference", "own_change",

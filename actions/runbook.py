@@ -27,6 +27,15 @@ the node and how to fix each by hand.
 
 :meth:`Runbook.plan` runs only the checks and returns the dry-run :class:`Plan`.
 
+Gates: a runbook may have ``gates`` (:data:`Gate`, built by :mod:`seat_console.actions.gates`):
+preconditions on the *seat's* state (who holds the seat, the hold, a promote) read from docker,
+the node and the journal. They run first in :meth:`Runbook.plan` (a refusal is the plan's first
+line, ``✗ seat state: …``; a warning its first line) and again in :meth:`Runbook.run` right
+after the ``start`` row, before any step: a refusal ends the run ``refused`` (journaled as a
+``fail`` row of step ``seat state``), a warning is journaled (``warn``) and shown. Recovery
+(:meth:`Runbook.finish_from_journal`) does not run them: putting back a crashed run is never
+refused for the state that crash left.
+
 Facts: steps share what they learn (a lease unit name, a silence ID, which timers were active) in
 ``ctx.facts`` (a JSON-able dict). Every row the engine writes carries the facts as they were then,
 so a later console rebuilds the run from the journal (:func:`facts_from_rows`).
@@ -106,6 +115,9 @@ class Event:
         return f"{head} {self.step + ': ' if self.step else ''}{self.message}"
 
 
+GATE_STEP = "seat state"
+"""The step name under which gates appear in plans and journal rows."""
+
 Observer = Callable[[Event], None]
 """Called with each :class:`Event`, on the runbook's thread (keep it quick; the TUI posts a
 message from it, the CLI prints)."""
@@ -126,6 +138,12 @@ class RunContext:
         """Journal and show a warning (e.g. a Persistent=true timer that will fire at once, or
         interference by someone else)."""
         self._emit("warn", step, message)
+
+
+Gate = Callable[["RunContext"], "str | None"]
+"""A runbook gate (module docstring): reads the seat's state now; raises :class:`StepError`
+to refuse (the message names the state and the fix); returns a warning sentence to show first
+(journaled when the run starts), or ``None``."""
 
 
 @dataclass
@@ -328,13 +346,15 @@ class Runbook:
     (journaled with the start row; never secrets); ``journal``: where rows go (``None``: not
     journaled — only for tests of the engine); ``observer``: see :data:`Observer`;
     ``policy``: ``"undo"`` or ``"continue"`` (module docstring); ``facts``: initial facts;
-    ``run_id``: default :func:`new_run_id`; ``profile_sha256``: recorded in every row.
+    ``run_id``: default :func:`new_run_id`; ``profile_sha256``: recorded in every row;
+    ``gates``: :data:`Gate` s checked before any step (module docstring).
     """
 
     def __init__(self, name: str, steps: Sequence[Step], *, journal: Journal | None,
                  inputs: Mapping[str, Any] | None = None, observer: Observer | None = None,
                  policy: Policy = "undo", facts: Mapping[str, Any] | None = None,
-                 run_id: str | None = None, profile_sha256: str = "") -> None:
+                 run_id: str | None = None, profile_sha256: str = "",
+                 gates: Sequence[Gate] = ()) -> None:
         names = [s.name for s in steps]
         if len(set(names)) != len(names):
             raise ValueError(f"runbook {name}: step names must be unique: {names}")
@@ -345,6 +365,7 @@ class Runbook:
         self.policy: Policy = policy
         self.run_id = run_id or new_run_id(name)
         self.profile_sha256 = profile_sha256
+        self.gates = list(gates)
         self.ctx = RunContext(run_id=self.run_id, runbook=name, inputs=dict(inputs or {}),
                               facts=dict(facts or {}), _emit=self._emit_warn)
         self._stop = threading.Event()
@@ -399,6 +420,16 @@ class Runbook:
         lines = []
         self._planning = True
         try:
+            for g in self.gates:
+                try:
+                    text = g(self.ctx)
+                    if text:
+                        lines.append(PlanLine(GATE_STEP, False, f"⚠ {text}"))
+                except StepError as exc:
+                    lines.append(PlanLine(GATE_STEP, False, "", error=str(exc)))
+                except Exception as exc:  # noqa: BLE001 - a bug in a gate: the plan says it
+                    lines.append(PlanLine(GATE_STEP, False, "",
+                                          error=f"{type(exc).__name__}: {exc}"))
             for s in self.steps:
                 try:
                     c = s.check(self.ctx)
@@ -434,6 +465,16 @@ class Runbook:
         begun: list[Step] = []
         error: str | None = None
         failed_any = False
+        for g in self.gates:   # the seat's state, read right before the first step acts
+            try:
+                text = g(self.ctx)
+            except Exception as exc:  # noqa: BLE001 - a refusal (or a bug in a gate)
+                msg = str(exc) if isinstance(exc, StepError) else f"{type(exc).__name__}: {exc}"
+                self._row("fail", GATE_STEP, msg)
+                self._event("fail", GATE_STEP, msg, ok=False)
+                return self._end("refused", outcomes, f"{GATE_STEP}: {msg}", [], [])
+            if text:
+                self._emit_warn("warn", GATE_STEP, text)
         for s in self.steps:
             self.current_step = s.name
             try:
@@ -658,6 +699,6 @@ def printing_observer(write: Callable[[str], Any]) -> Observer:
     return obs
 
 
-__all__ = ["Check", "Event", "Observer", "Plan", "PlanLine", "Result", "RunContext", "Runbook",
+__all__ = ["GATE_STEP", "Check", "Event", "Gate", "Observer", "Plan", "PlanLine", "Result", "RunContext", "Runbook",
            "Step", "StepError", "StepOutcome", "StopRequested", "facts_from_rows", "in_flight",
            "new_run_id", "printing_observer", "stop_in_flight"]

@@ -792,10 +792,28 @@ def no_swap_error(resident: str, probe: str | None, resident_running: bool | Non
 
 def build_restore(nctx: NodeContext, journal: Journal, *, on_log: Callable[[str], None] =
                   lambda line: None, observer: Observer | None = None,
-                  run_id: str | None = None, facts: dict[str, Any] | None = None) -> Runbook:
+                  run_id: str | None = None, facts: dict[str, Any] | None = None,
+                  defer: dict[str, datetime] | None = None,
+                  defer_firing: datetime | None = None) -> Runbook:
     """The restore runbook (module docstring); raises :class:`StepError` when no swap recorded
     a resident identity (nothing to restore from) — :class:`NothingToRestore` when the
-    resident holds the seat now (:func:`no_swap_error`; reads docker, changes nothing)."""
+    resident holds the seat now (:func:`no_swap_error`; reads docker, changes nothing).
+
+    Its plan says first when it takes the seat down without a hold
+    (:func:`~seat_console.actions.gates.downtime_gate`), and its ``release hold`` line is the
+    release's own plan: each timer that fires the moment it is started is named with the time
+    (the facts' ``forecast``, as :func:`~seat_console.actions.hold.build_release` plans it).
+    ``defer`` / ``defer_firing``: passed to the release (keep a timer stopped until then; a
+    transient timer on the node starts it). Raises :class:`ValueError` for a ``defer`` timer
+    the current hold did not stop."""
+    if defer and facts is None:
+        cur = hold_mod.current_hold(journal)
+        for u in defer:
+            if cur is None or u not in cur.stopped:
+                raise ValueError(f"--defer {u}: " + (
+                    "there is no hold to release" if cur is None else
+                    f"hold {cur.hold_id} did not stop it (it stopped "
+                    f"{', '.join(cur.stopped) or 'none'})"))
     if facts is None:
         rows = last_swap(journal)
         if rows is None:
@@ -852,14 +870,25 @@ def build_restore(nctx: NodeContext, journal: Journal, *, on_log: Callable[[str]
         if h is None:
             return Check(False, "no hold to release")
         ctx.facts["hold_id"] = h.hold_id
-        return Check(True, f"release hold {h.hold_id}: start {', '.join(h.stopped) or 'no'} "
-                           "timer(s), expire the silence, cancel the lease")
+        # the release's own plan (the seat gate left out: the resident is put back first)
+        rel = hold_mod.build_release(nctx, journal, h, defer=defer, defer_firing=defer_firing,
+                                     check_seat=False)
+        plan = rel.plan()
+        ctx.facts["forecast"] = dict(rel.ctx.facts.get("forecast") or {})
+        err = next((x for x in plan.lines if x.error), None)
+        if err is not None:
+            raise StepError(f"the release of hold {h.hold_id} would refuse: {err.step}: "
+                            f"{err.error}")
+        parts = [x.text.replace("seat-console release --defer", "seat-console restore --defer")
+                 for x in plan.lines]
+        return Check(True, f"release hold {h.hold_id}: " + "; ".join(parts))
 
     def rel_apply(ctx: RunContext) -> str:
         h = hold_mod.current_hold(journal)
         if h is None:
             return "the hold was released meanwhile"
-        res = hold_mod.build_release(nctx, journal, h, observer=observer).run()
+        res = hold_mod.build_release(nctx, journal, h, observer=observer, defer=defer,
+                                     defer_firing=defer_firing).run()
         ctx.facts["release_run_id"] = res.run_id
         if not res.ok:
             raise StepError(f"release {res.outcome}: {res.describe()}")
@@ -883,9 +912,19 @@ def build_restore(nctx: NodeContext, journal: Journal, *, on_log: Callable[[str]
         Step("release hold", rel_check, rel_apply, rel_verify, None,
              manual="seat-console release"),
     ]
+    from seat_console.actions.gates import downtime_gate
+
+    inputs: dict[str, Any] = {"swap_run_id": facts.get("swap_run_id")}
+    if defer:
+        inputs["defer"] = {u: hold_mod.iso(t) for u, t in defer.items()}
+    if defer_firing is not None:
+        inputs["defer_firing"] = hold_mod.iso(defer_firing)
     return Runbook("restore", steps, journal=journal, observer=observer, policy="continue",
-                   inputs={"swap_run_id": facts.get("swap_run_id")}, facts=facts,
-                   run_id=run_id, profile_sha256=nctx.loaded.sha256)
+                   inputs=inputs, facts=facts, run_id=run_id,
+                   profile_sha256=nctx.loaded.sha256,
+                   gates=[downtime_gate(nctx, lambda: hold_mod.hold_in_effect(nctx, journal),
+                                        "restore",
+                                        "stops the candidate and starts the resident")])
 
 
 def rebuild(nctx: NodeContext, journal: Journal, rows: Sequence[Entry],
@@ -901,8 +940,12 @@ def rebuild(nctx: NodeContext, journal: Journal, rows: Sequence[Entry],
         return build_swap(nctx, journal, options=opts, observer=observer,
                           run_id=first.run_id, facts=facts)
     if first.runbook == "restore":
+        when = hold_mod._from_iso
+        defer = {str(u): t for u, v in (first.inputs.get("defer") or {}).items()
+                 if (t := when(v)) is not None}
         return build_restore(nctx, journal, observer=observer, run_id=first.run_id,
-                             facts=facts)
+                             facts=facts, defer=defer or None,
+                             defer_firing=when(first.inputs.get("defer_firing")))
     raise ValueError(f"swap.rebuild: {first.runbook!r} is not a swap or restore run")
 
 

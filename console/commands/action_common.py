@@ -8,6 +8,8 @@ Exit codes of action commands (README.md):
 * ``1`` — error: the action failed and every change was undone (the node is as it was), or an
   error before anything ran (invalid profile, journal unwritable);
 * ``2`` — usage error, or confirmation needed: not a terminal and no ``--yes``;
+* ``3`` — unavailable: a status (``hold --status``) could not read part of what it shows (the
+  output names which part);
 * ``4`` — failed part-way and something is LEFT CHANGED on the node: the output lists what and
   how to fix it by hand (also ``recover`` when an unfinished run was found and no choice given);
 * ``5`` — refused: a precondition failed and nothing was changed (node unreachable, a binary
@@ -34,6 +36,7 @@ from seat_console.core.profile import LoadedProfile
 EXIT_OK = 0
 EXIT_ERROR = 1
 EXIT_USAGE = 2
+EXIT_UNAVAILABLE = 3
 EXIT_PARTIAL = 4
 EXIT_REFUSED = 5
 EXIT_DECLINED = 6
@@ -235,5 +238,6 @@ def ends_with_next(func: Callable[[argparse.Namespace, LoadedProfile], int]
 
 
 __all__ = ["EXIT_DECLINED", "EXIT_ERROR", "EXIT_OK", "EXIT_PARTIAL", "EXIT_REFUSED",
-           "EXIT_USAGE", "JournalError", "confirm", "context", "ends_with_next", "exit_code",
-           "fail", "observer", "open_journal", "print_plan", "refused", "report", "runbook_next"]
+           "EXIT_UNAVAILABLE", "EXIT_USAGE", "JournalError", "confirm", "context",
+           "ends_with_next", "exit_code", "fail", "observer", "open_journal", "print_plan",
+           "refused", "report", "runbook_next"]

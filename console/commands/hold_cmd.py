@@ -12,6 +12,9 @@
 
 Exit codes: see :mod:`seat_console.commands.action_common` (0 done, 1 failed and undone,
 2 usage / needs --yes, 4 left partly changed, 5 refused — nothing changed, 6 declined).
+``hold --status``: 0 when everything it shows was read; 3 (unavailable) when a part of the hold
+could not be read — its lease on the node, its silence in Alertmanager, or the node's hold
+leases — the output names which (``unreadable`` in ``--json``), the rest is still shown.
 """
 
 from __future__ import annotations
@@ -127,7 +130,9 @@ def placed_line(h: Any) -> str:
 
 
 def status(nctx: Any, journal: Any, json_mode: bool, readonly: bool = False) -> int:
-    """Print the hold in effect and what the node says now; exit 0.
+    """Print the hold in effect and what the node says now; exit 0, or
+    :data:`~seat_console.commands.action_common.EXIT_UNAVAILABLE` (3) when the hold's lease,
+    its silence or the node's hold leases could not be read (:func:`unreadable`).
 
     Interference (a timer the hold stopped started again, its silence expired, by someone
     else — not this console's own release / extend, :func:`~seat_console.actions.hold.
@@ -138,11 +143,29 @@ def status(nctx: Any, journal: Any, json_mode: bool, readonly: bool = False) -> 
     now = utcnow()
     h = hold_mod.current_hold(journal)
     out = _status_data(nctx, journal, h, now, readonly)
+    out["unreadable"] = unreadable(out)
+    code = ac.EXIT_UNAVAILABLE if out["unreadable"] else ac.EXIT_OK
     if json_mode:
         print(jsonout.dumps(out, indent=2, default=str))
-        return ac.EXIT_OK
+        return code
     _print_status(journal, h, out, now)
-    return ac.EXIT_OK
+    if out["unreadable"]:
+        print(f"  NOT READ: {', '.join(out['unreadable'])} (exit {code}: the hold's state is "
+              "only partly known)")
+    return code
+
+
+def unreadable(out: dict[str, Any]) -> list[str]:
+    """What :func:`_status_data` could not read: ``"lease"``, ``"silence"``, ``"node leases"``
+    (each carried an ``error``); ``[]`` when everything was read. Pure."""
+    bad = []
+    if isinstance(out.get("lease"), dict) and "error" in out["lease"]:
+        bad.append("lease")
+    if isinstance(out.get("silence"), dict) and "error" in out["silence"]:
+        bad.append("silence")
+    if "foreign_leases_error" in out:
+        bad.append("node leases")
+    return bad
 
 
 def _status_data(nctx: Any, journal: Any, h: Any, now: Any, readonly: bool) -> dict[str, Any]:
@@ -244,4 +267,4 @@ def _print_status(journal: Any, h: Any, out: dict[str, Any], now: Any) -> None:
             print(line)
 
 
-__all__ = ["placed_line", "register", "run", "status"]
+__all__ = ["placed_line", "register", "run", "status", "unreadable"]

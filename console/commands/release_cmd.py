@@ -14,7 +14,14 @@ UTC time (``23:00Z``, ``2026-12-01T23:00Z``). ``--cancel-deferred`` cancels the 
 armed on the node and starts those timers now.
 
 A release with no hold says so and changes nothing (exit 5). A hold whose console died
-mid-runbook is finished with ``seat-console recover`` instead.
+mid-runbook is finished with ``seat-console recover`` instead. While the candidate holds the
+seat and no promote made it the resident, the release is refused (exit 5, the state and the
+fix named: ``restore`` or ``promote`` first); ``--force --reason TEXT`` releases anyway,
+journaled (:func:`seat_console.actions.gates.release_gate`).
+
+With Alertmanager unreachable the release still starts the timers and cancels the lease; the
+silence is left to lapse by itself at the hold's end (the time is said) and the exit is 4, "left
+partly changed", naming the silence that remains.
 
 Exit codes: :mod:`seat_console.commands.action_common`.
 """
@@ -44,12 +51,18 @@ def register(sub: argparse._SubParsersAction) -> None:
                                    "moment they start (Persistent catch-up, a monotonic "
                                    "interval that passed) are warned about; --defer keeps one "
                                    "stopped until a chosen time. Exit 0 done, 2 usage, 4 left "
-                                   "partly changed, 5 no hold (nothing changed), 6 declined.")
+                                   "partly changed (e.g. Alertmanager unreachable: the silence "
+                                   "lapses at its end), 5 no hold or refused (the candidate "
+                                   "holds the seat; nothing changed), 6 declined.")
     p.add_argument("--defer", action="append", default=[], metavar="UNIT=WHEN",
                    help="keep timer UNIT stopped and start it at WHEN (30m, 2h, 23:00Z, "
                         "2026-12-01T23:00Z) by a transient timer on the node; repeatable")
     p.add_argument("--defer-firing", metavar="WHEN",
                    help="defer to WHEN every timer that would fire at once when started")
+    p.add_argument("--force", action="store_true",
+                   help="release although the candidate holds the seat without a promote "
+                        "(needs --reason; journaled)")
+    p.add_argument("--reason", default="", metavar="TEXT", help="why --force (journaled)")
     p.add_argument("--cancel-deferred", action="store_true",
                    help="cancel the deferred starts armed on the node and start those timers "
                         "now")
@@ -90,19 +103,31 @@ def parse_when(text: str, now: datetime | None = None) -> datetime:
     return t
 
 
+def parse_defer(items: list[str], defer_firing: str | None,
+                now: datetime | None = None) -> tuple[dict[str, datetime], datetime | None]:
+    """``--defer UNIT=WHEN`` items and ``--defer-firing WHEN`` → ``(unit → UTC time, time or
+    None)`` (:func:`parse_when`); ``release`` and ``restore`` take both. Raises
+    :class:`ValueError` naming the item and the form."""
+    defer: dict[str, datetime] = {}
+    for item in items:
+        unit, sep, when = item.partition("=")
+        if not sep or not unit.strip():
+            raise ValueError(f"--defer {item!r}: give UNIT=WHEN, e.g. "
+                             "seat-conformance-smoke.timer=30m")
+        defer[unit.strip()] = parse_when(when, now)
+    return defer, (parse_when(defer_firing, now) if defer_firing else None)
+
+
 def run(args: argparse.Namespace, loaded: LoadedProfile) -> int:
     """Release the current hold (or cancel deferred starts)."""
-    defer: dict[str, datetime] = {}
     try:
-        for item in args.defer:
-            unit, sep, when = item.partition("=")
-            if not sep or not unit.strip():
-                raise ValueError(f"--defer {item!r}: give UNIT=WHEN, e.g. "
-                                 "seat-conformance-smoke.timer=30m")
-            defer[unit.strip()] = parse_when(when)
-        firing = parse_when(args.defer_firing) if args.defer_firing else None
+        defer, firing = parse_defer(args.defer, args.defer_firing)
     except ValueError as exc:
         return ac.fail(PROG, str(exc), ac.EXIT_USAGE, args.json)
+    if getattr(args, "force", False) and not (getattr(args, "reason", "") or "").strip():
+        return ac.fail(PROG, "--force needs --reason TEXT (why the release goes on while the "
+                             "candidate holds the seat; it is journaled)", ac.EXIT_USAGE,
+                       args.json)
     if args.cancel_deferred and (defer or firing):
         return ac.fail(PROG, "--cancel-deferred cannot be combined with --defer/--defer-firing",
                        ac.EXIT_USAGE, args.json)
@@ -124,7 +149,9 @@ def _release(args: argparse.Namespace, nctx: NodeContext, journal: Journal,
                        ac.EXIT_REFUSED, args.json)
     try:
         rb = hold_mod.build_release(nctx, journal, h, observer=ac.observer(args.json),
-                                    defer=defer, defer_firing=firing)
+                                    defer=defer, defer_firing=firing,
+                                    force=getattr(args, "force", False),
+                                    reason=getattr(args, "reason", ""))
     except ValueError as exc:
         return ac.fail(PROG, str(exc), ac.EXIT_USAGE, args.json)
     title = f"release hold {h.hold_id} (placed by {h.placed_by})"

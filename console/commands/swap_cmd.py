@@ -5,8 +5,12 @@ the resident comes back (:mod:`seat_console.actions.swap`).
   hold, and without a fitting candidate budget unless ``--force --reason`` (journaled). Asks
   the engineer to **type the seat's name** (``node.name``) unless ``--yes``: it stops the
   resident. A failure undoes the swap (the resident is started and verified); the hold stays.
-* ``restore [--dry-run] [--yes] [--json]`` — stop (keep) the probe, start the resident as the
-  newest swap recorded it, verify image ID, ``/health``, one completion, then release the hold.
+* ``restore [--defer UNIT=WHEN]… [--defer-firing WHEN] [--dry-run] [--yes] [--json]`` — stop
+  (keep) the probe, start the resident as the newest swap recorded it, verify image ID,
+  ``/health``, one completion, then release the hold. Its plan names each timer that fires the
+  moment it is started, with the time (``forecast`` in ``--json``), and takes the same
+  ``--defer`` / ``--defer-firing`` as ``release``; when no hold is in effect it says first that
+  the seat goes down unheld.
   When no swap is recorded and the resident holds the seat (running, the probe not), it says
   so and exits 0: nothing to restore (with or without ``--dry-run``).
 
@@ -41,6 +45,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=ac.ends_with_next(run_swap))
     r = sub.add_parser("restore", help="stop (keep) the probe, start the resident as recorded, "
                                        "verify it answers, release the hold")
+    r.add_argument("--defer", action="append", default=[], metavar="UNIT=WHEN",
+                   help="as `release --defer`: keep timer UNIT stopped and start it at WHEN "
+                        "(30m, 2h, 23:00Z) by a transient timer on the node; repeatable")
+    r.add_argument("--defer-firing", metavar="WHEN",
+                   help="defer to WHEN every timer that would fire at once when started")
     ac.add_action_flags(r)
     r.set_defaults(func=ac.ends_with_next(run_restore))
 
@@ -112,12 +121,22 @@ def run_restore(args: argparse.Namespace, loaded: LoadedProfile) -> int:
     """``restore``: exit codes in the module docstring."""
     from seat_console.actions import swap as swap_mod
 
+    from seat_console.commands.release_cmd import parse_defer
+
     prog = "seat-console restore"
+    try:
+        defer, firing = parse_defer(getattr(args, "defer", []),
+                                    getattr(args, "defer_firing", None))
+    except ValueError as exc:
+        return ac.fail(prog, str(exc), ac.EXIT_USAGE, args.json)
 
     def body(nctx: Any, journal: Any) -> int:
         try:
             rb = swap_mod.build_restore(nctx, journal, on_log=_log_line,
-                                        observer=ac.observer(args.json))
+                                        observer=ac.observer(args.json), defer=defer or None,
+                                        defer_firing=firing)
+        except ValueError as exc:
+            return ac.fail(prog, str(exc), ac.EXIT_USAGE, args.json)
         except swap_mod.NothingToRestore as exc:
             if args.json:
                 print(jsonout.dumps({"dry_run": bool(args.dry_run), "nothing_to_restore": True,
@@ -130,12 +149,17 @@ def run_restore(args: argparse.Namespace, loaded: LoadedProfile) -> int:
         plan = rb.plan()
         title = f"restore the seat {loaded.profile.node.name}"
         if args.dry_run:
-            ac.print_plan(plan, title, args.json)
+            if args.json:
+                print(json.dumps({"dry_run": True, **plan.to_json(),
+                                  "forecast": rb.ctx.facts.get("forecast", {})}, indent=2))
+            else:
+                ac.print_plan(plan, title, False)
             return ac.EXIT_OK if plan.ok else ac.EXIT_REFUSED
         code = ac.confirm(plan, title, args.yes, prog)
         if code is not None:
             return code
-        return ac.report(rb.run(), args.json)
+        res = rb.run()
+        return ac.report(res, args.json, {"forecast": res.facts.get("forecast", {})})
 
     return ac.with_node_and_journal(loaded, prog, args.json, body)
 
