@@ -11,9 +11,13 @@ One row per runbook start, step event (``begin``, ``apply``, ``verify``, ``skip`
 ``seq`` (1, 2, 3…), ``at`` (UTC, ISO 8601 with ``Z``), ``user``, ``host``, ``profile_sha256``,
 ``run_id``, ``runbook``, ``kind``, ``step``, ``inputs`` (JSON), ``outcome``, ``output`` (a command
 output tail, at most :data:`OUTPUT_TAIL_CHARS` characters), ``facts`` (JSON: what a step learnt,
-e.g. a silence ID), ``prev_hash`` and ``hash``.
+e.g. a silence ID), ``prev_hash`` and ``hash``; and ``operator`` (JSON, nullable: who did it —
+login, ``SUDO_USER``, the SSH client, the tty, and for a confirmed run what was typed:
+:mod:`seat_console.actions.who`). A journal written before the ``operator`` column existed gets
+it added (``ALTER TABLE``) when opened; its old rows keep ``NULL`` there.
 
-Hash chain: ``hash = SHA-256(prev_hash ‖ canonical JSON of every other column, seq included)``,
+Hash chain: ``hash = SHA-256(prev_hash ‖ canonical JSON of every other column, seq included)``
+— ``operator`` only when it is not ``NULL``, so rows written before it existed still verify,
 ``prev_hash`` of row 1 is 64 zeros (:data:`GENESIS`). :meth:`Journal.verify` recomputes it, so
 an edited row (its own hash no longer matches), a deleted row (a gap in ``seq``, or the next row's
 ``prev_hash`` no longer matches), or reordered rows are found and *named* (by ``seq``). SQLite
@@ -68,6 +72,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from seat_console.actions.who import confirmation, operator_now
 from seat_console.core.paths import ENV_STATE_DIR, journal_path
 from seat_console.core.untrusted import InputError, load_json, nesting_depth, without_surrogates
 
@@ -80,6 +85,8 @@ _SECRET_KEY_RE = re.compile(r"(pass(word)?|token|secret|authori[sz]ation|api[_-]
                             r"credential)", re.IGNORECASE)
 _COLUMNS = ("seq", "at", "user", "host", "profile_sha256", "run_id", "runbook", "kind", "step",
             "inputs", "outcome", "output", "facts")
+OPERATOR = "operator"
+"""The nullable column of who did it (module docstring): in the hash only when not ``NULL``."""
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS entries (
@@ -254,9 +261,12 @@ def _text_column(name: str, value: Any) -> str:
 
 def row_hash(prev_hash: str, content: Mapping[str, Any]) -> str:
     """SHA-256 (hex) of ``prev_hash`` followed by the canonical JSON of the row's columns
-    (:data:`_COLUMNS`, ``seq`` included; sorted keys, no spaces, UTF-8)."""
-    return hashlib.sha256((prev_hash + _canonical(
-        {k: content[k] for k in _COLUMNS})).encode("utf-8")).hexdigest()
+    (:data:`_COLUMNS`, ``seq`` included, and :data:`OPERATOR` when it is not ``None``; sorted
+    keys, no spaces, UTF-8)."""
+    d = {k: content[k] for k in _COLUMNS}
+    if content.get(OPERATOR) is not None:
+        d[OPERATOR] = content[OPERATOR]
+    return hashlib.sha256((prev_hash + _canonical(d)).encode("utf-8")).hexdigest()
 
 
 @dataclass(frozen=True)
@@ -278,10 +288,13 @@ class Entry:
     facts: dict[str, Any]
     prev_hash: str
     hash: str
+    operator: dict[str, Any] | None = None
+    """Who wrote it (:func:`seat_console.actions.who.operator_now`, with ``confirmed``);
+    ``None`` for a row written before operators were recorded."""
 
     def to_json(self) -> dict[str, Any]:
         """JSON-ready dict (``at`` as ISO 8601 with ``Z``)."""
-        d = {k: getattr(self, k) for k in (*_COLUMNS, "prev_hash", "hash")}
+        d = {k: getattr(self, k) for k in (*_COLUMNS, "prev_hash", "hash", OPERATOR)}
         d["at"] = _iso(self.at)
         return d
 
@@ -301,13 +314,16 @@ class VerifyReport:
 class Journal:
     """The journal file at ``path`` (default :func:`journal_path`), opened (and created) now.
 
-    ``user`` / ``host`` default to the login name and host name. Raises :class:`JournalError`
-    when the directory cannot be created or the file is not a journal.
+    ``user`` / ``host`` default to the login name and host name; ``operator`` to
+    :func:`~seat_console.actions.who.operator_now` (every row written records it;
+    :meth:`confirmed` adds what the engineer typed). Raises :class:`JournalError` when the
+    directory cannot be created or the file is not a journal.
     """
 
     path: Path = field(default_factory=journal_path)
     user: str = field(default_factory=lambda: _user())
     host: str = field(default_factory=socket.gethostname)
+    operator: dict[str, Any] = field(default_factory=operator_now)
     _secrets: list[str] = field(default_factory=list, repr=False)
 
     def __post_init__(self) -> None:
@@ -328,10 +344,32 @@ class Journal:
             self._db.execute("PRAGMA journal_mode=WAL")
             self._db.execute("PRAGMA synchronous=FULL")
             self._db.executescript(_SCHEMA)
+            self._has_operator = self._add_operator_column()
         except (OSError, sqlite3.Error, ValueError) as exc:  # ValueError: a garbage file's
             # schema text is not UTF-8 (UnicodeDecodeError), issue #22
             raise JournalError(f"journal {self.path}: cannot open ({exc}); check the directory "
                                f"permissions or set ${ENV_STATE_DIR}") from None
+
+    def _add_operator_column(self) -> bool:
+        """Add the nullable :data:`OPERATOR` column to a journal written before it existed
+        (old rows keep ``NULL``; their hashes are unchanged). ``False`` when it is missing and
+        cannot be added (a read-only file: rows are still read and verified)."""
+        if OPERATOR in self._names():
+            return True
+        try:
+            self._db.execute(f"ALTER TABLE entries ADD COLUMN {OPERATOR} TEXT")
+        except sqlite3.OperationalError as exc:
+            if "duplicate column" in str(exc):   # another console added it meanwhile
+                return True
+            return False
+        return True
+
+    def confirmed(self, how: str, typed: str | None = None) -> None:
+        """Record how the engineer confirmed the run about to be written (``how``: ``typed``,
+        ``y``, ``--yes``, ``tui``; ``typed``: what was typed): every later row's ``operator``
+        carries it (:func:`~seat_console.actions.who.confirmation`; ValueError for another
+        ``how``)."""
+        self.operator = {**self.operator, "confirmed": confirmation(how, typed)}
 
     def data_version(self) -> int:
         """SQLite's ``PRAGMA data_version`` of this connection: a number that changes when
@@ -408,10 +446,13 @@ class Journal:
                 "outcome": scrub(_text_column("outcome", outcome), sec),
                 "output": scrub(_text_column("output", output)[-OUTPUT_TAIL_CHARS:], sec),
                 "facts": _json_column("facts", facts, sec),
+                OPERATOR: (_json_column(OPERATOR, self.operator, sec)
+                           if self._has_operator and self.operator else None),
             }
         except ValueError as exc:
             raise JournalError(f"journal {self.path}: row refused ({exc}); nothing was "
                                "written") from None
+        cols = (*_COLUMNS, OPERATOR) if self._has_operator else _COLUMNS
         try:
             self._lock.acquire()
             self._db.execute("BEGIN IMMEDIATE")
@@ -433,9 +474,9 @@ class Journal:
                 content["seq"] = seq
                 h = row_hash(prev, content)
                 self._db.execute(
-                    f"INSERT INTO entries ({', '.join(_COLUMNS)}, prev_hash, hash) VALUES "
-                    f"({', '.join('?' * (len(_COLUMNS) + 2))})",
-                    (*(content[k] for k in _COLUMNS), prev, h))
+                    f"INSERT INTO entries ({', '.join(cols)}, prev_hash, hash) VALUES "
+                    f"({', '.join('?' * (len(cols) + 2))})",
+                    (*(content[k] for k in cols), prev, h))
                 self._db.execute("COMMIT")
             except BaseException:
                 self._db.execute("ROLLBACK")
@@ -618,8 +659,9 @@ def validate_row(d: Mapping[str, Any]) -> Entry:
     BLOB, NULL, a number or text that is not UTF-8 is refused); ``at`` an ISO 8601 time with
     a zone inside the calendar in UTC; ``inputs`` / ``facts`` JSON *objects* (``""`` reads as
     ``{}``, as rows before 2026-12 may hold) of at most :data:`MAX_JSON_CHARS` characters and
-    :data:`MAX_JSON_DEPTH` levels, with finite numbers only. Raises :class:`RowError` (a
-    :class:`ValueError`) whose :class:`BadRow` names the ``seq`` and the column.
+    :data:`MAX_JSON_DEPTH` levels, with finite numbers only; ``operator`` NULL (a row written
+    before it was recorded) or a JSON object. Raises :class:`RowError` (a :class:`ValueError`)
+    whose :class:`BadRow` names the ``seq`` and the column.
     """
     seq = d.get("seq")
 
@@ -652,7 +694,24 @@ def validate_row(d: Mapping[str, Any]) -> Entry:
                  profile_sha256=d["profile_sha256"], run_id=d["run_id"], runbook=d["runbook"],
                  kind=d["kind"], step=d["step"], inputs=objs["inputs"], outcome=d["outcome"],
                  output=d["output"], facts=objs["facts"], prev_hash=d["prev_hash"],
-                 hash=d["hash"])
+                 hash=d["hash"], operator=_operator(d.get(OPERATOR), bad))
+
+
+def _operator(value: Any, bad: Any) -> dict[str, Any] | None:
+    """The ``operator`` column decoded: ``None`` for ``NULL`` (a row written before it was
+    recorded); a JSON object otherwise. Anything else is ``bad(reason)`` raised (the row is
+    named by :func:`validate_row`'s caller, never a crash)."""
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise bad(f"{OPERATOR} is {_kind(value)}, not JSON text")
+    try:
+        op = load_json(value, OPERATOR, max_bytes=MAX_JSON_CHARS * 4, max_depth=MAX_JSON_DEPTH)
+    except InputError as exc:
+        raise bad(str(exc)[:160]) from None
+    if not isinstance(op, dict):
+        raise bad(f"{OPERATOR} is a JSON {type(op).__name__}, not an object")
+    return op
 
 
 def _entry(d: Mapping[str, Any]) -> Entry:
@@ -666,6 +725,6 @@ def _user() -> str:
         return f"uid {os.getuid()}"
 
 
-__all__ = ["BadRow", "Entry", "GENESIS", "Journal", "JournalError", "MAX_JSON_DEPTH", "RowError",
-           "VerifyReport", "head_path", "parse_time", "read_head", "row_hash", "scrub",
+__all__ = ["OPERATOR", "BadRow", "Entry", "GENESIS", "Journal", "JournalError", "MAX_JSON_DEPTH",
+           "RowError", "VerifyReport", "head_path", "parse_time", "read_head", "row_hash", "scrub",
            "validate_row"]

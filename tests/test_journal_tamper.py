@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from seat_console.actions.journal import Journal, _COLUMNS, row_hash, scrub
+from seat_console.actions.journal import Journal, row_hash, scrub
 
 
 @pytest.fixture
@@ -35,7 +35,7 @@ def _rewrite(path: Path, seq: int, outcome: str) -> None:
     db.executescript("DROP TRIGGER entries_no_update; DROP TRIGGER entries_no_delete;")
     row = dict(db.execute("SELECT * FROM entries WHERE seq = ?", (seq,)).fetchone())
     row["outcome"] = outcome
-    h = row_hash(row["prev_hash"], {k: row[k] for k in _COLUMNS})
+    h = row_hash(row["prev_hash"], row)   # the documented rule (operator included when set)
     db.execute("UPDATE entries SET outcome = ?, hash = ? WHERE seq = ?", (outcome, h, seq))
     db.commit()
     db.close()

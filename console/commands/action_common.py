@@ -120,13 +120,18 @@ def refused(plan: Plan, prog: str, json_mode: bool) -> int | None:
     return fail(prog, f"refused, nothing changed: {err}", EXIT_REFUSED, json_mode)
 
 
-def confirm(plan: Plan, title: str, yes: bool, prog: str) -> int | None:
+def confirm(plan: Plan, title: str, yes: bool, prog: str,
+            journal: Journal | None = None) -> int | None:
     """Ask before changing the node: ``None`` to go on, or the exit code to return.
 
     With ``--yes`` go on. Without it, on a terminal, print the plan and ask ``[y/N]``; not on a
-    terminal, refuse with exit 2 and say to add ``--yes``.
+    terminal, refuse with exit 2 and say to add ``--yes``. ``journal``: how it was confirmed
+    (``--yes``, or ``y`` with what was typed) goes in every row the run then writes
+    (:meth:`Journal.confirmed`).
     """
     if yes:
+        if journal is not None:
+            journal.confirmed("--yes")
         return None
     if not sys.stdin.isatty():
         print(f"{prog}: this changes the node; not a terminal, so add --yes to confirm "
@@ -140,6 +145,8 @@ def confirm(plan: Plan, title: str, yes: bool, prog: str) -> int | None:
     if answer not in ("y", "yes"):
         print("declined; nothing was changed", file=sys.stderr)
         return EXIT_DECLINED
+    if journal is not None:
+        journal.confirmed("y", answer)
     return None
 
 

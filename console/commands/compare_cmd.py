@@ -133,7 +133,8 @@ def run(args: argparse.Namespace, loaded: LoadedProfile) -> int:
             return code
         from seat_console.commands.swap_cmd import typed_confirm
 
-        code = typed_confirm(plan, title, loaded.profile.node.name, args.yes, prog)
+        code = typed_confirm(plan, title, loaded.profile.node.name, args.yes, prog,
+                              journal)
         if code is not None:
             return code
         res = cmp_mod.run_compare(rb, cmp_dir, opts, nctx)

@@ -104,7 +104,7 @@ def run(args: argparse.Namespace, loaded: LoadedProfile) -> int:
         code = ac.refused(plan, PROG, args.json)
         if code is not None:
             return code
-        code = ac.confirm(plan, title, args.yes, PROG)
+        code = ac.confirm(plan, title, args.yes, PROG, journal)
         if code is not None:
             return code
         res = rb.run()

@@ -1,6 +1,10 @@
 """``seat-console journal [--json] [--since WHEN] [--verify]``: the action journal.
 
-Lists the journal's rows (UTC time, user@host, run, step, outcome); ``--since`` takes an ISO
+Lists the journal's rows (UTC time, user@host, run, step, outcome) and, under a run's first row
+(and wherever it changes), who did it: ``by alice (sudo from bob) ssh 203.0.113.5 53122
+/dev/pts/3; typed 'seat-node'`` — login, ``SUDO_USER``, the SSH client, the tty and how the run
+was confirmed (``operator`` in ``--json``; ``null`` on rows written before it was recorded).
+``--since`` takes an ISO
 8601 time (``2026-12-01T09:00Z``) or an age (``2h``, ``30m``). ``--verify`` recomputes the hash
 chain and names every edited, deleted or reordered row (exit 1 when the chain is broken).
 
@@ -17,10 +21,12 @@ from __future__ import annotations
 import argparse
 import sys
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 from seat_console.core import jsonout
 from seat_console.actions.hold import parse_ttl
 from seat_console.actions.journal import Journal, JournalError
+from seat_console.actions.who import describe as describe_operator
 from seat_console.core.paths import journal_path
 from seat_console.core.profile import LoadedProfile
 
@@ -94,10 +100,14 @@ def run(args: argparse.Namespace, loaded: LoadedProfile | None) -> int:
                                                repr(b.seq), "problem": b.problem} for b in bad]},
                                 indent=2, default=str))
             return 0
+        shown: dict[str, Any] = {}
         for r in rows:
             what = r.step or r.runbook
             print(f"#{r.seq:<5} {r.at:%Y-%m-%d %H:%M:%S}Z {r.user}@{r.host} {r.run_id} "
                   f"{r.kind:<9} {what}: {r.outcome}")
+            if r.operator is not None and shown.get(r.run_id) != r.operator:
+                print(f"       by {describe_operator(r.operator)}")   # once a run, and on change
+                shown[r.run_id] = r.operator
         if not rows:
             print("no rows" + (f" since {since:%Y-%m-%d %H:%M:%SZ}" if since else ""))
         for b in bad:

@@ -69,8 +69,12 @@ def _recover(args: argparse.Namespace, nctx: NodeContext, journal: Journal) -> i
                            ac.EXIT_USAGE, args.json)
         for rows in runs:
             print("\n".join(rec.describe_text(rows)))
-        if input(f"{action} these? [y/N] ").strip().lower() not in ("y", "yes"):
+        answer = input(f"{action} these? [y/N] ").strip()
+        if answer.lower() not in ("y", "yes"):
             return ac.EXIT_DECLINED
+        journal.confirmed("y", answer)
+    else:
+        journal.confirmed("--yes")
     results, worst = [], ac.EXIT_OK
     for rows in runs:
         try:

@@ -166,7 +166,7 @@ def _release(args: argparse.Namespace, nctx: NodeContext, journal: Journal,
     code = ac.refused(plan, PROG, args.json)
     if code is not None:
         return code
-    code = ac.confirm(plan, title, args.yes, PROG)
+    code = ac.confirm(plan, title, args.yes, PROG, journal)
     if code is not None:
         return code
     res = rb.run()
@@ -188,7 +188,7 @@ def _cancel(args: argparse.Namespace, nctx: NodeContext, journal: Journal) -> in
     if args.dry_run:
         ac.print_plan(plan, title, args.json)
         return ac.EXIT_OK
-    code = ac.confirm(plan, title, args.yes, PROG)
+    code = ac.confirm(plan, title, args.yes, PROG, journal)
     if code is not None:
         return code
     return ac.report(rb.run(), args.json)

@@ -58,10 +58,15 @@ def _log_line(line: str) -> None:
     print(f"  | {line}", file=sys.stderr, flush=True)
 
 
-def typed_confirm(plan: object, title: str, seat: str, yes: bool, prog: str) -> int | None:
+def typed_confirm(plan: object, title: str, seat: str, yes: bool, prog: str,
+                  journal: Any = None) -> int | None:
     """Typed confirmation: ``None`` to go on, else the exit code. With ``--yes`` go on; not on a
-    terminal without it, exit 2; else print the plan and require the seat's name typed."""
+    terminal without it, exit 2; else print the plan and require the seat's name typed.
+    ``journal``: how it was confirmed (``--yes``, or the name typed) goes in every row the run
+    then writes (:meth:`~seat_console.actions.journal.Journal.confirmed`)."""
     if yes:
+        if journal is not None:
+            journal.confirmed("--yes")
         return None
     if not sys.stdin.isatty():
         print(f"{prog}: this stops the seat's resident; not a terminal, so add --yes "
@@ -75,6 +80,8 @@ def typed_confirm(plan: object, title: str, seat: str, yes: bool, prog: str) -> 
     if answer != seat:
         print("declined (the name did not match); nothing was changed", file=sys.stderr)
         return ac.EXIT_DECLINED
+    if journal is not None:
+        journal.confirmed("typed", answer)
     return None
 
 
@@ -103,7 +110,8 @@ def run_swap(args: argparse.Namespace, loaded: LoadedProfile) -> int:
                 return ac.fail(prog, f"refused, nothing changed: {err}", ac.EXIT_REFUSED,
                                args.json)
             return ac.report(res, args.json)
-        code = typed_confirm(plan, title, loaded.profile.node.name, args.yes, prog)
+        code = typed_confirm(plan, title, loaded.profile.node.name, args.yes, prog,
+                             journal)
         if code is not None:
             return code
         res = rb.run()
@@ -155,7 +163,7 @@ def run_restore(args: argparse.Namespace, loaded: LoadedProfile) -> int:
             else:
                 ac.print_plan(plan, title, False)
             return ac.EXIT_OK if plan.ok else ac.EXIT_REFUSED
-        code = ac.confirm(plan, title, args.yes, prog)
+        code = ac.confirm(plan, title, args.yes, prog, journal)
         if code is not None:
             return code
         res = rb.run()

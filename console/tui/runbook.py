@@ -416,8 +416,11 @@ class RunbookController:
 
         res: Any
         try:
-            res = with_journal(self.app, lambda journal, nctx: make(
-                self, journal, nctx, observer, on_log).run(), secrets=True)
+            def run(journal: Any, nctx: Any) -> Any:
+                # who confirmed it: the TUI's confirmation (the seat's name, where typed)
+                journal.confirmed("tui", self.seat if flow.typed else None)
+                return make(self, journal, nctx, observer, on_log).run()
+            res = with_journal(self.app, run, secrets=True)
         except Exception as exc:  # noqa: BLE001 - shown once, never raised into the UI
             res = exc
         self._post(RunFinished(flow.kind, res, flow.refresh))
