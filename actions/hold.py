@@ -146,6 +146,10 @@ def foreign_lease_text(t: TimerState, now: datetime | None = None) -> str:
     return f"{t.unit} elapses {when} ({_in(t.next_elapse, now)})"
 
 
+_HOLD_ID_RE = re.compile(r"^seat-hold-[0-9]{8}t[0-9]{6}z-[0-9a-f]{4}$")
+"""A hold ID as :func:`new_hold_id` makes it."""
+
+
 def new_hold_id() -> str:
     """``seat-hold-<YYYYmmddtHHMMSSz>-<4 hex>`` — a valid systemd unit name prefix."""
     return f"seat-hold-{datetime.now(UTC):%Y%m%dt%H%M%Sz}-{uuid.uuid4().hex[:4]}"
@@ -357,8 +361,15 @@ def _find_silence(nctx: NodeContext, hold_id: str) -> Silence | None:
 # -- hold ----------------------------------------------------------------------------------------
 def build_hold(nctx: NodeContext, journal: Journal, *, ttl_s: int, reason: str = "",
                observer: Observer | None = None, run_id: str | None = None,
-               facts: dict[str, Any] | None = None, force: bool = False) -> Runbook:
+               facts: dict[str, Any] | None = None, force: bool = False,
+               hold_id: str | None = None) -> Runbook:
     """The hold runbook (module docstring) for the profile's timers and silence.
+
+    ``hold_id``: the hold ID (and so the lease unit ``<hold_id>-lease.timer``) a plan already
+    showed — a front that plans with one runbook and runs another passes the plan's
+    (``plan.facts["hold"]["hold_id"]``), so the lease created is the one the plan named;
+    default a new one (:func:`new_hold_id`). Raises :class:`ValueError` for an ID that is not a
+    hold ID or is already in the journal (plan again).
 
     ``ttl_s``: lease and silence lifetime in seconds (:func:`parse_ttl` bounds); ``reason``:
     free text for the silence comment and the journal. ``run_id`` / ``facts``: given by
@@ -372,7 +383,13 @@ def build_hold(nctx: NodeContext, journal: Journal, *, ttl_s: int, reason: str =
     spec = nctx.profile.silence
     init = facts or {}
     if "hold" not in init:
-        hid = new_hold_id()
+        if hold_id is not None:
+            if not _HOLD_ID_RE.match(hold_id):
+                raise ValueError(f"hold ID {hold_id!r} is not one (seat-hold-<UTC>-<4 hex>)")
+            if any(x.hold_id == hold_id for x in holds(journal)):
+                raise ValueError(f"hold ID {hold_id} is already in the journal: read the plan "
+                                 "again")
+        hid = hold_id or new_hold_id()
         init = {"hold": {"hold_id": hid, "lease": f"{hid}-lease", "ttl_s": ttl_s,
                          "reason": reason, "expires_at": None, "to_stop": [], "stopped": [],
                          "timers_before": {}, "silence_id": None}}

@@ -459,3 +459,54 @@ def test_hold_status_exits_unavailable_when_the_silence_cannot_be_read(
     monkeypatch.setattr(type(nctx), "alertmanager", property(lambda self: UpAM()))
     assert hold_cmd.status(nctx, journal, True) == 0
     assert json.loads(capsys.readouterr().out)["unreadable"] == []
+
+
+# -- the hold's plan names the lease unit the run then creates (item 9) -------------------------
+def test_the_hold_run_creates_the_lease_its_plan_named(tmp_path, monkeypatch) -> None:
+    """The TUI plans with one runbook and runs another (its controller's flow builds it twice):
+    the run must schedule the lease unit the confirmed plan showed, not a new hold ID's."""
+    from types import SimpleNamespace
+
+    from app_fixtures import default_loaded
+
+    from seat_console.node.context import NodeContext
+    from seat_console.node.runner import CommandResult
+    from seat_console.sources.timers import TimersReading
+    from seat_console.tui.runbook import FLOWS
+
+    unit = NodeContext(default_loaded()).timer_units[0]
+
+    def fake_read(transport: Any, units: Any, **kw: Any) -> TimersReading:
+        return TimersReading(read_at=datetime.now(UTC), where="fake", timers=tuple(
+            TimerState(unit=u, load_state="loaded",
+                       active_state="active" if u == unit else "inactive",
+                       sub_state="waiting") for u in units))
+    monkeypatch.setattr(hold_mod, "read_timers", fake_read)
+    monkeypatch.setattr(node_ops, "read_timers", fake_read)
+    monkeypatch.setattr(node_ops, "node_leases", lambda tr, **k: [])
+    scheduled: list[str] = []
+
+    def fake_schedule(transport: Any, name: str, ttl_s: int, timers: Any, **kw: Any) -> Any:
+        scheduled.append(f"{name}.timer")
+        return None, CommandResult(argv=("systemd-run",), rc=0, stdout="", ok=True,
+                                   started_at=datetime.now(UTC), duration_s=0.01)
+    monkeypatch.setattr(node_ops, "schedule_lease", fake_schedule)
+
+    class Tr:
+        where, _node_path = "fake", "/usr/bin"
+
+        def resolve(self, b: str) -> tuple[str, None]:
+            return f"/usr/bin/{b}", None
+    nctx = NodeContext(default_loaded(), transport=Tr(), alertmanager=object())
+    journal = Journal(tmp_path / "j.sqlite3")
+    ctl = SimpleNamespace(hold_ttl_s=600, reason="r", plan_facts=None)
+    make = FLOWS["hold"].make
+    plan = make(ctl, journal, nctx, None, None).plan()        # the plan thread's runbook
+    line = next(x.text for x in plan.lines if x.step == "schedule lease")
+    named = line.split("schedule lease ")[1].split(" on ")[0]
+    ctl.plan_facts = dict(plan.facts)                         # what the confirmation showed
+    run_rb = make(ctl, journal, nctx, None, None)             # the run thread's runbook
+    run_rb.steps[0].apply(run_rb.ctx)
+    assert scheduled == [named]
+    with pytest.raises(ValueError, match="is not one"):
+        hold_mod.build_hold(nctx, journal, ttl_s=600, hold_id="seat-hold-x; rm -rf /")

@@ -162,8 +162,11 @@ class Flow:
 def _make_hold(ctl: RunbookController, journal: Any, nctx: Any, observer: Any, _log: Any) -> Any:
     from seat_console.actions import hold as hold_mod
 
+    # the run places the hold the confirmed plan named (its ID, so its lease unit), not a new one
+    planned = ((getattr(ctl, "plan_facts", None) or {}).get("hold") or {}).get("hold_id")
     return hold_mod.build_hold(nctx, journal, ttl_s=ctl.hold_ttl_s,
-                               reason=ctl.reason or DEFAULT_REASON, observer=observer)
+                               reason=ctl.reason or DEFAULT_REASON, observer=observer,
+                               hold_id=planned)
 
 
 def _make_release(_ctl: RunbookController, journal: Any, nctx: Any, observer: Any,
@@ -263,6 +266,9 @@ class RunbookController:
         """The hold's TTL (s) as last given in the options screen (``None``: the profile's)."""
         self.reason = ""
         """The hold's reason as last given (journaled, in the silence's comment)."""
+        self.plan_facts: dict[str, Any] | None = None
+        """The facts of the plan confirmed last (``None`` while one is read): the run builds
+        its runbook from them where the plan fixed a name (the hold's ID and lease unit)."""
         self.defer_firing: datetime | None = None
         """The release being planned keeps the timers that would fire at once stopped until
         this UTC time (the confirmation's "defer those" choice); ``None``: start them now."""
@@ -330,6 +336,7 @@ class RunbookController:
 
     def _read_plan(self, flow: Flow) -> None:
         self.planning = flow.kind
+        self.plan_facts = None
         self.app.notify(f"{flow.kind}: reading the plan from the node…")
         threading.Thread(target=self._plan_thread, args=(flow,), daemon=True,
                          name=f"seat-console:{flow.kind}-plan").start()
@@ -362,6 +369,7 @@ class RunbookController:
         if isinstance(plan, BaseException):
             self.error(human_error(flow.kind, plan, self.app.loaded.profile.node.docker_host))
             return
+        self.plan_facts = dict(getattr(plan, "facts", None) or {})
         question = flow.question(self)
         alt = None
         firing = firing_at_once(plan) if flow.kind == "release" else []
