@@ -189,6 +189,11 @@ are kept stopped this long (s) and then started by a transient timer on the node
 ``seat-console release --defer-firing WHEN`` does (the CLI takes any time)."""
 
 
+DEFERRING = ("release", "restore")
+"""The flows whose confirmation offers "defer those" (both end the hold: the restore's plan
+carries the release's ``forecast``)."""
+
+
 def firing_at_once(plan: Any) -> list[str]:
     """The timers a release plan says would fire the moment they are started (the plan's
     ``forecast`` facts, :func:`seat_console.actions.hold.build_release`), sorted; ``[]`` for
@@ -220,7 +225,8 @@ def _make_restore(_ctl: RunbookController, journal: Any, nctx: Any, observer: An
                   on_log: Any) -> Any:
     from seat_console.actions import swap as swap_mod
 
-    return swap_mod.build_restore(nctx, journal, on_log=on_log, observer=observer)
+    return swap_mod.build_restore(nctx, journal, on_log=on_log, observer=observer,
+                                  defer_firing=_ctl.defer_firing)
 
 
 def _hold_question(ctl: RunbookController) -> str:
@@ -309,7 +315,7 @@ class RunbookController:
                                                    ttl_text=fmt_ttl, parse_ttl=parse_ttl),
                                  self._options_given)
             return
-        if kind == "release":
+        if kind in DEFERRING:
             self.defer_firing = None
         self._read_plan(flow)
 
@@ -372,16 +378,17 @@ class RunbookController:
         self.plan_facts = dict(getattr(plan, "facts", None) or {})
         question = flow.question(self)
         alt = None
-        firing = firing_at_once(plan) if flow.kind == "release" else []
+        firing = firing_at_once(plan) if flow.kind in DEFERRING else []
         if firing and self.defer_firing is None:
             at = datetime.now(timezone.utc) + timedelta(seconds=DEFER_FIRING_S)
-            alt = f"Release, defer {len(firing)} to {clock_z(at)}"   # fits 80 columns
+            alt = (f"{flow.kind.capitalize()}, defer {len(firing)} to "
+                   f"{clock_z(at)}")   # fits 80 columns
         screen = ConfirmScreen(question, lines, typed=self.seat if flow.typed else None,
                                yes_label=flow.yes, alt_label=alt)
         self.app.push_screen(screen, lambda yes: self._answered(flow, question, plan, yes))
 
     def _answered(self, flow: Flow, question: str, plan: Any, yes: bool | str | None) -> None:
-        if yes == "alt" and flow.kind == "release":
+        if yes == "alt" and flow.kind in DEFERRING:
             # the variant is planned from the node again and confirmed again (its plan says
             # "defer <timer>: keep it stopped until …" for each)
             self.defer_firing = datetime.now(timezone.utc) + timedelta(seconds=DEFER_FIRING_S)
