@@ -53,3 +53,17 @@ def test_the_tui_restore_is_built_with_the_chosen_deferral(monkeypatch) -> None:
     assert rb._make_restore(SimpleNamespace(defer_firing=when), None, None, None,
                             None) == "runbook"
     assert got["defer_firing"] == when
+
+
+def test_the_tui_shows_the_release_refusal_without_the_probes_hold_advice() -> None:
+    """plain_words rewrote every text holding "--force --reason" into the probe's "Press H to
+    place a hold first." — wrong under the release's refusal (the hold is there; the candidate
+    holds the seat)."""
+    from test_gates_unit import RELEASE_REFUSED
+
+    from seat_console.tui import runbook as rb
+
+    said = rb.plain_words(RELEASE_REFUSED)
+    assert "Press H to place a hold first" not in said
+    assert said.startswith("the candidate seat-probe holds the seat")
+    assert "run `seat-console restore`" in said

@@ -105,7 +105,7 @@ def plain_words(text: str, docker_host: str | None = None) -> str:
         url = resolve_docker_host(docker_host)
         text = _DOCKER_DOWN.sub(f"no docker engine answers at {url}", text)
     text = _TYPE_PREFIX.sub("", text)
-    if "--force --reason" in text:
+    if "--force --reason" in text and ". Place a hold first" in text:   # the probe's refusal
         text = text.split(". Place a hold first")[0] + ". Press H to place a hold first."
     return text.replace("(`seat-console hold`)", "(press H)")
 
