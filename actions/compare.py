@@ -506,10 +506,13 @@ def build_compare(nctx: NodeContext, journal: Journal, *, options: CompareOption
 
     steps.append(Step("release hold", rel_check, release, rel_verify, None,
                       manual="seat-console release"))
+    from seat_console.actions.approval import approval_gate
     from seat_console.actions.gates import compare_gate
 
+    spec = nctx.profile.runbook
+    approve = approval_gate(journal, "compare", spec.approvals, spec.approval_timeout_s)
     rb = Runbook("compare", steps, journal=journal, observer=observer, policy="undo",
-                 gates=[compare_gate(nctx)],
+                 gates=[compare_gate(nctx), *([approve] if approve is not None else [])],
                  inputs={"bracket_id": bid, "order": opts.order, "rounds": opts.rounds,
                          "force": opts.force, "reason": opts.reason},
                  facts={"bracket_id": bid, "cmp_dir": str(cmp_dir), **(facts or {})},
@@ -558,7 +561,7 @@ def _seat_step(nctx: NodeContext, journal: Journal, leg: LegPlan, prev: str | No
         def apply(ctx: RunContext) -> str:
             res = swap_mod.build_swap(nctx, journal, options=swap_mod.SwapOptions(
                 force=opts.force, reason=opts.reason, on_log=opts.on_log),
-                observer=observer).run()
+                observer=observer, approval=False).run()   # the compare was approved once
             if not res.ok:
                 raise StepError(f"swap {res.outcome}: {res.describe()}")
             return res.describe()

@@ -133,6 +133,9 @@ class RunContext:
     inputs: dict[str, Any]
     facts: dict[str, Any]
     _emit: Callable[[str, str, str], None] = field(repr=False, default=lambda *a: None)
+    planning: bool = False
+    """``True`` while :meth:`Runbook.plan` runs the checks and gates (a gate that would wait,
+    e.g. for an approval, only says so then)."""
 
     def warn(self, message: str, step: str = "") -> None:
         """Journal and show a warning (e.g. a Persistent=true timer that will fire at once, or
@@ -419,6 +422,7 @@ class Runbook:
         Each line is a :class:`PlanLine` (a precondition that raised gives ``error``)."""
         lines = []
         self._planning = True
+        self.ctx.planning = True
         try:
             for g in self.gates:
                 try:
@@ -441,6 +445,7 @@ class Runbook:
                                           error=f"{type(exc).__name__}: {exc}"))
         finally:
             self._planning = False
+            self.ctx.planning = False
         return Plan(self.name, tuple(lines), facts=dict(self.ctx.facts))
 
     # -- run --------------------------------------------------------------------------------------
@@ -468,8 +473,9 @@ class Runbook:
         for g in self.gates:   # the seat's state, read right before the first step acts
             try:
                 text = g(self.ctx)
-            except Exception as exc:  # noqa: BLE001 - a refusal (or a bug in a gate)
-                msg = str(exc) if isinstance(exc, StepError) else f"{type(exc).__name__}: {exc}"
+            except (Exception, KeyboardInterrupt) as exc:  # noqa: BLE001 - a refusal, a bug
+                msg = (str(exc) if isinstance(exc, StepError) else "interrupted (Ctrl-C)"
+                       if isinstance(exc, KeyboardInterrupt) else f"{type(exc).__name__}: {exc}")
                 self._row("fail", GATE_STEP, msg)
                 self._event("fail", GATE_STEP, msg, ok=False)
                 return self._end("refused", outcomes, f"{GATE_STEP}: {msg}", [], [])

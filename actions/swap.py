@@ -406,8 +406,11 @@ def _stop_probe(nctx: NodeContext, ctx: RunContext) -> str:
 # -- swap ------------------------------------------------------------------------------------------
 def build_swap(nctx: NodeContext, journal: Journal, *, options: SwapOptions | None = None,
                observer: Observer | None = None, run_id: str | None = None,
-               facts: dict[str, Any] | None = None) -> Runbook:
-    """The swap runbook (module docstring)."""
+               facts: dict[str, Any] | None = None, approval: bool = True) -> Runbook:
+    """The swap runbook (module docstring). With ``[runbook] approvals = 2`` (and
+    ``approval``), it waits for a second operator before any step
+    (:func:`~seat_console.actions.approval.approval_gate`); a compare's swap legs pass
+    ``approval=False`` (the compare was approved once)."""
     opts = options or SwapOptions()
 
     def pre_check(ctx: RunContext) -> Check:
@@ -637,7 +640,13 @@ def build_swap(nctx: NodeContext, journal: Journal, *, options: SwapOptions | No
         Step("probe serving", serve_check, serve_apply, serve_verify, None,
              acts_on=lambda ctx: [_swap_spec(nctx).container]),
     ]
+    from seat_console.actions.approval import approval_gate
+
+    spec = nctx.profile.runbook
+    gate = (approval_gate(journal, "swap", spec.approvals, spec.approval_timeout_s)
+            if approval and journal is not None else None)
     return Runbook("swap", steps, journal=journal, observer=observer, policy="undo",
+                   gates=[gate] if gate is not None else [],
                    inputs={"force": opts.force, "reason": opts.reason,
                            "resident": nctx.profile.resident.container,
                            "probe": (nctx.profile.swap.container if nctx.profile.swap else None)},

@@ -62,6 +62,7 @@ COMMAND_MODULES = [
     "seat_console.commands.release_cmd",
     "seat_console.commands.recover_cmd",
     "seat_console.commands.journal_cmd",
+    "seat_console.commands.approve_cmd",
     "seat_console.commands.probe_cmd",
     "seat_console.commands.runbook_cmd",
     "seat_console.exporter.cmd",
@@ -83,6 +84,7 @@ NODE_CHANGING = {
     "probe": lambda a: True,
     "compare": lambda a: True,
     "runbook": lambda a: getattr(a, "action", None) == "next",
+    "approve": lambda a: bool(getattr(a, "id", None)),   # writes the journal
 }
 
 

@@ -463,6 +463,15 @@ class ConsoleSpec(_Strict):
     history_s: int = Field(default=300, ge=10, le=86400)
 
 
+class RunbookSpec(_Strict):
+    """``[runbook]``: ``approvals`` — how many operators a ``swap`` or ``promote`` needs (1: the
+    one who runs it; 2: a second operator must run ``seat-console approve ID`` while it waits);
+    ``approval_timeout_s`` — how long it waits for that (seconds, 10 to a day; default 30 min),
+    then it is refused with nothing changed."""
+
+    approvals: int = Field(default=1, ge=1, le=2)
+    approval_timeout_s: int = Field(default=1800, ge=10, le=86400)
+
 
 # -- [keys] (issue 18) ----------------------------------------------------------------------------
 KEY_NAME_RE = re.compile(r"^[A-Za-z0-9_+\-]{1,32}(?:,[A-Za-z0-9_+\-]{1,32}){0,3}$")
@@ -914,6 +923,8 @@ class Profile(_Strict):
     swap: SwapSpec | None = None
     probe: ProbeSpec = Field(default_factory=ProbeSpec)
     fleet: FleetSpec = Field(default_factory=FleetSpec)
+    runbook: RunbookSpec = Field(default_factory=RunbookSpec)
+    """``[runbook]``: approvals by a second operator (issue 30)."""
     keys: KeyMap = Field(default_factory=dict)
     """``[keys]``: remapped TUI keys, binding id → key (issue 18)."""
 
