@@ -510,3 +510,20 @@ def test_the_hold_run_creates_the_lease_its_plan_named(tmp_path, monkeypatch) ->
     assert scheduled == [named]
     with pytest.raises(ValueError, match="is not one"):
         hold_mod.build_hold(nctx, journal, ttl_s=600, hold_id="seat-hold-x; rm -rf /")
+
+
+def test_compare_refused_when_docker_cannot_be_read_and_release_warns_on_both(
+        tmp_path, monkeypatch) -> None:
+    nctx = _ctx(tmp_path, monkeypatch, resident=True, probe=True)
+    journal = Journal(tmp_path / "j.sqlite3")
+    text = gates.release_gate(nctx, journal)(_rc())
+    assert text == ("both the resident seat-resident and the candidate seat-probe are running: "
+                    "the candidate may be serving callers and no promote made it the resident "
+                    "— `seat-console restore` stops it")
+    monkeypatch.setattr(nctx, "docker", lambda timeout_s=5.0: (_ for _ in ()).throw(
+        ConnectionError("engine down")))
+    with pytest.raises(StepError) as e:
+        gates.compare_gate(nctx)(_rc())
+    assert str(e.value) == ("compare starts from the resident in the seat (it is arm A), but "
+                            "who holds the seat cannot be read (ConnectionError: engine down) — "
+                            "fix the docker connection (`docker ps` on the node), then compare")
