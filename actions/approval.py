@@ -87,8 +87,10 @@ def _from_rows(rows: list[Entry]) -> Approval | None:
     try:
         needed = int(a.get("needed", 2))
         expires = datetime.fromisoformat(str(a["expires_at"]))
-    except (KeyError, TypeError, ValueError):
+    except (KeyError, TypeError, ValueError, OverflowError):
         return None   # not a request this module wrote: ignored
+    if expires.tzinfo is None or not 1 <= needed <= 16:
+        return None   # a naive time cannot be compared with the UTC clock: not ours either
     approvers = [who_key(req.operator)]
     for r in rows:
         if r.kind == "approve" and who_key(r.operator) not in approvers:

@@ -16,7 +16,7 @@ operator).
 from __future__ import annotations
 
 import argparse
-import json
+from seat_console.core import jsonout
 
 from seat_console.actions import approval as ap
 from seat_console.actions.journal import JournalError
@@ -49,7 +49,7 @@ def run(args: argparse.Namespace, loaded: LoadedProfile | None) -> int:
         if not args.id:
             waiting = ap.pending(journal)
             if args.json:
-                print(json.dumps({"pending": [a.to_json() for a in waiting]}, indent=2))
+                print(jsonout.dumps({"pending": [a.to_json() for a in waiting]}, indent=2))
             elif not waiting:
                 print("no approval is pending")
             for a in ([] if args.json else waiting):
@@ -64,7 +64,7 @@ def run(args: argparse.Namespace, loaded: LoadedProfile | None) -> int:
         except JournalError as exc:
             return ac.fail(PROG, str(exc), ac.EXIT_ERROR, args.json)
         if args.json:
-            print(json.dumps({"approved": not args.dry_run, "dry_run": args.dry_run,
+            print(jsonout.dumps({"approved": not args.dry_run, "dry_run": args.dry_run,
                               "approval": a.to_json()}, indent=2))
         else:
             print(f"{'would approve' if args.dry_run else 'approved'} {a.id}: {a.runbook} "

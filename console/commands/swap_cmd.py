@@ -158,7 +158,7 @@ def run_restore(args: argparse.Namespace, loaded: LoadedProfile) -> int:
         title = f"restore the seat {loaded.profile.node.name}"
         if args.dry_run:
             if args.json:
-                print(json.dumps({"dry_run": True, **plan.to_json(),
+                print(jsonout.dumps({"dry_run": True, **plan.to_json(),
                                   "forecast": rb.ctx.facts.get("forecast", {})}, indent=2))
             else:
                 ac.print_plan(plan, title, False)
