@@ -159,7 +159,7 @@ def restore_keep_hold(nctx: NodeContext, journal: Journal, observer: Observer | 
 
 def _seat_container(nctx: NodeContext) -> Any | None:
     """The running container that holds the seat (resident or probe), or ``None``."""
-    names = [nctx.profile.resident.container]
+    names = [swap_mod.resident_or_profile(nctx)]   # after a promote: the seat-state file's
     if nctx.profile.swap is not None:
         names.append(nctx.profile.swap.container)
     client = nctx.docker(timeout_s=swap_mod.DOCKER_TIMEOUT_S)
@@ -412,7 +412,7 @@ def build_compare(nctx: NodeContext, journal: Journal, *, options: CompareOption
     legs = plan_bracket(opts.order, opts.rounds)
     bid = bracket_id or new_bracket_id()
     cmp_dir = comparisons_dir(opts.data_root) / bid
-    resident = nctx.profile.resident.container
+    resident = swap_mod.resident_or_profile(nctx)
     probe_name = nctx.profile.swap.container if nctx.profile.swap is not None else None
 
     def hold_check(ctx: RunContext) -> Check:
@@ -708,7 +708,7 @@ def run_compare(rb: Runbook, cmp_dir: Path, opts: CompareOptions,
     if nctx is not None:  # read the seat back rather than trusting the runbook's outcome
         try:
             c = _seat_container(nctx)
-            doc["restored"] = c is not None and c.name == nctx.profile.resident.container
+            doc["restored"] = c is not None and c.name == swap_mod.resident_or_profile(nctx)
         except Exception as exc:  # noqa: BLE001 - unknown, said so
             doc["restored"] = None
             doc["restored_problem"] = f"{type(exc).__name__}: {exc}"

@@ -337,11 +337,60 @@ def _swap_spec(nctx: NodeContext) -> SwapSpec:
     return spec
 
 
-def _resident_name(nctx: NodeContext) -> str:
+def seat_file(nctx: NodeContext) -> Any | None:
+    """The seat-state file (:mod:`seat_console.core.seat_file`) when a ``promote`` wrote one:
+    a :class:`~seat_console.core.seat_file.SeatFile` naming the promoted resident, else
+    ``None``. Raises :class:`StepError` (the file named, with the fix) when it cannot be read
+    or parsed: nothing may act on a seat whose resident is unknown. ``nctx`` is unused today
+    (the file lives in the console's state dir); it is where a per-node file would be found."""
+    from seat_console.core.seat_file import SeatFileError, read_seat_file
+
+    try:
+        return read_seat_file()
+    except SeatFileError as exc:
+        raise StepError(str(exc)) from None
+
+
+def resident_name(nctx: NodeContext) -> str:
+    """The container that is the seat's resident: the one the seat-state file names after a
+    ``promote`` (:func:`seat_file`), else the profile's ``[resident] container``. The ONE
+    reader every swap, restore and promote step uses. Raises :class:`StepError` when neither
+    names one, or the seat-state file is unreadable."""
+    sf = seat_file(nctx)
+    if sf is not None:
+        return sf.container
     name = nctx.profile.resident.container
     if not name:
         raise StepError("resident.container is not set in the profile")
     return name
+
+
+_resident_name = resident_name   # the name every step of this module used before promote
+
+
+def resident_or_profile(nctx: NodeContext) -> str | None:
+    """:func:`resident_name`, or the profile's name when the seat-state file is unreadable
+    (for journal inputs and messages only, never to act on)."""
+    try:
+        return resident_name(nctx)
+    except StepError:
+        return nctx.profile.resident.container
+
+
+def protected_names(nctx: NodeContext) -> set[str]:
+    """Containers no prune ever removes: the profile's resident, the seat-state file's
+    resident and the previous one it keeps for rollback (names and IDs); ``{"*"}`` added when
+    the seat-state file is unreadable (then nothing may be pruned)."""
+    out = {n for n in (nctx.profile.resident.container,) if n}
+    try:
+        sf = seat_file(nctx)
+    except StepError:
+        return out | {"*"}
+    if sf is not None:
+        for rec in (sf.resident, sf.previous):
+            if rec:
+                out.update((rec["name"], rec["id"]))
+    return out
 
 
 def _seat(nctx: NodeContext) -> str:
@@ -648,7 +697,7 @@ def build_swap(nctx: NodeContext, journal: Journal, *, options: SwapOptions | No
     return Runbook("swap", steps, journal=journal, observer=observer, policy="undo",
                    gates=[gate] if gate is not None else [],
                    inputs={"force": opts.force, "reason": opts.reason,
-                           "resident": nctx.profile.resident.container,
+                           "resident": resident_or_profile(nctx),
                            "probe": (nctx.profile.swap.container if nctx.profile.swap else None)},
                    facts=facts, run_id=run_id, profile_sha256=nctx.loaded.sha256)
 
@@ -665,11 +714,13 @@ def kept_probes(nctx: NodeContext, client: Any) -> list[Any]:
     ``org.seat-console.role=probe``, named ``<[swap] container>-…``, not running, not the
     resident."""
     spec = _swap_spec(nctx)
-    resident = nctx.profile.resident.container
+    keep = protected_names(nctx)
+    if "*" in keep:      # the seat-state file is unreadable: which container is kept is unknown
+        return []
     out = []
     for c in client.containers.list(all=True, filters={"label": "org.seat-console.role=probe"}):
-        if (c.name.startswith(f"{spec.container}-") and c.name not in (spec.container, resident)
-                and not _running(c)):
+        if (c.name.startswith(f"{spec.container}-") and c.name != spec.container
+                and c.name not in keep and c.id not in keep and not _running(c)):
             out.append(c)
     return sorted(out, key=lambda c: c.attrs.get("State", {}).get("FinishedAt", ""),
                   reverse=True)
@@ -706,8 +757,9 @@ def _prune_step(nctx: NodeContext, keep: int = KEEP_PROBE_CONTAINERS) -> Step:
                 c = _inspect(client, item["id"])
                 if c is None:
                     continue
-                if _running(c) or c.name in (_swap_spec(nctx).container,
-                                             nctx.profile.resident.container):
+                keep = protected_names(nctx)
+                if _running(c) or "*" in keep or c.name == _swap_spec(nctx).container or (
+                        c.name in keep or c.id in keep):
                     raise StepError(f"{c.name} is running or is the probe/resident now: not "
                                     "removed")
                 _expect(nctx, c.name, ("destroy",))
@@ -825,9 +877,14 @@ def build_restore(nctx: NodeContext, journal: Journal, *, on_log: Callable[[str]
                     f"{', '.join(cur.stopped) or 'none'})"))
     if facts is None:
         rows = last_swap(journal)
+        sf = seat_file(nctx)
+        if rows is not None and sf is not None and sf.swap_run_id == rows[0].run_id:
+            # that swap's candidate was promoted (`seat-console promote`): it is the resident
+            # now, so that swap has nothing left to restore
+            rows = None
         if rows is None:
             res, probe, problem = seat_state(nctx)
-            raise no_swap_error(nctx.profile.resident.container or "the resident",
+            raise no_swap_error(resident_or_profile(nctx) or "the resident",
                                 nctx.profile.swap.container if nctx.profile.swap else None,
                                 res, probe, problem)
         prev = facts_from_rows(rows)
@@ -959,6 +1016,7 @@ def rebuild(nctx: NodeContext, journal: Journal, rows: Sequence[Entry],
 
 
 __all__ = ["NothingToRestore", "SwapOptions", "build_restore", "build_swap", "completion", "fit_verdict",
-           "gpu_uuids", "identity", "last_swap", "probe_image", "rebuild",
+           "gpu_uuids", "identity", "last_swap", "probe_image", "protected_names", "rebuild",
+           "resident_name", "resident_or_profile", "seat_file",
            "stop_container", "wait_serving"]
 
