@@ -12,7 +12,10 @@ Runbooks known here: ``hold`` (undo or complete), ``release`` (complete: it only
 net back), ``extend`` (undo: the new lease is cancelled if it was made; the old one is kept), ``swap``
 (undo: the probe stopped and kept, the resident started and verified; :mod:`seat_console.
 actions.swap`), ``restore`` (complete), ``compare`` (undo: the resident restored, a hold the
-compare placed released; the measured legs are kept; :mod:`seat_console.actions.compare`).
+compare placed released; the measured legs are kept; :mod:`seat_console.actions.compare`),
+``promote`` (undo: the candidate's name, the seat-state file and the profile put back) and
+``promote-undo`` (undo: the promoted resident serving again; :mod:`seat_console.actions.
+promote`).
 """
 
 from __future__ import annotations
@@ -43,7 +46,8 @@ def describe(rows: Sequence[Entry]) -> dict[str, Any]:
     undone = {r.step for r in rows if r.kind == "undo"}
     can = {"hold": ["undo", "complete"], "release": ["complete"],
            "extend": ["undo"], "swap": ["undo"], "restore": ["complete"],
-           "compare": ["undo"]}.get(first.runbook, [])
+           "compare": ["undo"], "promote": ["undo"],
+           "promote-undo": ["undo"]}.get(first.runbook, [])
     last = rows[-1]
     skipped = {r.step for r in rows if r.kind == "skip"}
     would_undo, seen = [], set()
@@ -133,6 +137,10 @@ def build_for(nctx: NodeContext, journal: Journal, rows: Sequence[Entry],
         from seat_console.actions import compare as compare_mod
 
         return compare_mod.rebuild(nctx, journal, rows, observer)
+    if first.runbook in ("promote", "promote-undo"):  # issue 30: promote and its undo
+        from seat_console.actions import promote as promote_mod
+
+        return promote_mod.rebuild(nctx, journal, rows, observer)
     raise ValueError(f"recover: runbook {first.runbook!r} cannot be rebuilt here")
 
 

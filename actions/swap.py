@@ -182,11 +182,12 @@ def _started_at(c: Any) -> datetime | None:
     return parse_docker_time(c.attrs.get("State", {}).get("StartedAt"))
 
 
-def identity(c: Any, endpoint: str) -> dict[str, Any]:
+def identity(c: Any, endpoint: str, *, models: list[str] | None = None) -> dict[str, Any]:
     """The recorded identity of a container (JSON-able; env as names only — values may hold
     credentials): ``id``, ``name``, ``image_id``, ``image_ref``, ``repo_digests``,
     ``entrypoint``, ``cmd``, ``env_names``, ``stop_timeout_s``, ``started_at`` (ISO UTC),
-    ``models`` (what ``/v1/models`` listed at ``endpoint``)."""
+    ``models`` (what ``/v1/models`` listed at ``endpoint``; ``models`` given: those, and
+    ``endpoint`` is not asked — for a stopped container)."""
     a = c.attrs
     cfg = a.get("Config") or {}
     img = None
@@ -201,7 +202,7 @@ def identity(c: Any, endpoint: str) -> dict[str, Any]:
             "env_names": sorted(e.split("=", 1)[0] for e in cfg.get("Env") or []),
             "stop_timeout_s": int(cfg.get("StopTimeout") or 10),
             "started_at": hold_mod.iso(started) if started else None,
-            "models": _models(endpoint) or []}
+            "models": list(models) if models is not None else (_models(endpoint) or [])}
 
 
 def stop_container(client: Any, c: Any, stop_timeout_s: int,

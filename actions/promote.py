@@ -1,0 +1,928 @@
+"""Promote: the candidate in the seat becomes the seat's resident; and its undo.
+
+**Promote** (:func:`build_promote`, runbook ``promote``, policy ``undo``):
+
+1. **check seat** — precondition, read now from docker, the journal and the seat endpoint:
+   the seat-state file is readable; a hold is active (:func:`~seat_console.actions.hold.
+   active_hold`); the candidate (the ``[swap]`` probe container) is running and the resident
+   (:func:`~seat_console.actions.swap.resident_name`) is not; a journaled ``swap`` started that
+   candidate (its recorded resident is the rollback); the candidate serves (``/health`` 200,
+   ``/v1/models`` lists ``swap.served_model_name``); and the newest ``decide`` journal row says
+   **PROMOTE-ABLE** for the image the candidate runs (:func:`decision_images`). Otherwise it is
+   refused with that state and the fix — unless ``force`` with a ``reason`` (journaled, fact
+   ``forced``, written in the seat-state file). Apply: record the candidate's launch record
+   (image ID and repo digests, entrypoint/cmd, env *names* — never values —, mounts, GPUs by
+   UUID, container ID; :func:`launch_record`) and the old resident's, as facts ``promoted`` and
+   ``previous``.
+2. **rename candidate** — the candidate container (running; nothing restarts) is renamed
+   ``<resident>-promoted-<UTC>`` so the probe's name is free for the next swap and no prune of
+   kept probes can ever take it. Undo: renamed back.
+3. **write seat state** — ``seat.json`` in the state dir (:mod:`seat_console.core.seat_file`)
+   names the promoted container as the resident and keeps the previous one's record; written
+   atomically, the version it replaces kept as ``seat.json.prev``. From here on every
+   ``swap``, ``restore`` and ``compare`` reads the resident through that file. Verify: read
+   back. Undo: the version before put back (or the file moved aside when there was none).
+4. **write profile** — when the profile is a writable file: a new version with the sides
+   exchanged (``[resident]`` = the candidate's checkpoint, container and image by digest;
+   ``[candidate]`` = the old resident), validated before it is written atomically, the old
+   text kept beside it as ``<profile>.before-<run id>``. A read-only (or the embedded) profile
+   is left alone and the plan says so: then the seat-state file alone names the resident.
+   Undo: the old text back, when the file is still the version this run wrote.
+5. **verify serving** — the seat-state file read back names the promoted container, which is
+   running, and its endpoint answers ``/health``, ``/v1/models`` and one completion
+   (:func:`~seat_console.actions.swap.completion`).
+
+The old resident's container is never removed: it stays stopped, recorded in the seat-state
+file's ``previous``, for the undo.
+
+**Promote undo** (:func:`build_promote_undo`, runbook ``promote-undo``, policy ``undo``): from
+the seat-state file and the promote run it names: (needs an active hold: it takes the seat
+down) stop the promoted container (kept); start the previous resident as recorded and verify
+its image ID, ``/health`` and one completion; put the seat-state file back to the version
+before the promote; put the profile back when the promote wrote it and nobody changed it
+since. A failure undoes in reverse (the promoted container started and serving again).
+
+After a kill -9, ``seat-console recover --undo`` finishes either run (:func:`rebuild`): every
+undo reads the node and the files first and does only what is still changed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import tempfile
+from collections.abc import Mapping
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from seat_console.actions import hold as hold_mod
+from seat_console.actions import swap as swap_mod
+from seat_console.actions.journal import Entry, Journal
+from seat_console.actions.runbook import (
+    Check,
+    Observer,
+    Runbook,
+    RunContext,
+    Step,
+    StepError,
+    facts_from_rows,
+)
+from seat_console.core.seat_file import (
+    SeatFile,
+    SeatFileError,
+    parse_record,
+    parse_seat_file,
+    prev_path,
+    read_seat_file,
+    seat_file_path,
+)
+from seat_console.node.context import NodeContext
+
+DECISIONS = ("PROMOTE-ABLE", "KEEP", "INCONCLUSIVE")
+"""The outcomes a ``decide`` row may carry (CONVENTIONS-30; :mod:`seat_console.actions.decide`)."""
+PROMOTED_SUFFIX_RE = re.compile(r"-promoted-\d{8}T\d{6}Z$")
+"""The suffix a promoted container's name carries (stripped before a new one is added)."""
+
+
+# -- reads -----------------------------------------------------------------------------------------
+def _newest_decision_from_rows(journal: Journal) -> dict[str, Any] | None:
+    """The newest ``decide`` run's ``end`` row with outcome ``done`` (CONVENTIONS-30's row
+    format), as its facts plus ``run_id``, ``at`` (ISO UTC) and ``by``; ``None`` when there is
+    none. Used until :func:`seat_console.actions.decide.newest_decision` exists."""
+    best: Entry | None = None
+    for rows in journal.runs().values():
+        if not rows or rows[0].runbook != "decide":
+            continue
+        for r in rows:
+            if r.kind == "end" and r.outcome == "done" and (best is None or r.at >= best.at):
+                best = r
+    if best is None:
+        return None
+    return {**best.facts, "run_id": best.run_id, "at": hold_mod.iso(best.at),
+            "by": f"{best.user}@{best.host}"}
+
+
+def newest_decision(journal: Journal) -> dict[str, Any] | None:
+    """The newest decision in the journal (facts of the ``decide`` runbook's ``end`` row):
+    :func:`seat_console.actions.decide.newest_decision` when that module is present, else read
+    here from the rows. ``None`` when no decision was journaled."""
+    try:
+        from seat_console.actions.decide import (  # type: ignore[import-not-found]
+            newest_decision as decide_newest,
+        )
+    except ImportError:
+        return _newest_decision_from_rows(journal)
+    d = decide_newest(journal)
+    if d is None:
+        return None
+    return dict(d)
+
+
+def decision_images(decision: Mapping[str, Any], runs_root: Path | None = None) -> set[str]:
+    """The candidate image IDs a decision speaks about: ``candidate.image_id`` /
+    ``candidate_image_id`` when the row names it, and the image ID of every probe run it cites
+    (``runs``) whose identity recorded the probe container (:func:`seat_console.probe.store.
+    list_runs`, role ``probe``). Runs that cannot be read are skipped (the set is then smaller,
+    never guessed)."""
+    from seat_console.probe.store import list_runs
+
+    out: set[str] = set()
+    cand = decision.get("candidate")
+    if isinstance(cand, Mapping) and isinstance(cand.get("image_id"), str):
+        out.add(cand["image_id"])
+    if isinstance(decision.get("candidate_image_id"), str):
+        out.add(decision["candidate_image_id"])
+    runs = {r for r in decision.get("runs") or [] if isinstance(r, str)}
+    if runs:
+        for row in list_runs(runs_root):
+            c = row.get("container") or {}
+            if row.get("run_id") in runs and c.get("role") == "probe" and c.get("image_id"):
+                out.add(str(c["image_id"]))
+    return out
+
+
+def decision_problem(decision: Mapping[str, Any] | None, image_id: str,
+                     runs_root: Path | None = None) -> str | None:
+    """Why ``decision`` does not allow promoting the candidate running ``image_id`` — a
+    sentence with the state and the fix — or ``None`` when it is PROMOTE-ABLE for it."""
+    if decision is None:
+        return ("no decision in the journal: compare the candidate with the resident "
+                "(`seat-console compare`) and decide (`seat-console decide`); or "
+                "--force --reason TEXT")
+    what = decision.get("decision")
+    when = f"decide run {decision.get('run_id', '?')} at {decision.get('at', '?')}"
+    needs = decision.get("needs")
+    needs_text = f"; it needs: {needs}" if isinstance(needs, str) and needs else ""
+    if what == "KEEP":
+        return (f"the newest decision ({when}) is KEEP{needs_text}: keep the resident "
+                "(`seat-console restore`); or --force --reason TEXT")
+    if what == "INCONCLUSIVE":
+        return (f"the newest decision ({when}) is INCONCLUSIVE{needs_text}: measure more "
+                "(`seat-console compare`) and decide again; or --force --reason TEXT")
+    if what != "PROMOTE-ABLE":
+        return (f"the newest decision ({when}) is {what!r}, not one of {', '.join(DECISIONS)}: "
+                "decide again (`seat-console decide`); or --force --reason TEXT")
+    images = decision_images(decision, runs_root)
+    if image_id not in images:
+        seen = ", ".join(sorted(i[:19] + "…" for i in images)) or "no readable run identity"
+        return (f"the newest decision ({when}) is PROMOTE-ABLE for {seen}, not for the "
+                f"candidate in the seat (image ID {image_id[:19]}…): decide on this candidate "
+                "(`seat-console compare`, `seat-console decide`); or --force --reason TEXT")
+    return None
+
+
+def swap_of(journal: Journal, probe_id: str) -> list[Entry] | None:
+    """The newest ``swap`` run that started the container ``probe_id`` and recorded a
+    resident (its rows), or ``None``."""
+    best: list[Entry] | None = None
+    for rows in journal.runs().values():
+        if not rows or rows[0].runbook != "swap":
+            continue
+        f = facts_from_rows(rows)
+        if f.get("probe_id") == probe_id and f.get("resident"):
+            if best is None or rows[0].at >= best[0].at:
+                best = rows
+    return best
+
+
+def launch_record(c: Any, *, endpoint: str = "", models: list[str] | None = None
+                  ) -> dict[str, Any]:
+    """A container's launch record (:mod:`seat_console.core.seat_file` RECORD): the
+    :func:`~seat_console.actions.swap.identity` (image ID, repo digests, entrypoint/cmd, env
+    names only, stop timeout, models at ``endpoint`` or ``models``) plus ``mounts``
+    (``"source:destination[:ro]"``) and ``gpus`` (device IDs of its NVIDIA device requests)."""
+    rec = swap_mod.identity(c, endpoint, models=models)
+    mounts = []
+    for m in c.attrs.get("Mounts") or []:
+        if isinstance(m, dict) and m.get("Destination"):
+            src = m.get("Source") or m.get("Name") or ""
+            mounts.append(f"{src}:{m['Destination']}" + ("" if m.get("RW", True) else ":ro"))
+    gpus: list[str] = []
+    for dr in ((c.attrs.get("HostConfig") or {}).get("DeviceRequests") or []):
+        if isinstance(dr, dict):
+            gpus.extend(str(g) for g in dr.get("DeviceIDs") or [])
+    return {**rec, "mounts": mounts, "gpus": gpus}
+
+
+def promoted_name(nctx: NodeContext, at: datetime | None = None) -> str:
+    """``<profile resident container>-promoted-<YYYYmmddTHHMMSSZ>``: the name the candidate
+    takes when promoted (an earlier promotion's suffix is replaced, not stacked)."""
+    base = PROMOTED_SUFFIX_RE.sub("", nctx.profile.resident.container or "seat-resident")
+    return f"{base}-promoted-{(at or datetime.now(UTC)):%Y%m%dT%H%M%SZ}"
+
+
+# -- files -----------------------------------------------------------------------------------------
+def write_atomic(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` atomically: a temporary file in the same directory,
+    ``fsync``, ``os.replace``, then the directory ``fsync``'d (a crash leaves the old or the new
+    version, never half of one). Raises :class:`OSError`."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+    dfd = os.open(path.parent, os.O_RDONLY)
+    try:
+        os.fsync(dfd)
+    finally:
+        os.close(dfd)
+
+
+def _read_text(path: Path) -> str | None:
+    try:
+        return path.read_text("utf-8")
+    except FileNotFoundError:
+        return None
+
+
+def put_seat_file(text: str | None, path: Path | None = None) -> str:
+    """Make the seat-state file hold ``text`` (``None``: no file), keeping the version it
+    replaces as ``seat.json.prev``. ``text`` is parsed first (a :class:`SeatFileError` is
+    raised before anything is written). Returns a sentence. Raises :class:`OSError`."""
+    p = path or seat_file_path()
+    if text is not None:
+        parse_seat_file(text, str(p))
+    cur = _read_text(p)
+    if cur == text:
+        return f"{p} already {'absent' if text is None else 'as wanted'}"
+    if cur is not None:
+        write_atomic(prev_path(p), cur)
+    if text is None:
+        if cur is not None:
+            os.unlink(p)
+        return f"{p} removed (the promoted version kept as {prev_path(p).name})"
+    write_atomic(p, text)
+    return f"{p} written" + (f" (the version before kept as {prev_path(p).name})"
+                             if cur is not None else "")
+
+
+def profile_writable(nctx: NodeContext) -> tuple[Path | None, str]:
+    """``(path, why)``: the profile's file when this user may replace it atomically (file and
+    directory writable), else ``None`` and why not (embedded default, read-only)."""
+    src = nctx.loaded.source
+    if src.startswith("<"):
+        return None, f"the profile is the {src}, not a file"
+    p = Path(src)
+    if not p.is_file():
+        return None, f"{p} is not a regular file"
+    if not os.access(p, os.W_OK) or not os.access(p.parent, os.W_OK):
+        return None, f"{p} (or its directory) is not writable by this user"
+    return p, ""
+
+
+def _image_ref(rec: Mapping[str, Any]) -> str:
+    """The image by digest (its first repo digest), else by image ID."""
+    digests = rec.get("repo_digests") or []
+    return str(digests[0]) if digests else str(rec["image_id"])
+
+
+def new_profile_text(text: str, source: str, new_container: str,
+                     promoted: Mapping[str, Any]) -> str:
+    """The profile ``text`` with its sides exchanged for a promotion: ``[resident]`` takes
+    the ``[candidate]`` checkpoint's keys (when there is a ``[candidate]``; its
+    ``requires`` table stays with the candidate side) with ``container`` = ``new_container`` and
+    ``image`` = the promoted image by digest; ``[candidate]`` takes the old ``[resident]``.
+    Comments and layout are kept (tomlkit). The result is validated
+    (:func:`~seat_console.core.profile.parse_profile`); raises :class:`StepError` naming the
+    profile when it would not be valid."""
+    import tomlkit
+    from tomlkit.exceptions import TOMLKitError
+
+    from seat_console.core.profile import ProfileError, parse_profile
+
+    try:
+        doc = tomlkit.parse(text)
+    except TOMLKitError as exc:
+        raise StepError(f"{source}: cannot be rewritten: {exc}") from None
+    old_res = doc.get("resident")
+    if not isinstance(old_res, Mapping):
+        raise StepError(f"{source}: has no [resident] table to rewrite")
+    cand = doc.get("candidate")
+    new_res = tomlkit.table()
+    src_tab = cand if isinstance(cand, Mapping) else old_res
+    for k, v in src_tab.items():
+        if k != "requires":
+            new_res[k] = v
+    new_res["container"] = new_container
+    new_res["image"] = _image_ref(promoted)
+    if isinstance(cand, Mapping):
+        new_cand = tomlkit.table()
+        for k, v in old_res.items():
+            new_cand[k] = v
+        if "requires" in cand:
+            new_cand["requires"] = cand["requires"]
+        doc["candidate"] = new_cand
+    doc["resident"] = new_res
+    out = tomlkit.dumps(doc)
+    try:
+        prof = parse_profile(out, source)
+    except ProfileError as exc:
+        raise StepError(f"the new profile version would not be valid, so it is not written: "
+                        f"{exc}") from None
+    if prof.resident.container != new_container:
+        raise StepError(f"{source}: the rewrite did not name {new_container} as the resident")
+    return out
+
+
+def _sha(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+# -- promote ---------------------------------------------------------------------------------------
+def build_promote(nctx: NodeContext, journal: Journal, *, force: bool = False, reason: str = "",
+                  observer: Observer | None = None, run_id: str | None = None,
+                  facts: dict[str, Any] | None = None, runs_root: Path | None = None,
+                  seat_path: Path | None = None) -> Runbook:
+    """The promote runbook (module docstring). ``force`` + ``reason``: promote without a
+    PROMOTE-ABLE decision for the candidate (journaled; the seat-state file records it);
+    ``runs_root``: the probe run store the decision's runs are read from (default the data
+    dir's); ``seat_path``: the seat-state file (default :func:`~seat_console.core.seat_file.
+    seat_file_path`). Building reads nothing; every step reads the node when it runs."""
+    sp = seat_path or seat_file_path()
+
+    def probe_name() -> str:
+        return swap_mod._swap_spec(nctx).container
+
+    def pre_check(ctx: RunContext) -> Check:
+        if force and not reason.strip():
+            raise StepError("--force needs --reason TEXT (it is journaled)")
+        resident = swap_mod.resident_name(nctx)    # the seat-state file first: refuse if bad
+        spec = swap_mod._swap_spec(nctx)
+        h = hold_mod.active_hold(journal)
+        if h is None:
+            raise StepError("no active hold: the seat is not held; place one "
+                            "(`seat-console hold`) before changing its resident — the swap "
+                            "that put the candidate in the seat needed one too")
+        ctx.facts["hold_id"] = h.hold_id
+        client = swap_mod._client(nctx)
+        try:
+            res = swap_mod._inspect(client, resident)
+            cand = swap_mod._inspect(client, spec.container)
+            if swap_mod._running(res):
+                cand_state = "running too" if swap_mod._running(cand) else "not running"
+                raise StepError(f"the resident {resident} holds the seat (running; "
+                                f"{spec.container} is {cand_state}"
+                                "): nothing to promote; swap the candidate in first "
+                                "(`seat-console swap`)")
+            if not swap_mod._running(cand):
+                raise StepError(f"the candidate {spec.container} is not running (and the "
+                                f"resident {resident} is stopped): the seat is empty; "
+                                "`seat-console restore` brings the resident back")
+            rows = swap_of(journal, cand.id)
+            if rows is None:
+                raise StepError(f"no journaled swap started {spec.container} ({cand.id[:12]}) "
+                                "and recorded the resident it replaced: nothing to roll back "
+                                "to; restore the resident and swap with `seat-console swap`")
+            prev_rec = facts_from_rows(rows)["resident"]
+            old = swap_mod._inspect(client, prev_rec["id"])
+            if old is None:
+                raise StepError(f"the resident {prev_rec['name']} ({prev_rec['id'][:12]}) that "
+                                "the swap recorded is gone: no rollback would be possible")
+            endpoint = swap_mod._probe_endpoint(nctx)
+            if swap_mod._health(endpoint) != 200:
+                raise StepError(f"the candidate does not serve: {endpoint}/health is not 200")
+            models = swap_mod._models(endpoint)
+            if models is None or spec.served_model_name not in models:
+                raise StepError(f"the candidate does not serve {spec.served_model_name}: "
+                                f"{endpoint}/v1/models lists {models}")
+            image_id = cand.attrs["Image"]
+            decision = newest_decision(journal)
+            problem = decision_problem(decision, image_id, runs_root)
+            ctx.facts["decision"] = ({k: decision.get(k) for k in
+                                      ("decision", "run_id", "at", "bracket_id",
+                                       "report_sha256")} if decision else None)
+            if problem is not None and not force:
+                raise StepError(problem)
+            if problem is not None:
+                ctx.facts["forced"] = reason
+                ctx.warn(f"promoting without a PROMOTE-ABLE decision (--force: {reason}): "
+                         f"{problem}", "check seat")
+            ctx.facts.update(
+                promoted=launch_record(cand, models=models),
+                previous=launch_record(old, models=list(prev_rec.get("models") or [])),
+                swap_run_id=rows[0].run_id, new_name=ctx.facts.get("new_name")
+                or promoted_name(nctx))
+        finally:
+            client.close()
+        dec = ("forced: " + reason if problem is not None else
+               f"decision PROMOTE-ABLE ({ctx.facts['decision']['run_id']})")
+        return Check(True, f"{spec.container} ({cand.id[:12]}, image ID {image_id[:19]}…) "
+                           f"serves in the seat; {dec}; hold {h.hold_id}; the old resident "
+                           f"{prev_rec['name']} stays stopped and kept for `promote --undo`")
+
+    def pre_apply(ctx: RunContext) -> str:
+        p = ctx.facts["promoted"]
+        return (f"recorded {p['name']} ({p['id'][:12]}): image {_image_ref(p)}, cmd "
+                f"{p.get('cmd')}, env names {p.get('env_names')}, mounts {p.get('mounts')}, "
+                f"GPUs {p.get('gpus') or 'none'}")
+
+    def pre_verify(ctx: RunContext) -> str:
+        for key in ("promoted", "previous"):
+            try:
+                parse_record(ctx.facts.get(key), key)
+            except ValueError as exc:
+                raise StepError(f"the {key} launch record is not complete: {exc}") from None
+        return (f"candidate {ctx.facts['promoted']['id'][:12]} and old resident "
+                f"{ctx.facts['previous']['name']} recorded")
+
+    # 2. rename
+    def ren_check(ctx: RunContext) -> Check:
+        return Check(True, f"rename {probe_name()} to {ctx.facts.get('new_name')} (running; "
+                           "nothing restarts): the probe's name is free for the next swap")
+
+    def ren_apply(ctx: RunContext) -> str:
+        client = swap_mod._client(nctx)
+        try:
+            c = swap_mod._inspect(client, ctx.facts["promoted"]["id"])
+            if c is None:
+                raise StepError("the candidate container vanished")
+            if c.name == ctx.facts["new_name"]:
+                return f"already named {c.name}"
+            swap_mod._expect(nctx, c.name, ("rename",))
+            swap_mod._expect(nctx, ctx.facts["new_name"], ("rename",))
+            c.rename(ctx.facts["new_name"])
+        finally:
+            client.close()
+        return f"renamed {probe_name()} to {ctx.facts['new_name']}"
+
+    def ren_verify(ctx: RunContext) -> str:
+        c = swap_mod._inspect_once(nctx, ctx.facts["promoted"]["id"])
+        if c is None or c.name != ctx.facts["new_name"] or not swap_mod._running(c):
+            raise StepError(f"{ctx.facts['promoted']['id'][:12]} is not running as "
+                            f"{ctx.facts['new_name']}")
+        ctx.facts["promoted"]["name"] = ctx.facts["new_name"]
+        return f"{ctx.facts['new_name']} running"
+
+    def ren_undo(ctx: RunContext) -> str:
+        client = swap_mod._client(nctx)
+        try:
+            c = swap_mod._inspect(client, ctx.facts["promoted"]["id"])
+            if c is None:
+                raise StepError("the candidate container is gone: nothing to rename back")
+            if c.name == probe_name():
+                return f"already named {probe_name()}"
+            swap_mod._expect(nctx, c.name, ("rename",))
+            swap_mod._expect(nctx, probe_name(), ("rename",))
+            c.rename(probe_name())
+        finally:
+            client.close()
+        ctx.facts["promoted"]["name"] = probe_name()
+        return f"renamed back to {probe_name()}"
+
+    # 3. seat state
+    def seat_text(ctx: RunContext) -> str:
+        import getpass
+        import json
+        import socket
+
+        sf = SeatFile(resident=ctx.facts["promoted"], previous=ctx.facts["previous"],
+                      promoted_at=datetime.now(UTC),
+                      promoted_by=f"{getpass.getuser()}@{socket.gethostname()}",
+                      promote_run_id=ctx.run_id, swap_run_id=ctx.facts.get("swap_run_id"),
+                      forced=ctx.facts.get("forced"),
+                      profile={"source": nctx.loaded.source,
+                               "written": profile_writable(nctx)[0] is not None})
+        return json.dumps(sf.to_json(), indent=2) + "\n"
+
+    def seat_check(ctx: RunContext) -> Check:
+        try:
+            before = read_seat_file(sp)
+        except SeatFileError as exc:
+            raise StepError(str(exc)) from None
+        was = f"it names {before.container} now" if before else "there is none yet"
+        if "seat_before" not in ctx.facts and ctx.facts.get("promoted"):
+            # both journaled with this step's begin row, before the file is touched: an undo
+            # after a kill anywhere inside apply knows what to put back
+            ctx.facts["seat_before"] = _read_text(sp)
+            ctx.facts["seat_promoted"] = seat_text(ctx)
+        return Check(True, f"write {sp} naming {ctx.facts.get('new_name')} the resident ({was}; "
+                           f"the version it replaces kept as {prev_path(sp).name}); every later "
+                           "swap and restore reads it")
+
+    def seat_apply(ctx: RunContext) -> str:
+        try:
+            return put_seat_file(ctx.facts["seat_promoted"], sp)
+        except (OSError, SeatFileError) as exc:
+            raise StepError(f"{sp}: cannot write: {exc}") from None
+
+    def seat_verify(ctx: RunContext) -> str:
+        try:
+            sf = read_seat_file(sp)
+        except SeatFileError as exc:
+            raise StepError(str(exc)) from None
+        if sf is None or sf.container != ctx.facts["new_name"] or sf.promote_run_id != ctx.run_id:
+            raise StepError(f"{sp} read back does not name {ctx.facts['new_name']}")
+        if swap_mod.resident_name(nctx) != ctx.facts["new_name"]:
+            raise StepError("swap.resident_name does not read the new resident")
+        return f"{sp} names {sf.container} (id {sf.resident['id'][:12]}) the resident"
+
+    def seat_undo(ctx: RunContext) -> str:
+        if "seat_before" not in ctx.facts:
+            return "the seat-state file was not written"
+        cur = _read_text(sp)
+        if cur is not None and cur != ctx.facts.get("seat_promoted") and \
+                cur != ctx.facts["seat_before"]:
+            raise StepError(f"{sp} was changed by someone else since: left as it is")
+        try:
+            return put_seat_file(ctx.facts["seat_before"], sp)
+        except (OSError, SeatFileError) as exc:
+            raise StepError(f"{sp}: cannot put back: {exc}") from None
+
+    # 4. profile
+    def prof_check(ctx: RunContext) -> Check:
+        where, why = profile_writable(nctx)
+        if where is None:
+            ctx.facts.pop("profile", None)
+            return Check(False, f"leave the profile as it is ({why}): the seat-state file alone "
+                                f"names {ctx.facts.get('new_name')} the resident")
+        if ctx.facts.get("promoted") and not ctx.facts.get("profile"):
+            # paths and hashes journaled with the begin row, before anything is written
+            old = where.read_text("utf-8")
+            new = new_profile_text(old, str(where), ctx.facts["new_name"],
+                                   ctx.facts["promoted"])
+            ctx.facts["profile"] = {
+                "path": str(where), "backup": str(where.with_name(
+                    f"{where.name}.before-{ctx.run_id}")),
+                "sha_before": _sha(old), "sha_after": _sha(new)}
+        return Check(True, f"write a new version of {where}: [resident] = the candidate "
+                           f"(container {ctx.facts.get('new_name')}, image by digest), "
+                           f"[candidate] = the old resident; the old text kept as "
+                           f"{where.name}.before-{ctx.run_id}")
+
+    def prof_apply(ctx: RunContext) -> str:
+        where, why = profile_writable(nctx)
+        if where is None:
+            raise StepError(f"the profile cannot be written: {why}")
+        p = ctx.facts["profile"]
+        old = where.read_text("utf-8")
+        if _sha(old) != p["sha_before"]:
+            raise StepError(f"{where} changed since the plan was read: not written")
+        new = new_profile_text(old, str(where), ctx.facts["new_name"], ctx.facts["promoted"])
+        if _sha(new) != p["sha_after"]:
+            raise StepError(f"{where}: the new version differs from the one planned")
+        backup = Path(p["backup"])
+        try:
+            if not backup.exists():
+                write_atomic(backup, old)
+            write_atomic(where, new)
+        except OSError as exc:
+            raise StepError(f"{where}: cannot write: {exc}") from None
+        return f"wrote the new version of {where}; the old one kept as {backup.name}"
+
+    def prof_verify(ctx: RunContext) -> str:
+        from seat_console.core.profile import ProfileError, load_profile
+
+        p = ctx.facts["profile"]
+        try:
+            lp = load_profile(p["path"])
+        except ProfileError as exc:
+            raise StepError(str(exc)) from None
+        if lp.profile.resident.container != ctx.facts["new_name"]:
+            raise StepError(f"{p['path']} read back names {lp.profile.resident.container}")
+        return f"{p['path']} names {ctx.facts['new_name']} the resident (sha256 {lp.sha256[:12]})"
+
+    def prof_undo(ctx: RunContext) -> str:
+        return _profile_back(ctx.facts.get("profile"))
+
+    # 5. verify
+    def ver_check(ctx: RunContext) -> Check:
+        return Check(True, f"check {ctx.facts.get('new_name')} serves: /health, /v1/models, "
+                           "one completion; the seat-state file names it")
+
+    def ver_apply(ctx: RunContext) -> str:
+        spec = swap_mod._swap_spec(nctx)
+        endpoint = swap_mod._probe_endpoint(nctx)
+        if swap_mod._health(endpoint) != 200:
+            raise StepError(f"{endpoint}/health is not 200")
+        models = swap_mod._models(endpoint) or []
+        if spec.served_model_name not in models:
+            raise StepError(f"{endpoint}/v1/models lists {models}")
+        return swap_mod.completion(endpoint, spec.served_model_name)
+
+    def ver_verify(ctx: RunContext) -> str:
+        c = swap_mod._inspect_once(nctx, ctx.facts["promoted"]["id"])
+        if not swap_mod._running(c):
+            raise StepError(f"{ctx.facts['new_name']} is not running")
+        if swap_mod.resident_name(nctx) != c.name:
+            raise StepError(f"the seat-state file names {swap_mod.resident_name(nctx)}, not "
+                            f"{c.name}")
+        return (f"{c.name} is the seat's resident (image ID {c.attrs['Image'][:19]}…), "
+                "serving; the old resident is kept stopped for `seat-console promote --undo`")
+
+    new = lambda ctx: [ctx.facts.get("new_name"), probe_name()]  # noqa: E731
+    steps = [
+        Step("check seat", pre_check, pre_apply, pre_verify, None),
+        Step("rename candidate", ren_check, ren_apply, ren_verify, ren_undo,
+             manual=lambda ctx: f"docker rename {ctx.facts.get('new_name')} {probe_name()}",
+             acts_on=new),
+        Step("write seat state", seat_check, seat_apply, seat_verify, seat_undo,
+             manual=lambda ctx: f"put {prev_path(sp)} back as {sp} (or remove {sp} when it "
+                                "did not exist before)"),
+        Step("write profile", prof_check, prof_apply, prof_verify, prof_undo,
+             manual=lambda ctx: (f"copy {(ctx.facts.get('profile') or {}).get('backup')} over "
+                                 f"{(ctx.facts.get('profile') or {}).get('path')}")),
+        Step("verify serving", ver_check, ver_apply, ver_verify, None, acts_on=new),
+    ]
+    return Runbook("promote", steps, journal=journal, observer=observer, policy="undo",
+                   inputs={"force": force, "reason": reason, "profile": nctx.loaded.source,
+                           "seat_file": str(sp)},
+                   facts=facts, run_id=run_id, profile_sha256=nctx.loaded.sha256)
+
+
+def _profile_back(p: Mapping[str, Any] | None) -> str:
+    """Put the profile text a promote replaced back (``p``: its ``profile`` fact), when the
+    file is still the version that promote wrote; idempotent. Raises :class:`StepError`."""
+    if not p:
+        return "the profile was not written"
+    path, backup = Path(p["path"]), Path(p["backup"])
+    cur = _read_text(path)
+    if cur is not None and _sha(cur) == p["sha_before"]:
+        return f"{path} is already the version before"
+    if cur is None or _sha(cur) != p["sha_after"]:
+        raise StepError(f"{path} was changed since the promote wrote it: left as it is; the "
+                        f"version before is {backup}")
+    old = _read_text(backup)
+    if old is None or _sha(old) != p["sha_before"]:
+        raise StepError(f"{backup} (the version before) is missing or changed: {path} left "
+                        "as it is")
+    try:
+        write_atomic(path, old)
+    except OSError as exc:
+        raise StepError(f"{path}: cannot write: {exc}") from None
+    return f"{path} put back to the version before ({backup.name})"
+
+
+# -- promote undo ----------------------------------------------------------------------------------
+def promote_run(journal: Journal, run_id: str) -> list[Entry] | None:
+    """The rows of the ``promote`` run ``run_id``, or ``None``."""
+    rows = journal.runs().get(run_id)
+    return rows if rows and rows[0].runbook == "promote" else None
+
+
+def build_promote_undo(nctx: NodeContext, journal: Journal, *, observer: Observer | None = None,
+                       run_id: str | None = None, facts: dict[str, Any] | None = None,
+                       seat_path: Path | None = None) -> Runbook:
+    """The ``promote-undo`` runbook (module docstring). ``seat_path``: as
+    :func:`build_promote`."""
+    sp = seat_path or seat_file_path()
+
+    def pre_check(ctx: RunContext) -> Check:
+        try:
+            sf = read_seat_file(sp)
+        except SeatFileError as exc:
+            raise StepError(str(exc)) from None
+        if sf is None:
+            raise StepError(f"no promote to undo: {sp} does not exist, so the profile's "
+                            f"[resident] ({nctx.profile.resident.container}) is the resident")
+        if sf.previous is None:
+            raise StepError(f"{sp} keeps no previous resident: nothing to roll back to")
+        rows = promote_run(journal, sf.promote_run_id)
+        if rows is None:
+            raise StepError(f"{sp} names promote run {sf.promote_run_id}, which is not in this "
+                            "journal: undo by hand (docker stop/start, then move the file)")
+        h = hold_mod.active_hold(journal)
+        if h is None:
+            raise StepError("no active hold: the undo stops the promoted resident (the seat is "
+                            "down for a restart); place one first (`seat-console hold`)")
+        pf = facts_from_rows(rows)
+        if "seat_before" not in ctx.facts:
+            ctx.facts.update(promote_run_id=sf.promote_run_id, promoted=sf.resident,
+                             previous=sf.previous, seat_before=pf.get("seat_before"),
+                             seat_promoted=_read_text(sp), profile=pf.get("profile"),
+                             hold_id=h.hold_id)
+        client = swap_mod._client(nctx)
+        try:
+            old = swap_mod._inspect(client, sf.previous["id"])
+            if old is None:
+                raise StepError(f"the previous resident {sf.previous['name']} "
+                                f"({sf.previous['id'][:12]}) is gone: recreate it by hand from "
+                                f"its record in {sp}")
+            if old.attrs["Image"] != sf.previous["image_id"]:
+                raise StepError(f"{sf.previous['name']} now has image {old.attrs['Image']}, "
+                                f"recorded {sf.previous['image_id']}")
+        finally:
+            client.close()
+        return Check(True, f"put {sf.previous['name']} back as the resident in place of "
+                           f"{sf.container} (promote run {sf.promote_run_id}); hold {h.hold_id}")
+
+    def stop_check(ctx: RunContext) -> Check:
+        c = swap_mod._inspect_once(nctx, ctx.facts["promoted"]["id"])
+        if not swap_mod._running(c):
+            return Check(False, f"{ctx.facts['promoted']['name']} is not running")
+        return Check(True, f"stop {c.name} ({c.id[:12]}) and keep it")
+
+    def stop_apply(ctx: RunContext) -> str:
+        client = swap_mod._client(nctx)
+        try:
+            c = swap_mod._inspect(client, ctx.facts["promoted"]["id"])
+            if not swap_mod._running(c):
+                return "not running"
+            return swap_mod.stop_container(client, c, int(ctx.facts["promoted"].get(
+                "stop_timeout_s") or 10), nctx) + " (kept, not removed)"
+        finally:
+            client.close()
+
+    def stop_verify(ctx: RunContext) -> str:
+        c = swap_mod._inspect_once(nctx, ctx.facts["promoted"]["id"])
+        if swap_mod._running(c):
+            raise StepError(f"{ctx.facts['promoted']['name']} still running")
+        return f"{ctx.facts['promoted']['name']} stopped (kept)"
+
+    def stop_undo(ctx: RunContext) -> str:
+        return _start_recorded(nctx, ctx.facts["promoted"])
+
+    def start_check(ctx: RunContext) -> Check:
+        rec = ctx.facts["previous"]
+        c = swap_mod._inspect_once(nctx, rec["id"])
+        if c is None:
+            raise StepError(f"the previous resident {rec['name']} is gone")
+        ctx.facts["previous_was_running"] = swap_mod._running(c)
+        return Check(True, f"{'verify' if swap_mod._running(c) else 'start'} {rec['name']} as "
+                           f"recorded (image ID {rec['image_id'][:19]}…), /health, a completion")
+
+    def start_apply(ctx: RunContext) -> str:
+        return _start_recorded(nctx, ctx.facts["previous"])
+
+    def start_verify(ctx: RunContext) -> str:
+        rec = ctx.facts["previous"]
+        c = swap_mod._inspect_once(nctx, rec["id"])
+        if not swap_mod._running(c):
+            raise StepError(f"{rec['name']} is not running")
+        if c.attrs["Image"] != rec["image_id"]:
+            raise StepError(f"{rec['name']} runs image {c.attrs['Image']}, recorded "
+                            f"{rec['image_id']}")
+        seat = swap_mod._seat(nctx)
+        if swap_mod._health(seat) != 200:
+            raise StepError(f"{seat}/health is not 200")
+        models = swap_mod._models(seat) or []
+        if not rec.get("models") or rec["models"][0] not in models:
+            raise StepError(f"/v1/models lists {models}, recorded {rec.get('models')}")
+        return (f"{rec['name']} image ID as recorded, /health 200; "
+                + swap_mod.completion(seat, rec["models"][0]))
+
+    def start_undo(ctx: RunContext) -> str:
+        if ctx.facts.get("previous_was_running"):
+            return "it was running before: left running"
+        client = swap_mod._client(nctx)
+        try:
+            c = swap_mod._inspect(client, ctx.facts["previous"]["id"])
+            if not swap_mod._running(c):
+                return "not running"
+            return swap_mod.stop_container(client, c, int(ctx.facts["previous"].get(
+                "stop_timeout_s") or 10), nctx) + " (kept)"
+        finally:
+            client.close()
+
+    def seat_check(ctx: RunContext) -> Check:
+        before = ctx.facts.get("seat_before")
+        what = ("remove it (there was none before the promote; the promoted version kept as "
+                f"{prev_path(sp).name})" if before is None else
+                f"put back the version before the promote (the promoted one kept as "
+                f"{prev_path(sp).name})")
+        return Check(True, f"{sp}: {what}")
+
+    def seat_apply(ctx: RunContext) -> str:
+        try:
+            return put_seat_file(ctx.facts.get("seat_before"), sp)
+        except (OSError, SeatFileError) as exc:
+            raise StepError(f"{sp}: {exc}") from None
+
+    def seat_verify(ctx: RunContext) -> str:
+        try:
+            sf = read_seat_file(sp)
+        except SeatFileError as exc:
+            raise StepError(str(exc)) from None
+        want = ctx.facts.get("seat_before")
+        want_name = parse_seat_file(want, str(sp)).container if want is not None else None
+        if (sf.container if sf is not None else None) != want_name:
+            raise StepError(f"{sp} read back is not the version before the promote")
+        name = swap_mod.resident_name(nctx)
+        if name != ctx.facts["previous"]["name"]:
+            raise StepError(f"the resident reads as {name}, not {ctx.facts['previous']['name']}")
+        return f"the resident is {name} again ({sp} {'absent' if sf is None else 'restored'})"
+
+    def seat_undo(ctx: RunContext) -> str:
+        try:
+            return put_seat_file(ctx.facts.get("seat_promoted"), sp)
+        except (OSError, SeatFileError) as exc:
+            raise StepError(f"{sp}: {exc}") from None
+
+    def prof_check(ctx: RunContext) -> Check:
+        p = ctx.facts.get("profile")
+        if not p:
+            return Check(False, "the promote did not write the profile: nothing to put back")
+        return Check(True, f"put {p['path']} back to the version before the promote "
+                           f"({Path(p['backup']).name}), if nobody changed it since")
+
+    def prof_apply(ctx: RunContext) -> str:
+        return _profile_back(ctx.facts.get("profile"))
+
+    def prof_verify(ctx: RunContext) -> str:
+        p = ctx.facts["profile"]
+        cur = _read_text(Path(p["path"]))
+        if cur is None or _sha(cur) != p["sha_before"]:
+            raise StepError(f"{p['path']} is not the version before the promote")
+        return f"{p['path']} is the version before the promote"
+
+    def prof_undo(ctx: RunContext) -> str:
+        p = ctx.facts.get("profile")
+        if not p:
+            return "nothing to undo"
+        path = Path(p["path"])
+        cur = _read_text(path)
+        if cur is not None and _sha(cur) == p["sha_after"]:
+            return "already the promoted version"
+        text = ctx.facts.get("profile_promoted_text")
+        if text is None or cur is None or _sha(cur) != p["sha_before"]:
+            raise StepError(f"{path}: cannot put the promoted version back by itself")
+        write_atomic(path, text)
+        return f"{path}: the promoted version back"
+
+    def prof_apply_keep(ctx: RunContext) -> str:
+        p = ctx.facts.get("profile") or {}
+        cur = _read_text(Path(p["path"])) if p else None
+        if cur is not None and _sha(cur) == p.get("sha_after"):
+            ctx.facts["profile_promoted_text"] = cur
+        return prof_apply(ctx)
+
+    names = lambda ctx: [(ctx.facts.get("promoted") or {}).get("name"),  # noqa: E731
+                         (ctx.facts.get("previous") or {}).get("name")]
+    steps = [
+        Step("check seat", pre_check, lambda ctx: "recorded the promote to undo",
+             lambda ctx: f"undoing promote run {ctx.facts['promote_run_id']}", None),
+        Step("stop promoted", stop_check, stop_apply, stop_verify, stop_undo,
+             manual=lambda ctx: f"docker start {(ctx.facts.get('promoted') or {}).get('name')}",
+             acts_on=names),
+        Step("start previous", start_check, start_apply, start_verify, start_undo,
+             manual=lambda ctx: f"docker start {(ctx.facts.get('previous') or {}).get('name')}",
+             acts_on=names),
+        Step("seat state back", seat_check, seat_apply, seat_verify, seat_undo,
+             manual=lambda ctx: f"put the promoted version ({prev_path(sp)}) back as {sp}"),
+        Step("profile back", prof_check, prof_apply_keep, prof_verify, prof_undo,
+             manual=lambda ctx: f"copy {(ctx.facts.get('profile') or {}).get('backup')} over "
+                                f"{(ctx.facts.get('profile') or {}).get('path')}"),
+    ]
+    return Runbook("promote-undo", steps, journal=journal, observer=observer, policy="undo",
+                   inputs={"seat_file": str(sp)}, facts=facts, run_id=run_id,
+                   profile_sha256=nctx.loaded.sha256)
+
+
+def _start_recorded(nctx: NodeContext, rec: Mapping[str, Any]) -> str:
+    """Start the recorded container ``rec`` (if not running; by ID) and wait until the seat
+    endpoint serves its recorded models; refuses a container whose image changed."""
+    client = swap_mod._client(nctx)
+    try:
+        c = swap_mod._inspect(client, rec["id"])
+        if c is None:
+            raise StepError(f"{rec['name']} ({rec['id'][:12]}) no longer exists: recreate it "
+                            "from its record by hand")
+        if c.attrs["Image"] != rec["image_id"]:
+            raise StepError(f"{rec['name']} now has image {c.attrs['Image']}, recorded "
+                            f"{rec['image_id']}")
+        out, since = "already running", None
+        if not swap_mod._running(c):
+            swap_mod._expect(nctx, c.name, ("start",))
+            c.start()
+            c.reload()
+            since = swap_mod._started_at(c)
+            out = "started"
+        msg = swap_mod.wait_serving(c, swap_mod._seat(nctx), list(rec.get("models") or []),
+                                    swap_mod.RESIDENT_START_TIMEOUT_S, lambda line: None,
+                                    since=since)
+        return f"{rec['name']} {out}; {msg}"
+    finally:
+        client.close()
+
+
+def rebuild(nctx: NodeContext, journal: Journal, rows: list[Entry] | tuple[Entry, ...],
+            observer: Observer | None = None) -> Runbook:
+    """For ``recover``: the ``promote`` or ``promote-undo`` runbook of an unfinished run, with
+    its run ID and facts (both: undo). Raises :class:`ValueError` for another runbook."""
+    first = rows[0]
+    facts = facts_from_rows(rows)
+    sp = Path(first.inputs["seat_file"]) if first.inputs.get("seat_file") else None
+    if first.runbook == "promote":
+        return build_promote(nctx, journal, force=bool(first.inputs.get("force")),
+                             reason=str(first.inputs.get("reason", "")), observer=observer,
+                             run_id=first.run_id, facts=facts, seat_path=sp)
+    if first.runbook == "promote-undo":
+        return build_promote_undo(nctx, journal, observer=observer, run_id=first.run_id,
+                                  facts=facts, seat_path=sp)
+    raise ValueError(f"promote.rebuild: {first.runbook!r} is not a promote run")
+
+
+__all__ = ["DECISIONS", "build_promote", "build_promote_undo", "decision_images",
+           "decision_problem", "launch_record", "new_profile_text", "newest_decision",
+           "promote_run", "promoted_name", "put_seat_file", "rebuild", "swap_of",
+           "write_atomic"]
