@@ -339,6 +339,14 @@ def _sha(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
+def _unplanned(ctx: RunContext) -> Check | None:
+    """The plan line of a step after a refused ``check seat`` (nothing recorded to act on),
+    or ``None`` when the check recorded its facts."""
+    if ctx.facts.get("promoted") and ctx.facts.get("previous"):
+        return None
+    return Check(False, "not planned: 'check seat' refused (above)")
+
+
 # -- promote ---------------------------------------------------------------------------------------
 def build_promote(nctx: NodeContext, journal: Journal, *, force: bool = False, reason: str = "",
                   observer: Observer | None = None, run_id: str | None = None,
@@ -438,6 +446,8 @@ def build_promote(nctx: NodeContext, journal: Journal, *, force: bool = False, r
 
     # 2. rename
     def ren_check(ctx: RunContext) -> Check:
+        if (u := _unplanned(ctx)) is not None:
+            return u
         return Check(True, f"rename {probe_name()} to {ctx.facts.get('new_name')} (running; "
                            "nothing restarts): the probe's name is free for the next swap")
 
@@ -496,6 +506,8 @@ def build_promote(nctx: NodeContext, journal: Journal, *, force: bool = False, r
         return json.dumps(sf.to_json(), indent=2) + "\n"
 
     def seat_check(ctx: RunContext) -> Check:
+        if (u := _unplanned(ctx)) is not None:
+            return u
         try:
             before = read_seat_file(sp)
         except SeatFileError as exc:
@@ -541,6 +553,8 @@ def build_promote(nctx: NodeContext, journal: Journal, *, force: bool = False, r
 
     # 4. profile
     def prof_check(ctx: RunContext) -> Check:
+        if (u := _unplanned(ctx)) is not None:
+            return u
         where, why = profile_writable(nctx)
         if where is None:
             ctx.facts.pop("profile", None)
@@ -597,6 +611,8 @@ def build_promote(nctx: NodeContext, journal: Journal, *, force: bool = False, r
 
     # 5. verify
     def ver_check(ctx: RunContext) -> Check:
+        if (u := _unplanned(ctx)) is not None:
+            return u
         return Check(True, f"check {ctx.facts.get('new_name')} serves: /health, /v1/models, "
                            "one completion; the seat-state file names it")
 
@@ -717,6 +733,8 @@ def build_promote_undo(nctx: NodeContext, journal: Journal, *, observer: Observe
                            f"{sf.container} (promote run {sf.promote_run_id}); hold {h.hold_id}")
 
     def stop_check(ctx: RunContext) -> Check:
+        if (u := _unplanned(ctx)) is not None:
+            return u
         c = swap_mod._inspect_once(nctx, ctx.facts["promoted"]["id"])
         if not swap_mod._running(c):
             return Check(False, f"{ctx.facts['promoted']['name']} is not running")
@@ -743,6 +761,8 @@ def build_promote_undo(nctx: NodeContext, journal: Journal, *, observer: Observe
         return _start_recorded(nctx, ctx.facts["promoted"])
 
     def start_check(ctx: RunContext) -> Check:
+        if (u := _unplanned(ctx)) is not None:
+            return u
         rec = ctx.facts["previous"]
         c = swap_mod._inspect_once(nctx, rec["id"])
         if c is None:
@@ -785,6 +805,8 @@ def build_promote_undo(nctx: NodeContext, journal: Journal, *, observer: Observe
             client.close()
 
     def seat_check(ctx: RunContext) -> Check:
+        if (u := _unplanned(ctx)) is not None:
+            return u
         before = ctx.facts.get("seat_before")
         what = ("remove it (there was none before the promote; the promoted version kept as "
                 f"{prev_path(sp).name})" if before is None else
@@ -819,6 +841,8 @@ def build_promote_undo(nctx: NodeContext, journal: Journal, *, observer: Observe
             raise StepError(f"{sp}: {exc}") from None
 
     def prof_check(ctx: RunContext) -> Check:
+        if (u := _unplanned(ctx)) is not None:
+            return u
         p = ctx.facts.get("profile")
         if not p:
             return Check(False, "the promote did not write the profile: nothing to put back")

@@ -58,6 +58,7 @@ COMMAND_MODULES = [
     "seat_console.commands.backport_cmd",
     "seat_console.commands.image_cmd",
     "seat_console.commands.swap_cmd",
+    "seat_console.commands.promote_cmd",
     "seat_console.commands.hold_cmd",
     "seat_console.commands.release_cmd",
     "seat_console.commands.recover_cmd",
@@ -85,6 +86,7 @@ NODE_CHANGING = {
     "compare": lambda a: True,
     "runbook": lambda a: getattr(a, "action", None) == "next",
     "approve": lambda a: bool(getattr(a, "id", None)),   # writes the journal
+    "promote": lambda a: True,
 }
 
 
