@@ -366,6 +366,8 @@ def build_promote(nctx: NodeContext, journal: Journal, *, force: bool = False, r
         if force and not reason.strip():
             raise StepError("--force needs --reason TEXT (it is journaled)")
         resident = swap_mod.resident_name(nctx)    # the seat-state file first: refuse if bad
+        for key in ("seat_before", "seat_promoted", "profile", "forced"):
+            ctx.facts.pop(key, None)    # derived by the checks below from what is read now
         spec = swap_mod._swap_spec(nctx)
         h = hold_mod.active_hold(journal)
         if h is None:
@@ -496,7 +498,8 @@ def build_promote(nctx: NodeContext, journal: Journal, *, force: bool = False, r
         import json
         import socket
 
-        sf = SeatFile(resident=ctx.facts["promoted"], previous=ctx.facts["previous"],
+        sf = SeatFile(resident={**ctx.facts["promoted"], "name": ctx.facts["new_name"]},
+                      previous=ctx.facts["previous"],
                       promoted_at=datetime.now(UTC),
                       promoted_by=f"{getpass.getuser()}@{socket.gethostname()}",
                       promote_run_id=ctx.run_id, swap_run_id=ctx.facts.get("swap_run_id"),
