@@ -38,9 +38,9 @@ file's ``previous``, for the undo.
 **Promote undo** (:func:`build_promote_undo`, runbook ``promote-undo``, policy ``undo``): from
 the seat-state file and the promote run it names: (needs an active hold: it takes the seat
 down) stop the promoted container (kept); start the previous resident as recorded and verify
-its image ID, ``/health`` and one completion; put the seat-state file back to the version
-before the promote; put the profile back when the promote wrote it and nobody changed it
-since. A failure undoes in reverse (the promoted container started and serving again).
+its image ID, ``/health`` and one completion; put the profile back when the promote wrote it
+and nobody changed it since; put the seat-state file back to the version before the promote
+(verified: a console started now reads the previous resident). A failure undoes in reverse (the promoted container started and serving again).
 
 After a kill -9, ``seat-console recover --undo`` finishes either run (:func:`rebuild`): every
 undo reads the node and the files first and does only what is still changed.
@@ -832,7 +832,7 @@ def build_promote_undo(nctx: NodeContext, journal: Journal, *, observer: Observe
         want_name = parse_seat_file(want, str(sp)).container if want is not None else None
         if (sf.container if sf is not None else None) != want_name:
             raise StepError(f"{sp} read back is not the version before the promote")
-        name = swap_mod.resident_name(nctx)
+        name = _resident_on_disk(nctx, sf)
         if name != ctx.facts["previous"]["name"]:
             raise StepError(f"the resident reads as {name}, not {ctx.facts['previous']['name']}")
         return f"the resident is {name} again ({sp} {'absent' if sf is None else 'restored'})"
@@ -894,15 +894,31 @@ def build_promote_undo(nctx: NodeContext, journal: Journal, *, observer: Observe
         Step("start previous", start_check, start_apply, start_verify, start_undo,
              manual=lambda ctx: f"docker start {(ctx.facts.get('previous') or {}).get('name')}",
              acts_on=names),
-        Step("seat state back", seat_check, seat_apply, seat_verify, seat_undo,
-             manual=lambda ctx: f"put the promoted version ({prev_path(sp)}) back as {sp}"),
         Step("profile back", prof_check, prof_apply_keep, prof_verify, prof_undo,
              manual=lambda ctx: f"copy {(ctx.facts.get('profile') or {}).get('backup')} over "
                                 f"{(ctx.facts.get('profile') or {}).get('path')}"),
+        Step("seat state back", seat_check, seat_apply, seat_verify, seat_undo,
+             manual=lambda ctx: f"put the promoted version ({prev_path(sp)}) back as {sp}"),
     ]
     return Runbook("promote-undo", steps, journal=journal, observer=observer, policy="undo",
                    inputs={"seat_file": str(sp)}, facts=facts, run_id=run_id,
                    profile_sha256=nctx.loaded.sha256)
+
+
+def _resident_on_disk(nctx: NodeContext, sf: SeatFile | None) -> str | None:
+    """The resident a console started now would read: the seat-state file's, else the
+    ``[resident] container`` of the profile *file* as it is on disk (this process's profile
+    may be the version a promote wrote and the undo has just put back)."""
+    if sf is not None:
+        return sf.container
+    from seat_console.core.profile import ProfileError, load_profile
+
+    if not nctx.loaded.source.startswith("<"):
+        try:
+            return load_profile(nctx.loaded.source).profile.resident.container
+        except ProfileError as exc:
+            raise StepError(str(exc)) from None
+    return nctx.profile.resident.container
 
 
 def _start_recorded(nctx: NodeContext, rec: Mapping[str, Any]) -> str:

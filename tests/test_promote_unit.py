@@ -284,6 +284,9 @@ def test_undo_puts_the_previous_resident_back(seat: Seat) -> None:
     seat.decide("PROMOTE-ABLE")
     name = seat.promote().run().facts["new_name"]
     seat.engine.calls.clear()
+    # a new console: its profile is the version the promote wrote (it names the promoted one)
+    seat.nctx = FakeNodeContext(load_profile(seat.profile_path), seat.engine)
+    assert seat.nctx.profile.resident.container == name
     rb = seat.undo()
     assert rb.plan().ok, rb.plan().text_lines()
     res = rb.run()
@@ -292,8 +295,9 @@ def test_undo_puts_the_previous_resident_back(seat: Seat) -> None:
     assert seat.cand.attrs["State"]["Running"] is False         # stopped, kept
     assert seat.res.attrs["State"]["Running"] is True
     assert not seat.seat_path.exists() and prev_path(seat.seat_path).exists()
-    assert swap_mod.resident_name(seat.nctx) == "seat-resident"
     assert seat.profile_path.read_text() == PROFILE
+    fresh = FakeNodeContext(load_profile(seat.profile_path), seat.engine)   # a new console
+    assert swap_mod.resident_name(fresh) == "seat-resident"
     assert seat.completions == ["seat-model", "seat-model"]
     # nothing left to undo
     assert "no promote to undo" in _refusal(seat.undo())
