@@ -290,8 +290,8 @@ def _image_ref(rec: Mapping[str, Any]) -> str:
 def new_profile_text(text: str, source: str, new_container: str,
                      promoted: Mapping[str, Any]) -> str:
     """The profile ``text`` with its sides exchanged for a promotion: ``[resident]`` takes
-    the ``[candidate]`` checkpoint's keys (when there is a ``[candidate]``; its
-    ``requires`` table stays with the candidate side) with ``container`` = ``new_container`` and
+    the ``[candidate]`` checkpoint's keys (when there is a ``[candidate]``; with its
+    ``requires``: what that model needs from its image) with ``container`` = ``new_container`` and
     ``image`` = the promoted image by digest; ``[candidate]`` takes the old ``[resident]``.
     Comments and layout are kept (tomlkit). The result is validated
     (:func:`~seat_console.core.profile.parse_profile`); raises :class:`StepError` naming the
@@ -312,16 +312,13 @@ def new_profile_text(text: str, source: str, new_container: str,
     new_res = tomlkit.table()
     src_tab = cand if isinstance(cand, Mapping) else old_res
     for k, v in src_tab.items():
-        if k != "requires":
-            new_res[k] = v
+        new_res[k] = v
     new_res["container"] = new_container
     new_res["image"] = _image_ref(promoted)
     if isinstance(cand, Mapping):
         new_cand = tomlkit.table()
         for k, v in old_res.items():
             new_cand[k] = v
-        if "requires" in cand:
-            new_cand["requires"] = cand["requires"]
         doc["candidate"] = new_cand
     doc["resident"] = new_res
     out = tomlkit.dumps(doc)

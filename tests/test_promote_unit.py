@@ -359,3 +359,24 @@ def test_recover_undoes_a_promote_killed_inside_a_step(seat: Seat) -> None:
     assert seat.profile_path.read_text() == PROFILE
     assert swap_mod.resident_name(seat.nctx) == "seat-resident"
     assert not [r for r in seat.journal.unfinished() if r[0].runbook == "promote"]
+
+
+def test_the_profile_sides_exchange_with_nested_tables_and_comments() -> None:
+    text = PROFILE.replace('[candidate]\nname = "new-model"\nimage = "img:1"\n',
+                           '[candidate]\nname = "new-model"\nimage = "img:1"\n'
+                           '# what the new model needs from its image\n'
+                           '[candidate.requires]\nengine = ">=0.33"\n'
+                           '[[candidate.requires.files]]\npath = "/x/gemma3n.py"\n'
+                           'pattern = "per_layer.*offload"\n')
+    rec = {"image_id": CAND_IMG, "repo_digests": ["reg/seat-backport@sha256:" + "d" * 64]}
+    from seat_console.core.profile import parse_profile
+
+    parse_profile(text, "p.toml")          # the profile before is valid
+    out = pm.new_profile_text(text, "p.toml", "seat-resident-promoted-20261205T000000Z", rec)
+    prof = parse_profile(out, "p.toml")
+    assert prof.resident.name == "new-model" and prof.resident.image == rec["repo_digests"][0]
+    assert prof.resident.requires is not None and prof.resident.requires.files[0].path == \
+        "/x/gemma3n.py"
+    assert prof.candidate.name == "old-model" and prof.candidate.container == "seat-resident"
+    assert prof.candidate.requires is None and prof.swap.container == "seat-probe"
+    assert "# the resident: the model in the seat" in out
