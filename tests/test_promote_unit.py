@@ -380,3 +380,18 @@ def test_the_profile_sides_exchange_with_nested_tables_and_comments() -> None:
     assert prof.candidate.name == "old-model" and prof.candidate.container == "seat-resident"
     assert prof.candidate.requires is None and prof.swap.container == "seat-probe"
     assert "# the resident: the model in the seat" in out
+
+
+def test_the_seat_panel_reads_the_promoted_resident(seat: Seat) -> None:
+    from test_actions_seam import _Client
+
+    from seat_console.sources.seat import SeatSource
+
+    src = SeatSource("tcp://127.0.0.1:1", "seat-resident", "seat-probe",
+                     make_client=lambda: _Client(seat.engine))
+    before = src.read()
+    assert before.role == "probe" and before.name == "seat-probe"
+    seat.decide("PROMOTE-ABLE")
+    name = seat.promote().run().facts["new_name"]
+    after = src.read()
+    assert after.role == "resident" and after.name == name and after.container_id == CAND_ID

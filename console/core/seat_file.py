@@ -225,6 +225,18 @@ def read_seat_file(path: Path | None = None) -> SeatFile | None:
     return parse_seat_file(data, str(p))
 
 
+def resident_container(default: str | None, path: Path | None = None) -> str | None:
+    """The resident container's name for a reader that must not fail (a source, a status
+    line): the seat-state file's resident when there is a readable one, else ``default`` (the
+    profile's ``[resident] container``). An unreadable file gives ``default``: the actions
+    refuse on it (:class:`SeatFileError`); a display keeps showing what it can."""
+    try:
+        sf = read_seat_file(path)
+    except SeatFileError:
+        return default
+    return sf.container if sf is not None else default
+
+
 __all__ = ["FIX", "FORMAT", "MAX_SEAT_FILE_BYTES", "PREV_SUFFIX", "SEAT_FILE", "SeatFile",
            "SeatFileError", "parse_record", "parse_seat_file", "prev_path", "read_seat_file",
-           "seat_file_path"]
+           "resident_container", "seat_file_path"]

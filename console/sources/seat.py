@@ -65,11 +65,21 @@ class SeatSource(Source):
                  make_client: Any | None = None) -> None:
         self.docker_host = docker_host
         self._make_client = make_client
-        self.names = [(r, n) for r, n in (("resident", resident), ("probe", probe)) if n]
+        self.resident, self.probe = resident, probe
         self.block_size = block_size
         self.timeout_s = timeout_s
         self._client: docker.DockerClient | None = None
         self._cache: dict[tuple[str, str], StartupFacts] = {}
+
+    @property
+    def names(self) -> list[tuple[str, str]]:
+        """``[(role, container name)]`` watched, read per poll: the resident is the one the
+        seat-state file names after a ``promote`` (:func:`seat_console.core.seat_file.
+        resident_container`), else the profile's."""
+        from seat_console.core.seat_file import resident_container
+
+        resident = resident_container(self.resident)
+        return [(r, n) for r, n in (("resident", resident), ("probe", self.probe)) if n]
 
     def _get(self) -> docker.DockerClient:
         if self._client is None:
@@ -106,7 +116,7 @@ class SeatSource(Source):
             client = self._get()
             found: list[tuple[str, str, Any]] = []
             states: dict[str, str] = {}
-            for role, name in self.names:
+            for role, name in self.names:   # the resident read now: a promote renames it
                 try:
                     c = client.containers.get(name)
                 except NotFound:
