@@ -395,3 +395,29 @@ def test_the_seat_panel_reads_the_promoted_resident(seat: Seat) -> None:
     name = seat.promote().run().facts["new_name"]
     after = src.read()
     assert after.role == "resident" and after.name == name and after.container_id == CAND_ID
+
+
+@pytest.mark.parametrize("forced", [False, True])
+def test_the_exporter_exports_the_promoted_resident_and_whether_it_was_forced(
+        seat: Seat, forced: bool) -> None:
+    from test_exporter import get, samples, up
+
+    from seat_console.exporter.model import JournalValue
+    from seat_console.exporter.readers import promoted
+
+    assert promoted(seat.seat_path) is None
+    s = samples({"journal": up("journal", JournalValue())})
+    assert not [k for k in s if k[0] == "seat_promoted_info"]          # absent, not 0
+    if forced:
+        res = seat.promote(force=True, reason="incident 42").run()
+    else:
+        seat.decide("PROMOTE-ABLE")
+        res = seat.promote().run()
+    assert res.ok, res.describe()
+    fact = promoted(seat.seat_path)
+    assert fact == (res.facts["new_name"], res.run_id, forced)
+    s = samples({"journal": up("journal", JournalValue(promoted=fact))})
+    assert get(s, "seat_promoted_info", container=res.facts["new_name"], run_id=res.run_id,
+               forced="true" if forced else "false") == 1.0
+    seat.seat_path.write_text("{")          # unreadable: the series is absent, never a guess
+    assert promoted(seat.seat_path) is None

@@ -103,6 +103,9 @@ class JournalValue:
     next_stage: tuple[str, str] | None = None
     """``(stage, status)`` of the next stage while a runbook cycle is under way (some stage
     of the open cycle is not ``todo``); ``None`` at rest (nothing begun, or the cycle closed)."""
+    promoted: tuple[str, str, bool] | None = None
+    """``(container, promote run ID, forced)`` when the seat-state file (``seat.json``) names
+    a promoted resident; ``None`` when there is none or it cannot be read."""
 
 
 @dataclass(frozen=True)
@@ -259,6 +262,12 @@ def build_families(ident: Identity, states: Mapping[str, SourceState]) -> list[M
     ph = _g("seat_probe_phase_info", "The phase of a probe run in progress; always 1.",
             ("run_id", "phase"))
     dis = _g("seat_probe_disrupted", "1 when the latest probe run was disrupted.")
+    prom = _g("seat_promoted_info", "The resident a promote made (seat.json); forced: promoted "
+                                    "with --force, without a PROMOTE-ABLE decision; always 1.",
+              ("container", "run_id", "forced"))
+    if jr is not None and jr.promoted is not None:
+        c, rid, forced = jr.promoted
+        prom.add_metric([c, rid, "true" if forced else "false"], 1)
     if jr is not None:
         for r in jr.runbooks:
             rb.add_metric([r.runbook, r.step, r.run_id], 1)
@@ -266,7 +275,7 @@ def build_families(ident: Identity, states: Mapping[str, SourceState]) -> list[M
             ph.add_metric(list(jr.probe_phase), 1)
         if jr.probe_disrupted is not None:
             dis.add_metric([], _b(jr.probe_disrupted))
-    out += [rb, ph, dis]
+    out += [rb, ph, dis, prom]
 
     stage = _g("seat_runbook_stage", "The seat-swap runbook's stages (journal, run store); "
                                      "always 1, the status as a label.", ("stage", "status"))

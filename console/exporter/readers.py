@@ -368,6 +368,20 @@ def _files_key(*paths: Path) -> tuple[tuple[int, int] | None, ...]:
     return tuple(out)
 
 
+def promoted(path: Path) -> tuple[str, str, bool] | None:
+    """``(container, promote run ID, forced)`` from the seat-state file at ``path``; ``None``
+    when there is none or it cannot be read (``seat_promoted_info`` is then absent)."""
+    from seat_console.core.seat_file import SeatFileError, read_seat_file
+
+    try:
+        sf = read_seat_file(path)
+    except SeatFileError:
+        return None
+    if sf is None:
+        return None
+    return sf.container, sf.promote_run_id, sf.forced is not None
+
+
 def make_journal(loaded: LoadedProfile, environ: dict[str, str] | None = None) -> Reader:
     """The journal's unfinished runbooks, the runbook's stages (:func:`runbook_stages`; read
     again only when the journal, its WAL or the runs folder changed, or after
@@ -378,8 +392,10 @@ def make_journal(loaded: LoadedProfile, environ: dict[str, str] | None = None) -
     from seat_console.core.paths import journal_path
     from seat_console.probe.store import runs_dir
 
+    from seat_console.core.seat_file import seat_file_path
+
     env = dict(os.environ if environ is None else environ)
-    jpath, rpath = journal_path(env), runs_dir(env)
+    jpath, rpath, spath = journal_path(env), runs_dir(env), seat_file_path(env)
     cache: dict[str, Any] = {}   # the stages, kept while the files are unchanged
     stale_s = float(loaded.profile.probe.request_timeout_s) + 60.0
 
@@ -400,7 +416,8 @@ def make_journal(loaded: LoadedProfile, environ: dict[str, str] | None = None) -
         rs = cache["rs"]
         if isinstance(rs, str):
             return Unavailable(source="journal", kind="error", reason=rs)
-        return JournalValue(runbooks, phase, disrupted, stages=rs[0], next_stage=rs[1])
+        return JournalValue(runbooks, phase, disrupted, stages=rs[0], next_stage=rs[1],
+                            promoted=promoted(spath))
 
     return read, _noop
 
