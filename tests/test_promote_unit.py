@@ -421,3 +421,18 @@ def test_the_exporter_exports_the_promoted_resident_and_whether_it_was_forced(
                forced="true" if forced else "false") == 1.0
     seat.seat_path.write_text("{")          # unreadable: the series is absent, never a guess
     assert promoted(seat.seat_path) is None
+
+
+def test_the_containers_panel_watches_the_promoted_resident(seat: Seat) -> None:
+    from test_actions_seam import _Client
+
+    from seat_console.sources.containers import ContainerSource
+
+    src = ContainerSource("tcp://127.0.0.1:1", {"resident": "seat-resident"},
+                          watch_events=False, make_client=lambda: _Client(seat.engine))
+    assert src.containers == {"resident": "seat-resident"}
+    seat.decide("PROMOTE-ABLE")
+    name = seat.promote().run().facts["new_name"]
+    assert src.containers == {"resident": name}
+    seat.seat_path.write_text("{")      # unreadable: the profile's name, the actions refuse
+    assert src.containers == {"resident": "seat-resident"}

@@ -202,7 +202,7 @@ class ContainerSource(Source):
                  watcher: EventWatcher | None = None,
                  make_client: Callable[[], docker.DockerClient] | None = None) -> None:
         self.docker_host = docker_host
-        self.containers = dict(containers)
+        self._containers = dict(containers)
         self.timeout_s = timeout_s
         self._client: docker.DockerClient | None = None
         self._lock = threading.Lock()
@@ -210,6 +210,18 @@ class ContainerSource(Source):
         self._owns_watcher = watcher is None
         self.watcher: EventWatcher | None = watcher if watcher is not None else (
             EventWatcher(self._new_client) if watch_events else None)
+
+    @property
+    def containers(self) -> dict[str, str]:
+        """``{role: container name}`` read per poll: the ``resident`` is the one the
+        seat-state file names after a ``promote`` (:func:`seat_console.core.seat_file.
+        resident_container`), else the one given."""
+        from seat_console.core.seat_file import resident_container
+
+        out = dict(self._containers)
+        if "resident" in out:
+            out["resident"] = resident_container(out["resident"]) or out["resident"]
+        return out
 
     def _new_client(self) -> docker.DockerClient:
         if self._make_client is not None:
