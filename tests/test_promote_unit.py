@@ -436,3 +436,44 @@ def test_the_containers_panel_watches_the_promoted_resident(seat: Seat) -> None:
     assert src.containers == {"resident": name}
     seat.seat_path.write_text("{")      # unreadable: the profile's name, the actions refuse
     assert src.containers == {"resident": "seat-resident"}
+
+
+@pytest.mark.parametrize("args, typed, code, ran", [
+    (["promote"], "seat-node", 0, ["promote"]), (["promote"], "y", 6, []),
+    (["promote", "--undo"], "seat-node", 0, ["promote-undo"]),
+    (["promote", "--undo"], "", 6, []), (["promote", "--yes"], None, 0, ["promote"]),
+    (["promote", "--dry-run", "--json"], None, 0, [])])
+def test_cli_promote_asks_for_the_seats_name(tmp_path, monkeypatch, capsys, args, typed, code,
+                                             ran) -> None:
+    import builtins
+    import sys
+
+    from seat_console.actions.runbook import Plan, PlanLine, Runbook
+    from seat_console.cli import main
+
+    done: list[str] = []
+
+    class FakeRunbook:
+        def __init__(self, name: str) -> None:
+            self.name = name
+
+        def plan(self) -> Any:
+            return Plan(self.name, (PlanLine("check seat", True, "promote seat-probe"),))
+
+        def run(self) -> Any:
+            done.append(self.name)
+            return Runbook(self.name, [], journal=None).run()
+
+    f = tmp_path / "p.toml"
+    f.write_text(PROFILE)
+    monkeypatch.setenv("SEAT_CONSOLE_STATE_DIR", str(tmp_path / "state"))
+    monkeypatch.setattr(pm, "build_promote", lambda *a, **k: FakeRunbook("promote"))
+    monkeypatch.setattr(pm, "build_promote_undo", lambda *a, **k: FakeRunbook("promote-undo"))
+    monkeypatch.setattr(sys.stdin, "isatty", lambda: True, raising=False)
+    monkeypatch.setattr(builtins, "input", lambda prompt="": typed or "")
+    rc = main(["--profile", str(f), *args])
+    out, err = capsys.readouterr()
+    assert rc == code, out + err
+    assert done == ran
+    if "--json" in args:
+        assert json.loads(out)["dry_run"] is True

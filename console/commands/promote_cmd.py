@@ -84,7 +84,9 @@ def run(args: argparse.Namespace, loaded: LoadedProfile) -> int:
                 return ac.fail(prog, f"refused, nothing changed: {err}", ac.EXIT_REFUSED,
                                args.json)
             return ac.report(res, args.json)
-        code = typed_confirm(plan, title, loaded.profile.node.name, args.yes, prog)
+        what = ("this stops the promoted resident and starts the previous one" if args.undo
+                else "this changes the seat's resident")
+        code = typed_confirm(plan, title, loaded.profile.node.name, args.yes, prog, what)
         if code is not None:
             return code
         res = rb.run()

@@ -59,17 +59,19 @@ def _log_line(line: str) -> None:
 
 
 def typed_confirm(plan: object, title: str, seat: str, yes: bool, prog: str,
-                  journal: Any = None) -> int | None:
+                  journal: Any = None,
+                  what: str = "this stops the seat's resident") -> int | None:
     """Typed confirmation: ``None`` to go on, else the exit code. With ``--yes`` go on; not on a
-    terminal without it, exit 2; else print the plan and require the seat's name typed.
-    ``journal``: how it was confirmed (``--yes``, or the name typed) goes in every row the run
-    then writes (:meth:`~seat_console.actions.journal.Journal.confirmed`)."""
+    terminal without it, exit 2 (the message says ``what`` the action does); else print the
+    plan and require the seat's name typed. ``journal``: how it was confirmed (``--yes``, or
+    the name typed) goes in every row the run then writes
+    (:meth:`~seat_console.actions.journal.Journal.confirmed`)."""
     if yes:
         if journal is not None:
             journal.confirmed("--yes")
         return None
     if not sys.stdin.isatty():
-        print(f"{prog}: this stops the seat's resident; not a terminal, so add --yes "
+        print(f"{prog}: {what}; not a terminal, so add --yes "
               "(or --dry-run to see the plan)", file=sys.stderr)
         return ac.EXIT_USAGE
     ac.print_plan(plan, title, False)  # type: ignore[arg-type]
