@@ -81,59 +81,35 @@ from seat_console.core.seat_file import (
 from seat_console.node.context import NodeContext
 
 DECISIONS = ("PROMOTE-ABLE", "KEEP", "INCONCLUSIVE")
-"""The outcomes a ``decide`` row may carry (CONVENTIONS-30; :mod:`seat_console.actions.decide`)."""
+"""The outcomes a ``decide`` row may carry (:data:`seat_console.actions.decide.OUTCOMES`)."""
 PROMOTED_SUFFIX_RE = re.compile(r"-promoted-\d{8}T\d{6}Z$")
 """The suffix a promoted container's name carries (stripped before a new one is added)."""
 
 
 # -- reads -----------------------------------------------------------------------------------------
-def _newest_decision_from_rows(journal: Journal) -> dict[str, Any] | None:
-    """The newest ``decide`` run's ``end`` row with outcome ``done`` (CONVENTIONS-30's row
-    format), as its facts plus ``run_id``, ``at`` (ISO UTC) and ``by``; ``None`` when there is
-    none. Used until :func:`seat_console.actions.decide.newest_decision` exists."""
-    best: Entry | None = None
-    for rows in journal.runs().values():
-        if not rows or rows[0].runbook != "decide":
-            continue
-        for r in rows:
-            if r.kind == "end" and r.outcome == "done" and (best is None or r.at >= best.at):
-                best = r
-    if best is None:
-        return None
-    return {**best.facts, "run_id": best.run_id, "at": hold_mod.iso(best.at),
-            "by": f"{best.user}@{best.host}"}
-
-
 def newest_decision(journal: Journal) -> dict[str, Any] | None:
-    """The newest decision in the journal (facts of the ``decide`` runbook's ``end`` row):
-    :func:`seat_console.actions.decide.newest_decision` when that module is present, else read
-    here from the rows. ``None`` when no decision was journaled."""
+    """The newest decision in the journal (:func:`seat_console.actions.decide.newest_decision`:
+    the ``decide`` row's facts plus ``run_id``, ``at``, ``by``), or ``None`` when none was
+    journaled. Raises :class:`StepError` naming the row and the fix when the newest row is not
+    a decision (an older one is never used in its place)."""
+    from seat_console.actions.decide import DecisionRowError
+    from seat_console.actions.decide import newest_decision as decide_newest
+
     try:
-        from seat_console.actions.decide import (  # type: ignore[import-not-found]
-            newest_decision as decide_newest,
-        )
-    except ImportError:
-        return _newest_decision_from_rows(journal)
-    d = decide_newest(journal)
-    if d is None:
-        return None
-    return dict(d)
+        return decide_newest(journal)
+    except DecisionRowError as exc:
+        raise StepError(f"{exc}: decide again (`seat-console decide`); or --force --reason "
+                        "TEXT") from None
 
 
 def decision_images(decision: Mapping[str, Any], runs_root: Path | None = None) -> set[str]:
-    """The candidate image IDs a decision speaks about: ``candidate.image_id`` /
-    ``candidate_image_id`` when the row names it, and the image ID of every probe run it cites
-    (``runs``) whose identity recorded the probe container (:func:`seat_console.probe.store.
-    list_runs`, role ``probe``). Runs that cannot be read are skipped (the set is then smaller,
-    never guessed)."""
+    """The candidate image IDs a decision speaks about: the image ID of every probe run it
+    cites (``runs``) whose identity recorded the probe container (:func:`seat_console.probe.
+    store.list_runs`, role ``probe``): the arms come from the runs' identity. Runs that cannot
+    be read are skipped (the set is then smaller, never guessed)."""
     from seat_console.probe.store import list_runs
 
     out: set[str] = set()
-    cand = decision.get("candidate")
-    if isinstance(cand, Mapping) and isinstance(cand.get("image_id"), str):
-        out.add(cand["image_id"])
-    if isinstance(decision.get("candidate_image_id"), str):
-        out.add(decision["candidate_image_id"])
     runs = {r for r in decision.get("runs") or [] if isinstance(r, str)}
     if runs:
         for row in list_runs(runs_root):

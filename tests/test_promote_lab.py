@@ -35,6 +35,7 @@ from lab_helpers import (
     timers_active,
 )
 
+from seat_console.actions.decide import record_decision
 from seat_console.actions.journal import Journal
 from seat_console.core.profile import load_profile
 
@@ -117,11 +118,10 @@ def test_hold_swap_decide_promote_restore_undo_release(lab, env, prof, seat, tmp
     assert run["identity"]["container"]["image_id"] == cand_image
     j = Journal(Path(env["SEAT_CONSOLE_STATE_DIR"]) / "journal.sqlite3")
     try:
-        j.append(run_id="decide-lab-1", runbook="decide", kind="start")
-        j.append(run_id="decide-lab-1", runbook="decide", kind="end", outcome="done",
-                 facts={"decision": "PROMOTE-ABLE", "bracket_id": None,
-                        "runs": [run["run_id"]], "report_sha256": "0" * 64,
-                        "questions": [], "needs": ""})
+        # as `seat-console decide` journals it (a real decide needs a compare: ~15 min here)
+        record_decision(j, {"decision": "PROMOTE-ABLE", "bracket_id": None,
+                            "runs": [run["run_id"]], "report_sha256": "0" * 64,
+                            "questions": [], "needs": ""})
     finally:
         j.close()
     dry = cli(prof, env, "promote", "--dry-run", timeout=120)

@@ -25,6 +25,7 @@ from test_actions_seam import FakeEngine, FakeNodeContext
 from seat_console.actions import promote as pm
 from seat_console.actions import recover
 from seat_console.actions import swap as swap_mod
+from seat_console.actions.decide import record_decision
 from seat_console.actions.journal import Journal
 from seat_console.actions.runbook import StepError
 from seat_console.core.profile import LoadedProfile, load_profile
@@ -90,8 +91,7 @@ class Seat:
             self.journal.append(run_id=f"hold-{minutes}", runbook="hold", kind=kind,
                                 outcome=outcome, facts={"hold": h})
 
-    def decide(self, decision: str, *, image: str | None = CAND_IMG, run: bool = True,
-               run_id: str = "decide-1") -> None:
+    def decide(self, decision: str, *, image: str | None = CAND_IMG, run: bool = True) -> None:
         facts: dict[str, Any] = {"decision": decision, "bracket_id": "b-1", "runs": [],
                                  "report_sha256": "0" * 64, "questions": [],
                                  "needs": "3 rounds ≈ 14 min on this node"}
@@ -101,9 +101,7 @@ class Seat:
             (d / "summary.json").write_text(json.dumps({"status": "complete", "identity": {
                 "container": {"role": "probe", "name": "seat-probe", "image_id": image}}}))
             facts["runs"] = [d.name]
-        self.journal.append(run_id=run_id, runbook="decide", kind="start")
-        self.journal.append(run_id=run_id, runbook="decide", kind="end", outcome="done",
-                            facts=facts)
+        record_decision(self.journal, facts)
 
     def promote(self, **kw: Any) -> Any:
         return pm.build_promote(self.nctx, self.journal, runs_root=self.runs,
@@ -152,8 +150,8 @@ def test_refused_when_the_decision_is_for_another_image(seat: Seat) -> None:
 
 
 def test_the_newest_decision_counts(seat: Seat) -> None:
-    seat.decide("PROMOTE-ABLE", run_id="decide-1")
-    seat.decide("KEEP", run_id="decide-2")
+    seat.decide("PROMOTE-ABLE")
+    seat.decide("KEEP")
     assert "is KEEP" in _refusal(seat.promote())
 
 
@@ -477,3 +475,11 @@ def test_cli_promote_asks_for_the_seats_name(tmp_path, monkeypatch, capsys, args
     assert done == ran
     if "--json" in args:
         assert json.loads(out)["dry_run"] is True
+
+
+def test_a_newest_decide_row_that_is_no_decision_refuses_naming_it(seat: Seat) -> None:
+    seat.decide("PROMOTE-ABLE")
+    seat.journal.append(run_id="decide-x", runbook="decide", kind="end", outcome="done",
+                        facts={"decision": "SHIP-IT"})
+    err = _refusal(seat.promote())
+    assert "not a decision" in err and "SHIP-IT" in err and "seat-console decide" in err
