@@ -641,6 +641,24 @@ def _specs() -> list[Spec]:
     add("image_check_output", _imgcheck_gen, _imgcheck_run,
         lambda: (_err("untrusted", "InputError"),))
 
+    def _seatfile_gen(r, t):
+        rec = {"name": "seat-resident-promoted-20261205T033000Z", "id": "ab" * 32,
+               "image_id": "sha256:" + "c" * 64, "image_ref": "reg/x:1", "repo_digests": [],
+               "entrypoint": None, "cmd": ["--model", "/m"], "env_names": ["HF_TOKEN"],
+               "mounts": ["/m:/m:ro"], "gpus": ["GPU-1"], "stop_timeout_s": 30,
+               "started_at": None, "models": ["m"]}
+        good = {"format": 1, "resident": rec, "previous": {**rec, "name": "seat-resident"},
+                "promoted_at": "2026-12-05T03:30:00Z", "promoted_by": "op@node",
+                "promote_run_id": "promote-1", "swap_run_id": "swap-1", "forced": None,
+                "profile": {"source": "/p.toml", "written": False}}
+        return h_doc(r, good)
+
+    def _seatfile_run(x, t):
+        from seat_console.core.seat_file import parse_seat_file
+        return parse_seat_file(x, "/state/seat.json")
+    add("seat_file", _seatfile_gen, _seatfile_run,
+        lambda: (_err_mod("seat_console.core.seat_file", "SeatFileError"),))
+
     def _hot_gen(r, t):
         events = b"".join(b"data: " + json.dumps(mutate(r, {"choices": [{"text": "a"}], "usage": {
             "completion_tokens": i + 1}})).encode() + r.choice([b"\n\n", b"\r\n\r\n", b"\r\r"])

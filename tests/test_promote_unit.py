@@ -87,9 +87,16 @@ class Seat:
         h = {"hold_id": f"seat-hold-{minutes}", "lease": f"seat-hold-{minutes}-lease",
              "stopped": ["a.timer"], "silence_id": None, "expires_at": exp,
              "timers_before": {}}
+        self.hold_facts = h
         for kind, outcome in (("start", ""), ("end", "done")):
             self.journal.append(run_id=f"hold-{minutes}", runbook="hold", kind=kind,
                                 outcome=outcome, facts={"hold": h})
+
+    def release(self) -> None:
+        """Journal the hold's release, as `seat-console release` ends it."""
+        for kind, outcome in (("start", ""), ("end", "done")):
+            self.journal.append(run_id="release-1", runbook="release", kind=kind,
+                                outcome=outcome, facts={"hold": self.hold_facts})
 
     def decide(self, decision: str, *, image: str | None = CAND_IMG, run: bool = True) -> None:
         facts: dict[str, Any] = {"decision": decision, "bracket_id": "b-1", "runs": [],
@@ -166,10 +173,7 @@ def test_refused_while_the_resident_holds_the_seat(seat: Seat) -> None:
 
 def test_refused_without_a_hold(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     s = Seat(tmp_path, monkeypatch)
-    s.journal.append(run_id="release-1", runbook="release", kind="start",
-                     facts={"hold": {"hold_id": "seat-hold-60"}})
-    s.journal.append(run_id="release-1", runbook="release", kind="end", outcome="done",
-                     facts={"hold": {"hold_id": "seat-hold-60"}})
+    s.release()
     s.decide("PROMOTE-ABLE")
     err = _refusal(s.promote())
     assert "no active hold" in err and "seat-console hold" in err
@@ -305,10 +309,7 @@ def test_undo_needs_a_hold(tmp_path, monkeypatch) -> None:
     s = Seat(tmp_path, monkeypatch)
     s.decide("PROMOTE-ABLE")
     assert s.promote().run().ok
-    s.journal.append(run_id="release-1", runbook="release", kind="start",
-                     facts={"hold": {"hold_id": "seat-hold-60"}})
-    s.journal.append(run_id="release-1", runbook="release", kind="end", outcome="done",
-                     facts={"hold": {"hold_id": "seat-hold-60"}})
+    s.release()
     err = _refusal(s.undo())
     assert "no active hold" in err and "seat-console hold" in err
 
