@@ -45,6 +45,7 @@ from typing import Any
 
 from seat_console.actions.journal import Entry, Journal
 from seat_console.actions.runbook import Gate, RunContext, StepError
+from seat_console.core.seat_file import resident_container
 from seat_console.node.context import NodeContext
 
 Holder = str
@@ -78,11 +79,14 @@ class Seat:
 
 
 def read_seat(nctx: NodeContext, timeout_s: float = 60.0) -> Seat:
-    """Who holds the seat, read from docker now: is the resident container (``[resident]
-    container``) running, is the probe container (``[swap] container``) running. Never raises:
-    docker unreadable is ``holder="unknown"`` with the reason (``timeout_s``: the docker client's,
-    seconds). :func:`seat_console.actions.swap.seat_state` is this reading as a tuple."""
-    resident = nctx.profile.resident.container or ""
+    """Who holds the seat, read from docker now: is the resident container running — the one
+    the seat-state file names after a ``promote`` (:func:`seat_console.core.seat_file.
+    resident_container`, the same file :func:`seat_console.actions.swap.resident_name` reads),
+    else ``[resident] container`` —, is the probe container (``[swap] container``) running.
+    Never raises: docker unreadable is ``holder="unknown"`` with the reason (``timeout_s``: the
+    docker client's, seconds). :func:`seat_console.actions.swap.seat_state` is this reading as a
+    tuple."""
+    resident = resident_container(nctx.profile.resident.container) or ""
     probe = nctx.profile.swap.container if nctx.profile.swap is not None else None
     if not resident:
         return Seat("unknown", "the resident", probe,

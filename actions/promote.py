@@ -58,6 +58,7 @@ from pathlib import Path
 from typing import Any
 
 from seat_console.actions import hold as hold_mod
+from seat_console.actions.approval import approval_gate
 from seat_console.actions import swap as swap_mod
 from seat_console.actions.journal import Entry, Journal
 from seat_console.actions.runbook import (
@@ -626,10 +627,14 @@ def build_promote(nctx: NodeContext, journal: Journal, *, force: bool = False, r
                                  f"{(ctx.facts.get('profile') or {}).get('path')}")),
         Step("verify serving", ver_check, ver_apply, ver_verify, None, acts_on=new),
     ]
+    spec = nctx.profile.runbook
+    gate = (approval_gate(journal, "promote", spec.approvals, spec.approval_timeout_s)
+            if journal is not None and run_id is None else None)   # not again on recover
     return Runbook("promote", steps, journal=journal, observer=observer, policy="undo",
                    inputs={"force": force, "reason": reason, "profile": nctx.loaded.source,
                            "seat_file": str(sp)},
-                   facts=facts, run_id=run_id, profile_sha256=nctx.loaded.sha256)
+                   facts=facts, run_id=run_id, profile_sha256=nctx.loaded.sha256,
+                   gates=[gate] if gate is not None else [])
 
 
 def _profile_back(p: Mapping[str, Any] | None) -> str:

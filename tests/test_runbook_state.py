@@ -298,6 +298,7 @@ def test_inconclusive_says_what_would_decide_it(hist: History) -> None:
 
 
 def test_operator_from_the_row_record(hist: History) -> None:
-    hist.single("fit", {"verdict": "fits", "operator": {"login": "alice", "sudo_user": "bob",
-                                                        "ssh_client": None, "tty": None}})
+    # the journal's operator column (actions/who.py) is the record: who wrote the row
+    hist.j.operator = {"login": "alice", "sudo_user": "bob", "ssh_client": None, "tty": None}
+    hist.single("fit", {"verdict": "fits"})
     assert read(hist).stage("fit").operator.startswith("alice (sudo from bob)@")

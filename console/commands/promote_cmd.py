@@ -86,7 +86,8 @@ def run(args: argparse.Namespace, loaded: LoadedProfile) -> int:
             return ac.report(res, args.json)
         what = ("this stops the promoted resident and starts the previous one" if args.undo
                 else "this changes the seat's resident")
-        code = typed_confirm(plan, title, loaded.profile.node.name, args.yes, prog, what)
+        code = typed_confirm(plan, title, loaded.profile.node.name, args.yes, prog,
+                             journal=journal, what=what)
         if code is not None:
             return code
         res = rb.run()
