@@ -23,7 +23,9 @@ from app_fixtures import T0, ClockedGpuSource, FakeClock, default_loaded, demo_c
 from nvml_double import NvmlDouble
 
 from seat_console.tui.app import SeatConsoleApp
-from seat_console.tui.panels import PanelSpec
+from seat_console.actions.actionlog import ActionLogReading, HoldInfo
+from seat_console.tui.panels import PANELS, PanelSpec
+from seat_console.widgets.actionlog import ActionLogPanel
 from seat_console.fit.budget import HostMemory
 from seat_console.core.profile import MAX_MODEL_LEN, MAX_NUM_SEQS
 from seat_console.core.base import Source
@@ -127,10 +129,24 @@ def fit_inputs():
                                                            available_bytes=1536 * GiB))
 
 
+def actions(hold_minutes: float | None = 25.0) -> ActionLogReading:
+    """The action log: a 30 min hold placed 5 min before :data:`NOW` (``None``: no hold)."""
+    hold = None if hold_minutes is None else HoldInfo(
+        hold_id="seat-hold-20261129t115500z-1a2b", state="active",
+        expires_at=NOW + timedelta(minutes=hold_minutes),
+        lease_unit="seat-hold-20261129t115500z-1a2b-lease.timer", silence_id="5d2c9a1e",
+        stopped=("fleet-remediation-cycle.timer", "seat-conformance-smoke.timer"),
+        placed_by="ops@seat-node", reason="candidate probe", banner="held by the console",
+        ttl_s=1800.0)
+    return ActionLogReading(path="/var/lib/seat-console/journal.sqlite3", read_at=NOW,
+                            hold=hold)
+
+
 def seat_app(*, clock: FakeClock | None = None, interval: float = 3600.0,
              silence_active: bool = False, compact: bool | None = None,
-             ) -> tuple[SeatConsoleApp, dict[str, Source]]:
-    """Every panel of the app in its production order over recorded inputs."""
+             with_actions: bool = False) -> tuple[SeatConsoleApp, dict[str, Source]]:
+    """Every panel of the app in its production order over recorded inputs. ``with_actions``:
+    the action-log panel too (:func:`actions`), every panel in :data:`PANELS`' order."""
     clock = clock or FakeClock()
     loaded = default_loaded()
     gpu = ClockedGpuSource(NvmlDouble(demo_cards()), clock, list(loaded.profile.node.gpus),
@@ -145,7 +161,12 @@ def seat_app(*, clock: FakeClock | None = None, interval: float = 3600.0,
     }
     panels = {"gpus": GpuPanel, "timers": TimersPanel, "silences": SilencesPanel,
               "fit": FitPanel, "engine": EnginePanel, "containers": ContainersPanel}
-    specs = [PanelSpec((lambda s: (lambda _l: s))(srcs[k]), panels[k]) for k in srcs]
+    order = list(srcs)
+    if with_actions:
+        srcs["actions"] = Fixed("actions", actions())
+        panels["actions"] = ActionLogPanel
+        order = [p.panel.source_name for p in PANELS if p.panel.source_name in srcs]
+    specs = [PanelSpec((lambda s: (lambda _l: s))(srcs[k]), panels[k]) for k in order]
     app = SeatConsoleApp(loaded, interval=interval, panels=specs, clock=clock,
                          watch_terminal=False, age_tick_s=3600.0, compact=compact)
     return app, srcs

@@ -92,7 +92,7 @@ async def test_hold_options_refuse_a_bad_ttl_and_cancel_reads_nothing():
         scr = app.screen
         assert scr.query_one("#hold-options-ttl").value == "4 h"   # the profile's, parseable
         scr.query_one("#hold-options-ttl").value = "-5m"
-        await pilot.press(*"probe", "enter")
+        await pilot.press("tab", *"probe", "enter")               # TTL first, then reason
         await pilot.pause()
         assert answers == [] and app.screen is scr                 # refused, still asking
         assert "TTL '-5m'" in str(scr.query_one("#hold-options-error").render())
@@ -153,8 +153,7 @@ async def test_tui_places_and_releases_a_hold(lab, exclusive, tmp_path: Path, mo
                         and app.states["timers"].reading is not None, "first readings")
             await pilot.press("H")
             await _wait(pilot, lambda: isinstance(app.screen, HoldOptionsScreen), "TTL/reason")
-            await pilot.press(*"tui test 42")
-            app.screen.query_one("#hold-options-ttl").value = "20m"
+            await pilot.press(*"20m", "tab", *"tui test 42")   # the TTL first, then the reason
             await pilot.press("enter")
             await _wait(pilot, lambda: isinstance(app.screen, ConfirmScreen), "the plan modal")
             assert "for 20 min (tui test 42)" in app.screen.title_text

@@ -199,7 +199,8 @@ async def test_first_panel_focused_and_tab_moves_the_visible_focus() -> None:
         gpus, timers = app.states["gpus"].panel, app.states["timers"].panel
         assert app.focused is gpus and gpus.styles.border_top[0] == "heavy"
         assert timers.styles.border_top[0] != "heavy"
-        assert "⏎ details" in text_of(app).splitlines()[-1]
+        # "⏎ details" leaves the footer at 80 columns for the runbook's action keys (issue 30);
+        # Enter still opens the detail view (tests/test_screen_80x24.py)
         await pilot.press("tab")
         await wait_for(pilot, lambda: app.focused is timers, "tab to timers")
         assert timers.styles.border_top[0] == "heavy" and gpus.styles.border_top[0] != "heavy"
@@ -473,7 +474,9 @@ async def test_footer_shows_every_node_key_at_160_and_120_and_fits_80(readonly) 
         await wait_for(pilot, lambda: len(text_of(app).splitlines()[-1].rstrip()) <= 80
                        and (readonly or "more keys" in text_of(app).splitlines()[-1]), "narrow")
         footer = text_of(app).splitlines()[-1]
-        assert "q quit" in footer and "r refresh" in footer and "^p palette" in footer
+        assert "q quit" in footer and "^p palette" in footer
+        # issue 30: the viewing keys (r refresh, p pause) go first, the action keys stay
+        assert ("S swap" in footer and "P probe" in footer) is (not readonly), footer
         assert ("? more keys" in footer) is (not readonly)
         assert footer.rstrip().endswith("^p palette"), footer
         left = footer.rstrip()[:-len("^p palette")].rstrip(" ▏|")

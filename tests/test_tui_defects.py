@@ -99,25 +99,32 @@ async def test_swap_on_the_default_profile_names_the_swap_table() -> None:
 
 
 async def test_hold_dialog_tab_reaches_read_the_plan_and_fits_80x24(monkeypatch) -> None:
+    """Issue 30 item 9: the dialog opens in the TTL (its hint's order: TTL → reason → Read the
+    plan), the profile's TTL selected, so a typed ``30m`` is the TTL — it used to open in the
+    reason, where ``30m`` became the reason and the hold ran the profile's 4 h."""
     planned: list = []
     monkeypatch.setattr(rb.RunbookController, "_read_plan",
-                        lambda self, flow: planned.append((flow.kind, self.reason)))
+                        lambda self, flow: planned.append((flow.kind, self.ttl_s, self.reason)))
     app = _app()
     async with app.run_test(size=(80, 24), notifications=True) as pilot:
         await pilot.press("H")
         await _wait(pilot, lambda: isinstance(app.screen, HoldOptionsScreen), "the dialog")
         scr = app.screen
-        assert scr.focused is scr.query_one("#hold-options-reason")
+        assert scr.focused is scr.query_one("#hold-options-ttl")
+        hint = str(scr.query_one("#hold-options-hint").render())
+        assert hint.index("TTL") < hint.index("reason")
         for btn in scr.query(Button):                 # both buttons wholly on screen
             r = btn.region
             assert r.height > 0 and r.bottom <= 24 and r.right <= 80, (btn.id, r)
+        await pilot.press(*"30m", "tab")               # replaces the profile's "4 h"
+        assert scr.focused is scr.query_one("#hold-options-reason"), scr.focused
         await pilot.press(*"why", "tab")
         assert scr.focused is scr.query_one("#hold-options-go"), scr.focused
         await pilot.press("tab")
         assert scr.focused is scr.query_one("#hold-options-ttl"), scr.focused  # TTL → reason → go
         await pilot.press("tab", "tab", "enter")       # reason, "Read the plan", Enter
         await _wait(pilot, lambda: planned, "the plan read")
-    assert planned == [("hold", "why")]
+    assert planned == [("hold", 30 * 60, "why")]
 
 
 async def test_docker_down_is_a_sentence_with_the_fix(monkeypatch) -> None:

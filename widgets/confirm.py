@@ -22,8 +22,15 @@ from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.css.query import NoMatches
 from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Static
+
+BOX_HEIGHT_SHARE = 0.9
+"""The confirmation's box takes at most this share of the screen's rows (its CSS max-height)."""
+
+PLAN_MIN_ROWS, PLAN_MAX_ROWS = 3, 24
+"""The plan's scrolling height, in rows: never less (it scrolls), never more."""
 
 
 class ConfirmScreen(ModalScreen["bool | str"]):
@@ -72,7 +79,7 @@ class ConfirmScreen(ModalScreen["bool | str"]):
             style = ("bold" if line.startswith("•") else "red" if line.startswith("✗")
                      else "dim")
             plan.append(line, style=style)
-        with Vertical():
+        with Vertical(id="confirm-box"):
             yield Static(Text(self.title_text), id="confirm-title")
             with VerticalScroll(id="confirm-plan"):
                 yield Static(plan if self.lines else Text("(nothing to change)",
@@ -90,11 +97,34 @@ class ConfirmScreen(ModalScreen["bool | str"]):
                              disabled=self.typed is not None)
 
     def on_mount(self) -> None:
-        """Focus the typed field (typed confirmation) or the Cancel button (safe default)."""
+        """Focus the typed field (typed confirmation) or the Cancel button (safe default);
+        fit the plan to the screen once laid out (:meth:`fit_plan`)."""
         if self.typed is not None:
             self.query_one("#confirm-input", Input).focus()
         else:
             self.query_one("#confirm-no-button", Button).focus()
+        self.call_after_refresh(self.fit_plan)
+
+    def on_resize(self) -> None:
+        """The terminal's height changed: fit the plan again."""
+        self.call_after_refresh(self.fit_plan)
+
+    def fit_plan(self) -> None:
+        """Cap the plan's scrolling height so the typed field, the hint and the buttons stay
+        on screen: the box may take :data:`BOX_HEIGHT_SHARE` of the screen's rows; the plan
+        gets what its border and the other rows leave (at least :data:`PLAN_MIN_ROWS`, at
+        most :data:`PLAN_MAX_ROWS`). At 80×24 a long swap plan pushed "Esc: cancel" and the
+        buttons under the name field, out of sight."""
+        try:
+            box = self.query_one("#confirm-box", Vertical)
+            plan = self.query_one("#confirm-plan", VerticalScroll)
+        except NoMatches:
+            return
+        others = sum(w.outer_size.height for w in box.children if w is not plan)
+        room = int(self.size.height * BOX_HEIGHT_SHARE) - others - box.styles.gutter.height
+        rows = max(PLAN_MIN_ROWS, min(PLAN_MAX_ROWS, room))
+        if plan.styles.max_height is None or plan.styles.max_height.value != rows:
+            plan.styles.max_height = rows
 
     @on(Input.Changed, "#confirm-input")
     def _typed_changed(self, event: Input.Changed) -> None:

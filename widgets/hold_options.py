@@ -82,9 +82,11 @@ class HoldOptionsScreen(ModalScreen["tuple[int, str] | None"]):
                              compact=True)
 
     def on_mount(self) -> None:
-        """Focus the reason (the TTL usually stays the profile's); Tab goes TTL → reason →
-        "Read the plan", so Enter after Tab reads the plan, never cancels."""
-        self.query_one("#hold-options-reason", Input).focus()
+        """Focus the TTL, its text selected (the hint's order: TTL first; a typed ``30m``
+        replaces the profile's TTL — it once went into the reason while the TTL field kept
+        its value); Tab goes TTL → reason → "Read the plan", so Enter after Tab reads the
+        plan, never cancels."""
+        self.query_one("#hold-options-ttl", Input).focus()
 
     def answer(self) -> tuple[int, str] | None:
         """``(ttl_s, reason)`` from the fields, or ``None`` (and the error shown) when the

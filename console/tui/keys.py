@@ -63,10 +63,11 @@ KEYS: tuple[Key, ...] = (
     Key("quit-ctrl", "ctrl+q", "quit", "quit", "Quit, also from inside a text field.",
         show=False, priority=True),
     Key("toggle-pause", "p", "pause", "pause",
-        "Stop reading the node (pending reads cancelled); ages keep counting."),
-    Key("resume", "p", "resume", "resume", "Start reading again; every source is read at once."),
+        "Stop reading the node (pending reads cancelled); ages keep counting.", footer_rank=7),
+    Key("resume", "p", "resume", "resume", "Start reading again; every source is read at once.",
+        footer_rank=7),
     Key("refresh-now", "r", "refresh_now", "refresh",
-        "Read every source now and reset a failing source's back-off."),
+        "Read every source now and reset a failing source's back-off.", footer_rank=8),
     Key("help", "question_mark", "help", "help", "This help: every key, and how to read the panels.",
         display="?"),
     Key("command-palette", "ctrl+p", "command_palette", "palette",
@@ -80,10 +81,10 @@ KEYS: tuple[Key, ...] = (
         "the seat's endpoint as a lease.", footer_rank=4),
     Key("node.release", "U", "release", "release",
         "Release the hold: show the plan, then restart the stopped timers and expire the "
-        "silence.", footer_rank=6),
+        "silence.", footer_rank=9),
     Key("node.build-backport", "B", "build_backport", "build",
         "Build the profile's backport image (a patched file over a base pinned by digest) "
-        "after showing the plan.", footer_rank=7),
+        "after showing the plan.", footer_rank=6),
     Key("node.swap", "S", "swap", "swap",
         "Swap the seat to the candidate (stops the resident): the plan, then type the seat's "
         "name to go on.", footer_rank=5),
@@ -95,7 +96,7 @@ KEYS: tuple[Key, ...] = (
         "with a live panel; x stops it.", footer_rank=3),
     Key("evidence", "e", "evidence", "evidence",
         "The evidence report of the newest comparison, else probe run (read-only).",
-        footer_rank=8),
+        footer_rank=11),
 )
 """The main screen's keys, in the order of the footer and the help screen."""
 
@@ -161,14 +162,22 @@ def help_rows(bindings: Iterable[BindingType], readonly: bool,
     return [(k, " / ".join(ls), " ".join(ss)) for k, (ls, ss) in merged.items()]
 
 
+PANEL_FOOTER_RANKS: dict[str, int] = {"app.open_detail": 12}
+"""Footer ranks of the focused panel's own bindings (not in :data:`KEYS`): "⏎ details" goes
+first when narrow (Enter still opens the detail view; the help says so)."""
+
+
 def footer_drop_order(keys: Iterable[Key] = KEYS) -> list[str]:
     """Actions the footer may leave out when narrow, the first to go first (highest
-    ``footer_rank`` first; rank 0 is never left out)."""
-    ranked = sorted((k for k in keys if k.footer_rank > 0), key=lambda k: -k.footer_rank)
+    ``footer_rank`` first, :data:`PANEL_FOOTER_RANKS` included; rank 0 is never left out).
+    At 80 columns the viewing keys (details, pause, refresh, evidence) go before the
+    runbook's action keys: the footer offered two action keys there (issue 30)."""
+    ranked = sorted([*((k.action, k.footer_rank) for k in keys if k.footer_rank > 0),
+                     *PANEL_FOOTER_RANKS.items()], key=lambda k: -k[1])
     out: list[str] = []
-    for k in ranked:
-        if k.action not in out:
-            out.append(k.action)
+    for action, _rank in ranked:
+        if action not in out:
+            out.append(action)
     return out
 
 
@@ -222,5 +231,5 @@ def check_keymap(keymap: Mapping[str, str], source: str,
 
 
 __all__ = ["KEYS", "NODE_ACTION_PREFIX", "Key", "KeymapError", "bindings", "check_keymap",
-           "filter_action_bindings", "footer_drop_order", "help_rows", "is_node_action",
+           "PANEL_FOOTER_RANKS", "filter_action_bindings", "footer_drop_order", "help_rows", "is_node_action",
            "node_actions", "readme_rows", "remapped"]

@@ -53,6 +53,8 @@ class PanelSpec:
 
 PANELS: list[PanelSpec] = [
     PanelSpec("seat_console.sources.gpu:make_source", GpuPanel, eager=True),
+    PanelSpec("seat_console.actions.actionlog:make_source", ActionLogPanel, uses_readings=True,
+              span=2),
     PanelSpec("seat_console.sources.timers:make_source", TimersPanel),
     PanelSpec("seat_console.sources.silences:make_source", SilencesPanel),
     PanelSpec("seat_console.tui.panels:make_fit_source", FitPanel, uses_readings=True,
@@ -60,10 +62,11 @@ PANELS: list[PanelSpec] = [
     PanelSpec("seat_console.sources.engine:make_source", EnginePanel),
     PanelSpec("seat_console.sources.containers:make_source", ContainersPanel),
     PanelSpec("seat_console.sources.seat:make_source", SeatPanel),
-    PanelSpec("seat_console.actions.actionlog:make_source", ActionLogPanel, uses_readings=True),
 ]
-"""The panels the app shows, in reading order (the seat's safety net — GPUs, timers, silences,
-fit — first, so it is on the first screen at 80×24).
+"""The panels the app shows, in reading order (the seat's safety net — GPUs, the hold and its
+countdown, timers, silences, fit — first, so it is on the first screen at 80×24; the Actions
+panel was last, below the fold there, while a hold counted down; at two columns it takes the
+whole width, its journal rows being long).
 
 To add a panel, append one line, e.g.
 ``PanelSpec("seat_console.sources.probe:make_source", ProbePanel),``. Plain

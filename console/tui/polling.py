@@ -156,6 +156,9 @@ class SourceState:
     dirty: bool = False
     manual: bool = False
     """The poll in flight was asked for with ``r`` (its failure does not count)."""
+    again: bool = False
+    """Read again as soon as the poll in flight ends (:meth:`PollingMixin.poll_now` came
+    while it ran: it began before the action ended, so its answer may be from before)."""
     prebuilt: concurrent.futures.Future | None = None
     """Eager sources: the future of ``(source, first reading)`` started before the first frame."""
 
@@ -360,6 +363,7 @@ class PollingMixin:
         if message.source is not None and st.source is None:
             st.source = message.source
         manual, st.manual = st.manual, False
+        again, st.again = st.again, False
         st.busy_since = None
         st.polls += 1
         # a half-failed read keeps the last good value of the parts it missed, marked stale
@@ -375,7 +379,10 @@ class PollingMixin:
             st.last_good = reading
             st.last_good_at = message.finished_at
             self.readings.put(st.key, reading)
-        self._schedule_next(st)
+        if again and not self._shutting_down:
+            self._start_poll(st.key, manual=True)   # the read asked for after the action
+        else:
+            self._schedule_next(st)
         if unchanged and not st.dirty and st.panel.reading is not None:
             st.panel.reading = reading   # same content: only the age moves (no redraw)
             st.panel._reading_at = message.finished_at
@@ -466,9 +473,20 @@ class PollingMixin:
 
 
     def poll_now(self, *keys: str) -> None:
-        """Read sources ``keys`` now (those the app has), e.g. after a runbook changed them."""
+        """Read sources ``keys`` now (those the app has), e.g. after a runbook changed them:
+        each source's back-off is reset (its failures were the action's doing: the engine is
+        down while a swap starts the candidate), and a source whose read is in flight is read
+        again as soon as it ends (that read began before the action ended). Right after a
+        swap had verified the new engine serving, the status line said ``engine DOWN`` for
+        up to :data:`BACKOFF_MAX_S` (issue 30)."""
         for key in keys:
-            if key in self._states:
+            st = self._states.get(key)
+            if st is None:
+                continue
+            st.consecutive_errors = 0
+            if st.busy_since is not None:
+                st.again = st.manual = True
+            else:
                 self._start_poll(key, manual=True)
 
     def action_pause(self) -> None:

@@ -159,6 +159,11 @@ class Flow:
     make: Callable[..., Any] | None = None
 
 
+SEAT_SOURCES = ("actions", "timers", "silences", "containers", "seat", "engine", "gpus", "fit")
+"""Sources a flow that changes who serves the seat (swap, restore) re-reads at its end, their
+back-off reset (:meth:`~seat_console.tui.polling.PollingMixin.poll_now`)."""
+
+
 def _make_hold(ctl: RunbookController, journal: Any, nctx: Any, observer: Any, _log: Any) -> Any:
     from seat_console.actions import hold as hold_mod
 
@@ -244,9 +249,9 @@ FLOWS: dict[str, Flow] = {f.kind: f for f in (
     Flow("build", lambda c: "Build the backport image?", "Yes, build the image",
          make=_make_build),
     Flow("swap", lambda c: f"Swap the seat {c.seat}? (stops the resident)",
-         "Yes, swap the seat", typed=True, make=_make_swap),
+         "Yes, swap the seat", typed=True, refresh=SEAT_SOURCES, make=_make_swap),
     Flow("restore", lambda c: f"Restore the resident in the seat {c.seat}?",
-         "Yes, restore the seat", make=_make_restore),
+         "Yes, restore the seat", refresh=SEAT_SOURCES, make=_make_restore),
     Flow("probe", lambda c: "Start the probe? (sends load to the seat)", "Yes, start the probe",
          view="probe", refresh=("actions", "engine")),
 )}
