@@ -141,6 +141,54 @@ def loading_script(final: int, points: int = 30) -> list[int]:
     return [idle] * 4 + ramp + [final] * max(0, points - 10)
 
 
+STAGE_KEYS = {"hold": "node.hold", "backport": "node.build-backport", "swap": "node.swap",
+              "probe": "node.probe", "compare": "node.compare", "restore": "node.restore",
+              "release": "node.release"}
+"""The binding id that runs each stage in the TUI (the stages without one are run in a shell)."""
+
+STAGE_COMMANDS = {"fit": "seat-console fit", "image": "seat-console image-check",
+                  "hold": "seat-console hold --ttl 4h", "backport": "seat-console build-backport",
+                  "swap": "seat-console swap", "probe": "seat-console probe",
+                  "compare": "seat-console compare --bracket ABBA",
+                  "decide": "seat-console decide", "restore": "seat-console restore",
+                  "promote": "seat-console promote", "release": "seat-console release"}
+
+
+def recorded_runbook(done: int = 3, *, statuses: dict[str, str] | None = None,
+                     next_stage: str | None = "", problems: tuple[str, ...] = ()):
+    """A :class:`~seat_console.actions.stages.RunbookState` as the reader would give it: the
+    first ``done`` stages done (by ``ops@seat-node``, a minute apart from :data:`T0`, with
+    evidence), the rest todo; ``statuses`` overrides stages' statuses; the next stage is the
+    first not done or skipped (``next_stage``: that one; ``None``: complete)."""
+    from seat_console.actions.stages import STAGES, RunbookState, StageState
+
+    evidence = {"fit": {"verdict": "fits"}, "image": {"image digest": "sha256:58a8c0ffee"},
+                "hold": {"hold": "seat-hold-20261129t115500z-1a2b"},
+                "backport": {"image digest": "sha256:0b1d2e3f4a5b"}}
+    needs = {"fit": "a candidate in the profile", "image": "the candidate's image",
+             "hold": "nothing (it places the hold)", "backport": "the hold",
+             "swap": "a hold and the backport image", "probe": "the candidate in the seat",
+             "compare": "the resident in the seat", "decide": "a complete comparison",
+             "restore": "a decision (KEEP)", "promote": "a decision (PROMOTE-ABLE)",
+             "release": "the resident (or the promoted candidate) in the seat"}
+    stages = []
+    for i, name in enumerate(STAGES):
+        status = (statuses or {}).get(name, "done" if i < done else "todo")
+        finished = status in ("done", "failed", "stale")
+        stages.append(StageState(
+            name, status, at=T0 + timedelta(minutes=i) if finished else None,
+            operator="ops@seat-node" if finished else None,
+            evidence=evidence.get(name, {}) if finished else {}, needs=needs[name],
+            key=STAGE_KEYS.get(name), command=STAGE_COMMANDS[name],
+            reason="a new backport after the probe" if status == "stale" else
+            "the probe's leg was disrupted" if status == "failed" else ""))
+    if next_stage == "":
+        nxt = next((s for s in stages if s.status not in ("done", "skipped")), None)
+    else:
+        nxt = next((s for s in stages if s.name == next_stage), None)
+    return RunbookState(tuple(stages), nxt, "resident", T0 + timedelta(minutes=30), problems)
+
+
 RECORDED_PROFILE_SHA256 = "5eed" + "0" * 60
 """Stands in for the profile hash in snapshots, so editing a comment in the embedded default
 does not redraw every snapshot; the header's hash display itself is asserted in test_app."""
@@ -169,7 +217,7 @@ def demo_app(*, clock: FakeClock | None = None, history: bool = True,
                            step_s=10.0 if history else 0.0)
     app = SeatConsoleApp(loaded, readonly=readonly, interval=interval,
                          panels=[(lambda _l: src, GpuPanel)], clock=clock,
-                         watch_terminal=False)
+                         watch_terminal=False, runbook_reader=lambda _app: recorded_runbook())
     return app, src
 
 

@@ -19,7 +19,8 @@ from pydantic import BaseModel
 from textual.widgets import Input
 
 sys.path.insert(0, str(Path(__file__).parent))
-from app_fixtures import T0, ClockedGpuSource, FakeClock, default_loaded, demo_cards, vllm_mapper
+from app_fixtures import (T0, ClockedGpuSource, FakeClock, default_loaded, demo_cards,
+                          recorded_runbook, vllm_mapper)
 from nvml_double import NvmlDouble
 
 from seat_console.tui.app import SeatConsoleApp
@@ -168,7 +169,8 @@ def seat_app(*, clock: FakeClock | None = None, interval: float = 3600.0,
         order = [p.panel.source_name for p in PANELS if p.panel.source_name in srcs]
     specs = [PanelSpec((lambda s: (lambda _l: s))(srcs[k]), panels[k]) for k in order]
     app = SeatConsoleApp(loaded, interval=interval, panels=specs, clock=clock,
-                         watch_terminal=False, age_tick_s=3600.0, compact=compact)
+                         watch_terminal=False, age_tick_s=3600.0, compact=compact,
+                         runbook_reader=lambda _app: recorded_runbook())
     return app, srcs
 
 

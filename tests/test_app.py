@@ -89,7 +89,8 @@ async def test_help_opens_and_closes():
         text = flat(screen_text(app))
         assert "Seat Console — help" in text
         assert "q / ^q quit" in text and "p pause" in text and "^p palette" in text
-        assert "2^30 bytes" in text and "STALE" in text
+        rest = flat(str(app.screen.query_one("#help-text").render()))   # below the keys
+        assert "2^30 bytes" in rest and "STALE" in rest
         await pilot.press("escape")
         await wait_for(pilot, lambda: not isinstance(app.screen, HelpScreen), "help closed")
         await pilot.press("question_mark")

@@ -61,6 +61,7 @@ from seat_console.tui.polling import (
 )
 from seat_console.tui.messages import PlanReady, RunbookEvent, RunFinished
 from seat_console.tui.runbook import RunbookController
+from seat_console.tui.runbook_state import Reader, RunbookStateMixin
 from seat_console.tui.main_screen import WIDE_FROM_COLS, MainScreen, compose_main
 from seat_console.widgets.detail import DetailScreen, is_field
 from seat_console.tui.summary import SeatSummary, hold_banner
@@ -72,7 +73,7 @@ from seat_console.widgets.status import StatusLine
 
 log = logging.getLogger(__name__)
 
-class SeatConsoleApp(PollingMixin, HangupMixin, App[int]):
+class SeatConsoleApp(RunbookStateMixin, PollingMixin, HangupMixin, App[int]):
     """Seat Console: header, one panel per :data:`PANELS` entry, footer, help and palette.
 
     Parameters: ``loaded`` the seat profile; ``readonly`` hides node actions; ``interval`` the
@@ -80,7 +81,9 @@ class SeatConsoleApp(PollingMixin, HangupMixin, App[int]):
     ``panels`` overrides :data:`PANELS` (tests); ``clock`` returns the current UTC time
     (tests inject a fixed one for deterministic ages); ``age_tick_s`` how often ages are redrawn
     (s); ``watch_terminal`` exits on SIGHUP / a dead terminal (off in headless tests);
-    ``compact`` forces the panels' compact (True) or full (False) forms (``None``: by size).
+    ``compact`` forces the panels' compact (True) or full (False) forms (``None``: by size);
+    ``runbook_reader(app)`` reads the runbook's state in a worker (``None``: the node's, tests
+    give recorded ones; :mod:`seat_console.tui.runbook_state`).
     """
 
     TITLE = "Seat Console"
@@ -99,14 +102,16 @@ class SeatConsoleApp(PollingMixin, HangupMixin, App[int]):
     Screen.-wide .panel-row > SourcePanel { width: 1fr; }
     #too-small { display: none; height: 1fr; content-align: center middle; text-style: bold; }
     Screen.-too-small #too-small { display: block; }
-    Screen.-too-small #panels, Screen.-too-small #status-line { display: none; }
+    Screen.-too-small #panels, Screen.-too-small #status-line,
+    Screen.-too-small #runbook-strip { display: none; }
     """
 
     def __init__(self, loaded: LoadedProfile, *, readonly: bool = False,
                  interval: float | None = None,
                  panels: list[tuple[SourceFactory, type[SourcePanel]]] | None = None,
                  clock: Callable[[], datetime] = utcnow, age_tick_s: float = 1.0,
-                 watch_terminal: bool = True, compact: bool | None = None) -> None:
+                 watch_terminal: bool = True, compact: bool | None = None,
+                 runbook_reader: Reader | None = None) -> None:
         super().__init__()
         if self.no_color:   # Textual's greys make red DOWN/OVER invisible: see widgets.nocolor
             from textual.filter import Monochrome, NoColor
@@ -142,6 +147,7 @@ class SeatConsoleApp(PollingMixin, HangupMixin, App[int]):
         self.readings = LatestReadings()
         self.summary = SeatSummary()
         """The status line's facts and the fit verdict, derived from the readings."""
+        self.runbook_reader = runbook_reader
         self.runbooks = RunbookController(self)
         """The one runbook controller: every node action's plan → confirm → run → notify."""
         self._build_states()
@@ -171,6 +177,7 @@ class SeatConsoleApp(PollingMixin, HangupMixin, App[int]):
         if not self.is_headless:
             self.set_timer(FREEZE_AFTER_S, freeze_startup_heap)
         self.start_polling()
+        self.start_runbook_reads()
         first = next(iter(self._states.values()), None)
         if first is not None:   # a focused panel: visible, and the keys scroll the column
             first.panel.focus()
@@ -238,6 +245,7 @@ class SeatConsoleApp(PollingMixin, HangupMixin, App[int]):
     def _run_finished(self, message: RunFinished) -> None:
         self.runbooks.finished(message)
         self.poll_now(*message.refresh)
+        self.read_runbook_now()
 
     def push_screen(self, screen, callback=None, wait_for_dismiss=False):  # type: ignore[override]
         """Textual's ``push_screen``; an error notification does not outstay the screen it was

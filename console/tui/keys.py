@@ -76,6 +76,9 @@ KEYS: tuple[Key, ...] = (
     Key("leave-field", "escape", "leave_field", "leave field",
         "Leave a text field (the what-if controls), so the console's keys work again.",
         display="Esc"),
+    Key("runbook", "g", "runbook", "guide",
+        "The runbook screen: every stage of the seat swap with its status, evidence and what "
+        "it needs; Enter runs the next stage (plan, then confirm).", footer_rank=2),
     Key("node.hold", "H", "hold", "hold",
         "Hold the seat: ask TTL and reason, show the plan, then stop the timers and silence "
         "the seat's endpoint as a lease.", footer_rank=4),
@@ -94,6 +97,9 @@ KEYS: tuple[Key, ...] = (
     Key("node.probe", "P", "probe", "probe",
         "Probe the seat: preflight (needs a hold), show the plan, then send the probe's load "
         "with a live panel; x stops it.", footer_rank=3),
+    Key("node.compare", "c", "compare", "compare",
+        "Compare the resident and the candidate (bracketed A/B legs, one hold): the plan with "
+        "its cost, then type the seat's name; the log shows the run.", footer_rank=10),
     Key("evidence", "e", "evidence", "evidence",
         "The evidence report of the newest comparison, else probe run (read-only).",
         footer_rank=11),

@@ -17,6 +17,7 @@ from seat_console.tui.messages import ConsoleApp
 from seat_console.widgets.footer import SeatFooter
 from seat_console.widgets.header import SeatHeader
 from seat_console.widgets.panel import SourcePanel
+from seat_console.widgets.runbook_strip import RunbookStrip
 from seat_console.widgets.status import StatusLine
 
 
@@ -74,11 +75,12 @@ class MainScreen(Screen[None]):
 
 
 def compose_main(app: ConsoleApp) -> ComposeResult:
-    """The main screen's widgets: header, status line, the panels in a scrolling column (two
+    """The main screen's widgets: header, status line, the runbook strip, the panels in a scrolling column (two
     at ≥ 160 columns), footer. Composed by the app (``App.compose``), so the panels are
     mounted before the app's mount starts the polls."""
     yield SeatHeader(id="header-text")
     yield StatusLine(id="status-line")
+    yield RunbookStrip(app.key_of, id="runbook-strip")
     yield Static(id="too-small")
     with VerticalScroll(id="panels"):
         row: list[SourcePanel] = []

@@ -42,6 +42,8 @@ class ConsoleApp(Protocol):
 
     def redraw_dirty(self) -> None: ...
 
+    def key_of(self, binding_id: str | None) -> str | None: ...
+
 
 class PlanReady(Message):
     """A flow's plan was read (or could not be): ``kind``, ``plan`` (a

@@ -1,5 +1,5 @@
 """The command palette's entries for the rarer console actions (pause, refresh, the refresh
-interval, help, the evidence report)."""
+interval, help, the runbook screen, the evidence report)."""
 
 from __future__ import annotations
 
@@ -25,6 +25,8 @@ class SeatCommands(Provider):
              "Stop or restart reading the node (same as p)"),
             ("Refresh now", app.action_refresh_now, "Read every source once now (same as r)"),
             ("Open help", app.action_help, "Keys and how to read the panels (same as ?)"),
+            ("Open the runbook", app.action_runbook,
+             "Every stage of the seat swap, its evidence; Enter runs the next (same as g)"),
             ("Open the evidence report", app.action_evidence,
              "The newest comparison's (else probe run's) report, read-only (same as e)"),
         ]

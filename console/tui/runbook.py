@@ -1,5 +1,6 @@
 """The one runbook controller of the TUI: plan → confirm → run with progress → journal → notify,
-for every key that changes the node (hold, release, build backport, swap, restore, probe).
+for every key that changes the node (hold, release, build backport, swap, restore, compare,
+probe).
 
 Each key names a :class:`Flow` of :data:`FLOWS`. :meth:`RunbookController.key`
 
@@ -234,6 +235,77 @@ def _make_restore(_ctl: RunbookController, journal: Any, nctx: Any, observer: An
                                   defer_firing=_ctl.defer_firing)
 
 
+class ComparePlan:
+    """The compare's plan for the confirmation: the bracket's legs named first (as
+    ``seat-console compare --dry-run`` prints them), then the runbook's plan lines — whatever
+    they say (its cost forecast included). ``ok``, ``lines``, ``facts``: the plan's."""
+
+    def __init__(self, plan: Any, head: list[str]) -> None:
+        self.plan = plan
+        self.head = head
+        self.ok = plan.ok
+        self.lines = plan.lines
+        self.facts = getattr(plan, "facts", None)
+
+    def text_lines(self) -> list[str]:
+        """The legs, then the plan's lines."""
+        return [*self.head, *self.plan.text_lines()]
+
+
+class CompareRun:
+    """The compare as the controller runs a flow: :meth:`plan` reads the bracket's plan,
+    :meth:`run` runs it with :func:`seat_console.actions.compare.run_compare` (``compare.json``
+    written before and after) and logs the bracket's status — "NOT complete" when a leg is
+    not (the report then refuses every cross-arm claim), never just "done"."""
+
+    def __init__(self, rb: Any, cmp_dir: Any, opts: Any, nctx: Any, legs: Any,
+                 on_log: Callable[[str], None]) -> None:
+        self.rb, self.cmp_dir, self.opts, self.nctx = rb, cmp_dir, opts, nctx
+        self.legs = legs
+        self.on_log = on_log
+
+    def plan(self) -> ComparePlan:
+        """The runbook's plan (read from the node now), its legs named first."""
+        from seat_console.evidence.bracket import pairs
+
+        head = [f"{len(self.legs)} legs: " + ", ".join(
+            f"{x.name} (round {x.round}, pair {x.pair})" for x in self.legs) + "; pairs "
+            + ", ".join(f"{a.name}-{b.name}" for a, b in pairs(self.legs))]
+        return ComparePlan(self.rb.plan(), head)
+
+    def run(self) -> Any:
+        """Run the bracket; its :class:`~seat_console.actions.runbook.Result`."""
+        import json
+
+        from seat_console.actions.compare import run_compare
+
+        res = run_compare(self.rb, self.cmp_dir, self.opts, self.nctx)
+        try:
+            doc = json.loads((self.cmp_dir / "compare.json").read_text("utf-8"))
+            status, reason = doc.get("status"), doc.get("reason")
+        except (OSError, ValueError, AttributeError) as exc:
+            status, reason = "unknown", f"compare.json unreadable ({exc})"
+        self.on_log(f"comparison {self.cmp_dir}: bracket {status}")
+        if res.ok and status != "complete":
+            self.on_log(f"bracket NOT complete: {reason or 'no reason recorded'}; the legs are "
+                        "kept and the report refuses every cross-arm claim")
+        return res
+
+
+def _make_compare(ctl: RunbookController, journal: Any, nctx: Any, observer: Any,
+                  on_log: Any) -> CompareRun:
+    from seat_console.actions import compare as cmp_mod
+    from seat_console.evidence.bracket import plan_bracket
+
+    loaded = ctl.app.loaded
+    if loaded.profile.swap is None:
+        raise LookupError(f"{loaded.source} has no [swap] section: there is no candidate to "
+                          "compare (see docs/evidence.md)")
+    opts = cmp_mod.CompareOptions(on_log=on_log)
+    rb, cmp_dir = cmp_mod.build_compare(nctx, journal, options=opts, observer=observer)
+    return CompareRun(rb, cmp_dir, opts, nctx, plan_bracket(opts.order, opts.rounds), on_log)
+
+
 def _hold_question(ctl: RunbookController) -> str:
     from seat_console.actions.hold import fmt_ttl
 
@@ -252,6 +324,9 @@ FLOWS: dict[str, Flow] = {f.kind: f for f in (
          "Yes, swap the seat", typed=True, refresh=SEAT_SOURCES, make=_make_swap),
     Flow("restore", lambda c: f"Restore the resident in the seat {c.seat}?",
          "Yes, restore the seat", refresh=SEAT_SOURCES, make=_make_restore),
+    Flow("compare", lambda c: f"Compare the resident and the candidate on the seat {c.seat}? "
+         "(stops the resident; restored at the end)", "Yes, compare", typed=True,
+         refresh=SEAT_SOURCES, make=_make_compare),
     Flow("probe", lambda c: "Start the probe? (sends load to the seat)", "Yes, start the probe",
          view="probe", refresh=("actions", "engine")),
 )}

@@ -1,0 +1,193 @@
+"""The runbook's state in the TUI: read in a worker, shown in the strip and the runbook screen.
+
+The state is never kept by the console: it is read — from the node, the journal and the run
+store — by :func:`seat_console.actions.stages.read_runbook` (through :func:`read_state`, on a
+daemon thread of its own, never on the UI thread), at the refresh interval (at least every
+:data:`RUNBOOK_MIN_INTERVAL_S`), at once after every action the console ran, and when polling
+resumes. The result comes back as a :class:`RunbookRead` message; :class:`RunbookStateMixin`
+(mixed into the app) draws it in the :class:`~seat_console.widgets.runbook_strip.RunbookStrip`
+and an open :class:`~seat_console.widgets.runbook_screen.RunbookScreen`, and runs a stage's key
+through the one runbook controller (:mod:`seat_console.tui.runbook`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable
+from typing import Any
+
+from textual.binding import Binding
+from textual.css.query import NoMatches
+from textual.message import Message
+
+from seat_console.tui import keys as keytable
+from seat_console.tui.polling import Poller, PollTimer
+
+log = logging.getLogger(__name__)
+
+RUNBOOK_MIN_INTERVAL_S = 5.0
+"""The runbook is read at the refresh interval, but not more often than this (s): it changes
+when an action runs (read at once after each) or another console acts; each read opens the
+journal and asks docker who holds the seat."""
+
+NO_READER = "n/a: this console has no runbook reader (actions.stages.read_runbook)"
+"""What the strip says while the reader is not installed."""
+
+Reader = Callable[[Any], Any]
+"""``reader(app) -> RunbookState`` (worker thread; raises on failure)."""
+
+
+def read_state(app: Any) -> Any:
+    """The runbook's state now: :func:`seat_console.actions.stages.read_runbook` with the
+    app's node context and a fresh journal (:func:`seat_console.tui.runbook.with_journal`).
+    Raises :class:`LookupError` (:data:`NO_READER`) when that reader is not there, else what
+    it raises. Worker thread."""
+    from seat_console.actions import stages
+    from seat_console.tui.runbook import with_journal
+
+    reader = getattr(stages, "read_runbook", None)
+    if reader is None:
+        raise LookupError(NO_READER)
+    return with_journal(app, lambda journal, nctx: reader(nctx, journal))
+
+
+class RunbookRead(Message):
+    """A read of the runbook's state ended: ``state`` (a
+    :class:`~seat_console.actions.stages.RunbookState`) or ``error`` (a sentence)."""
+
+    def __init__(self, state: Any, error: str | None) -> None:
+        super().__init__()
+        self.state = state
+        self.error = error
+
+
+class RunbookStateMixin:
+    """The app's runbook reads and views (see the module docstring). The app provides
+    ``runbook_reader`` (``None``: :func:`read_state`), ``interval_s``, ``paused``,
+    ``readonly``, ``BINDINGS``, ``keymap``, ``runbooks`` and Textual's ``App``."""
+
+    runbook_state: Any = None
+    """The newest :class:`~seat_console.actions.stages.RunbookState` read (``None``: none yet)."""
+    runbook_error: str | None = None
+    """Why the newest read failed (``None``: it did not)."""
+    _rb_poller: Poller | None = None
+    _rb_busy: bool = False
+    _rb_again: bool = False
+    _rb_timer: PollTimer | None = None
+    runbook_reads: int = 0
+    """Reads finished (tests)."""
+
+    def start_runbook_reads(self) -> None:
+        """On mount: the first read."""
+        self.read_runbook_now()
+
+    def read_runbook_now(self) -> None:
+        """Read the runbook's state now (after an action; on resume); a read in flight is
+        followed by another when it ends (it began before the action ended)."""
+        if self._rb_timer is not None:
+            self._rb_timer.stop()
+            self._rb_timer = None
+        if self._rb_busy:
+            self._rb_again = True
+            return
+        self._rb_busy = True
+        if self._rb_poller is None:
+            self._rb_poller = Poller("seat-console:runbook")
+        self._rb_poller.submit(self._read_runbook)
+
+    def _read_runbook(self) -> None:
+        """Worker thread: one read, posted back."""
+        reader: Reader = getattr(self, "runbook_reader", None) or read_state
+        try:
+            msg = RunbookRead(reader(self), None)
+        except Exception as exc:  # noqa: BLE001 - shown in the strip, never raised into the UI
+            if not isinstance(exc, LookupError):
+                log.warning("runbook read failed", exc_info=True)
+            msg = RunbookRead(None, f"n/a: {exc}" if not isinstance(exc, LookupError)
+                              else str(exc))
+        self.post_message(msg)  # type: ignore[attr-defined]
+
+    def on_runbook_read(self, message: RunbookRead) -> None:
+        """UI thread: keep the newest state (or the error, the last good state kept), draw it,
+        schedule the next read."""
+        self._rb_busy = False
+        self.runbook_reads += 1
+        if message.state is not None:
+            self.runbook_state, self.runbook_error = message.state, None
+        else:
+            self.runbook_error = message.error
+        self.show_runbook()
+        if self._rb_again:
+            self._rb_again = False
+            self.read_runbook_now()
+        elif not self.paused and not self._shutting_down:  # type: ignore[attr-defined]
+            delay = max(self.interval_s, RUNBOOK_MIN_INTERVAL_S)  # type: ignore[attr-defined]
+            self._rb_timer = PollTimer(asyncio.get_running_loop(), delay, self.read_runbook_now)
+
+    def show_runbook(self) -> None:
+        """Draw the newest state in the strip and in the runbook screen if it is open."""
+        from seat_console.widgets.runbook_screen import RunbookScreen
+        from seat_console.widgets.runbook_strip import RunbookStrip
+
+        problem = self.runbook_error if self.runbook_state is None else None
+        try:
+            self.query_one("#runbook-strip", RunbookStrip).show(  # type: ignore[attr-defined]
+                self.runbook_state, problem)
+        except NoMatches:
+            log.debug("runbook strip not mounted")
+        for screen in self.screen_stack:  # type: ignore[attr-defined]
+            if isinstance(screen, RunbookScreen):
+                screen.show(self.runbook_state, self.runbook_error)
+
+    def action_toggle_pause(self) -> None:
+        """``p``: the polling engine's pause / resume; on resume the runbook is read too."""
+        super().action_toggle_pause()  # type: ignore[misc]
+        if self.paused:  # type: ignore[attr-defined]
+            if self._rb_timer is not None:
+                self._rb_timer.stop()
+                self._rb_timer = None
+        else:
+            self.read_runbook_now()
+
+    # -- keys ----------------------------------------------------------------------------------
+    def key_of(self, binding_id: str | None) -> str | None:
+        """The key of binding ``binding_id`` as the screen shows it (remapped by the profile's
+        ``[keys]``), or ``None``: no such binding, or a node action under ``--readonly``."""
+        for b in keytable.remapped(self.BINDINGS, self.keymap):  # type: ignore[attr-defined]
+            if isinstance(b, Binding) and b.id == binding_id:
+                if self.readonly and keytable.is_node_action(b):  # type: ignore[attr-defined]
+                    return None
+                return b.key_display or self.get_key_display(b)  # type: ignore[attr-defined]
+        return None
+
+    def run_binding(self, binding_id: str | None) -> bool:
+        """Run the action of binding ``binding_id`` (a stage's key) as its key would — through
+        the runbook controller for node actions, refused under ``--readonly``. ``False`` when
+        there is no such binding (or it is refused)."""
+        for k in keytable.KEYS:
+            if k.id == binding_id:
+                if not self.check_action(k.action, ()):  # type: ignore[attr-defined]
+                    return False
+                self.call_later(self.run_action, k.action)  # type: ignore[attr-defined]
+                return True
+        return False
+
+    def action_runbook(self) -> None:
+        """``g``: the runbook screen (every stage, its evidence; Enter runs the next one)."""
+        from seat_console.widgets.runbook_screen import RunbookScreen
+
+        if isinstance(self.screen, RunbookScreen):  # type: ignore[attr-defined]
+            return
+        screen = RunbookScreen(self.key_of, run=None if self.readonly else self.run_binding)
+        self.push_screen(screen)  # type: ignore[attr-defined]
+        screen.show(self.runbook_state, self.runbook_error)
+        self.read_runbook_now()
+
+    def action_compare(self) -> None:
+        """``c``: plan the bracketed comparison, type the seat's name, run it with its log."""
+        self.runbooks.key("compare")  # type: ignore[attr-defined]
+
+
+__all__ = ["NO_READER", "RUNBOOK_MIN_INTERVAL_S", "RunbookRead", "RunbookStateMixin",
+           "read_state"]

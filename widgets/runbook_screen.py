@@ -1,0 +1,179 @@
+"""The runbook screen (``g``): every stage of the seat swap with its status, when and by whom it
+was done, its evidence and what it needs — and "Enter: run the next stage".
+
+One row per stage (:func:`stage_rows`), the next stage marked ``▸`` and highlighted when the
+screen opens; ↑ ↓ choose another. Enter runs the chosen stage's key through the app's one runbook
+controller (plan → confirm → run; the action's own gates refuse a stage out of order, with the
+state and the fix); a stage with no key in the console (``key`` ``None``, e.g. ``fit``, which is
+a read) shows its command instead. Under ``--readonly`` the run part is hidden: the stages are
+shown, Enter runs nothing. Esc (or q) goes back. Pure view of a
+:class:`~seat_console.actions.stages.RunbookState` handed down by the app
+(:mod:`seat_console.tui.runbook_state`); no I/O.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import ClassVar
+
+from rich.text import Text
+from textual import on
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import Vertical
+from textual.screen import ModalScreen
+from textual.widgets import OptionList, Static
+from textual.widgets.option_list import Option
+
+from seat_console.actions.stages import RunbookState, StageState
+from seat_console.core.fmt import printable, zulu_time
+from seat_console.widgets.runbook_strip import MARKS, NEXT_MARK, STYLES, KeyOf
+
+RunStage = Callable[[str | None], bool]
+"""``run(binding id) -> whether it ran`` (the app's ``run_binding``)."""
+
+RUN_HINT = "Enter: run the next stage (▸) or the one chosen with ↑ ↓ · Esc: back"
+READONLY_HINT = "Read-only: the stages are shown, not run · ↑ ↓ scroll · Esc: back"
+
+
+def stage_rows(stage: StageState, *, is_next: bool, key_of: KeyOf) -> Text:
+    """One stage as the screen shows it: ``✓ hold  done 2026-12-05T03:10Z by ops@node``, then
+    indented lines for the reason (failed / stale), each evidence item, then what it needs and
+    how it is run (its key and its command). Outside text is made printable. Pure."""
+    t = Text()
+    t.append(NEXT_MARK if is_next else " ", style="bold")
+    t.append(MARKS.get(stage.status, "?"), style=STYLES.get(stage.status, ""))
+    t.append(f" {stage.name:<9}", style="bold" if is_next else "")
+    t.append(f" {stage.status}", style=STYLES.get(stage.status, ""))
+    if stage.at is not None:
+        t.append(f" {zulu_time(stage.at, seconds=False)}")
+    if stage.operator:
+        t.append(f" by {printable(stage.operator)}")
+    if stage.reason:
+        t.append(f"\n     why: {printable(stage.reason)}",
+                 style="red" if stage.status == "failed" else "yellow")
+    for label, value in stage.evidence.items():
+        t.append(f"\n     {printable(str(label))}: ", style="dim")
+        t.append(printable(str(value)))
+    key = key_of(stage.key)
+    tail = Text("\n     ")
+    if stage.needs:
+        tail.append("needs: ", style="dim")
+        tail.append(printable(stage.needs))
+    if key or stage.command:
+        tail.append(" · run: " if stage.needs else "run: ", style="dim")
+        if key:
+            tail.append(f" {key} ", style="bold reverse")
+            tail.append(f" or {printable(stage.command)}" if stage.command else "", style="dim")
+        else:
+            tail.append(printable(stage.command))
+    if tail.plain.strip():
+        t.append_text(tail)
+    return t
+
+
+def header_text(state: RunbookState | None, error: str | None) -> Text:
+    """The screen's head: who holds the seat, when the state was read, what is next, and the
+    sources that could not be read (or why there is no state)."""
+    t = Text()
+    t.append("Runbook — the seat swap, stage by stage\n", style="bold")
+    if state is None:
+        t.append(error or "reading the runbook's state…", style="dim")
+        return t
+    t.append(f"seat held by {state.seat_holder} · read {zulu_time(state.read_at)}")
+    if state.next is None:
+        t.append(" · the runbook is complete", style="bold green")
+    else:
+        t.append(" · next: ")
+        t.append(state.next.name, style="bold")
+    for p in state.problems:
+        t.append(f"\n⚠ {printable(p)}", style="yellow")
+    if error:
+        t.append(f"\n⚠ the newest read failed ({printable(error)}); shown: the last read",
+                 style="yellow")
+    return t
+
+
+class RunbookScreen(ModalScreen[None]):
+    """The runbook screen (see the module docstring). ``key_of``: the app's key display of a
+    binding id; ``run``: runs a stage's key (``None``: read-only, nothing is run)."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("escape,q", "dismiss", "back", key_display="Esc", id="runbook-close"),
+    ]
+
+    DEFAULT_CSS = """
+    RunbookScreen { align: center middle; }
+    RunbookScreen > Vertical {
+        width: 100%; max-width: 130; height: 100%; border: thick $primary;
+        background: $surface; padding: 0 1;
+    }
+    RunbookScreen #runbook-head { height: auto; }
+    RunbookScreen #runbook-stages { height: 1fr; border: none; padding: 0; }
+    RunbookScreen #runbook-hint { height: auto; color: $text-muted; }
+    """
+
+    def __init__(self, key_of: KeyOf, run: RunStage | None) -> None:
+        super().__init__(id="runbook")
+        self.key_of = key_of
+        self.run = run
+        self.state: RunbookState | None = None
+        self.error: str | None = None
+
+    def compose(self) -> ComposeResult:
+        """The head, the stages, the hint."""
+        with Vertical():
+            yield Static(header_text(None, None), id="runbook-head")
+            yield OptionList(id="runbook-stages")
+            yield Static(Text(RUN_HINT if self.run is not None else READONLY_HINT),
+                         id="runbook-hint")
+
+    def on_mount(self) -> None:
+        """Draw what was handed down before the screen was mounted; focus the stages."""
+        self._draw(first=True)
+        self.query_one(OptionList).focus()
+
+    def show(self, state: RunbookState | None, error: str | None) -> None:
+        """The newest state (``None``: none read yet; ``error``: why the newest read failed).
+        The highlighted stage stays where the engineer put it."""
+        if state == self.state and error == self.error:
+            return
+        self.state, self.error = state, error
+        if self.is_mounted:
+            self._draw(first=False)
+
+    def _draw(self, *, first: bool) -> None:
+        self.query_one("#runbook-head", Static).update(header_text(self.state, self.error))
+        ol = self.query_one(OptionList)
+        keep = ol.highlighted
+        ol.clear_options()
+        if self.state is None:
+            return
+        nxt = self.state.next.name if self.state.next is not None else None
+        ol.add_options([Option(stage_rows(s, is_next=s.name == nxt, key_of=self.key_of),
+                               id=s.name) for s in self.state.stages])
+        idx = next((i for i, s in enumerate(self.state.stages) if s.name == nxt), 0)
+        ol.highlighted = idx if first or keep is None else min(keep, ol.option_count - 1)
+
+    def stage_at(self, index: int | None) -> StageState | None:
+        """The stage of row ``index`` (``None`` when there is none)."""
+        if self.state is None or index is None or not 0 <= index < len(self.state.stages):
+            return None
+        return self.state.stages[index]
+
+    @on(OptionList.OptionSelected, "#runbook-stages")
+    def _selected(self, event: OptionList.OptionSelected) -> None:
+        stage = self.stage_at(event.option_index)
+        if stage is None or self.run is None:
+            return
+        if stage.key is not None and self.run(stage.key):
+            return
+        if stage.command:
+            self.notify(f"{stage.name}: run it in a shell: {stage.command}", markup=False,
+                        timeout=15)
+        else:
+            self.notify(f"{stage.name}: nothing to run from here ({stage.needs or 'no command'})",
+                        markup=False)
+
+
+__all__ = ["READONLY_HINT", "RUN_HINT", "RunbookScreen", "header_text", "stage_rows"]

@@ -1,0 +1,161 @@
+"""The runbook strip under the status line: every stage of the seat-swap runbook with its mark,
+the next stage's key highlighted, in one line that fits the terminal (80 columns included).
+
+``runbook ✓ fit  ✓ image  ✓ hold  ▸ B backport  · swap  · probe  · compare  · decide  · restore …``
+
+Marks (:data:`MARKS`) are characters, so the strip reads the same under ``NO_COLOR``: done ✓,
+failed ✗, stale ~ (done, but something it depends on changed after it), todo ·, skipped –;
+``▸`` marks the next stage, its key (the key table's, as remapped) in reverse video. Colour only
+repeats what the marks say. When the full form does not fit, :func:`render_strip` tries tighter
+forms in turn (:data:`FORMS`): single spaces; the done and skipped stages before the next one as
+bare marks (``✓✓✓``); the stages after the next one joined by their marks alone
+(``·swap·probe``); last, the end cut with ``…``. The runbook screen (``g``) shows every stage
+in full. Pure view of a :class:`~seat_console.actions.stages.RunbookState`: no I/O (the state is
+read in a worker: :mod:`seat_console.tui.runbook_state`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from rich.cells import cell_len
+from rich.text import Text
+from textual.widgets import Static
+
+from seat_console.actions.stages import RunbookState, StageState
+
+MARKS = {"done": "✓", "failed": "✗", "stale": "~", "todo": "·", "skipped": "–"}
+"""A stage's mark by status (the words of ``NO_COLOR``)."""
+
+STYLES = {"done": "green", "failed": "bold red", "stale": "bold yellow", "todo": "dim",
+          "skipped": "dim"}
+"""A stage's colour by status (repeats the mark)."""
+
+NEXT_MARK = "▸"
+KEY_STYLE = "bold reverse"
+FORMS = ("spaced", "single", "collapsed", "joined")
+"""The strip's forms, widest first (see the module docstring)."""
+
+KeyOf = Callable[[str | None], str | None]
+"""``key_of(binding id) -> the key as shown`` (``None``: no key offered, e.g. read-only)."""
+
+
+def _mark(stage: StageState) -> str:
+    return MARKS.get(stage.status, "?")
+
+
+def _next_token(stage: StageState, key_of: KeyOf) -> Text:
+    """``▸ B backport``: the next stage, its mark when not todo (``▸✗``), its key reversed."""
+    t = Text()
+    t.append(NEXT_MARK, style="bold")
+    if stage.status != "todo":
+        t.append(_mark(stage), style=STYLES.get(stage.status, ""))
+    key = key_of(stage.key)
+    if key:
+        t.append(f" {key} ", style=KEY_STYLE)
+    else:
+        t.append(" ")
+    t.append(stage.name, style="bold")
+    return t
+
+
+def _form(state: RunbookState, key_of: KeyOf, form: str) -> Text:
+    """One form of the strip (:data:`FORMS`), uncut."""
+    spaced = form == "spaced"
+    sep = "  " if spaced else " "
+    nxt = state.next.name if state.next is not None else None
+    idx = next((i for i, s in enumerate(state.stages) if s.name == nxt), len(state.stages))
+    pieces: list[Text] = []
+    next_piece: int | None = None
+    marks = Text()          # done / skipped stages before the next one, collapsed to marks
+    for i, s in enumerate(state.stages):
+        if form in ("collapsed", "joined") and i < idx and s.status in ("done", "skipped"):
+            marks.append(_mark(s), style=STYLES.get(s.status, ""))
+            continue
+        if marks:
+            pieces.append(marks)
+            marks = Text()
+        if i == idx:
+            next_piece = len(pieces)
+            pieces.append(_next_token(s, key_of))
+            continue
+        t = Text()
+        t.append(_mark(s), style=STYLES.get(s.status, ""))
+        t.append((" " if spaced else "") + s.name,
+                 style="dim" if s.status in ("todo", "skipped") else "")
+        pieces.append(t)
+    if marks:
+        pieces.append(marks)
+    out = Text(no_wrap=True, overflow="ellipsis")
+    if spaced:
+        out.append("runbook ", style="bold")
+    for j, p in enumerate(pieces):
+        if j:   # joined: the stages after the next one are separated by their marks alone
+            out.append("" if form == "joined" and next_piece is not None
+                       and j > next_piece + 1 else sep)
+        out.append_text(p)
+    if state.next is None:
+        out.append(sep + "complete", style="bold green")
+    if state.problems and form in ("spaced", "single"):
+        out.append(f"{sep}⚠ {len(state.problems)} unread", style="bold yellow")
+    return out
+
+
+def render_strip(state: RunbookState | None, width: int, key_of: KeyOf,
+                 problem: str | None = None) -> Text:
+    """The strip for ``state`` in at most ``width`` cells: the widest of :data:`FORMS` that
+    fits, else the tightest cut with ``…``. ``state`` ``None``: ``problem`` (why there is
+    none: not read yet, the reader failed) or "reading…". Pure."""
+    if state is None:
+        t = Text(no_wrap=True, overflow="ellipsis")
+        t.append("runbook ", style="bold")
+        t.append(problem or "reading the runbook's state…", style="dim")
+        t.truncate(max(width, 1), overflow="ellipsis")
+        return t
+    for form in FORMS:
+        t = _form(state, key_of, form)
+        if cell_len(t.plain) <= width:
+            return t
+    t.truncate(max(width, 1), overflow="ellipsis")
+    return t
+
+
+class RunbookStrip(Static):
+    """The strip widget (see the module docstring). :meth:`show` gives it the newest state;
+    it redraws at its own width. ``key_of``: the app's key display of a binding id."""
+
+    DEFAULT_CSS = """
+    RunbookStrip { height: 1; padding: 0 1; background: $boost; }
+    """
+
+    def __init__(self, key_of: KeyOf, **kwargs: Any) -> None:
+        super().__init__("", **kwargs)
+        self.key_of = key_of
+        self.state: RunbookState | None = None
+        self.problem: str | None = None
+        self.draws = 0
+
+    def show(self, state: RunbookState | None, problem: str | None = None) -> None:
+        """Show ``state`` (or, when ``None``, ``problem``); no redraw when nothing changed
+        (the read time alone does not count)."""
+        if (_same(state, self.state) and problem == self.problem):
+            return
+        self.state, self.problem = state, problem
+        self.draws += 1
+        self.refresh()
+
+    def render(self) -> Text:
+        """The strip at the widget's content width."""
+        return render_strip(self.state, self.content_region.width or self.size.width,
+                            self.key_of, self.problem)
+
+
+def _same(a: RunbookState | None, b: RunbookState | None) -> bool:
+    if a is None or b is None:
+        return a is b
+    return (a.stages, a.next, a.seat_holder, a.problems) == (b.stages, b.next, b.seat_holder,
+                                                              b.problems)
+
+
+__all__ = ["FORMS", "MARKS", "RunbookStrip", "render_strip"]
