@@ -145,9 +145,11 @@ def actions(hold_minutes: float | None = 25.0) -> ActionLogReading:
 
 def seat_app(*, clock: FakeClock | None = None, interval: float = 3600.0,
              silence_active: bool = False, compact: bool | None = None,
-             with_actions: bool = False) -> tuple[SeatConsoleApp, dict[str, Source]]:
+             with_actions: bool = False, runbook=None,
+             ) -> tuple[SeatConsoleApp, dict[str, Source]]:
     """Every panel of the app in its production order over recorded inputs. ``with_actions``:
-    the action-log panel too (:func:`actions`), every panel in :data:`PANELS`' order."""
+    the action-log panel too (:func:`actions`), every panel in :data:`PANELS`' order;
+    ``runbook``: the runbook state the app reads (default :func:`recorded_runbook`'s)."""
     clock = clock or FakeClock()
     loaded = default_loaded()
     gpu = ClockedGpuSource(NvmlDouble(demo_cards()), clock, list(loaded.profile.node.gpus),
@@ -170,7 +172,7 @@ def seat_app(*, clock: FakeClock | None = None, interval: float = 3600.0,
     specs = [PanelSpec((lambda s: (lambda _l: s))(srcs[k]), panels[k]) for k in order]
     app = SeatConsoleApp(loaded, interval=interval, panels=specs, clock=clock,
                          watch_terminal=False, age_tick_s=3600.0, compact=compact,
-                         runbook_reader=lambda _app: recorded_runbook())
+                         runbook_reader=lambda _app: runbook or recorded_runbook())
     return app, srcs
 
 

@@ -161,3 +161,52 @@ def test_stale_and_unavailable_panels_80x24(snap_compare):
         assert snap_compare(app, terminal_size=NARROW, run_before=run_before)
     finally:
         hang.release.set()
+
+
+RUNBOOK_SIZES = [NARROW, (120, 40)]
+
+
+def _stale_probe():
+    from app_fixtures import recorded_runbook
+
+    return recorded_runbook(6, statuses={"probe": "stale"}, next_stage="probe",
+                            problems=("run store: /data/probe-runs unreadable (permission "
+                                      "denied)",))
+
+
+@pytest.mark.parametrize("size", RUNBOOK_SIZES, ids=["80x24", "120x40"])
+def test_runbook_strip(snap_compare, size):
+    """Issue 30: the strip under the status line, a stale probe next (its key reversed), the
+    Actions panel with the hold's countdown on the first screen."""
+    from screen_fixtures import seat_app
+
+    app, _srcs = seat_app(silence_active=True, with_actions=True, runbook=_stale_probe())
+
+    async def run_before(pilot) -> None:
+        await _first(pilot, app)
+        for _ in range(2000):
+            if app.runbook_reads:
+                break
+            await pilot.pause(0.01)
+        await pilot.pause()
+
+    assert snap_compare(app, terminal_size=size, run_before=run_before)
+
+
+@pytest.mark.parametrize("size", RUNBOOK_SIZES, ids=["80x24", "120x40"])
+def test_runbook_screen(snap_compare, size):
+    """Issue 30: the runbook screen (g): every stage, the next one highlighted."""
+    from screen_fixtures import seat_app
+
+    app, _srcs = seat_app(silence_active=True, with_actions=True, runbook=_stale_probe())
+
+    async def run_before(pilot) -> None:
+        await _first(pilot, app)
+        for _ in range(2000):
+            if app.runbook_reads:
+                break
+            await pilot.pause(0.01)
+        await pilot.press("g")
+        await pilot.pause(0.2)
+
+    assert snap_compare(app, terminal_size=size, run_before=run_before)

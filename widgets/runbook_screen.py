@@ -32,6 +32,9 @@ from seat_console.widgets.runbook_strip import MARKS, NEXT_MARK, STYLES, KeyOf
 RunStage = Callable[[str | None], bool]
 """``run(binding id) -> whether it ran`` (the app's ``run_binding``)."""
 
+INDENT = "\n     "
+"""A stage's second and later lines start here (unstyled)."""
+
 RUN_HINT = "Enter: run the next stage (▸) or the one chosen with ↑ ↓ · Esc: back"
 READONLY_HINT = "Read-only: the stages are shown, not run · ↑ ↓ scroll · Esc: back"
 
@@ -49,14 +52,16 @@ def stage_rows(stage: StageState, *, is_next: bool, key_of: KeyOf) -> Text:
         t.append(f" {zulu_time(stage.at, seconds=False)}")
     if stage.operator:
         t.append(f" by {printable(stage.operator)}")
-    if stage.reason:
-        t.append(f"\n     why: {printable(stage.reason)}",
+    if stage.reason:   # a style over a line's indent moved it (Textual): indent unstyled
+        t.append(INDENT)
+        t.append(f"why: {printable(stage.reason)}",
                  style="red" if stage.status == "failed" else "yellow")
     for label, value in stage.evidence.items():
-        t.append(f"\n     {printable(str(label))}: ", style="dim")
+        t.append(INDENT)
+        t.append(f"{printable(str(label))}: ", style="dim")
         t.append(printable(str(value)))
     key = key_of(stage.key)
-    tail = Text("\n     ")
+    tail = Text(INDENT)
     if stage.needs:
         tail.append("needs: ", style="dim")
         tail.append(printable(stage.needs))
