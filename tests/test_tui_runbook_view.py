@@ -279,3 +279,32 @@ def test_the_compare_plan_names_the_legs_then_the_plans_lines() -> None:
     lines = run.plan().text_lines()
     assert lines[0].startswith("4 legs: A1 (round 1, pair r1p1)") and "pairs " in lines[0]
     assert lines[1:] == ["• cost: 14 min"]
+
+
+async def test_c_reads_the_compare_plan_from_the_lab_and_escape_changes_nothing(
+        lab, tmp_path, monkeypatch) -> None:
+    """On the lab's real docker engine and systemd node: ``c`` reads the compare's plan (the
+    legs, then the runbook's lines), asks for the seat's name; Escape changes nothing."""
+    from seat_console.core.profile import load_profile
+
+    monkeypatch.setenv("SEAT_CONSOLE_STATE_DIR", str(tmp_path / "state"))
+    loaded = load_profile(lab.profile_path)
+    with lab.docker_client() as client:
+        before = client.containers.get(lab.resident_container).attrs["State"]["StartedAt"]
+    app = SeatConsoleApp(loaded, interval=3600.0, clock=FakeClock(), age_tick_s=3600.0,
+                         panels=[(lambda _l: CountingSource(), CountingPanel)],
+                         watch_terminal=False, runbook_reader=lambda _app: recorded_runbook())
+    async with app.run_test(size=(120, 40), notifications=True) as pilot:
+        await pilot.press("c")
+        await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen)
+                       or app.runbooks.planning is None and bool(app._notifications),
+                       "the compare's plan", limit=6000)
+        assert isinstance(app.screen, ConfirmScreen), [n.message for n in app._notifications]
+        scr = app.screen
+        assert scr.typed == loaded.profile.node.name
+        assert scr.lines[0].startswith("4 legs: A1") and any("hold" in x for x in scr.lines[1:])
+        await pilot.press("escape")
+        await wait_for(pilot, lambda: not isinstance(app.screen, ConfirmScreen), "cancelled")
+    with lab.docker_client() as client:
+        c = client.containers.get(lab.resident_container).attrs
+    assert c["State"]["Running"] and c["State"]["StartedAt"] == before
