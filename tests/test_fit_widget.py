@@ -106,7 +106,12 @@ async def test_default_seat_over_then_what_ifs_recompute_as_you_type() -> None:
         cand = panel.comparison.candidate
         assert cand.verdict.fits is False and cand.cards[0].kv_bytes == -26_570_328_637
 
-        # Placement → host: the table leaves the GPUs; 22.94 GiB of KV per card.
+        # Placement → host: the table leaves the GPUs; 22.94 GiB of KV per card. The what-if
+        # controls are mounted after the first frame: wait until the Select has composed (a
+        # value set before raised NoMatches '#label', once the runbook strip's first read
+        # moved the timing)
+        await wait_for(pilot, lambda: bool(panel.query("#fit-placement #label")),
+                       "the what-if controls mounted")
         panel.query_one("#fit-placement", Select).value = "host"
         await wait_for(pilot, lambda: panel.comparison.candidate.params.ple_placement == "host",
                        "recompute for host placement")
