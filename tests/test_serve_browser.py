@@ -34,13 +34,14 @@ from seat_console.sources.timers import TimersReading, read_timers
 from seat_console.widgets.confirm import ConfirmScreen
 from seat_console.widgets.evidence import EvidenceScreen
 from seat_console.widgets.panel import SourcePanel
+from seat_console.widgets.runbook_screen import RunbookScreen
 
 HELP_TITLE = "Seat Console — help"
 HELP_KEY = "question_mark"
 """The key that opens the help on the main screen and closes it on the help screen."""
 
 KEY_SOURCES = (SeatConsoleApp, SourcePanel, HelpScreen, DetailScreen, EvidenceScreen,
-               ConfirmScreen)
+               ConfirmScreen, RunbookScreen)
 """Where the console's keys are bound: the main screen, a focused panel, and the screens a
 key opens (a node action's confirmation included: its ``y`` must not confirm anything)."""
 
@@ -134,6 +135,7 @@ SCREEN_MARKS = {
     "palette": PALETTE,
     "evidence": "read-only · Esc closes",       # EvidenceScreen's hint line
     "detail": "Esc or q: back to the seat",      # DetailScreen's hint line
+    "runbook": "Runbook — the seat swap, stage by stage",   # RunbookScreen's head (g)
 }
 """Text that shows a screen over the main one is open (each closes with Esc)."""
 
