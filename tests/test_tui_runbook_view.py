@@ -308,3 +308,22 @@ async def test_c_reads_the_compare_plan_from_the_lab_and_escape_changes_nothing(
     with lab.docker_client() as client:
         c = client.containers.get(lab.resident_container).attrs
     assert c["State"]["Running"] and c["State"]["StartedAt"] == before
+
+
+async def test_a_failed_read_keeps_the_last_state_and_says_it_is_old() -> None:
+    fail = threading.Event()
+
+    def reader(_app):
+        if fail.is_set():
+            raise OSError("journal: database is locked")
+        return recorded_runbook()
+
+    app = _app(reader)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await wait_for(pilot, lambda: "▸ B backport" in _strip_line(app), "the first read")
+        assert "⚠" not in _strip_line(app)
+        fail.set()
+        app.read_runbook_now()
+        await wait_for(pilot, lambda: "⚠ old" in _strip_line(app), "the failed read said")
+        assert "▸ B backport" in _strip_line(app)
+        assert app.runbook_error == "n/a: journal: database is locked"

@@ -60,7 +60,7 @@ def _next_token(stage: StageState, key_of: KeyOf) -> Text:
     return t
 
 
-def _form(state: RunbookState, key_of: KeyOf, form: str) -> Text:
+def _form(state: RunbookState, key_of: KeyOf, form: str, problem: str | None = None) -> Text:
     """One form of the strip (:data:`FORMS`), uncut."""
     spaced = form == "spaced"
     sep = "  " if spaced else " "
@@ -99,6 +99,9 @@ def _form(state: RunbookState, key_of: KeyOf, form: str) -> Text:
         out.append(sep + "complete", style="bold green")
     if state.problems and form in ("spaced", "single"):
         out.append(f"{sep}⚠ {len(state.problems)} unread", style="bold yellow")
+    if problem:   # the newest read failed: what is shown is the last good one, said so
+        out.append(sep + ("⚠ last read failed" if form in ("spaced", "single") else "⚠ old"),
+                   style="bold yellow")
     return out
 
 
@@ -106,7 +109,9 @@ def render_strip(state: RunbookState | None, width: int, key_of: KeyOf,
                  problem: str | None = None) -> Text:
     """The strip for ``state`` in at most ``width`` cells: the widest of :data:`FORMS` that
     fits, else the tightest cut with ``…``. ``state`` ``None``: ``problem`` (why there is
-    none: not read yet, the reader failed) or "reading…". Pure."""
+    none: not read yet, the reader failed) or "reading…"; with a ``state``, a ``problem``
+    says the newest read failed (``⚠ last read failed`` / ``⚠ old``: the state shown is the
+    last good one, never passed off as fresh). Pure."""
     if state is None:
         t = Text(no_wrap=True, overflow="ellipsis")
         t.append("runbook ", style="bold")
@@ -114,7 +119,7 @@ def render_strip(state: RunbookState | None, width: int, key_of: KeyOf,
         t.truncate(max(width, 1), overflow="ellipsis")
         return t
     for form in FORMS:
-        t = _form(state, key_of, form)
+        t = _form(state, key_of, form, problem)
         if cell_len(t.plain) <= width:
             return t
     t.truncate(max(width, 1), overflow="ellipsis")
@@ -137,8 +142,8 @@ class RunbookStrip(Static):
         self.draws = 0
 
     def show(self, state: RunbookState | None, problem: str | None = None) -> None:
-        """Show ``state`` (or, when ``None``, ``problem``); no redraw when nothing changed
-        (the read time alone does not count)."""
+        """Show ``state`` and ``problem`` (why the newest read failed, or ``None``); no redraw
+        when nothing changed (the read time alone does not count)."""
         if (_same(state, self.state) and problem == self.problem):
             return
         self.state, self.problem = state, problem

@@ -106,7 +106,7 @@ class RunbookStateMixin:
                 log.warning("runbook read failed", exc_info=True)
             msg = RunbookRead(None, f"n/a: {exc}" if not isinstance(exc, LookupError)
                               else str(exc))
-        self.post_message(msg)  # type: ignore[attr-defined]
+        self.post_message(msg)
 
     def on_runbook_read(self, message: RunbookRead) -> None:
         """UI thread: keep the newest state (or the error, the last good state kept), draw it,
@@ -121,8 +121,8 @@ class RunbookStateMixin:
         if self._rb_again:
             self._rb_again = False
             self.read_runbook_now()
-        elif not self.paused and not self._shutting_down:  # type: ignore[attr-defined]
-            delay = max(self.interval_s, RUNBOOK_MIN_INTERVAL_S)  # type: ignore[attr-defined]
+        elif not self.paused and not self._shutting_down:
+            delay = max(self.interval_s, RUNBOOK_MIN_INTERVAL_S)
             self._rb_timer = PollTimer(asyncio.get_running_loop(), delay, self.read_runbook_now)
 
     def show_runbook(self) -> None:
@@ -130,20 +130,19 @@ class RunbookStateMixin:
         from seat_console.widgets.runbook_screen import RunbookScreen
         from seat_console.widgets.runbook_strip import RunbookStrip
 
-        problem = self.runbook_error if self.runbook_state is None else None
         try:
-            self.query_one("#runbook-strip", RunbookStrip).show(  # type: ignore[attr-defined]
-                self.runbook_state, problem)
+            self.query_one("#runbook-strip", RunbookStrip).show(
+                self.runbook_state, self.runbook_error)
         except NoMatches:
             log.debug("runbook strip not mounted")
-        for screen in self.screen_stack:  # type: ignore[attr-defined]
+        for screen in self.screen_stack:
             if isinstance(screen, RunbookScreen):
                 screen.show(self.runbook_state, self.runbook_error)
 
     def action_toggle_pause(self) -> None:
         """``p``: the polling engine's pause / resume; on resume the runbook is read too."""
-        super().action_toggle_pause()  # type: ignore[misc]
-        if self.paused:  # type: ignore[attr-defined]
+        super().action_toggle_pause()
+        if self.paused:
             if self._rb_timer is not None:
                 self._rb_timer.stop()
                 self._rb_timer = None
@@ -154,11 +153,11 @@ class RunbookStateMixin:
     def key_of(self, binding_id: str | None) -> str | None:
         """The key of binding ``binding_id`` as the screen shows it (remapped by the profile's
         ``[keys]``), or ``None``: no such binding, or a node action under ``--readonly``."""
-        for b in keytable.remapped(self.BINDINGS, self.keymap):  # type: ignore[attr-defined]
+        for b in keytable.remapped(self.BINDINGS, self.keymap):
             if isinstance(b, Binding) and b.id == binding_id:
-                if self.readonly and keytable.is_node_action(b):  # type: ignore[attr-defined]
+                if self.readonly and keytable.is_node_action(b):
                     return None
-                return b.key_display or self.get_key_display(b)  # type: ignore[attr-defined]
+                return b.key_display or self.get_key_display(b)
         return None
 
     def run_binding(self, binding_id: str | None) -> bool:
@@ -167,9 +166,9 @@ class RunbookStateMixin:
         there is no such binding (or it is refused)."""
         for k in keytable.KEYS:
             if k.id == binding_id:
-                if not self.check_action(k.action, ()):  # type: ignore[attr-defined]
+                if not self.check_action(k.action, ()):
                     return False
-                self.call_later(self.run_action, k.action)  # type: ignore[attr-defined]
+                self.call_later(self.run_action, k.action)
                 return True
         return False
 
@@ -177,16 +176,16 @@ class RunbookStateMixin:
         """``g``: the runbook screen (every stage, its evidence; Enter runs the next one)."""
         from seat_console.widgets.runbook_screen import RunbookScreen
 
-        if isinstance(self.screen, RunbookScreen):  # type: ignore[attr-defined]
+        if isinstance(self.screen, RunbookScreen):
             return
         screen = RunbookScreen(self.key_of, run=None if self.readonly else self.run_binding)
-        self.push_screen(screen)  # type: ignore[attr-defined]
+        self.push_screen(screen)
         screen.show(self.runbook_state, self.runbook_error)
         self.read_runbook_now()
 
     def action_compare(self) -> None:
         """``c``: plan the bracketed comparison, type the seat's name, run it with its log."""
-        self.runbooks.key("compare")  # type: ignore[attr-defined]
+        self.runbooks.key("compare")
 
 
 __all__ = ["NO_READER", "RUNBOOK_MIN_INTERVAL_S", "RunbookRead", "RunbookStateMixin",
