@@ -169,7 +169,9 @@ def seat_app(*, clock: FakeClock | None = None, interval: float = 3600.0,
         srcs["actions"] = Fixed("actions", actions())
         panels["actions"] = ActionLogPanel
         order = [p.panel.source_name for p in PANELS if p.panel.source_name in srcs]
-    specs = [PanelSpec((lambda s: (lambda _l: s))(srcs[k]), panels[k]) for k in order]
+    spans = {p.panel.source_name: p.span for p in PANELS}   # as the production table lays out
+    specs = [PanelSpec((lambda s: (lambda _l: s))(srcs[k]), panels[k],
+                       span=spans.get(k) if with_actions else None) for k in order]
     app = SeatConsoleApp(loaded, interval=interval, panels=specs, clock=clock,
                          watch_terminal=False, age_tick_s=3600.0, compact=compact,
                          runbook_reader=lambda _app: runbook or recorded_runbook())
