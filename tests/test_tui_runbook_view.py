@@ -303,6 +303,8 @@ async def test_c_reads_the_compare_plan_from_the_lab_and_escape_changes_nothing(
         scr = app.screen
         assert scr.typed == loaded.profile.node.name
         assert scr.lines[0].startswith("4 legs: A1") and any("hold" in x for x in scr.lines[1:])
+        assert scr.lines[1].startswith("cost: "), scr.lines      # the cost up front
+        assert "cost: n/a" not in scr.lines[1], scr.lines
         await pilot.press("escape")
         await wait_for(pilot, lambda: not isinstance(app.screen, ConfirmScreen), "cancelled")
     with lab.docker_client() as client:

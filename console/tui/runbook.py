@@ -259,19 +259,40 @@ class CompareRun:
     not (the report then refuses every cross-arm claim), never just "done"."""
 
     def __init__(self, rb: Any, cmp_dir: Any, opts: Any, nctx: Any, legs: Any,
-                 on_log: Callable[[str], None]) -> None:
+                 on_log: Callable[[str], None], journal: Any = None) -> None:
         self.rb, self.cmp_dir, self.opts, self.nctx = rb, cmp_dir, opts, nctx
         self.legs = legs
         self.on_log = on_log
+        self.journal = journal
 
     def plan(self) -> ComparePlan:
-        """The runbook's plan (read from the node now), its legs named first."""
+        """The runbook's plan (read from the node now): its legs named first, then its cost
+        (:meth:`cost_line`), then the plan's lines."""
         from seat_console.evidence.bracket import pairs
 
         head = [f"{len(self.legs)} legs: " + ", ".join(
             f"{x.name} (round {x.round}, pair {x.pair})" for x in self.legs) + "; pairs "
             + ", ".join(f"{a.name}-{b.name}" for a, b in pairs(self.legs))]
-        return ComparePlan(self.rb.plan(), head)
+        cost = self.cost_line()
+        return ComparePlan(self.rb.plan(), head + ([cost] if cost else []))
+
+    def cost_line(self) -> str | None:
+        """``cost: …``: :func:`seat_console.actions.compare.forecast`'s line (minutes from this
+        node's measured swap, restore and probe times, whether the design can reach a claim),
+        the hold read from the journal now — as ``seat-console compare`` prints it; a forecast
+        that cannot be made is said (``cost: n/a (…)``); ``None`` without a journal."""
+        from seat_console.actions import compare as cmp_mod
+        from seat_console.actions.hold import active_hold
+
+        forecast = getattr(cmp_mod, "forecast", None)
+        if self.journal is None or forecast is None or self.opts is None:
+            return None
+        try:
+            cost = forecast(self.journal, self.opts.order, self.opts.rounds,
+                            hold_active=active_hold(self.journal) is not None)
+            return f"cost: {cost['text']}"
+        except Exception as exc:  # noqa: BLE001 - said in the plan, never raised into the UI
+            return f"cost: n/a ({exc})"
 
     def run(self) -> Any:
         """Run the bracket; its :class:`~seat_console.actions.runbook.Result`."""
@@ -303,7 +324,8 @@ def _make_compare(ctl: RunbookController, journal: Any, nctx: Any, observer: Any
                           "compare (see docs/evidence.md)")
     opts = cmp_mod.CompareOptions(on_log=on_log)
     rb, cmp_dir = cmp_mod.build_compare(nctx, journal, options=opts, observer=observer)
-    return CompareRun(rb, cmp_dir, opts, nctx, plan_bracket(opts.order, opts.rounds), on_log)
+    return CompareRun(rb, cmp_dir, opts, nctx, plan_bracket(opts.order, opts.rounds), on_log,
+                      journal)
 
 
 def _hold_question(ctl: RunbookController) -> str:
