@@ -133,7 +133,7 @@ the hold that was done, or never ended, counts as the hold's newest run)."""
 
 KEYS: Mapping[str, str | None] = {
     "fit": None, "image": None, "hold": "node.hold", "backport": "node.build-backport",
-    "swap": "node.swap", "probe": "node.probe", "compare": None, "decide": None,
+    "swap": "node.swap", "probe": "node.probe", "compare": "node.compare", "decide": None,
     "restore": "node.restore", "promote": None, "release": "node.release",
 }
 """Stage -> the TUI binding id that runs it (``console/tui/keys.py``; this layer cannot

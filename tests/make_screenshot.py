@@ -27,7 +27,7 @@ async def take(out: Path, size: tuple[int, int]) -> None:
     interval = default_loaded().profile.console.refresh_interval_s
     app, _srcs = seat_app(silence_active=True, interval=interval)
     async with app.run_test(size=size) as pilot:
-        while not all(st.polls for st in app.states.values()):
+        while not (all(st.polls for st in app.states.values()) and app.runbook_reads):
             await pilot.pause(0.01)
         await pilot.pause()
         out.parent.mkdir(parents=True, exist_ok=True)

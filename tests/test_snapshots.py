@@ -28,6 +28,7 @@ from app_fixtures import (
     demo_cards,
     fixed,
     loading_script,
+    recorded_runbook,
 )
 from nvml_double import NvmlDouble
 
@@ -65,8 +66,9 @@ def _history_run(app: SeatConsoleApp):
 
 
 async def _first(pilot, app: SeatConsoleApp) -> None:
+    """Every source read once, and the runbook's state (the strip) read once."""
     for _ in range(2000):
-        if all(st.polls for st in app.states.values()):
+        if all(st.polls for st in app.states.values()) and app.runbook_reads:
             break
         await pilot.pause(0.01)
     await pilot.pause()
@@ -143,11 +145,12 @@ def test_stale_and_unavailable_panels_80x24(snap_compare):
     clock = FakeClock()
     hang, down = HangingSource(), DownSource()
     app = SeatConsoleApp(default_loaded(), interval=3600.0, clock=clock, watch_terminal=False,
-                         panels=[(fixed(down), CountingPanel), (fixed(hang), CountingPanel)])
+                         panels=[(fixed(down), CountingPanel), (fixed(hang), CountingPanel)],
+                         runbook_reader=lambda _app: recorded_runbook())
 
     async def run_before(pilot) -> None:
         for _ in range(2000):
-            if app.states["down"].polls and hang.entered.is_set():
+            if app.states["down"].polls and hang.entered.is_set() and app.runbook_reads:
                 break
             await pilot.pause(0.01)
         down.down = True
