@@ -35,7 +35,8 @@ from seat_console.tui.messages import RunFinished
 from seat_console.tui.runbook_state import NO_READER
 from seat_console.widgets.confirm import ConfirmScreen
 from seat_console.widgets.help import HelpScreen
-from seat_console.widgets.runbook_screen import READONLY_HINT, RUN_HINT, RunbookScreen
+from seat_console.widgets.runbook_screen import (READONLY_HINT, RUN_HINT, RunbookScreen,
+                                                 stage_rows)
 from seat_console.widgets.runbook_strip import MARKS, render_strip
 
 KEYS = {"node.hold": "H", "node.build-backport": "B", "node.swap": "S", "node.probe": "P",
@@ -178,7 +179,10 @@ async def test_the_runbook_screen_shows_every_stage_and_enter_runs_the_next(
         scr = await _open(pilot, app)
         ol = scr.query_one("#runbook-stages")
         assert ol.option_count == len(STAGES)
-        rows = [str(ol.get_option_at_index(i).prompt) for i in range(ol.option_count)]
+        nxt = app.runbook_state.next.name
+        rows = [stage_rows(x, is_next=x.name == nxt, key_of=app.key_of).plain
+                for x in app.runbook_state.stages]
+        assert [ol.get_option_at_index(i).id for i in range(ol.option_count)] == list(STAGES)
         for name, row in zip(STAGES, rows, strict=True):
             assert row.split()[1 if row.startswith(" ") else 0].lstrip("▸✓·") in (name, "")
             assert name in row
@@ -208,7 +212,8 @@ async def test_the_runbook_screen_under_readonly_runs_nothing(monkeypatch) -> No
         text = "\n".join(lines_of(app))
         assert READONLY_HINT[:40] in text and "Enter: run" not in text
         ol = scr.query_one("#runbook-stages")
-        assert " B " not in str(ol.get_option_at_index(3).prompt)      # no key offered
+        assert "run:  B " not in "\n".join(lines_of(app))            # no key offered
+        assert "run: seat-console build-backport" in "\n".join(lines_of(app))
         await pilot.press("enter")
         await pilot.pause(0.1)
         assert planned == [] and isinstance(app.screen, RunbookScreen)

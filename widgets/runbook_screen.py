@@ -16,6 +16,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import ClassVar
 
+from rich.console import Group
+from rich.table import Table
 from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
@@ -39,42 +41,68 @@ RUN_HINT = "Enter: run the next stage (▸) or the one chosen with ↑ ↓ · Es
 READONLY_HINT = "Read-only: the stages are shown, not run · ↑ ↓ scroll · Esc: back"
 
 
-def stage_rows(stage: StageState, *, is_next: bool, key_of: KeyOf) -> Text:
-    """One stage as the screen shows it: ``✓ hold  done 2026-12-05T03:10Z by ops@node``, then
-    indented lines for the reason (failed / stale), each evidence item, then what it needs and
-    how it is run (its key and its command). Outside text is made printable. Pure."""
-    t = Text()
-    t.append(NEXT_MARK if is_next else " ", style="bold")
-    t.append(MARKS.get(stage.status, "?"), style=STYLES.get(stage.status, ""))
-    t.append(f" {stage.name:<9}", style="bold" if is_next else "")
-    t.append(f" {stage.status}", style=STYLES.get(stage.status, ""))
+def stage_lines(stage: StageState, *, is_next: bool, key_of: KeyOf) -> tuple[Text, list[Text]]:
+    """One stage as the screen shows it: its head ``✓ hold  done 2026-12-05T03:10Z by
+    ops@node``, then its later lines — the reason (failed / stale), each evidence item, what it
+    needs and how it is run (its key and its command). Outside text is made printable. Pure."""
+    head = Text()
+    head.append(NEXT_MARK if is_next else " ", style="bold")
+    head.append(MARKS.get(stage.status, "?"), style=STYLES.get(stage.status, ""))
+    head.append(f" {stage.name:<9}", style="bold" if is_next else "")
+    head.append(f" {stage.status}", style=STYLES.get(stage.status, ""))
     if stage.at is not None:
-        t.append(f" {zulu_time(stage.at, seconds=False)}")
+        head.append(f" {zulu_time(stage.at, seconds=False)}")
     if stage.operator:
-        t.append(f" by {printable(stage.operator)}")
-    if stage.reason:   # a style over a line's indent moved it (Textual): indent unstyled
-        t.append(INDENT)
-        t.append(f"why: {printable(stage.reason)}",
-                 style="red" if stage.status == "failed" else "yellow")
+        head.append(f" by {printable(stage.operator)}")
+    more: list[Text] = []
+    if stage.reason:
+        more.append(Text(f"why: {printable(stage.reason)}",
+                         style="red" if stage.status == "failed" else "yellow"))
     for label, value in stage.evidence.items():
-        t.append(INDENT)
+        t = Text()
         t.append(f"{printable(str(label))}: ", style="dim")
         t.append(printable(str(value)))
-    key = key_of(stage.key)
-    tail = Text(INDENT)
+        more.append(t)
     if stage.needs:
-        tail.append("needs: ", style="dim")
-        tail.append(printable(stage.needs))
+        t = Text()
+        t.append("needs: ", style="dim")
+        t.append(printable(stage.needs))
+        more.append(t)
+    key = key_of(stage.key)
     if key or stage.command:
-        tail.append(" · run: " if stage.needs else "run: ", style="dim")
+        t = Text()
+        t.append("run: ", style="dim")
         if key:
-            tail.append(f" {key} ", style="bold reverse")
-            tail.append(f" or {printable(stage.command)}" if stage.command else "", style="dim")
+            t.append(f" {key} ", style="bold reverse")
+            t.append(f" or {printable(stage.command)}" if stage.command else "", style="dim")
         else:
-            tail.append(printable(stage.command))
-    if tail.plain.strip():
-        t.append_text(tail)
+            t.append(printable(stage.command))
+        more.append(t)
+    return head, more
+
+
+def stage_rows(stage: StageState, *, is_next: bool, key_of: KeyOf) -> Text:
+    """:func:`stage_lines` as one text, the later lines indented (tests, screen readers)."""
+    head, more = stage_lines(stage, is_next=is_next, key_of=key_of)
+    t = head.copy()
+    for line in more:
+        t.append(INDENT)
+        t.append_text(line)
     return t
+
+
+def stage_prompt(stage: StageState, *, is_next: bool, key_of: KeyOf) -> Group:
+    """:func:`stage_lines` for the option list: the later lines in an indented column, so a
+    long one wraps under itself, not at the screen's edge."""
+    head, more = stage_lines(stage, is_next=is_next, key_of=key_of)
+    if not more:
+        return Group(head)
+    grid = Table.grid()
+    grid.add_column(width=len(INDENT) - 1, no_wrap=True)
+    grid.add_column(ratio=1)
+    for line in more:
+        grid.add_row("", line)
+    return Group(head, grid)
 
 
 def header_text(state: RunbookState | None, error: str | None) -> Text:
@@ -155,7 +183,7 @@ class RunbookScreen(ModalScreen[None]):
         if self.state is None:
             return
         nxt = self.state.next.name if self.state.next is not None else None
-        ol.add_options([Option(stage_rows(s, is_next=s.name == nxt, key_of=self.key_of),
+        ol.add_options([Option(stage_prompt(s, is_next=s.name == nxt, key_of=self.key_of),
                                id=s.name) for s in self.state.stages])
         idx = next((i for i, s in enumerate(self.state.stages) if s.name == nxt), 0)
         ol.highlighted = idx if first or keep is None else min(keep, ol.option_count - 1)
@@ -181,4 +209,5 @@ class RunbookScreen(ModalScreen[None]):
                         markup=False)
 
 
-__all__ = ["READONLY_HINT", "RUN_HINT", "RunbookScreen", "header_text", "stage_rows"]
+__all__ = ["READONLY_HINT", "RUN_HINT", "RunbookScreen", "header_text", "stage_lines",
+           "stage_prompt", "stage_rows"]
