@@ -296,15 +296,15 @@ class CompareRun:
 
     def run(self) -> Any:
         """Run the bracket; its :class:`~seat_console.actions.runbook.Result`."""
-        import json
-
         from seat_console.actions.compare import run_compare
+        from seat_console.evidence.runs import RunError, read_json
 
         res = run_compare(self.rb, self.cmp_dir, self.opts, self.nctx)
-        try:
-            doc = json.loads((self.cmp_dir / "compare.json").read_text("utf-8"))
+        path = self.cmp_dir / "compare.json"
+        try:   # the run file read back as outside input (evidence.runs, in tests/parsers.toml)
+            doc = read_json(path.read_bytes(), str(path))
             status, reason = doc.get("status"), doc.get("reason")
-        except (OSError, ValueError, AttributeError) as exc:
+        except (OSError, RunError, AttributeError) as exc:
             status, reason = "unknown", f"compare.json unreadable ({exc})"
         self.on_log(f"comparison {self.cmp_dir}: bracket {status}")
         if res.ok and status != "complete":
