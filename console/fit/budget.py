@@ -61,6 +61,17 @@ from seat_console.fit.dtype import (
     resolve_kv_cache_dtype,
     resolve_served_dtype,
 )
+from seat_console.fit.engine_rules import (
+    KV_FLAG,
+    RULES,
+    EngineVersion,
+    accounting,
+    kv_flag_bytes,
+    rule_for,
+    unsupported_words,
+)
+from seat_console.fit.engine_rules import kv_bytes as rule_kv_bytes
+from seat_console.fit.engine_rules import requested as rule_requested
 from seat_console.core.fmt import GIB, gib, gib_b  # the one GiB display rule (re-exported)
 from seat_console.core.base import Frozen
 
@@ -288,6 +299,12 @@ class SeatParams(Frozen):
     cpu_kvcache_space_source: str | None = None
     """Where :attr:`cpu_kvcache_space_bytes` came from, in words (e.g.
     ``"VLLM_CPU_KVCACHE_SPACE=1 in container seat-resident"``)."""
+    engine_version: EngineVersion | None = None
+    """The vLLM version serving this side (:mod:`seat_console.fit.engine_rules`); ``None`` =
+    not known: budgeted by the oldest supported rule (0.32–0.33), said in the provenance."""
+    util_unset: bool = False
+    """``gpu_memory_utilization`` left unset on the engine (it then resolves per version:
+    1.0 under 0.34's extensible KV cache, else 0.92); ``False``: the value above is passed."""
 
     def engine(self) -> EngineKVParams:
         """The :class:`seat_console.fit.kvcache.EngineKVParams` of these settings."""
@@ -495,6 +512,23 @@ class FitBudget(Frozen):
     served: ServedDtype | None = None
     kv_cache_dtype: str | None = None
     kv_cache_dtype_words: str | None = None
+    engine: EngineVersion | None = None
+    """The engine version this budget follows (``None``: not known, the 0.32–0.33 rule)."""
+    engine_rule: str | None = None
+    """The :data:`seat_console.fit.engine_rules.RULES` entry used; ``None``: the version is
+    outside every supported range (then :attr:`no_verdict` says so)."""
+    sizing: str | None = None
+    """``"profiled"`` or ``"extensible"`` (0.34 on CUDA): how the engine sizes the KV cache."""
+    util: float | None = None
+    """The gpu_memory_utilization the engine resolves (explicit, or the version's default)."""
+    util_explicit: bool = True
+    kv_flag_bytes: int | None = None
+    """When the side fits: the ``--kv-cache-memory-bytes`` value that pins this KV cache on
+    this version (the value the engine's start-up log suggests "to fit into requested
+    memory": :func:`seat_console.fit.engine_rules.kv_flag_bytes`; on the CPU backend the KV
+    space itself); ``None`` when it does not fit."""
+    kv_flag_tokens: int | None = None
+    """KV tokens with :attr:`kv_flag_bytes` set (vLLM takes exactly that size)."""
     no_verdict: str | None = None
     """Why no verdict is given (the checkpoint's scan has errors: its sizes cannot be trusted);
     ``None`` when the verdict stands. With a reason, ``verdict`` serialises as ``null`` and
@@ -559,12 +593,37 @@ class FitBudget(Frozen):
         if self.served is not None:
             what = "checkpoint dtype" if self.footprint_source == "scanned" else "model dtype"
             out.append(f"{what}: {self.served.config_dtype} from {self.served.config_source}")
+        out.append(self.engine_words())
         if is_cpu_device(self.params.device):
             sp = self.params.cpu_kvcache_space_bytes
             out.append("KV cache space (CPU backend): " + (
                 f"{gib_b(sp)} from {self.params.cpu_kvcache_space_source or 'the profile'}"
                 if sp is not None else "unknown (VLLM_CPU_KVCACHE_SPACE not known)"))
         return out
+
+    def engine_words(self) -> str:
+        """``"engine: vllm 0.34.0 (from the profile's candidate.engine); rule 0.34:
+        extensible KV cache, gpu_memory_utilization 0.9 (explicit: a cap)"``."""
+        how = (f"{self.sizing} KV cache" if self.sizing else "")
+        util = (f"gpu_memory_utilization {self.util} "
+                + ("(explicit" + (": a cap)" if self.sizing == "extensible" else ")")
+                   if self.util_explicit else "(unset: the version's default)"))
+        if self.engine is None:
+            return ("engine: version not known (no /version, image metadata or "
+                    "<role>.engine): budgeted by the vLLM 0.32-0.33 rule; " + util)
+        if self.engine_rule is None:
+            return f"engine: {self.engine.describe()}: outside the supported ranges"
+        return f"engine: {self.engine.describe()}; rule {self.engine_rule}: {how}, {util}"
+
+    def flag_words(self) -> str | None:
+        """``"set --kv-cache-memory-bytes=… (… GiB) to pin … tokens on vllm 0.34.0"`` when
+        the side fits; ``None`` otherwise."""
+        if self.kv_flag_bytes is None or self.kv_flag_bytes <= 0:
+            return None
+        v = self.engine.version if self.engine else "the 0.32-0.33 rule"
+        toks = f" = {self.kv_flag_tokens:,} KV tokens" if self.kv_flag_tokens else ""
+        return (f"{KV_FLAG}={self.kv_flag_bytes} ({gib(self.kv_flag_bytes)} GiB per card"
+                f"{toks}) pins this KV cache on vLLM {v}")
 
     @property
     def kv_tokens(self) -> int | None:
@@ -653,11 +712,15 @@ def _core(fp: Footprint, p: SeatParams, cards: Sequence[CardInput]) -> FitBudget
         why = check_max_model_len(p.max_model_len, fp.kv_config)
         if why:
             refused.append(why)
+    rule = rule_for(p.engine_version) if p.engine_version is not None else RULES[0]
+    acc = accounting(rule or RULES[0], p.device,
+                     None if p.util_unset else p.gpu_memory_utilization)
     rows: list[CardBudget] = []
     for c in cards[:tp]:
         total = c.cuda_visible_bytes
-        req = requested_bytes(total, p.gpu_memory_utilization) if total is not None else None
-        kv = req - weights - ple - p.activation_reserve_bytes if req is not None else None
+        req = rule_requested(total, acc.util) if total is not None else None
+        kv = (rule_kv_bytes(acc, total, weights + ple, p.activation_reserve_bytes)
+              if total is not None else None)
         rows.append(CardBudget(rank=c.rank, label=c.label, total_bytes=total,
                                total_source=c.total_source, requested_bytes=req,
                                weights_bytes=weights, ple_bytes=ple,
@@ -714,10 +777,35 @@ def _core(fp: Footprint, p: SeatParams, cards: Sequence[CardInput]) -> FitBudget
                           kv_short_bytes=verdict.kv_short_bytes,
                           must_leave_bytes=verdict.must_leave_bytes, refused=refused,
                           words="does not fit: vLLM refuses to start: " + "; ".join(refused))
+    flag = flag_tokens = None
+    if verdict.fits and rows and all(r.kv_bytes is not None for r in rows):
+        if is_cpu_device(p.device):
+            flag = min(r.kv_bytes or 0 for r in rows)
+        else:
+            flag = min(kv_flag_bytes(r.requested_bytes or 0, r.weights_bytes + r.ple_bytes,
+                                     r.reserve_bytes) for r in rows)
+        if kvm is not None and flag > 0:
+            try:
+                flag_tokens = kv_capacity(kvm, flag, p.engine()).kv_tokens
+            except KVModelError:
+                flag_tokens = None
+    if (acc.sizing == "extensible" and acc.util_explicit and 0.7 < acc.util < 1.0
+            and rows and rows[0].total_bytes is not None):
+        full = accounting(rule or RULES[0], p.device, 1.0)
+        withheld = (rule_kv_bytes(full, rows[0].total_bytes, weights + ple,
+                                  p.activation_reserve_bytes) - (rows[0].kv_bytes or 0))
+        if withheld >= GIB:
+            notes.append(f"vLLM {p.engine_version.version if p.engine_version else ''} warns: "
+                         f"gpu_memory_utilization={acc.util} caps the extensible KV cache and "
+                         f"keeps {gib(withheld)} GiB per card out of it; unset, it resolves to "
+                         "1.0 (measure_kv_cache_blocks)")
     return FitBudget(name=fp.name, footprint_source=fp.source, path=fp.path,
                      name_note=fp.name_note, params=p, cards=rows, kv_model=kvm,
                      capacity=cap, kv_unavailable=kv_unavailable, verdict=verdict, notes=notes,
-                     served=served, kv_cache_dtype=kv_dtype, kv_cache_dtype_words=kv_words)
+                     served=served, kv_cache_dtype=kv_dtype, kv_cache_dtype_words=kv_words,
+                     engine=p.engine_version, engine_rule=rule.name if rule else None,
+                     sizing=acc.sizing, util=acc.util, util_explicit=acc.util_explicit,
+                     kv_flag_bytes=flag, kv_flag_tokens=flag_tokens)
 
 
 def _verdict(rows: Sequence[CardBudget], cap: KVCapacity | None, p: SeatParams) -> Verdict:
@@ -824,8 +912,11 @@ def fit_budget(fp: Footprint, params: SeatParams, cards: Sequence[CardInput], *,
             "words": f"does not fit on this host: the GPUs fit ({verdict.words}), but {hr.words}"})
     b = b.model_copy(update={"host_ram": hr, "verdict": verdict,
                              "preflight": _preflight(b.cards, cards)})
+    if params.engine_version is not None and b.engine_rule is None:
+        no_verdict = "; ".join(filter(None, [unsupported_words(params.engine_version), no_verdict]))
     if no_verdict:
-        return b.model_copy(update={"no_verdict": no_verdict, "verdict": Verdict(
+        return b.model_copy(update={"no_verdict": no_verdict, "kv_flag_bytes": None,
+                                    "kv_flag_tokens": None, "verdict": Verdict(
             fits=False, words=f"NO VERDICT: {no_verdict}")})
     if not levers:
         return b
@@ -909,6 +1000,13 @@ def _levers(fp: Footprint, p: SeatParams, cards: Sequence[CardInput], base: FitB
             out.append(Lever(lever="fewer sequences", helps=None,
                              effect=f"not needed: {conc:.2f} full-context requests fit, "
                                     f"≥ max_num_seqs {p.max_num_seqs}"))
+    if base.sizing == "extensible" and base.util_explicit:
+        b = run(util_unset=True)
+        out.append(Lever(lever="gpu_memory_utilization unset", helps=b.verdict.fits,
+                         effect=f"vLLM {p.engine_version.version if p.engine_version else ''}'s extensible KV "
+                                f"cache resolves it to {b.util} and keeps a measured margin "
+                                f"instead (CacheConfig.resolved_gpu_memory_utilization); "
+                                + words(b), kv_tokens=b.kv_tokens))
     tp2 = p.tensor_parallel_size * 2
     b = run(tensor_parallel_size=tp2)
     have = node_gpu_count if node_gpu_count is not None else len(cards)
