@@ -17,8 +17,18 @@ listed tensor in no shard, an unreadable header, a dtype the format does not def
 side's verdict is ``null`` in the JSON (with ``no_verdict``: the reason) and the text says
 "NO VERDICT: …" — never "fits" on part of the weights.
 
+Engine version: every side is budgeted by the memory accounting of the vLLM version serving
+it (:mod:`seat_console.fit.engine_rules`): the running engine's ``/version`` (for the side
+whose container runs), else the side's image's package metadata (``--image-engine``: read
+offline in a never-networked container), else the profile's ``<role>.engine``; ``--engine``
+replaces them for both sides (what-if). The version and the rule are printed beside the
+figures and in ``--json`` (``engine``, ``engine_rule``, ``sizing``). A version outside the
+supported ranges gets NO VERDICT naming them. A side that fits gets the
+``--kv-cache-memory-bytes`` value that pins its KV cache on that version (``kv_flag_bytes``).
+
 Exit codes: 0 the report was produced (whether or not it fits: see ``verdict.fits`` in the
-JSON); 1 a side has NO VERDICT: a checkpoint cannot be scanned (e.g. a corrupt header, named
+JSON); 1 a side has NO VERDICT: its engine version is outside the supported ranges, a
+checkpoint cannot be scanned (e.g. a corrupt header, named
 with file and offset), or was scanned with errors (the report is printed, but its sizes cannot
 be trusted); 3 nothing can be budgeted (neither checkpoint has a path or declared sizes).
 """
@@ -55,6 +65,76 @@ def _bytes_arg(text: str) -> int:
     if v > MAX_SIZE_BYTES:
         raise argparse.ArgumentTypeError(f"{text!r} is above {MAX_SIZE_BYTES:,} B (1 PiB)")
     return v
+
+
+def _engine_arg(text: str) -> Any:
+    from seat_console.fit.engine_rules import parse_engine
+
+    try:
+        return parse_engine(text, "--engine")
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def _running_versions(loaded: LoadedProfile, conts: Any | None) -> dict[str, tuple[str, str]]:
+    """The running engine's ``/version`` for the side it serves: the candidate when only the
+    candidate's container runs (after a swap), else the resident. Empty when it cannot be
+    read."""
+    try:
+        from seat_console.sources.engine import make_source
+
+        reading = read_once(make_source(loaded))
+    except Exception:  # noqa: BLE001 - optional to the budget
+        return {}
+    version = getattr(reading, "version", None)
+    if isinstance(reading, Unavailable) or not isinstance(version, str):
+        return {}
+    prof = loaded.profile
+
+    def running(spec: Any) -> bool | None:
+        get = getattr(conts, "get", None)
+        name = getattr(spec, "container", None)
+        st = get(name) if name and callable(get) else None
+        return None if st is None else bool(getattr(st, "running", False))
+
+    role = ("candidate" if prof.candidate is not None and running(prof.candidate)
+            and running(prof.resident) is False else "resident")
+    return {role: (version, str(prof.seat.endpoint))}
+
+
+def _image_versions(loaded: LoadedProfile, skip: set[str]) -> dict[str, tuple[str, str, str]]:
+    """Each side's engine from its image's package metadata (``--image-engine``), for the
+    sides not in ``skip``; a side whose image cannot be read is left out (the profile's
+    ``<role>.engine`` then applies) with the reason on stderr."""
+    from seat_console.commands.image_cmd import python_bin
+    from seat_console.node.context import NodeContext
+    from seat_console.sources.image_caps import image_engine_version
+
+    prof = loaded.profile
+    todo = [(r, getattr(s, "image", None)) for r, s in (("resident", prof.resident),
+                                                         ("candidate", prof.candidate))
+            if s is not None and getattr(s, "image", None) and r not in skip]
+    if not todo:
+        return {}
+    try:
+        client = NodeContext.from_profile(loaded).docker(timeout_s=60)
+    except Exception as exc:  # noqa: BLE001
+        print(f"seat-console fit: --image-engine: docker unreachable: {exc}", file=sys.stderr)
+        return {}
+    out: dict[str, tuple[str, str, str]] = {}
+    try:
+        vols = list(prof.swap.volumes) if prof.swap else []
+        for role, image in todo:
+            got, why = image_engine_version(client, image, python_bin=python_bin(loaded),
+                                            volumes=vols)
+            if got is None:
+                print(f"seat-console fit: {role} engine version from the image: {why}",
+                      file=sys.stderr)
+            else:
+                out[role] = (got[0], got[1], image)
+    finally:
+        client.close()
+    return out
 
 
 def _count_arg(limit: int) -> Any:
@@ -104,6 +184,11 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="served dtype what-if (vLLM --dtype; default: the profile's seat.dtype)")
     p.add_argument("--reserve", type=_bytes_arg, metavar="SIZE",
                    help="activation / CUDA-graph reserve per card (bytes or '2 GiB')")
+    p.add_argument("--engine", type=_engine_arg, metavar="VERSION",
+                   help="engine version what-if for both sides (e.g. vllm==0.34.0)")
+    p.add_argument("--image-engine", action="store_true",
+                   help="read each side's engine version from its image's package metadata "
+                        "(runs a fixed check offline in the image)")
     p.add_argument("--no-live", action="store_true",
                    help="do not read NVML; use the profile's declared CUDA-visible total")
     p.add_argument("--json", action="store_true", help="print the budgets as JSON")
@@ -139,7 +224,8 @@ def whatif_from_args(args: argparse.Namespace) -> WhatIf:
     return WhatIf(placement=args.placement, gpu_memory_utilization=args.utilization,
                   tensor_parallel_size=args.tp, max_model_len=args.max_model_len,
                   max_num_seqs=args.max_num_seqs, kv_cache_dtype=args.kv_cache_dtype,
-                  activation_reserve_bytes=args.reserve, dtype=getattr(args, "dtype", None))
+                  activation_reserve_bytes=args.reserve, dtype=getattr(args, "dtype", None),
+                  engine=getattr(args, "engine", None))
 
 
 LABEL_W = 30
@@ -177,7 +263,7 @@ def render_budget(b: FitBudget, scan: CheckpointSummary | None) -> list[str]:
     lines.append("  " + " " * LABEL_W + "".join(f"{_fit_cell(c.label):<{CELL_W}}"
                                                 for c in b.cards).rstrip())
     lines.append(_row("CUDA-visible total", [c.total_bytes for c in b.cards]))
-    lines.append(_row(f"usable × {p.gpu_memory_utilization:g}",
+    lines.append(_row(f"usable × {b.util if b.util is not None else p.gpu_memory_utilization:g}",
                       [c.requested_bytes for c in b.cards]))
     lines.append(_row("weights (per TP rank)", [c.weights_bytes for c in b.cards]))
     lines.append(_row(f"PLE table ({p.ple_placement})", [c.ple_bytes for c in b.cards]))
@@ -190,6 +276,8 @@ def render_budget(b: FitBudget, scan: CheckpointSummary | None) -> list[str]:
             lines.append(f"  {c.label}: {over}")
     for prov in b.provenance():
         lines.append(f"  {prov}")
+    if b.flag_words():
+        lines.append(f"  flag: {b.flag_words()}")
     if b.kv_model is not None:
         m = b.kv_model
         kinds = ", ".join(f"{m.count(k)} {k}" for k in ("full", "sliding", "mla", "linear",
@@ -222,7 +310,8 @@ def render_budget(b: FitBudget, scan: CheckpointSummary | None) -> list[str]:
     if b.no_verdict:
         lines.append(f"  NO VERDICT: {b.no_verdict}")
     else:
-        lines.append(f"  VERDICT: {b.verdict.words}")
+        on = f" (vLLM {b.engine.version})" if b.engine is not None else ""
+        lines.append(f"  VERDICT{on}: {b.verdict.words}")
     for lev in b.verdict.levers:
         mark = {True: "+", False: "-", None: "·"}[lev.helps]
         lines.append(f"    {mark} {lev.lever}: {lev.effect}")
@@ -319,10 +408,14 @@ def run(args: argparse.Namespace, loaded: LoadedProfile) -> int:
             return 2
     snap, why = (None, "--no-live") if args.no_live else _read_snapshot(loaded)
     conts = None if args.no_live else _read_containers(loaded)
+    running = {} if args.no_live else _running_versions(loaded, conts)
+    images = (_image_versions(loaded, set(running)) if getattr(args, "image_engine", False)
+              else {})
     try:
         inputs = gather_fit_inputs(loaded, snap, gpu_unavailable=why,
                                    checkpoint=args.checkpoint, candidate=args.candidate,
-                                   host=host_memory(), containers=conts)
+                                   host=host_memory(), containers=conts,
+                                   running_versions=running, image_versions=images)
     except CheckpointError as exc:
         print(f"seat-console fit: {exc}", file=sys.stderr)
         return EXIT_ERROR
@@ -349,4 +442,9 @@ def run(args: argparse.Namespace, loaded: LoadedProfile) -> int:
     for e in inputs.gpu_errors:
         print(f"seat-console fit: NO VERDICT: {e} (fix node.gpus in the profile)",
               file=sys.stderr)
-    return EXIT_ERROR if untrusted or failed or inputs.gpu_errors else EXIT_OK
+    unsupported = [b for b in (comp.resident, comp.candidate)
+                   if b is not None and b.engine is not None and b.engine_rule is None]
+    for b in unsupported:
+        print(f"seat-console fit: {b.name}: NO VERDICT: {b.no_verdict}", file=sys.stderr)
+    return (EXIT_ERROR if untrusted or failed or inputs.gpu_errors or unsupported
+            else EXIT_OK)

