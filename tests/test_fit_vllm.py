@@ -19,6 +19,7 @@ from __future__ import annotations
 import json
 import re
 import subprocess
+import sys
 from pathlib import Path
 
 import ckpt_factory as F
@@ -93,14 +94,22 @@ def test_kv_tokens_and_concurrency_match_the_running_engine(lab: Lab) -> None:
     # KV space read from the running seat container's VLLM_CPU_KVCACHE_SPACE — gives the
     # engine's own tokens, concurrency and log line, device word included ("CPU", not "GPU":
     # before the CPU rule it printed "GPU KV cache size: 942,976 tokens … 1841.75x").
-    fit = subprocess.run(["seat-console", "--profile", str(lab.profile_path), "fit",
-                          "--json"], capture_output=True, text=True, timeout=120)
+    fit = subprocess.run([sys.executable, "-m", "seat_console", "--profile",
+                          str(lab.profile_path), "fit", "--json"],
+                         capture_output=True, text=True, timeout=120)
     assert fit.returncode == 0, fit.stderr
     resident = json.loads(fit.stdout)["resident"]
+    # The engine version (issue 34): read from the running engine's /version, budgeted by the
+    # 0.32-0.33 rule, and the flag that pins the same KV cache is the 1 GiB space.
+    assert resident["engine"]["version"] == "0.32.0"
+    assert "/version" in resident["engine"]["source"]
+    assert resident["engine_rule"] == "0.32-0.33"
+    assert resident["kv_flag_bytes"] == 1 << 30
     assert resident["kv_tokens"] == int(tokens.replace(",", ""))
     assert f"{resident['max_concurrency']:.2f}" == conc
     assert resident["capacity"]["num_blocks"] == int(info["num_gpu_blocks"])
-    text = subprocess.run(["seat-console", "--profile", str(lab.profile_path), "fit"],
+    text = subprocess.run([sys.executable, "-m", "seat_console", "--profile",
+                           str(lab.profile_path), "fit"],
                           capture_output=True, text=True, timeout=120).stdout
     line = next(x for x in text.splitlines() if "as vLLM logs it:" in x)
     assert line.split("as vLLM logs it: ", 1)[1] in logs
