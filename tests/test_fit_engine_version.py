@@ -183,3 +183,51 @@ def test_default_profile_done_when(capsys: pytest.CaptureFixture[str]) -> None:
     assert "gpu_memory_utilization unset" in levers
     assert "gpu_memory_utilization unset" not in {
         lv["lever"] for lv in outs["vllm==0.33.0"]["candidate"]["verdict"]["levers"]}
+
+
+@pytest.mark.parametrize("case", json.loads(
+    (DATA / "vllm_startup" / "cuda-derived-0.33-0.34.json").read_text())["cases"],
+    ids=lambda c: f"{c['version']}-util-{c['util']}")
+def test_cuda_cases_derived_from_source_to_the_block(case: dict) -> None:
+    """*derived* (see the file's label): 0.34's own measure_kv_cache_bytes and 0.33's
+    formula, on an H200's CUDA-visible total, Llama-3-8B at TP 2."""
+    d = json.loads((DATA / "vllm_startup" / "cuda-derived-0.33-0.34.json").read_text())
+    assert d["label"].startswith("DERIVED")
+    fp = footprint_declared("llama-3-8b", d["weights_per_rank_bytes"], 2, None, d["model"],
+                            "model (declared)")
+    p = SeatParams(tensor_parallel_size=2, gpu_memory_utilization=case["util"] or 0.9,
+                   util_unset=case["util"] is None, max_model_len=d["max_model_len"],
+                   max_num_seqs=8, activation_reserve_bytes=d["peak_bytes"],
+                   engine_version=parse_engine(case["version"], "derived case"))
+    cards = [CardInput(rank=r, label=f"GPU {r}", cuda_visible_bytes=d["card_total_bytes"],
+                       total_source="declared") for r in range(2)]
+    b = fit_budget(fp, p, cards, levers=False)
+    assert b.cards[0].kv_bytes == case["kv_bytes"]
+    assert abs(b.capacity.num_blocks - case["num_blocks"]) <= case["num_blocks"] * 0.001
+    assert b.capacity.num_blocks == case["num_blocks"]
+    assert b.capacity.kv_tokens == case["kv_tokens"]
+
+
+def test_version_sources_in_order_and_bad_values_skipped_with_the_reason() -> None:
+    from seat_console.core.profile import CheckpointSpec
+    from seat_console.snapshot.fit_reading import engine_version_for
+
+    spec = CheckpointSpec(name="c", engine="vllm==0.33.0")
+    v, why = engine_version_for("candidate", spec, running=("0.34.0", "http://seat:8000"),
+                                image=("vllm", "0.32.0", "img:1"))
+    assert v.version == "0.34.0" and "/version" in v.source and why is None
+    v, why = engine_version_for("candidate", spec, image=("vllm", "0.32.0", "img:1"))
+    assert (v.version, v.package) == ("0.32.0", "vllm") and "img:1" in v.source
+    v, why = engine_version_for("candidate", spec, running=("dev-build", "http://seat:8000"))
+    assert v.version == "0.33.0" and "candidate.engine" in v.source
+    assert "dev-build" in why and "/version" in why
+    assert engine_version_for("resident", CheckpointSpec(name="r")) == (None, None)
+
+
+def test_profile_refuses_a_specifier_as_the_engine() -> None:
+    from pydantic import ValidationError
+
+    from seat_console.core.profile import CheckpointSpec
+
+    with pytest.raises(ValidationError, match="not one version"):
+        CheckpointSpec(name="c", engine=">=0.33,<0.35")
