@@ -285,3 +285,23 @@ def test_an_over_card_shows_no_kv_and_no_room_above_util() -> None:
     assert "KV cache 22.94" in nums and "above util 9.50" in nums
     bar = _line(FitBar(fits), 40)
     assert "·" in bar and "»" not in bar
+
+
+def test_panel_names_the_engine_version_and_the_flag() -> None:
+    """Issue 34: the version beside the verdict, and the flag when the side fits."""
+    from rich.console import Console
+
+    from seat_console.fit.engine_rules import parse_engine
+    from seat_console.fit.inputs import compute_budgets
+
+    inputs = gather_fit_inputs(default_loaded(), None)
+    res = inputs.resident.model_copy(update={
+        "engine_version": parse_engine("vllm==0.34.0", "the profile's resident.engine")})
+    comp = compute_budgets(inputs.model_copy(update={"resident": res}))[0]
+    console = Console(width=400, color_system=None, record=True)
+    console.print(render_side("RESIDENT", comp.resident, None))
+    console.print(render_side("CANDIDATE", comp.candidate, None))
+    text = console.export_text()
+    assert "vLLM 0.34.0: fits:" in text
+    assert f"flag: --kv-cache-memory-bytes={comp.resident.kv_flag_bytes} " in text
+    assert "vLLM 0.33.0: does not fit" in text   # the candidate's own version (profile)

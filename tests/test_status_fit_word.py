@@ -44,3 +44,18 @@ def test_unbudgetable_candidate_is_unknown_not_fits() -> None:
     assert fit_fact(na).words == "n/a (candidate)"
     none = comp.model_copy(update={"candidate": None, "candidate_unavailable": NO_CANDIDATE})
     assert fit_fact(none).words == "fits"        # no candidate: the resident alone decides
+
+
+def test_unsupported_engine_version_of_one_side_shows_on_the_status_line() -> None:
+    """Issue 34: a side served by a vLLM outside the supported ranges has no verdict, and the
+    status line says so (never 'fits' from the other side)."""
+    from seat_console.fit.engine_rules import parse_engine
+
+    inputs = F.fit_inputs()
+    assert compute_budgets(inputs)[0].candidate.verdict.fits
+    old = inputs.model_copy(update={"candidate": inputs.candidate.model_copy(update={
+        "engine_version": parse_engine("vllm==0.31.0", "the profile's candidate.engine")})})
+    comp = compute_budgets(old)[0]
+    assert comp.candidate.no_verdict and ">=0.34,<0.35" in comp.candidate.no_verdict
+    f = fit_fact(comp)
+    assert (f.words, f.level) == ("NO VERDICT (candidate)", "bad")

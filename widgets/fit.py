@@ -240,7 +240,8 @@ def render_side(title: str, b: FitBudget | None, why: str | None,
     for c in b.cards:
         src = {"nvml": "NVML", "declared": "declared total"}.get(c.total_source, "unknown")
         parts.append(Text(f"{c.label}: {gib(c.total_bytes)} GiB ({src}), usable "
-                          f"{gib(c.requested_bytes)} GiB (×{p.gpu_memory_utilization:g})"))
+                          f"{gib(c.requested_bytes)} GiB "
+                          f"(×{b.util if b.util is not None else p.gpu_memory_utilization:g})"))
         parts.append(FitBar(c))
         parts.append(card_numbers(c, b))
     if b.capacity is not None:
@@ -255,7 +256,10 @@ def render_side(title: str, b: FitBudget | None, why: str | None,
     if b.served is not None:
         parts.append(Text(f"served {b.served.dtype} ({b.served.words}) · KV cache "
                           f"{b.kv_cache_dtype}", style="dim"))
-    parts.append(Text(b.verdict.words, style=style))
+    on = f"vLLM {b.engine.version}: " if b.engine is not None else ""
+    parts.append(Text(on + b.verdict.words, style=style))
+    if b.flag_words():
+        parts.append(Text(f"flag: {b.flag_words()}", style="green"))
     for lev in b.verdict.levers:
         mark = {True: "+", False: "-", None: "·"}[lev.helps]
         parts.append(Text(f" {mark} {lev.lever}: {lev.effect}", style="dim" if lev.helps
@@ -470,7 +474,9 @@ class FitPanel(SourcePanel):
                 t.append(f"OVER: KV short by {gib(v.kv_short_bytes)} GiB per card",
                          style="bold red")
             t.append(f"  {b.name} · TP {b.params.tensor_parallel_size} · util "
-                     f"{b.params.gpu_memory_utilization:g}")
+                     f"{b.util if b.util is not None else b.params.gpu_memory_utilization:g}"
+                     + (f" · vLLM {b.engine.version}" if b.engine is not None else
+                        " · vLLM version unknown"))
             if b.capacity is not None:
                 t.append(f" · KV {b.capacity.kv_tokens:,} tokens, "
                          f"{b.capacity.max_concurrency:.2f}× at {b.capacity.max_model_len:,}")
