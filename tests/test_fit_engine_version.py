@@ -231,3 +231,23 @@ def test_profile_refuses_a_specifier_as_the_engine() -> None:
 
     with pytest.raises(ValidationError, match="not one version"):
         CheckpointSpec(name="c", engine=">=0.33,<0.35")
+
+
+def test_0_34_extensible_sizes_from_free_memory_and_does_not_refuse() -> None:
+    """request_memory (0.34) does not refuse under the extensible KV cache, and
+    measure_kv_cache_bytes caps the KV by the free memory; 0.33 refuses and ignores it."""
+    fp = footprint_declared("m", 16 * GIB, 1, None, TINY, "m.model_shape (declared)")
+    card = [CardInput(rank=0, label="GPU 0", cuda_visible_bytes=80 * GIB, total_source="nvml",
+                      free_bytes=60 * GIB, used_bytes=20 * GIB)]
+
+    def run(v: str):
+        p = SeatParams(tensor_parallel_size=1, gpu_memory_utilization=0.9, max_model_len=512,
+                       max_num_seqs=4, dtype="float32", util_unset=v == "0.34.0",
+                       engine_version=parse_engine(v, "t"))
+        return fit_budget(fp, p, card, levers=False)
+
+    b34, b33 = run("0.34.0"), run("0.33.0")
+    assert b34.cards[0].kv_bytes == 60 * GIB - 16 * GIB - GIB
+    assert b34.preflight[0].ok is True and "starts either way" in b34.preflight[0].words
+    assert b33.cards[0].kv_bytes == -(-80 * GIB * 9 // 10) - 16 * GIB
+    assert b33.preflight[0].ok is False and "refuse" in b33.preflight[0].words

@@ -719,8 +719,8 @@ def _core(fp: Footprint, p: SeatParams, cards: Sequence[CardInput]) -> FitBudget
     for c in cards[:tp]:
         total = c.cuda_visible_bytes
         req = rule_requested(total, acc.util) if total is not None else None
-        kv = (rule_kv_bytes(acc, total, weights + ple, p.activation_reserve_bytes)
-              if total is not None else None)
+        kv = (rule_kv_bytes(acc, total, weights + ple, p.activation_reserve_bytes,
+                            c.free_bytes) if total is not None else None)
         rows.append(CardBudget(rank=c.rank, label=c.label, total_bytes=total,
                                total_source=c.total_source, requested_bytes=req,
                                weights_bytes=weights, ple_bytes=ple,
@@ -863,7 +863,8 @@ def _host_ram(fp: Footprint, p: SeatParams, host: HostMemory | None,
                          + ("enough" if ok else f"short by {gib(need - host.available_bytes)} GiB"))
 
 
-def _preflight(rows: Sequence[CardBudget], cards: Sequence[CardInput]) -> list[PreflightCard]:
+def _preflight(rows: Sequence[CardBudget], cards: Sequence[CardInput],
+               extensible: bool = False) -> list[PreflightCard]:
     out = []
     by_rank = {c.rank: c for c in cards}
     for r in rows:
@@ -875,6 +876,17 @@ def _preflight(rows: Sequence[CardBudget], cards: Sequence[CardInput]) -> list[P
             continue
         ok = c.free_bytes >= r.requested_bytes
         holders = [h for h in c.holders if (h.used_bytes or 0) > 0 or h.used_bytes is None]
+        if extensible:
+            # 0.34's extensible KV cache: request_memory does not refuse; the KV cache is
+            # sized from the free memory instead (the budget above already uses it).
+            out.append(PreflightCard(label=r.label, free_bytes=c.free_bytes,
+                                     requested_bytes=r.requested_bytes, ok=True,
+                                     holders=holders, words=(
+                                         f"{r.label}: {gib(c.free_bytes)} GiB free now vs "
+                                         f"{gib(r.requested_bytes)} GiB requested: starts "
+                                         "either way (extensible KV cache: the KV cache is "
+                                         "sized from the free memory)")))
+            continue
         words = (f"{r.label}: {gib(c.free_bytes)} GiB free now vs {gib(r.requested_bytes)} GiB "
                  "requested: " + ("ok" if ok else
                                   f"vLLM would refuse to start (short by "
@@ -911,7 +923,7 @@ def fit_budget(fp: Footprint, params: SeatParams, cards: Sequence[CardInput], *,
             "fits": False,
             "words": f"does not fit on this host: the GPUs fit ({verdict.words}), but {hr.words}"})
     b = b.model_copy(update={"host_ram": hr, "verdict": verdict,
-                             "preflight": _preflight(b.cards, cards)})
+                             "preflight": _preflight(b.cards, cards, b.sizing == "extensible")})
     if params.engine_version is not None and b.engine_rule is None:
         no_verdict = "; ".join(filter(None, [unsupported_words(params.engine_version), no_verdict]))
     if no_verdict:

@@ -203,22 +203,35 @@ def requested(total: int, util: float) -> int:
     return math.ceil(total * util)
 
 
-def kv_bytes(acc: Accounting, total: int, static_bytes: int, peak_bytes: int) -> int:
+def kv_bytes(acc: Accounting, total: int, static_bytes: int, peak_bytes: int,
+             free_bytes: int | None = None) -> int:
     """The KV cache bytes of one card (negative: over before any KV cache).
 
-    ``total``: the CUDA-visible total (bytes; an empty card: free at start = total);
-    ``static_bytes``: weights + PLE + non-torch resident memory; ``peak_bytes``: the activation
-    / CUDA-graph reserve (the profile's ``seat.activation_reserve_bytes``).
+    ``total``: the CUDA-visible total (bytes); ``free_bytes``: free memory at start (NVML,
+    live), ``None`` = an empty card (free = total); ``static_bytes``: weights + PLE + non-torch
+    resident memory; ``peak_bytes``: the activation / CUDA-graph reserve (the profile's
+    ``seat.activation_reserve_bytes``).
 
-    Profiled: requested − static − peak (``determine_available_memory``). Extensible:
-    min(requested − static, total − static − margin) − peak, margin = max(1 GiB, 0.75 × peak)
-    (``measure_kv_cache_bytes``; the peak stands for both the transient peak and torch's
+    Profiled: requested − static − peak (``determine_available_memory``; free memory only
+    decides whether vLLM starts, :func:`refuses_below_requested`). Extensible: min(requested −
+    static, free − static − margin) − peak, margin = max(1 GiB, 0.75 × peak)
+    (``measure_kv_cache_bytes``: the device headroom after warm-up is the free memory at start
+    less what the engine holds; the peak stands for both the transient peak and torch's
     reservation growth, its larger term)."""
     req = requested(total, acc.util)
     if acc.sizing == "profiled":
         return req - static_bytes - peak_bytes
+    free = total if free_bytes is None else min(free_bytes, total)
     margin = max(EXTENSIBLE_MARGIN_FLOOR_BYTES, int(peak_bytes * EXTENSIBLE_MARGIN_FRACTION))
-    return min(req - static_bytes, total - static_bytes - margin) - peak_bytes
+    return min(req - static_bytes, free - static_bytes - margin) - peak_bytes
+
+
+def refuses_below_requested(acc: Accounting) -> bool:
+    """Whether vLLM refuses to start when a card's free memory is below the requested share:
+    yes when profiled (``request_memory``, 0.32–0.34), no under 0.34's extensible KV cache
+    ("the budget is only a cap; exceeding free memory over-reserves address space rather
+    than pages", same function)."""
+    return acc.sizing == "profiled"
 
 
 def kv_flag_bytes(requested_bytes: int, static_bytes: int, peak_bytes: int) -> int:
@@ -231,5 +244,6 @@ def kv_flag_bytes(requested_bytes: int, static_bytes: int, peak_bytes: int) -> i
 
 __all__ = ["EXTENSIBLE_MARGIN_FLOOR_BYTES", "EXTENSIBLE_MARGIN_FRACTION", "KV_FLAG",
            "REDUNDANCY_BUFFER_BYTES", "RULES", "Accounting", "EngineRule", "EngineVersion",
-           "accounting", "kv_bytes", "kv_flag_bytes", "parse_engine", "requested", "rule_for",
+           "accounting", "kv_bytes", "kv_flag_bytes", "parse_engine", "refuses_below_requested",
+           "requested", "rule_for",
            "supported_ranges", "unsupported_words"]
