@@ -19,8 +19,8 @@ side's verdict is ``null`` in the JSON (with ``no_verdict``: the reason) and the
 
 Engine version: every side is budgeted by the memory accounting of the vLLM version serving
 it (:mod:`seat_console.fit.engine_rules`): the running engine's ``/version`` (for the side
-whose container runs), else the side's image's package metadata (``--image-engine``: read
-offline in a never-networked container), else the profile's ``<role>.engine``; ``--engine``
+whose container runs), else the side's image's package metadata (``--image-engine``: the
+side's image, for the candidate else the swap's, read offline in a container without network), else the profile's ``<role>.engine``; ``--engine``
 replaces them for both sides (what-if). The version and the rule are printed beside the
 figures and in ``--json`` (``engine``, ``engine_rule``, ``sizing``). A version outside the
 supported ranges gets NO VERDICT naming them. A side that fits gets the
