@@ -39,8 +39,10 @@ def records(phase: str, expected: int, failed: int = 0, tok: int = 16, speed: fl
 
 def write_run(root: Path, *, ident: dict[str, Any] = IDENT_A, phases: dict[str, tuple[int, int]]
               | None = None, at: datetime = T0, status: str | None = None, speed: float = 1.0,
-              disruptions: list[dict[str, Any]] | None = None) -> Path:
-    """A probe run: ``phases`` = {name: (expected, failed)}; returns its directory."""
+              disruptions: list[dict[str, Any]] | None = None,
+              slo: dict[str, float] | None = None) -> Path:
+    """A probe run: ``phases`` = {name: (expected, failed)}; ``slo``: ``[probe.slo]`` targets
+    (goodput per phase); returns its directory."""
     phases = phases or {"single": (4, 0), "load": (64, 0)}
     w = RunWriter(root=root)
     summary_phases = []
@@ -49,7 +51,7 @@ def write_run(root: Path, *, ident: dict[str, Any] = IDENT_A, phases: dict[str, 
         for r in recs:
             w.append(r)
         st = phase_stats(name, recs, expected=expected, concurrency=8,
-                         disrupted=disruptions[0]["reason"] if disruptions else None)
+                         disrupted=disruptions[0]["reason"] if disruptions else None, slo=slo)
         summary_phases.append({"name": name, "state": st.state,
                                "stats": st.model_dump(mode="json")})
     w.close()

@@ -16,6 +16,7 @@ from collections.abc import Callable
 from typing import ClassVar
 
 from rich.text import Text
+from seat_console.core.fmt import share_text
 from seat_console.probe.live import LiveView
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
@@ -77,6 +78,9 @@ def render_live(v: LiveView) -> Text:
         t.append(f" {ph.completed}/{ph.expected} completed, {ph.failed} failed")
         if ph.in_flight:
             t.append(f", {ph.in_flight} in flight")
+        if ph.slo_met is not None:
+            t.append("; goodput " + share_text(ph.slo_met, ph.completed + ph.failed,
+                                               ph.goodput_low, ph.goodput_high))
         if ph.state not in ("running", "measured"):
             t.append(f" — {ph.state}", style="red" if ph.state.startswith(
                 ("incomplete", "disrupted", "unverified")) else "dim")

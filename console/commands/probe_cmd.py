@@ -23,6 +23,8 @@ import sys
 from typing import Any
 
 from seat_console.core import jsonout
+from seat_console.core.fmt import share_text
+from seat_console.core.probe_stats import read_goodput
 from seat_console.actions import probe_journal
 from seat_console.actions.probe_journal import journal_force, journal_probe
 from seat_console.core import engine_timing
@@ -98,6 +100,18 @@ def _check(c: dict[str, Any] | None) -> str:
     return f"client {c['client']:,} {sign} engine Δ {eng}"
 
 
+def goodput_line(gp: dict[str, Any]) -> str:
+    """One phase's goodput (its ``stats.goodput`` block) as text: the share of sent requests
+    that met every target, its Wilson 95 % interval, the targets and what missed which."""
+    slo = ", ".join(f"{k.removesuffix('_ms').upper()} <= {v:g} ms"
+                    for k, v in (gp.get("slo") or {}).items())
+    missed = ", ".join(f"{k.removesuffix('_ms').upper() if k != 'failed' else 'failed'} {v}"
+                       for k, v in (gp.get("missed") or {}).items())
+    text = share_text(gp["met"], gp["trials"], gp["low"], gp["high"])
+    return (f"goodput {text} against {slo or 'no target'}"
+            + (f"; missed: {missed}" if missed else ""))
+
+
 def render_phase(b: dict[str, Any]) -> list[str]:
     """Text lines for one phase block of a summary (``docs/probe.md``)."""
     st = b.get("stats")
@@ -122,6 +136,11 @@ def render_phase(b: dict[str, Any]) -> list[str]:
                                        (("ITL", "itl"), ("E2E", "e2e"))))
     else:
         lines.append(f"  {b['state']} — no headline")
+    gp = read_goodput(st.get("goodput"))
+    if gp is not None:
+        lines.append(f"  {goodput_line(gp.model_dump(mode='json'))}")
+    elif st.get("goodput") is not None:
+        lines.append("  goodput: unreadable in this summary")
     acc = b.get("accounting") or {}
     if "problem" in acc:
         lines.append(f"  accounting: {acc['problem']}")
@@ -363,6 +382,9 @@ def run_runs_cmd(args: argparse.Namespace, _loaded: LoadedProfile) -> int:
             f"{p['name']}: " + (f"{p['headline']['output_tok_s']:,.1f} tok/s "
                                 f"(n={p['headline']['completed']})" if p.get("headline")
                                 else str(p.get("state")))
+            + (", goodput " + share_text(p["goodput"]["met"], p["goodput"]["trials"],
+                                         p["goodput"]["low"], p["goodput"]["high"])
+               if p.get("goodput") else "")
             for p in r.get("phases") or [])
         extra = f" — {r['problem']}" if r.get("problem") else ""
         dis = f", {r['disruptions']} disruption(s)" if r.get("disruptions") else ""
@@ -376,4 +398,4 @@ def run_runs_cmd(args: argparse.Namespace, _loaded: LoadedProfile) -> int:
     return EXIT_OK
 
 
-__all__ = ["register", "render_phase", "render_summary", "run_probe_cmd", "run_runs_cmd"]
+__all__ = ["goodput_line", "register", "render_phase", "render_summary", "run_probe_cmd", "run_runs_cmd"]

@@ -147,5 +147,16 @@ def clock_z(t: object, *, seconds: bool = False) -> str:
     return full if full == NA else full.split("T", 1)[1]
 
 
+def share_text(met: int, of: int, low: float | None, high: float | None) -> str:
+    """A share with its interval, e.g. ``"58/64 = 90.6 % [81.0, 95.6] (Wilson 95 %)"`` (goodput;
+    ``low`` / ``high`` in [0, 1]); ``"n/a (none finished)"`` when ``of`` is 0 or the interval is
+    unknown (never 0 %)."""
+    if not of or low is None or high is None:
+        return "n/a (none finished)"
+    return (f"{met}/{of} = {met / of * 100:.1f} % [{low * 100:.1f}, {high * 100:.1f}] "
+            "(Wilson 95 %)")
+
+
 __all__ = ["CONTROL_CHARS", "GIB", "MIB", "NA", "UNITS_NOTE", "first_control", "fmt_duration",
-           "fmt_ttl", "fmt_when", "gib", "gib_b", "gib_unit", "printable", "zulu_time", "clock_z"]
+           "fmt_ttl", "fmt_when", "gib", "gib_b", "gib_unit", "printable", "share_text", "zulu_time",
+           "clock_z"]

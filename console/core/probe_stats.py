@@ -18,16 +18,26 @@ written out in ``docs/probe.md``:
 
 Every figure carries its population (``n``); a phase that is not complete (failed or missing
 requests) has ``headline = None`` and says ``"incomplete: 61/64 completed"``.
+
+**Goodput** (``[probe.slo]``, :func:`goodput`): the share of the phase's distinct sent requests
+that completed and met every latency target given (TTFT, TPOT, E2E, milliseconds, each ``<=``),
+with its Wilson 95 % interval — ``vllm bench serve --goodput``'s test per request
+(``vllm/benchmarks/serve.py``, ``calculate_metrics``: a request with one output token has TPOT
+0 there, and here), reported as a share with an interval as guidellm does. A failed request, or
+one whose figure for a target is unknown or not finite, did not meet it (unknown is never met).
 """
 
 from __future__ import annotations
 
+import math
 import statistics
 from collections import Counter
 from collections.abc import Iterable, Sequence
+from typing import Any
 
 from seat_console.core.probe_record import RequestRecord
 from seat_console.core.base import Frozen
+from seat_console.core.proportion import wilson_interval
 
 PERCENTILES = (50, 95, 99)
 """The percentiles reported for every latency."""
@@ -72,6 +82,122 @@ def distribution(values: Iterable[float]) -> Distribution:
         return Distribution(n=0)
     return Distribution(n=len(xs), mean_s=statistics.fmean(xs), p50_s=percentile(xs, 50),
                         p95_s=percentile(xs, 95), p99_s=percentile(xs, 99), max_s=max(xs))
+
+
+SLO_TARGETS = ("ttft_ms", "tpot_ms", "e2e_ms")
+"""The latency targets ``[probe.slo]`` may set (milliseconds; a request meets one when its
+figure is ``<=`` the target)."""
+
+
+class Goodput(Frozen):
+    """A phase's goodput against ``slo`` (target name of :data:`SLO_TARGETS` → ms; only the
+    targets given). ``trials``: distinct requests sent (by index; the population); ``met``:
+    those that completed and met every target; ``missed``: per target (and ``"failed"``), how
+    many requests did not meet it (a request can miss several); ``share`` = met / trials and
+    ``low`` / ``high`` its Wilson 95 % interval (:func:`~seat_console.core.proportion.
+    wilson_interval`); all three ``None`` when ``trials`` is 0."""
+
+    slo: dict[str, float]
+    trials: int
+    met: int
+    missed: dict[str, int]
+    share: float | None = None
+    low: float | None = None
+    high: float | None = None
+
+
+def _figure_s(r: RequestRecord, target: str) -> float | None:
+    if target == "ttft_ms":
+        return r.ttft_s
+    if target == "e2e_ms":
+        return r.e2e_s
+    if r.output_tokens is not None and r.output_tokens <= 1:
+        return 0.0  # bench serve: TPOT of a one-token answer counts as 0 for goodput
+    return r.tpot_s
+
+
+def slo_misses(r: RequestRecord, slo: dict[str, float]) -> list[str]:
+    """The targets of ``slo`` (name → ms) that request ``r`` did not meet: ``["failed"]`` for a
+    request that did not complete; a target whose figure is unknown or not finite is missed.
+    ``[]`` = met them all. Raises :class:`ValueError` for a target name not in
+    :data:`SLO_TARGETS`."""
+    if not r.ok:
+        return ["failed"]
+    out = []
+    for name, ms in slo.items():
+        if name not in SLO_TARGETS:
+            raise ValueError(f"SLO target {name!r}: give one of {', '.join(SLO_TARGETS)}")
+        v = _figure_s(r, name)
+        if v is None or not math.isfinite(v) or not v * 1000.0 <= ms:
+            out.append(name)
+    return out
+
+
+def goodput(records: Sequence[RequestRecord], slo: dict[str, float]) -> Goodput:
+    """The goodput of one phase's ``records`` against ``slo`` (name → ms, at least one of
+    :data:`SLO_TARGETS`, each finite and > 0). Distinct requests by ``index`` (a repeated index
+    counts once: its first record). Raises :class:`ValueError` for an empty ``slo``, an unknown
+    target or a target that is not a finite positive number."""
+    if not slo:
+        raise ValueError("an SLO needs at least one target: " + ", ".join(SLO_TARGETS))
+    for name, ms in slo.items():
+        if name not in SLO_TARGETS:
+            raise ValueError(f"SLO target {name!r}: give one of {', '.join(SLO_TARGETS)}")
+        if isinstance(ms, bool) or not isinstance(ms, (int, float)) or not math.isfinite(ms) \
+                or ms <= 0:
+            raise ValueError(f"SLO target {name} = {ms!r}: give a finite number of ms > 0")
+    seen: set[int] = set()
+    met = 0
+    missed: Counter[str] = Counter()
+    for r in records:
+        if r.index in seen:
+            continue
+        seen.add(r.index)
+        miss = slo_misses(r, slo)
+        missed.update(miss)
+        met += not miss
+    n = len(seen)
+    gp = Goodput(slo={k: float(v) for k, v in slo.items()}, trials=n, met=met,
+                 missed=dict(missed))
+    if n:
+        iv = wilson_interval(met, n)
+        gp = gp.model_copy(update={"share": met / n, "low": iv.low, "high": iv.high})
+    return gp
+
+
+def read_goodput(d: Any) -> Goodput | None:
+    """A ``stats.goodput`` block read back from a run file (outside input): a
+    :class:`Goodput`, or ``None`` when ``d`` is not a whole, consistent block — counts not
+    integers ≥ 0, ``met`` > ``trials``, a bound not finite or outside [0, 1], a target not one of
+    :data:`SLO_TARGETS` with a finite positive value. Never raises; unknown is never 0."""
+    if not isinstance(d, dict):
+        return None
+    met, trials = d.get("met"), d.get("trials")
+    if not all(isinstance(v, int) and not isinstance(v, bool) and v >= 0
+               for v in (met, trials)) or met > trials:
+        return None
+    slo = d.get("slo")
+    if not isinstance(slo, dict) or not slo or not all(
+            k in SLO_TARGETS and isinstance(v, (int, float)) and not isinstance(v, bool)
+            and math.isfinite(v) and v > 0 for k, v in slo.items()):
+        return None
+    missed = d.get("missed") if isinstance(d.get("missed"), dict) else {}
+    missed = {str(k)[:40]: v for k, v in missed.items()
+              if isinstance(v, int) and not isinstance(v, bool) and 0 <= v <= trials}
+    bounds = []
+    for k in ("share", "low", "high"):
+        v = d.get(k)
+        if v is None and trials == 0:
+            bounds.append(None)
+        elif isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) \
+                and 0.0 <= v <= 1.0:
+            bounds.append(float(v))
+        else:
+            return None
+    if trials and not bounds[1] <= bounds[0] <= bounds[2]:  # type: ignore[operator]
+        return None
+    return Goodput(slo={k: float(v) for k, v in slo.items()}, trials=trials, met=met,
+                   missed=missed, share=bounds[0], low=bounds[1], high=bounds[2])
 
 
 class Headline(Frozen):
@@ -121,17 +247,20 @@ class PhaseStats(Frozen):
     complete: bool
     state: str
     headline: Headline | None = None
+    goodput: Goodput | None = None
 
 
 def phase_stats(phase: str, records: Sequence[RequestRecord], *, expected: int,
                 concurrency: int, request_rate: float | None = None,
-                disrupted: str | None = None, unverified: str | None = None) -> PhaseStats:
+                disrupted: str | None = None, unverified: str | None = None,
+                slo: dict[str, float] | None = None) -> PhaseStats:
     """Compute :class:`PhaseStats` for the measured records of one phase.
 
     ``expected``: requests the phase should send; ``disrupted``: a reason the run was disturbed
     (then there is no headline even when every request completed); ``unverified``: a reason the
     phase's population could not be verified (accounting mismatch, a watch check that could not
-    be made) — no headline either. Raises :class:`ValueError`
+    be made) — no headline either. ``slo``: the phase's latency targets (``[probe.slo]``, name →
+    ms): then ``goodput`` is set (:func:`goodput`; its errors too). Raises :class:`ValueError`
     when ``records`` hold more requests than ``expected`` (an accounting bug, never hidden).
     """
     attempted = len(records)
@@ -175,7 +304,8 @@ def phase_stats(phase: str, records: Sequence[RequestRecord], *, expected: int,
         tpot=distribution(r.tpot_s for r in ok if r.tpot_s is not None),
         itl=distribution(x for r in ok for x in r.itl_s),
         e2e=distribution(r.e2e_s for r in ok if r.e2e_s is not None),
-        complete=complete, state=state)
+        complete=complete, state=state,
+        goodput=goodput(records, slo) if slo else None)
     if complete and not disrupted and not unverified and st.output_tok_s is not None:
         st = st.model_copy(update={"headline": Headline(
             completed=len(ok), output_tok_s=st.output_tok_s, request_s=st.request_s or 0.0,
@@ -185,10 +315,15 @@ def phase_stats(phase: str, records: Sequence[RequestRecord], *, expected: int,
 
 __all__ = [
     "PERCENTILES",
+    "SLO_TARGETS",
     "Distribution",
+    "Goodput",
     "Headline",
     "PhaseStats",
     "distribution",
+    "goodput",
     "percentile",
     "phase_stats",
+    "read_goodput",
+    "slo_misses",
 ]

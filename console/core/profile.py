@@ -880,6 +880,28 @@ class ProbePhaseSpec(_Strict):
     request_rate: float | None = Field(default=None, gt=0.0, le=1e6)
 
 
+class ProbeSloSpec(_Strict):
+    """Latency targets for goodput (``[probe.slo]``; any subset, at least one): ``ttft_ms``,
+    ``tpot_ms``, ``e2e_ms`` — milliseconds, a request meets one when its figure is ``<=`` it.
+    Per phase the probe reports the share of requests that met all of them, with its Wilson
+    95 % interval (:func:`seat_console.core.probe_stats.goodput`)."""
+
+    ttft_ms: float | None = Field(default=None, gt=0.0, le=1e7, allow_inf_nan=False)
+    tpot_ms: float | None = Field(default=None, gt=0.0, le=1e7, allow_inf_nan=False)
+    e2e_ms: float | None = Field(default=None, gt=0.0, le=1e7, allow_inf_nan=False)
+
+    @model_validator(mode="after")
+    def _one(self) -> ProbeSloSpec:
+        if not self.targets():
+            raise ValueError("[probe.slo] sets no target: give ttft_ms, tpot_ms and/or e2e_ms "
+                             "(milliseconds), or remove the table")
+        return self
+
+    def targets(self) -> dict[str, float]:
+        """The targets given: name → ms (e.g. ``{"ttft_ms": 500.0}``)."""
+        return {k: v for k, v in self.model_dump().items() if v is not None}
+
+
 def _default_probe_phases() -> list[ProbePhaseSpec]:
     return [ProbePhaseSpec(name="single-stream", requests=32, concurrency=1),
             ProbePhaseSpec(name="concurrency-64", requests=256, concurrency=64)]
@@ -899,7 +921,8 @@ class ProbeSpec(_Strict):
     phases; ``watch_interval_s``: how often interference is checked during a run;
     ``stream_client``: how streams are read — ``hot`` (default: an asyncio protocol with
     httptools, ``probe/hotpath.py``) or the httpx path over ``aiohttp`` / ``httpcore`` (kept
-    selectable; both give the same records, ``tests/test_probe_hotpath.py``).
+    selectable; both give the same records, ``tests/test_probe_hotpath.py``); ``slo``: latency
+    targets for goodput (:class:`ProbeSloSpec`, ``[probe.slo]``; none = no goodput).
     """
 
     api: Literal["completions", "chat"] = "completions"
@@ -915,6 +938,7 @@ class ProbeSpec(_Strict):
     seed: int = 0
     watch_interval_s: float = Field(default=2.0, ge=0.2, le=60.0)
     stream_client: Literal["hot", "aiohttp", "httpcore"] = "hot"
+    slo: ProbeSloSpec | None = None
 
     @field_validator("phases")
     @classmethod
@@ -1115,6 +1139,7 @@ __all__ = [
     "NodeSpec",
     "PlePlacement",
     "ProbePhaseSpec",
+    "ProbeSloSpec",
     "ProbeSpec",
     "Profile",
     "ProfileError",

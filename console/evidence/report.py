@@ -60,9 +60,12 @@ from seat_console.evidence.runs import (
 )
 from seat_console.evidence.stats import (
     NO_DIFFERENCE,
+    Interval,
     RateComparison,
+    compare_rates,
     pairs_needed,
     sign_flip_test,
+    wilson_interval,
 )
 
 REPORT_SCHEMA = "seat-console.evidence-report/1"
@@ -84,7 +87,7 @@ RULES: dict[str, str] = {
     RULE_DISRUPTED: "no run behind a claim was disrupted, interrupted, failed or killed",
     RULE_NOT_SIMULTANEOUS: "cross-arm claims need both arms measured in one bracket",
     RULE_UNMATCHED: "both arms measured the same case IDs",
-    RULE_OVERLAP: "a pass-rate difference needs disjoint Wilson 95 % intervals over "
+    RULE_OVERLAP: "a pass-rate or goodput difference needs disjoint Wilson 95 % intervals over "
                   "independent trials, else no difference can be claimed",
     RULE_UNKNOWN: "a figure that was not recorded is unknown, never 0, and backs no claim",
     RULE_IDENTITY: "every leg of an arm ran the same image, digest, patches and model",
@@ -409,6 +412,7 @@ def build_report(inputs: Inputs, now: datetime | None = None) -> dict[str, Any]:
         phases_out.append({"phase": name, "rows": rows})
         claims.extend(_phase_claims(name, per_arm, two, simultaneous, sim_label,
                                     _per_round(inputs.comparison)))
+        claims.extend(_goodput_claims(name, per_arm, two, simultaneous, sim_label))
 
     # fidelity
     fidelity_out, fclaims = _fidelity(arms, two, simultaneous, sim_label)
@@ -757,6 +761,74 @@ def _phase_claims(name: str, per_arm: Mapping[str, list[tuple[RunSummary, Phase 
     return out
 
 
+def pooled_goodput(legs: Sequence[tuple[RunSummary, Phase | None]]
+                   ) -> tuple[Interval | None, list[str], set[tuple[tuple[str, float], ...]]]:
+    """An arm's goodput over its legs of one phase: the legs' requests pooled (each request
+    is one trial: a leg's ``met`` of its ``trials``), the Wilson 95 % interval of the pool
+    (``None`` when no leg recorded goodput or none sent a request); the legs that recorded none
+    (by name); the distinct SLOs the legs were measured against."""
+    met = trials = 0
+    missing: list[str] = []
+    slos: set[tuple[tuple[str, float], ...]] = set()
+    for r, p in legs:
+        gp = p.goodput if p is not None else None
+        if gp is None:
+            missing.append(_run_name(r))
+            continue
+        met += gp.met
+        trials += gp.trials
+        slos.add(tuple(sorted(gp.slo.items())))
+    return (wilson_interval(met, trials) if trials else None), missing, slos
+
+
+def _goodput_claims(name: str, per_arm: Mapping[str, list[tuple[RunSummary, Phase | None]]],
+                    two: bool, simultaneous: bool, sim_label: str) -> list[Claim]:
+    """Goodput per arm (pooled over its legs) and, with two arms, the difference claimed by
+    the canaries' rule (:data:`RULE_OVERLAP`: disjoint Wilson 95 % intervals over distinct
+    requests). Nothing when no leg of the phase recorded goodput."""
+    pools = {arm: pooled_goodput(lst) for arm, lst in per_arm.items()}
+    if not any(iv is not None for iv, _, _ in pools.values()):
+        return []
+    rs = [r for lst in per_arm.values() for r, _ in lst]
+    refusals = _common_refusals(rs, two, simultaneous, sim_label)
+    incomplete = [f"{_run_name(r)}: {p.population if p else 'phase missing'}"
+                  for lst in per_arm.values() for r, p in lst if p is None or not p.complete]
+    if incomplete:
+        refusals.insert(0, (RULE_INCOMPLETE, "; ".join(incomplete)))
+    missing = [m for _, ms, _ in pools.values() for m in ms]
+    if missing:
+        refusals.append((RULE_UNKNOWN, "no goodput recorded (no [probe.slo]) in "
+                         + ", ".join(missing)))
+    slos = set().union(*(s for _, _, s in pools.values()))
+    if len(slos) > 1:
+        refusals.append((RULE_UNMATCHED, "the legs were measured against different SLOs: "
+                         + "; ".join(", ".join(f"{k} {v:g}" for k, v in slo)
+                                     for slo in sorted(slos))))
+
+    def text(arm: str) -> str:
+        iv = pools[arm][0]
+        if iv is None:
+            return f"{arm} unknown"
+        return (f"{arm} {iv.successes}/{iv.trials} = {iv.rate * 100:.1f} % "
+                f"[{iv.low:.3f}, {iv.high:.3f}]")
+
+    slo_text = "; ".join(", ".join(f"{k.removesuffix('_ms').upper()} <= {v:g} ms"
+                                   for k, v in slo) for slo in sorted(slos))
+    ia, ib = pools.get("A", (None,))[0], pools.get("B", (None,))[0]
+    if two and ia is not None and ib is not None:
+        cmp_ = compare_rates(ia, ib)
+        if not cmp_.claimable:
+            refusals.append((RULE_OVERLAP, f"Wilson 95 % intervals overlap: {NO_DIFFERENCE}"))
+        statement = (f"goodput ({name}, {slo_text}): {text('A')} vs {text('B')}: "
+                     f"{cmp_.verdict}")
+    else:
+        statement = (f"goodput ({name}, {slo_text}): "
+                     + "; ".join(text(a) for a in per_arm))
+        if two:
+            refusals.append((RULE_UNKNOWN, "an arm recorded no goodput"))
+    return [Claim(f"goodput ({name})", statement, tuple(refusals))]
+
+
 def _fidelity(arms: Mapping[str, list[RunSummary]], two: bool, simultaneous: bool,
               sim_label: str) -> tuple[dict[str, Any] | None, list[Claim]]:
     with_traces = {arm: [r for r in rs if r.fidelity] for arm, rs in arms.items()}
@@ -849,6 +921,28 @@ def _canaries(arms: Mapping[str, list[RunSummary]], two: bool, simultaneous: boo
 
 
 # -- rendering -------------------------------------------------------------------------------
+def goodput_markdown(rows: Sequence[Mapping[str, Any]]) -> list[str]:
+    """Goodput per leg of one phase (a table), or nothing when no leg recorded it."""
+    if not any(r.get("goodput") for r in rows):
+        return []
+    L = ["| arm | run | goodput (met/sent) | Wilson 95 % | targets | missed |",
+         "|---|---|---|---|---|---|"]
+    for r in rows:
+        gp = r.get("goodput")
+        if not gp:
+            L.append(f"| {r['arm']} | {r['run']} | unknown (not recorded) | | | |")
+            continue
+        share = "n/a" if gp["share"] is None else f"{gp['share'] * 100:.1f} %"
+        iv = ("n/a" if gp["low"] is None else
+              f"[{gp['low'] * 100:.1f}, {gp['high'] * 100:.1f}] %")
+        slo = ", ".join(f"{k.removesuffix('_ms').upper()} <= {v:g} ms"
+                        for k, v in gp["slo"].items())
+        missed = ", ".join(f"{k} {v}" for k, v in gp["missed"].items()) or "none"
+        L.append(f"| {r['arm']} | {r['run']} | {gp['met']}/{gp['trials']} = {share} | {iv} "
+                 f"| {slo} | {missed} |")
+    return [*L, ""]
+
+
 def render_markdown(rep: Mapping[str, Any]) -> str:
     """The report as Markdown (sections: comparison, identity, KV/fit, phases, fidelity,
     canaries, retained runs, claims, rules, raw files with SHA-256)."""
@@ -921,6 +1015,7 @@ def render_markdown(rep: Mapping[str, Any]) -> str:
                      f"{_fmt(r.get('itl_p50_s'), '', 1000, 2)} | "
                      f"{_fmt(r.get('e2e_p50_s'), '', 1000)} |")
         L.append("")
+        L += goodput_markdown(ph["rows"])
         L += timing_markdown(ph["rows"])
     fd = rep.get("fidelity")
     L += ["## Fidelity", ""]

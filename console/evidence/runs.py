@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from seat_console.core.engine_timing import MetricTiming, check_figure, parse_phase_timing
+from seat_console.core.probe_stats import Goodput, read_goodput
 from seat_console.core.untrusted import InputError, load_json
 from seat_console.evidence.canaries import CanaryError, CanaryResult
 from seat_console.evidence.fidelity import FidelityError, Trace
@@ -301,7 +302,9 @@ class Phase:
     ``e2e_p50_s``/``e2e_p95_s``; ``duration_s`` and ``client_cpu_s`` (the probe's own CPU over
     the phase); ``engine_timing``: the engine's own TTFT / ITL histograms over the phase as the
     probe recorded them (figure → :class:`~seat_console.core.engine_timing.MetricTiming`;
-    empty for a run from before the check), ``timing_problem``: why they could not be read.
+    empty for a run from before the check), ``timing_problem``: why they could not be read;
+    ``goodput``: the phase's goodput against its ``[probe.slo]`` (``None``: no SLO, or a block
+    that does not read back whole — :func:`~seat_console.core.probe_stats.read_goodput`).
     """
 
     name: str
@@ -323,6 +326,7 @@ class Phase:
     client_cpu_s: float | None = None
     engine_timing: Mapping[str, MetricTiming] = field(default_factory=dict)
     timing_problem: str | None = None
+    goodput: Goodput | None = None
 
     @property
     def complete(self) -> bool:
@@ -383,7 +387,7 @@ class Phase:
                    itl_p95_s=dist("itl", "p95_s"),
                    e2e_p50_s=dist("e2e", "p50_s"), e2e_p95_s=dist("e2e", "p95_s"),
                    duration_s=fl("duration_s"), client_cpu_s=cpu_s, engine_timing=timing,
-                   timing_problem=problem)
+                   timing_problem=problem, goodput=read_goodput(st.get("goodput")))
 
     def timing_checks(self) -> dict[str, MetricTiming]:
         """The client-vs-engine checks of this phase made again here: the engine's recorded
@@ -402,6 +406,7 @@ class Phase:
         again, :meth:`timing_checks`)."""
         d = {k: getattr(self, k) for k in self.__dataclass_fields__}
         d.update(complete=self.complete, population=self.population,
+                 goodput=self.goodput.model_dump(mode="json") if self.goodput else None,
                  engine_timing={f: t.model_dump(mode="json")
                                 for f, t in self.timing_checks().items()})
         return d
@@ -497,7 +502,8 @@ def _disruption_text(d: Any) -> str:
 
 REDERIVED_FIELDS = ("attempted", "completed", "failed", "output_tokens", "output_tok_s",
                     "request_s", "duration_s", "ttft.p50_s", "ttft.p95_s", "tpot.p50_s",
-                    "itl.p50_s", "itl.p95_s", "e2e.p50_s", "e2e.p95_s")
+                    "itl.p50_s", "itl.p95_s", "e2e.p50_s", "e2e.p95_s", "goodput.met",
+                    "goodput.trials")
 """The figures of a phase that are re-derived from ``requests.jsonl`` and compared."""
 
 
@@ -521,10 +527,15 @@ def rederive_problems(phases: list[Any], records: Mapping[str, list[Any]], sp: P
             continue
         named.add(name)
         recs = records.get(name, [])
+        gp = st.get("goodput")
+        slo = read_goodput(gp)
+        if gp is not None and slo is None:
+            out.append(f"{sp.name} phase {name} goodput: the block does not read back whole "
+                       "(counts, interval or targets edited)")
         try:
             again = phase_stats(name, recs, expected=max(exp, len(recs)),
-                                concurrency=conc if isinstance(conc, int) else 1).model_dump(
-                                    mode="json")
+                                concurrency=conc if isinstance(conc, int) else 1,
+                                slo=slo.slo if slo else None).model_dump(mode="json")
         except (ValueError, TypeError) as exc:
             out.append(f"{sp.name} phase {name}: cannot be re-derived from {rp.name} ({exc})")
             continue

@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import time
 
-from seat_console.probe.run import Progress
+from seat_console.probe.run import PhaseProgress, Progress
 from seat_console.core.probe_stats import percentile
 from seat_console.core.base import Frozen
+from seat_console.core.proportion import wilson_interval
 
 SPARK_BUCKET_S = 1.0
 """Width of one sparkline bar, seconds."""
@@ -51,7 +52,10 @@ def window_rate(events: list[tuple[float, int]], t_from: float, t_to: float) -> 
 class PhaseLine(Frozen):
     """One phase: ``name``, ``expected``, ``attempted``, ``completed``, ``failed``,
     ``in_flight``, ``concurrency``, ``state`` (``waiting`` / ``running`` / ``measured`` / the
-    final phrase, e.g. ``incomplete: 61/64 completed, 3 failed``)."""
+    final phrase, e.g. ``incomplete: 61/64 completed, 3 failed``); ``slo_met``: finished
+    requests (completed + failed) that met every ``[probe.slo]`` target, ``None`` without an
+    SLO; ``goodput_low`` / ``goodput_high``: its Wilson 95 % interval over the finished
+    requests (``None`` before one finished)."""
 
     name: str
     expected: int
@@ -61,6 +65,9 @@ class PhaseLine(Frozen):
     in_flight: int
     concurrency: int
     state: str
+    slo_met: int | None = None
+    goodput_low: float | None = None
+    goodput_high: float | None = None
 
 
 class LiveView(Frozen):
@@ -110,6 +117,19 @@ def _words(p: Progress) -> str:
     return f"{p.status.upper()} — no headline{detail}"
 
 
+def _line(x: PhaseProgress, slo: bool) -> PhaseLine:
+    line = PhaseLine(name=x.name, expected=x.expected, attempted=x.attempted,
+                     completed=x.completed, failed=x.failed, in_flight=x.in_flight,
+                     concurrency=x.concurrency, state=x.state)
+    finished = x.completed + x.failed
+    if not slo:
+        return line
+    met = min(x.slo_met, finished)
+    iv = wilson_interval(met, finished) if finished else None
+    return line.model_copy(update={"slo_met": met, "goodput_low": iv.low if iv else None,
+                                   "goodput_high": iv.high if iv else None})
+
+
 def live_view(p: Progress, now: float | None = None) -> LiveView:
     """Snapshot ``p`` for drawing. ``now``: perf-counter seconds (default the current time).
     Safe to call from the UI thread while the run appends to ``p`` (it copies first)."""
@@ -128,9 +148,7 @@ def live_view(p: Progress, now: float | None = None) -> LiveView:
     rate = window_rate(events, win[1], win[2]) if win else None
     return LiveView(
         run_id=p.run_id, status=p.status,
-        phases=tuple(PhaseLine(name=x.name, expected=x.expected, attempted=x.attempted,
-                               completed=x.completed, failed=x.failed, in_flight=x.in_flight,
-                               concurrency=x.concurrency, state=x.state) for x in p.phases),
+        phases=tuple(_line(x, p.slo is not None) for x in p.phases),
         tok_s=rate, tok_s_window_s=(win[2] - win[1]) if win else None,
         tok_s_phase=win[0] if win else None,
         ttft_p50_s=percentile(ttft, 50), ttft_p95_s=percentile(ttft, 95), ttft_n=len(ttft),

@@ -54,7 +54,7 @@ from seat_console.probe.engine_counters import (
 )
 from seat_console.probe.interference import InterferenceMonitor, earliest
 from seat_console.probe.prompts import PromptSet, load_prompt_set
-from seat_console.core.probe_stats import PhaseStats, phase_stats
+from seat_console.core.probe_stats import PhaseStats, phase_stats, slo_misses
 from seat_console.probe.store import SUMMARY_SCHEMA, RunWriter
 from seat_console.core.profile import LoadedProfile, ProbePhaseSpec, ProbeSpec
 from seat_console.core.base import utcnow
@@ -297,7 +297,8 @@ def preflight(loaded: LoadedProfile, *, hold: HoldInfo, force_reason: str | None
 @dataclass
 class PhaseProgress:
     """Live counts of one phase: ``expected``, ``attempted``, ``completed``, ``failed``,
-    ``in_flight``; ``tokens`` (Σ output tokens of completed requests); ``state``."""
+    ``in_flight``; ``tokens`` (Σ output tokens of completed requests); ``slo_met`` (finished
+    requests that met every ``[probe.slo]`` target; 0 without one); ``state``."""
 
     name: str
     expected: int
@@ -307,6 +308,7 @@ class PhaseProgress:
     failed: int = 0
     in_flight: int = 0
     tokens: int = 0
+    slo_met: int = 0
     started: float | None = None
     ended: float | None = None
     state: str = "waiting"
@@ -316,7 +318,8 @@ class PhaseProgress:
 class Progress:
     """What the live panel shows, updated by the run (read it through :meth:`snapshot` from
     another thread). ``token_times``: (perf-counter s, tokens) of completed requests, recent;
-    ``ttft_s`` / ``itl_s``: recent values; ``engine``: last counters."""
+    ``ttft_s`` / ``itl_s``: recent values; ``engine``: last counters; ``slo``: the run's
+    ``[probe.slo]`` targets (name → ms), ``None`` without one."""
 
     run_id: str
     phases: list[PhaseProgress]
@@ -326,6 +329,7 @@ class Progress:
     ttft_s: deque[float] = field(default_factory=lambda: deque(maxlen=2000))
     itl_s: deque[float] = field(default_factory=lambda: deque(maxlen=20000))
     engine: EngineCounters | None = None
+    slo: dict[str, float] | None = None
     disruptions: list[str] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
     result: dict[str, Any] | None = None
@@ -365,7 +369,7 @@ class Probe:
                                        total_s=self.spec.request_timeout_s)
         self.progress = Progress(run_id=self.writer.run_id, phases=[
             PhaseProgress(name=p.name, expected=p.requests, concurrency=p.concurrency)
-            for p in self.phases])
+            for p in self.phases], slo=self.spec.slo.targets() if self.spec.slo else None)
         self.started_at = utcnow()
         self._streams: StreamPool | None = None
         self._stop: asyncio.Event | None = None
@@ -407,6 +411,7 @@ class Probe:
                          "read_timeout_s": s.read_timeout_s,
                          "request_timeout_s": s.request_timeout_s, "seed": s.seed,
                          "stream_client": s.stream_client,
+                         "slo": s.slo.targets() if s.slo else None,
                          "phases": [p.model_dump() for p in self.phases]},
             "hold": {"active": self.pre.hold.active, "detail": self.pre.hold.detail,
                      "silence_id": self.pre.hold.silence_id,
@@ -447,6 +452,8 @@ class Probe:
             return
         self.records[pp.name].append(rec)
         pp.in_flight -= 1
+        if self.spec.slo is not None:
+            pp.slo_met += not slo_misses(rec, self.spec.slo.targets())
         if rec.ok:
             pp.completed += 1
             pp.tokens += rec.output_tokens or 0
@@ -678,7 +685,7 @@ class Probe:
             st: PhaseStats = phase_stats(ph.name, self.records[ph.name], expected=ph.requests,
                                          concurrency=ph.concurrency,
                                          request_rate=ph.request_rate, disrupted=disrupted,
-                                         unverified=unverified)
+                                         unverified=unverified, slo=self._slo())
             timing = self._timing(ph.name, st)
             block_disturbed = (disturbed_from(self.records[ph.name], first.at, first.at_source)
                                if first is not None else None)
@@ -691,6 +698,9 @@ class Probe:
                                              for k, v in timing.items()},
                            "timing_findings": engine_timing.findings(timing)})
         return blocks
+
+    def _slo(self) -> dict[str, float] | None:
+        return self.spec.slo.targets() if self.spec.slo is not None else None
 
     def _timing(self, name: str, st: PhaseStats) -> dict[str, engine_timing.MetricTiming]:
         """The client's TTFT / ITL p50 and p95 (``st``) against the engine's own histograms
@@ -720,7 +730,7 @@ class Probe:
                 # interrupted mid-phase: keep its stats (incomplete by construction)
                 st = phase_stats(ph.name, self.records[ph.name], expected=ph.requests,
                                  concurrency=ph.concurrency, request_rate=ph.request_rate,
-                                 unverified="interrupted")
+                                 unverified="interrupted", slo=self._slo())
                 out["phases"].append({"name": ph.name, "state": st.state,
                                       "stats": st.model_dump(mode="json"),
                                       "accounting": {"problem": "interrupted before the "

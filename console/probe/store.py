@@ -27,6 +27,7 @@ from typing import Any
 
 from seat_console.core.paths import DATA_DIR_ENV, data_dir
 from seat_console.core.probe_record import RequestRecord
+from seat_console.core.probe_stats import read_goodput
 from seat_console.core.base import utcnow
 from seat_console.core.untrusted import get_dict, get_list, get_str
 
@@ -148,11 +149,17 @@ def read_requests(run_dir: Path) -> Iterator[RequestRecord]:
                 raise StoreError(f"{p}:{n}: not a request record ({exc})") from None
 
 
+def _goodput(d: Any) -> dict[str, Any] | None:
+    gp = read_goodput(d)
+    return gp.model_dump(mode="json") if gp is not None else None
+
+
 def list_runs(root: Path | None = None) -> list[dict[str, Any]]:
     """Every run under ``root`` (default :func:`runs_dir`), oldest first: for each, ``run_id``,
     ``path``, ``status``, ``started_at``, ``ended_at``, ``container`` (the seat container the
     probe measured: ``role`` resident/probe, ``name``, ``image_id``; ``{}`` if not recorded),
-    ``phases`` (name, state, headline or ``None``), ``disruptions`` (count), and ``problem`` when its summary cannot be read (the run
+    ``phases`` (name, state, headline or ``None``, goodput or ``None`` — absent, or a block
+    that does not read back whole), ``disruptions`` (count), and ``problem`` when its summary cannot be read (the run
     is still listed)."""
     base = root or runs_dir()
     if not base.is_dir():
@@ -179,7 +186,8 @@ def list_runs(root: Path | None = None) -> list[dict[str, Any]]:
                        if k in ("role", "name", "image_id") and isinstance(v, str)},
             phases=[{"name": get_str(p, "name", max_len=200),
                      "state": get_str(p, "state", max_len=100),
-                     "headline": get_dict(p, "stats").get("headline")}
+                     "headline": get_dict(p, "stats").get("headline"),
+                     "goodput": _goodput(get_dict(p, "stats").get("goodput"))}
                     for p in get_list(s, "phases") if isinstance(p, dict)],
             disruptions=len(get_list(s, "disruptions")))
         out.append(row)
