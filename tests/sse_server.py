@@ -20,6 +20,8 @@ import time
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
+from seat_console.probe.prompts import strip_nonce
+
 Writer = Callable[[bytes], Awaitable[None]]
 
 
@@ -244,6 +246,15 @@ class SSEServer:
         self.ttft_s: list[float] = []
         self.itl_s: list[float] = []
         self.histograms = True         # False: a vLLM without the TTFT / ITL histograms
+        # prefix cache, as vLLM counts it (prompt tokens looked up / found): a prompt seen since
+        # the last reset hits in full; POST /reset_prefix_cache answers reset_status (404: a
+        # vLLM without VLLM_SERVER_DEV_MODE) and, on 200, {"success": reset_success}
+        self.prefix_seen: set[str] = set()
+        self.prefix_hits = 0
+        self.prefix_queries = 0
+        self.reset_status = 404
+        self.reset_success = True
+        self.resets = 0
 
     def metrics_text(self) -> str:
         """vLLM-style ``/metrics`` for what this server has streamed."""
@@ -257,6 +268,11 @@ class SSEServer:
             f'vllm:request_success_total{{engine="0",finished_reason="abort",model_name="m"}} 0.0\n'
             "# TYPE vllm:num_requests_running gauge\n"
             'vllm:num_requests_running{engine="0",model_name="m"} 0.0\n'
+            "# TYPE vllm:prefix_cache_queries_total counter\n"
+            f'vllm:prefix_cache_queries_total{{engine="0",model_name="m"}} '
+            f"{float(self.prefix_queries)}\n"
+            "# TYPE vllm:prefix_cache_hits_total counter\n"
+            f'vllm:prefix_cache_hits_total{{engine="0",model_name="m"}} {float(self.prefix_hits)}\n'
             "# TYPE process_start_time_seconds gauge\n"
             f"process_start_time_seconds {self.process_start}\n"
             + (histogram_text("vllm:time_to_first_token_seconds", TTFT_BOUNDS, self.ttft_s)
@@ -300,9 +316,26 @@ class SSEServer:
                          + b"\r\n\r\n" + text)
             await writer.drain()
             return False
+        if head.startswith(b"POST /reset_prefix_cache"):
+            await reader.readexactly(length)
+            msg = json.dumps({"success": self.reset_success}).encode()
+            if self.reset_status == 200:
+                self.resets += 1
+                if self.reset_success:
+                    self.prefix_seen.clear()
+            writer.write(b"HTTP/1.1 %d X\r\nContent-Type: application/json\r\n"
+                         b"Connection: close\r\nContent-Length: %d\r\n\r\n"
+                         % (self.reset_status, len(msg)) + msg)
+            await writer.drain()
+            return False
         body = json.loads(await reader.readexactly(length)) if length else {}
         self.requests.append(body)
-        scenario = body.get("prompt") or body.get("messages", [{}])[-1].get("content", "")
+        prompt = body.get("prompt") or body.get("messages", [{}])[-1].get("content", "")
+        self.prefix_queries += 7
+        if prompt in self.prefix_seen:
+            self.prefix_hits += 7
+        self.prefix_seen.add(prompt)
+        scenario = strip_nonce(prompt)   # the probe's cache-clean nonce (probe/prompts.py)
         if scenario == "hangup":          # the server closes before any response head
             return False
         if scenario == "not-sse":         # HTTP 200, but a JSON body, not an event stream

@@ -65,7 +65,7 @@ def test_one_edited_summary_never_blanks_the_run_list(bodies):
         assert len(rows) == len(bodies) + 1
         assert rows["run-good"]["status"] == "complete"
         assert rows["run-good"]["phases"] == [{"name": "steady", "state": "complete",
-                                               "headline": None}]
+                                               "headline": None, "goodput": None}]
         for i, body in enumerate(bodies):
             r = rows[f"run-{i}"]
             try:

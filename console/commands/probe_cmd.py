@@ -100,6 +100,22 @@ def _check(c: dict[str, Any] | None) -> str:
     return f"client {c['client']:,} {sign} engine Δ {eng}"
 
 
+def prefix_cache_line(pc: dict[str, Any]) -> str:
+    """One phase's ``prefix_cache`` block as text: how it started cache-clean and its
+    prefix-cache hit rate (Δ hits / Δ queries of the engine's counters)."""
+    mode = pc.get("mode")
+    how = {"reset": "reset before the phase", "off": "not cleaned (probe.prefix_cache = off)",
+           "nonce": f"nonce {pc.get('nonce')} before every prompt"}.get(str(mode), "unknown")
+    rate = pc.get("hit_rate")
+    hits, queries = pc.get("hits"), pc.get("queries")
+    if isinstance(rate, (int, float)) and isinstance(hits, (int, float)) and isinstance(
+            queries, (int, float)):
+        got = f"hit rate {rate * 100:.1f} % ({hits:,.0f}/{queries:,.0f} prompt tokens)"
+    else:
+        got = f"hit rate unknown ({pc.get('problem') or 'not read'})"
+    return f"prefix cache: {how}; {got}"
+
+
 def goodput_line(gp: dict[str, Any]) -> str:
     """One phase's goodput (its ``stats.goodput`` block) as text: the share of sent requests
     that met every target, its Wilson 95 % interval, the targets and what missed which."""
@@ -136,6 +152,9 @@ def render_phase(b: dict[str, Any]) -> list[str]:
                                        (("ITL", "itl"), ("E2E", "e2e"))))
     else:
         lines.append(f"  {b['state']} — no headline")
+    pc = b.get("prefix_cache")
+    if isinstance(pc, dict):
+        lines.append(f"  {prefix_cache_line(pc)}")
     gp = read_goodput(st.get("goodput"))
     if gp is not None:
         lines.append(f"  {goodput_line(gp.model_dump(mode='json'))}")
@@ -181,6 +200,8 @@ def render_summary(s: dict[str, Any], path: str | None = None) -> str:
                + (f", max concurrency {conc:,.2f}x for {kv.get('per_request_tokens') or '?'} "
                   "tokens per request" if conc is not None else ", max concurrency n/a")
                + f" ({', '.join(kv.get('source') or ()) or 'no source'})")
+    if s.get("prefix_cache_reset"):
+        out.append(f"prefix-cache reset: {s['prefix_cache_reset']}")
     w = s.get("warmup") or {}
     out.append(f"warm-up: {w.get('completed', 0)}/{w.get('expected', 0)} completed (excluded)")
     for b in s.get("phases", []):
@@ -398,4 +419,4 @@ def run_runs_cmd(args: argparse.Namespace, _loaded: LoadedProfile) -> int:
     return EXIT_OK
 
 
-__all__ = ["goodput_line", "register", "render_phase", "render_summary", "run_probe_cmd", "run_runs_cmd"]
+__all__ = ["goodput_line", "prefix_cache_line", "register", "render_phase", "render_summary", "run_probe_cmd", "run_runs_cmd"]

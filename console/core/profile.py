@@ -922,7 +922,11 @@ class ProbeSpec(_Strict):
     ``stream_client``: how streams are read — ``hot`` (default: an asyncio protocol with
     httptools, ``probe/hotpath.py``) or the httpx path over ``aiohttp`` / ``httpcore`` (kept
     selectable; both give the same records, ``tests/test_probe_hotpath.py``); ``slo``: latency
-    targets for goodput (:class:`ProbeSloSpec`, ``[probe.slo]``; none = no goodput).
+    targets for goodput (:class:`ProbeSloSpec`, ``[probe.slo]``; none = no goodput);
+    ``prefix_cache``: how each phase starts cache-clean — ``auto`` (default: ``POST
+    /reset_prefix_cache`` before every phase where the engine offers it, else a recorded nonce
+    before every prompt of the phase), ``nonce`` (always the nonce), ``off`` (neither: a phase
+    may hit what an earlier one cached; recorded so).
     """
 
     api: Literal["completions", "chat"] = "completions"
@@ -939,6 +943,7 @@ class ProbeSpec(_Strict):
     watch_interval_s: float = Field(default=2.0, ge=0.2, le=60.0)
     stream_client: Literal["hot", "aiohttp", "httpcore"] = "hot"
     slo: ProbeSloSpec | None = None
+    prefix_cache: Literal["auto", "nonce", "off"] = "auto"
 
     @field_validator("phases")
     @classmethod

@@ -81,6 +81,11 @@ RULE_UNDERPOWERED = "design cannot reach 95 %"
 RULE_NOT_SIGNIFICANT = "not significant"
 RULE_SUMMARY_EDITED = "summary disagrees with raw requests"
 RULE_NOT_REPRODUCIBLE = "arm not reproducible"
+RULE_CACHE = "cache state differs"
+
+CACHE_HIT_RATE_BOUND = 0.05
+"""The widest spread of prefix-cache hit rates (absolute, 0–1) among the legs of a phase that
+still backs a cross-arm claim: beyond it a phase may have measured cache state, not the arm."""
 
 RULES: dict[str, str] = {
     RULE_INCOMPLETE: "every phase behind a figure has expected = attempted = completed",
@@ -90,6 +95,8 @@ RULES: dict[str, str] = {
     RULE_OVERLAP: "a pass-rate or goodput difference needs disjoint Wilson 95 % intervals over "
                   "independent trials, else no difference can be claimed",
     RULE_UNKNOWN: "a figure that was not recorded is unknown, never 0, and backs no claim",
+    RULE_CACHE: "cross-arm claims need the legs' prefix-cache hit rates within "
+                f"{CACHE_HIT_RATE_BOUND:.2f} of each other (each known where any is)",
     RULE_IDENTITY: "every leg of an arm ran the same image, digest, patches and model",
     RULE_UNDERPOWERED: "a throughput/latency difference needs enough pairs of legs for the "
                        "exact sign-flip test to reach p <= 0.05 (6 pairs: 3 ABBA rounds)",
@@ -753,12 +760,37 @@ def _phase_claims(name: str, per_arm: Mapping[str, list[tuple[RunSummary, Phase 
         if lone:
             base.append((RULE_UNMATCHED, "legs without a partner in the other arm: "
                                          + ", ".join(lone)))
+        cache = cache_refusal(per_arm)
+        if cache:
+            base.append(cache)
         for label, attr, unit, scale, digits in METRICS:
             values = [(pid, getattr(pa, attr) if pa else None, getattr(pb, attr) if pb else None)
                       for pid, _, pa, _, pb in pairs_]
             out.append(difference_claim(label, name, values, base, per_round or len(pairs_),
                                         unit, scale, digits))
     return out
+
+
+def cache_refusal(per_arm: Mapping[str, Sequence[tuple[RunSummary, Phase | None]]]
+                  ) -> tuple[str, str] | None:
+    """:data:`RULE_CACHE` for a cross-arm claim on one phase: the legs' prefix-cache hit
+    rates spread beyond :data:`CACHE_HIT_RATE_BOUND`, or some legs' rate is unknown while
+    others' is known. ``None`` when they agree, or when no leg recorded one (runs from before
+    the probe read the counters; the table says "not recorded")."""
+    legs = [(r, p) for lst in per_arm.values() for r, p in lst if p is not None]
+    known = [(r, p.cache_hit_rate) for r, p in legs if p.cache_hit_rate is not None]
+    if not known:
+        return None
+    unknown = [f"{_run_name(r)} ({p.cache_note or 'not recorded'})" for r, p in legs
+               if p.cache_hit_rate is None]
+    if unknown:
+        return (RULE_CACHE, "prefix-cache hit rate unknown in " + ", ".join(unknown))
+    lo, hi = min(v for _, v in known), max(v for _, v in known)
+    if hi - lo > CACHE_HIT_RATE_BOUND:
+        return (RULE_CACHE, f"prefix-cache hit rates {lo:.3f}–{hi:.3f} differ by more than "
+                            f"{CACHE_HIT_RATE_BOUND:.2f} ("
+                + ", ".join(f"{_run_name(r)} {v:.3f}" for r, v in known) + ")")
+    return None
 
 
 def pooled_goodput(legs: Sequence[tuple[RunSummary, Phase | None]]
@@ -816,6 +848,9 @@ def _goodput_claims(name: str, per_arm: Mapping[str, list[tuple[RunSummary, Phas
                                    for k, v in slo) for slo in sorted(slos))
     ia, ib = pools.get("A", (None,))[0], pools.get("B", (None,))[0]
     if two and ia is not None and ib is not None:
+        cache = cache_refusal(per_arm)
+        if cache:
+            refusals.append(cache)
         cmp_ = compare_rates(ia, ib)
         if not cmp_.claimable:
             refusals.append((RULE_OVERLAP, f"Wilson 95 % intervals overlap: {NO_DIFFERENCE}"))
@@ -921,6 +956,21 @@ def _canaries(arms: Mapping[str, list[RunSummary]], two: bool, simultaneous: boo
 
 
 # -- rendering -------------------------------------------------------------------------------
+def cache_markdown(rows: Sequence[Mapping[str, Any]]) -> list[str]:
+    """How each leg of one phase started cache-clean and its prefix-cache hit rate (a table),
+    or nothing for runs from before the probe recorded it."""
+    if not any(r.get("cache_mode") or r.get("cache_hit_rate") is not None for r in rows):
+        return []
+    L = ["| arm | run | cache-clean by | prefix-cache hit rate |", "|---|---|---|---|"]
+    for r in rows:
+        rate = r.get("cache_hit_rate")
+        L.append(f"| {r['arm']} | {r['run']} | {r.get('cache_mode') or 'not recorded'} | "
+                 + (f"{rate * 100:.1f} %" if rate is not None else
+                    f"unknown ({r.get('cache_note') or 'not recorded'})") + " |")
+    return [*L, f"Cross-arm claims need these within {CACHE_HIT_RATE_BOUND * 100:.0f} "
+                "points of each other.", ""]
+
+
 def goodput_markdown(rows: Sequence[Mapping[str, Any]]) -> list[str]:
     """Goodput per leg of one phase (a table), or nothing when no leg recorded it."""
     if not any(r.get("goodput") for r in rows):
@@ -1016,6 +1066,7 @@ def render_markdown(rep: Mapping[str, Any]) -> str:
                      f"{_fmt(r.get('e2e_p50_s'), '', 1000)} |")
         L.append("")
         L += goodput_markdown(ph["rows"])
+        L += cache_markdown(ph["rows"])
         L += timing_markdown(ph["rows"])
     fd = rep.get("fidelity")
     L += ["## Fidelity", ""]

@@ -304,7 +304,11 @@ class Phase:
     probe recorded them (figure → :class:`~seat_console.core.engine_timing.MetricTiming`;
     empty for a run from before the check), ``timing_problem``: why they could not be read;
     ``goodput``: the phase's goodput against its ``[probe.slo]`` (``None``: no SLO, or a block
-    that does not read back whole — :func:`~seat_console.core.probe_stats.read_goodput`).
+    that does not read back whole — :func:`~seat_console.core.probe_stats.read_goodput`);
+    ``cache_mode`` (``reset`` / ``nonce`` / ``off``; ``None``: a run from before cache-clean
+    phases), ``cache_hit_rate`` (the phase's prefix-cache hit rate, 0–1, from the engine's
+    counters; ``None`` = unknown), ``cache_note`` (why unknown, or the reset's answer) —
+    :func:`read_prefix_cache`.
     """
 
     name: str
@@ -327,6 +331,9 @@ class Phase:
     engine_timing: Mapping[str, MetricTiming] = field(default_factory=dict)
     timing_problem: str | None = None
     goodput: Goodput | None = None
+    cache_mode: str | None = None
+    cache_hit_rate: float | None = None
+    cache_note: str | None = None
 
     @property
     def complete(self) -> bool:
@@ -387,7 +394,8 @@ class Phase:
                    itl_p95_s=dist("itl", "p95_s"),
                    e2e_p50_s=dist("e2e", "p50_s"), e2e_p95_s=dist("e2e", "p95_s"),
                    duration_s=fl("duration_s"), client_cpu_s=cpu_s, engine_timing=timing,
-                   timing_problem=problem, goodput=read_goodput(st.get("goodput")))
+                   timing_problem=problem, goodput=read_goodput(st.get("goodput")),
+                   **read_prefix_cache(p.get("prefix_cache")))
 
     def timing_checks(self) -> dict[str, MetricTiming]:
         """The client-vs-engine checks of this phase made again here: the engine's recorded
@@ -505,6 +513,31 @@ REDERIVED_FIELDS = ("attempted", "completed", "failed", "output_tokens", "output
                     "itl.p50_s", "itl.p95_s", "e2e.p50_s", "e2e.p95_s", "goodput.met",
                     "goodput.trials")
 """The figures of a phase that are re-derived from ``requests.jsonl`` and compared."""
+
+
+CACHE_MODES = ("reset", "nonce", "off")
+
+
+def read_prefix_cache(d: Any) -> dict[str, Any]:
+    """A phase's ``prefix_cache`` block from a run file (outside input) → ``cache_mode``,
+    ``cache_hit_rate``, ``cache_note`` for :class:`Phase`. Never raises: a mode not in
+    :data:`CACHE_MODES` is ``None``; a hit rate that is not a finite number in [0, 1] is
+    unknown (``None``, with a note), never 0."""
+    out: dict[str, Any] = {"cache_mode": None, "cache_hit_rate": None, "cache_note": None}
+    if not isinstance(d, Mapping):
+        return out
+    mode = d.get("mode")
+    out["cache_mode"] = mode if mode in CACHE_MODES else None
+    rate = d.get("hit_rate")
+    if isinstance(rate, (int, float)) and not isinstance(rate, bool) and math.isfinite(rate) \
+            and 0.0 <= rate <= 1.0:
+        out["cache_hit_rate"] = float(rate)
+    elif rate is not None:
+        out["cache_note"] = "hit rate unreadable in the run file"
+    note = d.get("problem")
+    if out["cache_note"] is None and isinstance(note, str):
+        out["cache_note"] = note[:300]
+    return out
 
 
 def rederive_problems(phases: list[Any], records: Mapping[str, list[Any]], sp: Path,

@@ -10,7 +10,12 @@ Counters used (vLLM ``vllm/v1/metrics/loggers.py``):
 * ``vllm:request_success_total{finished_reason=stop|length|abort|error|…}`` — finished
   requests by reason; *succeeded* here means ``stop`` + ``length`` (+ any reason other than
   ``abort``/``error``);
-* ``process_start_time_seconds`` — the API server process's start (a change = a restart).
+* ``process_start_time_seconds`` — the API server process's start (a change = a restart);
+* ``vllm:prefix_cache_queries`` / ``vllm:prefix_cache_hits`` — prompt tokens looked up in the
+  prefix cache and those found there (``PrometheusStatLogger.__init__`` in
+  ``vllm/v1/metrics/loggers.py``, 0.32–0.34; counters, one series per engine, summed here; the
+  ``external_`` connector counters are not these). Δ hits / Δ queries over a phase is its
+  prefix-cache hit rate (:func:`prefix_cache_delta`).
 
 The probe compares Σ ``usage.completion_tokens`` of its requests with Δ generation tokens, and
 its completed requests with Δ succeeded requests; any difference (foreign traffic, a restart,
@@ -58,6 +63,8 @@ class EngineCounters(Frozen):
     repeated in the scrape (same name and labels) counts once, the first — the rule of
     :func:`seat_console.sources.engine.unique_series`, as Prometheus's own scrape keeps the
     first sample of a duplicate series.
+    ``prefix_cache_hits`` / ``prefix_cache_queries``: cumulative tokens (``None``: not exposed,
+    or a value not finite or negative).
     """
 
     generation_tokens: float | None = None
@@ -71,10 +78,13 @@ class EngineCounters(Frozen):
     cache_config: dict[str, str] | None = None
     timing: dict[str, Histogram | str] | None = None
     timing_problem: str | None = None
+    prefix_cache_hits: float | None = None
+    prefix_cache_queries: float | None = None
 
 
 WANTED = ("generation_tokens", "prompt_tokens", "request_success", "num_requests_running",
-          "num_requests_waiting", "cache_usage_perc", "cache_config_info", "process_start_time")
+          "num_requests_waiting", "cache_usage_perc", "cache_config_info", "process_start_time",
+          "prefix_cache_hits", "prefix_cache_queries")
 """Fragments of the metric names this module reads; other families are dropped before parsing
 (vLLM exposes hundreds of histogram lines; parsing them all costs ~60 ms of CPU a scrape)."""
 TIMING_WANTED = (TTFT.removeprefix("vllm:"), ITL.removeprefix("vllm:"))
@@ -113,10 +123,13 @@ def parse_counters(text: str) -> EngineCounters:
     by_reason: dict[str, float] | None = None
     start: float | None = None
     samples = []
+    prefix_samples = []
     for fam in text_string_to_metric_families(text):
         if normalize(fam.name) == "request_success" or fam.name in (
                 "process_start_time", "process_start_time_seconds"):
             samples.extend(fam.samples)
+        elif normalize(fam.name) in ("prefix_cache_hits", "prefix_cache_queries"):
+            prefix_samples.extend(fam.samples)
     for s in unique_series(samples):
         if not count_ok(s.value) or s.name.endswith("_created"):
             continue
@@ -128,6 +141,15 @@ def parse_counters(text: str) -> EngineCounters:
         by_reason = by_reason or {}
         by_reason[reason] = by_reason.get(reason, 0.0) + s.value
     timing: dict[str, Histogram | str] | None = None
+    prefix: dict[str, float | None] = {}
+    for s in unique_series(prefix_samples):
+        if s.name.endswith("_created"):
+            continue
+        name = normalize(s.name)
+        if not count_ok(s.value) or prefix.get(name, 0.0) is None:
+            prefix[name] = None          # one unknown series: the sum is unknown, never less
+        else:
+            prefix[name] = (prefix.get(name) or 0.0) + s.value
     timing_problem = None
     try:
         timing = parse_histograms(timing_text)
@@ -142,7 +164,41 @@ def parse_counters(text: str) -> EngineCounters:
         requests_by_reason=by_reason, requests_succeeded=succeeded, process_start_s=start,
         running=m.requests_running, waiting=m.requests_waiting,
         kv_cache_usage=m.kv_cache_usage, cache_config=m.cache_config, timing=timing,
-        timing_problem=timing_problem)
+        timing_problem=timing_problem, prefix_cache_hits=prefix.get("prefix_cache_hits"),
+        prefix_cache_queries=prefix.get("prefix_cache_queries"))
+
+
+class PrefixCacheDelta(Frozen):
+    """A phase's prefix-cache use from two scrapes: ``hits`` / ``queries`` (Δ tokens, ``None``
+    = unknown), ``hit_rate`` = hits / queries (``None`` when unknown or no query), ``problem``:
+    why unknown (not exposed, a counter went down)."""
+
+    hits: float | None = None
+    queries: float | None = None
+    hit_rate: float | None = None
+    problem: str | None = None
+
+
+def prefix_cache_delta(before: EngineCounters, after: EngineCounters) -> PrefixCacheDelta:
+    """Δ ``vllm:prefix_cache_hits`` / Δ ``vllm:prefix_cache_queries`` between two scrapes of
+    one phase. Unknown (with ``problem``) when either scrape lacks a counter or one went down
+    (an engine restart); a rate only when queries > 0 and 0 <= hits <= queries."""
+    b_h, b_q = before.prefix_cache_hits, before.prefix_cache_queries
+    a_h, a_q = after.prefix_cache_hits, after.prefix_cache_queries
+    if None in (b_h, b_q, a_h, a_q):
+        return PrefixCacheDelta(problem="the engine does not expose vllm:prefix_cache_hits / "
+                                        "vllm:prefix_cache_queries (prefix caching off?)")
+    assert b_h is not None and b_q is not None and a_h is not None and a_q is not None
+    hits, queries = a_h - b_h, a_q - b_q
+    if hits < 0 or queries < 0:
+        return PrefixCacheDelta(problem="a prefix-cache counter went down (an engine restart)")
+    if queries == 0:
+        return PrefixCacheDelta(hits=hits, queries=queries,
+                                problem="no prompt token was looked up in the prefix cache")
+    if hits > queries:
+        return PrefixCacheDelta(hits=hits, queries=queries,
+                                problem=f"hits {hits:,.0f} > queries {queries:,.0f}")
+    return PrefixCacheDelta(hits=hits, queries=queries, hit_rate=hits / queries)
 
 
 async def scrape(client: httpx.AsyncClient) -> EngineCounters | str:
@@ -318,6 +374,8 @@ def kv_capacity(cache_config: dict[str, str] | None, startup: Any | None,
 
 
 __all__ = [
+    "PrefixCacheDelta",
+    "prefix_cache_delta",
     "FAILED_REASONS",
     "MAX_LABEL_COUNT",
     "Accounting",

@@ -8,6 +8,7 @@ same bytes. Its sha256 is part of a run's identity.
 from __future__ import annotations
 
 import hashlib
+import re
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
@@ -71,4 +72,28 @@ def load_prompt_set(spec: str = BUILTIN) -> PromptSet:
     return parse_prompt_set(raw, str(p))
 
 
-__all__ = ["BUILTIN", "PromptSet", "PromptSetError", "load_prompt_set", "parse_prompt_set"]
+NONCE_RE = r"^\[probe-nonce [0-9a-f]{16}\]\n"
+"""What :func:`with_nonce` puts before a prompt (a regular expression)."""
+
+
+def phase_nonce(run_id: str, phase: str) -> str:
+    """The nonce of one phase of one run (a leg is one run): 16 hex digits of
+    SHA-256(``run_id/phase``) — recorded with the phase; unique per phase and leg, so no
+    phase's prompts can share a prefix-cache block with another's."""
+    return hashlib.sha256(f"{run_id}/{phase}".encode()).hexdigest()[:16]
+
+
+def with_nonce(text: str, nonce: str | None) -> str:
+    """``text`` behind ``"[probe-nonce <nonce>]\n"`` (at the very start: vLLM's prefix cache
+    hashes blocks from the first token, so every block differs); ``text`` when ``nonce`` is
+    ``None``."""
+    return text if nonce is None else f"[probe-nonce {nonce}]\n{text}"
+
+
+def strip_nonce(text: str) -> str:
+    """``text`` without a leading :func:`with_nonce` prefix (for engine doubles and readers)."""
+    m = re.match(NONCE_RE, text)
+    return text[m.end():] if m else text
+
+
+__all__ = ["BUILTIN", "NONCE_RE", "phase_nonce", "strip_nonce", "with_nonce", "PromptSet", "PromptSetError", "load_prompt_set", "parse_prompt_set"]

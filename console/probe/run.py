@@ -50,10 +50,11 @@ from seat_console.probe.engine_counters import (
     KvCapacity,
     compare,
     kv_capacity,
+    prefix_cache_delta,
     scrape,
 )
 from seat_console.probe.interference import InterferenceMonitor, earliest
-from seat_console.probe.prompts import PromptSet, load_prompt_set
+from seat_console.probe.prompts import PromptSet, load_prompt_set, phase_nonce, with_nonce
 from seat_console.core.probe_stats import PhaseStats, phase_stats, slo_misses
 from seat_console.probe.store import SUMMARY_SCHEMA, RunWriter
 from seat_console.core.profile import LoadedProfile, ProbePhaseSpec, ProbeSpec
@@ -380,6 +381,9 @@ class Probe:
         self.engine_hist: dict[str, dict[str, Histogram | str]] = {}
         """Per phase: the engine's TTFT / ITL bucket deltas (or why none), for the timing
         check (:mod:`seat_console.core.engine_timing`)."""
+        self.cache: dict[str, dict[str, Any]] = {}
+        """Per phase its ``prefix_cache`` block (:meth:`_clean_cache`, then the hit rate)."""
+        self._reset_offered: bool | None = None
 
     @property
     def run_id(self) -> str:
@@ -411,6 +415,7 @@ class Probe:
                          "read_timeout_s": s.read_timeout_s,
                          "request_timeout_s": s.request_timeout_s, "seed": s.seed,
                          "stream_client": s.stream_client,
+                         "prefix_cache": s.prefix_cache,
                          "slo": s.slo.targets() if s.slo else None,
                          "phases": [p.model_dump() for p in self.phases]},
             "hold": {"active": self.pre.hold.active, "detail": self.pre.hold.detail,
@@ -425,6 +430,7 @@ class Probe:
     async def _one(self, client: httpx.AsyncClient, phase: str, i: int, t0: float
                    ) -> RequestRecord:
         pid, text = self.prompts.pick(i)
+        text = with_nonce(text, self.cache.get(phase, {}).get("nonce"))
         spec = RequestSpec(phase=phase, index=i, api=self.spec.api, model=self.pre.model,
                            prompt=text, prompt_id=pid, max_tokens=self.spec.output_tokens,
                            ignore_eos=self.spec.ignore_eos)
@@ -593,6 +599,7 @@ class Probe:
                 if monitor is not None:
                     monitor.phase = ph.name
                 self.progress.current = ph.name
+                self.cache[ph.name] = await self._clean_cache(client, ph.name, summary)
                 before = await scrape(client)
                 cpu0 = time.process_time()
                 await self._phase(client, ph, pp)
@@ -610,6 +617,9 @@ class Probe:
                     accounting[ph.name] = (f"after the phase: {after}" if isinstance(after, str)
                                            else compare(before, after, client_tokens=toks,
                                                         client_requests=done))
+                    if not isinstance(after, str):
+                        self.cache[ph.name].update(
+                            prefix_cache_delta(before, after).model_dump(mode="json"))
                     self.engine_hist[ph.name] = (
                         dict.fromkeys(engine_timing.METRICS,
                                       f"/metrics not read after the phase ({after})")
@@ -690,6 +700,7 @@ class Probe:
             block_disturbed = (disturbed_from(self.records[ph.name], first.at, first.at_source)
                                if first is not None else None)
             blocks.append({"name": ph.name, "state": st.state, "stats": st.model_dump(mode="json"),
+                           "prefix_cache": self.cache.get(ph.name),
                            "disturbed": block_disturbed,
                            "client_cpu_s": self.phase_cpu.get(ph.name),
                            "accounting": (acc.model_dump(mode="json")
@@ -698,6 +709,52 @@ class Probe:
                                              for k, v in timing.items()},
                            "timing_findings": engine_timing.findings(timing)})
         return blocks
+
+    async def _clean_cache(self, client: httpx.AsyncClient, phase: str,
+                           summary: dict[str, Any]) -> dict[str, Any]:
+        """Start ``phase`` cache-clean (``probe.prefix_cache``, ``docs/probe.md``): ``POST
+        /reset_prefix_cache`` where the engine offers it (vLLM serves it only with
+        ``VLLM_SERVER_DEV_MODE=1``), else a nonce before every prompt of the phase. Returns the
+        phase's ``prefix_cache`` block: ``mode`` (``reset`` / ``nonce`` / ``off``), ``nonce``,
+        ``reset`` (what the engine answered). A reset the engine does not offer is said once
+        per run, in ``summary["prefix_cache_reset"]``."""
+        mode = self.spec.prefix_cache
+        if mode == "off":
+            return {"mode": "off", "nonce": None,
+                    "reset": "not tried (probe.prefix_cache = off)"}
+        why = "not tried (probe.prefix_cache = nonce)"
+        if mode == "auto" and self._reset_offered is not False:
+            why = await self._reset(client)
+            if why == "ok":
+                self._reset_offered = True
+                return {"mode": "reset", "nonce": None, "reset": "ok"}
+            if self._reset_offered is None and why.startswith("not offered"):
+                self._reset_offered = False
+                summary["prefix_cache_reset"] = why
+        elif mode == "auto":
+            why = summary.get("prefix_cache_reset") or "not offered"
+        return {"mode": "nonce", "nonce": phase_nonce(self.run_id, phase), "reset": why}
+
+    @staticmethod
+    async def _reset(client: httpx.AsyncClient) -> str:
+        """``"ok"``, or why the engine's prefix cache was not reset (``"not offered: …"`` for
+        HTTP 404/405, the engine's own refusal otherwise)."""
+        try:
+            r = await client.post("/reset_prefix_cache", timeout=30.0)
+        except httpx.HTTPError as exc:
+            return f"POST /reset_prefix_cache: {type(exc).__name__}: {exc}"
+        if r.status_code in (404, 405):
+            return (f"not offered: POST /reset_prefix_cache → HTTP {r.status_code} (vLLM "
+                    "serves it only with VLLM_SERVER_DEV_MODE=1); each phase's prompts carry "
+                    "a recorded nonce instead")
+        if r.status_code != 200:
+            return f"POST /reset_prefix_cache → HTTP {r.status_code}"
+        try:
+            ok = r.json().get("success", True)   # vLLM >= 0.32 answers {"success": bool}
+        except (ValueError, AttributeError):
+            ok = True                            # older vLLM: an empty 200
+        return "ok" if ok is True else ("the engine refused the reset (success=false: blocks "
+                                        "still held)")
 
     def _slo(self) -> dict[str, float] | None:
         return self.spec.slo.targets() if self.spec.slo is not None else None
