@@ -61,10 +61,12 @@ async def test_no_reset_offered_gives_each_phase_its_own_nonce(tmp_path: Path) -
     s, srv = await _run(tmp_path, None)          # default: auto
     a, b = _pc(s, "a"), _pc(s, "b")
     assert a["mode"] == b["mode"] == "nonce" and a["hit_rate"] == b["hit_rate"] == 0.0
-    assert a["nonce"] == phase_nonce(s["run_id"], "a") != b["nonce"]
+    assert a["nonce"] == f"sha256('{s['run_id']}/a/<prompt_id>')[:16]" != b["nonce"]
     assert s["prefix_cache_reset"].startswith("not offered: POST /reset_prefix_cache → HTTP 404")
     sent = [r["prompt"] for r in srv.requests]
-    assert with_nonce("normal", a["nonce"]) in sent and with_nonce("multi", b["nonce"]) in sent
+    assert with_nonce("normal", phase_nonce(s["run_id"], "a", 0)) in sent
+    assert with_nonce("multi", phase_nonce(s["run_id"], "b", 1)) in sent
+    assert phase_nonce(s["run_id"], "a", 0) != phase_nonce(s["run_id"], "a", 1)
     assert srv.resets == 0
     from seat_console.commands.probe_cmd import render_summary
     text = render_summary(s)
@@ -88,7 +90,7 @@ async def test_a_refused_reset_falls_back_to_the_nonce(tmp_path: Path) -> None:
 
 @given(st.text(max_size=40))
 def test_nonce_round_trip(text: str) -> None:
-    n = phase_nonce("run", "p")
+    n = phase_nonce("run", "p", 3)
     assert strip_nonce(with_nonce(text, n)) == text and with_nonce(text, None) == text
 
 

@@ -72,22 +72,23 @@ def load_prompt_set(spec: str = BUILTIN) -> PromptSet:
     return parse_prompt_set(raw, str(p))
 
 
-NONCE_RE = r"^\[probe-nonce [0-9a-f]{16}\]\n"
+NONCE_RE = r"^[0-9a-f]{16}\n"
 """What :func:`with_nonce` puts before a prompt (a regular expression)."""
 
 
-def phase_nonce(run_id: str, phase: str) -> str:
-    """The nonce of one phase of one run (a leg is one run): 16 hex digits of
-    SHA-256(``run_id/phase``) — recorded with the phase; unique per phase and leg, so no
-    phase's prompts can share a prefix-cache block with another's."""
-    return hashlib.sha256(f"{run_id}/{phase}".encode()).hexdigest()[:16]
+def phase_nonce(run_id: str, phase: str, prompt_id: int) -> str:
+    """The nonce of one prompt in one phase of one run (a leg is one run): 16 hex digits of
+    SHA-256(``run_id/phase/prompt_id``). Unique per phase and leg, so no phase's prompts share
+    a prefix-cache block with another's; per prompt, so two prompts of a phase share none
+    through the nonce either (a shared nonce would be a shared first block), while a prompt
+    repeated within the phase keeps its own — as after a reset."""
+    return hashlib.sha256(f"{run_id}/{phase}/{prompt_id}".encode()).hexdigest()[:16]
 
 
 def with_nonce(text: str, nonce: str | None) -> str:
-    """``text`` behind ``"[probe-nonce <nonce>]\n"`` (at the very start: vLLM's prefix cache
-    hashes blocks from the first token, so every block differs); ``text`` when ``nonce`` is
-    ``None``."""
-    return text if nonce is None else f"[probe-nonce {nonce}]\n{text}"
+    """``text`` behind ``"<nonce>\n"`` (at the very start: vLLM's prefix cache hashes blocks
+    from the first token, so every block differs); ``text`` when ``nonce`` is ``None``."""
+    return text if nonce is None else f"{nonce}\n{text}"
 
 
 def strip_nonce(text: str) -> str:

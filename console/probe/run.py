@@ -65,6 +65,9 @@ log = logging.getLogger(__name__)
 WARMUP = "warmup"
 """Phase name of the warm-up requests in ``requests.jsonl`` (excluded from every figure)."""
 
+NONCE_RULE = "sha256('{run}/{phase}/<prompt_id>')[:16]"
+"""How a nonce-cleaned phase's prompt nonces are made, as recorded with the phase."""
+
 SETTLE_S = 3.0
 """How long the after-phase scrape waits for the engine's counters to catch up with the last
 responses (vLLM updates them as it finishes a request, which can trail the stream's end)."""
@@ -430,7 +433,8 @@ class Probe:
     async def _one(self, client: httpx.AsyncClient, phase: str, i: int, t0: float
                    ) -> RequestRecord:
         pid, text = self.prompts.pick(i)
-        text = with_nonce(text, self.cache.get(phase, {}).get("nonce"))
+        if self.cache.get(phase, {}).get("mode") == "nonce":
+            text = with_nonce(text, phase_nonce(self.run_id, phase, pid))
         spec = RequestSpec(phase=phase, index=i, api=self.spec.api, model=self.pre.model,
                            prompt=text, prompt_id=pid, max_tokens=self.spec.output_tokens,
                            ignore_eos=self.spec.ignore_eos)
@@ -714,8 +718,10 @@ class Probe:
                            summary: dict[str, Any]) -> dict[str, Any]:
         """Start ``phase`` cache-clean (``probe.prefix_cache``, ``docs/probe.md``): ``POST
         /reset_prefix_cache`` where the engine offers it (vLLM serves it only with
-        ``VLLM_SERVER_DEV_MODE=1``), else a nonce before every prompt of the phase. Returns the
-        phase's ``prefix_cache`` block: ``mode`` (``reset`` / ``nonce`` / ``off``), ``nonce``,
+        ``VLLM_SERVER_DEV_MODE=1``), else a nonce before every prompt of the phase
+        (:func:`~seat_console.probe.prompts.phase_nonce`). Returns the phase's ``prefix_cache``
+        block: ``mode`` (``reset`` / ``nonce`` / ``off``), ``nonce`` (how each prompt's nonce
+        is made, :data:`NONCE_RULE`),
         ``reset`` (what the engine answered). A reset the engine does not offer is said once
         per run, in ``summary["prefix_cache_reset"]``."""
         mode = self.spec.prefix_cache
@@ -733,7 +739,8 @@ class Probe:
                 summary["prefix_cache_reset"] = why
         elif mode == "auto":
             why = summary.get("prefix_cache_reset") or "not offered"
-        return {"mode": "nonce", "nonce": phase_nonce(self.run_id, phase), "reset": why}
+        return {"mode": "nonce", "nonce": NONCE_RULE.format(run=self.run_id, phase=phase),
+                "reset": why}
 
     @staticmethod
     async def _reset(client: httpx.AsyncClient) -> str:
