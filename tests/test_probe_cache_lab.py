@@ -1,0 +1,75 @@
+"""Cache-clean phases and goodput on the lab's real vLLM (issue 35): two phases with the same
+prompts hit the engine's prefix cache without cleaning and do not with it (the lab's engine has
+no ``VLLM_SERVER_DEV_MODE``, so no ``/reset_prefix_cache``: the nonce); goodput against a target
+the lab meets and one it misses. Holds the seat (``held``, released afterwards, always)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from test_probe_lab import cli, env, exclusive, held, node, without_probe  # noqa: F401
+
+# Each prompt ~300 tokens on the lab's tokenizer: two full 128-token blocks (the lab's
+# --block-size; vLLM caches full blocks only); the first tokens differ between prompts.
+BODY = " ".join(f"item {i} of the seat probe cache test" for i in range(17))
+PROMPTS = [f"prompt {k}: {BODY}" for k in range(4)]
+
+PROBE = """
+[probe]
+prompt_set = "{prompts}"
+output_tokens = 4
+warmup_requests = 1
+read_timeout_s = 30
+request_timeout_s = 120
+watch_interval_s = 0.5
+prefix_cache = "{mode}"
+[probe.slo]
+{slo}
+[[probe.phases]]
+name = "a"
+requests = 4
+concurrency = 1
+[[probe.phases]]
+name = "b"
+requests = 4
+concurrency = 1
+"""
+
+
+def _probe(lab, held: Path, env: dict[str, str], tmp_path: Path, mode: str, slo: str) -> dict:
+    pfile = tmp_path / "long-prompts.json"
+    pfile.write_text(json.dumps({"name": "cache-test", "prompts": PROMPTS}))
+    prof = tmp_path / f"cache-{mode}.toml"
+    prof.write_text(without_probe(held.read_text("utf-8"))
+                    + PROBE.format(prompts=pfile, mode=mode, slo=slo), "utf-8")
+    cp = cli(prof, env, "probe", "--json")
+    assert cp.returncode == 0, cp.stdout + cp.stderr
+    return json.loads(cp.stdout)
+
+
+def _phase(s: dict, name: str) -> dict:
+    return next(b for b in s["phases"] if b["name"] == name)
+
+
+def test_same_prompts_hit_the_cache_unless_the_phase_is_cleaned_and_goodput(
+        lab, held: Path, env, tmp_path: Path) -> None:
+    # no cleaning, a target the lab meets (E2E within 10 minutes)
+    off = _probe(lab, held, env, tmp_path, "off", "e2e_ms = 600000")
+    b = _phase(off, "b")
+    assert b["prefix_cache"]["mode"] == "off"
+    assert b["prefix_cache"]["hit_rate"] > 0.5, b["prefix_cache"]    # a's prompts, cached
+    for name in ("a", "b"):
+        gp = _phase(off, name)["stats"]["goodput"]
+        assert (gp["met"], gp["trials"]) == (4, 4) and gp["high"] == 1.0, gp
+    # cleaned ("auto": the lab's engine offers no reset, so the nonce), a target it misses
+    clean = _probe(lab, held, env, tmp_path, "auto", "ttft_ms = 0.001")
+    assert clean["prefix_cache_reset"].startswith("not offered: POST /reset_prefix_cache → "
+                                                  "HTTP 404"), clean.get("prefix_cache_reset")
+    for name in ("a", "b"):
+        pc = _phase(clean, name)["prefix_cache"]
+        assert pc["mode"] == "nonce" and pc["queries"] > 0, pc
+        assert pc["hit_rate"] < 0.05, pc                     # ~0: no phase hits another's
+        gp = _phase(clean, name)["stats"]["goodput"]
+        assert (gp["met"], gp["trials"]) == (0, 4) and gp["low"] == 0.0, gp
+        assert gp["missed"] == {"ttft_ms": 4}
