@@ -1,7 +1,8 @@
 """Cache-clean phases and goodput on the lab's real vLLM (issue 35): two phases with the same
 prompts hit the engine's prefix cache without cleaning and do not with it (the lab's engine has
 no ``VLLM_SERVER_DEV_MODE``, so no ``/reset_prefix_cache``: the nonce); goodput against a target
-the lab meets and one it misses. Holds the seat (``held``, released afterwards, always)."""
+the lab meets and one it misses; no token mismatch, and the run says once that the engine gave
+no per-request metrics (the lab's vLLM runs without ``--enable-per-request-metrics``). Holds the seat (``held``, released afterwards, always)."""
 
 from __future__ import annotations
 
@@ -73,3 +74,7 @@ def test_same_prompts_hit_the_cache_unless_the_phase_is_cleaned_and_goodput(
         gp = _phase(clean, name)["stats"]["goodput"]
         assert (gp["met"], gp["trials"]) == (0, 4) and gp["low"] == 0.0, gp
         assert gp["missed"] == {"ttft_ms": 4}
+        sv = _phase(clean, name)["stats"]["server"]
+        assert sv["token_mismatches"] == 0 and sv["token_mismatch_first"] == [], sv
+        assert sv["with_metrics"] == 0          # the lab's engine: no per-request metrics
+    assert "--enable-per-request-metrics" in clean["server_metrics"]      # said once a run

@@ -100,6 +100,22 @@ def _check(c: dict[str, Any] | None) -> str:
     return f"client {c['client']:,} {sign} engine Δ {eng}"
 
 
+def server_lines(sv: dict[str, Any]) -> list[str]:
+    """A phase's ``stats.server`` block as text: the client − engine TTFT per request and the
+    token mismatches (nothing when the engine gave no per-request metrics and counts agree)."""
+    out = []
+    d = sv.get("client_minus_server") if isinstance(sv.get("client_minus_server"), dict) else {}
+    if sv.get("with_metrics"):
+        out.append(f"  per request vs the engine ({sv['with_metrics']} with its metrics): "
+                   + _dist("client − engine TTFT (queue + TTFT)", d))
+    n = sv.get("token_mismatches")
+    if n or sv.get("with_metrics"):
+        first = ", ".join(str(i) for i in sv.get("token_mismatch_first") or [])
+        out.append(f"  token mismatches (stream count ≠ usage.completion_tokens): {n}"
+                   + (f" (first: requests {first})" if first else ""))
+    return out
+
+
 def prefix_cache_line(pc: dict[str, Any]) -> str:
     """One phase's ``prefix_cache`` block as text: how it started cache-clean and its
     prefix-cache hit rate (Δ hits / Δ queries of the engine's counters)."""
@@ -152,6 +168,9 @@ def render_phase(b: dict[str, Any]) -> list[str]:
                                        (("ITL", "itl"), ("E2E", "e2e"))))
     else:
         lines.append(f"  {b['state']} — no headline")
+    sv = st.get("server")
+    if isinstance(sv, dict):
+        lines += server_lines(sv)
     pc = b.get("prefix_cache")
     if isinstance(pc, dict):
         lines.append(f"  {prefix_cache_line(pc)}")
@@ -200,6 +219,8 @@ def render_summary(s: dict[str, Any], path: str | None = None) -> str:
                + (f", max concurrency {conc:,.2f}x for {kv.get('per_request_tokens') or '?'} "
                   "tokens per request" if conc is not None else ", max concurrency n/a")
                + f" ({', '.join(kv.get('source') or ()) or 'no source'})")
+    if s.get("server_metrics"):
+        out.append(f"per-request metrics: {s['server_metrics']}")
     if s.get("prefix_cache_reset"):
         out.append(f"prefix-cache reset: {s['prefix_cache_reset']}")
     w = s.get("warmup") or {}
@@ -419,4 +440,4 @@ def run_runs_cmd(args: argparse.Namespace, _loaded: LoadedProfile) -> int:
     return EXIT_OK
 
 
-__all__ = ["goodput_line", "prefix_cache_line", "register", "render_phase", "render_summary", "run_probe_cmd", "run_runs_cmd"]
+__all__ = ["goodput_line", "prefix_cache_line", "server_lines", "register", "render_phase", "render_summary", "run_probe_cmd", "run_runs_cmd"]

@@ -30,7 +30,10 @@ class RequestRecord(Frozen):
     ``tokens_streamed`` (sum over chunks); ``prompt_tokens``; ``output_chunks``; ``events``
     (SSE events with data); ``finish_reason``; ``count_source`` (how tokens per chunk were
     known: ``usage`` / ``logprobs`` / ``text-chunks``); ``text_chars``: characters of output
-    text received (the text itself is not kept).
+    text received (the text itself is not kept); ``server_queue_s`` / ``server_ttft_s``: the
+    engine's own queue time and TTFT (scheduled → first token) from the final usage chunk
+    (``--enable-per-request-metrics``; :mod:`seat_console.core.server_metrics`), ``None`` when
+    it gave none.
     """
 
     phase: str
@@ -56,6 +59,8 @@ class RequestRecord(Frozen):
     finish_reason: str | None = None
     count_source: str | None = None
     text_chars: int = 0
+    server_queue_s: float | None = None
+    server_ttft_s: float | None = None
 
 
 def parse_record(line: str | bytes, what: str) -> RequestRecord:

@@ -200,6 +200,39 @@ def read_goodput(d: Any) -> Goodput | None:
                    missed=missed, share=bounds[0], low=bounds[1], high=bounds[2])
 
 
+FIRST_IDS = 10
+"""How many request indices a count of flagged requests names."""
+
+
+class ServerCheck(Frozen):
+    """The client against the engine, request by request, over a phase's completed requests.
+
+    ``with_metrics``: requests whose final usage chunk carried the engine's own timing
+    (``--enable-per-request-metrics``; 0 = the engine gave none); ``client_minus_server``: per
+    such request with both figures, the client's TTFT − (the engine's queue time + its TTFT,
+    which starts at scheduling) — what the network, the API server and the client add, seconds;
+    ``token_mismatches``: requests whose tokens counted from the stream (Σ per chunk) differ from
+    the engine's ``usage.completion_tokens`` — counted, never averaged away — and
+    ``token_mismatch_first`` the first :data:`FIRST_IDS` of their indices."""
+
+    with_metrics: int = 0
+    client_minus_server: Distribution = Distribution(n=0)
+    token_mismatches: int = 0
+    token_mismatch_first: list[int] = []
+
+
+def server_check(ok: Sequence[RequestRecord]) -> ServerCheck:
+    """:class:`ServerCheck` of a phase's completed records ``ok``."""
+    with_m = [r for r in ok if r.server_ttft_s is not None or r.server_queue_s is not None]
+    diffs = [r.ttft_s - (r.server_queue_s + r.server_ttft_s) for r in with_m
+             if r.ttft_s is not None and r.server_ttft_s is not None
+             and r.server_queue_s is not None]
+    bad = sorted(r.index for r in ok
+                 if r.output_tokens is not None and r.tokens_streamed != r.output_tokens)
+    return ServerCheck(with_metrics=len(with_m), client_minus_server=distribution(diffs),
+                       token_mismatches=len(bad), token_mismatch_first=bad[:FIRST_IDS])
+
+
 class Headline(Frozen):
     """The phase's headline figures — only ever built for a complete, undisturbed phase:
     ``output_tok_s``, ``request_s``, ``total_tok_s`` and the p50/p95 of TTFT, TPOT, ITL, E2E
@@ -248,6 +281,7 @@ class PhaseStats(Frozen):
     state: str
     headline: Headline | None = None
     goodput: Goodput | None = None
+    server: ServerCheck | None = None
 
 
 def phase_stats(phase: str, records: Sequence[RequestRecord], *, expected: int,
@@ -305,7 +339,7 @@ def phase_stats(phase: str, records: Sequence[RequestRecord], *, expected: int,
         itl=distribution(x for r in ok for x in r.itl_s),
         e2e=distribution(r.e2e_s for r in ok if r.e2e_s is not None),
         complete=complete, state=state,
-        goodput=goodput(records, slo) if slo else None)
+        goodput=goodput(records, slo) if slo else None, server=server_check(ok))
     if complete and not disrupted and not unverified and st.output_tok_s is not None:
         st = st.model_copy(update={"headline": Headline(
             completed=len(ok), output_tok_s=st.output_tok_s, request_s=st.request_s or 0.0,
@@ -319,6 +353,8 @@ __all__ = [
     "Distribution",
     "Goodput",
     "Headline",
+    "ServerCheck",
+    "server_check",
     "PhaseStats",
     "distribution",
     "goodput",

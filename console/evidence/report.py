@@ -956,6 +956,28 @@ def _canaries(arms: Mapping[str, list[RunSummary]], two: bool, simultaneous: boo
 
 
 # -- rendering -------------------------------------------------------------------------------
+def server_markdown(rows: Sequence[Mapping[str, Any]]) -> list[str]:
+    """The client against the engine per request, per leg of one phase (a table), or nothing
+    for runs from before the probe recorded it."""
+    if not any(r.get("server") for r in rows):
+        return []
+    L = ["| arm | run | requests with engine metrics | client − engine TTFT p50 / p95 ms "
+         "(n) | token mismatches (first) |", "|---|---|---|---|---|"]
+    for r in rows:
+        sv = r.get("server")
+        if not sv:
+            L.append(f"| {r['arm']} | {r['run']} | not recorded | | |")
+            continue
+        wm = sv["with_metrics"]
+        cmd = (f"{_fmt(sv['cmd_p50_s'], '', 1000, 2)} / {_fmt(sv['cmd_p95_s'], '', 1000, 2)} "
+               f"({sv['cmd_n']})" if sv.get("cmd_n") else "n/a (the engine gave none)")
+        tm = sv["token_mismatches"]
+        first = ", ".join(str(i) for i in sv["token_mismatch_first"])
+        L.append(f"| {r['arm']} | {r['run']} | {'unknown' if wm is None else wm} | {cmd} | "
+                 f"{'unknown' if tm is None else tm}{f' ({first})' if first else ''} |")
+    return [*L, ""]
+
+
 def cache_markdown(rows: Sequence[Mapping[str, Any]]) -> list[str]:
     """How each leg of one phase started cache-clean and its prefix-cache hit rate (a table),
     or nothing for runs from before the probe recorded it."""
@@ -1067,6 +1089,7 @@ def render_markdown(rep: Mapping[str, Any]) -> str:
         L.append("")
         L += goodput_markdown(ph["rows"])
         L += cache_markdown(ph["rows"])
+        L += server_markdown(ph["rows"])
         L += timing_markdown(ph["rows"])
     fd = rep.get("fidelity")
     L += ["## Fidelity", ""]

@@ -308,7 +308,10 @@ class Phase:
     ``cache_mode`` (``reset`` / ``nonce`` / ``off``; ``None``: a run from before cache-clean
     phases), ``cache_hit_rate`` (the phase's prefix-cache hit rate, 0–1, from the engine's
     counters; ``None`` = unknown), ``cache_note`` (why unknown, or the reset's answer) —
-    :func:`read_prefix_cache`.
+    :func:`read_prefix_cache`; ``server``: the client against the engine per request
+    (``with_metrics``, ``cmd_p50_s`` / ``cmd_p95_s`` / ``cmd_n`` of client − engine TTFT,
+    ``token_mismatches``, ``token_mismatch_first``) — :func:`read_server_check`, ``None`` for a
+    run from before it.
     """
 
     name: str
@@ -334,6 +337,7 @@ class Phase:
     cache_mode: str | None = None
     cache_hit_rate: float | None = None
     cache_note: str | None = None
+    server: Mapping[str, Any] | None = None
 
     @property
     def complete(self) -> bool:
@@ -395,6 +399,7 @@ class Phase:
                    e2e_p50_s=dist("e2e", "p50_s"), e2e_p95_s=dist("e2e", "p95_s"),
                    duration_s=fl("duration_s"), client_cpu_s=cpu_s, engine_timing=timing,
                    timing_problem=problem, goodput=read_goodput(st.get("goodput")),
+                   server=read_server_check(st.get("server")),
                    **read_prefix_cache(p.get("prefix_cache")))
 
     def timing_checks(self) -> dict[str, MetricTiming]:
@@ -538,6 +543,31 @@ def read_prefix_cache(d: Any) -> dict[str, Any]:
     if out["cache_note"] is None and isinstance(note, str):
         out["cache_note"] = note[:300]
     return out
+
+
+def read_server_check(d: Any) -> dict[str, Any] | None:
+    """A phase's ``stats.server`` block from a run file (outside input) → a flat dict
+    (``with_metrics``, ``cmd_n``, ``cmd_p50_s``, ``cmd_p95_s``, ``token_mismatches``,
+    ``token_mismatch_first``), or ``None`` when absent or not an object. Never raises; a count
+    that is not an integer ≥ 0 and a figure that is not finite are ``None`` (unknown)."""
+    if not isinstance(d, Mapping):
+        return None
+
+    def count(v: Any) -> int | None:
+        return v if isinstance(v, int) and not isinstance(v, bool) and v >= 0 else None
+
+    def fig(v: Any) -> float | None:
+        return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) \
+            and math.isfinite(v) else None
+
+    dist = d.get("client_minus_server") if isinstance(d.get("client_minus_server"),
+                                                      Mapping) else {}
+    first = d.get("token_mismatch_first")
+    return {"with_metrics": count(d.get("with_metrics")), "cmd_n": count(dist.get("n")),
+            "cmd_p50_s": fig(dist.get("p50_s")), "cmd_p95_s": fig(dist.get("p95_s")),
+            "token_mismatches": count(d.get("token_mismatches")),
+            "token_mismatch_first": [i for i in first[:10] if count(i) is not None]
+            if isinstance(first, list) else []}
 
 
 def rederive_problems(phases: list[Any], records: Mapping[str, list[Any]], sp: Path,

@@ -68,6 +68,7 @@ from httpx_sse._decoders import SSEDecoder, SSELineDecoder
 from pydantic import Field
 from seat_console.core.base import Frozen, utcnow
 from seat_console.core.probe_record import RequestRecord
+from seat_console.core.server_metrics import ServerTiming, parse_server_metrics
 
 Api = Literal["completions", "chat"]
 """Which endpoint: ``/v1/completions`` (``prompt``) or ``/v1/chat/completions`` (``messages``)."""
@@ -104,7 +105,9 @@ class Chunk(NamedTuple):
     ``completion_tokens``: ``usage.completion_tokens`` when the chunk carries usage (running
     total with ``continuous_usage_stats``, the final total on the usage chunk), else ``None``;
     ``prompt_tokens``: likewise; ``logprob_tokens``: how many tokens the chunk's ``logprobs``
-    lists, ``None`` without logprobs; ``finish_reason``: the choice's, or ``None``.
+    lists, ``None`` without logprobs; ``finish_reason``: the choice's, or ``None``;
+    ``server``: the engine's per-request timing on the usage chunk
+    (:func:`~seat_console.core.server_metrics.parse_server_metrics`), else ``None``.
     """
 
     kind: Literal["done", "error", "usage", "choice"]
@@ -114,6 +117,7 @@ class Chunk(NamedTuple):
     logprob_tokens: int | None = None
     finish_reason: str | None = None
     error: str | None = None
+    server: ServerTiming | None = None
 
 
 def _clip(s: str, n: int = 80) -> str:
@@ -172,7 +176,8 @@ def parse_chunk(data: str) -> Chunk:
         if usage is None or ctoks is None:
             raise ChunkError(f"chunk has 'choices: []' but no usage.completion_tokens: "
                              f"{_clip(data)!r}")
-        return Chunk(kind="usage", completion_tokens=ctoks, prompt_tokens=ptoks)
+        return Chunk(kind="usage", completion_tokens=ctoks, prompt_tokens=ptoks,
+                     server=parse_server_metrics(obj.get("metrics")))
     c0 = choices[0]
     if not isinstance(c0, dict):
         raise ChunkError(f"choices[0] is not an object in chunk {_clip(data)!r}")
@@ -236,6 +241,7 @@ class StreamTimer:
     done: bool = False
     text_chars: int = 0
     max_tokens: int = MAX_STREAM_TOKENS
+    server: ServerTiming | None = None
 
     def feed(self, data: str, t: float) -> None:
         """One event payload arriving ``t`` seconds after the request was sent."""
@@ -255,6 +261,7 @@ class StreamTimer:
             if ch.prompt_tokens is not None:
                 self.prompt_tokens = ch.prompt_tokens
             self.final_tokens = ch.completion_tokens
+            self.server = ch.server
             return
         self._choice(ch.text, ch.completion_tokens, ch.prompt_tokens, ch.logprob_tokens,
                      ch.finish_reason, t)
@@ -374,7 +381,9 @@ class StreamTimer:
         return {"ttft_s": self.ttft_s, "e2e_s": self.last_token_s, "tpot_s": tpot,
                 "itl_s": list(self.itl_s), "output_tokens": out,
                 "prompt_tokens": self.prompt_tokens, "finish_reason": self.finish_reason,
-                "count_source": self.count_source}
+                "count_source": self.count_source,
+                "server_queue_s": self.server.queue_s if self.server else None,
+                "server_ttft_s": self.server.ttft_s if self.server else None}
 
 
 # -- records --------------------------------------------------------------------------------

@@ -812,6 +812,12 @@ class Probe:
         if monitor is not None:
             out["disruptions"] = [d.model_dump(mode="json") for d in monitor.disruptions]
             out["check_problems"] = [p.model_dump(mode="json") for p in monitor.problems]
+        if not any(r.ok and (r.server_ttft_s is not None or r.server_queue_s is not None)
+                   for recs in self.records.values() for r in recs):
+            out["server_metrics"] = (
+                "the engine returned no per-request metrics in its usage chunks (vLLM: start "
+                "it with --enable-per-request-metrics): client and engine timing are compared "
+                "per phase only (histograms), not per request")
         if fatal:
             out["problems"] = [*out.get("problems", []), fatal]
         if interrupted:

@@ -1,0 +1,98 @@
+"""Per-request server truth (issue 35): the engine's queue time and TTFT from the final usage
+chunk (vLLM ``--enable-per-request-metrics``) beside the client's, per request; the client −
+engine distribution per phase; token mismatches counted with their first IDs."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from evidence_factory import T0
+from seat_console.core.probe_record import RequestRecord
+from seat_console.core.probe_stats import phase_stats
+from seat_console.core.server_metrics import ServerTiming, parse_server_metrics
+from seat_console.evidence.runs import read_server_check
+from seat_console.probe.client import StreamTimer, parse_chunk
+
+USAGE = {"id": "c", "object": "text_completion", "choices": [],
+         "usage": {"prompt_tokens": 7, "completion_tokens": 2, "total_tokens": 9}}
+
+
+def test_the_usage_chunks_metrics_reach_the_record() -> None:
+    t = StreamTimer()
+    t.feed_payload(json.dumps({"choices": [{"text": "a"}], "usage": {
+        "prompt_tokens": 7, "completion_tokens": 1}}).encode(), 0.10)
+    t.feed_payload(json.dumps({"choices": [{"text": "b"}], "usage": {
+        "prompt_tokens": 7, "completion_tokens": 2}}).encode(), 0.12)
+    t.feed_payload(json.dumps({**USAGE, "metrics": {
+        "time_to_first_token_ms": 60.0, "queue_time_ms": 15.0, "mean_itl_ms": 20.0}}).encode(),
+        0.13)
+    t.feed("[DONE]", 0.13)
+    f = t.result()
+    assert math.isclose(f["server_ttft_s"], 0.060) and math.isclose(f["server_queue_s"], 0.015)
+    # without metrics: unknown, never 0
+    assert parse_chunk(json.dumps(USAGE)).server is None
+
+
+@given(st.one_of(st.none(), st.integers(), st.text(max_size=4), st.lists(st.integers()),
+                 st.dictionaries(st.sampled_from(["time_to_first_token_ms", "queue_time_ms",
+                                                  "x"]),
+                                 st.one_of(st.none(), st.booleans(), st.text(max_size=4),
+                                           st.integers(-10, 10**6),
+                                           st.floats(allow_nan=True, allow_infinity=True)))))
+def test_server_metrics_parse_or_are_unknown(m) -> None:
+    t = parse_server_metrics(m)
+    assert t is None or isinstance(t, ServerTiming)
+    if t is not None:
+        for v in t:
+            assert v is None or (math.isfinite(v) and v >= 0)
+    # through the chunk parser: never an exception other than the documented one
+    parse_chunk(json.dumps({**USAGE, "metrics": m}, allow_nan=True).replace("NaN", "null"))
+
+
+def _rec(i: int, ttft: float, q: float | None, st_: float | None, streamed: int = 16,
+         out: int = 16) -> RequestRecord:
+    return RequestRecord(phase="p", index=i, api="completions", prompt_id=0, sent_at=T0,
+                         start_s=0.0, ok=True, ttft_s=ttft, e2e_s=0.5, stream_end_s=0.5,
+                         output_tokens=out, tokens_streamed=streamed, server_queue_s=q,
+                         server_ttft_s=st_)
+
+
+def test_client_minus_server_and_token_mismatches_per_phase() -> None:
+    recs = [_rec(0, 0.10, 0.02, 0.05), _rec(1, 0.20, 0.05, 0.10, streamed=15),
+            _rec(2, 0.30, None, None), _rec(3, 0.30, None, None, streamed=17)]
+    sv = phase_stats("p", recs, expected=4, concurrency=1).server
+    assert sv.with_metrics == 2 and sv.client_minus_server.n == 2
+    assert math.isclose(sv.client_minus_server.p50_s, (0.03 + 0.05) / 2)
+    assert sv.token_mismatches == 2 and sv.token_mismatch_first == [1, 3]
+
+
+def test_text_says_once_when_the_engine_gives_no_per_request_metrics(tmp_path: Path) -> None:
+    from seat_console.commands.probe_cmd import render_phase, render_summary
+
+    recs = [_rec(0, 0.1, 0.01, 0.05), _rec(1, 0.1, None, None, streamed=3)]
+    st_ = phase_stats("p", recs, expected=2, concurrency=1).model_dump(mode="json")
+    text = "\n".join(render_phase({"name": "p", "state": "complete", "stats": st_}))
+    assert "per request vs the engine (1 with its metrics): client − engine TTFT" in text
+    assert "token mismatches (stream count ≠ usage.completion_tokens): 1 (first: requests 1)" \
+        in text
+    s = {"run_id": "r", "status": "complete", "server_metrics": "the engine returned no "
+         "per-request metrics", "phases": []}
+    assert render_summary(s).count("per-request metrics: the engine returned no") == 1
+
+
+@given(st.one_of(st.none(), st.integers(), st.dictionaries(
+    st.sampled_from(["with_metrics", "client_minus_server", "token_mismatches",
+                     "token_mismatch_first"]),
+    st.one_of(st.none(), st.booleans(), st.integers(-3, 9), st.lists(st.integers(-3, 9)),
+              st.floats(allow_nan=True), st.dictionaries(st.sampled_from(["n", "p50_s"]),
+                                                         st.floats(allow_nan=True))))))
+def test_read_server_check_never_raises(d) -> None:
+    got = read_server_check(d)
+    if got is not None:
+        assert got["token_mismatches"] is None or got["token_mismatches"] >= 0
+        assert all(isinstance(i, int) and i >= 0 for i in got["token_mismatch_first"])
