@@ -96,3 +96,78 @@ def test_read_server_check_never_raises(d) -> None:
     if got is not None:
         assert got["token_mismatches"] is None or got["token_mismatches"] >= 0
         assert all(isinstance(i, int) and i >= 0 for i in got["token_mismatch_first"])
+
+
+# -- the sweep ----------------------------------------------------------------------------------
+from seat_console.core.sweep import SweepStep, judge, ladder  # noqa: E402
+
+
+def _step(c: int, tok: float | None, gp: float | None = None, ok: bool = True) -> SweepStep:
+    return SweepStep(phase=f"sweep-c{c}", concurrency=c, complete=ok, output_tok_s=tok,
+                     ttft_p95_s=0.1, goodput=gp)
+
+
+def test_the_knee_is_the_step_before_the_stop() -> None:
+    v = judge([_step(1, 100), _step(2, 190), _step(4, 200)])      # 200 < 1.1 × 190
+    assert v.found and v.stopped_at == "sweep-c4" and v.knee.concurrency == 2
+    v = judge([_step(1, 100, 1.0), _step(2, 190, 0.5)])            # goodput under 90 %
+    assert v.stopped_at == "sweep-c2" and "goodput 50.0 % < 90 %" in v.stopped_by
+    v = judge([_step(1, 100), _step(2, 300)])                      # still growing at the top
+    assert not v.found and v.knee.concurrency == 2 and v.stopped_by is None
+    v = judge([_step(1, None, ok=False)])
+    assert v.found and v.knee is None and "not complete" in v.stopped_by
+
+
+@given(st.lists(st.tuples(st.floats(min_value=0, max_value=1e6), st.one_of(
+    st.none(), st.floats(min_value=0, max_value=1)), st.booleans()), min_size=1, max_size=8))
+def test_the_rule_holds_below_the_knee(raw) -> None:
+    steps = [_step(2 ** i, t, g, ok) for i, (t, g, ok) in enumerate(raw)]
+    v = judge(steps)
+    k = -1 if v.knee is None else steps.index(v.knee)
+    for i, s in enumerate(steps[:k + 1]):           # every step up to the knee met the rule
+        assert s.complete and (s.goodput is None or s.goodput >= 0.9)
+        assert i == 0 or s.output_tok_s >= steps[i - 1].output_tok_s * 1.1
+    if v.found:
+        assert steps[k + 1].phase == v.stopped_at
+    assert ladder(12) == [1, 2, 4, 8, 12]
+
+
+async def test_a_probe_sweep_stops_by_its_rule(tmp_path: Path) -> None:
+    from sse_server import SSEServer
+    from test_probe_run import PHASES, _loaded, _monitor, _pre
+    from seat_console.probe.run import Probe, SweepSpec
+    from seat_console.probe.store import RunWriter
+
+    async with SSEServer() as srv:
+        loaded = _loaded(tmp_path, srv.url, ["normal"],
+                         "[probe.slo]\nttft_ms = 0.0001\n" + PHASES)
+        probe = Probe(loaded, _pre(srv.url), writer=RunWriter(root=tmp_path / "runs"),
+                      sweep=SweepSpec(top=8), monitor_factory=lambda s: _monitor(s))
+        s = await probe.run()
+    sw = s["sweep"]
+    assert [b["name"] for b in s["phases"]] == ["sweep-c1"]      # the steps above: not run
+    assert sw["found"] and sw["stopped_at"] == "sweep-c1" and sw["knee"] is None
+    # no docker events here: the step is unverified (no headline), so not complete — the rule
+    # stops there before any goodput is read, and a step with no figure is never a knee
+    assert "is not complete" in sw["stopped_by"] and sw["steps"][0]["complete"] is False
+    assert sw["steps"][0]["goodput"] == 0.0 and "knee" in "\n".join(
+        __import__("seat_console.commands.probe_cmd", fromlist=["x"]).sweep_lines(sw))
+
+
+def test_the_report_rederives_the_knee_per_arm(tmp_path: Path) -> None:
+    from evidence_factory import write_run
+    from seat_console.evidence import report as rp
+
+    # equal figures at every step: tok/s does not grow, the sweep stops at c2, knee c1
+    d = write_run(tmp_path / "runs", phases={"sweep-c1": (8, 0), "sweep-c2": (8, 0)})
+    sp = d / "summary.json"
+    s = json.loads(sp.read_text())
+    s["sweep"] = {"top": 2, "goodput_min": 0.9, "growth_min": 0.1,
+                  "knee": {"concurrency": 64}}            # a recorded knee is not trusted
+    sp.write_text(json.dumps(s))
+    rep = rp.build_report(rp.load_inputs([str(d)]))
+    (rows,) = rep["sweeps"].values()
+    (row,) = rows
+    assert row["found"] and row["stopped_at"] == "sweep-c2" and row["knee"]["phase"] == "sweep-c1"
+    md = rp.render_markdown(rep)
+    assert "## Load sweep: the knee per arm" in md and "under 1.10 × the previous" in md

@@ -1,4 +1,5 @@
-"""``seat-console probe [--phase NAME …] [--json] [--dry-run] [--force --reason TEXT]`` and
+"""``seat-console probe [--phase NAME … | --sweep [--sweep-top N] [--sweep-goodput SHARE]
+[--sweep-growth FRACTION]] [--json] [--dry-run] [--force --reason TEXT]`` and
 ``seat-console runs [--json] [RUN_ID]``.
 
 ``probe`` sends the profile's ``[probe]`` load to whichever container holds the seat and keeps
@@ -24,6 +25,7 @@ from typing import Any
 
 from seat_console.core import jsonout
 from seat_console.core.fmt import share_text
+from seat_console.core.sweep import GOODPUT_MIN, GROWTH_MIN
 from seat_console.core.probe_stats import read_goodput
 from seat_console.actions import probe_journal
 from seat_console.actions.probe_journal import journal_force, journal_probe
@@ -36,6 +38,7 @@ from seat_console.probe.run import (
     Probe,
     ProbeRefused,
     Progress,
+    SweepSpec,
     default_monitor_factory,
     preflight,
 )
@@ -71,6 +74,17 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--force", action="store_true",
                    help="probe without an active hold (needs --reason; journaled)")
     p.add_argument("--reason", metavar="TEXT", help="why --force is needed (journaled)")
+    p.add_argument("--sweep", action="store_true",
+                   help="instead of probe.phases: concurrency 1, 2, 4, … up to --sweep-top, "
+                        "stopped by the rule (docs/probe.md, Sweep); reports the knee")
+    p.add_argument("--sweep-top", type=int, default=64, metavar="N",
+                   help="the sweep's highest concurrency (default 64)")
+    p.add_argument("--sweep-goodput", type=float, default=GOODPUT_MIN, metavar="SHARE",
+                   help="stop when a step's goodput share is under this (0-1; default 0.9; "
+                        "needs [probe.slo])")
+    p.add_argument("--sweep-growth", type=float, default=GROWTH_MIN, metavar="FRACTION",
+                   help="stop when output tok/s grew less than this over the previous step "
+                        "(default 0.10)")
     p.set_defaults(func=ac.ends_with_next(run_probe_cmd))
     r = sub.add_parser("runs", help="list kept comparisons and probe runs (never deleted), or show one run")
     r.add_argument("run_id", nargs="?", help="show this run's summary")
@@ -98,6 +112,18 @@ def _check(c: dict[str, Any] | None) -> str:
     eng = "n/a" if c.get("engine") is None else f"{c['engine']:,.0f}"
     sign = "=" if c.get("ok") else "≠"
     return f"client {c['client']:,} {sign} engine Δ {eng}"
+
+
+def sweep_lines(sw: dict[str, Any]) -> list[str]:
+    """A run's ``sweep`` block as text: the rule, why it stopped, the knee."""
+    k = sw.get("knee") if isinstance(sw.get("knee"), dict) else None
+    knee = ("none: the first step already failed the rule" if k is None else
+            f"concurrency {k.get('concurrency')}, {k.get('output_tok_s') or 0:,.1f} tok/s, "
+            f"TTFT p95 {_ms(k.get('ttft_p95_s'))} ms"
+            + (f", goodput {k['goodput'] * 100:.1f} %" if k.get("goodput") is not None else ""))
+    stop = sw.get("stopped_by") or (f"not stopped: the top step ({sw.get('top')}) met the rule "
+                                    "— the knee is above it")
+    return [f"sweep: {sw.get('rule')}", f"  stopped: {stop}", f"  knee: {knee}"]
 
 
 def server_lines(sv: dict[str, Any]) -> list[str]:
@@ -219,6 +245,9 @@ def render_summary(s: dict[str, Any], path: str | None = None) -> str:
                + (f", max concurrency {conc:,.2f}x for {kv.get('per_request_tokens') or '?'} "
                   "tokens per request" if conc is not None else ", max concurrency n/a")
                + f" ({', '.join(kv.get('source') or ()) or 'no source'})")
+    sw = s.get("sweep")
+    if isinstance(sw, dict):
+        out += sweep_lines(sw)
     if s.get("server_metrics"):
         out.append(f"per-request metrics: {s['server_metrics']}")
     if s.get("prefix_cache_reset"):
@@ -312,6 +341,19 @@ def run_probe_cmd(args: argparse.Namespace, loaded: LoadedProfile) -> int:
     if args.reason and not args.force:
         print("seat-console probe: --reason goes with --force", file=sys.stderr)
         return EXIT_USAGE
+    sweep = None
+    if getattr(args, "sweep", False):
+        if args.phase:
+            print("seat-console probe: --sweep runs its own steps; drop --phase",
+                  file=sys.stderr)
+            return EXIT_USAGE
+        if not (1 <= args.sweep_top <= 4096 and 0.0 <= args.sweep_goodput <= 1.0
+                and 0.0 <= args.sweep_growth <= 10.0):
+            print("seat-console probe: --sweep-top 1-4096, --sweep-goodput 0-1, "
+                  "--sweep-growth 0-10", file=sys.stderr)
+            return EXIT_USAGE
+        sweep = SweepSpec(top=args.sweep_top, goodput_min=args.sweep_goodput,
+                          growth_min=args.sweep_growth)
     known = {p.name for p in loaded.profile.probe.phases}
     bad = [n for n in (args.phase or []) if n not in known]
     if bad:
@@ -346,7 +388,7 @@ def run_probe_cmd(args: argparse.Namespace, loaded: LoadedProfile) -> int:
             print(f"seat-console probe: refusing: --force could not be journaled ({why})",
                   file=sys.stderr)
             return EXIT_REFUSED
-    probe = Probe(loaded, pre, phases=args.phase, writer=writer,
+    probe = Probe(loaded, pre, phases=args.phase, writer=writer, sweep=sweep,
                   monitor_factory=default_monitor_factory(loaded, pre),
                   on_progress=_progress_printer(args.json))
     print(f"[probe] run {probe.run_id} → {writer.path}", file=sys.stderr, flush=True)
@@ -440,4 +482,4 @@ def run_runs_cmd(args: argparse.Namespace, _loaded: LoadedProfile) -> int:
     return EXIT_OK
 
 
-__all__ = ["goodput_line", "prefix_cache_line", "server_lines", "register", "render_phase", "render_summary", "run_probe_cmd", "run_runs_cmd"]
+__all__ = ["sweep_lines", "goodput_line", "prefix_cache_line", "server_lines", "register", "render_phase", "render_summary", "run_probe_cmd", "run_runs_cmd"]

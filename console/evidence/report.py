@@ -58,6 +58,7 @@ from seat_console.evidence.runs import (
     read_json,
     shown,
 )
+from seat_console.core.sweep import GOODPUT_MIN, GROWTH_MIN, SweepStep, judge
 from seat_console.evidence.stats import (
     NO_DIFFERENCE,
     Interval,
@@ -424,6 +425,7 @@ def build_report(inputs: Inputs, now: datetime | None = None) -> dict[str, Any]:
     # fidelity
     fidelity_out, fclaims = _fidelity(arms, two, simultaneous, sim_label)
     claims.extend(fclaims)
+    sweeps_out = sweep_knees(arms)
     canaries_out, cclaims = _canaries(arms, two, simultaneous, sim_label)
     claims.extend(cclaims)
 
@@ -454,6 +456,7 @@ def build_report(inputs: Inputs, now: datetime | None = None) -> dict[str, Any]:
         "phases": phases_out,
         "fidelity": fidelity_out,
         "canaries": canaries_out,
+        "sweeps": sweeps_out,
         "retained": retained,
         "breaches": breaches(inputs.comparison),
         "claims": [c.as_dict() for c in claims],
@@ -769,6 +772,58 @@ def _phase_claims(name: str, per_arm: Mapping[str, list[tuple[RunSummary, Phase 
             out.append(difference_claim(label, name, values, base, per_round or len(pairs_),
                                         unit, scale, digits))
     return out
+
+
+def _threshold(v: Any, default: float, hi: float) -> float:
+    ok = isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) \
+        and 0.0 <= v <= hi
+    return float(v) if ok else default
+
+
+def sweep_knees(arms: Mapping[str, Sequence[RunSummary]]) -> dict[str, list[dict[str, Any]]] | None:
+    """Per arm, each ``probe --sweep`` run's knee, re-derived here from its steps' figures (the
+    phases named in its ``sweep`` block, as re-read from ``summary.json`` and checked against
+    ``requests.jsonl``) by the probe's own rule (:func:`seat_console.core.sweep.judge`, with the
+    thresholds the run recorded). ``None`` when no run was a sweep."""
+    out: dict[str, list[dict[str, Any]]] = {}
+    for arm, rs in arms.items():
+        for r in rs:
+            if r.sweep is None:
+                continue
+            steps = [SweepStep(phase=p.name, concurrency=p.concurrency or 0,
+                               complete=p.complete and not r.disruptions and not r.consistency,
+                               output_tok_s=p.output_tok_s, ttft_p95_s=p.ttft_p95_s,
+                               goodput=p.goodput.share if p.goodput else None)
+                     for p in r.phases if p.name.startswith("sweep-c")]
+            v = judge(steps, _threshold(r.sweep.get("goodput_min"), GOODPUT_MIN, 1.0),
+                      _threshold(r.sweep.get("growth_min"), GROWTH_MIN, 10.0))
+            out.setdefault(arm, []).append({"run": _run_name(r), **v.model_dump(mode="json")})
+    return out or None
+
+
+def sweep_markdown(sw: Mapping[str, Any] | None) -> list[str]:
+    """The sweep section: per arm and run, the knee (concurrency, tok/s, p95 TTFT) and why the
+    sweep stopped."""
+    if not sw:
+        return []
+    L = ["", "## Load sweep: the knee per arm", "",
+         "| arm | run | knee concurrency | output tok/s | TTFT p95 ms | goodput | stopped |",
+         "|---|---|---|---|---|---|---|"]
+    rule = ""
+    for arm, rows in sw.items():
+        for row in rows:
+            rule = row["rule"]
+            k = row["knee"]
+            stop = row["stopped_by"] or "not stopped: the knee is above the top step"
+            if k is None:
+                L.append(f"| {arm} | {row['run']} | none (the first step failed) | | | | "
+                         f"{stop} |")
+                continue
+            gp = "n/a" if k["goodput"] is None else f"{k['goodput'] * 100:.1f} %"
+            L.append(f"| {arm} | {row['run']} | {k['concurrency']} | "
+                     f"{_fmt(k['output_tok_s'])} | {_fmt(k['ttft_p95_s'], '', 1000)} | {gp} | "
+                     f"{stop} |")
+    return [*L, "", f"Rule: {rule}.", ""]
 
 
 def cache_refusal(per_arm: Mapping[str, Sequence[tuple[RunSummary, Phase | None]]]
@@ -1091,6 +1146,7 @@ def render_markdown(rep: Mapping[str, Any]) -> str:
         L += cache_markdown(ph["rows"])
         L += server_markdown(ph["rows"])
         L += timing_markdown(ph["rows"])
+    L += sweep_markdown(rep.get("sweeps"))
     fd = rep.get("fidelity")
     L += ["## Fidelity", ""]
     if fd:

@@ -338,6 +338,7 @@ class Phase:
     cache_hit_rate: float | None = None
     cache_note: str | None = None
     server: Mapping[str, Any] | None = None
+    concurrency: int | None = None
 
     @property
     def complete(self) -> bool:
@@ -399,7 +400,7 @@ class Phase:
                    e2e_p50_s=dist("e2e", "p50_s"), e2e_p95_s=dist("e2e", "p95_s"),
                    duration_s=fl("duration_s"), client_cpu_s=cpu_s, engine_timing=timing,
                    timing_problem=problem, goodput=read_goodput(st.get("goodput")),
-                   server=read_server_check(st.get("server")),
+                   server=read_server_check(st.get("server")), concurrency=i("concurrency"),
                    **read_prefix_cache(p.get("prefix_cache")))
 
     def timing_checks(self) -> dict[str, MetricTiming]:
@@ -439,7 +440,8 @@ class RunSummary:
     ``warmup_requests``/``measured_requests``: request records in ``requests.jsonl`` (warm-up
     excluded from every figure; ``None`` when there is no such file); ``consistency``: each way
     ``summary.json`` disagrees with the figures re-derived from ``requests.jsonl`` (empty when
-    they agree).
+    they agree); ``sweep``: the run's ``sweep`` block as recorded (``probe --sweep``; the
+    report re-derives its knee from the phases), ``None`` for other runs.
     """
 
     run_id: str
@@ -465,6 +467,7 @@ class RunSummary:
     measured_requests: int | None = None
     consistency: tuple[str, ...] = ()
     side: str | None = None
+    sweep: Mapping[str, Any] | None = None
 
     @property
     def complete(self) -> bool:
@@ -684,6 +687,7 @@ def load_probe_run(run_dir: Path, ledger: FileLedger) -> RunSummary:
         identity=Identity.from_mapping(ident), phases=phases, disruptions=disruptions,
         cases=frozenset(cases), warmup_requests=warmup, measured_requests=measured,
         consistency=consistency, side=recorded_side(ident),
+        sweep=s.get("sweep") if isinstance(s.get("sweep"), Mapping) else None,
         kv_cache_tokens=kv if isinstance(kv, int) and not isinstance(kv, bool) else None)
 
 
@@ -729,6 +733,7 @@ def load_leg(leg_dir: Path, ledger: FileLedger, runs_root: Path | None = None) -
         started_at=run.started_at or parse_time(leg.get("started_at"), f"{lp} started_at"),
         ended_at=run.ended_at or parse_time(leg.get("ended_at"), f"{lp} ended_at"),
         identity=ident, phases=run.phases, disruptions=disruptions, cases=run.cases,
+        sweep=run.sweep,
         arm=leg["arm"], leg=leg.get("leg") if isinstance(leg.get("leg"), int) else None,
         bracket_id=str(leg["bracket_id"]) if leg.get("bracket_id") else None,
         kv_cache_tokens=kv if isinstance(kv, int) and not isinstance(kv, bool)

@@ -56,6 +56,14 @@ from seat_console.probe.engine_counters import (
 from seat_console.probe.interference import InterferenceMonitor, earliest
 from seat_console.probe.prompts import PromptSet, load_prompt_set, phase_nonce, with_nonce
 from seat_console.core.probe_stats import PhaseStats, phase_stats, slo_misses
+from seat_console.core.sweep import (
+    GOODPUT_MIN,
+    GROWTH_MIN,
+    SweepStep,
+    SweepVerdict,
+    judge,
+    ladder,
+)
 from seat_console.probe.store import SUMMARY_SCHEMA, RunWriter
 from seat_console.core.profile import LoadedProfile, ProbePhaseSpec, ProbeSpec
 from seat_console.core.base import utcnow
@@ -64,6 +72,33 @@ log = logging.getLogger(__name__)
 
 WARMUP = "warmup"
 """Phase name of the warm-up requests in ``requests.jsonl`` (excluded from every figure)."""
+
+@dataclass(frozen=True)
+class SweepSpec:
+    """``probe --sweep``: closed-loop steps at concurrency :func:`~seat_console.core.sweep.ladder`
+    (``top``), ``requests_per_slot`` requests per unit of concurrency (at least 8 a step),
+    stopped by :func:`~seat_console.core.sweep.judge` with ``goodput_min`` / ``growth_min``."""
+
+    top: int = 64
+    goodput_min: float = GOODPUT_MIN
+    growth_min: float = GROWTH_MIN
+    requests_per_slot: int = 4
+
+    def phases(self) -> list[ProbePhaseSpec]:
+        """The steps as phases ``sweep-c<N>``."""
+        return [ProbePhaseSpec(name=f"sweep-c{c}", requests=max(8, c * self.requests_per_slot),
+                               concurrency=c) for c in ladder(self.top)]
+
+
+def sweep_step(block: dict[str, Any]) -> SweepStep:
+    """One phase block of a summary as a :class:`~seat_console.core.sweep.SweepStep`."""
+    st = block.get("stats") or {}
+    gp = st.get("goodput") or {}
+    return SweepStep(phase=block["name"], concurrency=int(st.get("concurrency") or 0),
+                     complete=bool(st.get("headline")),
+                     output_tok_s=st.get("output_tok_s"),
+                     ttft_p95_s=(st.get("ttft") or {}).get("p95_s"), goodput=gp.get("share"))
+
 
 NONCE_RULE = "sha256('{run}/{phase}/<prompt_id>')[:16]"
 """How a nonce-cleaned phase's prompt nonces are made, as recorded with the phase."""
@@ -351,12 +386,16 @@ class Probe:
     def __init__(self, loaded: LoadedProfile, pre: Preflight, *,
                  phases: list[str] | None = None, writer: RunWriter | None = None,
                  monitor_factory: Callable[[Callable[[], Any]], InterferenceMonitor] | None = None,
-                 on_progress: Callable[[Progress], None] | None = None) -> None:
+                 on_progress: Callable[[Progress], None] | None = None,
+                 sweep: SweepSpec | None = None) -> None:
         self.loaded = loaded
         self.spec: ProbeSpec = loaded.profile.probe
         self.pre = pre
+        self.sweep = sweep
         chosen = self.spec.phases
-        if phases:
+        if sweep is not None:
+            chosen = sweep.phases()
+        elif phases:
             known = {p.name for p in self.spec.phases}
             unknown = [n for n in phases if n not in known]
             if unknown:
@@ -631,6 +670,15 @@ class Probe:
                         engine_timing.engine_deltas(before.timing, after.timing))
                 pp.state = "measured"
                 summary["phases"] = self._phase_blocks(accounting, monitor)
+                if self.sweep is not None:
+                    verdict = self._judge_sweep(summary)
+                    if verdict.found:   # the steps above the stopping one are not run
+                        k = next(i for i, p in enumerate(self.phases)
+                                 if p.name == verdict.stopped_at)
+                        self.phases = self.phases[:k + 1]
+                        self.progress.phases = self.progress.phases[:k + 1]
+                        self.writer.write_summary(summary)
+                        break
                 self.writer.write_summary(summary)
                 self._changed()
             interrupted = self._stop.is_set()
@@ -762,6 +810,18 @@ class Probe:
             ok = True                            # older vLLM: an empty 200
         return "ok" if ok is True else ("the engine refused the reset (success=false: blocks "
                                         "still held)")
+
+    def _judge_sweep(self, summary: dict[str, Any]) -> SweepVerdict:
+        """Apply the sweep's stop rule (:func:`seat_console.core.sweep.judge`) to the steps
+        measured so far; records ``summary["sweep"]``."""
+        assert self.sweep is not None
+        steps = [sweep_step(b) for b in summary["phases"]]
+        v = judge(steps, self.sweep.goodput_min, self.sweep.growth_min)
+        summary["sweep"] = {"top": self.sweep.top, "goodput_min": self.sweep.goodput_min,
+                            "growth_min": self.sweep.growth_min,
+                            "steps": [s.model_dump(mode="json") for s in steps],
+                            **v.model_dump(mode="json")}
+        return v
 
     def _slo(self) -> dict[str, float] | None:
         return self.spec.slo.targets() if self.spec.slo is not None else None
@@ -943,6 +1003,7 @@ __all__ = [
     "Probe",
     "ProbeRefused",
     "Progress",
+    "SweepSpec",
     "default_monitor_factory",
     "preflight",
 ]
