@@ -78,3 +78,40 @@ def test_same_prompts_hit_the_cache_unless_the_phase_is_cleaned_and_goodput(
         assert sv["token_mismatches"] == 0 and sv["token_mismatch_first"] == [], sv
         assert sv["with_metrics"] == 0          # the lab's engine: no per-request metrics
     assert "--enable-per-request-metrics" in clean["server_metrics"]      # said once a run
+
+
+def test_a_sweep_on_the_lab_stops_by_its_rule_and_the_report_shows_the_knee(
+        lab, held: Path, env, tmp_path: Path) -> None:
+    from seat_console.core.sweep import SweepStep, judge
+
+    prof = tmp_path / "sweep.toml"
+    prof.write_text(without_probe(held.read_text("utf-8")) + """
+[probe]
+output_tokens = 8
+warmup_requests = 1
+read_timeout_s = 30
+request_timeout_s = 120
+watch_interval_s = 0.5
+[probe.slo]
+e2e_ms = 600000
+[[probe.phases]]
+name = "unused"
+requests = 1
+""", "utf-8")
+    cp = cli(prof, env, "probe", "--sweep", "--sweep-top", "16", "--json")
+    assert cp.returncode == 0, cp.stdout + cp.stderr
+    s = json.loads(cp.stdout)
+    sw = s["sweep"]
+    names = [b["name"] for b in s["phases"]]
+    assert names[0] == "sweep-c1" and set(names) <= {f"sweep-c{c}" for c in (1, 2, 4, 8, 16)}
+    again = judge([SweepStep(**x) for x in sw["steps"]], sw["goodput_min"], sw["growth_min"])
+    assert again.model_dump(mode="json") == {k: sw[k] for k in again.model_dump()}
+    if sw["found"]:                                     # stopped by the rule: nothing above
+        assert names[-1] == sw["stopped_at"] and sw["stopped_by"]
+    else:
+        assert names[-1] == "sweep-c16" and sw["knee"]["concurrency"] == 16
+    assert sw["knee"] is not None and sw["knee"]["output_tok_s"] > 0
+    rep = cli(prof, env, "report", s["path"])
+    assert rep.returncode == 0, rep.stdout + rep.stderr
+    assert "## Load sweep: the knee per arm" in rep.stdout
+    assert f"| {sw['knee']['concurrency']} |" in rep.stdout
