@@ -332,6 +332,23 @@ def _dry_run(args: argparse.Namespace, loaded: LoadedProfile, forced: str | None
     return EXIT_OK
 
 
+def _sweep_spec(args: argparse.Namespace) -> SweepSpec | int | None:
+    """``--sweep``'s :class:`SweepSpec` (``None`` without ``--sweep``), or :data:`EXIT_USAGE`
+    after saying which argument is out of range."""
+    if not getattr(args, "sweep", False):
+        return None
+    if args.phase:
+        print("seat-console probe: --sweep runs its own steps; drop --phase", file=sys.stderr)
+        return EXIT_USAGE
+    if not (1 <= args.sweep_top <= 4096 and 0.0 <= args.sweep_goodput <= 1.0
+            and 0.0 <= args.sweep_growth <= 10.0):
+        print("seat-console probe: --sweep-top 1-4096, --sweep-goodput 0-1, "
+              "--sweep-growth 0-10", file=sys.stderr)
+        return EXIT_USAGE
+    return SweepSpec(top=args.sweep_top, goodput_min=args.sweep_goodput,
+                     growth_min=args.sweep_growth)
+
+
 def run_probe_cmd(args: argparse.Namespace, loaded: LoadedProfile) -> int:
     """Run ``probe`` (see the module docstring for exit codes)."""
     if args.force and not (args.reason and args.reason.strip()):
@@ -341,19 +358,9 @@ def run_probe_cmd(args: argparse.Namespace, loaded: LoadedProfile) -> int:
     if args.reason and not args.force:
         print("seat-console probe: --reason goes with --force", file=sys.stderr)
         return EXIT_USAGE
-    sweep = None
-    if getattr(args, "sweep", False):
-        if args.phase:
-            print("seat-console probe: --sweep runs its own steps; drop --phase",
-                  file=sys.stderr)
-            return EXIT_USAGE
-        if not (1 <= args.sweep_top <= 4096 and 0.0 <= args.sweep_goodput <= 1.0
-                and 0.0 <= args.sweep_growth <= 10.0):
-            print("seat-console probe: --sweep-top 1-4096, --sweep-goodput 0-1, "
-                  "--sweep-growth 0-10", file=sys.stderr)
-            return EXIT_USAGE
-        sweep = SweepSpec(top=args.sweep_top, goodput_min=args.sweep_goodput,
-                          growth_min=args.sweep_growth)
+    sweep = _sweep_spec(args)
+    if isinstance(sweep, int):
+        return sweep
     known = {p.name for p in loaded.profile.probe.phases}
     bad = [n for n in (args.phase or []) if n not in known]
     if bad:

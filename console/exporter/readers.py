@@ -17,7 +17,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from seat_console.actions.journal import Entry, JournalError, parse_time
+from seat_console.actions.journal import BadRow, Entry, JournalError, RowError, validate_row
 from seat_console.exporter.model import (
     ContainerValue,
     EngineCheck,
@@ -297,10 +297,15 @@ class ReadOnlyJournal:
 
     def __init__(self, path: Path) -> None:
         self.path = path
+        self.skipped: tuple[BadRow, ...] = ()
+        """The rows the last :meth:`entries` skipped (:func:`~seat_console.actions.journal.
+        validate_row`), each named by ``seq``, as :attr:`Journal.skipped`."""
 
     def entries(self) -> list[Entry]:
-        """Every row in ``seq`` order. Raises :class:`JournalError` naming the file when it
-        cannot be read or a row does not parse."""
+        """Every row in ``seq`` order, each read by the journal's own rule
+        (:func:`~seat_console.actions.journal.validate_row`, the operator included); a row that
+        does not read is skipped and named in :attr:`skipped`. Raises :class:`JournalError`
+        naming the file when it cannot be read."""
         if not self.path.exists():
             return []
         try:
@@ -314,21 +319,13 @@ class ReadOnlyJournal:
                 db.close()
         except sqlite3.Error as exc:
             raise JournalError(f"journal {self.path}: cannot read ({exc})") from None
-        out = []
+        out, bad = [], []
         for r in raw:
-            d = dict(zip(names, r, strict=True))
-            try:
-                out.append(Entry(
-                    seq=int(d["seq"]), at=parse_time(d["at"]), user=str(d["user"]),
-                    host=str(d["host"]), profile_sha256=str(d["profile_sha256"]),
-                    run_id=str(d["run_id"]), runbook=str(d["runbook"]), kind=str(d["kind"]),
-                    step=str(d["step"]), inputs=load_json(d["inputs"] or "{}", "inputs"),
-                    outcome=str(d["outcome"]), output=str(d["output"]),
-                    facts=load_json(d["facts"] or "{}", "facts"),
-                    prev_hash=str(d["prev_hash"]), hash=str(d["hash"])))
-            except (KeyError, TypeError, ValueError, AttributeError, OverflowError) as exc:
-                raise JournalError(f"journal {self.path}: row {d.get('seq')!r} does not parse "
-                                   f"({type(exc).__name__}: {str(exc)[:100]})") from None
+            try:   # the journal's own row rule (validate_row): a bad row is skipped and named
+                out.append(validate_row(dict(zip(names, r, strict=True))))
+            except RowError as exc:
+                bad.append(exc.bad)
+        self.skipped = tuple(bad)
         return out
 
 
