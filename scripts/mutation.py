@@ -478,6 +478,15 @@ T_SRV = ("tests/test_serve.py", "tests/test_slips_since.py")
 T_FLEET = ("tests/test_fleet_rows.py", "tests/test_props_fleet_values.py",
            "tests/test_props_promapi.py")
 T_EXP = ("tests/test_exporter.py", "tests/test_props_exporter.py")
+T_HOT = ("tests/test_probe_hotpath.py", "tests/test_probe_client.py",
+         "tests/test_props_sse_stream.py", "tests/test_slips_since.py")
+T_TIMING = ("tests/test_props_engine_timing.py", "tests/test_props_engine_exposition.py",
+            "tests/test_probe_run.py")
+T_DEC = ("tests/test_evidence_decision.py", "tests/test_decide.py")
+T_STG = ("tests/test_runbook_state.py", "tests/test_props_runbook_state.py")
+T_GATE = ("tests/test_gates_unit.py",)
+T_PROM = ("tests/test_promote_unit.py",)
+T_IMG = ("tests/test_image_caps.py",)
 T_KEYS = ("tests/test_tui_keys.py", "tests/test_slips_since.py")
 
 MUTATIONS_SINCE: list[Mutation] = [
@@ -641,6 +650,67 @@ MUTATIONS_SINCE: list[Mutation] = [
       "    if stopped is not None and armed is not None:\n        without.add_metric",
       "    if True:\n        without.add_metric",
       "hold WITHOUT lease exported from an unknown reading", T_EXP),
+    # -- the probe's hot path and the timing check ------------------------------------------
+    M("since-hot-close-pooled", "console/probe/hotpath.py",
+      "            if ex is not None and ex.complete and ex.keep_alive and ex.failure is None \\\n",
+      "            if ex is not None and ex.complete and ex.failure is None \\\n",
+      "a Connection: close connection goes back to the pool", T_HOT),
+    M("since-hot-stale-idle", "console/probe/hotpath.py",
+      "            if not c.closed and now - c.idle_since < KEEPALIVE_EXPIRY_S and (",
+      "            if not c.closed and (",
+      "an idle connection past the server's keep-alive reused", T_HOT),
+    M("since-hot-idle-bytes", "console/probe/hotpath.py",
+      "        if ex is None:                   # bytes on an idle connection: not ours to keep\n            self.close()\n            return",
+      "        if ex is None:                   # bytes on an idle connection: not ours to keep\n            return",
+      "a connection that spoke while idle kept in the pool", T_HOT),
+    M("since-timing-no-inf", "console/core/engine_timing.py",
+      "    if bounds[-1] != math.inf:\n        return (",
+      "    if False:\n        return (",
+      "a histogram without its +Inf bucket taken as the whole population", T_TIMING),
+    M("since-timing-not-cumulative", "console/core/engine_timing.py",
+      "    if any(b > a for a, b in zip(cumulative[1:], cumulative, strict=False)):",
+      "    if False:", "bucket counts that go down taken as a histogram", T_TIMING),
+    M("since-timing-rank", "console/core/engine_timing.py",
+      "    rank = max(math.ceil(q * n - 1e-9), 1)", "    rank = max(math.floor(q * n), 1)",
+      "the quantile's rank rounded down: the bucket below the p95's", T_TIMING),
+    # -- this session's runbook code (issue 30): decision, stages, gates, promote, image ----
+    M("since-decide-keep-unknown", "console/evidence/decision.py",
+      "    if failed:\n        why = ", "    if failed and not unknown:\n        why = ",
+      "a failed check hidden behind an unanswered question (INCONCLUSIVE, not KEEP)", T_DEC),
+    M("since-decide-unknown-pass", "console/evidence/decision.py",
+      "    if unknown:\n        needs = ", "    if False:\n        needs = ",
+      "too little data read as PROMOTE-ABLE", T_DEC),
+    M("since-stages-redone", "actions/stages.py",
+      "            if dep.at is not None and cur.at is not None and dep.at > cur.at:",
+      "            if False:",
+      "a probe before a new backport shown done, not stale", T_STG),
+    M("since-stages-notdone", "actions/stages.py",
+      "            if dep.status != \"done\":\n                st[s] = _replace(cur, status=\"stale\",",
+      "            if dep.status == \"todo\":\n                st[s] = _replace(cur, status=\"stale\",",
+      "a stage resting on a failed or stale one shown done", T_STG),
+    M("since-gate-compare-candidate", "actions/gates.py",
+      "        if seat.holder == \"resident\":\n            return None\n        fix = ",
+      "        if seat.holder in (\"resident\", \"candidate\"):\n            return None\n        fix = ",
+      "compare started with the candidate in the seat (measured as arm A)", T_GATE),
+    M("since-gate-release-candidate", "actions/gates.py",
+      "        if seat.holder not in (\"candidate\", \"both\") or promote_in_effect(journal) is not None:",
+      "        if seat.holder not in (\"both\",) or promote_in_effect(journal) is not None:",
+      "release accepted silently with the candidate in the seat", T_GATE),
+    M("since-gate-force-reason", "actions/gates.py",
+      "            if not reason.strip():\n                raise StepError(\"--force needs --reason",
+      "            if False:\n                raise StepError(\"--force needs --reason",
+      "a forced release without a reason", T_GATE),
+    M("since-promote-not-promoteable", "actions/promote.py",
+      "    if what != \"PROMOTE-ABLE\":\n        return (",
+      "    if what not in (\"PROMOTE-ABLE\", \"INCONCLUSIVE\", \"KEEP\"):\n        return (",
+      "a decision of another kind taken as PROMOTE-ABLE", T_PROM),
+    M("since-promote-other-image", "actions/promote.py",
+      "    if image_id not in images:", "    if False:",
+      "a decision about another image promotes the candidate in the seat", T_PROM),
+    M("since-image-has-unknown", "console/sources/image_caps.py",
+      "    if checks and all(c.ok is True for c in checks):\n        return True",
+      "    if checks and all(c.ok is not False for c in checks):\n        return True",
+      "an image whose checks could not run called HAS it", T_IMG),
     # -- the key table ------------------------------------------------------------------------
     M("since-keys-readonly", KT,
       "    return [b for b in bindings if not (isinstance(b, Binding) and is_node_action(b))]",

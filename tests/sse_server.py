@@ -229,10 +229,13 @@ class SSEServer:
     slow network or proxy in front of it would add) to the first token chunk, and between token
     chunks."""
 
-    def __init__(self, keep_alive: bool = False) -> None:
+    def __init__(self, keep_alive: bool = False, say_close: bool = False) -> None:
         # keep_alive: event streams end without "Connection: close" and the connection then
-        # serves the next request (as uvicorn does); ``connections`` counts accepted ones
+        # serves the next request (as uvicorn does); ``connections`` counts accepted ones.
+        # say_close: send "Connection: close" all the same while still serving the connection
+        # (a client that honours the header opens a new one; one that ignores it reuses this)
         self.keep_alive = keep_alive
+        self.say_close = say_close
         self.connections = 0
         self.requests: list[dict[str, Any]] = []
         self._server: asyncio.base_events.Server | None = None
@@ -355,7 +358,7 @@ class SSEServer:
         if self.front_delay_s:
             await asyncio.sleep(self.front_delay_s)
         arrived = time.perf_counter()
-        close = b"" if self.keep_alive else b"Connection: close\r\n"
+        close = b"" if self.keep_alive and not self.say_close else b"Connection: close\r\n"
         writer.write(b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream; charset=utf-8\r\n"
                      b"Transfer-Encoding: chunked\r\n" + close + b"\r\n")
         await writer.drain()

@@ -119,3 +119,15 @@ def test_requires_refuses_naming_the_fix(bad: dict, words: str) -> None:
     with pytest.raises(ValidationError) as e:
         Requires(**bad)
     assert words in str(e.value)
+
+
+def test_an_image_has_it_only_when_every_check_found_it() -> None:
+    from seat_console.sources.image_caps import CapabilityCheck, _has
+
+    def c(ok: bool | None) -> CapabilityCheck:
+        return CapabilityCheck(kind="file", what="x", ok=ok, evidence="e")
+
+    assert _has([c(True), c(True)]) is True
+    assert _has([c(True), c(None)]) is None          # cannot tell is never "has it"
+    assert _has([c(None), c(False)]) is False
+    assert _has([]) is None

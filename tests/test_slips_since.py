@@ -51,3 +51,47 @@ def test_a_remapped_key_loses_the_label_of_the_key_it_replaced() -> None:
     rows = kt.remapped(kt.bindings(), {"help": "f1"})
     b = next(b for b in rows if getattr(b, "id", None) == "help")
     assert b.key == "f1" and b.key_display is None
+
+
+# -- the probe's hot path: which connections go back to the pool -------------------------------
+async def test_a_connection_close_response_is_not_reused() -> None:
+    from seat_console.probe.hotpath import StreamPool, run_request_hot
+    from sse_server import SSEServer
+    from test_probe_client import FAST
+    from test_probe_hotpath import _spec
+
+    async with SSEServer(keep_alive=True, say_close=True) as srv, \
+            StreamPool(srv.url, FAST, 4) as pool:
+        recs = [await run_request_hot(pool, _spec("normal", i), timeouts=FAST) for i in range(2)]
+    assert all(r.ok for r in recs), [r.failure for r in recs]
+    assert pool.connects == 2 and srv.connections == 2     # the header honoured
+
+
+async def test_an_idle_connection_past_the_keep_alive_is_not_reused() -> None:
+    from seat_console.probe.hotpath import KEEPALIVE_EXPIRY_S, StreamPool, run_request_hot
+    from sse_server import SSEServer
+    from test_probe_client import FAST
+    from test_probe_hotpath import _spec
+
+    async with SSEServer(keep_alive=True) as srv, StreamPool(srv.url, FAST, 4) as pool:
+        first = await run_request_hot(pool, _spec("normal", 0), timeouts=FAST)
+        for c in pool._idle:                     # as if it had idled past the expiry
+            c.idle_since -= KEEPALIVE_EXPIRY_S + 1
+        second = await run_request_hot(pool, _spec("normal", 1), timeouts=FAST)
+    assert first.ok and second.ok
+    assert pool.connects == 2
+
+
+def test_bytes_on_an_idle_connection_close_it() -> None:
+    from seat_console.probe.hotpath import _Conn
+
+    class Transport:
+        closed = False
+
+        def close(self) -> None:
+            self.closed = True
+
+    c = _Conn()
+    c.transport = Transport()  # type: ignore[assignment]
+    c.data_received(b"HTTP/1.1 408 Request Timeout\r\n\r\n")   # nobody asked: not ours
+    assert c.closed and c.transport.closed  # type: ignore[union-attr]
