@@ -26,6 +26,7 @@ from typing import Any, Literal
 from seat_console.actions import hold as hold_mod
 from seat_console.actions.journal import Entry, Journal
 from seat_console.actions.runbook import Observer, Result, Runbook, facts_from_rows
+from seat_console.actions.runner_id import RUNNER, runner_alive
 from seat_console.node.context import NodeContext
 
 Action = Literal["undo", "complete"]
@@ -39,7 +40,9 @@ def unfinished(journal: Journal) -> list[list[Entry]]:
 def describe(rows: Sequence[Entry]) -> dict[str, Any]:
     """What an unfinished run did and what remains: ``{"run_id", "runbook", "started_at",
     "started_by", "done": [step…], "maybe": [step…] (begun, not verified: may have changed the
-    node), "skipped": […], "last_row": "…", "can": ["undo", "complete"]}``."""
+    node), "skipped": […], "last_row": "…", "can": ["undo", "complete"], "in_progress",
+    "runner"}``. ``in_progress``: the process that runs it still runs on this host
+    (:func:`~seat_console.actions.runner_id.runner_alive`): then ``can`` is empty."""
     first = rows[0]
     verified = [r.step for r in rows if r.kind == "verify"]
     begun = [r.step for r in rows if r.kind == "begin"]
@@ -56,7 +59,13 @@ def describe(rows: Sequence[Entry]) -> dict[str, Any]:
             seen.add(name)
             would_undo.append(name)
     would_complete = [s for s in _steps_in_order(rows) if s not in verified and s not in skipped]
-    return {"run_id": first.run_id, "runbook": first.runbook,
+    facts = facts_from_rows(rows)
+    runner = facts.get(RUNNER)
+    alive = runner_alive(runner)
+    if alive:      # its console still runs it: in progress, never ours to undo or complete
+        can = []
+    return {"run_id": first.run_id, "runbook": first.runbook, "in_progress": bool(alive),
+            "runner": runner if isinstance(runner, dict) else None,
             "would_undo": would_undo, "would_complete": would_complete,
             "started_at": hold_mod.iso(first.at), "started_by": f"{first.user}@{first.host}",
             "done": [s for s in verified if s not in undone],
@@ -64,7 +73,7 @@ def describe(rows: Sequence[Entry]) -> dict[str, Any]:
             "skipped": [r.step for r in rows if r.kind == "skip"],
             "undone": sorted(undone),
             "last_row": f"#{last.seq} {last.kind} {last.step} {last.outcome}".strip(),
-            "facts": facts_from_rows(rows), "can": can}
+            "facts": facts, "can": can}
 
 
 def _steps_in_order(rows: Sequence[Entry]) -> list[str]:
@@ -148,6 +157,10 @@ def finish(nctx: NodeContext, journal: Journal, rows: Sequence[Entry], action: A
            observer: Observer | None = None) -> Result:
     """Undo or complete the unfinished run ``rows`` (see the module docstring)."""
     d = describe(rows)
+    if d["in_progress"]:
+        raise ValueError(f"recover: {d['runbook']} run {d['run_id']} is in progress (pid "
+                         f"{d['runner'].get('pid')} on this host still runs it): wait for it to "
+                         "end; recover finishes runs whose console died")
     if action not in d["can"]:
         raise ValueError(f"recover --{action} is not possible for a {d['runbook']} run "
                          f"(possible: {', '.join(d['can']) or 'none'})")

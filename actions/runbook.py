@@ -62,6 +62,7 @@ from datetime import UTC, datetime
 from typing import Any, Literal
 
 from seat_console.actions.journal import Entry, Journal
+from seat_console.actions.runner_id import RUNNER, runner_identity
 
 Policy = Literal["undo", "continue"]
 
@@ -463,6 +464,8 @@ class Runbook:
             self.current_step = None
 
     def _run(self) -> Result:
+        # who runs it, so another console tells "in progress" from "its console died"
+        self.ctx.facts.setdefault(RUNNER, runner_identity())
         self._row("start", outcome="started")
         self._event("start", "", f"{len(self.steps)} steps")
         outcomes: dict[str, StepOutcome] = {s.name: StepOutcome(s.name, "not-run")

@@ -17,7 +17,11 @@ Statuses (:data:`Status`):
 * ``failed``: the newest attempt failed (:attr:`StageState.reason` says how);
 * ``stale``: done, but something it depends on changed after it (e.g. a new backport after the
   probe): it must be run again before a later stage may rely on it;
-* ``skipped``: the branch not taken (``restore`` after a promote, ``promote`` after a restore).
+* ``skipped``: the branch not taken (``restore`` after a promote, ``promote`` after a restore),
+  or a stage the profile does not ask for (``image`` without ``[candidate.requires]``);
+* ``running``: a run of it has no ``end`` row and the console running it is alive on this host
+  (:func:`~seat_console.actions.runner_id.runner_alive`): in progress, wait for it — never
+  "failed, recover it".
 """
 
 from __future__ import annotations
@@ -33,12 +37,13 @@ from pathlib import Path
 from typing import Any, Literal
 
 from seat_console.actions.journal import Entry, Journal, JournalError
+from seat_console.actions.runner_id import RUNNER, runner_alive
 
 STAGES: tuple[str, ...] = ("fit", "image", "hold", "backport", "swap", "probe", "compare",
                            "decide", "restore", "promote", "release")
 """Stage names in runbook order; ``restore`` and ``promote`` are alternatives."""
 
-Status = Literal["todo", "done", "failed", "stale", "skipped"]
+Status = Literal["todo", "done", "failed", "stale", "skipped", "running"]
 SeatHolder = Literal["resident", "candidate", "none", "both", "unknown"]
 
 
@@ -119,6 +124,11 @@ NEEDS: Mapping[str, tuple[str, ...]] = {
 }
 """Stage -> the stages it needs (its evidence is built on them); every one earlier in
 :data:`STAGES`."""
+
+CARRIED: tuple[str, ...] = ("fit", "image", "backport")
+"""Stages about the candidate and its image, not the seat: a cycle without its own attempt
+takes the newest one from any cycle (a compare after a restore still has its fit, image and
+backport)."""
 
 STAGE_OF_RUNBOOK: Mapping[str, str] = {
     "fit": "fit", "image-check": "image", "hold": "hold", "build-backport": "backport",
@@ -372,6 +382,17 @@ class _Reader:
                                          "or its console was killed (its summary says "
                                          "`running`); if no console is probing, probe again",
                                   **base)  # type: ignore[arg-type]
+            runner = next((r.facts.get(RUNNER) for r in a.rows
+                           if isinstance(r.facts.get(RUNNER), dict)), None)
+            if runner_alive(runner):
+                base["command"] = ""
+                return StageState(status="running", at=last.at, operator=_operator(a.first),
+                                  evidence={"run": a.run_id},
+                                  reason=f"{a.runbook} run {a.run_id} is in progress (pid "
+                                         f"{runner.get('pid')} on this host; last row "
+                                         f"{last.kind}{where} at {_z(last.at)}): wait for it "
+                                         "to end",
+                                  **base)  # type: ignore[arg-type]
             base["command"] = RECOVER_COMMAND
             return StageState(status="failed", at=last.at, operator=_operator(a.first),
                               evidence={"run": a.run_id},
@@ -567,7 +588,19 @@ def read_runbook(nctx: Any, journal: Journal, *, runs_dir: Path | None = None,
         per[a.stage].append(a)
         if a.runbook == "restore" and _closes_cycle(a):
             per["release"].append(a)
+    for s in CARRIED:    # about the candidate, not the seat: the newest counts in any cycle
+        if not per[s]:
+            per[s] = [a for a in attempts if a.stage == s][-1:]
     st: dict[str, StageState] = {s: rd.from_attempts(s, per[s]) for s in STAGES}
+    # (a) the image stage when the profile asks nothing of the image
+    prof = getattr(nctx, "profile", None)
+    cand = getattr(prof, "candidate", None) if prof is not None else None
+    if prof is not None and getattr(cand, "requires", None) is None \
+            and st["image"].status == "todo":
+        st["image"] = _replace(st["image"], status="skipped",
+                               reason="the profile declares no [candidate.requires]: nothing "
+                                      "to check inside the image (declare it to have the "
+                                      "capability checked; docs/runbook.md, 'The image stage')")
     # -- the node: the last change to the seat against who holds it now ----------------------
     changers = [a for a in cycle if a.runbook in _SEAT_CHANGING and a.end is not None
                 and a.end.outcome == "done"]
@@ -602,6 +635,8 @@ def read_runbook(nctx: Any, journal: Journal, *, runs_dir: Path | None = None,
             continue
         for d in NEEDS[s]:
             dep = st[d]
+            if dep.status == "skipped":
+                continue          # not asked for (image without [candidate.requires])
             if dep.status != "done":
                 st[s] = _replace(cur, status="stale",
                                  reason=f"it needs {d}, which is {dep.status}"

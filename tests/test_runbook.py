@@ -77,7 +77,11 @@ def test_all_steps_done_and_journaled(journal: Journal) -> None:
                      ("verify", "turn a on"), ("begin", "turn b on"), ("apply", "turn b on"),
                      ("verify", "turn b on"), ("end", "")]
     assert [e.kind for e in events][0] == "start" and events[-1].kind == "end"
-    assert journal.entries()[-1].facts == {"a": "on", "b": "on"}
+    facts = dict(journal.entries()[-1].facts)
+    from seat_console.actions.runner_id import RUNNER, runner_identity
+    assert facts.pop(RUNNER) == runner_identity()     # who runs it, from the start row on
+    assert facts == {"a": "on", "b": "on"}
+    assert journal.entries()[0].facts.get(RUNNER) == runner_identity()
     assert not journal.unfinished()
     assert journal.verify().ok
 

@@ -87,7 +87,9 @@ def test_whole_path_to_decide_then_promote_then_release_closes(hist: History) ->
     s = read(hist)
     assert s.cycle_started_at is not None and s.cycle_closed_at is None
     assert status(s)["fit"] == "done" and status(s)["hold"] == "todo"
-    assert s.next is not None and s.next.name == "image"
+    # image and backport are about the candidate, not the seat: carried into the new cycle
+    assert status(s)["image"] == "done" and status(s)["backport"] == "done"
+    assert s.next is not None and s.next.name == "hold"
 
 
 def test_keep_skips_promote_and_restore_closes_the_cycle(hist: History) -> None:

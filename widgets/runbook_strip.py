@@ -25,11 +25,11 @@ from textual.widgets import Static
 
 from seat_console.actions.stages import RunbookState, StageState
 
-MARKS = {"done": "✓", "failed": "✗", "stale": "~", "todo": "·", "skipped": "–"}
+MARKS = {"done": "✓", "failed": "✗", "stale": "~", "todo": "·", "skipped": "–", "running": "…"}
 """A stage's mark by status (the words of ``NO_COLOR``)."""
 
 STYLES = {"done": "green", "failed": "bold red", "stale": "bold yellow", "todo": "dim",
-          "skipped": "dim"}
+          "skipped": "dim", "running": "bold cyan"}
 """A stage's colour by status (repeats the mark)."""
 
 NEXT_MARK = "▸"
