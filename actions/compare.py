@@ -118,10 +118,15 @@ def _started(c: Any) -> datetime | None:
     return parse_docker_time(c.attrs.get("State", {}).get("StartedAt"))
 
 
-def restart_container(nctx: NodeContext, name: str, on_log: Callable[[str], None]) -> str:
-    """Stop and start container ``name`` (the same container: same image ID, args, mounts)
-    and wait until the seat serves. Raises :class:`StepError` if it is missing, does not stop
+def restart_container(nctx: NodeContext, name: str, on_log: Callable[[str], None],
+                      facts: dict[str, Any] | None = None) -> str:
+    """Drain, stop and start container ``name`` (the same container: same image ID, args,
+    mounts) and wait until the seat serves and answers one completion. The drain
+    (:func:`seat_console.actions.swap.stop_container`) and the seat's downtime
+    (:func:`seat_console.actions.drain.mark_up`) go into ``facts`` (``drain``, ``downtime``)
+    when given. Raises :class:`StepError` if it is missing, its drain fails, it does not stop
     or does not serve (with its log tail)."""
+    facts = {} if facts is None else facts
     client = nctx.docker(timeout_s=swap_mod.DOCKER_TIMEOUT_S)
     try:
         c = swap_mod._inspect(client, name)
@@ -130,16 +135,27 @@ def restart_container(nctx: NodeContext, name: str, on_log: Callable[[str], None
         models = swap_mod._models(swap_mod._seat(nctx)) or []
         out = ""
         if swap_mod._running(c):
-            out = swap_mod.stop_container(
-                client, c, int(c.attrs.get("Config", {}).get("StopTimeout") or 10),
-                nctx) + "; "
+            rec: dict[str, Any] = {}
+            try:
+                out = swap_mod.stop_container(
+                    client, c, int(c.attrs.get("Config", {}).get("StopTimeout") or 10),
+                    nctx, record=rec) + "; "
+            finally:
+                if rec:
+                    facts["drain"] = rec
         nctx.expect(c.name, ("start",))
         c.start()
         c.reload()
         msg = swap_mod.wait_serving(c, swap_mod._seat(nctx), models,
                                     swap_mod.RESIDENT_START_TIMEOUT_S, on_log,
                                     since=_started(c))
-        return f"{out}{name} started fresh; {msg}"
+        done = swap_mod.completion(swap_mod._seat(nctx), models[0]) if models else ""
+        down = ""
+        if done:
+            from seat_console.actions import drain as drain_mod
+
+            down = drain_mod.mark_up(facts, started_at=_started(c), image_id=c.attrs.get("Image"))
+        return "; ".join(x for x in (f"{out}{name} started fresh", msg, done, down) if x)
     finally:
         client.close()
 
@@ -547,14 +563,14 @@ def _seat_step(nctx: NodeContext, journal: Journal, leg: LegPlan, prev: str | No
         what, text = "restart", f"restart the resident {resident} (fresh incarnation)"
 
         def apply(ctx: RunContext) -> str:
-            return restart_container(nctx, resident, opts.on_log)
+            return restart_container(nctx, resident, opts.on_log, ctx.facts)
     elif how == "restart-candidate":
         if probe_name is None:
             raise StepError("the profile has no [swap] section: no candidate to compare")
         what, text = "restart", f"restart the probe {probe_name} (fresh incarnation)"
 
         def apply(ctx: RunContext) -> str:
-            return restart_container(nctx, probe_name, opts.on_log)
+            return restart_container(nctx, probe_name, opts.on_log, ctx.facts)
     elif how == "swap":
         what, text = "swap", "swap: stop the resident, start the candidate (swap runbook)"
 

@@ -9,8 +9,11 @@
    the GPU UUIDs are known, no probe container is running. Apply: record the resident's
    identity — container ID, image ID, image reference, repo digest, entrypoint/cmd, stop
    timeout, start time, the models ``/v1/models`` lists — in the journal (facts ``resident``).
-2. **stop resident** — ``POST /containers/{id}/stop?t=<its StopTimeout>`` with a client timeout
-   above that (the docker SDK adds ``t`` to its own timeout); after a client timeout the
+2. **stop resident** — drained first (:mod:`seat_console.actions.drain`: ``POST /pause?mode=
+   wait`` where the engine offers it, else SIGTERM with a stop timeout ≥ its
+   ``--shutdown-timeout`` + margin; bound ``[seat] drain_timeout_s``; facts ``drain``), then
+   ``POST /containers/{id}/stop?t=<its StopTimeout or the drain's, the larger>`` with a client
+   timeout above that (the docker SDK adds ``t`` to its own timeout); after a client timeout the
    container is inspected again before the step is called failed. Verify: not running.
    Undo: start the recorded container and verify image ID, ``/health`` 200 and the models.
 3. **start probe** — an old stopped probe container of the same name is renamed
@@ -22,16 +25,19 @@
    observer); fail at once if the container exits or a failure pattern (``swap.failure_
    patterns``: out-of-memory, "zeros in PLE", weight-offload fallback) matches its log. Verify:
    the engine's startup lines parsed (KV cache memory, KV tokens, max concurrency;
-   :mod:`seat_console.sources.startup_log`) into facts ``probe_startup``.
+   :mod:`seat_console.sources.startup_log`) into facts ``probe_startup``, then one real
+   completion on the probe, and the seat's downtime (drain → that completion) into facts
+   ``downtime`` (:func:`seat_console.actions.drain.mark_up`).
 
 Any failure undoes in reverse: the probe is stopped (kept), the resident started and verified.
 The hold stays in place (so a corrected retry needs no new hold; its lease still restores the
 timers at expiry); ``restore`` releases it.
 
 **Restore** (:func:`build_restore`, runbook ``restore``, policy ``continue``): from the newest
-swap's recorded identity: stop (keep) the probe; start the resident as recorded (same
+swap's recorded identity: drain and stop (keep) the probe; start the resident as recorded (same
 container, so the same image, args and mounts); verify its image ID is the recorded one,
-``/health`` 200, the recorded models listed, and **one real completion** answered; then run
+``/health`` 200, the recorded models listed, and **one real completion** answered (the seat's
+downtime measured to it, facts ``downtime``); then run
 part 1's release of the hold (timers started and verified, silence expired, lease cancelled).
 
 After a kill -9: the journal holds an unfinished ``swap`` (or ``restore``) run; :func:`rebuild`
@@ -206,7 +212,43 @@ def identity(c: Any, endpoint: str, *, models: list[str] | None = None) -> dict[
 
 
 def stop_container(client: Any, c: Any, stop_timeout_s: int,
-                   nctx: NodeContext | None = None) -> str:
+                   nctx: NodeContext | None = None, *, endpoint: str | None = None,
+                   record: dict[str, Any] | None = None) -> str:
+    """Drain ``c``'s engine, then stop ``c``. With ``nctx`` the engine serving at ``endpoint``
+    (default ``seat.endpoint``) is drained first within ``[seat] drain_timeout_s``
+    (:func:`seat_console.actions.drain.drain_and_stop`: ``POST /pause?mode=wait`` where the
+    engine offers it, else SIGTERM with a stop timeout ≥ its ``--shutdown-timeout`` + margin);
+    the stop timeout is the larger of ``stop_timeout_s`` and the drain plan's. ``record``:
+    filled with the drain's record (journal it in the run's facts). Without ``nctx``: the
+    plain stop (:func:`docker_stop`). Returns a sentence; raises :class:`StepError` when the
+    drain fails (the engine resumed, said so) or the container still runs."""
+    if nctx is None:
+        return docker_stop(client, c, stop_timeout_s)
+    from dataclasses import replace
+
+    from seat_console.actions import drain as drain_mod
+
+    ep = (endpoint or _seat(nctx)).rstrip("/")
+    plan = drain_mod.drain_plan(c, ep, nctx.profile.seat.drain_timeout_s)
+    plan = replace(plan, stop_timeout_s=max(plan.stop_timeout_s, int(stop_timeout_s)))
+    words, rec = drain_mod.drain_and_stop(c, plan, lambda t: docker_stop(client, c, t, nctx))
+    if record is not None:
+        record.update(rec)
+    return words
+
+
+def drain_words(nctx: NodeContext, c: Any, endpoint: str | None = None) -> str:
+    """The plan's drain line for container ``c`` (:meth:`~seat_console.actions.drain.
+    DrainPlan.words`): requests running + waiting now, the bound, how admission stops, the
+    stop timeout. Reads only."""
+    from seat_console.actions import drain as drain_mod
+
+    ep = (endpoint or _seat(nctx)).rstrip("/")
+    return drain_mod.drain_plan(c, ep, nctx.profile.seat.drain_timeout_s).words()
+
+
+def docker_stop(client: Any, c: Any, stop_timeout_s: int,
+                nctx: NodeContext | None = None) -> str:
     """Stop ``c`` with ``t = stop_timeout_s`` and a client timeout above it; after a client
     timeout, inspect again before calling it failed. ``nctx``: its event watcher is told first
     (:func:`_expect`). Returns a sentence; raises :class:`StepError` when it still runs."""
@@ -443,14 +485,33 @@ def _stop_probe(nctx: NodeContext, ctx: RunContext) -> str:
             c = _inspect(client, spec.container)
         if not _running(c):
             return "the probe container is not running"
-        out = stop_container(client, c, int(c.attrs.get("Config", {}).get("StopTimeout") or 10),
-                             nctx)
+        rec: dict[str, Any] = {}
+        try:
+            out = stop_container(client, c,
+                                 int(c.attrs.get("Config", {}).get("StopTimeout") or 10), nctx,
+                                 endpoint=_probe_endpoint(nctx), record=rec)
+        finally:
+            if rec:
+                ctx.facts["drain"] = rec
         c.reload()
         if _running(c):
             raise StepError(f"{c.name} still running after stop")
         return out + " (kept, not removed)"
     finally:
         client.close()
+
+
+def _seat_up(ctx: RunContext, started: datetime | None, image_id: str | None) -> str:
+    """After the first verified completion on the engine that follows a drain: record the
+    seat's downtime in the run's facts (:func:`seat_console.actions.drain.mark_up`) and return
+    ``"; seat down 31.4 s"`` (``""`` when this run drained nothing, e.g. a recovered run)."""
+    from seat_console.actions import drain as drain_mod
+
+    if "downtime" in ctx.facts and ctx.facts["downtime"].get("down_at") == (
+            ctx.facts.get("drain") or {}).get("down_at"):
+        return f"; seat down {ctx.facts['downtime']['seconds']:.1f} s"
+    words = drain_mod.mark_up(ctx.facts, started_at=started, image_id=image_id)
+    return f"; {words}" if words else ""
 
 
 # -- swap ------------------------------------------------------------------------------------------
@@ -528,9 +589,12 @@ def build_swap(nctx: NodeContext, journal: Journal, *, options: SwapOptions | No
         c = _inspect_once(nctx, _resident_name(nctx))
         if not _running(c):
             return Check(False, f"{_resident_name(nctx)} is already stopped")
-        t = int(c.attrs.get("Config", {}).get("StopTimeout") or 10)
-        return Check(True, f"stop {_resident_name(nctx)} (stop timeout {t} s; client waits "
-                           f"{DOCKER_TIMEOUT_S + t} s)")
+        from seat_console.actions import drain as drain_mod
+
+        forecast = drain_mod.forecast(journal, ctx.facts.get("probe_image_id"),
+                                      nctx.profile.seat.drain_timeout_s)
+        return Check(True, f"stop {_resident_name(nctx)} after draining it "
+                           f"({drain_words(nctx, c)}); {forecast}")
 
     def stop_apply(ctx: RunContext) -> str:
         client = _client(nctx)
@@ -538,7 +602,13 @@ def build_swap(nctx: NodeContext, journal: Journal, *, options: SwapOptions | No
             c = _inspect(client, ctx.facts["resident"]["id"])
             if c is None:
                 raise StepError("the resident container vanished")
-            return stop_container(client, c, ctx.facts["resident"]["stop_timeout_s"], nctx)
+            rec: dict[str, Any] = {}
+            try:
+                return stop_container(client, c, ctx.facts["resident"]["stop_timeout_s"], nctx,
+                                      record=rec)
+            finally:
+                if rec:
+                    ctx.facts["drain"] = rec
         finally:
             client.close()
 
@@ -676,7 +746,14 @@ def build_swap(nctx: NodeContext, journal: Journal, *, options: SwapOptions | No
                 f"{facts.concurrency_tokens_per_request:,} tokens"
                 if facts.max_concurrency is not None and facts.concurrency_tokens_per_request
                 else "")
-        return f"probe serving; {kv}{conc}; no failure pattern matched"
+        done = completion(_probe_endpoint(nctx), spec.served_model_name)
+        started = None
+        if ctx.facts.get("probe_started_at"):
+            from seat_console.actions.drain import parse_iso
+
+            started = parse_iso(ctx.facts["probe_started_at"])
+        return (f"probe serving; {kv}{conc}; no failure pattern matched; {done}"
+                + _seat_up(ctx, started, ctx.facts.get("probe_image_id")))
 
     steps = [
         Step("record resident", pre_check, pre_apply, pre_verify, None),
@@ -896,7 +973,13 @@ def build_restore(nctx: NodeContext, journal: Journal, *, on_log: Callable[[str]
         c = _inspect_once(nctx, ctx.facts.get("probe_id") or _swap_spec(nctx).container)
         if not _running(c):
             return Check(False, "the probe container is not running")
-        return Check(True, f"stop the probe {c.name} ({c.id[:12]}) and keep it")
+        from seat_console.actions import drain as drain_mod
+
+        forecast = drain_mod.forecast(journal, (ctx.facts.get("resident") or {}).get("image_id"),
+                                      nctx.profile.seat.drain_timeout_s)
+        return Check(True, f"stop the probe {c.name} ({c.id[:12]}) after draining it "
+                           f"({drain_words(nctx, c, _probe_endpoint(nctx))}) and keep it; "
+                           f"{forecast}")
 
     def probe_verify(ctx: RunContext) -> str:
         c = _inspect_once(nctx, ctx.facts.get("probe_id") or _swap_spec(nctx).container)
@@ -930,7 +1013,8 @@ def build_restore(nctx: NodeContext, journal: Journal, *, on_log: Callable[[str]
         if not rec.get("models") or rec["models"][0] not in models:
             raise StepError(f"/v1/models lists {models}, recorded {rec.get('models')}")
         done = completion(_seat(nctx), rec["models"][0])
-        return f"{rec['name']} image ID {c.attrs['Image']} as recorded, /health 200; {done}"
+        return (f"{rec['name']} image ID {c.attrs['Image']} as recorded, /health 200; {done}"
+                + _seat_up(ctx, _started_at(c), rec["image_id"]))
 
     def rel_check(ctx: RunContext) -> Check:
         h = hold_mod.current_hold(journal)
@@ -1016,7 +1100,8 @@ def rebuild(nctx: NodeContext, journal: Journal, rows: Sequence[Entry],
     raise ValueError(f"swap.rebuild: {first.runbook!r} is not a swap or restore run")
 
 
-__all__ = ["NothingToRestore", "SwapOptions", "build_restore", "build_swap", "completion", "fit_verdict",
+__all__ = ["NothingToRestore", "SwapOptions", "build_restore", "build_swap", "completion",
+           "docker_stop", "drain_words", "fit_verdict",
            "gpu_uuids", "identity", "last_swap", "probe_image", "protected_names", "rebuild",
            "resident_name", "resident_or_profile", "seat_file",
            "stop_container", "wait_serving"]

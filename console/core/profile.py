@@ -213,6 +213,12 @@ class SeatSpec(_Strict):
         "the seat container's environment (or swap.env for the candidate)",
     )
     endpoint: AnyHttpUrl = AnyHttpUrl("http://127.0.0.1:8000")
+    drain_timeout_s: float = Field(
+        default=60.0, ge=0.0, le=3600.0,
+        description="before the seat's engine is stopped (swap, restore, each compare leg): how "
+                    "long the console waits for the requests running and waiting to finish "
+                    "once it stops admitting; the requests left at this bound are cut, counted "
+                    "and journaled (actions/drain.py)")
 
 
 class ModelShapeSpec(_Strict):

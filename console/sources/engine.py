@@ -2,7 +2,10 @@
 metrics.
 
 Endpoints read with httpx, each with its own timeout (``/health``, ``/v1/models``,
-``/version``, ``/metrics``; vLLM ``vllm/entrypoints/openai/api_server.py``). ``/metrics`` is
+``/version``, ``/metrics``; vLLM ``vllm/entrypoints/openai/api_server.py``), and where the
+engine offers them ``/is_paused`` and ``/is_sleeping`` (vLLM 0.32: mounted only when the server
+runs with ``VLLM_SERVER_DEV_MODE=1``, ``entrypoints/launchers/api_server/routers.py``; a 404 says
+"not offered", never "not paused"): the engine's own hold state, :func:`hold_state`. ``/metrics`` is
 parsed with ``prometheus_client.parser.text_string_to_metric_families``.
 
 Metric names change across vLLM releases, so each logical metric has an alias list and is
@@ -36,7 +39,7 @@ from pydantic import BaseModel
 from seat_console.core.profile import LoadedProfile
 from seat_console.core.base import Frozen, Source, Unavailable, utcnow
 from seat_console.core.partial import Kept, keep
-from seat_console.core.untrusted import InputError, get_int, get_str, load_json
+from seat_console.core.untrusted import InputError, get_bool, get_int, get_str, load_json
 
 METRIC_ALIASES: dict[str, tuple[str, ...]] = {
     "requests_running": ("num_requests_running",),
@@ -151,6 +154,11 @@ class EngineMetrics(Frozen):
     itl: HistogramSummary | None = None
     e2e: HistogramSummary | None = None
     cache_config: dict[str, str] | None = None
+    sleep_awake: float | None = None
+    """``vllm:engine_sleep_state{sleep_state="awake"}``: 1 every engine awake, 0 one or more
+    asleep (the minimum over engines); ``None`` when not exposed or not 0/1 (unknown). vLLM
+    ``v1/metrics/loggers.py`` ``PrometheusStatLogger.record_sleep_state``: awake = 0 while the
+    engine sleeps (``/sleep``, level 1 weights offloaded, level 2 discarded)."""
     matched: dict[str, str]
     missing: tuple[str, ...]
     families: int
@@ -185,6 +193,18 @@ class EngineReading(Frozen):
     metrics: EngineMetrics | None
     problems: tuple[str, ...] = ()
     kept: tuple[Kept, ...] = ()
+    paused: bool | None = None
+    """``/is_paused`` (``None``: the engine does not offer it — vLLM mounts it only with
+    ``VLLM_SERVER_DEV_MODE=1``, ``entrypoints/launchers/api_server/routers.py``)."""
+    sleeping: bool | None = None
+    """``/is_sleeping`` (``None``: not offered; same switch, and ``--enable-sleep-mode`` to
+    sleep at all)."""
+
+    @property
+    def hold_state(self) -> str | None:
+        """``UP`` / ``PAUSED`` / ``ASLEEP`` (:func:`hold_state`), ``None`` when not healthy."""
+        awake = self.metrics.sleep_awake if self.metrics is not None else None
+        return hold_state(self.healthy, self.paused, self.sleeping, awake)
 
     def with_last_good(self, last: EngineReading) -> EngineReading:
         """This reading with ``version`` / ``models`` / ``metrics`` that this read missed
@@ -413,6 +433,7 @@ def parse_metrics(text: str) -> EngineMetrics:
     if cache_cfg is not None and cache_cfg.samples:
         cfg_labels = {k: str(v) for k, v in cache_cfg.samples[0].labels.items()}
     return EngineMetrics(
+        sleep_awake=sleep_awake(families.get("engine_sleep_state")),
         requests_running=_sum(found["requests_running"]),
         requests_waiting=_sum(found["requests_waiting"]),
         kv_cache_usage=_max(found["kv_cache_usage"], upper=1.0),
@@ -423,6 +444,54 @@ def parse_metrics(text: str) -> EngineMetrics:
         ttft=summarize_histogram(found["ttft"]), itl=summarize_histogram(found["itl"]),
         e2e=summarize_histogram(found["e2e"]), cache_config=cfg_labels, matched=matched,
         missing=tuple(missing), families=len(families))
+
+
+def sleep_awake(fam: Metric | None) -> float | None:
+    """The ``awake`` series of ``vllm:engine_sleep_state`` (vLLM ``v1/metrics/loggers.py``,
+    ``record_sleep_state``: a gauge per engine labelled ``sleep_state`` = ``awake`` /
+    ``weights_offloaded`` / ``discard_all``): ``1.0`` when every engine's awake series is 1,
+    ``0.0`` when any is 0; ``None`` (unknown) when the family or its awake series is absent or a
+    value is not exactly 0 or 1 (NaN, ±Inf, 0.5 — never read as awake)."""
+    if fam is None:
+        return None
+    vals = [s.value for s in unique_series(fam.samples)
+            if s.labels.get("sleep_state") == "awake" and not s.name.endswith("_created")]
+    if not vals or any(v not in (0.0, 1.0) for v in vals):
+        return None
+    return float(min(vals))
+
+
+HOLD_STATES = ("UP", "PAUSED", "ASLEEP")
+"""The engine's own hold state as :func:`hold_state` words it: serving (``UP``), admitting
+nothing new (``PAUSED``: vLLM ``POST /pause``), weights put away (``ASLEEP``: ``POST /sleep``).
+``/health`` answers 200 in all three (vLLM ``entrypoints/serve/instrumentator/health.py``), so
+only these endpoints tell them apart."""
+
+
+def parse_flag(body: bytes | str, path: str, key: str) -> bool:
+    """The boolean ``key`` of the JSON object ``body`` that the engine's ``path`` answered:
+    ``/is_paused`` → ``{"is_paused": bool}`` (vLLM ``entrypoints/rl/online/api_router.py``,
+    ``is_paused``), ``/is_sleeping`` → ``{"is_sleeping": bool}`` (``entrypoints/serve/dev/
+    sleep/api_router.py``, ``is_sleeping``). Raises :class:`~seat_console.core.untrusted.
+    InputError` naming ``path`` for anything else (not JSON, no such key, not a bool)."""
+    doc = load_json(body, path)
+    v = get_bool(doc, key)
+    if v is None:
+        raise InputError(path, f"expected {{{key!r}: true|false}}, got {str(doc)[:120]!r}")
+    return v
+
+
+def hold_state(healthy: bool, paused: bool | None, sleeping: bool | None,
+               awake: float | None = None) -> str | None:
+    """``"ASLEEP"`` when ``/is_sleeping`` said true or the sleep gauge says an engine sleeps
+    (``awake`` 0); else ``"PAUSED"`` when ``/is_paused`` said true; else ``"UP"`` when
+    ``/health`` answered 200; else ``None`` (not serving: the health reading says why). An
+    endpoint the engine does not offer (``None``) says nothing either way."""
+    if sleeping or awake == 0.0:
+        return "ASLEEP"
+    if paused:
+        return "PAUSED"
+    return "UP" if healthy else None
 
 
 def parse_models(data: Any) -> tuple[ModelInfo, ...]:
@@ -527,9 +596,23 @@ class EngineClient:
                 problems.append(str(exc))
         else:
             problems.append(f"/metrics: {x.error or f'HTTP {x.status}'}")
+        flags: dict[str, bool | None] = {}
+        for path, key in (("/is_paused", "is_paused"), ("/is_sleeping", "is_sleeping")):
+            flags[key] = None
+            g = self._get(path)
+            if g.status in (404, 405):
+                continue  # not offered by this engine (no VLLM_SERVER_DEV_MODE): say nothing
+            if g.status == 200 and g.body is not None:
+                try:
+                    flags[key] = parse_flag(g.body, path, key)
+                except InputError as exc:
+                    problems.append(str(exc))
+            else:
+                problems.append(f"{path}: {g.error or f'HTTP {g.status}'}")
         return EngineReading(endpoint=self.base_url, read_at=utcnow(), healthy=h.status == 200,
                              health_status=h.status, version=version, models=models,
-                             metrics=metrics, problems=tuple(problems))
+                             metrics=metrics, problems=tuple(problems),
+                             paused=flags["is_paused"], sleeping=flags["is_sleeping"])
 
     def close(self) -> None:
         """Close the connection pool."""
@@ -567,7 +650,8 @@ def missing_of(metrics: EngineMetrics | None) -> Iterable[str]:
     return METRIC_ALIASES.keys() if metrics is None else metrics.missing
 
 
-__all__ = ["EngineClient", "EngineMetrics", "EngineReading", "EngineSource", "HistogramSummary",
-           "METRIC_ALIASES", "MISSING", "ModelInfo", "find_family", "fmt_metric",
-           "count_ok", "histogram_quantile", "make_source", "missing_of", "normalize",
-           "parse_metrics", "parse_models", "summarize_histogram", "unique_series"]
+__all__ = ["EngineClient", "EngineMetrics", "EngineReading", "EngineSource", "HOLD_STATES",
+           "HistogramSummary", "METRIC_ALIASES", "MISSING", "ModelInfo", "count_ok",
+           "find_family", "fmt_metric", "histogram_quantile", "hold_state", "make_source",
+           "missing_of", "normalize", "parse_flag", "parse_metrics", "parse_models",
+           "sleep_awake", "summarize_histogram", "unique_series"]

@@ -1,0 +1,348 @@
+"""Drain the seat's engine before it is stopped, and measure how long the seat is down.
+
+**Drain** (:func:`drain_plan`, :func:`drain_and_stop`; called by ``swap``'s *stop resident*,
+``restore``'s *stop probe* and every ``compare`` leg through
+:func:`seat_console.actions.swap.stop_container`):
+
+1. The plan reads the engine's ``/metrics`` (requests running + waiting now) and whether the
+   engine offers ``POST /pause``: vLLM mounts ``/pause``, ``/resume`` and ``/is_paused``
+   (``entrypoints/rl/online/api_router.py``) and ``/sleep``, ``/wake_up``, ``/is_sleeping``
+   (``entrypoints/serve/dev/sleep/api_router.py``) only when the server runs with
+   ``VLLM_SERVER_DEV_MODE=1`` (``entrypoints/launchers/api_server/routers.py``,
+   ``register_api_routers``: ``if envs.VLLM_SERVER_DEV_MODE``; 0.32.0 and 0.34.0 alike). The
+   console asks ``GET /is_paused``: 200 = offered, 404 = not.
+2. **Offered**: ``POST /pause?mode=wait`` (``AsyncLLM.pause_generation``: the engine stops
+   scheduling new requests and the call returns once the running ones finished), with a client
+   timeout of the bound (``[seat] drain_timeout_s``, default 60 s). The requests still running
+   or waiting when it returns or the bound passes are **cut** by the stop: counted and journaled.
+   If the pause call fails (an HTTP error other than a timeout) or the stop that follows fails,
+   ``POST /resume`` undoes the pause and the error says so.
+3. **Not offered**: SIGTERM through ``docker stop`` with a stop timeout of at least the engine's
+   ``--shutdown-timeout`` plus :data:`STOP_MARGIN_S`. vLLM's ``--shutdown-timeout`` (``engine/
+   arg_utils.py``, default 0; ``v1/engine/core.py`` ``EngineCore._handle_shutdown``): 0 aborts
+   every unfinished request at SIGTERM (``mode=abort``), N > 0 lets them finish for up to N s
+   (``mode=drain``). With 0 the plan says how many requests the stop would abort.
+
+**Downtime**: :func:`mark_down` records when the seat stopped admitting (the pause, else the
+stop); :func:`mark_up` when the first completion was verified on the engine that follows;
+``facts["downtime"] = {"down_at", "up_at", "seconds", "start_s", "image_id"}`` is journaled with
+the run. :func:`last_downtime` reads the newest from the journal; :func:`forecast` the plan's
+estimate from the last measured start of that image on this node.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+import httpx
+
+from seat_console.actions.journal import Journal
+from seat_console.actions.runbook import StepError, facts_from_rows
+from seat_console.core.base import utcnow
+from seat_console.core.untrusted import InputError
+from seat_console.sources.engine import parse_flag, parse_metrics
+
+STOP_MARGIN_S = 15
+"""Seconds added to the engine's ``--shutdown-timeout`` for the container's stop timeout (the
+API server and the engine processes exit after the drain; vLLM ``entrypoints/cli/serve.py``)."""
+DEFAULT_STOP_TIMEOUT_S = 10
+"""docker's stop timeout when the container sets none."""
+DOWNTIME_RUNBOOKS = ("swap", "restore", "compare")
+"""The runbooks whose facts may carry a ``downtime`` record."""
+
+
+@dataclass(frozen=True)
+class DrainPlan:
+    """What a drain will do: ``endpoint``; ``running`` / ``waiting`` requests now (``None``:
+    unknown — ``/metrics`` not read); ``pause`` whether ``POST /pause`` is offered (``None``:
+    the engine did not answer); ``bound_s`` the drain bound (s); ``shutdown_timeout_s`` the
+    engine's ``--shutdown-timeout`` (s; ``None`` when its argv says something unreadable);
+    ``stop_timeout_s`` the stop timeout the stop will use (s); ``problem`` why a reading is
+    missing."""
+
+    endpoint: str
+    running: float | None
+    waiting: float | None
+    pause: bool | None
+    bound_s: float
+    shutdown_timeout_s: int | None
+    stop_timeout_s: int
+    problem: str | None = None
+
+    @property
+    def in_flight(self) -> float | None:
+        """running + waiting, ``None`` when either is unknown."""
+        if self.running is None or self.waiting is None:
+            return None
+        return self.running + self.waiting
+
+    def words(self) -> str:
+        """The plan line: the requests now, how admission stops, the bound, the stop timeout."""
+        now = ("requests now: unknown" + (f" ({self.problem})" if self.problem else "")
+               if self.in_flight is None else
+               f"requests now: {self.running:.0f} running + {self.waiting:.0f} waiting")
+        if self.pause:
+            how = (f"drain: POST /pause?mode=wait, then wait up to {self.bound_s:.0f} s for them "
+                   f"to finish (those left at the bound are cut and counted); stop timeout "
+                   f"{self.stop_timeout_s} s")
+        else:
+            sd = self.shutdown_timeout_s
+            off = "not offered" if self.pause is False else "not known (engine not answering)"
+            how = (f"drain: /pause {off}; SIGTERM with stop timeout {self.stop_timeout_s} s "
+                   f"(≥ the engine's --shutdown-timeout "
+                   f"{'unknown' if sd is None else f'{sd} s'} + {STOP_MARGIN_S} s)")
+            if sd == 0:
+                n = "the" if self.in_flight is None else f"{self.in_flight:.0f}"
+                how += (f"; --shutdown-timeout 0 aborts {n} request(s) in flight at SIGTERM "
+                        "(set --shutdown-timeout or VLLM_SERVER_DEV_MODE=1 to drain)")
+        return f"{now}; {how}"
+
+
+_FLAG = "--shutdown-timeout"
+
+
+def shutdown_timeout_of(argv: Sequence[Any] | None) -> int | None:
+    """The engine's ``--shutdown-timeout`` in ``argv`` (the container's entrypoint + cmd; either
+    ``--shutdown-timeout N`` or ``--shutdown-timeout=N``, the last one wins as argparse does):
+    0 when absent (vLLM's default, ``engine/arg_utils.py``); ``None`` (unknown) when the value
+    is not a non-negative integer or the flag ends the list. Never raises for odd input (items
+    that are not strings are skipped)."""
+    out: int | None = 0
+    items = [a for a in (argv or []) if isinstance(a, str)]
+    for i, a in enumerate(items):
+        val: str | None
+        if a == _FLAG:
+            val = items[i + 1] if i + 1 < len(items) else None
+        elif a.startswith(_FLAG + "="):
+            val = a[len(_FLAG) + 1:]
+        else:
+            continue
+        out = int(val) if val is not None and re.fullmatch(r"[0-9]{1,7}", val) else None
+    return out
+
+
+def stop_timeout_for(container_stop_timeout_s: int | None, shutdown_timeout_s: int | None) -> int:
+    """The stop timeout (s): the container's own (default :data:`DEFAULT_STOP_TIMEOUT_S`), at
+    least the engine's ``--shutdown-timeout`` + :data:`STOP_MARGIN_S` (an unknown one counts
+    as 0)."""
+    own = int(container_stop_timeout_s or DEFAULT_STOP_TIMEOUT_S)
+    return max(own, int(shutdown_timeout_s or 0) + STOP_MARGIN_S)
+
+
+def _argv(c: Any) -> list[Any]:
+    cfg = c.attrs.get("Config") or {}
+    return [*(cfg.get("Entrypoint") or []), *(cfg.get("Cmd") or [])]
+
+
+def read_queue(endpoint: str, timeout_s: float = 3.0) -> tuple[float | None, float | None, str | None]:
+    """``(running, waiting, problem)`` from ``endpoint``'s ``/metrics``; ``None`` and the reason
+    when it cannot be read or does not expose the metric (unknown, never 0)."""
+    try:
+        r = httpx.get(f"{endpoint}/metrics", timeout=timeout_s)
+    except httpx.HTTPError as exc:
+        return None, None, f"/metrics: {type(exc).__name__}"
+    if r.status_code != 200:
+        return None, None, f"/metrics: HTTP {r.status_code}"
+    try:
+        m = parse_metrics(r.text)
+    except ValueError as exc:
+        return None, None, str(exc)[:200]
+    return m.requests_running, m.requests_waiting, None
+
+
+def pause_offered(endpoint: str, timeout_s: float = 3.0) -> bool | None:
+    """Whether ``endpoint`` offers ``/pause``: ``GET /is_paused`` 200 with ``{"is_paused":
+    bool}`` → ``True``; 404/405 → ``False``; no answer or another answer → ``None``."""
+    try:
+        r = httpx.get(f"{endpoint}/is_paused", timeout=timeout_s)
+    except httpx.HTTPError:
+        return None
+    if r.status_code in (404, 405):
+        return False
+    if r.status_code != 200:
+        return None
+    try:
+        parse_flag(r.content, "/is_paused", "is_paused")
+    except InputError:
+        return None
+    return True
+
+
+def drain_plan(c: Any, endpoint: str, bound_s: float) -> DrainPlan:
+    """The plan for draining container ``c`` serving at ``endpoint`` (reads only)."""
+    sd = shutdown_timeout_of(_argv(c))
+    own = (c.attrs.get("Config") or {}).get("StopTimeout")
+    running, waiting, problem = read_queue(endpoint)
+    return DrainPlan(endpoint=endpoint, running=running, waiting=waiting,
+                     pause=pause_offered(endpoint), bound_s=float(bound_s),
+                     shutdown_timeout_s=sd,
+                     stop_timeout_s=stop_timeout_for(own if isinstance(own, int) else None, sd),
+                     problem=problem)
+
+
+def _resume(endpoint: str) -> str:
+    try:
+        r = httpx.post(f"{endpoint}/resume", timeout=10.0)
+    except httpx.HTTPError as exc:
+        return f"POST /resume failed ({type(exc).__name__}): resume by hand (curl -X POST " \
+               f"{endpoint}/resume)"
+    if r.status_code != 200:
+        return f"POST /resume answered HTTP {r.status_code}: resume by hand"
+    return "the engine was resumed (POST /resume 200)"
+
+
+def drain_and_stop(c: Any, plan: DrainPlan, stop: Any) -> tuple[str, dict[str, Any]]:
+    """Drain per ``plan`` (module docstring), then call ``stop(stop_timeout_s) -> str`` (the
+    docker stop). Returns ``(sentence, record)``; the record (JSON-able) holds ``mode``
+    (``pause`` / ``sigterm`` / ``none``), ``bound_s``, ``running_before``, ``waiting_before``,
+    ``drained_s``, ``cut`` (requests left at the stop, ``None`` unknown), ``reached_zero``,
+    ``stop_timeout_s``, ``shutdown_timeout_s``, ``down_at`` (ISO UTC: admission stopped).
+    Raises :class:`StepError` when the pause or the stop fails — after ``POST /resume`` when
+    the engine had been paused, said in the message."""
+    rec: dict[str, Any] = {"endpoint": plan.endpoint, "bound_s": plan.bound_s,
+                           "running_before": plan.running, "waiting_before": plan.waiting,
+                           "stop_timeout_s": plan.stop_timeout_s,
+                           "shutdown_timeout_s": plan.shutdown_timeout_s}
+    t0 = utcnow()
+    rec["down_at"] = iso(t0)
+    paused = False
+    if plan.pause:
+        rec["mode"] = "pause"
+        try:
+            r = httpx.post(f"{plan.endpoint}/pause", params={"mode": "wait"},
+                           timeout=httpx.Timeout(max(plan.bound_s, 0.1), connect=5.0))
+            if r.status_code != 200:
+                raise StepError(f"drain failed: POST /pause?mode=wait answered HTTP "
+                                f"{r.status_code} ({r.text[:200]}); {_resume(plan.endpoint)}; "
+                                f"{c.name} was not stopped")
+            paused = True
+            rec["reached_zero"] = True
+        except httpx.TimeoutException:
+            paused = True  # the pause itself applies at once; the wait ran past the bound
+            rec["reached_zero"] = False
+        except httpx.HTTPError as exc:
+            raise StepError(f"drain failed: POST /pause: {type(exc).__name__}: {exc}; "
+                            f"{_resume(plan.endpoint)}; {c.name} was not stopped") from None
+        running, waiting, _ = read_queue(plan.endpoint)
+        rec["cut"] = None if running is None or waiting is None else int(running + waiting)
+    else:
+        rec["mode"] = "sigterm" if plan.pause is False else "none"
+        rec["reached_zero"] = None
+        cut = plan.in_flight
+        # --shutdown-timeout N > 0: the engine drains them itself within the stop timeout
+        rec["cut"] = (None if cut is None else int(cut)) if plan.shutdown_timeout_s == 0 else None
+    rec["drained_s"] = round((utcnow() - t0).total_seconds(), 3)
+    try:
+        out = stop(plan.stop_timeout_s)
+    except StepError as exc:
+        tail = f"; {_resume(plan.endpoint)}" if paused else ""
+        raise StepError(f"{exc}{tail}") from None
+    if rec["mode"] == "pause":
+        cut = rec["cut"]
+        words = (f"drained in {rec['drained_s']:.1f} s (bound {plan.bound_s:.0f} s), "
+                 + ("0 requests cut" if cut == 0 else
+                    f"{'unknown number of' if cut is None else cut} request(s) cut at the "
+                    f"{'bound' if not rec['reached_zero'] else 'stop (queued after the pause)'}"))
+    elif rec["cut"]:
+        words = (f"/pause not offered: SIGTERM aborted about {rec['cut']} request(s) in flight "
+                 "(--shutdown-timeout 0)")
+    else:
+        words = ("/pause not offered: SIGTERM, the engine drains within --shutdown-timeout "
+                 f"{plan.shutdown_timeout_s} s" if plan.shutdown_timeout_s else
+                 "/pause not offered: SIGTERM")
+    return f"{words}; {out}", rec
+
+
+# -- downtime --------------------------------------------------------------------------------------
+def iso(t: datetime) -> str:
+    """ISO 8601 UTC with ``Z``, millisecond precision (a downtime is told to 0.1 s)."""
+    return t.astimezone(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def parse_iso(v: Any) -> datetime | None:
+    """An ISO 8601 time with an offset (our journal's facts) → aware UTC; ``None`` for
+    anything else (not a string, no offset, not a time)."""
+    if not isinstance(v, str) or len(v) > 64:
+        return None
+    try:
+        t = datetime.fromisoformat(v.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return t.astimezone(UTC) if t.tzinfo is not None else None
+
+
+def mark_up(facts: dict[str, Any], *, started_at: datetime | None = None,
+            image_id: str | None = None, now: datetime | None = None) -> str:
+    """Record the first verified completion (``now``) on the engine that follows the drain in
+    ``facts["downtime"]`` (``down_at`` from ``facts["drain"]``): ``up_at``, ``seconds``
+    (``up_at - down_at``), ``start_s`` (``up_at - started_at``, the container's start to its
+    first completion) and ``image_id``. Returns ``"seat down 31.4 s"``, or ``""`` when no drain
+    recorded when the seat went down."""
+    now = now or utcnow()
+    down_at = parse_iso((facts.get("drain") or {}).get("down_at"))
+    if down_at is None:
+        return ""
+    down = iso(down_at)
+    secs = (now - down_at).total_seconds()
+    rec: dict[str, Any] = {"down_at": down, "up_at": iso(now), "seconds": round(secs, 3),
+                           "image_id": image_id}
+    if started_at is not None:
+        rec["start_s"] = round((now - started_at).total_seconds(), 3)
+    facts["downtime"] = rec
+    return f"seat down {secs:.1f} s"
+
+
+def _seconds(v: Any) -> float | None:
+    if isinstance(v, bool) or not isinstance(v, int | float):
+        return None
+    f = float(v)
+    return f if math.isfinite(f) and f >= 0 else None
+
+
+def downtimes(journal: Journal) -> list[dict[str, Any]]:
+    """Every run's measured downtime, oldest first: ``{"run_id", "runbook", "at",
+    "seconds", "start_s", "image_id"}`` from the facts of :data:`DOWNTIME_RUNBOOKS` runs. A
+    record whose ``seconds`` is not a finite number ≥ 0 is skipped (unknown, never 0)."""
+    out = []
+    for rows in journal.runs().values():
+        if not rows or rows[0].runbook not in DOWNTIME_RUNBOOKS:
+            continue
+        d = facts_from_rows(rows).get("downtime")
+        if not isinstance(d, dict):
+            continue
+        secs = _seconds(d.get("seconds"))
+        if secs is None:
+            continue
+        out.append({"run_id": rows[0].run_id, "runbook": rows[0].runbook,
+                    "at": d.get("up_at"), "seconds": secs, "start_s": _seconds(d.get("start_s")),
+                    "image_id": d.get("image_id") if isinstance(d.get("image_id"), str) else None})
+    return sorted(out, key=lambda d: str(d["at"]))
+
+
+def last_downtime(journal: Journal) -> dict[str, Any] | None:
+    """The newest :func:`downtimes` record, or ``None``."""
+    ds = downtimes(journal)
+    return ds[-1] if ds else None
+
+
+def forecast(journal: Journal, image_id: str | None, bound_s: float) -> str:
+    """The plan's downtime forecast for starting ``image_id``: ``"seat down ≈ 30 s (last start
+    of this image 28.8 s + drain up to 60 s)"`` from the newest measured ``start_s`` of that
+    image; says so when none was measured."""
+    if image_id:
+        for d in reversed(downtimes(journal)):
+            if d["image_id"] == image_id and d["start_s"] is not None:
+                return (f"seat down ≈ {d['start_s']:.0f} s (last start of this image "
+                        f"{d['start_s']:.1f} s, run {d['run_id']}) + the drain (up to "
+                        f"{bound_s:.0f} s)")
+    return "seat downtime: no start of this image measured on this node yet"
+
+
+__all__ = ["DrainPlan", "STOP_MARGIN_S", "downtimes", "drain_and_stop", "drain_plan",
+           "forecast", "last_downtime", "mark_up", "pause_offered", "read_queue",
+           "shutdown_timeout_of", "stop_timeout_for"]

@@ -1,0 +1,346 @@
+"""Drain before stop, the seat's downtime, the engine's own hold state (issue 32).
+
+The drain runs against a real HTTP server on 127.0.0.1 that answers as vLLM 0.32's API server
+does with ``VLLM_SERVER_DEV_MODE=1`` (``/pause?mode=wait`` returns once the running requests
+finished, ``/resume``, ``/is_paused``, ``/metrics``; ``entrypoints/rl/online/api_router.py``),
+or without it (404). The lab test (tests/test_drain_lab.py) runs the real engine. Every new
+reading of the engine's state and of our own facts has a property test here.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import threading
+from datetime import UTC, datetime, timedelta
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from seat_console.actions import drain as D
+from seat_console.actions.journal import Journal
+from seat_console.actions.runbook import StepError
+from seat_console.core.untrusted import InputError
+from seat_console.sources import engine as E
+
+
+# -- an engine that pauses ---------------------------------------------------------------------
+class Engine(ThreadingHTTPServer):
+    """``running`` / ``waiting`` requests (exposed on ``/metrics``); ``offers_pause``: the
+    dev-mode routes exist; ``pause_status``: what ``POST /pause`` answers; ``finish``: set when
+    the running requests finish (``/pause?mode=wait`` returns then)."""
+
+    daemon_threads = True
+
+    def __init__(self, *, offers_pause: bool = True, running: int = 3, waiting: int = 0,
+                 pause_status: int = 200) -> None:
+        self.offers_pause = offers_pause
+        self.running = running
+        self.waiting = waiting
+        self.pause_status = pause_status
+        self.paused = False
+        self.calls: list[str] = []
+        self.finish = threading.Event()
+        self.gone = threading.Event()
+        super().__init__(("127.0.0.1", 0), _Handler)
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.server_address[1]}"
+
+    def __enter__(self) -> Engine:
+        threading.Thread(target=self.serve_forever, daemon=True).start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.gone.set()
+        self.finish.set()
+        self.shutdown()
+        self.server_close()
+
+
+class _Handler(BaseHTTPRequestHandler):
+    server: Engine
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+    def _send(self, code: int, body: bytes) -> None:
+        try:
+            self.send_response(code)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+        except OSError:
+            pass
+
+    def do_GET(self) -> None:  # http.server's name for the GET handler
+        srv = self.server
+        srv.calls.append(f"GET {self.path}")
+        if self.path == "/metrics":
+            text = ("# TYPE vllm:num_requests_running gauge\n"
+                    f"vllm:num_requests_running{{engine=\"0\"}} {srv.running}\n"
+                    "# TYPE vllm:num_requests_waiting gauge\n"
+                    f"vllm:num_requests_waiting{{engine=\"0\"}} {srv.waiting}\n")
+            self._send(200, text.encode())
+        elif self.path == "/is_paused" and srv.offers_pause:
+            self._send(200, json.dumps({"is_paused": srv.paused}).encode())
+        else:
+            self._send(404, b'{"detail": "Not Found"}')
+
+    def do_POST(self) -> None:  # http.server's name for the POST handler
+        srv = self.server
+        srv.calls.append(f"POST {self.path}")
+        if not srv.offers_pause:
+            self._send(404, b"")
+        elif self.path.startswith("/pause"):
+            if srv.pause_status != 200:
+                self._send(srv.pause_status, b'{"error": "boom"}')
+                return
+            srv.paused = True
+            srv.finish.wait(60)          # mode=wait: returns once the running requests finished
+            if not srv.gone.is_set():
+                srv.running = 0
+                self._send(200, b'{"status": "paused"}')
+        elif self.path == "/resume":
+            srv.paused = False
+            self._send(200, b'{"status": "resumed"}')
+        else:
+            self._send(404, b"")
+
+
+class Container:
+    """What the drain reads of a docker container: ``name`` and ``attrs``."""
+
+    def __init__(self, argv: list[Any] | None = None, stop_timeout: int | None = None) -> None:
+        self.name = "seat-resident"
+        self.attrs = {"Config": {"Cmd": argv or [], "StopTimeout": stop_timeout}}
+
+
+class Stopper:
+    def __init__(self, fail: bool = False) -> None:
+        self.fail = fail
+        self.timeouts: list[int] = []
+
+    def __call__(self, t: int) -> str:
+        self.timeouts.append(t)
+        if self.fail:
+            raise StepError("stop seat-resident: still running")
+        return f"stopped seat-resident (t={t} s)"
+
+
+def test_pause_drains_then_stops_and_counts_nothing_cut() -> None:
+    with Engine(running=3, waiting=0) as eng:
+        plan = D.drain_plan(Container(), eng.url, bound_s=30)
+        assert plan.pause is True and plan.in_flight == 3
+        assert "3 running + 0 waiting" in plan.words() and "/pause?mode=wait" in plan.words()
+        threading.Timer(0.2, eng.finish.set).start()    # the 3 requests finish
+        stop = Stopper()
+        words, rec = D.drain_and_stop(Container(), plan, stop)
+    assert rec["mode"] == "pause" and rec["reached_zero"] is True and rec["cut"] == 0
+    assert "0 requests cut" in words
+    assert stop.timeouts == [plan.stop_timeout_s]
+    assert D.parse_iso(rec["down_at"]) is not None
+    assert eng.calls.index("POST /pause?mode=wait") < len(eng.calls)
+
+
+def test_drain_that_cannot_finish_stops_at_the_bound_with_the_cut_counted() -> None:
+    with Engine(running=2, waiting=1) as eng:           # the requests never finish
+        plan = D.drain_plan(Container(), eng.url, bound_s=0.5)
+        stop = Stopper()
+        words, rec = D.drain_and_stop(Container(), plan, stop)
+        assert eng.paused
+    assert rec["reached_zero"] is False and rec["cut"] == 3
+    assert "3 request(s) cut at the bound" in words
+    assert stop.timeouts, "the stop happens at the bound"
+
+
+def test_a_failed_pause_resumes_and_does_not_stop() -> None:
+    with Engine(pause_status=500) as eng:
+        plan = D.drain_plan(Container(), eng.url, bound_s=5)
+        stop = Stopper()
+        with pytest.raises(StepError, match="resumed.*not stopped"):
+            D.drain_and_stop(Container(), plan, stop)
+        assert "POST /resume" in eng.calls
+    assert stop.timeouts == []
+
+
+def test_a_failed_stop_after_the_pause_resumes() -> None:
+    with Engine() as eng:
+        eng.finish.set()
+        plan = D.drain_plan(Container(), eng.url, bound_s=5)
+        with pytest.raises(StepError, match=r"still running; the engine was resumed"):
+            D.drain_and_stop(Container(), plan, Stopper(fail=True))
+        assert "POST /resume" in eng.calls and not eng.paused
+
+
+def test_without_pause_sigterm_waits_the_shutdown_timeout_plus_margin() -> None:
+    with Engine(offers_pause=False, running=4, waiting=1) as eng:
+        plan = D.drain_plan(Container(["--model", "m", "--shutdown-timeout", "45"], 10),
+                            eng.url, bound_s=60)
+        assert plan.pause is False and plan.stop_timeout_s == 45 + D.STOP_MARGIN_S
+        assert "SIGTERM with stop timeout 60 s" in plan.words()
+        stop = Stopper()
+        words, rec = D.drain_and_stop(Container(), plan, stop)
+    assert stop.timeouts == [60] and rec["mode"] == "sigterm" and rec["cut"] is None
+    assert "drains within --shutdown-timeout 45 s" in words
+
+
+def test_without_pause_and_shutdown_timeout_0_the_plan_says_what_is_aborted() -> None:
+    with Engine(offers_pause=False, running=4, waiting=1) as eng:
+        plan = D.drain_plan(Container(["--model", "m"]), eng.url, bound_s=60)
+        assert "aborts 5 request(s)" in plan.words()
+        words, rec = D.drain_and_stop(Container(), plan, Stopper())
+    assert rec["cut"] == 5 and "aborted about 5" in words
+
+
+def test_engine_not_answering_is_unknown_not_zero() -> None:
+    plan = D.drain_plan(Container(), "http://127.0.0.1:9", bound_s=5)
+    assert plan.in_flight is None and plan.pause is None
+    assert "requests now: unknown" in plan.words()
+    _, rec = D.drain_and_stop(Container(), plan, Stopper())
+    assert rec["mode"] == "none" and rec["cut"] is None
+
+
+# -- downtime -----------------------------------------------------------------------------------
+def _journal_run(j: Journal, run_id: str, runbook: str, facts: dict[str, Any]) -> None:
+    j.append(run_id=run_id, runbook=runbook, kind="begin", facts={})
+    j.append(run_id=run_id, runbook=runbook, kind="end", outcome="done", facts=facts)
+
+
+def test_downtime_measured_from_the_drain_to_the_first_completion(tmp_path: Path) -> None:
+    t0 = datetime(2026, 12, 5, 4, 0, tzinfo=UTC)
+    facts: dict[str, Any] = {"drain": {"down_at": D.iso(t0)}}
+    words = D.mark_up(facts, started_at=t0 + timedelta(seconds=2.6), image_id="sha256:a",
+                      now=t0 + timedelta(seconds=31.4))
+    assert words == "seat down 31.4 s"
+    assert facts["downtime"]["seconds"] == 31.4 and facts["downtime"]["start_s"] == 28.8
+    with Journal(path=tmp_path / "j.sqlite3") as j:
+        assert D.forecast(j, "sha256:a", 60).startswith("seat downtime: no start")
+        _journal_run(j, "r1", "swap", facts)
+        _journal_run(j, "r2", "hold", {"downtime": {"seconds": 1}})   # not a seat change
+        assert D.last_downtime(j)["seconds"] == 31.4
+        assert D.last_downtime(j)["run_id"] == "r1"
+        assert "≈ 29 s (last start of this image 28.8 s" in D.forecast(j, "sha256:a", 60)
+        assert D.forecast(j, "sha256:b", 60).startswith("seat downtime: no start")
+
+
+def test_no_drain_no_downtime() -> None:
+    facts: dict[str, Any] = {}
+    assert D.mark_up(facts) == "" and "downtime" not in facts
+
+
+_JSONISH = st.recursive(st.none() | st.booleans() | st.integers() | st.floats() | st.text(),
+                        lambda c: st.lists(c, max_size=3) | st.dictionaries(st.text(), c,
+                                                                             max_size=3),
+                        max_leaves=8)
+
+
+@given(_JSONISH)
+def test_downtimes_read_any_facts_without_raising_and_never_invent_a_figure(v: Any) -> None:
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as d, Journal(path=Path(d) / "j.sqlite3") as j:
+        _journal_run(j, "r", "restore", {"downtime": v})
+        ds = D.downtimes(j)
+    secs = v.get("seconds") if isinstance(v, dict) else None
+    if ds:
+        assert ds[0]["seconds"] == secs and math.isfinite(ds[0]["seconds"])
+        assert ds[0]["seconds"] >= 0
+    else:
+        assert not (isinstance(secs, int | float) and not isinstance(secs, bool)
+                    and math.isfinite(secs) and secs >= 0)
+
+
+@given(st.one_of(st.none(), st.text(max_size=80), st.integers(), st.floats()))
+def test_parse_iso_only_aware_times(v: Any) -> None:
+    t = D.parse_iso(v)
+    assert t is None or t.tzinfo is not None
+
+
+# -- the engine's argv and state readings -----------------------------------------------------
+@pytest.mark.parametrize("argv, want", [
+    ([], 0), (["--model", "m"], 0), (["--shutdown-timeout", "30"], 30),
+    (["--shutdown-timeout=7"], 7), (["--shutdown-timeout", "5", "--shutdown-timeout=9"], 9),
+    (["--shutdown-timeout"], None), (["--shutdown-timeout", "-1"], None),
+    (["--shutdown-timeout", "1e3"], None)])
+def test_shutdown_timeout_of(argv: list[str], want: int | None) -> None:
+    assert D.shutdown_timeout_of(argv) == want
+
+
+@given(st.lists(st.one_of(st.text(max_size=20), st.sampled_from(
+    ["--shutdown-timeout", "--shutdown-timeout=", "--shutdown-timeout=12", "30"]),
+    st.integers(), st.none()), max_size=8))
+def test_shutdown_timeout_of_never_raises(argv: list[Any]) -> None:
+    got = D.shutdown_timeout_of(argv)
+    assert got is None or (isinstance(got, int) and got >= 0)
+    assert D.stop_timeout_for(None, got) >= D.STOP_MARGIN_S
+
+
+@given(st.one_of(st.binary(max_size=60), st.text(max_size=60),
+                 st.dictionaries(st.text(max_size=12), _JSONISH, max_size=3).map(json.dumps)))
+def test_parse_flag_only_input_errors_naming_the_path(body: Any) -> None:
+    try:
+        v = E.parse_flag(body, "/is_paused", "is_paused")
+    except InputError as exc:
+        assert "/is_paused" in str(exc)
+    else:
+        assert isinstance(v, bool)
+        assert json.loads(body)["is_paused"] is v
+
+
+def test_parse_flag_reads_the_engines_answers() -> None:
+    assert E.parse_flag(b'{"is_paused": true}', "/is_paused", "is_paused") is True
+    assert E.parse_flag('{"is_sleeping": false}', "/is_sleeping", "is_sleeping") is False
+    for bad in (b'{"is_paused": 1}', b'{"is_paused": "true"}', b"[]", b"nope"):
+        with pytest.raises(InputError, match="/is_paused"):
+            E.parse_flag(bad, "/is_paused", "is_paused")
+
+
+def _sleep_text(awake: list[str]) -> str:
+    lines = ["# TYPE vllm:engine_sleep_state gauge"]
+    for i, v in enumerate(awake):
+        lines += [f'vllm:engine_sleep_state{{engine="{i}",sleep_state="awake"}} {v}',
+                  f'vllm:engine_sleep_state{{engine="{i}",sleep_state="weights_offloaded"}} 0']
+    return "\n".join(lines) + "\n"
+
+
+def test_sleep_gauge_read() -> None:
+    assert E.parse_metrics(_sleep_text(["1", "1"])).sleep_awake == 1.0
+    assert E.parse_metrics(_sleep_text(["1", "0"])).sleep_awake == 0.0
+    assert E.parse_metrics(_sleep_text([])).sleep_awake is None
+    assert E.parse_metrics("").sleep_awake is None
+
+
+@given(st.lists(st.sampled_from(["0", "1", "NaN", "+Inf", "-Inf", "0.5", "-1", "2", "1e308"]),
+                max_size=4))
+def test_sleep_gauge_unknown_is_never_awake(vals: list[str]) -> None:
+    got = E.parse_metrics(_sleep_text(vals)).sleep_awake
+    if not vals or any(v not in ("0", "1") for v in vals):
+        assert got is None
+    else:
+        assert got == (0.0 if "0" in vals else 1.0)
+
+
+@pytest.mark.parametrize("healthy, paused, sleeping, awake, want", [
+    (True, None, None, None, "UP"), (True, False, False, 1.0, "UP"),
+    (True, True, None, None, "PAUSED"), (True, None, True, None, "ASLEEP"),
+    (True, True, False, 0.0, "ASLEEP"), (False, None, None, None, None),
+    (False, True, None, None, "PAUSED")])
+def test_hold_state(healthy: bool, paused: bool | None, sleeping: bool | None,
+                    awake: float | None, want: str | None) -> None:
+    assert E.hold_state(healthy, paused, sleeping, awake) == want
+
+
+def test_engine_reading_reads_is_paused_where_offered() -> None:
+    with Engine() as eng:
+        eng.paused = True
+        # this engine answers only /metrics and /is_paused: /health 404 is "not healthy"
+        r = E.EngineClient(eng.url).read()
+    assert isinstance(r, E.EngineReading)
+    assert r.paused is True and r.sleeping is None and r.hold_state == "PAUSED"
+    assert not any("/is_sleeping" in p for p in r.problems), "404 = not offered, no problem"
