@@ -304,12 +304,15 @@ def _seconds(v: Any) -> float | None:
     return f if math.isfinite(f) and f >= 0 else None
 
 
-def downtimes(journal: Journal) -> list[dict[str, Any]]:
+def downtimes(journal: Journal | Any) -> list[dict[str, Any]]:
     """Every run's measured downtime, oldest first: ``{"run_id", "runbook", "at",
     "seconds", "start_s", "image_id"}`` from the facts of :data:`DOWNTIME_RUNBOOKS` runs. A
     record whose ``seconds`` is not a finite number ≥ 0 is skipped (unknown, never 0)."""
+    runs: dict[str, list[Any]] = {}
+    for e in journal.entries():    # entries(): the journal or the exporter's read-only one
+        runs.setdefault(e.run_id, []).append(e)
     out = []
-    for rows in journal.runs().values():
+    for rows in runs.values():
         if not rows or rows[0].runbook not in DOWNTIME_RUNBOOKS:
             continue
         d = facts_from_rows(rows).get("downtime")

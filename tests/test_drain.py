@@ -81,7 +81,9 @@ class _Handler(BaseHTTPRequestHandler):
     def do_GET(self) -> None:  # http.server's name for the GET handler
         srv = self.server
         srv.calls.append(f"GET {self.path}")
-        if self.path == "/metrics":
+        if self.path == "/health":
+            self._send(200, b"")
+        elif self.path == "/metrics":
             text = ("# TYPE vllm:num_requests_running gauge\n"
                     f"vllm:num_requests_running{{engine=\"0\"}} {srv.running}\n"
                     "# TYPE vllm:num_requests_waiting gauge\n"
@@ -339,8 +341,66 @@ def test_hold_state(healthy: bool, paused: bool | None, sleeping: bool | None,
 def test_engine_reading_reads_is_paused_where_offered() -> None:
     with Engine() as eng:
         eng.paused = True
-        # this engine answers only /metrics and /is_paused: /health 404 is "not healthy"
         r = E.EngineClient(eng.url).read()
     assert isinstance(r, E.EngineReading)
     assert r.paused is True and r.sleeping is None and r.hold_state == "PAUSED"
     assert not any("/is_sleeping" in p for p in r.problems), "404 = not offered, no problem"
+
+
+# -- the exporter ------------------------------------------------------------------------------
+def _families(states: dict[str, Any]) -> dict[tuple[str, tuple], float]:
+    from seat_console.exporter.model import Identity, build_families
+    from seat_console.exporter.poller import SourceState
+
+    ident = Identity("n1", "resident-a", "http://127.0.0.1:8000", 2, ("a.timer",), "0.1.0")
+    out = {}
+    for f in build_families(ident, {k: SourceState(k, True, v, 1000.0)
+                                    for k, v in states.items()}):
+        for smp in f.samples:
+            out[(smp.name, tuple(sorted(smp.labels.items())))] = smp.value
+    return out
+
+
+def test_exporter_engine_hold_state_absent_when_not_offered() -> None:
+    from seat_console.exporter.model import EngineCheck
+
+    s = _families({"engine": EngineCheck(True, 200)})
+    assert s[("seat_engine_up", ())] == 1
+    assert ("seat_engine_paused", ()) not in s and ("seat_engine_asleep", ()) not in s
+    s = _families({"engine": EngineCheck(True, 200, paused=True, asleep=False)})
+    assert s[("seat_engine_paused", ())] == 1 and s[("seat_engine_asleep", ())] == 0
+
+
+def test_exporter_downtime_of_the_last_run_and_the_counters() -> None:
+    from seat_console.exporter.model import JournalValue
+
+    assert ("seat_downtime_seconds", ()) not in _families({"journal": JournalValue()})
+    s = _families({"journal": JournalValue(downtime_s=31.4, downtime_runs=2,
+                                           downtime_sum_s=60.0)})
+    assert s[("seat_downtime_seconds", ())] == 31.4
+    assert s[("seat_downtime_runs_total", ())] == 2
+    assert s[("seat_down_seconds_total", ())] == 60.0
+
+
+def test_exporter_reads_the_engines_pause_and_the_journals_downtime(tmp_path: Path) -> None:
+    from seat_console.core.profile import load_profile
+    from seat_console.exporter.readers import ReadOnlyJournal, make_engine, seat_downtimes
+
+    with Engine() as eng:
+        eng.paused = True
+        f = tmp_path / "p.toml"
+        f.write_text(f'[resident]\nname = "r"\n[timers]\nconformance = ["a.timer"]\n'
+                     f'[[silence.matchers]]\nname = "instance"\nvalue = "x"\n'
+                     f'[seat]\nendpoint = "{eng.url}"\n')
+        read, close = make_engine(load_profile(str(f)))
+        try:
+            got = read()
+        finally:
+            close()
+    assert got.healthy and got.paused is True and got.asleep is None
+    t0 = datetime(2026, 12, 5, 4, 0, tzinfo=UTC)
+    with Journal(path=tmp_path / "j.sqlite3") as j:
+        _journal_run(j, "a", "swap", {"downtime": {"seconds": 20.0, "up_at": D.iso(t0)}})
+        _journal_run(j, "b", "restore", {"downtime": {"seconds": 31.4,
+                                                      "up_at": D.iso(t0 + timedelta(1))}})
+    assert seat_downtimes(ReadOnlyJournal(tmp_path / "j.sqlite3")) == (31.4, 2, 51.4)

@@ -25,7 +25,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from prometheus_client.core import GaugeMetricFamily, Metric
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 
 from seat_console.exporter.poller import SourceState
 
@@ -58,6 +58,11 @@ class EngineCheck:
     healthy: bool
     status: int | None = None
     detail: str | None = None
+    paused: bool | None = None
+    """``GET /is_paused`` (vLLM, ``VLLM_SERVER_DEV_MODE=1``); ``None``: not offered or not
+    read."""
+    asleep: bool | None = None
+    """``GET /is_sleeping``; ``None``: not offered or not read."""
 
 
 @dataclass(frozen=True)
@@ -106,6 +111,13 @@ class JournalValue:
     promoted: tuple[str, str, bool] | None = None
     """``(container, promote run ID, forced)`` when the seat-state file (``seat.json``) names
     a promoted resident; ``None`` when there is none or it cannot be read."""
+    downtime_s: float | None = None
+    """The seat's downtime (s) measured by the newest runbook run that stopped it
+    (:func:`seat_console.actions.drain.last_downtime`); ``None``: none measured."""
+    downtime_runs: int = 0
+    """How many runs in the journal measured a seat downtime."""
+    downtime_sum_s: float = 0.0
+    """Their downtimes (s) summed."""
 
 
 @dataclass(frozen=True)
@@ -201,9 +213,17 @@ def build_families(ident: Identity, states: Mapping[str, SourceState]) -> list[M
 
     eng = val("engine")
     up = _g("seat_engine_up", "1 when the seat's engine answered GET /health with 200.")
+    paused = _g("seat_engine_paused", "1 when the seat's engine says it is paused "
+                                      "(GET /is_paused; /health is 200 while paused).")
+    asleep = _g("seat_engine_asleep", "1 when the seat's engine says it is asleep "
+                                      "(GET /is_sleeping; /health is 200 while asleep).")
     if isinstance(eng, EngineCheck):
         up.add_metric([], _b(eng.healthy))
-    out.append(up)
+        if eng.paused is not None:     # not offered: absent, never 0
+            paused.add_metric([], _b(eng.paused))
+        if eng.asleep is not None:
+            asleep.add_metric([], _b(eng.asleep))
+    out += [up, paused, asleep]
 
     timers: Sequence[TimerFact] | None = val("timers")
     lease: LeaseValue | None = val("lease")
@@ -287,6 +307,21 @@ def build_families(ident: Identity, states: Mapping[str, SourceState]) -> list[M
         if jr.next_stage is not None:
             nxt.add_metric(list(jr.next_stage), 1)
     out += [stage, nxt]
+
+    down = _g("seat_downtime_seconds", "How long the seat was down in the newest runbook run "
+                                       "that stopped it: from the drain to the first verified "
+                                       "completion on the engine that followed.", unit="seconds")
+    down_runs = CounterMetricFamily("seat_downtime_runs", "Runbook runs that measured a seat "
+                                                          "downtime (journal).")
+    down_sum = CounterMetricFamily("seat_down_seconds", "Seat downtime measured by every "
+                                                        "runbook run, summed (journal).",
+                                   unit="seconds")
+    if jr is not None:
+        if jr.downtime_s is not None:
+            down.add_metric([], jr.downtime_s)
+        down_runs.add_metric([], float(jr.downtime_runs))
+        down_sum.add_metric([], jr.downtime_sum_s)
+    out += [down, down_runs, down_sum]
 
     gv: GpuValue | None = val("gpus")
     fits = _g("seat_fit_fits", "1 when the side fits the seat's GPUs (fit budget verdict).",

@@ -169,7 +169,8 @@ def make_containers(loaded: LoadedProfile) -> Reader:
 
 # -- the engine ------------------------------------------------------------------------------
 def make_engine(loaded: LoadedProfile, timeout_s: float = 3.0) -> Reader:
-    """``GET <seat.endpoint>/health`` → :class:`EngineCheck` (healthy = HTTP 200). No answer
+    """``GET <seat.endpoint>/health`` → :class:`EngineCheck` (healthy = HTTP 200), and when it
+    is 200 ``GET /is_paused`` and ``/is_sleeping`` (the engine's own hold state). No answer
     (refused, timed out) is a good reading that says the engine is down: the source is up
     when the exporter could look."""
     import httpx
@@ -184,8 +185,28 @@ def make_engine(loaded: LoadedProfile, timeout_s: float = 3.0) -> Reader:
             return EngineCheck(False, None, f"{base}/health: no answer in {timeout_s:g} s")
         except httpx.HTTPError as exc:
             return EngineCheck(False, None, f"{base}/health: {type(exc).__name__}: {exc}")
-        return EngineCheck(r.status_code == 200, r.status_code,
-                           None if r.status_code == 200 else f"HTTP {r.status_code}")
+        if r.status_code != 200:
+            return EngineCheck(False, r.status_code, f"HTTP {r.status_code}")
+        return EngineCheck(True, 200, None, paused=flag("/is_paused", "is_paused"),
+                           asleep=flag("/is_sleeping", "is_sleeping"))
+
+    def flag(path: str, key: str) -> bool | None:
+        """The engine's own hold state (:func:`seat_console.sources.engine.parse_flag`):
+        ``None`` when not offered (404: no ``VLLM_SERVER_DEV_MODE``), not answered or not
+        ``{key: bool}`` (unknown, never "not paused")."""
+        from seat_console.core.untrusted import InputError
+        from seat_console.sources.engine import parse_flag
+
+        try:
+            r = client.get(f"{base}{path}")
+        except httpx.HTTPError:
+            return None
+        if r.status_code != 200 or len(r.content) > 4096:
+            return None
+        try:
+            return parse_flag(r.content, path, key)
+        except InputError:
+            return None
 
     return read, client.close
 
@@ -329,6 +350,19 @@ class ReadOnlyJournal:
         return out
 
 
+def seat_downtimes(journal: Any) -> tuple[float | None, int, float]:
+    """``(last, runs, total)``: the seat's downtime (s) measured by the newest runbook run,
+    how many runs measured one, and their sum (:func:`seat_console.actions.drain.downtimes`);
+    ``(None, 0, 0.0)`` when the journal cannot be read (the stages reading says why)."""
+    from seat_console.actions.drain import downtimes
+
+    try:
+        ds = downtimes(journal)
+    except Exception:  # noqa: BLE001 - JournalError; the stages read reports it
+        return None, 0, 0.0
+    return (ds[-1]["seconds"] if ds else None), len(ds), float(sum(d["seconds"] for d in ds))
+
+
 def runbook_stages(journal: Any, runs: Path
                    ) -> tuple[tuple[tuple[str, str], ...], tuple[str, str] | None] | str:
     """``(every stage's (name, status), the next stage's (name, status) or None)`` by
@@ -410,11 +444,14 @@ def make_journal(loaded: LoadedProfile, environ: dict[str, str] | None = None) -
         if key != cache.get("key") or time.monotonic() - cache.get("at", 0.0) > STAGES_MAX_AGE_S:
             cache.update(key=key, at=time.monotonic(),
                          rs=runbook_stages(ReadOnlyJournal(jpath), rpath))
+            cache["down"] = seat_downtimes(ReadOnlyJournal(jpath))
         rs = cache["rs"]
         if isinstance(rs, str):
             return Unavailable(source="journal", kind="error", reason=rs)
+        last, n, total = cache["down"]
         return JournalValue(runbooks, phase, disrupted, stages=rs[0], next_stage=rs[1],
-                            promoted=promoted(spath))
+                            promoted=promoted(spath), downtime_s=last, downtime_runs=n,
+                            downtime_sum_s=total)
 
     return read, _noop
 
