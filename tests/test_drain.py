@@ -404,3 +404,38 @@ def test_exporter_reads_the_engines_pause_and_the_journals_downtime(tmp_path: Pa
         _journal_run(j, "b", "restore", {"downtime": {"seconds": 31.4,
                                                       "up_at": D.iso(t0 + timedelta(1))}})
     assert seat_downtimes(ReadOnlyJournal(tmp_path / "j.sqlite3")) == (31.4, 2, 51.4)
+
+
+# -- every front says PAUSED / ASLEEP -----------------------------------------------------------
+def _paused_reading(state: str = "PAUSED") -> E.EngineReading:
+    return E.EngineReading(endpoint="http://127.0.0.1:18000", read_at=datetime.now(UTC),
+                           healthy=True, health_status=200, version="0.32.0", models=(),
+                           metrics=None, paused=state == "PAUSED",
+                           sleeping=state == "ASLEEP", hold_state=state)
+
+
+@pytest.mark.parametrize("state", ["PAUSED", "ASLEEP"])
+def test_status_line_and_text_say_the_hold_state(state: str) -> None:
+    from seat_console.commands.status_cmd import render_engine
+    from seat_console.snapshot.verdicts import engine_fact
+
+    f = engine_fact(_paused_reading(state))
+    assert (f.words, f.level) == (state, "warn")
+    assert engine_fact(_paused_reading("UP")).words == "UP"
+    assert f": {state} (healthy" in render_engine(_paused_reading(state))
+
+
+def test_status_json_carries_the_hold_state_and_reads_back() -> None:
+    r = _paused_reading()
+    doc = json.loads(r.model_dump_json())
+    assert doc["hold_state"] == "PAUSED" and doc["paused"] is True
+    assert E.EngineReading.model_validate_json(r.model_dump_json()).hold_state == "PAUSED"
+
+
+async def test_engine_panel_says_paused_not_up() -> None:
+    from test_service_panels import _show
+
+    from seat_console.widgets.services import EnginePanel
+
+    text = await _show(EnginePanel(), _paused_reading())
+    assert "PAUSED healthy, admits nothing new" in text

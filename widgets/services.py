@@ -529,6 +529,12 @@ class ContainersPanel(_ServicePanel):
 
 
 # -- engine ----------------------------------------------------------------------------------
+_HELD_WORDS = {"PAUSED": "PAUSED healthy, admits nothing new",
+               "ASLEEP": "ASLEEP healthy, weights put away"}
+"""The engine panel's words for the engine's own hold state (``EngineReading.hold_state``):
+``/health`` is 200 in both, so the panel must not say UP."""
+
+
 def _num(v: float | None) -> Text:
     return Text(MISSING, style="italic yellow") if v is None else Text(f"{v:,.0f}")
 
@@ -635,9 +641,13 @@ class EnginePanel(_ServicePanel):
             raise TypeError(f"engine panel got {type(reading).__name__}")
         self._add(reading)
         t = Text(no_wrap=True, overflow="ellipsis")
-        t.append("UP healthy" if reading.healthy else
-                 f"DOWN: not healthy (HTTP {reading.health_status})",
-                 style="bold green" if reading.healthy else "bold red")
+        held = _HELD_WORDS.get(reading.hold_state or "")
+        if held is not None:
+            t.append(held, style="bold yellow")
+        else:
+            t.append("UP healthy" if reading.healthy else
+                     f"DOWN: not healthy (HTTP {reading.health_status})",
+                     style="bold green" if reading.healthy else "bold red")
         if reading.models:
             t.append(f" · {reading.models[0].id}")
         m = reading.metrics
@@ -667,8 +677,13 @@ class EnginePanel(_ServicePanel):
         if not isinstance(reading, EngineReading):
             raise TypeError(f"engine panel got {type(reading).__name__}")
         head = Text()
-        head.append("healthy" if reading.healthy else f"NOT healthy (HTTP {reading.health_status})",
-                    style="bold green" if reading.healthy else "bold red")
+        held = _HELD_WORDS.get(reading.hold_state or "")
+        if held is not None:
+            head.append(held, style="bold yellow")
+        else:
+            head.append("healthy" if reading.healthy else
+                        f"NOT healthy (HTTP {reading.health_status})",
+                        style="bold green" if reading.healthy else "bold red")
         head.append(f" · vLLM {reading.version or 'n/a'} at {reading.endpoint}")
         if reading.models:
             head.append("\nmodel " + ", ".join(

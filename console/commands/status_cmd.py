@@ -243,8 +243,11 @@ def render_containers(r: ContainersReading | Unavailable, now: datetime) -> str:
 @_section("Engine (vLLM)")
 def render_engine(r: EngineReading | Unavailable) -> str:
     """Engine section: health, version, models, queue, KV cache, counters, latencies."""
-    out = (f"Engine (vLLM {r.version or 'n/a'} at {r.endpoint}): "
-           f"{'healthy' if r.healthy else f'NOT healthy (HTTP {r.health_status})'}\n")
+    state = {"PAUSED": "PAUSED (healthy, admits nothing new: POST /resume to serve)",
+             "ASLEEP": "ASLEEP (healthy, weights put away: POST /wake_up to serve)"}.get(
+        r.hold_state or "")
+    health = 'healthy' if r.healthy else f'NOT healthy (HTTP {r.health_status})'
+    out = f"Engine (vLLM {r.version or 'n/a'} at {r.endpoint}): {state or health}\n"
     if r.models is not None:
         for model in r.models:
             out += f"  model {model.id} (max_model_len {model.max_model_len or 'n/a'})\n"

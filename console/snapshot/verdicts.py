@@ -52,11 +52,16 @@ def _is_reading(r: Any) -> bool:
 
 
 def engine_fact(engine: Any) -> Fact:
-    """``engine UP`` (``/health`` 200), ``DOWN`` (not healthy or not answering), ``n/a``."""
+    """``engine UP`` (``/health`` 200), ``PAUSED`` / ``ASLEEP`` (``/health`` 200 but the engine
+    says it admits nothing new / sleeps: ``EngineReading.hold_state``), ``DOWN`` (not healthy
+    or not answering), ``n/a``."""
     if engine is None:
         return Fact("engine", "n/a", "unknown")
     if not _is_reading(engine):
         return Fact("engine", "DOWN", "bad")
+    state = getattr(engine, "hold_state", None)
+    if state in ("PAUSED", "ASLEEP"):
+        return Fact("engine", state, "warn")
     return Fact("engine", "UP", "ok") if engine.healthy else Fact("engine", "DOWN", "bad")
 
 

@@ -199,12 +199,9 @@ class EngineReading(Frozen):
     sleeping: bool | None = None
     """``/is_sleeping`` (``None``: not offered; same switch, and ``--enable-sleep-mode`` to
     sleep at all)."""
-
-    @property
-    def hold_state(self) -> str | None:
-        """``UP`` / ``PAUSED`` / ``ASLEEP`` (:func:`hold_state`), ``None`` when not healthy."""
-        awake = self.metrics.sleep_awake if self.metrics is not None else None
-        return hold_state(self.healthy, self.paused, self.sleeping, awake)
+    hold_state: str | None = None
+    """``UP`` / ``PAUSED`` / ``ASLEEP`` (:func:`hold_state` of this reading's ``/health``,
+    ``/is_paused``, ``/is_sleeping`` and the sleep gauge), ``None`` when not healthy."""
 
     def with_last_good(self, last: EngineReading) -> EngineReading:
         """This reading with ``version`` / ``models`` / ``metrics`` that this read missed
@@ -612,7 +609,10 @@ class EngineClient:
         return EngineReading(endpoint=self.base_url, read_at=utcnow(), healthy=h.status == 200,
                              health_status=h.status, version=version, models=models,
                              metrics=metrics, problems=tuple(problems),
-                             paused=flags["is_paused"], sleeping=flags["is_sleeping"])
+                             paused=flags["is_paused"], sleeping=flags["is_sleeping"],
+                             hold_state=hold_state(h.status == 200, flags["is_paused"],
+                                                   flags["is_sleeping"],
+                                                   metrics.sleep_awake if metrics else None))
 
     def close(self) -> None:
         """Close the connection pool."""
