@@ -439,3 +439,24 @@ async def test_engine_panel_says_paused_not_up() -> None:
 
     text = await _show(EnginePanel(), _paused_reading())
     assert "PAUSED healthy, admits nothing new" in text
+
+
+# -- the runbook front ---------------------------------------------------------------------------
+def test_runbook_shows_the_last_downtime(tmp_path: Path, monkeypatch, capsys) -> None:
+    from seat_console import cli
+
+    monkeypatch.setenv("SEAT_CONSOLE_STATE_DIR", str(tmp_path / "state"))
+    monkeypatch.setenv("SEAT_CONSOLE_DATA_DIR", str(tmp_path / "data"))
+    (tmp_path / "state").mkdir()
+    with Journal(path=tmp_path / "state" / "journal.sqlite3") as j:
+        cli.main(["runbook"])
+        assert "seat downtime: none measured yet" in capsys.readouterr().out
+        _journal_run(j, "r9", "restore", {"downtime": {"seconds": 31.4,
+                                                       "up_at": "2026-12-05T04:00:00.000Z"}})
+        cli.main(["runbook"])
+        out = capsys.readouterr().out.splitlines()
+        assert any(line.startswith("seat down 31.4 s in the last runbook run that stopped it "
+                                   "(restore r9") for line in out)
+        assert out[-1].startswith("next:")
+        cli.main(["runbook", "--json"])
+        assert json.loads(capsys.readouterr().out)["seat_downtime"]["seconds"] == 31.4

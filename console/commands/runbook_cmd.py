@@ -141,12 +141,25 @@ def render(state: RunbookState) -> list[str]:
     return out
 
 
+def downtime_line(d: dict[str, Any] | None) -> str:
+    """``"seat down 31.4 s in the last runbook run (swap 2f3a…, up at …)"``, from
+    :func:`seat_console.actions.drain.last_downtime`; says so when none was measured."""
+    if d is None:
+        return "seat downtime: none measured yet (swap, restore and compare measure it)"
+    return (f"seat down {d['seconds']:.1f} s in the last runbook run that stopped it "
+            f"({d['runbook']} {d['run_id']}, serving again at {d['at']})")
+
+
 def _show(args: argparse.Namespace, nctx: NodeContext, journal: Journal) -> int:
+    from seat_console.actions.drain import last_downtime
+
     state = read_state(nctx, journal)
+    down = last_downtime(journal)
     if args.json:
-        print(jsonout.dumps(state_to_json(state), indent=2))
+        print(jsonout.dumps({**state_to_json(state), "seat_downtime": down}, indent=2))
     else:
-        print("\n".join(render(state)))
+        lines = render(state)
+        print("\n".join([*lines[:-1], downtime_line(down), lines[-1]]))
     if state.next is None and state.cycle_closed_at is None and state.problems:
         return ac.EXIT_ERROR
     return EXIT_UNAVAILABLE if state.problems else ac.EXIT_OK
