@@ -460,3 +460,21 @@ def test_runbook_shows_the_last_downtime(tmp_path: Path, monkeypatch, capsys) ->
         assert out[-1].startswith("next:")
         cli.main(["runbook", "--json"])
         assert json.loads(capsys.readouterr().out)["seat_downtime"]["seconds"] == 31.4
+
+
+# -- the fleet row -------------------------------------------------------------------------------
+@pytest.mark.parametrize("value, want", [(31.4, 31.4), (0.0, 0.0), (float("nan"), None),
+                                         (float("inf"), None), (-1.0, None), (1e12, None)])
+def test_fleet_row_carries_the_last_downtime_unknown_never_0(value: float,
+                                                             want: float | None) -> None:
+    from test_fleet_rows import NOW, _got, _seat
+
+    from seat_console.fleet.rows import build_rows
+
+    rows = build_rows(_got({"a:1": _seat(seat_downtime_seconds=value), "b:1": _seat()}),
+                      NOW, 15)
+    by = {r.instance: r for r in rows}
+    assert by["a:1"].downtime_s == want and by["b:1"].downtime_s is None
+    assert by["a:1"].to_json()["downtime_s"] == want
+    if want is None and not math.isnan(value):   # NaN is dropped by the response parser
+        assert any("seat downtime" in u for u in by["a:1"].unknown)

@@ -117,7 +117,12 @@ STATE_FLAGS = CORE_FLAGS + ("seat_probe_disrupted",)
 """Every flag family decoded. ``seat_probe_disrupted`` is sent only while a probe run is kept on
 the node (``console/exporter/model.py``): a seat that never ran a probe lacks it, which makes
 its ``probe_disrupted`` unknown and nothing else."""
-TIME_GAUGES = ("seat_hold_expiry_timestamp_seconds", "seat_silence_end_timestamp_seconds")
+TIME_GAUGES = ("seat_hold_expiry_timestamp_seconds", "seat_silence_end_timestamp_seconds",
+               "seat_downtime_seconds")
+"""Gauges read per seat by the ``times`` query: two unix times, and the seat's downtime (s)
+in its newest runbook run (:attr:`FleetRow.downtime_s`)."""
+MAX_DOWNTIME_S = 7 * 86400.0
+"""A seat downtime above this (a week, in seconds) is not one a runbook run measured: unknown."""
 KV_NAMES = ("vllm:kv_cache_usage_perc", "vllm:gpu_cache_usage_perc")
 """vLLM's KV cache usage (0..1) under its current and its pre-0.10 name (found by either)."""
 DCGM_NAMES = ("DCGM_FI_DEV_FB_USED", "DCGM_FI_DEV_FB_FREE", "DCGM_FI_DEV_FB_RESERVED")
@@ -358,6 +363,9 @@ class FleetRow:
     stage: str | None = None
     probe_disrupted: bool | None = None
     sources_down: tuple[str, ...] = ()
+    downtime_s: float | None = None
+    """How long the seat was down in its newest runbook run (``seat_downtime_seconds``: the
+    drain to the first verified completion after it); ``None``: none measured or unknown."""
     in_inventory: bool = False
     numbers_read: bool = True
     unknown: tuple[str, ...] = ()
@@ -1093,6 +1101,12 @@ def build_rows(got: Mapping[str, QueryResult | None], now: float, scrape_interva
                                   "silence end", why) if sil == "active" else None
         hold_until = unix_time(tm.get("seat_hold_expiry_timestamp_seconds"), "hold expiry",
                                why) if hold else None
+        downtime = tm.get("seat_downtime_seconds") if fresh else None
+        if downtime is not None and not (math.isfinite(downtime)
+                                         and 0 <= downtime <= MAX_DOWNTIME_S):
+            why.append(f"seat downtime: {raw_number(downtime)} s from Prometheus is not a "
+                       "downtime a runbook run measured; unknown")
+            downtime = None
         nums = _with_probe(_number_fields(inst, fresh, dec) if dec is not None else _NOT_READ,
                            flag["seat_probe_disrupted"] if fresh else None)
         why += nums.pop("unknown")
@@ -1104,7 +1118,7 @@ def build_rows(got: Mapping[str, QueryResult | None], now: float, scrape_interva
             probe_phase=", ".join(probe.get(inst, [])) or None if fresh else None,
             runbook=", ".join(runbook.get(inst, [])) or None if fresh else None,
             stage=", ".join(sorted(stage.get(inst, []))) or None if fresh else None,
-            sources_down=down.get(inst, ()) if fresh else (),
+            sources_down=down.get(inst, ()) if fresh else (), downtime_s=downtime,
             in_inventory=entry is not None, **nums))
     return sort_rows(rows)
 
