@@ -592,7 +592,9 @@ def _seat_step(nctx: NodeContext, journal: Journal, leg: LegPlan, prev: str | No
         if stop is not None:
             return Check(False, stop)
         ctx.facts[f"leg{leg.n}_began"] = utcnow().isoformat()
-        return Check(True, f"leg {leg.name}: {text}")
+        return Check(True, f"leg {leg.name}: {text}; the seat's engine is drained before it "
+                           f"stops (bound {nctx.profile.seat.drain_timeout_s:.0f} s, "
+                           "actions/drain.py) and the seat's downtime measured")
 
     def verify(ctx: RunContext) -> str:
         c = _seat_container(nctx)

@@ -244,10 +244,12 @@ def drain_and_stop(c: Any, plan: DrainPlan, stop: Any) -> tuple[str, dict[str, A
         raise StepError(f"{exc}{tail}") from None
     if rec["mode"] == "pause":
         cut = rec["cut"]
-        words = (f"drained in {rec['drained_s']:.1f} s (bound {plan.bound_s:.0f} s), "
+        where = ("bound" if not rec["reached_zero"] else
+                 "stop (queued after the pause: vLLM accepts and queues while paused)")
+        words = (f"drained in {rec['drained_s']:.1f} s (bound {plan.bound_s:g} s), "
                  + ("0 requests cut" if cut == 0 else
-                    f"{'unknown number of' if cut is None else cut} request(s) cut at the "
-                    f"{'bound' if not rec['reached_zero'] else 'stop (queued after the pause)'}"))
+                    f"{'an unknown number of' if cut is None else cut} request(s) cut at the "
+                    f"{where}; counted just before the stop"))
     elif rec["cut"]:
         words = (f"/pause not offered: SIGTERM aborted about {rec['cut']} request(s) in flight "
                  "(--shutdown-timeout 0)")
