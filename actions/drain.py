@@ -260,6 +260,28 @@ def drain_and_stop(c: Any, plan: DrainPlan, stop: Any) -> tuple[str, dict[str, A
     return f"{words}; {out}", rec
 
 
+def summary(rec: dict[str, Any] | None) -> str:
+    """One clause for a verify message from a journaled drain record (:func:`drain_and_stop`):
+    ``"drained by /pause in 0.4 s, 0 requests cut"``, ``"drain stopped at the 60 s bound, 3
+    request(s) cut at the bound"``, ``"SIGTERM (no /pause), about 2 request(s) aborted"``;
+    ``""`` without a record."""
+    if not isinstance(rec, dict) or "mode" not in rec:
+        return ""
+    cut = rec.get("cut")
+    n = "an unknown number of" if cut is None else str(cut)
+    if rec["mode"] == "pause":
+        if rec.get("reached_zero"):
+            return (f"drained by /pause in {rec.get('drained_s', 0):.1f} s, "
+                    + ("0 requests cut" if cut == 0 else
+                       f"{n} request(s) queued after the pause cut at the stop"))
+        return (f"drain stopped at the {rec.get('bound_s', 0):g} s bound, {n} request(s) cut "
+                "at the bound")
+    if rec["mode"] == "sigterm":
+        return (f"SIGTERM (no /pause), about {cut} request(s) aborted" if cut else
+                "SIGTERM (no /pause)")
+    return "not drained (the engine did not answer)"
+
+
 # -- downtime --------------------------------------------------------------------------------------
 def iso(t: datetime) -> str:
     """ISO 8601 UTC with ``Z``, millisecond precision (a downtime is told to 0.1 s)."""
@@ -348,6 +370,6 @@ def forecast(journal: Journal, image_id: str | None, bound_s: float) -> str:
     return "seat downtime: no start of this image measured on this node yet"
 
 
-__all__ = ["DrainPlan", "STOP_MARGIN_S", "downtimes", "drain_and_stop", "drain_plan",
+__all__ = ["DrainPlan", "STOP_MARGIN_S", "downtimes", "summary", "drain_and_stop", "drain_plan",
            "forecast", "last_downtime", "mark_up", "pause_offered", "read_queue",
            "shutdown_timeout_of", "stop_timeout_for"]

@@ -616,7 +616,10 @@ def build_swap(nctx: NodeContext, journal: Journal, *, options: SwapOptions | No
         c = _inspect_once(nctx, ctx.facts["resident"]["id"])
         if _running(c):
             raise StepError(f"{_resident_name(nctx)} still running after stop")
-        return f"{_resident_name(nctx)} not running"
+        from seat_console.actions.drain import summary
+
+        drained = summary(ctx.facts.get("drain"))
+        return f"{_resident_name(nctx)} not running" + (f"; {drained}" if drained else "")
 
     def stop_undo(ctx: RunContext) -> str:
         return _start_resident(nctx, ctx, opts.on_log)
@@ -985,7 +988,11 @@ def build_restore(nctx: NodeContext, journal: Journal, *, on_log: Callable[[str]
         c = _inspect_once(nctx, ctx.facts.get("probe_id") or _swap_spec(nctx).container)
         if _running(c):
             raise StepError("the probe is still running")
-        return "probe stopped" + (" and kept" if c is not None else "")
+        from seat_console.actions.drain import summary
+
+        drained = summary(ctx.facts.get("drain"))
+        return ("probe stopped" + (" and kept" if c is not None else "")
+                + (f"; {drained}" if drained else ""))
 
     def res_check(ctx: RunContext) -> Check:
         rec = ctx.facts["resident"]

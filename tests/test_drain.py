@@ -478,3 +478,15 @@ def test_fleet_row_carries_the_last_downtime_unknown_never_0(value: float,
     assert by["a:1"].to_json()["downtime_s"] == want
     if want is None and not math.isnan(value):   # NaN is dropped by the response parser
         assert any("seat downtime" in u for u in by["a:1"].unknown)
+
+
+@pytest.mark.parametrize("rec, want", [
+    (None, ""), ({}, ""),
+    ({"mode": "pause", "reached_zero": True, "drained_s": 0.42, "cut": 0},
+     "drained by /pause in 0.4 s, 0 requests cut"),
+    ({"mode": "pause", "reached_zero": False, "bound_s": 0.2, "cut": 3},
+     "drain stopped at the 0.2 s bound, 3 request(s) cut at the bound"),
+    ({"mode": "sigterm", "cut": 2}, "SIGTERM (no /pause), about 2 request(s) aborted"),
+    ({"mode": "none", "cut": None}, "not drained (the engine did not answer)")])
+def test_drain_summary_for_the_verify_message(rec: Any, want: str) -> None:
+    assert D.summary(rec) == want
