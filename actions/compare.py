@@ -592,9 +592,11 @@ def _seat_step(nctx: NodeContext, journal: Journal, leg: LegPlan, prev: str | No
         if stop is not None:
             return Check(False, stop)
         ctx.facts[f"leg{leg.n}_began"] = utcnow().isoformat()
+        bound = (f"bound {nctx.profile.seat.drain_timeout_s:g} s" if nctx is not None
+                 else "bound [seat] drain_timeout_s")
         return Check(True, f"leg {leg.name}: {text}; the seat's engine is drained before it "
-                           f"stops (bound {nctx.profile.seat.drain_timeout_s:.0f} s, "
-                           "actions/drain.py) and the seat's downtime measured")
+                           f"stops ({bound}, actions/drain.py) and the seat's downtime "
+                           "measured")
 
     def verify(ctx: RunContext) -> str:
         c = _seat_container(nctx)
