@@ -222,6 +222,23 @@ def _specs() -> list[Spec]:
                 return f"{name}: sum 0 without a _sum sample"
         return None
     add("engine_metrics", _metrics_gen, _metrics_run, lambda: (ValueError,), _metrics_oracle)
+
+    # the engine's own hold state (/is_paused, /is_sleeping) and the drain's argv read
+    def _flag_run(x, _t):
+        from seat_console.sources.engine import parse_flag
+        return parse_flag(x, "/is_paused", "is_paused")
+    add("engine_flag", lambda r, t: h_doc(r, {"is_paused": True}), _flag_run,
+        lambda: (_err("untrusted", "InputError"),))
+
+    def _argv_gen(r, t):
+        return [r.choice(["--shutdown-timeout", "--shutdown-timeout=" + h_text(r, 4), h_text(r, 8),
+                          str(r.randrange(-5, 10**9)), None, 7]) for _ in range(r.randrange(6))]
+
+    def _argv_run(x, _t):
+        from seat_console.actions.drain import shutdown_timeout_of
+        return shutdown_timeout_of(x)
+    add("drain_argv", _argv_gen, _argv_run, lambda: (),
+        lambda x, v: None if v is None or (isinstance(v, int) and v >= 0) else f"got {v!r}")
     _engine_specs(add, lines)
 
     # Alertmanager
