@@ -143,7 +143,10 @@ _REPLY: dict[str, bytes] = {}
 
 
 def _handler(request: httpx.Request) -> httpx.Response:
-    return httpx.Response(200, content=_REPLY.get(request.url.path, GOOD[request.url.path]))
+    path = request.url.path
+    if path not in GOOD and path not in _REPLY:   # /is_paused, /is_sleeping: not offered
+        return httpx.Response(404, content=b'{"detail": "Not Found"}')
+    return httpx.Response(200, content=_REPLY.get(path, GOOD.get(path, b"")))
 
 
 # One client for every example (building an httpx client per example costs more than the
