@@ -21,7 +21,11 @@ from seat_console.sources.timers import _machine_time, parse_show_blocks
 
 SMOKE = "seat-conformance-smoke.timer"
 SMOKE_SVC = "seat-conformance-smoke.service"
-INTERVAL_S = 120
+# The lab's unit says OnUnitActiveSec=120s; the test shortens it with a runtime drop-in (removed
+# afterwards) so waiting out one interval costs seconds of CI time, not two minutes.
+INTERVAL_S = 12
+DROPIN_DIR = "/run/systemd/system/seat-conformance-smoke.timer.d"
+DROPIN = f"{DROPIN_DIR}/zz-test-short-interval.conf"
 
 
 def _svc_started(node, svc: str) -> datetime | None:
@@ -37,6 +41,21 @@ def _seat_hold_units(node) -> list[str]:
     return [line.split()[0] for line in res.stdout.splitlines() if line.strip()]
 
 
+def _short_interval(node) -> None:
+    """Shorten the smoke timer's OnUnitActiveSec with a runtime drop-in and let it fire once,
+    so its last trigger is fresh and the interval is ``INTERVAL_S``."""
+    for argv in (["mkdir", "-p", DROPIN_DIR],
+                 ["sh", "-c", f"printf '[Timer]\\nOnUnitActiveSec=\\nOnUnitActiveSec={INTERVAL_S}s\\n'"
+                              f" > {DROPIN}"],
+                 ["systemctl", "daemon-reload"]):
+        res = node.run(argv)
+        assert res.ok, res.failure
+    t0 = datetime.now(UTC).replace(microsecond=0)
+    assert node.run(["systemctl", "start", SMOKE_SVC]).ok
+    wait_until(lambda: (s := _svc_started(node, SMOKE_SVC)) is not None and s >= t0, 30,
+               what=f"{SMOKE_SVC} to run once under the short interval")
+
+
 @pytest.fixture
 def guarded(lab, tmp_path) -> Iterator[tuple]:
     node = node_transport(lab)
@@ -44,9 +63,12 @@ def guarded(lab, tmp_path) -> Iterator[tuple]:
     with exclusive_lab(lab, "release forecast test stops the timers"):
         before = timers_active(node, lab.timers)
         assert _seat_hold_units(node) == [], "a seat-hold unit is left from before"
+        _short_interval(node)
         try:
             yield node, env, before
         finally:
+            node.run(["rm", "-f", DROPIN])
+            node.run(["systemctl", "daemon-reload"])
             seat_cli(lab.profile_path, env, "release", "--cancel-deferred", "--yes")
             seat_cli(lab.profile_path, env, "release", "--yes")
             for unit, was in before.items():
@@ -68,7 +90,7 @@ def test_release_names_the_monotonic_timer_that_fires_at_once_and_defers_it(lab,
     due = last + timedelta(seconds=INTERVAL_S)
     # wait (at most the interval) until the smoke timer's interval has passed while stopped
     wait_until(lambda: datetime.now(UTC) > due + timedelta(seconds=2), INTERVAL_S + 30,
-               interval=1.0, what=f"{SMOKE}'s OnUnitActiveSec=120s to pass")
+               interval=1.0, what=f"{SMOKE}'s OnUnitActiveSec={INTERVAL_S}s to pass")
 
     dry = seat_cli(lab.profile_path, env, "release", "--dry-run", "--json")
     assert dry.returncode == 0, dry.stdout + dry.stderr
@@ -76,13 +98,13 @@ def test_release_names_the_monotonic_timer_that_fires_at_once_and_defers_it(lab,
     fc = plan["forecast"][SMOKE]
     assert fc["fires_at_once"] is True, fc
     hit = [t for t in fc["triggers"] if t["at_once"]]
-    assert [t["trigger"] for t in hit] == ["OnUnitActiveSec=2min"]
+    assert [t["trigger"] for t in hit] == [f"OnUnitActiveSec={INTERVAL_S}s"]
     want = due.strftime("%Y-%m-%dT%H:%M:%SZ")
     assert hit[0]["elapse"] == want
     line = next(s["text"] for s in plan["steps"] if s["step"] == f"start {SMOKE}")
     assert f"{SMOKE} fires at once when started" in line and want in line
     text = seat_cli(lab.profile_path, env, "release", "--dry-run")
-    assert f"{SMOKE} fires at once when started: OnUnitActiveSec=2min elapsed at {want}" \
+    assert f"{SMOKE} fires at once when started: OnUnitActiveSec={INTERVAL_S}s elapsed at {want}" \
         in text.stdout
     assert not timers_active(node, [SMOKE])[SMOKE]           # the dry run changed nothing
 
