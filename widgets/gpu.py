@@ -31,13 +31,13 @@ from textual.widget import Widget
 from textual.widgets import Static
 
 from seat_console.sources.gpu import GpuCard, GpuProcess, GpuSnapshot, MemoryReading, MigInstance
-from seat_console.core.fmt import gib_unit
+from seat_console.core.fmt import GIB, gib_unit
 from seat_console.core.base import Unavailable
 from seat_console.widgets import gpu_lines
 from seat_console.widgets.panel import SourcePanel
 
-GiB = 1 << 30
-"""Bytes in one GiB (2^30), the display unit."""
+GiB = GIB
+"""Bytes in one GiB (2^30; :data:`seat_console.core.fmt.GIB`), the display unit."""
 
 SPARK_CHARS = " ▁▂▃▄▅▆▇█"
 """Sparkline levels: index 0 (blank) means no sample in that time bucket."""

@@ -38,6 +38,7 @@ from pydantic import (
     field_validator,
     model_validator,
 )
+from seat_console.core.fmt import GIB, MIB
 from seat_console.core.profile_path import (  # no pydantic: the first frame reads these first
     ENV_VAR,
     REFRESH_INTERVAL_MAX_S,
@@ -1116,11 +1117,12 @@ def load_profile(cli_path: str | os.PathLike[str] | None = None,
                          sha256=hashlib.sha256(text.encode("utf-8")).hexdigest())
 
 
-GiB = 1 << 30
-"""Bytes in one GiB (2^30). Display only; code carries bytes."""
+GiB = GIB
+"""Bytes in one GiB (2^30; :data:`seat_console.core.fmt.GIB`, the one constant). Display only;
+code carries bytes."""
 
-MiB = 1 << 20
-"""Bytes in one MiB (2^20), the unit nvidia-smi prints."""
+MiB = MIB
+"""Bytes in one MiB (2^20; :data:`seat_console.core.fmt.MIB`), the unit nvidia-smi prints."""
 
 
 def fmt_gib(n: int | None, digits: int = 2) -> str:

@@ -49,14 +49,14 @@ from typing import Literal
 from packaging.version import InvalidVersion, Version
 
 from seat_console.core.base import Frozen
+from seat_console.core.fmt import GIB
 
-GIB = 1 << 30
 REDUNDANCY_BUFFER_BYTES = 150 * (1 << 20)
 """``redundancy_buffer_memory`` in ``gpu_worker.py`` ``compile_or_warm_up_model`` (0.32–0.34):
 what the engine's suggested ``--kv-cache-memory`` leaves below the profiled KV cache."""
 KV_FLAG = "--kv-cache-memory-bytes"
 """vLLM's flag (``vllm/engine/arg_utils.py``); the log's ``--kv-cache-memory`` is its prefix."""
-EXTENSIBLE_MARGIN_FLOOR_BYTES = 1 << 30
+EXTENSIBLE_MARGIN_FLOOR_BYTES = GIB
 """``KV_CACHE_MARGIN_FLOOR_BYTES`` on CUDA (0.34 ``extensible_kv_cache.py``; 3 GiB on ROCm)."""
 EXTENSIBLE_MARGIN_FRACTION = 0.75
 """``KV_CACHE_MARGIN_FRACTION`` (0.34 ``extensible_kv_cache.py``)."""

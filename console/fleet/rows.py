@@ -37,11 +37,8 @@ from dataclasses import asdict, dataclass, field, fields, replace
 from datetime import UTC, datetime
 from typing import Any
 
+from seat_console.core.fmt import GIB, MIB  # dcgm-exporter's DCGM_FI_DEV_FB_* are in MiB
 from seat_console.fleet.promapi import PromClient, PromError, QueryResult, promql_string
-
-MIB = 1 << 20
-"""Bytes in one MiB: dcgm-exporter's ``DCGM_FI_DEV_FB_*`` are in MiB (RECIPES.md)."""
-GIB = 1 << 30
 
 MAX_CLOCK_SKEW_S = 30.0
 """How far after this console's clock a seat's last sample may be dated and still be read as
@@ -52,7 +49,7 @@ MAX_UNIX_S = 253_402_300_799.0
 limit): a larger "time" (one in milliseconds, ``1e300``) is not a time."""
 MAX_COUNT = float(2**53)
 """The largest request count read (a float64 counts by one up to 2^53)."""
-MAX_MIB = float(2**30)
+MAX_MIB = 1024.0**3
 """The largest per-seat DCGM memory sum read, in MiB (2^30 MiB = 1 PiB)."""
 MAX_CARDS = 4096
 """The largest card count of one seat read."""

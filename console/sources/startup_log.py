@@ -37,13 +37,13 @@ from decimal import Decimal, InvalidOperation
 
 from seat_console.core.profile import FailurePattern
 from seat_console.core.base import Frozen
+from seat_console.core.fmt import GIB
 from seat_console.core.untrusted import without_surrogates
 
 MAX_LINE_CHARS = 16_384
 """Characters of one log line that are scanned (the rest is ignored): vLLM's startup lines are
 under 400 characters; a request dump can be megabytes."""
 
-GIB = 1 << 30
 
 _NUM = r"-?[0-9]{1,12}(?:\.[0-9]{1,6})?"
 _INT = r"[0-9][0-9,]{0,24}"
