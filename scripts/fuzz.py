@@ -223,6 +223,12 @@ def _specs() -> list[Spec]:
         return None
     add("engine_metrics", _metrics_gen, _metrics_run, lambda: (ValueError,), _metrics_oracle)
 
+    def _prom_run(x, t):
+        from seat_console.core.promtext import parse_families
+        return parse_families(x, "/metrics")
+    add("prom_text", _metrics_gen, _prom_run, lambda: (ValueError,),
+        lambda x, fams: None if isinstance(fams, list) else f"got {type(fams).__name__}")
+
     # the engine's own hold state (/is_paused, /is_sleeping) and the drain's argv read
     def _flag_run(x, _t):
         from seat_console.sources.engine import parse_flag

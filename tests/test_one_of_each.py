@@ -3,7 +3,9 @@ keeps it grep-true. A second copy added later fails here, naming the file and li
 one place is:
 
 * one GiB constant, :data:`seat_console.core.fmt.GIB` (no ``2**30`` / ``1 << 30`` /
-  ``1073741824`` outside ``core/``).
+  ``1073741824`` outside ``core/``);
+* one Prometheus text parser, :func:`seat_console.core.promtext.parse_families` (the only code
+  naming ``prometheus_client.parser`` or its ``text_string_to_metric_families``).
 
 Scans the package's source (``console/``, ``actions/``, ``widgets/``) as text, comments and
 docstrings included in the scan only where a rule says so.
@@ -89,3 +91,12 @@ def test_the_scan_sees_a_literal(tmp_path: Path) -> None:
     p.write_text('"""2**30 in a docstring"""\nX = 1 << 30  # 2**30\nY = "1 << 30"\n')
     got = [(i, t.strip()) for i, t in code_lines(p) if re.search(GIB_LITERAL, t)]
     assert got == [(2, "X = 1 << 30")]
+
+
+def test_one_prometheus_text_parser() -> None:
+    """Every scrape goes through core/promtext.parse_families (the engine source, the probe's
+    counters and the engine histograms each called prometheus_client's parser on their own)."""
+    found = hits(r"text_string_to_metric_families|prometheus_client\.parser|"
+                 r"prometheus_client\s+import\s+parser", allowed=("core/promtext.py",))
+    assert not found, ("a second Prometheus text parser (use seat_console.core.promtext."
+                       "parse_families):\n" + "\n".join(found))

@@ -4,7 +4,8 @@ vLLM exports ``vllm:time_to_first_token_seconds`` and ``vllm:inter_token_latency
 Prometheus histograms (cumulative ``_bucket{le=…}`` counts, seconds; ``vllm/v1/metrics/
 loggers.py``). A phase's engine distribution is the bucket-wise difference between the scrapes
 before and after it, summed over label sets (engines, models) — buckets are merged, never
-quantiles averaged (vllm-htop's rule in STYLE.md). Parsed with ``prometheus_client``'s parser.
+quantiles averaged (vllm-htop's rule in STYLE.md). Parsed by the one Prometheus text reader,
+:func:`seat_console.core.promtext.parse_families` (``prometheus_client``'s parser).
 
 A client quantile is checked against the engine bucket that holds the same quantile of the
 engine's distribution: inside it (or the engine's data cannot place it) is no finding; above
@@ -28,9 +29,9 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
-from prometheus_client.parser import text_string_to_metric_families
 from pydantic import ValidationError, field_serializer, model_validator
 from seat_console.core.base import Frozen
+from seat_console.core.promtext import parse_families
 
 TTFT = "vllm:time_to_first_token_seconds"
 ITL = "vllm:inter_token_latency_seconds"
@@ -105,29 +106,27 @@ def parse_histograms(text: str, names: Sequence[str] = (TTFT, ITL)
     ``+Inf`` bucket (how many observations there were is unknown), counts whose sum over the
     label sets overflows. A series repeated in the scrape (same name and labels) counts once, the first (Prometheus keeps the first sample of
     a duplicate series in a scrape and drops the others). Raises :class:`ValueError` only for
-    text the parser rejects.
+    text the parser rejects or text above its size limit (:func:`seat_console.core.promtext.
+    parse_families`: ``"/metrics: not Prometheus text (…)"``).
     """
     want = {n.removesuffix("_bucket") for n in names}
     per: dict[str, dict[tuple, dict[float, float]]] = {}
     bad: dict[str, str] = {}
-    try:
-        for fam in text_string_to_metric_families(text):
-            if fam.name not in want:
+    for fam in parse_families(text, "/metrics"):
+        if fam.name not in want:
+            continue
+        series = per.setdefault(fam.name, {})
+        for s in fam.samples:
+            if not s.name.endswith("_bucket") or "le" not in s.labels or fam.name in bad:
                 continue
-            series = per.setdefault(fam.name, {})
-            for s in fam.samples:
-                if not s.name.endswith("_bucket") or "le" not in s.labels or fam.name in bad:
-                    continue
-                try:
-                    le = float(s.labels["le"])
-                except ValueError:
-                    bad[fam.name] = (f"{fam.name}: bucket bound le={s.labels['le'][:40]!r} is "
-                                     "not a number")
-                    continue
-                key = tuple(sorted((k, v) for k, v in s.labels.items() if k != "le"))
-                series.setdefault(key, {}).setdefault(le, float(s.value))
-    except (ValueError, TypeError, IndexError) as exc:
-        raise ValueError(f"/metrics text is not Prometheus exposition format: {exc}") from None
+            try:
+                le = float(s.labels["le"])
+            except ValueError:
+                bad[fam.name] = (f"{fam.name}: bucket bound le={s.labels['le'][:40]!r} is "
+                                 "not a number")
+                continue
+            key = tuple(sorted((k, v) for k, v in s.labels.items() if k != "le"))
+            series.setdefault(key, {}).setdefault(le, float(s.value))
     out: dict[str, Histogram | str] = {}
     for name, series in per.items():
         if name in bad:

@@ -1,8 +1,8 @@
 """The engine's own counts, read before and after each phase, and its KV-cache capacity.
 
-``/metrics`` is parsed with ``prometheus_client`` (the engine source's
-:func:`~seat_console.sources.engine.parse_metrics` for the logical metrics, and the same parser
-here for the label breakdown of ``vllm:request_success_total`` by ``finished_reason``).
+``/metrics`` is parsed by the one Prometheus text reader (:func:`seat_console.core.promtext.
+parse_families`: the engine source's :func:`~seat_console.sources.engine.parse_metrics` for the
+logical metrics, and the same reader here for the label breakdown of ``vllm:request_success_total`` by ``finished_reason``).
 Counters used (vLLM ``vllm/v1/metrics/loggers.py``):
 
 * ``vllm:generation_tokens_total`` — output tokens generated, all requests;
@@ -33,8 +33,8 @@ import math
 from typing import Any
 
 import httpx
-from prometheus_client.parser import text_string_to_metric_families
 from seat_console.core.base import Frozen
+from seat_console.core.promtext import parse_families
 from seat_console.core.engine_timing import ITL, TTFT, Histogram, parse_histograms
 from seat_console.sources.engine import count_ok, normalize, parse_metrics, unique_series
 
@@ -124,7 +124,7 @@ def parse_counters(text: str) -> EngineCounters:
     start: float | None = None
     samples = []
     prefix_samples = []
-    for fam in text_string_to_metric_families(text):
+    for fam in parse_families(text, "/metrics"):
         if normalize(fam.name) == "request_success" or fam.name in (
                 "process_start_time", "process_start_time_seconds"):
             samples.extend(fam.samples)

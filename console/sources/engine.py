@@ -6,7 +6,7 @@ Endpoints read with httpx, each with its own timeout (``/health``, ``/v1/models`
 engine offers them ``/is_paused`` and ``/is_sleeping`` (vLLM 0.32: mounted only when the server
 runs with ``VLLM_SERVER_DEV_MODE=1``, ``entrypoints/launchers/api_server/routers.py``; a 404 says
 "not offered", never "not paused"): the engine's own hold state, :func:`hold_state`. ``/metrics`` is
-parsed with ``prometheus_client.parser.text_string_to_metric_families``.
+parsed by the one Prometheus text reader, :func:`seat_console.core.promtext.parse_families`.
 
 Metric names change across vLLM releases, so each logical metric has an alias list and is
 found by normalized name, then by fragment (``vllm:gpu_cache_usage_perc`` became
@@ -32,13 +32,12 @@ from datetime import datetime
 from typing import Any
 
 import httpx
-from prometheus_client.metrics_core import Metric
-from prometheus_client.parser import text_string_to_metric_families
 from pydantic import BaseModel
 
 from seat_console.core.profile import LoadedProfile
 from seat_console.core.base import Frozen, Source, Unavailable, utcnow
 from seat_console.core.partial import Kept, keep
+from seat_console.core.promtext import MAX_TEXT_CHARS, Metric, parse_families
 from seat_console.core.untrusted import InputError, get_bool, get_int, get_str, load_json
 
 METRIC_ALIASES: dict[str, tuple[str, ...]] = {
@@ -63,8 +62,9 @@ HISTOGRAMS = frozenset({"ttft", "itl", "e2e"})
 the wrong type is skipped (``vllm:request_prompt_tokens`` is a histogram of prompt lengths, not
 the ``prompt_tokens`` counter)."""
 
-MAX_METRICS_CHARS = 16 << 20
-"""Largest ``/metrics`` text parsed (16 Mi characters; vLLM's is ~100 KB per engine)."""
+MAX_METRICS_CHARS = MAX_TEXT_CHARS
+"""Largest ``/metrics`` text parsed (16 Mi characters, :data:`seat_console.core.promtext.
+MAX_TEXT_CHARS`; vLLM's is ~100 KB per engine)."""
 
 MISSING = "metric missing"
 """How a metric the engine does not expose is shown."""
@@ -395,26 +395,18 @@ def parse_metrics(text: str) -> EngineMetrics:
     format, or is above :data:`MAX_METRICS_CHARS`. Values that cannot be a count (NaN, ±Inf,
     negative) are unknown, and a series exposed twice counts once.
     """
-    if len(text) > MAX_METRICS_CHARS:
-        raise ValueError(f"/metrics: {len(text):,} characters is above the "
-                         f"{MAX_METRICS_CHARS:,}-character limit")
     families: dict[str, Metric] = {}
-    try:
-        for fam in text_string_to_metric_families(text):
-            key = normalize(fam.name)
-            prev = families.get(key)
-            # a TYPE line whose samples carry another name (``# TYPE x counter`` + ``x_total``)
-            # parses as an empty family plus an untyped one: keep the one with samples; samples
-            # without a TYPE line parse as one family per line: merge those of one type (the
-            # duplicate series among them are dropped later, by unique_series)
-            if prev is None or (not prev.samples and fam.samples):
-                families[key] = fam
-            elif fam.samples and fam.type == prev.type:
-                prev.samples.extend(fam.samples)
-    except Exception as exc:  # noqa: BLE001 - the parser's failures on hostile text
-        # prometheus_client raises a bare ValueError() for some lines: name the input always
-        raise ValueError(f"/metrics: not Prometheus text ({type(exc).__name__}: "
-                         f"{exc or 'a line it cannot parse'})") from None
+    for fam in parse_families(text, "/metrics", max_chars=MAX_METRICS_CHARS):
+        key = normalize(fam.name)
+        prev = families.get(key)
+        # a TYPE line whose samples carry another name (``# TYPE x counter`` + ``x_total``)
+        # parses as an empty family plus an untyped one: keep the one with samples; samples
+        # without a TYPE line parse as one family per line: merge those of one type (the
+        # duplicate series among them are dropped later, by unique_series)
+        if prev is None or (not prev.samples and fam.samples):
+            families[key] = fam
+        elif fam.samples and fam.type == prev.type:
+            prev.samples.extend(fam.samples)
     matched: dict[str, str] = {}
     missing: list[str] = []
     found: dict[str, Metric | None] = {}
