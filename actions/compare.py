@@ -54,8 +54,6 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-import httpx
-
 from seat_console.actions import hold as hold_mod
 from seat_console.actions import swap as swap_mod
 from seat_console.actions.journal import Entry, Journal
@@ -73,6 +71,7 @@ from seat_console.evidence import canaries as can
 from seat_console.evidence import fidelity as fid
 from seat_console.evidence.bracket import LegPlan, new_bracket_id, plan_bracket, transition
 from seat_console.node.context import NodeContext
+from seat_console.node.engine_client import EngineClient, EngineError
 from seat_console.core.base import utcnow
 
 COMPARE_SCHEMA = "seat-console.comparison/1"
@@ -297,13 +296,13 @@ def measure_leg(nctx: NodeContext, leg: LegPlan, bracket_id: str, cmp_dir: Path,
     probe = Probe(loaded, pre, writer=writer, monitor_factory=default_monitor_factory(loaded, pre))
     summary = run_async(probe.run())
     rec["kv_cache_tokens"] = (summary.get("kv_capacity") or {}).get("tokens")
-    with httpx.Client(base_url=pre.endpoint, timeout=120) as client:
+    with EngineClient(pre.endpoint, timeout_s=120.0) as client:
         if opts.fidelity:
             try:
                 traces = fid.collect(client, pre.model, fid.shipped_cases())
                 (d / "fidelity.jsonl").write_text(
                     "".join(json.dumps(t.as_dict()) + "\n" for t in traces), "utf-8")
-            except (fid.FidelityError, httpx.HTTPError) as exc:
+            except (fid.FidelityError, EngineError) as exc:
                 problems.append(f"fidelity: {exc}")
         if opts.canaries:
             results = can.run_canaries(client, pre.model, can.shipped_canaries(),

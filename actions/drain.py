@@ -39,12 +39,11 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-import httpx
-
 from seat_console.actions.journal import Journal
 from seat_console.actions.runbook import StepError, facts_from_rows
 from seat_console.core.base import utcnow
 from seat_console.core.untrusted import InputError
+from seat_console.node.engine_client import IS_PAUSED, EngineClient, EngineError
 from seat_console.sources.engine import parse_flag, parse_metrics
 
 STOP_MARGIN_S = 15
@@ -143,11 +142,12 @@ def read_queue(endpoint: str, timeout_s: float = 3.0) -> tuple[float | None, flo
     """``(running, waiting, problem)`` from ``endpoint``'s ``/metrics``; ``None`` and the reason
     when it cannot be read or does not expose the metric (unknown, never 0)."""
     try:
-        r = httpx.get(f"{endpoint}/metrics", timeout=timeout_s)
-    except httpx.HTTPError as exc:
-        return None, None, f"/metrics: {type(exc).__name__}"
-    if r.status_code != 200:
-        return None, None, f"/metrics: HTTP {r.status_code}"
+        with EngineClient(endpoint, timeout_s) as client:
+            r = client.metrics()
+    except EngineError as exc:
+        return None, None, str(exc)
+    if r.status != 200:
+        return None, None, f"/metrics: HTTP {r.status}"
     try:
         m = parse_metrics(r.text)
     except ValueError as exc:
@@ -159,15 +159,16 @@ def pause_offered(endpoint: str, timeout_s: float = 3.0) -> bool | None:
     """Whether ``endpoint`` offers ``/pause``: ``GET /is_paused`` 200 with ``{"is_paused":
     bool}`` → ``True``; 404/405 → ``False``; no answer or another answer → ``None``."""
     try:
-        r = httpx.get(f"{endpoint}/is_paused", timeout=timeout_s)
-    except httpx.HTTPError:
+        with EngineClient(endpoint, timeout_s) as client:
+            r = client.flag(IS_PAUSED)
+    except EngineError:
         return None
-    if r.status_code in (404, 405):
+    if r.status in (404, 405):
         return False
-    if r.status_code != 200:
+    if r.status != 200:
         return None
     try:
-        parse_flag(r.content, "/is_paused", "is_paused")
+        parse_flag(r.body, IS_PAUSED, "is_paused")
     except InputError:
         return None
     return True
@@ -187,12 +188,12 @@ def drain_plan(c: Any, endpoint: str, bound_s: float) -> DrainPlan:
 
 def _resume(endpoint: str) -> str:
     try:
-        r = httpx.post(f"{endpoint}/resume", timeout=10.0)
-    except httpx.HTTPError as exc:
-        return f"POST /resume failed ({type(exc).__name__}): resume by hand (curl -X POST " \
-               f"{endpoint}/resume)"
-    if r.status_code != 200:
-        return f"POST /resume answered HTTP {r.status_code}: resume by hand"
+        with EngineClient(endpoint, 10.0) as client:
+            r = client.resume()
+    except EngineError as exc:
+        return f"POST /resume failed ({exc.problem}): resume by hand (curl -X POST {exc.url})"
+    if r.status != 200:
+        return f"POST /resume answered HTTP {r.status}: resume by hand"
     return "the engine was resumed (POST /resume 200)"
 
 
@@ -214,20 +215,20 @@ def drain_and_stop(c: Any, plan: DrainPlan, stop: Any) -> tuple[str, dict[str, A
     if plan.pause:
         rec["mode"] = "pause"
         try:
-            r = httpx.post(f"{plan.endpoint}/pause", params={"mode": "wait"},
-                           timeout=httpx.Timeout(max(plan.bound_s, 0.1), connect=5.0))
-            if r.status_code != 200:
+            with EngineClient(plan.endpoint) as client:
+                r = client.pause(plan.bound_s)
+            if r.status != 200:
                 raise StepError(f"drain failed: POST /pause?mode=wait answered HTTP "
-                                f"{r.status_code} ({r.text[:200]}); {_resume(plan.endpoint)}; "
+                                f"{r.status} ({r.text[:200]}); {_resume(plan.endpoint)}; "
                                 f"{c.name} was not stopped")
             paused = True
             rec["reached_zero"] = True
-        except httpx.TimeoutException:
+        except EngineError as exc:
+            if exc.kind != "timeout":
+                raise StepError(f"drain failed: {exc}; {_resume(plan.endpoint)}; "
+                                f"{c.name} was not stopped") from None
             paused = True  # the pause itself applies at once; the wait ran past the bound
             rec["reached_zero"] = False
-        except httpx.HTTPError as exc:
-            raise StepError(f"drain failed: POST /pause: {type(exc).__name__}: {exc}; "
-                            f"{_resume(plan.endpoint)}; {c.name} was not stopped") from None
         running, waiting, _ = read_queue(plan.endpoint)
         rec["cut"] = None if running is None or waiting is None else int(running + waiting)
     else:

@@ -53,8 +53,6 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-import httpx
-
 from seat_console.actions import hold as hold_mod
 from seat_console.actions.journal import Entry, Journal
 from seat_console.actions.runbook import (
@@ -66,7 +64,10 @@ from seat_console.actions.runbook import (
     StepError,
     facts_from_rows,
 )
+from seat_console.core.untrusted import load_json
 from seat_console.node.context import NodeContext
+from seat_console.node.engine_client import EngineClient, EngineError
+from seat_console.sources.engine import parse_models
 from seat_console.core.profile import SwapSpec
 from seat_console.sources.startup_log import parse_startup_log, scan_failures
 
@@ -127,41 +128,48 @@ def _running(c: Any | None) -> bool:
 
 
 def _models(endpoint: str, timeout_s: float = 5.0) -> list[str] | None:
-    """Model IDs ``/v1/models`` lists, or ``None`` when it does not answer 200 with JSON."""
+    """Model IDs ``/v1/models`` lists (:func:`seat_console.sources.engine.parse_models`), or
+    ``None`` when it does not answer 200 with that JSON. Through the one engine client."""
     try:
-        r = httpx.get(f"{endpoint}/v1/models", timeout=timeout_s)
-        if r.status_code != 200:
-            return None
-        data = r.json().get("data", [])
-        return [str(m.get("id")) for m in data if isinstance(m, dict)]
-    except (httpx.HTTPError, ValueError, AttributeError):
+        with EngineClient(endpoint, timeout_s) as client:
+            a = client.models()
+    except EngineError:
+        return None
+    if not a.ok:
+        return None
+    try:
+        return [m.id for m in parse_models(load_json(a.body, a.url))]
+    except ValueError:   # InputError too
         return None
 
 
 def _health(endpoint: str, timeout_s: float = 3.0) -> int | None:
-    """``/health`` status code, or ``None`` when nothing answers."""
+    """``/health`` status code, or ``None`` when nothing answers (the one engine client)."""
     try:
-        return httpx.get(f"{endpoint}/health", timeout=timeout_s).status_code
-    except httpx.HTTPError:
+        with EngineClient(endpoint, timeout_s) as client:
+            return client.health()
+    except EngineError:
         return None
 
 
 def completion(endpoint: str, model: str, timeout_s: float = 120.0) -> str:
     """One real completion (``POST /v1/completions``, 4 tokens): returns a sentence with the
-    tokens counted; raises :class:`StepError` when it is not answered with ≥ 1 token."""
+    tokens counted; raises :class:`StepError` when it is not answered with ≥ 1 token (no
+    answer: the client's error, naming the URL)."""
     body = {"model": model, "prompt": "The seat is back:", "max_tokens": 4, "temperature": 0,
             "ignore_eos": True}
     try:
-        r = httpx.post(f"{endpoint}/v1/completions", json=body, timeout=timeout_s)
-    except httpx.HTTPError as exc:
-        raise StepError(f"completion on {endpoint}: {type(exc).__name__}: {exc}") from None
-    if r.status_code != 200:
-        raise StepError(f"completion on {endpoint}: HTTP {r.status_code}: {r.text[:300]}")
+        with EngineClient(endpoint, timeout_s) as client:
+            r = client.completion(body)
+    except EngineError as exc:
+        raise StepError(f"completion on {endpoint}: {exc}") from None
+    if r.status != 200:
+        raise StepError(f"completion on {endpoint}: HTTP {r.status}: {r.text[:300]}")
     try:
-        doc = r.json()
+        doc = load_json(r.body, r.url)
         text = doc["choices"][0]["text"]
         n = int((doc.get("usage") or {}).get("completion_tokens") or 0)
-    except (ValueError, KeyError, IndexError, TypeError):
+    except (ValueError, KeyError, IndexError, TypeError, AttributeError):
         raise StepError(f"completion on {endpoint}: unexpected answer {r.text[:300]!r}") from None
     if n < 1:
         raise StepError(f"completion on {endpoint}: answered with {n} tokens")

@@ -341,7 +341,7 @@ def test_hold_state(healthy: bool, paused: bool | None, sleeping: bool | None,
 def test_engine_reading_reads_is_paused_where_offered() -> None:
     with Engine() as eng:
         eng.paused = True
-        r = E.EngineClient(eng.url).read()
+        r = E.EngineReader(eng.url).read()
     assert isinstance(r, E.EngineReading)
     assert r.paused is True and r.sleeping is None and r.hold_state == "PAUSED"
     assert not any("/is_sleeping" in p for p in r.problems), "404 = not offered, no problem"

@@ -76,16 +76,15 @@ class _Huge(threading.Thread):
 
 
 def test_fidelity_completion_body_capped_while_streaming(monkeypatch) -> None:
-    import httpx
-
     from seat_console.evidence import fidelity as F
+    from seat_console.node.engine_client import EngineClient
 
     srv = _Huge()
     srv.start()
     monkeypatch.setattr(F, "MAX_BODY_BYTES", 4096)
     url = f"http://127.0.0.1:{srv.srv.server_address[1]}"
     try:
-        with httpx.Client(base_url=url, timeout=10) as client:
+        with EngineClient(url, timeout_s=10.0) as client:
             case = F.FidelityCase(case_id="c1", prompt="p", max_tokens=4)
             with pytest.raises(F.FidelityError, match=r"over the 4,096 B limit"):
                 F.fetch_trace(client, "m", case)
@@ -94,12 +93,23 @@ def test_fidelity_completion_body_capped_while_streaming(monkeypatch) -> None:
         srv.srv.server_close()
 
 
-def test_read_capped_stops_at_the_limit() -> None:
+def test_a_cut_answer_stops_at_the_limit() -> None:
+    """The engine client's ``cut=True`` (what fidelity reads with): the body cut at the limit
+    while it streams in, and said so; an answer under the limit read whole."""
     import httpx
 
-    from seat_console.evidence.fidelity import read_capped
+    from seat_console.node.engine_client import EngineClient
 
-    r = httpx.Response(200, stream=httpx.ByteStream(b"x" * 10_000))
-    assert read_capped(r, 100) == b"x" * 100
-    r = httpx.Response(200, stream=httpx.ByteStream(b"abc"))
-    assert read_capped(r, 100) == b"abc"
+    def big(request: httpx.Request) -> httpx.Response:
+        return httpx.Response(200, stream=httpx.ByteStream(b"x" * 10_000))
+
+    with EngineClient("http://x", transport=httpx.MockTransport(big)) as c:
+        a = c.post("/v1/completions", json={}, max_bytes=100, cut=True)
+    assert a.body == b"x" * 100 and a.was_cut
+
+    def small(request: httpx.Request) -> httpx.Response:
+        return httpx.Response(200, stream=httpx.ByteStream(b"abc"))
+
+    with EngineClient("http://x", transport=httpx.MockTransport(small)) as c:
+        a = c.post("/v1/completions", json={}, max_bytes=100, cut=True)
+    assert a.body == b"abc" and not a.was_cut

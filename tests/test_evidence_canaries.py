@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 
 import httpx
+
+from seat_console.node.engine_client import EngineClient
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -127,7 +129,7 @@ def test_lab_canary_run_counts_populations(lab) -> None:
     """Real vLLM with random weights: answers are noise, so verdicts mostly fail; what is
     checked is that every run got a verdict and the populations add up."""
     items = list(ITEMS.values())
-    with httpx.Client(base_url=lab.vllm_url, timeout=120) as client:
+    with EngineClient(lab.vllm_url, timeout_s=120.0) as client:
         rs = c.run_canaries(client, lab.served_model_name, items, runs=3)
     assert len(rs) == 3 * len(items)
     assert all(r.error is None and r.passed is not None for r in rs), [r.error for r in rs]
@@ -171,7 +173,7 @@ def test_run_canaries_seeds_from_first_seed() -> None:
         seen.append(json.loads(req.content)["seed"])
         return httpx.Response(200, json={"choices": [{"message": {"content": "391"}}]})
 
-    with httpx.Client(transport=httpx.MockTransport(handler), base_url="http://x") as cl:
+    with EngineClient("http://x", transport=httpx.MockTransport(handler)) as cl:
         rs = c.run_canaries(cl, "m", [ITEMS["arith-mul"]], runs=3, first_seed=6)
     assert seen == [6, 7, 8] and [r.case_id for r in rs] == ["arith-mul#r6", "arith-mul#r7",
                                                                "arith-mul#r8"]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-import httpx
+from seat_console.node.engine_client import EngineClient
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -133,7 +133,7 @@ def test_lab_same_model_exact_and_banned_token_diverges_at_its_position(lab) -> 
     deliberately different sampling setting — a logit_bias of -100 on the token arm A chose at
     position j (and not before) — is reported as diverging at exactly j."""
     cases = f.shipped_cases()[:3]
-    with httpx.Client(base_url=lab.vllm_url, timeout=120) as client:
+    with EngineClient(lab.vllm_url, timeout_s=120.0) as client:
         a = f.collect(client, lab.served_model_name, cases)
         b = f.collect(client, lab.served_model_name, cases)
         same = f.compare_arms(a, b)

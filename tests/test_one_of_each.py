@@ -5,7 +5,11 @@ one place is:
 * one GiB constant, :data:`seat_console.core.fmt.GIB` (no ``2**30`` / ``1 << 30`` /
   ``1073741824`` outside ``core/``);
 * one Prometheus text parser, :func:`seat_console.core.promtext.parse_families` (the only code
-  naming ``prometheus_client.parser`` or its ``text_string_to_metric_families``).
+  naming ``prometheus_client.parser`` or its ``text_string_to_metric_families``);
+* one engine client, :class:`seat_console.node.engine_client.EngineClient`: no other module
+  calls an engine path (``/health``, ``/v1/models``, ``/metrics``, ``/is_paused``…) over HTTP
+  or builds an engine URL, no other module names ``"/health"`` at all, and ``httpx`` is
+  imported only where :data:`HTTPX_ALLOWED` says why.
 
 Scans the package's source (``console/``, ``actions/``, ``widgets/``) as text, comments and
 docstrings included in the scan only where a rule says so.
@@ -13,6 +17,7 @@ docstrings included in the scan only where a rule says so.
 
 from __future__ import annotations
 
+import ast
 import io
 import re
 import tokenize
@@ -100,3 +105,103 @@ def test_one_prometheus_text_parser() -> None:
                  r"prometheus_client\s+import\s+parser", allowed=("core/promtext.py",))
     assert not found, ("a second Prometheus text parser (use seat_console.core.promtext."
                        "parse_families):\n" + "\n".join(found))
+
+
+ENGINE_PATHS = ("/health", "/version", "/v1/models", "/metrics", "/v1/completions",
+                "/v1/chat/completions", "/is_paused", "/is_sleeping", "/pause", "/resume",
+                "/reset_prefix_cache")
+HTTP_CALLS = {"get", "post", "put", "delete", "head", "request", "stream", "urlopen", "send"}
+ENGINE_CLIENT = "node/engine_client.py"
+
+HTTPX_ALLOWED = {
+    ENGINE_CLIENT: "the one engine client",
+    "node/alertmanager.py": "the one Alertmanager client (not the engine)",
+    "probe/client.py": "the probe's load generator: its measured async transport (streams)",
+    "probe/hotpath.py": "the probe's hot path: httpx.URL only (the stream is httptools)",
+    "probe/run.py": "the probe's AsyncClient passed to get_async / post_async (types)",
+    "probe/engine_counters.py": "the probe's AsyncClient passed to get_async (a type)",
+}
+"""Modules that may import httpx, and why."""
+
+
+def _docstrings(tree: ast.AST) -> set[int]:
+    out = set()
+    for n in ast.walk(tree):
+        if isinstance(n, (ast.Module, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) \
+                and n.body and isinstance(n.body[0], ast.Expr) \
+                and isinstance(n.body[0].value, ast.Constant):
+            out.add(id(n.body[0].value))
+    return out
+
+
+def _ends_with_path(node: ast.AST) -> str | None:
+    """The engine path a string or f-string ends with (``f"{base}/health"``), else None."""
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        text = node.value
+    elif isinstance(node, ast.JoinedStr) and node.values and isinstance(
+            node.values[-1], ast.Constant):
+        text = str(node.values[-1].value)
+    else:
+        return None
+    return next((p for p in ENGINE_PATHS if text.endswith(p)), None)
+
+
+def engine_calls(src: str) -> list[tuple[int, str]]:
+    """``(line, what)`` for each HTTP call to an engine path in ``src`` (a call named
+    get/post/stream/… with a string or f-string argument ending in one), each ``"/health"``
+    literal outside a docstring, and each f-string that builds an engine URL (``f"{base}/health"``
+    as a value, not a sentence)."""
+    tree = ast.parse(src)
+    docs = _docstrings(tree)
+    out = []
+    for n in ast.walk(tree):
+        if isinstance(n, ast.Call):
+            name = n.func.attr if isinstance(n.func, ast.Attribute) else getattr(n.func, "id", "")
+            if name in HTTP_CALLS:
+                for a in [*n.args, *(k.value for k in n.keywords)]:
+                    if (p := _ends_with_path(a)) is not None:
+                        out.append((n.lineno, f"{name}(… {p})"))
+        elif isinstance(n, ast.Constant) and n.value == "/health" and id(n) not in docs:
+            out.append((n.lineno, '"/health"'))
+        elif isinstance(n, ast.JoinedStr) and len(n.values) == 2 and isinstance(
+                n.values[0], ast.FormattedValue) and isinstance(n.values[1], ast.Constant) \
+                and n.values[1].value in ENGINE_PATHS:
+            out.append((n.lineno, f"an engine URL f\"{{…}}{n.values[1].value}\""))
+    return sorted(dict(out).items())    # one finding per line
+
+
+def test_one_engine_client() -> None:
+    """Every caller reaches the engine through node/engine_client.EngineClient (five
+    implementations did: the engine source, the exporter, swap/promote, the drain, the probe's
+    side calls; /health was read three ways)."""
+    found = [f"{rel(p)}:{i}: {what}" for p in sources() if rel(p) != ENGINE_CLIENT
+             for i, what in engine_calls(p.read_text(encoding="utf-8"))]
+    assert not found, ("the engine reached outside seat_console.node.engine_client (use "
+                       "EngineClient, or get_async / post_async on the probe's transport):\n"
+                       + "\n".join(found))
+
+
+def test_httpx_only_where_allowed() -> None:
+    found = [f"{rel(p)}:{i}" for p in sources() if rel(p) not in HTTPX_ALLOWED
+             for i, line in code_lines(p)
+             if re.search(r"^\s*(import httpx\b|from httpx\b)", line)]
+    assert not found, ("httpx imported outside the modules allowed (HTTPX_ALLOWED: the engine "
+                       "and Alertmanager clients, the probe's transport):\n" + "\n".join(found))
+
+
+def test_the_engine_scan_sees_the_three_old_health_readers() -> None:
+    """The scan finds each way /health was read before (the engine source, the exporter,
+    actions/swap), and not a sentence that names it."""
+    old = '''
+def a(client):
+    return client._get("/health")
+def b(client, base):
+    return client.get(f"{base}/health")
+def c(endpoint):
+    return httpx.get(f"{endpoint}/health", timeout=3).status_code
+def d(endpoint):
+    raise StepError(f"{endpoint}/health is not 200")
+def e(endpoint):
+    return httpx.post(f"{endpoint}/resume", timeout=10.0)
+'''
+    assert [i for i, _ in engine_calls(old)] == [3, 5, 7, 11]

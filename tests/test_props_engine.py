@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 
 from seat_console.core.base import Unavailable
 from seat_console.sources.engine import (
-    EngineClient,
+    EngineReader,
     EngineReading,
     parse_metrics,
     parse_models,
@@ -151,8 +151,7 @@ def _handler(request: httpx.Request) -> httpx.Response:
 
 # One client for every example (building an httpx client per example costs more than the
 # parsing under test, and made the 1 s deadline flaky on a loaded VM).
-_ENGINE = EngineClient("http://127.0.0.1:9")
-_ENGINE._client = httpx.Client(base_url=_ENGINE.base_url, transport=httpx.MockTransport(_handler))
+_ENGINE = EngineReader("http://127.0.0.1:9", transport=httpx.MockTransport(_handler))
 
 
 @given(st.sampled_from(["/version", "/v1/models", "/metrics"]), bodies)

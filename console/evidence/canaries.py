@@ -31,10 +31,11 @@ from decimal import Decimal, InvalidOperation
 from importlib import resources
 from typing import Any, Literal
 
-import httpx
 import jsonschema
 
+from seat_console.core.untrusted import load_json
 from seat_console.evidence.itemset import parse_item_set
+from seat_console.node.engine_client import EngineClient, EngineError
 from seat_console.evidence.stats import (
     Interval,
     RateComparison,
@@ -256,7 +257,7 @@ class CanaryResult:
             raise CanaryError(f"{source}: not a canary result ({exc})") from None
 
 
-def run_canary(client: httpx.Client, model: str, item: Canary, run: int,
+def run_canary(client: EngineClient, model: str, item: Canary, run: int,
                temperature: float = 0.7) -> CanaryResult:
     """One chat request (``/v1/chat/completions``, non-streaming, ``seed`` = ``run``) and its
     verdict. A transport error, non-200 status or unreadable body gives a result with
@@ -265,20 +266,20 @@ def run_canary(client: httpx.Client, model: str, item: Canary, run: int,
             "max_tokens": item.max_tokens, "temperature": temperature, "seed": run,
             "stream": False}
     try:
-        r = client.post("/v1/chat/completions", json=body)
-        if r.status_code != 200:
-            raise ValueError(f"HTTP {r.status_code}: {r.text[:160]}")
-        answer = r.json()["choices"][0]["message"]["content"]
+        r = client.completion(body, chat=True)
+        if r.status != 200:
+            raise ValueError(f"HTTP {r.status}: {r.text[:160]}")
+        answer = load_json(r.body, r.url)["choices"][0]["message"]["content"]
         if not isinstance(answer, str):
             raise ValueError("choices[0].message.content is not text")
-    except (httpx.HTTPError, ValueError, KeyError, IndexError, TypeError) as exc:
+    except (EngineError, ValueError, KeyError, IndexError, TypeError) as exc:
         return CanaryResult(item.item_id, item.kind, run, None, "no verdict: request failed",
                             error=f"{type(exc).__name__}: {str(exc)[:200]}")
     v = judge(item, answer)
     return CanaryResult(item.item_id, item.kind, run, v.passed, v.reason, answer=answer)
 
 
-def run_canaries(client: httpx.Client, model: str, items: Sequence[Canary], runs: int,
+def run_canaries(client: EngineClient, model: str, items: Sequence[Canary], runs: int,
                  temperature: float = 0.7, first_seed: int = 0) -> list[CanaryResult]:
     """Every item ``runs`` times (seeds ``first_seed`` … ``first_seed + runs − 1``; the run
     number is the seed), in item-major order. ``compare`` gives each pair of legs its own

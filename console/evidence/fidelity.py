@@ -31,10 +31,10 @@ from dataclasses import dataclass, field
 from importlib import resources
 from typing import Any
 
-import httpx
 
 from seat_console.evidence.itemset import parse_item_set
 from seat_console.core.untrusted import InputError, load_json
+from seat_console.node.engine_client import COMPLETIONS, EngineClient
 
 TOP_N = 20
 """Top-k log-probabilities requested per position: vLLM's maximum (``logprobs`` 21 → HTTP 400)."""
@@ -191,21 +191,24 @@ def parse_completion(body: bytes | str, source: str = "completion",
     return tuple(out)
 
 
-def fetch_trace(client: httpx.Client, model: str, case: FidelityCase,
+def fetch_trace(client: EngineClient, model: str, case: FidelityCase,
                 extra: Mapping[str, Any] | None = None) -> Trace:
     """POST one greedy case to ``client``'s base URL ``/v1/completions`` and parse it.
 
-    ``client`` is a synchronous :class:`httpx.Client` with ``base_url`` set to the engine
-    (e.g. ``http://127.0.0.1:18000``) and a timeout. Raises :class:`FidelityError` for a
-    non-200 answer or an unparseable body, and ``httpx.HTTPError`` for transport failures.
+    ``client``: the one engine client (:class:`seat_console.node.engine_client.EngineClient`,
+    e.g. on ``http://127.0.0.1:18000``, with a timeout fit for a generation); the answer is
+    read up to :data:`MAX_BODY_BYTES` + 1 while it streams in. Raises :class:`FidelityError`
+    for a non-200 answer or an unparseable body, and :class:`~seat_console.node.engine_client.
+    EngineError` (naming the URL) when the engine does not answer.
     Blocking: call it from a worker thread, never the UI thread.
     """
-    source = f"{client.base_url}v1/completions case {case.case_id!r}"
-    with client.stream("POST", "/v1/completions", json=request_payload(
-            model, case.prompt, case.max_tokens, extra)) as r:
-        body = read_capped(r, MAX_BODY_BYTES + 1)   # one byte more: parse_completion refuses
-    if r.status_code != 200:
-        raise FidelityError(f"{source}: HTTP {r.status_code}: "
+    source = f"{client.url(COMPLETIONS)} case {case.case_id!r}"
+    # read one byte more than the limit, cut there: parse_completion refuses it, naming the limit
+    r = client.completion(request_payload(model, case.prompt, case.max_tokens, extra),
+                          max_bytes=MAX_BODY_BYTES + 1, cut=True)
+    body = r.body
+    if r.status != 200:
+        raise FidelityError(f"{source}: HTTP {r.status}: "
                             f"{body[:200].decode('utf-8', 'replace')}")
     positions = parse_completion(body, source)
     if len(positions) != case.max_tokens:
@@ -326,19 +329,6 @@ def compare_arms(a: Iterable[Trace], b: Iterable[Trace]) -> FidelitySummary:
     return FidelitySummary(cases=cases, unmatched=unmatched)
 
 
-def read_capped(response: httpx.Response, limit: int) -> bytes:
-    """A streamed ``response``'s body, at most ``limit`` bytes: reading stops there (a larger
-    answer is never downloaded whole). Raises ``httpx.HTTPError`` for transport failures."""
-    chunks: list[bytes] = []
-    size = 0
-    for chunk in response.iter_bytes():
-        chunks.append(chunk[:limit - size])
-        size += len(chunks[-1])
-        if size >= limit:
-            break
-    return b"".join(chunks)
-
-
 def parse_cases(raw: bytes | str, source: str) -> tuple[FidelityCase, ...]:
     """Parse a fidelity prompt set: a JSON list of ``{"id", "prompt", "max_tokens"}``.
 
@@ -356,7 +346,7 @@ def shipped_cases() -> tuple[FidelityCase, ...]:
     return parse_cases(src.read_bytes(), "seat_console.evidence/data/fidelity_prompts.json")
 
 
-def collect(client: httpx.Client, model: str, cases: Sequence[FidelityCase],
+def collect(client: EngineClient, model: str, cases: Sequence[FidelityCase],
             extra: Mapping[str, Any] | None = None) -> list[Trace]:
     """Run every case on one arm (sequentially: greedy outputs must not depend on batching
     order); see :func:`fetch_trace` for errors. Blocking: call from a worker."""

@@ -170,25 +170,26 @@ def make_containers(loaded: LoadedProfile) -> Reader:
 # -- the engine ------------------------------------------------------------------------------
 def make_engine(loaded: LoadedProfile, timeout_s: float = 3.0) -> Reader:
     """``GET <seat.endpoint>/health`` → :class:`EngineCheck` (healthy = HTTP 200), and when it
-    is 200 ``GET /is_paused`` and ``/is_sleeping`` (the engine's own hold state). No answer
+    is 200 ``GET /is_paused`` and ``/is_sleeping`` (the engine's own hold state), through the
+    one engine client (:class:`seat_console.node.engine_client.EngineClient`). No answer
     (refused, timed out) is a good reading that says the engine is down: the source is up
     when the exporter could look."""
-    import httpx
+    from seat_console.node.engine_client import IS_PAUSED, IS_SLEEPING, EngineClient, EngineError
 
     base = str(loaded.profile.seat.endpoint).rstrip("/")
-    client = httpx.Client(timeout=timeout_s, follow_redirects=False, trust_env=False)
+    client = EngineClient(base, timeout_s)
 
     def read() -> Any:
         try:
-            r = client.get(f"{base}/health")
-        except httpx.TimeoutException:
-            return EngineCheck(False, None, f"{base}/health: no answer in {timeout_s:g} s")
-        except httpx.HTTPError as exc:
-            return EngineCheck(False, None, f"{base}/health: {type(exc).__name__}: {exc}")
-        if r.status_code != 200:
-            return EngineCheck(False, r.status_code, f"HTTP {r.status_code}")
-        return EngineCheck(True, 200, None, paused=flag("/is_paused", "is_paused"),
-                           asleep=flag("/is_sleeping", "is_sleeping"))
+            status = client.health()
+        except EngineError as exc:
+            if exc.kind == "timeout":
+                return EngineCheck(False, None, f"{base}/health: no answer in {timeout_s:g} s")
+            return EngineCheck(False, None, f"{base}/health: {exc.problem}")
+        if status != 200:
+            return EngineCheck(False, status, f"HTTP {status}")
+        return EngineCheck(True, 200, None, paused=flag(IS_PAUSED, "is_paused"),
+                           asleep=flag(IS_SLEEPING, "is_sleeping"))
 
     def flag(path: str, key: str) -> bool | None:
         """The engine's own hold state (:func:`seat_console.sources.engine.parse_flag`):
@@ -198,13 +199,13 @@ def make_engine(loaded: LoadedProfile, timeout_s: float = 3.0) -> Reader:
         from seat_console.sources.engine import parse_flag
 
         try:
-            r = client.get(f"{base}{path}")
-        except httpx.HTTPError:
+            r = client.flag(path, max_bytes=4096)
+        except EngineError:
             return None
-        if r.status_code != 200 or len(r.content) > 4096:
+        if r.status != 200:
             return None
         try:
-            return parse_flag(r.content, path, key)
+            return parse_flag(r.body, path, key)
         except InputError:
             return None
 

@@ -69,12 +69,13 @@ from pydantic import Field
 from seat_console.core.base import Frozen, utcnow
 from seat_console.core.probe_record import RequestRecord
 from seat_console.core.server_metrics import ServerTiming, parse_server_metrics
+from seat_console.node.engine_client import CHAT_COMPLETIONS, COMPLETIONS
 
 Api = Literal["completions", "chat"]
 """Which endpoint: ``/v1/completions`` (``prompt``) or ``/v1/chat/completions`` (``messages``)."""
 
-API_PATHS: dict[str, str] = {"completions": "/v1/completions", "chat": "/v1/chat/completions"}
-"""URL path per :data:`Api`."""
+API_PATHS: dict[str, str] = {"completions": COMPLETIONS, "chat": CHAT_COMPLETIONS}
+"""URL path per :data:`Api` (the engine's paths: :mod:`seat_console.node.engine_client`)."""
 
 MAX_ERROR_TEXT = 500
 """At most this many characters of a server's error body are kept in a record."""

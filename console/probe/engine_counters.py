@@ -35,6 +35,7 @@ from typing import Any
 import httpx
 from seat_console.core.base import Frozen
 from seat_console.core.promtext import parse_families
+from seat_console.node.engine_client import METRICS, EngineError, get_async
 from seat_console.core.engine_timing import ITL, TTFT, Histogram, parse_histograms
 from seat_console.sources.engine import count_ok, normalize, parse_metrics, unique_series
 
@@ -124,7 +125,7 @@ def parse_counters(text: str) -> EngineCounters:
     start: float | None = None
     samples = []
     prefix_samples = []
-    for fam in parse_families(text, "/metrics"):
+    for fam in parse_families(text, METRICS):
         if normalize(fam.name) == "request_success" or fam.name in (
                 "process_start_time", "process_start_time_seconds"):
             samples.extend(fam.samples)
@@ -203,13 +204,14 @@ def prefix_cache_delta(before: EngineCounters, after: EngineCounters) -> PrefixC
 
 async def scrape(client: httpx.AsyncClient) -> EngineCounters | str:
     """``GET /metrics`` on ``client``'s base URL → :class:`EngineCounters`, or a sentence saying
-    why not (never raises for an engine problem)."""
+    why not (never raises for an engine problem; no answer: the engine client's error, naming
+    the URL, :func:`seat_console.node.engine_client.get_async`)."""
     try:
-        r = await client.get("/metrics", timeout=10.0)
-    except httpx.HTTPError as exc:
-        return f"GET /metrics: {type(exc).__name__}: {exc}"
-    if r.status_code != 200:
-        return f"GET /metrics: HTTP {r.status_code}"
+        r = await get_async(client, METRICS, timeout_s=10.0)
+    except EngineError as exc:
+        return str(exc)
+    if r.status != 200:
+        return f"GET /metrics: HTTP {r.status}"
     try:
         return parse_counters(r.text)
     except ValueError as exc:

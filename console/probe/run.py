@@ -257,7 +257,7 @@ def preflight(loaded: LoadedProfile, *, hold: HoldInfo, force_reason: str | None
     learnt (``exc.checks``, ``exc.partial``). The returned :class:`Preflight`'s ``problems``
     is empty; its ``checks`` lists every check (all passed).
     """
-    from seat_console.sources.engine import EngineClient, EngineReading
+    from seat_console.sources.engine import EngineReader, EngineReading
     from seat_console.sources.startup_log import parse_startup_log
 
     spec = loaded.profile.probe
@@ -287,7 +287,7 @@ def preflight(loaded: LoadedProfile, *, hold: HoldInfo, force_reason: str | None
     else:
         checks.append(PreflightCheck("seat container", True,
                                      f"{ident_c.get('name')} ({ident_c.get('role')}) running"))
-    ec = EngineClient(endpoint, timeout_s=timeout_s)
+    ec = EngineReader(endpoint, timeout_s=timeout_s)
     try:
         er = ec.read()
     finally:
@@ -794,18 +794,21 @@ class Probe:
     async def _reset(client: httpx.AsyncClient) -> str:
         """``"ok"``, or why the engine's prefix cache was not reset (``"not offered: …"`` for
         HTTP 404/405, the engine's own refusal otherwise)."""
+        from seat_console.core.untrusted import load_json
+        from seat_console.node.engine_client import RESET_PREFIX_CACHE, EngineError, post_async
+
         try:
-            r = await client.post("/reset_prefix_cache", timeout=30.0)
-        except httpx.HTTPError as exc:
-            return f"POST /reset_prefix_cache: {type(exc).__name__}: {exc}"
-        if r.status_code in (404, 405):
-            return (f"not offered: POST /reset_prefix_cache → HTTP {r.status_code} (vLLM "
+            r = await post_async(client, RESET_PREFIX_CACHE, timeout_s=30.0)
+        except EngineError as exc:
+            return str(exc)
+        if r.status in (404, 405):
+            return (f"not offered: POST /reset_prefix_cache → HTTP {r.status} (vLLM "
                     "serves it only with VLLM_SERVER_DEV_MODE=1); each phase's prompts carry "
                     "a recorded nonce instead")
-        if r.status_code != 200:
-            return f"POST /reset_prefix_cache → HTTP {r.status_code}"
-        try:
-            ok = r.json().get("success", True)   # vLLM >= 0.32 answers {"success": bool}
+        if r.status != 200:
+            return f"POST /reset_prefix_cache → HTTP {r.status}"
+        try:   # vLLM >= 0.32 answers {"success": bool}
+            ok = load_json(r.body, r.url).get("success", True)
         except (ValueError, AttributeError):
             ok = True                            # older vLLM: an empty 200
         return "ok" if ok is True else ("the engine refused the reset (success=false: blocks "

@@ -1,8 +1,9 @@
 """The seat's inference engine (vLLM's OpenAI-compatible server): health, models, version,
 metrics.
 
-Endpoints read with httpx, each with its own timeout (``/health``, ``/v1/models``,
-``/version``, ``/metrics``; vLLM ``vllm/entrypoints/openai/api_server.py``), and where the
+Endpoints read through the one engine client (:mod:`seat_console.node.engine_client`: its
+timeout and error rule; ``/health``, ``/v1/models``, ``/version``, ``/metrics``; vLLM
+``vllm/entrypoints/openai/api_server.py``), and where the
 engine offers them ``/is_paused`` and ``/is_sleeping`` (vLLM 0.32: mounted only when the server
 runs with ``VLLM_SERVER_DEV_MODE=1``, ``entrypoints/launchers/api_server/routers.py``; a 404 says
 "not offered", never "not paused"): the engine's own hold state, :func:`hold_state`. ``/metrics`` is
@@ -31,7 +32,6 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-import httpx
 from pydantic import BaseModel
 
 from seat_console.core.profile import LoadedProfile
@@ -39,6 +39,16 @@ from seat_console.core.base import Frozen, Source, Unavailable, utcnow
 from seat_console.core.partial import Kept, keep
 from seat_console.core.promtext import MAX_TEXT_CHARS, Metric, parse_families
 from seat_console.core.untrusted import InputError, get_bool, get_int, get_str, load_json
+from seat_console.node.engine_client import (
+    HEALTH,
+    IS_PAUSED,
+    IS_SLEEPING,
+    METRICS,
+    MODELS,
+    VERSION,
+    EngineClient,
+    EngineError,
+)
 
 METRIC_ALIASES: dict[str, tuple[str, ...]] = {
     "requests_running": ("num_requests_running",),
@@ -213,8 +223,7 @@ class EngineReading(Frozen):
             return self
         update: dict[str, Any] = {}
         kept: list[Kept] = []
-        for field, path in (("version", "/version"), ("models", "/v1/models"),
-                            ("metrics", "/metrics")):
+        for field, path in (("version", VERSION), ("models", MODELS), ("metrics", METRICS)):
             if getattr(self, field) is not None or getattr(last, field) is None:
                 continue
             why = next((p.removeprefix(f"{path}: ") for p in self.problems
@@ -396,7 +405,7 @@ def parse_metrics(text: str) -> EngineMetrics:
     negative) are unknown, and a series exposed twice counts once.
     """
     families: dict[str, Metric] = {}
-    for fam in parse_families(text, "/metrics", max_chars=MAX_METRICS_CHARS):
+    for fam in parse_families(text, METRICS, max_chars=MAX_METRICS_CHARS):
         key = normalize(fam.name)
         prev = families.get(key)
         # a TYPE line whose samples carry another name (``# TYPE x counter`` + ``x_total``)
@@ -513,42 +522,32 @@ class _Get:
     error: str | None
 
 
-class EngineClient:
-    """HTTP client for the engine endpoint ``base_url`` with per-request ``timeout_s``."""
+class EngineReader:
+    """One reading of the engine at ``base_url`` (every endpoint, :meth:`read`) through the one
+    engine client, :class:`seat_console.node.engine_client.EngineClient` (its timeout and error
+    rule; ``timeout_s`` per request; ``transport`` for tests)."""
 
-    def __init__(self, base_url: str, timeout_s: float = 3.0) -> None:
-        self.base_url = base_url.rstrip("/")
-        self._client = httpx.Client(base_url=self.base_url,
-                                    timeout=httpx.Timeout(timeout_s, connect=min(timeout_s, 2.0)),
-                                    follow_redirects=False)
+    def __init__(self, base_url: str, timeout_s: float = 3.0, *,
+                 transport: Any = None) -> None:
+        self.client = EngineClient(base_url, timeout_s, transport=transport)
+        self.base_url = self.client.base_url
 
     def __repr__(self) -> str:
-        return f"EngineClient({self.base_url!r})"
+        return f"EngineReader({self.base_url!r})"
 
     def _get(self, path: str) -> _Get:
         """GET ``path``: its status and body, read up to :data:`MAX_BODY_BYTES` while it
-        streams in (a larger answer is dropped there, with its status and the limit named)."""
-        limit = MAX_BODY_BYTES
+        streams in (a larger answer is dropped there, the limit named)."""
         try:
-            with self._client.stream("GET", path) as r:
-                chunks: list[bytes] = []
-                size = 0
-                for chunk in r.iter_bytes():
-                    size += len(chunk)
-                    if size > limit:
-                        return _Get(r.status_code, None, f"GET {path}: the answer is above the "
-                                    f"{limit:,}-byte limit (reading stopped there)")
-                    chunks.append(chunk)
-        except httpx.TimeoutException as exc:
-            return _Get(None, None, f"GET {path}: no answer in time ({type(exc).__name__})")
-        except httpx.TransportError as exc:
-            return _Get(None, None, f"GET {path}: {type(exc).__name__}: {exc}")
-        return _Get(r.status_code, b"".join(chunks), None)
+            a = self.client.get(path, max_bytes=MAX_BODY_BYTES)
+        except EngineError as exc:   # the client's rule: timeout, unreachable, too large
+            return _Get(None, None, f"GET {path}: {exc.problem}")
+        return _Get(a.status, a.body, None)
 
     def read(self) -> EngineReading | Unavailable:
         """Read all four endpoints; :class:`Unavailable` when ``/health`` gets no HTTP answer
         at all (kind ``unreachable`` or ``timeout``). Never raises for engine problems."""
-        h = self._get("/health")
+        h = self._get(HEALTH)
         if h.status is None:
             kind = "timeout" if "in time" in (h.error or "") else "unreachable"
             return Unavailable(source="engine", kind=kind,
@@ -557,19 +556,19 @@ class EngineClient:
         if h.status != 200:
             problems.append(f"/health answered HTTP {h.status}")
         version = None
-        v = self._get("/version")
+        v = self._get(VERSION)
         if v.status == 200 and v.body is not None:
             try:
-                version = get_str(load_json(v.body, "/version"), "version", max_len=200)
+                version = get_str(load_json(v.body, VERSION), "version", max_len=200)
             except InputError as exc:
                 problems.append(str(exc))
         else:
             problems.append(f"/version: {v.error or f'HTTP {v.status}'}")
         models: tuple[ModelInfo, ...] | None = None
-        m = self._get("/v1/models")
+        m = self._get(MODELS)
         if m.status == 200 and m.body is not None:
             try:
-                models = parse_models(load_json(m.body, "/v1/models"))
+                models = parse_models(load_json(m.body, MODELS))
             except InputError as exc:
                 problems.append(str(exc))
             except ValueError as exc:
@@ -577,7 +576,7 @@ class EngineClient:
         else:
             problems.append(f"/v1/models: {m.error or f'HTTP {m.status}'}")
         metrics: EngineMetrics | None = None
-        x = self._get("/metrics")
+        x = self._get(METRICS)
         if x.status == 200 and x.body is not None:
             try:
                 metrics = parse_metrics(x.body.decode("utf-8", "replace"))
@@ -586,7 +585,7 @@ class EngineClient:
         else:
             problems.append(f"/metrics: {x.error or f'HTTP {x.status}'}")
         flags: dict[str, bool | None] = {}
-        for path, key in (("/is_paused", "is_paused"), ("/is_sleeping", "is_sleeping")):
+        for path, key in ((IS_PAUSED, "is_paused"), (IS_SLEEPING, "is_sleeping")):
             flags[key] = None
             g = self._get(path)
             if g.status in (404, 405):
@@ -608,7 +607,7 @@ class EngineClient:
 
     def close(self) -> None:
         """Close the connection pool."""
-        self._client.close()
+        self.client.close()
 
 
 class EngineSource(Source):
@@ -617,7 +616,7 @@ class EngineSource(Source):
     name = "engine"
 
     def __init__(self, base_url: str, timeout_s: float = 3.0) -> None:
-        self.client = EngineClient(base_url, timeout_s)
+        self.client = EngineReader(base_url, timeout_s)
 
     def read(self) -> BaseModel:
         """An :class:`EngineReading` or :class:`Unavailable`; never raises."""
@@ -642,7 +641,7 @@ def missing_of(metrics: EngineMetrics | None) -> Iterable[str]:
     return METRIC_ALIASES.keys() if metrics is None else metrics.missing
 
 
-__all__ = ["EngineClient", "EngineMetrics", "EngineReading", "EngineSource", "HOLD_STATES",
+__all__ = ["EngineMetrics", "EngineReader", "EngineReading", "EngineSource", "HOLD_STATES",
            "HistogramSummary", "METRIC_ALIASES", "MISSING", "ModelInfo", "count_ok",
            "find_family", "fmt_metric", "histogram_quantile", "hold_state", "make_source",
            "missing_of", "normalize", "parse_flag", "parse_metrics", "parse_models",
