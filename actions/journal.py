@@ -636,6 +636,86 @@ class Journal:
         return iter(self.entries())
 
 
+# -- read-only readers (another process's journal: the exporter) -----------------------------
+def open_read_only(path: Path, *, text_factory: Any = "replace") -> sqlite3.Connection:
+    """The journal file ``path`` opened read-only (SQLite URI ``mode=ro``: never created,
+    never written; 5 s busy timeout). ``text_factory="replace"``: text that is not UTF-8 reads
+    with U+FFFD for the bad bytes; ``None``: SQLite's default (such text raises). Raises
+    :class:`sqlite3.Error` when it cannot be opened."""
+    db = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True, timeout=5.0)
+    if text_factory == "replace":
+        db.text_factory = lambda b: b.decode("utf-8", "replace")
+    return db
+
+
+_UNFINISHED = """
+SELECT e.run_id, e.runbook, e.step FROM entries e
+JOIN (SELECT run_id, MAX(seq) AS last FROM entries GROUP BY run_id
+      HAVING SUM(kind = 'start') > 0 AND SUM(kind = 'end') = 0) u
+  ON e.run_id = u.run_id AND e.seq = u.last
+ORDER BY e.seq
+"""
+
+
+def unfinished_heads(path: Path) -> list[tuple[str, str, str]]:
+    """``(run_id, runbook, step)`` of every unfinished run of the journal at ``path`` (a
+    ``start`` row, no ``end`` row), oldest first, with its newest row's step — in one query,
+    the file opened read-only (:func:`open_read_only`). A journal that does not exist has no
+    runs. Raises :class:`sqlite3.Error` when it cannot be read — also for a damaged file whose
+    SQLite error message is not UTF-8 (Python raised ``UnicodeDecodeError`` building it, which
+    escaped the reader: issue 31)."""
+    if not path.exists():
+        return []
+    db = open_read_only(path)
+    try:
+        rows = db.execute(_UNFINISHED).fetchall()
+    except UnicodeDecodeError:
+        raise sqlite3.DatabaseError(f"{path}: damaged (SQLite's own error message is not "
+                                    "UTF-8)") from None
+    finally:
+        db.close()
+    return [(str(rid), str(rb), str(step)) for rid, rb, step in rows]
+
+
+class ReadOnlyJournal:
+    """The journal at ``path`` for :func:`~seat_console.actions.stages.read_runbook`, opened
+    read-only (:func:`open_read_only`) at each :meth:`entries`: a reader (the exporter) never
+    creates or writes it. A journal that does not exist has no rows."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.skipped: tuple[BadRow, ...] = ()
+        """The rows the last :meth:`entries` skipped (:func:`~seat_console.actions.journal.
+        validate_row`), each named by ``seq``, as :attr:`Journal.skipped`."""
+
+    def entries(self) -> list[Entry]:
+        """Every row in ``seq`` order, each read by the journal's own rule
+        (:func:`~seat_console.actions.journal.validate_row`, the operator included); a row that
+        does not read is skipped and named in :attr:`skipped`. Raises :class:`JournalError`
+        naming the file when it cannot be read."""
+        if not self.path.exists():
+            return []
+        try:
+            db = open_read_only(self.path, text_factory=None)
+            try:
+                cur = db.execute("SELECT * FROM entries ORDER BY seq")
+                names = [d[0] for d in cur.description]
+                raw = cur.fetchall()
+            finally:
+                db.close()
+        except sqlite3.Error as exc:
+            raise JournalError(f"journal {self.path}: cannot read ({exc})") from None
+        out, bad = [], []
+        for r in raw:
+            try:   # the journal's own row rule (validate_row): a bad row is skipped and named
+                out.append(validate_row(dict(zip(names, r, strict=True))))
+            except RowError as exc:
+                bad.append(exc.bad)
+        self.skipped = tuple(bad)
+        return out
+
+
+
 def _text_or_bytes(b: bytes) -> str | bytes:
     try:
         return b.decode("utf-8")
@@ -726,5 +806,6 @@ def _user() -> str:
 
 
 __all__ = ["OPERATOR", "BadRow", "Entry", "GENESIS", "Journal", "JournalError", "MAX_JSON_DEPTH",
-           "RowError", "VerifyReport", "head_path", "parse_time", "read_head", "row_hash", "scrub",
+           "ReadOnlyJournal", "RowError", "VerifyReport", "head_path", "open_read_only", "parse_time",
+           "read_head", "row_hash", "scrub", "unfinished_heads",
            "validate_row"]

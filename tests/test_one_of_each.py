@@ -9,7 +9,10 @@ one place is:
 * one engine client, :class:`seat_console.node.engine_client.EngineClient`: no other module
   calls an engine path (``/health``, ``/v1/models``, ``/metrics``, ``/is_paused``…) over HTTP
   or builds an engine URL, no other module names ``"/health"`` at all, and ``httpx`` is
-  imported only where :data:`HTTPX_ALLOWED` says why.
+  imported only where :data:`HTTPX_ALLOWED` says why;
+* one place that reads the journal's SQL, ``actions/journal.py`` (no other module opens an
+  SQLite file or names the ``entries`` table), with one exception below the actions layer
+  (:data:`JOURNAL_SQL_ALLOWED`).
 
 Scans the package's source (``console/``, ``actions/``, ``widgets/``) as text, comments and
 docstrings included in the scan only where a rule says so.
@@ -205,3 +208,30 @@ def e(endpoint):
     return httpx.post(f"{endpoint}/resume", timeout=10.0)
 '''
     assert [i for i, _ in engine_calls(old)] == [3, 5, 7, 11]
+
+
+JOURNAL_SQL_ALLOWED = {
+    "actions/journal.py": "the journal",
+    "node/attribution.py": "below actions (node may not import actions/journal.py, the layer "
+                           "contract): its one read-only query of rows since a time stays here "
+                           "until the journal's reading moves below the node layer",
+}
+"""Modules that may run SQL on the journal, and why."""
+
+
+def test_one_place_reads_the_journal_sql() -> None:
+    """The exporter read the journal raw twice (the unfinished runs' query, and every row for
+    the runbook stages); both are actions/journal.py's now (unfinished_heads, ReadOnlyJournal)."""
+    found = [f"{rel(p)}:{i}: {line.strip()}" for p in sources()
+             if rel(p) not in JOURNAL_SQL_ALLOWED
+             for i, line in code_lines(p)
+             if re.search(r"sqlite3\.connect\b|\.execute\(|\bimport sqlite3\b.*connect", line)]
+    # the SQL itself sits in string literals (blanked by code_lines): look at them too
+    for p in sources():
+        if rel(p) in JOURNAL_SQL_ALLOWED:
+            continue
+        src = p.read_text(encoding="utf-8")
+        for m in re.finditer(r"\bFROM\s+entries\b", src, re.IGNORECASE):
+            found.append(f"{rel(p)}:{src.count(chr(10), 0, m.start()) + 1}: FROM entries")
+    assert not found, ("the journal's SQL read outside actions/journal.py (use Journal, "
+                       "ReadOnlyJournal or unfinished_heads):\n" + "\n".join(found))

@@ -17,7 +17,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from seat_console.actions.journal import BadRow, Entry, JournalError, RowError, validate_row
+from seat_console.actions.journal import ReadOnlyJournal, unfinished_heads
 from seat_console.exporter.model import (
     ContainerValue,
     EngineCheck,
@@ -239,34 +239,12 @@ def make_gpus(loaded: LoadedProfile) -> Reader:
 
 
 # -- the journal and the probe runs (local files, opened read-only) --------------------------
-_UNFINISHED = """
-SELECT e.run_id, e.runbook, e.step FROM entries e
-JOIN (SELECT run_id, MAX(seq) AS last FROM entries GROUP BY run_id
-      HAVING SUM(kind = 'start') > 0 AND SUM(kind = 'end') = 0) u
-  ON e.run_id = u.run_id AND e.seq = u.last
-ORDER BY e.seq
-"""
-
-
 def unfinished_runs(path: Path) -> tuple[RunbookRun, ...]:
     """The journal's unfinished runs (a ``start`` row, no ``end`` row), oldest first, each with
-    its newest row's step. The file is opened read-only (SQLite URI ``mode=ro``): the exporter
-    never creates or writes it. A journal that does not exist has no runs. Text that is not
-    UTF-8 is read with U+FFFD for the bad bytes. Raises :class:`sqlite3.Error` when it cannot
-    be read — also for a damaged file whose SQLite error message is not UTF-8 (Python raised
-    ``UnicodeDecodeError`` building it, which escaped the reader: issue 31)."""
-    if not path.exists():
-        return ()
-    db = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True, timeout=5.0)
-    db.text_factory = lambda b: b.decode("utf-8", "replace")
-    try:
-        rows = db.execute(_UNFINISHED).fetchall()
-    except UnicodeDecodeError:
-        raise sqlite3.DatabaseError(f"{path}: damaged (SQLite's own error message is not "
-                                    "UTF-8)") from None
-    finally:
-        db.close()
-    return tuple(RunbookRun(str(rb), str(step), str(rid)) for rid, rb, step in rows)
+    its newest row's step: :func:`seat_console.actions.journal.unfinished_heads` (the file
+    opened read-only; the exporter never creates or writes it). Raises :class:`sqlite3.Error`
+    when it cannot be read."""
+    return tuple(RunbookRun(rb, step, rid) for rid, rb, step in unfinished_heads(path))
 
 
 def probe_state(runs: Path, stale_s: float, now: float | None = None
@@ -310,45 +288,6 @@ def probe_state(runs: Path, stale_s: float, now: float | None = None
         if fresh and todo:
             phase = (d.name, todo[0][:64])
     return phase, disrupted
-
-
-class ReadOnlyJournal:
-    """The journal at ``path`` for :func:`~seat_console.actions.stages.read_runbook`, opened
-    read-only (SQLite URI ``mode=ro``) at each :meth:`entries`: the exporter never creates or
-    writes it. A journal that does not exist has no rows."""
-
-    def __init__(self, path: Path) -> None:
-        self.path = path
-        self.skipped: tuple[BadRow, ...] = ()
-        """The rows the last :meth:`entries` skipped (:func:`~seat_console.actions.journal.
-        validate_row`), each named by ``seq``, as :attr:`Journal.skipped`."""
-
-    def entries(self) -> list[Entry]:
-        """Every row in ``seq`` order, each read by the journal's own rule
-        (:func:`~seat_console.actions.journal.validate_row`, the operator included); a row that
-        does not read is skipped and named in :attr:`skipped`. Raises :class:`JournalError`
-        naming the file when it cannot be read."""
-        if not self.path.exists():
-            return []
-        try:
-            db = sqlite3.connect(f"{self.path.resolve().as_uri()}?mode=ro", uri=True,
-                                 timeout=5.0)
-            try:
-                cur = db.execute("SELECT * FROM entries ORDER BY seq")
-                names = [d[0] for d in cur.description]
-                raw = cur.fetchall()
-            finally:
-                db.close()
-        except sqlite3.Error as exc:
-            raise JournalError(f"journal {self.path}: cannot read ({exc})") from None
-        out, bad = [], []
-        for r in raw:
-            try:   # the journal's own row rule (validate_row): a bad row is skipped and named
-                out.append(validate_row(dict(zip(names, r, strict=True))))
-            except RowError as exc:
-                bad.append(exc.bad)
-        self.skipped = tuple(bad)
-        return out
 
 
 def seat_downtimes(journal: Any) -> tuple[float | None, int, float]:
