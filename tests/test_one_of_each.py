@@ -12,7 +12,9 @@ one place is:
   imported only where :data:`HTTPX_ALLOWED` says why;
 * one place that reads the journal's SQL, ``actions/journal.py`` (no other module opens an
   SQLite file or names the ``entries`` table), with one exception below the actions layer
-  (:data:`JOURNAL_SQL_ALLOWED`).
+  (:data:`JOURNAL_SQL_ALLOWED`);
+* one duration formatter, :func:`seat_console.core.fmt.fmt_duration` (its styles): no f-string
+  outside ``core/fmt.py`` writes a value followed by a unit of minutes, hours or days.
 
 Scans the package's source (``console/``, ``actions/``, ``widgets/``) as text, comments and
 docstrings included in the scan only where a rule says so.
@@ -235,3 +237,35 @@ def test_one_place_reads_the_journal_sql() -> None:
             found.append(f"{rel(p)}:{src.count(chr(10), 0, m.start()) + 1}: FROM entries")
     assert not found, ("the journal's SQL read outside actions/journal.py (use Journal, "
                        "ReadOnlyJournal or unfinished_heads):\n" + "\n".join(found))
+
+
+DURATION_UNIT = re.compile(r"^\s?(min|h|d|days?|hours?|minutes?)\b")
+DURATION_ALLOWED = {
+    "commands/decide_cmd.py": "an estimate, '≈ N min on this node' (whole minutes, never more)",
+    "actions/compare.py": "the same estimate where it is made ('≈ N min', 'took 4.2 min')",
+    "actions/hold.py": "the TTL limit in the refusal, 'between 60 s and 7 days' (a constant)",
+}
+
+
+def duration_fstrings(src: str) -> list[int]:
+    """Lines of f-strings that write a value followed by a minutes / hours / days unit
+    (``f"{m} min {r:02d} s"``, ``f"{s / 3600:.1f} hours"``): a duration formatted by hand."""
+    out = []
+    for n in ast.walk(ast.parse(src)):
+        if isinstance(n, ast.JoinedStr):
+            vals = n.values
+            if any(isinstance(v, ast.FormattedValue) and isinstance(w, ast.Constant)
+                   and DURATION_UNIT.match(str(w.value)) for v, w in zip(vals, vals[1:])):
+                out.append(n.lineno)
+    return sorted(set(out))
+
+
+def test_one_duration_formatter() -> None:
+    """Durations are written by core/fmt.fmt_duration (eight functions did it beside it:
+    snapshot/verdicts, widgets/panel ×2, widgets/services, widgets/gpu, fleet/rows,
+    sources/timers, evidence/report)."""
+    found = [f"{rel(p)}:{i}" for p in sources()
+             if rel(p) != "core/fmt.py" and rel(p) not in DURATION_ALLOWED
+             for i in duration_fstrings(p.read_text(encoding="utf-8"))]
+    assert not found, ("a duration formatted outside core/fmt.py (use fmt_duration and a "
+                       "style):\n" + "\n".join(found))

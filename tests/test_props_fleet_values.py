@@ -17,6 +17,7 @@ import math
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
+from seat_console.core.fmt import fmt_duration
 from seat_console.fleet.detail import SPARK_BLOCKS, read_history, spark
 from seat_console.fleet.promapi import QueryResult, parse_response
 from seat_console.tui.fleet import SeatDetail
@@ -25,7 +26,6 @@ from seat_console.fleet.rows import (
     Fleet,
     FleetRow,
     cells,
-    fmt_age,
     hhmm,
     iso,
 )
@@ -219,7 +219,7 @@ def test_a_seat_dated_inf_or_in_the_future_is_never_fresh_or_healthy():
 def test_time_and_age_formatting_take_any_float(t, now):
     s = iso(t)
     assert s is None or (len(s) == 20 and s.endswith("Z"))
-    assert isinstance(fmt_age(t), str)
+    assert isinstance(fmt_duration(t, style="cell", unknown="?"), str)   # the fleet's ages
     if t is not None:
         assert isinstance(hhmm(t, now), str)
 

@@ -31,7 +31,7 @@ from textual.widget import Widget
 from textual.widgets import Static
 
 from seat_console.sources.gpu import GpuCard, GpuProcess, GpuSnapshot, MemoryReading, MigInstance
-from seat_console.core.fmt import GIB, gib_unit
+from seat_console.core.fmt import GIB, fmt_duration, gib_unit
 from seat_console.core.base import Unavailable
 from seat_console.widgets import gpu_lines
 from seat_console.widgets.panel import SourcePanel
@@ -345,7 +345,7 @@ class GpuCardView(Widget):
         if c.state == "ok":
             rows.append(self._info())
         if self.points and self.end is not None:
-            label = Text(f"used, last {_span(self.history_s)} "
+            label = Text(f"used, last {fmt_duration(self.history_s, style='span')} "
                          f"(0–{gib(self.total_bytes, 0)}) ", style="dim")
             spark = Table.grid(expand=True)
             spark.add_column(no_wrap=True)
@@ -363,14 +363,6 @@ class GpuCardView(Widget):
         if problems:
             rows.append(Text("n/a fields — " + "; ".join(problems), style="dim italic"))
         return Group(*rows)
-
-
-def _span(seconds: float) -> str:
-    if seconds % 3600 == 0:
-        return f"{int(seconds // 3600)} h"
-    if seconds % 60 == 0:
-        return f"{int(seconds // 60)} min"
-    return f"{seconds:g} s"
 
 
 class GpuPanel(SourcePanel):

@@ -51,6 +51,7 @@ from textual.widgets import Static
 
 from seat_console.core.profile import LoadedProfile
 from seat_console.core.base import Unavailable
+from seat_console.core.fmt import fmt_duration
 
 log = logging.getLogger(__name__)
 
@@ -62,29 +63,11 @@ STALE_MIN_S = 5.0
 """Floor of the staleness threshold in seconds, so a 0.2 s interval does not flicker STALE."""
 
 
-def fmt_age(seconds: float | None) -> str:
-    """A human age: ``"0.4 s"``, ``"12 s"``, ``"3 min 05 s"``, ``"2 h 04 min"``; ``None`` → ``"n/a"``.
-
-    ``seconds`` is a duration in seconds (negative values, from clock skew, render as ``"0 s"``).
-    """
-    if seconds is None:
-        return "n/a"
-    s = max(0.0, seconds)
-    if s < 10:
-        return f"{s:.1f} s" if s < 1 else f"{s:.0f} s"
-    if s < 60:
-        return f"{s:.0f} s"
-    if s < 3600:
-        m, r = divmod(int(s), 60)
-        return f"{m} min {r:02d} s"
-    h, r = divmod(int(s), 3600)
-    return f"{h} h {r // 60:02d} min"
-
-
 def fmt_coarse_age(seconds: float | None, fresh_s: float = 2.0) -> str:
     """An age that changes rarely, so redrawing it once a second costs nothing on screen:
-    ``"just now"`` up to ``fresh_s`` seconds, then whole tens of seconds (``"10 s"``, ``"50 s"``),
-    whole minutes (``"3 min"``), then ``"2 h 04 min"``; ``None`` → ``"n/a"``.
+    ``"just now"`` up to ``fresh_s`` seconds, then the one duration rule's ``ticker`` style
+    (:func:`seat_console.core.fmt.fmt_duration`: ``"7 s"``, whole tens of seconds, whole
+    minutes, ``"2 h 04 min"``); ``None`` → ``"n/a"``.
 
     ``seconds``: a duration (s; negative, from clock skew, counts as 0). ``fresh_s``: how long a
     reading counts as current (the app passes twice the refresh interval, at least 2 s).
@@ -92,16 +75,7 @@ def fmt_coarse_age(seconds: float | None, fresh_s: float = 2.0) -> str:
     if seconds is None:
         return "n/a"
     s = max(0.0, seconds)
-    if s <= fresh_s:
-        return "just now"
-    if s < 10:
-        return f"{int(s)} s"
-    if s < 60:
-        return f"{int(s) // 10 * 10} s"
-    if s < 3600:
-        return f"{int(s) // 60} min"
-    h, r = divmod(int(s), 3600)
-    return f"{h} h {r // 60:02d} min"
+    return "just now" if s <= fresh_s else fmt_duration(s, style="ticker")
 
 
 def set_text_if_changed(widget: Static, text: Text) -> bool:
@@ -402,7 +376,7 @@ class SourcePanel(Widget):
                 parts.append(f"{verb} {coarse}" if coarse == "just now"
                              else f"{verb} {coarse} ago")
             if retry_s is not None and self.unavailable is not None:  # also while re-reading:
-                parts.append(f"retry every {fmt_age(retry_s)}")         # no flicker per poll
+                parts.append(f"retry every {fmt_duration(retry_s, style='age')}")         # no flicker per poll
             if busy is not None and busy >= 2.0:
                 parts.append(f"reading for {fmt_coarse_age(busy, 0)}")
             subtitle = " · ".join(parts)
@@ -576,5 +550,5 @@ class PanelBody(Widget):
     """
 
 
-__all__ = ["STALE_FACTOR", "STALE_MIN_S", "PanelBody", "SourcePanel", "fmt_age",
-           "fmt_coarse_age", "set_text_if_changed"]
+__all__ = ["STALE_FACTOR", "STALE_MIN_S", "PanelBody", "SourcePanel", "fmt_coarse_age",
+           "set_text_if_changed"]

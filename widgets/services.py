@@ -54,24 +54,15 @@ def _rel(t: datetime | None, now: datetime) -> str:
     return f"in {fmt_duration(d)}" if d >= 0 else f"{fmt_duration(d)} ago"
 
 
-def _coarse(seconds: float) -> str:
-    """A duration that changes rarely, for the compact lines: ``"40 s"`` (tens of seconds),
-    ``"6 min"``, ``"2 h 10 min"``."""
-    s = int(abs(seconds))
-    if s < 60:
-        return f"{s // 10 * 10} s" if s >= 10 else f"{s} s"
-    if s < 3600:
-        return f"{s // 60} min"
-    return f"{s // 3600} h {(s % 3600) // 60:02d} min"
-
-
 def _rel_coarse(t: datetime | None, now: datetime) -> str:
-    """``in 6 min`` / ``3 min ago`` / ``n/a`` — :func:`_coarse`, so a compact line is not
-    redrawn every second."""
+    """``in 6 min`` / ``3 min ago`` / ``n/a`` — the one duration rule's ``ticker`` style
+    (:func:`~seat_console.core.fmt.fmt_duration`), so a compact line is not redrawn every
+    second."""
     if t is None:
         return "n/a"
     d = (t - now).total_seconds()
-    return f"in {_coarse(d)}" if d >= 0 else f"{_coarse(d)} ago"
+    coarse = fmt_duration(d, style="ticker")
+    return f"in {coarse}" if d >= 0 else f"{coarse} ago"
 
 
 def _table(columns: tuple[str, ...], names: tuple[str, ...],

@@ -17,8 +17,10 @@ statement wrote its figures (51,201,966,080 B = 47.685546875 GiB is "47.68"; 24.
 
 from __future__ import annotations
 
+import math
 import re
 from datetime import UTC, datetime
+from typing import Literal
 
 GIB = 1 << 30
 """Bytes in one GiB (2^30)."""
@@ -81,22 +83,99 @@ def gib_b(n: int | None) -> str:
 
 
 # -- durations and times -----------------------------------------------------------------
-def fmt_duration(seconds: float | None, *, coarse: bool = False) -> str:
-    """The one duration rule, sign dropped (the caller says "in" or "ago"): ``"42 s"``,
-    ``"6 min 31 s"``, ``"2 h 05 min"``, ``"3 d 04 h"`` — two units at most, the second
-    zero-padded; ``coarse``: whole minutes below an hour (``"6 min"``, for countdowns that
-    tick once a minute). Fractions of a second are truncated. ``None`` → ``"n/a"`` (unknown,
-    never 0)."""
-    if seconds is None:
-        return NA
-    s = int(abs(seconds))
-    if s < 60:
-        return f"{s} s"
-    if s < 3600:
-        return f"{s // 60} min" if coarse else f"{s // 60} min {s % 60:02d} s"
-    if s < 86400:
+DurationStyle = Literal["exact", "coarse", "age", "ticker", "cell", "span", "ttl", "systemd",
+                        "words"]
+"""How :func:`fmt_duration` writes a duration (seconds), by where it is shown:
+
+* ``exact`` (default): ``"42 s"``, ``"6 min 31 s"``, ``"2 h 05 min"``, ``"3 d 04 h"`` — two units
+  at most, the second zero-padded, fractions truncated, the sign dropped (the caller says "in"
+  or "ago");
+* ``coarse``: as ``exact`` but whole minutes below an hour (``"6 min"``: countdowns that tick
+  once a minute);
+* ``age``: a panel's age: ``"0.4 s"`` below a second, whole seconds (rounded) below a minute,
+  ``"3 min 05 s"``, ``"2 h 04 min"`` (no days); negative (clock skew) is ``"0.0 s"``;
+* ``ticker``: an age that changes rarely, so a once-a-second redraw costs nothing on screen:
+  ``"7 s"``, whole tens of seconds (``"40 s"``), ``"6 min"``, ``"2 h 10 min"`` (no days; the
+  sign dropped);
+* ``cell``: a narrow table cell: ``"42 s"`` below 2 min, ``"6 min"`` below 2 h, ``"3 h"`` below
+  2 d, then ``"2 d"`` (negative is ``"0 s"``);
+* ``span``: an interval in its largest whole unit: ``"1 h"``, ``"5 min"``, else ``"90 s"``
+  (``:g``);
+* ``ttl``: exactly, every non-zero unit, as a hold's TTL is typed: ``"4 h"``, ``"1 h 30 min"``,
+  ``"20 s"``, ``"0 s"``;
+* ``systemd``: systemd's time-span syntax (``systemd.time(7)``): ``"1h"``, ``"5min"``,
+  ``"5min 3s"``, ``"30s"`` (as a unit file writes it);
+* ``words``: prose: ``"5 minutes"``, ``"2.0 hours"``, ``"1.5 days"``.
+"""
+
+
+def fmt_duration(seconds: float | None, *, coarse: bool = False,
+                 style: DurationStyle | None = None, unknown: str = NA) -> str:
+    """The one duration formatter: ``seconds`` (s) written in ``style`` (:data:`DurationStyle`;
+    default ``exact``, ``coarse=True`` = style ``coarse``). ``None`` → ``unknown`` (``"n/a"``;
+    never 0); with style ``cell`` a non-finite value is unknown too. Raises :class:`ValueError`
+    for an unknown style (and, as :func:`int` does, for NaN / ±Inf where a style needs whole
+    seconds)."""
+    style = style or ("coarse" if coarse else "exact")
+    if seconds is None or (style == "cell" and not math.isfinite(seconds)):
+        return unknown
+    if style in ("exact", "coarse"):
+        s = int(abs(seconds))
+        if s < 60:
+            return f"{s} s"
+        if s < 3600:
+            return f"{s // 60} min" if style == "coarse" else f"{s // 60} min {s % 60:02d} s"
+        if s < 86400:
+            return f"{s // 3600} h {(s % 3600) // 60:02d} min"
+        return f"{s // 86400} d {(s % 86400) // 3600:02d} h"
+    if style == "age":
+        x = max(0.0, seconds)
+        if x < 60:
+            return f"{x:.1f} s" if x < 1 else f"{x:.0f} s"
+        if x < 3600:
+            return f"{int(x) // 60} min {int(x) % 60:02d} s"
+        return f"{int(x) // 3600} h {int(x) % 3600 // 60:02d} min"
+    if style == "ticker":
+        s = int(abs(seconds))
+        if s < 60:
+            return f"{s // 10 * 10} s" if s >= 10 else f"{s} s"
+        if s < 3600:
+            return f"{s // 60} min"
         return f"{s // 3600} h {(s % 3600) // 60:02d} min"
-    return f"{s // 86400} d {(s % 86400) // 3600:02d} h"
+    if style == "cell":
+        s = max(0, int(seconds))
+        for limit, unit, name in ((120, 1, "s"), (7200, 60, "min"), (172800, 3600, "h")):
+            if s < limit:
+                return f"{s // unit} {name}"
+        return f"{s // 86400} d"
+    if style == "span":
+        if seconds % 3600 == 0:
+            return f"{int(seconds // 3600)} h"
+        if seconds % 60 == 0:
+            return f"{int(seconds // 60)} min"
+        return f"{seconds:g} s"
+    if style == "ttl":
+        h, rem = divmod(int(seconds), 3600)
+        m, s = divmod(rem, 60)
+        parts = ([f"{h} h"] if h else []) + ([f"{m} min"] if m else []) + (
+            [f"{s} s"] if s else [])
+        return " ".join(parts) or "0 s"
+    if style == "systemd":
+        s = int(round(seconds))
+        if s and s % 3600 == 0:
+            return f"{s // 3600}h"
+        if s and s % 60 == 0:
+            return f"{s // 60}min"
+        if s >= 60:
+            return f"{s // 60}min {s % 60}s"
+        return f"{seconds:g}s"
+    if style == "words":
+        if seconds >= 86_400:
+            return f"{seconds / 86_400:.1f} days"
+        if seconds >= 3_600:
+            return f"{seconds / 3_600:.1f} hours"
+        return f"{seconds / 60:.0f} minutes"
+    raise ValueError(f"fmt_duration: unknown style {style!r}")
 
 
 def fmt_when(t: datetime | None, now: datetime | None = None) -> str:
@@ -115,13 +194,8 @@ def fmt_when(t: datetime | None, now: datetime | None = None) -> str:
 
 def fmt_ttl(ttl_s: int) -> str:
     """A hold's TTL (seconds) exactly, every non-zero unit, as the TTL is typed: ``4 h``,
-    ``1 h 30 min``, ``10 min``, ``20 s``; ``0 s`` for 0."""
-    h, rem = divmod(int(ttl_s), 3600)
-    m, s = divmod(rem, 60)
-    parts = [f"{h} h"] if h else []
-    parts += [f"{m} min"] if m else []
-    parts += [f"{s} s"] if s else []
-    return " ".join(parts) or "0 s"
+    ``1 h 30 min``, ``10 min``, ``20 s``; ``0 s`` for 0 (:func:`fmt_duration` style ``ttl``)."""
+    return fmt_duration(ttl_s, style="ttl")
 
 
 # -- time on screen (issue 18): one format, UTC with Z, no microseconds --------------------------
@@ -157,6 +231,7 @@ def share_text(met: int, of: int, low: float | None, high: float | None) -> str:
             "(Wilson 95 %)")
 
 
-__all__ = ["CONTROL_CHARS", "GIB", "MIB", "NA", "UNITS_NOTE", "first_control", "fmt_duration",
+__all__ = ["CONTROL_CHARS", "GIB", "MIB", "NA", "UNITS_NOTE", "DurationStyle", "first_control",
+           "fmt_duration",
            "fmt_ttl", "fmt_when", "gib", "gib_b", "gib_unit", "printable", "share_text", "zulu_time",
            "clock_z"]

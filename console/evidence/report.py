@@ -39,7 +39,7 @@ from pathlib import Path
 from typing import Any
 
 from seat_console.core import engine_timing
-from seat_console.core.fmt import zulu_time
+from seat_console.core.fmt import fmt_duration, zulu_time
 from seat_console.evidence import canaries as can
 from seat_console.evidence import fidelity as fid
 from seat_console.evidence.runs import (
@@ -289,14 +289,6 @@ def _run_name(r: RunSummary) -> str:
     return f"{r.arm}{r.leg}" if r.leg is not None else r.run_id
 
 
-def _span_text(seconds: float) -> str:
-    if seconds >= 86_400:
-        return f"{seconds / 86_400:.1f} days"
-    if seconds >= 3_600:
-        return f"{seconds / 3_600:.1f} hours"
-    return f"{seconds / 60:.0f} minutes"
-
-
 def simultaneity(runs: Sequence[RunSummary]) -> tuple[bool, str]:
     """(simultaneous, label): true only when every run is a leg of one bracket (or there is
     only one arm, so nothing is compared across time); else the label says "not simultaneous
@@ -311,7 +303,7 @@ def simultaneity(runs: Sequence[RunSummary]) -> tuple[bool, str]:
     if len(starts) < len(runs) or not starts:
         return False, "not simultaneous (start times unknown)"
     gap = (max(starts) - min(starts)).total_seconds()
-    return False, f"not simultaneous (taken {_span_text(gap)} apart)"
+    return False, f"not simultaneous (taken {fmt_duration(gap, style='words')} apart)"
 
 
 @dataclass(frozen=True)

@@ -37,7 +37,7 @@ from dataclasses import asdict, dataclass, field, fields, replace
 from datetime import UTC, datetime
 from typing import Any
 
-from seat_console.core.fmt import GIB, MIB  # dcgm-exporter's DCGM_FI_DEV_FB_* are in MiB
+from seat_console.core.fmt import GIB, MIB, fmt_duration  # dcgm-exporter's DCGM_FI_DEV_FB_* are in MiB
 from seat_console.fleet.promapi import PromClient, PromError, QueryResult, promql_string
 
 MAX_CLOCK_SKEW_S = 30.0
@@ -402,21 +402,6 @@ def hhmm(t: float, now: float) -> str:
     return full
 
 
-def fmt_age(seconds: float | None) -> str:
-    """``42 s`` / ``6 min`` / ``3 h`` / ``2 d`` (coarse, for a narrow cell); ``None`` or a
-    non-finite value → ``?``."""
-    if seconds is None or not math.isfinite(seconds):
-        return "?"
-    s = max(0, int(seconds))
-    if s < 120:
-        return f"{s} s"
-    if s < 7200:
-        return f"{s // 60} min"
-    if s < 172800:
-        return f"{s // 3600} h"
-    return f"{s // 86400} d"
-
-
 def _gib0(n: int | None) -> str:
     return "n/a" if n is None else str(int(n // GIB))
 
@@ -440,7 +425,8 @@ def cells(row: FleetRow, now: float, narrow: bool = False) -> tuple[str, ...]:
     if row.state == "no-series":
         engine = "no series"
     elif row.state == "stale":
-        engine = f"stale {fmt_age(now - row.last_seen if row.last_seen else None)}"
+        engine = ("stale " + fmt_duration(now - row.last_seen if row.last_seen else None,
+                                           style="cell", unknown="?"))
     else:
         engine = {True: "up", False: "DOWN", None: "?"}[row.engine_up]
     if row.hold == "without-lease":
@@ -1128,6 +1114,6 @@ def with_state(row: FleetRow, **changes: Any) -> FleetRow:
 __all__ = ["COLUMNS", "MAX_CARDS", "MAX_CLOCK_SKEW_S", "MAX_COUNT", "MAX_MIB", "MAX_UNIX_S",
            "NUMBER_QUERIES", "STATE_QUERIES", "WIRE", "Fleet", "FleetReading",
            "FleetRow", "InventoryEntry", "PromError", "RANK", "SilenceIndex", "build_rows", "cells",
-           "fill_numbers", "fmt_age", "gpu_query", "hhmm", "instance_matcher", "iso",
+           "fill_numbers", "gpu_query", "hhmm", "instance_matcher", "iso",
            "merge", "node_names", "number_queries", "queries", "raw_number", "seen_problem",
            "sort_rows", "split", "unix_time", "wire_queries"]

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from seat_console.core.fmt import clock_z, gib
+from seat_console.core.fmt import clock_z, fmt_duration, gib
 
 SECONDS_SHOWN_BELOW_S = 3600
 """A hold shorter than this (seconds: an hour) ends "until 12:41:30Z", a longer one "until
@@ -30,20 +30,6 @@ class Fact:
     label: str
     words: str
     level: str
-
-
-def _ends_in(seconds: float | None) -> str:
-    """``7800`` → ``"2 h 10 min"``; ``95`` → ``"1 min"``; ``40`` → ``"40 s"``; ``None`` → n/a."""
-    if seconds is None:
-        return "n/a"
-    s = int(max(0.0, seconds))
-    if s < 60:
-        return f"{s} s"
-    if s < 3600:
-        return f"{s // 60} min"
-    if s < 86400:
-        return f"{s // 3600} h {(s % 3600) // 60:02d} min"
-    return f"{s // 86400} d {(s % 86400) // 3600:02d} h"
 
 
 def _is_reading(r: Any) -> bool:
@@ -133,7 +119,7 @@ def silence_fact(silences: Any, now: datetime) -> Fact:
         return Fact("silence", "none", "ok")
     ends = max((s.ends_in_s(now) or 0.0) for s in active)
     head = "active" if len(active) == 1 else f"{len(active)} active"
-    return Fact("silence", f"{head}, ends in {_ends_in(ends)}", "warn")
+    return Fact("silence", f"{head}, ends in {fmt_duration(None if ends is None else max(0.0, ends), coarse=True)}", "warn")
 
 
 def timers_fact(timers: Any) -> Fact:

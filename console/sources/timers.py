@@ -41,6 +41,7 @@ from pydantic import BaseModel, Field
 from seat_console.core.profile import LoadedProfile
 from seat_console.node.runner import CommandResult
 from seat_console.core.base import BrokenSource, Frozen, Source, Unavailable, utcnow
+from seat_console.core.fmt import fmt_duration
 from seat_console.core.untrusted import load_json
 from seat_console.core.partial import Kept, keep
 from seat_console.node.transport import Transport, TransportError, make_transport
@@ -808,7 +809,7 @@ def forecast_start(unit: str, timer: dict[str, str], service: dict[str, str] | N
     boot = userspace if virt in CONTAINER_VIRT else (kernel or userspace)
     svc_name = timer.get("Unit") or "its service"
     for kind, span in parse_monotonic_triggers(timer.get("TimersMonotonic")):
-        shown = f"{kind.replace('USec', 'Sec')}={_span_text(span)}"
+        shown = f"{kind.replace('USec', 'Sec')}={fmt_duration(span, style='systemd')}"
         if kind == "OnActiveUSec":
             base, words = at, "from the start"
         elif kind in ("OnBootUSec", "OnStartupUSec"):
@@ -865,17 +866,6 @@ def _td(seconds: float) -> Any:
     from datetime import timedelta
 
     return timedelta(seconds=seconds)
-
-
-def _span_text(seconds: float) -> str:
-    s = int(round(seconds))
-    if s and s % 3600 == 0:
-        return f"{s // 3600}h"
-    if s and s % 60 == 0:
-        return f"{s // 60}min"
-    if s >= 60:
-        return f"{s // 60}min {s % 60}s"
-    return f"{seconds:g}s"
 
 
 FORECAST_TIMER_PROPS = ("Id", "Unit", "Persistent", "TimersMonotonic", "TimersCalendar")

@@ -39,6 +39,7 @@ import subprocess
 import threading
 import time
 from collections.abc import Callable, Sequence
+from functools import partial
 from typing import ClassVar
 
 from rich.text import Text
@@ -50,12 +51,16 @@ from textual.message import Message
 from textual.screen import ModalScreen
 from textual.widgets import Footer, Input, Static
 
+from seat_console.core.fmt import fmt_duration
 from seat_console.fleet.detail import SeatHistory, read_history, spark
-from seat_console.fleet.rows import COLUMNS, Fleet, FleetReading, FleetRow, cells, fmt_age, iso
+from seat_console.fleet.rows import COLUMNS, Fleet, FleetReading, FleetRow, cells, iso
 from seat_console.fleet.setup import console_argv
 from seat_console.tui.fleet_table import Content, FleetTable
 from seat_console.tui.heap import FREEZE_AFTER_S, freeze_startup_heap
 from seat_console.tui.quiet_driver import driver_class
+
+_age = partial(fmt_duration, style="cell", unknown="?")
+"""An age in a narrow place (the one duration rule, style ``cell``)."""
 
 WIDE_FROM_COLS = 140
 BUSY_SHOWN_AFTER_S = 1.0
@@ -153,7 +158,7 @@ class SeatDetail(ModalScreen[None]):
         t = Text()
         t.append(f"{r.node}", style="bold")
         t.append(f"  ({r.instance})  {r.state}\n", style=STYLE.get(r.state, ""))
-        seen = (f"{iso(r.last_seen)} ({fmt_age(now - r.last_seen)} ago)" if r.last_seen
+        seen = (f"{iso(r.last_seen)} ({_age(now - r.last_seen)} ago)" if r.last_seen
                 else "unknown" if r.unknown else "never")
         t.append(f"last sample {seen}\n")
         t.append(f"engine {c['engine']} · hold {c['hold'] or 'n/a'} · silence {c['silence']}"
@@ -470,7 +475,7 @@ class FleetApp(App[int]):
                                                "unknown", "held", "healthy") if counts.get(s)]
         age = r.age_s(time.time())
         late = age is not None and age > 2 * self.interval_s + 5
-        when = (f"rows {iso(r.rows_at)[11:]}" + (f" ({fmt_age(age)} ago)" if late else "")
+        when = (f"rows {iso(r.rows_at)[11:]}" + (f" ({_age(age)} ago)" if late else "")
                 if r.rows_at else "no rows")
         # "refreshing" only for a refresh still running after BUSY_SHOWN_AFTER_S (a slow
         # Prometheus): saying it for every ~0.15 s refresh cost a frame of its own each time
@@ -496,7 +501,7 @@ class FleetApp(App[int]):
         lines = []
         if not r.ok:
             age = r.age_s(time.time())
-            shown = (f"showing the last good rows, from {iso(r.rows_at)} ({fmt_age(age)} ago)"
+            shown = (f"showing the last good rows, from {iso(r.rows_at)} ({_age(age)} ago)"
                      if r.rows_at else "no rows read yet")
             lines.append(f"PROMETHEUS UNAVAILABLE: {r.error} — {shown}; retrying every "
                          f"{backoff_s(self.interval_s, self.failures):g} s")
