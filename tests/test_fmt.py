@@ -37,9 +37,9 @@ def test_rule_truncates_after_micro_rounding():
 
 def test_every_display_prints_the_same_bytes_the_same_way():
     assert budget.gib(PLE) == "47.68"
-    assert gpu_widget.gib(PLE) == "47.68 GiB"
+    assert gpu_widget.gib_unit(PLE) == "47.68 GiB"     # the widget uses core/fmt's own
     assert gpus_cmd._size(PLE).startswith("47.68 GiB (")
-    assert status_cmd._gib(PLE) == "47.68 GiB"
+    assert status_cmd.gib_unit(PLE) == "47.68 GiB"
 
 
 def test_no_module_formats_gib_by_itself():
@@ -73,3 +73,22 @@ def test_one_duration_rule_for_snapshot_and_hold() -> None:
             f"in {fmt_duration(s, coarse=True)}"
     assert hold.countdown(now + timedelta(seconds=45), now) == "in 40 s"
     assert hold.countdown(now - timedelta(seconds=5), now) == "passed"
+
+
+def test_the_fleet_cells_are_the_one_rule_ungrouped():
+    """The fleet table's GPU cell had its own two formatters (whole GiB by floor division, one
+    decimal by float truncation); ``gib(n, d, group=False)`` writes the same for every byte
+    count the fleet reads (dcgm-exporter's whole MiB, up to 2^40 MiB)."""
+    from hypothesis import example, given
+    from hypothesis import strategies as st
+
+    @given(st.integers(0, 2**40))
+    @example(1023)
+    @example(1024 * 1128)           # 8 × 141 GiB: "1128", not "1,128"
+    @example(1024 * 1000 - 1)
+    def check(mib: int) -> None:
+        n = mib * fmt.MIB
+        assert fmt.gib(n, 0, group=False) == str(int(n // fmt.GIB))
+        assert fmt.gib(n, 1, group=False) == f"{int(n * 10 / fmt.GIB) / 10:.1f}"
+
+    check()

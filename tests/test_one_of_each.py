@@ -14,7 +14,9 @@ one place is:
   SQLite file or names the ``entries`` table), with one exception below the actions layer
   (:data:`JOURNAL_SQL_ALLOWED`);
 * one duration formatter, :func:`seat_console.core.fmt.fmt_duration` (its styles): no f-string
-  outside ``core/fmt.py`` writes a value followed by a unit of minutes, hours or days.
+  outside ``core/fmt.py`` writes a value followed by a unit of minutes, hours or days;
+* one byte formatter, :func:`seat_console.core.fmt.gib` (and its ``gib_unit`` / ``gib_b``): no
+  code outside ``core/`` divides by a GiB or MiB constant (:data:`BYTES_ALLOWED` says why not).
 
 Scans the package's source (``console/``, ``actions/``, ``widgets/``) as text, comments and
 docstrings included in the scan only where a rule says so.
@@ -269,3 +271,19 @@ def test_one_duration_formatter() -> None:
              for i in duration_fstrings(p.read_text(encoding="utf-8"))]
     assert not found, ("a duration formatted outside core/fmt.py (use fmt_duration and a "
                        "style):\n" + "\n".join(found))
+
+
+BYTES_ALLOWED = {
+    "commands/gpus_cmd.py": "nvidia-smi's own MiB rule (rounded up), printed beside gib()",
+}
+
+
+def test_one_byte_formatter() -> None:
+    """Bytes are shown through core/fmt.gib (the fleet table had its own _gib0 / _gib1, and
+    core/profile, commands/status_cmd, widgets/gpu each a wrapper of their own)."""
+    found = hits(r"/\s*\(?\s*(GIB|GiB|MIB|MiB)\b", allowed=("core/",))
+    found = [f for f in found if f.split(":", 1)[0] not in BYTES_ALLOWED]
+    found += hits(r"\bdef\s+(_?gib\d*|_?gib_unit|fmt_gib|fmt_bytes)\s*\(",
+                  allowed=("core/fmt.py",))
+    assert not found, ("a byte formatter outside core/fmt.py (use gib / gib_unit / gib_b):\n"
+                       + "\n".join(found))

@@ -61,12 +61,6 @@ _RESERVED_STYLE = gpu_lines.RESERVED_STYLE
 _FREE_STYLE = gpu_lines.FREE_STYLE
 
 
-def gib(n: int | None, digits: int = 2) -> str:
-    """``n`` bytes as ``"98.20 GiB"`` (GiB = 2^30 B, the one rule of :mod:`seat_console.core.fmt`:
-    truncated toward zero); ``None`` → ``"n/a"``."""
-    return gib_unit(n, digits)
-
-
 _na = gpu_lines.na
 
 
@@ -185,7 +179,7 @@ def _process_table(procs: list[GpuProcess] | None) -> Table | Text | Group:
             ctr = Text(p.container.name or p.container.short_id)
         if p.gpu_instance_id is not None:
             name.append(f" (MIG GI {p.gpu_instance_id})", style="dim")
-        t.add_row(str(p.pid), name, ctr, gib(p.used_memory_bytes))
+        t.add_row(str(p.pid), name, ctr, gib_unit(p.used_memory_bytes))
     if not reasons:
         return t
     notes = "\n".join(f"unmapped PID {', '.join(map(str, pids))}: {reason} (its memory "
@@ -282,16 +276,16 @@ class GpuCardView(Widget):
         t = Text()
         t.append("█ ", style=_USED_STYLE[m.used_includes_reserved])
         t.append(f"{m.used_label} ", style="bold")
-        t.append(gib(m.used_bytes))
+        t.append(gib_unit(m.used_bytes))
         if not m.used_includes_reserved:
             t.append("  ▓ ", style=_RESERVED_STYLE)
             t.append("reserved ", style="bold")
-            t.append(gib(m.reserved_bytes))
+            t.append(gib_unit(m.reserved_bytes))
         t.append("  ░ ", style=_FREE_STYLE)
         t.append("free ", style="bold")
-        t.append(gib(m.free_bytes))
+        t.append(gib_unit(m.free_bytes))
         t.append("  total ", style="bold")
-        t.append(gib(m.total_bytes))
+        t.append(gib_unit(m.total_bytes))
         return t
 
     def _info(self) -> Text:
@@ -300,7 +294,7 @@ class GpuCardView(Widget):
         t = Text()
         if m is not None:
             t.append("CUDA-visible ")
-            t.append(gib(m.cuda_visible_bytes) if m.cuda_visible_bytes is not None
+            t.append(gib_unit(m.cuda_visible_bytes) if m.cuda_visible_bytes is not None
                      else "n/a (v1 API: reserved unknown)")
             t.append("  ")
         t.append(f"util {_na(c.utilization_gpu_pct, '{} %')}  mem {_na(c.utilization_memory_pct, '{} %')}"
@@ -318,8 +312,8 @@ class GpuCardView(Widget):
         nproc = "n/a" if inst.processes is None else str(len(inst.processes))
         t = Text(f"{name}  GI {_na(inst.gpu_instance_id)} CI {_na(inst.compute_instance_id)}  ")
         t.append("used ", style="bold")
-        t.append(f"{gib(im.used_bytes) if im else 'n/a'} of {gib(im.total_bytes) if im else 'n/a'}"
-                 f"  processes {nproc}")
+        used, total = (gib_unit(im.used_bytes), gib_unit(im.total_bytes)) if im else ("n/a",) * 2
+        t.append(f"{used} of {total}  processes {nproc}")
         return t
 
     def render(self) -> Group:
@@ -346,7 +340,7 @@ class GpuCardView(Widget):
             rows.append(self._info())
         if self.points and self.end is not None:
             label = Text(f"used, last {fmt_duration(self.history_s, style='span')} "
-                         f"(0–{gib(self.total_bytes, 0)}) ", style="dim")
+                         f"(0–{gib_unit(self.total_bytes, 0)}) ", style="dim")
             spark = Table.grid(expand=True)
             spark.add_column(no_wrap=True)
             spark.add_column(ratio=1, no_wrap=True)
@@ -442,4 +436,4 @@ class GpuPanel(SourcePanel):
                 view.update_card(None, snap.sampled_at)
 
 
-__all__ = ["HINTS", "GpuCardView", "GpuPanel", "MemoryBar", "Spark", "gib"]
+__all__ = ["HINTS", "GpuCardView", "GpuPanel", "MemoryBar", "Spark"]

@@ -87,10 +87,6 @@ def _section(title: str) -> Callable[[Callable[..., str]], Callable[..., str]]:
     return wrap
 
 
-def _gib(n: int | None) -> str:
-    return gib_unit(n)
-
-
 def _pct(v: float | None) -> str:
     return MISSING if v is None else f"{v * 100:.1f} %"
 
@@ -135,9 +131,9 @@ def render_gpus(r: GpuSnapshot | Unavailable) -> str:
         out += f" {c.state}{seat}\n"
         if m is not None:
             used = "used incl. reserved" if m.used_includes_reserved else "used"
-            out += (f"      {used} {_gib(m.used_bytes)}, reserved {_gib(m.reserved_bytes)}, "
-                    f"free {_gib(m.free_bytes)}, total {_gib(m.total_bytes)}, CUDA-visible "
-                    f"{_gib(m.cuda_visible_bytes)}\n")
+            out += (f"      {used} {gib_unit(m.used_bytes)}, reserved {gib_unit(m.reserved_bytes)}, "
+                    f"free {gib_unit(m.free_bytes)}, total {gib_unit(m.total_bytes)}, CUDA-visible "
+                    f"{gib_unit(m.cuda_visible_bytes)}\n")
         if c.processes is not None:
             out += f"      {len(c.processes)} compute process(es)\n"
     if r.unmatched_seat_gpus:

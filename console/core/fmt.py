@@ -52,12 +52,15 @@ def printable(text: str) -> str:
     return CONTROL_CHARS.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
 
 
-def gib(n: int | None, digits: int = 2) -> str:
-    """``n`` bytes as a GiB number without the unit: ``gib(51_201_966_080) == "47.68"``.
+def gib(n: int | None, digits: int = 2, *, group: bool = True) -> str:
+    """``n`` bytes as a GiB number without the unit: ``gib(51_201_966_080) == "47.68"``. The one
+    byte formatter: every other display of bytes (:func:`gib_unit`, :func:`gib_b`, the panels,
+    the commands, the fleet table) goes through it.
 
     ``n``: bytes (int; negative allowed, e.g. "over by"), ``None`` → ``"n/a"``. ``digits``:
     decimals, 0..6. Rounded to 10^-6 GiB, then truncated toward zero (see the module docstring);
-    thousands grouped with commas. Raises ``ValueError`` for ``digits`` outside 0..6.
+    thousands grouped with commas unless ``group=False`` (a narrow table cell: ``"1128"``).
+    Raises ``ValueError`` for ``digits`` outside 0..6.
     """
     if n is None:
         return NA
@@ -67,7 +70,7 @@ def gib(n: int | None, digits: int = 2) -> str:
     scale = 10 ** digits
     q = micro // 10 ** (6 - digits)
     sign = "-" if n < 0 and q else ""
-    whole = f"{q // scale:,}"
+    whole = f"{q // scale:,}" if group else str(q // scale)
     return f"{sign}{whole}.{q % scale:0{digits}d}" if digits else f"{sign}{whole}"
 
 

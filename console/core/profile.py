@@ -1125,14 +1125,6 @@ MiB = MIB
 """Bytes in one MiB (2^20; :data:`seat_console.core.fmt.MIB`), the unit nvidia-smi prints."""
 
 
-def fmt_gib(n: int | None, digits: int = 2) -> str:
-    """Format a byte count as GiB (2^30 B) with ``digits`` decimals; ``None`` renders ``n/a``.
-    The one display rule, :func:`seat_console.core.fmt.gib` (truncated toward zero)."""
-    from seat_console.core.fmt import gib
-
-    return gib(n, digits)
-
-
 __all__ = [
     "DEFAULT_FAILURE_PATTERNS",
     "ENV_VAR",
@@ -1161,7 +1153,6 @@ __all__ = [
     "SwapSpec",
     "TimerSpec",
     "default_profile_text",
-    "fmt_gib",
     "load_profile",
     "parse_profile",
     "resolve_profile_path",

@@ -37,7 +37,7 @@ from dataclasses import asdict, dataclass, field, fields, replace
 from datetime import UTC, datetime
 from typing import Any
 
-from seat_console.core.fmt import GIB, MIB, fmt_duration  # dcgm-exporter's DCGM_FI_DEV_FB_* are in MiB
+from seat_console.core.fmt import GIB, MIB, fmt_duration, gib  # dcgm-exporter's DCGM_FI_DEV_FB_* are in MiB
 from seat_console.fleet.promapi import PromClient, PromError, QueryResult, promql_string
 
 MAX_CLOCK_SKEW_S = 30.0
@@ -402,14 +402,6 @@ def hhmm(t: float, now: float) -> str:
     return full
 
 
-def _gib0(n: int | None) -> str:
-    return "n/a" if n is None else str(int(n // GIB))
-
-
-def _gib1(n: int | None) -> str:
-    return "n/a" if n is None else f"{int(n * 10 / GIB) / 10:.1f}"   # truncated, 1 decimal
-
-
 COLUMNS = (("node", "Node"), ("engine", "Engine"), ("hold", "Hold"), ("silence", "Silence"),
            ("running", "Run"), ("waiting", "Wait"), ("kv", "KV"), ("gpu", "GPU GiB"),
            ("probe", "Probe"))
@@ -457,8 +449,9 @@ def cells(row: FleetRow, now: float, narrow: bool = False) -> tuple[str, ...]:
     elif row.gpus == 0:
         gpu = "no DCGM"
     else:
-        g = _gib0 if narrow else _gib1
-        gpu = f"{g(row.gpu_used_bytes)}/{g(row.gpu_total_bytes)}"
+        d = 0 if narrow else 1     # the one byte rule: truncated, no thousands separator
+        gpu = (f"{gib(row.gpu_used_bytes, d, group=False)}/"
+               f"{gib(row.gpu_total_bytes, d, group=False)}")
     return (row.node, engine, hold, silence, num(row.running), num(row.waiting), kv, gpu,
             _probe(row))
 
