@@ -144,7 +144,7 @@ the hold that was done, or never ended, counts as the hold's newest run)."""
 KEYS: Mapping[str, str | None] = {
     "fit": None, "image": None, "hold": "node.hold", "backport": "node.build-backport",
     "swap": "node.swap", "probe": "node.probe", "compare": "node.compare", "decide": None,
-    "restore": "node.restore", "promote": None, "release": "node.release",
+    "restore": "node.restore", "promote": "node.promote", "release": "node.release",
 }
 """Stage -> the TUI binding id that runs it (``console/tui/keys.py``; this layer cannot
 import it, a test checks every id named here exists there). ``None``: no key yet."""
@@ -465,9 +465,18 @@ class _Reader:
                                f"{_text(doc.get('reason') or '', 300)}").rstrip(": ")
         elif stage == "decide":
             d = f.get("decision")
-            ev.update({"decision": _text(d), "bracket": _text(f.get("bracket_id")),
+            runs = f.get("runs") if isinstance(f.get("runs"), list) else []
+            ev.update({"decision": _text(d),
+                       "bracket": _text(f.get("bracket_id") or "none (runs given)"),
                        "report sha256": _text(f.get("report_sha256", "?")),
-                       "runs": _text(f.get("runs", []))})
+                       "runs": ", ".join(_text(r, 60) for r in runs[:8])
+                       + (f" (+{len(runs) - 8} more)" if len(runs) > 8 else "")})
+            # each question's answer, readable (``fits? (critical)``: ``yes: …``)
+            for q in f.get("questions") if isinstance(f.get("questions"), list) else []:
+                if isinstance(q, dict) and isinstance(q.get("question"), str):
+                    label = q["question"][:60] + (" (critical)" if q.get("critical") is True
+                                                  else "")
+                    ev[label] = _text(q.get("answer", "?"), 300)
             if d not in DECISIONS:
                 ok, why = False, f"decision {_text(d)!s} is not one of {', '.join(DECISIONS)}"
             if isinstance(f.get("needs"), str) and f["needs"]:

@@ -143,8 +143,9 @@ def loading_script(final: int, points: int = 30) -> list[int]:
 
 STAGE_KEYS = {"hold": "node.hold", "backport": "node.build-backport", "swap": "node.swap",
               "probe": "node.probe", "compare": "node.compare", "restore": "node.restore",
-              "release": "node.release"}
-"""The binding id that runs each stage in the TUI (the stages without one are run in a shell)."""
+              "promote": "node.promote", "release": "node.release"}
+"""The binding id that runs each stage in the TUI (as ``actions.stages.KEYS``; the read stages
+without one — fit, image, decide — run from the runbook screen's Enter)."""
 
 STAGE_COMMANDS = {"fit": "seat-console fit", "image": "seat-console image-check",
                   "hold": "seat-console hold --ttl 4h", "backport": "seat-console build-backport",

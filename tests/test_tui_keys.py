@@ -45,7 +45,7 @@ def test_the_apps_bindings_are_the_key_table() -> None:
     assert len({k.id for k in kt.KEYS}) == len(kt.KEYS)
     assert {k.id for k in kt.KEYS if k.node} == {
         "node.hold", "node.release", "node.build-backport", "node.swap", "node.restore",
-        "node.probe", "node.compare"}
+        "node.probe", "node.compare", "node.promote", "node.promote-undo"}
 
 
 def test_readme_lists_every_key_of_the_table() -> None:

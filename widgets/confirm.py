@@ -7,6 +7,8 @@ enabled; ``y`` is then typing, not an answer. It dismisses with ``True`` (go) or
 (cancel); push it with a callback: ``app.push_screen(ConfirmScreen(...), on_answer)``.
 ``alt_label="…"`` adds a third button (e.g. the release's "Release, defer 2 to 07:41Z"):
 it dismisses with ``"alt"``, and the caller plans that variant (it is confirmed again).
+``note="…"``: a sentence under the plan saying what each button does (where two buttons
+both go on); ``no_label``: the cancel button's words ("Close" where nothing would be done).
 
 The plan lines come from :meth:`seat_console.actions.runbook.Plan.text_lines` (``•`` will change
 the node, ``–`` skipped, ``✗`` a precondition failed). Pure view: no I/O.
@@ -39,7 +41,8 @@ class ConfirmScreen(ModalScreen["bool | str"]):
     ``title``: the question ("Place the hold on seat-node for 4 h?"); ``lines``: the plan, one
     line per step; ``typed``: text that must be typed exactly to enable "Yes" (``None``: a plain
     y/n); ``yes_label``: the button's label; ``alt_label``: a third button's label (it
-    dismisses with ``"alt"``), or ``None``: none.
+    dismisses with ``"alt"``), or ``None``: none; ``no_label``: the cancel button's label;
+    ``note``: what each button does, under the plan (``None``: no note).
     """
 
     BINDINGS: ClassVar[list[BindingType]] = [
@@ -57,14 +60,18 @@ class ConfirmScreen(ModalScreen["bool | str"]):
     ConfirmScreen #confirm-title { text-style: bold; padding: 0 0 1 0; }
     ConfirmScreen #confirm-plan { height: auto; max-height: 24; }
     ConfirmScreen #confirm-hint { color: $text-muted; padding: 1 0 0 0; }
+    ConfirmScreen #confirm-note { padding: 1 0 0 0; }
     ConfirmScreen Horizontal { height: auto; align: right middle; }
     ConfirmScreen Button { margin: 0 1; }
     """
 
     def __init__(self, title: str, lines: Sequence[str], typed: str | None = None, *,
-                 yes_label: str = "Yes, do it", alt_label: str | None = None) -> None:
+                 yes_label: str = "Yes, do it", alt_label: str | None = None,
+                 no_label: str = "Cancel", note: str | None = None) -> None:
         super().__init__(id="confirm")
         self.alt_label = alt_label
+        self.no_label = no_label
+        self.note = note
         self.title_text = title
         self.lines = list(lines)
         self.typed = typed
@@ -87,10 +94,15 @@ class ConfirmScreen(ModalScreen["bool | str"]):
             if self.typed is not None:
                 yield Static(Text(f"Type {self.typed!r} to confirm:"), id="confirm-typed-label")
                 yield Input(placeholder=self.typed, id="confirm-input")
-            hint = ("Esc: cancel" if self.typed is not None else "y: yes · n / Esc: no")
+            if self.note:
+                yield Static(Text(self.note), id="confirm-note")
+            no = self.no_label.lower()
+            hint = (f"Esc: {no}" if self.typed is not None else
+                    f"y: {self.yes_label} · n / Esc: {no}" if self.alt_label is not None
+                    else f"y: yes · n / Esc: {no}")
             yield Static(Text(hint), id="confirm-hint")
             with Horizontal():
-                yield Button("Cancel", id="confirm-no-button")
+                yield Button(self.no_label, id="confirm-no-button")
                 if self.alt_label is not None:
                     yield Button(self.alt_label, id="confirm-alt-button")
                 yield Button(self.yes_label, id="confirm-yes-button", variant="warning",

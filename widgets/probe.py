@@ -128,13 +128,20 @@ class ProbePanel(Static):
             self.update(text)
 
 
+LIVE_STATUSES = frozenset({"starting", "running"})
+"""A probe run's statuses while it runs; any other is its end (complete, interrupted, …)."""
+
+
 class ProbeScreen(ModalScreen[None]):
-    """The live probe: ``x`` stops it (kept as interrupted), Escape closes the screen."""
+    """The live probe: ``x`` stops it (kept as interrupted), Escape closes the screen (the
+    probe goes on). Once the run has ended (its view's status not in :data:`LIVE_STATUSES`)
+    the footer offers only "Esc close": the stop key and "probe goes on" are gone."""
 
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("x", "stop_probe", "stop probe", id="probe-stop"),
         Binding("escape", "dismiss", "close (probe goes on)", key_display="Esc",
                 id="probe-close"),
+        Binding("escape", "close_ended", "close", key_display="Esc", id="probe-close-ended"),
     ]
     DEFAULT_CSS = """
     ProbeScreen { align: center middle; }
@@ -145,6 +152,27 @@ class ProbeScreen(ModalScreen[None]):
         super().__init__()
         self._stop = stop
         self._view = view
+        self.ended = False
+        """Whether the run has ended (the footer then offers only "Esc close")."""
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """While the probe runs: stop and "close (probe goes on)"; once it ended: "close"."""
+        if action in ("stop_probe", "dismiss"):
+            return not self.ended
+        if action == "close_ended":
+            return self.ended
+        return True
+
+    def mark_ended(self) -> None:
+        """The run ended (its outcome came, whatever its last view said): the footer offers
+        only "Esc close"."""
+        if not self.ended:
+            self.ended = True
+            self.refresh_bindings()
+
+    def action_close_ended(self) -> None:
+        """Escape after the run ended: close the screen."""
+        self.dismiss()
 
     def compose(self) -> ComposeResult:
         with Vertical():
@@ -156,8 +184,10 @@ class ProbeScreen(ModalScreen[None]):
             self.show(self._view)
 
     def show(self, view: LiveView) -> None:
-        """Draw ``view`` in the panel."""
+        """Draw ``view`` in the panel; a view of an ended run changes the footer's keys."""
         self._view = view
+        if view.status not in LIVE_STATUSES:
+            self.mark_ended()
         try:
             panel = self.query_one(ProbePanel)
         except NoMatches:   # not mounted yet / already closed: on_mount draws the last view
@@ -170,4 +200,4 @@ class ProbeScreen(ModalScreen[None]):
         self.notify("stopping the probe: in-flight requests are recorded as interrupted")
 
 
-__all__ = ["BAR_WIDTH", "ProbePanel", "ProbeScreen", "progress_bar", "render_live", "sparkline"]
+__all__ = ["BAR_WIDTH", "LIVE_STATUSES", "ProbePanel", "ProbeScreen", "progress_bar", "render_live", "sparkline"]

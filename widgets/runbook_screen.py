@@ -2,11 +2,16 @@
 was done, its evidence and what it needs — and "Enter: run the next stage".
 
 One row per stage (:func:`stage_rows`), the next stage marked ``▸`` and highlighted when the
-screen opens; ↑ ↓ choose another. Enter runs the chosen stage's key through the app's one runbook
-controller (plan → confirm → run; the action's own gates refuse a stage out of order, with the
-state and the fix); a stage with no key in the console (``key`` ``None``, e.g. ``fit``, which is
-a read) shows its command instead. Under ``--readonly`` the run part is hidden: the stages are
-shown, Enter runs nothing. Esc (or q) goes back. Pure view of a
+screen opens (``fit`` after a closed cycle: a new one begins there); ↑ ↓ choose another. Enter
+runs the chosen stage through the app's one runbook controller (plan → confirm → run; the
+action's own gates refuse a stage out of order, with the state and the fix): its key's action,
+or for the read stages without a key (fit, image, decide) their flows — the row says ``run:
+Enter``. Once the decision is made, Enter on the next stage opens the decision's branch
+(:mod:`seat_console.widgets.decision`: promote or keep, compare again); the head says so, and
+the decide row lists each question's answer (✓ ✗ ?). A done promote shows its undo. A stage
+that cannot run here (a run that never ended: ``seat-console recover``) shows its command.
+Under ``--readonly`` the run part is hidden: the stages are shown, Enter runs nothing. Esc (or
+q) goes back. Pure view of a
 :class:`~seat_console.actions.stages.RunbookState` handed down by the app
 (:mod:`seat_console.tui.runbook_state`); no I/O.
 """
@@ -29,10 +34,14 @@ from textual.widgets.option_list import Option
 
 from seat_console.actions.stages import RunbookState, StageState
 from seat_console.core.fmt import printable, zulu_time
+from seat_console.widgets.decision import answer_mark, branch_of, is_question
 from seat_console.widgets.runbook_strip import MARKS, NEXT_MARK, STYLES, KeyOf
 
-RunStage = Callable[[str | None], bool]
-"""``run(binding id) -> whether it ran`` (the app's ``run_binding``)."""
+RunStage = Callable[[StageState], bool]
+"""``run(stage) -> whether it started`` (the app's ``run_stage``)."""
+
+UNDO_KEY = "node.promote-undo"
+"""The binding id of promote's undo (shown under a done promote)."""
 
 INDENT = "\n     "
 """A stage's second and later lines start here (unstyled)."""
@@ -41,10 +50,13 @@ RUN_HINT = "Enter: run the next stage (▸) or the one chosen with ↑ ↓ · Es
 READONLY_HINT = "Read-only: the stages are shown, not run · ↑ ↓ scroll · Esc: back"
 
 
-def stage_lines(stage: StageState, *, is_next: bool, key_of: KeyOf) -> tuple[Text, list[Text]]:
+def stage_lines(stage: StageState, *, is_next: bool, key_of: KeyOf,
+                enter: bool = False) -> tuple[Text, list[Text]]:
     """One stage as the screen shows it: its head ``✓ hold  done 2026-12-05T03:10Z by
-    ops@node``, then its later lines — the reason (failed / stale), each evidence item, what it
-    needs and how it is run (its key and its command). Outside text is made printable. Pure."""
+    ops@node``, then its later lines — the reason (failed / stale), each evidence item (a
+    decision's questions marked ✓ ✗ ?), what it needs and how it is run (its key, ``Enter``
+    where ``enter`` and it has none, and its command; a done promote: its undo). Outside text
+    is made printable. Pure."""
     head = Text()
     head.append(NEXT_MARK if is_next else " ", style="bold")
     head.append(MARKS.get(stage.status, "?"), style=STYLES.get(stage.status, ""))
@@ -60,15 +72,20 @@ def stage_lines(stage: StageState, *, is_next: bool, key_of: KeyOf) -> tuple[Tex
                          style="red" if stage.status == "failed" else "yellow"))
     for label, value in stage.evidence.items():
         t = Text()
-        t.append(f"{printable(str(label))}: ", style="dim")
-        t.append(printable(str(value)))
+        if is_question(str(label)):
+            mark = answer_mark(str(value))
+            t.append(f"{mark} ", style={"✓": "green", "✗": "bold red"}.get(mark, "yellow"))
+            t.append(f"{printable(str(label))}: ", style="bold")
+        else:
+            t.append(f"{printable(str(label))}: ", style="dim")
+        t.append(printable(str(value)), style="bold" if label == "decision" else "")
         more.append(t)
     if stage.needs:
         t = Text()
         t.append("needs: ", style="dim")
         t.append(printable(stage.needs))
         more.append(t)
-    key = key_of(stage.key)
+    key = key_of(stage.key) or ("Enter" if enter else None)
     if key or stage.command:
         t = Text()
         t.append("run: ", style="dim")
@@ -78,12 +95,21 @@ def stage_lines(stage: StageState, *, is_next: bool, key_of: KeyOf) -> tuple[Tex
         else:
             t.append(printable(stage.command))
         more.append(t)
+    undo = key_of(UNDO_KEY)
+    if stage.name == "promote" and stage.status == "done":
+        t = Text()
+        t.append("undo: ", style="dim")
+        if undo:
+            t.append(f" {undo} ", style="bold reverse")
+            t.append(" (or Enter) or ", style="dim")
+        t.append("seat-console promote --undo", style="dim")
+        more.append(t)
     return head, more
 
 
-def stage_rows(stage: StageState, *, is_next: bool, key_of: KeyOf) -> Text:
+def stage_rows(stage: StageState, *, is_next: bool, key_of: KeyOf, enter: bool = False) -> Text:
     """:func:`stage_lines` as one text, the later lines indented (tests, screen readers)."""
-    head, more = stage_lines(stage, is_next=is_next, key_of=key_of)
+    head, more = stage_lines(stage, is_next=is_next, key_of=key_of, enter=enter)
     t = head.copy()
     for line in more:
         t.append(INDENT)
@@ -91,10 +117,11 @@ def stage_rows(stage: StageState, *, is_next: bool, key_of: KeyOf) -> Text:
     return t
 
 
-def stage_prompt(stage: StageState, *, is_next: bool, key_of: KeyOf) -> Group:
+def stage_prompt(stage: StageState, *, is_next: bool, key_of: KeyOf,
+                 enter: bool = False) -> Group:
     """:func:`stage_lines` for the option list: the later lines in an indented column, so a
     long one wraps under itself, not at the screen's edge."""
-    head, more = stage_lines(stage, is_next=is_next, key_of=key_of)
+    head, more = stage_lines(stage, is_next=is_next, key_of=key_of, enter=enter)
     if not more:
         return Group(head)
     grid = Table.grid()
@@ -114,17 +141,35 @@ def header_text(state: RunbookState | None, error: str | None) -> Text:
         t.append(error or "reading the runbook's state…", style="dim")
         return t
     t.append(f"seat held by {state.seat_holder} · read {zulu_time(state.read_at)}")
-    if state.next is None:
+    if state.next is None and state.cycle_closed_at is not None:
+        t.append(f" · cycle closed {zulu_time(state.cycle_closed_at, seconds=False)}; "
+                 "Enter on fit starts a new one", style="bold green")
+    elif state.next is None:
         t.append(" · the runbook is complete", style="bold green")
     else:
         t.append(" · next: ")
         t.append(state.next.name, style="bold")
+    branch = branch_of(state)
+    if branch is not None:
+        t.append("\nDecision ")
+        t.append(branch.decision, style={"PROMOTE-ABLE": "bold green", "KEEP": "bold red"}
+                 .get(branch.decision, "bold yellow"))
+        t.append(": Enter on ▸ " + state.next.name + " chooses — "   # type: ignore[union-attr]
+                 + " or ".join(c.label.lower() for c in branch.choices))
     for p in state.problems:
         t.append(f"\n⚠ {printable(p)}", style="yellow")
     if error:
         t.append(f"\n⚠ the newest read failed ({printable(error)}); shown: the last read",
                  style="yellow")
     return t
+
+
+def next_name(state: RunbookState) -> str | None:
+    """The stage Enter runs first: the next one, or ``fit`` after a closed cycle (a new one
+    begins there); ``None`` when there is none."""
+    if state.next is not None:
+        return state.next.name
+    return "fit" if state.cycle_closed_at is not None else None
 
 
 class RunbookScreen(ModalScreen[None]):
@@ -182,8 +227,9 @@ class RunbookScreen(ModalScreen[None]):
         ol.clear_options()
         if self.state is None:
             return
-        nxt = self.state.next.name if self.state.next is not None else None
-        ol.add_options([Option(stage_prompt(s, is_next=s.name == nxt, key_of=self.key_of),
+        nxt = next_name(self.state)
+        ol.add_options([Option(stage_prompt(s, is_next=s.name == nxt, key_of=self.key_of,
+                                            enter=self.run is not None),
                                id=s.name) for s in self.state.stages])
         idx = next((i for i, s in enumerate(self.state.stages) if s.name == nxt), 0)
         ol.highlighted = idx if first or keep is None else min(keep, ol.option_count - 1)
@@ -199,7 +245,11 @@ class RunbookScreen(ModalScreen[None]):
         stage = self.stage_at(event.option_index)
         if stage is None or self.run is None:
             return
-        if stage.key is not None and self.run(stage.key):
+        if self.run(stage):
+            return
+        if stage.status == "running":
+            self.notify(f"{stage.name}: in progress ({stage.reason}); wait for it to end",
+                        markup=False, timeout=15)
             return
         if stage.command:
             self.notify(f"{stage.name}: run it in a shell: {stage.command}", markup=False,
@@ -209,5 +259,5 @@ class RunbookScreen(ModalScreen[None]):
                         markup=False)
 
 
-__all__ = ["READONLY_HINT", "RUN_HINT", "RunbookScreen", "header_text", "stage_lines",
-           "stage_prompt", "stage_rows"]
+__all__ = ["READONLY_HINT", "RUN_HINT", "RunbookScreen", "header_text", "next_name",
+           "stage_lines", "stage_prompt", "stage_rows"]

@@ -9,7 +9,9 @@ failed ✗, stale ~ (done, but something it depends on changed after it), todo �
 repeats what the marks say. When the full form does not fit, :func:`render_strip` tries tighter
 forms in turn (:data:`FORMS`): single spaces; the done and skipped stages before the next one as
 bare marks (``✓✓✓``); the stages after the next one joined by their marks alone
-(``·swap·probe``); last, the end cut with ``…``. The runbook screen (``g``) shows every stage
+(``·swap·probe``); every stage but the next one as its bare mark (``✓~✗✓ ▸ U release
+·``: the next stage's name is never cut, wherever it stands); last, the end cut with ``…``.
+After a closed cycle the strip ends ``cycle closed ▸ fit`` (a new cycle begins at fit). The runbook screen (``g``) shows every stage
 in full. Pure view of a :class:`~seat_console.actions.stages.RunbookState`: no I/O (the state is
 read in a worker: :mod:`seat_console.tui.runbook_state`).
 """
@@ -34,7 +36,7 @@ STYLES = {"done": "green", "failed": "bold red", "stale": "bold yellow", "todo":
 
 NEXT_MARK = "▸"
 KEY_STYLE = "bold reverse"
-FORMS = ("spaced", "single", "collapsed", "joined")
+FORMS = ("spaced", "single", "collapsed", "joined", "marks")
 """The strip's forms, widest first (see the module docstring)."""
 
 KeyOf = Callable[[str | None], str | None]
@@ -70,7 +72,8 @@ def _form(state: RunbookState, key_of: KeyOf, form: str, problem: str | None = N
     next_piece: int | None = None
     marks = Text()          # done / skipped stages before the next one, collapsed to marks
     for i, s in enumerate(state.stages):
-        if form in ("collapsed", "joined") and i < idx and s.status in ("done", "skipped"):
+        if (form in ("collapsed", "joined") and i < idx and s.status in ("done", "skipped")
+                or form == "marks" and i != idx):
             marks.append(_mark(s), style=STYLES.get(s.status, ""))
             continue
         if marks:
@@ -95,7 +98,11 @@ def _form(state: RunbookState, key_of: KeyOf, form: str, problem: str | None = N
             out.append("" if form == "joined" and next_piece is not None
                        and j > next_piece + 1 else sep)
         out.append_text(p)
-    if state.next is None:
+    if state.next is None and state.cycle_closed_at is not None:
+        out.append(sep + ("cycle closed" if form in ("spaced", "single") else "closed"),
+                   style="bold green")
+        out.append(sep + NEXT_MARK + " fit", style="bold")    # a new cycle begins at fit
+    elif state.next is None:
         out.append(sep + "complete", style="bold green")
     if state.problems and form in ("spaced", "single"):
         out.append(f"{sep}⚠ {len(state.problems)} unread", style="bold yellow")

@@ -41,6 +41,7 @@ import importlib
 from typing import Any
 
 from seat_console.actions.journal import Journal, JournalError
+from seat_console.actions.read_stages import fit_facts, record_fit
 from seat_console.actions.stages import (
     RECOVER_COMMAND,
     RunbookState,
@@ -202,27 +203,6 @@ def _next(args: argparse.Namespace, loaded: LoadedProfile, nctx: NodeContext,
     return int(sub_args.func(sub_args, loaded))
 
 
-def fit_facts(nctx: NodeContext) -> dict[str, Any]:
-    """The fit verdict read now, as the ``fit`` row's facts: ``verdict`` (``fits`` / ``over``
-    / ``no verdict``), ``candidate`` / ``resident`` (the profile's checkpoint names; ``None``
-    without a candidate), ``words`` (the verdict's sentence, or why there is none)."""
-    from seat_console.actions.swap import fit_verdict
-
-    prof = nctx.profile
-    cand = prof.candidate.name if prof.candidate is not None else None
-    facts: dict[str, Any] = {"candidate": cand, "resident": prof.resident.name}
-    if cand is None:
-        return {**facts, "verdict": "no verdict",
-                "words": f"{nctx.loaded.source} names no [candidate]"}
-    try:
-        fits, words = fit_verdict(nctx)
-    except Exception as exc:  # noqa: BLE001 - no verdict, said why
-        return {**facts, "verdict": "no verdict", "words": f"{type(exc).__name__}: {exc}"}
-    if not fits and "cannot be budgeted" in words:
-        return {**facts, "verdict": "no verdict", "words": words}
-    return {**facts, "verdict": "fits" if fits else "over", "words": words}
-
-
 def _fit(args: argparse.Namespace, loaded: LoadedProfile, nctx: NodeContext,
          journal: Journal) -> int:
     prog = PROG + " next"
@@ -236,9 +216,7 @@ def _fit(args: argparse.Namespace, loaded: LoadedProfile, nctx: NodeContext,
                   "nothing on the node changes")
         return ac.EXIT_OK
     try:
-        row = journal.append(run_id=f"fit-{loaded.sha256[:8]}-{_stamp()}", runbook="fit",
-                             kind="end", step="verdict", outcome="done", facts=facts,
-                             output=str(facts["words"]), profile_sha256=loaded.sha256)
+        row = record_fit(journal, loaded, facts)
     except JournalError as exc:
         return ac.fail(prog, f"the fit verdict could not be journaled: {exc}", ac.EXIT_ERROR,
                        args.json)
@@ -250,12 +228,6 @@ def _fit(args: argparse.Namespace, loaded: LoadedProfile, nctx: NodeContext,
         print(f"fit: {facts['verdict']} — {facts['words']} (journal row {row.seq})")
         print(next_line(state))
     return ac.EXIT_OK if facts["verdict"] == "fits" else ac.EXIT_REFUSED
-
-
-def _stamp() -> str:
-    from datetime import UTC, datetime
-
-    return datetime.now(UTC).strftime("%Y%m%dT%H%M%S%fZ")
 
 
 __all__ = ["DELEGATE", "fit_facts", "register", "render", "run"]

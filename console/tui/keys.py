@@ -78,7 +78,8 @@ KEYS: tuple[Key, ...] = (
         display="Esc"),
     Key("runbook", "g", "runbook", "guide",
         "The runbook screen: every stage of the seat swap with its status, evidence and what "
-        "it needs; Enter runs the next stage (plan, then confirm).", footer_rank=2),
+        "it needs; Enter runs the next stage, fit to release (plan, then confirm); at the "
+        "decision it offers promote or keep.", footer_rank=2),
     Key("node.hold", "H", "hold", "hold",
         "Hold the seat: ask TTL and reason, show the plan, then stop the timers and silence "
         "the seat's endpoint as a lease.", footer_rank=4),
@@ -100,6 +101,12 @@ KEYS: tuple[Key, ...] = (
     Key("node.compare", "c", "compare", "compare",
         "Compare the resident and the candidate (bracketed A/B legs, one hold): the plan with "
         "its cost, then type the seat's name; the log shows the run.", footer_rank=10),
+    Key("node.promote", "M", "promote", "promote",
+        "Promote the candidate that holds the seat to resident (needs a hold and a "
+        "PROMOTE-ABLE decision): the plan, then type the seat's name.", footer_rank=12),
+    Key("node.promote-undo", "Z", "promote_undo", "undo promote",
+        "Undo the last promote: the previous resident back in the seat (needs a hold): the "
+        "plan, then type the seat's name.", footer_rank=13),
     Key("evidence", "e", "evidence", "evidence",
         "The evidence report of the newest comparison, else probe run (read-only).",
         footer_rank=11),
@@ -168,7 +175,7 @@ def help_rows(bindings: Iterable[BindingType], readonly: bool,
     return [(k, " / ".join(ls), " ".join(ss)) for k, (ls, ss) in merged.items()]
 
 
-PANEL_FOOTER_RANKS: dict[str, int] = {"app.open_detail": 12}
+PANEL_FOOTER_RANKS: dict[str, int] = {"app.open_detail": 14}
 """Footer ranks of the focused panel's own bindings (not in :data:`KEYS`): "⏎ details" goes
 first when narrow (Enter still opens the detail view; the help says so)."""
 

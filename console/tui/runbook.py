@@ -1,6 +1,7 @@
 """The one runbook controller of the TUI: plan → confirm → run with progress → journal → notify,
 for every key that changes the node (hold, release, build backport, swap, restore, compare,
-probe).
+probe, promote and its undo) and the runbook's read stages the runbook screen runs (fit,
+image, decide: :mod:`seat_console.tui.stage_flows`).
 
 Each key names a :class:`Flow` of :data:`FLOWS`. :meth:`RunbookController.key`
 
@@ -328,6 +329,36 @@ def _make_compare(ctl: RunbookController, journal: Any, nctx: Any, observer: Any
                       journal)
 
 
+def _make_promote(_ctl: RunbookController, journal: Any, nctx: Any, observer: Any,
+                  _log: Any) -> Any:
+    from seat_console.actions import promote as promote_mod
+
+    return promote_mod.build_promote(nctx, journal, observer=observer)
+
+
+def _make_promote_undo(_ctl: RunbookController, journal: Any, nctx: Any, observer: Any,
+                       _log: Any) -> Any:
+    from seat_console.actions import promote as promote_mod
+
+    return promote_mod.build_promote_undo(nctx, journal, observer=observer)
+
+
+def _stage_maker(name: str) -> Callable[..., Any]:
+    """The ``make`` of a read stage's flow: :mod:`seat_console.tui.stage_flows`' ``name``."""
+    def make(ctl: RunbookController, journal: Any, nctx: Any, observer: Any,
+             on_log: Any) -> Any:
+        from seat_console.tui import stage_flows
+
+        return getattr(stage_flows, name)(ctl, journal, nctx, observer, on_log)
+    return make
+
+
+def _decision_question(ctl: RunbookController) -> str:
+    d = (ctl.plan_facts or {}).get("decision")
+    return f"Record the decision {d}? (promote and restore read it)" if d else \
+        "Record the decision?"
+
+
 def _hold_question(ctl: RunbookController) -> str:
     from seat_console.actions.hold import fmt_ttl
 
@@ -351,8 +382,48 @@ FLOWS: dict[str, Flow] = {f.kind: f for f in (
          refresh=SEAT_SOURCES, make=_make_compare),
     Flow("probe", lambda c: "Start the probe? (sends load to the seat)", "Yes, start the probe",
          view="probe", refresh=("actions", "engine")),
+    Flow("fit", lambda c: "Record the candidate's fit verdict in the runbook?",
+         "Yes, record the verdict", refresh=("actions",), make=_stage_maker("make_fit")),
+    Flow("image", lambda c: "Check what the candidate needs inside the images?",
+         "Yes, check the images", refresh=("actions",), make=_stage_maker("make_image")),
+    Flow("decide", _decision_question, "Yes, record the decision", refresh=("actions",),
+         make=_stage_maker("make_decide")),
+    Flow("promote", lambda c: f"Promote the candidate to resident of the seat {c.seat}? (the "
+         "old resident is kept stopped, for the undo)", "Yes, promote the candidate",
+         typed=True, refresh=SEAT_SOURCES, make=_make_promote),
+    Flow("promote-undo", lambda c: f"Undo the promote on the seat {c.seat}? (stops the "
+         "promoted resident, starts the previous one)", "Yes, undo the promote", typed=True,
+         refresh=SEAT_SOURCES, make=_make_promote_undo),
 )}
 """Every node action the TUI offers, by the kind its key names."""
+
+
+def confirm_labels(flow: Flow, question: str, plan: Any, *,
+                   deferred: bool) -> tuple[str, dict[str, Any]]:
+    """The confirmation's question and its buttons' words for ``flow``'s ``plan``: ``(question,
+    ConfirmScreen keyword arguments)``. A build with nothing to build (the plan's ``no_op``)
+    says so and offers Close, or recording the image it found; a release or restore whose
+    plan forecasts timers firing at once (and not ``deferred`` already) offers both ways,
+    each button saying what it does, and a note naming the timers. Pure."""
+    facts = getattr(plan, "facts", None) or {}
+    if flow.kind == "build" and facts.get("no_op"):
+        return ("Nothing to build: the backport image was already built from these inputs.",
+                {"yes_label": "Record it (no build)", "no_label": "Close",
+                 "note": "Close: nothing happens. Record it: the runbook's backport stage "
+                         "is marked done with the image that is there (nothing is built)."})
+    firing = firing_at_once(plan) if flow.kind in DEFERRING else []
+    if not firing or deferred:
+        return question, {"yes_label": flow.yes}
+    at = clock_z(datetime.now(timezone.utc) + timedelta(seconds=DEFER_FIRING_S))
+    kind = flow.kind.capitalize()
+    timers = ", ".join(firing)
+    return question, {
+        "yes_label": f"{kind}, start all now",
+        "alt_label": f"{kind}, defer {len(firing)} to {at}",    # both fit 80 columns
+        "note": (f"{kind}, start all now: every stopped timer starts now — {timers} "
+                 f"{'fires' if len(firing) == 1 else 'fire'} at once. {kind}, defer: the "
+                 f"same, but {timers} {'stays' if len(firing) == 1 else 'stay'} stopped "
+                 f"until {at}, then {'starts' if len(firing) == 1 else 'start'}.")}
 
 
 class RunbookController:
@@ -478,15 +549,10 @@ class RunbookController:
             self.error(human_error(flow.kind, plan, self.app.loaded.profile.node.docker_host))
             return
         self.plan_facts = dict(getattr(plan, "facts", None) or {})
-        question = flow.question(self)
-        alt = None
-        firing = firing_at_once(plan) if flow.kind in DEFERRING else []
-        if firing and self.defer_firing is None:
-            at = datetime.now(timezone.utc) + timedelta(seconds=DEFER_FIRING_S)
-            alt = (f"{flow.kind.capitalize()}, defer {len(firing)} to "
-                   f"{clock_z(at)}")   # fits 80 columns
+        question, labels = confirm_labels(flow, flow.question(self), plan,
+                                          deferred=self.defer_firing is not None)
         screen = ConfirmScreen(question, lines, typed=self.seat if flow.typed else None,
-                               yes_label=flow.yes, alt_label=alt)
+                               **labels)
         self.app.push_screen(screen, lambda yes: self._answered(flow, question, plan, yes))
 
     def _answered(self, flow: Flow, question: str, plan: Any, yes: bool | str | None) -> None:
@@ -581,6 +647,8 @@ class RunbookController:
         self.running = None
         flow = FLOWS[message.kind]
         res = message.result
+        if flow.kind == "probe" and getattr(self.probe, "screen", None) is not None:
+            self.probe.screen.mark_ended()   # its footer no longer offers "x stop probe"
         if isinstance(res, BaseException):
             text = human_error(flow.kind, res, self.app.loaded.profile.node.docker_host)
             self.event(RunbookEvent(flow.kind, text, "end"))
@@ -607,4 +675,4 @@ class RunbookController:
         self.app.notify(escape(text), severity="error", timeout=ERROR_TIMEOUT_S)
 
 
-__all__ = ["DEFAULT_REASON", "FLOWS", "Flow", "RunbookController", "human_error", "plain_words", "plan_problem", "read_plan", "with_journal"]
+__all__ = ["DEFAULT_REASON", "FLOWS", "Flow", "confirm_labels", "RunbookController", "human_error", "plain_words", "plan_problem", "read_plan", "with_journal"]

@@ -34,6 +34,15 @@ journal and asks docker who holds the seat."""
 NO_READER = "n/a: this console has no runbook reader (actions.stages.read_runbook)"
 """What the strip says while the reader is not installed."""
 
+STAGE_FLOWS = {"fit": "fit", "image": "image", "decide": "decide"}
+"""The stages without a key whose flow Enter on the runbook screen runs (the read stages:
+:mod:`seat_console.tui.stage_flows`); a closed cycle's Enter on ``fit`` opens a new one."""
+
+BRANCH_KEYS = {"promote": "node.promote", "restore": "node.restore",
+               "release": "node.release", "compare": "node.compare"}
+"""The decision branch's choices (:class:`~seat_console.widgets.decision.Choice` ``kind``) ->
+the key whose action runs them (so ``--readonly`` and remapping apply as to the key)."""
+
 Reader = Callable[[Any], Any]
 """``reader(app) -> RunbookState`` (worker thread; raises on failure)."""
 
@@ -172,13 +181,52 @@ class RunbookStateMixin:
                 return True
         return False
 
+    def run_stage(self, stage: Any) -> bool:
+        """Enter on the runbook screen: run ``stage`` (a
+        :class:`~seat_console.actions.stages.StageState`) as its key would, through the
+        runbook controller. At the decision (:func:`~seat_console.widgets.decision.branch_of`:
+        ``decide`` done, the next stage promote, restore or release) Enter on the next stage
+        opens the :class:`~seat_console.widgets.decision.DecisionScreen` instead, offering what
+        the decision allows. The read stages without a key (fit, image, decide) run their flows
+        (:data:`STAGE_FLOWS`). ``False`` (nothing started; the screen shows the command):
+        read-only, a run that never ended (``seat-console recover``) or in progress, or a
+        stage with no way to run here. A done promote: its undo (``promote --undo``)."""
+        from seat_console.actions.stages import RECOVER_COMMAND
+        from seat_console.widgets.decision import DecisionScreen, branch_of
+
+        if self.readonly or stage.status == "running" or stage.command == RECOVER_COMMAND:
+            return False
+        state = self.runbook_state
+        branch = branch_of(state)
+        if branch is not None and state.next is not None and stage.name == state.next.name:
+            self.push_screen(DecisionScreen(branch), self._branch_chosen)
+            return True
+        if stage.name == "promote" and stage.status == "done":
+            return self.run_binding("node.promote-undo")     # done: Enter offers its undo
+        if stage.key is not None:
+            return self.run_binding(stage.key)
+        flow = STAGE_FLOWS.get(stage.name)
+        if flow is None:
+            return False
+        self.call_later(self.runbooks.key, flow)
+        return True
+
+    def _branch_chosen(self, kind: str | None) -> None:
+        """The decision's branch closed: run the chosen flow's key (its plan and confirmation
+        follow), or say nothing was done."""
+        if kind is None:
+            self.notify("decision: nothing done; Enter on the runbook screen offers it again")
+            return
+        if not self.run_binding(BRANCH_KEYS[kind]):
+            self.notify(f"{kind}: not offered here (read-only?)", severity="warning")
+
     def action_runbook(self) -> None:
         """``g``: the runbook screen (every stage, its evidence; Enter runs the next one)."""
         from seat_console.widgets.runbook_screen import RunbookScreen
 
         if isinstance(self.screen, RunbookScreen):
             return
-        screen = RunbookScreen(self.key_of, run=None if self.readonly else self.run_binding)
+        screen = RunbookScreen(self.key_of, run=None if self.readonly else self.run_stage)
         self.push_screen(screen)
         screen.show(self.runbook_state, self.runbook_error)
         self.read_runbook_now()
@@ -187,6 +235,16 @@ class RunbookStateMixin:
         """``c``: plan the bracketed comparison, type the seat's name, run it with its log."""
         self.runbooks.key("compare")
 
+    def action_promote(self) -> None:
+        """``M``: plan the promote (the candidate in the seat becomes the resident), type the
+        seat's name, run it with its log."""
+        self.runbooks.key("promote")
 
-__all__ = ["NO_READER", "RUNBOOK_MIN_INTERVAL_S", "RunbookRead", "RunbookStateMixin",
-           "read_state"]
+    def action_promote_undo(self) -> None:
+        """``Z``: plan the promote's undo (the previous resident back), type the seat's name,
+        run it with its log."""
+        self.runbooks.key("promote-undo")
+
+
+__all__ = ["BRANCH_KEYS", "NO_READER", "RUNBOOK_MIN_INTERVAL_S", "RunbookRead",
+           "RunbookStateMixin", "STAGE_FLOWS", "read_state"]

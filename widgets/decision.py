@@ -1,0 +1,190 @@
+"""The decision's branch on the runbook screen: once ``decide`` is done, Enter on the next stage
+(promote, restore or release) opens :class:`DecisionScreen` — the decision, each question's
+answer, what would decide an INCONCLUSIVE — and offers only what the decision allows, each
+button saying what it does:
+
+* **PROMOTE-ABLE**: *Promote the candidate* (promote's own plan and typed confirmation
+  follow) or *Keep the resident* (restore; or release when the resident already serves);
+* **KEEP**: *Keep the resident*;
+* **INCONCLUSIVE**: *Compare again* (what would decide it is said above) or *Keep the
+  resident*.
+
+It dismisses with the chosen flow's kind (``"promote"``, ``"restore"``, ``"release"``,
+``"compare"``) or ``None`` (Esc: nothing done); the app runs that flow through the runbook
+controller (plan → confirm → run). :func:`branch_of` decides when the branch applies and what
+it offers, from the :class:`~seat_console.actions.stages.RunbookState` alone. Pure view: no
+I/O.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar
+
+from rich.text import Text
+from textual import on
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.screen import ModalScreen
+from textual.widgets import Button, Static
+
+from seat_console.actions.stages import DECISIONS, RunbookState
+from seat_console.core.fmt import printable
+
+ANSWER_MARKS = (("yes", "✓"), ("higher", "✓"), ("the same", "✓"), ("no", "✗"),
+                ("lower", "✗"), ("cannot tell", "?"))
+"""A question's mark by the first words of its answer (:mod:`seat_console.evidence.decision`'s
+sentences: ``yes: …``, ``no: …``, ``lower: …``, ``cannot tell, because …``)."""
+
+EVIDENCE_NOT_QUESTIONS = frozenset({"run", "decision", "bracket", "report sha256", "runs"})
+"""The decide stage's evidence labels that are not a question's answer."""
+
+BRANCH_STAGES = ("promote", "restore", "release")
+"""The next stages at which Enter opens the branch (once ``decide`` is done)."""
+
+
+def answer_mark(answer: str) -> str:
+    """``✓`` / ``✗`` / ``?`` for a question's answer sentence (:data:`ANSWER_MARKS`)."""
+    low = answer.strip().lower()
+    return next((mark for head, mark in ANSWER_MARKS if low.startswith(head)), "?")
+
+
+def is_question(label: str) -> bool:
+    """Whether a decide evidence label is a question (``fits?``, ``fidelity? (critical)``)."""
+    return label not in EVIDENCE_NOT_QUESTIONS and label.removesuffix(" (critical)").endswith("?")
+
+
+@dataclass(frozen=True)
+class Choice:
+    """One way on: ``kind`` (the flow the app runs), ``label`` (the button), ``says`` (what it
+    does, one sentence under the buttons)."""
+
+    kind: str
+    label: str
+    says: str
+
+
+@dataclass(frozen=True)
+class Branch:
+    """The decision's branch: ``decision`` (one of ``DECISIONS``), ``questions`` ((question,
+    answer) from the decide stage's evidence), ``needs`` (what would decide it, or ``""``),
+    ``choices`` (in button order), ``note`` (a caution, or ``""``)."""
+
+    decision: str
+    questions: tuple[tuple[str, str], ...]
+    needs: str
+    choices: tuple[Choice, ...]
+    note: str = ""
+
+
+def branch_of(state: RunbookState | None) -> Branch | None:
+    """The branch the runbook is at, or ``None``: ``decide`` done with one of ``DECISIONS``,
+    neither promote nor restore done, and the next stage one of :data:`BRANCH_STAGES`.
+    Pure."""
+    if state is None or state.next is None or state.next.name not in BRANCH_STAGES:
+        return None
+    decide = state.stage("decide")
+    decision = decide.evidence.get("decision")
+    if decide.status != "done" or decision not in DECISIONS:
+        return None
+    if "done" in (state.stage("promote").status, state.stage("restore").status):
+        return None
+    questions = tuple((k, v) for k, v in decide.evidence.items() if is_question(k))
+    if state.stage("restore").status == "skipped":
+        keep = Choice("release", "Keep the resident",
+                      "Keep the resident: it already serves; release the hold (the timers "
+                      "start again)")
+    else:
+        keep = Choice("restore", "Keep the resident",
+                      "Keep the resident: restore it in the seat and release the hold")
+    note = ""
+    if decision == "PROMOTE-ABLE":
+        choices = (Choice("promote", "Promote the candidate",
+                          "Promote: the candidate becomes the seat's resident (its plan, then "
+                          "type the seat's name); the old one is kept for the undo"), keep)
+        if state.seat_holder != "candidate":
+            note = (f"The candidate does not hold the seat now ({state.seat_holder} does): "
+                    "promote's plan will say so and how to put it back in.")
+    elif decision == "KEEP":
+        choices = (keep,)
+    else:
+        choices = (Choice("compare", "Compare again",
+                          "Compare again: a new bracket, to decide it (its plan says the "
+                          "cost); then decide again"), keep)
+    return Branch(decision, questions, decide.needs if decision == "INCONCLUSIVE" else "",
+                  choices, note)
+
+
+def branch_text(b: Branch) -> Text:
+    """The decision and its answers as the screen shows them."""
+    t = Text()
+    style = {"PROMOTE-ABLE": "bold green", "KEEP": "bold red"}.get(b.decision, "bold yellow")
+    t.append("Decision: ", style="bold")
+    t.append(b.decision, style=style)
+    for q, a in b.questions:
+        mark = answer_mark(a)
+        t.append(f"\n {mark} ", style={"✓": "green", "✗": "bold red"}.get(mark, "yellow"))
+        t.append(f"{printable(q)}: ", style="bold")
+        t.append(printable(a))
+    if b.needs:
+        t.append("\nWhat would decide it: ", style="bold")
+        t.append(printable(b.needs))
+    for c in b.choices:
+        t.append(f"\n• {c.says}")
+    if b.note:
+        t.append(f"\n⚠ {b.note}", style="yellow")
+    return t
+
+
+class DecisionScreen(ModalScreen["str | None"]):
+    """The branch at the decision (see the module docstring)."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("escape", "dismiss(None)", "not now", key_display="Esc", id="decision-close"),
+        Binding("left", "app.focus_previous", "previous", show=False, id="decision-left"),
+        Binding("right", "app.focus_next", "next", show=False, id="decision-right"),
+    ]
+
+    DEFAULT_CSS = """
+    DecisionScreen { align: center middle; }
+    DecisionScreen > Vertical {
+        width: 90%; max-width: 120; height: auto; max-height: 95%;
+        border: thick $primary; background: $surface; padding: 0 1;
+    }
+    DecisionScreen #decision-text { height: auto; }
+    DecisionScreen VerticalScroll { height: auto; max-height: 1fr; }
+    DecisionScreen #decision-hint { color: $text-muted; }
+    DecisionScreen Horizontal { height: auto; align: right middle; }
+    DecisionScreen Button { margin: 0 1; }
+    """
+
+    def __init__(self, branch: Branch) -> None:
+        super().__init__(id="decision")
+        self.branch = branch
+
+    def compose(self) -> ComposeResult:
+        """The decision, the answers, what each button does, the buttons."""
+        with Vertical():
+            with VerticalScroll():
+                yield Static(branch_text(self.branch), id="decision-text")
+            yield Static(Text("Tab / ← →: choose · Enter: go on (its plan comes first) · "
+                              "Esc: not now"), id="decision-hint")
+            with Horizontal():
+                yield Button("Not now", id="choice-none")
+                for c in self.branch.choices:
+                    yield Button(c.label, id=f"choice-{c.kind}",
+                                 variant="warning" if c.kind == "promote" else "primary")
+
+    def on_mount(self) -> None:
+        """Focus the first choice (the decision's own way on)."""
+        self.query_one(f"#choice-{self.branch.choices[0].kind}", Button).focus()
+
+    @on(Button.Pressed)
+    def _pressed(self, event: Button.Pressed) -> None:
+        kind = (event.button.id or "").removeprefix("choice-")
+        self.dismiss(None if kind == "none" else kind)
+
+
+__all__ = ["ANSWER_MARKS", "BRANCH_STAGES", "Branch", "Choice", "DecisionScreen",
+           "answer_mark", "branch_of", "branch_text", "is_question"]
