@@ -190,6 +190,60 @@ def recorded_runbook(done: int = 3, *, statuses: dict[str, str] | None = None,
     return RunbookState(tuple(stages), nxt, "resident", T0 + timedelta(minutes=30), problems)
 
 
+DECISION_ANSWERS = {
+    "PROMOTE-ABLE": {"enough data? (critical)": "yes: 12 measured populations complete on both "
+                                                "arms",
+                     "fits? (critical)": "yes: the fit budget says candidate-nvfp4 fits",
+                     "KV capacity?": "higher: 1,840,317 KV tokens on B vs 567,349 on A",
+                     "fidelity? (critical)": "yes: top-20 sets overlap at every position",
+                     "canaries? (critical)": "yes: no kind's pass rate is lower on B",
+                     "throughput and latency?": "no figure is worse by a claimed difference"},
+    "KEEP": {"fits? (critical)": "yes: the fit budget says candidate-nvfp4 fits",
+             "canaries? (critical)": "no: json-schema passes 7/12 on B vs 12/12 on A "
+                                     "(disjoint Wilson 95 % intervals)"},
+    "INCONCLUSIVE": {"fits? (critical)": "yes: the fit budget says candidate-nvfp4 fits",
+                     "throughput and latency?": "cannot tell, because 2 pairs of legs cannot "
+                                                "reach p ≤ 0.05; needs ≥ 3 rounds (6 pairs)"},
+}
+"""Recorded answers of a decide row per decision (its stage evidence, as ``read_runbook``
+gives it)."""
+
+
+def decided_runbook(decision: str = "PROMOTE-ABLE", *, holder: str = "candidate",
+                    restore: str = "todo", promote: str | None = None):
+    """A :class:`~seat_console.actions.stages.RunbookState` right after ``decide``: fit to
+    decide done (image skipped), ``decision`` with :data:`DECISION_ANSWERS` as the decide
+    stage's evidence, the seat held by ``holder``; ``restore`` / ``promote`` their statuses
+    (promote default: todo for PROMOTE-ABLE, else skipped); the next stage as ``read_runbook``
+    picks it (promote first after a PROMOTE-ABLE)."""
+    from seat_console.actions.stages import STAGES, RunbookState, StageState
+
+    base = recorded_runbook(8, statuses={"image": "skipped"})
+    promote = promote or ("todo" if decision == "PROMOTE-ABLE" else "skipped")
+    needs = ("≥ 3 rounds (6 pairs): `seat-console compare --rounds 3` (≈ 14 min on this node)"
+             if decision == "INCONCLUSIVE" else base.stage("decide").needs)
+    ev = {"decision": decision, "bracket": "20261129T1150Z-abba",
+          "report sha256": "9f" * 32, "runs": "r1, r2, r3, r4", **DECISION_ANSWERS[decision]}
+    stages = []
+    for s in base.stages:
+        if s.name == "decide":
+            s = dataclasses.replace(s, evidence=ev, needs=needs)
+        elif s.name == "restore":
+            s = dataclasses.replace(s, status=restore)
+        elif s.name == "promote":
+            s = dataclasses.replace(s, status=promote,
+                                    at=T0 + timedelta(minutes=20) if promote == "done" else None,
+                                    operator="ops@seat-node" if promote == "done" else None)
+        stages.append(s)
+    order = list(STAGES)
+    if decision == "PROMOTE-ABLE":
+        order.remove("promote")
+        order.insert(order.index("restore"), "promote")
+    by = {s.name: s for s in stages}
+    nxt = next((by[n] for n in order if by[n].status not in ("done", "skipped")), None)
+    return RunbookState(tuple(stages), nxt, holder, base.read_at)
+
+
 RECORDED_PROFILE_SHA256 = "5eed" + "0" * 60
 """Stands in for the profile hash in snapshots, so editing a comment in the embedded default
 does not redraw every snapshot; the header's hash display itself is asserted in test_app."""

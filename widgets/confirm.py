@@ -5,7 +5,7 @@
 ShowConfirmAck idea): the engineer must type the text (e.g. the seat's name) before "Yes" is
 enabled; ``y`` is then typing, not an answer. It dismisses with ``True`` (go) or ``False``
 (cancel); push it with a callback: ``app.push_screen(ConfirmScreen(...), on_answer)``.
-``alt_label="…"`` adds a third button (e.g. the release's "Release, defer 2 to 07:41Z"):
+``alt_label="…"`` adds a third button (e.g. the release's "Defer 2 to 07:41Z"):
 it dismisses with ``"alt"``, and the caller plans that variant (it is confirmed again).
 ``note="…"``: a sentence under the plan saying what each button does (where two buttons
 both go on); ``no_label``: the cancel button's words ("Close" where nothing would be done).
@@ -97,9 +97,10 @@ class ConfirmScreen(ModalScreen["bool | str"]):
             if self.note:
                 yield Static(Text(self.note), id="confirm-note")
             no = self.no_label.lower()
+            plain = self.alt_label is None and self.no_label == "Cancel"
             hint = (f"Esc: {no}" if self.typed is not None else
-                    f"y: {self.yes_label} · n / Esc: {no}" if self.alt_label is not None
-                    else f"y: yes · n / Esc: {no}")
+                    "y: yes · n / Esc: no" if plain else
+                    f"y: {self.yes_label.lower()} · n / Esc: {no}")
             yield Static(Text(hint), id="confirm-hint")
             with Horizontal():
                 yield Button(self.no_label, id="confirm-no-button")

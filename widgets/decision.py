@@ -32,10 +32,14 @@ from textual.widgets import Button, Static
 from seat_console.actions.stages import DECISIONS, RunbookState
 from seat_console.core.fmt import printable
 
-ANSWER_MARKS = (("yes", "✓"), ("higher", "✓"), ("the same", "✓"), ("no", "✗"),
-                ("lower", "✗"), ("cannot tell", "?"))
-"""A question's mark by the first words of its answer (:mod:`seat_console.evidence.decision`'s
-sentences: ``yes: …``, ``no: …``, ``lower: …``, ``cannot tell, because …``)."""
+ANSWER_MARKS = (("no figure is worse", "✓"), ("expected divergence", "✓"), ("yes", "✓"),
+                ("higher", "✓"), ("the same", "✓"), ("no:", "✗"), ("lower", "✗"),
+                ("worse", "✗"), ("cannot tell", "?"))
+"""A question's mark by the first words of its answer, first match wins — the heads of
+:mod:`seat_console.evidence.decision`'s sentences (pass: ``yes: …``, ``higher``/``the same``,
+``no figure is worse …``, ``expected divergence …``; fail: ``no: …``, ``lower: …``, ``worse
+by a claimed difference …``; ``cannot tell, because …``). A decide row keeps the sentence, not
+the status, so an unknown head is ``?``, never a pass."""
 
 EVIDENCE_NOT_QUESTIONS = frozenset({"run", "decision", "bracket", "report sha256", "runs"})
 """The decide stage's evidence labels that are not a question's answer."""
@@ -168,8 +172,8 @@ class DecisionScreen(ModalScreen["str | None"]):
         with Vertical():
             with VerticalScroll():
                 yield Static(branch_text(self.branch), id="decision-text")
-            yield Static(Text("Tab / ← →: choose · Enter: go on (its plan comes first) · "
-                              "Esc: not now"), id="decision-hint")
+            yield Static(Text("← → choose · Enter: go on (its plan comes first) · Esc: not "
+                              "now"), id="decision-hint")
             with Horizontal():
                 yield Button("Not now", id="choice-none")
                 for c in self.branch.choices:

@@ -415,15 +415,16 @@ def confirm_labels(flow: Flow, question: str, plan: Any, *,
     if not firing or deferred:
         return question, {"yes_label": flow.yes}
     at = clock_z(datetime.now(timezone.utc) + timedelta(seconds=DEFER_FIRING_S))
-    kind = flow.kind.capitalize()
     timers = ", ".join(firing)
+    one = len(firing) == 1
+    alt = f"Defer {len(firing)} to {at}"
     return question, {
-        "yes_label": f"{kind}, start all now",
-        "alt_label": f"{kind}, defer {len(firing)} to {at}",    # both fit 80 columns
-        "note": (f"{kind}, start all now: every stopped timer starts now — {timers} "
-                 f"{'fires' if len(firing) == 1 else 'fire'} at once. {kind}, defer: the "
-                 f"same, but {timers} {'stays' if len(firing) == 1 else 'stay'} stopped "
-                 f"until {at}, then {'starts' if len(firing) == 1 else 'start'}.")}
+        "yes_label": "Start all now", "alt_label": alt,    # the three buttons fit 80 columns
+        "note": (f"Both {'restore the resident and ' if flow.kind == 'restore' else ''}"
+                 f"release the hold. Start all now: every stopped timer starts now — "
+                 f"{timers} {'fires' if one else 'fire'} at once. {alt}: {timers} "
+                 f"{'stays' if one else 'stay'} stopped until {at}, then "
+                 f"{'starts' if one else 'start'}; the others start now.")}
 
 
 class RunbookController:

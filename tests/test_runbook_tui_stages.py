@@ -1,0 +1,467 @@
+"""Issue 30, the runbook screen's TUI part: a new engineer reaches a decision and acts on it
+from the runbook screen without guessing a key.
+
+* Enter runs EVERY stage through the one runbook controller (fit, image and decide, which have
+  no key, through their flows; the rest through their keys); under ``--readonly`` none;
+* at the decision, Enter on the next stage opens the branch: PROMOTE-ABLE offers promote or
+  keep, KEEP offers keep (restore, or release when the resident already serves),
+  INCONCLUSIVE says what would decide it and offers compare again or keep; the decide row shows
+  each question's answer (✓ ✗ ?), never raw JSON;
+* promote (``M``) and its undo (``Z``) are keys of the one table (remappable, in ``?``, hidden
+  under ``--readonly``), each with the seat's name typed;
+* the screen defects: the restore / release buttons say what each does; a no-op build says
+  there is nothing to build and offers Close; the probe screen's footer drops "x stop probe"
+  once the run ended; the strip never cuts the next stage's name.
+
+Pilot tests at 80×24 and 120×40 over recorded runbook states (:func:`app_fixtures.
+decided_runbook`, :func:`app_fixtures.recorded_runbook`); the read stages' flows over a real
+journal in a temporary state dir."""
+
+from __future__ import annotations
+
+import re
+import sys
+from dataclasses import replace
+from datetime import UTC, datetime
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+sys.path.insert(0, str(Path(__file__).parent))
+from app_fixtures import (CountingPanel, CountingSource, FakeClock, decided_runbook,
+                          default_loaded, recorded_runbook)
+from screen_fixtures import flat, lines_of, wait_for
+
+from seat_console.actions.runbook import Plan, PlanLine
+from seat_console.actions.stages import STAGES
+from seat_console.tui import runbook as rb
+from seat_console.tui.app import SeatConsoleApp
+from seat_console.tui.messages import PlanReady
+from seat_console.widgets.confirm import ConfirmScreen
+from seat_console.widgets.decision import DecisionScreen, answer_mark, branch_of
+from seat_console.widgets.runbook_screen import RunbookScreen, stage_rows
+from seat_console.widgets.runbook_strip import MARKS, render_strip
+
+SIZES = pytest.mark.parametrize("size", [(80, 24), (120, 40)], ids=["80x24", "120x40"])
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(autouse=True)
+def _state(tmp_path, monkeypatch):
+    monkeypatch.setenv("SEAT_CONSOLE_STATE_DIR", str(tmp_path / "state"))
+    monkeypatch.setenv("SEAT_CONSOLE_DATA_DIR", str(tmp_path / "data"))
+    monkeypatch.setenv("TZ", "UTC")
+
+
+def _app(state=None, readonly: bool = False, loaded=None) -> SeatConsoleApp:
+    state = state if state is not None else recorded_runbook()
+    return SeatConsoleApp(loaded or default_loaded(), interval=3600.0, readonly=readonly,
+                          panels=[(lambda _l: CountingSource(), CountingPanel)],
+                          clock=FakeClock(), age_tick_s=3600.0, watch_terminal=False,
+                          runbook_reader=lambda _app: state)
+
+
+@pytest.fixture
+def keyed(monkeypatch) -> list[str]:
+    """The flows the controller was asked to run (``RunbookController.key``), not run."""
+    got: list[str] = []
+    monkeypatch.setattr(rb.RunbookController, "key", lambda self, kind: got.append(kind))
+    return got
+
+
+async def _open(pilot, app) -> RunbookScreen:
+    await wait_for(pilot, lambda: app.runbook_reads >= 1, "the runbook read")
+    await pilot.press("g")
+    await wait_for(pilot, lambda: isinstance(app.screen, RunbookScreen), "the runbook screen")
+    await pilot.pause()
+    return app.screen
+
+
+def _visible(app, selector: str) -> bool:
+    """``selector``'s widget lies wholly inside the terminal."""
+    w = app.screen.query_one(selector)
+    r = w.region
+    return (w.display and r.width > 0 and r.height > 0 and r.x >= 0 and r.y >= 0
+            and r.right <= app.size.width and r.bottom <= app.size.height)
+
+
+# -- Enter runs every stage ---------------------------------------------------------------------
+FLOW_OF = {"fit": "fit", "image": "image", "hold": "hold", "backport": "build", "swap": "swap",
+           "probe": "probe", "compare": "compare", "decide": "decide", "restore": "restore",
+           "promote": "promote", "release": "release"}
+
+
+@SIZES
+async def test_enter_runs_every_stage_through_the_controller(keyed, size) -> None:
+    app = _app(recorded_runbook(0))
+    async with app.run_test(size=size) as pilot:
+        scr = await _open(pilot, app)
+        ol = scr.query_one("#runbook-stages")
+        for i, name in enumerate(STAGES):
+            ol.highlighted = i
+            await pilot.press("enter")
+            await wait_for(pilot, lambda n=i: len(keyed) == n + 1, f"Enter on {name}")
+            assert isinstance(app.screen, RunbookScreen)
+    assert keyed == [FLOW_OF[s] for s in STAGES]
+
+
+async def test_keyless_stages_say_enter_and_readonly_runs_nothing(keyed) -> None:
+    app = _app(recorded_runbook(0))
+    async with app.run_test(size=(120, 40)) as pilot:
+        await _open(pilot, app)
+        text = "\n".join(lines_of(app))
+        assert "run:  Enter  or seat-console fit" in text
+        assert "run:  Enter  or seat-console image-check" in text
+    ro = _app(recorded_runbook(0), readonly=True)
+    async with ro.run_test(size=(120, 40)) as pilot:
+        scr = await _open(pilot, ro)
+        assert "Enter" not in "\n".join(lines_of(ro)).split("Runbook", 1)[1].split("Esc")[0]
+        for i in range(len(STAGES)):
+            scr.query_one("#runbook-stages").highlighted = i
+            await pilot.press("enter")
+        await pilot.pause(0.1)
+        assert keyed == [] and isinstance(ro.screen, RunbookScreen)
+
+
+async def test_a_closed_cycle_offers_fit_to_start_a_new_one(keyed) -> None:
+    closed = replace(recorded_runbook(11), next=None,
+                     cycle_closed_at=datetime(2026, 11, 29, 12, 20, tzinfo=UTC))
+    t = render_strip(closed, 78, {}.get).plain
+    assert t.endswith("▸ fit"), t
+    app = _app(closed)
+    async with app.run_test(size=(80, 24)) as pilot:
+        scr = await _open(pilot, app)
+        assert scr.query_one("#runbook-stages").highlighted == 0
+        assert "Enter on fit starts a new one" in "\n".join(lines_of(app))
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: keyed == ["fit"], "fit from a closed cycle")
+
+
+# -- the decision's branch ----------------------------------------------------------------------
+CASES = {  # decision, holder -> (the buttons, the first one's flow)
+    ("PROMOTE-ABLE", "candidate"): (["Not now", "Promote the candidate", "Keep the resident"],
+                                    "promote", "restore"),
+    ("KEEP", "candidate"): (["Not now", "Keep the resident"], "restore", "restore"),
+    ("KEEP", "resident"): (["Not now", "Keep the resident"], "release", "release"),
+    ("INCONCLUSIVE", "resident"): (["Not now", "Compare again", "Keep the resident"],
+                                   "compare", "release"),
+}
+
+
+@SIZES
+@pytest.mark.parametrize("case", list(CASES), ids=lambda c: f"{c[0]}-{c[1]}")
+async def test_the_decision_offers_what_it_allows_and_runs_the_choice(keyed, size,
+                                                                      case) -> None:
+    decision, holder = case
+    buttons, first, keep = CASES[case]
+    state = decided_runbook(decision, holder=holder,
+                            restore="skipped" if holder == "resident" else "todo")
+    app = _app(state)
+    async with app.run_test(size=size, notifications=True) as pilot:
+        await _open(pilot, app)
+        head = "\n".join(lines_of(app))
+        assert f"Decision {decision}: Enter on ▸ {state.next.name} chooses" in head
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: isinstance(app.screen, DecisionScreen), "the branch")
+        await pilot.pause()
+        scr = app.screen
+        assert [str(b.label) for b in scr.query("Button")] == buttons
+        for b in scr.query("Button"):
+            assert _visible(app, f"#{b.id}"), (b.id, b.region, app.size)
+        text = "\n".join(lines_of(app))
+        assert f"Decision: {decision}" in text
+        assert "✓ fits? (critical): yes: the fit budget says" in text
+        if decision == "INCONCLUSIVE":
+            assert "What would decide it: ≥ 3 rounds (6 pairs)" in text
+        if decision == "KEEP":
+            assert "✗ canaries? (critical): no: json-schema" in text
+        await pilot.press("enter")                      # the focused, first choice
+        await wait_for(pilot, lambda: keyed == [first], "the first choice run")
+        assert isinstance(app.screen, RunbookScreen)
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: isinstance(app.screen, DecisionScreen), "again")
+        await pilot.click(f"#choice-{keep}")
+        await wait_for(pilot, lambda: keyed == [first, keep], "keep run")
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: isinstance(app.screen, DecisionScreen), "again")
+        await pilot.press("escape")
+        await wait_for(pilot, lambda: any("nothing done" in str(n.message)
+                                          for n in app._notifications), "not now said")
+        assert keyed == [first, keep]
+
+
+def test_the_branch_is_only_at_the_decision() -> None:
+    assert branch_of(recorded_runbook(3)) is None                       # no decision yet
+    assert branch_of(decided_runbook("PROMOTE-ABLE", promote="done")) is None   # acted on
+    b = branch_of(decided_runbook("PROMOTE-ABLE", holder="resident"))
+    assert b is not None and "does not hold the seat" in b.note         # promote will refuse
+
+
+async def test_the_decide_row_shows_each_answer_not_json(keyed) -> None:
+    state = decided_runbook("KEEP")
+    row = stage_rows(state.stage("decide"), is_next=False, key_of={}.get, enter=True).plain
+    assert "decision: KEEP" in row and "runs: r1, r2, r3, r4" in row
+    assert "✓ fits? (critical): yes: the fit budget says candidate-nvfp4 fits" in row
+    assert "✗ canaries? (critical): no: json-schema passes 7/12" in row
+    assert "[" not in row and "{" not in row
+
+
+def test_each_answer_sentence_of_the_decision_module_gets_its_mark() -> None:
+    """Every literal PASS / FAIL sentence head in evidence/decision.py gets ✓ / ✗ (the decide
+    row keeps the sentence, not the status); "cannot tell" is ?; an unknown head is ?."""
+    src = (ROOT / "console/evidence/decision.py").read_text("utf-8")
+    found = re.findall(r"Answer\(Q_\w+, (PASS|FAIL), f?\"([^\"{]{2,})", src)
+    found += [(s, h) for s, h in re.findall(r"Answer\(Q_\w+, (PASS|FAIL), f\"\{'(\w+)'", src)]
+    assert len(found) >= 10, found
+    for status, head in found:
+        assert answer_mark(head) == {"PASS": "✓", "FAIL": "✗"}[status], (status, head)
+    assert answer_mark("cannot tell, because x; needs y") == "?"
+    assert answer_mark("maybe") == "?"
+
+
+# -- promote and its undo: keys of the one table ------------------------------------------------
+class _Plan:
+    ok = True
+    lines: tuple = ()
+    facts: dict = {}
+
+    def text_lines(self) -> list[str]:
+        return ["• check seat: seat-probe holds the seat; decision PROMOTE-ABLE",
+                "• rename candidate: seat-probe -> seat-resident-promoted-20261129T120000Z",
+                "• write seat state", "• write profile", "• verify serving"]
+
+
+@SIZES
+@pytest.mark.parametrize("key,kind,yes", [("M", "promote", "Yes, promote the candidate"),
+                                          ("Z", "promote-undo", "Yes, undo the promote")])
+async def test_promote_and_its_undo_plan_then_ask_for_the_seats_name(monkeypatch, size, key,
+                                                                     kind, yes) -> None:
+    monkeypatch.setitem(rb.FLOWS, kind, replace(rb.FLOWS[kind],
+                                                make=lambda *a, **k: SimpleNamespace(
+                                                    plan=lambda: _Plan())))
+    app = _app()
+    async with app.run_test(size=size) as pilot:
+        await pilot.press(key)
+        await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen), "the confirmation")
+        await pilot.pause()
+        scr = app.screen
+        assert scr.typed == "seat-node" and scr.yes_label == yes
+        assert scr.query_one("#confirm-yes-button").disabled
+        for sel in ("#confirm-input", "#confirm-yes-button", "#confirm-no-button",
+                    "#confirm-hint"):
+            assert _visible(app, sel), sel
+        await pilot.press(*"seat-node")
+        await wait_for(pilot, lambda: not scr.query_one("#confirm-yes-button").disabled,
+                       "yes enabled by the typed name")
+        await pilot.press("escape")
+        await wait_for(pilot, lambda: not isinstance(app.screen, ConfirmScreen), "cancelled")
+
+
+async def test_promote_keys_are_in_help_remappable_and_hidden_readonly(keyed) -> None:
+    rows = {label: k for k, label, _s in _app().help_rows()}
+    assert rows["promote"] == "M" and rows["undo promote"] == "Z"
+    ro = _app(readonly=True)
+    assert not {"promote", "undo promote"} & {label for _k, label, _s in ro.help_rows()}
+    assert ro.check_action("promote", ()) is False
+    assert ro.check_action("promote_undo", ()) is False
+    loaded = replace(default_loaded(), profile=default_loaded().profile.model_copy(
+        update={"keys": {"node.promote": "ctrl+o"}}))
+    app = _app(loaded=loaded)
+    assert app.key_of("node.promote") == "^o"
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.press("ctrl+o")
+        await wait_for(pilot, lambda: keyed == ["promote"], "the remapped key")
+        await pilot.press("M")
+        await pilot.pause(0.1)
+        assert keyed == ["promote"]
+
+
+async def test_a_done_promote_shows_and_runs_its_undo(keyed) -> None:
+    state = decided_runbook("PROMOTE-ABLE", promote="done", restore="skipped")
+    row = stage_rows(state.stage("promote"), is_next=False, key_of={"node.promote-undo": "Z",
+                                                                    "node.promote": "M"}.get)
+    assert "undo:  Z  (or Enter) or seat-console promote --undo" in row.plain
+    app = _app(state)
+    async with app.run_test(size=(80, 24)) as pilot:
+        scr = await _open(pilot, app)
+        scr.query_one("#runbook-stages").highlighted = STAGES.index("promote")
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: keyed == ["promote-undo"], "the undo")
+
+
+# -- the screen defects -------------------------------------------------------------------------
+def _release_plan(kind: str, firing: dict[str, bool]) -> Plan:
+    return Plan(kind, (PlanLine("release hold", True, "release hold h1: start the timers"),),
+                facts={"forecast": {u: {"fires_at_once": f} for u, f in firing.items()}})
+
+
+@SIZES
+@pytest.mark.parametrize("kind", ["restore", "release"])
+async def test_the_restore_and_release_buttons_say_what_each_does(monkeypatch, size,
+                                                                   kind) -> None:
+    app = _app()
+    async with app.run_test(size=size) as pilot:
+        monkeypatch.setattr(app.runbooks, "_read_plan", lambda flow: None)
+        app.runbooks.plan_ready(PlanReady(kind, _release_plan(kind, {"a.timer": True,
+                                                                     "b.timer": False})))
+        await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen)
+                       and app.screen.query("#confirm-note"), "the confirmation")
+        await pilot.pause()
+        yes = str(app.screen.query_one("#confirm-yes-button").label)
+        alt = str(app.screen.query_one("#confirm-alt-button").label)
+        assert yes == "Start all now" and alt.startswith("Defer 1 to ")
+        note = str(app.screen.query_one("#confirm-note").render())
+        assert note.startswith("Both restore the resident and release the hold. " if kind ==
+                               "restore" else "Both release the hold. "), note
+        assert "Start all now: every stopped timer starts now — a.timer fires at once" in note
+        assert f"{alt}: a.timer stays stopped until" in note
+        for sel in ("#confirm-yes-button", "#confirm-alt-button", "#confirm-no-button",
+                    "#confirm-note"):
+            assert _visible(app, sel), sel
+
+
+async def test_without_timers_firing_the_restore_asks_plainly(monkeypatch) -> None:
+    app = _app()
+    async with app.run_test(size=(80, 24)) as pilot:
+        app.runbooks.plan_ready(PlanReady("restore", _release_plan("restore", {"b.timer": False})))
+        await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen), "confirmation")
+        await pilot.pause()
+        assert str(app.screen.query_one("#confirm-yes-button").label) == "Yes, restore the seat"
+        assert not app.screen.query("#confirm-alt-button")
+        assert not app.screen.query("#confirm-note")
+
+
+@SIZES
+async def test_a_no_op_build_says_nothing_to_build_and_offers_close(size) -> None:
+    plan = Plan("build-backport", (PlanLine("build", False, "no-op: seat/backport:ab12 was "
+                                            "already built; nothing to build"),),
+                facts={"no_op": True, "image_id": "sha256:ab12"})
+    app = _app()
+    async with app.run_test(size=size, notifications=True) as pilot:
+        app.runbooks.plan_ready(PlanReady("build", plan))
+        await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen), "confirmation")
+        await pilot.pause()
+        scr = app.screen
+        assert scr.title_text.startswith("Nothing to build")
+        assert str(scr.query_one("#confirm-no-button").label) == "Close"
+        assert str(scr.query_one("#confirm-yes-button").label) == "Record it (no build)"
+        assert "Yes, build" not in "\n".join(lines_of(app))
+        assert _visible(app, "#confirm-no-button") and _visible(app, "#confirm-yes-button")
+        await pilot.press("escape")
+        await wait_for(pilot, lambda: not isinstance(app.screen, ConfirmScreen), "closed")
+        assert app.runbooks.running is None
+
+
+def _view(status: str):
+    from seat_console.probe.live import LiveView
+
+    return LiveView(run_id="r1", status=status, phases=(), tok_s=None, words=status)
+
+
+@SIZES
+async def test_the_probe_screens_footer_drops_stop_once_the_run_ended(size) -> None:
+    from seat_console.widgets.probe import ProbeScreen
+
+    stopped: list[int] = []
+    app = _app()
+    async with app.run_test(size=size) as pilot:
+        scr = ProbeScreen(lambda: stopped.append(1), _view("running"))
+        app.push_screen(scr)
+        await wait_for(pilot, lambda: app.screen is scr, "the probe screen")
+        await pilot.pause()
+        assert "stop probe" in lines_of(app)[-1] and "probe goes on" in lines_of(app)[-1]
+        scr.show(_view("complete"))
+        await wait_for(pilot, lambda: "stop probe" not in lines_of(app)[-1], "footer redrawn")
+        footer = lines_of(app)[-1]
+        assert "close" in footer and "probe goes on" not in footer, footer
+        await pilot.press("x")
+        await pilot.pause(0.05)
+        assert stopped == []                                   # x does nothing any more
+        await pilot.press("escape")
+        await wait_for(pilot, lambda: app.screen is not scr, "closed")
+
+
+@given(statuses=st.lists(st.sampled_from(sorted(MARKS)), min_size=len(STAGES),
+                         max_size=len(STAGES)),
+       nxt=st.sampled_from(STAGES), width=st.integers(40, 200))
+def test_the_strip_never_cuts_the_next_stages_name(statuses, nxt, width) -> None:
+    state = recorded_runbook(0, statuses=dict(zip(STAGES, statuses, strict=True)),
+                             next_stage=nxt)
+    keys = {"node.hold": "H", "node.build-backport": "B", "node.swap": "S", "node.probe": "P",
+            "node.compare": "c", "node.restore": "R", "node.release": "U", "node.promote": "M"}
+    t = render_strip(state, width, keys.get).plain
+    assert len(t) <= width
+    marks = "".join(MARKS.values())
+    assert re.search(rf"▸[{marks}]?(?: \S+ | ){nxt}(?![a-z])", t), (t, nxt)
+
+
+# -- the read stages' flows over a real journal -------------------------------------------------
+def _journal():
+    from seat_console.actions.journal import Journal
+
+    return Journal()
+
+
+def test_the_fit_flow_plans_the_verdict_and_journals_it_as_runbook_next_does() -> None:
+    """The default profile's candidate does not fit the recorded cards: the plan says so and
+    that the runbook stops there; the run journals the ``fit`` row, which the runbook reads as
+    a failed fit stage with the verdict's words."""
+    from seat_console.actions.stages import read_runbook
+    from seat_console.node.context import NodeContext
+    from seat_console.tui.stage_flows import FitRun
+
+    loaded = default_loaded()
+    nctx = NodeContext.from_profile(loaded)
+    with _journal() as j:
+        plan = FitRun(loaded, j, nctx, lambda line: None).plan()
+        assert plan.ok and plan.text_lines()[0].startswith("fit verdict now: over — does not fit")
+        assert any("the runbook stops at fit" in x for x in plan.text_lines())
+        res = FitRun(loaded, j, nctx, lambda line: None).run()
+        assert not res.ok and res.describe().startswith("fit: over — the runbook stops here")
+        st = read_runbook(None, j).stage("fit")
+    assert st.status == "failed" and "fit verdict over" in st.reason
+
+
+def test_the_decide_flow_refuses_without_a_bracket_and_journals_a_decision() -> None:
+    from seat_console.actions import read_stages
+    from seat_console.actions.stages import read_runbook
+    from seat_console.tui.stage_flows import DecideRun
+
+    loaded = default_loaded()
+    with _journal() as j:
+        plan = DecideRun(loaded, j, None, lambda line: None).plan()
+        assert not plan.ok and "no compare bracket found" in plan.text_lines()[0]
+        questions = [{"question": "fits?", "answer": "yes: the fit budget says it fits",
+                      "critical": True},
+                     {"question": "canaries?", "answer": "no: B passes fewer by a claimed "
+                      "difference", "critical": True}]
+        made = read_stages.Decided(
+            {"outcome": "KEEP", "why": "canaries? (critical) no", "needs": "",
+             "questions": questions},
+            {"decision": "KEEP", "bracket_id": "b1", "runs": ["r1", "r2"],
+             "report_sha256": "ab" * 32, "questions": questions, "needs": ""},
+            None, ("/data/comparisons/b1",), datetime(2026, 11, 29, 12, 0, tzinfo=UTC))
+        run = DecideRun(loaded, j, None, lambda line: None)
+        run._decide = lambda: made                      # the report itself is test_decide's
+        lines = run.plan().text_lines()
+        assert lines[:3] == ["decision: KEEP — canaries? (critical) no",
+                             "  ✓ fits? (critical): yes: the fit budget says it fits",
+                             "  ✗ canaries? (critical): no: B passes fewer by a claimed "
+                             "difference"]
+        res = run.run()
+        assert res.ok and res.describe().startswith("decide: KEEP — journaled (decide row ")
+        st = read_runbook(None, j).stage("decide")
+    assert st.status == "stale" and st.evidence["decision"] == "KEEP"  # no probe, no compare
+    assert st.evidence["runs"] == "r1, r2"
+    assert st.evidence["canaries? (critical)"].startswith("no: B passes fewer")
+
+
+def test_the_image_flow_refuses_without_requirements() -> None:
+    from seat_console.tui.stage_flows import ImageRun
+
+    with _journal() as j:
+        plan = ImageRun(default_loaded(), j, None, lambda line: None).plan()
+    assert not plan.ok and "declares no [candidate.requires]" in plan.text_lines()[0]
