@@ -465,3 +465,26 @@ def test_the_image_flow_refuses_without_requirements() -> None:
     with _journal() as j:
         plan = ImageRun(default_loaded(), j, None, lambda line: None).plan()
     assert not plan.ok and "declares no [candidate.requires]" in plan.text_lines()[0]
+
+
+async def test_the_highlight_follows_the_next_stage_unless_moved(keyed) -> None:
+    """After a stage ran the state is read again: the highlight moves on with ▸, so Enter runs
+    the next stage, not the one just done; a highlight the engineer moved stays put."""
+    states = [recorded_runbook(3), recorded_runbook(4)]
+    app = _app()
+    app.runbook_reader = lambda _app: states[0]
+    async with app.run_test(size=(80, 24)) as pilot:
+        scr = await _open(pilot, app)
+        ol = scr.query_one("#runbook-stages")
+        assert ol.highlighted == 3
+        states[0] = recorded_runbook(4)
+        app.read_runbook_now()
+        await wait_for(pilot, lambda: ol.highlighted == 4, "the highlight on the new next")
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: keyed == ["swap"], "Enter runs the new next")
+        ol.highlighted = 0
+        states[0] = recorded_runbook(5)
+        app.read_runbook_now()
+        await wait_for(pilot, lambda: app.runbook_state.next.name == "probe", "read")
+        await pilot.pause()
+        assert ol.highlighted == 0

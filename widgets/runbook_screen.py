@@ -213,12 +213,21 @@ class RunbookScreen(ModalScreen[None]):
 
     def show(self, state: RunbookState | None, error: str | None) -> None:
         """The newest state (``None``: none read yet; ``error``: why the newest read failed).
-        The highlighted stage stays where the engineer put it."""
+        The highlight follows the next stage (▸) when it was on it — so after a stage ran,
+        Enter runs the one after — and stays where the engineer moved it otherwise."""
         if state == self.state and error == self.error:
             return
+        old = self._next_index()
         self.state, self.error = state, error
         if self.is_mounted:
-            self._draw(first=False)
+            ol = self.query_one(OptionList)
+            self._draw(first=ol.highlighted is None or ol.highlighted == old)
+
+    def _next_index(self) -> int | None:
+        if self.state is None:
+            return None
+        nxt = next_name(self.state)
+        return next((i for i, s in enumerate(self.state.stages) if s.name == nxt), None)
 
     def _draw(self, *, first: bool) -> None:
         self.query_one("#runbook-head", Static).update(header_text(self.state, self.error))
@@ -231,7 +240,7 @@ class RunbookScreen(ModalScreen[None]):
         ol.add_options([Option(stage_prompt(s, is_next=s.name == nxt, key_of=self.key_of,
                                             enter=self.run is not None),
                                id=s.name) for s in self.state.stages])
-        idx = next((i for i, s in enumerate(self.state.stages) if s.name == nxt), 0)
+        idx = self._next_index() or 0
         ol.highlighted = idx if first or keep is None else min(keep, ol.option_count - 1)
 
     def stage_at(self, index: int | None) -> StageState | None:
