@@ -488,3 +488,11 @@ async def test_the_highlight_follows_the_next_stage_unless_moved(keyed) -> None:
         await wait_for(pilot, lambda: app.runbook_state.next.name == "probe", "read")
         await pilot.pause()
         assert ol.highlighted == 0
+
+
+def test_a_keyless_next_stage_shows_the_runbook_screens_key() -> None:
+    keys = {"runbook": "g", "node.hold": "H"}.get
+    for done, name in ((0, "fit"), (7, "decide")):
+        t = render_strip(recorded_runbook(done), 78, keys).plain
+        assert f"▸ g {name}" in t, t
+    assert "▸ H hold" in render_strip(recorded_runbook(2), 78, keys).plain

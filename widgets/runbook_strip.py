@@ -5,7 +5,9 @@ the next stage's key highlighted, in one line that fits the terminal (80 columns
 
 Marks (:data:`MARKS`) are characters, so the strip reads the same under ``NO_COLOR``: done ✓,
 failed ✗, stale ~ (done, but something it depends on changed after it), todo ·, skipped –;
-``▸`` marks the next stage, its key (the key table's, as remapped) in reverse video. Colour only
+``▸`` marks the next stage, its key (the key table's, as remapped) in reverse video — for a
+stage without a key of its own (fit, image, decide) the runbook screen's key (``g``), where
+Enter runs it. Colour only
 repeats what the marks say. When the full form does not fit, :func:`render_strip` tries tighter
 forms in turn (:data:`FORMS`): single spaces; the done and skipped stages before the next one as
 bare marks (``✓✓✓``); the stages after the next one joined by their marks alone
@@ -39,6 +41,10 @@ KEY_STYLE = "bold reverse"
 FORMS = ("spaced", "single", "collapsed", "joined", "marks")
 """The strip's forms, widest first (see the module docstring)."""
 
+GUIDE_KEY = "runbook"
+"""The binding id of the runbook screen (``g``): the key shown for a next stage without a key
+of its own (fit, image, decide run from that screen's Enter)."""
+
 KeyOf = Callable[[str | None], str | None]
 """``key_of(binding id) -> the key as shown`` (``None``: no key offered, e.g. read-only)."""
 
@@ -53,7 +59,7 @@ def _next_token(stage: StageState, key_of: KeyOf) -> Text:
     t.append(NEXT_MARK, style="bold")
     if stage.status != "todo":
         t.append(_mark(stage), style=STYLES.get(stage.status, ""))
-    key = key_of(stage.key)
+    key = key_of(stage.key) or key_of(GUIDE_KEY)   # no key of its own: g, then Enter
     if key:
         t.append(f" {key} ", style=KEY_STYLE)
     else:
