@@ -490,9 +490,16 @@ async def test_the_highlight_follows_the_next_stage_unless_moved(keyed) -> None:
         assert ol.highlighted == 0
 
 
-def test_a_keyless_next_stage_shows_the_runbook_screens_key() -> None:
-    keys = {"runbook": "g", "node.hold": "H"}.get
+async def test_a_keyless_next_stage_shows_the_runbook_screens_key() -> None:
+    keys = {"node.hold": "H"}.get
     for done, name in ((0, "fit"), (7, "decide")):
-        t = render_strip(recorded_runbook(done), 78, keys).plain
+        t = render_strip(recorded_runbook(done), 78, keys, guide="g").plain
         assert f"▸ g {name}" in t, t
-    assert "▸ H hold" in render_strip(recorded_runbook(2), 78, keys).plain
+    assert "▸ H hold" in render_strip(recorded_runbook(2), 78, keys, guide="g").plain
+    assert "▸ backport" in render_strip(recorded_runbook(3), 78, {}.get, guide="g").plain
+    for readonly, shown in ((False, "▸ g fit"), (True, "▸ fit")):
+        app = _app(recorded_runbook(0), readonly=readonly)
+        async with app.run_test(size=(80, 24)) as pilot:
+            await wait_for(pilot, lambda: any("▸" in x for x in lines_of(app)), "the strip")
+            row = next(x for x in lines_of(app) if "▸" in x)
+            assert shown + " " in row, (readonly, row)

@@ -41,10 +41,6 @@ KEY_STYLE = "bold reverse"
 FORMS = ("spaced", "single", "collapsed", "joined", "marks")
 """The strip's forms, widest first (see the module docstring)."""
 
-GUIDE_KEY = "runbook"
-"""The binding id of the runbook screen (``g``): the key shown for a next stage without a key
-of its own (fit, image, decide run from that screen's Enter)."""
-
 KeyOf = Callable[[str | None], str | None]
 """``key_of(binding id) -> the key as shown`` (``None``: no key offered, e.g. read-only)."""
 
@@ -53,13 +49,13 @@ def _mark(stage: StageState) -> str:
     return MARKS.get(stage.status, "?")
 
 
-def _next_token(stage: StageState, key_of: KeyOf) -> Text:
+def _next_token(stage: StageState, key_of: KeyOf, guide: str | None = None) -> Text:
     """``▸ B backport``: the next stage, its mark when not todo (``▸✗``), its key reversed."""
     t = Text()
     t.append(NEXT_MARK, style="bold")
     if stage.status != "todo":
         t.append(_mark(stage), style=STYLES.get(stage.status, ""))
-    key = key_of(stage.key) or key_of(GUIDE_KEY)   # no key of its own: g, then Enter
+    key = key_of(stage.key) or (guide if stage.key is None else None)
     if key:
         t.append(f" {key} ", style=KEY_STYLE)
     else:
@@ -68,7 +64,8 @@ def _next_token(stage: StageState, key_of: KeyOf) -> Text:
     return t
 
 
-def _form(state: RunbookState, key_of: KeyOf, form: str, problem: str | None = None) -> Text:
+def _form(state: RunbookState, key_of: KeyOf, form: str, problem: str | None = None,
+          guide: str | None = None) -> Text:
     """One form of the strip (:data:`FORMS`), uncut."""
     spaced = form == "spaced"
     sep = "  " if spaced else " "
@@ -87,7 +84,7 @@ def _form(state: RunbookState, key_of: KeyOf, form: str, problem: str | None = N
             marks = Text()
         if i == idx:
             next_piece = len(pieces)
-            pieces.append(_next_token(s, key_of))
+            pieces.append(_next_token(s, key_of, guide))
             continue
         t = Text()
         t.append(_mark(s), style=STYLES.get(s.status, ""))
@@ -119,12 +116,14 @@ def _form(state: RunbookState, key_of: KeyOf, form: str, problem: str | None = N
 
 
 def render_strip(state: RunbookState | None, width: int, key_of: KeyOf,
-                 problem: str | None = None) -> Text:
+                 problem: str | None = None, guide: str | None = None) -> Text:
     """The strip for ``state`` in at most ``width`` cells: the widest of :data:`FORMS` that
     fits, else the tightest cut with ``…``. ``state`` ``None``: ``problem`` (why there is
     none: not read yet, the reader failed) or "reading…"; with a ``state``, a ``problem``
     says the newest read failed (``⚠ last read failed`` / ``⚠ old``: the state shown is the
-    last good one, never passed off as fresh). Pure."""
+    last good one, never passed off as fresh). ``guide``: the key shown for a next stage
+    without a key of its own (the runbook screen's, ``g``; ``None`` under ``--readonly``,
+    where nothing runs). Pure."""
     if state is None:
         t = Text(no_wrap=True, overflow="ellipsis")
         t.append("runbook ", style="bold")
@@ -132,7 +131,7 @@ def render_strip(state: RunbookState | None, width: int, key_of: KeyOf,
         t.truncate(max(width, 1), overflow="ellipsis")
         return t
     for form in FORMS:
-        t = _form(state, key_of, form, problem)
+        t = _form(state, key_of, form, problem, guide)
         if cell_len(t.plain) <= width:
             return t
     t.truncate(max(width, 1), overflow="ellipsis")
@@ -141,15 +140,17 @@ def render_strip(state: RunbookState | None, width: int, key_of: KeyOf,
 
 class RunbookStrip(Static):
     """The strip widget (see the module docstring). :meth:`show` gives it the newest state;
-    it redraws at its own width. ``key_of``: the app's key display of a binding id."""
+    it redraws at its own width. ``key_of``: the app's key display of a binding id;
+    ``guide``: see :func:`render_strip`."""
 
     DEFAULT_CSS = """
     RunbookStrip { height: 1; padding: 0 1; background: $boost; }
     """
 
-    def __init__(self, key_of: KeyOf, **kwargs: Any) -> None:
+    def __init__(self, key_of: KeyOf, guide: str | None = None, **kwargs: Any) -> None:
         super().__init__("", **kwargs)
         self.key_of = key_of
+        self.guide = guide
         self.state: RunbookState | None = None
         self.problem: str | None = None
         self.draws = 0
@@ -166,7 +167,7 @@ class RunbookStrip(Static):
     def render(self) -> Text:
         """The strip at the widget's content width."""
         return render_strip(self.state, self.content_region.width or self.size.width,
-                            self.key_of, self.problem)
+                            self.key_of, self.problem, self.guide)
 
 
 def _same(a: RunbookState | None, b: RunbookState | None) -> bool:

@@ -80,7 +80,8 @@ def compose_main(app: ConsoleApp) -> ComposeResult:
     mounted before the app's mount starts the polls."""
     yield SeatHeader(id="header-text")
     yield StatusLine(id="status-line")
-    yield RunbookStrip(app.key_of, id="runbook-strip")
+    yield RunbookStrip(app.key_of, None if app.readonly else app.key_of("runbook"),
+                       id="runbook-strip")
     yield Static(id="too-small")
     with VerticalScroll(id="panels"):
         row: list[SourcePanel] = []
