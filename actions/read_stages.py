@@ -1,6 +1,10 @@
 """The runbook's three stages that read and journal but change nothing on the node — ``fit``,
-``image`` and ``decide`` — as one code for every front (``seat-console runbook next`` /
-``image-check`` / ``decide`` and the TUI's runbook screen).
+``image`` and ``decide`` — below the fronts, so the TUI's runbook screen runs them as the CLI
+does (same reads, same journal rows). ``seat-console runbook next`` takes its fit from here;
+``image-check`` and ``decide`` (``commands/image_cmd.py``, ``commands/decide_cmd.py``) still
+carry the same code as :func:`check_images` / :func:`record_image_check` and
+:func:`newest_bracket` / :func:`make_decision` — to call these instead once the CLI-wording
+work on those two files has landed (kept apart meanwhile so the two changes merge).
 
 * **fit** — :func:`fit_facts` reads the candidate's fit verdict now; :func:`record_fit`
   journals it as the ``fit`` row (runbook ``fit``, kind ``end``, step ``verdict``, outcome

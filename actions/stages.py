@@ -70,6 +70,9 @@ class StageState:
     key: str | None = None
     command: str = ""
     reason: str = ""
+    details: tuple[str, ...] = ()
+    """Lines to show under the stage: ``decide``'s answer per question (``"fits? yes: …"``,
+    from its journal row), so no front prints a row's raw JSON."""
 
 
 @dataclass(frozen=True)
@@ -465,18 +468,17 @@ class _Reader:
                                f"{_text(doc.get('reason') or '', 300)}").rstrip(": ")
         elif stage == "decide":
             d = f.get("decision")
-            runs = f.get("runs") if isinstance(f.get("runs"), list) else []
-            ev.update({"decision": _text(d),
-                       "bracket": _text(f.get("bracket_id") or "none (runs given)"),
+            runs = f.get("runs")
+            ev.update({"decision": _text(d), "bracket": _text(f.get("bracket_id")),
                        "report sha256": _text(f.get("report_sha256", "?")),
-                       "runs": ", ".join(_text(r, 60) for r in runs[:8])
-                       + (f" (+{len(runs) - 8} more)" if len(runs) > 8 else "")})
-            # each question's answer, readable (``fits? (critical)``: ``yes: …``)
-            for q in f.get("questions") if isinstance(f.get("questions"), list) else []:
-                if isinstance(q, dict) and isinstance(q.get("question"), str):
-                    label = q["question"][:60] + (" (critical)" if q.get("critical") is True
-                                                  else "")
-                    ev[label] = _text(q.get("answer", "?"), 300)
+                       "runs": (_text(", ".join(runs) or "none") if isinstance(runs, list)
+                                and all(isinstance(r, str) for r in runs)
+                                else _text(runs))})
+            qs = f.get("questions")
+            base["details"] = tuple(
+                _text(f"{q.get('question')} {q.get('answer')}", 300)
+                for q in (qs if isinstance(qs, list) else [])
+                if isinstance(q, Mapping) and isinstance(q.get("question"), str))
             if d not in DECISIONS:
                 ok, why = False, f"decision {_text(d)!s} is not one of {', '.join(DECISIONS)}"
             if isinstance(f.get("needs"), str) and f["needs"]:
@@ -702,7 +704,8 @@ def state_to_json(state: RunbookState) -> dict[str, Any]:
             return None
         return {"name": s.name, "status": s.status, "at": None if s.at is None else _z(s.at),
                 "operator": s.operator, "evidence": dict(s.evidence), "needs": s.needs,
-                "key": s.key, "command": s.command, "reason": s.reason}
+                "key": s.key, "command": s.command, "reason": s.reason,
+                "details": list(s.details)}
     return {"stages": [one(s) for s in state.stages], "next": one(state.next),
             "seat_holder": state.seat_holder, "read_at": _z(state.read_at),
             "cycle_started_at": None if state.cycle_started_at is None

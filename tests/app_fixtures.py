@@ -191,29 +191,28 @@ def recorded_runbook(done: int = 3, *, statuses: dict[str, str] | None = None,
 
 
 DECISION_ANSWERS = {
-    "PROMOTE-ABLE": {"enough data? (critical)": "yes: 12 measured populations complete on both "
-                                                "arms",
-                     "fits? (critical)": "yes: the fit budget says candidate-nvfp4 fits",
-                     "KV capacity?": "higher: 1,840,317 KV tokens on B vs 567,349 on A",
-                     "fidelity? (critical)": "yes: top-20 sets overlap at every position",
-                     "canaries? (critical)": "yes: no kind's pass rate is lower on B",
-                     "throughput and latency?": "no figure is worse by a claimed difference"},
-    "KEEP": {"fits? (critical)": "yes: the fit budget says candidate-nvfp4 fits",
-             "canaries? (critical)": "no: json-schema passes 7/12 on B vs 12/12 on A "
-                                     "(disjoint Wilson 95 % intervals)"},
-    "INCONCLUSIVE": {"fits? (critical)": "yes: the fit budget says candidate-nvfp4 fits",
-                     "throughput and latency?": "cannot tell, because 2 pairs of legs cannot "
-                                                "reach p ≤ 0.05; needs ≥ 3 rounds (6 pairs)"},
+    "PROMOTE-ABLE": ("enough data? yes: 12 measured populations complete on both arms",
+                     "fits? yes: the fit budget says candidate-nvfp4 fits",
+                     "KV capacity? higher: 1,840,317 KV tokens on B vs 567,349 on A",
+                     "fidelity? yes: top-20 sets overlap at every position",
+                     "canaries? yes: no kind is worse on B",
+                     "throughput and latency? no figure is worse by a claimed difference"),
+    "KEEP": ("fits? yes: the fit budget says candidate-nvfp4 fits",
+             "canaries? no: json-schema passes 7/12 on B vs 12/12 on A (disjoint Wilson 95 % "
+             "intervals)"),
+    "INCONCLUSIVE": ("fits? yes: the fit budget says candidate-nvfp4 fits",
+                     "throughput and latency? cannot tell, because 2 pairs of legs cannot "
+                     "reach p ≤ 0.05; needs ≥ 3 rounds (6 pairs)"),
 }
-"""Recorded answers of a decide row per decision (its stage evidence, as ``read_runbook``
-gives it)."""
+"""Recorded answers of a decide row per decision (its stage's ``details``, as ``read_runbook``
+gives them: ``"question answer"``)."""
 
 
 def decided_runbook(decision: str = "PROMOTE-ABLE", *, holder: str = "candidate",
                     restore: str = "todo", promote: str | None = None):
     """A :class:`~seat_console.actions.stages.RunbookState` right after ``decide``: fit to
     decide done (image skipped), ``decision`` with :data:`DECISION_ANSWERS` as the decide
-    stage's evidence, the seat held by ``holder``; ``restore`` / ``promote`` their statuses
+    stage's details, the seat held by ``holder``; ``restore`` / ``promote`` their statuses
     (promote default: todo for PROMOTE-ABLE, else skipped); the next stage as ``read_runbook``
     picks it (promote first after a PROMOTE-ABLE)."""
     from seat_console.actions.stages import STAGES, RunbookState, StageState
@@ -223,11 +222,12 @@ def decided_runbook(decision: str = "PROMOTE-ABLE", *, holder: str = "candidate"
     needs = ("≥ 3 rounds (6 pairs): `seat-console compare --rounds 3` (≈ 14 min on this node)"
              if decision == "INCONCLUSIVE" else base.stage("decide").needs)
     ev = {"decision": decision, "bracket": "20261129T1150Z-abba",
-          "report sha256": "9f" * 32, "runs": "r1, r2, r3, r4", **DECISION_ANSWERS[decision]}
+          "report sha256": "9f" * 32, "runs": "r1, r2, r3, r4"}
     stages = []
     for s in base.stages:
         if s.name == "decide":
-            s = dataclasses.replace(s, evidence=ev, needs=needs)
+            s = dataclasses.replace(s, evidence=ev, needs=needs,
+                                    details=DECISION_ANSWERS[decision])
         elif s.name == "restore":
             s = dataclasses.replace(s, status=restore)
         elif s.name == "promote":

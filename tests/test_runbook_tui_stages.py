@@ -456,7 +456,9 @@ def test_the_decide_flow_refuses_without_a_bracket_and_journals_a_decision() -> 
         st = read_runbook(None, j).stage("decide")
     assert st.status == "stale" and st.evidence["decision"] == "KEEP"  # no probe, no compare
     assert st.evidence["runs"] == "r1, r2"
-    assert st.evidence["canaries? (critical)"].startswith("no: B passes fewer")
+    assert "canaries? no: B passes fewer by a claimed difference" in st.details
+    row = stage_rows(st, is_next=False, key_of={}.get).plain
+    assert "✗ canaries? (critical): no: B passes fewer" in row and "[" not in row
 
 
 def test_the_image_flow_refuses_without_requirements() -> None:

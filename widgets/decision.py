@@ -29,8 +29,9 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Button, Static
 
-from seat_console.actions.stages import DECISIONS, RunbookState
+from seat_console.actions.stages import DECISIONS, RunbookState, StageState
 from seat_console.core.fmt import printable
+from seat_console.evidence.decision import CRITICAL
 
 ANSWER_MARKS = (("no figure is worse", "✓"), ("expected divergence", "✓"), ("yes", "✓"),
                 ("higher", "✓"), ("the same", "✓"), ("no:", "✗"), ("lower", "✗"),
@@ -41,8 +42,6 @@ ANSWER_MARKS = (("no figure is worse", "✓"), ("expected divergence", "✓"), (
 by a claimed difference …``; ``cannot tell, because …``). A decide row keeps the sentence, not
 the status, so an unknown head is ``?``, never a pass."""
 
-EVIDENCE_NOT_QUESTIONS = frozenset({"run", "decision", "bracket", "report sha256", "runs"})
-"""The decide stage's evidence labels that are not a question's answer."""
 
 BRANCH_STAGES = ("promote", "restore", "release")
 """The next stages at which Enter opens the branch (once ``decide`` is done)."""
@@ -54,9 +53,23 @@ def answer_mark(answer: str) -> str:
     return next((mark for head, mark in ANSWER_MARKS if low.startswith(head)), "?")
 
 
-def is_question(label: str) -> bool:
-    """Whether a decide evidence label is a question (``fits?``, ``fidelity? (critical)``)."""
-    return label not in EVIDENCE_NOT_QUESTIONS and label.removesuffix(" (critical)").endswith("?")
+def split_answer(line: str) -> tuple[str, str]:
+    """A decide stage's ``details`` line (``"fits? yes: …"``: the question, a space, its
+    answer) as ``(question, answer)``, the question marked ``(critical)`` when it is one of
+    :data:`~seat_console.evidence.decision.CRITICAL`; a line without ``"? "`` is all answer
+    (question ``""``)."""
+    q, sep, a = line.partition("? ")
+    if not sep:
+        return "", line
+    q += "?"
+    return (f"{q} (critical)" if q in CRITICAL else q), a
+
+
+def questions_of(stage: StageState) -> tuple[tuple[str, str], ...]:
+    """The decide stage's answers, ``(question, answer)`` per question, from its ``details``
+    (:attr:`~seat_console.actions.stages.StageState.details`; none on a console whose stages
+    carry none)."""
+    return tuple(split_answer(x) for x in getattr(stage, "details", ()) or ())
 
 
 @dataclass(frozen=True)
@@ -72,7 +85,7 @@ class Choice:
 @dataclass(frozen=True)
 class Branch:
     """The decision's branch: ``decision`` (one of ``DECISIONS``), ``questions`` ((question,
-    answer) from the decide stage's evidence), ``needs`` (what would decide it, or ``""``),
+    answer) from the decide stage's details, :func:`questions_of`), ``needs`` (what would decide it, or ``""``),
     ``choices`` (in button order), ``note`` (a caution, or ``""``)."""
 
     decision: str
@@ -94,7 +107,7 @@ def branch_of(state: RunbookState | None) -> Branch | None:
         return None
     if "done" in (state.stage("promote").status, state.stage("restore").status):
         return None
-    questions = tuple((k, v) for k, v in decide.evidence.items() if is_question(k))
+    questions = questions_of(decide)
     if state.stage("restore").status == "skipped":
         keep = Choice("release", "Keep the resident",
                       "Keep the resident: it already serves; release the hold (the timers "
@@ -191,4 +204,4 @@ class DecisionScreen(ModalScreen["str | None"]):
 
 
 __all__ = ["ANSWER_MARKS", "BRANCH_STAGES", "Branch", "Choice", "DecisionScreen",
-           "answer_mark", "branch_of", "branch_text", "is_question"]
+           "answer_mark", "branch_of", "branch_text", "questions_of", "split_answer"]

@@ -34,7 +34,7 @@ from textual.widgets.option_list import Option
 
 from seat_console.actions.stages import RunbookState, StageState
 from seat_console.core.fmt import printable, zulu_time
-from seat_console.widgets.decision import answer_mark, branch_of, is_question
+from seat_console.widgets.decision import answer_mark, branch_of, questions_of
 from seat_console.widgets.runbook_strip import MARKS, NEXT_MARK, STYLES, KeyOf
 
 RunStage = Callable[[StageState], bool]
@@ -72,13 +72,16 @@ def stage_lines(stage: StageState, *, is_next: bool, key_of: KeyOf,
                          style="red" if stage.status == "failed" else "yellow"))
     for label, value in stage.evidence.items():
         t = Text()
-        if is_question(str(label)):
-            mark = answer_mark(str(value))
-            t.append(f"{mark} ", style={"✓": "green", "✗": "bold red"}.get(mark, "yellow"))
-            t.append(f"{printable(str(label))}: ", style="bold")
-        else:
-            t.append(f"{printable(str(label))}: ", style="dim")
+        t.append(f"{printable(str(label))}: ", style="dim")
         t.append(printable(str(value)), style="bold" if label == "decision" else "")
+        more.append(t)
+    for question, answer in questions_of(stage):      # the decision's answers, marked
+        t = Text()
+        mark = answer_mark(answer)
+        t.append(f"{mark} ", style={"✓": "green", "✗": "bold red"}.get(mark, "yellow"))
+        if question:
+            t.append(f"{printable(question)}: ", style="bold")
+        t.append(printable(answer))
         more.append(t)
     if stage.needs:
         t = Text()

@@ -19,11 +19,12 @@ Exit codes: 0 the decision was made (and journaled, unless ``--dry-run``) — wh
 from __future__ import annotations
 
 import argparse
+import json
 import sys
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from seat_console.actions.read_stages import newest_bracket  # noqa: F401 - re-exported
 from seat_console.core import jsonout
 
 EXIT_OK, EXIT_ERROR, EXIT_USAGE = 0, 1, 2
@@ -52,6 +53,25 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run, needs_profile=False)
 
 
+def newest_bracket(journal: Any, data_root: Path | None) -> Path | None:
+    """The newest compare bracket's directory: the newest ``compare`` run in the journal
+    whose ``bracket_id`` has a directory under the data dir's ``comparisons``; else the
+    newest comparison there (IDs begin with their UTC start); ``None`` when there is none."""
+    from seat_console.actions.compare import comparisons_dir
+    from seat_console.evidence.runs import list_comparisons
+
+    base = comparisons_dir(data_root)
+    for rows in reversed(list(journal.runs().values())):
+        if rows[0].runbook != "compare":
+            continue
+        bid = next((r.facts.get("bracket_id") for r in rows
+                    if isinstance(r.facts.get("bracket_id"), str)), None)
+        if bid and "/" not in bid and (base / bid).is_dir():
+            return base / bid
+    found = sorted(list_comparisons(base.parent), key=lambda c: str(c.get("bracket_id")))
+    return Path(found[-1]["path"]) if found else None
+
+
 def _fail(msg: str, code: int, json_mode: bool) -> int:
     if json_mode:
         print(jsonout.dumps({"ok": False, "error": msg, "exit": code}))
@@ -61,9 +81,10 @@ def _fail(msg: str, code: int, json_mode: bool) -> int:
 
 def run(args: argparse.Namespace, _loaded: Any) -> int:
     """``decide``: exit codes in the module docstring."""
+    from seat_console.actions import compare as cmp_mod
     from seat_console.actions import decide as dec
     from seat_console.actions.journal import Journal, JournalError
-    from seat_console.actions.read_stages import make_decision
+    from seat_console.evidence import report as rp
     from seat_console.evidence.decision import render_lines
     from seat_console.evidence.runs import RunError
 
@@ -73,17 +94,39 @@ def run(args: argparse.Namespace, _loaded: Any) -> int:
     except JournalError as exc:
         return _fail(str(exc), EXIT_ERROR, args.json)
     try:
+        sources = list(args.runs)
+        if not sources:
+            d = newest_bracket(journal, data_root)
+            if d is None:
+                return _fail("no compare bracket found (run `seat-console compare`, or give "
+                             "RUN…)", EXIT_ERROR, args.json)
+            sources = [str(d)]
+        at = datetime.now(UTC).replace(microsecond=0)
         try:
-            made = make_decision(journal, list(args.runs), data_root)
-        except (LookupError, RunError) as exc:
+            inputs = rp.load_inputs(sources, data_root)
+        except RunError as exc:
             return _fail(str(exc), EXIT_ERROR, args.json)
-        decision, facts, cost, at = made.decision, made.facts, made.cost, made.at
+        rep = json.loads(jsonout.dumps(rp.build_report(inputs, now=at), default=str))
+        facts = dec.decision_facts(rep)
+        decision = rep["decision"]
+        cost = None
+        if decision.get("rounds_needed"):
+            order = (rep.get("comparison") or {}).get("order") or "ABBA"
+            try:
+                cost = cmp_mod.forecast(journal, str(order), int(decision["rounds_needed"]),
+                                        data_root=data_root)
+            except ValueError:
+                cost = None
+            if cost is not None:
+                when = (f"≈ {cost['minutes']:.0f} min on this node" if cost["minutes"]
+                        is not None else "no forecast: no measurement yet on this node")
+                facts["needs"] = f"{facts['needs']} ({when})"
         rounds = decision.get("rounds_needed")
         nxt = NEXT[facts["decision"]].format(rounds=f"--rounds {rounds} " if rounds else "")
         row = None
         if not args.dry_run:
             row = dec.record_decision(journal, facts, at=at,
-                                      inputs={"sources": list(made.sources)},
+                                      inputs={"sources": list(inputs.sources)},
                                       output=f"{facts['decision']}: {decision.get('why')}")
     except JournalError as exc:
         return _fail(str(exc), EXIT_ERROR, args.json)
@@ -91,7 +134,7 @@ def run(args: argparse.Namespace, _loaded: Any) -> int:
         journal.close()
     if args.json:
         print(jsonout.dumps({"ok": True, "dry_run": args.dry_run, "decision": decision,
-                          "facts": facts, "cost": cost, "inputs": list(made.sources),
+                          "facts": facts, "cost": cost, "inputs": list(inputs.sources),
                           "journaled": None if row is None else {"seq": row.seq,
                                                                  "run_id": row.run_id},
                           "next": nxt}, indent=2))
@@ -99,7 +142,7 @@ def run(args: argparse.Namespace, _loaded: Any) -> int:
     lines = render_lines(decision)
     if cost is not None:
         lines += ["", f"Cost of what would decide it: {cost['text']}"]
-    lines += ["", "Inputs: " + ", ".join(made.sources),
+    lines += ["", "Inputs: " + ", ".join(inputs.sources),
               f"Report SHA-256: {facts['report_sha256']} (built at {at.isoformat()})",
               ("Not journaled (--dry-run)." if row is None else
                f"Journaled: decide row {row.seq} (run {row.run_id})."),

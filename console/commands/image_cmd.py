@@ -18,10 +18,9 @@ from __future__ import annotations
 
 import argparse
 import sys
+import uuid
 from typing import Any
 
-from seat_console.actions.read_stages import (check_images, image_targets, python_bin,
-                                              record_image_check)
 from seat_console.core import jsonout
 from seat_console.core.profile import LoadedProfile
 
@@ -42,8 +41,59 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run)
 
 
+def python_bin(loaded: LoadedProfile) -> str:
+    """The interpreter in the image for the engine / python checks: ``[candidate.requires]
+    python_bin``, else the swap command's first item when its name starts with ``python``,
+    else ``python3``."""
+    req = loaded.profile.candidate.requires if loaded.profile.candidate else None
+    if req is not None and req.python_bin:
+        return req.python_bin
+    sw = loaded.profile.swap
+    if sw is not None and sw.command and sw.command[0].rsplit("/", 1)[-1].startswith("python"):
+        return sw.command[0]
+    return "python3"
+
+
+def images(loaded: LoadedProfile) -> list[tuple[str, str]]:
+    """``(role, reference)`` of every image that could serve the candidate, in the order a
+    swap would reach them: the backport's base (by digest), its output (the content-hash tag),
+    the swap's own image (unless it is the backport), the candidate's declared image."""
+    from seat_console.actions.backport import BackportError, BackportInputs
+
+    p = loaded.profile
+    out: list[tuple[str, str]] = []
+    if p.backport is not None:
+        out.append(("backport base", p.backport.base))
+        try:
+            out.append(("backport output", BackportInputs.from_spec(p.backport).tag))
+        except BackportError:
+            pass
+    if p.swap is not None and p.swap.image != "backport":
+        out.append(("swap image", p.swap.image))
+    if p.candidate is not None and p.candidate.image:
+        out.append(("candidate image", p.candidate.image))
+    seen: set[str] = set()
+    return [(r, i) for r, i in out if not (i in seen or seen.add(i))]  # type: ignore[func-returns-value]
+
+
+def _swap_image_id(loaded: LoadedProfile, client: Any) -> tuple[str | None, str]:
+    from seat_console.actions.runbook import StepError
+    from seat_console.actions.swap import probe_image
+    from seat_console.node.context import NodeContext
+
+    if loaded.profile.swap is None:
+        return None, "the profile has no [swap]: no image will serve the candidate"
+    try:
+        iid, described = probe_image(NodeContext.from_profile(loaded), client)
+        return iid, described
+    except StepError as exc:
+        return None, str(exc)
+
+
 def run(args: argparse.Namespace, loaded: LoadedProfile) -> int:
     """Check, print, journal; exit codes in the module docstring."""
+    from seat_console.sources.image_caps import inspect_image
+
     prog = "seat-console image-check"
     cand = loaded.profile.candidate
     req = cand.requires if cand is not None else None
@@ -55,7 +105,7 @@ def run(args: argparse.Namespace, loaded: LoadedProfile) -> int:
         print(jsonout.dumps({"error": msg}) if args.json else msg,
               file=sys.stdout if args.json else sys.stderr)
         return EXIT_USAGE
-    targets = image_targets(loaded)
+    targets = images(loaded)
     if args.dry_run:
         plan = {"dry_run": True, "requires": req.model_dump(mode="json"),
                 "images": [{"role": r, "image": i} for r, i in targets],
@@ -77,11 +127,26 @@ def run(args: argparse.Namespace, loaded: LoadedProfile) -> int:
               f"({loaded.profile.node.docker_host or '$DOCKER_HOST'}): {exc}", file=sys.stderr)
         return EXIT_UNKNOWN
     try:
-        checked = check_images(loaded, client)
+        vols = list(loaded.profile.swap.volumes) if loaded.profile.swap else []
+        caps = [inspect_image(client, r, i, req, python_bin=python_bin(loaded), volumes=vols)
+                for r, i in targets]
+        swap_id, swap_described = _swap_image_id(loaded, client)
     finally:
         client.close()
-    caps, used, doc = checked.caps, checked.used, checked.doc
-    verdict, ok = doc["verdict"], doc["ok"]
+    used = next((c for c in caps if swap_id and c.image_id == swap_id), None)
+    ok = used.has if used is not None else None
+    having = [c for c in caps if c.has]
+    if used is not None:
+        verdict = f"the image the swap will use ({used.role} {used.image}) {used.verdict_words()}"
+    else:
+        verdict = f"cannot tell for the swap's image: {swap_described}"
+    if ok is not True and having:
+        verdict += "; " + ", ".join(f"{c.role} {c.image} has it" for c in having)
+    elif ok is not True:
+        verdict += "; no image checked has it"
+    doc = {"ok": ok, "verdict": verdict, "swap_image_id": swap_id,
+           "requires": req.model_dump(mode="json"),
+           "images": {c.image: c.model_dump(mode="json") for c in caps}}
     _journal(loaded, doc)
     if args.json:
         print(jsonout.dumps(doc, indent=2))
@@ -107,15 +172,21 @@ def _journal(loaded: LoadedProfile, doc: dict[str, Any]) -> None:
     that cannot be written is said on stderr, the answer still printed."""
     from seat_console.actions.journal import Journal, JournalError
 
+    outcome = {True: "done", False: "failed"}.get(doc["ok"], "unknown")  # type: ignore[arg-type]
+    facts = {"ok": doc["ok"], "verdict": doc["verdict"], "swap_image_id": doc["swap_image_id"],
+             "images": {ref: {"role": c["role"], "image_id": c["image_id"], "has": c["has"],
+                              "found": [x["evidence"] for x in c["checks"] if x["ok"] is True],
+                              "missed": [x["evidence"] for x in c["checks"]
+                                         if x["ok"] is not True]}
+                        for ref, c in doc["images"].items()}}
     try:
         with Journal() as j:
-            record_image_check(j, loaded, doc)
+            j.append(run_id=f"image-check-{uuid.uuid4().hex[:12]}", runbook="image-check",
+                     kind="end", outcome=outcome, facts=facts,
+                     profile_sha256=loaded.sha256)
     except JournalError as exc:
         print(f"seat-console image-check: not journaled: {exc}", file=sys.stderr)
 
 
 __all__ = ["EXIT_LACKS", "EXIT_OK", "EXIT_UNKNOWN", "EXIT_USAGE", "images", "python_bin",
            "register", "run"]
-
-images = image_targets
-"""The images checked (:func:`seat_console.actions.read_stages.image_targets`)."""

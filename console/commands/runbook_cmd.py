@@ -41,7 +41,6 @@ import importlib
 from typing import Any
 
 from seat_console.actions.journal import Journal, JournalError
-from seat_console.actions.read_stages import fit_facts, record_fit
 from seat_console.actions.stages import (
     RECOVER_COMMAND,
     RunbookState,
@@ -203,6 +202,14 @@ def _next(args: argparse.Namespace, loaded: LoadedProfile, nctx: NodeContext,
     return int(sub_args.func(sub_args, loaded))
 
 
+def fit_facts(nctx: NodeContext) -> dict[str, Any]:
+    """The fit verdict read now, as the ``fit`` row's facts
+    (:func:`seat_console.actions.read_stages.fit_facts`: the TUI's runbook screen uses it too)."""
+    from seat_console.actions.read_stages import fit_facts as read_fit
+
+    return read_fit(nctx)
+
+
 def _fit(args: argparse.Namespace, loaded: LoadedProfile, nctx: NodeContext,
          journal: Journal) -> int:
     prog = PROG + " next"
@@ -215,6 +222,8 @@ def _fit(args: argparse.Namespace, loaded: LoadedProfile, nctx: NodeContext,
             print(f"fit — plan: journal the verdict {facts['verdict']} ({facts['words']}); "
                   "nothing on the node changes")
         return ac.EXIT_OK
+    from seat_console.actions.read_stages import record_fit
+
     try:
         row = record_fit(journal, loaded, facts)
     except JournalError as exc:
