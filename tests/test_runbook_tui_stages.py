@@ -505,3 +505,13 @@ async def test_a_keyless_next_stage_shows_the_runbook_screens_key() -> None:
             await wait_for(pilot, lambda: any("▸" in x for x in lines_of(app)), "the strip")
             row = next(x for x in lines_of(app) if "▸" in x)
             assert shown + " " in row, (readonly, row)
+
+
+def test_at_the_start_of_a_cycle_the_strip_keeps_the_names_after_fit() -> None:
+    """Fit next with the g key: at 80 columns every stage by name; narrower, the stages after
+    fit keep their names and the tail is cut (not every stage shrunk to a mark)."""
+    t = render_strip(recorded_runbook(0), 78, {}.get, guide="g").plain
+    assert t == "▸ g fit ·image·hold·backport·swap·probe·compare·decide·restore·promote·release"
+    t = render_strip(recorded_runbook(0), 70, {}.get, guide="g").plain
+    assert t.startswith("▸ g fit ·image·hold·backport·swap·probe·compare") and t.endswith("…")
+    assert len(t) == 70

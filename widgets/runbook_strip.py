@@ -11,8 +11,9 @@ Enter runs it. Colour only
 repeats what the marks say. When the full form does not fit, :func:`render_strip` tries tighter
 forms in turn (:data:`FORMS`): single spaces; the done and skipped stages before the next one as
 bare marks (``✓✓✓``); the stages after the next one joined by their marks alone
-(``·swap·probe``); every stage but the next one as its bare mark (``✓~✗✓ ▸ U release
-·``: the next stage's name is never cut, wherever it stands); last, the end cut with ``…``.
+(``·swap·probe``), its tail cut with ``…`` when only stages after the next one are cut;
+every stage but the next one as its bare mark (``✓~✗✓ ▸ U release ·``: the next stage's name
+is never cut, wherever it stands); last, the end cut with ``…``.
 After a closed cycle the strip ends ``cycle closed ▸ fit`` (a new cycle begins at fit). The runbook screen (``g``) shows every stage
 in full. Pure view of a :class:`~seat_console.actions.stages.RunbookState`: no I/O (the state is
 read in a worker: :mod:`seat_console.tui.runbook_state`).
@@ -134,8 +135,20 @@ def render_strip(state: RunbookState | None, width: int, key_of: KeyOf,
         t = _form(state, key_of, form, problem, guide)
         if cell_len(t.plain) <= width:
             return t
+        if form == "joined" and _next_within(t.plain, state, width - 1):
+            t.truncate(max(width, 1), overflow="ellipsis")   # only stages after it are cut
+            return t
     t.truncate(max(width, 1), overflow="ellipsis")
     return t
+
+
+def _next_within(plain: str, state: RunbookState, cells: int) -> bool:
+    """Whether the next stage's token (``▸ … name``) ends within the first ``cells``."""
+    at = plain.find(NEXT_MARK)
+    if state.next is None or at < 0:
+        return False
+    end = plain.find(state.next.name, at)
+    return end >= 0 and cell_len(plain[:end + len(state.next.name)]) <= cells
 
 
 class RunbookStrip(Static):
