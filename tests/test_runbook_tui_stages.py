@@ -515,3 +515,20 @@ def test_at_the_start_of_a_cycle_the_strip_keeps_the_names_after_fit() -> None:
     t = render_strip(recorded_runbook(0), 70, {}.get, guide="g").plain
     assert t.startswith("▸ g fit ·image·hold·backport·swap·probe·compare") and t.endswith("…")
     assert len(t) == 70
+
+
+async def test_a_run_that_never_ended_shows_recover_and_runs_nothing(keyed) -> None:
+    from seat_console.actions.stages import RECOVER_COMMAND
+
+    state = recorded_runbook(3)
+    stages = tuple(replace(s, status="failed", command=RECOVER_COMMAND,
+                           reason="hold run h1 never ended") if s.name == "hold" else s
+                   for s in state.stages)
+    app = _app(replace(state, stages=stages, next=stages[2]))
+    async with app.run_test(size=(80, 24), notifications=True) as pilot:
+        await _open(pilot, app)
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: any(f"run it in a shell: {RECOVER_COMMAND}"
+                                          in str(n.message) for n in app._notifications),
+                       "recover shown")
+        assert keyed == []

@@ -6,8 +6,9 @@ daemon thread of its own, never on the UI thread), at the refresh interval (at l
 :data:`RUNBOOK_MIN_INTERVAL_S`), at once after every action the console ran, and when polling
 resumes. The result comes back as a :class:`RunbookRead` message; :class:`RunbookStateMixin`
 (mixed into the app) draws it in the :class:`~seat_console.widgets.runbook_strip.RunbookStrip`
-and an open :class:`~seat_console.widgets.runbook_screen.RunbookScreen`, and runs a stage's key
-through the one runbook controller (:mod:`seat_console.tui.runbook`).
+and an open :class:`~seat_console.widgets.runbook_screen.RunbookScreen`, and runs a stage
+(:meth:`RunbookStateMixin.run_stage`: its key's action, the read stages' flows, the decision's
+branch) through the one runbook controller (:mod:`seat_console.tui.runbook`).
 """
 
 from __future__ import annotations
