@@ -536,7 +536,9 @@ def read_runbook(nctx: Any, journal: Journal, *, runs_dir: Path | None = None,
     ``promote`` after a KEEP or INCONCLUSIVE decision.
 
     ``next``: an unfinished run's stage first; else the first stage in order neither ``done``
-    nor ``skipped`` (``promote`` before ``restore`` after a PROMOTE-ABLE decision). Sources
+    nor ``skipped`` (``promote`` before ``restore`` after a PROMOTE-ABLE decision; ``compare``
+    before ``swap`` while the resident holds the seat and neither is done — the bracket starts
+    from the resident, and after the swap it is refused until a restore, which ends the hold). Sources
     that cannot be read are sentences in ``problems`` (a journal that cannot be read: every
     stage ``todo`` with ``needs`` saying unknown, ``next = None``). Never raises for bad input;
     the same journal, run store, node and ``now`` give the same state.
@@ -689,6 +691,12 @@ def read_runbook(nctx: Any, journal: Journal, *, runs_dir: Path | None = None,
             if decision == "PROMOTE-ABLE":
                 order.remove("promote")
                 order.insert(order.index("restore"), "promote")
+            if holder == "resident" and st["compare"].status != "done" \
+                    and st["swap"].status != "done":
+                # the bracket measures the resident as arm A and is refused while the
+                # candidate holds the seat (gates.compare_gate): compare before the swap
+                order.remove("compare")
+                order.insert(order.index("swap"), "compare")
             nxt = next((st[s] for s in order if st[s].status not in ("done", "skipped")), None)
     return RunbookState(stages, nxt, holder, now, tuple(rd.problems),
                         cycle_started_at=started_at, cycle_closed_at=closed_at)

@@ -370,11 +370,12 @@ async def test_the_probe_screens_footer_drops_stop_once_the_run_ended(size) -> N
     async with app.run_test(size=size) as pilot:
         scr = ProbeScreen(lambda: stopped.append(1), _view("running"))
         app.push_screen(scr)
-        await wait_for(pilot, lambda: app.screen is scr, "the probe screen")
-        await pilot.pause()
-        assert "stop probe" in lines_of(app)[-1] and "probe goes on" in lines_of(app)[-1]
+        await wait_for(pilot, lambda: app.screen is scr
+                       and "stop probe" in (lines_of(app) or [""])[-1], "the probe's footer")
+        assert "probe goes on" in lines_of(app)[-1]
         scr.show(_view("complete"))
-        await wait_for(pilot, lambda: "stop probe" not in lines_of(app)[-1], "footer redrawn")
+        await wait_for(pilot, lambda: "stop probe" not in lines_of(app)[-1]
+                       and "close" in lines_of(app)[-1], "footer redrawn")
         footer = lines_of(app)[-1]
         assert "close" in footer and "probe goes on" not in footer, footer
         await pilot.press("x")
@@ -532,3 +533,33 @@ async def test_a_run_that_never_ended_shows_recover_and_runs_nothing(keyed) -> N
                                           in str(n.message) for n in app._notifications),
                        "recover shown")
         assert keyed == []
+
+
+def test_with_the_resident_in_the_seat_the_compare_comes_before_the_swap(tmp_path) -> None:
+    """Met on the lab driving the screen by Enter: after swap and probe the candidate held the
+    seat and compare (next) was refused "restore first" — which ends the hold and the cycle, so
+    Enter could never reach a decision. While the resident holds the seat and neither is done,
+    the compare is next; after it, the swap; after the probe, decide."""
+    from runbook_history import History
+
+    from seat_console.actions.journal import Journal
+    from seat_console.actions.stages import read_runbook
+
+    with Journal() as j:
+        h = History(j, tmp_path)
+        h.fit()
+        h.image()
+        h.hold()
+        h.backport()
+        assert read_runbook(None, j, runs_dir=tmp_path, seat="resident").next.name == "compare"
+        assert read_runbook(None, j, runs_dir=tmp_path, seat="unknown").next.name == "swap"
+        h.compare()
+        assert read_runbook(None, j, runs_dir=tmp_path, seat="resident").next.name == "swap"
+        h.swap()
+        assert read_runbook(None, j, runs_dir=tmp_path, seat="candidate").next.name == "probe"
+        h.probe()
+        st = read_runbook(None, j, runs_dir=tmp_path, seat="candidate")
+        assert st.next.name == "decide", [(s.name, s.status, s.reason) for s in st.stages]
+        h.decide("KEEP")
+        st = read_runbook(None, j, runs_dir=tmp_path, seat="candidate")
+        assert st.next.name == "restore" and branch_of(st) is not None

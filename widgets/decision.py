@@ -129,6 +129,9 @@ def branch_of(state: RunbookState | None) -> Branch | None:
         choices = (Choice("compare", "Compare again",
                           "Compare again: a new bracket, to decide it (its plan says the "
                           "cost); then decide again"), keep)
+        if state.seat_holder == "candidate":
+            note = ("A compare starts from the resident in the seat: with the candidate in "
+                    "it, compare's plan will ask for a restore first (which ends the hold).")
     return Branch(decision, questions, decide.needs if decision == "INCONCLUSIVE" else "",
                   choices, note)
 

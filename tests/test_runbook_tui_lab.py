@@ -1,0 +1,160 @@
+"""The runbook screen on the lab (issue 30's "Done when"): a console driven only by ``g`` and
+Enter — answering each confirmation as a new engineer would (``y``, the seat's name typed where
+asked, Esc to leave a log) — runs fit → hold → backport → compare → swap → probe → decide on the
+lab's real docker engine, systemd node, Alertmanager and vLLM (the compare is offered before the
+swap while the resident holds the seat: it starts from the resident), reaches a decision, and
+acts on it from the decision's branch: *Keep the resident* (offered by every outcome; a
+one-round bracket on this CPU is INCONCLUSIVE) — the restore, which closes the cycle.
+
+Each step waits on the runbook's state read back from the node and the journal (the screen's
+``next``), never on time. It restarts vLLM several times (the swap and the compare's four
+legs), so it holds ``.lab/disrupt.lock`` exclusively and, whatever happens, leaves the lab as
+found (resident serving, no hold, timers as before).
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+from lab_helpers import (exclusive_lab, node_transport, restore_seat, serving, state_env,
+                         timers_active)
+
+from app_fixtures import CountingPanel, CountingSource, FakeClock
+from seat_console.core.profile import load_profile
+from seat_console.tui.app import SeatConsoleApp
+from seat_console.widgets.confirm import ConfirmScreen
+from seat_console.widgets.decision import DecisionScreen
+from seat_console.widgets.hold_options import HoldOptionsScreen
+from seat_console.widgets.probe import ProbeScreen
+from seat_console.widgets.runbook_screen import RunbookScreen
+from seat_console.widgets.runlog import RunLogScreen
+
+
+async def until(pilot, pred, what: str, limit_s: float) -> None:
+    """Pause the pilot until ``pred()`` holds (AssertionError naming ``what`` after
+    ``limit_s``: a bound, not an expected duration)."""
+    end = time.monotonic() + limit_s
+    while time.monotonic() < end:
+        if pred():
+            return
+        await pilot.pause(0.2)
+    raise AssertionError(f"timed out waiting for: {what}")
+
+
+async def to_runbook_screen(pilot, app) -> RunbookScreen:
+    """Leave any log / probe screen (Esc) and open the runbook screen (``g``)."""
+    for _ in range(5):
+        if isinstance(app.screen, RunbookScreen):
+            return app.screen
+        if isinstance(app.screen, RunLogScreen | ProbeScreen):
+            await pilot.press("escape")
+        else:
+            await pilot.press("g")
+        await pilot.pause(0.3)
+    assert isinstance(app.screen, RunbookScreen), app.screen
+    return app.screen
+
+
+async def confirm(pilot, app, seat: str, limit_s: float = 120) -> str:
+    """Answer the stage's questions as a new engineer would: the hold's options (defaults),
+    then the confirmation — the seat's name typed where asked, else ``y``. The title."""
+    def asked_or_refused() -> bool:
+        return isinstance(app.screen, ConfirmScreen | HoldOptionsScreen) or (
+            app.runbooks.planning is None
+            and any(n.severity == "error" for n in app._notifications))
+
+    await until(pilot, asked_or_refused, "the plan", limit_s)
+    if isinstance(app.screen, HoldOptionsScreen):
+        await pilot.press("enter")
+        await until(pilot, lambda: isinstance(app.screen, ConfirmScreen), "the hold's plan",
+                    limit_s)
+    scr = app.screen
+    assert isinstance(scr, ConfirmScreen), [str(n.message) for n in app._notifications]
+    if scr.typed is not None:
+        await pilot.press(*seat, "enter")
+    else:
+        await pilot.press("y")
+    return scr.title_text
+
+
+async def run_next(pilot, app, stage: str, seat: str, limit_s: float) -> str:
+    """Enter on the runbook screen with ``stage`` next, confirm, and wait until the runbook
+    read back from the node moves past it (or it failed). The confirmation's title."""
+    scr = await to_runbook_screen(pilot, app)
+    await until(pilot, lambda: app.runbook_state is not None and app.runbook_state.next
+                is not None and app.runbook_state.next.name == stage, f"{stage} next", 60)
+    ol = scr.query_one("#runbook-stages")
+    await until(pilot, lambda: ol.highlighted == [s.name for s in app.runbook_state.stages]
+                .index(stage), f"{stage} highlighted", 10)
+    await pilot.press("enter")
+    title = await confirm(pilot, app, seat)
+    if stage == "probe":
+        await until(pilot, lambda: isinstance(app.screen, ProbeScreen), "the probe screen", 60)
+        await until(pilot, lambda: not isinstance(app.screen, ProbeScreen) or app.screen.ended,
+                    "the probe's end", limit_s)
+    await until(pilot, lambda: not app.runbooks.busy and app.runbook_state.next is not None
+                and app.runbook_state.next.name != stage
+                or app.runbook_state.stage(stage).status == "failed", f"{stage} done", limit_s)
+    st = app.runbook_state.stage(stage)
+    assert st.status in ("done", "skipped"), (stage, st, app.runbooks.lines)
+    return title
+
+
+def test_a_new_engineer_reaches_a_decision_and_keeps_the_resident_by_enter(
+        lab, tmp_path: Path, monkeypatch) -> None:
+    import asyncio
+
+    env = state_env(tmp_path, data=True)
+    for k in ("SEAT_CONSOLE_STATE_DIR", "SEAT_CONSOLE_DATA_DIR"):
+        monkeypatch.setenv(k, env[k])
+    node = node_transport(lab)
+    loaded = load_profile(lab.profile_path)
+    seat = loaded.profile.node.name
+    with exclusive_lab(lab, "the runbook-screen test swaps and compares on the seat"):
+        before = timers_active(node, lab.timers)
+        try:
+            asyncio.run(_drive(loaded, seat))
+        finally:
+            restore_seat(lab, env, node, before)
+        assert serving(lab) and timers_active(node, lab.timers) == before
+
+
+async def _drive(loaded, seat: str) -> None:
+    app = SeatConsoleApp(loaded, interval=3600.0, clock=FakeClock(), age_tick_s=3600.0,
+                         panels=[(lambda _l: CountingSource(), CountingPanel)],
+                         watch_terminal=False)
+    async with app.run_test(size=(120, 40), notifications=True) as pilot:
+        await until(pilot, lambda: app.runbook_state is not None, "the first read", 60)
+        assert "Record the candidate's fit verdict" in await run_next(pilot, app, "fit", seat, 60)
+        assert app.runbook_state.stage("image").status == "skipped"   # no [candidate.requires]
+        await run_next(pilot, app, "hold", seat, 120)
+        await run_next(pilot, app, "backport", seat, 300)
+        # the bracket starts from the resident (arm A): the runbook offers it before the swap
+        await run_next(pilot, app, "compare", seat, 1500)
+        assert app.runbook_state.seat_holder == "resident"
+        await run_next(pilot, app, "swap", seat, 600)
+        assert app.runbook_state.seat_holder == "candidate"
+        await run_next(pilot, app, "probe", seat, 600)
+        await run_next(pilot, app, "decide", seat, 300)
+        st = app.runbook_state
+        decision = st.stage("decide").evidence["decision"]
+        assert any(x.startswith("fits? ") for x in st.stage("decide").details), \
+            st.stage("decide")
+        # the branch: Enter on the next stage offers what the decision allows
+        scr = await to_runbook_screen(pilot, app)
+        head = " ".join(str(scr.query_one("#runbook-head").render()).split())
+        assert f"Decision {decision}: Enter on ▸ {st.next.name} chooses" in head, head
+        await pilot.press("enter")
+        await until(pilot, lambda: isinstance(app.screen, DecisionScreen), "the branch", 10)
+        labels = [str(b.label) for b in app.screen.query("Button")]
+        assert "Keep the resident" in labels, labels
+        keep = next(c.kind for c in app.screen.branch.choices if c.label == "Keep the resident")
+        app.screen.query_one(f"#choice-{keep}").press()
+        await confirm(pilot, app, seat)
+        await until(pilot, lambda: not app.runbooks.busy and app.runbook_state.cycle_closed_at
+                    is not None, "the cycle closed by keeping the resident", 600)
+        assert app.runbook_state.stage("release").status == "done"
+        assert app.runbook_state.stage("promote").status == "skipped" or decision == \
+            "PROMOTE-ABLE"
