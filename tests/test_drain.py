@@ -350,11 +350,11 @@ def test_engine_reading_reads_is_paused_where_offered() -> None:
 # -- the exporter ------------------------------------------------------------------------------
 def _families(states: dict[str, Any]) -> dict[tuple[str, tuple], float]:
     from seat_console.exporter.model import Identity, build_families
-    from seat_console.exporter.poller import SourceState
+    from seat_console.snapshot.poll import SourceView
 
     ident = Identity("n1", "resident-a", "http://127.0.0.1:8000", 2, ("a.timer",), "0.1.0")
     out = {}
-    for f in build_families(ident, {k: SourceState(k, True, v, 1000.0)
+    for f in build_families(ident, {k: SourceView(k, True, v, 1000.0)
                                     for k, v in states.items()}):
         for smp in f.samples:
             out[(smp.name, tuple(sorted(smp.labels.items())))] = smp.value

@@ -32,7 +32,7 @@ from seat_console.exporter.model import (
     TimerFact,
     build_families,
 )
-from seat_console.exporter.poller import Poller, SourceState
+from seat_console.snapshot.poll import Poller, SourceView
 from seat_console.exporter.readers import probe_state, unfinished_runs
 from seat_console.exporter.unit import render_unit, systemd_arg
 from seat_console.core.profile import load_profile
@@ -52,11 +52,11 @@ T_ON = (TimerFact("a.timer", True, True), TimerFact("b.timer", True, True))
 T_OFF = (TimerFact("a.timer", True, False), TimerFact("b.timer", True, True))
 
 
-def up(name: str, value: object, at: float = 1000.0) -> SourceState:
-    return SourceState(name, True, value, at)
+def up(name: str, value: object, at: float = 1000.0) -> SourceView:
+    return SourceView(name, True, value, at)
 
 
-def samples(states: dict[str, SourceState]) -> dict[tuple[str, tuple], float]:
+def samples(states: dict[str, SourceView]) -> dict[tuple[str, tuple], float]:
     out = {}
     for f in build_families(IDENT, states):
         for s in f.samples:
@@ -111,7 +111,7 @@ def test_timers_known_lease_unknown_says_held_but_not_without_lease() -> None:
 
 
 def test_a_source_down_serves_its_last_value_and_says_so() -> None:
-    down = SourceState("silences", False, SilenceValue((2000.0,)), 990.0, "unreachable")
+    down = SourceView("silences", False, SilenceValue((2000.0,)), 990.0, "unreachable")
     s = samples({"silences": down})
     assert get(s, "seat_source_up", source="silences") == 0.0
     assert get(s, "seat_source_last_good_timestamp_seconds", source="silences") == 990.0
@@ -167,7 +167,7 @@ def test_hung_source_is_down_with_its_last_good_value_and_scrape_does_not_wait()
     t = threading.Thread(target=p.read_now, daemon=True)
     t.start()
     wait = time.monotonic() + 10
-    while p._in_flight_since is None and time.monotonic() < wait:   # noqa: SLF001
+    while p._st.busy_since is None and time.monotonic() < wait:   # noqa: SLF001
         time.sleep(0.01)
     clock[0] = 103.0
     assert p.state().up            # in flight, within its timeout
@@ -199,7 +199,7 @@ def test_failed_read_is_down_and_keeps_the_last_good() -> None:
 
 # -- one read for two sources: the node's timers and leases (PollerGroup) ---------------------
 def test_group_one_read_feeds_each_source_and_a_bad_part_downs_only_itself() -> None:
-    from seat_console.exporter.poller import PollerGroup
+    from seat_console.snapshot.poll import PollerGroup
 
     answers: list[object] = [
         {"timers": T_ON, "lease": LeaseValue(())},
@@ -235,7 +235,7 @@ def test_group_one_read_feeds_each_source_and_a_bad_part_downs_only_itself() -> 
 
 
 def test_group_hung_read_downs_every_part_and_the_scrape_does_not_wait() -> None:
-    from seat_console.exporter.poller import PollerGroup
+    from seat_console.snapshot.poll import PollerGroup
 
     clock = [100.0]
     release = threading.Event()
@@ -244,7 +244,7 @@ def test_group_hung_read_downs_every_part_and_the_scrape_does_not_wait() -> None
     t = threading.Thread(target=g.read_now, daemon=True)
     t.start()
     wait = time.monotonic() + 10
-    while g.parts["lease"]._in_flight_since is None and time.monotonic() < wait:  # noqa: SLF001
+    while g.parts["lease"]._st.busy_since is None and time.monotonic() < wait:  # noqa: SLF001
         time.sleep(0.01)
     clock[0] = 106.0
     assert not g.parts["timers"].state().up and not g.parts["lease"].state().up
@@ -275,7 +275,7 @@ def test_exporter_reads_a_group_with_one_call_per_interval(tmp_path) -> None:
 
 
 def test_default_exporter_reads_timers_and_lease_as_one_group(tmp_path) -> None:
-    from seat_console.exporter.poller import PollerGroup
+    from seat_console.snapshot.poll import PollerGroup
 
     exp = Exporter(_profile(tmp_path), "0.1.0")
     groups = [t for t in exp._threads if isinstance(t, PollerGroup)]  # noqa: SLF001
@@ -355,7 +355,7 @@ def test_node_read_bad_lease_block_is_lease_unknown_never_no_lease(monkeypatch,
     assert v["timers"] == (TimerFact("a.timer", True, False),)
     assert isinstance(v["lease"], Unavailable) and "matched block 2 has no Id" in \
         v["lease"].reason
-    from seat_console.exporter.poller import PollerGroup
+    from seat_console.snapshot.poll import PollerGroup
 
     g = PollerGroup(("timers", "lease"), lambda: v, interval_s=15, timeout_s=25)
     g.read_now()

@@ -64,7 +64,8 @@ def test_fit_panel_is_in_the_app_and_reads_the_gpu_panels_reading() -> None:
     from seat_console.tui.panels import LatestReading, LatestReadings, make_fit_source as app_fit
 
     spec = next(s for s in PANELS if s.panel is FitPanel)
-    assert spec.source == "seat_console.tui.panels:make_fit_source" and spec.uses_readings
+    assert spec.source == "fit" and spec.factory == "seat_console.snapshot.live:make_fit_source"
+    assert spec.uses_readings
     src = app_fit(default_loaded(), LatestReadings())
     assert isinstance(src._gpu, LatestReading) and src._gpu.key == "gpus"  # no NVML of its own
     assert make_fit_source is not None

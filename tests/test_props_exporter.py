@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 
 from seat_console.core.profile import load_profile
 from seat_console.exporter.model import Identity, build_families
-from seat_console.exporter.poller import PollerGroup
+from seat_console.snapshot.poll import PollerGroup
 from seat_console.exporter.readers import make_node, probe_state
 from test_exporter import PROFILE, _NodeTransport
 

@@ -1,7 +1,7 @@
 """The ``prometheus_client`` custom collector, and the exporter that owns the pollers.
 
 :class:`SeatCollector` answers a scrape from the pollers' caches only
-(:meth:`seat_console.exporter.poller.Poller.state`): no I/O happens in a scrape, so its cost is
+(:meth:`seat_console.snapshot.poll.Poller.state`: the one poll engine): no I/O happens in a scrape, so its cost is
 bounded whatever a source does, and ``seat_scrape_duration_seconds`` is the collector's own
 time to build the families.
 """
@@ -15,7 +15,7 @@ from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector, CollectorRegistry
 
 from seat_console.exporter.model import SOURCES, Identity, build_families
-from seat_console.exporter.poller import Poller, PollerGroup
+from seat_console.snapshot.poll import Poller, PollerGroup
 from seat_console.exporter.readers import GROUP_READERS, INTERVALS_S, READERS, Reader
 from seat_console.core.profile import LoadedProfile
 
@@ -60,7 +60,7 @@ class Exporter:
     ``readers``: ``{source: make_reader(loaded)}`` (default
     :data:`~seat_console.exporter.readers.READERS`); ``groups``: ``{(source, …):
     make_reader(loaded)}``, sources read together by one call in one
-    :class:`~seat_console.exporter.poller.PollerGroup` (their ``readers`` entries are not
+    :class:`~seat_console.snapshot.poll.PollerGroup` (their ``readers`` entries are not
     used; default :data:`~seat_console.exporter.readers.GROUP_READERS` when ``readers`` is
     not given, none when it is). :attr:`pollers` has every source's :class:`Poller`, a
     group's parts included.

@@ -27,10 +27,12 @@ from typing import Any
 
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 
-from seat_console.exporter.poller import SourceState
+from seat_console.snapshot.poll import SourceView
+from seat_console.snapshot.table import exported
 
-SOURCES = ("gpus", "timers", "silences", "containers", "engine", "journal", "lease")
-"""The exporter's sources, as ``seat_source_up{source}`` names them."""
+SOURCES = tuple(exported())
+"""The exporter's sources, as ``seat_source_up{source}`` names them: the names the source
+table's entries are exported as (:func:`seat_console.snapshot.table.exported`)."""
 
 SIDES = ("resident", "candidate")
 
@@ -189,10 +191,10 @@ def _b(v: bool) -> float:
     return 1.0 if v else 0.0
 
 
-def build_families(ident: Identity, states: Mapping[str, SourceState]) -> list[Metric]:
+def build_families(ident: Identity, states: Mapping[str, SourceView]) -> list[Metric]:
     """The metric families of one scrape, from the sources' cached states.
 
-    ``states``: ``{source name: SourceState}`` for the names in :data:`SOURCES` (a missing
+    ``states``: ``{source name: SourceView}`` for the names in :data:`SOURCES` (a missing
     name counts as never read). The values each source's state holds: ``timers`` — a
     sequence of :class:`TimerFact`; ``lease`` — :class:`LeaseValue`; ``silences`` —
     :class:`SilenceValue`; ``containers`` — :class:`ContainerValue`; ``engine`` —

@@ -3,9 +3,11 @@ value :func:`seat_console.exporter.model.build_families` needs. Read only: nothi
 to the node, Alertmanager, the journal or the probe runs.
 
 Each ``make_*`` returns ``(read, close)``; ``read()`` blocks (it runs in its
-:class:`~seat_console.exporter.poller.Poller`'s thread) and returns a value or an
+:class:`~seat_console.snapshot.poll.Poller`'s thread) and returns a value or an
 :class:`~seat_console.sources.Unavailable`. Each source gets its own transport or client: no
-two threads share one.
+two threads share one. The sources are the source table's
+(:mod:`seat_console.snapshot.table`): :data:`READERS` has one reader per name the table's
+entries are exported as, and a reader that reads a source builds it by the table's entry.
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ from seat_console.exporter.model import (
 from seat_console.core.profile import LoadedProfile
 from seat_console.core.base import Unavailable
 from seat_console.core.untrusted import InputError, get_dict, get_list, get_str, load_json
+from seat_console.snapshot import table
 
 Reader = tuple[Callable[[], Any], Callable[[], None]]
 
@@ -53,7 +56,7 @@ def make_node(loaded: LoadedProfile) -> Reader:
     (:func:`seat_console.actions.node_ops.armed_leases`) → ``{"timers": tuple[TimerFact, ...],
     "lease": LeaseValue}``, either one an :class:`Unavailable` on its own (a matched block that
     cannot be trusted downs ``lease`` only; a failed command or untrustworthy timer blocks
-    down both). Read by one :class:`~seat_console.exporter.poller.PollerGroup`."""
+    down both). Read by one :class:`~seat_console.snapshot.poll.PollerGroup`."""
     from seat_console.actions import node_ops
     from seat_console.node.transport import TransportError, make_transport
     from seat_console.sources.timers import read_unit_states_matching
@@ -136,9 +139,9 @@ make_lease = _part("lease")
 def make_silences(loaded: LoadedProfile) -> Reader:
     """The seat's silences (Alertmanager API v2, the profile's matchers) →
     :class:`SilenceValue` (the ends of the active ones known to cover the seat)."""
-    from seat_console.sources.silences import SilencesReading, make_source
+    from seat_console.sources.silences import SilencesReading
 
-    src = make_source(loaded)
+    src = table.build("silences", loaded)
 
     def read() -> Any:
         r = src.read()
@@ -153,9 +156,9 @@ def make_silences(loaded: LoadedProfile) -> Reader:
 def make_containers(loaded: LoadedProfile) -> Reader:
     """Who holds the seat (:mod:`seat_console.sources.seat`: the resident or the probe
     container, its image ID and repo digest) → :class:`ContainerValue`."""
-    from seat_console.sources.seat import SeatReading, make_source
+    from seat_console.sources.seat import SeatReading
 
-    src = make_source(loaded)
+    src = table.build("seat", loaded)
 
     def read() -> Any:
         r = src.read()
@@ -215,20 +218,20 @@ def make_engine(loaded: LoadedProfile, timeout_s: float = 3.0) -> Reader:
 # -- GPUs and the fit verdict ----------------------------------------------------------------
 def make_gpus(loaded: LoadedProfile) -> Reader:
     """NVML (:mod:`seat_console.sources.gpu`), and with it the fit verdict per side
-    (:func:`seat_console.fit.inputs.compute_budgets`; checkpoint scans are cached while
-    the files do not change) → :class:`GpuValue`. NVML unavailable: the source is down (the
+    (:func:`seat_console.snapshot.fit_verdict.profile_budgets`: computed once per change of
+    its inputs, as the TUI's; checkpoint scans are cached while the files do not change) → :class:`GpuValue`. NVML unavailable: the source is down (the
     verdict needs live cards; none is given from declared sizes alone)."""
-    from seat_console.fit.inputs import compute_budgets
     from seat_console.snapshot.fit_reading import gather_fit_inputs, host_memory
-    from seat_console.sources.gpu import GpuSnapshot, make_source
+    from seat_console.snapshot.fit_verdict import profile_budgets
+    from seat_console.sources.gpu import GpuSnapshot
 
-    src = make_source(loaded)
+    src = table.build("gpus", loaded)
 
     def read() -> Any:
         snap = src.read()
         if not isinstance(snap, GpuSnapshot):
             return snap
-        comp, _ = compute_budgets(gather_fit_inputs(loaded, snap, host=host_memory()))
+        comp, _ = profile_budgets(gather_fit_inputs(loaded, snap, host=host_memory()))
         fit: dict[str, FitVerdict] = {}
         for side, b in (("resident", comp.resident), ("candidate", comp.candidate)):
             if b is not None and b.no_verdict is None:
@@ -396,25 +399,28 @@ def make_journal(loaded: LoadedProfile, environ: dict[str, str] | None = None) -
     return read, _noop
 
 
-READERS: dict[str, Callable[[LoadedProfile], Reader]] = {
-    "gpus": make_gpus, "timers": make_timers, "silences": make_silences,
-    "containers": make_containers, "engine": make_engine, "journal": make_journal,
-    "lease": make_lease,
+_BY_ENTRY: dict[str, dict[str, Callable[[LoadedProfile], Reader]]] = {
+    "gpus": {"gpus": make_gpus}, "timers": {"timers": make_timers, "lease": make_lease},
+    "silences": {"silences": make_silences}, "seat": {"containers": make_containers},
+    "engine": {"engine": make_engine}, "actions": {"journal": make_journal},
 }
+"""The reader of each exported name, by the source table's entry it reads."""
+
+READERS: dict[str, Callable[[LoadedProfile], Reader]] = {
+    x: _BY_ENTRY[e.name][x] for x, e in table.exported().items()}
 """How each source's reader is built alone (tests pass their own)."""
 
 GROUP_READERS: dict[tuple[str, ...], Callable[[LoadedProfile], Reader]] = {
     ("timers", "lease"): make_node,
 }
 """Sources the exporter reads together with one call (one
-:class:`~seat_console.exporter.poller.PollerGroup` each); their :data:`READERS` entries are
+:class:`~seat_console.snapshot.poll.PollerGroup` each); their :data:`READERS` entries are
 then not used. The read returns ``{source: value}``."""
 
 INTERVALS_S: dict[str, float] = {
-    "gpus": 30.0, "timers": 15.0, "silences": 15.0, "containers": 15.0, "engine": 5.0,
-    "journal": 5.0, "lease": 15.0,
-}
-"""Default seconds between two reads of each source (``--interval`` sets them all)."""
+    x: e.exporter_interval_s for x, e in table.exported().items()}
+"""Default seconds between two reads of each source (``--interval`` sets them all): the
+source table's ``exporter_interval_s``."""
 
 __all__ = ["GROUP_READERS", "INTERVALS_S", "READERS", "ReadOnlyJournal", "incomplete_block",
            "make_containers", "make_engine", "make_gpus", "make_journal", "make_lease",

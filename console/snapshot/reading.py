@@ -18,11 +18,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from seat_console.sources import containers
-from seat_console.sources import engine
-from seat_console.sources import gpu
-from seat_console.sources import silences
-from seat_console.sources import timers
+from seat_console.snapshot import table
 from seat_console.sources.containers import ContainersReading
 from seat_console.sources.engine import EngineReading
 from seat_console.sources.gpu import GpuSnapshot
@@ -31,8 +27,9 @@ from seat_console.sources.silences import SilencesReading
 from seat_console.core.base import Frozen, Source, Unavailable, read_once, utcnow
 from seat_console.sources.timers import TimersReading
 
-SOURCE_NAMES = ("gpus", "timers", "silences", "containers", "engine")
-"""The sources of a node snapshot, in display order."""
+SOURCE_NAMES = table.names_for("status")
+"""The sources of a node snapshot, in display order: the source table's entries read by
+``status`` (:mod:`seat_console.snapshot.table`)."""
 
 
 class NodeSnapshot(Frozen):
@@ -65,20 +62,24 @@ class NodeSnapshot(Frozen):
                 if isinstance(getattr(self, n), Unavailable)}
 
 
-def _headless_containers(loaded: LoadedProfile) -> Source:
-    """The containers source without the event-stream thread (a one-shot read has no
-    history to show)."""
-    return containers.make_source(loaded, watch_events=False)
+ONE_SHOT_KW: dict[str, dict[str, Any]] = {"containers": {"watch_events": False}}
+"""Keywords for a one-shot read: the containers source without its event-stream thread (a
+one-shot read has no history to show)."""
+
+
+def _from_table(name: str) -> Callable[[LoadedProfile], Source]:
+    def make(loaded: LoadedProfile) -> Source:
+        return table.build(name, loaded, **ONE_SHOT_KW.get(name, {}))
+
+    make.__name__ = f"make_{name}"
+    make.__doc__ = f"The source table's ``{name}`` source, for one read."
+    return make
 
 
 DEFAULT_FACTORIES: dict[str, Callable[[LoadedProfile], Source]] = {
-    "gpus": gpu.make_source,
-    "timers": timers.make_source,
-    "silences": silences.make_source,
-    "containers": _headless_containers,
-    "engine": engine.make_source,
-}
-"""How :func:`take_snapshot` builds each source (tests may pass their own)."""
+    n: _from_table(n) for n in SOURCE_NAMES}
+"""How :func:`take_snapshot` builds each source: by the source table's entry (tests may pass
+their own)."""
 
 
 def _read_one(name: str, factory: Callable[[LoadedProfile], Source], loaded: LoadedProfile,

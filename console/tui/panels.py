@@ -1,9 +1,11 @@
-"""The main screen's panel table: which source each panel draws, and the sources that share
-another panel's reading (the fit source reads the GPU panel's NVML sample).
+"""The main screen's panel table: which source of the one source table
+(:data:`seat_console.snapshot.table.SOURCE_TABLE`) each panel draws.
 
-Each :class:`PanelSpec` of :data:`PANELS` pairs a source factory (``"module:function"``
-imported after the first frame, or a callable ``make_source(loaded_profile) -> Source``) with
-the :class:`~seat_console.widgets.panel.SourcePanel` subclass that draws it.
+Each :class:`PanelSpec` of :data:`PANELS` pairs a source — a name of the source table (its
+factory, ``eager``, ``min_interval_s`` and ``uses_readings`` come from there), a
+``"module:function"`` imported after the first frame, or a callable ``make_source(loaded_profile)
+-> Source`` (tests) — with the :class:`~seat_console.widgets.panel.SourcePanel` subclass that
+draws it.
 """
 
 from __future__ import annotations
@@ -11,10 +13,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from pydantic import BaseModel
-
-from seat_console.core.profile import LoadedProfile
-from seat_console.core.base import Source, Unavailable
+from seat_console.core.base import Source
+from seat_console.snapshot import table
+from seat_console.snapshot.live import LatestReading, LatestReadings, make_fit_source
+from seat_console.snapshot.table import resolve as _resolve, takes_context
 from seat_console.widgets.actionlog import ActionLogPanel
 from seat_console.widgets.fit import FitPanel
 from seat_console.widgets.gpu import GpuPanel
@@ -33,115 +35,72 @@ SourceFactory = Callable[..., Source]
 class PanelSpec:
     """One panel of the main screen.
 
-    ``source``: ``"module:function"`` (imported in a thread after the first frame, so docker,
-    httpx or the checkpoint scanner do not delay it) or a callable factory (see
-    :data:`SourceFactory`); ``panel``: the :class:`SourcePanel` subclass that draws it;
-    ``eager``: built and read at start-up, before the first frame (the GPU panel);
-    ``min_interval_s``: poll no more often than this (s), whatever the refresh interval;
-    ``uses_readings``: pass the app's :class:`LatestReadings` to the factory; ``span``: columns
-    the panel takes in the two-column layout (1 or 2; ``None``: the panel class's
-    ``wide_span``).
+    ``source``: a name of the source table (:mod:`seat_console.snapshot.table`), a
+    ``"module:function"`` (imported in a thread after the first frame, so docker, httpx or the
+    checkpoint scanner do not delay it) or a callable factory (see :data:`SourceFactory`);
+    ``panel``: the :class:`SourcePanel` subclass that draws it; ``span``: columns the panel
+    takes in the two-column layout (1 or 2; ``None``: the panel class's ``wide_span``).
+    ``eager`` (built and read before the first frame), ``min_interval_s`` (poll no more often
+    than this, s) and ``uses_readings`` (pass the app's :class:`LatestReadings` to the
+    factory): the table entry's when ``None`` (``False`` / ``0`` for a source not in it).
+    Raises :class:`KeyError` for a name that is neither in the table nor ``module:function``.
     """
 
     source: str | SourceFactory
     panel: type[SourcePanel]
-    eager: bool = False
-    min_interval_s: float = 0.0
-    uses_readings: bool = False
+    eager: bool | None = None
+    min_interval_s: float | None = None
+    uses_readings: bool | None = None
     span: int | None = None
 
+    def __post_init__(self) -> None:
+        e = self.entry
+        for f, default in (("eager", False), ("min_interval_s", 0.0),
+                           ("uses_readings", False)):
+            if getattr(self, f) is None:
+                object.__setattr__(self, f, getattr(e, f) if e is not None else default)
 
-PANELS: list[PanelSpec] = [
-    PanelSpec("seat_console.sources.gpu:make_source", GpuPanel, eager=True),
-    PanelSpec("seat_console.actions.actionlog:make_source", ActionLogPanel, uses_readings=True,
-              span=2),
-    PanelSpec("seat_console.sources.timers:make_source", TimersPanel),
-    PanelSpec("seat_console.sources.silences:make_source", SilencesPanel),
-    PanelSpec("seat_console.tui.panels:make_fit_source", FitPanel, uses_readings=True,
-              min_interval_s=10.0),
-    PanelSpec("seat_console.sources.engine:make_source", EnginePanel),
-    PanelSpec("seat_console.sources.containers:make_source", ContainersPanel),
-    PanelSpec("seat_console.sources.seat:make_source", SeatPanel),
-]
+    @property
+    def entry(self) -> table.SourceEntry | None:
+        """The source table's entry this panel draws (``None``: a factory of its own)."""
+        if isinstance(self.source, str) and ":" not in self.source:
+            return table.entry(self.source)
+        return None
+
+    @property
+    def factory(self) -> str | SourceFactory:
+        """The factory that builds this panel's source (the table entry's for a name)."""
+        e = self.entry
+        return e.factory if e is not None else self.source
+
+
+PANELS: list[PanelSpec] = [PanelSpec(name, panel, span=span) for name, panel, span in (
+    ("gpus", GpuPanel, None),
+    ("actions", ActionLogPanel, 2),
+    ("timers", TimersPanel, None),
+    ("silences", SilencesPanel, None),
+    ("fit", FitPanel, None),
+    ("engine", EnginePanel, None),
+    ("containers", ContainersPanel, None),
+    ("seat", SeatPanel, None),
+)]
 """The panels the app shows, in reading order (the seat's safety net — GPUs, the hold and its
 countdown, timers, silences, fit — first, so it is on the first screen at 80×24; the Actions
 panel was last, below the fold there, while a hold counted down; at two columns it takes the
-whole width, its journal rows being long).
+whole width, its journal rows being long). Every source is a name of the source table.
 
-To add a panel, append one line, e.g.
-``PanelSpec("seat_console.sources.probe:make_source", ProbePanel),``. Plain
-``(make_source, PanelClass)`` pairs are accepted too (tests)."""
-
-class LatestReadings:
-    """The app's newest good reading per source key, readable from any thread (the app writes
-    it on the UI thread; a reader gets a frozen model or ``None``)."""
-
-    def __init__(self) -> None:
-        self._by_key: dict[str, BaseModel] = {}
-
-    def get(self, key: str) -> BaseModel | None:
-        """The newest good reading of source ``key``, or ``None`` before the first."""
-        return self._by_key.get(key)
-
-    def put(self, key: str, reading: BaseModel) -> None:
-        """Record ``reading`` as source ``key``'s newest good reading (UI thread)."""
-        self._by_key[key] = reading
-
-
-class LatestReading(Source):
-    """A source that returns another panel's newest good reading (no I/O): how the fit source
-    shares the GPU panel's NVML sample. Before the first one: ``Unavailable(kind="waiting")``."""
-
-    def __init__(self, readings: LatestReadings, key: str) -> None:
-        self.readings = readings
-        self.key = key
-        self.name = key
-
-    def read(self) -> BaseModel:
-        """The newest good reading of ``key``, or :class:`Unavailable` naming what is awaited."""
-        got = self.readings.get(self.key)
-        if got is None:
-            return Unavailable(source=self.key, kind="waiting",
-                               reason=f"no {self.key} reading yet")
-        return got
-
-
-def make_fit_source(loaded: LoadedProfile, readings: LatestReadings) -> Source:
-    """The fit panel's source, reading the GPU panel's newest snapshot instead of NVML (so the
-    GPU and fit panels show one sample, and no second sampler, ``/proc`` mapper or docker
-    client runs)."""
-    from seat_console.snapshot.fit_reading import FitSource
-
-    return FitSource(loaded, gpu_source=LatestReading(readings, "gpus"),
-                     containers_source=LatestReading(readings, "containers"))
-
-
-def takes_context(factory: SourceFactory) -> bool:
-    """Whether ``factory`` accepts a ``context`` keyword (the app's shared
-    :class:`~seat_console.node.context.NodeContext`); test factories without it still work."""
-    import inspect
-
-    try:
-        params = inspect.signature(factory).parameters
-    except (TypeError, ValueError):
-        return False
-    return "context" in params or any(p.kind is inspect.Parameter.VAR_KEYWORD
-                                      for p in params.values())
-
+To add a panel, add its source to the source table and one line here, e.g.
+``("probe", ProbePanel, None),``. Plain ``(make_source, PanelClass)`` pairs are accepted too
+(tests)."""
 
 def resolve_factory(source: str | SourceFactory) -> SourceFactory:
-    """``"package.module:function"`` → that function (imports the module); a callable as is.
-
-    Raises ``ImportError`` / ``AttributeError`` naming the module or function when it is
-    missing, ``ValueError`` for a string without ``:``."""
-    if callable(source):
-        return source
-    mod, sep, fn = source.partition(":")
-    if not sep:
-        raise ValueError(f"panel source {source!r}: write 'package.module:function'")
-    import importlib
-
-    return getattr(importlib.import_module(mod), fn)
+    """A panel's source → its factory: a name of the source table → the entry's factory
+    (imported), ``"package.module:function"`` → that function, a callable as is. Raises
+    :class:`KeyError` for an unknown name, ``ImportError`` / ``AttributeError`` naming the
+    module or function when it is missing."""
+    if isinstance(source, str) and ":" not in source:
+        return _resolve(table.entry(source).factory)
+    return _resolve(source)
 
 
 def as_spec(entry: PanelSpec | tuple) -> PanelSpec:

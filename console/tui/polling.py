@@ -1,17 +1,20 @@
-"""The polling engine: each source read in a daemon thread of its own, the next poll scheduled
-when the last one finished, back-off after unavailable readings, and the readings drawn on the
-UI thread.
+"""The TUI's side of the one poll engine (:mod:`seat_console.snapshot.poll`): the engine's
+daemon thread per source, its back-off rule and its bookkeeping (last good, errors, the read in
+flight), scheduled from the event loop, with every result turned into a message and drawn on
+the UI thread.
 
 For every panel the app (:class:`PollingMixin`)
 
-* polls the source's blocking ``read()`` in a daemon thread of its own, reused for every read
-  of that source (:class:`Poller`; no Textual worker, task or thread start per poll — at 1 Hz
-  that overhead was most of the idle console's CPU);
+* polls the source's blocking ``read()`` in the engine's daemon thread of its own, reused for
+  every read of that source (:class:`~seat_console.snapshot.poll.Poller`; no Textual worker,
+  task or thread start per poll — at 1 Hz that overhead was most of the idle console's CPU);
 * schedules the next poll only when the last one has finished (:class:`PollTimer`, an asyncio
   ``call_at``), so polls of one source never overlap, and backs off after unavailable readings
   (:func:`next_delay`);
 * gets the result back as a :class:`SourceReading` message and, on the UI thread, keeps per
-  source the last reading, the last good reading and its time, then calls the panel's
+  source the last reading, the last good reading and its time
+  (:class:`~seat_console.snapshot.poll.SourceState`, in :class:`PanelState`), then calls the
+  panel's
   :meth:`~seat_console.widgets.panel.SourcePanel.show`;
 * once a second (no I/O) refreshes every panel's age, so a read that hangs only stales its own
   panel ("STALE · reading for 40 s") while keys and the other panels keep working.
@@ -30,7 +33,6 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import logging
-import queue
 import threading
 import time
 from collections.abc import Callable
@@ -43,6 +45,18 @@ from textual.message import Message
 
 from seat_console.core.base import BrokenSource, Source, Unavailable
 from seat_console.core.partial import merge_last_good
+from seat_console.snapshot.poll import (
+    ALIGN_GRID_S,
+    BACKOFF_MAX_S,
+    BACKOFF_MIN_S,
+    TIME_FIELDS,
+    Poller,
+    SourceState,
+    aligned_when,
+    next_delay,
+    read_guarded,
+    same_reading,
+)
 from seat_console.tui.early import take as take_prestarted
 from seat_console.tui.panels import PanelSpec, resolve_factory, takes_context
 from seat_console.widgets.detail import DetailScreen
@@ -50,66 +64,8 @@ from seat_console.widgets.panel import STALE_FACTOR, STALE_MIN_S, SourcePanel
 
 log = logging.getLogger(__name__)
 
-BACKOFF_MIN_S = 2.0
-"""Shortest wait in seconds before polling a source again after an unavailable reading."""
-
-BACKOFF_MAX_S = 10.0
-"""Longest wait in seconds between polls of a failing source (unless the interval is longer):
-a source that recovered is seen within 10 s, or at once with ``r``."""
-
 STATUS_SOURCES = frozenset({"engine", "containers", "timers", "silences", "fit", "actions"})
 """Sources the status line is drawn from (a change of another does not redraw it)."""
-
-TIME_FIELDS = frozenset({"read_at", "sampled_at"})
-"""Fields of a reading that say when it was taken; ignored by :func:`same_reading`."""
-
-def next_delay(interval_s: float, consecutive_errors: int) -> float:
-    """Seconds to wait before the next poll of a source.
-
-    ``interval_s``: the refresh interval (s). ``consecutive_errors``: how many readings in a row
-    were unavailable. No errors → ``interval_s``. Otherwise exponential back-off from the
-    interval, clamped to [:data:`BACKOFF_MIN_S`, :data:`BACKOFF_MAX_S`] and never shorter than
-    the interval: ``max(interval, min(max(interval × 2^errors, 2), 10))`` — at 1 s: 2, 4, 8,
-    10, 10… (the rule of ``../shared/STYLE.md``, capped at 10 s so a recovered source is seen
-    within 10 s).
-    """
-    if consecutive_errors <= 0:
-        return interval_s
-    grown = interval_s * (2.0 ** min(consecutive_errors, 16))
-    return max(interval_s, min(max(grown, BACKOFF_MIN_S), BACKOFF_MAX_S))
-
-
-def same_reading(a: BaseModel | None, b: BaseModel | None) -> bool:
-    """Whether two readings show the same thing: same type and equal fields, ignoring
-    :data:`TIME_FIELDS` (when they were taken). Two :class:`Unavailable` readings are the same
-    when kind and reason are. ``None`` is never the same as anything."""
-    if a is None or b is None or type(a) is not type(b):
-        return False
-    if isinstance(a, Unavailable):
-        return (a.kind, a.reason) == (b.kind, b.reason)  # type: ignore[attr-defined]
-    da, db = a.__dict__, b.__dict__
-    return all(k in TIME_FIELDS or da[k] == db.get(k) for k in da) and da.keys() == db.keys()
-
-
-def read_guarded(source: Source) -> BaseModel:
-    """Call ``source.read()`` and turn anything but a model into :class:`Unavailable`.
-
-    Sources must not raise, but a bug in one must not reach the UI: an exception becomes
-    ``Unavailable(kind="error")`` naming the exception type and message; a non-model return
-    value becomes ``Unavailable(kind="error")`` naming its type. Runs in a worker thread.
-    """
-    name = getattr(source, "name", type(source).__name__)
-    try:
-        reading = source.read()
-    except Exception as exc:
-        log.warning("source %s raised", name, exc_info=True)
-        return Unavailable(source=name, kind="error",
-                           reason=f"read() raised {type(exc).__name__}: {exc}")
-    if not isinstance(reading, BaseModel):
-        return Unavailable(source=name, kind="error",
-                           reason=f"read() returned {type(reading).__name__}, not a model")
-    return reading
-
 
 def call_in_daemon_thread(fn: Callable[[], BaseModel], name: str) -> concurrent.futures.Future:
     """Run ``fn`` in a new daemon thread; return a future of its result.
@@ -132,52 +88,24 @@ def call_in_daemon_thread(fn: Callable[[], BaseModel], name: str) -> concurrent.
 
 
 @dataclass
-class SourceState:
-    """What the app keeps per source (UI thread only).
+class PanelState(SourceState):
+    """What the app keeps per source (UI thread only): the poll engine's
+    :class:`~seat_console.snapshot.poll.SourceState` (times UTC from the app's clock) and the
+    panel that draws it.
 
-    Times are UTC from the app's clock. ``busy_since`` is set while a read is in flight.
-    ``consecutive_errors`` counts unavailable readings in a row (drives :func:`next_delay`).
-    ``polls`` counts finished reads. ``delay_s`` is the wait scheduled after the last read.
+    ``timer``: the pending next poll; ``dirty``: a reading came while a modal was open.
     """
 
-    key: str
-    source: Source | None
-    panel: SourcePanel
+    source: Source | None = None
+    panel: SourcePanel | None = None
     spec: PanelSpec | None = None
-    reading: BaseModel | None = None
-    reading_at: datetime | None = None
-    last_good: BaseModel | None = None
-    last_good_at: datetime | None = None
-    busy_since: datetime | None = None
-    consecutive_errors: int = 0
-    polls: int = 0
-    delay_s: float = 0.0
     timer: PollTimer | None = None
     dirty: bool = False
-    manual: bool = False
-    """The poll in flight was asked for with ``r`` (its failure does not count)."""
     again: bool = False
     """Read again as soon as the poll in flight ends (:meth:`PollingMixin.poll_now` came
     while it ran: it began before the action ended, so its answer may be from before)."""
     prebuilt: concurrent.futures.Future | None = None
     """Eager sources: the future of ``(source, first reading)`` started before the first frame."""
-
-
-ALIGN_GRID_S = 1.0
-"""Polls and the age tick due in at least this many seconds are moved to the nearest multiple
-of it on the event loop's clock (by at most half of it), so that the sources polled every
-second, the back-off retries and the age tick wake the UI thread together, once a second,
-instead of each on its own phase (every wake-up costs the event loop and Textual a pass)."""
-
-
-def aligned_when(now: float, delay_s: float, grid_s: float = ALIGN_GRID_S) -> float:
-    """The loop time for something due ``delay_s`` seconds after ``now``: the nearest multiple
-    of ``grid_s`` to ``now + delay_s`` when ``delay_s >= grid_s`` (so never more than
-    ``grid_s / 2`` early or late, and never before ``now + delay_s / 2``), else exactly
-    ``now + delay_s``. Seconds in, seconds out."""
-    if grid_s <= 0 or not delay_s >= grid_s:
-        return now + delay_s
-    return max(round((now + delay_s) / grid_s) * grid_s, now + delay_s / 2)
 
 
 class PollTimer:
@@ -193,34 +121,6 @@ class PollTimer:
     def stop(self) -> None:
         """Cancel it (no-op once it ran)."""
         self._handle.cancel()
-
-
-class Poller:
-    """One daemon thread that runs one source's reads, one after another, for the app's life.
-
-    ``submit(fn)`` queues ``fn`` (a read that posts its own result). The thread is started on
-    the first submit and abandoned at exit (a daemon: a read hung on a dead mount cannot keep
-    the console alive). An exception escaping ``fn`` is logged and the thread goes on."""
-
-    def __init__(self, name: str) -> None:
-        self.name = name
-        self._queue: queue.SimpleQueue[Callable[[], None]] = queue.SimpleQueue()
-        self._thread: threading.Thread | None = None
-
-    def submit(self, fn: Callable[[], None]) -> None:
-        """Queue ``fn`` to run on this source's thread."""
-        if self._thread is None:
-            self._thread = threading.Thread(target=self._loop, name=self.name, daemon=True)
-            self._thread.start()
-        self._queue.put(fn)
-
-    def _loop(self) -> None:
-        while True:
-            fn = self._queue.get()
-            try:
-                fn()
-            except BaseException:  # noqa: BLE001 - logged; the next read still runs
-                log.exception("poll on %s failed", self.name)
 
 
 class SourceReading(Message):
@@ -279,11 +179,11 @@ class PollingMixin:
             panel = spec.panel(loaded=self.loaded, id=f"panel-{key}",
                                classes="-span2" if (spec.span or spec.panel.wide_span) > 1
                                else None)
-            st = SourceState(key=key, source=source, panel=panel, spec=spec,
-                             delay_s=self.interval_s)
+            st = PanelState(key=key, source=source, panel=panel, spec=spec,
+                            delay_s=self.interval_s)
             if source is None and spec.eager:   # read before the first frame is drawn
-                early = (take_prestarted(spec.source, self.loaded)
-                         if isinstance(spec.source, str) else None)
+                early = (take_prestarted(spec.factory, self.loaded)
+                         if isinstance(spec.factory, str) else None)
                 st.prebuilt = call_in_daemon_thread(
                     partial(self._build_and_read, spec) if early is None
                     else partial(self._finish_prestarted, spec, early),
@@ -313,7 +213,7 @@ class PollingMixin:
 
 
     @property
-    def states(self) -> dict[str, SourceState]:
+    def states(self) -> dict[str, PanelState]:
         """Per-source state, by source key (read-only use: tests, commands)."""
         return self._states
 
@@ -326,8 +226,7 @@ class PollingMixin:
             st.timer = None
         if st.busy_since is not None or self._shutting_down:
             return
-        st.busy_since = self.clock()
-        st.manual = manual
+        st.begin(self.clock(), manual)
         poller = self._pollers.get(key)
         if poller is None:
             poller = self._pollers[key] = Poller(f"seat-console:{key}")
@@ -362,22 +261,12 @@ class PollingMixin:
             return
         if message.source is not None and st.source is None:
             st.source = message.source
-        manual, st.manual = st.manual, False
         again, st.again = st.again, False
-        st.busy_since = None
-        st.polls += 1
         # a half-failed read keeps the last good value of the parts it missed, marked stale
         reading = merge_last_good(message.reading, st.last_good)
         unchanged = same_reading(reading, st.reading)
-        st.reading = reading
-        st.reading_at = message.finished_at
-        if isinstance(reading, Unavailable):
-            if not manual:   # a refresh asked for with r never counts as a failure
-                st.consecutive_errors += 1
-        else:
-            st.consecutive_errors = 0
-            st.last_good = reading
-            st.last_good_at = message.finished_at
+        # the engine's one rule: last good, and a failure counts unless asked for with r
+        if st.finish(reading, message.finished_at):
             self.readings.put(st.key, reading)
         if again and not self._shutting_down:
             self._start_poll(st.key, manual=True)   # the read asked for after the action
@@ -394,15 +283,14 @@ class PollingMixin:
         self._draw(st)
         self.after_change(st)
 
-    def _schedule_next(self, st: SourceState) -> None:
-        interval = max(self.interval_s, st.spec.min_interval_s if st.spec else 0.0)
-        st.delay_s = next_delay(interval, st.consecutive_errors)
+    def _schedule_next(self, st: PanelState) -> None:
+        st.next_delay(max(self.interval_s, st.spec.min_interval_s if st.spec else 0.0))
         if self.paused or self._shutting_down or st.busy_since is not None:
             return
         st.timer = PollTimer(asyncio.get_running_loop(), st.delay_s,
                              partial(self._start_poll, st.key))
 
-    def _draw(self, st: SourceState) -> None:
+    def _draw(self, st: PanelState) -> None:
         screen = self.screen if self.screen_stack else None
         if isinstance(screen, DetailScreen) and screen.key == st.key:
             screen.panel.show(st.reading, st.last_good, st.last_good_at, now=self.clock(),
@@ -421,7 +309,7 @@ class PollingMixin:
             if st.dirty:
                 self._draw(st)
 
-    def _show_age(self, st: SourceState, now: datetime) -> None:
+    def _show_age(self, st: PanelState, now: datetime) -> None:
         # while paused, readings age but are not "stale": the engineer stopped the polling
         stale_after = (float("inf") if self.paused and st.busy_since is None
                        else max(STALE_FACTOR * max(self.interval_s, st.delay_s), STALE_MIN_S))
@@ -563,6 +451,6 @@ def _close_quietly(source: Source) -> None:
 
 
 
-__all__ = ["ALIGN_GRID_S", "BACKOFF_MAX_S", "BACKOFF_MIN_S", "PollTimer", "Poller",
-           "PollingMixin", "SourceReading", "SourceState", "aligned_when",
+__all__ = ["ALIGN_GRID_S", "BACKOFF_MAX_S", "BACKOFF_MIN_S", "TIME_FIELDS", "PanelState",
+           "PollTimer", "Poller", "PollingMixin", "SourceReading", "SourceState", "aligned_when",
            "call_in_daemon_thread", "next_delay", "read_guarded", "same_reading"]

@@ -1,6 +1,6 @@
 """What the app derives from the newest readings, on the UI thread (no I/O): the status line's
 facts, the profile's fit verdict (computed once per change of the fit inputs, shared with the
-fit panel: :func:`seat_console.widgets.fit.profile_budgets`), whether the GPU totals moved so
+fit panel and the exporter: :func:`seat_console.snapshot.fit_verdict.profile_budgets`), whether the GPU totals moved so
 the fit source should be read again, and the hold banner of the timers and silences panels."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from seat_console.core.base import Unavailable
-from seat_console.widgets.fit import fit_signature, gpu_fit_signature, profile_budgets
+from seat_console.snapshot.fit_verdict import fit_signature, gpu_fit_signature, profile_budgets
 from seat_console.snapshot.verdicts import Fact, build_status
 
 log = logging.getLogger(__name__)
@@ -21,7 +21,7 @@ log = logging.getLogger(__name__)
 
 class SeatSummary:
     """The derived state of one app (see the module docstring). ``states``: the app's
-    per-source :class:`~seat_console.tui.polling.SourceState` by key (read, never written)."""
+    per-source :class:`~seat_console.tui.polling.PanelState` by key (read, never written)."""
 
     def __init__(self) -> None:
         self.fit_signature: object = None
@@ -30,7 +30,7 @@ class SeatSummary:
 
     def fit_changed(self, reading: BaseModel | None) -> None:
         """The fit source's newest good reading: recompute the profile's verdict only when its
-        inputs changed (:func:`~seat_console.widgets.fit.fit_signature`)."""
+        inputs changed (:func:`~seat_console.snapshot.fit_verdict.fit_signature`)."""
         sig = fit_signature(reading)
         if sig == self.fit_signature:
             return
