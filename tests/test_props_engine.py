@@ -176,3 +176,73 @@ def test_one_bad_endpoint_is_one_named_problem(path, body):
 
 def test_unknown_histogram_renders_missing_not_no_requests():
     assert summarize_histogram(None) is None
+
+
+# -- only the families the console reads are parsed (issue 33) -------------------------------
+from pathlib import Path  # noqa: E402
+
+from seat_console.sources import engine as _engine  # noqa: E402
+
+_RECORDED = (Path(__file__).parent / "data" / "engine" / "vllm-0.32.0-cpu.metrics.txt"
+             ).read_text()
+
+
+def _blocks(text: str) -> list[str]:
+    """The recorded scrape cut into families (a ``# HELP`` line starts one)."""
+    out: list[list[str]] = []
+    for line in text.splitlines():
+        if line.startswith("# HELP") or not out:
+            out.append([])
+        out[-1].append(line)
+    return ["\n".join(b) for b in out]
+
+
+_FAMILIES = _blocks(_RECORDED)
+_NOISE = st.tuples(st.sampled_from(["vllm:", "vllm_", "", "custom_vllm_", "python_"]),
+                   st.sampled_from(["num_requests_running_by_lora", "kv_cache_usage_perc",
+                                    "prompt_tokens", "request_prompt_tokens", "gc_objects",
+                                    "time_to_first_token_seconds", "cache_usage_perc",
+                                    "request_success", "engine_sleep_state", "x"]),
+                   st.sampled_from(["gauge", "counter", "histogram", None]), values).map(
+    lambda t: ("" if t[2] is None else f"# TYPE {t[0]}{t[1]} {t[2]}\n")
+    + (f'{t[0]}{t[1]}_bucket{{le="+Inf"}} {t[3]}\n{t[0]}{t[1]}_count {t[3]}'
+       if t[2] == "histogram" else f"{t[0]}{t[1]}{'_total' if t[2] == 'counter' else ''} {t[3]}"))
+
+
+def _full_parse(text: str):
+    """``parse_metrics`` as it was: every line parsed (no selection)."""
+    real = _engine.select_families
+    _engine.select_families = lambda t: (t, 0)
+    try:
+        return _engine.parse_metrics(text)
+    except ValueError as exc:
+        return ("ValueError", str(exc).startswith("/metrics: "))
+    finally:
+        _engine.select_families = real
+
+
+@given(st.lists(st.one_of(st.sampled_from(_FAMILIES), _NOISE), max_size=40))
+def test_selecting_the_families_read_changes_no_figure(parts: list[str]) -> None:
+    """Any scrape made of the recorded vLLM families, shuffled, and look-alike families of
+    every type: the metrics read from the selected lines are the metrics read from every line
+    (``families`` aside, a count of the families declared)."""
+    text = "\n".join(parts) + "\n"
+    want = _full_parse(text)
+    try:
+        got = parse_metrics(text)
+    except ValueError as exc:
+        assert str(exc).startswith("/metrics: ")
+        got = ("ValueError", True)
+    if isinstance(want, tuple) or isinstance(got, tuple):
+        # the selection parses fewer lines, so it may read a scrape whose dropped lines the
+        # full parse refused; never the other way round
+        assert not isinstance(got, tuple) or isinstance(want, tuple), (got, want)
+        return
+    assert got.model_copy(update={"families": 0}) == want.model_copy(update={"families": 0})
+
+
+def test_the_recorded_scrape_reads_the_same_from_a_fifth_of_its_lines() -> None:
+    kept, dropped = _engine.select_families(_RECORDED)
+    assert len(kept.splitlines()) < len(_RECORDED.splitlines()) / 4 and dropped > 50
+    assert (parse_metrics(_RECORDED).model_copy(update={"families": 0})
+            == _full_parse(_RECORDED).model_copy(update={"families": 0}))

@@ -27,6 +27,7 @@ ITL (inter-token latency), E2E latency (request end to end).
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -397,13 +398,142 @@ def summarize_histogram(fam: Metric | None) -> HistogramSummary | None:
         buckets=tuple(bl))
 
 
+EXTRA_FAMILIES = frozenset({"cache_config_info", "engine_sleep_state"})
+"""Normalized families :func:`parse_metrics` reads besides :data:`METRIC_ALIASES`."""
+
+_FRAGMENTS = tuple(sorted({a for aliases in METRIC_ALIASES.values() for a in aliases}))
+_SUFFIXES = ("_bucket", "_count", "_sum", "_created", "_gcount", "_gsum", "_info")
+_METRIC_NAME = re.compile(r"[a-zA-Z_:][a-zA-Z0-9_:]*\Z")
+
+
+def wanted_family(name: str) -> bool:
+    """Whether a metric or sample ``name`` may belong to a family :func:`parse_metrics` reads:
+    its normalized name (:func:`normalize`), with a histogram's sample suffix dropped or not,
+    is one of :data:`EXTRA_FAMILIES` or contains an alias of :data:`METRIC_ALIASES` (the
+    fragment rule of :func:`find_family`)."""
+    n = normalize(name)
+    cands = [n] + [n[: -len(x)] for x in _SUFFIXES if n.endswith(x)]
+    return any(c in EXTRA_FAMILIES or any(a in c for a in _FRAGMENTS) for c in cands)
+
+
+@dataclass(frozen=True)
+class _Declared:
+    """A family as its ``# TYPE`` line declares it (for :func:`find_family` before parsing)."""
+
+    name: str
+    type: str
+
+
+def _bases(name: str) -> list[str]:
+    """Normalized family names a sample ``name`` may belong to: itself, and without a
+    histogram's / counter's sample suffix."""
+    n = normalize(name)
+    return [n] + [normalize(name[: -len(x)]) for x in _SUFFIXES if name.lower().endswith(x)]
+
+
+def select_families(text: str) -> tuple[str, int]:
+    """The lines of ``text`` (Prometheus exposition) that :func:`parse_metrics` needs, and how
+    many declared families were dropped.
+
+    vLLM exposes ~90 families (~630 lines: every histogram's buckets, the process and Python
+    collectors); the console reads ~12, and the text parser's cost grows with every line it
+    parses (most of the engine source's CPU at 1 Hz before this, ``docs/benchmarks.md``).
+    First the ``# TYPE`` lines say which families exist and of what type, and
+    :func:`find_family` picks, by the same rule as after parsing, the one family each logical
+    metric reads; their lines, those of :data:`EXTRA_FAMILIES`, and the samples of families
+    without a ``# TYPE`` line that :func:`wanted_family` may want are kept; other comments and
+    blank lines are dropped (the parser skips them). A dropped sample line is still checked to
+    start with a metric name and carry a value, so an HTML error page or other text that is
+    not the format is refused as before. A scrape that declares one family twice, or has a
+    declared family's sample outside the block its ``# TYPE`` line starts, is returned whole
+    (the parser types and joins those by what lies around them). Raises :class:`ValueError` naming ``/metrics`` and
+    the line for one that does not.
+    """
+    lines = text.split("\n")
+    declared: dict[str, _Declared] = {}
+    for line in lines:
+        if line.startswith("# TYPE "):
+            parts = line.split(None, 3)
+            if len(parts) == 4:
+                n = normalize(parts[2])
+                if n in declared:   # declared twice: how the parser joins them depends on
+                    return text, 0  # what lies between, so the whole text is parsed
+                declared[n] = _Declared(parts[2], parts[3].strip())
+    chosen = set(EXTRA_FAMILIES)
+    for logical in METRIC_ALIASES:
+        hit = find_family(declared, logical)  # type: ignore[arg-type]
+        if hit is not None:
+            chosen.add(normalize(hit.name))
+
+    decided: dict[str, bool] = {}
+
+    def keep(name: str) -> bool:
+        got = decided.get(name)
+        if got is None:
+            bases = _bases(name)
+            got = decided[name] = any(b in chosen for b in bases) or (
+                not any(b in declared for b in bases) and wanted_family(name))
+        return got
+
+    named: set[str] = set()
+
+    def _named(name: str) -> bool:
+        if name in named:
+            return True
+        if _METRIC_NAME.match(name):
+            named.add(name)
+            return True
+        return False
+
+    kept: list[str] = []
+    current = None   # the family of the newest # TYPE line
+    placed: dict[str, bool] = {}
+    for i, line in enumerate(lines, 1):
+        if not line or line.isspace():
+            continue
+        if line[0] == "#":
+            parts = line.split(None, 3)
+            if len(parts) >= 3 and parts[1] in ("HELP", "TYPE", "UNIT"):
+                if parts[1] == "TYPE":
+                    current = normalize(parts[2])
+                    placed.clear()
+                if keep(parts[2]):
+                    kept.append(line)
+            continue
+        end = len(line)
+        for sep in ("{", " ", "\t"):
+            j = line.find(sep)
+            if 0 <= j < end:
+                end = j
+        name = line[:end]
+        ok = placed.get(name)
+        if ok is None:
+            bases = _bases(name)
+            ok = placed[name] = current in bases or not any(b in declared for b in bases)
+        if not ok:   # a declared family's sample outside its block: the parser types it by
+            return text, 0   # where it stands, so the whole text is parsed
+        if keep(name):
+            kept.append(line)
+        elif end == len(line) or not _named(name):
+            raise ValueError(f"/metrics: not Prometheus text (line {i} does not start with "
+                             f"a metric name and a value: {line[:80]!r})")
+    dropped = sum(1 for n in declared if n not in chosen)
+    return "\n".join(kept) + ("\n" if kept else ""), dropped
+
+
 def parse_metrics(text: str) -> EngineMetrics:
     """Parse Prometheus text exposition from vLLM into :class:`EngineMetrics`.
 
-    Raises :class:`ValueError` naming ``/metrics`` when the text is not Prometheus exposition
+    Only the families the console reads are parsed (:func:`select_families`); ``families``
+    counts those parsed plus the declared families dropped. Raises
+    :class:`ValueError` naming ``/metrics`` when the text is not Prometheus exposition
     format, or is above :data:`MAX_METRICS_CHARS`. Values that cannot be a count (NaN, ±Inf,
     negative) are unknown, and a series exposed twice counts once.
     """
+    if len(text) > MAX_METRICS_CHARS:   # before the selection scans it
+        raise ValueError(f"{METRICS}: {len(text):,} characters is above the "
+                         f"{MAX_METRICS_CHARS:,}-character limit")
+    text, dropped = select_families(text)
     families: dict[str, Metric] = {}
     for fam in parse_families(text, METRICS, max_chars=MAX_METRICS_CHARS):
         key = normalize(fam.name)
@@ -441,7 +571,7 @@ def parse_metrics(text: str) -> EngineMetrics:
         requests_finished=_sum(found["requests_finished"]),
         ttft=summarize_histogram(found["ttft"]), itl=summarize_histogram(found["itl"]),
         e2e=summarize_histogram(found["e2e"]), cache_config=cfg_labels, matched=matched,
-        missing=tuple(missing), families=len(families))
+        missing=tuple(missing), families=len(families) + dropped)
 
 
 def sleep_awake(fam: Metric | None) -> float | None:
