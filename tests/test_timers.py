@@ -215,3 +215,50 @@ def test_node_container_missing_is_unavailable(lab) -> None:
     r = src.read()
     assert isinstance(r, Unavailable) and r.kind == "unreachable"
     assert "does not exist" in r.reason
+
+
+# -- the list-timers answer reused while nothing it depends on changed (issue 33) -------------
+class _CountingNode:
+    """A node whose ``systemctl`` answers are set by the test; counts the commands run."""
+
+    where = "fake-node"
+
+    def __init__(self) -> None:
+        self.started = "1764421855"
+        self.runs: list[str] = []
+
+    def run(self, argv, timeout_s=None):
+        from seat_console.core.base import utcnow
+        from seat_console.node.runner import CommandResult
+
+        argv = list(argv)
+        self.runs.append(argv[1])
+        if argv[1] == "list-timers":
+            out = ('[{"next": 1764422455000000, "left": 0, "last": 1764421855000000, '
+                   '"passed": 0, "unit": "a.timer", "activates": "a.service"}]')
+        elif "a.timer" in argv:
+            out = ("Id=a.timer\nLoadState=loaded\nActiveState=active\nSubState=waiting\n"
+                   "UnitFileState=enabled\nUnit=a.service\nPersistent=no\nResult=success\n")
+        else:
+            out = ("Id=a.service\nLoadState=loaded\nActiveState=inactive\nSubState=dead\n"
+                   f"ExecMainStartTimestamp=@{self.started}\nResult=success\n")
+        return CommandResult(argv=tuple(argv), where=self.where, rc=0, stdout=out,
+                             started_at=utcnow(), duration_s=0.0, ok=True)
+
+
+def test_list_timers_is_run_again_only_when_a_timer_or_its_service_changed() -> None:
+    node = _CountingNode()
+    src = TimerSource(node, ["a.timer"])   # type: ignore[arg-type]
+    first = src.read()
+    assert node.runs.count("list-timers") == 1 and first.timers[0].next_elapse is not None
+    second = src.read()
+    assert node.runs.count("list-timers") == 1   # nothing changed: the answer is reused
+    assert second.timers[0].next_elapse == first.timers[0].next_elapse
+    assert node.runs.count("show") == 4          # the timers and services are read every time
+    node.started = "1764421975"                  # the timer fired: its service started again
+    src.read()
+    assert node.runs.count("list-timers") == 2
+    # read_timers alone (no cache kept) runs it every time, as before
+    read_timers(node, ["a.timer"])   # type: ignore[arg-type]
+    read_timers(node, ["a.timer"])   # type: ignore[arg-type]
+    assert node.runs.count("list-timers") == 4
