@@ -326,7 +326,9 @@ def run_fleet_screen(args: argparse.Namespace, loaded: object) -> int:
     from seat_console.tui.fleet import run_fleet_app
 
     return run_fleet_app(fleet, interval_s=interval,  # type: ignore[arg-type]
-                         readonly=bool(getattr(args, "readonly", False)))
+                         readonly=bool(getattr(args, "readonly", False)),
+                         keymap=loaded.profile.keys,  # type: ignore[attr-defined]
+                         keymap_source=loaded.source)  # type: ignore[attr-defined]
 
 
 def _no_terminal(stdin: object = None, stdout: object = None) -> str | None:

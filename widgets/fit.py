@@ -35,6 +35,12 @@ from textual.css.query import NoMatches
 from textual.widgets import Input, Label, Select, Static
 
 from seat_console.core.fmt import gib
+from seat_console.snapshot.fit_verdict import (  # noqa: F401 - re-exported
+    SIGNIFICANT_BYTES,
+    fit_signature,
+    gpu_fit_signature,
+    profile_budgets,
+)
 from seat_console.core.profile import MAX_MODEL_LEN, MAX_NUM_SEQS
 from seat_console.widgets.panel import SourcePanel
 
@@ -42,71 +48,6 @@ if TYPE_CHECKING:  # imported where used: the checkpoint scanner loads after the
     from seat_console.fit.budget import CardBudget, Comparison, FitBudget, OverlayRow
     from seat_console.core.checkpoint import CheckpointProblem
     from seat_console.fit.inputs import FitInputs, FitSide, WhatIf
-
-SIGNIFICANT_BYTES = 1 << 28
-"""Live GPU and host memory figures count as changed for the fit budget only when they move
-by this much (256 MiB): the budget is recomputed when an input changes, not every second."""
-
-
-def _q(n: int | None) -> int | None:
-    return None if n is None else n // SIGNIFICANT_BYTES
-
-
-def fit_signature(inputs: Any) -> tuple | None:
-    """What the fit budget depends on in ``inputs`` (a
-    :class:`~seat_console.fit.inputs.FitInputs`): everything but the live memory
-    figures, which count in steps of :data:`SIGNIFICANT_BYTES`. Equal signatures → the same
-    budget, so it is not recomputed. ``None`` for anything that is not a FitInputs."""
-    if inputs is None or not hasattr(inputs, "cards") or not hasattr(inputs, "resident"):
-        return None
-    cards = tuple((c.rank, c.label, c.key, c.cuda_visible_bytes, c.total_source,
-                   _q(c.used_bytes), _q(c.free_bytes),
-                   tuple((h.pid, h.name, h.container, _q(h.used_bytes)) for h in c.holders))
-                  for c in inputs.cards)
-    host = None if inputs.host is None else (inputs.host.total_bytes,
-                                             _q(inputs.host.available_bytes))
-    return (inputs.resident, inputs.candidate, inputs.seat, cards, inputs.gpu_unavailable,
-            host, inputs.node_gpu_count, inputs.declared_total)
-
-
-_BUDGETS: list[tuple[tuple, tuple[Any, list]]] = []
-"""The last few :func:`profile_budgets` results with their key (inputs' signature, what-if);
-compared by equality (a signature may hold lists)."""
-
-
-def profile_budgets(inputs: Any, whatif: Any = None) -> tuple[Any, list]:
-    """:func:`seat_console.fit.inputs.compute_budgets` of ``inputs`` (a FitInputs) and
-    ``whatif``, computed once per change of :func:`fit_signature`: the status line's verdict,
-    the compact view and the full view share one computation instead of three. Pure
-    arithmetic (no I/O); raises what ``compute_budgets`` raises."""
-    from seat_console.fit.inputs import compute_budgets
-
-    blank = whatif is None or all(v is None for v in whatif.model_dump().values())
-    key = (fit_signature(inputs), None if blank else whatif.model_dump_json())
-    if key[0] is not None:
-        for k, got in _BUDGETS:
-            if k == key:
-                return got
-    got = compute_budgets(inputs, whatif)
-    if key[0] is not None:
-        _BUDGETS.append((key, got))
-        del _BUDGETS[:-4]
-    return got
-
-
-def gpu_fit_signature(snapshot: Any) -> tuple | None:
-    """What the fit budget takes from a GPU snapshot: per card its key, CUDA-visible total and
-    used memory in steps of :data:`SIGNIFICANT_BYTES`. The app re-reads the fit inputs when
-    this changes. ``None`` without a snapshot."""
-    cards = getattr(snapshot, "cards", None)
-    if cards is None:
-        return None
-    out = []
-    for c in cards:
-        m = c.memory
-        out.append((c.key, c.state, None if m is None else m.cuda_visible_bytes,
-                    None if m is None else _q(m.used_bytes)))
-    return tuple(out)
 
 PLACEMENTS = ("gpu-replicated", "gpu-sharded", "host")
 

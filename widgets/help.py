@@ -29,10 +29,14 @@ class HelpScreen(ModalScreen[None]):
     }
     """
 
-    def __init__(self, keys: list[tuple[str, str, str]]) -> None:
-        """``keys``: ``(keys, label, sentence)`` per key offered (the key table's help rows)."""
+    def __init__(self, keys: list[tuple[str, str, str]],
+                 sections: list[tuple[str, list[str]]] | None = None) -> None:
+        """``keys``: ``(keys, label, sentence)`` per key offered (the key table's help rows);
+        ``sections``: ``(heading, paragraphs)`` after the keys (default: the main screen's,
+        :data:`HELP_SECTIONS`)."""
         super().__init__(id="help")
         self._keys = keys
+        self._sections = HELP_SECTIONS if sections is None else sections
 
     def compose(self) -> ComposeResult:
         """A scrollable help text: keys first (a sentence each, wrapped beside the key), then
@@ -52,7 +56,7 @@ class HelpScreen(ModalScreen[None]):
                 what.append(f" — {sentence}")
             keys.add_row(f" {key}", what)
         rest = Text()
-        for heading, paragraphs in HELP_SECTIONS:
+        for heading, paragraphs in self._sections:
             rest.append(f"\n{heading}\n", style="bold underline")
             for para in paragraphs:
                 rest.append(f"• {para}\n")

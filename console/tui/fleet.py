@@ -38,14 +38,13 @@ from __future__ import annotations
 import subprocess
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from functools import partial
 from typing import ClassVar
 
 from rich.text import Text
 from textual import on
 from textual.app import App, ComposeResult, SuspendNotSupported
-from textual.binding import Binding
 from textual.containers import VerticalScroll
 from textual.message import Message
 from textual.screen import ModalScreen
@@ -55,12 +54,25 @@ from seat_console.core.fmt import fmt_duration
 from seat_console.fleet.detail import SeatHistory, read_history, spark
 from seat_console.fleet.rows import COLUMNS, Fleet, FleetReading, FleetRow, cells, iso
 from seat_console.fleet.setup import console_argv
+from seat_console.tui import keys as keytable
 from seat_console.tui.fleet_table import Content, FleetTable
 from seat_console.tui.heap import FREEZE_AFTER_S, freeze_startup_heap
 from seat_console.tui.quiet_driver import driver_class
 
 _age = partial(fmt_duration, style="cell", unknown="?")
 """An age in a narrow place (the one duration rule, style ``cell``)."""
+
+FLEET_HELP: list[tuple[str, list[str]]] = [
+    ("Reading the fleet table", [
+        ("One row per seat, trouble first: hold WITHOUT LEASE, engine down and not held, "
+         "stale, held, healthy."),
+        ("Read from the fleet's Prometheus (4 queries per refresh, whatever the seat count) and "
+         "Alertmanager; a node's figures older than its staleness bound show as stale, never "
+         "as current."),
+        "Enter on a row: that seat's last hour (Esc, q or Enter back).",
+    ]),
+]
+"""The fleet screen's help sections (its keys come from the key table)."""
 
 WIDE_FROM_COLS = 140
 BUSY_SHOWN_AFTER_S = 1.0
@@ -134,7 +146,7 @@ def _daemon(fn: Callable[[], None], name: str) -> None:
 class SeatDetail(ModalScreen[None]):
     """One seat: its row in words and its last hour as sparklines (read in a daemon thread)."""
 
-    BINDINGS: ClassVar = [Binding("escape,q,enter", "dismiss", "back", id="fleet.detail.back")]
+    BINDINGS: ClassVar = keytable.bindings(keytable.FLEET_DETAIL_KEYS)
     DEFAULT_CSS = """
     SeatDetail { align: center middle; }
     SeatDetail > VerticalScroll { width: 96%; height: 92%; border: round $accent;
@@ -229,17 +241,17 @@ class FleetApp(App[int]):
     #fleet-filter.hidden { display: none; }
     #fleet-table { height: 1fr; }
     """
-    BINDINGS: ClassVar = [
-        Binding("slash", "filter", "filter", id="fleet.filter"),
-        Binding("escape", "clear_filter", "clear filter", show=False, id="fleet.clear_filter"),
-        Binding("a", "open_console", "open console", id="fleet.open_console"),
-        Binding("r", "refresh_now", "refresh", id="fleet.refresh"),
-        Binding("q", "quit", "quit", id="fleet.quit"),
-    ]
+    BINDINGS: ClassVar = keytable.bindings(keytable.FLEET_KEYS)
+    """The fleet's keys: the one key table's :data:`~seat_console.tui.keys.FLEET_KEYS`."""
 
     def __init__(self, fleet: Fleet, *, interval_s: float = 5.0, readonly: bool = False,
-                 run_console: Callable[[list[str]], int] | None = None) -> None:
+                 run_console: Callable[[list[str]], int] | None = None,
+                 keymap: Mapping[str, str] | None = None, keymap_source: str = "profile"
+                 ) -> None:
         super().__init__()
+        # the profile's [keys], checked against the fleet's key table (KeymapError names it)
+        self.keymap = keytable.check_keymap(keymap or {}, keymap_source, keytable.FLEET_KEYS)
+        self.set_keymap(self.keymap)
         self.fleet = fleet
         self.interval_s = interval_s
         self.readonly = readonly
@@ -523,6 +535,19 @@ class FleetApp(App[int]):
         b.set_class(not text, "hidden")
 
     # -- keys -------------------------------------------------------------------------------
+    def action_help(self) -> None:
+        """``?``: the help screen with the fleet's keys (as remapped, read-only filtered)."""
+        from seat_console.widgets.help import HelpScreen
+
+        if not isinstance(self.screen, HelpScreen):
+            self.push_screen(HelpScreen(self.help_rows(), sections=FLEET_HELP))
+
+    def help_rows(self) -> list[tuple[str, str, str]]:
+        """``(keys, label, sentence)`` per key of the fleet's key table (keys as remapped by
+        the profile's ``[keys]``; ``--readonly`` filters as the main screen's)."""
+        return keytable.help_rows(keytable.remapped(self.BINDINGS, self.keymap), self.readonly,
+                                  lambda b: b.key_display or self.get_key_display(b))
+
     def action_filter(self) -> None:
         """``/``: show the filter box and focus it."""
         box = self.query_one("#fleet-filter", Input)
@@ -585,9 +610,13 @@ class FleetApp(App[int]):
         self.notify(f"{row.node}: console exited with {rc}")
 
 
-def run_fleet_app(fleet: Fleet, *, interval_s: float = 5.0, readonly: bool = False) -> int:
-    """Run the fleet screen until ``q``; returns 0."""
-    app = FleetApp(fleet, interval_s=interval_s, readonly=readonly)
+def run_fleet_app(fleet: Fleet, *, interval_s: float = 5.0, readonly: bool = False,
+                  keymap: Mapping[str, str] | None = None, keymap_source: str = "profile"
+                  ) -> int:
+    """Run the fleet screen until ``q``; returns 0. ``keymap``: the profile's ``[keys]``
+    (``keymap_source``: its file, named in a refusal)."""
+    app = FleetApp(fleet, interval_s=interval_s, readonly=readonly, keymap=keymap,
+                   keymap_source=keymap_source)
     app.run()
     fleet.prom.close()
     return 0

@@ -113,6 +113,33 @@ KEYS: tuple[Key, ...] = (
 )
 """The main screen's keys, in the order of the footer and the help screen."""
 
+FLEET_KEYS: tuple[Key, ...] = (
+    Key("fleet.filter", "slash", "filter", "filter",
+        "Filter the rows: type part of a node, seat or state (Esc clears it).", display="/"),
+    Key("fleet.clear_filter", "escape", "clear_filter", "clear filter",
+        "Clear the filter and show every row.", show=False, display="Esc"),
+    Key("fleet.open_console", "a", "open_console", "open console",
+        "Open the selected seat's own console over SSH (read-only when the fleet screen is "
+        "--readonly); the fleet screen comes back when it quits."),
+    Key("fleet.refresh", "r", "refresh_now", "refresh",
+        "Query Prometheus and Alertmanager now (the next refresh is timed from it)."),
+    Key("fleet.help", "question_mark", "help", "help",
+        "This help: every key of the fleet screen. Enter on a row: that seat's last hour.",
+        display="?"),
+    Key("fleet.quit", "q", "quit", "quit", "Quit the fleet screen; nothing on the nodes changes."),
+)
+"""The fleet screen's keys (``seat-console fleet``), in the order of its footer and help;
+remapped by the same ``[keys]`` table of the profile, by id."""
+
+FLEET_DETAIL_KEYS: tuple[Key, ...] = (
+    Key("fleet.detail.back", "escape,q,enter", "dismiss", "back",
+        "Back from a seat's last hour to the fleet table."),
+)
+"""The keys of the fleet's seat detail (a modal screen over the fleet table)."""
+
+TABLES: tuple[tuple[Key, ...], ...] = (KEYS, FLEET_KEYS, FLEET_DETAIL_KEYS)
+"""Every screen's key table: an id of any of them may be remapped in a profile's ``[keys]``."""
+
 
 def bindings(keys: Iterable[Key] = KEYS) -> list[BindingType]:
     """The Textual bindings of ``keys`` (the app's ``BINDINGS``)."""
@@ -206,8 +233,8 @@ def readme_rows(keys: Iterable[Key] = KEYS) -> list[str]:
 
 
 def _readme_key(key: str) -> str:
-    return {"question_mark": "?", "escape": "Esc", "ctrl+p": "Ctrl-P",
-            "ctrl+q": "Ctrl-Q"}.get(key.strip(), key.strip())
+    return {"question_mark": "?", "escape": "Esc", "ctrl+p": "Ctrl-P", "ctrl+q": "Ctrl-Q",
+            "slash": "/", "enter": "Enter"}.get(key.strip(), key.strip())
 
 
 class KeymapError(ProfileError):
@@ -216,17 +243,19 @@ class KeymapError(ProfileError):
 
 def check_keymap(keymap: Mapping[str, str], source: str,
                  keys: Iterable[Key] = KEYS) -> dict[str, str]:
-    """The profile's ``[keys]`` (binding id → key(s), comma-separated) checked against ``keys``.
+    """The profile's ``[keys]`` (binding id → key(s), comma-separated) checked against ``keys``
+    (one screen's table: :data:`KEYS` or :data:`FLEET_KEYS`).
 
-    Returns it as Textual's ``App.set_keymap`` takes it. Raises :class:`KeymapError` naming
-    ``source`` (the profile file) for an id not in the table (listing the ids) or for two
-    actions of the main screen on one key (naming both); ``p`` for pause and resume is one
-    action pair, not a clash."""
+    Returns the entries for ``keys``' ids, as Textual's ``App.set_keymap`` takes them. Raises
+    :class:`KeymapError` naming ``source`` (the profile file) for an id in no table of
+    :data:`TABLES` (listing the ids) or for two actions of this screen on one key (naming
+    both); ``p`` for pause and resume is one action pair, not a clash."""
     table = {k.id: k for k in keys}
-    unknown = sorted(set(keymap) - set(table))
+    known = {k.id for t in TABLES for k in t} | set(table)
+    unknown = sorted(set(keymap) - known)
     if unknown:
         raise KeymapError(f"{source}: [keys] {', '.join(repr(u) for u in unknown)}: no such key "
-                          f"binding; the ids are {', '.join(sorted(table))}")
+                          f"binding; the ids are {', '.join(sorted(known))}")
     owner: dict[str, str] = {}
     pair = {"pause", "resume"}
     for k in table.values():
@@ -240,9 +269,9 @@ def check_keymap(keymap: Mapping[str, str], source: str,
                 raise KeymapError(f"{source}: [keys] key {one!r} is bound to both {other!r} and "
                                   f"{k.action!r}; give one of them another key")
             owner[one] = k.action
-    return dict(keymap)
+    return {i: v for i, v in keymap.items() if i in table}
 
 
-__all__ = ["KEYS", "NODE_ACTION_PREFIX", "Key", "KeymapError", "bindings", "check_keymap",
+__all__ = ["FLEET_DETAIL_KEYS", "FLEET_KEYS", "KEYS", "NODE_ACTION_PREFIX", "TABLES", "Key", "KeymapError", "bindings", "check_keymap",
            "PANEL_FOOTER_RANKS", "filter_action_bindings", "footer_drop_order", "help_rows", "is_node_action",
            "node_actions", "readme_rows", "remapped"]
