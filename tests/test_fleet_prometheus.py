@@ -208,6 +208,15 @@ async def test_screen_80x24_filter_and_detail(prom10):
         names = [line.name for line in detail.history.lines]
         assert "engine up" in names and any(n.startswith("GPU memory") for n in names)
         assert detail.history.lines[0].last == 0.0          # the down seat's engine_up
+        # one unit and a said instant: the history's figures read as the row's (issue 33)
+        shown = str(detail.query_one("#detail-history").render())
+        summary = detail._summary().plain
+        assert "figures below read at " in summary and "Z" in summary
+        for line in detail.history.lines:
+            if line.name == "KV cache usage" and line.last is not None:
+                assert f"last {line.last * 100:.0f}%" in shown
+            if line.name.startswith("GPU memory") and line.last is not None:
+                assert " GiB at " in shown and "(MiB)" not in shown
         await pilot.press("escape")
         await _wait(pilot, lambda: not isinstance(app.screen, SeatDetail), "back to the table")
         await pilot.press("slash")

@@ -383,3 +383,14 @@ def test_node_names_from_the_identity_answer_given_or_decoded():
     assert build_rows(got, NOW, 15.0, nodes=names) == decoded
     renamed = build_rows(got, NOW, 15.0, nodes={**names, "b:1": "node-b2"})
     assert {r.instance: r.node for r in renamed}["b:1"] == "node-b2"
+
+
+def test_history_points_read_in_the_rows_units() -> None:
+    from seat_console.fleet.detail import Line, fmt_point
+
+    assert fmt_point("KV cache usage", 0.532) == "53%"          # the row says "KV cache 53%"
+    assert fmt_point("GPU memory used", 81920.0) == "80.00 GiB"  # DCGM's MiB, shown in GiB
+    assert fmt_point("requests running", 3.0) == "3" and fmt_point("held", 1.0) == "1"
+    assert fmt_point("KV cache usage", None) == "n/a"
+    line = Line("x", (1.0, None, 2.0, None))
+    assert line.last == 2.0 and line.last_index == 2 and Line("y", (None,)).last_index is None

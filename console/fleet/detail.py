@@ -28,7 +28,7 @@ def history_queries(instance: str) -> dict[str, str]:
         "requests waiting": f"sum(vllm:num_requests_waiting{{instance={i}}})",
         "KV cache usage": (f'max({{__name__=~"vllm:kv_cache_usage_perc|vllm:gpu_cache_usage_perc",'
                            f"instance={i}}})"),
-        "GPU memory used (MiB)": f"max by (UUID) (DCGM_FI_DEV_FB_USED{{instance={i}}})",
+        "GPU memory used": f"max by (UUID) (DCGM_FI_DEV_FB_USED{{instance={i}}})",
     }
 
 
@@ -51,6 +51,28 @@ class Line:
     def last(self) -> float | None:
         """The newest known value."""
         return next((v for v in reversed(self.values) if v is not None), None)
+
+    @property
+    def last_index(self) -> int | None:
+        """The grid index of the newest known value (``None`` when none is known)."""
+        return next((i for i in range(len(self.values) - 1, -1, -1)
+                     if self.values[i] is not None), None)
+
+
+def fmt_point(name: str, v: float | None) -> str:
+    """A history value in the unit the seat's row shows it: ``KV cache usage`` (a fraction)
+    as a percentage (``0.532`` → ``53%``), ``GPU memory used`` (DCGM's MiB) in GiB (2^30 B,
+    two decimals), the request gauges as whole numbers, ``engine up`` / ``held`` as ``1`` /
+    ``0``, anything else to 3 significant digits; ``None`` → ``n/a``."""
+    if v is None:
+        return "n/a"
+    if name.startswith("KV cache"):
+        return f"{v * 100:.0f}%"
+    if name.startswith("GPU memory"):
+        return f"{v * (1 << 20) / (1 << 30):.2f} GiB"
+    if name.startswith("requests") or name in ("engine up", "held"):
+        return f"{v:.0f}"
+    return f"{v:.3g}"
 
 
 @dataclass(frozen=True)

@@ -51,7 +51,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Footer, Input, Static
 
 from seat_console.core.fmt import fmt_duration
-from seat_console.fleet.detail import SeatHistory, read_history, spark
+from seat_console.fleet.detail import SeatHistory, fmt_point, read_history, spark
 from seat_console.fleet.rows import COLUMNS, Fleet, FleetReading, FleetRow, cells, iso
 from seat_console.fleet.setup import console_argv
 from seat_console.tui import keys as keytable
@@ -153,10 +153,12 @@ class SeatDetail(ModalScreen[None]):
                                   background: $surface; padding: 0 1; }
     """
 
-    def __init__(self, fleet: Fleet, row: FleetRow) -> None:
+    def __init__(self, fleet: Fleet, row: FleetRow, read_at: float | None = None) -> None:
         super().__init__()
         self.fleet = fleet
         self.row = row
+        self.read_at = read_at
+        """When the row's figures were read (unix s; the refresh's time), said with them."""
         self.history: SeatHistory | None = None
 
     def compose(self) -> ComposeResult:
@@ -173,6 +175,8 @@ class SeatDetail(ModalScreen[None]):
         seen = (f"{iso(r.last_seen)} ({_age(now - r.last_seen)} ago)" if r.last_seen
                 else "unknown" if r.unknown else "never")
         t.append(f"last sample {seen}\n")
+        if self.read_at is not None:
+            t.append(f"figures below read at {iso(self.read_at)}\n")
         t.append(f"engine {c['engine']} · hold {c['hold'] or 'n/a'} · silence {c['silence']}"
                  f"{' (exporter: Alertmanager unread)' if r.silence_from == 'exporter' else ''}\n")
         t.append(f"requests running {c['running']} waiting {c['waiting']} · KV cache {c['kv']}"
@@ -213,12 +217,13 @@ class SeatDetail(ModalScreen[None]):
                  "(blank: no sample)\n\n")
         width = max(10, min(len(h.lines[0].values) if h.lines else 60, self.size.width - 34))
         for line in h.lines:
-            last = line.last
-            known = line.known
-            rng = f"{min(known):.3g}..{max(known):.3g}" if known else "no samples"
+            known, i = line.known, line.last_index
+            rng = (f"{fmt_point(line.name, min(known))}..{fmt_point(line.name, max(known))}"
+                   if known else "no samples")
+            at = "" if i is None else f" at {iso(h.start + i * h.step_s)}"
             t.append(f"{line.name[:28]:<28} ", style="bold")
             t.append(spark(line.values, width, lo=0.0))
-            t.append(f"  now {'n/a' if last is None else f'{last:.3g}'} ({rng})\n")
+            t.append(f"  last {fmt_point(line.name, line.last)}{at} ({rng})\n")
         for p in h.problems + h.warnings:
             t.append(f"{p}\n", style="yellow")
         w.update(t)
@@ -583,7 +588,8 @@ class FleetApp(App[int]):
     def _row_selected(self, event: FleetTable.RowSelected) -> None:
         row = self._rows.get(event.row_key)
         if row is not None:
-            self.push_screen(SeatDetail(self.fleet, row))
+            self.push_screen(SeatDetail(self.fleet, row,
+                                        self.reading.rows_at if self.reading else None))
 
     def action_open_console(self) -> None:
         """``a``: the seat's own console (inventory profile), the app suspended meanwhile."""
