@@ -342,3 +342,49 @@ def test_credentials_are_not_logged(secure_am: SecureAm, caplog: pytest.LogCaptu
 def test_credentials_object_repr() -> None:
     c = Credentials("basic", "ops", SECRET, origin="environment")
     assert SECRET not in repr(c) and "redacted" in repr(c)
+
+
+# -- Alertmanager's version read once a minute, not every poll (issue 33) ----------------------
+class _CountingAM:
+    """An Alertmanager client stand-in that counts its reads; ``fail``: the next read fails."""
+
+    url = "http://am.test:9093"
+    tls_verify = True
+
+    def __init__(self) -> None:
+        self.versions = 0
+        self.fail = False
+
+    def version(self) -> str:
+        self.versions += 1
+        return "0.25.0"
+
+    def list_silences_tolerant(self):  # noqa: ANN201
+        from seat_console.node.alertmanager import AlertmanagerError
+
+        if self.fail:
+            self.fail = False
+            raise AlertmanagerError("unreachable", "connection refused")
+        return [], []
+
+    def close(self) -> None:
+        pass
+
+
+def test_version_is_kept_between_reads_and_read_again_after_a_failure(monkeypatch) -> None:
+    import seat_console.sources.silences as S
+
+    am = _CountingAM()
+    from seat_console.node.alertmanager import SilenceMatcher
+
+    seat = [SilenceMatcher(name="job", value="seat", is_regex=False, is_equal=True)]
+    src = S.SilenceSource(am, seat, owns_client=False)  # type: ignore[arg-type]
+    assert src.read().version == "0.25.0" and am.versions == 1
+    assert src.read().version == "0.25.0" and am.versions == 1     # kept: no /api/v2/status
+    am.fail = True
+    assert src.read().kind == "unreachable"
+    src.read()
+    assert am.versions == 2                                         # read again after a failure
+    monkeypatch.setattr(S, "VERSION_MAX_AGE_S", 0.0)
+    src.read()
+    assert am.versions == 3                                         # and when it is old

@@ -31,6 +31,8 @@ Which silences "match the seat": see :func:`silence_applies_to_seat`.
 
 from __future__ import annotations
 
+import time
+
 from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
@@ -156,6 +158,11 @@ _ORDER = {"active": 0, "pending": 1, "expired": 2}
 
 
 # -- source ------------------------------------------------------------------------------------
+VERSION_MAX_AGE_S = 60.0
+"""Seconds a silences source keeps Alertmanager's version before reading it again (it changes
+only when Alertmanager is replaced; a failed read forgets it at once)."""
+
+
 class SilenceSource(Source):
     """Polls Alertmanager for the seat's silences (``name = "silences"``)."""
 
@@ -169,16 +176,28 @@ class SilenceSource(Source):
         """Set once from the profile (``endpoint``: ``seat.endpoint``)."""
         self.owns_client = owns_client
         """``False``: the client is shared (the app's node context closes it)."""
+        self._version: str | None = None
+        self._version_at: float | None = None
+        """When :attr:`_version` was read (monotonic s); ``None``: read it again."""
 
     def read(self) -> BaseModel:
         """A :class:`SilencesReading` or :class:`Unavailable` (kind from
-        :class:`AlertmanagerError`); never raises, never shows a secret."""
+        :class:`AlertmanagerError`); never raises, never shows a secret. Alertmanager's
+        version (``GET /api/v2/status``, a large answer: its whole configuration) is read
+        again only after :data:`VERSION_MAX_AGE_S` or a failed read."""
         try:
-            version = self.client.version()
+            now = time.monotonic()
+            if self._version_at is None or now - self._version_at > VERSION_MAX_AGE_S:
+                self._version_at = None
+                self._version = self.client.version()
+                self._version_at = now
+            version = self._version
             all_s, unreadable = self.client.list_silences_tolerant()
         except AlertmanagerError as exc:
+            self._version_at = None
             return Unavailable(source=self.name, kind=exc.kind, reason=str(exc))
         except Exception as exc:  # noqa: BLE001 - never raise into the UI
+            self._version_at = None
             return Unavailable(source=self.name, kind="error", reason=redact(
                 f"{type(exc).__name__}: {exc}", self.client.credentials.secrets()))
         mine = []

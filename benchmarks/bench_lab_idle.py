@@ -1,0 +1,200 @@
+#!/usr/bin/env python3
+"""The console with every source live (the lab) beside the floor, in one run: idle CPU at 1 Hz,
+the full screen after ``exec`` and RSS, at 120×40 (issue 33).
+
+Sessions (each a pty, :func:`bench_vs_nvitop.session`: drained, CPU of the process and its
+children over ``--seconds`` after ``--warmup``, RSS at the end and its maximum):
+
+* A — ``python -m seat_console --profile PROFILE --interval 1`` on the lab's profile (every
+  source live: timers and leases through docker exec into the node's systemd, Alertmanager,
+  docker, vLLM's ``/health`` and ``/metrics``, the journal; NVML is absent on a CPU machine, so
+  the GPU panel reads "unavailable" once per back-off);
+* B — ``benchmarks/floor_app.py``: a minimal Textual app redrawing one line a second (Textual's
+  own floor);
+* C (``--baseline-src DIR``) — A's command with the code in DIR first on ``PYTHONPATH`` (a
+  ``git archive`` of the code before a change, with a ``seat_console`` link to its
+  ``console/``): before and after in one run.
+
+Run in the order ``--order`` (default ABBA) so drift of the shared machine falls on both. The
+**full screen** is the first output on which every panel of the main screen has its first
+reading (as many ``· updated`` / ``· checked`` titles as panels, :data:`PANELS_N`) and the
+status line names the engine's state; for the floor, its line ``floor ready``. The load
+average (1 min) before and after each session is recorded: CPU shares on a loaded machine are
+noisy, read them pairwise. ``--profile-s S`` then runs the console once more under ``py-spy
+record`` (``bench_vs_nvitop.profile``) and reports where its CPU goes.
+
+Usage::
+
+    python benchmarks/bench_lab_idle.py --profile /work/main/.lab/profile.toml --json out.json
+
+Not a test: nothing is asserted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import shlex
+import sys
+from datetime import UTC, datetime
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import time  # noqa: E402
+
+import psutil  # noqa: E402
+import pyte  # noqa: E402
+from bench_vs_nvitop import _cpu_s, machine, profile  # noqa: E402
+from ptyrun import PtyRun  # noqa: E402
+
+PANELS_N = 8
+"""Panels of the main screen (``seat_console.tui.panels.PANELS``)."""
+
+READ_TITLE = re.compile(r"· (updated|checked) ")
+"""A panel title once its source has a reading."""
+
+
+def seat_marks(screen: str) -> dict[str, bool]:
+    """What is on the console's screen (text of a pyte screen): ``textual`` — the Textual
+    screen is up (its GPU panel title); ``full`` — every panel has its first reading
+    (:data:`PANELS_N` read titles) and the status line names the engine's state."""
+    return {"textual": "GPUs (NVML)" in screen,
+            "full": len(READ_TITLE.findall(screen)) >= PANELS_N
+            and re.search(r"engine (UP|DOWN|PAUSED|ASLEEP)", screen) is not None}
+
+
+def floor_marks(screen: str) -> dict[str, bool]:
+    """The floor app's screen: up and full once its line is drawn."""
+    up = "floor ready" in screen
+    return {"textual": up, "full": up}
+
+
+def session(cmd: str, marks, *, cols: int, rows: int, seconds: float, warmup: float,
+            env: dict[str, str | None] | None = None) -> dict:
+    """Run ``cmd`` in a ``cols``×``rows`` pty; the screen is emulated (pyte) until ``marks``
+    says it is full: seconds from ``exec`` to the first byte, the Textual screen and the full
+    screen; then CPU (process and children), terminal bytes, RSS over ``seconds``."""
+    screen = pyte.Screen(cols, rows)
+    stream = pyte.ByteStream(screen)
+    t: dict[str, float | None] = {"first_byte": None, "textual": None, "full": None}
+
+    def on_chunk(chunk: bytes, now: float) -> None:
+        if t["first_byte"] is None:
+            t["first_byte"] = now
+        if t["full"] is not None:
+            return
+        stream.feed(chunk)
+        for k, v in marks("\n".join(screen.display)).items():
+            if v and t[k] is None:
+                t[k] = now
+
+    out: dict = {"command": cmd, "size": f"{cols}x{rows}"}
+    with PtyRun(shlex.split(cmd), cols=cols, rows=rows, env={"NO_COLOR": None, **(env or {})},
+                on_chunk=on_chunk) as run:
+        proc = psutil.Process(run.pid)
+        time.sleep(warmup)
+        if run.child.poll() is not None:
+            return {**out, "error": f"exited during warm-up (rc {run.child.returncode})",
+                    "screen": "\n".join(screen.display)}
+        c0, b0, t0 = _cpu_s(proc), run.bytes, time.monotonic()
+        rss_max = 0
+        end = t0 + seconds
+        while time.monotonic() < end:
+            rss_max = max(rss_max, proc.memory_info().rss)
+            time.sleep(min(1.0, max(0.0, end - time.monotonic())))
+        c1, b1, t1 = _cpu_s(proc), run.bytes, time.monotonic()
+        rss = proc.memory_info().rss
+        threads = proc.num_threads()
+    wall = t1 - t0
+    return {**out, "cpu_s": c1 - c0, "wall_s": wall,
+            "cpu_pct_of_one_core": 100 * (c1 - c0) / wall,
+            "tty_bytes_per_s": (b1 - b0) / wall, "rss_mib": rss / 2**20,
+            "rss_max_mib": max(rss_max, rss) / 2**20, "threads": threads,
+            "first_byte_s": t["first_byte"], "textual_screen_s": t["textual"],
+            "full_screen_s": t["full"]}
+
+
+def _code() -> str:
+    """The commit measured as A (``+`` when the tree has changes)."""
+    import subprocess
+
+    root = Path(__file__).resolve().parents[1]
+    head = subprocess.run(["git", "-C", str(root), "rev-parse", "--short", "HEAD"],
+                          capture_output=True, text=True).stdout.strip()
+    dirty = subprocess.run(["git", "-C", str(root), "status", "--porcelain", "--", "console",
+                            "widgets", "actions"], capture_output=True, text=True).stdout.strip()
+    return head + ("+" if dirty else "")
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the sessions, print a table and write the JSON."""
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--profile", required=True, help="the lab's profile.toml")
+    ap.add_argument("--seconds", type=float, default=60.0)
+    ap.add_argument("--warmup", type=float, default=8.0)
+    ap.add_argument("--size", default="120x40")
+    ap.add_argument("--order", default="ABBA",
+                    help="A = seat-console, B = the floor app, C = the baseline code")
+    ap.add_argument("--baseline-src", metavar="DIR",
+                    help="C: the console from DIR (a folder holding seat_console/, e.g. a "
+                         "git archive of the code before a change) on PYTHONPATH")
+    ap.add_argument("--profile-s", type=float, default=0.0, metavar="S",
+                    help="then py-spy the console for S seconds")
+    ap.add_argument("--json", metavar="FILE")
+    args = ap.parse_args(argv)
+    cols, rows = (int(x) for x in args.size.lower().split("x"))
+    py = shlex.quote(sys.executable)
+    seat_cmd = f"{py} -m seat_console --profile {shlex.quote(args.profile)} --interval 1"
+    floor_cmd = f"{py} {shlex.quote(str(Path(__file__).resolve().parent / 'floor_app.py'))}"
+    progs = {"A": ("seat-console", seat_cmd, seat_marks, None),
+             "B": ("floor", floor_cmd, floor_marks, None),
+             "C": ("baseline", seat_cmd, seat_marks, {"PYTHONPATH": args.baseline_src})}
+    runs = []
+    for letter in args.order:
+        name, cmd, marks, env = progs[letter]
+        load0 = os.getloadavg()[0]
+        res = session(cmd, marks, cols=cols, rows=rows, seconds=args.seconds,
+                      warmup=args.warmup, env=env)
+        res.update(program=name, load1_before=load0, load1_after=os.getloadavg()[0],
+                   at_utc=datetime.now(UTC).isoformat(timespec="seconds"))
+        runs.append(res)
+        print(json.dumps({k: (round(v, 3) if isinstance(v, float) else v)
+                          for k, v in res.items() if k != "screen"}), flush=True)
+    keys = ("cpu_pct_of_one_core", "tty_bytes_per_s", "rss_mib", "rss_max_mib",
+            "textual_screen_s", "full_screen_s")
+    means: dict[str, dict] = {}
+    names = [n for n in ("seat-console", "baseline", "floor") if any(r["program"] == n for r in runs)]
+    for name in names:
+        ok = [r for r in runs if r["program"] == name and "error" not in r]
+        means[name] = {}
+        for k in keys:
+            vals = [r[k] for r in ok if r.get(k) is not None]
+            means[name][k] = sum(vals) / len(vals) if vals else None
+    result = {"benchmark": "seat-console on the lab (every source live) vs a minimal Textual "
+                           "app, idle, 1 Hz, pty", "date_utc": datetime.now(UTC).isoformat(
+                               timespec="seconds"),
+              "order": args.order, "seconds": args.seconds, "warmup": args.warmup,
+              "code": _code(), "baseline_src": args.baseline_src,
+              "machine": machine(), "runs": runs, "means": means}
+    if args.profile_s > 0:
+        out_dir = Path(args.json).parent if args.json else Path(".")
+        result["pyspy"] = profile(seat_cmd, args.profile_s, cols, rows, out_dir)
+    print(f"\n{'':22}" + "".join(f"{n:>14}" for n in names))
+    for k in keys:
+        print(f"{k:22}" + "".join("           n/a" if means[n][k] is None
+                                  else f"{means[n][k]:14.3f}" for n in names))
+    if "pyspy" in result:
+        p = result["pyspy"]
+        print("\npy-spy:", p.get("error") or f"{p['samples']} samples")
+        for fn, pc in p.get("inclusive_pct", [])[:25]:
+            print(f"  {pc:5.1f} %  {fn}")
+    if args.json:
+        Path(args.json).write_text(json.dumps(result, indent=2, default=str))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
