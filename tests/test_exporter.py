@@ -562,3 +562,21 @@ def test_the_exporter_imports_no_textual_or_rich() -> None:
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                        timeout=120, check=False)
     assert r.returncode == 0, r.stdout + r.stderr
+
+
+def test_a_started_poller_and_group_stop_and_close() -> None:
+    """The exporter stops every poller and group on SIGTERM: each loop ends and closes."""
+    from seat_console.snapshot.poll import Poller, PollerGroup
+
+    closed: list[str] = []
+    g = PollerGroup(("timers", "lease"), lambda: {"timers": 1, "lease": 2}, interval_s=1,
+                    timeout_s=5, close=lambda: closed.append("group")).start()
+    p = Poller("engine", lambda: "up", interval_s=1, timeout_s=5,
+               close=lambda: closed.append("poller")).start()
+    deadline = time.monotonic() + 10
+    while (g.parts["lease"].reads < 1 or p.reads < 1) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    g.stop(join_s=5)
+    p.stop(join_s=5)
+    assert sorted(closed) == ["group", "poller"]
+    assert g.parts["lease"].state().value == 2 and p.state().up

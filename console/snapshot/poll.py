@@ -369,6 +369,7 @@ class PollerGroup:
         self._read = read
         self._close = close
         self._stop = threading.Event()
+        self._queue = None   # never owner-driven: stop() joins the loop's thread
         self._thread: threading.Thread | None = None
 
     def read_now(self) -> None:
