@@ -117,6 +117,23 @@ def session(cmd: str, marks, *, cols: int, rows: int, seconds: float, warmup: fl
             "full_screen_s": t["full"]}
 
 
+def engine_health(url: str | None) -> int | None:
+    """``GET <url>/health``'s status (``None``: no answer, or no ``url``): whether the lab's
+    engine was up around a session (a lab shared with tests is swapped now and then)."""
+    if not url:
+        return None
+    import urllib.error
+    import urllib.request
+
+    try:
+        with urllib.request.urlopen(f"{url.rstrip('/')}/health", timeout=2) as r:
+            return r.status
+    except urllib.error.HTTPError as exc:
+        return exc.code
+    except OSError:
+        return None
+
+
 def _code() -> str:
     """The commit measured as A (``+`` when the tree has changes)."""
     import subprocess
@@ -133,6 +150,9 @@ def main(argv: list[str] | None = None) -> int:
     """Run the sessions, print a table and write the JSON."""
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--profile", required=True, help="the lab's profile.toml")
+    ap.add_argument("--engine", metavar="URL",
+                    help="the seat's endpoint: its /health is recorded before and after each "
+                         "session")
     ap.add_argument("--seconds", type=float, default=60.0)
     ap.add_argument("--warmup", type=float, default=8.0)
     ap.add_argument("--size", default="120x40")
@@ -155,10 +175,11 @@ def main(argv: list[str] | None = None) -> int:
     runs = []
     for letter in args.order:
         name, cmd, marks, env = progs[letter]
-        load0 = os.getloadavg()[0]
+        load0, up0 = os.getloadavg()[0], engine_health(args.engine)
         res = session(cmd, marks, cols=cols, rows=rows, seconds=args.seconds,
                       warmup=args.warmup, env=env)
         res.update(program=name, load1_before=load0, load1_after=os.getloadavg()[0],
+                   engine_health_before=up0, engine_health_after=engine_health(args.engine),
                    at_utc=datetime.now(UTC).isoformat(timespec="seconds"))
         runs.append(res)
         print(json.dumps({k: (round(v, 3) if isinstance(v, float) else v)
