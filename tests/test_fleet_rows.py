@@ -394,3 +394,32 @@ def test_history_points_read_in_the_rows_units() -> None:
     assert fmt_point("KV cache usage", None) == "n/a"
     line = Line("x", (1.0, None, 2.0, None))
     assert line.last == 2.0 and line.last_index == 2 and Line("y", (None,)).last_index is None
+
+
+async def test_columns_sized_by_content_at_120_columns():
+    """At 120 columns the node column took ~57 while a probe phase was cut to ``single-`` and
+    ``Silence`` ran into ``Run`` (issue 33): the columns are sized by their content."""
+    from seat_console.fleet.rows import COLUMNS
+    from seat_console.tui.fleet import FleetApp, FleetTable
+
+    rows = [FleetRow(instance="gpu-1:9469", node="gpu-1", state="held", engine_up=True,
+                     hold="lease", silence="active", silence_until=NOW + 3600,
+                     probe_phase="single-stream-warmup"),
+            FleetRow(instance="gpu-22:9469", node="gpu-22", state="healthy", engine_up=True,
+                     hold="none", silence="none")]
+    app = FleetApp(_OneReading(rows), interval_s=3600)
+    async with app.run_test(size=(120, 20)) as pilot:
+        for _ in range(100):
+            if app._order:
+                break
+            await pilot.pause(0.05)
+        table = app.query_one(FleetTable)
+        widths = {k: w for k, _, w in table.columns}
+        assert widths["node"] < 20                                   # not ~57
+        assert table.get_cell("gpu-1:9469", "probe") == "single-stream-warmup"
+        assert widths["probe"] > len("single-stream-warmup")         # shown whole
+        header = table.render_line(0).text
+        for _key, name in COLUMNS:
+            assert f"{name} " in header or header.rstrip().endswith(name), (name, header)
+        assert "SilenceRun" not in header and "WaitKV" not in header
+        assert table.line_width <= 120

@@ -409,6 +409,20 @@ COLUMNS = (("node", "Node"), ("engine", "Engine"), ("hold", "Hold"), ("silence",
 2^30 B, one decimal truncated)."""
 
 
+def content_widths(rows: Sequence[FleetRow], now: float, narrow: bool = False
+                   ) -> dict[str, int]:
+    """Per column of :data:`COLUMNS`, the widest of its header and its cells over ``rows``
+    (:func:`cells` at ``now``, unix s; characters): what the table needs to show every cell
+    whole."""
+    need = {k: len(h) for k, h in COLUMNS}
+    keys = [k for k, _ in COLUMNS]
+    for r in rows:
+        for k, text in zip(keys, cells(r, now, narrow=narrow), strict=True):
+            if len(text) > need[k]:
+                need[k] = len(text)
+    return need
+
+
 def cells(row: FleetRow, now: float, narrow: bool = False) -> tuple[str, ...]:
     """The row's texts in :data:`COLUMNS` order, at ``now`` (unix s). Plain strings (no
     markup): unknown is ``n/a``, never 0; numbers this refresh did not read
@@ -1107,6 +1121,6 @@ def with_state(row: FleetRow, **changes: Any) -> FleetRow:
 __all__ = ["COLUMNS", "MAX_CARDS", "MAX_CLOCK_SKEW_S", "MAX_COUNT", "MAX_MIB", "MAX_UNIX_S",
            "NUMBER_QUERIES", "STATE_QUERIES", "WIRE", "Fleet", "FleetReading",
            "FleetRow", "InventoryEntry", "PromError", "RANK", "SilenceIndex", "build_rows", "cells",
-           "fill_numbers", "gpu_query", "hhmm", "instance_matcher", "iso",
+           "content_widths", "fill_numbers", "gpu_query", "hhmm", "instance_matcher", "iso",
            "merge", "node_names", "number_queries", "queries", "raw_number", "seen_problem",
            "sort_rows", "split", "unix_time", "wire_queries"]

@@ -52,7 +52,15 @@ from textual.widgets import Footer, Input, Static
 
 from seat_console.core.fmt import fmt_duration
 from seat_console.fleet.detail import SeatHistory, fmt_point, read_history, spark
-from seat_console.fleet.rows import COLUMNS, Fleet, FleetReading, FleetRow, cells, iso
+from seat_console.fleet.rows import (
+    COLUMNS,
+    Fleet,
+    FleetReading,
+    FleetRow,
+    cells,
+    content_widths,
+    iso,
+)
 from seat_console.fleet.setup import console_argv
 from seat_console.tui import keys as keytable
 from seat_console.tui.fleet_table import Content, FleetTable
@@ -92,9 +100,35 @@ _STYLES = {(state, no_lease): (style, style, "bold red reverse" if no_lease else
 """Cell styles by (state, hold without lease), one shared tuple each."""
 
 
-def layout(width: int) -> dict[str, int]:
-    """Column widths (characters) for a terminal ``width`` columns wide: the wide set from
-    :data:`WIDE_FROM_COLS`, else the narrow set, whose node column takes what is left."""
+FLEX_MAX = {"node": 40, "probe": 30}
+"""The most characters the two long columns get when the content would take more."""
+
+
+def layout(width: int, needs: dict[str, int] | None = None) -> dict[str, int]:
+    """Column widths (characters) for a terminal ``width`` columns wide.
+
+    ``needs``: each column's content width (:func:`~seat_console.fleet.rows.content_widths`):
+    every column gets its content (plus the one-space gap below :data:`WIDE_FROM_COLS`, where
+    the cell padding is 0), the node and probe columns at most :data:`FLEX_MAX`, and when that
+    is wider than the terminal the node column, then the probe column, give way down to 8.
+    Without ``needs``, or when even that does not fit: the wide set from
+    :data:`WIDE_FROM_COLS`, else the narrow set, whose node column takes what is left. (At
+    120 columns the fixed set gave the node ~57 while a probe phase was cut to ``single-``
+    and ``Silence`` ran into ``Run``.)"""
+    if needs is not None:
+        wide = width >= WIDE_FROM_COLS
+        gap = 0 if wide else 1
+        w = {k: needs.get(k, len(k)) + gap for k in NARROW}
+        for k, most in FLEX_MAX.items():
+            w[k] = min(w[k], most + gap)
+        over = sum(w.values()) + (2 * len(w) + 2 if wide else 3) - width
+        for k in ("node", "probe"):
+            cut = min(max(over, 0), w[k] - 8)
+            if cut > 0:
+                w[k] -= cut
+                over -= cut
+        if over <= 0:
+            return w
     if width >= WIDE_FROM_COLS:
         w = dict(WIDE)
         w["node"] = max(WIDE["node"], min(40, width - sum(WIDE.values()) + WIDE["node"]
@@ -273,6 +307,8 @@ class FleetApp(App[int]):
         self._order: list[str] = []
         self._rows: dict[str, FleetRow] = {}
         self._widths: dict[str, int] = {}
+        self._needs_key: tuple[FleetReading, bool] | None = None
+        self._needs_of: dict[str, int] | None = None
         self._timer = None
         self.narrow = False
         self._header = ""
@@ -416,16 +452,32 @@ class FleetApp(App[int]):
         self._start_refresh()
 
     # -- drawing ----------------------------------------------------------------------------
-    def _build_columns(self, width: int) -> None:
-        widths = layout(width)
-        if widths == self._widths:
-            return
-        self._widths = widths
-        table = self.query_one(FleetTable)
+    def _needs(self) -> dict[str, int] | None:
+        """The columns' content widths over every row of the reading (computed once per
+        reading and narrowness), ``None`` before the first rows."""
+        r = self.reading
+        if r is None or not r.rows:
+            return None
+        if self._needs_key is None or self._needs_key[0] is not r \
+                or self._needs_key[1] != self.narrow:
+            self._needs_key = (r, self.narrow)
+            self._needs_of = content_widths(r.rows, r.taken_at, narrow=self.narrow)
+        return self._needs_of
+
+    def _fit_columns(self, width: int) -> bool:
+        """Set the table's columns for ``width`` and the rows' content; whether they changed."""
         self.narrow = width < WIDE_FROM_COLS
-        table.set_columns([(key, header, widths[key]) for key, header in COLUMNS],
-                          padding=0 if self.narrow else 1)
-        if self.reading is not None:
+        widths = layout(width, self._needs())
+        if widths == self._widths:
+            return False
+        self._widths = widths
+        self.query_one(FleetTable).set_columns(
+            [(key, header, widths[key]) for key, header in COLUMNS],
+            padding=0 if self.narrow else 1)
+        return True
+
+    def _build_columns(self, width: int) -> None:
+        if self._fit_columns(width) and self.reading is not None:
             self._apply_rows()
 
     def on_resize(self, event: object) -> None:
@@ -463,6 +515,7 @@ class FleetApp(App[int]):
         for the rows it draws (:meth:`FleetTable.set_rows_lazy`), the texts plain (the table
         never parses markup: node names, phases and instances come from outside — ``[bold]``
         in a label prints as itself)."""
+        self._fit_columns(self.size.width)   # sized by the rows' content
         table = self.query_one(FleetTable)
         now = self.reading.taken_at if self.reading else time.time()
         rows = self._visible()
