@@ -232,3 +232,52 @@ def test_reconnect_back_off_doubles_and_is_capped_counted_by_attempts() -> None:
     assert all(g < 0.4 + 0.15 for g in gaps), gaps        # ...up to the cap
     assert watcher.status().last_error == "ConnectionRefusedError: engine down"
     assert not watcher.status().connected
+
+
+# -- the engine's version answer kept a minute (issue 33) -------------------------------------
+class _CountingDocker:
+    """A docker client stand-in: counts ``version`` calls; no container exists."""
+
+    def __init__(self) -> None:
+        from types import SimpleNamespace
+
+        from docker.errors import NotFound
+
+        self.versions = 0
+
+        def version():  # noqa: ANN202
+            self.versions += 1
+            return {"Version": "20.10.24", "ApiVersion": "1.41"}
+
+        def inspect_container(name):  # noqa: ANN001, ANN202
+            raise NotFound(f"no container {name}")
+
+        self.api = SimpleNamespace(version=version, inspect_container=inspect_container)
+
+    def close(self) -> None:
+        pass
+
+
+def test_the_engine_version_is_kept_while_the_client_lives(monkeypatch) -> None:
+    import seat_console.sources.containers as C
+
+    made: list[_CountingDocker] = []
+
+    def make() -> _CountingDocker:
+        made.append(_CountingDocker())
+        return made[-1]
+
+    src = C.ContainerSource("tcp://docker.test:2375", {"resident": "seat-resident"},
+                            watch_events=False, make_client=make)   # type: ignore[arg-type]
+    first = src.read()
+    second = src.read()
+    assert first.engine_version == second.engine_version == "20.10.24"
+    assert len(made) == 1 and made[0].versions == 1          # kept: one version call
+    assert second.containers[0].state == "absent"             # the containers read every time
+    monkeypatch.setattr(C, "VERSION_MAX_AGE_S", 0.0)
+    src.read()
+    assert made[0].versions == 2                               # read again when old
+    src._drop_client()                                         # a failure drops the client
+    monkeypatch.setattr(C, "VERSION_MAX_AGE_S", 60.0)
+    src.read()
+    assert len(made) == 2 and made[1].versions == 1            # and the answer with it

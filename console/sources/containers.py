@@ -32,6 +32,7 @@ detection (``shared/DESIGN.md``, rule 4).
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable, Iterable, Mapping
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
@@ -183,6 +184,11 @@ def container_state_from_inspect(role: str, name: str, c: Mapping[str, Any],
         engine_env=device_env(cfg.get("Env") or [], ENGINE_ENV_VARS))
 
 
+VERSION_MAX_AGE_S = 60.0
+"""Seconds the containers source keeps the docker engine's ``version`` answer (it changes only
+when the engine is replaced, which drops the connection and the answer with it)."""
+
+
 class ContainerSource(Source):
     """Reads the seat's containers and keeps the engine's event stream (``name =
     "containers"``).
@@ -205,6 +211,8 @@ class ContainerSource(Source):
         self._containers = dict(containers)
         self.timeout_s = timeout_s
         self._client: docker.DockerClient | None = None
+        self._version: tuple[Any, float, Any] | None = None
+        """``(client, monotonic s, answer)`` of the last ``version`` read."""
         self._lock = threading.Lock()
         self._make_client = make_client
         self._owns_watcher = watcher is None
@@ -234,7 +242,19 @@ class ContainerSource(Source):
                 self._client = self._new_client()
             return self._client
 
+    def _engine_version(self, client: docker.DockerClient) -> Any:
+        """The docker engine's ``version`` answer, kept for :data:`VERSION_MAX_AGE_S` with
+        this client (a failed read drops the client, and the answer with it)."""
+        now = time.monotonic()
+        kept = self._version
+        if kept is not None and kept[0] is client and now - kept[1] < VERSION_MAX_AGE_S:
+            return kept[2]
+        ver = client.api.version()
+        self._version = (client, now, ver)
+        return ver
+
     def _drop_client(self) -> None:
+        self._version = None
         with self._lock:
             client, self._client = self._client, None
         if client is not None:
@@ -258,7 +278,7 @@ class ContainerSource(Source):
             self.watcher.start()
         try:
             client = self._get_client()
-            ver = client.api.version()
+            ver = self._engine_version(client)
             states = [self._inspect(client, role, name) for role, name in self.containers.items()]
         except (DockerException, requests.exceptions.RequestException) as exc:
             self._drop_client()
