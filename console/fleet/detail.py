@@ -13,6 +13,7 @@ import math
 import time
 from dataclasses import dataclass, field
 
+from seat_console.core.fmt import MIB, gib
 from seat_console.fleet.promapi import PromClient, PromError, promql_string
 
 SPARK_BLOCKS = "▁▂▃▄▅▆▇█"
@@ -62,14 +63,15 @@ class Line:
 def fmt_point(name: str, v: float | None) -> str:
     """A history value in the unit the seat's row shows it: ``KV cache usage`` (a fraction)
     as a percentage (``0.532`` → ``53%``), ``GPU memory used`` (DCGM's MiB) in GiB (2^30 B,
-    two decimals), the request gauges as whole numbers, ``engine up`` / ``held`` as ``1`` /
-    ``0``, anything else to 3 significant digits; ``None`` → ``n/a``."""
+    :func:`seat_console.core.fmt.gib`: two decimals, truncated), the request gauges as whole
+    numbers, ``engine up`` / ``held`` as ``1`` / ``0``, anything else to 3 significant digits;
+    ``None`` → ``n/a``."""
     if v is None:
         return "n/a"
     if name.startswith("KV cache"):
         return f"{v * 100:.0f}%"
     if name.startswith("GPU memory"):
-        return f"{v * (1 << 20) / (1 << 30):.2f} GiB"
+        return f"{gib(round(v * MIB))} GiB"
     if name.startswith("requests") or name in ("engine up", "held"):
         return f"{v:.0f}"
     return f"{v:.3g}"
