@@ -40,9 +40,12 @@ def records(phase: str, expected: int, failed: int = 0, tok: int = 16, speed: fl
 def write_run(root: Path, *, ident: dict[str, Any] = IDENT_A, phases: dict[str, tuple[int, int]]
               | None = None, at: datetime = T0, status: str | None = None, speed: float = 1.0,
               disruptions: list[dict[str, Any]] | None = None,
-              slo: dict[str, float] | None = None) -> Path:
+              slo: dict[str, float] | None = None,
+              cache_hit_rate: float | None = None) -> Path:
     """A probe run: ``phases`` = {name: (expected, failed)}; ``slo``: ``[probe.slo]`` targets
-    (goodput per phase); returns its directory."""
+    (goodput per phase); ``cache_hit_rate``: every phase's prefix-cache hit rate (nonce-cleaned;
+    ``None``: no ``prefix_cache`` block, as before the probe read the counters); returns its
+    directory."""
     phases = phases or {"single": (4, 0), "load": (64, 0)}
     w = RunWriter(root=root)
     summary_phases = []
@@ -54,6 +57,10 @@ def write_run(root: Path, *, ident: dict[str, Any] = IDENT_A, phases: dict[str, 
                          disrupted=disruptions[0]["reason"] if disruptions else None, slo=slo)
         summary_phases.append({"name": name, "state": st.state,
                                "stats": st.model_dump(mode="json")})
+        if cache_hit_rate is not None:
+            summary_phases[-1]["prefix_cache"] = {
+                "mode": "nonce", "hits": round(cache_hit_rate * 1000), "queries": 1000,
+                "hit_rate": cache_hit_rate}
     w.close()
     all_complete = all(p["stats"]["complete"] for p in summary_phases)
     w.write_summary({

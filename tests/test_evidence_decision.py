@@ -39,7 +39,9 @@ def bracket(tmp: Path, *, rounds: int = 3, speed_b: float = 1.0, kv_b: int = 9_0
             canaries_b_pass: bool = True, fits_b: bool | None = True,
             names: tuple[str, str] = ("resident-fp8", "candidate-nvfp4"),
             failed_b: int = 0, status: str = "complete", only_a: bool = False,
-            a_role: str = "resident", traces: bool = True, canaries: bool = True) -> Path:
+            a_role: str = "resident", traces: bool = True, canaries: bool = True,
+            slo: dict[str, float] | None = None, cache: tuple[float, float] | None = None
+            ) -> Path:
     """A bracket on disk: A = the resident, B = the candidate, ``rounds`` ABBA rounds."""
     runs, cmp_dir = tmp / "runs", tmp / "comparisons" / "cmp-1"
     legs = []
@@ -50,7 +52,8 @@ def bracket(tmp: Path, *, rounds: int = 3, speed_b: float = 1.0, kv_b: int = 9_0
         ident = {**(IDENT_A if a else IDENT_B), "container": {"role": a_role if a else "probe"}}
         probe = write_run(runs, ident=ident, speed=1.0 if a else speed_b,
                           phases={"load": (16, 0 if a else failed_b)},
-                          at=T0 + timedelta(minutes=5 * leg.n))
+                          at=T0 + timedelta(minutes=5 * leg.n), slo=slo,
+                          cache_hit_rate=None if cache is None else cache[0 if a else 1])
         legs.append(write_leg(
             cmp_dir, leg.n, leg.arm, probe, kv=9_000 if a else kv_b,
             traces=[_trace("c1", [1, 2, 3] if a else list(b_ids), None if a else b_top)]
@@ -139,6 +142,64 @@ def test_less_kv_capacity_speaks_against(tmp_path: Path) -> None:
     d = decide(bracket(tmp_path, kv_b=4_000))
     assert d["outcome"] == dc.KEEP and q(d, dc.Q_KV)["status"] == "fail"
     assert "0.44×" in q(d, dc.Q_KV)["answer"]
+
+
+# -- goodput and the cache rule feed "throughput and latency?" (issue 35) ---------------------
+SLO = {"ttft_ms": 75.0}      # A's TTFT is 50 ms (meets it); B's at half speed 100 ms (misses)
+
+
+def test_a_claimed_goodput_drop_keeps_the_resident(tmp_path: Path) -> None:
+    # one round: the sign-flip test cannot claim the latency (2 pairs), but goodput A 32/32
+    # vs B 0/32 has disjoint Wilson intervals over distinct requests: claimed, so KEEP
+    d = decide(bracket(tmp_path, rounds=1, speed_b=0.5, slo=SLO))
+    assert d["outcome"] == dc.KEEP, d
+    s = q(d, dc.Q_SPEED)
+    assert s["status"] == "fail" and "goodput (load)" in s["answer"], s
+    assert "A 32/32" in s["answer"] and "B 0/32" in s["answer"] and "A higher" in s["answer"]
+
+
+def test_goodput_within_overlapping_intervals_does_not_decide(tmp_path: Path) -> None:
+    d = decide(bracket(tmp_path, rounds=1, speed_b=0.5, slo={"ttft_ms": 500.0}))
+    assert d["outcome"] == dc.INCONCLUSIVE and d["rounds_needed"] == 3, d   # both meet it
+    d3 = decide(bracket(tmp_path / "3", slo=SLO))
+    assert d3["outcome"] == dc.PROMOTE_ABLE, d3
+    assert "not significant" in q(d3, dc.Q_SPEED)["answer"]
+
+
+def test_a_claimed_goodput_gain_is_better_never_a_failure(tmp_path: Path) -> None:
+    d = decide(bracket(tmp_path, speed_b=2.0, slo={"ttft_ms": 40.0}))    # A 50 ms, B 25 ms
+    assert d["outcome"] == dc.PROMOTE_ABLE, d
+    assert "goodput (load)" in q(d, dc.Q_SPEED)["answer"] and "better" in q(d, dc.Q_SPEED)[
+        "answer"]
+
+
+@pytest.mark.parametrize("cache", [(0.0, 0.5), (0.5, 0.0)])
+def test_legs_with_hit_rates_beyond_the_bound_cannot_tell(tmp_path: Path, cache) -> None:
+    # three rounds, B slower by half: claimed on its own — but the legs' prefix-cache hit rates
+    # differ by 0.5 (> 0.05): the phase may have measured cache state, so cannot tell
+    d = decide(bracket(tmp_path, speed_b=0.5, slo=SLO, cache=cache))
+    assert d["outcome"] == dc.INCONCLUSIVE, d
+    s = q(d, dc.Q_SPEED)
+    assert s["status"] == "unknown", s
+    assert s["answer"].startswith("cannot tell, because the legs' prefix-cache hit rates "
+                                  "differ beyond the report's bound"), s
+    assert "differ by more than 0.05" in s["answer"]
+    assert "cache-clean" in s["needs"] and "cache-clean" in d["needs"]
+
+
+def test_hit_rates_within_the_bound_decide_as_before(tmp_path: Path) -> None:
+    d = decide(bracket(tmp_path, speed_b=0.5, cache=(0.01, 0.03)))
+    assert d["outcome"] == dc.KEEP and q(d, dc.Q_SPEED)["status"] == "fail", d
+    d = decide(bracket(tmp_path / "same", cache=(0.0, 0.0)))
+    assert d["outcome"] == dc.PROMOTE_ABLE, d
+
+
+def test_cache_and_too_few_rounds_name_both_needs(tmp_path: Path) -> None:
+    d = decide(bracket(tmp_path, rounds=1, cache=(0.0, 0.4)))
+    s = q(d, dc.Q_SPEED)
+    assert d["outcome"] == dc.INCONCLUSIVE and "prefix-cache" in s["answer"], d
+    assert "cache-clean" in s["needs"] and "--rounds 3" in s["needs"]
+    assert d["rounds_needed"] == 3
 
 
 def test_one_round_is_inconclusive_with_the_rounds_it_needs(tmp_path: Path) -> None:
@@ -343,3 +404,122 @@ def test_report_run_run_in_either_order_is_the_same_report(
         out.append(doc)
     assert out[0] == out[1]
     assert out[0]["arms"]["A"]["identity"]["image_id"] == ROLE_A["image_id"]
+
+
+# -- the decision over random reports (issue 35) ----------------------------------------------
+_RULE_NAMES = [rp.RULE_INCOMPLETE, rp.RULE_DISRUPTED, rp.RULE_OVERLAP, rp.RULE_UNKNOWN,
+               rp.RULE_CACHE, rp.RULE_UNDERPOWERED, rp.RULE_NOT_SIGNIFICANT, rp.RULE_UNMATCHED,
+               rp.RULE_NOT_SIMULTANEOUS]
+_refusals = st.lists(st.builds(lambda r: {"rule": r, "detail": f"because {r}"},
+                               st.sampled_from(_RULE_NAMES)), max_size=3)
+_num = st.none() | st.floats(0.01, 100) | st.just(float("nan")) | st.integers(0, 3)
+
+
+def _claim(subject: str, refused: list, **extra: Any) -> dict:
+    return {"subject": subject, "statement": f"{subject} said", "survives": not refused,
+            "refused_by": refused, **extra}
+
+
+_test_claim = st.builds(
+    lambda ph, fig, refused, ratio, hib, rounds: _claim(
+        f"{fig} difference ({ph})", refused, test={
+            "figure": fig, "phase": ph, "ratio_b_over_a": ratio, "higher_is_better": hib,
+            "p_value": 0.03, "rounds_needed": rounds, "pairs": 2, "pairs_per_round": 2,
+            "mde_ratio": 1.2, "unknown_on_every_leg": False}),
+    st.sampled_from(["load", "single"]), st.sampled_from(["output tok/s", "TTFT p50"]),
+    _refusals, _num, st.booleans(), st.none() | st.integers(1, 5))
+_goodput_claim = st.builds(
+    lambda ph, refused, verdict: _claim(f"goodput ({ph})", refused, rate={
+        "kind": "goodput", "phase": ph, "verdict": verdict, "a": None, "b": None}),
+    st.sampled_from(["load", "single"]), _refusals,
+    st.sampled_from(["A higher", "B higher", "no difference can be claimed", None, 3]))
+_other_claim = st.builds(
+    _claim, st.sampled_from(["KV capacity", "canaries (arithmetic)", "identity of arm B",
+                             "fidelity (localisation, not KL)", "throughput/latency (load)"]),
+    _refusals)
+_rows = st.lists(st.builds(lambda c: {"run": "A1", "population": "16/16", "complete": c},
+                           st.booleans()), max_size=6)
+
+
+_OVERLAP = [{"rule": rp.RULE_OVERLAP, "detail": "overlap"}]
+_NOT_SIG = [{"rule": rp.RULE_NOT_SIGNIFICANT, "detail": "p = 0.5"}]
+_GOOD: dict[str, Any] = {
+    "arms_assignment": {"by": "the bracket", "problem": None},
+    "arms": {a: {"fit": {"fits": True, "name": "m"}, "kv_cache_tokens": 9_000,
+                 "identity": {"served_model": "m", "image_id": "sha256:x"}} for a in "AB"},
+    "phases": [{"phase": "load", "rows": [{"run": r, "population": "16/16", "complete": True}
+                                          for r in ("A1", "B2", "B3", "A4")]}],
+    "comparison": {"status": "complete"},
+    "simultaneity": {"simultaneous": True, "label": "one bracket"},
+    "canaries": {"comparisons": {"arithmetic": {"verdict": "no difference can be claimed"}}},
+    "fidelity": {"pairs": [{"a": "A1", "b": "B2", "cases": [
+        {"case_id": "c1", "exact": True, "min_top_overlap": 20}]}]},
+    "claims": [_claim("KV capacity", []), _claim("fidelity (localisation, not KL)", []),
+               _claim("canaries (arithmetic)", _OVERLAP),
+               _claim("output tok/s difference (load)", _NOT_SIG, test={
+                   "figure": "output tok/s", "phase": "load", "ratio_b_over_a": 1.01,
+                   "higher_is_better": True, "p_value": 0.5, "mde_ratio": 1.2}),
+               _claim("goodput (load)", _OVERLAP, rate={
+                   "kind": "goodput", "phase": "load",
+                   "verdict": "no difference can be claimed", "a": None, "b": None})],
+}
+
+
+@st.composite
+def _reports(draw: st.DrawFn) -> dict:
+    """A report that passes every question (:data:`_GOOD`) with a random set of its parts
+    replaced by random ones (claims: random ones added)."""
+    spoil = draw(st.sets(st.sampled_from(sorted(_GOOD)), max_size=3))
+    rep = json.loads(json.dumps(_GOOD))
+    arms = draw(st.sets(st.sampled_from(["A", "B"])))
+    spoilt = {
+        "arms_assignment": st.sampled_from([{"by": "x", "problem": "mixed"}, None, {}]),
+        "arms": st.fixed_dictionaries({a: st.fixed_dictionaries({
+            "fit": st.sampled_from([{}, {"fits": True, "name": "m"}, {"fits": False}]),
+            "kv_cache_tokens": st.sampled_from([None, 0, 4_000, 9_000]),
+            "identity": st.just({"served_model": "m"})}) for a in arms}),
+        "phases": st.builds(lambda rows: [{"phase": "load", "rows": rows}], _rows),
+        "comparison": st.sampled_from([None, {"status": "incomplete", "reason": "cut"}]),
+        "simultaneity": st.just({"simultaneous": False, "label": "apart"}),
+        "canaries": st.sampled_from([None, {}, *({"comparisons": {"arithmetic": {
+            "verdict": v}}} for v in ("A higher", "B higher", "junk"))]),
+        "fidelity": st.sampled_from([None, {"pairs": [{"a": "A1", "b": "B2", "cases": [
+            {"case_id": "c1", "exact": False, "min_top_overlap": 0}]}]}]),
+        "claims": st.lists(st.one_of(_test_claim, _goodput_claim, _other_claim), min_size=1,
+                           max_size=6).map(lambda extra: [*_GOOD["claims"], *extra]),
+    }
+    for k in spoil:
+        rep[k] = draw(spoilt[k])
+    return rep
+
+
+@settings(max_examples=400, deadline=None)
+@given(rep=_reports())
+def test_the_decision_over_random_reports(rep: dict) -> None:
+    d = dc.decide(rep).as_dict()
+    json.dumps(d, allow_nan=False)
+    assert d["outcome"] in dc.OUTCOMES
+    status = {x["question"]: x["status"] for x in d["questions"]}
+    # a critical failure is decisive; too little data is never a pass
+    if any(x["status"] == "fail" and x["critical"] for x in d["questions"]):
+        assert d["outcome"] == dc.KEEP, d
+    if status[dc.Q_DATA] != "pass":
+        assert d["outcome"] != dc.PROMOTE_ABLE, d
+    rows = rep["phases"][0]["rows"]
+    if (not rows or sum(not r["complete"] for r in rows) / len(rows) >= dc.MISSING_SHARE
+            or set(rep["arms"]) != {"A", "B"}):
+        assert d["outcome"] != dc.PROMOTE_ABLE and status[dc.Q_DATA] == "unknown", d
+    if d["outcome"] == dc.PROMOTE_ABLE:
+        assert set(status.values()) == {"pass"}
+    # a claimed goodput drop is a failure of "throughput and latency?", so KEEP
+    if any(c.get("rate") and c["survives"] and c["rate"]["verdict"] == "A higher"
+           for c in rep["claims"]):
+        assert status[dc.Q_SPEED] == "fail" and d["outcome"] == dc.KEEP, d
+    # legs whose hit rates differ beyond the bound: never a pass of that question
+    if any(r["rule"] == rp.RULE_CACHE for c in rep["claims"] if c.get("test") or c.get("rate")
+           for r in c["refused_by"]):
+        assert status[dc.Q_SPEED] != "pass", d
+
+
+def test_the_unspoilt_random_report_is_promote_able() -> None:
+    assert dc.decide(_GOOD).outcome == dc.PROMOTE_ABLE, dc.decide(_GOOD)

@@ -21,7 +21,11 @@ fidelity?                 yes       a reproducible divergence where none is expe
 canaries?                 yes       a kind's pass rate is lower on B by a claimed difference
                                     (disjoint Wilson 95 % intervals over distinct trials)
 throughput and latency?   no        a figure is worse on B by a claimed difference (exact
-                                    sign-flip test over pairs of legs, p ≤ 0.05)
+                                    sign-flip test over pairs of legs, p ≤ 0.05), or B's
+                                    goodput is lower by a claimed difference (the canaries'
+                                    rule: disjoint Wilson 95 % intervals over distinct
+                                    requests); "cannot tell" when the legs' prefix-cache
+                                    hit rates differ beyond the report's bound
 ========================  ========  =======================================================
 
 The outcome (the order matters: a failure is decisive, too little data is never a pass):
@@ -79,6 +83,7 @@ _RULE_OVERLAP = "overlapping intervals"
 _RULE_UNDERPOWERED = "design cannot reach 95 %"
 _RULE_NOT_SIGNIFICANT = "not significant"
 _RULE_UNKNOWN = "unknown"
+_RULE_CACHE = "cache state differs"
 _FIDELITY_SUBJECT = "fidelity (localisation, not KL)"
 
 
@@ -349,19 +354,61 @@ def answer_canaries(rep: Mapping[str, Any]) -> Answer:
     return Answer(Q_CANARIES, PASS, "yes: no kind is worse on B (" + ", ".join(fine) + ")")
 
 
+def _goodput_claims(rep: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    """The report's goodput difference claims between two arms (those carrying a ``rate``
+    block of kind goodput: :class:`seat_console.evidence.report.Claim`)."""
+    return [c for c in _claims(rep) if isinstance(c.get("rate"), Mapping)
+            and c["rate"].get("kind") == "goodput"]
+
+
+def _read_goodput(claims: Sequence[Mapping[str, Any]], worse: list[str], better: list[str],
+                  none: list[str], unknown: list[str]) -> None:
+    """Sort the goodput difference claims the way :func:`answer_speed` sorts the figures: a
+    surviving claim that B's goodput is lower is worse (the canaries' rule: disjoint Wilson
+    intervals), higher is better, overlapping intervals are no difference, anything else
+    (an incomplete population, an arm with no goodput, unmatched SLOs, cache state) unknown."""
+    for c in claims:
+        r = c["rate"]
+        name = f"goodput ({r.get('phase')})"
+        verdict = r.get("verdict")
+        if c.get("survives") and verdict in ("A higher", "B higher"):
+            (worse if verdict == "A higher" else better).append(f"{name}: {c.get('statement')}")
+        elif _rules(c) == [_RULE_OVERLAP] and verdict == "no difference can be claimed":
+            none.append(name)
+        else:
+            unknown.append(f"{name}: " + (_refusal_text(c) or f"verdict {verdict!r}"))
+
+
+def _cache_refusals(claims: Sequence[Mapping[str, Any]]) -> list[str]:
+    """The distinct details of the cache rule among ``claims``' refusals (legs whose
+    prefix-cache hit rates differ beyond the report's bound, or are partly unknown)."""
+    return list(dict.fromkeys(str(r.get("detail")) for c in claims
+                              for r in c.get("refused_by") or []
+                              if isinstance(r, Mapping) and r.get("rule") == _RULE_CACHE))
+
+
 def answer_speed(rep: Mapping[str, Any]) -> tuple[Answer, int | None]:
     """Throughput and latency? Every figure × phase difference claim of the report (exact
-    sign-flip test over pairs of legs): a surviving claim that B is worse (lower tok/s,
-    higher latency) fails; a latency figure recorded on no leg of either arm (e.g. ITL from a
-    probe without token times) is left out, said so — throughput never is; not significant at a design that can reach p ≤ 0.05 passes (no
+    sign-flip test over pairs of legs) and every goodput difference claim (the canaries'
+    rule: disjoint Wilson 95 % intervals over distinct requests): a surviving claim that B is
+    worse (lower tok/s, higher latency, lower goodput) fails; a latency figure recorded on no
+    leg of either arm (e.g. ITL from a probe without token times) is left out, said so —
+    throughput never is; legs whose prefix-cache hit rates differ beyond the report's bound
+    (its rule "cache state differs") make it cannot tell — a phase may have measured cache
+    state, not the arm; not significant at a design that can reach p ≤ 0.05 passes (no
     difference can be claimed, the minimum detectable effect said); a design that cannot reach
     it (fewer than 6 pairs) is cannot tell, needing the rounds it names. Returns the answer and
     the rounds a claim needs (``None`` unless that is what is missing)."""
     tests = [c for c in _claims(rep) if isinstance(c.get("test"), Mapping)]
-    if not tests:
+    goodput = _goodput_claims(rep)
+    if not tests and not goodput:
         return _unknown(Q_SPEED, "there are no pairs of A and B legs to compare",
                         "both arms measured in one bracket (`seat-console compare`)"), None
-    worse, better, unknown, none, unmeasured = [], [], [], [], []
+    worse: list[str] = []
+    better: list[str] = []
+    unknown: list[str] = []
+    none: list[str] = []
+    unmeasured: list[str] = []
     rounds_needed: int | None = None
     mdes: list[float] = []
     for c in tests:
@@ -371,8 +418,10 @@ def answer_speed(rep: Mapping[str, Any]) -> tuple[Answer, int | None]:
         rules = _rules(c)
         if c.get("survives") and isinstance(ratio, (int, float)):
             bad = ratio < 1 if t.get("higher_is_better") else ratio > 1
-            (worse if bad else better).append(f"{name} B/A {ratio:.3f}× (p = "
-                                              f"{t.get('p_value'):.3f})")
+            p = t.get("p_value")
+            (worse if bad else better).append(
+                f"{name} B/A {ratio:.3f}× (p = "
+                + (f"{p:.3f}" if isinstance(p, (int, float)) else "unknown") + ")")
         elif (rules == [_RULE_UNKNOWN] and t.get("unknown_on_every_leg")
               and not t.get("higher_is_better")):
             unmeasured.append(name)    # a latency figure this probe never records (e.g. ITL)
@@ -380,21 +429,32 @@ def answer_speed(rep: Mapping[str, Any]) -> tuple[Answer, int | None]:
             none.append(name)
             if isinstance(t.get("mde_ratio"), (int, float)):
                 mdes.append(float(t["mde_ratio"]))
-        elif rules == [_RULE_UNDERPOWERED]:
-            n = t.get("rounds_needed")
+        elif [r for r in rules if r != _RULE_CACHE] == [_RULE_UNDERPOWERED]:
+            n = t.get("rounds_needed")   # (with the cache rule too: both needs are named)
             rounds_needed = max(rounds_needed or 0, n if isinstance(n, int) else 0) or None
             unknown.append(f"{name}: {t.get('pairs')} pair(s) cannot reach p ≤ 0.05")
         else:
             unknown.append(f"{name}: " + _refusal_text(c))
+    _read_goodput(goodput, worse, better, none, unknown)
     if worse:
         return Answer(Q_SPEED, FAIL, "worse by a claimed difference: " + "; ".join(worse)
                       + (f" (better: {'; '.join(better)})" if better else "")
                       + " — read a lone claimed figure with the A/A rate of docs/evidence.md "
                         "in mind"), None
+    cache = _cache_refusals([*tests, *goodput])
+    if cache:
+        design = (f"; and ≥ {rounds_needed} rounds (`seat-console compare --rounds "
+                  f"{rounds_needed}`)" if rounds_needed else "")
+        return _unknown(Q_SPEED, "the legs' prefix-cache hit rates differ beyond the report's "
+                                 "bound, so a phase may have measured cache state, not the arm "
+                                 f"({'; '.join(cache[:2])})",
+                        "legs that start cache-clean (probe.prefix_cache \"auto\": the "
+                        "engine's reset, else a nonce per prompt) with hit rates within the "
+                        f"bound on both arms{design}"), rounds_needed
     if unknown:
         design = [u for u in unknown if "cannot reach" in u]
         if design and len(design) == len(unknown) and rounds_needed:
-            per = tests[0]["test"].get("pairs_per_round") or 2
+            per = (tests[0]["test"].get("pairs_per_round") if tests else None) or 2
             return _unknown(Q_SPEED, f"this design cannot claim a difference ({design[0]}; "
                                      f"{len(design)} figure(s) alike)",
                             f"≥ {rounds_needed} rounds ({rounds_needed * per} pairs): "

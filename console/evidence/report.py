@@ -311,12 +311,17 @@ class Claim:
     """One claim: ``subject``, ``statement`` (what it says, with figures), ``survives``, and
     ``refused_by`` (``[(rule, detail), …]``; empty when it survives); ``test``: for a
     throughput/latency difference, its figures as numbers (:func:`difference_claim`), which
-    the decision reads (:mod:`seat_console.evidence.decision`), else ``None``."""
+    the decision reads (:mod:`seat_console.evidence.decision`), else ``None``; ``rate``: for
+    a goodput difference between two arms, ``{"kind": "goodput", "phase", "verdict"
+    ("A higher" / "B higher" / "no difference can be claimed"; ``None`` when an arm recorded
+    none), "a", "b" (each arm's pooled Wilson interval as a dict, or ``None``)}``, which the
+    decision reads too, else ``None``."""
 
     subject: str
     statement: str
     refused_by: tuple[tuple[str, str], ...] = ()
     test: Mapping[str, Any] | None = None
+    rate: Mapping[str, Any] | None = None
 
     @property
     def survives(self) -> bool:
@@ -330,6 +335,8 @@ class Claim:
                "refused_by": [{"rule": r, "detail": d} for r, d in self.refused_by]}
         if self.test is not None:
             out["test"] = dict(self.test)
+        if self.rate is not None:
+            out["rate"] = dict(self.rate)
         return out
 
 
@@ -894,6 +901,11 @@ def _goodput_claims(name: str, per_arm: Mapping[str, list[tuple[RunSummary, Phas
     slo_text = "; ".join(", ".join(f"{k.removesuffix('_ms').upper()} <= {v:g} ms"
                                    for k, v in slo) for slo in sorted(slos))
     ia, ib = pools.get("A", (None,))[0], pools.get("B", (None,))[0]
+    rate: dict[str, Any] | None = None
+    if two:
+        rate = {"kind": "goodput", "phase": name, "verdict": None,
+                "a": ia.as_dict() if ia is not None else None,
+                "b": ib.as_dict() if ib is not None else None}
     if two and ia is not None and ib is not None:
         cache = cache_refusal(per_arm)
         if cache:
@@ -903,12 +915,14 @@ def _goodput_claims(name: str, per_arm: Mapping[str, list[tuple[RunSummary, Phas
             refusals.append((RULE_OVERLAP, f"Wilson 95 % intervals overlap: {NO_DIFFERENCE}"))
         statement = (f"goodput ({name}, {slo_text}): {text('A')} vs {text('B')}: "
                      f"{cmp_.verdict}")
+        assert rate is not None
+        rate["verdict"] = cmp_.verdict
     else:
         statement = (f"goodput ({name}, {slo_text}): "
                      + "; ".join(text(a) for a in per_arm))
         if two:
             refusals.append((RULE_UNKNOWN, "an arm recorded no goodput"))
-    return [Claim(f"goodput ({name})", statement, tuple(refusals))]
+    return [Claim(f"goodput ({name})", statement, tuple(refusals), rate=rate)]
 
 
 def _fidelity(arms: Mapping[str, list[RunSummary]], two: bool, simultaneous: bool,
