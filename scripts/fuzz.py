@@ -403,6 +403,25 @@ def _specs() -> list[Spec]:
                                    for _ in range(r.randrange(1, 3))], _store_run, lambda: (),
         lambda x, rows: "a run missing from the list" if len(rows) != len(x) else None)
 
+    def _waves_run(x, t):
+        from seat_console.probe.store import measured_waves
+        root = t / "runs"
+        shutil.rmtree(root, ignore_errors=True)
+        for i, body in enumerate(x):
+            (root / f"r{i}").mkdir(parents=True)
+            (root / f"r{i}" / "summary.json").write_bytes(body)
+        return measured_waves("sha256:x", 16, "completions", root)
+    add("sweep_history", lambda r, t: [h_doc(r, {
+        "identity": {"container": {"image_id": "sha256:x"}},
+        "settings": {"output_tokens": 16, "api": "completions"},
+        "phases": [{"name": "a", "stats": {"concurrency": 2, "expected": 8, "completed": 8,
+                                           "duration_s": 4.0, "complete": True,
+                                           "request_rate": None}}]}).encode(
+        "utf-8", "surrogatepass") for _ in range(r.randrange(1, 3))], _waves_run, lambda: (),
+        lambda x, w: next((f"wave {v['wave_s']!r} at concurrency {c}" for c, v in w.items()
+                           if not (isinstance(c, int) and c >= 1
+                                   and 0 < v["wave_s"] <= 86_400)), None))
+
     def _run_run(x, t):
         from seat_console.evidence.runs import FileLedger, load_probe_run
         d = t / "run"

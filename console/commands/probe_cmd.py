@@ -11,7 +11,7 @@ Exit codes of ``probe`` (README.md): ``0`` complete (every phase complete, accou
 nothing disturbed it; headlines printed); ``1`` error (invalid profile, data dir unwritable);
 ``2`` usage; ``5`` refused at preflight (no active hold, no seat container running, engine
 down; nothing was sent — ``--dry-run`` prints the plan with each refused check marked ``✗``
-first, then exits 5); ``7`` the run was kept but is not complete (incomplete, disrupted or
+first, then exits 5; with ``--sweep`` the plan is the sweep's steps, stop rule and forecast); ``7`` the run was kept but is not complete (incomplete, disrupted or
 failed: no headline); ``130`` interrupted (Ctrl-C), kept. ``runs`` exits 0, or 1 when the
 named run does not exist, 2 when RUN_ID is not a run id.
 """
@@ -32,7 +32,7 @@ from seat_console.actions.probe_journal import journal_force, journal_probe
 from seat_console.core import engine_timing
 from seat_console.commands import action_common as ac
 from seat_console.probe.client import run_async
-from seat_console.probe.plan import render_plan, render_preflight
+from seat_console.probe.plan import render_plan, render_preflight, sweep_plan
 from seat_console.probe.run import (
     PreflightCheck,
     Probe,
@@ -269,14 +269,22 @@ def render_summary(s: dict[str, Any], path: str | None = None) -> str:
 
 
 def _plan_json(loaded: LoadedProfile, phases: list[str] | None, *,
-               checks: list[PreflightCheck], **info: Any) -> dict[str, Any]:
+               checks: list[PreflightCheck], sweep: SweepSpec | None = None,
+               **info: Any) -> dict[str, Any]:
     spec = loaded.profile.probe
+    plan = None
+    if sweep is not None:
+        plan = {**sweep_plan(loaded, sweep, (info.get("container") or {}).get(
+            "image_id")).model_dump(mode="json"), "top": sweep.top,
+            "goodput_min": sweep.goodput_min, "growth_min": sweep.growth_min,
+            "requests_per_slot": sweep.requests_per_slot}
     return {"dry_run": True,
             "checks": [{"name": c.name, "ok": c.ok, "detail": c.detail} for c in checks],
             "output_tokens": spec.output_tokens, "warmup_requests": spec.warmup_requests,
             "api": spec.api,
-            "phases": [p.model_dump() for p in spec.phases if not phases or p.name in phases],
-            **info}
+            "phases": [] if sweep is not None else
+            [p.model_dump() for p in spec.phases if not phases or p.name in phases],
+            "sweep": plan, **info}
 
 
 # -- commands ------------------------------------------------------------------------------
@@ -301,9 +309,11 @@ def _progress_printer(json_mode: bool) -> Any:
     return cb
 
 
-def _dry_run(args: argparse.Namespace, loaded: LoadedProfile, forced: str | None) -> int:
-    """``probe --dry-run``: every preflight check, then the plan, always; exit 0 when the
-    probe would start, 5 when preflight would refuse (plan shown first), 1 on an error."""
+def _dry_run(args: argparse.Namespace, loaded: LoadedProfile, forced: str | None,
+             sweep: SweepSpec | None = None) -> int:
+    """``probe --dry-run``: every preflight check, then the plan (with ``--sweep``: its steps,
+    stop rule and forecast), always; exit 0 when the probe would start, 5 when preflight would
+    refuse (plan shown first), 1 on an error."""
     try:
         pre = preflight(loaded, hold=probe_journal.hold_info(), force_reason=forced, collect=True)
     except ProbeRefused as exc:
@@ -311,24 +321,26 @@ def _dry_run(args: argparse.Namespace, loaded: LoadedProfile, forced: str | None
         info = {"endpoint": part.get("endpoint"), "container": part.get("container"),
                 "model": part.get("model"), "hold": part.get("hold"), "forced": forced}
         if args.json:
-            print(jsonout.dumps({**_plan_json(loaded, args.phase, checks=exc.checks, **info),
+            print(jsonout.dumps({**_plan_json(loaded, args.phase, checks=exc.checks,
+                                              sweep=sweep, **info),
                                  "refused": str(exc)}, indent=2, default=str))
         else:
-            sys.stdout.write(render_plan(loaded, args.phase, checks=exc.checks, **info))
+            sys.stdout.write(render_plan(loaded, args.phase, checks=exc.checks, sweep=sweep,
+                                         **info))
         print(f"seat-console probe: {exc}", file=sys.stderr)
         return EXIT_REFUSED
     except Exception as exc:  # noqa: BLE001 - report, exit 1
         print(f"seat-console probe: {type(exc).__name__}: {exc}", file=sys.stderr)
         return EXIT_ERROR
     if args.json:
-        print(jsonout.dumps({**_plan_json(loaded, args.phase, checks=pre.checks,
+        print(jsonout.dumps({**_plan_json(loaded, args.phase, checks=pre.checks, sweep=sweep,
                                           endpoint=pre.endpoint, container=pre.identity.get(
                                               "container"), model=pre.model, hold=pre.hold.detail,
                                           forced=pre.forced),
                              "refused": None, "identity": pre.identity,
                              "kv_capacity": pre.kv.model_dump()}, indent=2, default=str))
     else:
-        sys.stdout.write(render_preflight(pre, loaded, args.phase))
+        sys.stdout.write(render_preflight(pre, loaded, args.phase, sweep))
     return EXIT_OK
 
 
@@ -369,7 +381,7 @@ def run_probe_cmd(args: argparse.Namespace, loaded: LoadedProfile) -> int:
         return EXIT_USAGE
     forced = args.reason if args.force else None
     if args.dry_run:
-        return _dry_run(args, loaded, forced)
+        return _dry_run(args, loaded, forced, sweep)
     try:
         pre = preflight(loaded, hold=probe_journal.hold_info(), force_reason=forced)
     except ProbeRefused as exc:

@@ -16,7 +16,8 @@ until the service level or the throughput gives out); the thresholds are stated 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from seat_console.core.base import Frozen
 
@@ -101,5 +102,94 @@ def judge(steps: Sequence[SweepStep], goodput_min: float = GOODPUT_MIN,
     return SweepVerdict(rule=rule, knee=prev, found=False)
 
 
-__all__ = ["GOODPUT_MIN", "GROWTH_MIN", "SweepStep", "SweepVerdict", "judge", "ladder",
-           "rule_text"]
+class StepPlan(Frozen):
+    """One planned step of a sweep: ``phase``, ``concurrency``, ``requests``; ``forecast_s``
+    (``None``: no measurement to stand on), ``basis`` (the run and phase it stands on, or why
+    there is none), ``worst_s`` (every wave at the request timeout)."""
+
+    phase: str
+    concurrency: int
+    requests: int
+    forecast_s: float | None = None
+    basis: str
+    worst_s: float
+
+
+class SweepPlan(Frozen):
+    """A sweep before it runs (``probe --sweep --dry-run``): its ``steps``, the stop ``rule``
+    in words, ``forecast_s`` (seconds to the top step when every step has a measurement, else
+    ``None``), ``measured_s`` (the sum over the steps that have one), ``unmeasured`` (the
+    concurrencies that have none), ``worst_s`` (every wave of every step at the request
+    timeout, plus the per-step overhead), ``text`` (the forecast in one line)."""
+
+    steps: list[StepPlan]
+    rule: str
+    forecast_s: float | None
+    measured_s: float
+    unmeasured: list[int]
+    worst_s: float
+    text: str
+
+
+def _dur(s: float) -> str:
+    if s < 120:
+        return f"{s:.0f} s"
+    if s < 7_200:
+        return f"{s / 60:.1f} min"
+    return f"{s / 3_600:.1f} h"
+
+
+def plan(steps: Sequence[tuple[str, int, int]], waves: Mapping[int, Mapping[str, Any]], *,
+         request_timeout_s: float, overhead_s: float, goodput_min: float = GOODPUT_MIN,
+         growth_min: float = GROWTH_MIN) -> SweepPlan:
+    """The sweep's plan and forecast. ``steps``: ``(phase, concurrency, requests)`` in order;
+    ``waves``: per concurrency the seconds one round of that many requests took on this seat
+    before (``{"wave_s", "run_id", "phase"}``, :func:`seat_console.probe.store.measured_waves`);
+    ``overhead_s``: what the probe adds per step (the after-phase settle and scrape).
+
+    A step's forecast = ⌈requests ÷ concurrency⌉ waves × the measured wave + ``overhead_s``;
+    no measurement at that concurrency → no forecast for it (never one made up from another
+    concurrency: past the seat's knee the wave grows); worst case = ⌈requests ÷ concurrency⌉ ×
+    ``request_timeout_s`` + ``overhead_s``. The forecast runs to the top step: the rule may
+    stop the sweep earlier (said in ``text``). Raises :class:`ValueError` for a step with
+    concurrency or requests < 1, or a negative timeout or overhead."""
+    if request_timeout_s < 0 or overhead_s < 0:
+        raise ValueError(f"sweep plan: request timeout {request_timeout_s!r} s, overhead "
+                         f"{overhead_s!r} s: give both >= 0")
+    out: list[StepPlan] = []
+    for phase, c, n in steps:
+        if c < 1 or n < 1:
+            raise ValueError(f"sweep plan: step {phase} has concurrency {c}, {n} requests: "
+                             "give both >= 1")
+        rounds = -(-n // c)
+        w = waves.get(c)
+        wave = w.get("wave_s") if isinstance(w, Mapping) else None
+        ok = isinstance(wave, (int, float)) and not isinstance(wave, bool) and wave > 0 \
+            and wave < float("inf")
+        out.append(StepPlan(
+            phase=phase, concurrency=c, requests=n,
+            forecast_s=rounds * float(wave) + overhead_s if ok else None,   # type: ignore[arg-type]
+            basis=(f"run {w.get('run_id')} {w.get('phase')}: {float(wave):.2f} s a wave of {c}"
+                   if ok and isinstance(w, Mapping) else
+                   f"no measurement yet at concurrency {c} on this image"),
+            worst_s=rounds * request_timeout_s + overhead_s))
+    measured = sum(p.forecast_s for p in out if p.forecast_s is not None)
+    unmeasured = [p.concurrency for p in out if p.forecast_s is None]
+    worst = sum(p.worst_s for p in out)
+    if not out:
+        text = "no steps"
+    elif not unmeasured:
+        text = (f"≈ {_dur(measured)} if it runs to the top step (this seat's kept runs at "
+                "every step's concurrency); the rule may stop it earlier")
+    else:
+        text = (f"unknown: no measurement yet on this image at concurrency "
+                f"{', '.join(map(str, unmeasured))}"
+                + (f"; the other steps ≈ {_dur(measured)}" if len(unmeasured) < len(out) else ""))
+    text += f"; at most {_dur(worst)} (every request at its {request_timeout_s:g} s timeout)"
+    return SweepPlan(steps=out, rule=rule_text(goodput_min, growth_min),
+                     forecast_s=None if unmeasured or not out else measured,
+                     measured_s=measured, unmeasured=unmeasured, worst_s=worst, text=text)
+
+
+__all__ = ["GOODPUT_MIN", "GROWTH_MIN", "StepPlan", "SweepPlan", "SweepStep", "SweepVerdict",
+           "judge", "ladder", "plan", "rule_text"]

@@ -18,6 +18,7 @@ same directory, then :func:`os.replace` (atomic on POSIX), so a reader never see
 from __future__ import annotations
 
 import json
+import math
 import os
 import secrets
 from collections.abc import Iterator
@@ -29,7 +30,7 @@ from seat_console.core.paths import DATA_DIR_ENV, data_dir
 from seat_console.core.probe_record import RequestRecord
 from seat_console.core.probe_stats import read_goodput
 from seat_console.core.base import utcnow
-from seat_console.core.untrusted import get_dict, get_list, get_str
+from seat_console.core.untrusted import finite_nonneg, get_dict, get_int, get_list, get_str
 
 
 SUMMARY_SCHEMA = "seat-console.probe-run/1"
@@ -194,8 +195,54 @@ def list_runs(root: Path | None = None) -> list[dict[str, Any]]:
     return out
 
 
+WAVE_MAX_S = 86_400.0
+"""A wave time over a day is not a measurement a forecast stands on (an edited summary)."""
+
+
+def measured_waves(image_id: str, output_tokens: int, api: str,
+                   root: Path | None = None) -> dict[int, dict[str, Any]]:
+    """What this seat's kept runs measured, per concurrency, for a forecast (``probe --sweep
+    --dry-run``): ``{concurrency: {"wave_s", "run_id", "phase"}}`` from the newest run under
+    ``root`` (default :func:`runs_dir`) whose identity's container ran image ``image_id`` with
+    the same ``settings.output_tokens`` and ``settings.api``, over its closed-loop phases
+    (no ``request_rate``) that completed whole (``stats.complete``, every expected request
+    completed). ``wave_s`` = ``duration_s`` ÷ ⌈completed ÷ concurrency⌉: the seconds one
+    round of ``concurrency`` requests took there. Never raises: a run, phase or figure that
+    does not read back (not a finite number > 0, a wave over :data:`WAVE_MAX_S`) is skipped —
+    a forecast has no figure rather than a made-up one."""
+    out: dict[int, dict[str, Any]] = {}
+    base = root or runs_dir()
+    if not image_id or not base.is_dir():
+        return out
+    for d in sorted((p for p in base.iterdir() if p.is_dir()), reverse=True):   # newest first
+        try:
+            s = read_summary(d)
+        except StoreError:
+            continue
+        ident, settings = get_dict(s, "identity"), get_dict(s, "settings")
+        if (get_str(get_dict(ident, "container"), "image_id") != image_id
+                or get_int(settings, "output_tokens") != output_tokens
+                or get_str(settings, "api") != api):
+            continue
+        for p in get_list(s, "phases"):
+            st = get_dict(p, "stats")
+            c = get_int(st, "concurrency", minimum=1, maximum=1_000_000)
+            done = get_int(st, "completed", minimum=1)
+            dur = finite_nonneg(st.get("duration_s"))
+            if (c is None or c in out or done is None or not dur or st.get("complete") is not True
+                    or st.get("request_rate") is not None or get_int(st, "expected") != done):
+                continue
+            wave = dur / math.ceil(done / c)
+            if 0.0 < wave <= WAVE_MAX_S:
+                out[c] = {"wave_s": wave, "run_id": d.name,
+                          "phase": get_str(p, "name", max_len=200) or "?"}
+    return out
+
+
 __all__ = [
     "STATUSES",
+    "WAVE_MAX_S",
+    "measured_waves",
     "SUMMARY_SCHEMA",
     "RunWriter",
     "StoreError",
