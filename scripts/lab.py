@@ -1335,6 +1335,13 @@ def _toml_str(s: str) -> str:
 BACKPORT_DEST = "/etc/issue"
 BACKPORT_LINE = "Seat Console lab backport: this line comes from the patched file.\n"
 PROBE_CONTAINER = "seat-probe"
+PROBE_ENGINE_FLAGS = ["--enable-per-request-metrics"]
+"""What the probe engine adds to the resident's command (issue 35): per-request timing in each
+stream's final usage chunk (``queue_time_ms``, ``time_to_first_token_ms``) — the flag is
+``enable_per_request_metrics`` in vLLM 0.32's ``vllm/entrypoints/launchers/cli_args.py``
+(refused only beside ``--disable-log-stats``). Only the probe's: the resident's spec, and so
+its container and the lab's start time, stay as they were, and the lab keeps one engine
+without it (the probe's "said once per run" path)."""
 
 
 def _backport_lines(state: dict[str, Any]) -> list[str]:
@@ -1356,7 +1363,7 @@ def _backport_lines(state: dict[str, Any]) -> list[str]:
     patch_dir.mkdir(parents=True, exist_ok=True)
     patched = patch_dir / "issue"
     patched.write_bytes(original + BACKPORT_LINE.encode())
-    cmd = vllm_spec(state)["cmd"]
+    cmd = [*vllm_spec(state)["cmd"], *PROBE_ENGINE_FLAGS]
     vols = [f"{p_}:{p_}:ro" for p_ in (build["base_prefix"], build["venv"], build["model_dir"])]
     env = ", ".join(f"{k} = {_toml_str(v)}" for k, v in VLLM_ENV.items())
     return [
@@ -1370,7 +1377,8 @@ def _backport_lines(state: dict[str, Any]) -> list[str]:
         f"dest = {_toml_str(BACKPORT_DEST)}",
         f"original_sha256 = {_toml_str(hashlib.sha256(original).hexdigest())}",
         "",
-        "# The swap's probe container: the lab's vLLM on the backport image, on the seat's port.",
+        "# The swap's probe container: the lab's vLLM on the backport image, on the seat's port,",
+        "# with per-request metrics (the resident runs without them).",
         "[swap]",
         f"container = {_toml_str(PROBE_CONTAINER)}",
         'image = "backport"',

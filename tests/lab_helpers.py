@@ -92,5 +92,30 @@ def restore_seat(lab, env: dict[str, str], node, timers_before: dict[str, bool],
             node.run(["systemctl", "start", unit])
 
 
-__all__ = ["PROBE_CONTAINER", "exclusive_lab", "node_transport", "restore_seat", "seat_cli",
+def probe_metrics_profile(lab, tmp_path: Path) -> Path:
+    """The lab's profile with ``scripts/lab.py``'s ``PROBE_ENGINE_FLAGS`` (per-request metrics)
+    in the ``[swap]`` command, as ``lab.py up`` writes it since issue 35 (then this is a copy);
+    a shared lab brought up by an older ``lab.py`` gets them added here. Any other line as is."""
+    import tomllib
+
+    from conftest import _lab_module
+
+    flags = _lab_module().PROBE_ENGINE_FLAGS
+    text = lab.profile_path.read_text("utf-8")
+    lines, in_swap = text.splitlines(), False
+    for i, line in enumerate(lines):
+        if line.startswith("["):
+            in_swap = line.strip() == "[swap]"
+        elif in_swap and line.startswith("command = [") and line.rstrip().endswith("]"):
+            missing = [f for f in flags if f'"{f}"' not in line]
+            if missing:
+                lines[i] = line.rstrip()[:-1] + "".join(f', "{f}"' for f in missing) + "]"
+    out = tmp_path / "lab-probe-metrics.toml"
+    out.write_text("\n".join(lines) + "\n", "utf-8")
+    cmd = tomllib.loads(out.read_text("utf-8"))["swap"]["command"]
+    assert all(f in cmd for f in flags), cmd
+    return out
+
+
+__all__ = ["PROBE_CONTAINER", "probe_metrics_profile", "exclusive_lab", "node_transport", "restore_seat", "seat_cli",
            "serving", "state_env", "timers_active"]

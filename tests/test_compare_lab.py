@@ -107,8 +107,11 @@ def test_lab_aa_compare_claims_no_difference(lab, tmp_path: Path) -> None:
     prof = tmp_path / "aa-profile.toml"
     text = lab.profile_path.read_text()
     assert '\nimage = "backport"\n' in text, "the lab profile's [swap] image changed"
+    # the same image and the same engine command: the lab's probe engine flags (per-request
+    # metrics, scripts/lab.py PROBE_ENGINE_FLAGS) left out, so B runs exactly what A runs
     prof.write_text(text.replace('\nimage = "backport"\n',
-                                 f'\nimage = "{lab.engine_image_id}"\n', 1))
+                                 f'\nimage = "{lab.engine_image_id}"\n', 1)
+                    .replace(', "--enable-per-request-metrics"]', "]", 1))
     env = state_env(tmp_path, data=True)
     node = node_transport(lab)
     with exclusive_lab(lab, "the A/A compare test restarts the seat four times"):

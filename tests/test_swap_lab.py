@@ -26,6 +26,7 @@ from lab_helpers import (
     PROBE_CONTAINER as PROBE,
     exclusive_lab,
     node_transport,
+    probe_metrics_profile,
     restore_seat,
     seat_cli,
     serving,
@@ -114,10 +115,12 @@ def test_swap_without_a_hold_is_refused_and_changes_nothing(lab, env):
     assert ends and ends[-1]["outcome"] == "refused"
 
 
-def test_swap_to_the_backport_probe_then_restore(lab, env, node, seat):
+def test_swap_to_the_backport_probe_then_restore(lab, env, node, seat, tmp_path):
     image_id = _backport(lab, env)
     h = _hold(lab, env)
-    r = cli(lab, env, "swap", "--yes", "--json")
+    # the lab's probe engine runs with per-request metrics (scripts/lab.py PROBE_ENGINE_FLAGS)
+    prof = probe_metrics_profile(lab, tmp_path)
+    r = cli(lab, env, "swap", "--yes", "--json", profile=prof)
     assert r.returncode == 0, r.stdout + r.stderr[-3000:]
     out = json.loads(r.stdout)
     # the probe holds the seat, from the backport image by ID, and its startup lines were read
@@ -130,6 +133,7 @@ def test_swap_to_the_backport_probe_then_restore(lab, env, node, seat):
     assert out["probe_startup"]["device"] == "CPU"
     rec = out["facts"]["resident"]
     assert rec["image_id"] == lab.engine_image_id and rec["id"] == seat["resident"]["Id"]
+    _probe_has_per_request_server_truth(lab, env, prof, tmp_path)
     # restore: same container, same image ID, answers; hold released; probe kept
     r = cli(lab, env, "restore", "--yes", "--json")
     assert r.returncode == 0, r.stdout + r.stderr[-3000:]
@@ -150,10 +154,40 @@ def test_swap_to_the_backport_probe_then_restore(lab, env, node, seat):
         assert ("restore", "verify", step) in kinds
 
 
+def _probe_has_per_request_server_truth(lab, env, prof: Path, tmp_path: Path) -> None:
+    """Issue 35 on the probe engine (``--enable-per-request-metrics``): a short probe keeps
+    the engine's queue time and TTFT beside the client's per request in ``requests.jsonl``;
+    the report shows the client − engine distribution and 0 token mismatches (~10 s)."""
+    data = {**env, "SEAT_CONSOLE_DATA_DIR": str(tmp_path / "data")}
+    r = cli(lab, data, "probe", "--phase", "single-stream", "--json", profile=prof,
+            timeout=300)
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    s = json.loads(r.stdout)
+    assert "server_metrics" not in s, s["server_metrics"]     # the engine gave them
+    recs = [json.loads(x) for x in (Path(s["path"]) / "requests.jsonl").read_text().splitlines()]
+    measured = [x for x in recs if x["phase"] == "single-stream"]
+    assert len(measured) == 4 and all(x["ok"] for x in measured), measured
+    for x in measured:       # the engine's own figures, seconds, beside the client's
+        assert x["server_queue_s"] is not None and x["server_queue_s"] >= 0, x
+        assert 0 < x["server_ttft_s"] <= x["ttft_s"], x
+    (ph,) = s["phases"]
+    sv = ph["stats"]["server"]
+    assert sv["with_metrics"] == 4 and sv["client_minus_server"]["n"] == 4, sv
+    assert sv["token_mismatches"] == 0 and sv["token_mismatch_first"] == [], sv
+    rep = cli(lab, data, "report", "--json", s["path"], profile=prof, timeout=120)
+    assert rep.returncode == 0, rep.stdout[-2000:] + rep.stderr[-2000:]
+    (row,) = json.loads(rep.stdout)["phases"][0]["rows"]
+    assert row["server"]["with_metrics"] == 4 and row["server"]["cmd_n"] == 4, row["server"]
+    assert row["server"]["token_mismatches"] == 0, row["server"]
+    md = cli(lab, data, "report", s["path"], profile=prof, timeout=120).stdout
+    line = next(x for x in md.splitlines() if x.startswith(f"| {row['arm']} | {row['run']} | 4 |"))
+    assert line.endswith("(4) | 0 |") and "n/a" not in line, line   # p50 / p95 (n), 0 mismatches
+
+
 def test_a_probe_that_cannot_start_is_restored_automatically(lab, env, tmp_path, seat):
     _backport(lab, env)
     text = lab.profile_path.read_text("utf-8").replace(
-        '"--enforce-eager"]', '"--enforce-eager", "--no-such-engine-flag"]', 1)
+        '"--enforce-eager"', '"--enforce-eager", "--no-such-engine-flag"', 1)
     prof = tmp_path / "profile.toml"
     prof.write_text(text, "utf-8")
     assert "--no-such-engine-flag" in load_profile(prof).profile.swap.command
