@@ -82,6 +82,11 @@ def test_same_prompts_hit_the_cache_unless_the_phase_is_cleaned_and_goodput(
 
 def test_a_sweep_on_the_lab_stops_by_its_rule_and_the_report_shows_the_knee(
         lab, held: Path, env, tmp_path: Path) -> None:
+    """The lab's engine runs at most 16 sequences (--max-num-seqs): past concurrency 16 its
+    throughput cannot grow 10 % a step, so a sweep to 64 stops by the rule at 32 at the latest
+    (the steps: at most 8+8+16+32+64+128 requests of 8 tokens, ~30 s). Its dry run before has
+    no forecast (nothing measured on this image in this test's data dir); after, the steps it
+    ran are forecast from it."""
     from seat_console.core.sweep import SweepStep, judge
 
     prof = tmp_path / "sweep.toml"
@@ -98,20 +103,36 @@ e2e_ms = 600000
 name = "unused"
 requests = 1
 """, "utf-8")
-    cp = cli(prof, env, "probe", "--sweep", "--sweep-top", "16", "--json")
+    args = ("probe", "--sweep", "--sweep-top", "64", "--json")
+    dry = cli(prof, env, *args, "--dry-run")
+    assert dry.returncode == 0, dry.stdout + dry.stderr
+    plan = json.loads(dry.stdout)["sweep"]
+    assert [x["concurrency"] for x in plan["steps"]] == [1, 2, 4, 8, 16, 32, 64]
+    assert plan["forecast_s"] is None and plan["unmeasured"] == [1, 2, 4, 8, 16, 32, 64]
+    cp = cli(prof, env, *args)
     assert cp.returncode == 0, cp.stdout + cp.stderr
     s = json.loads(cp.stdout)
     sw = s["sweep"]
     names = [b["name"] for b in s["phases"]]
-    assert names[0] == "sweep-c1" and set(names) <= {f"sweep-c{c}" for c in (1, 2, 4, 8, 16)}
     again = judge([SweepStep(**x) for x in sw["steps"]], sw["goodput_min"], sw["growth_min"])
     assert again.model_dump(mode="json") == {k: sw[k] for k in again.model_dump()}
-    if sw["found"]:                                     # stopped by the rule: nothing above
-        assert names[-1] == sw["stopped_at"] and sw["stopped_by"]
-    else:
-        assert names[-1] == "sweep-c16" and sw["knee"]["concurrency"] == 16
-    assert sw["knee"] is not None and sw["knee"]["output_tok_s"] > 0
-    rep = cli(prof, env, "report", s["path"])
+    # stopped by the rule, at 32 at the latest, nothing run above the stopping step
+    assert sw["found"] and sw["stopped_by"] and names[-1] == sw["stopped_at"], sw
+    assert names == [f"sweep-c{c}" for c in (1, 2, 4, 8, 16, 32)][:len(names)], names
+    knee = sw["knee"]
+    assert knee is not None and knee["output_tok_s"] > 0 and knee["concurrency"] <= 16, sw
+    # the report re-derives the knee per arm (the resident: arm A) and shows it
+    rep = cli(prof, env, "report", "--json", s["path"])
     assert rep.returncode == 0, rep.stdout + rep.stderr
-    assert "## Load sweep: the knee per arm" in rep.stdout
-    assert f"| {sw['knee']['concurrency']} |" in rep.stdout
+    (row,) = json.loads(rep.stdout)["sweeps"]["A"]
+    assert row["knee"]["concurrency"] == knee["concurrency"] and row["found"], row
+    assert row["stopped_at"] == sw["stopped_at"]
+    md = cli(prof, env, "report", s["path"]).stdout
+    assert "## Load sweep: the knee per arm" in md
+    assert any(x.startswith(f"| A | {row['run']} | {knee['concurrency']} |")
+               for x in md.splitlines()), md
+    # the dry run now forecasts the steps the sweep measured whole from this run
+    plan = json.loads(cli(prof, env, *args, "--dry-run").stdout)["sweep"]
+    ran = {b["stats"]["concurrency"] for b in s["phases"] if (b["stats"] or {}).get("complete")}
+    assert {x["concurrency"] for x in plan["steps"] if x["forecast_s"]} == ran, (plan, ran)
+    assert all(s["run_id"] in x["basis"] for x in plan["steps"] if x["forecast_s"])
