@@ -171,3 +171,25 @@ def test_the_report_rederives_the_knee_per_arm(tmp_path: Path) -> None:
     assert row["found"] and row["stopped_at"] == "sweep-c2" and row["knee"]["phase"] == "sweep-c1"
     md = rp.render_markdown(rep)
     assert "## Load sweep: the knee per arm" in md and "under 1.10 × the previous" in md
+
+
+def test_the_report_rederives_the_server_figures_an_edit_cannot_hide(tmp_path: Path) -> None:
+    """The per-request figures are re-derived from requests.jsonl like the others: an edited
+    ``token_mismatches`` (a count a reader trusts to be 0) is named; a run from before the
+    probe recorded them (no ``server`` block) is not."""
+    from evidence_factory import write_run
+    from seat_console.evidence import report as rp
+
+    d = write_run(tmp_path / "runs", phases={"p": (4, 0)})
+    sp = d / "summary.json"
+    s = json.loads(sp.read_text())
+    sv = s["phases"][0]["stats"]["server"]
+    assert rp.build_report(rp.load_inputs([str(d)]))["consistency"] == []
+    sv["token_mismatches"], sv["token_mismatch_first"] = 0, []        # "no mismatch"
+    sp.write_text(json.dumps(s))
+    found = [c["problem"] for c in rp.build_report(rp.load_inputs([str(d)]))["consistency"]]
+    assert any("server.token_mismatches = 0, but requests.jsonl gives 4" in x for x in found), \
+        found
+    del s["phases"][0]["stats"]["server"]                              # an older run
+    sp.write_text(json.dumps(s))
+    assert rp.build_report(rp.load_inputs([str(d)]))["consistency"] == []

@@ -522,6 +522,12 @@ REDERIVED_FIELDS = ("attempted", "completed", "failed", "output_tokens", "output
                     "goodput.trials")
 """The figures of a phase that are re-derived from ``requests.jsonl`` and compared."""
 
+SERVER_FIELDS = ("server.with_metrics", "server.token_mismatches", "server.token_mismatch_first",
+                 "server.client_minus_server.n", "server.client_minus_server.p50_s",
+                 "server.client_minus_server.p95_s")
+"""The per-request client-against-engine figures, re-derived and compared too when the phase
+records them (a run from before the probe read the engine's per-request metrics has none)."""
+
 
 CACHE_MODES = ("reset", "nonce", "off")
 
@@ -575,7 +581,8 @@ def read_server_check(d: Any) -> dict[str, Any] | None:
 
 def rederive_problems(phases: list[Any], records: Mapping[str, list[Any]], sp: Path,
                       rp: Path) -> list[str]:
-    """Each figure of ``summary.json``'s phases (:data:`REDERIVED_FIELDS`) that differs from
+    """Each figure of ``summary.json``'s phases (:data:`REDERIVED_FIELDS`, and
+    :data:`SERVER_FIELDS` where the phase has a ``server`` block) that differs from
     the same figure computed again from the raw request records by the probe's own
     :func:`seat_console.core.probe_stats.phase_stats` (relative tolerance 1e-9): the summary was
     edited, or was not written from these records. ``[]`` when every figure agrees."""
@@ -605,7 +612,8 @@ def rederive_problems(phases: list[Any], records: Mapping[str, list[Any]], sp: P
         except (ValueError, TypeError) as exc:
             out.append(f"{sp.name} phase {name}: cannot be re-derived from {rp.name} ({exc})")
             continue
-        for f in REDERIVED_FIELDS:
+        server = SERVER_FIELDS if isinstance(st.get("server"), Mapping) else ()
+        for f in (*REDERIVED_FIELDS, *server):
             a, b = _dig(st, f), _dig(again, f)
             if not _same(a, b):
                 out.append(f"{sp.name} phase {name} {f} = {a!r}, but {rp.name} gives {b!r}")
