@@ -117,5 +117,5 @@ def probe_metrics_profile(lab, tmp_path: Path) -> Path:
     return out
 
 
-__all__ = ["PROBE_CONTAINER", "probe_metrics_profile", "exclusive_lab", "node_transport", "restore_seat", "seat_cli",
-           "serving", "state_env", "timers_active"]
+__all__ = ["PROBE_CONTAINER", "exclusive_lab", "node_transport", "probe_metrics_profile",
+           "restore_seat", "seat_cli", "serving", "state_env", "timers_active"]

@@ -125,7 +125,9 @@ requests = 1
     # the report re-derives the knee per arm (the resident: arm A) and shows it
     rep = cli(prof, env, "report", "--json", s["path"])
     assert rep.returncode == 0, rep.stdout + rep.stderr
-    (row,) = json.loads(rep.stdout)["sweeps"]["A"]
+    doc = json.loads(rep.stdout)
+    assert doc["consistency"] == [], doc["consistency"]       # re-derived from requests.jsonl
+    (row,) = doc["sweeps"]["A"]
     assert row["knee"]["concurrency"] == knee["concurrency"] and row["found"], row
     assert row["stopped_at"] == sw["stopped_at"]
     md = cli(prof, env, "report", s["path"]).stdout

@@ -176,7 +176,9 @@ def _probe_has_per_request_server_truth(lab, env, prof: Path, tmp_path: Path) ->
     assert sv["token_mismatches"] == 0 and sv["token_mismatch_first"] == [], sv
     rep = cli(lab, data, "report", "--json", s["path"], profile=prof, timeout=120)
     assert rep.returncode == 0, rep.stdout[-2000:] + rep.stderr[-2000:]
-    (row,) = json.loads(rep.stdout)["phases"][0]["rows"]
+    doc = json.loads(rep.stdout)
+    assert doc["consistency"] == [], doc["consistency"]       # re-derived from requests.jsonl
+    (row,) = doc["phases"][0]["rows"]
     assert row["server"]["with_metrics"] == 4 and row["server"]["cmd_n"] == 4, row["server"]
     assert row["server"]["token_mismatches"] == 0, row["server"]
     md = cli(lab, data, "report", s["path"], profile=prof, timeout=120).stdout

@@ -11,9 +11,10 @@ Exit codes of ``probe`` (README.md): ``0`` complete (every phase complete, accou
 nothing disturbed it; headlines printed); ``1`` error (invalid profile, data dir unwritable);
 ``2`` usage; ``5`` refused at preflight (no active hold, no seat container running, engine
 down; nothing was sent — ``--dry-run`` prints the plan with each refused check marked ``✗``
-first, then exits 5; with ``--sweep`` the plan is the sweep's steps, stop rule and forecast); ``7`` the run was kept but is not complete (incomplete, disrupted or
-failed: no headline); ``130`` interrupted (Ctrl-C), kept. ``runs`` exits 0, or 1 when the
-named run does not exist, 2 when RUN_ID is not a run id.
+first, then exits 5; with ``--sweep`` the plan is the sweep's steps, stop rule and forecast);
+``7`` the run was kept but is not complete (incomplete, disrupted or failed: no headline);
+``130`` interrupted (Ctrl-C), kept. ``runs`` exits 0, or 1 when the named run does not exist,
+2 when RUN_ID is not a run id.
 """
 
 from __future__ import annotations

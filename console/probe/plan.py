@@ -42,8 +42,8 @@ def _sweep_lines(sp: SweepPlan, sweep: SweepSpec, loaded: LoadedProfile) -> list
     lines += [f"  stop rule: {sp.rule}",
               f"  forecast: {sp.text}"]
     if not loaded.profile.probe.slo:
-        lines.append("  goodput: no [probe.slo] in the profile, so only throughput can stop "
-                     "the sweep")
+        lines.append("  goodput: no [probe.slo] in the profile, so goodput cannot stop the "
+                     "sweep (throughput and an incomplete step still do)")
     return lines
 
 
