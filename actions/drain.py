@@ -11,10 +11,14 @@
    ``VLLM_SERVER_DEV_MODE=1`` (``entrypoints/launchers/api_server/routers.py``,
    ``register_api_routers``: ``if envs.VLLM_SERVER_DEV_MODE``; 0.32.0 and 0.34.0 alike). The
    console asks ``GET /is_paused``: 200 = offered, 404 = not.
-2. **Offered**: ``POST /pause?mode=wait`` (``AsyncLLM.pause_generation``: the engine stops
-   scheduling new requests and the call returns once the running ones finished), with a client
-   timeout of the bound (``[seat] drain_timeout_s``, default 60 s). The requests still running
-   or waiting when it returns or the bound passes are **cut** by the stop: counted and journaled.
+2. **Offered**: first the requests *waiting* when the drain starts are let reach a slot: the
+   console polls ``/metrics`` until ``vllm:num_requests_waiting`` is 0 (the queue is FIFO, so
+   every request queued before the drain has been scheduled), because a paused engine never
+   schedules a queued request (below). Then ``POST /pause?mode=wait`` (``AsyncLLM.
+   pause_generation``) with a client timeout of what is left of the bound (``[seat]
+   drain_timeout_s``, default 60 s): it returns once the running requests finished. The
+   requests still running when it returns or the bound passes, and those queued while paused,
+   are **cut** by the stop: counted (``left_running``, ``queued_while_paused``) and journaled.
    If the pause call fails (an HTTP error other than a timeout) or the stop that follows fails,
    ``POST /resume`` undoes the pause and the error says so.
 3. **Not offered**: SIGTERM through ``docker stop`` with a stop timeout of at least the engine's
@@ -22,6 +26,32 @@
    arg_utils.py``, default 0; ``v1/engine/core.py`` ``EngineCore._handle_shutdown``): 0 aborts
    every unfinished request at SIGTERM (``mode=abort``), N > 0 lets them finish for up to N s
    (``mode=drain``). With 0 the plan says how many requests the stop would abort.
+4. ``drain_timeout_s = 0`` turns the drain off: the plain ``docker stop`` (``mode`` ``off``),
+   the downtime still measured.
+
+**What the engine does to each request** (read in vLLM's source, 0.32.0 — the lab's — and
+0.33.0 / 0.34.0 where they differ):
+
+- *pause, mode=wait* (``v1/engine/core.py`` ``EngineCore.pause_scheduler``,
+  ``v1/core/sched/scheduler.py`` ``PauseState.PAUSED_NEW``): running requests keep stepping
+  to the end; a request *waiting* for a slot is not scheduled (only those already holding KV
+  blocks are) and stays queued until ``/resume``; the pause returns when no running request
+  is left (``get_num_unfinished_requests`` leaves the queued ones out). *New connections and
+  requests*: 0.32.0 accepts them (the HTTP server answers 200 and starts the stream) and
+  queues them — so a stop after the pause cuts them; 0.33.0 and 0.34.0 reject them at once
+  with a retryable error (``EngineCore._reject_add_while_paused``: ``engine_paused``, HTTP 503
+  for a plain request, an error event with code 503 in a stream), so nothing is queued.
+- *SIGTERM* (``entrypoints/launchers/launcher.py`` ``serve_http``, 0.32.0–0.34.0 alike): the
+  API server's handler first shuts the engine down (``engine_client.shutdown(timeout=
+  shutdown_timeout)``) and only then tells uvicorn to exit, so the listener keeps accepting
+  connections while the engine stops: a request arriving then is answered 200 and aborted
+  (``EngineCore._reject_add_in_shutdown``), not refused. The port refuses connections only
+  once the engine is gone.
+- So on 0.32.0 no sequence of pause, ``--shutdown-timeout`` and SIGTERM stops admission before
+  the engine stops: under a steady load the requests that arrive after the pause (one per
+  client connection that keeps sending) are accepted and cut; the console counts them. Every
+  request admitted *before* the drain finishes. On 0.33.0+ the pause itself refuses the
+  newcomers with a retryable 503, and a drained stop loses nothing a caller had admitted.
 
 **Downtime**: :func:`mark_down` records when the seat stopped admitting (the pause, else the
 stop); :func:`mark_up` when the first completion was verified on the engine that follows;
@@ -85,10 +115,14 @@ class DrainPlan:
         now = ("requests now: unknown" + (f" ({self.problem})" if self.problem else "")
                if self.in_flight is None else
                f"requests now: {self.running:.0f} running + {self.waiting:.0f} waiting")
+        if self.bound_s <= 0:
+            return (f"{now}; drain off ([seat] drain_timeout_s = 0): plain docker stop, stop "
+                    f"timeout {self.stop_timeout_s} s; the requests in flight are cut")
         if self.pause:
-            how = (f"drain: POST /pause?mode=wait, then wait up to {self.bound_s:.0f} s for them "
-                   f"to finish (those left at the bound are cut and counted); stop timeout "
-                   f"{self.stop_timeout_s} s")
+            how = (f"drain: wait for the queue to reach a slot, POST /pause?mode=wait, then "
+                   f"wait for the running ones to finish, {self.bound_s:g} s in all (those left "
+                   f"at the bound, and on vLLM 0.32 those that arrive while paused, are cut and "
+                   f"counted); stop timeout {self.stop_timeout_s} s")
         else:
             sd = self.shutdown_timeout_s
             off = "not offered" if self.pause is False else "not known (engine not answering)"
@@ -197,89 +231,140 @@ def _resume(endpoint: str) -> str:
     return "the engine was resumed (POST /resume 200)"
 
 
+def _wait_queue_empty(endpoint: str, until: float, poll_s: float = 0.2) -> bool | None:
+    """Poll ``endpoint``'s ``/metrics`` until ``vllm:num_requests_waiting`` is 0 (``True``), the
+    monotonic time ``until`` passes (``False``) or the metric cannot be read (``None``)."""
+    import time
+
+    while True:
+        _, waiting, _ = read_queue(endpoint)
+        if waiting is None:
+            return None
+        if waiting == 0:
+            return True
+        if time.monotonic() >= until:
+            return False
+        time.sleep(poll_s)
+
+
+def _pause(c: Any, plan: DrainPlan, rec: dict[str, Any], timeout_s: float) -> None:
+    """``POST /pause?mode=wait`` with a client timeout of ``timeout_s``; fills ``rec``
+    (``reached_zero``, ``cut``, ``left_running``, ``queued_while_paused``). Raises
+    :class:`StepError` (after ``POST /resume``) when the pause fails."""
+    try:
+        r = httpx.post(f"{plan.endpoint}/pause", params={"mode": "wait"},
+                       timeout=httpx.Timeout(max(timeout_s, 0.1), connect=5.0))
+        if r.status_code != 200:
+            raise StepError(f"drain failed: POST /pause?mode=wait answered HTTP "
+                            f"{r.status_code} ({r.text[:200]}); {_resume(plan.endpoint)}; "
+                            f"{c.name} was not stopped")
+        rec["reached_zero"] = True
+    except httpx.TimeoutException:
+        rec["reached_zero"] = False   # the pause itself applies at once; the wait ran past
+    except httpx.HTTPError as exc:
+        raise StepError(f"drain failed: POST /pause: {type(exc).__name__}: {exc}; "
+                        f"{_resume(plan.endpoint)}; {c.name} was not stopped") from None
+    running, waiting, _ = read_queue(plan.endpoint)
+    known = running is not None and waiting is not None
+    rec["left_running"] = int(running) if running is not None else None
+    rec["queued_while_paused"] = int(waiting) if waiting is not None else None
+    rec["cut"] = int(running + waiting) if known else None  # type: ignore[operator]
+
+
 def drain_and_stop(c: Any, plan: DrainPlan, stop: Any) -> tuple[str, dict[str, Any]]:
     """Drain per ``plan`` (module docstring), then call ``stop(stop_timeout_s) -> str`` (the
     docker stop). Returns ``(sentence, record)``; the record (JSON-able) holds ``mode``
-    (``pause`` / ``sigterm`` / ``none``), ``bound_s``, ``running_before``, ``waiting_before``,
-    ``drained_s``, ``cut`` (requests left at the stop, ``None`` unknown), ``reached_zero``,
+    (``pause`` / ``sigterm`` / ``none`` / ``off``), ``bound_s``, ``running_before``,
+    ``waiting_before``, ``queue_s`` (s spent letting the queue reach a slot before the pause),
+    ``drained_s``, ``cut`` (requests left at the stop, ``None`` unknown) split into
+    ``left_running`` and ``queued_while_paused`` for a pause, ``reached_zero``,
     ``stop_timeout_s``, ``shutdown_timeout_s``, ``down_at`` (ISO UTC: admission stopped).
     Raises :class:`StepError` when the pause or the stop fails — after ``POST /resume`` when
     the engine had been paused, said in the message."""
+    import time
+
     rec: dict[str, Any] = {"endpoint": plan.endpoint, "bound_s": plan.bound_s,
                            "running_before": plan.running, "waiting_before": plan.waiting,
                            "stop_timeout_s": plan.stop_timeout_s,
                            "shutdown_timeout_s": plan.shutdown_timeout_s}
     t0 = utcnow()
-    rec["down_at"] = iso(t0)
+    m0 = time.monotonic()
     paused = False
-    if plan.pause:
+    if plan.bound_s <= 0:
+        rec.update(mode="off", reached_zero=None, cut=None)
+    elif plan.pause:
         rec["mode"] = "pause"
-        try:
-            with EngineClient(plan.endpoint) as client:
-                r = client.pause(plan.bound_s)
-            if r.status != 200:
-                raise StepError(f"drain failed: POST /pause?mode=wait answered HTTP "
-                                f"{r.status} ({r.text[:200]}); {_resume(plan.endpoint)}; "
-                                f"{c.name} was not stopped")
-            paused = True
-            rec["reached_zero"] = True
-        except EngineError as exc:
-            if exc.kind != "timeout":
-                raise StepError(f"drain failed: {exc}; {_resume(plan.endpoint)}; "
-                                f"{c.name} was not stopped") from None
-            paused = True  # the pause itself applies at once; the wait ran past the bound
-            rec["reached_zero"] = False
-        running, waiting, _ = read_queue(plan.endpoint)
-        rec["cut"] = None if running is None or waiting is None else int(running + waiting)
+        # requests queued before the drain: a paused engine would never schedule them
+        rec["queue_empty"] = _wait_queue_empty(plan.endpoint, m0 + plan.bound_s / 2)
+        rec["queue_s"] = round(time.monotonic() - m0, 3)
+        t0 = utcnow()     # admission stops at the pause (the queue wait still served)
+        paused = True
+        _pause(c, plan, rec, plan.bound_s - (time.monotonic() - m0))
     else:
         rec["mode"] = "sigterm" if plan.pause is False else "none"
         rec["reached_zero"] = None
         cut = plan.in_flight
         # --shutdown-timeout N > 0: the engine drains them itself within the stop timeout
         rec["cut"] = (None if cut is None else int(cut)) if plan.shutdown_timeout_s == 0 else None
+    rec["down_at"] = iso(t0)
     rec["drained_s"] = round((utcnow() - t0).total_seconds(), 3)
     try:
         out = stop(plan.stop_timeout_s)
     except StepError as exc:
         tail = f"; {_resume(plan.endpoint)}" if paused else ""
         raise StepError(f"{exc}{tail}") from None
+    return f"{_words(rec, plan)}; {out}", rec
+
+
+def _words(rec: dict[str, Any], plan: DrainPlan) -> str:
+    if rec["mode"] == "off":
+        return "drain off (drain_timeout_s = 0): plain stop"
     if rec["mode"] == "pause":
         cut = rec["cut"]
-        where = ("bound" if not rec["reached_zero"] else
-                 "stop (queued after the pause: vLLM accepts and queues while paused)")
-        words = (f"drained in {rec['drained_s']:.1f} s (bound {plan.bound_s:g} s), "
-                 + ("0 requests cut" if cut == 0 else
-                    f"{'an unknown number of' if cut is None else cut} request(s) cut at the "
-                    f"{where}; counted just before the stop"))
-    elif rec["cut"]:
-        words = (f"/pause not offered: SIGTERM aborted about {rec['cut']} request(s) in flight "
-                 "(--shutdown-timeout 0)")
-    else:
-        words = ("/pause not offered: SIGTERM, the engine drains within --shutdown-timeout "
-                 f"{plan.shutdown_timeout_s} s" if plan.shutdown_timeout_s else
-                 "/pause not offered: SIGTERM")
-    return f"{words}; {out}", rec
+        where = "at the stop" if rec.get("reached_zero") else "at the bound"
+        if cut == 0:
+            tail = "0 requests cut"
+        elif cut is None:
+            tail = "an unknown number of requests cut (/metrics not read after the pause)"
+        else:
+            tail = (f"{cut} request(s) cut {where}: {rec.get('left_running')} still running, "
+                    f"{rec.get('queued_while_paused')} queued, never started (vLLM 0.32 "
+                    "queues requests that arrive while paused; 0.33+ refuses them with a "
+                    "retryable 503)")
+        return (f"drained in {rec['drained_s']:.1f} s (bound {plan.bound_s:g} s), {tail}; "
+                "counted just before the stop")
+    if rec["cut"]:
+        return (f"/pause not offered: SIGTERM aborted about {rec['cut']} request(s) in flight "
+                "(--shutdown-timeout 0)")
+    if plan.shutdown_timeout_s:
+        return ("/pause not offered: SIGTERM, the engine drains within --shutdown-timeout "
+                f"{plan.shutdown_timeout_s} s")
+    return "/pause not offered: SIGTERM"
 
 
 def summary(rec: dict[str, Any] | None) -> str:
     """One clause for a verify message from a journaled drain record (:func:`drain_and_stop`):
     ``"drained by /pause in 0.4 s, 0 requests cut"``, ``"drain stopped at the 60 s bound, 3
-    request(s) cut at the bound"``, ``"SIGTERM (no /pause), about 2 request(s) aborted"``;
-    ``""`` without a record."""
+    request(s) cut"``, ``"SIGTERM (no /pause), about 2 request(s) aborted"``; ``""`` without a
+    record."""
     if not isinstance(rec, dict) or "mode" not in rec:
         return ""
     cut = rec.get("cut")
     n = "an unknown number of" if cut is None else str(cut)
     if rec["mode"] == "pause":
+        queued = rec.get("queued_while_paused")
+        why = (f" ({queued} queued, never started)" if isinstance(queued, int) and queued
+               else "")
         if rec.get("reached_zero"):
             return (f"drained by /pause in {rec.get('drained_s', 0):.1f} s, "
-                    + ("0 requests cut" if cut == 0 else
-                       f"{n} request(s) queued after the pause cut at the stop"))
+                    + ("0 requests cut" if cut == 0 else f"{n} request(s) cut at the stop{why}"))
         return (f"drain stopped at the {rec.get('bound_s', 0):g} s bound, {n} request(s) cut "
-                "at the bound")
+                f"at the bound{why}")
     if rec["mode"] == "sigterm":
         return (f"SIGTERM (no /pause), about {cut} request(s) aborted" if cut else
                 "SIGTERM (no /pause)")
+    if rec["mode"] == "off":
+        return "drain off: plain stop"
     return "not drained (the engine did not answer)"
 
 

@@ -161,6 +161,36 @@ def test_drain_that_cannot_finish_stops_at_the_bound_with_the_cut_counted() -> N
     assert stop.timeouts, "the stop happens at the bound"
 
 
+def test_the_queue_reaches_a_slot_before_the_pause() -> None:
+    # a paused vLLM never schedules a queued request (PAUSED_NEW): the drain lets the requests
+    # waiting at its start reach a slot first, then pauses
+    with Engine(running=1, waiting=2) as eng:
+        plan = D.drain_plan(Container(), eng.url, bound_s=30)
+        seen: list[int] = []
+
+        def slot() -> None:
+            seen.append(len(eng.calls))
+            eng.waiting = 0
+            eng.running = 3
+        threading.Timer(0.5, slot).start()
+        threading.Timer(0.8, eng.finish.set).start()
+        words, rec = D.drain_and_stop(Container(), plan, Stopper())
+    assert rec["queue_empty"] is True and rec["cut"] == 0
+    assert eng.calls.index("POST /pause?mode=wait") > seen[0]
+    assert rec["left_running"] == 0 and rec["queued_while_paused"] == 0
+
+
+def test_a_drain_bound_of_0_is_the_plain_stop() -> None:
+    with Engine(running=2) as eng:
+        plan = D.drain_plan(Container(), eng.url, bound_s=0)
+        assert "drain off" in plan.words()
+        stop = Stopper()
+        words, rec = D.drain_and_stop(Container(), plan, stop)
+    assert rec["mode"] == "off" and not any(c.startswith("POST") for c in eng.calls)
+    assert stop.timeouts == [plan.stop_timeout_s] and "drain off" in words
+    assert D.parse_iso(rec["down_at"]) is not None and D.summary(rec) == "drain off: plain stop"
+
+
 def test_a_failed_pause_resumes_and_does_not_stop() -> None:
     with Engine(pause_status=500) as eng:
         plan = D.drain_plan(Container(), eng.url, bound_s=5)
