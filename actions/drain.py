@@ -92,7 +92,8 @@ class DrainPlan:
     the engine did not answer); ``bound_s`` the drain bound (s); ``shutdown_timeout_s`` the
     engine's ``--shutdown-timeout`` (s; ``None`` when its argv says something unreadable);
     ``stop_timeout_s`` the stop timeout the stop will use (s); ``problem`` why a reading is
-    missing."""
+    missing; ``newcomers`` what this engine's version does to a request arriving while paused
+    (:func:`newcomers_while_paused`: ``"queued"``, ``"refused"``, ``None`` unknown)."""
 
     endpoint: str
     running: float | None
@@ -102,6 +103,7 @@ class DrainPlan:
     shutdown_timeout_s: int | None
     stop_timeout_s: int
     problem: str | None = None
+    newcomers: str | None = None
 
     @property
     def in_flight(self) -> float | None:
@@ -123,6 +125,12 @@ class DrainPlan:
                    f"wait for the running ones to finish, {self.bound_s:g} s in all (those left "
                    f"at the bound, and on vLLM 0.32 those that arrive while paused, are cut and "
                    f"counted); stop timeout {self.stop_timeout_s} s")
+            how += {"queued": "; this engine (vLLM < 0.33) accepts and queues requests that "
+                              "arrive while paused: they are cut at the stop (about one per "
+                              "client connection that keeps sending)",
+                    "refused": "; this engine (vLLM ≥ 0.33) refuses requests that arrive "
+                               "while paused with a retryable 503"}.get(self.newcomers or "",
+                                                                       "")
         else:
             sd = self.shutdown_timeout_s
             off = "not offered" if self.pause is False else "not known (engine not answering)"
@@ -208,6 +216,38 @@ def pause_offered(endpoint: str, timeout_s: float = 3.0) -> bool | None:
     return True
 
 
+_VERSION = re.compile(r"v?([0-9]{1,4})\.([0-9]{1,4})(?![0-9])")
+
+
+def newcomers_while_paused(version: Any) -> str | None:
+    """What vLLM ``version`` (``GET /version``'s ``version``: ``"0.32.0"``, ``"0.33.1.dev4+g…"``)
+    does to a request that arrives while it is paused (``POST /pause?mode=wait``):
+    ``"queued"`` below 0.33 (accepted, answered 200 and queued; a stop cuts it — 0.32.0
+    ``v1/core/sched/scheduler.py`` ``PauseState.PAUSED_NEW``), ``"refused"`` from 0.33 on (a
+    retryable 503, ``v1/engine/core.py`` ``EngineCore._reject_add_while_paused``; a
+    pre-release of 0.33 counts as 0.33), ``None`` when ``version`` is not a string starting
+    ``MAJOR.MINOR``. Never raises."""
+    if not isinstance(version, str) or len(version) > 200:
+        return None
+    m = _VERSION.match(version.strip())
+    if m is None:
+        return None
+    return "refused" if (int(m[1]), int(m[2])) >= (0, 33) else "queued"
+
+
+def engine_version(endpoint: str, timeout_s: float = 3.0) -> str | None:
+    """``GET /version``'s ``version`` string, ``None`` when not read (unknown)."""
+    from seat_console.core.untrusted import get_str, load_json
+
+    try:
+        r = httpx.get(f"{endpoint}/version", timeout=timeout_s)
+        if r.status_code != 200:
+            return None
+        return get_str(load_json(r.content, "/version"), "version", max_len=200)
+    except (httpx.HTTPError, InputError):
+        return None
+
+
 def drain_plan(c: Any, endpoint: str, bound_s: float) -> DrainPlan:
     """The plan for draining container ``c`` serving at ``endpoint`` (reads only)."""
     sd = shutdown_timeout_of(_argv(c))
@@ -217,7 +257,7 @@ def drain_plan(c: Any, endpoint: str, bound_s: float) -> DrainPlan:
                      pause=pause_offered(endpoint), bound_s=float(bound_s),
                      shutdown_timeout_s=sd,
                      stop_timeout_s=stop_timeout_for(own if isinstance(own, int) else None, sd),
-                     problem=problem)
+                     problem=problem, newcomers=newcomers_while_paused(engine_version(endpoint)))
 
 
 def _resume(endpoint: str) -> str:
@@ -286,7 +326,8 @@ def drain_and_stop(c: Any, plan: DrainPlan, stop: Any) -> tuple[str, dict[str, A
     rec: dict[str, Any] = {"endpoint": plan.endpoint, "bound_s": plan.bound_s,
                            "running_before": plan.running, "waiting_before": plan.waiting,
                            "stop_timeout_s": plan.stop_timeout_s,
-                           "shutdown_timeout_s": plan.shutdown_timeout_s}
+                           "shutdown_timeout_s": plan.shutdown_timeout_s,
+                           "newcomers": plan.newcomers}
     t0 = utcnow()
     m0 = time.monotonic()
     paused = False
@@ -457,5 +498,6 @@ def forecast(journal: Journal, image_id: str | None, bound_s: float) -> str:
 
 
 __all__ = ["DrainPlan", "STOP_MARGIN_S", "downtimes", "summary", "drain_and_stop", "drain_plan",
-           "forecast", "last_downtime", "mark_up", "pause_offered", "read_queue",
+           "engine_version", "forecast", "last_downtime", "mark_up", "newcomers_while_paused",
+           "pause_offered", "read_queue",
            "shutdown_timeout_of", "stop_timeout_for"]

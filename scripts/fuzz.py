@@ -245,6 +245,13 @@ def _specs() -> list[Spec]:
         return shutdown_timeout_of(x)
     add("drain_argv", _argv_gen, _argv_run, lambda: (),
         lambda x, v: None if v is None or (isinstance(v, int) and v >= 0) else f"got {v!r}")
+
+    def _newcomers_run(x, _t):
+        from seat_console.actions.drain import newcomers_while_paused
+        return newcomers_while_paused(x)
+    add("drain_version", lambda r, t: r.choice([h_text(r, 12), "0.32.0", "0.33.0.dev1", None, 7]),
+        _newcomers_run, lambda: (),
+        lambda x, v: None if v in ("queued", "refused", None) else f"got {v!r}")
     _engine_specs(add, lines)
 
     # Alertmanager

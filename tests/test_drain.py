@@ -37,8 +37,9 @@ class Engine(ThreadingHTTPServer):
     daemon_threads = True
 
     def __init__(self, *, offers_pause: bool = True, running: int = 3, waiting: int = 0,
-                 pause_status: int = 200) -> None:
+                 pause_status: int = 200, version: str | None = None) -> None:
         self.offers_pause = offers_pause
+        self.version = version
         self.running = running
         self.waiting = waiting
         self.pause_status = pause_status
@@ -89,6 +90,8 @@ class _Handler(BaseHTTPRequestHandler):
                     "# TYPE vllm:num_requests_waiting gauge\n"
                     f"vllm:num_requests_waiting{{engine=\"0\"}} {srv.waiting}\n")
             self._send(200, text.encode())
+        elif self.path == "/version" and srv.version is not None:
+            self._send(200, json.dumps({"version": srv.version}).encode())
         elif self.path == "/is_paused" and srv.offers_pause:
             self._send(200, json.dumps({"is_paused": srv.paused}).encode())
         else:
@@ -189,6 +192,30 @@ def test_a_drain_bound_of_0_is_the_plain_stop() -> None:
     assert rec["mode"] == "off" and not any(c.startswith("POST") for c in eng.calls)
     assert stop.timeouts == [plan.stop_timeout_s] and "drain off" in words
     assert D.parse_iso(rec["down_at"]) is not None and D.summary(rec) == "drain off: plain stop"
+
+
+@pytest.mark.parametrize(("version", "want"), [
+    ("0.32.0", "queued"), ("0.10.1.1", "queued"), ("0.33.0", "refused"), ("0.34.0", "refused"),
+    ("0.33.1.dev4+gabc", "refused"), ("v0.32.0", "queued"), ("1.0.0", "refused"),
+    ("0.3", "queued"), ("dev", None), ("", None), ("x0.32", None), (None, None), (33, None)])
+def test_what_the_engine_version_does_to_newcomers_while_paused(version: Any, want: Any) -> None:
+    assert D.newcomers_while_paused(version) == want
+
+
+@given(st.one_of(st.text(max_size=300), st.integers(), st.none(), st.floats(),
+                 st.binary(max_size=20)))
+def test_newcomers_while_paused_never_raises(v: Any) -> None:
+    assert D.newcomers_while_paused(v) in ("queued", "refused", None)
+
+
+@pytest.mark.parametrize(("version", "words"), [
+    ("0.32.0", "accepts and queues requests that arrive while paused"),
+    ("0.34.0", "refuses requests that arrive while paused with a retryable 503")])
+def test_the_plan_says_what_happens_to_requests_arriving_while_paused(version: str,
+                                                                       words: str) -> None:
+    with Engine(running=1, version=version) as eng:
+        plan = D.drain_plan(Container(), eng.url, bound_s=30)
+    assert plan.newcomers in ("queued", "refused") and words in plan.words()
 
 
 def test_a_failed_pause_resumes_and_does_not_stop() -> None:
