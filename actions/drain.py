@@ -81,7 +81,7 @@ STOP_MARGIN_S = 15
 API server and the engine processes exit after the drain; vLLM ``entrypoints/cli/serve.py``)."""
 DEFAULT_STOP_TIMEOUT_S = 10
 """docker's stop timeout when the container sets none."""
-DOWNTIME_RUNBOOKS = ("swap", "restore", "compare")
+DOWNTIME_RUNBOOKS = ("swap", "restore", "compare", "promote-undo")
 """The runbooks whose facts may carry a ``downtime`` record."""
 
 
@@ -458,9 +458,12 @@ def _seconds(v: Any) -> float | None:
 def downtimes(journal: Journal | Any) -> list[dict[str, Any]]:
     """Every run's measured downtime, oldest first: ``{"run_id", "runbook", "at",
     "seconds", "start_s", "image_id"}`` from the facts of :data:`DOWNTIME_RUNBOOKS` runs. A
-    record whose ``seconds`` is not a finite number ≥ 0 is skipped (unknown, never 0)."""
+    record whose ``seconds`` is not a finite number ≥ 0 is skipped (unknown, never 0).
+    ``journal``: anything with ``entries()`` (the journal, the exporter's read-only one), or
+    its entries already read."""
     runs: dict[str, list[Any]] = {}
-    for e in journal.entries():    # entries(): the journal or the exporter's read-only one
+    rows = journal.entries() if hasattr(journal, "entries") else journal
+    for e in rows:
         runs.setdefault(e.run_id, []).append(e)
     out = []
     for rows in runs.values():
@@ -476,6 +479,16 @@ def downtimes(journal: Journal | Any) -> list[dict[str, Any]]:
                     "at": d.get("up_at"), "seconds": secs, "start_s": _seconds(d.get("start_s")),
                     "image_id": d.get("image_id") if isinstance(d.get("image_id"), str) else None})
     return sorted(out, key=lambda d: str(d["at"]))
+
+
+def downtime_line(d: dict[str, Any] | None) -> str:
+    """``"seat down 31.4 s in the last runbook run that stopped it (swap 2f3a…, serving again
+    at …)"`` from a :func:`downtimes` record; says so when none was measured (``None``)."""
+    if d is None:
+        return "seat downtime: none measured yet (swap, restore, compare and promote's undo " \
+               "measure it)"
+    return (f"seat down {d['seconds']:.1f} s in the last runbook run that stopped it "
+            f"({d['runbook']} {d['run_id']}, serving again at {d['at']})")
 
 
 def last_downtime(journal: Journal) -> dict[str, Any] | None:
@@ -497,7 +510,7 @@ def forecast(journal: Journal, image_id: str | None, bound_s: float) -> str:
     return "seat downtime: no start of this image measured on this node yet"
 
 
-__all__ = ["DrainPlan", "STOP_MARGIN_S", "downtimes", "summary", "drain_and_stop", "drain_plan",
+__all__ = ["DrainPlan", "STOP_MARGIN_S", "downtime_line", "downtimes", "summary", "drain_and_stop", "drain_plan",
            "engine_version", "forecast", "last_downtime", "mark_up", "newcomers_while_paused",
            "pause_offered", "read_queue",
            "shutdown_timeout_of", "stop_timeout_for"]

@@ -727,8 +727,13 @@ def build_promote_undo(nctx: NodeContext, journal: Journal, *, observer: Observe
             c = swap_mod._inspect(client, ctx.facts["promoted"]["id"])
             if not swap_mod._running(c):
                 return "not running"
-            return swap_mod.stop_container(client, c, int(ctx.facts["promoted"].get(
-                "stop_timeout_s") or 10), nctx) + " (kept, not removed)"
+            rec: dict[str, Any] = {}
+            try:     # the drain and the seat's downtime journaled as swap's (issue 32)
+                return swap_mod.stop_container(client, c, int(ctx.facts["promoted"].get(
+                    "stop_timeout_s") or 10), nctx, record=rec) + " (kept, not removed)"
+            finally:
+                if rec:
+                    ctx.facts["drain"] = rec
         finally:
             client.close()
 
@@ -770,7 +775,8 @@ def build_promote_undo(nctx: NodeContext, journal: Journal, *, observer: Observe
         if not rec.get("models") or rec["models"][0] not in models:
             raise StepError(f"/v1/models lists {models}, recorded {rec.get('models')}")
         return (f"{rec['name']} image ID as recorded, /health 200; "
-                + swap_mod.completion(seat, rec["models"][0]))
+                + swap_mod.completion(seat, rec["models"][0])
+                + swap_mod._seat_up(ctx, swap_mod._started_at(c), rec["image_id"]))
 
     def start_undo(ctx: RunContext) -> str:
         if ctx.facts.get("previous_was_running"):

@@ -93,6 +93,11 @@ class RunbookState:
     cycle_closed_at: datetime | None = None
     """When the cycle shown was closed by a release (``None``: it is open). A closed cycle
     has ``next = None``; the next runbook step (``fit``) opens a new one."""
+    seat_downtime: str = ""
+    """The seat's downtime in the newest runbook run that stopped it, as a line
+    (:func:`seat_console.actions.drain.downtime_line`: ``"seat down 31.4 s in the last
+    runbook run that stopped it (restore …)"``, or that none was measured); ``""``: the
+    journal was not read."""
 
     def stage(self, name: str) -> StageState:
         """The stage called ``name``; raises :class:`KeyError` for a name not in :data:`STAGES`."""
@@ -698,8 +703,12 @@ def read_runbook(nctx: Any, journal: Journal, *, runs_dir: Path | None = None,
                 order.remove("compare")
                 order.insert(order.index("swap"), "compare")
             nxt = next((st[s] for s in order if st[s].status not in ("done", "skipped")), None)
+    from seat_console.actions.drain import downtime_line, downtimes
+
+    down = downtimes(entries)
     return RunbookState(stages, nxt, holder, now, tuple(rd.problems),
-                        cycle_started_at=started_at, cycle_closed_at=closed_at)
+                        cycle_started_at=started_at, cycle_closed_at=closed_at,
+                        seat_downtime=downtime_line(down[-1] if down else None))
 
 
 def state_to_json(state: RunbookState) -> dict[str, Any]:

@@ -519,6 +519,52 @@ def test_runbook_shows_the_last_downtime(tmp_path: Path, monkeypatch, capsys) ->
         assert json.loads(capsys.readouterr().out)["seat_downtime"]["seconds"] == 31.4
 
 
+def test_status_carries_the_last_downtime(tmp_path: Path, monkeypatch) -> None:
+    from seat_console.commands import status_cmd
+    from seat_console.core.profile import load_profile
+    from seat_console.node import transport
+
+    monkeypatch.setenv("SEAT_CONSOLE_STATE_DIR", str(tmp_path / "state"))
+    (tmp_path / "state").mkdir()
+
+    def no_node(_loaded: Any) -> Any:
+        raise transport.TransportError("no node in this test")
+    monkeypatch.setattr(transport, "make_transport", no_node)
+    loaded = load_profile(None, environ={})
+    now = datetime(2026, 12, 5, 5, 0, tzinfo=UTC)
+    with Journal(path=tmp_path / "state" / "journal.sqlite3") as j:
+        sec = status_cmd.read_hold_section(loaded, None, now)
+        assert sec["seat_downtime"] is None
+        assert "seat downtime: none measured yet" in status_cmd.render_hold(sec)
+        _journal_run(j, "r7", "swap", {"downtime": {"seconds": 12.5,
+                                                    "up_at": "2026-12-05T04:00:00.000Z"}})
+    sec = status_cmd.read_hold_section(loaded, None, now)
+    assert sec["seat_downtime"]["seconds"] == 12.5 and sec["seat_downtime"]["run_id"] == "r7"
+    assert "seat down 12.5 s in the last runbook run that stopped it (swap r7" in \
+        status_cmd.render_hold(sec)
+
+
+def test_the_runbook_state_and_screen_show_the_last_downtime(tmp_path: Path) -> None:
+    from seat_console.actions.stages import read_runbook
+    from seat_console.widgets.runbook_screen import header_text
+    from tests.runbook_history import History
+
+    with Journal(path=tmp_path / "journal.sqlite3") as j:
+        h = History(j, tmp_path)
+        s = read_runbook(None, j, runs_dir=tmp_path / "runs", now=h.t)
+        assert s.seat_downtime.startswith("seat downtime: none measured yet")
+        h.run("restore", facts={"downtime": {"seconds": 27.25,
+                                             "up_at": "2026-12-05T04:00:00.000Z"}},
+              run_id="r5")
+        h.run("promote-undo", facts={"downtime": {"seconds": 9.5,
+                                                  "up_at": "2026-12-05T05:00:00.000Z"}},
+              run_id="r6")
+        s = read_runbook(None, j, runs_dir=tmp_path / "runs", now=h.t)
+    assert s.seat_downtime.startswith("seat down 9.5 s in the last runbook run that stopped "
+                                      "it (promote-undo r6")
+    assert "seat down 9.5 s" in header_text(s, None).plain
+
+
 # -- the fleet row -------------------------------------------------------------------------------
 @pytest.mark.parametrize("value, want", [(31.4, 31.4), (0.0, 0.0), (float("nan"), None),
                                          (float("inf"), None), (-1.0, None), (1e12, None)])
@@ -535,6 +581,11 @@ def test_fleet_row_carries_the_last_downtime_unknown_never_0(value: float,
     assert by["a:1"].to_json()["downtime_s"] == want
     if want is None and not math.isnan(value):   # NaN is dropped by the response parser
         assert any("seat downtime" in u for u in by["a:1"].unknown)
+    from seat_console.tui.fleet import SeatDetail
+
+    text = SeatDetail(None, by["a:1"])._summary().plain  # type: ignore[arg-type]
+    assert ("seat down in its last runbook run: "
+            + ("n/a (none measured)" if want is None else f"{want:.1f} s")) in text
 
 
 @pytest.mark.parametrize("rec, want", [

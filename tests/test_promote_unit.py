@@ -301,6 +301,11 @@ def test_undo_puts_the_previous_resident_back(seat: Seat) -> None:
     fresh = FakeNodeContext(load_profile(seat.profile_path), seat.engine)   # a new console
     assert swap_mod.resident_name(fresh) == "seat-resident"
     assert seat.completions == ["seat-model", "seat-model"]
+    # the stop drained (the engine not answering here: said so) and the downtime measured,
+    # journaled as swap's (issue 32)
+    assert res.facts["drain"]["mode"] == "none" and res.facts["drain"]["down_at"]
+    assert res.facts["downtime"]["down_at"] == res.facts["drain"]["down_at"]
+    assert 0 <= res.facts["downtime"]["seconds"] < 60
     # nothing left to undo
     assert "no promote to undo" in _refusal(seat.undo())
 

@@ -159,6 +159,7 @@ def header_text(state: RunbookState | None, error: str | None) -> Text:
                  .get(branch.decision, "bold yellow"))
         t.append(": Enter on ▸ " + state.next.name + " chooses — "   # type: ignore[union-attr]
                  + " or ".join(c.label.lower() for c in branch.choices))
+    t.append(f"\n{printable(state.seat_downtime)}" if state.seat_downtime else "", style="dim")
     for p in state.problems:
         t.append(f"\n⚠ {printable(p)}", style="yellow")
     if error:

@@ -142,12 +142,10 @@ def render(state: RunbookState) -> list[str]:
 
 
 def downtime_line(d: dict[str, Any] | None) -> str:
-    """``"seat down 31.4 s in the last runbook run (swap 2f3a…, up at …)"``, from
-    :func:`seat_console.actions.drain.last_downtime`; says so when none was measured."""
-    if d is None:
-        return "seat downtime: none measured yet (swap, restore and compare measure it)"
-    return (f"seat down {d['seconds']:.1f} s in the last runbook run that stopped it "
-            f"({d['runbook']} {d['run_id']}, serving again at {d['at']})")
+    """The seat's downtime line (:func:`seat_console.actions.drain.downtime_line`)."""
+    from seat_console.actions.drain import downtime_line as line
+
+    return line(d)
 
 
 def _show(args: argparse.Namespace, nctx: NodeContext, journal: Journal) -> int:

@@ -267,15 +267,20 @@ def read_hold_section(loaded: LoadedProfile, timers: object, now: datetime) -> d
     :meth:`~seat_console.actions.hold.HoldState.to_json`, or ``None``; the journal is read,
     never created), ``foreign_leases`` and ``deferred_starts`` (``seat-hold-*`` transient timers
     armed on the node: unit, next elapse), ``protects_nothing`` (a sentence when a hold is in
-    effect but every timer is armed, else ``None``), ``errors`` (what could not be read)."""
+    effect but every timer is armed, else ``None``), ``seat_downtime`` (the seat's downtime in
+    the newest runbook run that stopped it, :func:`seat_console.actions.drain.last_downtime`:
+    ``{"run_id", "runbook", "at", "seconds", "start_s", "image_id"}``, or ``None``: none
+    measured), ``errors`` (what could not be read)."""
     from seat_console.actions import hold as hold_mod
     from seat_console.actions import node_ops
     from seat_console.actions.journal import Journal, JournalError
     from seat_console.core.paths import journal_path
     from seat_console.node.transport import TransportError, make_transport
 
+    from seat_console.actions.drain import last_downtime
+
     out: dict = {"hold": None, "foreign_leases": [], "deferred_starts": [],
-                 "protects_nothing": None, "errors": []}
+                 "protects_nothing": None, "seat_downtime": None, "errors": []}
     own = None
     try:
         p = journal_path()
@@ -285,6 +290,7 @@ def read_hold_section(loaded: LoadedProfile, timers: object, now: datetime) -> d
                 if h is not None:
                     out["hold"] = h.to_json(now)
                     own = h.lease_unit
+                out["seat_downtime"] = last_downtime(j)
     except JournalError as exc:
         out["errors"].append(f"journal: {exc}")
     try:
@@ -328,6 +334,8 @@ def render_hold(sec: dict) -> str:
         out += f"  deferred start {d['unit']}: starts {d['starts']} at {d['next_elapse']}\n"
     if sec.get("protects_nothing"):
         out += f"  WARNING: {sec['protects_nothing']}\n"
+    from seat_console.commands.runbook_cmd import downtime_line
+    out += f"  {downtime_line(sec.get('seat_downtime'))}\n"
     for e in sec.get("errors", []):
         out += f"  cannot read {e}\n"
     return out

@@ -218,6 +218,9 @@ class SeatDetail(ModalScreen[None]):
                  "DCGM series)\n")
         if r.hold_until:
             t.append(f"hold lease fires {iso(r.hold_until)}\n")
+        t.append("seat down in its last runbook run: " + ("n/a (none measured)" if r.downtime_s
+                                                          is None else f"{r.downtime_s:.1f} s")
+                 + "\n")
         if r.probe_phase or r.runbook or r.stage:
             t.append(f"probe phase {r.probe_phase or '-'} · runbook {r.runbook or '-'} · "
                      f"next stage {r.stage or '-'}\n")
