@@ -476,6 +476,7 @@ def build_compare(nctx: NodeContext, journal: Journal, *, options: CompareOption
         res = restore_keep_hold(nctx, journal, observer, opts.on_log)
         if not res.ok:
             raise StepError(f"restore {res.outcome}: {res.describe()}")
+        ctx.facts[LAST_DOWNTIME] = res.facts.get("downtime")
         return res.describe()
 
     steps: list[Step] = [Step("hold", hold_check, hold_apply, hold_verify, undo_hold,
@@ -562,14 +563,18 @@ def _seat_step(nctx: NodeContext, journal: Journal, leg: LegPlan, prev: str | No
         what, text = "restart", f"restart the resident {resident} (fresh incarnation)"
 
         def apply(ctx: RunContext) -> str:
-            return restart_container(nctx, resident, opts.on_log, ctx.facts)
+            out = restart_container(nctx, resident, opts.on_log, ctx.facts)
+            ctx.facts[LAST_DOWNTIME] = ctx.facts.get("downtime")
+            return out
     elif how == "restart-candidate":
         if probe_name is None:
             raise StepError("the profile has no [swap] section: no candidate to compare")
         what, text = "restart", f"restart the probe {probe_name} (fresh incarnation)"
 
         def apply(ctx: RunContext) -> str:
-            return restart_container(nctx, probe_name, opts.on_log, ctx.facts)
+            out = restart_container(nctx, probe_name, opts.on_log, ctx.facts)
+            ctx.facts[LAST_DOWNTIME] = ctx.facts.get("downtime")
+            return out
     elif how == "swap":
         what, text = "swap", "swap: stop the resident, start the candidate (swap runbook)"
 
@@ -579,6 +584,7 @@ def _seat_step(nctx: NodeContext, journal: Journal, leg: LegPlan, prev: str | No
                 observer=observer, approval=False).run()   # the compare was approved once
             if not res.ok:
                 raise StepError(f"swap {res.outcome}: {res.describe()}")
+            ctx.facts[LAST_DOWNTIME] = res.facts.get("downtime")
             return res.describe()
     else:
         what, text = "restore", "restore the resident (restore runbook, hold kept)"
@@ -615,7 +621,16 @@ def _seat_step(nctx: NodeContext, journal: Journal, leg: LegPlan, prev: str | No
     def undo(ctx: RunContext) -> str | None:  # a swap is undone by a restore (hold kept)
         return restore_seat(ctx)
 
-    return Step(f"leg {leg.name}: seat", check, apply, verify,
+    def apply_measured(ctx: RunContext) -> str:
+        """The leg's seat change; its seat downtime (s) kept as ``leg<n>_downtime_s``
+        (``None``: not measured — the seat did not change, or no completion was verified)."""
+        ctx.facts.pop(LAST_DOWNTIME, None)
+        out = apply(ctx)
+        d = ctx.facts.pop(LAST_DOWNTIME, None)
+        ctx.facts[f"leg{leg.n}_downtime_s"] = d.get("seconds") if isinstance(d, dict) else None
+        return out
+
+    return Step(f"leg {leg.name}: seat", check, apply_measured, verify,
                 undo if what == "swap" else None, manual="seat-console restore",
                 acts_on=[n for n in (resident, probe_name) if n])
 
@@ -653,6 +668,7 @@ def _measure_step(nctx: NodeContext, leg: LegPlan, bid: str, cmp_dir: Path,
             doc = json.loads(cp.read_text("utf-8"))
             doc["legs"] = list(ctx.facts["legs"])
             doc["containers"] = {k: v for k, v in ctx.facts.items() if k.endswith("_container")}
+            doc["downtimes"] = leg_downtimes(ctx.facts)
             _write_json(cp, doc)
         except (OSError, ValueError):
             pass  # written again at the end by run_compare
@@ -675,6 +691,17 @@ def _measure_step(nctx: NodeContext, leg: LegPlan, bid: str, cmp_dir: Path,
     return Step(f"leg {leg.name}: measure", check, apply, verify, None)
 
 
+LAST_DOWNTIME = "seat_downtime_last"
+"""The fact a leg's seat change leaves its downtime record in, for :func:`leg_downtimes`."""
+
+
+def leg_downtimes(facts: dict[str, Any]) -> dict[str, float | None]:
+    """``{"leg1": 31.4, …}``: each leg's seat downtime (s) from the compare's facts, as
+    ``compare.json`` records it (``downtimes``) for the report; ``None``: not measured."""
+    return {k.removesuffix("_downtime_s"): v for k, v in facts.items()
+            if k.startswith("leg") and k.endswith("_downtime_s")}
+
+
 def compare_record(rb: Runbook, opts: CompareOptions, status: str, *,
                    result: Result | None = None) -> dict[str, Any]:
     """The ``compare.json`` document for runbook ``rb`` in ``status``."""
@@ -686,6 +713,7 @@ def compare_record(rb: Runbook, opts: CompareOptions, status: str, *,
             "legs": [x for x in (f.get("legs") or [])],
             "planned_legs": [f"legs/{leg.dirname}" for leg in legs],
             "containers": {k: v for k, v in f.items() if k.endswith("_container")},
+            "downtimes": leg_downtimes(f),
             "hold_placed": f.get("hold_placed"), "hold_released": f.get("hold_released"),
             "restored": None if result is None else (result.ok or result.outcome == "undone"),
             "started_at": f.get("compare_started_at"),

@@ -372,6 +372,9 @@ def _words(rec: dict[str, Any], plan: DrainPlan) -> str:
                     f"{rec.get('queued_while_paused')} queued, never started (vLLM 0.32 "
                     "queues requests that arrive while paused; 0.33+ refuses them with a "
                     "retryable 503)")
+        if rec.get("newcomers") == "queued":
+            tail += (" — not counted: the requests that arrived while paused, queued and cut "
+                     "by the stop (vLLM < 0.33 publishes no /metrics while paused and idle)")
         return (f"drained in {rec['drained_s']:.1f} s (bound {plan.bound_s:g} s), {tail}; "
                 "counted just before the stop")
     if rec["cut"]:
@@ -396,11 +399,14 @@ def summary(rec: dict[str, Any] | None) -> str:
         queued = rec.get("queued_while_paused")
         why = (f" ({queued} queued, never started)" if isinstance(queued, int) and queued
                else "")
+        late = (" + those that arrived while paused (queued, cut, not counted by vLLM < 0.33)"
+                if rec.get("newcomers") == "queued" else "")
         if rec.get("reached_zero"):
             return (f"drained by /pause in {rec.get('drained_s', 0):.1f} s, "
-                    + ("0 requests cut" if cut == 0 else f"{n} request(s) cut at the stop{why}"))
+                    + ("0 requests cut" if cut == 0 else f"{n} request(s) cut at the stop{why}")
+                    + late)
         return (f"drain stopped at the {rec.get('bound_s', 0):g} s bound, {n} request(s) cut "
-                f"at the bound{why}")
+                f"at the bound{why}{late}")
     if rec["mode"] == "sigterm":
         return (f"SIGTERM (no /pause), about {cut} request(s) aborted" if cut else
                 "SIGTERM (no /pause)")

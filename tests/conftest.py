@@ -211,7 +211,9 @@ def lab() -> Lab:
 @pytest.fixture(autouse=True)
 def _lab_outage_guard(request: pytest.FixtureRequest) -> Iterator[None]:
     """Hold the outage lock shared for the duration of every test that uses ``lab``."""
-    if "lab" not in request.fixturenames:
+    if "lab" not in request.fixturenames or getattr(request.module, "LAB_MODULE_EXCLUSIVE",
+                                                    False):
+        # (a module whose fixture holds the lock exclusive for all its tests: left alone)
         yield
         return
     lab_: Lab = request.getfixturevalue("lab")

@@ -565,6 +565,41 @@ def test_the_runbook_state_and_screen_show_the_last_downtime(tmp_path: Path) -> 
     assert "seat down 9.5 s" in header_text(s, None).plain
 
 
+def test_the_report_says_each_legs_seat_downtime(tmp_path: Path) -> None:
+    from seat_console.actions.compare import leg_downtimes
+    from seat_console.evidence import report as rp
+    from tests.test_evidence_report import _bracket
+
+    facts = {"leg1_downtime_s": 31.4, "leg2_downtime_s": None, "leg1_began": "x", "drain": {}}
+    assert leg_downtimes(facts) == {"leg1": 31.4, "leg2": None}
+    cmp_dir = _bracket(tmp_path, speed_b=1.0, b_ids=[1, 2, 9])
+    md = rp.render_markdown(rp.build_report(rp.load_inputs([str(cmp_dir)])))
+    assert "Seat down per leg: not recorded in this bracket's compare.json." in md
+    doc = json.loads((cmp_dir / "compare.json").read_text())
+    doc["downtimes"] = {"leg1": 31.4, "leg2": None, "leg3": 12.0, "leg4": -1.0}
+    (cmp_dir / "compare.json").write_text(json.dumps(doc))
+    rep = rp.build_report(rp.load_inputs([str(cmp_dir)]))
+    assert rep["comparison"]["downtimes"]["leg1"] == 31.4
+    assert ("Seat down per leg (drain to the first completion on the next engine): leg 1 "
+            "31.4 s, leg 2 unknown, leg 3 12.0 s, leg 4 unknown.") in rp.render_markdown(rep)
+
+
+@given(st.one_of(st.none(), st.integers(), st.text(max_size=5),
+                 st.dictionaries(st.text(max_size=8), st.one_of(
+                     st.none(), st.booleans(), st.floats(), st.integers(), st.text(max_size=4)),
+                     max_size=8)))
+def test_downtimes_markdown_never_raises_and_unknown_is_never_0(d: Any) -> None:
+    from seat_console.evidence.report import downtimes_markdown
+
+    text = downtimes_markdown(d)
+    assert text.startswith("Seat down per leg")
+    if isinstance(d, dict):
+        for v in d.values():
+            if v is None or isinstance(v, bool | str) or (isinstance(v, float)
+                                                           and not math.isfinite(v)):
+                assert "unknown" in text
+
+
 # -- the fleet row -------------------------------------------------------------------------------
 @pytest.mark.parametrize("value, want", [(31.4, 31.4), (0.0, 0.0), (float("nan"), None),
                                          (float("inf"), None), (-1.0, None), (1e12, None)])
@@ -594,6 +629,10 @@ def test_fleet_row_carries_the_last_downtime_unknown_never_0(value: float,
      "drained by /pause in 0.4 s, 0 requests cut"),
     ({"mode": "pause", "reached_zero": False, "bound_s": 0.2, "cut": 3},
      "drain stopped at the 0.2 s bound, 3 request(s) cut at the bound"),
+    ({"mode": "pause", "reached_zero": True, "drained_s": 0.77, "cut": 0, "newcomers": "queued"},
+     "drained by /pause in 0.8 s, 0 requests cut + those that arrived while paused (queued, "
+     "cut, not counted by vLLM < 0.33)"),
+    ({"mode": "off"}, "drain off: plain stop"),
     ({"mode": "sigterm", "cut": 2}, "SIGTERM (no /pause), about 2 request(s) aborted"),
     ({"mode": "none", "cut": None}, "not drained (the engine did not answer)")])
 def test_drain_summary_for_the_verify_message(rec: Any, want: str) -> None:

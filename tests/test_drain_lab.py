@@ -1,212 +1,165 @@
-"""Drain before stop on the lab's real vLLM (issue 32): a steady streaming load runs through
-a ``restore`` whose probe offers ``/pause`` (the probe runs with ``VLLM_SERVER_DEV_MODE=1``), and
-a drain that cannot finish within its bound stops there with the cut requests counted.
+"""Drain before stop on the lab's real vLLM 0.32 (issue 32), in one swap and one restore.
+
+The module holds the lab exclusive for its whole run (:data:`LAB_MODULE_EXCLUSIVE`): one
+``swap`` puts the probe in the seat — run with ``VLLM_SERVER_DEV_MODE=1``, so it offers
+``/pause`` — with a steady streaming load (:class:`lab_load.Load`, the load's own count)
+running through it; then
+
+1. a drain that cannot finish within its bound stops at it with the cut counted: long streams
+   are started and the engine's own ``vllm:num_requests_running`` shows them before the drain
+   (of the probe, 0.2 s bound); its stop is replaced by ``POST /resume`` so the same probe
+   serves the next test (the cut streams then finish);
+2. a load runs through a drained ``restore`` (60 s bound) that puts the resident back.
 
 The lab's resident runs without ``VLLM_SERVER_DEV_MODE`` and with ``--shutdown-timeout 0``
-(vLLM's default), so the swap's stop of it takes the SIGTERM path and its plan says how many
-requests that aborts; the load runs through the restore, whose stop is the drained one.
-
-The load counts for itself (:class:`Load`): a request is ``ok`` when its stream ends with
-``[DONE]``; ``refused`` when the connection is refused (the seat is down: retried, nothing was
-admitted); ``lost`` otherwise (cut mid-stream, an error status, an aborted finish).
+(vLLM's default), so the swap's stop of it takes the SIGTERM path: the plan says how many
+requests that aborts. What vLLM 0.32 does to each request is in actions/drain.py's docstring:
+the drain finishes every request admitted before it; those that arrive while the engine is
+paused are accepted and queued by 0.32 (0.33+ refuses them with a retryable 503), and the stop
+cuts them — the test checks that every lost request arrived after the pause and that the
+console counted what the stop cut.
 """
 
 from __future__ import annotations
 
+import fcntl
 import json
 import sqlite3
-import threading
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
-from lab_helpers import exclusive_lab, node_transport, restore_seat, seat_cli, state_env, \
-    timers_active
+from conftest import _flock
+from lab_helpers import node_transport, restore_seat, seat_cli, state_env, timers_active
+from lab_load import Load, drain_profile
 
+from seat_console.actions import drain as D
 from seat_console.actions.drain import parse_iso
 
+LAB_MODULE_EXCLUSIVE = True
+"""The module fixture holds the lab's outage lock exclusive from the swap to the restore
+(tests/conftest.py ``_lab_outage_guard`` leaves such a module's lock alone)."""
 
-@dataclass
-class Load:
-    """``streams`` concurrent streaming completions of ``max_tokens`` each, in a loop until
-    :meth:`stop`; every request's ``(started, ended, outcome)`` (UTC epoch seconds)."""
-
-    url: str
-    model: str
-    streams: int = 4
-    max_tokens: int = 24
-    done: list[tuple[float, float, str]] = field(default_factory=list)
-    _stop: threading.Event = field(default_factory=threading.Event)
-    _threads: list[threading.Thread] = field(default_factory=list)
-
-    def _one(self, client: httpx.Client) -> str:
-        body = {"model": self.model, "prompt": "Count: one two three", "stream": True,
-                "max_tokens": self.max_tokens, "ignore_eos": True, "temperature": 0}
-        try:
-            with client.stream("POST", f"{self.url}/v1/completions", json=body) as r:
-                if r.status_code != 200:
-                    return f"lost: HTTP {r.status_code}"
-                for line in r.iter_lines():
-                    if line.strip() == "data: [DONE]":
-                        return "ok"
-                    if '"finish_reason": "abort"' in line or '"finish_reason":"abort"' in line:
-                        return "lost: aborted"
-                return "lost: stream ended without [DONE]"
-        except httpx.ConnectError:
-            return "refused"
-        except httpx.HTTPError as exc:
-            return f"lost: {type(exc).__name__}"
-
-    def _run(self) -> None:
-        with httpx.Client(timeout=httpx.Timeout(120, connect=2)) as client:
-            while not self._stop.is_set():
-                t0 = time.time()
-                out = self._one(client)
-                self.done.append((t0, time.time(), out))
-                if out == "refused":
-                    self._stop.wait(0.2)
-
-    def start(self) -> Load:
-        for _ in range(self.streams):
-            t = threading.Thread(target=self._run, daemon=True)
-            t.start()
-            self._threads.append(t)
-        return self
-
-    def stop(self) -> None:
-        self._stop.set()
-        for t in self._threads:
-            t.join(150)
-
-    def count(self, what: str) -> int:
-        return sum(1 for d in self.done if d[2].startswith(what))
+SLACK_S = 0.5
+"""A request the client sent less than this before the pause may reach the server after it."""
 
 
-def _profile(lab, tmp_path: Path, name: str, drain_s: float) -> Path:
-    """The lab's profile, the probe with ``VLLM_SERVER_DEV_MODE=1`` and the drain bound."""
-    text = lab.profile_path.read_text("utf-8")
-    text = text.replace("env = { HF_HUB_OFFLINE", 'env = { VLLM_SERVER_DEV_MODE = "1", '
-                                                  "HF_HUB_OFFLINE", 1)
-    text = text.replace("[seat]\n", f"[seat]\ndrain_timeout_s = {drain_s}\n", 1)
-    assert 'VLLM_SERVER_DEV_MODE = "1"' in text and f"drain_timeout_s = {drain_s}" in text
-    p = tmp_path / name
-    p.write_text(text, "utf-8")
-    return p
-
-
-def _facts(env: dict[str, str], runbook: str) -> dict:
+def _facts(env: dict[str, str], runbook: str) -> dict[str, Any]:
     db = sqlite3.connect(Path(env["SEAT_CONSOLE_STATE_DIR"]) / "journal.sqlite3")
     rows = db.execute("SELECT run_id, facts FROM entries WHERE runbook = ? ORDER BY seq",
                       (runbook,)).fetchall()
     db.close()
-    last_run = rows[-1][0]
-    facts: dict = {}
+    facts: dict[str, Any] = {}
     for run_id, f in rows:
-        if run_id == last_run:
+        if run_id == rows[-1][0]:
             facts.update(json.loads(f or "{}"))
     return facts
 
 
-def _swap(lab, env, prof: Path) -> None:
-    r = seat_cli(prof, env, "swap", "--yes", "--json", timeout=900)
-    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
-    drain = _facts(env, "swap")["drain"]
+def _running(url: str) -> float:
+    m = httpx.get(f"{url}/metrics", timeout=5).text
+    return sum(float(line.rsplit(" ", 1)[1]) for line in m.splitlines()
+               if line.startswith("vllm:num_requests_running"))
+
+
+class Seat:
+    """The module's state: the CLI's environment and profile, the load run through the swap."""
+
+    def __init__(self, lab: Any, env: dict[str, str], prof: Path) -> None:
+        self.lab, self.env, self.prof = lab, env, prof
+        self.load = Load(lab.vllm_url, lab.served_model_name, streams=4, max_tokens=24)
+        self.swap_began = 0.0
+
+
+@pytest.fixture(scope="module")
+def seat(lab: Any, tmp_path_factory: pytest.TempPathFactory) -> Any:
+    tmp = tmp_path_factory.mktemp("drain")
+    node = node_transport(lab)
+    env = state_env(tmp)
+    _flock(lab.lab_dir, fcntl.LOCK_EX, "drain tests swap the seat")
+    try:
+        timers = timers_active(node, lab.timers)
+        s = Seat(lab, env, drain_profile(lab.profile_path, tmp / "p.toml", 60))
+        try:
+            r = seat_cli(s.prof, env, "build-backport", "--json", timeout=300)
+            assert r.returncode == 0, r.stdout + r.stderr
+            r = seat_cli(s.prof, env, "hold", "--yes", "--ttl", "20m", "--reason",
+                         "drain test", timeout=120)
+            assert r.returncode == 0, r.stdout + r.stderr
+            s.load.start()
+            assert s.load.wait_ok(4, 0, 120), s.load.done[-5:]
+            s.swap_began = time.time()
+            r = seat_cli(s.prof, env, "swap", "--yes", "--json", timeout=900)
+            assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+            assert s.load.wait_ok(4, time.time(), 120), s.load.done[-5:]
+            s.load.stop()
+            print(f"\nswap (SIGTERM, no /pause): {s.load.tally(s.swap_began, float('inf'))}")
+            yield s
+        finally:
+            s.load.stop()
+            restore_seat(lab, env, node, timers)
+    finally:
+        _flock(lab.lab_dir, fcntl.LOCK_UN, "lab")
+
+
+def test_a_drain_that_cannot_finish_stops_at_the_bound_with_the_cut_counted(
+        lab: Any, seat: Any) -> None:
+    drain = _facts(seat.env, "swap")["drain"]
     # the lab's resident: no /pause, --shutdown-timeout 0 -> SIGTERM, said so
     assert drain["mode"] == "sigterm" and drain["shutdown_timeout_s"] == 0
-    assert drain["stop_timeout_s"] >= 15
+    assert drain["stop_timeout_s"] >= D.STOP_MARGIN_S
+    # long streams (480 tokens: the lab's max-model-len is 512; > 1 s each on its CPU) are
+    # running, as the engine itself says, before the drain with its 0.2 s bound begins
+    with lab.docker_client() as client:
+        c = client.containers.get("seat-probe")
+    long = Load(lab.vllm_url, lab.served_model_name, streams=4, max_tokens=480).start()
+    try:
+        end = time.time() + 60
+        while _running(lab.vllm_url) < 4 and time.time() < end:
+            time.sleep(0.05)
+        plan = D.drain_plan(c, lab.vllm_url, bound_s=0.2)
+        assert plan.pause is True and plan.newcomers == "queued"   # vLLM 0.32
+        resumed: list[int] = []
 
+        def resume_instead_of_stop(t: int) -> str:
+            resumed.append(httpx.post(f"{lab.vllm_url}/resume", timeout=10).status_code)
+            return "resumed (the test keeps the probe)"
 
-@pytest.fixture
-def seat(lab, tmp_path):
-    node = node_transport(lab)
-    env = state_env(tmp_path)
-    with exclusive_lab(lab, "drain tests stop the resident"):
-        timers = timers_active(node, lab.timers)
-        try:
-            yield env
-        finally:
-            restore_seat(lab, env, node, timers)
+        words, rec = D.drain_and_stop(c, plan, resume_instead_of_stop)
+    finally:
+        long.stop()
+    assert resumed == [200]
+    assert rec["mode"] == "pause" and rec["reached_zero"] is False
+    assert rec["left_running"] >= 1 and rec["cut"] >= rec["left_running"]
+    assert "cut at the bound" in words
+    # resumed, the streams the bound would have cut finished
+    assert long.count("ok") >= 4 and long.count("lost") == 0, long.done
 
 
 def test_a_load_through_a_drained_restore_loses_no_request_admitted_before_the_drain(
-        lab, tmp_path, seat) -> None:
-    env = seat
-    prof = _profile(lab, tmp_path, "p.toml", 60)
-    r = seat_cli(prof, env, "build-backport", "--json", timeout=300)
-    assert r.returncode == 0, r.stdout + r.stderr
-    r = seat_cli(prof, env, "hold", "--yes", "--ttl", "20m", "--reason", "drain test",
-                 timeout=120)
-    assert r.returncode == 0, r.stdout + r.stderr
-    _swap(lab, env, prof)
-    load = Load(lab.vllm_url, lab.served_model_name).start()
+        lab: Any, seat: Any) -> None:
+    load = Load(lab.vllm_url, lab.served_model_name, streams=4, max_tokens=24).start()
     try:
-        t_end = time.time() + 120
-        while load.count("ok") < 4 and time.time() < t_end:
-            time.sleep(0.2)
-        assert load.count("ok") >= 4, load.done[-5:]
-        r = seat_cli(prof, env, "restore", "--yes", "--json", timeout=900)
-        t_after = time.time()
-        while not any(d[0] > t_after and d[2] == "ok" for d in load.done) and \
-                time.time() < t_after + 120:
-            time.sleep(0.2)
+        assert load.wait_ok(4, time.time(), 60), load.done[-5:]
+        t0 = time.time()
+        r = seat_cli(seat.prof, seat.env, "restore", "--yes", "--json", timeout=900)
+        assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+        assert load.wait_ok(4, time.time(), 120), load.done[-5:]   # the resident serves it
     finally:
         load.stop()
-    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
-    facts = _facts(env, "restore")
+    facts = _facts(seat.env, "restore")
     drain, down = facts["drain"], facts["downtime"]
     assert drain["mode"] == "pause" and drain["reached_zero"] is True
+    assert drain["newcomers"] == "queued"
     down_at = parse_iso(drain["down_at"]).timestamp()
-    before = [d for d in load.done if d[0] < down_at - 0.5]
-    lost_before = [d for d in before if d[2].startswith("lost")]
-    # every request admitted before the drain began finished: the drain let them
-    assert lost_before == [], lost_before
-    # what was lost was admitted after the pause (vLLM 0.32 queues new requests while
-    # paused; the stop cuts them), and the console counted at least as many as it saw
-    lost = [d for d in load.done if d[2].startswith("lost")]
-    assert all(d[0] >= down_at - 0.5 for d in lost)
-    assert 0 < down["seconds"] < 900
-    # (the downtime is read from the journal's facts above; the --json result's text does not
-    # carry the "seat down N s" sentence, which the fresh-clone CI run showed)
-    print(f"\nload: {load.count('ok')} ok, {load.count('refused')} refused (retried), "
-          f"{len(lost)} lost (admitted after the pause); drain {drain}; downtime {down}")
-
-
-@pytest.mark.xfail(strict=False, reason=(
-    "not yet reliable on the lab (issue 32, left half-way): run 1 (400-token requests, 1 s "
-    "bound) stopped at the bound but read 0 requests left; run 2 (480 tokens, 0.2 s bound) saw "
-    "POST /pause?mode=wait return inside the bound. Whether requests are running at the pause "
-    "is a race with the CLI's start; the bound itself is covered by tests/test_drain.py "
-    "against a real local HTTP engine"))
-def test_a_drain_that_cannot_finish_stops_at_the_bound_with_the_cut_counted(
-        lab, tmp_path, seat) -> None:
-    env = seat
-    prof = _profile(lab, tmp_path, "p.toml", 60)
-    short = _profile(lab, tmp_path, "short.toml", 0.2)
-    r = seat_cli(prof, env, "build-backport", "--json", timeout=300)
-    assert r.returncode == 0, r.stdout + r.stderr
-    r = seat_cli(prof, env, "hold", "--yes", "--ttl", "20m", "--reason", "drain test",
-                 timeout=120)
-    assert r.returncode == 0, r.stdout + r.stderr
-    _swap(lab, env, prof)
-    # 480 tokens (max-model-len 512) take a few seconds each on the lab's CPU: past the bound
-    load = Load(lab.vllm_url, lab.served_model_name, streams=3, max_tokens=480).start()
-    try:
-        t_end = time.time() + 120
-        while time.time() < t_end:      # the long requests are running
-            m = httpx.get(f"{lab.vllm_url}/metrics", timeout=5).text
-            if any(line.startswith("vllm:num_requests_running") and not line.endswith(" 0.0")
-                   for line in m.splitlines()):
-                break
-            time.sleep(0.2)
-        r = seat_cli(short, env, "restore", "--yes", "--json", timeout=900)
-    finally:
-        load.stop()
-    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
-    drain = _facts(env, "restore")["drain"]
-    assert drain["mode"] == "pause" and drain["bound_s"] == 0.2
-    assert drain["reached_zero"] is False and drain["cut"] >= 1
-    assert "cut at the bound" in r.stdout
-    assert load.count("lost") >= 1
-    print(f"\ncut at the bound: console {drain['cut']}, load {load.count('lost')}")
+    restore = [d for d in load.done if d[1] >= t0]
+    lost = [d for d in restore if d[2].startswith("lost")]
+    # every request admitted before the drain finished: the drain let it
+    assert [d for d in lost if d[0] < down_at - SLACK_S] == [], lost
+    # what the stop cut arrived after the pause (vLLM 0.32 queues it), and the console said so
+    if lost:
+        assert drain["cut"] >= 1 and drain["queued_while_paused"] >= 1, drain
+    assert 0 < down["seconds"] < 900 and down["down_at"] == drain["down_at"]
+    print(f"\nrestore: {load.tally(t0, float('inf'))}; drain {drain}; downtime {down}")

@@ -446,7 +446,7 @@ def build_report(inputs: Inputs, now: datetime | None = None) -> dict[str, Any]:
         else {"by": "given with the runs", "problem": None},
         "comparison": {k: inputs.comparison.get(k) for k in
                        ("bracket_id", "order", "rounds", "status", "reason", "started_at",
-                        "ended_at", "restored", "hold_released")}
+                        "ended_at", "restored", "hold_released", "downtimes")}
         if inputs.comparison else None,
         "simultaneity": {"simultaneous": simultaneous, "label": sim_label},
         "arms": arm_out,
@@ -1099,6 +1099,7 @@ def render_markdown(rep: Mapping[str, Any]) -> str:
                  + (f" ({cmp_.get('reason')})" if cmp_.get("reason") else "")
                  + f"; seat restored: {_yn(cmp_.get('restored'))}; hold released: "
                    f"{_yn(cmp_.get('hold_released'))}.")
+        L.append(downtimes_markdown(cmp_.get("downtimes")))
     req = rep.get("requests")
     if req:
         def cnt(v: Any) -> str:
@@ -1209,6 +1210,24 @@ def render_markdown(rep: Mapping[str, Any]) -> str:
     L += ["", "| sha256 | path |", "|---|---|"]
     L += [f"| `{h}` | {p} |" for p, h in rep["files"].items()]
     return "\n".join(L) + "\n"
+
+
+def downtimes_markdown(d: Any) -> str:
+    """The bracket's seat downtime per leg (``compare.json``'s ``downtimes``: ``{"leg1":
+    31.4, …}``, each leg's seat change measured from the drain to the first completion
+    verified on the engine that follows, actions/drain.py): ``"Seat down per leg: leg 1
+    31.4 s, leg 2 unknown."``. A value that is not a finite number ≥ 0 is unknown, never 0;
+    a compare.json without the field (older) says the downtime was not recorded."""
+    if not isinstance(d, Mapping) or not d:
+        return "Seat down per leg: not recorded in this bracket's compare.json."
+    parts = []
+    for k, v in sorted(d.items(), key=lambda kv: str(kv[0]))[:64]:
+        ok = (isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v)
+              and v >= 0)
+        name = str(k).replace("leg", "leg ", 1)[:16]
+        parts.append(f"{name} {v:.1f} s" if ok else f"{name} unknown")
+    return "Seat down per leg (drain to the first completion on the next engine): " + \
+        ", ".join(parts) + "."
 
 
 def timing_markdown(rows: Sequence[Mapping[str, Any]]) -> list[str]:
