@@ -118,8 +118,8 @@ class DrainPlan:
                if self.in_flight is None else
                f"requests now: {self.running:.0f} running + {self.waiting:.0f} waiting")
         if self.bound_s <= 0:
-            return (f"{now}; drain off ([seat] drain_timeout_s = 0): plain docker stop, stop "
-                    f"timeout {self.stop_timeout_s} s; the requests in flight are cut")
+            return (f"{now}; drain off ([seat] drain_timeout_s = 0): the plain docker stop; "
+                    "the requests in flight are cut")
         if self.pause:
             how = (f"drain: wait for the queue to reach a slot, POST /pause?mode=wait, then "
                    f"wait for the running ones to finish, {self.bound_s:g} s in all (those left "
@@ -373,8 +373,9 @@ def _words(rec: dict[str, Any], plan: DrainPlan) -> str:
                     "queues requests that arrive while paused; 0.33+ refuses them with a "
                     "retryable 503)")
         if rec.get("newcomers") == "queued":
-            tail += (" — not counted: the requests that arrived while paused, queued and cut "
-                     "by the stop (vLLM < 0.33 publishes no /metrics while paused and idle)")
+            tail += (" (vLLM < 0.33 queues the requests that arrive while paused and the stop "
+                     "cuts them; its /metrics may miss them: a paused, idle scheduler publishes "
+                     "no counts)")
         return (f"drained in {rec['drained_s']:.1f} s (bound {plan.bound_s:g} s), {tail}; "
                 "counted just before the stop")
     if rec["cut"]:
@@ -399,8 +400,8 @@ def summary(rec: dict[str, Any] | None) -> str:
         queued = rec.get("queued_while_paused")
         why = (f" ({queued} queued, never started)" if isinstance(queued, int) and queued
                else "")
-        late = (" + those that arrived while paused (queued, cut, not counted by vLLM < 0.33)"
-                if rec.get("newcomers") == "queued" else "")
+        late = (" (vLLM < 0.33: requests arriving while paused are queued and cut, maybe "
+                "uncounted)" if rec.get("newcomers") == "queued" else "")
         if rec.get("reached_zero"):
             return (f"drained by /pause in {rec.get('drained_s', 0):.1f} s, "
                     + ("0 requests cut" if cut == 0 else f"{n} request(s) cut at the stop{why}")

@@ -226,7 +226,8 @@ def stop_container(client: Any, c: Any, stop_timeout_s: int,
     (default ``seat.endpoint``) is drained first within ``[seat] drain_timeout_s``
     (:func:`seat_console.actions.drain.drain_and_stop`: ``POST /pause?mode=wait`` where the
     engine offers it, else SIGTERM with a stop timeout ≥ its ``--shutdown-timeout`` + margin);
-    the stop timeout is the larger of ``stop_timeout_s`` and the drain plan's. ``record``:
+    the stop timeout is the larger of ``stop_timeout_s`` and the drain plan's (the drain off,
+    ``drain_timeout_s = 0``: ``stop_timeout_s``, the plain stop). ``record``:
     filled with the drain's record (journal it in the run's facts). Without ``nctx``: the
     plain stop (:func:`docker_stop`). Returns a sentence; raises :class:`StepError` when the
     drain fails (the engine resumed, said so) or the container still runs."""
@@ -238,7 +239,9 @@ def stop_container(client: Any, c: Any, stop_timeout_s: int,
 
     ep = (endpoint or _seat(nctx)).rstrip("/")
     plan = drain_mod.drain_plan(c, ep, nctx.profile.seat.drain_timeout_s)
-    plan = replace(plan, stop_timeout_s=max(plan.stop_timeout_s, int(stop_timeout_s)))
+    # the drain off (bound 0): the stop as before the drain, with the caller's stop timeout
+    plan = replace(plan, stop_timeout_s=(int(stop_timeout_s) if plan.bound_s <= 0 else
+                                         max(plan.stop_timeout_s, int(stop_timeout_s))))
     words, rec = drain_mod.drain_and_stop(c, plan, lambda t: docker_stop(client, c, t, nctx))
     if record is not None:
         record.update(rec)

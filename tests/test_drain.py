@@ -630,8 +630,8 @@ def test_fleet_row_carries_the_last_downtime_unknown_never_0(value: float,
     ({"mode": "pause", "reached_zero": False, "bound_s": 0.2, "cut": 3},
      "drain stopped at the 0.2 s bound, 3 request(s) cut at the bound"),
     ({"mode": "pause", "reached_zero": True, "drained_s": 0.77, "cut": 0, "newcomers": "queued"},
-     "drained by /pause in 0.8 s, 0 requests cut + those that arrived while paused (queued, "
-     "cut, not counted by vLLM < 0.33)"),
+     "drained by /pause in 0.8 s, 0 requests cut (vLLM < 0.33: requests arriving while "
+     "paused are queued and cut, maybe uncounted)"),
     ({"mode": "off"}, "drain off: plain stop"),
     ({"mode": "sigterm", "cut": 2}, "SIGTERM (no /pause), about 2 request(s) aborted"),
     ({"mode": "none", "cut": None}, "not drained (the engine did not answer)")])
