@@ -44,14 +44,17 @@
 - *SIGTERM* (``entrypoints/launchers/launcher.py`` ``serve_http``, 0.32.0–0.34.0 alike): the
   API server's handler first shuts the engine down (``engine_client.shutdown(timeout=
   shutdown_timeout)``) and only then tells uvicorn to exit, so the listener keeps accepting
-  connections while the engine stops: a request arriving then is answered 200 and aborted
-  (``EngineCore._reject_add_in_shutdown``), not refused. The port refuses connections only
-  once the engine is gone.
+  connections while the engine stops: with ``--shutdown-timeout N`` a request arriving during
+  the drain is answered 200 and aborted (``EngineCore._reject_add_in_shutdown``); with 0 the
+  engine process is force-killed at once and the listener closes ~0.1 s later (the lab), a
+  request in between getting HTTP 500 (``EngineDeadError``). uvicorn then waits for the open
+  connections — whose engine is gone — until docker's SIGKILL at the stop timeout.
 - So on 0.32.0 no sequence of pause, ``--shutdown-timeout`` and SIGTERM stops admission before
-  the engine stops: under a steady load the requests that arrive after the pause (one per
-  client connection that keeps sending) are accepted and cut; the console counts them. Every
-  request admitted *before* the drain finishes. On 0.33.0+ the pause itself refuses the
-  newcomers with a retryable 503, and a drained stop loses nothing a caller had admitted.
+  the engine stops: under a steady load the requests that arrive after the pause (about one per
+  client connection that keeps sending) are accepted, queued and cut, and the engine's
+  ``/metrics`` may not show them (a paused, idle scheduler publishes no counts). Every request
+  admitted *before* the drain finishes. On 0.33.0+ the pause itself refuses the newcomers with
+  a retryable 503, and a drained stop loses nothing a caller had admitted.
 
 **Downtime**: :func:`mark_down` records when the seat stopped admitting (the pause, else the
 stop); :func:`mark_up` when the first completion was verified on the engine that follows;
@@ -123,8 +126,7 @@ class DrainPlan:
         if self.pause:
             how = (f"drain: wait for the queue to reach a slot, POST /pause?mode=wait, then "
                    f"wait for the running ones to finish, {self.bound_s:g} s in all (those left "
-                   f"at the bound, and on vLLM 0.32 those that arrive while paused, are cut and "
-                   f"counted); stop timeout {self.stop_timeout_s} s")
+                   f"at the bound are cut and counted); stop timeout {self.stop_timeout_s} s")
             how += {"queued": "; this engine (vLLM < 0.33) accepts and queues requests that "
                               "arrive while paused: they are cut at the stop (about one per "
                               "client connection that keeps sending)",
@@ -369,9 +371,7 @@ def _words(rec: dict[str, Any], plan: DrainPlan) -> str:
             tail = "an unknown number of requests cut (/metrics not read after the pause)"
         else:
             tail = (f"{cut} request(s) cut {where}: {rec.get('left_running')} still running, "
-                    f"{rec.get('queued_while_paused')} queued, never started (vLLM 0.32 "
-                    "queues requests that arrive while paused; 0.33+ refuses them with a "
-                    "retryable 503)")
+                    f"{rec.get('queued_while_paused')} queued, never started")
         if rec.get("newcomers") == "queued":
             tail += (" (vLLM < 0.33 queues the requests that arrive while paused and the stop "
                      "cuts them; its /metrics may miss them: a paused, idle scheduler publishes "
@@ -517,7 +517,7 @@ def forecast(journal: Journal, image_id: str | None, bound_s: float) -> str:
     return "seat downtime: no start of this image measured on this node yet"
 
 
-__all__ = ["DrainPlan", "STOP_MARGIN_S", "downtime_line", "downtimes", "summary", "drain_and_stop", "drain_plan",
-           "engine_version", "forecast", "last_downtime", "mark_up", "newcomers_while_paused",
-           "pause_offered", "read_queue",
-           "shutdown_timeout_of", "stop_timeout_for"]
+__all__ = ["DrainPlan", "STOP_MARGIN_S", "downtime_line", "downtimes", "drain_and_stop",
+           "drain_plan", "engine_version", "forecast", "last_downtime", "mark_up",
+           "newcomers_while_paused", "pause_offered", "read_queue", "shutdown_timeout_of",
+           "stop_timeout_for", "summary"]
