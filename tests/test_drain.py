@@ -600,6 +600,46 @@ def test_downtimes_markdown_never_raises_and_unknown_is_never_0(d: Any) -> None:
                 assert "unknown" in text
 
 
+def test_each_compare_leg_keeps_its_seat_downtime(tmp_path: Path, monkeypatch) -> None:
+    # ABBA: restart the resident, swap, restart the candidate, restore — each leg's seat
+    # change leaves its downtime in the compare's facts (compare.json "downtimes")
+    from types import SimpleNamespace
+
+    from test_actions_seam import SWAP_PROFILE
+    from test_compare_breach_unit import NoNode
+
+    from seat_console.actions import compare as cmp_mod
+    from seat_console.actions import swap as swap_mod
+    from seat_console.actions.runbook import RunContext
+    from seat_console.core.profile import load_profile
+    from seat_console.node.context import NodeContext
+
+    f = tmp_path / "p.toml"
+    f.write_text(SWAP_PROFILE)
+    nctx = NodeContext(load_profile(f), transport=NoNode())
+    rb, _ = cmp_mod.build_compare(nctx, journal=None, options=cmp_mod.CompareOptions(
+        order="ABBA", data_root=tmp_path))
+
+    def restart(_n: Any, name: str, _log: Any, facts: dict[str, Any]) -> str:
+        facts["downtime"] = {"seconds": 5.0 if "probe" not in name else 6.0}
+        return "restarted"
+
+    def ran(seconds: float | None) -> Any:
+        facts = {} if seconds is None else {"downtime": {"seconds": seconds}}
+        return SimpleNamespace(ok=True, facts=facts, describe=lambda: "ran")
+    monkeypatch.setattr(cmp_mod, "restart_container", restart)
+    monkeypatch.setattr(swap_mod, "build_swap", lambda *a, **k: SimpleNamespace(
+        run=lambda: ran(7.0)))
+    monkeypatch.setattr(cmp_mod, "restore_keep_hold", lambda *a, **k: ran(None))
+    monkeypatch.setattr(cmp_mod, "_seat_container", lambda _n: SimpleNamespace(name="x"))
+    ctx = RunContext("r", "compare", {}, {})
+    for step in [s for s in rb.steps if s.name.endswith(": seat")]:
+        step.apply(ctx)
+    assert cmp_mod.leg_downtimes(ctx.facts) == {"leg1": 5.0, "leg2": 7.0, "leg3": 6.0,
+                                                "leg4": None}
+    assert cmp_mod.LAST_DOWNTIME not in ctx.facts
+
+
 # -- the fleet row -------------------------------------------------------------------------------
 @pytest.mark.parametrize("value, want", [(31.4, 31.4), (0.0, 0.0), (float("nan"), None),
                                          (float("inf"), None), (-1.0, None), (1e12, None)])
