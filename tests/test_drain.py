@@ -218,6 +218,32 @@ def test_the_plan_says_what_happens_to_requests_arriving_while_paused(version: s
     assert plan.newcomers in ("queued", "refused") and words in plan.words()
 
 
+@pytest.mark.parametrize(("bound", "want"), [(0, 10), (30, 15)])
+def test_the_drain_off_stops_with_the_containers_own_timeout(bound: float, want: int) -> None:
+    # drain off: the stop as before the drain (the caller's 10 s); on: >= --shutdown-timeout +
+    # the margin (15 s)
+    from types import SimpleNamespace
+
+    from seat_console.actions import swap as swap_mod
+
+    class C(Container):
+        def __init__(self) -> None:
+            super().__init__()
+            self.timeouts: list[int] = []
+
+        def stop(self, timeout: int) -> None:
+            self.timeouts.append(timeout)
+
+    nctx = SimpleNamespace(profile=SimpleNamespace(seat=SimpleNamespace(drain_timeout_s=bound)),
+                           expect=lambda *a: None)
+    c = C()
+    with Engine(running=0, offers_pause=False) as eng:
+        rec: dict[str, Any] = {}
+        swap_mod.stop_container(None, c, 10, nctx, endpoint=eng.url,  # type: ignore[arg-type]
+                                record=rec)
+    assert c.timeouts == [want] and rec["mode"] == ("off" if bound == 0 else "sigterm")
+
+
 def test_a_failed_pause_resumes_and_does_not_stop() -> None:
     with Engine(pause_status=500) as eng:
         plan = D.drain_plan(Container(), eng.url, bound_s=5)
