@@ -8,7 +8,8 @@ ends in one outcome:
 
 - ``ok``: the stream ended with ``data: [DONE]`` and no abort or error event;
 - ``refused: …``: the seat did not take the request — the connection was refused, or closed
-  before any response, or answered 503 before the stream began. Nothing was admitted; the
+  before any response, or answered 503 before the stream began or as its first event (vLLM
+  0.33+ while paused). Nothing was admitted; the
   client backs off (``backoff_s``) and retries, as a fleet caller does;
 - ``lost: …``: the request was admitted (a status line came back) and did not complete — an
   abort (``finish_reason`` ``abort``), an error event in the stream, a stream cut before
@@ -17,12 +18,22 @@ ends in one outcome:
 
 from __future__ import annotations
 
+import json
 import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import httpx
+
+
+def _code(line: str) -> int | None:
+    """The ``error.code`` of an SSE ``data:`` error event, ``None`` when it has none."""
+    try:
+        err = json.loads(line.removeprefix("data:").strip()).get("error")
+        return int(err["code"]) if isinstance(err, dict) else None
+    except (ValueError, TypeError, KeyError, AttributeError):
+        return None
 
 
 @dataclass
@@ -51,6 +62,7 @@ class Load:
                     return "refused: HTTP 503"
                 if r.status_code != 200:
                     return f"lost: HTTP {r.status_code}"
+                tokens = False
                 for line in r.iter_lines():
                     s = line.strip()
                     if s == "data: [DONE]":
@@ -58,7 +70,11 @@ class Load:
                     if '"finish_reason": "abort"' in s or '"finish_reason":"abort"' in s:
                         return "lost: aborted"
                     if s.startswith("data:") and '"error"' in s[:40]:
-                        return "lost: error event"
+                        # vLLM >= 0.33 refuses a stream while paused with an error event of
+                        # code 503 before any token: retryable, nothing was done
+                        return ("refused: 503 error event" if not tokens and _code(s) == 503
+                                else "lost: error event")
+                    tokens = tokens or '"text"' in s
                 return "lost: stream ended without [DONE]"
         except httpx.ConnectError:
             return "refused: connection refused"
