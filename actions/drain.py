@@ -242,11 +242,12 @@ def engine_version(endpoint: str, timeout_s: float = 3.0) -> str | None:
     from seat_console.core.untrusted import get_str, load_json
 
     try:
-        r = httpx.get(f"{endpoint}/version", timeout=timeout_s)
-        if r.status_code != 200:
+        with EngineClient(endpoint, timeout_s) as client:
+            r = client.version()
+        if r.status != 200:
             return None
-        return get_str(load_json(r.content, "/version"), "version", max_len=200)
-    except (httpx.HTTPError, InputError):
+        return get_str(load_json(r.body, "/version"), "version", max_len=200)
+    except (EngineError, InputError):
         return None
 
 
@@ -290,22 +291,22 @@ def _wait_queue_empty(endpoint: str, until: float, poll_s: float = 0.2) -> bool 
 
 
 def _pause(c: Any, plan: DrainPlan, rec: dict[str, Any], timeout_s: float) -> None:
-    """``POST /pause?mode=wait`` with a client timeout of ``timeout_s``; fills ``rec``
-    (``reached_zero``, ``cut``, ``left_running``, ``queued_while_paused``). Raises
-    :class:`StepError` (after ``POST /resume``) when the pause fails."""
+    """``POST /pause?mode=wait`` waiting up to ``timeout_s``; fills ``rec`` (``reached_zero``,
+    ``cut``, ``left_running``, ``queued_while_paused``). Raises :class:`StepError` (after
+    ``POST /resume``) when the pause fails."""
     try:
-        r = httpx.post(f"{plan.endpoint}/pause", params={"mode": "wait"},
-                       timeout=httpx.Timeout(max(timeout_s, 0.1), connect=5.0))
-        if r.status_code != 200:
+        with EngineClient(plan.endpoint) as client:
+            r = client.pause(timeout_s)
+        if r.status != 200:
             raise StepError(f"drain failed: POST /pause?mode=wait answered HTTP "
-                            f"{r.status_code} ({r.text[:200]}); {_resume(plan.endpoint)}; "
+                            f"{r.status} ({r.text[:200]}); {_resume(plan.endpoint)}; "
                             f"{c.name} was not stopped")
         rec["reached_zero"] = True
-    except httpx.TimeoutException:
+    except EngineError as exc:
+        if exc.kind != "timeout":
+            raise StepError(f"drain failed: {exc}; {_resume(plan.endpoint)}; "
+                            f"{c.name} was not stopped") from None
         rec["reached_zero"] = False   # the pause itself applies at once; the wait ran past
-    except httpx.HTTPError as exc:
-        raise StepError(f"drain failed: POST /pause: {type(exc).__name__}: {exc}; "
-                        f"{_resume(plan.endpoint)}; {c.name} was not stopped") from None
     running, waiting, _ = read_queue(plan.endpoint)
     known = running is not None and waiting is not None
     rec["left_running"] = int(running) if running is not None else None
