@@ -256,20 +256,27 @@ async def test_raising_source_is_shown_as_error_and_backs_off():
         assert "no good value yet" in text and "n: 1" in text  # the other panel is fine
         assert "retry every 2 s" in text
         assert app.is_running and st.panel.unavailable is not None
-        delays = [st.delay_s]
+        steps = [(st.consecutive_errors, st.delay_s)]
+        assert steps == [(1, 2.0)]
         assert st.timer is not None and st.timer.interval_s == BACKOFF_MIN_S
         for _ in range(4):   # scheduled polls (as the timer makes them): the back-off grows
+            # On a loaded machine the app's own timer (2 s, 4 s ...) may start a poll before
+            # this loop does; either way each poll's failure grows the delay by the one rule.
             before = st.polls
             app._start_poll("raising")
-            await wait_for(pilot, lambda b=before: st.polls == b + 1, "scheduled poll")
-            delays.append(st.delay_s)
-        assert delays == [2.0, 4.0, 8.0, 10.0, 10.0]  # capped at 10 s
-        assert raising.reads == 5  # one read per poll: no overlap, no extra retries
+            await wait_for(pilot, lambda b=before: st.polls > b and st.busy_since is None,
+                           "scheduled poll")
+            steps.append((st.consecutive_errors, st.delay_s))
+        # doubling from 2 s, capped at 10 s, one step per failed poll
+        assert all(d == min(2.0 ** n, 10.0) for n, d in steps), steps
+        assert st.consecutive_errors >= 5 and st.delay_s == 10.0
+        assert raising.reads == st.polls  # one read per poll: no overlap, no extra retries
         await pilot.pause()
         assert "retry every 10 s" in screen_text(app)
         # r resets the back-off, and its own failed read does not count as a failure
+        reads = raising.reads
         await refresh(pilot, app, "raising")
-        assert st.consecutive_errors == 0 and st.delay_s == 1.0 and raising.reads == 6
+        assert st.consecutive_errors == 0 and st.delay_s == 1.0 and raising.reads == reads + 1
         assert st.timer is not None and st.timer.interval_s == 1.0
 
 
