@@ -432,6 +432,11 @@ def build_compare(nctx: NodeContext, journal: Journal, *, options: CompareOption
 
     def hold_check(ctx: RunContext) -> Check:
         h = hold_mod.active_hold(journal)
+        if h is not None and ctx.planning and ctx.facts.get("seat_holder") == "candidate":
+            # the gate refused: its fix (`seat-console restore`) releases this hold first
+            return Check(True, f"place a hold for {hold_mod.fmt_ttl(opts.ttl_s)} (released at "
+                               f"the end): the `seat-console restore` the refusal names "
+                               f"releases hold {h.hold_id}")
         if h is not None:
             ctx.facts["hold_placed"] = False
             ctx.facts["hold_id"] = h.hold_id
@@ -494,7 +499,8 @@ def build_compare(nctx: NodeContext, journal: Journal, *, options: CompareOption
             if c is not None and c.name == resident:
                 return Check(False, f"the resident ({resident}) already holds the seat")
         elif prev == "A":
-            return Check(False, f"the resident ({resident}) already holds the seat")
+            return Check(False, f"the last leg is the resident's: {resident} holds the seat "
+                                "at the end, nothing to restore")
         return Check(True, f"restore the resident ({resident}), keeping the hold until the "
                            "next step")
 

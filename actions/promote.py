@@ -64,6 +64,7 @@ from seat_console.actions.journal import Entry, Journal
 from seat_console.actions.runbook import (
     Check,
     Observer,
+    Refusals,
     Runbook,
     RunContext,
     Step,
@@ -83,6 +84,8 @@ from seat_console.node.context import NodeContext
 
 DECISIONS = ("PROMOTE-ABLE", "KEEP", "INCONCLUSIVE")
 """The outcomes a ``decide`` row may carry (:data:`seat_console.actions.decide.OUTCOMES`)."""
+_ZERO = datetime(1970, 1, 1, tzinfo=UTC)
+"""A placeholder time: ``promoted_name(nctx, _ZERO)[:-16]`` is the name's stem (plan text)."""
 PROMOTED_SUFFIX_RE = re.compile(r"-promoted-\d{8}T\d{6}Z$")
 """The suffix a promoted container's name carries (stripped before a new one is added)."""
 
@@ -120,10 +123,12 @@ def decision_images(decision: Mapping[str, Any], runs_root: Path | None = None) 
     return out
 
 
-def decision_problem(decision: Mapping[str, Any] | None, image_id: str,
+def decision_problem(decision: Mapping[str, Any] | None, image_id: str | None,
                      runs_root: Path | None = None) -> str | None:
     """Why ``decision`` does not allow promoting the candidate running ``image_id`` — a
-    sentence with the state and the fix — or ``None`` when it is PROMOTE-ABLE for it."""
+    sentence with the state and the fix — or ``None`` when it is PROMOTE-ABLE for it
+    (``image_id`` ``None``: no candidate container to compare it with — only the decision's
+    outcome is checked)."""
     if decision is None:
         return ("no decision in the journal: compare the candidate with the resident "
                 "(`seat-console compare`) and decide (`seat-console decide`); or "
@@ -142,7 +147,7 @@ def decision_problem(decision: Mapping[str, Any] | None, image_id: str,
         return (f"the newest decision ({when}) is {what!r}, not one of {', '.join(DECISIONS)}: "
                 "decide again (`seat-console decide`); or --force --reason TEXT")
     images = decision_images(decision, runs_root)
-    if image_id not in images:
+    if image_id is not None and image_id not in images:
         seen = ", ".join(sorted(i[:19] + "…" for i in images)) or "no readable run identity"
         return (f"the newest decision ({when}) is PROMOTE-ABLE for {seen}, not for the "
                 f"candidate in the seat (image ID {image_id[:19]}…): decide on this candidate "
@@ -313,12 +318,14 @@ def _sha(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
-def _unplanned(ctx: RunContext) -> Check | None:
-    """The plan line of a step after a refused ``check seat`` (nothing recorded to act on),
-    or ``None`` when the check recorded its facts."""
+def _unplanned(ctx: RunContext, would: str) -> Check | None:
+    """The plan line of a step after a refused ``check seat`` (nothing recorded to act on):
+    ``would``, what the step does once the refusals are fixed (the plan shows it under one
+    "once … fixed" line, :meth:`~seat_console.actions.runbook.Plan.text_lines`); ``None``
+    when the check recorded its facts."""
     if ctx.facts.get("promoted") and ctx.facts.get("previous"):
         return None
-    return Check(False, "not planned: 'check seat' refused (above)")
+    return Check(True, would)
 
 
 # -- promote ---------------------------------------------------------------------------------------
@@ -339,55 +346,75 @@ def build_promote(nctx: NodeContext, journal: Journal, *, force: bool = False, r
     def pre_check(ctx: RunContext) -> Check:
         if force and not reason.strip():
             raise StepError("--force needs --reason TEXT (it is journaled)")
-        resident = swap_mod.resident_name(nctx)    # the seat-state file first: refuse if bad
         for key in ("seat_before", "seat_promoted", "profile", "forced"):
             ctx.facts.pop(key, None)    # derived by the checks below from what is read now
+        problems: list[str] = []        # every refusal, each with its state and fix
+        try:
+            resident: str | None = swap_mod.resident_name(nctx)   # the seat-state file first
+        except StepError as exc:
+            resident = None
+            problems.append(str(exc))
         spec = swap_mod._swap_spec(nctx)
         h = hold_mod.active_hold(journal)
         if h is None:
-            raise StepError("no active hold: the seat is not held; place one "
+            problems.append("no active hold: the seat is not held; place one "
                             "(`seat-console hold`) before changing its resident — the swap "
                             "that put the candidate in the seat needed one too")
-        ctx.facts["hold_id"] = h.hold_id
+        else:
+            ctx.facts["hold_id"] = h.hold_id
+        cand = old = prev_rec = rows = models = None
         client = swap_mod._client(nctx)
         try:
-            res = swap_mod._inspect(client, resident)
+            res = swap_mod._inspect(client, resident) if resident else None
             cand = swap_mod._inspect(client, spec.container)
             if swap_mod._running(res):
                 cand_state = "running too" if swap_mod._running(cand) else "not running"
-                raise StepError(f"the resident {resident} holds the seat (running; "
-                                f"{spec.container} is {cand_state}"
-                                "): nothing to promote; swap the candidate in first "
-                                "(`seat-console swap`)")
-            if not swap_mod._running(cand):
-                raise StepError(f"the candidate {spec.container} is not running (and the "
+                problems.append(f"the resident {resident} holds the seat (running; "
+                                f"{spec.container} is {cand_state}): nothing to promote; swap "
+                                "the candidate in first (`seat-console swap`)")
+            elif not swap_mod._running(cand):
+                problems.append(f"the candidate {spec.container} is not running (and the "
                                 f"resident {resident} is stopped): the seat is empty; "
                                 "`seat-console restore` brings the resident back")
-            rows = swap_of(journal, cand.id)
-            if rows is None:
-                raise StepError(f"no journaled swap started {spec.container} ({cand.id[:12]}) "
-                                "and recorded the resident it replaced: nothing to roll back "
-                                "to; restore the resident and swap with `seat-console swap`")
-            prev_rec = facts_from_rows(rows)["resident"]
-            old = swap_mod._inspect(client, prev_rec["id"])
-            if old is None:
-                raise StepError(f"the resident {prev_rec['name']} ({prev_rec['id'][:12]}) that "
-                                "the swap recorded is gone: no rollback would be possible")
-            endpoint = swap_mod._probe_endpoint(nctx)
-            if swap_mod._health(endpoint) != 200:
-                raise StepError(f"the candidate does not serve: {endpoint}/health is not 200")
-            models = swap_mod._models(endpoint)
-            if models is None or spec.served_model_name not in models:
-                raise StepError(f"the candidate does not serve {spec.served_model_name}: "
-                                f"{endpoint}/v1/models lists {models}")
-            image_id = cand.attrs["Image"]
-            decision = newest_decision(journal)
-            problem = decision_problem(decision, image_id, runs_root)
+            if swap_mod._running(cand):
+                rows = swap_of(journal, cand.id)
+                if rows is None:
+                    problems.append(f"no journaled swap started {spec.container} "
+                                    f"({cand.id[:12]}) and recorded the resident it replaced: "
+                                    "nothing to roll back to; restore the resident and swap "
+                                    "with `seat-console swap`")
+                else:
+                    prev_rec = facts_from_rows(rows)["resident"]
+                    old = swap_mod._inspect(client, prev_rec["id"])
+                    if old is None:
+                        problems.append(f"the resident {prev_rec['name']} "
+                                        f"({prev_rec['id'][:12]}) that the swap recorded is "
+                                        "gone: no rollback would be possible")
+                endpoint = swap_mod._probe_endpoint(nctx)
+                if swap_mod._health(endpoint) != 200:
+                    problems.append(f"the candidate does not serve: {endpoint}/health is not "
+                                    "200; wait for it, or `seat-console restore`")
+                else:
+                    models = swap_mod._models(endpoint)
+                    if models is None or spec.served_model_name not in models:
+                        problems.append(f"the candidate does not serve "
+                                        f"{spec.served_model_name}: {endpoint}/v1/models lists "
+                                        f"{models}")
+            image_id = cand.attrs["Image"] if cand is not None else None
+            try:
+                decision = newest_decision(journal)
+            except StepError as exc:   # not a decision: refused, --force or not
+                decision, problem = None, None
+                problems.append(str(exc))
+            else:
+                problem = decision_problem(decision, image_id, runs_root)
             ctx.facts["decision"] = ({k: decision.get(k) for k in
                                       ("decision", "run_id", "at", "bracket_id",
                                        "report_sha256")} if decision else None)
             if problem is not None and not force:
-                raise StepError(problem)
+                problems.append(problem)
+            if problems:
+                raise Refusals(problems)
             if problem is not None:
                 ctx.facts["forced"] = reason
                 ctx.warn(f"promoting without a PROMOTE-ABLE decision (--force: {reason}): "
@@ -422,7 +449,8 @@ def build_promote(nctx: NodeContext, journal: Journal, *, force: bool = False, r
 
     # 2. rename
     def ren_check(ctx: RunContext) -> Check:
-        if (u := _unplanned(ctx)) is not None:
+        if (u := _unplanned(ctx, f"rename {probe_name()} to {promoted_name(nctx, _ZERO)[:-16]}"
+                                 "<UTC> (running; nothing restarts)")) is not None:
             return u
         return Check(True, f"rename {probe_name()} to {ctx.facts.get('new_name')} (running; "
                            "nothing restarts): the probe's name is free for the next swap")
@@ -483,7 +511,8 @@ def build_promote(nctx: NodeContext, journal: Journal, *, force: bool = False, r
         return json.dumps(sf.to_json(), indent=2) + "\n"
 
     def seat_check(ctx: RunContext) -> Check:
-        if (u := _unplanned(ctx)) is not None:
+        if (u := _unplanned(ctx, f"write {sp} naming it the resident (the version it replaces "
+                                 f"kept as {prev_path(sp).name})")) is not None:
             return u
         try:
             before = read_seat_file(sp)
@@ -530,7 +559,10 @@ def build_promote(nctx: NodeContext, journal: Journal, *, force: bool = False, r
 
     # 4. profile
     def prof_check(ctx: RunContext) -> Check:
-        if (u := _unplanned(ctx)) is not None:
+        where, why = profile_writable(nctx)
+        if (u := _unplanned(ctx, f"write a new version of {where} with the sides exchanged "
+                                 "(the old text kept beside it)" if where is not None else
+                                 f"leave the profile as it is ({why})")) is not None:
             return u
         where, why = profile_writable(nctx)
         if where is None:
@@ -588,7 +620,8 @@ def build_promote(nctx: NodeContext, journal: Journal, *, force: bool = False, r
 
     # 5. verify
     def ver_check(ctx: RunContext) -> Check:
-        if (u := _unplanned(ctx)) is not None:
+        if (u := _unplanned(ctx, "check it serves (/health, /v1/models, one completion) and "
+                                 "that the seat-state file names it")) is not None:
             return u
         return Check(True, f"check {ctx.facts.get('new_name')} serves: /health, /v1/models, "
                            "one completion; the seat-state file names it")
@@ -714,7 +747,7 @@ def build_promote_undo(nctx: NodeContext, journal: Journal, *, observer: Observe
                            f"{sf.container} (promote run {sf.promote_run_id}); hold {h.hold_id}")
 
     def stop_check(ctx: RunContext) -> Check:
-        if (u := _unplanned(ctx)) is not None:
+        if (u := _unplanned(ctx, "stop the promoted resident (kept)")) is not None:
             return u
         c = swap_mod._inspect_once(nctx, ctx.facts["promoted"]["id"])
         if not swap_mod._running(c):
@@ -747,7 +780,8 @@ def build_promote_undo(nctx: NodeContext, journal: Journal, *, observer: Observe
         return _start_recorded(nctx, ctx.facts["promoted"])
 
     def start_check(ctx: RunContext) -> Check:
-        if (u := _unplanned(ctx)) is not None:
+        if (u := _unplanned(ctx, "start the previous resident as recorded; verify its image "
+                                 "ID, /health and one completion")) is not None:
             return u
         rec = ctx.facts["previous"]
         c = swap_mod._inspect_once(nctx, rec["id"])
@@ -792,7 +826,8 @@ def build_promote_undo(nctx: NodeContext, journal: Journal, *, observer: Observe
             client.close()
 
     def seat_check(ctx: RunContext) -> Check:
-        if (u := _unplanned(ctx)) is not None:
+        if (u := _unplanned(ctx, f"put {sp} back to the version before the promote")
+            ) is not None:
             return u
         before = ctx.facts.get("seat_before")
         what = ("remove it (there was none before the promote; the promoted version kept as "
@@ -828,7 +863,8 @@ def build_promote_undo(nctx: NodeContext, journal: Journal, *, observer: Observe
             raise StepError(f"{sp}: {exc}") from None
 
     def prof_check(ctx: RunContext) -> Check:
-        if (u := _unplanned(ctx)) is not None:
+        if (u := _unplanned(ctx, "put the profile back to the version before the promote, if "
+                                 "the promote wrote it")) is not None:
             return u
         p = ctx.facts.get("profile")
         if not p:

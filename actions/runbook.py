@@ -79,6 +79,16 @@ class StepError(Exception):
         super().__init__(message)
 
 
+class Refusals(StepError):
+    """A precondition that refuses for several reasons at once, each a sentence with the state
+    and the fix (``problems``, at least one). :meth:`Runbook.plan` lists each as its own
+    ``✗`` line; a run refuses with them joined by ``"; "`` (its message)."""
+
+    def __init__(self, problems: Sequence[str]) -> None:
+        self.problems = tuple(problems) or ("refused",)
+        super().__init__("; ".join(self.problems))
+
+
 class StopRequested(Exception):
     """Raised between steps when :meth:`Runbook.request_stop` was called (e.g. the terminal hung
     up): the run stops there and undoes (policy ``undo``) what it began."""
@@ -187,12 +197,15 @@ class Step:
 @dataclass(frozen=True)
 class PlanLine:
     """One step of a dry-run plan: ``step`` name, ``go`` (will change the node) and ``text``;
-    ``error``: set when the precondition itself failed (the run would stop there)."""
+    ``error``: set when the precondition itself failed (the run would stop there);
+    ``after_refusal``: the step comes after a refusal in the plan, so it says what the step
+    would do once the refusals are fixed — not what this run will do."""
 
     step: str
     go: bool
     text: str
     error: str | None = None
+    after_refusal: bool = False
 
 
 @dataclass(frozen=True)
@@ -216,21 +229,43 @@ class Plan:
         """The lines that will change the node."""
         return tuple(line for line in self.lines if line.go and line.error is None)
 
+    @property
+    def refusals(self) -> tuple[str, ...]:
+        """Every refusal of the plan (the ``error`` of each line that has one), in order."""
+        return tuple(line.error for line in self.lines if line.error is not None)
+
+    def refusal_text(self) -> str:
+        """Every refusal as one sentence (``"; "``-joined; ``""`` when the plan can run)."""
+        return "; ".join(self.refusals)
+
     def text_lines(self) -> list[str]:
-        """Plan lines as shown by ``--dry-run`` and the confirmation modal."""
-        out = []
+        """Plan lines as shown by ``--dry-run`` and the confirmation modal: each refusal its own
+        ``✗`` line; the steps after a refusal once, under one line that says they are what
+        the run would do once the refusals are fixed (indented)."""
+        out: list[str] = []
+        said = False
         for line in self.lines:
             if line.error is not None:
                 out.append(f"✗ {line.step}: {line.error}")
-            else:
-                out.append(("• " if line.go else "– ") + line.text)
+                continue
+            mark = ("• " if line.go else "– ") + line.text
+            if line.after_refusal:
+                if not said:
+                    n = len(self.refusals)
+                    out.append(f"not run now: once the {'refusal' if n == 1 else f'{n} refusals'}"
+                               f" above {'is' if n == 1 else 'are'} fixed, {self.runbook} "
+                               "would:")
+                    said = True
+                mark = "  " + mark
+            out.append(mark)
         return out
 
     def to_json(self) -> dict[str, Any]:
-        """JSON-ready dict."""
-        return {"runbook": self.runbook, "ok": self.ok,
-                "steps": [{"step": p.step, "go": p.go, "text": p.text, "error": p.error}
-                          for p in self.lines]}
+        """JSON-ready dict: ``runbook``, ``ok``, ``refusals`` (every refusal, in order) and
+        ``steps`` (``step``, ``go``, ``text``, ``error``, ``after_refusal``)."""
+        return {"runbook": self.runbook, "ok": self.ok, "refusals": list(self.refusals),
+                "steps": [{"step": p.step, "go": p.go, "text": p.text, "error": p.error,
+                           "after_refusal": p.after_refusal} for p in self.lines]}
 
 
 StepStatus = Literal["done", "skipped", "failed", "undone", "undo-failed", "not-run", "left"]
@@ -420,30 +455,36 @@ class Runbook:
     # -- plan -------------------------------------------------------------------------------------
     def plan(self) -> Plan:
         """The dry-run plan: every step's precondition read from the node now; nothing changes.
-        Each line is a :class:`PlanLine` (a precondition that raised gives ``error``)."""
-        lines = []
+        Each line is a :class:`PlanLine` (a precondition that raised gives ``error``; a
+        :class:`Refusals` one line per problem); a step after a refusal is marked
+        ``after_refusal`` (what it would do once the refusals are fixed)."""
+        lines: list[PlanLine] = []
         self._planning = True
         self.ctx.planning = True
+
+        def refused(step: str, exc: Exception) -> None:
+            if isinstance(exc, Refusals):
+                lines.extend(PlanLine(step, False, "", error=p) for p in exc.problems)
+            elif isinstance(exc, StepError):
+                lines.append(PlanLine(step, False, "", error=str(exc)))
+            else:   # a bug in a gate or a check: the plan says it
+                lines.append(PlanLine(step, False, "", error=f"{type(exc).__name__}: {exc}"))
+
         try:
             for g in self.gates:
                 try:
                     text = g(self.ctx)
                     if text:
                         lines.append(PlanLine(GATE_STEP, False, f"⚠ {text}"))
-                except StepError as exc:
-                    lines.append(PlanLine(GATE_STEP, False, "", error=str(exc)))
-                except Exception as exc:  # noqa: BLE001 - a bug in a gate: the plan says it
-                    lines.append(PlanLine(GATE_STEP, False, "",
-                                          error=f"{type(exc).__name__}: {exc}"))
+                except Exception as exc:  # noqa: BLE001 - StepError, or a bug: said
+                    refused(GATE_STEP, exc)
             for s in self.steps:
+                after = any(x.error is not None for x in lines)
                 try:
                     c = s.check(self.ctx)
-                    lines.append(PlanLine(s.name, c.go, c.text))
-                except StepError as exc:
-                    lines.append(PlanLine(s.name, False, "", error=str(exc)))
-                except Exception as exc:  # noqa: BLE001 - a bug in a check: the plan says it
-                    lines.append(PlanLine(s.name, False, "",
-                                          error=f"{type(exc).__name__}: {exc}"))
+                    lines.append(PlanLine(s.name, c.go, c.text, after_refusal=after))
+                except Exception as exc:  # noqa: BLE001 - StepError, or a bug: said
+                    refused(s.name, exc)
         finally:
             self._planning = False
             self.ctx.planning = False
@@ -708,6 +749,7 @@ def printing_observer(write: Callable[[str], Any]) -> Observer:
     return obs
 
 
-__all__ = ["GATE_STEP", "Check", "Event", "Gate", "Observer", "Plan", "PlanLine", "Result", "RunContext", "Runbook",
+__all__ = ["GATE_STEP", "Check", "Event", "Gate", "Observer", "Plan", "PlanLine", "Refusals",
+           "Result", "RunContext", "Runbook",
            "Step", "StepError", "StepOutcome", "StopRequested", "facts_from_rows", "in_flight",
            "new_run_id", "printing_observer", "stop_in_flight"]

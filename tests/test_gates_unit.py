@@ -133,6 +133,31 @@ def test_compare_is_refused_unless_the_resident_holds_the_seat(
     assert rows[-1].outcome == "refused"
 
 
+def test_compare_plan_with_the_candidate_in_the_seat_agrees_with_its_refusal(
+        tmp_path, monkeypatch) -> None:
+    """The dry run with the candidate in the seat and a hold (issue 30 follow-up, item 3): the
+    gate's refusal names `restore` (which releases the hold), so the steps under it say what
+    the compare does once that is done — place its own hold — never "use the active hold"
+    or "the resident already holds the seat"."""
+    from seat_console.actions import compare as cmp_mod
+
+    nctx = _ctx(tmp_path, monkeypatch, resident=False, probe=True)
+    journal = Journal(tmp_path / "j.sqlite3")
+    h = _hold()
+    _journal_hold(journal, h)
+    rb, _ = cmp_mod.build_compare(nctx, journal, options=cmp_mod.CompareOptions(
+        data_root=tmp_path / "data"))
+    plan = rb.plan()
+    text = plan.text_lines()
+    assert text[0] == f"✗ {GATE_STEP}: {COMPARE_REFUSED['candidate']}"
+    assert text[1] == "not run now: once the refusal above is fixed, compare would:"
+    assert text[2].startswith("  • place a hold for 1 h") and h.hold_id in text[2], text[2]
+    assert all(line.startswith("  ") for line in text[2:])
+    joined = "\n".join(text)
+    assert "use the active hold" not in joined and "already holds the seat" not in joined
+    assert "the last leg is the resident's" in text[-2], text
+
+
 def test_compare_passes_the_gate_with_the_resident_in_the_seat(tmp_path, monkeypatch) -> None:
     nctx = _ctx(tmp_path, monkeypatch, resident=True, probe=False)
     ctx = _rc()

@@ -171,6 +171,39 @@ def test_refused_while_the_resident_holds_the_seat(seat: Seat) -> None:
     assert "seat-console swap" in err
 
 
+def test_the_dry_run_lists_every_refusal_and_says_the_plan_once(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A new user's `promote --dry-run` (issue 30 follow-up, item 1): no hold, the resident in
+    the seat, no decision — each refusal on its own line with its fix, then what promote would
+    do said once (no repeated "not planned" lines)."""
+    s = Seat(tmp_path, monkeypatch)
+    s.release()
+    s.res.attrs["State"]["Running"] = True
+    s.cand.attrs["State"]["Running"] = False
+    plan = s.promote().plan()
+    assert not plan.ok
+    refusals = plan.refusals
+    assert len(refusals) == 3, refusals
+    assert "no active hold" in refusals[0] and "seat-console hold" in refusals[0]
+    assert "the resident seat-resident holds the seat" in refusals[1]
+    assert "seat-console swap" in refusals[1]
+    assert "no decision in the journal" in refusals[2] and "seat-console decide" in refusals[2]
+    text = plan.text_lines()
+    assert sum(line.startswith("✗ check seat:") for line in text) == 3
+    once = [line for line in text if "once the 3 refusals above are fixed" in line]
+    assert len(once) == 1, text
+    after = text[text.index(once[0]) + 1:]
+    assert len(after) == 4 and len(set(after)) == 4, after
+    assert "rename seat-probe to seat-resident-promoted-<UTC>" in after[0]
+    assert not any("not planned" in line for line in text)
+    doc = plan.to_json()
+    assert doc["refusals"] == list(refusals)
+    assert [x["after_refusal"] for x in doc["steps"][3:]] == [True] * 4
+    res = s.promote().run()   # the run refuses with every refusal, nothing changed
+    assert res.outcome == "refused" and all(r in res.error for r in refusals)
+    assert s.engine.calls == []
+
+
 def test_refused_without_a_hold(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     s = Seat(tmp_path, monkeypatch)
     s.release()

@@ -112,11 +112,11 @@ def print_plan(plan: Plan, title: str, json_mode: bool) -> None:
 
 
 def refused(plan: Plan, prog: str, json_mode: bool) -> int | None:
-    """``None`` when ``plan`` can run; else the refusal printed (its first step error, "refused,
-    nothing changed") and :data:`EXIT_REFUSED` to return (nothing was changed)."""
+    """``None`` when ``plan`` can run; else the refusal printed (every refusal of the plan,
+    "refused, nothing changed") and :data:`EXIT_REFUSED` to return (nothing was changed)."""
     if plan.ok:
         return None
-    err = next(p.error for p in plan.lines if p.error)
+    err = plan.refusal_text()
     return fail(prog, f"refused, nothing changed: {err}", EXIT_REFUSED, json_mode)
 
 

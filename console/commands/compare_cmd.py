@@ -118,7 +118,8 @@ def run(args: argparse.Namespace, loaded: LoadedProfile) -> int:
                                             observer=ac.observer(args.json))
         plan = rb.plan()
         title = f"compare {args.bracket} x{args.rounds} on the seat {loaded.profile.node.name}"
-        cost = compare_cost(cmp_mod, journal, args.bracket, args.rounds)
+        cost = compare_cost(cmp_mod, journal, args.bracket, args.rounds,
+                            restore_first=plan.facts.get("seat_holder") == "candidate")
         if args.dry_run:
             if args.json:
                 print(jsonout.dumps(_plan_json(legs, pairs(legs), plan, cost), indent=2,
@@ -152,12 +153,16 @@ def run(args: argparse.Namespace, loaded: LoadedProfile) -> int:
         nctx.close()
 
 
-def compare_cost(cmp_mod: Any, journal: Any, order: str, rounds: int) -> dict[str, Any]:
+def compare_cost(cmp_mod: Any, journal: Any, order: str, rounds: int, *,
+                 restore_first: bool = False) -> dict[str, Any]:
     """The compare's cost up front (:func:`seat_console.actions.compare.forecast`), the hold's
-    state read from the journal now (an active hold is used, so neither placed nor released)."""
+    state read from the journal now (an active hold is used, so neither placed nor released;
+    ``restore_first``: the candidate holds the seat, so the restore the gate asks for releases
+    that hold and the compare places its own)."""
     from seat_console.actions.hold import active_hold
 
-    return cmp_mod.forecast(journal, order, rounds, hold_active=active_hold(journal) is not None)
+    return cmp_mod.forecast(journal, order, rounds,
+                            hold_active=active_hold(journal) is not None and not restore_first)
 
 
 EXIT_NOT_COMPLETE = 7

@@ -78,7 +78,7 @@ def run(args: argparse.Namespace, loaded: LoadedProfile) -> int:
             ac.print_plan(plan, title, args.json)
             return ac.EXIT_OK if plan.ok else ac.EXIT_REFUSED
         if not plan.ok:
-            err = next(p.error for p in plan.lines if p.error)
+            err = plan.refusal_text()
             res = rb.run()      # journal the refusal: the first check refuses again
             if res.outcome == "refused":
                 return ac.fail(prog, f"refused, nothing changed: {err}", ac.EXIT_REFUSED,

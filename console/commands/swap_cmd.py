@@ -105,7 +105,7 @@ def run_swap(args: argparse.Namespace, loaded: LoadedProfile) -> int:
             ac.print_plan(plan, title, args.json)
             return ac.EXIT_OK if plan.ok else ac.EXIT_REFUSED
         if not plan.ok:
-            err = next(p.error for p in plan.lines if p.error)
+            err = plan.refusal_text()
             # journal the refusal too: run it (the first check refuses again, nothing changes)
             res = rb.run()
             if res.outcome == "refused":
