@@ -526,6 +526,25 @@ def _seat_up(ctx: RunContext, started: datetime | None, image_id: str | None) ->
 
 
 # -- swap ------------------------------------------------------------------------------------------
+def candidate_in_seat(nctx: NodeContext, journal: Journal) -> str | None:
+    """When the candidate (the ``[swap]`` probe container) already holds the seat and the
+    resident does not run: the refusal ``swap`` gives — that state (the swap run that started
+    it, when journaled) and what to run next (probe, compare after a restore, restore) — else
+    ``None`` (also when docker cannot be read: the swap's own checks say so). Reads only."""
+    from seat_console.actions.gates import read_seat
+
+    seat = read_seat(nctx)
+    if seat.holder != "candidate":
+        return None
+    rows = last_swap(journal)
+    by = (f", started by swap run {rows[0].run_id} at {hold_mod.zulu(rows[0].at)}"
+          if rows is not None else "")
+    return (f"the candidate {seat.probe} already holds the seat (running{by}; the resident "
+            f"{seat.resident} is stopped): there is nothing to swap — next: measure it "
+            "(`seat-console probe`), compare it with the resident (`seat-console restore`, "
+            "then `seat-console compare`), or put the resident back (`seat-console restore`)")
+
+
 def build_swap(nctx: NodeContext, journal: Journal, *, options: SwapOptions | None = None,
                observer: Observer | None = None, run_id: str | None = None,
                facts: dict[str, Any] | None = None, approval: bool = True) -> Runbook:
@@ -535,8 +554,13 @@ def build_swap(nctx: NodeContext, journal: Journal, *, options: SwapOptions | No
     ``approval=False`` (the compare was approved once)."""
     opts = options or SwapOptions()
 
+    checked = [False]   # the first check passed (the plan's later lines read the node)
+
     def pre_check(ctx: RunContext) -> Check:
         spec = _swap_spec(nctx)
+        in_seat = candidate_in_seat(nctx, journal)
+        if in_seat is not None:
+            raise StepError(in_seat)
         h = hold_mod.active_hold(journal)
         if h is None:
             raise StepError("no active hold: place one first (`seat-console hold`) — the swap "
@@ -571,6 +595,7 @@ def build_swap(nctx: NodeContext, journal: Journal, *, options: SwapOptions | No
         finally:
             client.close()
         ctx.facts.update(probe_image_id=image_id, gpus=gpus)
+        checked[0] = True
         return Check(True, f"record {_resident_name(nctx)} (image ID "
                            f"{res.attrs['Image'][:19]}…); hold {h.hold_id} until "
                            f"{hold_mod.zulu(h.expires_at)}; {fit_text}; probe: {image_words}")
@@ -597,6 +622,8 @@ def build_swap(nctx: NodeContext, journal: Journal, *, options: SwapOptions | No
         return f"resident {rec['name']} = image ID {rec['image_id']}, models {rec['models']}"
 
     def stop_check(ctx: RunContext) -> Check:
+        if ctx.planning and not checked[0]:   # after a refusal: what it would do
+            return Check(True, f"stop {resident_or_profile(nctx)} after draining it")
         c = _inspect_once(nctx, _resident_name(nctx))
         if not _running(c):
             return Check(False, f"{_resident_name(nctx)} is already stopped")
@@ -1118,7 +1145,8 @@ def rebuild(nctx: NodeContext, journal: Journal, rows: Sequence[Entry],
     raise ValueError(f"swap.rebuild: {first.runbook!r} is not a swap or restore run")
 
 
-__all__ = ["NothingToRestore", "SwapOptions", "build_restore", "build_swap", "completion",
+__all__ = ["NothingToRestore", "SwapOptions", "build_restore", "build_swap",
+           "candidate_in_seat", "completion",
            "docker_stop", "drain_words", "fit_verdict",
            "gpu_uuids", "identity", "last_swap", "probe_image", "protected_names", "rebuild",
            "resident_name", "resident_or_profile", "seat_file",

@@ -552,3 +552,25 @@ def test_compare_refused_when_docker_cannot_be_read_and_release_warns_on_both(
     assert str(e.value) == ("compare starts from the resident in the seat (it is arm A), but "
                             "who holds the seat cannot be read (ConnectionError: engine down) — "
                             "fix the docker connection (`docker ps` on the node), then compare")
+
+
+def test_swap_with_the_candidate_in_the_seat_says_the_state_and_what_to_run_next(
+        tmp_path, monkeypatch) -> None:
+    """`swap --dry-run` with the candidate already serving (issue 30 follow-up, item 4): not
+    the dead end "the resident is not running: nothing to swap out", but the state (which
+    swap started it) and the next commands; nothing is touched."""
+    nctx = _ctx(tmp_path, monkeypatch, resident=False, probe=True)
+    journal = Journal(tmp_path / "j.sqlite3")
+    _journal_hold(journal, _hold())
+    _journal_swap(journal)
+    rb = swap_mod.build_swap(nctx, journal)
+    plan = rb.plan()
+    assert not plan.ok
+    err = plan.refusals[0]
+    assert err.startswith("the candidate seat-probe already holds the seat (running, started "
+                          "by swap run swap-1 at "), err
+    for cmd in ("`seat-console probe`", "`seat-console compare`", "`seat-console restore`"):
+        assert cmd in err
+    assert "nothing to swap out" not in "\n".join(plan.text_lines())
+    assert "already stopped" not in "\n".join(plan.text_lines())
+    assert rb.run().outcome == "refused" and nctx.engine.calls == []
