@@ -732,9 +732,20 @@ def state_to_json(state: RunbookState) -> dict[str, Any]:
             "problems": list(state.problems)}
 
 
+def next_json(state: RunbookState) -> dict[str, Any]:
+    """The ``next`` key of every ``--json`` document (actions, ``decide``, ``image-check``,
+    ``runbook``, ``runbook next``): the next stage as :func:`state_to_json` gives it (``name``,
+    ``status``, ``command``, ``key``, ``needs``, ``reason``, …; ``{"name": None}`` when there
+    is none) plus ``line``, the :func:`next_line` the text output ends with."""
+    return {**(state_to_json(state)["next"] or {"name": None}), "line": next_line(state)}
+
+
 def next_line(state: RunbookState) -> str:
-    """The one ``next: …`` line every action's output ends with: the next stage, its command
-    and what it needs (or the cycle closed / unreadable)."""
+    """The one ``next: …`` line every action's output ends with, in one format:
+    ``next: STAGE — `COMMAND` (why)`` (or the cycle closed / unreadable). After a PROMOTE-ABLE
+    decision the promote line names the other branch (keep: restore); after an INCONCLUSIVE
+    one, restore and release name what would decide it (and ``compare`` only when that does
+    not name it already)."""
     if state.next is None:
         if state.cycle_closed_at is not None:
             return (f"next: fit — the cycle closed at {_z(state.cycle_closed_at)}; "
@@ -745,12 +756,15 @@ def next_line(state: RunbookState) -> str:
     n = state.next
     why = f" ({n.reason})" if n.reason else ""
     d = state.stage("decide")
-    if d.status == "done" and d.evidence.get("decision") == "INCONCLUSIVE" \
-            and n.name in ("restore", "release"):
-        why += f"; the decision is INCONCLUSIVE: {d.needs} (or `seat-console compare` again)"
+    decision = d.evidence.get("decision") if d.status == "done" else None
+    if decision == "INCONCLUSIVE" and n.name in ("restore", "release"):
+        again = "" if "seat-console compare" in d.needs else " (or `seat-console compare` again)"
+        why += f"; the decision is INCONCLUSIVE: {d.needs}{again}"
+    elif decision == "PROMOTE-ABLE" and n.name == "promote":
+        why += "; or keep the resident: `seat-console restore`"
     return f"next: {n.name} — `{n.command}`{why}"
 
 
 __all__ = ["COMMANDS", "DECISIONS", "KEYS", "NEEDS", "RECOVER_COMMAND", "STAGES",
            "STAGE_OF_RUNBOOK", "RunbookState", "SeatHolder", "StageState", "Status",
-           "next_line", "read_runbook", "state_to_json"]
+           "next_json", "next_line", "read_runbook", "state_to_json"]

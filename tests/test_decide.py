@@ -5,6 +5,7 @@ done, facts decision/bracket_id/runs/report_sha256/questions/needs), its reader,
 from __future__ import annotations
 
 import json
+import re
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -107,13 +108,17 @@ def test_decide_defaults_to_the_newest_bracket_and_journals(env: Path,
     out = capsys.readouterr().out
     assert out.startswith("## Decision: **INCONCLUSIVE**")
     assert "--rounds 3" in out and "no measurement yet" in out
-    assert "Not journaled (--dry-run)." in out and out.rstrip().splitlines()[-1].startswith(
-        "next: seat-console compare --rounds 3")
+    assert "Not journaled (--dry-run)." in out
+    # the runbook's one next-line format (stages.next_line), as every action ends with
+    assert re.match(r"next: (\w+ — `seat-console [^`]+`|unknown — )",
+                    out.rstrip().splitlines()[-1]), out
+    assert "next: seat-console" not in out
     with Journal() as j:
         assert dec.newest_decision(j) is None
     assert main(["decide", "--json"]) == 0
     doc = json.loads(capsys.readouterr().out)
     assert doc["decision"]["outcome"] == "INCONCLUSIVE" and doc["journaled"]["seq"] == 1
+    assert doc["next"]["line"].startswith("next: ")          # the same key every action has
     with Journal() as j:
         got = dec.newest_decision(j)
     assert got["decision"] == "INCONCLUSIVE" and got["bracket_id"] == "cmp-1"

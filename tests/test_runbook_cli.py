@@ -108,7 +108,7 @@ def test_runbook_next_is_node_changing_and_readonly_refuses_it(state: History, c
 
 
 # -- the next line ------------------------------------------------------------------------------
-def _fake_next(loaded):
+def _fake_next(loaded, profile=None):
     return "next: hold — `seat-console hold`", {"name": "hold", "line": "next: hold"}
 
 
@@ -134,7 +134,8 @@ def test_ends_with_next_says_it_once_when_nested(monkeypatch, capsys) -> None:
 
 
 @pytest.mark.parametrize("argv", [["hold"], ["release"], ["build-backport"], ["swap"],
-                                  ["restore"], ["probe"], ["compare"]])
+                                  ["restore"], ["probe"], ["compare"], ["promote"],
+                                  ["recover"], ["decide"], ["image-check"]])
 def test_every_action_is_wrapped(argv) -> None:
     p = cli.build_parser()
     args = p.parse_args(argv)
@@ -156,3 +157,23 @@ def test_ends_with_next_keeps_the_output_of_a_command_that_raises(monkeypatch, c
     with pytest.raises(KeyboardInterrupt):
         ac.ends_with_next(cmd)(argparse.Namespace(json=True, yes=True, dry_run=False), None)
     assert '{"partial": true}' in capsys.readouterr().out
+
+
+def test_one_next_format_for_runbook_decide_and_the_actions(state: History, capsys) -> None:
+    """One `next:` line and one `next` JSON key, from one helper (stages.next_json), whichever
+    command prints it (issue 30 follow-up, item 2): the runbook's own, `decide` (which printed
+    its own "next: seat-console …" and a string key) and an action's."""
+    state.fit()
+    state.image()
+    state.hold()
+    cli.main(["runbook", "--json"])
+    want = _json(capsys)["next"]
+    assert want["name"] == "backport" and want["line"].startswith("next: backport — `")
+    assert cli.main(["decide", "--json"]) == 1           # no bracket: the error, then next
+    assert _json(capsys)["next"] == want
+    assert cli.main(["release", "--json", "--yes"]) in (4, 5)
+    assert _json(capsys)["next"] == want
+    cli.main(["runbook"])
+    assert capsys.readouterr().out.splitlines()[-1] == want["line"]
+    cli.main(["decide"])
+    assert capsys.readouterr().out.splitlines()[-1] == want["line"]

@@ -172,13 +172,22 @@ def fail(prog: str, message: str, code: int, json_mode: bool = False) -> int:
 _NEXT_DEPTH = [0]   # >0 while a wrapped command runs: an action run by `runbook next` says it once
 
 
-def runbook_next(loaded: LoadedProfile) -> tuple[str, dict[str, Any] | None]:
+def runbook_next(loaded: LoadedProfile | None,
+                 profile: str | None = None) -> tuple[str, dict[str, Any]]:
     """The runbook's next stage read now (:func:`seat_console.actions.stages.read_runbook` over
-    the node and the journal): ``(the "next: …" line, its JSON or None)``. Never raises: a
-    state that cannot be read is said in the line (``next: unknown — …``)."""
-    from seat_console.actions.stages import next_line, read_runbook, state_to_json
+    the node and the journal): ``(the "next: …" line, its JSON)`` — both from
+    :func:`seat_console.actions.stages.next_json`, the one format every command uses.
+    ``loaded`` ``None`` (a command that runs without a profile, e.g. ``decide``): the profile
+    is looked up as the CLI does (``profile``: ``--profile``). Never raises: a state that
+    cannot be read is said in the line (``next: unknown — …``; JSON ``name`` ``None`` and
+    ``error``)."""
+    from seat_console.actions.stages import next_json, read_runbook
 
     try:
+        if loaded is None:
+            from seat_console.core.profile import load_profile
+
+            loaded = load_profile(profile)
         nctx = context(loaded)
         try:
             journal = open_journal(nctx)
@@ -190,28 +199,30 @@ def runbook_next(loaded: LoadedProfile) -> tuple[str, dict[str, Any] | None]:
             nctx.close()
     except Exception as exc:  # noqa: BLE001 - the action's own result stands; say why
         why = f"the runbook's state cannot be read ({type(exc).__name__}: {exc})"
-        return f"next: unknown — {why}", {"name": None, "error": why}
-    doc = state_to_json(state)
-    nxt = doc["next"] or {"name": None}
-    return next_line(state), {**nxt, "line": next_line(state)}
+        line = f"next: unknown — {why}"
+        return line, {"name": None, "error": why, "line": line}
+    doc = next_json(state)
+    return doc["line"], doc
 
 
-def ends_with_next(func: Callable[[argparse.Namespace, LoadedProfile], int]
-                   ) -> Callable[[argparse.Namespace, LoadedProfile], int]:
+def ends_with_next(func: Callable[[argparse.Namespace, Any], int]
+                   ) -> Callable[[argparse.Namespace, Any], int]:
     """Wrap an action command's ``run(args, loaded)`` so its output ends with one ``next: …``
     line (:func:`runbook_next`, read after the action), or, with ``--json``, a ``next`` key in
     its JSON document (``{"name", "status", "command", "key", "needs", "reason", "line", …}``).
     The exit code is the command's own. With ``--json`` the document is held until the
     command ends (the action's event lines go to stderr meanwhile); an interactive
-    confirmation (``--json`` on a terminal, no ``--yes``/``--dry-run``) is not held back: then
-    the line goes to stderr. An action run by another wrapped command (``runbook next``) says
-    it once, at the end."""
+    confirmation (``--json`` on a terminal, no ``--yes``/``--dry-run``, a command that takes
+    ``--yes``) is not held back: then the line goes to stderr. ``loaded`` ``None`` (a command
+    run without a profile, ``decide``): :func:`runbook_next` looks the profile up. An action
+    run by another wrapped command (``runbook next``) says it once, at the end."""
     @functools.wraps(func)
-    def wrapper(args: argparse.Namespace, loaded: LoadedProfile) -> int:
+    def wrapper(args: argparse.Namespace, loaded: LoadedProfile | None) -> int:
         if _NEXT_DEPTH[0]:
             return func(args, loaded)
         json_mode = bool(getattr(args, "json", False))
-        hold_doc = json_mode and (getattr(args, "yes", False) or getattr(args, "dry_run", False)
+        hold_doc = json_mode and (not hasattr(args, "yes")    # a command that never asks
+                                  or args.yes or getattr(args, "dry_run", False)
                                   or not sys.stdin.isatty())
         out, buf = sys.stdout, io.StringIO()
         _NEXT_DEPTH[0] += 1
@@ -226,7 +237,7 @@ def ends_with_next(func: Callable[[argparse.Namespace, LoadedProfile], int]
         finally:
             _NEXT_DEPTH[0] -= 1
             sys.stdout = out
-        line, doc = runbook_next(loaded)
+        line, doc = runbook_next(loaded, getattr(args, "profile", None))
         if not hold_doc:
             print(line, file=sys.stderr if json_mode else sys.stdout, flush=True)
             return code

@@ -2,45 +2,57 @@
 
 The decide stage of the runbook: builds the evidence report of RUN… (default: the newest
 compare bracket — the newest ``compare`` run in the journal whose comparison directory exists,
-else the newest comparison under the data dir), prints its decision (PROMOTE-ABLE, KEEP or
-INCONCLUSIVE, per question; :mod:`seat_console.evidence.decision`) and journals it (runbook
-``decide``, :func:`seat_console.actions.decide.record_decision`), which is what ``promote``
-reads. An INCONCLUSIVE that needs more rounds says how long they would take on this node
+else the newest comparison under the data dir), prints its decision (per question;
+:mod:`seat_console.evidence.decision`) and journals it (runbook ``decide``,
+:func:`seat_console.actions.decide.record_decision`), which is what ``promote`` reads. An
+INCONCLUSIVE that needs more rounds says how long they would take on this node
 (:func:`seat_console.actions.compare.forecast`, from the journal's measured times).
-``--dry-run`` prints the decision and journals nothing.
+``--dry-run`` prints the decision and journals nothing. Its output ends with the runbook's
+``next: …`` line (``--json``: the ``next`` key), as every action's does.
+
+Outcomes (each question answered, or "cannot tell, because …; needs …"):
+
+* **PROMOTE-ABLE** — nothing measured speaks against the candidate and every critical check
+  (canaries, fidelity) passed: ``seat-console promote`` may make it the resident;
+* **KEEP** — a critical check failed, or the candidate is worse by a claimed difference: keep
+  the resident (``seat-console restore``, then ``seat-console release``);
+* **INCONCLUSIVE** — nothing failed, but a question cannot be answered (too little data is
+  never a pass): "what would decide it" names the measurement and its cost on this node.
 
 It changes nothing on the node (it writes the journal only), so ``--readonly`` allows it.
 
-Exit codes: 0 the decision was made (and journaled, unless ``--dry-run``) — whatever it is;
-1 a run cannot be read, no comparison was found, or the journal cannot be read or written;
-2 usage.
+Exit codes: 0 the decision was made (and journaled, unless ``--dry-run``) — whatever it is:
+the outcome is in the output, not the exit code; 1 a run cannot be read, no comparison was
+found, or the journal cannot be read or written; 2 usage.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import sys
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from seat_console.commands import action_common as ac
 from seat_console.core import jsonout
 
 EXIT_OK, EXIT_ERROR, EXIT_USAGE = 0, 1, 2
-
-NEXT = {"PROMOTE-ABLE": "seat-console promote (the candidate becomes the resident), or keep "
-                        "the resident: seat-console restore",
-        "KEEP": "keep the resident: seat-console restore (if the candidate holds the seat), "
-                "then seat-console release",
-        "INCONCLUSIVE": "seat-console compare {rounds}(what would decide it, above)"}
+PROG = "seat-console decide"
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    """Add the ``decide`` subcommand."""
+    """Add the ``decide`` subcommand (its ``--help``: the module docstring's outcomes and exit
+    codes)."""
+    body = ("The decide stage: the decision from the newest compare bracket (or RUN…), per\n"
+            "question, journaled (what `seat-console promote` reads); --dry-run journals\n"
+            "nothing. The output ends with the runbook's `next: …` line, as every action's.\n\n"
+            + __doc__.split("\n\n", 2)[2].replace("``", "`")
+            .replace("**", ""))
     p = sub.add_parser("decide", help="the decision from the evidence (PROMOTE-ABLE, KEEP or "
                                       "INCONCLUSIVE, per question), journaled",
-                       description=__doc__.split("\n\n")[0])
+                       description=body,
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("runs", nargs="*", metavar="RUN",
                    help="a run or comparison ID or directory (default: the newest compare "
                         "bracket)")
@@ -50,7 +62,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--data-dir", metavar="DIR",
                    help="where run IDs and comparisons are looked up (default: "
                         "$SEAT_CONSOLE_DATA_DIR or the XDG data dir)")
-    p.set_defaults(func=run, needs_profile=False)
+    p.set_defaults(func=ac.ends_with_next(run), needs_profile=False)
 
 
 def newest_bracket(journal: Any, data_root: Path | None) -> Path | None:
@@ -73,10 +85,7 @@ def newest_bracket(journal: Any, data_root: Path | None) -> Path | None:
 
 
 def _fail(msg: str, code: int, json_mode: bool) -> int:
-    if json_mode:
-        print(jsonout.dumps({"ok": False, "error": msg, "exit": code}))
-    print(f"seat-console decide: {msg}", file=sys.stderr)
-    return code
+    return ac.fail(PROG, msg, code, json_mode)
 
 
 def run(args: argparse.Namespace, _loaded: Any) -> int:
@@ -121,8 +130,6 @@ def run(args: argparse.Namespace, _loaded: Any) -> int:
                 when = (f"≈ {cost['minutes']:.0f} min on this node" if cost["minutes"]
                         is not None else "no forecast: no measurement yet on this node")
                 facts["needs"] = f"{facts['needs']} ({when})"
-        rounds = decision.get("rounds_needed")
-        nxt = NEXT[facts["decision"]].format(rounds=f"--rounds {rounds} " if rounds else "")
         row = None
         if not args.dry_run:
             row = dec.record_decision(journal, facts, at=at,
@@ -136,8 +143,8 @@ def run(args: argparse.Namespace, _loaded: Any) -> int:
         print(jsonout.dumps({"ok": True, "dry_run": args.dry_run, "decision": decision,
                           "facts": facts, "cost": cost, "inputs": list(inputs.sources),
                           "journaled": None if row is None else {"seq": row.seq,
-                                                                 "run_id": row.run_id},
-                          "next": nxt}, indent=2))
+                                                                 "run_id": row.run_id}},
+                            indent=2))
         return EXIT_OK
     lines = render_lines(decision)
     if cost is not None:
@@ -145,7 +152,6 @@ def run(args: argparse.Namespace, _loaded: Any) -> int:
     lines += ["", "Inputs: " + ", ".join(inputs.sources),
               f"Report SHA-256: {facts['report_sha256']} (built at {at.isoformat()})",
               ("Not journaled (--dry-run)." if row is None else
-               f"Journaled: decide row {row.seq} (run {row.run_id})."),
-              f"next: {nxt}"]
+               f"Journaled: decide row {row.seq} (run {row.run_id}).")]
     print("\n".join(lines))
     return EXIT_OK

@@ -21,6 +21,7 @@ import sys
 import uuid
 from typing import Any
 
+from seat_console.commands import action_common as ac
 from seat_console.core import jsonout
 from seat_console.core.profile import LoadedProfile
 
@@ -38,7 +39,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--dry-run", action="store_true",
                    help="list the images and requirements that would be checked; read nothing")
     p.add_argument("--json", action="store_true", help="print the answer as JSON")
-    p.set_defaults(func=run)
+    p.set_defaults(func=ac.ends_with_next(run))
 
 
 def python_bin(loaded: LoadedProfile) -> str:

@@ -48,7 +48,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--yes", action="store_true",
                    help="do not ask (otherwise the seat's name must be typed)")
     p.add_argument("--json", action="store_true", help="print the result as JSON")
-    p.set_defaults(func=run)
+    p.set_defaults(func=ac.ends_with_next(run))
 
 
 def run(args: argparse.Namespace, loaded: LoadedProfile) -> int:

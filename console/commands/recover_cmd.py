@@ -33,7 +33,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     g.add_argument("--undo", action="store_true", help="undo what each unfinished run began")
     g.add_argument("--complete", action="store_true", help="run each one's remaining steps")
     ac.add_action_flags(p, dry_run="print what would be done")
-    p.set_defaults(func=run)
+    p.set_defaults(func=ac.ends_with_next(run))
 
 
 def run(args: argparse.Namespace, loaded: LoadedProfile) -> int:

@@ -45,6 +45,7 @@ from seat_console.actions.stages import (
     RECOVER_COMMAND,
     RunbookState,
     StageState,
+    next_json,
     next_line,
     read_runbook,
     state_to_json,
@@ -154,7 +155,8 @@ def _show(args: argparse.Namespace, nctx: NodeContext, journal: Journal) -> int:
     state = read_state(nctx, journal)
     down = last_downtime(journal)
     if args.json:
-        print(jsonout.dumps({**state_to_json(state), "seat_downtime": down}, indent=2))
+        print(jsonout.dumps({**state_to_json(state), "next": next_json(state),
+                             "seat_downtime": down}, indent=2))
     else:
         lines = render(state)
         print("\n".join([*lines[:-1], downtime_line(down), lines[-1]]))
@@ -230,7 +232,7 @@ def _fit(args: argparse.Namespace, loaded: LoadedProfile, nctx: NodeContext,
     state = read_state(nctx, journal)
     if args.json:
         print(jsonout.dumps({"stage": "fit", "journaled": row.seq, **facts,
-                          "next": state_to_json(state)["next"]}, indent=2, default=str))
+                             "next": next_json(state)}, indent=2, default=str))
     else:
         print(f"fit: {facts['verdict']} — {facts['words']} (journal row {row.seq})")
         print(next_line(state))
