@@ -523,3 +523,20 @@ def test_the_decision_over_random_reports(rep: dict) -> None:
 
 def test_the_unspoilt_random_report_is_promote_able() -> None:
     assert dc.decide(_GOOD).outcome == dc.PROMOTE_ABLE, dc.decide(_GOOD)
+
+
+def test_needs_name_compare_once_and_fits_says_what_records_a_budget() -> None:
+    """What would decide it names `seat-console compare` once, with every flag asked for, and
+    a missing fit budget says what to run (issue 30 follow-up, item 5)."""
+    from seat_console.evidence.decision import FIT_HOW, merge_needs
+
+    got = merge_needs(["both arms measured in one bracket (`seat-console compare`)",
+                       "a compare with fidelity on (without --no-fidelity)",
+                       "≥ 3 rounds (6 pairs): `seat-console compare --rounds 3`", FIT_HOW,
+                       "both arms measured in one bracket (`seat-console compare`)"])
+    assert got.count("seat-console compare") == 1, got
+    assert got.startswith("one `seat-console compare --rounds 3` for: both arms measured in "
+                          "one bracket; with fidelity on (without --no-fidelity); ≥ 3 rounds")
+    assert "`seat-console fit`" in got
+    assert merge_needs(["x", "x", ""]) == "x"
+    assert "`seat-console fit`" in FIT_HOW and "no fit budget" not in FIT_HOW

@@ -304,3 +304,29 @@ def test_operator_from_the_row_record(hist: History) -> None:
     hist.j.operator = {"login": "alice", "sudo_user": "bob", "ssh_client": None, "tty": None}
     hist.single("fit", {"verdict": "fits"})
     assert read(hist).stage("fit").operator.startswith("alice (sudo from bob)@")
+
+
+def test_the_decide_row_renders_each_answer_not_its_json(hist: History) -> None:
+    """`seat-console runbook`'s decide row (issue 30 follow-up, item 5): the runs as a list of
+    names and one line per question, never the row's raw JSON; an INCONCLUSIVE whose needs
+    name compare is not told "(or compare again)" a second time."""
+    from seat_console.commands.runbook_cmd import render
+
+    hist.to_decide()
+    facts = {"decision": "INCONCLUSIVE", "bracket_id": "cmp-1", "runs": ["r-a1", "r-b2"],
+             "report_sha256": "c" * 64,
+             "questions": [{"question": "fits?", "answer": "yes: the fit budget says it fits",
+                            "critical": False},
+                           {"question": "throughput and latency?", "answer": "cannot tell, "
+                            "because 2 pairs; needs ≥ 3 rounds", "critical": False}],
+             "needs": "one `seat-console compare --rounds 3` for: ≥ 3 rounds (6 pairs)"}
+    hist.single("decide", facts)
+    s = read_runbook(None, hist.j, runs_dir=hist.data / "runs", now=hist.t, seat="candidate")
+    lines = render(s)
+    row = next(i for i, line in enumerate(lines) if " decide " in line)
+    assert "runs r-a1, r-b2" in lines[row] and "[" not in lines[row], lines[row]
+    assert lines[row + 1].strip() == "fits? yes: the fit budget says it fits"
+    assert lines[row + 2].strip().startswith("throughput and latency? cannot tell")
+    assert s.stage("decide").details == ("fits? yes: the fit budget says it fits",
+                                         lines[row + 2].strip())
+    assert next_line(s).count("seat-console compare") == 1, next_line(s)

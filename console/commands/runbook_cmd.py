@@ -132,6 +132,7 @@ def render(state: RunbookState) -> list[str]:
         who = f" {_z(s)} by {s.operator}" if s.at is not None and s.operator else ""
         ev = "  " + ", ".join(f"{k} {v}" for k, v in s.evidence.items()) if s.evidence else ""
         out.append(f"{here}{_MARK[s.status]} {s.name:<9} {s.status:<8}{who}{ev}")
+        out.extend(f"      {d}" for d in s.details)
         if s.reason:
             out.append(f"      {s.reason}")
         elif s.status == "todo":

@@ -55,6 +55,8 @@ Sources of the rules:
 
 from __future__ import annotations
 
+import re
+
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -218,6 +220,12 @@ def answer_data(rep: Mapping[str, Any]) -> Answer:
                                 f"arms; arms told by {assign.get('by') or 'the bracket'}")
 
 
+FIT_HOW = ("a fit budget: check the candidate with `seat-console fit` (the profile's "
+           "[candidate] needs its checkpoint or declared sizes); a compare records it")
+"""What records a fit budget in the evidence (a compare records ``seat-console fit``'s
+budget of the profile's sides, :func:`seat_console.actions.compare.fit_summary`)."""
+
+
 def answer_fits(rep: Mapping[str, Any]) -> Answer:
     """Fits? The candidate's fit budget (``arms.B.fit.fits``); without one, an engine that
     started in the seat and reported its KV capacity has shown it fits. A budget that says it
@@ -233,11 +241,10 @@ def answer_fits(rep: Mapping[str, Any]) -> Answer:
     kv = b.get("kv_cache_tokens")
     if isinstance(kv, int) and kv > 0:
         return Answer(Q_FITS, PASS, f"yes: it started in the seat and its engine reported "
-                                    f"{kv:,} KV tokens (no fit budget was recorded)")
+                                    f"{kv:,} KV tokens (no fit budget was recorded: "
+                                    f"{FIT_HOW})")
     return _unknown(Q_FITS, "no fit budget was recorded for the candidate and its engine's KV "
-                            "capacity is unknown",
-                    "`seat-console fit` with a [candidate] in the profile, or a compare "
-                    "(it records both)")
+                            "capacity is unknown", FIT_HOW)
 
 
 def answer_kv(rep: Mapping[str, Any]) -> Answer:
@@ -498,13 +505,42 @@ def outcome_of(answers: Sequence[Answer], rounds_needed: int | None = None,
                         for a in failed)
         return Decision(KEEP, tuple(answers), why, "", None, arms or {})
     if unknown:
-        needs = "; ".join(dict.fromkeys(a.needs for a in unknown if a.needs))
+        needs = merge_needs([a.needs for a in unknown])
         why = "; ".join(f"{a.question} {a.answer}" for a in unknown)
         return Decision(INCONCLUSIVE, tuple(answers), why, needs,
                         rounds_needed if any(a.question == Q_SPEED for a in unknown) else None,
                         arms or {})
     return Decision(PROMOTE_ABLE, tuple(answers), "nothing measured speaks against the "
                     "candidate and every critical check passed", "", None, arms or {})
+
+
+_COMPARE_CMD = re.compile(r"`seat-console compare((?: --[\w-]+(?: \d+)?)*)`")
+_COMPARE_WORDS = (re.compile(r"\s*\(run `seat-console compare[^`]*` again\)"),
+                  re.compile(r"\s*\(`seat-console compare[^`]*`\)"),
+                  re.compile(r":\s*`seat-console compare[^`]*`"),
+                  re.compile(r"^a compare (?=with)"))
+
+
+def merge_needs(needs: Sequence[str]) -> str:
+    """What would decide an INCONCLUSIVE, one clause per need, ``"; "``-joined, each said once;
+    the needs one compare answers (those that name `seat-console compare`, or "a compare with
+    …") merged into one clause that names the command once, with every flag any of them asks
+    for (``"one `seat-console compare --rounds 3` for: both arms measured in one bracket;
+    ≥ 3 rounds (6 pairs); with fidelity on (without --no-fidelity)"``)."""
+    uniq = list(dict.fromkeys(n for n in needs if n))
+    by_cmp = [n for n in uniq if _COMPARE_CMD.search(n) or n.startswith("a compare with")]
+    if len(by_cmp) < 2:
+        return "; ".join(uniq)
+    flags = list(dict.fromkeys(f.strip() for n in by_cmp for m in _COMPARE_CMD.finditer(n)
+                               for f in m.group(1).split(" --") if f.strip()))
+    what = []
+    for n in by_cmp:
+        for rx in _COMPARE_WORDS:
+            n = rx.sub("", n)
+        what.append(n.strip(" :;,") or "a complete bracket")
+    cmd = "`seat-console compare" + "".join(f" --{f}" for f in flags) + "`"
+    return "; ".join([f"one {cmd} for: " + "; ".join(dict.fromkeys(what)),
+                      *(n for n in uniq if n not in by_cmp)])
 
 
 def render_lines(d: Mapping[str, Any]) -> list[str]:
@@ -521,5 +557,5 @@ def render_lines(d: Mapping[str, Any]) -> list[str]:
     return L
 
 
-__all__ = ["Answer", "CRITICAL", "Decision", "INCONCLUSIVE", "KEEP", "OUTCOMES", "PROMOTE_ABLE",
-           "QUESTIONS", "decide", "outcome_of", "render_lines"]
+__all__ = ["Answer", "CRITICAL", "Decision", "FIT_HOW", "INCONCLUSIVE", "KEEP", "OUTCOMES",
+           "PROMOTE_ABLE", "QUESTIONS", "decide", "merge_needs", "outcome_of", "render_lines"]
