@@ -177,3 +177,28 @@ def test_one_next_format_for_runbook_decide_and_the_actions(state: History, caps
     assert capsys.readouterr().out.splitlines()[-1] == want["line"]
     cli.main(["decide"])
     assert capsys.readouterr().out.splitlines()[-1] == want["line"]
+
+
+def test_recover_help_documents_the_exit_codes_it_returns(state: History, capsys,
+                                                          monkeypatch) -> None:
+    """`recover --help` names its exit codes (issue 30 follow-up, item 6), and they are true:
+    listing 0 (none) / 4 (found), --dry-run 0, no --yes off a terminal 2."""
+    from seat_console.commands import recover_cmd
+
+    with pytest.raises(SystemExit):
+        cli.main(["recover", "--help"])
+    helptext = capsys.readouterr().out
+    for words in ("0 no unfinished run; 4 one or more found", "--dry-run: 0",
+                  "1 a completion failed", "4 a run is left partly changed",
+                  "5 refused, nothing changed", "6 declined at the prompt",
+                  "2 usage: --undo with --complete, no --yes off a terminal"):
+        assert words in " ".join(helptext.split()), words
+    assert recover_cmd.EXIT_HELP.splitlines()[0] == "exit codes:"
+    assert cli.main(["recover"]) == 0
+    state.fit()
+    state.hold(outcome=None)                      # a hold run a killed console left open
+    capsys.readouterr()
+    assert cli.main(["recover"]) == 4
+    assert cli.main(["recover", "--undo", "--dry-run"]) == 0
+    monkeypatch.setattr("sys.stdin.isatty", lambda: False)
+    assert cli.main(["recover", "--undo"]) == 2

@@ -2,16 +2,30 @@
 runbook that a dead console left unfinished.
 
 Without ``--undo``/``--complete`` it lists each unfinished run (what it did, what may have
-changed, what remains) and exits 4 when there is one (0 when there is none). ``--undo`` puts
-back every change the run began (idempotent: what the lease already restored is left alone);
-``--complete`` runs its remaining steps (a hold is completed only while its lease is armed).
+changed, what remains). ``--undo`` puts back every change the run began (idempotent: what the
+lease already restored is left alone); ``--complete`` runs its remaining steps (a hold is
+completed only while its lease is armed). Runs are finished oldest first; the output ends with
+the runbook's ``next: …`` line.
 
-Exit codes: :mod:`seat_console.commands.action_common`.
+Exit codes (:data:`EXIT_HELP`, shown by ``--help``; the action codes of
+:mod:`seat_console.commands.action_common`):
+
+* listing (no ``--undo``/``--complete``): ``0`` no unfinished run; ``4`` one or more found
+  (listed: choose ``--undo`` or ``--complete``);
+* ``--dry-run``: ``0`` (what would be done is printed; nothing changes);
+* ``--undo`` / ``--complete`` (the worst run decides: 4 > 5 > 1 > 0): ``0`` nothing to do, or
+  every run undone / completed; ``1`` a completion failed and what it began was undone;
+  ``4`` a run is left partly changed (the output says what and how to fix it by hand);
+  ``5`` refused, nothing changed (a run that cannot be recovered, a precondition that
+  failed); ``6`` declined at the prompt;
+* ``2`` usage: ``--undo`` with ``--complete``, no ``--yes`` off a terminal, or ``--readonly``;
+* ``1`` also: the journal cannot be opened.
 """
 
 from __future__ import annotations
 
 import argparse
+import sys
 
 from seat_console.core import jsonout
 from seat_console.actions import recover as rec
@@ -21,14 +35,28 @@ from seat_console.node.context import NodeContext
 from seat_console.core.profile import LoadedProfile
 
 PROG = "seat-console recover"
+EXIT_HELP = """exit codes:
+  listing (no --undo/--complete): 0 no unfinished run; 4 one or more found (listed)
+  --dry-run: 0 (what would be done is printed; nothing changes)
+  --undo/--complete (the worst run decides: 4 > 5 > 1 > 0):
+    0 nothing to do, or every run undone / completed
+    1 a completion failed and what it began was undone
+    4 a run is left partly changed (what, and how to fix it by hand, is printed)
+    5 refused, nothing changed (a run that cannot be recovered, a failed precondition)
+    6 declined at the prompt
+  2 usage: --undo with --complete, no --yes off a terminal, or --readonly
+  1 the journal cannot be opened"""
+"""The exit codes as ``recover --help`` prints them (the module docstring's, in words)."""
 
 
 def register(sub: argparse._SubParsersAction) -> None:
     """Add the ``recover`` subcommand."""
     p = sub.add_parser("recover", help="find runbooks a dead console left unfinished; undo or "
                                        "complete them",
-                       description="Finish unfinished runbooks from the journal. Without a "
-                                   "choice: list them (exit 4 if any, 0 if none).")
+                       description="Finish runbooks a dead console left unfinished (from "
+                                   "the journal): list them, --undo them or --complete them.\n\n"
+                                   + EXIT_HELP,
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
     g = p.add_mutually_exclusive_group()
     g.add_argument("--undo", action="store_true", help="undo what each unfinished run began")
     g.add_argument("--complete", action="store_true", help="run each one's remaining steps")
@@ -63,7 +91,6 @@ def _recover(args: argparse.Namespace, nctx: NodeContext, journal: Journal) -> i
         return ac.EXIT_OK
     action = "undo" if args.undo else "complete"
     if not args.yes:
-        import sys
         if not sys.stdin.isatty():
             return ac.fail(PROG, "this changes the node; add --yes to confirm",
                            ac.EXIT_USAGE, args.json)
@@ -80,7 +107,7 @@ def _recover(args: argparse.Namespace, nctx: NodeContext, journal: Journal) -> i
         try:
             res = rec.finish(nctx, journal, rows, action, observer=ac.observer(args.json))
         except ValueError as exc:
-            print(f"{PROG}: {exc}", flush=True)
+            print(f"{PROG}: {exc}", file=sys.stderr, flush=True)
             worst = ac.EXIT_REFUSED if worst != ac.EXIT_PARTIAL else worst
             continue
         results.append(res.to_json())
