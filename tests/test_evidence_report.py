@@ -599,3 +599,40 @@ def test_a_one_arm_comparison_backs_no_claim_after_a_breach(tmp_path: Path,
         assert all("2026-12-01T20:55:00Z" in json.dumps(c["refused_by"]) for c in figures)
     else:
         assert all(c["survives"] for c in figures), figures
+
+
+def test_verify_names_the_format_and_an_older_one_is_not_called_edited(
+        tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    """A report written before a format change (issue 30 follow-up, item 7): `--verify` says
+    which format it is, checks what it can (the raw files) and lists the text differences as
+    a format mismatch (exit 3), never a false "FAILED"; the current format still fails on an
+    edit, and a raw file changed under an old report still fails."""
+    cmp_dir = _bracket(tmp_path, speed_b=2.0, b_ids=[1, 2, 3])
+    md, js = tmp_path / "r.md", tmp_path / "r.json"
+    assert main(["report", str(cmp_dir), "--out", str(md)]) == 0
+    assert main(["report", str(cmp_dir), "--json", "--out", str(js)]) == 0
+    capsys.readouterr()
+    assert main(["report", "--verify", str(md)]) == 0
+    assert f"format: {rp.REPORT_FORMAT} (seat-console.evidence-report/{rp.REPORT_FORMAT})" in \
+        capsys.readouterr().out
+    # format 1: no "Report format" line, and a table an older console did not write
+    old = "\n".join(line for line in md.read_text().splitlines()
+                    if not line.startswith("Report format ")) + "\n"
+    old = old.replace("## Claims", "## Claims (older wording)", 1)
+    assert rp.report_format(old) == 1
+    md.write_text(old)
+    assert main(["report", "--verify", str(md)]) == 3
+    out = capsys.readouterr().out
+    assert "format: the report is format 1" in out and "DIFFERS (format)" in out
+    assert "NOT JUDGED" in out and "FAILED" not in out
+    doc = json.loads(js.read_text())
+    doc["schema"] = "seat-console.evidence-report/1"
+    js.write_text(json.dumps(doc, indent=2))
+    assert main(["report", "--verify", str(js), "--json"]) == 3
+    v = json.loads(capsys.readouterr().out)
+    assert (v["format"], v["current_format"], v["outcome"]) == (1, rp.REPORT_FORMAT,
+                                                              "format mismatch")
+    # a raw file changed: failed, whatever the format
+    leg = next((tmp_path / "runs").rglob("requests.jsonl"))
+    leg.write_text(leg.read_text().replace('"ok":true', '"ok":false', 1))
+    assert main(["report", "--verify", str(md)]) == 1

@@ -6,9 +6,19 @@ or JSON, and optionally writes it to ``--out``. ``--verify FILE`` re-hashes ever
 report at FILE recorded, then re-derives the report from them (summaries from the raw requests,
 the report at its own generation time) and names every difference from FILE's text.
 
+``--verify`` says which format version the report is (:data:`~seat_console.evidence.report.
+REPORT_FORMAT`: JSON ``schema``, the Markdown "Report format" line; a Markdown report without
+one is format 1). A report of the format this console writes must re-derive to the letter; one
+of another format (written before a format change) is verified as far as it can be — its raw
+files re-hashed, each summary checked against its raw requests — and its text differences are
+listed as a format mismatch, not called an edit.
+
 Exit codes: 0 the report was produced / every file unchanged and the report re-derived
 identically; 1 a run cannot be read, or ``--verify`` found a file changed or missing, a summary
-that disagrees with its raw requests, or a difference in the report's text; 2 usage error.
+that disagrees with its raw requests, or a difference in the text of a report of this
+console's format; 2 usage error; 3 (``--verify``) every file unchanged, but the report is of
+another format version and its text differs from the re-derived one (listed, not judged:
+regenerate it to verify its claims).
 """
 
 from __future__ import annotations
@@ -21,6 +31,10 @@ from typing import Any
 from seat_console.core import jsonout
 
 EXIT_OK, EXIT_ERROR, EXIT_USAGE = 0, 1, 2
+EXIT_FORMAT = 3
+"""``--verify``: every raw file unchanged and no summary disagrees with its raw requests, but
+the report was written in another format version (an older console) and its text differs
+from the one this console re-derives: the differences are listed, not judged."""
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -40,6 +54,58 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="where run IDs are looked up (default: $SEAT_CONSOLE_DATA_DIR or the "
                         "XDG data dir)")
     p.set_defaults(func=run, needs_profile=False)
+
+
+def _verify(text: str, src: Path, recorded: dict[str, str], json_mode: bool) -> int:
+    """``--verify``: re-hash the raw files, re-derive the report, print, return the exit code
+    (module docstring): a report of another format whose text differs is
+    :data:`EXIT_FORMAT`, its differences listed but not judged."""
+    from seat_console.evidence import report as rp
+
+    rows = rp.verify(recorded)
+    bad = [r for r in rows if not r.ok]
+    problems, diffs = rp.rederive_parts(text, str(src))
+    fmt = rp.report_format(text, str(src))
+    other = fmt != rp.REPORT_FORMAT and bool(diffs)
+    code = EXIT_ERROR if bad or problems or (diffs and not other) else \
+        EXIT_FORMAT if other else EXIT_OK
+    fmt_words = (f"the report is format {fmt if fmt is not None else 'unknown'} "
+                 f"({'seat-console.evidence-report/' + str(fmt) if fmt else 'no format named'})"
+                 f"; this console writes format {rp.REPORT_FORMAT}")
+    if json_mode:
+        print(jsonout.dumps({
+            "report": str(src), "ok": code == EXIT_OK,
+            "outcome": {EXIT_OK: "verified", EXIT_FORMAT: "format mismatch"}.get(
+                code, "failed"),
+            "format": fmt, "current_format": rp.REPORT_FORMAT,
+            "files": [r.as_dict() for r in rows], "problems": problems,
+            "rederived_differences": diffs}, indent=2))
+        return code
+    print(f"format: {fmt_words}" if fmt != rp.REPORT_FORMAT else
+          f"format: {fmt} (seat-console.evidence-report/{fmt}), the one this console writes")
+    for r in rows:
+        print(f"{'ok     ' if r.ok else 'FAILED '} {r.path}"
+              + (f": {r.problem} (recorded {r.recorded[:12]}…, now "
+                 f"{(r.actual or 'unreadable')[:12]}…)" if not r.ok else ""))
+    print(f"{len(rows) - len(bad)}/{len(rows)} files unchanged"
+          + ("" if not bad else f"; {len(bad)} FAILED: the report no longer describes "
+                                f"these files"))
+    for d in problems:
+        print(f"DIFFERS {d}")
+    for d in diffs:
+        print(f"{'DIFFERS (format)' if other else 'DIFFERS'} {d}")
+    if other:
+        print(f"re-derived from the raw files: {len(diffs)} difference(s) NOT JUDGED — "
+              f"{fmt_words}, so its text cannot be re-derived to the letter (the difference "
+              "may come from the format change or from an edit); what it rests on — the raw "
+              "files above — is what this verify checks. Regenerate it (`seat-console report "
+              "RUN…`) to verify its claims")
+    else:
+        print("re-derived from the raw files: "
+              + ("identical to the report" if not diffs and not problems else
+                 f"{len(diffs) + len(problems)} difference(s) FAILED: the report is not what "
+                 "its raw files give"))
+    return code
 
 
 def run(args: argparse.Namespace, _loaded: Any) -> int:
@@ -66,28 +132,7 @@ def run(args: argparse.Namespace, _loaded: Any) -> int:
         except RunError as exc:
             print(f"seat-console report: {exc}", file=sys.stderr)
             return EXIT_ERROR
-        rows = rp.verify(recorded)
-        bad = [r for r in rows if not r.ok]
-        diffs = rp.rederive(text, str(src))
-        if args.json:
-            print(jsonout.dumps({"report": str(src), "ok": not bad and not diffs,
-                                 "files": [r.as_dict() for r in rows],
-                                 "rederived_differences": diffs}, indent=2))
-        else:
-            for r in rows:
-                print(f"{'ok     ' if r.ok else 'FAILED '} {r.path}"
-                      + (f": {r.problem} (recorded {r.recorded[:12]}…, now "
-                         f"{(r.actual or 'unreadable')[:12]}…)" if not r.ok else ""))
-            print(f"{len(rows) - len(bad)}/{len(rows)} files unchanged"
-                  + ("" if not bad else f"; {len(bad)} FAILED: the report no longer describes "
-                                        f"these files"))
-            for d in diffs:
-                print(f"DIFFERS {d}")
-            print("re-derived from the raw files: "
-                  + ("identical to the report" if not diffs else
-                     f"{len(diffs)} difference(s) FAILED: the report is not what its raw files "
-                     f"give"))
-        return EXIT_ERROR if bad or diffs else EXIT_OK
+        return _verify(text, src, recorded, args.json)
     if not args.runs:
         print("seat-console report: give at least one RUN (or --verify FILE)", file=sys.stderr)
         return EXIT_USAGE

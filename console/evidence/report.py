@@ -69,7 +69,20 @@ from seat_console.evidence.stats import (
     wilson_interval,
 )
 
-REPORT_SCHEMA = "seat-console.evidence-report/1"
+REPORT_FORMAT = 2
+"""The report's format version: bumped with every change to the report's fields or text, so
+``report --verify`` can tell a report written by an older console (whose text this console
+cannot re-derive to the letter) from an edited one (:func:`report_format`).
+
+* ``1`` — every report written before this number was kept (JSON ``schema`` ``…/1``, or a
+  Markdown report without a "Report format" line); its format changed under that one number
+  (the decision, goodput, cache, server and sweep tables were added), so a difference found
+  re-deriving it is not evidence of an edit;
+* ``2`` — the Markdown report states its format (``Report format seat-console.evidence-
+  report/2.``); the JSON ``schema`` says it."""
+REPORT_SCHEMA = f"seat-console.evidence-report/{REPORT_FORMAT}"
+_SCHEMA_RE = re.compile(r"seat-console\.evidence-report/(\d{1,6})")
+_MD_FORMAT = re.compile(r"^Report format seat-console\.evidence-report/(\d{1,6})\.$")
 
 RULE_INCOMPLETE = "incomplete population"
 RULE_DISRUPTED = "disrupted"
@@ -1085,6 +1098,7 @@ def render_markdown(rep: Mapping[str, Any]) -> str:
     if rep.get("decision"):
         L += [*render_lines(rep["decision"]), ""]
     L.append(f"Generated {_zulu(rep['generated_at'])} (UTC). {rep['simultaneity']['label']}.")
+    L.append(f"Report format {rep.get('schema') or REPORT_SCHEMA}.")
     asg = rep.get("arms_assignment") or {}
     L.append("Arms: A = the resident, B = the candidate, told by "
              f"{asg.get('by') or 'the runs'}"
@@ -1417,28 +1431,62 @@ def _json_diff(a: Any, b: Any, path: str, out: list[str], limit: int = 20) -> No
                    f"re-derived {json.dumps(b, ensure_ascii=False)[:160]}")
 
 
+def report_format(report_text: str, source: str = "report") -> int | None:
+    """The format version (:data:`REPORT_FORMAT`) a report's text was written in: the JSON
+    ``schema`` (``seat-console.evidence-report/N``), or the Markdown "Report format" line —
+    ``1`` for a Markdown report of this console without one (written before formats were
+    numbered); ``None`` when the text says no version this console knows the shape of (a JSON
+    document without a ``schema``, Markdown that is not a seat evidence report, JSON this
+    console refuses to read)."""
+    try:
+        doc = _report_doc(report_text, source)
+    except RunError:
+        return None
+    if isinstance(doc, dict):
+        m = _SCHEMA_RE.fullmatch(str(doc.get("schema", "")))
+        return int(m.group(1)) if m else None
+    if doc is not None:
+        return None
+    lines = report_text.splitlines()
+    for line in lines:
+        if (m := _MD_FORMAT.match(line)):
+            return int(m.group(1))
+    return 1 if lines and lines[0] == "# Seat evidence report" else None
+
+
 def rederive(report_text: str, source: str) -> list[str]:
+    """:func:`rederive_parts` as one list (the raw files' own problems first)."""
+    problems, diffs = rederive_parts(report_text, source)
+    return [*problems, *diffs]
+
+
+def rederive_parts(report_text: str, source: str) -> tuple[list[str], list[str]]:
     """Re-derive the report at ``source`` from the raw files it names and say how it differs:
     every run/comparison it was built from is read again (summaries re-derived from the raw
     requests, :func:`seat_console.evidence.runs.rederive_problems`), the report is built again
     at its own ``generated_at`` and compared with the text — JSON field by field, Markdown
     line by line — so an edited claim ("REFUSED" → "SURVIVES", "1.113×" → "2.500×"), figure or
     table row is named. A ``summary.json`` that disagrees with its ``requests.jsonl`` is named
-    too, even when the report was regenerated from it. ``[]`` when the report is exactly what
-    its raw files give."""
+    too, even when the report was regenerated from it. Returns ``(problems, differences)``:
+    ``problems`` — what is wrong whatever the report's format (it cannot be re-derived, a
+    summary disagrees with its raw requests); ``differences`` — the report's text against the
+    re-derived one (from an edit, or from a format this console no longer writes:
+    :func:`report_format` tells). Both ``[]`` when the report is exactly what its raw files
+    give."""
     try:
         ins, at, doc = recorded_inputs(report_text, source)
     except RunError as exc:
-        return [f"cannot re-derive: {exc}"]
+        return [f"cannot re-derive: {exc}"], []
     if not ins:
         return [f"{source}: names no input directory (no 'inputs' / 'Input:' lines): it cannot "
-                f"be re-derived (regenerate it with this console's `seat-console report`)"]
+                f"be re-derived (regenerate it with this console's `seat-console report`)"], []
     try:
         inputs = load_inputs(ins)
     except RunError as exc:
-        return [f"cannot re-derive: {exc}"]
+        return [f"cannot re-derive: {exc}"], []
     rep = json.loads(json.dumps(build_report(inputs, now=at), default=str))
-    out = [f"{c['run']}: {c['problem']} ({c['path']})" for c in rep["consistency"]]
+    problems = [f"{c['run']}: {c['problem']} ({c['path']})" for c in rep["consistency"]]
+    out: list[str] = []
     if doc is not None:
         diffs: list[str] = []
         _json_diff(doc, rep, "report", diffs)
@@ -1461,9 +1509,10 @@ def rederive(report_text: str, source: str) -> list[str]:
             want = " / ".join(again[j1:j2])[:200] or "(nothing)"
             out.append(f"line {i1 + 1}: the report has {got!r}; re-derived from the raw files: "
                        f"{want!r}")
-    return out
+    return problems, out
 
 
-__all__ = ["Claim", "Inputs", "REPORT_SCHEMA", "RULES", "VerifyRow", "build_report",
-           "load_inputs", "recorded_hashes", "recorded_inputs", "rederive", "render_markdown", "simultaneity", "verify",
-           "parse_time"]
+__all__ = ["Claim", "Inputs", "REPORT_FORMAT", "REPORT_SCHEMA", "RULES", "VerifyRow",
+           "build_report", "load_inputs", "parse_time", "recorded_hashes", "recorded_inputs",
+           "rederive", "rederive_parts", "render_markdown", "report_format", "simultaneity",
+           "verify"]
