@@ -47,6 +47,7 @@ from seat_console.actions.journal import Entry, Journal
 from seat_console.actions.runbook import Gate, RunContext, StepError
 from seat_console.core.seat_file import resident_container
 from seat_console.node.context import NodeContext
+from seat_console.node.docker import container_running, find_container
 
 Holder = str
 """Who holds the seat: ``"resident"`` (the resident runs, the probe does not), ``"candidate"``
@@ -108,13 +109,7 @@ def read_seat(nctx: NodeContext, timeout_s: float = 60.0) -> Seat:
 
 def _running(client: Any, name: str) -> bool:
     """Whether container ``name`` runs (``False`` when there is none)."""
-    from docker.errors import NotFound
-
-    try:
-        c = client.containers.get(name)
-    except NotFound:
-        return False
-    return bool(c.attrs.get("State", {}).get("Running"))
+    return container_running(find_container(client, name))
 
 
 def promote_in_effect(journal: Journal) -> Entry | None:

@@ -249,6 +249,23 @@ def put_seat_file(text: str | None, path: Path | None = None) -> str:
                              if cur is not None else "")
 
 
+def _seat_read(sp: Path) -> SeatFile | None:
+    """:func:`read_seat_file` of ``sp``, its :class:`SeatFileError` a :class:`StepError`."""
+    try:
+        return read_seat_file(sp)
+    except SeatFileError as exc:
+        raise StepError(str(exc)) from None
+
+
+def _seat_put(text: str | None, sp: Path, what: str = "") -> str:
+    """:func:`put_seat_file` of ``text`` at ``sp``; an error is a :class:`StepError`
+    ``"<sp>: <what>: <error>"``."""
+    try:
+        return put_seat_file(text, sp)
+    except (OSError, SeatFileError) as exc:
+        raise StepError(f"{sp}: {what + ': ' if what else ''}{exc}") from None
+
+
 def profile_writable(nctx: NodeContext) -> tuple[Path | None, str]:
     """``(path, why)``: the profile's file when this user may replace it atomically (file and
     directory writable), else ``None`` and why not (embedded default, read-only)."""
@@ -362,44 +379,51 @@ def build_promote(nctx: NodeContext, journal: Journal, *, force: bool = False, r
                             "that put the candidate in the seat needed one too")
         else:
             ctx.facts["hold_id"] = h.hold_id
-        cand = old = prev_rec = rows = models = None
-        client = swap_mod._client(nctx)
+        cand = old = prev_rec = rows = models = client = None
         try:
-            res = swap_mod._inspect(client, resident) if resident else None
-            cand = swap_mod._inspect(client, spec.container)
-            if swap_mod._running(res):
-                cand_state = "running too" if swap_mod._running(cand) else "not running"
-                problems.append(f"the resident {resident} holds the seat (running; "
-                                f"{spec.container} is {cand_state}): nothing to promote; swap "
-                                "the candidate in first (`seat-console swap`)")
-            elif not swap_mod._running(cand):
-                problems.append(f"the candidate {spec.container} is not running (and the "
-                                f"resident {resident} is stopped): the seat is empty; "
-                                "`seat-console restore` brings the resident back")
-            if swap_mod._running(cand):
-                rows = swap_of(journal, cand.id)
-                if rows is None:
-                    problems.append(f"no journaled swap started {spec.container} "
-                                    f"({cand.id[:12]}) and recorded the resident it replaced: "
-                                    "nothing to roll back to; restore the resident and swap "
-                                    "with `seat-console swap`")
-                else:
-                    prev_rec = facts_from_rows(rows)["resident"]
-                    old = swap_mod._inspect(client, prev_rec["id"])
-                    if old is None:
-                        problems.append(f"the resident {prev_rec['name']} "
-                                        f"({prev_rec['id'][:12]}) that the swap recorded is "
-                                        "gone: no rollback would be possible")
-                endpoint = swap_mod._probe_endpoint(nctx)
-                if swap_mod._health(endpoint) != 200:
-                    problems.append(f"the candidate does not serve: {endpoint}/health is not "
-                                    "200; wait for it, or `seat-console restore`")
-                else:
-                    models = swap_mod._models(endpoint)
-                    if models is None or spec.served_model_name not in models:
-                        problems.append(f"the candidate does not serve "
-                                        f"{spec.served_model_name}: {endpoint}/v1/models lists "
-                                        f"{models}")
+            try:
+                client = swap_mod._client(nctx)
+                res = swap_mod._inspect(client, resident) if resident else None
+                cand = swap_mod._inspect(client, spec.container)
+                if swap_mod._running(res):
+                    cand_state = "running too" if swap_mod._running(cand) else "not running"
+                    problems.append(f"the resident {resident} holds the seat (running; "
+                                    f"{spec.container} is {cand_state}): nothing to promote; swap "
+                                    "the candidate in first (`seat-console swap`)")
+                elif not swap_mod._running(cand):
+                    problems.append(f"the candidate {spec.container} is not running (and the "
+                                    f"resident {resident} is stopped): the seat is empty; "
+                                    "`seat-console restore` brings the resident back")
+                if swap_mod._running(cand):
+                    rows = swap_of(journal, cand.id)
+                    if rows is None:
+                        problems.append(f"no journaled swap started {spec.container} "
+                                        f"({cand.id[:12]}) and recorded the resident it replaced: "
+                                        "nothing to roll back to; restore the resident and swap "
+                                        "with `seat-console swap`")
+                    else:
+                        prev_rec = facts_from_rows(rows)["resident"]
+                        old = swap_mod._inspect(client, prev_rec["id"])
+                        if old is None:
+                            problems.append(f"the resident {prev_rec['name']} "
+                                            f"({prev_rec['id'][:12]}) that the swap recorded is "
+                                            "gone: no rollback would be possible")
+                    endpoint = swap_mod._probe_endpoint(nctx)
+                    if swap_mod._health(endpoint) != 200:
+                        problems.append(f"the candidate does not serve: {endpoint}/health is not "
+                                        "200; wait for it, or `seat-console restore`")
+                    else:
+                        models = swap_mod._models(endpoint)
+                        if models is None or spec.served_model_name not in models:
+                            problems.append(f"the candidate does not serve "
+                                            f"{spec.served_model_name}: {endpoint}/v1/models lists "
+                                            f"{models}")
+            except StepError:
+                raise
+            except Exception as exc:  # noqa: BLE001 - docker unreadable: a refusal, said
+                problems.append(f"docker cannot be read ({type(exc).__name__}: {exc}): who "
+                                "holds the seat is unknown; check `docker ps` on the node")
+                cand = None
             image_id = cand.attrs["Image"] if cand is not None else None
             try:
                 decision = newest_decision(journal)
@@ -425,7 +449,8 @@ def build_promote(nctx: NodeContext, journal: Journal, *, force: bool = False, r
                 swap_run_id=rows[0].run_id, new_name=ctx.facts.get("new_name")
                 or promoted_name(nctx))
         finally:
-            client.close()
+            if client is not None:
+                client.close()
         dec = ("forced: " + reason if problem is not None else
                f"decision PROMOTE-ABLE ({ctx.facts['decision']['run_id']})")
         return Check(True, f"{spec.container} ({cand.id[:12]}, image ID {image_id[:19]}…) "
@@ -514,10 +539,7 @@ def build_promote(nctx: NodeContext, journal: Journal, *, force: bool = False, r
         if (u := _unplanned(ctx, f"write {sp} naming it the resident (the version it replaces "
                                  f"kept as {prev_path(sp).name})")) is not None:
             return u
-        try:
-            before = read_seat_file(sp)
-        except SeatFileError as exc:
-            raise StepError(str(exc)) from None
+        before = _seat_read(sp)
         was = f"it names {before.container} now" if before else "there is none yet"
         if "seat_before" not in ctx.facts and ctx.facts.get("promoted"):
             # both journaled with this step's begin row, before the file is touched: an undo
@@ -529,16 +551,10 @@ def build_promote(nctx: NodeContext, journal: Journal, *, force: bool = False, r
                            "swap and restore reads it")
 
     def seat_apply(ctx: RunContext) -> str:
-        try:
-            return put_seat_file(ctx.facts["seat_promoted"], sp)
-        except (OSError, SeatFileError) as exc:
-            raise StepError(f"{sp}: cannot write: {exc}") from None
+        return _seat_put(ctx.facts["seat_promoted"], sp, "cannot write")
 
     def seat_verify(ctx: RunContext) -> str:
-        try:
-            sf = read_seat_file(sp)
-        except SeatFileError as exc:
-            raise StepError(str(exc)) from None
+        sf = _seat_read(sp)
         if sf is None or sf.container != ctx.facts["new_name"] or sf.promote_run_id != ctx.run_id:
             raise StepError(f"{sp} read back does not name {ctx.facts['new_name']}")
         if swap_mod.resident_name(nctx) != ctx.facts["new_name"]:
@@ -552,10 +568,7 @@ def build_promote(nctx: NodeContext, journal: Journal, *, force: bool = False, r
         if cur is not None and cur != ctx.facts.get("seat_promoted") and \
                 cur != ctx.facts["seat_before"]:
             raise StepError(f"{sp} was changed by someone else since: left as it is")
-        try:
-            return put_seat_file(ctx.facts["seat_before"], sp)
-        except (OSError, SeatFileError) as exc:
-            raise StepError(f"{sp}: cannot put back: {exc}") from None
+        return _seat_put(ctx.facts["seat_before"], sp, "cannot put back")
 
     # 4. profile
     def prof_check(ctx: RunContext) -> Check:
@@ -708,10 +721,7 @@ def build_promote_undo(nctx: NodeContext, journal: Journal, *, observer: Observe
     sp = seat_path or seat_file_path()
 
     def pre_check(ctx: RunContext) -> Check:
-        try:
-            sf = read_seat_file(sp)
-        except SeatFileError as exc:
-            raise StepError(str(exc)) from None
+        sf = _seat_read(sp)
         if sf is None:
             raise StepError(f"no promote to undo: {sp} does not exist, so the profile's "
                             f"[resident] ({nctx.profile.resident.container}) is the resident")
@@ -755,20 +765,10 @@ def build_promote_undo(nctx: NodeContext, journal: Journal, *, observer: Observe
         return Check(True, f"stop {c.name} ({c.id[:12]}) and keep it")
 
     def stop_apply(ctx: RunContext) -> str:
-        client = swap_mod._client(nctx)
-        try:
-            c = swap_mod._inspect(client, ctx.facts["promoted"]["id"])
-            if not swap_mod._running(c):
-                return "not running"
-            rec: dict[str, Any] = {}
-            try:     # the drain and the seat's downtime journaled as swap's (issue 32)
-                return swap_mod.stop_container(client, c, int(ctx.facts["promoted"].get(
-                    "stop_timeout_s") or 10), nctx, record=rec) + " (kept, not removed)"
-            finally:
-                if rec:
-                    ctx.facts["drain"] = rec
-        finally:
-            client.close()
+        rec = ctx.facts["promoted"]
+        # the drain and the seat's downtime journaled as swap's (issue 32): facts["drain"]
+        return swap_mod.stop_kept(nctx, [rec["id"]], int(rec.get("stop_timeout_s") or 10),
+                                  facts=ctx.facts)
 
     def stop_verify(ctx: RunContext) -> str:
         c = swap_mod._inspect_once(nctx, ctx.facts["promoted"]["id"])
@@ -777,7 +777,7 @@ def build_promote_undo(nctx: NodeContext, journal: Journal, *, observer: Observe
         return f"{ctx.facts['promoted']['name']} stopped (kept)"
 
     def stop_undo(ctx: RunContext) -> str:
-        return _start_recorded(nctx, ctx.facts["promoted"])
+        return swap_mod.start_recorded(nctx, ctx.facts["promoted"])
 
     def start_check(ctx: RunContext) -> Check:
         if (u := _unplanned(ctx, "start the previous resident as recorded; verify its image "
@@ -792,38 +792,18 @@ def build_promote_undo(nctx: NodeContext, journal: Journal, *, observer: Observe
                            f"recorded (image ID {rec['image_id'][:19]}…), /health, a completion")
 
     def start_apply(ctx: RunContext) -> str:
-        return _start_recorded(nctx, ctx.facts["previous"])
+        return swap_mod.start_recorded(nctx, ctx.facts["previous"])
 
     def start_verify(ctx: RunContext) -> str:
         rec = ctx.facts["previous"]
-        c = swap_mod._inspect_once(nctx, rec["id"])
-        if not swap_mod._running(c):
-            raise StepError(f"{rec['name']} is not running")
-        if c.attrs["Image"] != rec["image_id"]:
-            raise StepError(f"{rec['name']} runs image {c.attrs['Image']}, recorded "
-                            f"{rec['image_id']}")
-        seat = swap_mod._seat(nctx)
-        if swap_mod._health(seat) != 200:
-            raise StepError(f"{seat}/health is not 200")
-        models = swap_mod._models(seat) or []
-        if not rec.get("models") or rec["models"][0] not in models:
-            raise StepError(f"/v1/models lists {models}, recorded {rec.get('models')}")
-        return (f"{rec['name']} image ID as recorded, /health 200; "
-                + swap_mod.completion(seat, rec["models"][0])
-                + swap_mod._seat_up(ctx, swap_mod._started_at(c), rec["image_id"]))
+        c, done = swap_mod.verify_recorded(nctx, rec)
+        return done + swap_mod._seat_up(ctx, swap_mod._started_at(c), rec["image_id"])
 
     def start_undo(ctx: RunContext) -> str:
         if ctx.facts.get("previous_was_running"):
             return "it was running before: left running"
-        client = swap_mod._client(nctx)
-        try:
-            c = swap_mod._inspect(client, ctx.facts["previous"]["id"])
-            if not swap_mod._running(c):
-                return "not running"
-            return swap_mod.stop_container(client, c, int(ctx.facts["previous"].get(
-                "stop_timeout_s") or 10), nctx) + " (kept)"
-        finally:
-            client.close()
+        rec = ctx.facts["previous"]
+        return swap_mod.stop_kept(nctx, [rec["id"]], int(rec.get("stop_timeout_s") or 10))
 
     def seat_check(ctx: RunContext) -> Check:
         if (u := _unplanned(ctx, f"put {sp} back to the version before the promote")
@@ -837,16 +817,10 @@ def build_promote_undo(nctx: NodeContext, journal: Journal, *, observer: Observe
         return Check(True, f"{sp}: {what}")
 
     def seat_apply(ctx: RunContext) -> str:
-        try:
-            return put_seat_file(ctx.facts.get("seat_before"), sp)
-        except (OSError, SeatFileError) as exc:
-            raise StepError(f"{sp}: {exc}") from None
+        return _seat_put(ctx.facts.get("seat_before"), sp)
 
     def seat_verify(ctx: RunContext) -> str:
-        try:
-            sf = read_seat_file(sp)
-        except SeatFileError as exc:
-            raise StepError(str(exc)) from None
+        sf = _seat_read(sp)
         want = ctx.facts.get("seat_before")
         want_name = parse_seat_file(want, str(sp)).container if want is not None else None
         if (sf.container if sf is not None else None) != want_name:
@@ -857,10 +831,7 @@ def build_promote_undo(nctx: NodeContext, journal: Journal, *, observer: Observe
         return f"the resident is {name} again ({sp} {'absent' if sf is None else 'restored'})"
 
     def seat_undo(ctx: RunContext) -> str:
-        try:
-            return put_seat_file(ctx.facts.get("seat_promoted"), sp)
-        except (OSError, SeatFileError) as exc:
-            raise StepError(f"{sp}: {exc}") from None
+        return _seat_put(ctx.facts.get("seat_promoted"), sp)
 
     def prof_check(ctx: RunContext) -> Check:
         if (u := _unplanned(ctx, "put the profile back to the version before the promote, if "
@@ -939,33 +910,6 @@ def _resident_on_disk(nctx: NodeContext, sf: SeatFile | None) -> str | None:
         except ProfileError as exc:
             raise StepError(str(exc)) from None
     return nctx.profile.resident.container
-
-
-def _start_recorded(nctx: NodeContext, rec: Mapping[str, Any]) -> str:
-    """Start the recorded container ``rec`` (if not running; by ID) and wait until the seat
-    endpoint serves its recorded models; refuses a container whose image changed."""
-    client = swap_mod._client(nctx)
-    try:
-        c = swap_mod._inspect(client, rec["id"])
-        if c is None:
-            raise StepError(f"{rec['name']} ({rec['id'][:12]}) no longer exists: recreate it "
-                            "from its record by hand")
-        if c.attrs["Image"] != rec["image_id"]:
-            raise StepError(f"{rec['name']} now has image {c.attrs['Image']}, recorded "
-                            f"{rec['image_id']}")
-        out, since = "already running", None
-        if not swap_mod._running(c):
-            swap_mod._expect(nctx, c.name, ("start",))
-            c.start()
-            c.reload()
-            since = swap_mod._started_at(c)
-            out = "started"
-        msg = swap_mod.wait_serving(c, swap_mod._seat(nctx), list(rec.get("models") or []),
-                                    swap_mod.RESIDENT_START_TIMEOUT_S, lambda line: None,
-                                    since=since)
-        return f"{rec['name']} {out}; {msg}"
-    finally:
-        client.close()
 
 
 def rebuild(nctx: NodeContext, journal: Journal, rows: list[Entry] | tuple[Entry, ...],

@@ -48,7 +48,7 @@ and does only what is still needed (idempotent).
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -66,6 +66,7 @@ from seat_console.actions.runbook import (
 )
 from seat_console.core.untrusted import load_json
 from seat_console.node.context import NodeContext
+from seat_console.node.docker import container_running, find_container
 from seat_console.node.engine_client import EngineClient, EngineError
 from seat_console.sources.engine import parse_models
 from seat_console.core.profile import SwapSpec
@@ -103,14 +104,7 @@ def _client(nctx: NodeContext) -> Any:
     return nctx.docker(timeout_s=DOCKER_TIMEOUT_S)
 
 
-def _inspect(client: Any, name_or_id: str) -> Any | None:
-    from docker.errors import NotFound
-
-    try:
-        c = client.containers.get(name_or_id)
-    except NotFound:
-        return None
-    return c
+_inspect = find_container   # the names every step of this module and promote's use
 
 
 def _inspect_once(nctx: NodeContext, name_or_id: str) -> Any | None:
@@ -123,8 +117,7 @@ def _inspect_once(nctx: NodeContext, name_or_id: str) -> Any | None:
         client.close()
 
 
-def _running(c: Any | None) -> bool:
-    return c is not None and bool(c.attrs.get("State", {}).get("Running"))
+_running = container_running
 
 
 def _models(endpoint: str, timeout_s: float = 5.0) -> list[str] | None:
@@ -457,17 +450,21 @@ def _probe_endpoint(nctx: NodeContext) -> str:
 
 
 # -- shared steps ---------------------------------------------------------------------------------
-def _start_resident(nctx: NodeContext, ctx: RunContext, on_log: Callable[[str], None]) -> str:
-    """Start the recorded resident (if not running) and verify it (image ID, serving)."""
-    rec = ctx.facts.get("resident")
-    if not rec:
-        raise StepError("no recorded resident identity in this run's facts")
+def start_recorded(nctx: NodeContext, rec: Mapping[str, Any],
+                   on_log: Callable[[str], None] = lambda line: None) -> str:
+    """Start the recorded container ``rec`` (a recorded identity or launch record: ``id``,
+    ``name``, ``image_id``, ``models``; by ID) if it does not run, and wait until the seat
+    endpoint serves its recorded models (≤ :data:`RESIDENT_START_TIMEOUT_S`; its new log lines
+    to ``on_log``). Idempotent. The one start of a recorded resident (``restore``, a swap's
+    undo, ``promote --undo`` and its undo). Raises :class:`StepError` when the container no
+    longer exists or its image is not the recorded one."""
     client = _client(nctx)
     try:
         c = _inspect(client, rec["id"])
         if c is None:
-            raise StepError(f"the resident container {rec['name']} ({rec['id'][:12]}) no longer "
-                            "exists: recreate it from the recorded identity (journal) by hand")
+            raise StepError(f"the container {rec['name']} ({rec['id'][:12]}) no longer exists: "
+                            "recreate it by hand from its recorded identity (the journal, or "
+                            "the seat-state file)")
         if c.attrs["Image"] != rec["image_id"]:
             raise StepError(f"{rec['name']} now has image {c.attrs['Image']}, recorded "
                             f"{rec['image_id']}")
@@ -479,37 +476,78 @@ def _start_resident(nctx: NodeContext, ctx: RunContext, on_log: Callable[[str], 
             c.reload()
             since = _started_at(c)
             out = "started"
-        msg = wait_serving(c, _seat(nctx), rec.get("models") or [], RESIDENT_START_TIMEOUT_S,
-                           on_log, since=since)
+        msg = wait_serving(c, _seat(nctx), list(rec.get("models") or []),
+                           RESIDENT_START_TIMEOUT_S, on_log, since=since)
         return f"{rec['name']} {out}, image ID {rec['image_id'][:19]}… as recorded; {msg}"
     finally:
         client.close()
 
 
-def _stop_probe(nctx: NodeContext, ctx: RunContext) -> str:
-    """Stop (never remove) the probe container if it runs; idempotent."""
-    spec = _swap_spec(nctx)
+def _start_resident(nctx: NodeContext, ctx: RunContext, on_log: Callable[[str], None]) -> str:
+    """Start the recorded resident (if not running) and verify it (image ID, serving)."""
+    rec = ctx.facts.get("resident")
+    if not rec:
+        raise StepError("no recorded resident identity in this run's facts")
+    return start_recorded(nctx, rec, on_log)
+
+
+def verify_recorded(nctx: NodeContext, rec: Mapping[str, Any]) -> tuple[Any, str]:
+    """Read back that the recorded container ``rec`` holds the seat as recorded: running, its
+    image ID the recorded one, the seat's ``/health`` 200, ``/v1/models`` listing its first
+    recorded model, and one real completion answered (:func:`completion`). Returns ``(the
+    container, a sentence)``; raises :class:`StepError` naming what differs. The one verify of
+    a put-back resident (``restore``, ``promote --undo``)."""
+    c = _inspect_once(nctx, rec["id"])
+    if not _running(c):
+        raise StepError(f"{rec['name']} is not running")
+    if c.attrs["Image"] != rec["image_id"]:
+        raise StepError(f"{rec['name']} runs image {c.attrs['Image']}, recorded "
+                        f"{rec['image_id']}")
+    seat = _seat(nctx)
+    if _health(seat) != 200:
+        raise StepError(f"{seat}/health is not 200")
+    models = _models(seat) or []
+    if not rec.get("models") or rec["models"][0] not in models:
+        raise StepError(f"/v1/models lists {models}, recorded {rec.get('models')}")
+    done = completion(seat, rec["models"][0])
+    return c, f"{rec['name']} image ID {c.attrs['Image']} as recorded, /health 200; {done}"
+
+
+def stop_kept(nctx: NodeContext, refs: Sequence[str | None], stop_timeout_s: int | None = None,
+              *, endpoint: str | None = None, facts: dict[str, Any] | None = None,
+              absent: str = "not running") -> str:
+    """Drain and stop — never remove — the first container of ``refs`` (IDs or names, ``None``
+    skipped) that exists, if it runs; ``absent`` when none runs (idempotent). Its engine at
+    ``endpoint`` (default the seat's) is drained first (:func:`stop_container`; stop timeout
+    ``stop_timeout_s``, default its ``StopTimeout`` or 10 s); ``facts`` gets the drain's
+    record as ``drain``. The one stop of a container the runbooks keep (``restore``'s and a
+    swap's probe, ``promote --undo``'s promoted resident and its undo). Raises
+    :class:`StepError` when it still runs after the stop."""
     client = _client(nctx)
     try:
-        c = _inspect(client, ctx.facts.get("probe_id") or spec.container)
-        if c is None and ctx.facts.get("probe_id"):
-            c = _inspect(client, spec.container)
+        c = next((x for r in refs if r and (x := _inspect(client, r)) is not None), None)
         if not _running(c):
-            return "the probe container is not running"
+            return absent
+        t = int(stop_timeout_s or (c.attrs.get("Config") or {}).get("StopTimeout") or 10)
         rec: dict[str, Any] = {}
         try:
-            out = stop_container(client, c,
-                                 int(c.attrs.get("Config", {}).get("StopTimeout") or 10), nctx,
-                                 endpoint=_probe_endpoint(nctx), record=rec)
+            out = stop_container(client, c, t, nctx, endpoint=endpoint, record=rec)
         finally:
-            if rec:
-                ctx.facts["drain"] = rec
+            if rec and facts is not None:
+                facts["drain"] = rec
         c.reload()
         if _running(c):
             raise StepError(f"{c.name} still running after stop")
         return out + " (kept, not removed)"
     finally:
         client.close()
+
+
+def _stop_probe(nctx: NodeContext, ctx: RunContext) -> str:
+    """Stop (never remove) the probe container if it runs; idempotent."""
+    return stop_kept(nctx, [ctx.facts.get("probe_id"), _swap_spec(nctx).container],
+                     endpoint=_probe_endpoint(nctx), facts=ctx.facts,
+                     absent="the probe container is not running")
 
 
 def _seat_up(ctx: RunContext, started: datetime | None, image_id: str | None) -> str:
@@ -1046,20 +1084,8 @@ def build_restore(nctx: NodeContext, journal: Journal, *, on_log: Callable[[str]
 
     def res_verify(ctx: RunContext) -> str:
         rec = ctx.facts["resident"]
-        c = _inspect_once(nctx, rec["id"])
-        if c is None or not _running(c):
-            raise StepError(f"{rec['name']} is not running")
-        if c.attrs["Image"] != rec["image_id"]:
-            raise StepError(f"{rec['name']} runs image {c.attrs['Image']}, recorded "
-                            f"{rec['image_id']}")
-        if _health(_seat(nctx)) != 200:
-            raise StepError(f"{_seat(nctx)}/health is not 200")
-        models = _models(_seat(nctx)) or []
-        if not rec.get("models") or rec["models"][0] not in models:
-            raise StepError(f"/v1/models lists {models}, recorded {rec.get('models')}")
-        done = completion(_seat(nctx), rec["models"][0])
-        return (f"{rec['name']} image ID {c.attrs['Image']} as recorded, /health 200; {done}"
-                + _seat_up(ctx, _started_at(c), rec["image_id"]))
+        c, done = verify_recorded(nctx, rec)
+        return done + _seat_up(ctx, _started_at(c), rec["image_id"])
 
     def rel_check(ctx: RunContext) -> Check:
         h = hold_mod.current_hold(journal)
@@ -1150,5 +1176,5 @@ __all__ = ["NothingToRestore", "SwapOptions", "build_restore", "build_swap",
            "docker_stop", "drain_words", "fit_verdict",
            "gpu_uuids", "identity", "last_swap", "probe_image", "protected_names", "rebuild",
            "resident_name", "resident_or_profile", "seat_file",
-           "stop_container", "wait_serving"]
+           "start_recorded", "stop_container", "stop_kept", "verify_recorded", "wait_serving"]
 

@@ -522,3 +522,29 @@ def test_a_newest_decide_row_that_is_no_decision_refuses_naming_it(seat: Seat) -
                         facts={"decision": "SHIP-IT"})
     err = _refusal(seat.promote())
     assert "not a decision" in err and "SHIP-IT" in err and "seat-console decide" in err
+
+
+def test_cli_promote_dry_run_prints_every_refusal_and_the_plan_once(
+        tmp_path, monkeypatch, capsys) -> None:
+    """`seat-console promote --dry-run` with nothing in place (issue 30 follow-up, item 1): the
+    CLI prints each refusal on its own line (state + fix), the plan once under them, and the
+    real run refuses naming them all (exit 5)."""
+    from seat_console.cli import main
+
+    f = tmp_path / "p.toml"
+    f.write_text(PROFILE)
+    monkeypatch.setenv("SEAT_CONSOLE_STATE_DIR", str(tmp_path / "state"))
+    from test_actions_seam import _Client
+
+    monkeypatch.setattr(swap_mod, "_client", lambda nctx: _Client(FakeEngine()))
+    assert main(["--profile", str(f), "promote", "--dry-run"]) == 5
+    out = capsys.readouterr().out
+    refusals = [line for line in out.splitlines() if line.lstrip().startswith("✗")]
+    assert len(refusals) == 3, out
+    assert "no active hold" in refusals[0] and "not running" in refusals[1]
+    assert "no decision in the journal" in refusals[2]
+    assert out.count("once the 3 refusals above are fixed, promote would:") == 1
+    assert "not planned" not in out
+    assert main(["--profile", str(f), "promote", "--yes"]) == 5
+    err = capsys.readouterr().err
+    assert "no active hold" in err and "no decision in the journal" in err

@@ -29,7 +29,7 @@ from typing import Any, TextIO
 
 from seat_console.core import jsonout
 from seat_console.actions.journal import Journal, JournalError
-from seat_console.actions.runbook import Event, Plan, Result
+from seat_console.actions.runbook import Event, Plan, Result, Runbook
 from seat_console.node.context import NodeContext
 from seat_console.core.profile import LoadedProfile
 
@@ -64,11 +64,14 @@ def context(loaded: LoadedProfile) -> NodeContext:
 
 def add_action_flags(p: argparse.ArgumentParser, *,
                      dry_run: str = "print the plan, change nothing",
-                     json_help: str = "print the result as JSON") -> None:
+                     json_help: str = "print the result as JSON",
+                     yes: str | None = "do not ask for confirmation") -> None:
     """The flags every action command takes: ``--dry-run`` (help ``dry_run``), ``--yes`` (no
-    confirmation prompt) and ``--json`` (help ``json_help``)."""
+    confirmation prompt; help ``yes``; ``None``: a command that never asks has none) and
+    ``--json`` (help ``json_help``)."""
     p.add_argument("--dry-run", action="store_true", help=dry_run)
-    p.add_argument("--yes", action="store_true", help="do not ask for confirmation")
+    if yes is not None:
+        p.add_argument("--yes", action="store_true", help=yes)
     p.add_argument("--json", action="store_true", help=json_help)
 
 
@@ -120,6 +123,75 @@ def refused(plan: Plan, prog: str, json_mode: bool) -> int | None:
     return fail(prog, f"refused, nothing changed: {err}", EXIT_REFUSED, json_mode)
 
 
+def refuse_journaled(rb: Runbook, plan: Plan, prog: str, json_mode: bool) -> int | None:
+    """``None`` when ``plan`` can run; else the refusal journaled (``rb`` is run: its first
+    check refuses again and nothing changes) and printed with every refusal of the plan,
+    :data:`EXIT_REFUSED` returned — or, should the node have changed since the plan so that
+    the run went further, that run's result reported and its exit code returned."""
+    if plan.ok:
+        return None
+    err = plan.refusal_text()
+    res = rb.run()
+    if res.outcome == "refused":
+        return fail(prog, f"refused, nothing changed: {err}", EXIT_REFUSED, json_mode)
+    return report(res, json_mode)
+
+
+def plan_refuse_confirm(rb: Runbook, plan: Plan, title: str, args: argparse.Namespace,
+                        seat: str, prog: str, journal: Journal,
+                        what: str = "this stops the seat's resident") -> int | None:
+    """Everything an action that takes the seat does before it runs (``swap``, ``promote``):
+    ``--dry-run`` prints ``plan`` and returns 0 (5 when it refuses); a refusal is journaled
+    and returned (:func:`refuse_journaled`); then the seat's name typed
+    (:func:`typed_confirm`). ``None``: run it."""
+    if args.dry_run:
+        print_plan(plan, title, args.json)
+        return EXIT_OK if plan.ok else EXIT_REFUSED
+    code = refuse_journaled(rb, plan, prog, args.json)
+    if code is not None:
+        return code
+    return typed_confirm(plan, title, seat, args.yes, prog, journal=journal, what=what)
+
+
+def _unattended(yes: bool, prog: str, what: str, journal: Journal | None) -> int | None | bool:
+    """The part of every confirmation before the question: ``None`` to go on (``--yes``,
+    journaled as how it was confirmed), :data:`EXIT_USAGE` not on a terminal (said: add
+    ``--yes``; ``what`` the action does), ``False`` to ask."""
+    if yes:
+        if journal is not None:
+            journal.confirmed("--yes")
+        return None
+    if not sys.stdin.isatty():
+        print(f"{prog}: {what}; not a terminal, so add --yes to confirm "
+              "(or --dry-run to see the plan)", file=sys.stderr)
+        return EXIT_USAGE
+    return False
+
+
+def typed_confirm(plan: Plan, title: str, seat: str, yes: bool, prog: str,
+                  journal: Journal | None = None,
+                  what: str = "this stops the seat's resident") -> int | None:
+    """Typed confirmation: ``None`` to go on, else the exit code. With ``--yes`` go on; not on a
+    terminal without it, exit 2 (the message says ``what`` the action does); else print the
+    plan and require the seat's name typed (exit 6 when it does not match). ``journal``: how
+    it was confirmed (``--yes``, or the name typed) goes in every row the run then writes
+    (:meth:`~seat_console.actions.journal.Journal.confirmed`)."""
+    first = _unattended(yes, prog, what, journal)
+    if first is not False:
+        return first
+    print_plan(plan, title, False)
+    try:
+        answer = input(f"Type the seat's name ({seat}) to proceed: ").strip()
+    except EOFError:
+        answer = ""
+    if answer != seat:
+        print("declined (the name did not match); nothing was changed", file=sys.stderr)
+        return EXIT_DECLINED
+    if journal is not None:
+        journal.confirmed("typed", answer)
+    return None
+
+
 def confirm(plan: Plan, title: str, yes: bool, prog: str,
             journal: Journal | None = None) -> int | None:
     """Ask before changing the node: ``None`` to go on, or the exit code to return.
@@ -129,14 +201,9 @@ def confirm(plan: Plan, title: str, yes: bool, prog: str,
     (``--yes``, or ``y`` with what was typed) goes in every row the run then writes
     (:meth:`Journal.confirmed`).
     """
-    if yes:
-        if journal is not None:
-            journal.confirmed("--yes")
-        return None
-    if not sys.stdin.isatty():
-        print(f"{prog}: this changes the node; not a terminal, so add --yes to confirm "
-              "(or --dry-run to see the plan)", file=sys.stderr)
-        return EXIT_USAGE
+    first = _unattended(yes, prog, "this changes the node", journal)
+    if first is not False:
+        return first
     print_plan(plan, title, False)
     try:
         answer = input("Proceed? [y/N] ").strip().lower()
@@ -257,5 +324,6 @@ def ends_with_next(func: Callable[[argparse.Namespace, Any], int]
 
 __all__ = ["EXIT_DECLINED", "EXIT_ERROR", "EXIT_OK", "EXIT_PARTIAL", "EXIT_REFUSED",
            "EXIT_UNAVAILABLE", "EXIT_USAGE", "JournalError", "confirm", "context",
+           "plan_refuse_confirm",
            "ends_with_next", "exit_code", "fail", "observer", "open_journal", "print_plan",
-           "refused", "report", "runbook_next"]
+           "refuse_journaled", "refused", "report", "runbook_next", "typed_confirm"]

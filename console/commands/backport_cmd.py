@@ -32,11 +32,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("build-backport",
                        help="build the profile's [backport]: patched files over a base image "
                             "pinned by digest (classic builder, provenance labels, journaled)")
-    p.add_argument("--dry-run", action="store_true",
-                   help="check the base and every file, print the plan; build nothing")
     p.add_argument("--push", action="store_true",
                    help="push the tag to its registry afterwards and record the repo digest")
-    p.add_argument("--json", action="store_true", help="print the plan / result as JSON")
+    ac.add_action_flags(p, yes=None, json_help="print the plan / result as JSON",
+                        dry_run="check the base and every file, print the plan; build nothing")
     p.set_defaults(func=ac.ends_with_next(run))
 
 

@@ -132,9 +132,7 @@ def run(args: argparse.Namespace, loaded: LoadedProfile) -> int:
         code = ac.refused(plan, prog, args.json)
         if code is not None:
             return code
-        from seat_console.commands.swap_cmd import typed_confirm
-
-        code = typed_confirm(plan, title, loaded.profile.node.name, args.yes, prog,
+        code = ac.typed_confirm(plan, title, loaded.profile.node.name, args.yes, prog,
                               journal)
         if code is not None:
             return code

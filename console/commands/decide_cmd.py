@@ -56,9 +56,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("runs", nargs="*", metavar="RUN",
                    help="a run or comparison ID or directory (default: the newest compare "
                         "bracket)")
-    p.add_argument("--json", action="store_true", help="JSON on stdout")
-    p.add_argument("--dry-run", action="store_true",
-                   help="print the decision, journal nothing")
+    ac.add_action_flags(p, yes=None, dry_run="print the decision, journal nothing",
+                        json_help="JSON on stdout")
     p.add_argument("--data-dir", metavar="DIR",
                    help="where run IDs and comparisons are looked up (default: "
                         "$SEAT_CONSOLE_DATA_DIR or the XDG data dir)")
@@ -92,14 +91,14 @@ def run(args: argparse.Namespace, _loaded: Any) -> int:
     """``decide``: exit codes in the module docstring."""
     from seat_console.actions import compare as cmp_mod
     from seat_console.actions import decide as dec
-    from seat_console.actions.journal import Journal, JournalError
+    from seat_console.actions.journal import JournalError
     from seat_console.evidence import report as rp
     from seat_console.evidence.decision import render_lines
     from seat_console.evidence.runs import RunError
 
     data_root = Path(args.data_dir) if args.data_dir else None
     try:
-        journal = Journal()
+        journal = ac.open_journal()
     except JournalError as exc:
         return _fail(str(exc), EXIT_ERROR, args.json)
     try:

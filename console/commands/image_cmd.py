@@ -36,9 +36,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("image-check",
                        help="check [candidate.requires] inside each image offline: which image "
                             "has the capability, with the line found or missed (journaled)")
-    p.add_argument("--dry-run", action="store_true",
-                   help="list the images and requirements that would be checked; read nothing")
-    p.add_argument("--json", action="store_true", help="print the answer as JSON")
+    ac.add_action_flags(p, yes=None, json_help="print the answer as JSON",
+                        dry_run="list the images and requirements that would be checked; "
+                                "read nothing")
     p.set_defaults(func=ac.ends_with_next(run))
 
 
@@ -99,13 +99,11 @@ def run(args: argparse.Namespace, loaded: LoadedProfile) -> int:
     cand = loaded.profile.candidate
     req = cand.requires if cand is not None else None
     if req is None:
-        msg = (f"{prog}: {loaded.source} has no [candidate.requires]: declare what the "
-               "candidate needs from its serving image (engine = \">=0.33\", "
-               "[[candidate.requires.files]] path + pattern, python = [\"pkg.mod:attr\"]; "
-               "see docs/runbook.md, 'The image stage')")
-        print(jsonout.dumps({"error": msg}) if args.json else msg,
-              file=sys.stdout if args.json else sys.stderr)
-        return EXIT_USAGE
+        return ac.fail(prog, f"{loaded.source} has no [candidate.requires]: declare what the "
+                             "candidate needs from its serving image (engine = \">=0.33\", "
+                             "[[candidate.requires.files]] path + pattern, python = "
+                             "[\"pkg.mod:attr\"]; see docs/runbook.md, 'The image stage')",
+                       EXIT_USAGE, args.json)
     targets = images(loaded)
     if args.dry_run:
         plan = {"dry_run": True, "requires": req.model_dump(mode="json"),
@@ -124,9 +122,9 @@ def run(args: argparse.Namespace, loaded: LoadedProfile) -> int:
         client = NodeContext.from_profile(loaded).docker(timeout_s=60)
         client.ping()
     except Exception as exc:  # noqa: BLE001 - DockerException, ConnectionError, …
-        print(f"{prog}: docker engine unreachable "
-              f"({loaded.profile.node.docker_host or '$DOCKER_HOST'}): {exc}", file=sys.stderr)
-        return EXIT_UNKNOWN
+        return ac.fail(prog, f"docker engine unreachable "
+                             f"({loaded.profile.node.docker_host or '$DOCKER_HOST'}): {exc}",
+                       EXIT_UNKNOWN, args.json)
     try:
         vols = list(loaded.profile.swap.volumes) if loaded.profile.swap else []
         caps = [inspect_image(client, r, i, req, python_bin=python_bin(loaded), volumes=vols)
@@ -171,7 +169,7 @@ def run(args: argparse.Namespace, loaded: LoadedProfile) -> int:
 def _journal(loaded: LoadedProfile, doc: dict[str, Any]) -> None:
     """One ``image-check`` row (``end``; outcome ``done`` / ``failed`` / ``unknown``); a journal
     that cannot be written is said on stderr, the answer still printed."""
-    from seat_console.actions.journal import Journal, JournalError
+    from seat_console.actions.journal import JournalError
 
     outcome = {True: "done", False: "failed"}.get(doc["ok"], "unknown")  # type: ignore[arg-type]
     facts = {"ok": doc["ok"], "verdict": doc["verdict"], "swap_image_id": doc["swap_image_id"],
@@ -181,7 +179,7 @@ def _journal(loaded: LoadedProfile, doc: dict[str, Any]) -> None:
                                          if x["ok"] is not True]}
                         for ref, c in doc["images"].items()}}
     try:
-        with Journal() as j:
+        with ac.open_journal() as j:
             j.append(run_id=f"image-check-{uuid.uuid4().hex[:12]}", runbook="image-check",
                      kind="end", outcome=outcome, facts=facts,
                      profile_sha256=loaded.sha256)

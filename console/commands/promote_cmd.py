@@ -28,6 +28,7 @@ import argparse
 from typing import Any
 
 from seat_console.commands import action_common as ac
+from seat_console.commands.swap_cmd import TYPED_YES
 from seat_console.core.profile import LoadedProfile
 
 
@@ -44,17 +45,13 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--force", action="store_true",
                    help="promote without a PROMOTE-ABLE decision for this candidate")
     p.add_argument("--reason", default="", metavar="TEXT", help="why --force (journaled)")
-    p.add_argument("--dry-run", action="store_true", help="print the plan, change nothing")
-    p.add_argument("--yes", action="store_true",
-                   help="do not ask (otherwise the seat's name must be typed)")
-    p.add_argument("--json", action="store_true", help="print the result as JSON")
+    ac.add_action_flags(p, yes=TYPED_YES)
     p.set_defaults(func=ac.ends_with_next(run))
 
 
 def run(args: argparse.Namespace, loaded: LoadedProfile) -> int:
     """``promote``: exit codes in the module docstring."""
     from seat_console.actions import promote as promote_mod
-    from seat_console.commands.swap_cmd import typed_confirm
 
     prog = "seat-console promote" + (" --undo" if args.undo else "")
     if args.undo and args.force:
@@ -74,20 +71,10 @@ def run(args: argparse.Namespace, loaded: LoadedProfile) -> int:
                                            observer=obs)
             title = f"promote the candidate to resident of the seat {loaded.profile.node.name}"
         plan = rb.plan()
-        if args.dry_run:
-            ac.print_plan(plan, title, args.json)
-            return ac.EXIT_OK if plan.ok else ac.EXIT_REFUSED
-        if not plan.ok:
-            err = plan.refusal_text()
-            res = rb.run()      # journal the refusal: the first check refuses again
-            if res.outcome == "refused":
-                return ac.fail(prog, f"refused, nothing changed: {err}", ac.EXIT_REFUSED,
-                               args.json)
-            return ac.report(res, args.json)
         what = ("this stops the promoted resident and starts the previous one" if args.undo
                 else "this changes the seat's resident")
-        code = typed_confirm(plan, title, loaded.profile.node.name, args.yes, prog,
-                             journal=journal, what=what)
+        code = ac.plan_refuse_confirm(rb, plan, title, args, loaded.profile.node.name, prog,
+                                      journal, what=what)
         if code is not None:
             return code
         res = rb.run()

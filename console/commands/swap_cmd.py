@@ -35,13 +35,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     """Add the ``swap`` and ``restore`` subcommands."""
     p = sub.add_parser("swap", help="stop the resident and start the probe container in the "
                                     "seat (needs an active hold and a fitting budget)")
-    p.add_argument("--dry-run", action="store_true", help="print the plan, change nothing")
-    p.add_argument("--yes", action="store_true",
-                   help="do not ask (otherwise the seat's name must be typed)")
     p.add_argument("--force", action="store_true",
                    help="swap although the fit budget says the candidate does not fit")
     p.add_argument("--reason", default="", metavar="TEXT", help="why --force (journaled)")
-    p.add_argument("--json", action="store_true", help="print the result as JSON")
+    ac.add_action_flags(p, yes=TYPED_YES)
     p.set_defaults(func=ac.ends_with_next(run_swap))
     r = sub.add_parser("restore", help="stop (keep) the probe, start the resident as recorded, "
                                        "verify it answers, release the hold")
@@ -58,33 +55,9 @@ def _log_line(line: str) -> None:
     print(f"  | {line}", file=sys.stderr, flush=True)
 
 
-def typed_confirm(plan: object, title: str, seat: str, yes: bool, prog: str,
-                  journal: Any = None,
-                  what: str = "this stops the seat's resident") -> int | None:
-    """Typed confirmation: ``None`` to go on, else the exit code. With ``--yes`` go on; not on a
-    terminal without it, exit 2 (the message says ``what`` the action does); else print the
-    plan and require the seat's name typed. ``journal``: how it was confirmed (``--yes``, or
-    the name typed) goes in every row the run then writes
-    (:meth:`~seat_console.actions.journal.Journal.confirmed`)."""
-    if yes:
-        if journal is not None:
-            journal.confirmed("--yes")
-        return None
-    if not sys.stdin.isatty():
-        print(f"{prog}: {what}; not a terminal, so add --yes "
-              "(or --dry-run to see the plan)", file=sys.stderr)
-        return ac.EXIT_USAGE
-    ac.print_plan(plan, title, False)  # type: ignore[arg-type]
-    try:
-        answer = input(f"Type the seat's name ({seat}) to proceed: ").strip()
-    except EOFError:
-        answer = ""
-    if answer != seat:
-        print("declined (the name did not match); nothing was changed", file=sys.stderr)
-        return ac.EXIT_DECLINED
-    if journal is not None:
-        journal.confirmed("typed", answer)
-    return None
+typed_confirm = ac.typed_confirm   # where compare and promote found it before
+TYPED_YES = "do not ask (otherwise the seat's name must be typed)"
+"""``--yes``'s help where the confirmation is the seat's name typed."""
 
 
 def run_swap(args: argparse.Namespace, loaded: LoadedProfile) -> int:
@@ -101,19 +74,8 @@ def run_swap(args: argparse.Namespace, loaded: LoadedProfile) -> int:
         rb = swap_mod.build_swap(nctx, journal, options=opts, observer=ac.observer(args.json))
         plan = rb.plan()
         title = f"swap the seat {loaded.profile.node.name}"
-        if args.dry_run:
-            ac.print_plan(plan, title, args.json)
-            return ac.EXIT_OK if plan.ok else ac.EXIT_REFUSED
-        if not plan.ok:
-            err = plan.refusal_text()
-            # journal the refusal too: run it (the first check refuses again, nothing changes)
-            res = rb.run()
-            if res.outcome == "refused":
-                return ac.fail(prog, f"refused, nothing changed: {err}", ac.EXIT_REFUSED,
-                               args.json)
-            return ac.report(res, args.json)
-        code = typed_confirm(plan, title, loaded.profile.node.name, args.yes, prog,
-                             journal)
+        code = ac.plan_refuse_confirm(rb, plan, title, args, loaded.profile.node.name, prog,
+                                      journal)
         if code is not None:
             return code
         res = rb.run()

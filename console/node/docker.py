@@ -107,6 +107,25 @@ class EventStreamStatus(Frozen):
 
 
 # -- pure helpers ----------------------------------------------------------------------------
+def find_container(client: Any, name_or_id: str) -> Any | None:
+    """The container ``name_or_id`` as the docker SDK's ``client.containers.get`` returns it
+    (a ``Container``, its ``attrs`` read now), or ``None`` when the engine has none by that name
+    or ID. Other errors (``APIError``, a connection error) are raised as the SDK raises them.
+    The one lookup every action and gate uses (``docker inspect NAME``)."""
+    from docker.errors import NotFound
+
+    try:
+        return client.containers.get(name_or_id)
+    except NotFound:
+        return None
+
+
+def container_running(c: Any | None) -> bool:
+    """Whether container ``c`` (:func:`find_container`'s answer) runs: its
+    ``State.Running`` (``docker inspect -f '{{.State.Running}}'``); ``False`` for ``None``."""
+    return c is not None and bool((c.attrs.get("State") or {}).get("Running"))
+
+
 def parse_docker_time(value: str | None) -> datetime | None:
     """A docker RFC 3339 time with nanoseconds (``2026-11-29T13:00:00.123456789Z``) → UTC
     datetime (µs precision); the zero time ``0001-01-01T00:00:00Z`` and empty → ``None``.
@@ -393,5 +412,6 @@ def resolve_docker_host(docker_host: str | None, environ: Mapping[str, str] | No
 
 
 __all__ = ["Attribute", "ContainerEvent", "DEFAULT_DOCKER_HOST", "EventStreamStatus",
-           "EventWatcher", "IGNORED_ACTIONS", "RECENT_CHANGES", "docker_client", "event_from_api",
+           "EventWatcher", "IGNORED_ACTIONS", "RECENT_CHANGES", "container_running",
+           "docker_client", "event_from_api", "find_container",
            "missing_socket", "parse_docker_time", "resolve_docker_host", "time_or_none"]
