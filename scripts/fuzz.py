@@ -532,9 +532,11 @@ def _specs() -> list[Spec]:
             h_doc(r, {"inputs": paths})])
 
     def _rederive_run(x, t):
-        from seat_console.evidence.report import rederive
+        from seat_console.evidence.report import rederive, report_format
         out = rederive(x, "report.json")
         assert isinstance(out, list) and all(isinstance(s, str) for s in out)
+        fmt = report_format(x, "report.json")
+        assert fmt is None or (isinstance(fmt, int) and 0 <= fmt < 10 ** 6)
         return out
     add("report_rederive", _rederive_gen, _rederive_run, lambda: ())
 

@@ -116,6 +116,25 @@ def test_report_verify_on_an_edited_or_hostile_report(text):
         assert (r.actual is None) == (r.problem is not None and "changed" not in r.problem)
 
 
+@given(st.one_of(st.text(max_size=400), json_values.map(json.dumps),
+                 st.integers(1, 5000).map(lambda n: '{"schema": ' + "[" * n + "]" * n + "}"),
+                 st.text(max_size=40).map(lambda v: json.dumps({"schema": v})),
+                 st.integers(-10, 10 ** 30).map(
+                     lambda n: f"# Seat evidence report\n\nReport format "
+                               f"seat-console.evidence-report/{n}.\n")))
+def test_report_format_of_any_text_is_a_version_or_none_never_raises(text):
+    """The format version a report's text names (report --verify, issue 30 follow-up item 7):
+    any text (hostile JSON nesting, a schema of any value, a huge number) gives a small
+    non-negative integer or None, and never raises."""
+    from seat_console.evidence.report import report_format
+
+    got = report_format(text, "report.json")
+    assert got is None or (isinstance(got, int) and 0 <= got < 10 ** 6)
+    if text.startswith("# Seat evidence report") and "/" in text:
+        n = text.rsplit("/", 1)[1].rstrip(".\n")
+        assert got == (int(n) if n.isdigit() and len(n) <= 6 else 1)
+
+
 def test_report_verify_names_an_edited_and_a_missing_file(tmp_path):
     a, b = tmp_path / "a.json", tmp_path / "b.json"
     a.write_text("one")
