@@ -64,23 +64,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=ac.ends_with_next(run), needs_profile=False)
 
 
-def newest_bracket(journal: Any, data_root: Path | None) -> Path | None:
-    """The newest compare bracket's directory: the newest ``compare`` run in the journal
-    whose ``bracket_id`` has a directory under the data dir's ``comparisons``; else the
-    newest comparison there (IDs begin with their UTC start); ``None`` when there is none."""
-    from seat_console.actions.compare import comparisons_dir
-    from seat_console.evidence.runs import list_comparisons
-
-    base = comparisons_dir(data_root)
-    for rows in reversed(list(journal.runs().values())):
-        if rows[0].runbook != "compare":
-            continue
-        bid = next((r.facts.get("bracket_id") for r in rows
-                    if isinstance(r.facts.get("bracket_id"), str)), None)
-        if bid and "/" not in bid and (base / bid).is_dir():
-            return base / bid
-    found = sorted(list_comparisons(base.parent), key=lambda c: str(c.get("bracket_id")))
-    return Path(found[-1]["path"]) if found else None
+from seat_console.actions.read_stages import newest_bracket  # noqa: E402 - the one copy
 
 
 def _fail(msg: str, code: int, json_mode: bool) -> int:

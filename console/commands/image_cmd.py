@@ -42,53 +42,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=ac.ends_with_next(run))
 
 
-def python_bin(loaded: LoadedProfile) -> str:
-    """The interpreter in the image for the engine / python checks: ``[candidate.requires]
-    python_bin``, else the swap command's first item when its name starts with ``python``,
-    else ``python3``."""
-    req = loaded.profile.candidate.requires if loaded.profile.candidate else None
-    if req is not None and req.python_bin:
-        return req.python_bin
-    sw = loaded.profile.swap
-    if sw is not None and sw.command and sw.command[0].rsplit("/", 1)[-1].startswith("python"):
-        return sw.command[0]
-    return "python3"
-
-
-def images(loaded: LoadedProfile) -> list[tuple[str, str]]:
-    """``(role, reference)`` of every image that could serve the candidate, in the order a
-    swap would reach them: the backport's base (by digest), its output (the content-hash tag),
-    the swap's own image (unless it is the backport), the candidate's declared image."""
-    from seat_console.actions.backport import BackportError, BackportInputs
-
-    p = loaded.profile
-    out: list[tuple[str, str]] = []
-    if p.backport is not None:
-        out.append(("backport base", p.backport.base))
-        try:
-            out.append(("backport output", BackportInputs.from_spec(p.backport).tag))
-        except BackportError:
-            pass
-    if p.swap is not None and p.swap.image != "backport":
-        out.append(("swap image", p.swap.image))
-    if p.candidate is not None and p.candidate.image:
-        out.append(("candidate image", p.candidate.image))
-    seen: set[str] = set()
-    return [(r, i) for r, i in out if not (i in seen or seen.add(i))]  # type: ignore[func-returns-value]
-
-
-def _swap_image_id(loaded: LoadedProfile, client: Any) -> tuple[str | None, str]:
-    from seat_console.actions.runbook import StepError
-    from seat_console.actions.swap import probe_image
-    from seat_console.node.context import NodeContext
-
-    if loaded.profile.swap is None:
-        return None, "the profile has no [swap]: no image will serve the candidate"
-    try:
-        iid, described = probe_image(NodeContext.from_profile(loaded), client)
-        return iid, described
-    except StepError as exc:
-        return None, str(exc)
+from seat_console.actions.read_stages import (  # noqa: E402 - the one copy (the TUI's too)
+    _swap_image_id,
+    python_bin,
+)
+from seat_console.actions.read_stages import image_targets as images  # noqa: E402
 
 
 def run(args: argparse.Namespace, loaded: LoadedProfile) -> int:
