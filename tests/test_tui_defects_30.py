@@ -141,3 +141,29 @@ async def test_after_a_swap_the_engine_is_read_at_once_its_back_off_reset() -> N
         await wait_for(pilot, lambda: eng.reads > reads and "engine UP" in _facts(app),
                        "the engine read again at once")
         assert st.consecutive_errors == 0
+
+
+async def test_typed_confirmation_does_not_look_typed_and_says_why_enter_does_nothing(
+        monkeypatch) -> None:
+    """Met by a new user at 80×24: the name field's placeholder was the seat's name itself, so
+    the empty field read as already typed; Enter on it did nothing and said nothing. Now the
+    placeholder is not the name, the hint says to type it, and Enter on a wrong or empty
+    field says why nothing happened (the screen stays)."""
+    runbook = SimpleNamespace(plan=lambda: _LongPlan())
+    monkeypatch.setitem(rb.FLOWS, "swap", replace(rb.FLOWS["swap"],
+                                                  make=lambda *a, **k: runbook))
+    app = SeatConsoleApp(default_loaded(), interval=3600.0,
+                         panels=[(lambda _l: CountingSource(), CountingPanel)],
+                         clock=FakeClock(), age_tick_s=3600.0, watch_terminal=False)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.press("S")
+        await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen), "the confirmation")
+        scr = app.screen
+        field = scr.query_one("#confirm-input")
+        assert "seat-node" not in field.placeholder, field.placeholder
+        await wait_for(pilot, lambda: "type 'seat-node', then Enter" in "\n".join(lines_of(app)),
+                       "the hint")
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: any("nothing typed" in n.message
+                                          for n in app._notifications), "the warning")
+        assert app.screen is scr

@@ -93,12 +93,14 @@ class ConfirmScreen(ModalScreen["bool | str"]):
                                                           style="italic"), id="confirm-lines")
             if self.typed is not None:
                 yield Static(Text(f"Type {self.typed!r} to confirm:"), id="confirm-typed-label")
-                yield Input(placeholder=self.typed, id="confirm-input")
+                # Not the name itself: a placeholder equal to it reads as already typed
+                # (a new user pressed Enter on the empty field and nothing happened).
+                yield Input(placeholder="type it here", id="confirm-input")
             if self.note:
                 yield Static(Text(self.note), id="confirm-note")
             no = self.no_label.lower()
             plain = self.alt_label is None and self.no_label == "Cancel"
-            hint = (f"Esc: {no}" if self.typed is not None else
+            hint = (f"type {self.typed!r}, then Enter · Esc: {no}" if self.typed is not None else
                     "y: yes · n / Esc: no" if plain else
                     f"y: {self.yes_label.lower()} · n / Esc: {no}")
             yield Static(Text(hint), id="confirm-hint")
@@ -147,6 +149,11 @@ class ConfirmScreen(ModalScreen["bool | str"]):
     def _typed_submitted(self, event: Input.Submitted) -> None:
         if event.value == self.typed:
             self.dismiss(True)
+        else:   # say why nothing happens, rather than nothing
+            self.notify(f"{event.value!r} is not {self.typed!r}: type {self.typed!r} to confirm, "
+                        f"or Esc to cancel" if event.value else
+                        f"nothing typed: type {self.typed!r} to confirm, or Esc to cancel",
+                        severity="warning")
 
     @on(Button.Pressed, "#confirm-yes-button")
     def _yes(self) -> None:
