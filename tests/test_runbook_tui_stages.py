@@ -19,6 +19,7 @@ journal in a temporary state dir."""
 
 from __future__ import annotations
 
+import dataclasses
 import re
 import sys
 from dataclasses import replace
@@ -563,3 +564,37 @@ def test_with_the_resident_in_the_seat_the_compare_comes_before_the_swap(tmp_pat
         h.decide("KEEP")
         st = read_runbook(None, j, runs_dir=tmp_path, seat="candidate")
         assert st.next.name == "restore" and branch_of(st) is not None
+
+
+async def test_a_long_decision_keeps_its_buttons_and_hint_on_80x24(keyed) -> None:
+    """Met on the lab by a new user at 80×24: an INCONCLUSIVE whose answers ran ~25 wrapped
+    rows (the lab's own, below) pushed the hint and every button off the screen, so Enter ran
+    the focused choice (Compare again) unseen. The text now scrolls inside the box."""
+    lab = ("enough data? yes: 12 measured populations complete on both arms; arms told by the "
+           "bracket's leg records (leg.json arm)",
+           "fits? yes: the fit budget says lab-tiny-llama-backport fits (fits: 1.00 GiB per "
+           "card for the KV cache = 1,048,576 tokens, 2048.00 requests of 512 tokens at once)",
+           "KV capacity? the same: candidate / resident = 1.00× (1,048,576 vs 1,048,576 "
+           "tokens, engines' startup logs)",
+           "fidelity? yes: B's greedy outputs, top-20 sets and logprobs equal A's on all 8 "
+           "cases in every pair (A1–B2, A4–B3)",
+           "canaries? yes: no kind is worse on B (all no difference can be claimed, arithmetic "
+           "no difference can be claimed, code no difference can be claimed, prose no "
+           "difference can be claimed, tool_call no difference can be claimed)",
+           "throughput and latency? cannot tell, because throughput (single-stream): 2 pair(s) "
+           "cannot reach p ≤ 0.05; TTFT p50 (single-stream): 2 pair(s) cannot reach p ≤ 0.05; "
+           "TPOT p50 (single-stream): rule unknown (+12 more); needs a complete, undisturbed "
+           "bracket of ≥ 3 rounds")
+    base = decided_runbook("INCONCLUSIVE")
+    stages = tuple(dataclasses.replace(s, details=lab) if s.name == "decide" else s
+                   for s in base.stages)
+    app = _app(dataclasses.replace(base, stages=stages))
+    async with app.run_test(size=(80, 24)) as pilot:
+        await _open(pilot, app)
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: isinstance(app.screen, DecisionScreen), "the branch")
+        await wait_for(pilot, lambda: all(_visible(app, f"#{b.id}")
+                                          for b in app.screen.query("Button")),
+                       "every button on the screen")
+        assert _visible(app, "#decision-hint")
+        assert "Decision: INCONCLUSIVE" in "\n".join(lines_of(app))

@@ -26,6 +26,7 @@ from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.css.query import NoMatches
 from textual.screen import ModalScreen
 from textual.widgets import Button, Static
 
@@ -197,8 +198,32 @@ class DecisionScreen(ModalScreen["str | None"]):
                                  variant="warning" if c.kind == "promote" else "primary")
 
     def on_mount(self) -> None:
-        """Focus the first choice (the decision's own way on)."""
+        """Focus the first choice (the decision's own way on); fit the text to the screen once
+        laid out (:meth:`fit_text`)."""
         self.query_one(f"#choice-{self.branch.choices[0].kind}", Button).focus()
+        self.call_after_refresh(self.fit_text)
+
+    def on_resize(self) -> None:
+        """The terminal's size changed: fit the text again."""
+        self.call_after_refresh(self.fit_text)
+
+    def fit_text(self) -> None:
+        """Cap the decision text's scrolling height so the hint and the buttons stay on screen:
+        the box may take 95 % of the screen's rows (its CSS ``max-height``); the text gets what
+        the box's border and the other rows leave, at least 3 rows. At 80×24 an INCONCLUSIVE's
+        answers pushed the hint and every button off the screen (``max-height: 1fr`` does not
+        bind inside a box of ``height: auto``): Enter then ran a choice the engineer could not
+        see."""
+        try:
+            box = self.query_one(Vertical)
+            text = self.query_one(VerticalScroll)
+        except NoMatches:
+            return
+        others = sum(w.outer_size.height for w in box.children if w is not text)
+        room = int(self.size.height * 0.95) - others - box.styles.gutter.height
+        rows = max(3, room)
+        if text.styles.max_height is None or text.styles.max_height.value != rows:
+            text.styles.max_height = rows
 
     @on(Button.Pressed)
     def _pressed(self, event: Button.Pressed) -> None:
