@@ -252,8 +252,10 @@ async def test_raising_source_is_shown_as_error_and_backs_off():
                        "first polls")
         await pilot.pause()
         text = flat(screen_text(app))
-        assert "raising unavailable (error): read() raised RuntimeError: disk on fire #1" in text
-        assert "no good value yet" in text and "n: 1" in text  # the other panel is fine
+        # on a loaded machine either source may have been read again by now (#2, n: 2)
+        assert re.search(r"raising unavailable \(error\): read\(\) raised RuntimeError: "
+                         r"disk on fire #\d", text), text
+        assert "no good value yet" in text and re.search(r"n: \d", text)  # the other is fine
         assert "retry every 2 s" in text
         assert app.is_running and st.panel.unavailable is not None
         steps = [(st.consecutive_errors, st.delay_s)]
