@@ -236,12 +236,15 @@ class _CountingNode:
         if argv[1] == "list-timers":
             out = ('[{"next": 1764422455000000, "left": 0, "last": 1764421855000000, '
                    '"passed": 0, "unit": "a.timer", "activates": "a.service"}]')
-        elif "a.timer" in argv:
-            out = ("Id=a.timer\nLoadState=loaded\nActiveState=active\nSubState=waiting\n"
-                   "UnitFileState=enabled\nUnit=a.service\nPersistent=no\nResult=success\n")
-        else:
-            out = ("Id=a.service\nLoadState=loaded\nActiveState=inactive\nSubState=dead\n"
-                   f"ExecMainStartTimestamp=@{self.started}\nResult=success\n")
+        else:   # systemctl show: one block per unit named, in argument order
+            blocks = {"a.timer": ("Id=a.timer\nLoadState=loaded\nActiveState=active\n"
+                                  "SubState=waiting\nUnitFileState=enabled\nUnit=a.service\n"
+                                  "Persistent=no\nResult=success\n"),
+                      "a.service": ("Id=a.service\nLoadState=loaded\nActiveState=inactive\n"
+                                    "SubState=dead\n"
+                                    f"ExecMainStartTimestamp=@{self.started}\n"
+                                    "Result=success\n")}
+            out = "\n".join(blocks[a] for a in argv[argv.index("--") + 1:])
         return CommandResult(argv=tuple(argv), where=self.where, rc=0, stdout=out,
                              started_at=utcnow(), duration_s=0.0, ok=True)
 
@@ -254,7 +257,10 @@ def test_list_timers_is_run_again_only_when_a_timer_or_its_service_changed() -> 
     second = src.read()
     assert node.runs.count("list-timers") == 1   # nothing changed: the answer is reused
     assert second.timers[0].next_elapse == first.timers[0].next_elapse
-    assert node.runs.count("show") == 4          # the timers and services are read every time
+    # the timers and services are read every time: two commands the first time, then one
+    # (the services the last read found, named beside the timers)
+    assert node.runs.count("show") == 3
+    assert second.timers[0].service == first.timers[0].service
     node.started = "1764421975"                  # the timer fired: its service started again
     src.read()
     assert node.runs.count("list-timers") == 2
@@ -262,3 +268,43 @@ def test_list_timers_is_run_again_only_when_a_timer_or_its_service_changed() -> 
     read_timers(node, ["a.timer"])   # type: ignore[arg-type]
     read_timers(node, ["a.timer"])   # type: ignore[arg-type]
     assert node.runs.count("list-timers") == 4
+
+
+def test_timers_and_services_in_one_show_once_the_services_are_known() -> None:
+    """After the first read the timers' and services' ``systemctl show`` is one command; the
+    service's change is seen in it, and a timer that triggers another service (or a failed
+    or short answer) falls back to the two commands, reading the same as before (issue 33)."""
+    node = _CountingNode()
+    src = TimerSource(node, ["a.timer"])   # type: ignore[arg-type]
+    first = src.read()
+    assert node.runs == ["show", "show", "list-timers"]
+    node.runs.clear()
+    node.started = "1764421975"
+    second = src.read()
+    assert node.runs == ["show", "list-timers"]   # one show; the service moved: list-timers
+    assert second.timers[0].service.last_started == datetime.fromtimestamp(1764421975, UTC)
+    assert second.timers[0].service.unit == "a.service" and second.timers[0].errors == {}
+    assert second.model_dump(exclude={"read_at"}) != first.model_dump(exclude={"read_at"})
+    # the timers now trigger another service than the one named: two commands again
+    src._times["services"] = ("b.service",)
+    node.runs.clear()
+    node.run = _also(node.run, "b.service", "Id=b.service\nLoadState=not-found\n")
+    third = src.read()
+    # the one command, then the two
+    assert node.runs == ["show"] * 3 and third.timers[0].service.unit == "a.service"
+    assert third.timers[0].service.last_started == second.timers[0].service.last_started
+
+
+def _also(run, unit: str, block: str):
+    """``run`` answering ``unit``'s block too (an extra unit named in ``systemctl show``)."""
+    from seat_console.node.runner import CommandResult
+
+    def inner(argv, timeout_s=None):
+        argv = list(argv)
+        if unit not in argv:
+            return run(argv, timeout_s)
+        rest = [a for a in argv if a != unit]
+        r = run(rest, timeout_s)
+        return CommandResult(argv=tuple(argv), where=r.where, rc=0, stdout=r.stdout + "\n"
+                             + block, started_at=r.started_at, duration_s=0.0, ok=True)
+    return inner
