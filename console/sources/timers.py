@@ -449,7 +449,9 @@ def read_timers(transport: Transport, units: Sequence[str], *,
     running it, while the timers' and their services' ``systemctl show`` blocks are unchanged
     (a trigger starts the service: its start time moves; a start, stop or reload changes the
     timer's block) and it is younger than :data:`TIMES_MAX_AGE_S` — one ``docker exec`` /
-    ``ssh`` round trip of three saved per read on a quiet node. Returns
+    ``ssh`` round trip of three saved per read on a quiet node; and, once it holds the
+    services the last read found, the timers' and services' ``systemctl show`` are one command
+    (:func:`_show_together`; the two as before when that answer does not fit). Returns
     :class:`TimersReading`, or :class:`Unavailable` (kind ``no-systemd``,
     ``timeout``, ``not-found``, ``unreachable``, ``error``) with the reason. Never raises for
     node problems; raises :class:`ValueError` for an invalid unit name.
