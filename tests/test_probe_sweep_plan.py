@@ -69,7 +69,7 @@ def test_a_step_never_measured_has_no_forecast_never_a_made_up_one() -> None:
     assert p.steps[1].forecast_s is None and p.forecast_s is None and p.unmeasured == [2]
     assert p.text.startswith("unknown: no measurement yet on this image at concurrency 2; "
                              "the other steps ≈ 4 s")
-    assert "at most 12.0 min (every request at its 60 s timeout)" in p.text
+    assert "at most 12 min 00 s (every request at its 60 s timeout)" in p.text
 
 
 @settings(max_examples=200, deadline=None)

@@ -20,6 +20,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from seat_console.core.base import Frozen
+from seat_console.core.fmt import fmt_duration
 
 GOODPUT_MIN = 0.9
 """Default: a step whose goodput share is under 90 % stops the sweep."""
@@ -132,11 +133,8 @@ class SweepPlan(Frozen):
 
 
 def _dur(s: float) -> str:
-    if s < 120:
-        return f"{s:.0f} s"
-    if s < 7_200:
-        return f"{s / 60:.1f} min"
-    return f"{s / 3_600:.1f} h"
+    """A forecast's duration in the one formatter's words (:func:`fmt_duration`, ``exact``)."""
+    return fmt_duration(s)
 
 
 def plan(steps: Sequence[tuple[str, int, int]], waves: Mapping[int, Mapping[str, Any]], *,
