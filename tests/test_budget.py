@@ -340,3 +340,14 @@ def test_non_identical_cards_budget_the_smallest_pool_in_any_order() -> None:
     assert comp.kv_bytes_ratio == kv["GPU 1"] / kv["GPU 0"]  # smallest of each side
     back = compare(b, same)  # the non-identical side as the resident
     assert back.kv_bytes_ratio == kv["GPU 0"] / kv["GPU 1"]
+
+
+def test_requests_at_once_is_a_whole_count():
+    """A count of requests is an integer: the lab's fit read "2048.00 requests of 512 tokens"."""
+    from seat_console.fit.budget import requests_at_once
+
+    assert requests_at_once(2048.0) == "2,048 requests"
+    assert requests_at_once(1.0) == "1 request"
+    assert requests_at_once(3.19) == "3 requests (3.19×)"
+    assert requests_at_once(0.5) == "0 requests (0.50×)"
+    assert requests_at_once(float("nan")) == "an unknown number of requests"

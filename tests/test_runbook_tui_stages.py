@@ -573,7 +573,7 @@ async def test_a_long_decision_keeps_its_buttons_and_hint_on_80x24(keyed) -> Non
     lab = ("enough data? yes: 12 measured populations complete on both arms; arms told by the "
            "bracket's leg records (leg.json arm)",
            "fits? yes: the fit budget says lab-tiny-llama-backport fits (fits: 1.00 GiB per "
-           "card for the KV cache = 1,048,576 tokens, 2048.00 requests of 512 tokens at once)",
+           "card for the KV cache = 1,048,576 tokens, 2,048 requests of 512 tokens at once)",
            "KV capacity? the same: candidate / resident = 1.00× (1,048,576 vs 1,048,576 "
            "tokens, engines' startup logs)",
            "fidelity? yes: B's greedy outputs, top-20 sets and logprobs equal A's on all 8 "

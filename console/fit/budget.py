@@ -115,6 +115,18 @@ def vocab_bytes_per_rank(t: VocabTensor, tp: int, element_bytes: int | None = No
     return vocab_rows_per_rank(t.rows, tp) * row
 
 
+def requests_at_once(concurrency: float) -> str:
+    """A KV pool's maximum concurrency (requests of the full context at once; vLLM's
+    "Maximum concurrency …: 1.33x", a ratio) as a count of requests: the whole requests that fit
+    (floor, a count is an integer), with the ratio beside it when it is not whole —
+    ``"2,048 requests"``, ``"1 request (1.33×)"``, ``"0 requests (0.50×)"``."""
+    whole = math.floor(concurrency) if math.isfinite(concurrency) else None
+    if whole is None:
+        return "an unknown number of requests"
+    text = f"{whole:,} request{'' if whole == 1 else 's'}"
+    return text if whole == concurrency else f"{text} ({concurrency:.2f}×)"
+
+
 class Footprint(Frozen):
     """What a checkpoint puts on the GPUs, scanned from files or declared in the profile.
 
@@ -829,7 +841,8 @@ def _verdict(rows: Sequence[CardBudget], cap: KVCapacity | None, p: SeatParams) 
     if must == 0 and cap.fits_one_request:
         return Verdict(fits=True, words=(
             f"fits: {gib(worst.kv_bytes)} GiB per card for the KV cache = {cap.kv_tokens:,} "
-            f"tokens, {cap.max_concurrency:.2f} requests of {p.max_model_len:,} tokens at once"))
+            f"tokens, {requests_at_once(cap.max_concurrency)} of {p.max_model_len:,} tokens at "
+            "once"))
     parts = []
     if over:
         parts.append(f"weights + PLE + reserve exceed usable memory by {gib(over)} GiB per card "
@@ -1003,7 +1016,7 @@ def _levers(fp: Footprint, p: SeatParams, cards: Sequence[CardInput], base: FitB
         conc = base.capacity.max_concurrency
         if conc < p.max_num_seqs:
             out.append(Lever(lever="fewer sequences", helps=None,
-                             effect=f"max_num_seqs {p.max_num_seqs} > {conc:.2f} requests of "
+                             effect=f"max_num_seqs {p.max_num_seqs} > {requests_at_once(conc)} of "
                                     f"{p.max_model_len:,} tokens the KV cache holds: at full "
                                     "context vLLM queues or preempts the rest. max_num_seqs does "
                                     "not size the KV pool; it bounds the activation peak (the "
@@ -1154,6 +1167,7 @@ def live_overlay(budget: FitBudget, cards: Sequence[CardInput]) -> list[OverlayR
 
 
 __all__ = [
+    "requests_at_once",
     "GIB",
     "UTILISATION_RISK",
     "VOCAB_PADDING",
