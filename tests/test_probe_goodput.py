@@ -55,6 +55,8 @@ def _meets(r: RequestRecord, slo: dict[str, float]) -> bool:
     for k, ms in slo.items():
         v = {"ttft_ms": r.ttft_s, "e2e_ms": r.e2e_s,
              "tpot_ms": 0.0 if (r.output_tokens is not None and r.output_tokens <= 1)
+             or (r.tpot_s in (None, 0.0) and r.ttft_s is not None and r.ttft_s == r.e2e_s
+                 and math.isfinite(r.ttft_s))   # all output in one read: no decode time seen
              else r.tpot_s}[k]
         if v is None or not math.isfinite(v) or v * 1000 > ms:
             return False

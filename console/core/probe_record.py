@@ -24,8 +24,9 @@ class RequestRecord(Frozen):
 
     ``sent_at``: UTC wall time when it was sent; ``start_s``: perf-counter seconds since the
     phase started; ``ok``; ``failure_kind`` / ``failure`` when not ok; ``http_status``;
-    ``ttft_s``, ``e2e_s``, ``tpot_s`` (``None`` when ≤ 1 output token), ``itl_s`` (one value
-    per output token after the first chunk), ``stream_end_s``; ``output_tokens``
+    ``ttft_s``, ``e2e_s``, ``tpot_s`` (``None`` when ≤ 1 output token or all output arrived
+    in one read — :func:`seat_console.core.probe_stats.tpot_of`), ``itl_s`` (one value per
+    output token after the first chunk), ``stream_end_s``; ``output_tokens``
     (``usage.completion_tokens``; ``None`` if unknown — never 0 for unknown);
     ``tokens_streamed`` (sum over chunks); ``prompt_tokens``; ``output_chunks``; ``events``
     (SSE events with data); ``finish_reason``; ``count_source`` (how tokens per chunk were

@@ -13,8 +13,16 @@ written out in ``docs/probe.md``:
   duration (tok/s);
 * **percentiles** — p50/p95/p99 by linear interpolation between closest ranks (numpy's default
   ``np.percentile``, Hyndman & Fan type 7, what ``bench serve`` uses) over: TTFT and E2E (one
-  value per completed request), TPOT (completed requests with > 1 output token), ITL (every
-  value of every completed request, pooled).
+  value per completed request), TPOT (completed requests whose TPOT is defined,
+  :func:`tpot_of`), ITL (every value of every completed request, pooled).
+
+**TPOT is undefined** (excluded from its population and counted by reason, never 0) for a
+request with one output token (no second token: :data:`TPOT_ONE_TOKEN`) and for one whose
+every output token reached the client in the network read of its first
+(:data:`TPOT_ONE_READ`: E2E = TTFT, so ``(E2E − TTFT)/(n − 1)`` is 0 s — no decode time the
+client could see, not a decode that took no time; the engine sent its tokens in one burst).
+``bench serve`` counts both as 0 in its TPOT percentiles; here they would pull the p50 to a
+false 0.00 ms (a lab compare showed TPOT p50 0.00 ms on the resident for 3 of 4 such requests).
 
 Every figure carries its population (``n``); a phase that is not complete (failed or missing
 requests) has ``headline = None`` and says ``"incomplete: 61/64 completed"``.
@@ -23,7 +31,8 @@ requests) has ``headline = None`` and says ``"incomplete: 61/64 completed"``.
 that completed and met every latency target given (TTFT, TPOT, E2E, milliseconds, each ``<=``),
 with its Wilson 95 % interval — ``vllm bench serve --goodput``'s test per request
 (``vllm/benchmarks/serve.py``, ``calculate_metrics``: a request with one output token has TPOT
-0 there, and here), reported as a share with an interval as guidellm does. A failed request, or
+0 there, and here, as does one whose output all arrived in one read: the client waited no time
+for a token after the first), reported as a share with an interval as guidellm does. A failed request, or
 one whose figure for a target is unknown or not finite, did not meet it (unknown is never met).
 """
 
@@ -106,13 +115,56 @@ class Goodput(Frozen):
     high: float | None = None
 
 
+TPOT_ONE_TOKEN = "one output token"
+"""Why a completed request has no TPOT: it produced one output token (no second to time)."""
+TPOT_ONE_READ = "all output in one network read"
+"""Why a completed request has no TPOT: every output token reached the client in the read of
+its first (E2E = TTFT), so the client saw no decode time to divide."""
+TPOT_UNKNOWN = "TPOT not recorded"
+"""Why a completed request has no TPOT: its record holds no TPOT, TTFT or E2E."""
+
+
+def tpot_of(r: RequestRecord) -> tuple[float | None, str | None]:
+    """A completed request's TPOT in seconds and ``None``, or ``None`` and why it is undefined:
+    :data:`TPOT_ONE_TOKEN` (≤ 1 output token); :data:`TPOT_ONE_READ` (finite E2E = TTFT, with
+    no TPOT recorded or — a record written before the probe left these out — a TPOT of
+    exactly 0.0); :data:`TPOT_UNKNOWN` (no TPOT, a time that is not finite, or figures that
+    disagree: TPOT ≤ 0 or E2E < TTFT). Never a 0 for an undefined TPOT."""
+    if r.output_tokens is not None and r.output_tokens <= 1:
+        return None, TPOT_ONE_TOKEN
+    t, ttft, e2e = r.tpot_s, r.ttft_s, r.e2e_s
+    if ttft is None or e2e is None or not (math.isfinite(ttft) and math.isfinite(e2e)):
+        return None, TPOT_UNKNOWN
+    if e2e == ttft and (t is None or t == 0.0):
+        return None, TPOT_ONE_READ
+    if t is None or not math.isfinite(t) or not t > 0.0 or not e2e > ttft:
+        return None, TPOT_UNKNOWN
+    return t, None
+
+
+def tpot_excluded(records: Iterable[RequestRecord]) -> dict[str, int]:
+    """Of the completed ``records``, how many have no TPOT, by reason (:func:`tpot_of`);
+    reasons with none left out."""
+    return dict(Counter(why for r in records if r.ok for _, why in [tpot_of(r)] if why))
+
+
+def tpot_population(n: int, completed: int, excluded: dict[str, int]) -> str:
+    """The words for a TPOT figure's population: ``"TPOT over 1 of 4 requests; 3 had all
+    output in one network read"`` (``n`` requests with a TPOT of ``completed``; ``excluded``
+    as :func:`tpot_excluded` gives, counts ≥ 0)."""
+    text = f"TPOT over {n:,} of {completed:,} request{'' if completed == 1 else 's'}"
+    why = [f"{k:,} had {reason}" if reason != TPOT_UNKNOWN else f"{k:,}: {reason}"
+           for reason, k in sorted(excluded.items()) if k]
+    return text + ("; " + ", ".join(why) if why else "")
+
+
 def _figure_s(r: RequestRecord, target: str) -> float | None:
     if target == "ttft_ms":
         return r.ttft_s
     if target == "e2e_ms":
         return r.e2e_s
-    if r.output_tokens is not None and r.output_tokens <= 1:
-        return 0.0  # bench serve: TPOT of a one-token answer counts as 0 for goodput
+    if tpot_of(r)[1] in (TPOT_ONE_TOKEN, TPOT_ONE_READ):
+        return 0.0  # bench serve: TPOT of a one-token answer (or one burst) counts as 0 here
     return r.tpot_s
 
 
@@ -255,7 +307,8 @@ class PhaseStats(Frozen):
     ``complete``: every expected request was sent and completed. ``headline``: set only when
     ``complete`` and the caller did not mark the phase disrupted or unverified; ``state``: one
     phrase (``"complete"``, ``"incomplete: 61/64 completed"``, ``"disrupted: …"``,
-    ``"unverified: …"``).
+    ``"unverified: …"``). ``tpot``: over the completed requests with a TPOT (:func:`tpot_of`);
+    ``tpot_excluded``: the completed requests without one, by reason (never counted as 0).
     """
 
     phase: str
@@ -282,6 +335,7 @@ class PhaseStats(Frozen):
     headline: Headline | None = None
     goodput: Goodput | None = None
     server: ServerCheck | None = None
+    tpot_excluded: dict[str, int] = {}
 
 
 def phase_stats(phase: str, records: Sequence[RequestRecord], *, expected: int,
@@ -335,7 +389,8 @@ def phase_stats(phase: str, records: Sequence[RequestRecord], *, expected: int,
         prompt_tokens=prompt_toks, request_s=rate(len(ok)), output_tok_s=rate(out_toks),
         total_tok_s=rate(out_toks + prompt_toks),
         ttft=distribution(r.ttft_s for r in ok if r.ttft_s is not None),
-        tpot=distribution(r.tpot_s for r in ok if r.tpot_s is not None),
+        tpot=distribution(v for r in ok for v, _ in [tpot_of(r)] if v is not None),
+        tpot_excluded=tpot_excluded(ok),
         itl=distribution(x for r in ok for x in r.itl_s),
         e2e=distribution(r.e2e_s for r in ok if r.e2e_s is not None),
         complete=complete, state=state,
@@ -353,8 +408,14 @@ __all__ = [
     "Distribution",
     "Goodput",
     "Headline",
+    "TPOT_ONE_READ",
+    "TPOT_ONE_TOKEN",
+    "TPOT_UNKNOWN",
     "ServerCheck",
     "server_check",
+    "tpot_excluded",
+    "tpot_of",
+    "tpot_population",
     "PhaseStats",
     "distribution",
     "goodput",

@@ -40,6 +40,7 @@ from typing import Any
 
 from seat_console.core import engine_timing
 from seat_console.core.fmt import fmt_duration, zulu_time
+from seat_console.core.probe_stats import TPOT_ONE_READ
 from seat_console.evidence import canaries as can
 from seat_console.evidence import fidelity as fid
 from seat_console.evidence.runs import (
@@ -781,9 +782,27 @@ def _phase_claims(name: str, per_arm: Mapping[str, list[tuple[RunSummary, Phase 
         for label, attr, unit, scale, digits in METRICS:
             values = [(pid, getattr(pa, attr) if pa else None, getattr(pb, attr) if pb else None)
                       for pid, _, pa, _, pb in pairs_]
-            out.append(difference_claim(label, name, values, base, per_round or len(pairs_),
+            out.append(difference_claim(label, name, values,
+                                        base + tpot_refusal(pairs_) if attr == "tpot_p50_s"
+                                        else base, per_round or len(pairs_),
                                         unit, scale, digits))
     return out
+
+
+def tpot_refusal(pairs_: Sequence[tuple[str, RunSummary, Phase | None, RunSummary,
+                                        Phase | None]]) -> list[tuple[str, str]]:
+    """The TPOT claim's refusal when a paired leg's TPOT leaves out completed requests whose
+    output all arrived in one network read (:data:`~seat_console.core.probe_stats.TPOT_ONE_READ`):
+    those are the fastest streams, so the p50 over the rest is not the leg's and the arms'
+    populations differ — ``[(RULE_UNKNOWN, words naming each leg)]``, or ``[]``."""
+    legs = [f"{pid} {arm}: {p.tpot_partial}" for pid, _, pa, _, pb in pairs_
+            for arm, p in (("A", pa), ("B", pb))
+            if p is not None and p.tpot_excluded.get(TPOT_ONE_READ)]
+    if not legs:
+        return []
+    return [(RULE_UNKNOWN, "TPOT undefined for requests whose output all arrived in one "
+                           "network read (no decode time the client could see; not 0): "
+                           + "; ".join(legs))]
 
 
 def _threshold(v: Any, default: float, hi: float) -> float:
@@ -1159,7 +1178,8 @@ def render_markdown(rep: Mapping[str, Any]) -> str:
             L.append(f"| {r['arm']} | {r['run']} | {r['population']} | {r.get('state', '')} | "
                      f"{_fmt(r.get('output_tok_s'))} | {_fmt(r.get('ttft_p50_s'), '', 1000)} | "
                      f"{_fmt(r.get('ttft_p95_s'), '', 1000)} | "
-                     f"{_fmt(r.get('tpot_p50_s'), '', 1000, 2)} | "
+                     f"{_fmt(r.get('tpot_p50_s'), '', 1000, 2)}"
+                     f"{' (' + r['tpot_population'] + ')' if r.get('tpot_population') else ''} | "
                      f"{_fmt(r.get('itl_p50_s'), '', 1000, 2)} | "
                      f"{_fmt(r.get('e2e_p50_s'), '', 1000)} |")
         L.append("")

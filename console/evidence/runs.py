@@ -20,14 +20,21 @@ import hashlib
 import json
 import math
 import os
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, TypeVar
 
 from seat_console.core.engine_timing import MetricTiming, check_figure, parse_phase_timing
-from seat_console.core.probe_stats import Goodput, read_goodput
+from seat_console.core.probe_stats import (
+    Goodput,
+    percentile,
+    read_goodput,
+    tpot_excluded,
+    tpot_of,
+    tpot_population,
+)
 from seat_console.core.untrusted import InputError, load_json
 from seat_console.evidence.canaries import CanaryError, CanaryResult
 from seat_console.evidence.fidelity import FidelityError, Trace
@@ -299,7 +306,9 @@ class Phase:
     ``expected``/``attempted``/``completed``/``failed``; ``state`` (the probe's phrase);
     ``complete`` (expected = attempted = completed); ``output_tok_s``, ``request_s``;
     ``ttft_p50_s``/``ttft_p95_s``, ``tpot_p50_s``, ``itl_p50_s``/``itl_p95_s``,
-    ``e2e_p50_s``/``e2e_p95_s``; ``duration_s`` and ``client_cpu_s`` (the probe's own CPU over
+    ``e2e_p50_s``/``e2e_p95_s``; ``tpot_n`` (requests with a TPOT) and ``tpot_excluded``
+    (completed requests without one, by reason — one output token, all output in one read:
+    :func:`~seat_console.core.probe_stats.tpot_of`; never counted as 0); ``duration_s`` and ``client_cpu_s`` (the probe's own CPU over
     the phase); ``engine_timing``: the engine's own TTFT / ITL histograms over the phase as the
     probe recorded them (figure → :class:`~seat_console.core.engine_timing.MetricTiming`;
     empty for a run from before the check), ``timing_problem``: why they could not be read;
@@ -339,6 +348,17 @@ class Phase:
     cache_note: str | None = None
     server: Mapping[str, Any] | None = None
     concurrency: int | None = None
+    tpot_n: int | None = None
+    tpot_excluded: Mapping[str, int] = field(default_factory=dict)
+
+    @property
+    def tpot_partial(self) -> str | None:
+        """The TPOT population's words when some completed request has no TPOT
+        (``"TPOT over 1 of 4 requests; 3 had all output in one network read"``), else
+        ``None``."""
+        if not any(self.tpot_excluded.values()):
+            return None
+        return tpot_population(self.tpot_n or 0, self.completed or 0, dict(self.tpot_excluded))
 
     @property
     def complete(self) -> bool:
@@ -390,6 +410,7 @@ class Phase:
         cpu = p.get("client_cpu_s")
         cpu_s = float(cpu) if isinstance(cpu, (int, float)) and not isinstance(cpu, bool) \
             and math.isfinite(cpu) and cpu >= 0 else None
+        tpot_n = st["tpot"].get("n") if isinstance(st.get("tpot"), Mapping) else None
         return cls(name=name, expected=i("expected"), attempted=i("attempted"),
                    completed=i("completed"), failed=i("failed"),
                    state=str(p.get("state") or st.get("state") or "unknown"),
@@ -401,6 +422,9 @@ class Phase:
                    duration_s=fl("duration_s"), client_cpu_s=cpu_s, engine_timing=timing,
                    timing_problem=problem, goodput=read_goodput(st.get("goodput")),
                    server=read_server_check(st.get("server")), concurrency=i("concurrency"),
+                   tpot_n=tpot_n if isinstance(tpot_n, int) and not isinstance(tpot_n, bool)
+                   and tpot_n >= 0 else None,
+                   tpot_excluded=read_tpot_excluded(st.get("tpot_excluded")),
                    **read_prefix_cache(p.get("prefix_cache")))
 
     def timing_checks(self) -> dict[str, MetricTiming]:
@@ -416,10 +440,12 @@ class Phase:
                 for f, t in self.engine_timing.items()}
 
     def as_dict(self) -> dict[str, Any]:
-        """JSON-ready, with ``complete``, ``population`` and ``engine_timing`` (the checks made
-        again, :meth:`timing_checks`)."""
+        """JSON-ready, with ``complete``, ``population``, ``tpot_population``
+        (:attr:`tpot_partial`) and ``engine_timing`` (the checks made again,
+        :meth:`timing_checks`)."""
         d = {k: getattr(self, k) for k in self.__dataclass_fields__}
         d.update(complete=self.complete, population=self.population,
+                 tpot_population=self.tpot_partial,
                  goodput=self.goodput.model_dump(mode="json") if self.goodput else None,
                  engine_timing={f: t.model_dump(mode="json")
                                 for f, t in self.timing_checks().items()})
@@ -554,6 +580,36 @@ def read_prefix_cache(d: Any) -> dict[str, Any]:
     return out
 
 
+def read_tpot_excluded(d: Any) -> dict[str, int]:
+    """A phase's ``stats.tpot_excluded`` from a run file (outside input: reason → count) → the
+    entries whose reason is a string of at most 100 characters and whose count is an integer
+    in 0..2^63; anything else left out (``{}`` when absent). Never raises."""
+    if not isinstance(d, Mapping):
+        return {}
+    return {k: v for k, v in d.items() if isinstance(k, str) and len(k) <= 100
+            and isinstance(v, int) and not isinstance(v, bool) and 0 <= v < 2**63}
+
+
+def with_tpot(p: Phase, records: Sequence[Any]) -> Phase:
+    """``p`` with its TPOT p50, population and exclusions computed from its request
+    ``records`` (:class:`~seat_console.core.probe_record.RequestRecord`) by the current
+    definition (:func:`~seat_console.core.probe_stats.tpot_of`): a summary written before
+    undefined TPOTs were excluded holds a p50 pulled to 0 by them. ``p`` unchanged when there
+    are no records."""
+    if not records:
+        return p
+    ok = [r for r in records if r.ok]
+    vals = [v for r in ok for v, _ in [tpot_of(r)] if v is not None]
+    return replace(p, tpot_p50_s=percentile(vals, 50), tpot_n=len(vals),
+                   tpot_excluded=tpot_excluded(ok))
+
+
+def _legacy_tpot_p50(records: Sequence[Any]) -> float | None:
+    """TPOT p50 as the probe computed it before undefined TPOTs were excluded (every completed
+    request's recorded ``tpot_s``, 0.0 for an all-in-one-read request)."""
+    return percentile([r.tpot_s for r in records if r.ok and r.tpot_s is not None], 50)
+
+
 def read_server_check(d: Any) -> dict[str, Any] | None:
     """A phase's ``stats.server`` block from a run file (outside input) → a flat dict
     (``with_metrics``, ``cmd_n``, ``cmd_p50_s``, ``cmd_p95_s``, ``token_mismatches``,
@@ -615,6 +671,8 @@ def rederive_problems(phases: list[Any], records: Mapping[str, list[Any]], sp: P
         server = SERVER_FIELDS if isinstance(st.get("server"), Mapping) else ()
         for f in (*REDERIVED_FIELDS, *server):
             a, b = _dig(st, f), _dig(again, f)
+            if f == "tpot.p50_s" and not _same(a, b) and _same(a, _legacy_tpot_p50(recs)):
+                continue  # written before undefined TPOTs were excluded: with_tpot corrects
             if not _same(a, b):
                 out.append(f"{sp.name} phase {name} {f} = {a!r}, but {rp.name} gives {b!r}")
     for name in sorted(set(records) - named):
@@ -678,6 +736,8 @@ def load_probe_run(run_dir: Path, ledger: FileLedger) -> RunSummary:
                 warmup += 1
     consistency = (tuple(rederive_problems(_list(s, "phases", sp), by_phase, sp, rp))
                    if by_phase is not None else ())
+    if by_phase is not None:
+        phases = tuple(with_tpot(p, by_phase.get(p.name, [])) for p in phases)
     reason = s.get("reason") or s.get("status_reason")
     if reason is None and status != "complete":
         bad = [f"{p.name}: {p.state}" for p in phases if not p.complete]

@@ -32,7 +32,10 @@ Definitions (written next to ``vllm bench serve``'s in ``docs/probe.md``; all ti
 * **E2E latency** — time to the last output chunk (as ``vllm bench serve``: the trailing usage
   chunk and ``[DONE]`` do not move it); ``stream_end_s`` records the end of the stream too;
 * **TPOT** — ``(E2E − TTFT) / (output tokens − 1)``, only for output tokens > 1
-  (``vllm/benchmarks/serve.py``, ``calculate_metrics``);
+  (``vllm/benchmarks/serve.py``, ``calculate_metrics``) and only when the output did not all
+  arrive in the read of the first token (E2E = TTFT: no decode time the client could see;
+  ``bench serve`` would record 0 s) — otherwise ``None``, never 0
+  (:func:`seat_console.core.probe_stats.tpot_of`);
 * **output tokens** — ``usage.completion_tokens`` of the final usage chunk
   (``stream_options.include_usage``). Tokens per chunk come from the change in the running
   ``usage.completion_tokens`` (``stream_options.continuous_usage_stats``, which vLLM supports),
@@ -378,7 +381,8 @@ class StreamTimer:
         if self.ttft_s is None or self.last_token_s is None:
             raise StreamFailure("no-output", f"no output token in {self.events} event(s)")
         out = self.final_tokens
-        tpot = ((self.last_token_s - self.ttft_s) / (out - 1)) if out > 1 else None
+        span = self.last_token_s - self.ttft_s
+        tpot = span / (out - 1) if out > 1 and span > 0.0 else None  # 0 s: one read, not 0
         return {"ttft_s": self.ttft_s, "e2e_s": self.last_token_s, "tpot_s": tpot,
                 "itl_s": list(self.itl_s), "output_tokens": out,
                 "prompt_tokens": self.prompt_tokens, "finish_reason": self.finish_reason,
