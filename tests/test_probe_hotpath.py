@@ -27,8 +27,11 @@ def shape(rec: RequestRecord) -> dict[str, Any]:
     multi-token chunk's gap is checked per path in ``test_probe_client.py``)."""
     d = rec.model_dump(mode="json")
     d.pop("sent_at")
+    # whether TPOT is defined depends on the reads too: all output in one read leaves it None
+    one_read = d["ttft_s"] is not None and d["ttft_s"] == d["e2e_s"]
     for k in _CLOCK:
         d[k] = d[k] is not None
+    d["tpot_s"] = d["tpot_s"] or one_read
     itl = d.pop("itl_s")
     d["itl_n"] = len(itl)
     if d["failure_kind"] in _TRANSPORT_WORDED:
