@@ -67,7 +67,8 @@ def test_lab_case_old_summary_is_corrected_not_flagged_as_edited() -> None:
     assert ph.tpot_p50_s == 0.036044186733488456 and ph.tpot_n == 1
     assert ph.tpot_partial == "TPOT over 1 of 4 requests; 3 had all output in one network read"
     # the cross-arm TPOT claim is refused, naming the leg and the count
-    words = tpot_refusal([("r1p1", None, ph, None, replace(ph, tpot_excluded={}))])  # type: ignore[list-item]
+    words = tpot_refusal([("r1p1", None, ph, None,  # type: ignore[list-item]
+                           replace(ph, tpot_excluded={}))])
     assert len(words) == 1 and "r1p1 A: TPOT over 1 of 4 requests; 3 had all output" in words[0][1]
 
 
@@ -156,7 +157,7 @@ def test_read_tpot_excluded_keeps_only_counts(d) -> None:
     """A run file's ``stats.tpot_excluded`` (outside input): never raises; keeps only
     reason → a whole count in 0..2^63 (a float, a bool, a negative or a huge number is left
     out, never read as 0)."""
-    from seat_console.evidence.runs import read_tpot_excluded
+    from seat_console.core.probe_stats import read_tpot_excluded
 
     out = read_tpot_excluded(d)
     assert all(isinstance(k, str) and len(k) <= 100 for k in out)

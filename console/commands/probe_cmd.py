@@ -27,7 +27,7 @@ from typing import Any
 from seat_console.core import jsonout
 from seat_console.core.fmt import share_text
 from seat_console.core.sweep import GOODPUT_MIN, GROWTH_MIN
-from seat_console.core.probe_stats import read_goodput, tpot_population
+from seat_console.core.probe_stats import read_goodput, read_tpot_excluded, tpot_population
 from seat_console.actions import probe_journal
 from seat_console.actions.probe_journal import journal_force, journal_probe
 from seat_console.core import engine_timing
@@ -191,9 +191,9 @@ def render_phase(b: dict[str, Any]) -> list[str]:
                      f"requests, {st['output_tokens']:,} output tokens)")
         lines.append("  " + " · ".join(_dist(n, st.get(k)) for n, k in
                                        (("TTFT", "ttft"), ("TPOT", "tpot"))))
-        if st.get("tpot_excluded"):
+        if any((excl := read_tpot_excluded(st.get("tpot_excluded"))).values()):
             lines.append("  " + tpot_population((st.get("tpot") or {}).get("n") or 0,
-                                                 st["completed"], st["tpot_excluded"])
+                                                 st["completed"], excl)
                          + " (undefined there, not 0; docs/probe.md)")
         lines.append("  " + " · ".join(_dist(n, st.get(k)) for n, k in
                                        (("ITL", "itl"), ("E2E", "e2e"))))

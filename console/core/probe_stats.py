@@ -21,8 +21,9 @@ request with one output token (no second token: :data:`TPOT_ONE_TOKEN`) and for 
 every output token reached the client in the network read of its first
 (:data:`TPOT_ONE_READ`: E2E = TTFT, so ``(E2E − TTFT)/(n − 1)`` is 0 s — no decode time the
 client could see, not a decode that took no time; the engine sent its tokens in one burst).
-``bench serve`` counts both as 0 in its TPOT percentiles; here they would pull the p50 to a
-false 0.00 ms (a lab compare showed TPOT p50 0.00 ms on the resident for 3 of 4 such requests).
+``bench serve`` leaves the first out of its TPOT percentiles too but counts the second as 0,
+which pulls the p50 to a false 0.00 ms (a lab compare showed TPOT p50 0.00 ms on the resident
+for 3 of 4 such requests).
 
 Every figure carries its population (``n``); a phase that is not complete (failed or missing
 requests) has ``headline = None`` and says ``"incomplete: 61/64 completed"``.
@@ -31,9 +32,10 @@ requests) has ``headline = None`` and says ``"incomplete: 61/64 completed"``.
 that completed and met every latency target given (TTFT, TPOT, E2E, milliseconds, each ``<=``),
 with its Wilson 95 % interval — ``vllm bench serve --goodput``'s test per request
 (``vllm/benchmarks/serve.py``, ``calculate_metrics``: a request with one output token has TPOT
-0 there, and here, as does one whose output all arrived in one read: the client waited no time
-for a token after the first), reported as a share with an interval as guidellm does. A failed request, or
-one whose figure for a target is unknown or not finite, did not meet it (unknown is never met).
+0 there, and here, as does one whose output all arrived in one read: the client waited no
+time for a token after the first), reported as a share with an interval as guidellm does. A
+failed request, or one whose figure for a target is unknown or not finite, did not meet it
+(unknown is never met).
 """
 
 from __future__ import annotations
@@ -41,7 +43,7 @@ from __future__ import annotations
 import math
 import statistics
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from seat_console.core.probe_record import RequestRecord
@@ -158,13 +160,23 @@ def tpot_population(n: int, completed: int, excluded: dict[str, int]) -> str:
     return text + ("; " + ", ".join(why) if why else "")
 
 
+def read_tpot_excluded(d: Any) -> dict[str, int]:
+    """A phase's ``stats.tpot_excluded`` from a run file (outside input: reason → count) → the
+    entries whose reason is a string of at most 100 characters and whose count is an integer
+    in 0..2^63; anything else left out (``{}`` when absent). Never raises."""
+    if not isinstance(d, Mapping):
+        return {}
+    return {k: v for k, v in d.items() if isinstance(k, str) and len(k) <= 100
+            and isinstance(v, int) and not isinstance(v, bool) and 0 <= v < 2**63}
+
+
 def _figure_s(r: RequestRecord, target: str) -> float | None:
     if target == "ttft_ms":
         return r.ttft_s
     if target == "e2e_ms":
         return r.e2e_s
     if tpot_of(r)[1] in (TPOT_ONE_TOKEN, TPOT_ONE_READ):
-        return 0.0  # bench serve: TPOT of a one-token answer (or one burst) counts as 0 here
+        return 0.0  # bench serve: a one-token answer's (or one burst's) TPOT is 0 here
     return r.tpot_s
 
 
@@ -422,5 +434,6 @@ __all__ = [
     "percentile",
     "phase_stats",
     "read_goodput",
+    "read_tpot_excluded",
     "slo_misses",
 ]

@@ -792,7 +792,8 @@ def _phase_claims(name: str, per_arm: Mapping[str, list[tuple[RunSummary, Phase 
 def tpot_refusal(pairs_: Sequence[tuple[str, RunSummary, Phase | None, RunSummary,
                                         Phase | None]]) -> list[tuple[str, str]]:
     """The TPOT claim's refusal when a paired leg's TPOT leaves out completed requests whose
-    output all arrived in one network read (:data:`~seat_console.core.probe_stats.TPOT_ONE_READ`):
+    output all arrived in one network read (:data:`~seat_console.core.probe_stats.
+    TPOT_ONE_READ`):
     those are the fastest streams, so the p50 over the rest is not the leg's and the arms'
     populations differ — ``[(RULE_UNKNOWN, words naming each leg)]``, or ``[]``."""
     legs = [f"{pid} {arm}: {p.tpot_partial}" for pid, _, pa, _, pb in pairs_

@@ -31,6 +31,7 @@ from seat_console.core.probe_stats import (
     Goodput,
     percentile,
     read_goodput,
+    read_tpot_excluded,
     tpot_excluded,
     tpot_of,
     tpot_population,
@@ -308,7 +309,8 @@ class Phase:
     ``ttft_p50_s``/``ttft_p95_s``, ``tpot_p50_s``, ``itl_p50_s``/``itl_p95_s``,
     ``e2e_p50_s``/``e2e_p95_s``; ``tpot_n`` (requests with a TPOT) and ``tpot_excluded``
     (completed requests without one, by reason — one output token, all output in one read:
-    :func:`~seat_console.core.probe_stats.tpot_of`; never counted as 0); ``duration_s`` and ``client_cpu_s`` (the probe's own CPU over
+    :func:`~seat_console.core.probe_stats.tpot_of`; never counted as 0); ``duration_s`` and
+    ``client_cpu_s`` (the probe's own CPU over
     the phase); ``engine_timing``: the engine's own TTFT / ITL histograms over the phase as the
     probe recorded them (figure → :class:`~seat_console.core.engine_timing.MetricTiming`;
     empty for a run from before the check), ``timing_problem``: why they could not be read;
@@ -578,16 +580,6 @@ def read_prefix_cache(d: Any) -> dict[str, Any]:
     if out["cache_note"] is None and isinstance(note, str):
         out["cache_note"] = note[:300]
     return out
-
-
-def read_tpot_excluded(d: Any) -> dict[str, int]:
-    """A phase's ``stats.tpot_excluded`` from a run file (outside input: reason → count) → the
-    entries whose reason is a string of at most 100 characters and whose count is an integer
-    in 0..2^63; anything else left out (``{}`` when absent). Never raises."""
-    if not isinstance(d, Mapping):
-        return {}
-    return {k: v for k, v in d.items() if isinstance(k, str) and len(k) <= 100
-            and isinstance(v, int) and not isinstance(v, bool) and 0 <= v < 2**63}
 
 
 def with_tpot(p: Phase, records: Sequence[Any]) -> Phase:
