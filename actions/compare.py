@@ -877,6 +877,19 @@ def leg_spread(data_root: Path | None = None) -> dict[str, Any] | None:
     return None
 
 
+def claim_rounds(order: str = "ABBA") -> int:
+    """The fewest rounds of ``order`` whose bracket can reach a throughput/latency claim under
+    the report's rule (:func:`seat_console.evidence.stats.pairs_needed` pairs, one pair per
+    ``A`` leg of a round: the same arithmetic as :func:`forecast`'s ``rounds_needed``), ≥ 1.
+    Raises :class:`~seat_console.evidence.bracket.BracketError` for a bad order."""
+    import math
+
+    from seat_console.evidence.stats import pairs_needed
+
+    plan_bracket(order, 1)
+    return max(1, math.ceil(pairs_needed() / max(1, order.count("A"))))
+
+
 def forecast(journal: Journal, order: str = "ABBA", rounds: int = 1, *,
              hold_active: bool | None = None, data_root: Path | None = None) -> dict[str, Any]:
     """The cost of a compare of ``rounds`` × ``order`` on this node, before it runs.

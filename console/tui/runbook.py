@@ -323,7 +323,9 @@ def _make_compare(ctl: RunbookController, journal: Any, nctx: Any, observer: Any
     if loaded.profile.swap is None:
         raise LookupError(f"{loaded.source} has no [swap] section: there is no candidate to "
                           "compare (see docs/evidence.md)")
+    # the smallest design that can reach a claim: one round only ever reads INCONCLUSIVE
     opts = cmp_mod.CompareOptions(on_log=on_log)
+    opts.rounds = cmp_mod.claim_rounds(opts.order)
     rb, cmp_dir = cmp_mod.build_compare(nctx, journal, options=opts, observer=observer)
     return CompareRun(rb, cmp_dir, opts, nctx, plan_bracket(opts.order, opts.rounds), on_log,
                       journal)
