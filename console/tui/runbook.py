@@ -636,7 +636,7 @@ class RunbookController:
         """Open the log screen of the running (or last) flow."""
         from seat_console.widgets.runlog import RunLogScreen
 
-        screen = RunLogScreen(self.title, list(self.lines.values()))
+        screen = RunLogScreen(self.title, list(self.lines.values()), ended=self.running is None)
         self.log_screen = screen
 
         def closed(_: object) -> None:
@@ -650,6 +650,8 @@ class RunbookController:
         self.running = None
         flow = FLOWS[message.kind]
         res = message.result
+        if flow.view == "log" and self.log_screen is not None:
+            self.log_screen.mark_ended()   # its title no longer says "the run goes on"
         if flow.kind == "probe" and getattr(self.probe, "screen", None) is not None:
             self.probe.screen.mark_ended()   # its footer no longer offers "x stop probe"
         if isinstance(res, BaseException):
