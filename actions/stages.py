@@ -93,6 +93,10 @@ class RunbookState:
     cycle_closed_at: datetime | None = None
     """When the cycle shown was closed by a release (``None``: it is open). A closed cycle
     has ``next = None``; the next runbook step (``fit``) opens a new one."""
+    next_why: str = ""
+    """Why :attr:`next` jumps over earlier ``todo`` stages, one line (``"compare first: it
+    starts from the resident in the seat; swap and probe come after"``); ``""`` when it does
+    not. Both fronts (the runbook screen, ``seat-console runbook``) show it as it is."""
     seat_downtime: str = ""
     """The seat's downtime in the newest runbook run that stopped it, as a line
     (:func:`seat_console.actions.drain.downtime_line`: ``"seat down 31.4 s in the last
@@ -687,6 +691,7 @@ def read_runbook(nctx: Any, journal: Journal, *, runs_dir: Path | None = None,
     stages = tuple(st[s] for s in STAGES)
     # -- next ---------------------------------------------------------------------------------
     nxt: StageState | None = None
+    why = ""
     if closed_at is None:
         open_runs = [a for a in cycle if a.end is None and a.stage != "probe"]
         if open_runs:
@@ -703,19 +708,49 @@ def read_runbook(nctx: Any, journal: Journal, *, runs_dir: Path | None = None,
                 order.remove("compare")
                 order.insert(order.index("swap"), "compare")
             nxt = next((st[s] for s in order if st[s].status not in ("done", "skipped")), None)
+            why = _jump_reason(nxt, st)
     from seat_console.actions.drain import downtime_line, downtimes
 
     down = downtimes(entries)
     return RunbookState(stages, nxt, holder, now, tuple(rd.problems),
-                        cycle_started_at=started_at, cycle_closed_at=closed_at,
+                        cycle_started_at=started_at, cycle_closed_at=closed_at, next_why=why,
                         seat_downtime=downtime_line(down[-1] if down else None))
+
+
+_SEAT_PHRASE = {"resident": "the resident", "candidate": "the candidate",
+                "none": "no engine (the seat is empty)",
+                "both": "both the resident and the candidate (check `docker ps`)",
+                "unknown": "unknown (docker was not read)"}
+
+
+def seat_phrase(holder: str) -> str:
+    """Who is in the seat, for a line after ``"in the seat: "``: ``"the resident"``, ``"the
+    candidate"``, … (what runs there, not a hold: a hold is said apart). Pure; an unexpected
+    value is shown as it is."""
+    return _SEAT_PHRASE.get(holder, holder)
+
+
+def _jump_reason(nxt: StageState | None, st: dict[str, StageState]) -> str:
+    """:attr:`RunbookState.next_why` for ``nxt``: the ``todo`` stages before it in
+    :data:`STAGES` order that it jumps over, and why (the compare starts from the resident).
+    ``""``: none jumped, or the decision's own line says why (promote before restore). Pure."""
+    if nxt is None:
+        return ""
+    over = [s for s in STAGES[:STAGES.index(nxt.name)] if st[s].status == "todo"]
+    if not over:
+        return ""
+    names = " and ".join(over) if len(over) <= 2 else ", ".join(over[:-1]) + " and " + over[-1]
+    if nxt.name == "compare":
+        return (f"compare first: it starts from the resident in the seat; {names} "
+                f"come{'s' if len(over) == 1 else ''} after")
+    return ""    # promote before restore: the decision's line says it already
 
 
 def state_to_json(state: RunbookState) -> dict[str, Any]:
     """``state`` as a JSON-ready dict: ``stages`` (each: ``name``, ``status``, ``at`` ISO 8601
     ``Z`` or ``None``, ``operator``, ``evidence``, ``needs``, ``key``, ``command``,
     ``reason``), ``next`` (the same for the next stage, or ``None``), ``seat_holder``,
-    ``read_at``, ``cycle_started_at``, ``cycle_closed_at``, ``problems``."""
+    ``read_at``, ``cycle_started_at``, ``cycle_closed_at``, ``next_why``, ``problems``."""
     def one(s: StageState | None) -> dict[str, Any] | None:
         if s is None:
             return None
@@ -729,7 +764,7 @@ def state_to_json(state: RunbookState) -> dict[str, Any]:
             else _z(state.cycle_started_at),
             "cycle_closed_at": None if state.cycle_closed_at is None
             else _z(state.cycle_closed_at),
-            "problems": list(state.problems)}
+            "next_why": state.next_why, "problems": list(state.problems)}
 
 
 def next_json(state: RunbookState) -> dict[str, Any]:
@@ -767,4 +802,4 @@ def next_line(state: RunbookState) -> str:
 
 __all__ = ["COMMANDS", "DECISIONS", "KEYS", "NEEDS", "RECOVER_COMMAND", "STAGES",
            "STAGE_OF_RUNBOOK", "RunbookState", "SeatHolder", "StageState", "Status",
-           "next_json", "next_line", "read_runbook", "state_to_json"]
+           "next_json", "next_line", "read_runbook", "seat_phrase", "state_to_json"]

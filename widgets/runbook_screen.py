@@ -32,7 +32,7 @@ from textual.screen import ModalScreen
 from textual.widgets import OptionList, Static
 from textual.widgets.option_list import Option
 
-from seat_console.actions.stages import RunbookState, StageState
+from seat_console.actions.stages import RunbookState, StageState, seat_phrase
 from seat_console.core.fmt import printable, zulu_time
 from seat_console.widgets.decision import answer_mark, branch_of, questions_of
 from seat_console.widgets.runbook_strip import MARKS, NEXT_MARK, STYLES, KeyOf
@@ -83,13 +83,14 @@ def stage_lines(stage: StageState, *, is_next: bool, key_of: KeyOf,
             t.append(f"{printable(question)}: ", style="bold")
         t.append(printable(answer))
         more.append(t)
-    if stage.needs:
+    todo = is_next or stage.status not in ("done", "skipped", "running")
+    if stage.needs and todo:      # a done or skipped stage needs and runs nothing
         t = Text()
         t.append("needs: ", style="dim")
         t.append(printable(stage.needs))
         more.append(t)
     key = key_of(stage.key) or ("Enter" if enter else None)
-    if key or stage.command:
+    if (key or stage.command) and todo:
         t = Text()
         t.append("run: ", style="dim")
         if key:
@@ -143,7 +144,7 @@ def header_text(state: RunbookState | None, error: str | None) -> Text:
     if state is None:
         t.append(error or "reading the runbook's state…", style="dim")
         return t
-    t.append(f"seat held by {state.seat_holder} · read {zulu_time(state.read_at)}")
+    t.append(f"in the seat: {seat_phrase(state.seat_holder)} · read {zulu_time(state.read_at)}")
     if state.next is None and state.cycle_closed_at is not None:
         t.append(f" · cycle closed {zulu_time(state.cycle_closed_at, seconds=False)}; "
                  "Enter on fit starts a new one", style="bold green")
@@ -152,6 +153,8 @@ def header_text(state: RunbookState | None, error: str | None) -> Text:
     else:
         t.append(" · next: ")
         t.append(state.next.name, style="bold")
+        if state.next_why:       # it jumps over todo stages: say why, once
+            t.append(f"\n{printable(state.next_why)}", style="dim")
     branch = branch_of(state)
     if branch is not None:
         t.append("\nDecision ")

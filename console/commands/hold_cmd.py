@@ -224,7 +224,8 @@ def _status_data(nctx: Any, journal: Any, h: Any, now: Any, readonly: bool) -> d
 def _print_status(journal: Any, h: Any, out: dict[str, Any], now: Any) -> None:
     """:func:`status`'s text: the facts of :func:`_status_data` in lines."""
     if h is None:
-        print("no hold in this console's journal (every hold in it was released)"
+        print(("no hold in this console's journal (every hold in it was released)"
+               if hold_mod.holds(journal) else "no hold in the journal (none was ever placed)")
               if not out["foreign_leases"] else
               "no hold in this console's journal — but the node has a lease armed:")
     else:

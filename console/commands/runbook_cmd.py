@@ -48,6 +48,7 @@ from seat_console.actions.stages import (
     next_json,
     next_line,
     read_runbook,
+    seat_phrase,
     state_to_json,
 )
 from seat_console.commands import action_common as ac
@@ -118,15 +119,16 @@ def _z(s: StageState) -> str:
 
 
 def render(state: RunbookState) -> list[str]:
-    """The runbook as text lines: a head (who holds the seat, the cycle), one line per stage
+    """The runbook as text lines: a head (who is in the seat, the cycle), one line per stage
     (mark, name, status, when and by whom, evidence; the reason or what it needs under it),
-    the problems, and the ``next: …`` line. Marks: ✓ done, · todo, ✗ failed, ~ stale,
+    the problems, why the next stage jumps over todo ones (if it does) and the ``next: …``
+    line. Marks: ✓ done, · todo, ✗ failed, ~ stale,
     - skipped."""
     cyc = ("cycle closed at " + state.cycle_closed_at.strftime("%Y-%m-%d %H:%M:%SZ")
            if state.cycle_closed_at is not None else
            "cycle since " + state.cycle_started_at.strftime("%Y-%m-%d %H:%M:%SZ")
            if state.cycle_started_at is not None else "first cycle in this journal")
-    out = [f"runbook — the seat is held by: {state.seat_holder} · {cyc}"]
+    out = [f"runbook — in the seat: {seat_phrase(state.seat_holder)} · {cyc}"]
     for s in state.stages:
         here = "▶" if state.next is not None and s.name == state.next.name else " "
         who = f" {_z(s)} by {s.operator}" if s.at is not None and s.operator else ""
@@ -139,6 +141,8 @@ def render(state: RunbookState) -> list[str]:
             out.append(f"      needs {s.needs}; `{s.command}`")
     for p in state.problems:
         out.append(f"  problem: {p}")
+    if state.next_why:
+        out.append(state.next_why)
     out.append(next_line(state))
     return out
 
