@@ -52,6 +52,8 @@ def test_the_tui_compare_runs_the_smallest_design_that_can_reach_a_claim(monkeyp
         assert not cmp_mod.forecast(j, "ABBA", run.opts.rounds - 1,
                                     hold_active=True)["can_claim"]   # and no bigger than needed
     assert len(run.legs) == 4 * run.opts.rounds
+    ctl.compare_rounds = 1          # chosen on the confirmation ("1 round instead")
+    assert rb._make_compare(ctl, None, None, None, lambda _l: None).opts.rounds == 1
 
 
 def test_the_compare_jumping_over_swap_and_probe_says_why(tmp_path) -> None:
@@ -108,19 +110,19 @@ def test_hold_status_on_a_fresh_journal_says_there_never_was_a_hold(capsys) -> N
     assert "no hold in the journal" in out and "released" not in out
 
 
-class _LogApp(App[None]):
+class _OneScreenApp(App[None]):
     def __init__(self, screen: RunLogScreen) -> None:
         super().__init__()
-        self.log_screen = screen
+        self.first = screen
 
     def on_mount(self) -> None:
-        self.push_screen(self.log_screen)
+        self.push_screen(self.first)
 
 
 async def test_the_run_log_wraps_long_lines_and_says_when_the_run_ended() -> None:
     long = "build: step " + " ".join(f"word{i:03d}" for i in range(40)) + " THE-END"
     screen = RunLogScreen("Build the backport", ["short", long])
-    app = _LogApp(screen)
+    app = _OneScreenApp(screen)
     async with app.run_test(size=(80, 24)) as pilot:
         await wait_for(pilot, lambda: app.screen is screen and screen.query(RichLog), "log")
         log = screen.query_one(RichLog)
@@ -132,3 +134,44 @@ async def test_the_run_log_wraps_long_lines_and_says_when_the_run_ended() -> Non
         screen.mark_ended()
         await pilot.pause()
         assert "run ended: Esc close" in title() and "goes on" not in title()
+
+
+def test_the_compare_confirmation_offers_the_other_design_and_plans_it_again() -> None:
+    """The confirmation's buttons: run the design shown, or plan the other one (1 round ⇄ the
+    fewest that can claim), planned and confirmed again with its own cost line."""
+    from seat_console.tui import runbook as rb
+
+    need = cmp_mod.claim_rounds("ABBA")
+    plan = rb.ComparePlan(SimpleNamespace(ok=True, lines=[], text_lines=lambda: []), [],
+                          need)
+    _q, labels = rb.confirm_labels(rb.FLOWS["compare"], "Compare?", plan, deferred=False)
+    assert labels["yes_label"] == f"Run {need} rounds"
+    assert labels["alt_label"] == "1 round instead" and "INCONCLUSIVE" in labels["note"]
+    replans: list = []
+    ctl = SimpleNamespace(compare_rounds=None, _read_plan=replans.append)
+    rb.RunbookController._answered(ctl, rb.FLOWS["compare"], "Compare?", plan, "alt")
+    assert ctl.compare_rounds == 1 and replans == [rb.FLOWS["compare"]]
+    one = rb.ComparePlan(plan.plan, [], 1)
+    assert rb.confirm_labels(rb.FLOWS["compare"], "Compare?", one, deferred=False)[1]["alt_label"] == \
+        f"{need} rounds instead"
+    rb.RunbookController._answered(ctl, rb.FLOWS["compare"], "Compare?", one, "alt")
+    assert ctl.compare_rounds == need and len(replans) == 2
+
+
+async def test_the_compare_confirmations_three_buttons_fit_80x24() -> None:
+    from textual.widgets import Button
+
+    from seat_console.tui import runbook as rb
+    from seat_console.widgets.confirm import ConfirmScreen
+
+    labels = rb.compare_labels(cmp_mod.claim_rounds("ABBA"))
+    screen = ConfirmScreen("Compare the resident and the candidate?", ["cost: 12 legs"] * 30,
+                           typed="seat-node", **labels)
+    app = _OneScreenApp(screen)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await wait_for(pilot, lambda: app.screen is screen and len(screen.query(Button)) == 3,
+                       "the buttons")
+        await pilot.pause()
+        for b in screen.query(Button):
+            assert 0 <= b.region.x and b.region.right <= 80 and b.region.bottom <= 24, b.label
+            assert str(b.label) in (labels["yes_label"], labels["alt_label"], "Cancel")

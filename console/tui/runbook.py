@@ -239,11 +239,13 @@ def _make_restore(_ctl: RunbookController, journal: Any, nctx: Any, observer: An
 class ComparePlan:
     """The compare's plan for the confirmation: the bracket's legs named first (as
     ``seat-console compare --dry-run`` prints them), then the runbook's plan lines — whatever
-    they say (its cost forecast included). ``ok``, ``lines``, ``facts``: the plan's."""
+    they say (its cost forecast included). ``ok``, ``lines``, ``facts``: the plan's;
+    ``rounds``: the bracket's rounds (the confirmation offers the other design)."""
 
-    def __init__(self, plan: Any, head: list[str]) -> None:
+    def __init__(self, plan: Any, head: list[str], rounds: int = 1) -> None:
         self.plan = plan
         self.head = head
+        self.rounds = rounds
         self.ok = plan.ok
         self.lines = plan.lines
         self.facts = getattr(plan, "facts", None)
@@ -275,7 +277,8 @@ class CompareRun:
             f"{x.name} (round {x.round}, pair {x.pair})" for x in self.legs) + "; pairs "
             + ", ".join(f"{a.name}-{b.name}" for a, b in pairs(self.legs))]
         cost = self.cost_line()
-        return ComparePlan(self.rb.plan(), head + ([cost] if cost else []))
+        return ComparePlan(self.rb.plan(), head + ([cost] if cost else []),
+                           max((x.round for x in self.legs), default=1))
 
     def cost_line(self) -> str | None:
         """``cost: …``: :func:`seat_console.actions.compare.forecast`'s line (minutes from this
@@ -323,9 +326,10 @@ def _make_compare(ctl: RunbookController, journal: Any, nctx: Any, observer: Any
     if loaded.profile.swap is None:
         raise LookupError(f"{loaded.source} has no [swap] section: there is no candidate to "
                           "compare (see docs/evidence.md)")
-    # the smallest design that can reach a claim: one round only ever reads INCONCLUSIVE
+    # default the smallest design that can reach a claim (one round only reads INCONCLUSIVE);
+    # the confirmation's other button plans one round (ctl.compare_rounds)
     opts = cmp_mod.CompareOptions(on_log=on_log)
-    opts.rounds = cmp_mod.claim_rounds(opts.order)
+    opts.rounds = getattr(ctl, "compare_rounds", None) or cmp_mod.claim_rounds(opts.order)
     rb, cmp_dir = cmp_mod.build_compare(nctx, journal, options=opts, observer=observer)
     return CompareRun(rb, cmp_dir, opts, nctx, plan_bracket(opts.order, opts.rounds), on_log,
                       journal)
@@ -408,6 +412,8 @@ def confirm_labels(flow: Flow, question: str, plan: Any, *,
     plan forecasts timers firing at once (and not ``deferred`` already) offers both ways,
     each button saying what it does, and a note naming the timers. Pure."""
     facts = getattr(plan, "facts", None) or {}
+    if flow.kind == "compare" and isinstance(plan, ComparePlan):
+        return question, compare_labels(plan.rounds)
     if flow.kind == "build" and facts.get("no_op"):
         return ("Nothing to build: the backport image was already built from these inputs.",
                 {"yes_label": "Record it (no build)", "no_label": "Close",
@@ -427,6 +433,25 @@ def confirm_labels(flow: Flow, question: str, plan: Any, *,
                  f"{timers} {'fires' if one else 'fire'} at once. {alt}: {timers} "
                  f"{'stays' if one else 'stay'} stopped until {at}, then "
                  f"{'starts' if one else 'start'}; the others start now.")}
+
+
+def compare_labels(rounds: int) -> dict[str, Any]:
+    """The compare confirmation's buttons for a bracket of ``rounds`` (ABBA): go with it, or
+    plan the other design — one round (quick, cannot reach a claim) or the fewest rounds that
+    can (:func:`seat_console.actions.compare.claim_rounds`); the plan's ``cost:`` line says
+    the minutes of the one shown. Pure."""
+    from seat_console.actions.compare import claim_rounds
+
+    need = claim_rounds("ABBA")
+    if rounds >= need:
+        return {"yes_label": f"Run {rounds} rounds", "alt_label": "1 round instead",
+                "note": f"Run {rounds} rounds: can reach a claim. 1 round instead: quicker, "
+                        "but it can only read INCONCLUSIVE (its plan and cost are shown "
+                        "first)."}
+    return {"yes_label": f"Run {rounds} round{'s' if rounds > 1 else ''}",
+            "alt_label": f"{need} rounds instead",
+            "note": f"Run {rounds}: cannot reach a claim (INCONCLUSIVE at best). {need} rounds "
+                    "instead: can (its plan and cost are shown first)."}
 
 
 class RunbookController:
@@ -452,6 +477,9 @@ class RunbookController:
         """The facts of the plan confirmed last (``None`` while one is read): the run builds
         its runbook from them where the plan fixed a name (the hold's ID and lease unit)."""
         self.defer_firing: datetime | None = None
+        self.compare_rounds: int | None = None
+        """The compare's rounds chosen on its confirmation; ``None``: the fewest that can
+        reach a claim."""
         """The release being planned keeps the timers that would fire at once stopped until
         this UTC time (the confirmation's "defer those" choice); ``None``: start them now."""
         from seat_console.tui.probe_tui import ProbeController
@@ -493,6 +521,8 @@ class RunbookController:
             return
         if kind in DEFERRING:
             self.defer_firing = None
+        if kind == "compare":
+            self.compare_rounds = None   # the default design again (compare_labels)
         self._read_plan(flow)
 
     def _busy_key(self, kind: str) -> None:
@@ -564,6 +594,13 @@ class RunbookController:
             # "defer <timer>: keep it stopped until …" for each)
             self.defer_firing = datetime.now(timezone.utc) + timedelta(seconds=DEFER_FIRING_S)
             self._read_plan(flow)
+            return
+        if yes == "alt" and flow.kind == "compare":
+            from seat_console.actions.compare import claim_rounds
+
+            need = claim_rounds("ABBA")
+            self.compare_rounds = 1 if getattr(plan, "rounds", need) >= need else need
+            self._read_plan(flow)     # planned (its cost) and confirmed again
             return
         if not yes:
             self.app.notify(f"{flow.kind}: cancelled; nothing changed")
