@@ -93,6 +93,10 @@ class RunbookState:
     cycle_closed_at: datetime | None = None
     """When the cycle shown was closed by a release (``None``: it is open). A closed cycle
     has ``next = None``; the next runbook step (``fit``) opens a new one."""
+    foreign_holds: tuple[str, ...] = ()
+    """Hold leases armed on the node by another console (not this journal's own hold), each
+    as ``hold --status`` names it (``seat-hold-…-lease.timer elapses … (in 9 min)``); both
+    fronts show them next to who is in the seat. ``()``: none, or the node was not read."""
     next_why: str = ""
     """Why :attr:`next` jumps over earlier ``todo`` stages, one line (``"compare first: it
     starts from the resident in the seat; swap and probe come after"``); ``""`` when it does
@@ -318,6 +322,24 @@ class _Reader:
         self.problems: list[str] = []
 
     # -- sources ----------------------------------------------------------------------------
+    def foreign_holds(self) -> tuple[str, ...]:
+        """Other consoles' hold leases on the node now (``systemctl``), as lines; an
+        unreadable node is a problem, never "none"."""
+        if self.nctx is None:
+            return ()
+        from seat_console.actions import hold as hold_mod
+        from seat_console.actions.node_ops import LeaseError, node_leases
+
+        try:
+            h = hold_mod.current_hold(self.journal)
+            own = h.lease_unit if h is not None else None
+            return tuple(hold_mod.foreign_lease_text(t, self.now)
+                         for t in node_leases(self.nctx.transport) if t.unit != own)
+        except (LeaseError, JournalError) as exc:
+            self.problems.append(f"the node's hold leases cannot be read ({exc}); "
+                                 "`seat-console hold --status` says what is known")
+            return ()
+
     def seat_holder(self) -> SeatHolder:
         if self.nctx is None:
             self.problems.append("the node was not read (no node context): who holds the seat "
@@ -521,7 +543,8 @@ def _replace(s: StageState, **kw: Any) -> StageState:
 
 
 def read_runbook(nctx: Any, journal: Journal, *, runs_dir: Path | None = None,
-                 now: datetime | None = None, seat: SeatHolder | None = None) -> RunbookState:
+                 now: datetime | None = None, seat: SeatHolder | None = None,
+                 leases: bool = False) -> RunbookState:
     """The runbook's state, read now from the node (``nctx``: who holds the seat, by docker;
     ``None``: not read, said in ``problems``), the journal (every stage's runs) and the run
     store (``runs_dir``, default the probe store's; each probe run's summary).
@@ -562,10 +585,13 @@ def read_runbook(nctx: Any, journal: Journal, *, runs_dir: Path | None = None,
     ``entries()`` returns its rows in ``seq`` order and raises
     :class:`~seat_console.actions.journal.JournalError` (the exporter's read-only reader).
     ``seat``: who holds the seat when the caller read it already (then docker is not read).
-    """
+    ``leases``: also read the hold leases armed on the node by other consoles
+    (:attr:`RunbookState.foreign_holds`; one more ``systemctl`` read, so only the fronts that
+    show them ask)."""
     now = now or datetime.now(UTC)
     rd = _Reader(nctx, journal, runs_dir, now)
     holder = rd.seat_holder() if seat is None else seat
+    foreign = rd.foreign_holds() if leases and seat is None else ()
     try:
         entries = journal.entries()
     except JournalError as exc:
@@ -714,6 +740,7 @@ def read_runbook(nctx: Any, journal: Journal, *, runs_dir: Path | None = None,
     down = downtimes(entries)
     return RunbookState(stages, nxt, holder, now, tuple(rd.problems),
                         cycle_started_at=started_at, cycle_closed_at=closed_at, next_why=why,
+                        foreign_holds=foreign,
                         seat_downtime=downtime_line(down[-1] if down else None))
 
 
@@ -750,7 +777,8 @@ def state_to_json(state: RunbookState) -> dict[str, Any]:
     """``state`` as a JSON-ready dict: ``stages`` (each: ``name``, ``status``, ``at`` ISO 8601
     ``Z`` or ``None``, ``operator``, ``evidence``, ``needs``, ``key``, ``command``,
     ``reason``), ``next`` (the same for the next stage, or ``None``), ``seat_holder``,
-    ``read_at``, ``cycle_started_at``, ``cycle_closed_at``, ``next_why``, ``problems``."""
+    ``read_at``, ``cycle_started_at``, ``cycle_closed_at``, ``next_why``, ``foreign_holds``,
+    ``problems``."""
     def one(s: StageState | None) -> dict[str, Any] | None:
         if s is None:
             return None
@@ -764,7 +792,8 @@ def state_to_json(state: RunbookState) -> dict[str, Any]:
             else _z(state.cycle_started_at),
             "cycle_closed_at": None if state.cycle_closed_at is None
             else _z(state.cycle_closed_at),
-            "next_why": state.next_why, "problems": list(state.problems)}
+            "next_why": state.next_why, "foreign_holds": list(state.foreign_holds),
+            "problems": list(state.problems)}
 
 
 def next_json(state: RunbookState) -> dict[str, Any]:

@@ -90,6 +90,18 @@ def test_the_seat_line_says_who_is_in_it_not_a_hold() -> None:
         dataclasses.replace(st, seat_holder="candidate"), None).plain
 
 
+def test_a_hold_by_another_console_is_shown_next_to_who_is_in_the_seat() -> None:
+    from seat_console.actions.stages import state_to_json
+    from seat_console.commands.runbook_cmd import render as text_lines
+
+    lease = "seat-hold-20261205t081500z-9f3c-lease.timer elapses 2026-12-05T09:15:00Z (in 40 min)"
+    st = dataclasses.replace(recorded_runbook(3), foreign_holds=(lease,))
+    for line in (header_text(st, None).plain.splitlines()[1], text_lines(st)[0]):
+        assert f"in the seat: the resident · held by another console: {lease}" in line, line
+    assert state_to_json(st)["foreign_holds"] == [lease]
+    assert "another console" not in header_text(recorded_runbook(3), None).plain
+
+
 def test_done_and_skipped_stages_show_no_needs_or_run_line() -> None:
     st = recorded_runbook(3, statuses={"image": "skipped"})
     keys = lambda _k: "g"   # noqa: E731 - every stage has a key here

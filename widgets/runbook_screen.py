@@ -144,7 +144,10 @@ def header_text(state: RunbookState | None, error: str | None) -> Text:
     if state is None:
         t.append(error or "reading the runbook's state…", style="dim")
         return t
-    t.append(f"in the seat: {seat_phrase(state.seat_holder)} · read {zulu_time(state.read_at)}")
+    t.append(f"in the seat: {seat_phrase(state.seat_holder)}")
+    for fh in state.foreign_holds:       # a hold by another console, next to it
+        t.append(f" · held by another console: {printable(fh)}", style="bold yellow")
+    t.append(f" · read {zulu_time(state.read_at)}")
     if state.next is None and state.cycle_closed_at is not None:
         t.append(f" · cycle closed {zulu_time(state.cycle_closed_at, seconds=False)}; "
                  "Enter on fit starts a new one", style="bold green")

@@ -101,7 +101,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def read_state(nctx: NodeContext, journal: Journal) -> RunbookState:
     """The runbook's state now (:func:`read_runbook` with the default run store)."""
-    return read_runbook(nctx, journal)
+    return read_runbook(nctx, journal, leases=True)
 
 
 def run(args: argparse.Namespace, loaded: LoadedProfile) -> int:
@@ -128,7 +128,8 @@ def render(state: RunbookState) -> list[str]:
            if state.cycle_closed_at is not None else
            "cycle since " + state.cycle_started_at.strftime("%Y-%m-%d %H:%M:%SZ")
            if state.cycle_started_at is not None else "first cycle in this journal")
-    out = [f"runbook — in the seat: {seat_phrase(state.seat_holder)} · {cyc}"]
+    held = "".join(f" · held by another console: {fh}" for fh in state.foreign_holds)
+    out = [f"runbook — in the seat: {seat_phrase(state.seat_holder)}{held} · {cyc}"]
     for s in state.stages:
         here = "▶" if state.next is not None and s.name == state.next.name else " "
         who = f" {_z(s)} by {s.operator}" if s.at is not None and s.operator else ""

@@ -59,7 +59,7 @@ def read_state(app: Any) -> Any:
     reader = getattr(stages, "read_runbook", None)
     if reader is None:
         raise LookupError(NO_READER)
-    return with_journal(app, lambda journal, nctx: reader(nctx, journal))
+    return with_journal(app, lambda journal, nctx: reader(nctx, journal, leases=True))
 
 
 class RunbookRead(Message):
