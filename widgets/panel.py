@@ -46,6 +46,7 @@ from rich.text import Text
 from textual import events
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
+from textual.css.query import NoMatches
 from textual.widget import Widget
 from textual.widgets import Static
 
@@ -518,6 +519,15 @@ class SourcePanel(Widget):
                 set_text_if_changed(self.query_one("#panel-compact", Static), compact)
             else:
                 self.render_reading(reading)
+        except NoMatches as exc:
+            if self.is_attached and self.children:
+                self._show_render_error(exc)
+                return
+            # the panel's children are gone: the app is tearing the screen down (Ctrl-C during
+            # start-up, quit) while a reading arrived; nothing to draw, nothing to report (a
+            # logged traceback would land on the terminal the console just restored)
+            log.debug("panel %s: reading arrived while the screen is torn down",
+                      self.source_name)
         except Exception as exc:  # noqa: BLE001 - shown in the panel, logged
             self._show_render_error(exc)
         else:
