@@ -29,8 +29,6 @@ found, or the journal cannot be read or written; 2 usage.
 from __future__ import annotations
 
 import argparse
-import json
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -64,7 +62,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=ac.ends_with_next(run), needs_profile=False)
 
 
-from seat_console.actions.read_stages import newest_bracket  # noqa: E402 - the one copy
+from seat_console.actions.read_stages import make_decision  # noqa: E402 - the one copy
 
 
 def _fail(msg: str, code: int, json_mode: bool) -> int:
@@ -73,10 +71,8 @@ def _fail(msg: str, code: int, json_mode: bool) -> int:
 
 def run(args: argparse.Namespace, _loaded: Any) -> int:
     """``decide``: exit codes in the module docstring."""
-    from seat_console.actions import compare as cmp_mod
     from seat_console.actions import decide as dec
     from seat_console.actions.journal import JournalError
-    from seat_console.evidence import report as rp
     from seat_console.evidence.decision import render_lines
     from seat_console.evidence.runs import RunError
 
@@ -86,37 +82,18 @@ def run(args: argparse.Namespace, _loaded: Any) -> int:
     except JournalError as exc:
         return _fail(str(exc), EXIT_ERROR, args.json)
     try:
-        sources = list(args.runs)
-        if not sources:
-            d = newest_bracket(journal, data_root)
-            if d is None:
-                return _fail("no compare bracket found (run `seat-console compare`, or give "
-                             "RUN…)", EXIT_ERROR, args.json)
-            sources = [str(d)]
-        at = datetime.now(UTC).replace(microsecond=0)
         try:
-            inputs = rp.load_inputs(sources, data_root)
+            made = make_decision(journal, list(args.runs), data_root)
+        except LookupError as exc:
+            return _fail(str(exc), EXIT_ERROR, args.json)
         except RunError as exc:
             return _fail(str(exc), EXIT_ERROR, args.json)
-        rep = json.loads(jsonout.dumps(rp.build_report(inputs, now=at), default=str))
-        facts = dec.decision_facts(rep)
-        decision = rep["decision"]
-        cost = None
-        if decision.get("rounds_needed"):
-            order = (rep.get("comparison") or {}).get("order") or "ABBA"
-            try:
-                cost = cmp_mod.forecast(journal, str(order), int(decision["rounds_needed"]),
-                                        data_root=data_root)
-            except ValueError:
-                cost = None
-            if cost is not None:
-                when = (f"≈ {cost['minutes']:.0f} min on this node" if cost["minutes"]
-                        is not None else "no forecast: no measurement yet on this node")
-                facts["needs"] = f"{facts['needs']} ({when})"
+        decision, facts, cost, at = made.decision, made.facts, made.cost, made.at
+        sources_read = list(made.sources)
         row = None
         if not args.dry_run:
             row = dec.record_decision(journal, facts, at=at,
-                                      inputs={"sources": list(inputs.sources)},
+                                      inputs={"sources": sources_read},
                                       output=f"{facts['decision']}: {decision.get('why')}")
     except JournalError as exc:
         return _fail(str(exc), EXIT_ERROR, args.json)
@@ -124,7 +101,7 @@ def run(args: argparse.Namespace, _loaded: Any) -> int:
         journal.close()
     if args.json:
         print(jsonout.dumps({"ok": True, "dry_run": args.dry_run, "decision": decision,
-                          "facts": facts, "cost": cost, "inputs": list(inputs.sources),
+                          "facts": facts, "cost": cost, "inputs": sources_read,
                           "journaled": None if row is None else {"seq": row.seq,
                                                                  "run_id": row.run_id}},
                             indent=2))
@@ -132,7 +109,7 @@ def run(args: argparse.Namespace, _loaded: Any) -> int:
     lines = render_lines(decision)
     if cost is not None:
         lines += ["", f"Cost of what would decide it: {cost['text']}"]
-    lines += ["", "Inputs: " + ", ".join(inputs.sources),
+    lines += ["", "Inputs: " + ", ".join(sources_read),
               f"Report SHA-256: {facts['report_sha256']} (built at {at.isoformat()})",
               ("Not journaled (--dry-run)." if row is None else
                f"Journaled: decide row {row.seq} (run {row.run_id}).")]

@@ -43,7 +43,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 from seat_console.actions.read_stages import (  # noqa: E402 - the one copy (the TUI's too)
-    _swap_image_id,
+    check_images,
     python_bin,
 )
 from seat_console.actions.read_stages import image_targets as images  # noqa: E402
@@ -51,8 +51,6 @@ from seat_console.actions.read_stages import image_targets as images  # noqa: E4
 
 def run(args: argparse.Namespace, loaded: LoadedProfile) -> int:
     """Check, print, journal; exit codes in the module docstring."""
-    from seat_console.sources.image_caps import inspect_image
-
     prog = "seat-console image-check"
     cand = loaded.profile.candidate
     req = cand.requires if cand is not None else None
@@ -84,26 +82,11 @@ def run(args: argparse.Namespace, loaded: LoadedProfile) -> int:
                              f"({loaded.profile.node.docker_host or '$DOCKER_HOST'}): {exc}",
                        EXIT_UNKNOWN, args.json)
     try:
-        vols = list(loaded.profile.swap.volumes) if loaded.profile.swap else []
-        caps = [inspect_image(client, r, i, req, python_bin=python_bin(loaded), volumes=vols)
-                for r, i in targets]
-        swap_id, swap_described = _swap_image_id(loaded, client)
+        check = check_images(loaded, client)
     finally:
         client.close()
-    used = next((c for c in caps if swap_id and c.image_id == swap_id), None)
-    ok = used.has if used is not None else None
-    having = [c for c in caps if c.has]
-    if used is not None:
-        verdict = f"the image the swap will use ({used.role} {used.image}) {used.verdict_words()}"
-    else:
-        verdict = f"cannot tell for the swap's image: {swap_described}"
-    if ok is not True and having:
-        verdict += "; " + ", ".join(f"{c.role} {c.image} has it" for c in having)
-    elif ok is not True:
-        verdict += "; no image checked has it"
-    doc = {"ok": ok, "verdict": verdict, "swap_image_id": swap_id,
-           "requires": req.model_dump(mode="json"),
-           "images": {c.image: c.model_dump(mode="json") for c in caps}}
+    caps, used, doc = check.caps, check.used, check.doc
+    ok, verdict = doc["ok"], doc["verdict"]
     _journal(loaded, doc)
     if args.json:
         print(jsonout.dumps(doc, indent=2))
