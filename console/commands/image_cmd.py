@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-import uuid
 from typing import Any
 
 from seat_console.commands import action_common as ac
@@ -45,6 +44,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 from seat_console.actions.read_stages import (  # noqa: E402 - the one copy (the TUI's too)
     check_images,
     python_bin,
+    record_image_check,
 )
 from seat_console.actions.read_stages import image_targets as images  # noqa: E402
 
@@ -112,18 +112,9 @@ def _journal(loaded: LoadedProfile, doc: dict[str, Any]) -> None:
     that cannot be written is said on stderr, the answer still printed."""
     from seat_console.actions.journal import JournalError
 
-    outcome = {True: "done", False: "failed"}.get(doc["ok"], "unknown")  # type: ignore[arg-type]
-    facts = {"ok": doc["ok"], "verdict": doc["verdict"], "swap_image_id": doc["swap_image_id"],
-             "images": {ref: {"role": c["role"], "image_id": c["image_id"], "has": c["has"],
-                              "found": [x["evidence"] for x in c["checks"] if x["ok"] is True],
-                              "missed": [x["evidence"] for x in c["checks"]
-                                         if x["ok"] is not True]}
-                        for ref, c in doc["images"].items()}}
     try:
         with ac.open_journal() as j:
-            j.append(run_id=f"image-check-{uuid.uuid4().hex[:12]}", runbook="image-check",
-                     kind="end", outcome=outcome, facts=facts,
-                     profile_sha256=loaded.sha256)
+            record_image_check(j, loaded, doc)
     except JournalError as exc:
         print(f"seat-console image-check: not journaled: {exc}", file=sys.stderr)
 
