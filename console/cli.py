@@ -349,7 +349,16 @@ def _no_terminal(stdin: object = None, stdout: object = None) -> str | None:
 
 def _run_tui(args: argparse.Namespace) -> int:
     """The TUI: the first frame (header + each card's memory, :mod:`seat_console.tui.first_frame`)
-    before pydantic and Textual load, then the profile validated, then the app."""
+    before pydantic and Textual load, then the profile validated, then the app; the process
+    ends through :func:`seat_console.tui.first_frame.end_process` (no thread left to the
+    interpreter's finalization)."""
+    rc = _run_tui_app(args)
+    from seat_console.tui import first_frame
+
+    return first_frame.end_process(rc)
+
+
+def _run_tui_app(args: argparse.Namespace) -> int:
     refusal = None if served() else _no_terminal()
     if refusal is not None:
         print(refusal, file=sys.stderr)

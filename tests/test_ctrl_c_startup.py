@@ -178,3 +178,34 @@ def test_no_sigint_nothing_pending(interrupt_state):
     ff = interrupt_state
     ff.set_interrupt_hook(lambda: None)
     assert not ff.interrupt_pending() and ff.run_pending_interrupt() is False
+
+
+END_PROCESS_CHILD = r"""
+import atexit, sys, threading
+from seat_console.tui import first_frame
+stuck = threading.Event()
+threading.Thread(target=stuck.wait, daemon=True).start()     # never ends by itself
+atexit.register(lambda: print("atexit ran", flush=True))
+print("returned", first_frame.end_process(7, grace_s=0.2), flush=True)
+"""
+
+
+@pytest.mark.parametrize("on_terminal", [True, False])
+def test_end_process_leaves_no_thread_to_the_interpreters_finalization(tmp_path, on_terminal):
+    """A thread still alive after the grace: on a terminal the process ends at once with the
+    exit code, after the atexit handlers (never reaching finalization, where glibc aborted an
+    unwind once in 50 starts); off a terminal (a test calling it in-process) it returns."""
+    import subprocess
+
+    if on_terminal:
+        proc, master = pty_helpers.spawn_python(["-c", END_PROCESS_CHILD])
+        try:
+            out = pty_helpers.drain(proc, master, 60)
+        finally:
+            pty_helpers.close(proc, master)
+        assert proc.returncode == 7, out
+        assert b"atexit ran" in out and b"returned" not in out, out
+    else:
+        r = subprocess.run([sys.executable, "-c", END_PROCESS_CHILD], capture_output=True,
+                           text=True, timeout=60, check=False)
+        assert r.returncode == 0 and "returned 7" in r.stdout, r

@@ -564,3 +564,41 @@ __all__ = ["ENTER", "LEAVE", "RESTORE", "WAIT_FOR_READING_S", "draw_before_profi
            "is_terminal", "leave", "nvml_lines", "raise_if_interrupted", "raw_identity", "render",
            "run_pending_interrupt",
            "set_interrupt_hook", "wanted"]
+
+
+THREAD_GRACE_S = 2.0
+"""How long :func:`end_process` waits for the process's other threads to end (seconds)."""
+
+
+def end_process(rc: int, grace_s: float = THREAD_GRACE_S) -> int:
+    """The TUI's last act, after the terminal is restored: returns ``rc`` (the exit code) — or
+    does not return, exiting the process with ``rc`` at once.
+
+    Threads still alive when the interpreter finalizes (a reading blocked in a socket or a
+    C call) are unwound by CPython with ``pthread_exit``; on the loaded 2-core CI machine
+    glibc once aborted such an unwind ("FATAL: exception not rethrown", exit −6) in 50
+    interrupted starts, after the terminal had been given back. So this waits up to
+    ``grace_s`` for the other threads; if any is still alive and the console runs on a
+    terminal (the real TUI, not a test calling it in-process), it runs the ``atexit`` handlers
+    (a probe's stop-and-wait among them), flushes stdout and stderr and leaves with
+    ``os._exit(rc)``: nothing is left for finalization to do (the journal commits each row).
+    """
+    import time
+
+    end = time.monotonic() + grace_s
+    for t in threading.enumerate():
+        if t is not threading.current_thread() and t.is_alive():
+            t.join(max(0.0, end - time.monotonic()))
+    alive = [t for t in threading.enumerate()
+             if t is not threading.current_thread() and t.is_alive()]
+    if not alive or not is_terminal(sys.stdout):
+        return rc
+    import atexit
+
+    atexit._run_exitfuncs()
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError, AttributeError):
+            pass
+    os._exit(rc)
