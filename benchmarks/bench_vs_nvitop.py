@@ -244,8 +244,8 @@ def main(argv: list[str] | None = None) -> int:
     print(f"\n{'':22}{'seat-console':>14}{'nvitop':>12}{'ratio':>8}")
     for k in keys:
         a, b, r = means["seat-console"][k], means["nvitop"][k], ratios[k]
-        print(f"{k:22}{'n/a' if a is None else f'{a:14.3f}'}"
-              f"{'n/a' if b is None else f'{b:12.3f}'}{'n/a' if r is None else f'{r:8.2f}'}")
+        print(f"{k:22}{'n/a' if a is None else f'{a:.3f}':>14}"
+              f"{'n/a' if b is None else f'{b:.3f}':>12}{'n/a' if r is None else f'{r:.2f}':>8}")
     if "profile" in result:
         p = result["profile"]
         print("\npy-spy:", p.get("error") or f"{p['samples']} samples")

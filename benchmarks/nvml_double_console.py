@@ -31,7 +31,9 @@ def install(init_s: float = 0.0) -> object:
     from nvml_double import FakeProcess, NvmlDouble, h200_pair
 
     cards = h200_pair()
-    cards[0].processes = [FakeProcess(pid=4242, used=100 * 2**30)]  # a process holds a card
+    held = 100 * 2**30   # a process holds most of card 0, as on the GPU machine's runs
+    cards[0].processes = [FakeProcess(pid=4242, used=held)]
+    cards[0].used = held + 9_240_576   # + memory NVML attributes to no process (docs/validation.md)
     double = NvmlDouble(cards)
     if init_s > 0:
         real_init = double.nvmlInit
