@@ -132,7 +132,7 @@ def session(cmd: str, *, cols: int, rows: int, seconds: float, warmup: float,
 def profile(cmd: str, seconds: float, cols: int, rows: int, out_dir: Path) -> dict:
     """Run ``cmd`` in a pty under ``py-spy record`` (raw collapsed stacks) for ``seconds``;
     summarise the samples by function (inclusive and self share)."""
-    pyspy = shutil.which("py-spy")
+    pyspy = shutil.which("py-spy") or shutil.which("py-spy", path=str(Path(sys.executable).parent))
     if pyspy is None:
         return {"error": "py-spy not installed"}
     raw = out_dir / "pyspy-seat-console.txt"
