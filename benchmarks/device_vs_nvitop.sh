@@ -16,12 +16,14 @@
 # device.log (everything printed), nvidia-smi.csv, panel_vs_smi.json, vs_nvitop.json,
 # first_frames.json, panel_vs_smi_end.json, pyspy.txt (only with PROFILE_S).
 #
-# Environment: PY (interpreter, default python3); HOLD_FRACTION; ORDER (default ABBA);
+# Environment: PY (interpreter, default python3); HOLD_FRACTION; ORDER (default ABBA) and
+# SHORT_ORDER (the short sessions', default ABBA);
 # PROFILE_S (py-spy seconds after the sessions, default 0: none); EXTRAS=1 also runs
 # import_cost.py and rss_breakdown.py into the log. NVML_DOUBLE=1 rehearses the same steps on
 # a machine without a GPU: the console and the panel check read the NVML double
 # (benchmarks/nvml_double_console.py), SMI names a stand-in for nvidia-smi, nothing is held,
-# NVITOP_CMD replaces nvitop (which needs a real NVML), and INSTALL=0 skips the install.
+# NVITOP_CMD replaces nvitop (which needs a real NVML; give a stand-in, or ORDER and
+# SHORT_ORDER without B), and INSTALL=0 skips the install.
 set -u
 out=${1:?usage: device_vs_nvitop.sh OUT_DIR [SECONDS]}
 secs=${2:-60}
@@ -93,8 +95,8 @@ echo "== A/B/B/A, ${secs} s windows (A = seat-console, B = nvitop)"
 $py benchmarks/bench_vs_nvitop.py --order "$order" --seconds "$secs" --warmup 5 \
   --seat-cmd "$seat_cmd" --nvitop-cmd "$nvitop_cmd" --json "$out/vs_nvitop.json"
 
-echo "== start-up: four short sessions A/B/B/A"
-$py benchmarks/bench_vs_nvitop.py --order ABBA --seconds 2 --warmup 3 \
+echo "== start-up: short sessions ${SHORT_ORDER:-ABBA}"
+$py benchmarks/bench_vs_nvitop.py --order "${SHORT_ORDER:-ABBA}" --seconds 2 --warmup 3 \
   --seat-cmd "$seat_cmd" --nvitop-cmd "$nvitop_cmd" --json "$out/first_frames.json"
 
 if [ "${PROFILE_S:-0}" != 0 ]; then
