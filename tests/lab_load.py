@@ -47,7 +47,13 @@ class Load:
     streams: int = 8
     max_tokens: int = 24
     backoff_s: float = 0.2
+    recover_then_stop: int = 0
+    """0: send until :meth:`stop`. N > 0: once the seat went down (a request refused or lost)
+    and then completed N requests that started after the last such one, set :attr:`recovered`
+    and stop sending — what a runbook does after the seat's next engine serves (its release:
+    timers, silence, lease) then runs without the load's CPU on this 2-core machine."""
     done: list[tuple[float, float, str]] = field(default_factory=list)
+    recovered: threading.Event = field(default_factory=threading.Event)
     _stop: threading.Event = field(default_factory=threading.Event)
     _threads: list[threading.Thread] = field(default_factory=list)
 
@@ -89,8 +95,17 @@ class Load:
                 t0 = time.time()
                 out = self._one(client)
                 self.done.append((t0, time.time(), out))
+                if self.recover_then_stop and self._seat_recovered():
+                    self.recovered.set()
+                    self._stop.set()
                 if out.startswith("refused"):
                     self._stop.wait(self.backoff_s)
+
+    def _seat_recovered(self) -> bool:
+        done = list(self.done)
+        bad = [d[1] for d in done if d[2] != "ok"]
+        return bool(bad) and sum(1 for d in done if d[0] >= max(bad) and d[2] == "ok") \
+            >= self.recover_then_stop
 
     def start(self) -> Load:
         """Start the client threads; returns ``self``."""

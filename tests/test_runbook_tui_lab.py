@@ -14,12 +14,13 @@ found (resident serving, no hold, timers as before).
 
 from __future__ import annotations
 
+import json
 import time
 from pathlib import Path
 
 import pytest
-from lab_helpers import (exclusive_lab, node_transport, restore_seat, serving, state_env,
-                         timers_active)
+from lab_helpers import (PROBE_CONTAINER, exclusive_lab, node_transport, restore_seat, seat_cli,
+                         serving, state_env, timers_active)
 
 from app_fixtures import CountingPanel, CountingSource, FakeClock
 from seat_console.core.profile import load_profile
@@ -128,6 +129,73 @@ def test_a_new_engineer_reaches_a_decision_and_keeps_the_resident_by_enter(
         finally:
             restore_seat(lab, env, node, before)
         assert serving(lab) and timers_active(node, lab.timers) == before
+        with lab.docker_client() as client:
+            assert client.containers.get(lab.resident_container).attrs["State"]["Running"]
+            assert not client.containers.list(filters={"name": PROBE_CONTAINER})
+    _the_brackets_evidence(lab, env, tmp_path)
+
+
+def _journal(lab, env) -> list[dict]:
+    """The test's journal, read back through ``seat-console journal --json``."""
+    r = seat_cli(lab.profile_path, env, "journal", "--json", timeout=120)
+    assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
+    doc = json.loads(r.stdout)
+    assert doc["bad_rows"] == [], doc["bad_rows"]
+    return doc["rows"]
+
+
+def _the_brackets_evidence(lab, env, tmp_path: Path) -> None:
+    """The A/B/B/A bracket the screen ran (resident vs the backport, one round), checked as
+    evidence through the CLI that reads it back: identities, matched populations, fresh
+    incarnations, fidelity, the report verified against its raw files, and the decision.
+    (This was a separate CLI compare test, which restarted vLLM four more times.)"""
+    rows = _journal(lab, env)
+    (cmp_dir,) = {r["facts"]["cmp_dir"] for r in rows if r["runbook"] == "compare"
+                  and r["facts"].get("cmp_dir")}
+    backport = [r["facts"]["image_id"] for r in rows if r["runbook"] == "build-backport"
+                and r["facts"].get("image_id")]
+    assert backport, [(r["runbook"], r["kind"]) for r in rows]
+    r = seat_cli(lab.profile_path, env, "report", "--json", cmp_dir, timeout=300)
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    rep = json.loads(r.stdout)
+    assert rep["comparison"]["status"] == "complete", rep["comparison"]
+    assert rep["simultaneity"]["simultaneous"]
+    names = [run["name"] for a in ("A", "B") for run in rep["arms"][a]["runs"]]
+    assert sorted(names) == ["A1", "A4", "B2", "B3"]
+    assert rep["retained"] == [], rep["retained"]
+    # identities: resident by digest vs the backport image, same served model
+    a_id, b_id = rep["arms"]["A"]["identity"], rep["arms"]["B"]["identity"]
+    assert a_id["image_id"] == lab.engine_image_id and b_id["image_id"] == backport[-1]
+    assert a_id["served_model"] == b_id["served_model"]
+    # B's base image digest, from the backport's label (a local build has no repo digest)
+    assert b_id["base_digest"] and "@sha256:" in b_id["base_digest"], b_id
+    assert a_id["base_digest"] is None
+    assert rep["arms"]["A"]["identity_consistent"] and rep["arms"]["B"]["identity_consistent"]
+    # matched populations: every phase expected = attempted = completed in every leg
+    for ph in rep["phases"]:
+        assert all(row["complete"] for row in ph["rows"]), ph
+    # fresh incarnations: four distinct container starts, in leg order
+    cmp_doc = json.loads((Path(cmp_dir) / "compare.json").read_text())
+    starts = [cmp_doc["containers"][f"leg{n}_container"]["started_at"] for n in (1, 2, 3, 4)]
+    assert starts == sorted(starts) and len(set(starts)) == 4
+    # same weights on both arms: greedy outputs and top-20 sets agree exactly
+    (fid,) = [c for c in rep["claims"] if c["subject"].startswith("fidelity")]
+    assert fid["survives"] and "equal A's on all" in fid["statement"], fid
+    assert all(p["all_exact"] for p in rep["fidelity"]["pairs"]), rep["fidelity"]
+    # the report verifies against the raw files it names
+    rp_file = tmp_path / "report.json"
+    rp_file.write_text(json.dumps(rep))
+    v = seat_cli(lab.profile_path, env, "report", "--verify", str(rp_file), timeout=120)
+    assert v.returncode == 0, v.stdout + v.stderr
+    # the decision: arms from the legs' records, which the probes' roles confirm; one round
+    # cannot claim a throughput difference, so INCONCLUSIVE, needing 3 rounds — whose minutes
+    # this compare's own journaled swap/restore/restart/measure times forecast
+    assert rep["arms_assignment"]["problem"] is None, rep["arms_assignment"]
+    assert rep["decision"]["outcome"] == "INCONCLUSIVE", rep["decision"]
+    assert rep["decision"]["rounds_needed"] == 3
+    (dec,) = [r["facts"] for r in rows if r["runbook"] == "decide" and r["kind"] == "end"]
+    assert dec["bracket_id"] == rep["comparison"]["bracket_id"], dec
+    assert dec["decision"] == "INCONCLUSIVE" and "min on this node" in dec["needs"], dec
 
 
 async def _drive(loaded, seat: str) -> None:
