@@ -3,7 +3,7 @@ through the real CLI in child processes (so kill -9 is a real kill).
 
 Every test here changes the lab (stops timers, places silences), so it holds the lab's
 ``.lab/disrupt.lock`` EXCLUSIVELY (``exclusive`` fixture) and leaves the node as it found it.
-Leases use short TTLs (15–20 s) so the kill -9 matrix waits for the node itself to restore.
+Leases use short TTLs (10–20 s) so the kill -9 matrix waits for the node itself to restore.
 """
 
 from __future__ import annotations
@@ -26,7 +26,10 @@ from conftest import _flock, wait_until
 from seat_console.node.transport import DockerExecTransport
 from seat_console.sources.timers import TimersReading, read_timers
 
-TTL = 15  # seconds: the kill -9 matrix waits for it
+TTL = 10
+"""Seconds: the kill -9 matrix waits for the lease to elapse (5 kill points). It must outlast
+the hold's steps after the lease is scheduled (three timer stops and the silence: ~2 s on the
+loaded lab, journaled), so the kill lands before the lease elapses."""
 
 
 @pytest.fixture
