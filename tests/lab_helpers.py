@@ -119,3 +119,40 @@ def probe_metrics_profile(lab, tmp_path: Path) -> Path:
 
 __all__ = ["PROBE_CONTAINER", "exclusive_lab", "node_transport", "probe_metrics_profile",
            "restore_seat", "seat_cli", "serving", "state_env", "timers_active"]
+
+
+def probe_has_per_request_server_truth(profile: Path, env: dict[str, str],
+                                       tmp_path: Path) -> dict:
+    """Issue 35 on the probe engine (``--enable-per-request-metrics``): a short probe
+    (single-stream, 4 requests) of what holds the seat keeps the engine's queue time and TTFT
+    beside the client's per request in ``requests.jsonl``; the report shows the client −
+    engine distribution and 0 token mismatches (~10 s). Returns the run's summary (``--json``)."""
+    import json
+
+    data = {**env, "SEAT_CONSOLE_DATA_DIR": env.get("SEAT_CONSOLE_DATA_DIR")
+            or str(tmp_path / "data")}
+    r = seat_cli(profile, data, "probe", "--phase", "single-stream", "--json", timeout=300)
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    s = json.loads(r.stdout)
+    assert "server_metrics" not in s, s["server_metrics"]     # the engine gave them
+    recs = [json.loads(x) for x in (Path(s["path"]) / "requests.jsonl").read_text().splitlines()]
+    measured = [x for x in recs if x["phase"] == "single-stream"]
+    assert len(measured) == 4 and all(x["ok"] for x in measured), measured
+    for x in measured:       # the engine's own figures, seconds, beside the client's
+        assert x["server_queue_s"] is not None and x["server_queue_s"] >= 0, x
+        assert 0 < x["server_ttft_s"] <= x["ttft_s"], x
+    (ph,) = s["phases"]
+    sv = ph["stats"]["server"]
+    assert sv["with_metrics"] == 4 and sv["client_minus_server"]["n"] == 4, sv
+    assert sv["token_mismatches"] == 0 and sv["token_mismatch_first"] == [], sv
+    rep = seat_cli(profile, data, "report", "--json", s["path"], timeout=120)
+    assert rep.returncode == 0, rep.stdout[-2000:] + rep.stderr[-2000:]
+    doc = json.loads(rep.stdout)
+    assert doc["consistency"] == [], doc["consistency"]       # re-derived from requests.jsonl
+    (row,) = doc["phases"][0]["rows"]
+    assert row["server"]["with_metrics"] == 4 and row["server"]["cmd_n"] == 4, row["server"]
+    assert row["server"]["token_mismatches"] == 0, row["server"]
+    md = seat_cli(profile, data, "report", s["path"], timeout=120).stdout
+    line = next(x for x in md.splitlines() if x.startswith(f"| {row['arm']} | {row['run']} | 4 |"))
+    assert line.endswith("(4) | 0 |") and "n/a" not in line, line   # p50 / p95 (n), 0 mismatches
+    return s

@@ -46,6 +46,14 @@ SLACK_S = 0.5
 """A request the client sent less than this before the pause may reach the server after it."""
 
 
+def _rows(env: dict[str, str]) -> list[dict[str, Any]]:
+    db = sqlite3.connect(Path(env["SEAT_CONSOLE_STATE_DIR"]) / "journal.sqlite3")
+    db.row_factory = sqlite3.Row
+    rows = [dict(r) for r in db.execute("SELECT * FROM entries ORDER BY seq")]
+    db.close()
+    return rows
+
+
 def _facts(env: dict[str, str], runbook: str) -> dict[str, Any]:
     db = sqlite3.connect(Path(env["SEAT_CONSOLE_STATE_DIR"]) / "journal.sqlite3")
     rows = db.execute("SELECT run_id, facts FROM entries WHERE runbook = ? ORDER BY seq",
@@ -71,6 +79,8 @@ class Seat:
         self.lab, self.env, self.prof = lab, env, prof
         self.load = Load(lab.vllm_url, lab.served_model_name, streams=4, max_tokens=24)
         self.swap_began = 0.0
+        self.resident_id = ""
+        self.timers: dict[str, bool] = {}
 
 
 @pytest.fixture(scope="module")
@@ -82,6 +92,9 @@ def seat(lab: Any, tmp_path_factory: pytest.TempPathFactory) -> Any:
     try:
         timers = timers_active(node, lab.timers)
         s = Seat(lab, env, drain_profile(lab.profile_path, tmp / "p.toml", 60))
+        s.timers = timers
+        with lab.docker_client() as client:
+            s.resident_id = client.containers.get(lab.resident_container).id
         try:
             r = seat_cli(s.prof, env, "build-backport", "--json", timeout=300)
             assert r.returncode == 0, r.stdout + r.stderr
@@ -152,6 +165,23 @@ def test_a_load_through_a_drained_restore_loses_no_request_admitted_before_the_d
         assert load.recovered.wait(120), load.done[-5:]   # the resident serves it
     finally:
         load.stop()
+    # the restore: the same resident container and image ID, answering (one completion
+    # verified); the probe stopped and kept; the hold released, its timers active again
+    done = json.loads(r.stdout)
+    assert "one completion answered" in json.dumps(done["steps"])
+    with lab.docker_client() as client:
+        res = client.containers.get(lab.resident_container).attrs
+        probe = client.containers.get("seat-probe").attrs
+    assert res["State"]["Running"] and res["Id"] == seat.resident_id
+    assert res["Image"] == lab.engine_image_id
+    assert not probe["State"]["Running"]
+    st = json.loads(seat_cli(seat.prof, seat.env, "hold", "--status", "--json",
+                             timeout=60).stdout)
+    assert st["hold"] is None or st["hold"]["state"] == "released"
+    assert timers_active(node_transport(lab), lab.timers) == seat.timers
+    kinds = [(r["runbook"], r["kind"], r["step"]) for r in _rows(seat.env)]
+    for step in ("stop probe", "start resident", "release hold"):
+        assert ("restore", "verify", step) in kinds
     facts = _facts(seat.env, "restore")
     drain, down = facts["drain"], facts["downtime"]
     assert drain["mode"] == "pause" and drain["reached_zero"] is True

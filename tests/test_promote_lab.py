@@ -28,6 +28,7 @@ from lab_helpers import (
     PROBE_CONTAINER as PROBE,
     exclusive_lab,
     node_transport,
+    probe_has_per_request_server_truth,
     restore_seat,
     seat_cli,
     serving,
@@ -108,13 +109,27 @@ def test_hold_swap_decide_promote_restore_undo_release(lab, env, prof, seat, tmp
     cand = container(lab, PROBE)
     seat["promoted"].append(cand["Id"])
     assert cand["State"]["Running"] and cand["Image"] == cand_image
+    # the swap: the probe holds the seat, from the backport image by ID, its startup lines
+    # read; the resident stopped and recorded by its ID and image ID
+    out = json.loads(r.stdout)
+    assert not container(lab, lab.resident_container)["State"]["Running"]
+    models = httpx.get(f"{lab.vllm_url}/v1/models", timeout=5).json()["data"]
+    assert [m["id"] for m in models] == [lab.served_model_name]
+    assert out["probe_startup"]["kv_cache_tokens"] == 1_048_576
+    assert out["probe_startup"]["device"] == "CPU"
+    rec = out["facts"]["resident"]
+    assert rec["image_id"] == lab.engine_image_id and rec["id"] == seat["resident"]["Id"]
+    kinds = [(e.runbook, e.kind, e.step) for e in Journal(
+        Path(env["SEAT_CONSOLE_STATE_DIR"]) / "journal.sqlite3").entries()]
+    for step in ("record resident", "stop resident", "start probe", "probe serving"):
+        assert ("swap", "verify", step) in kinds
     # refused without a decision, with the fix
     r = cli(prof, env, "promote", "--yes", timeout=120)
     assert r.returncode == 5 and "no decision in the journal" in r.stderr, r.stderr
-    # a real probe of the candidate, then the decision citing it
-    r = cli(prof, env, "probe", "--json", timeout=300)
-    assert r.returncode == 0, r.stdout + r.stderr[-3000:]
-    run = json.loads(r.stdout)
+    # a real probe of the candidate — the lab's probe engine runs with per-request metrics
+    # (scripts/lab.py PROBE_ENGINE_FLAGS): its own figures beside the client's — then the
+    # decision citing it
+    run = probe_has_per_request_server_truth(prof, env, tmp_path)
     assert run["identity"]["container"]["image_id"] == cand_image
     j = Journal(Path(env["SEAT_CONSOLE_STATE_DIR"]) / "journal.sqlite3")
     try:

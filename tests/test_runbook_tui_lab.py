@@ -18,7 +18,6 @@ import json
 import time
 from pathlib import Path
 
-import pytest
 from lab_helpers import (PROBE_CONTAINER, exclusive_lab, node_transport, restore_seat, seat_cli,
                          serving, state_env, timers_active)
 

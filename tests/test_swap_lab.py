@@ -3,8 +3,10 @@ CPU, through the real CLI in child processes (kill -9 is a real kill).
 
 Each test that changes the seat holds the lab's ``.lab/disrupt.lock`` EXCLUSIVELY and, whatever
 happens, leaves the resident serving (``seat`` fixture). vLLM restarts here take ~30-60 s each,
-so there are four tests: refused without a hold (changes nothing), one round trip, one probe
-that cannot start (restored automatically), one kill -9 mid-swap (lease + recover).
+so there are three tests here: refused without a hold (changes nothing), one probe that cannot
+start (restored automatically), one kill -9 mid-swap (lease + recover). The round trip's checks
+run where a swap and a restore already happen: the swap's and the probe's in
+tests/test_promote_lab.py, the restore's in tests/test_drain_lab.py (both on the lab).
 """
 
 from __future__ import annotations
@@ -19,14 +21,12 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
-import httpx
 import pytest
 from conftest import wait_until
 from lab_helpers import (
     PROBE_CONTAINER as PROBE,
     exclusive_lab,
     node_transport,
-    probe_metrics_profile,
     restore_seat,
     seat_cli,
     serving,
@@ -113,77 +113,6 @@ def test_swap_without_a_hold_is_refused_and_changes_nothing(lab, env):
     # the refusal is journaled, as a refused run that changed nothing
     ends = [r for r in journal_rows(env) if r["runbook"] == "swap" and r["kind"] == "end"]
     assert ends and ends[-1]["outcome"] == "refused"
-
-
-def test_swap_to_the_backport_probe_then_restore(lab, env, node, seat, tmp_path):
-    image_id = _backport(lab, env)
-    h = _hold(lab, env)
-    # the lab's probe engine runs with per-request metrics (scripts/lab.py PROBE_ENGINE_FLAGS)
-    prof = probe_metrics_profile(lab, tmp_path)
-    r = cli(lab, env, "swap", "--yes", "--json", profile=prof)
-    assert r.returncode == 0, r.stdout + r.stderr[-3000:]
-    out = json.loads(r.stdout)
-    # the probe holds the seat, from the backport image by ID, and its startup lines were read
-    probe = container(lab, PROBE)
-    assert probe["State"]["Running"] and probe["Image"] == image_id
-    assert not container(lab, lab.resident_container)["State"]["Running"]
-    models = httpx.get(f"{lab.vllm_url}/v1/models", timeout=5).json()["data"]
-    assert [m["id"] for m in models] == [lab.served_model_name]
-    assert out["probe_startup"]["kv_cache_tokens"] == 1_048_576
-    assert out["probe_startup"]["device"] == "CPU"
-    rec = out["facts"]["resident"]
-    assert rec["image_id"] == lab.engine_image_id and rec["id"] == seat["resident"]["Id"]
-    _probe_has_per_request_server_truth(lab, env, prof, tmp_path)
-    # restore: same container, same image ID, answers; hold released; probe kept
-    r = cli(lab, env, "restore", "--yes", "--json")
-    assert r.returncode == 0, r.stdout + r.stderr[-3000:]
-    res = container(lab, lab.resident_container)
-    assert res["State"]["Running"] and res["Id"] == seat["resident"]["Id"]
-    assert res["Image"] == lab.engine_image_id
-    done = json.loads(r.stdout)
-    assert "one completion answered" in json.dumps(done["steps"])
-    probe = container(lab, PROBE)
-    assert probe is not None and not probe["State"]["Running"]   # stopped and kept
-    st = json.loads(cli(lab, env, "hold", "--status", "--json", timeout=60).stdout)
-    assert st["hold"] is None or st["hold"]["state"] == "released"
-    assert timers_active(node, h["stopped"]) == {u: True for u in h["stopped"]}
-    kinds = [(r["runbook"], r["kind"], r["step"]) for r in journal_rows(env)]
-    for step in ("record resident", "stop resident", "start probe", "probe serving"):
-        assert ("swap", "verify", step) in kinds
-    for step in ("stop probe", "start resident", "release hold"):
-        assert ("restore", "verify", step) in kinds
-
-
-def _probe_has_per_request_server_truth(lab, env, prof: Path, tmp_path: Path) -> None:
-    """Issue 35 on the probe engine (``--enable-per-request-metrics``): a short probe keeps
-    the engine's queue time and TTFT beside the client's per request in ``requests.jsonl``;
-    the report shows the client − engine distribution and 0 token mismatches (~10 s)."""
-    data = {**env, "SEAT_CONSOLE_DATA_DIR": str(tmp_path / "data")}
-    r = cli(lab, data, "probe", "--phase", "single-stream", "--json", profile=prof,
-            timeout=300)
-    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
-    s = json.loads(r.stdout)
-    assert "server_metrics" not in s, s["server_metrics"]     # the engine gave them
-    recs = [json.loads(x) for x in (Path(s["path"]) / "requests.jsonl").read_text().splitlines()]
-    measured = [x for x in recs if x["phase"] == "single-stream"]
-    assert len(measured) == 4 and all(x["ok"] for x in measured), measured
-    for x in measured:       # the engine's own figures, seconds, beside the client's
-        assert x["server_queue_s"] is not None and x["server_queue_s"] >= 0, x
-        assert 0 < x["server_ttft_s"] <= x["ttft_s"], x
-    (ph,) = s["phases"]
-    sv = ph["stats"]["server"]
-    assert sv["with_metrics"] == 4 and sv["client_minus_server"]["n"] == 4, sv
-    assert sv["token_mismatches"] == 0 and sv["token_mismatch_first"] == [], sv
-    rep = cli(lab, data, "report", "--json", s["path"], profile=prof, timeout=120)
-    assert rep.returncode == 0, rep.stdout[-2000:] + rep.stderr[-2000:]
-    doc = json.loads(rep.stdout)
-    assert doc["consistency"] == [], doc["consistency"]       # re-derived from requests.jsonl
-    (row,) = doc["phases"][0]["rows"]
-    assert row["server"]["with_metrics"] == 4 and row["server"]["cmd_n"] == 4, row["server"]
-    assert row["server"]["token_mismatches"] == 0, row["server"]
-    md = cli(lab, data, "report", s["path"], profile=prof, timeout=120).stdout
-    line = next(x for x in md.splitlines() if x.startswith(f"| {row['arm']} | {row['run']} | 4 |"))
-    assert line.endswith("(4) | 0 |") and "n/a" not in line, line   # p50 / p95 (n), 0 mismatches
 
 
 def test_a_probe_that_cannot_start_is_restored_automatically(lab, env, tmp_path, seat):
