@@ -23,9 +23,10 @@ def test_every_front_lists_its_sources_from_the_table() -> None:
     tui = [p.source for p in PANELS]
     assert sorted(tui) == sorted(names_for("tui"))
     assert all(p.factory == SOURCE_TABLE[p.source].factory for p in PANELS)
-    assert all((p.eager, p.min_interval_s, p.uses_readings)
+    assert all((p.eager, p.min_interval_s, p.uses_readings, p.on_docker_change)
                == (SOURCE_TABLE[p.source].eager, SOURCE_TABLE[p.source].min_interval_s,
-                   SOURCE_TABLE[p.source].uses_readings) for p in PANELS)
+                   SOURCE_TABLE[p.source].uses_readings, SOURCE_TABLE[p.source].on_docker_change)
+               for p in PANELS)
     assert SOURCE_NAMES == names_for("status") and set(DEFAULT_FACTORIES) == set(SOURCE_NAMES)
     assert EXPORTED == tuple(exported()) and set(READERS) == set(EXPORTED)
     assert INTERVALS_S == {x: e.exporter_interval_s for x, e in exported().items()}

@@ -130,6 +130,16 @@ class NodeContext:
                                              attribute=JournalAttributor(self._journal_path))
             return self._watcher
 
+    def docker_changes_seen(self) -> int | None:
+        """The event watcher's :attr:`~seat_console.node.docker.EventWatcher.changes_seen`, or
+        ``None`` while no watcher was built or its thread is not running (then nothing says
+        when docker changed). Builds nothing; never raises."""
+        with self._lock:
+            w = self._watcher
+        if w is None or not w.alive:
+            return None
+        return w.changes_seen
+
     def expect(self, actor: str, actions: Any, within_s: float = 120.0,
                label: str | None = None) -> None:
         """Register that an action of this process is about to make ``actions`` (docker event

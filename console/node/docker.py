@@ -375,6 +375,14 @@ class EventWatcher:
             evs = tuple(self._events)
         return evs if since is None else tuple(e for e in evs if e.at >= since)
 
+    @property
+    def changes_seen(self) -> int:
+        """Changes kept so far (events not of :data:`IGNORED_ACTIONS`, replays dropped): a
+        reader that remembers it knows, without a copy of the events, whether anything changed
+        since (the TUI re-reads its container sources when it moved)."""
+        with self._lock:
+            return self._count
+
     def foreign_changes(self, since: datetime | None = None) -> tuple[ContainerEvent, ...]:
         """Recent events the console did not announce with :meth:`expect`."""
         return tuple(e for e in self.changes(since) if not e.by_console)

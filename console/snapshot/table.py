@@ -35,9 +35,14 @@ class SourceEntry:
     the reader; ``fronts``: which of :data:`FRONTS` read it; ``exported_as``: the exporter's
     ``seat_source_up{source}`` names this source's reading is served under (empty: not
     exported); ``eager``: the TUI reads it before its first frame; ``min_interval_s``: read no
-    more often than this (s) whatever the refresh interval; ``uses_readings``: the factory
-    also takes the front's newest readings (:class:`seat_console.snapshot.live.LatestReadings`);
-    ``exporter_interval_s``: the exporter's default seconds between two reads.
+    more often than this (s) whatever the refresh interval (the node's slow state: a hold, a
+    silence, a container swap change a few times an evening, and an action of this console
+    re-reads what it changed at once); ``on_docker_change``: a front that watches the docker
+    engine's event stream reads it again at once when the stream reports a container or image
+    change (so a container's state shows within a second whatever ``min_interval_s``);
+    ``uses_readings``: the factory also takes the front's newest readings
+    (:class:`seat_console.snapshot.live.LatestReadings`); ``exporter_interval_s``: the
+    exporter's default seconds between two reads.
     """
 
     name: str
@@ -47,6 +52,7 @@ class SourceEntry:
     exported_as: tuple[str, ...] = ()
     eager: bool = False
     min_interval_s: float = 0.0
+    on_docker_change: bool = False
     uses_readings: bool = False
     exporter_interval_s: float = 15.0
 
@@ -55,21 +61,33 @@ def _e(name: str, factory: str, what: str, fronts: str, **kw: Any) -> SourceEntr
     return SourceEntry(name, factory, what, frozenset(fronts.split()), **kw)
 
 
+SLOW_S = 5.0
+"""Seconds between two reads of the node's slow state (timers and hold leases, silences,
+containers) at any faster refresh interval. At 1 Hz each read cost 3-5 ms of CPU (a
+``docker exec``, Alertmanager's answers, docker's inspect: ``benchmarks/source_cost.py``) —
+together ~1.5 % of a core, a third of the idle console (docs/benchmarks.md, issue 33). The
+console's own actions re-read the sources they changed at once, and the containers are read
+again as soon as docker's event stream reports a change; another console's hold or silence
+shows within this many seconds."""
+
+
 SOURCE_TABLE: dict[str, SourceEntry] = {e.name: e for e in (
     _e("gpus", "seat_console.sources.gpu:make_source",
        "NVML: every card's memory (v2), processes and their containers",
        "tui status exporter", exported_as=("gpus",), eager=True, exporter_interval_s=30.0),
     _e("timers", "seat_console.sources.timers:make_source",
        "systemd: the profile's timer units and the hold leases armed on the node",
-       "tui status exporter", exported_as=("timers", "lease")),
+       "tui status exporter", exported_as=("timers", "lease"), min_interval_s=SLOW_S),
     _e("silences", "seat_console.sources.silences:make_source",
        "Alertmanager: the silences on the seat's endpoint", "tui status exporter",
-       exported_as=("silences",)),
+       exported_as=("silences",), min_interval_s=SLOW_S),
     _e("seat", "seat_console.sources.seat:make_source",
        "who holds the seat: the running container, its image ID and digest",
-       "tui exporter", exported_as=("containers",)),
+       "tui exporter", exported_as=("containers",), min_interval_s=SLOW_S,
+       on_docker_change=True),
     _e("containers", "seat_console.sources.containers:make_source",
-       "docker: the resident and probe containers and their events", "tui status"),
+       "docker: the resident and probe containers and their events", "tui status",
+       min_interval_s=SLOW_S, on_docker_change=True),
     _e("engine", "seat_console.sources.engine:make_source",
        "vLLM: /health, /metrics, the hold state, startup log lines", "tui status exporter",
        exported_as=("engine",), exporter_interval_s=5.0),
@@ -143,5 +161,5 @@ def build(name: str, loaded: Any, *args: Any, table: Mapping[str, SourceEntry] |
     return factory(loaded, *args, **kw)
 
 
-__all__ = ["FRONTS", "SOURCE_TABLE", "SourceEntry", "build", "entry", "exported", "names_for",
+__all__ = ["FRONTS", "SLOW_S", "SOURCE_TABLE", "SourceEntry", "build", "entry", "exported", "names_for",
            "resolve", "takes_context"]

@@ -210,6 +210,8 @@ class SeatConsoleApp(RunbookStateMixin, PollingMixin, HangupMixin, App[int]):
             self.summary.fit_changed(st.last_good)
         if st.key == "actions":
             self._show_hold_banner(hold_banner(st.last_good))
+            if st.polls > 1:   # the journal moved: so may the runbook (not the first read)
+                self.runbook_inputs_changed()
         if st.key == "gpus" and "fit" in self._states and self.summary.gpu_totals_moved(
                 st.last_good):
             if self._states["fit"].source is not None and not self.paused:

@@ -2,7 +2,7 @@
 (:data:`seat_console.snapshot.table.SOURCE_TABLE`) each panel draws.
 
 Each :class:`PanelSpec` of :data:`PANELS` pairs a source — a name of the source table (its
-factory, ``eager``, ``min_interval_s`` and ``uses_readings`` come from there), a
+factory, ``eager``, ``min_interval_s``, ``on_docker_change`` and ``uses_readings`` come from there), a
 ``"module:function"`` imported after the first frame, or a callable ``make_source(loaded_profile)
 -> Source`` (tests) — with the :class:`~seat_console.widgets.panel.SourcePanel` subclass that
 draws it.
@@ -41,8 +41,9 @@ class PanelSpec:
     ``panel``: the :class:`SourcePanel` subclass that draws it; ``span``: columns the panel
     takes in the two-column layout (1 or 2; ``None``: the panel class's ``wide_span``).
     ``eager`` (built and read before the first frame), ``min_interval_s`` (poll no more often
-    than this, s) and ``uses_readings`` (pass the app's :class:`LatestReadings` to the
-    factory): the table entry's when ``None`` (``False`` / ``0`` for a source not in it).
+    than this, s), ``uses_readings`` (pass the app's :class:`LatestReadings` to the
+    factory) and ``on_docker_change`` (read at once when docker's event stream reports a
+    change): the table entry's when ``None`` (``False`` / ``0`` for a source not in it).
     Raises :class:`KeyError` for a name that is neither in the table nor ``module:function``.
     """
 
@@ -51,12 +52,13 @@ class PanelSpec:
     eager: bool | None = None
     min_interval_s: float | None = None
     uses_readings: bool | None = None
+    on_docker_change: bool | None = None
     span: int | None = None
 
     def __post_init__(self) -> None:
         e = self.entry
         for f, default in (("eager", False), ("min_interval_s", 0.0),
-                           ("uses_readings", False)):
+                           ("uses_readings", False), ("on_docker_change", False)):
             if getattr(self, f) is None:
                 object.__setattr__(self, f, getattr(e, f) if e is not None else default)
 

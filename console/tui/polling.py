@@ -329,11 +329,41 @@ class PollingMixin:
         if not self.is_running:   # the app has exited (its loop may live on: tests)
             return
         try:
+            self.wake_on_docker_change()
             self.tick_ages()
         except Exception:  # noqa: BLE001 - a broken tick must not stop the ages
             log.warning("age tick failed", exc_info=True)
         finally:
             self._schedule_age_tick()
+
+    _docker_seen: int | None = None
+    """The docker event watcher's count of changes when last looked at (``None``: none yet)."""
+
+    def wake_on_docker_change(self) -> bool:
+        """Once a tick (UI thread, no I/O): when the node context's docker event watcher saw a
+        container or image change since the last look, read the sources marked
+        ``on_docker_change`` at once (idle ones; one in flight is read again when it ends; not
+        while paused) and tell the app (its ``docker_changed()``, if it has one). Returns
+        whether anything changed. A watcher that is not running wakes nothing: those sources
+        keep their interval."""
+        look = getattr(self.node, "docker_changes_seen", None)   # a test's context may lack it
+        seen = look() if look is not None else None
+        if seen is None or seen == self._docker_seen:
+            return False
+        first, self._docker_seen = self._docker_seen is None, seen
+        if first or self.paused or self._shutting_down:
+            return False
+        for key, st in self._states.items():
+            if st.spec is None or not st.spec.on_docker_change or st.source is None:
+                continue
+            if st.busy_since is not None:
+                st.again = True    # the read in flight may have begun before the change
+            else:
+                self._start_poll(key)
+        hook = getattr(self, "docker_changed", None)
+        if hook is not None:
+            hook()
+        return True
 
     def tick_ages(self) -> None:
         """Redraw every panel's age / STALE mark (runs on the UI thread; no I/O)."""

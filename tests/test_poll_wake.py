@@ -1,0 +1,65 @@
+"""The TUI reads the node's slow sources on change, not only on their interval (issue 33: the
+idle console's CPU): a change docker's event stream reports re-reads the sources marked
+``on_docker_change`` in the source table (and the runbook), at once, whatever their interval;
+a new journal row (the action log's reading moved) re-reads the runbook.
+
+The app runs with a one-hour refresh interval, so every read after the first is one of these
+wake-ups; the docker event watcher's count is a stand-in on the app's own node context (the
+watcher itself is tested on the lab's docker: tests/test_docker_events_lab.py)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).parent))
+from app_fixtures import CountingPanel, CountingSource, FakeClock, default_loaded, recorded_runbook
+from screen_fixtures import wait_for
+
+from seat_console.snapshot.table import SLOW_S, SOURCE_TABLE
+from seat_console.tui.app import SeatConsoleApp
+from seat_console.tui.panels import PanelSpec
+
+
+def _app(sources: dict[str, CountingSource], marked: set[str]) -> SeatConsoleApp:
+    specs = [PanelSpec((lambda s: lambda _l: s)(src), CountingPanel,
+                       on_docker_change=name in marked) for name, src in sources.items()]
+    return SeatConsoleApp(default_loaded(), interval=3600.0, panels=specs, clock=FakeClock(),
+                          age_tick_s=0.05, watch_terminal=False,
+                          runbook_reader=lambda _app: recorded_runbook())
+
+
+async def test_a_docker_change_reads_the_marked_sources_and_the_runbook_at_once() -> None:
+    docker = CountingSource("docker")
+    other = CountingSource("other")
+    app = _app({"docker": docker, "other": other}, {"docker"})
+    seen = [None]
+    app.node.docker_changes_seen = lambda: seen[0]
+    async with app.run_test(size=(120, 40)) as pilot:
+        await wait_for(pilot, lambda: docker.reads == 1 and other.reads == 1
+                       and app.runbook_reads >= 1, "the first reads")
+        seen[0] = 0          # the watcher started: its count is the baseline, no change yet
+        await wait_for(pilot, lambda: app._docker_seen == 0, "the baseline looked at")
+        assert docker.reads == 1 and app.runbook_reads == 1
+        seen[0] = 1          # a container changed
+        await wait_for(pilot, lambda: docker.reads == 2 and app.runbook_reads == 2,
+                       "the re-read after the change")
+        assert app._docker_seen == 1 and other.reads == 1   # unmarked: its interval only
+
+
+async def test_a_new_journal_row_reads_the_runbook_again() -> None:
+    actions = CountingSource("actions")   # each read differs, as a journal with a new row
+    app = _app({"actions": actions}, set())
+    async with app.run_test(size=(120, 40)) as pilot:
+        await wait_for(pilot, lambda: actions.reads == 1 and app.runbook_reads == 1,
+                       "the first reads")
+        await pilot.press("r")
+        await wait_for(pilot, lambda: actions.reads == 2 and app.runbook_reads == 2,
+                       "the runbook read after the action log moved")
+
+
+def test_the_slow_sources_are_read_at_most_every_few_seconds_and_containers_on_change():
+    slow = {n for n, e in SOURCE_TABLE.items() if e.min_interval_s >= SLOW_S}
+    assert {"timers", "silences", "containers", "seat"} <= slow
+    assert {n for n, e in SOURCE_TABLE.items() if e.on_docker_change} == {"containers", "seat"}
+    assert SOURCE_TABLE["engine"].min_interval_s == 0   # the live panel: every interval
