@@ -76,3 +76,58 @@ async def test_a_failed_early_start_is_built_again_the_usual_way(double):
         st = app.states["gpus"]
         await wait_for(pilot, lambda: st.polls >= 1, "first reading handled")
         assert isinstance(st.reading, GpuSnapshot)   # rebuilt: a real reading, not the error
+
+
+class _EarlySource:
+    """A source built by the early start (``tests/test_early_start.py:_early_source``)."""
+
+    name = "early"
+    built: list[_EarlySource] = []
+
+    def __init__(self) -> None:
+        self.reads = 0
+        _EarlySource.built.append(self)
+
+    def read(self):
+        from app_fixtures import Reading
+
+        self.reads += 1
+        return Reading(n=self.reads)
+
+    def close(self) -> None:
+        pass
+
+
+def _early_source(loaded):
+    return _EarlySource()
+
+
+async def test_a_source_started_early_is_not_built_again_after_the_first_frame(double):
+    from app_fixtures import CountingPanel
+
+    loaded = load_profile(None)
+    factory = "test_early_start:_early_source"
+    _EarlySource.built.clear()
+    early.prestart(loaded, factory).result(timeout=10)
+    app = SeatConsoleApp(loaded, panels=[PanelSpec(factory, CountingPanel)],
+                         interval=3600.0, watch_terminal=False)
+    async with app.run_test(size=(120, 40)) as pilot:
+        st = app.states[CountingPanel.source_name]
+        await wait_for(pilot, lambda: st.polls >= 1, "first reading handled")
+        assert len(_EarlySource.built) == 1 and st.source is _EarlySource.built[0]
+        assert st.source.reads == 1 and st.reading.n == 1   # the early read is the first
+
+
+def test_prestart_all_starts_every_source_that_needs_only_the_profile(monkeypatch):
+    from seat_console.snapshot.table import SOURCE_TABLE
+
+    started: list[str] = []
+    monkeypatch.setattr(early, "prestart", lambda loaded, source=early.EAGER_SOURCE,
+                        nvml=None: started.append(source))
+    early.prestart_all(object())
+    assert started[0] == early.EAGER_SOURCE     # the first frame's source first
+    want = {e.factory for e in SOURCE_TABLE.values() if "tui" in e.fronts
+            and not e.uses_readings}
+    assert set(started) == want and len(started) == len(want)
+    assert {"seat_console.sources.engine:make_source",
+            "seat_console.sources.timers:make_source"} <= want
