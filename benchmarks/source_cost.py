@@ -4,7 +4,13 @@ builds it: by the source table, with one shared node context) read ``--reads`` t
 ``--interval`` seconds, in this process, the CPU of each read taken with
 ``time.thread_time()`` (this thread's user + system seconds, so other threads and other
 processes do not count). A source's share of the console's idle cost at 1 Hz is its CPU per
-read × reads per second.
+read × reads per second: every source is read each ``--interval`` here, and the report also
+gives what the TUI spends on it a second at that interval, its reads being no more often than
+its table entry's ``min_interval_s`` (the code measured: run with ``PYTHONPATH`` = an older
+tree to measure that). ``runbook`` is the TUI's runbook state read
+(:func:`seat_console.actions.stages.read_runbook` with the hold leases, a fresh journal), which
+is not a table source; its rate is ``RUNBOOK_MIN_INTERVAL_S``'s. Reads on change (docker's
+events, a journal row) come on top, and only when something changed.
 
 Usage::
 
@@ -25,6 +31,28 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+
+
+class _RunbookRead:
+    """The TUI's runbook state read as a source (timed; its state is not kept)."""
+
+    name = "runbook"
+
+    def __init__(self, ctx) -> None:
+        self.ctx = ctx
+
+    def read(self):
+        from seat_console.actions.journal import Journal
+        from seat_console.actions.stages import read_runbook
+
+        from pydantic import BaseModel
+
+        with Journal() as journal:
+            read_runbook(self.ctx, journal, leases=True)
+        return BaseModel()
+
+    def close(self) -> None:
+        pass
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -50,6 +78,13 @@ def main(argv: list[str] | None = None) -> int:
         e = table.entry(name)
         extra = (readings,) if e.uses_readings else ()
         sources[name] = table.build(name, loaded, *extra, context=ctx)
+    every = {n: max(args.interval, table.entry(n).min_interval_s) for n in sources}
+    sources["runbook"] = _RunbookRead(ctx)
+    try:
+        from seat_console.tui.runbook_state import RUNBOOK_MIN_INTERVAL_S
+    except ImportError:
+        RUNBOOK_MIN_INTERVAL_S = args.interval
+    every["runbook"] = max(args.interval, RUNBOOK_MIN_INTERVAL_S)
     cpu: dict[str, list[float]] = {n: [] for n in sources}
     wall: dict[str, list[float]] = {n: [] for n in sources}
     good: dict[str, int] = {n: 0 for n in sources}
@@ -72,13 +107,19 @@ def main(argv: list[str] | None = None) -> int:
     res = {n: {"cpu_ms_median": 1e3 * statistics.median(cpu[n]),
                "cpu_ms_p90": 1e3 * sorted(cpu[n])[int(0.9 * (len(cpu[n]) - 1))],
                "wall_ms_median": 1e3 * statistics.median(wall[n]),
-               "good_reads": good[n], "reads": len(cpu[n])} for n in sources}
+               "good_reads": good[n], "reads": len(cpu[n]),
+               "tui_every_s": every[n],
+               "tui_cpu_ms_per_s": 1e3 * statistics.median(cpu[n]) / every[n]} for n in sources}
     total = sum(r["cpu_ms_median"] for r in res.values())
-    print(f"{'source':12}{'CPU ms/read':>12}{'p90':>8}{'wall ms':>9}{'good':>6}")
+    tui = sum(r["tui_cpu_ms_per_s"] for r in res.values())
+    print(f"{'source':12}{'CPU ms/read':>12}{'p90':>8}{'wall ms':>9}{'good':>6}"
+          f"{'TUI every':>10}{'TUI ms/s':>9}")
     for n, r in res.items():
         print(f"{n:12}{r['cpu_ms_median']:12.2f}{r['cpu_ms_p90']:8.2f}"
-              f"{r['wall_ms_median']:9.1f}{r['good_reads']:>4}/{r['reads']}")
-    print(f"{'sum':12}{total:12.2f}  = {total / 10:.2f} % of a core at one read a second each")
+              f"{r['wall_ms_median']:9.1f}{r['good_reads']:>4}/{r['reads']}"
+              f"{r['tui_every_s']:9.0f} s{r['tui_cpu_ms_per_s']:9.2f}")
+    print(f"{'sum':12}{total:12.2f}  = {total / 10:.2f} % of a core at one read a second each;"
+          f" the TUI's schedule: {tui:.2f} ms/s = {tui / 10:.2f} % of a core")
     if args.json:
         import os
         Path(args.json).write_text(json.dumps({
