@@ -364,7 +364,7 @@ def _run_tui_app(args: argparse.Namespace) -> int:
         print(refusal, file=sys.stderr)
         return EXIT_USAGE
     from seat_console.tui import first_frame
-    from seat_console.tui.early import limit_malloc_arenas, prestart_all
+    from seat_console.tui.early import limit_malloc_arenas, prestart
 
     limit_malloc_arenas()   # before any thread: one heap per idle thread was ~11 MiB RSS
     # from here until the app has ended, a SIGINT is ours: it unwinds to the except below,
@@ -384,7 +384,7 @@ def _run_tui_app(args: argparse.Namespace) -> int:
             print(f"seat-console: {exc}", file=sys.stderr)
             return EXIT_ERROR
         first_frame.raise_if_interrupted()
-        prestart_all(loaded, nvml=nvml)   # the sources' first readings, while the TUI imports
+        prestart(loaded, nvml=nvml)   # the GPU panel's first reading, while the TUI imports
         from seat_console.tui.app import run_app
 
         first_frame.raise_if_interrupted()

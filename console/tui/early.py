@@ -102,28 +102,8 @@ def prestart(loaded: Any, source: str = EAGER_SOURCE, nvml: Any | None = None
         except BaseException as exc:  # noqa: BLE001 - handed to the app, which rebuilds
             fut.set_exception(exc)
 
-    threading.Thread(target=run, name=f"seat-console:prestart:{source.rpartition(':')[0]}",
-                     daemon=True).start()
+    threading.Thread(target=run, name="seat-console:prestart", daemon=True).start()
     return fut
-
-
-def prestart_all(loaded: Any, nvml: Any | None = None) -> list[concurrent.futures.Future]:
-    """:func:`prestart` the GPU source (first: the first Textual frame draws it), then every
-    other source the TUI reads that needs nothing but the profile (the source table's ``tui``
-    entries without ``uses_readings``: timers, silences, seat, containers, engine): their
-    imports, client set-up and first answers (a ``docker exec``, Alertmanager's, vLLM's, each
-    some tens of ms of waiting) overlap the TUI's imports instead of following its first
-    frame. The app takes each (:func:`take`) as the source's first read; none of them holds the
-    first frame (only the GPU source is read before it), and a hung one stales only its panel,
-    as after the first frame. Returns the futures, in start order."""
-    from seat_console.snapshot import table
-
-    futures = [prestart(loaded, EAGER_SOURCE, nvml=nvml)]
-    for name in table.names_for("tui"):
-        e = table.entry(name)
-        if isinstance(e.factory, str) and e.factory != EAGER_SOURCE and not e.uses_readings:
-            futures.append(prestart(loaded, e.factory))
-    return futures
 
 
 def take(source: str, loaded: Any) -> concurrent.futures.Future | None:
@@ -148,5 +128,4 @@ def _belongs(loaded: Any) -> bool:
     return ctx is not None and getattr(ctx, "loaded", None) is loaded
 
 
-__all__ = ["EAGER_SOURCE", "MALLOC_ARENAS", "limit_malloc_arenas", "prestart", "prestart_all",
-           "take", "take_context"]
+__all__ = ["EAGER_SOURCE", "MALLOC_ARENAS", "limit_malloc_arenas", "prestart", "take", "take_context"]

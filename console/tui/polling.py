@@ -181,10 +181,9 @@ class PollingMixin:
                                else None)
             st = PanelState(key=key, source=source, panel=panel, spec=spec,
                             delay_s=self.interval_s)
-            early = (take_prestarted(spec.factory, self.loaded)
-                     if source is None and isinstance(spec.factory, str) else None)
-            # eager: read before the first frame; started early (tui.early): not deferred
-            if source is None and (spec.eager or early is not None):
+            if source is None and spec.eager:   # read before the first frame is drawn
+                early = (take_prestarted(spec.factory, self.loaded)
+                         if isinstance(spec.factory, str) else None)
                 st.prebuilt = call_in_daemon_thread(
                     partial(self._build_and_read, spec) if early is None
                     else partial(self._finish_prestarted, spec, early),
@@ -377,20 +376,17 @@ class PollingMixin:
 
 
     def start_polling(self) -> None:
-        """On mount: start the sources that are built and the eager ones (the GPU one first)
-        and, after the first frame, the others (:meth:`_start_deferred`)."""
+        """On mount: start the sources that are built (the GPU one first) and, after the first
+        frame, build and start the others (:meth:`_start_deferred`)."""
         for key, st in self._states.items():
-            if st.source is not None or (st.prebuilt is not None and st.spec is not None
-                                         and st.spec.eager):
+            if st.source is not None or st.prebuilt is not None:
                 self._start_poll(key)
         self.call_after_refresh(self._start_deferred)
 
     def _start_deferred(self) -> None:
-        """After the first frame: build (in their poll threads) and read the other sources; a
-        source started early (:mod:`seat_console.tui.early`) hands its first reading over now
-        (it arrived while the panels were not mounted yet, which cannot draw it)."""
+        """After the first frame: build (in their poll threads) and read the other sources."""
         for key, st in self._states.items():
-            if st.source is None and st.busy_since is None and st.polls == 0:
+            if st.source is None and st.prebuilt is None:
                 self._start_poll(key)
 
 
