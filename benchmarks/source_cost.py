@@ -33,6 +33,13 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 
+from pydantic import BaseModel  # noqa: E402
+
+
+class _Done(BaseModel):
+    """A finished runbook read (its state is not kept)."""
+
+
 class _RunbookRead:
     """The TUI's runbook state read as a source (timed; its state is not kept)."""
 
@@ -45,11 +52,9 @@ class _RunbookRead:
         from seat_console.actions.journal import Journal
         from seat_console.actions.stages import read_runbook
 
-        from pydantic import BaseModel
-
         with Journal() as journal:
             read_runbook(self.ctx, journal, leases=True)
-        return BaseModel()
+        return _Done()
 
     def close(self) -> None:
         pass
