@@ -60,6 +60,26 @@ def test_events_recorded_from_docker_20_10() -> None:
     assert event_from_api({"nonsense": True}) is None
 
 
+def test_changes_seen_counts_kept_changes_only() -> None:
+    """The count the TUI's wake-up compares (tests/test_poll_wake.py): changes kept, not the
+    exec events of the console's own ``docker exec``s, not a replay after a reconnect."""
+    from seat_console.core.profile import load_profile
+    from seat_console.node.context import NodeContext
+
+    raw = json.loads((DATA / "docker-20.10-events.json").read_text())
+    watcher = EventWatcher(lambda: None)
+    assert watcher.changes_seen == 0
+    exec_event = {**raw[0], "Action": "exec_start: systemctl show", "timeNano":
+                  raw[0]["timeNano"] + 1}
+    for e in (*raw, exec_event, *raw):   # the second pass: replayed, dropped
+        watcher._handle(e)
+    assert watcher.changes_seen == len(raw) == 7 and watcher.status().ignored == 1
+    ctx = NodeContext(load_profile(None))
+    assert ctx.docker_changes_seen() is None       # no watcher built: nothing to compare
+    ctx.watcher()
+    assert ctx.docker_changes_seen() is None       # built, not running: nothing either
+
+
 # -- the lab's engine --------------------------------------------------------------------------
 def _docker(lab, *args: str) -> subprocess.CompletedProcess[str]:
     """The docker CLI against the lab engine: changes made *outside* the console."""
