@@ -34,7 +34,8 @@ when an action runs (read at once after each) or another console acts — whose 
 container changes (docker's event stream) are read at once too; what is left to this interval
 is a hold lease armed by a console on another state dir. Each read opens the journal, asks
 docker who holds the seat and the node for its hold leases (a ``docker exec`` / ``ssh``):
-~11 ms of CPU, 0.3 % of a core at every 5 s (docs/benchmarks.md, issue 33)."""
+7-14 ms of CPU on the lab (benchmarks/source_cost.py), 0.15-0.3 % of a core at every 5 s
+(docs/benchmarks.md, issue 33)."""
 
 NO_READER = "n/a: this console has no runbook reader (actions.stages.read_runbook)"
 """What the strip says while the reader is not installed."""
