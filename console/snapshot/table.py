@@ -63,9 +63,9 @@ def _e(name: str, factory: str, what: str, fronts: str, **kw: Any) -> SourceEntr
 
 SLOW_S = 5.0
 """Seconds between two reads of the node's slow state (timers and hold leases, silences,
-containers) at any faster refresh interval. At 1 Hz each read cost 3-5 ms of CPU (a
+containers) at any faster refresh interval. At 1 Hz each read cost 3-7 ms of CPU (a
 ``docker exec``, Alertmanager's answers, docker's inspect: ``benchmarks/source_cost.py``) —
-together ~1.5 % of a core, a third of the idle console (docs/benchmarks.md, issue 33). The
+together ~1.7 % of a core, half of the idle console (docs/benchmarks.md, issue 33). The
 console's own actions re-read the sources they changed at once, and the containers are read
 again as soon as docker's event stream reports a change; another console's hold or silence
 shows within this many seconds."""
