@@ -133,9 +133,10 @@ class NodeContext:
     def docker_changes_seen(self) -> int | None:
         """The event watcher's :attr:`~seat_console.node.docker.EventWatcher.changes_seen`, or
         ``None`` while no watcher was built or its thread is not running (then nothing says
-        when docker changed). Builds nothing; never raises."""
-        with self._lock:
-            w = self._watcher
+        when docker changed). Builds nothing; never raises; does not take the context's lock
+        (the TUI asks on its UI thread, while a poll thread may be building a client under
+        it): the attribute is read once, whole."""
+        w = self._watcher
         if w is None or not w.alive:
             return None
         return w.changes_seen

@@ -330,6 +330,9 @@ class PollingMixin:
             return
         try:
             self.wake_on_docker_change()
+        except Exception:  # noqa: BLE001 - a broken wake-up must not cost the ages
+            log.warning("docker wake-up failed", exc_info=True)
+        try:
             self.tick_ages()
         except Exception:  # noqa: BLE001 - a broken tick must not stop the ages
             log.warning("age tick failed", exc_info=True)
