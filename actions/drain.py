@@ -21,13 +21,22 @@
    are **cut** by the stop: counted (``left_running``, ``queued_while_paused``) and journaled.
    If the pause call fails (an HTTP error other than a timeout) or the stop that follows fails,
    ``POST /resume`` undoes the pause and the error says so.
-3. **Not offered**: SIGTERM through ``docker stop`` with a stop timeout of at least the engine's
+3. **Not offered**: SIGTERM (the stop, 5.) with a stop timeout of at least the engine's
    ``--shutdown-timeout`` plus :data:`STOP_MARGIN_S`. vLLM's ``--shutdown-timeout`` (``engine/
    arg_utils.py``, default 0; ``v1/engine/core.py`` ``EngineCore._handle_shutdown``): 0 aborts
    every unfinished request at SIGTERM (``mode=abort``), N > 0 lets them finish for up to N s
    (``mode=drain``). With 0 the plan says how many requests the stop would abort.
-4. ``drain_timeout_s = 0`` turns the drain off: the plain ``docker stop`` (``mode`` ``off``),
-   the downtime still measured.
+4. ``drain_timeout_s = 0`` turns the drain off (``mode`` ``off``): the stop at once, with the
+   caller's stop timeout; the downtime still measured.
+5. **The stop** (:func:`seat_console.actions.swap.docker_stop` with the engine's endpoint) ends
+   as soon as the engine has let go of the seat: SIGTERM, then SIGKILL at once when a TCP
+   connect to the engine's listener is refused — vLLM closes its listener only after its
+   engine has shut down (below) — or when the container has not exited by the stop timeout;
+   no SIGKILL when it exits by itself. How it ended goes into the record's ``stop`` (``way``,
+   ``words``: "exited by itself", "listener closed after 0.1 s, then SIGKILL", "SIGKILL at the
+   stop timeout"; ``stop_s``, ``listener_closed_s``, ``exit_code``) and the step's sentence.
+   Where the endpoint is not known, or its listener did not accept before the stop: the plain
+   ``docker stop``.
 
 **What the engine does to each request** (read in vLLM's source, 0.32.0 — the lab's — and
 0.33.0 / 0.34.0 where they differ):
@@ -48,7 +57,9 @@
   the drain is answered 200 and aborted (``EngineCore._reject_add_in_shutdown``); with 0 the
   engine process is force-killed at once and the listener closes ~0.1 s later (the lab), a
   request in between getting HTTP 500 (``EngineDeadError``). uvicorn then waits for the open
-  connections — whose engine is gone — until docker's SIGKILL at the stop timeout.
+  connections — whose engine is gone — which under a client load lasted until docker's
+  SIGKILL at the stop timeout (exit 137, the full stop timeout of downtime: the lab, 15 s);
+  hence the stop's rule (5.): the listener refused, SIGKILL at once.
 - So on 0.32.0 no sequence of pause, ``--shutdown-timeout`` and SIGTERM stops admission before
   the engine stops: under a steady load the requests that arrive after the pause (about one per
   client connection that keeps sending) are accepted, queued and cut, and the engine's
@@ -121,8 +132,8 @@ class DrainPlan:
                if self.in_flight is None else
                f"requests now: {self.running:.0f} running + {self.waiting:.0f} waiting")
         if self.bound_s <= 0:
-            return (f"{now}; drain off ([seat] drain_timeout_s = 0): the plain docker stop; "
-                    "the requests in flight are cut")
+            return (f"{now}; drain off ([seat] drain_timeout_s = 0): the stop at once, no "
+                    "drain; the requests in flight are cut")
         if self.pause:
             how = (f"drain: wait for the queue to reach a slot, POST /pause?mode=wait, then "
                    f"wait for the running ones to finish, {self.bound_s:g} s in all (those left "
@@ -316,7 +327,8 @@ def _pause(c: Any, plan: DrainPlan, rec: dict[str, Any], timeout_s: float) -> No
 
 def drain_and_stop(c: Any, plan: DrainPlan, stop: Any) -> tuple[str, dict[str, Any]]:
     """Drain per ``plan`` (module docstring), then call ``stop(stop_timeout_s) -> str`` (the
-    docker stop). Returns ``(sentence, record)``; the record (JSON-able) holds ``mode``
+    stop: :func:`seat_console.actions.swap.docker_stop`, whose record the caller adds as
+    ``stop``). Returns ``(sentence, record)``; the record (JSON-able) holds ``mode``
     (``pause`` / ``sigterm`` / ``none`` / ``off``), ``bound_s``, ``running_before``,
     ``waiting_before``, ``queue_s`` (s spent letting the queue reach a slot before the pause),
     ``drained_s``, ``cut`` (requests left at the stop, ``None`` unknown) split into
@@ -391,30 +403,53 @@ def _words(rec: dict[str, Any], plan: DrainPlan) -> str:
 def summary(rec: dict[str, Any] | None) -> str:
     """One clause for a verify message from a journaled drain record (:func:`drain_and_stop`):
     ``"drained by /pause in 0.4 s, 0 requests cut"``, ``"drain stopped at the 60 s bound, 3
-    request(s) cut"``, ``"SIGTERM (no /pause), about 2 request(s) aborted"``; ``""`` without a
-    record."""
+    request(s) cut"``, ``"SIGTERM (no /pause), about 2 request(s) aborted"``, followed by how
+    the stop ended where the record holds it (:func:`stop_words`: ``"; stop: listener closed
+    after 0.1 s, then SIGKILL (0.3 s)"``); ``""`` without a record. A journaled record is
+    outside input: a value of the wrong kind reads as unknown, never raises."""
     if not isinstance(rec, dict) or "mode" not in rec:
         return ""
+    stop = stop_words(rec.get("stop"))
+    tail = f"; stop: {stop}" if stop else ""
     cut = rec.get("cut")
-    n = "an unknown number of" if cut is None else str(cut)
+    n = (str(cut) if isinstance(cut, int) and not isinstance(cut, bool) and cut >= 0 else
+         "an unknown number of")
     if rec["mode"] == "pause":
         queued = rec.get("queued_while_paused")
-        why = (f" ({queued} queued, never started)" if isinstance(queued, int) and queued
-               else "")
+        why = (f" ({queued} queued, never started)" if isinstance(queued, int)
+               and not isinstance(queued, bool) and queued > 0 else "")
         late = (" (vLLM < 0.33: requests arriving while paused are queued and cut, maybe "
                 "uncounted)" if rec.get("newcomers") == "queued" else "")
-        if rec.get("reached_zero"):
-            return (f"drained by /pause in {rec.get('drained_s', 0):.1f} s, "
+        if rec.get("reached_zero") is True:
+            took = _seconds(rec.get("drained_s"))
+            return ("drained by /pause in " + ("an unknown time" if took is None else
+                                               f"{took:.1f} s") + ", "
                     + ("0 requests cut" if cut == 0 else f"{n} request(s) cut at the stop{why}")
-                    + late)
-        return (f"drain stopped at the {rec.get('bound_s', 0):g} s bound, {n} request(s) cut "
-                f"at the bound{why}{late}")
+                    + late + tail)
+        bound = _seconds(rec.get("bound_s"))
+        return (f"drain stopped at the {'unknown' if bound is None else f'{bound:g} s'} bound, "
+                f"{n} request(s) cut at the bound{why}{late}{tail}")
     if rec["mode"] == "sigterm":
-        return (f"SIGTERM (no /pause), about {cut} request(s) aborted" if cut else
-                "SIGTERM (no /pause)")
+        return (f"SIGTERM (no /pause), about {n} request(s) aborted" if cut else
+                "SIGTERM (no /pause)") + tail
     if rec["mode"] == "off":
-        return "drain off: plain stop"
-    return "not drained (the engine did not answer)"
+        return "drain off: plain stop" + tail
+    return "not drained (the engine did not answer)" + tail
+
+
+def stop_words(stop: Any) -> str:
+    """How a journaled stop ended (the drain record's ``stop``, :func:`seat_console.actions.
+    swap.docker_stop`'s record): ``"listener closed after 0.1 s, then SIGKILL (0.3 s)"``,
+    ``"exited by itself (0.9 s)"``, ``"SIGKILL at the stop timeout (15.0 s)"``; ``""`` when
+    there is none or its ``words`` is not a short string (outside input: never raises; a
+    ``stop_s`` that is not a finite number ≥ 0 is left out, never shown as 0)."""
+    if not isinstance(stop, dict):
+        return ""
+    words = stop.get("words")
+    if not isinstance(words, str) or not words or len(words) > 200:
+        return ""
+    secs = _seconds(stop.get("stop_s"))
+    return words + ("" if secs is None else f" ({secs:.1f} s)")
 
 
 # -- downtime --------------------------------------------------------------------------------------
@@ -521,4 +556,4 @@ def forecast(journal: Journal, image_id: str | None, bound_s: float) -> str:
 __all__ = ["DrainPlan", "STOP_MARGIN_S", "downtime_line", "downtimes", "drain_and_stop",
            "drain_plan", "engine_version", "forecast", "last_downtime", "mark_up",
            "newcomers_while_paused", "pause_offered", "read_queue", "shutdown_timeout_of",
-           "stop_timeout_for", "summary"]
+           "stop_timeout_for", "stop_words", "summary"]

@@ -12,9 +12,13 @@
 2. **stop resident** — drained first (:mod:`seat_console.actions.drain`: ``POST /pause?mode=
    wait`` where the engine offers it, else SIGTERM with a stop timeout ≥ its
    ``--shutdown-timeout`` + margin; bound ``[seat] drain_timeout_s``; facts ``drain``), then
-   ``POST /containers/{id}/stop?t=<its StopTimeout or the drain's, the larger>`` with a client
-   timeout above that (the docker SDK adds ``t`` to its own timeout); after a client timeout the
-   container is inspected again before the step is called failed. Verify: not running.
+   stopped with the stop timeout ``t`` = its StopTimeout or the drain's, the larger
+   (:func:`docker_stop`): SIGTERM, then SIGKILL as soon as the engine's listener at the seat's
+   endpoint refuses a connection (vLLM closes it only after its engine is gone) — or at ``t`` —
+   and no SIGKILL when it exits by itself; how it ended in facts ``drain.stop``. Where the
+   listener did not accept before the stop: ``POST /containers/{id}/stop?t=…`` with a client
+   timeout above ``t``; after a client timeout the container is inspected again before the
+   step is called failed. Verify: not running.
    Undo: start the recorded container and verify image ID, ``/health`` 200 and the models.
 3. **start probe** — an old stopped probe container of the same name is renamed
    (``<name>-<finished UTC>``, kept, never removed); the probe is created from the image **by
@@ -220,10 +224,14 @@ def stop_container(client: Any, c: Any, stop_timeout_s: int,
     (:func:`seat_console.actions.drain.drain_and_stop`: ``POST /pause?mode=wait`` where the
     engine offers it, else SIGTERM with a stop timeout ≥ its ``--shutdown-timeout`` + margin);
     the stop timeout is the larger of ``stop_timeout_s`` and the drain plan's (the drain off,
-    ``drain_timeout_s = 0``: ``stop_timeout_s``, the plain stop). ``record``:
-    filled with the drain's record (journal it in the run's facts). Without ``nctx``: the
-    plain stop (:func:`docker_stop`). Returns a sentence; raises :class:`StepError` when the
-    drain fails (the engine resumed, said so) or the container still runs."""
+    ``drain_timeout_s = 0``: ``stop_timeout_s``, the plain stop). Then the stop ends as soon
+    as the engine has let go of the seat (:func:`docker_stop` with that ``endpoint``: SIGTERM,
+    then SIGKILL once the engine's listener is closed, never later than the stop timeout).
+    ``record``: filled with the drain's record, the stop's own under ``"stop"``
+    (:func:`docker_stop`; journal it in the run's facts). Without ``nctx``: the plain
+    ``docker stop`` (:func:`docker_stop` without an endpoint). Returns a sentence; raises
+    :class:`StepError` when the drain fails (the engine resumed, said so), the docker call
+    fails or the container still runs (the container named, with the fix)."""
     if nctx is None:
         return docker_stop(client, c, stop_timeout_s)
     from dataclasses import replace
@@ -235,7 +243,11 @@ def stop_container(client: Any, c: Any, stop_timeout_s: int,
     # the drain off (bound 0): the stop as before the drain, with the caller's stop timeout
     plan = replace(plan, stop_timeout_s=(int(stop_timeout_s) if plan.bound_s <= 0 else
                                          max(plan.stop_timeout_s, int(stop_timeout_s))))
-    words, rec = drain_mod.drain_and_stop(c, plan, lambda t: docker_stop(client, c, t, nctx))
+    stop_rec: dict[str, Any] = {}
+    words, rec = drain_mod.drain_and_stop(
+        c, plan, lambda t: docker_stop(client, c, t, nctx, endpoint=ep, record=stop_rec))
+    if stop_rec:
+        rec["stop"] = stop_rec
     if record is not None:
         record.update(rec)
     return words
@@ -251,25 +263,183 @@ def drain_words(nctx: NodeContext, c: Any, endpoint: str | None = None) -> str:
     return drain_mod.drain_plan(c, ep, nctx.profile.seat.drain_timeout_s).words()
 
 
-def docker_stop(client: Any, c: Any, stop_timeout_s: int,
-                nctx: NodeContext | None = None) -> str:
-    """Stop ``c`` with ``t = stop_timeout_s`` and a client timeout above it; after a client
-    timeout, inspect again before calling it failed. ``nctx``: its event watcher is told first
-    (:func:`_expect`). Returns a sentence; raises :class:`StepError` when it still runs."""
+STOP_POLL_S = 0.1
+"""Seconds between two looks (``docker inspect``, a TCP connect to the engine's listener) while
+a stop waits for the engine to let go of the seat (:func:`docker_stop`)."""
+KILL_WAIT_S = 30.0
+"""Seconds a container may take, after SIGKILL, until docker reports it not running."""
+
+STOP_WAYS = ("exited", "listener_closed", "stop_timeout", "docker_stop")
+"""How a stop ended (:func:`docker_stop`'s record ``way``): the container exited by itself
+after SIGTERM; the engine's listener closed, then SIGKILL; SIGKILL at the stop timeout; the
+plain ``docker stop`` (no endpoint known, or its listener not accepting before the stop)."""
+
+
+def docker_stop(client: Any, c: Any, stop_timeout_s: int, nctx: NodeContext | None = None,
+                *, endpoint: str | None = None, record: dict[str, Any] | None = None) -> str:
+    """Stop ``c``, at the latest ``stop_timeout_s`` s after SIGTERM (then SIGKILL, as
+    ``docker stop`` does). ``nctx``: its event watcher is told first (:func:`_expect`: the
+    ``kill`` / ``die`` / ``stop`` events are the console's). ``client`` is unused (``c`` carries
+    its own); kept for the callers.
+
+    **With ``endpoint``** (the URL the container's engine serves at): the stop ends as soon as
+    the engine has let go of the seat. The rule, from vLLM's API server (``entrypoints/
+    launchers/launcher.py`` ``serve_http``, read in the lab's vLLM 0.32.0; the same order in
+    0.33.0 and 0.34.0): its SIGTERM handler first shuts the engine down (``engine_client.
+    shutdown(timeout=--shutdown-timeout)``: with 0 it force-kills the engine process at once,
+    with N > 0 it lets the engine finish its requests for up to N s, the listener open all the
+    while), and only then tells uvicorn to exit (``server.should_exit``; ``server.shutdown()``
+    closes the listening socket first, then waits for the open connections). So once a TCP
+    connect to the endpoint is **refused** (:func:`seat_console.node.engine_client.listening`)
+    the engine is gone and nothing it could still finish remains; uvicorn would only wait for
+    the open keep-alive connections — under a client load until docker's SIGKILL at the stop
+    timeout (exit 137, the full stop timeout of seat downtime for nothing; measured on the
+    lab, docs/benchmarks.md, issue 32). Steps: the listener must accept a connection first
+    (else the plain ``docker stop``: a listener that was never open cannot tell when the engine
+    let go); ``POST /containers/{id}/kill?signal=SIGTERM``; then every :data:`STOP_POLL_S` s
+    the listener is tried and the container inspected, until it exited by itself (no SIGKILL),
+    the listener is refused (SIGKILL at once) or ``stop_timeout_s`` passed (SIGKILL); after a
+    SIGKILL, wait up to :data:`KILL_WAIT_S` s for docker to report it not running.
+
+    **Without ``endpoint``**: the plain ``docker stop`` (``t = stop_timeout_s``, a client
+    timeout above it; after a client timeout, inspect again before calling it failed).
+
+    ``record`` is filled with the stop's record (JSON-able): ``way`` (:data:`STOP_WAYS`),
+    ``words`` (how it ended: ``"exited by itself"``, ``"listener closed after 0.1 s, then
+    SIGKILL"``, ``"SIGKILL at the stop timeout"``, ``"docker stop"``), ``stop_s`` (s from
+    SIGTERM — or the ``docker stop`` call — until not running), ``listener_closed_s`` (s from
+    SIGTERM until the listener was refused, else ``None``), ``stop_timeout_s``, ``exit_code``
+    (docker's ``State.ExitCode``; 137 = SIGKILL), ``endpoint``. Returns a sentence that says
+    the same; raises :class:`StepError` naming the container and the fix when a docker call
+    fails and it still runs (or cannot be read), or it still runs after the stop."""
+    rec: dict[str, Any] = record if record is not None else {}
+    t = int(stop_timeout_s)
+    rec.update(endpoint=endpoint, stop_timeout_s=t, listener_closed_s=None)
+    if endpoint is not None:
+        from seat_console.node.engine_client import listening
+
+        before = listening(endpoint)
+        if before is True:
+            return _stop_released(c, t, endpoint, nctx, rec)
+        why = ("refused" if before is False else "not answered")
+        out = _docker_stop(c, t, nctx, rec)
+        return (f"{out}; the plain docker stop: a connect to the engine's listener at "
+                f"{endpoint} was {why} before the stop, so its closing cannot say when the "
+                "engine let go")
+    return _docker_stop(c, t, nctx, rec)
+
+
+def _ended(c: Any, rec: dict[str, Any], way: str, words: str, m0: float) -> None:
+    rec.update(way=way, words=words, stop_s=round(time.monotonic() - m0, 3))
+    code = (c.attrs.get("State") or {}).get("ExitCode")
+    rec["exit_code"] = code if isinstance(code, int) and not isinstance(code, bool) else None
+
+
+def _docker_stop(c: Any, t: int, nctx: NodeContext | None, rec: dict[str, Any]) -> str:
+    """The plain ``docker stop`` (``POST /containers/{id}/stop?t=t``), its record in ``rec``."""
     import requests
 
     _expect(nctx, c.name, ("kill", "die", "stop"))
+    m0 = time.monotonic()
     try:
-        c.stop(timeout=stop_timeout_s)
+        c.stop(timeout=t)
     except requests.exceptions.RequestException as exc:
         c.reload()
         if _running(c):
-            raise StepError(f"stop {c.name}: client gave up after {DOCKER_TIMEOUT_S + stop_timeout_s}"
+            raise StepError(f"stop {c.name}: client gave up after {DOCKER_TIMEOUT_S + t}"
                             f" s ({exc}) and it is still running") from None
+        _ended(c, rec, "docker_stop", "docker stop", m0)
         return f"stopped {c.name} (the stop call timed out; re-inspected: not running)"
     except Exception as exc:  # noqa: BLE001 - APIError
-        raise StepError(f"stop {c.name}: {exc}") from None
-    return f"stopped {c.name} (t={stop_timeout_s} s)"
+        raise StepError(f"stop {c.name}: {exc}; check dockerd and stop it by hand "
+                        f"(`docker stop {c.name}`)") from None
+    try:
+        c.reload()
+    except Exception:  # noqa: BLE001 - the exit code is then not recorded; the stop is done
+        pass
+    _ended(c, rec, "docker_stop", "docker stop", m0)
+    code = rec["exit_code"]
+    return (f"stopped {c.name} (docker stop, t={t} s: {rec['stop_s']:.1f} s"
+            + ("" if code is None else f", exit code {code}"
+               + (" — SIGKILL at the stop timeout" if code == 137 else "")) + ")")
+
+
+def _still_running(c: Any, what: str) -> bool:
+    """``c`` inspected again: whether it runs (``False`` once it is gone). Raises
+    :class:`StepError` naming it when docker cannot be read (``what``: the stop's state)."""
+    from docker.errors import NotFound
+
+    try:
+        c.reload()
+    except NotFound:
+        return False
+    except Exception as exc:  # noqa: BLE001 - APIError, a connection error
+        raise StepError(f"stop {c.name}: cannot inspect it {what} ({type(exc).__name__}: "
+                        f"{exc}); whether it still runs is unknown: check `docker ps`, stop "
+                        f"it by hand (`docker stop {c.name}`)") from None
+    return _running(c)
+
+
+def _signal(c: Any, sig: str, what: str) -> bool:
+    """``POST /containers/{id}/kill?signal=sig``: ``True`` when sent, ``False`` when ``c``
+    turned out not running (docker's 409 "is not running", or gone). Raises :class:`StepError`
+    naming ``c`` and the fix when the call fails and it still runs."""
+    try:
+        c.kill(signal=sig)
+        return True
+    except Exception as exc:  # noqa: BLE001 - APIError, a connection error
+        if not _still_running(c, f"after a failed {sig}"):
+            return False
+        by_hand = "docker stop" if sig == "SIGTERM" else "docker kill"
+        raise StepError(f"stop {c.name}: {sig} failed {what} ({type(exc).__name__}: {exc}) and "
+                        f"it still runs: check dockerd, stop it by hand (`{by_hand} "
+                        f"{c.name}`)") from None
+
+
+def _stop_released(c: Any, t: int, endpoint: str, nctx: NodeContext | None,
+                   rec: dict[str, Any]) -> str:
+    """SIGTERM, then SIGKILL as soon as the engine's listener at ``endpoint`` is closed, never
+    later than ``t`` s (:func:`docker_stop`'s rule); its record in ``rec``."""
+    from seat_console.node.engine_client import listening
+
+    _expect(nctx, c.name, ("kill", "die", "stop"))
+    m0 = time.monotonic()
+    if not _signal(c, "SIGTERM", "(the stop's first signal)"):
+        _ended(c, rec, "exited", "exited by itself", m0)
+        return f"stopped {c.name}: it had exited by itself before the SIGTERM"
+    deadline = m0 + t
+    while True:
+        closed = listening(endpoint, timeout_s=max(0.05, min(0.5, deadline - time.monotonic())))
+        seen = time.monotonic()
+        if not _still_running(c, "after SIGTERM"):
+            _ended(c, rec, "exited", "exited by itself", m0)
+            return (f"stopped {c.name}: SIGTERM, exited by itself after {rec['stop_s']:.1f} s "
+                    f"(stop timeout {t} s; exit code {rec['exit_code']})")
+        now = time.monotonic()
+        if closed is False:
+            rec["listener_closed_s"] = round(seen - m0, 3)
+            way = "listener_closed"
+            words = f"listener closed after {rec['listener_closed_s']:.1f} s, then SIGKILL"
+            break
+        if now >= deadline:
+            way, words = "stop_timeout", "SIGKILL at the stop timeout"
+            break
+        time.sleep(max(0.0, min(STOP_POLL_S, deadline - now)))
+    if not _signal(c, "SIGKILL", f"({words.split(',')[0]})"):
+        _ended(c, rec, "exited", "exited by itself", m0)
+        return (f"stopped {c.name}: SIGTERM, exited by itself after {rec['stop_s']:.1f} s, "
+                "just before the SIGKILL")
+    until = time.monotonic() + KILL_WAIT_S
+    while _still_running(c, "after SIGKILL"):
+        if time.monotonic() >= until:
+            raise StepError(f"stop {c.name}: still running {KILL_WAIT_S:.0f} s after SIGKILL: "
+                            f"check dockerd (`docker ps`, `docker kill {c.name}`)")
+        time.sleep(STOP_POLL_S)
+    _ended(c, rec, way, words, m0)
+    tail = ("" if way == "listener_closed" else
+            f"; the listener at {endpoint} still accepted connections")
+    return (f"stopped {c.name}: SIGTERM, {words} ({rec['stop_s']:.1f} s in all, stop timeout "
+            f"{t} s; exit code {rec['exit_code']}){tail}")
 
 
 def wait_serving(c: Any, endpoint: str, want_models: Sequence[str], timeout_s: float,
@@ -1173,7 +1343,7 @@ def rebuild(nctx: NodeContext, journal: Journal, rows: Sequence[Entry],
 
 __all__ = ["NothingToRestore", "SwapOptions", "build_restore", "build_swap",
            "candidate_in_seat", "completion",
-           "docker_stop", "drain_words", "fit_verdict",
+           "STOP_WAYS", "docker_stop", "drain_words", "fit_verdict",
            "gpu_uuids", "identity", "last_swap", "probe_image", "protected_names", "rebuild",
            "resident_name", "resident_or_profile", "seat_file",
            "start_recorded", "stop_container", "stop_kept", "verify_recorded", "wait_serving"]

@@ -44,6 +44,12 @@ class FakeContainer:
         self.engine.calls.append(("stop", self.name))
         self.attrs["State"]["Running"] = False
 
+    def kill(self, signal: str = "SIGKILL") -> None:
+        # the seat's stop where the engine's listener accepted (swap.docker_stop): it exits at
+        # the first signal, as a stop
+        self.engine.calls.append(("stop", self.name))
+        self.attrs["State"]["Running"] = False
+
     def reload(self) -> None:
         pass
 

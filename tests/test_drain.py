@@ -221,7 +221,8 @@ def test_the_plan_says_what_happens_to_requests_arriving_while_paused(version: s
 @pytest.mark.parametrize(("bound", "want"), [(0, 10), (30, 15)])
 def test_the_drain_off_stops_with_the_containers_own_timeout(bound: float, want: int) -> None:
     # drain off: the stop as before the drain (the caller's 10 s); on: >= --shutdown-timeout +
-    # the margin (15 s)
+    # the margin (15 s). The stop is SIGTERM, bounded by that stop timeout
+    # (tests/test_stop_released.py: how it ends)
     from types import SimpleNamespace
 
     from seat_console.actions import swap as swap_mod
@@ -229,10 +230,15 @@ def test_the_drain_off_stops_with_the_containers_own_timeout(bound: float, want:
     class C(Container):
         def __init__(self) -> None:
             super().__init__()
-            self.timeouts: list[int] = []
+            self.attrs["State"] = {"Running": True, "ExitCode": 0}
+            self.signals: list[str] = []
 
-        def stop(self, timeout: int) -> None:
-            self.timeouts.append(timeout)
+        def reload(self) -> None:
+            pass
+
+        def kill(self, signal: str) -> None:      # exits by itself at SIGTERM
+            self.signals.append(signal)
+            self.attrs["State"] = {"Running": False, "ExitCode": 0}
 
     nctx = SimpleNamespace(profile=SimpleNamespace(seat=SimpleNamespace(drain_timeout_s=bound)),
                            expect=lambda *a: None)
@@ -241,7 +247,9 @@ def test_the_drain_off_stops_with_the_containers_own_timeout(bound: float, want:
         rec: dict[str, Any] = {}
         swap_mod.stop_container(None, c, 10, nctx, endpoint=eng.url,  # type: ignore[arg-type]
                                 record=rec)
-    assert c.timeouts == [want] and rec["mode"] == ("off" if bound == 0 else "sigterm")
+    assert rec["stop_timeout_s"] == rec["stop"]["stop_timeout_s"] == want
+    assert c.signals == ["SIGTERM"] and rec["stop"]["way"] == "exited"
+    assert rec["mode"] == ("off" if bound == 0 else "sigterm")
 
 
 def test_a_failed_pause_resumes_and_does_not_stop() -> None:

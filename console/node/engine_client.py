@@ -238,6 +238,41 @@ class EngineClient:
         self._client.close()
 
 
+# -- the listener itself ---------------------------------------------------------------------
+LISTEN_PROBE_S = 0.5
+"""Seconds one TCP connect to the engine's listener may take (:func:`listening`)."""
+
+
+def listening(base_url: str, timeout_s: float = LISTEN_PROBE_S) -> bool | None:
+    """Whether the engine's listener at ``base_url`` (the profile's endpoint, e.g.
+    ``http://127.0.0.1:8000``; port 80 / 443 by the scheme when it names none) accepts a TCP
+    connection now: ``True`` (connected; closed again at once, nothing sent), ``False`` (the
+    connection was **refused**: nothing listens on that host and port), ``None`` (unknown: no
+    answer within ``timeout_s``, another network error, or a URL without a host). No HTTP:
+    the question is whether the server still holds its socket, not what it answers. Never
+    raises.
+
+    The seat's stop reads it (:func:`seat_console.actions.swap.docker_stop`): vLLM's API server
+    closes its listener only after its engine has shut down (``entrypoints/launchers/
+    launcher.py`` ``serve_http``). A port published through docker's userland proxy is accepted
+    by the proxy while the container exists, so there it reads ``True`` until the container
+    is gone."""
+    import socket
+
+    try:
+        url = httpx.URL(str(base_url))
+        host = url.host
+        port = url.port or {"http": 80, "https": 443}.get(url.scheme)
+        if not host or port is None or not 0 < port < 65536:
+            return None
+        with socket.create_connection((host, port), timeout=max(float(timeout_s), 0.01)):
+            return True
+    except ConnectionRefusedError:
+        return False
+    except (OSError, ValueError, TypeError, OverflowError, httpx.InvalidURL):
+        return None
+
+
 # -- the probe's side calls, on its own async transport ---------------------------------------
 async def get_async(client: httpx.AsyncClient, path: str, *,
                     timeout_s: float = 10.0) -> Answer:
@@ -272,4 +307,4 @@ async def _async(client: httpx.AsyncClient, method: str, path: str, timeout_s: f
 __all__ = ["CHAT_COMPLETIONS", "COMPLETIONS", "CONNECT_S", "DEFAULT_TIMEOUT_S", "HEALTH",
            "IS_PAUSED", "IS_SLEEPING", "MAX_BODY_BYTES", "METRICS", "MODELS", "PAUSE",
            "RESET_PREFIX_CACHE", "RESUME", "VERSION", "Answer", "EngineClient", "EngineError",
-           "get_async", "post_async"]
+           "LISTEN_PROBE_S", "get_async", "listening", "post_async"]
