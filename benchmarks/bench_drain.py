@@ -16,7 +16,10 @@ not (so its stop is SIGTERM in both arms: vLLM's ``--shutdown-timeout`` 0 aborts
 Per arm and runbook (a request belongs to the runbook that started last before it ended):
 requests ok / refused / lost by kind, the drain record and the seat's downtime from the
 run's journal facts, the runbook's wall time; and for the drained restore the time the drain
-added (its queue wait + pause). Not a test: the figures depend on the machine and the load.
+added (its queue wait + pause). The stop: how it ended (``stop_way``: the drain record's
+``stop.way``, ``actions/swap.py`` ``docker_stop``) and how long it took (``stop_s``, SIGTERM to
+not running); ``down_before_start_s`` = the downtime less the next engine's start (drain +
+stop + the create/start calls), comparable with runs from before the stop record existed. Not a test: the figures depend on the machine and the load.
 
 Run (holds the lab for ~4 min; the seat is put back and the hold released at the end)::
 
@@ -106,6 +109,16 @@ def _arm(lab: Lab, name: str, prof: Path, env: dict[str, str], streams: int,
         out[runbook]["drain_added_s"] = (round(float(d.get("queue_s") or 0)
                                                + float(d.get("drained_s") or 0), 3)
                                          if d.get("mode") == "pause" else None)
+        # the stop (how it ended, SIGTERM -> not running), and the seat's downtime before the
+        # next engine's start (drain + stop + create/start call): downtime - start_s
+        stop = d.get("stop") or {}
+        out[runbook]["stop_way"] = stop.get("way")
+        out[runbook]["stop_s"] = stop.get("stop_s")
+        dt = out[runbook]["downtime"] or {}
+        out[runbook]["down_before_start_s"] = (
+            round(dt["seconds"] - dt["start_s"], 3)
+            if isinstance(dt.get("seconds"), float | int) and isinstance(dt.get("start_s"),
+                                                                        float | int) else None)
     out["before"] = load.tally(0, marks["swap"])
     return out
 
@@ -151,7 +164,8 @@ def main() -> int:
             print(f"{a['arm']:>8} {rb:<8} ok {r['ok']:>4}  refused {r['refused']:>4}  "
                   f"lost {r['lost']:>3}  down {dn if dn is not None else '-':>7} s  "
                   f"wall {r['wall_s']:>6} s  drain {(r['drain'] or {}).get('mode')} "
-                  f"added {r['drain_added_s']}  {r['requests']}")
+                  f"added {r['drain_added_s']}  stop {r['stop_way']} {r['stop_s']} s  "
+                  f"down before the start {r['down_before_start_s']} s  {r['requests']}")
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)
         args.json.write_text(json.dumps(results, indent=1) + "\n", "utf-8")

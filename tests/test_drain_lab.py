@@ -17,7 +17,9 @@ requests that aborts. What vLLM 0.32 does to each request is in actions/drain.py
 the drain finishes every request admitted before it; those that arrive while the engine is
 paused are accepted and queued by 0.32 (0.33+ refuses them with a retryable 503), and the stop
 cuts them — the test checks that every lost request arrived after the pause and that the
-console counted what the stop cut.
+console counted what the stop cut. Each stop (the swap's, the restore's) ends when the engine
+has let go of the seat — its listener refused, or the container exited — not at docker's
+SIGKILL at the stop timeout (actions/swap.py ``docker_stop``; the journal's ``drain.stop``).
 """
 
 from __future__ import annotations
@@ -108,7 +110,8 @@ def seat(lab: Any, tmp_path_factory: pytest.TempPathFactory) -> Any:
             assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
             assert s.load.wait_ok(4, time.time(), 120), s.load.done[-5:]
             s.load.stop()
-            print(f"\nswap (SIGTERM, no /pause): {s.load.tally(s.swap_began, float('inf'))}")
+            print(f"\nswap (SIGTERM, no /pause): {s.load.tally(s.swap_began, float('inf'))}; "
+                  f"drain {_facts(env, 'swap').get('drain')}")
             yield s
         finally:
             s.load.stop()
@@ -120,8 +123,10 @@ def seat(lab: Any, tmp_path_factory: pytest.TempPathFactory) -> Any:
 def test_a_drain_that_cannot_finish_stops_at_the_bound_with_the_cut_counted(
         lab: Any, seat: Any) -> None:
     drain = _facts(seat.env, "swap")["drain"]
-    # the lab's resident: no /pause, --shutdown-timeout 0 -> SIGTERM, said so
+    # the lab's resident: no /pause, --shutdown-timeout 0 -> SIGTERM, said so; its stop ended
+    # when its listener closed (or it exited), not at the stop timeout
     assert drain["mode"] == "sigterm" and drain["shutdown_timeout_s"] == 0
+    assert drain["stop"]["way"] in ("listener_closed", "exited"), drain["stop"]
     assert drain["stop_timeout_s"] >= D.STOP_MARGIN_S
     # long streams (480 tokens: the lab's max-model-len is 512; > 1 s each on its CPU) are
     # running, as the engine itself says, before the drain with its 0.2 s bound begins
@@ -195,4 +200,7 @@ def test_a_load_through_a_drained_restore_loses_no_request_admitted_before_the_d
     # plan said (newcomers "queued", above); its /metrics may not count it (the benchmark's
     # run counted 0 of 8), so the console's count is not compared with the load's
     assert 0 < down["seconds"] < 900 and down["down_at"] == drain["down_at"]
+    # the stop ended when the engine let go of the seat (its listener refused, or it exited),
+    # not at docker's SIGKILL at the stop timeout (the keep-alive connections of the load)
+    assert drain["stop"]["way"] in ("listener_closed", "exited"), drain["stop"]
     print(f"\nrestore: {load.tally(t0, float('inf'))}; drain {drain}; downtime {down}")
