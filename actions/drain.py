@@ -374,7 +374,7 @@ def drain_and_stop(c: Any, plan: DrainPlan, stop: Any) -> tuple[str, dict[str, A
 
 def _words(rec: dict[str, Any], plan: DrainPlan) -> str:
     if rec["mode"] == "off":
-        return "drain off (drain_timeout_s = 0): plain stop"
+        return "drain off (drain_timeout_s = 0): no drain"
     if rec["mode"] == "pause":
         cut = rec["cut"]
         where = "at the stop" if rec.get("reached_zero") else "at the bound"
@@ -433,20 +433,28 @@ def summary(rec: dict[str, Any] | None) -> str:
         return (f"SIGTERM (no /pause), about {n} request(s) aborted" if cut else
                 "SIGTERM (no /pause)") + tail
     if rec["mode"] == "off":
-        return "drain off: plain stop" + tail
+        return "drain off: no drain" + tail
     return "not drained (the engine did not answer)" + tail
 
 
 def stop_words(stop: Any) -> str:
     """How a journaled stop ended (the drain record's ``stop``, :func:`seat_console.actions.
-    swap.docker_stop`'s record): ``"listener closed after 0.1 s, then SIGKILL (0.3 s)"``,
-    ``"exited by itself (0.9 s)"``, ``"SIGKILL at the stop timeout (15.0 s)"``; ``""`` when
-    there is none or its ``words`` is not a short string (outside input: never raises; a
-    ``stop_s`` that is not a finite number ≥ 0 is left out, never shown as 0)."""
+    swap.docker_stop`'s record), told again from its ``way`` and seconds — not from its stored
+    ``words`` — : ``"listener closed after 0.1 s, then SIGKILL (0.3 s)"``, ``"exited by itself
+    (0.9 s)"``, ``"SIGKILL at the stop timeout (15.0 s)"``, ``"docker stop (10.2 s)"``; ``""``
+    when there is none or its ``way`` is unknown. Outside input: never raises; seconds that
+    are not a finite number ≥ 0 are left out, never shown as 0."""
     if not isinstance(stop, dict):
         return ""
-    words = stop.get("words")
-    if not isinstance(words, str) or not words or len(words) > 200:
+    way = stop.get("way")
+    closed = _seconds(stop.get("listener_closed_s"))
+    words = {"exited": "exited by itself",
+             "listener_closed": ("listener closed" + ("" if closed is None else
+                                                      f" after {closed:.1f} s")
+                                 + ", then SIGKILL"),
+             "stop_timeout": "SIGKILL at the stop timeout",
+             "docker_stop": "docker stop"}.get(way) if isinstance(way, str) else None
+    if words is None:
         return ""
     secs = _seconds(stop.get("stop_s"))
     return words + ("" if secs is None else f" ({secs:.1f} s)")

@@ -10,7 +10,8 @@ through it, and waits for the load to complete requests on each engine that foll
 run the probe with ``VLLM_SERVER_DEV_MODE=1`` (it offers ``/pause``); the lab's resident does
 not (so its stop is SIGTERM in both arms: vLLM's ``--shutdown-timeout`` 0 aborts what runs).
 
-- ``old``: ``[seat] drain_timeout_s = 0``: the plain stop, as before the drain existed;
+- ``old``: ``[seat] drain_timeout_s = 0``: no drain, as before the drain existed (the stop
+  itself is the same in both arms: it ends when the engine lets go of the seat);
 - ``drained``: ``[seat] drain_timeout_s = --bound`` (60 s): the drain (actions/drain.py).
 
 Per arm and runbook (a request belongs to the runbook that started last before it ended):

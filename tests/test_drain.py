@@ -191,7 +191,7 @@ def test_a_drain_bound_of_0_is_the_plain_stop() -> None:
         words, rec = D.drain_and_stop(Container(), plan, stop)
     assert rec["mode"] == "off" and not any(c.startswith("POST") for c in eng.calls)
     assert stop.timeouts == [plan.stop_timeout_s] and "drain off" in words
-    assert D.parse_iso(rec["down_at"]) is not None and D.summary(rec) == "drain off: plain stop"
+    assert D.parse_iso(rec["down_at"]) is not None and D.summary(rec) == "drain off: no drain"
 
 
 @pytest.mark.parametrize(("version", "want"), [
@@ -706,7 +706,7 @@ def test_fleet_row_carries_the_last_downtime_unknown_never_0(value: float,
     ({"mode": "pause", "reached_zero": True, "drained_s": 0.77, "cut": 0, "newcomers": "queued"},
      "drained by /pause in 0.8 s, 0 requests cut (vLLM < 0.33: requests arriving while "
      "paused are queued and cut, maybe uncounted)"),
-    ({"mode": "off"}, "drain off: plain stop"),
+    ({"mode": "off"}, "drain off: no drain"),
     ({"mode": "sigterm", "cut": 2}, "SIGTERM (no /pause), about 2 request(s) aborted"),
     ({"mode": "none", "cut": None}, "not drained (the engine did not answer)")])
 def test_drain_summary_for_the_verify_message(rec: Any, want: str) -> None:

@@ -248,18 +248,25 @@ _ANY = st.one_of(st.none(), st.booleans(), st.integers(), st.floats(), st.text(m
                              optional={"cut": _ANY, "drained_s": _ANY, "bound_s": _ANY,
                                        "reached_zero": _ANY, "queued_while_paused": _ANY,
                                        "newcomers": _ANY, "stop": st.one_of(_ANY, st.fixed_dictionaries(
-                                           {}, optional={"words": _ANY, "stop_s": _ANY}))}))
+                                           {}, optional={"way": st.one_of(_ANY, st.sampled_from(
+                                               ["exited", "listener_closed", "stop_timeout",
+                                                "docker_stop"])), "stop_s": _ANY,
+                                               "listener_closed_s": _ANY}))}))
 def test_a_journaled_drain_record_reads_without_raising(rec: dict[str, Any]) -> None:
     assert isinstance(D.summary(rec), str)
 
 
 @pytest.mark.parametrize(("stop", "want"), [
-    ({"words": "exited by itself", "stop_s": 0.91}, "exited by itself (0.9 s)"),
-    ({"words": "SIGKILL at the stop timeout", "stop_s": 15.02},
-     "SIGKILL at the stop timeout (15.0 s)"),
-    ({"words": "exited by itself", "stop_s": float("nan")}, "exited by itself"),
-    ({"words": "exited by itself", "stop_s": -1}, "exited by itself"),
-    ({"words": "exited by itself", "stop_s": float("inf")}, "exited by itself"),
-    ({"words": 3}, ""), ({}, ""), (None, ""), ("x", "")])
+    ({"way": "exited", "stop_s": 0.91}, "exited by itself (0.9 s)"),
+    ({"way": "listener_closed", "listener_closed_s": 0.12, "stop_s": 0.31},
+     "listener closed after 0.1 s, then SIGKILL (0.3 s)"),
+    ({"way": "listener_closed", "listener_closed_s": "x"}, "listener closed, then SIGKILL"),
+    ({"way": "stop_timeout", "stop_s": 15.02}, "SIGKILL at the stop timeout (15.0 s)"),
+    ({"way": "docker_stop", "stop_s": 10.2}, "docker stop (10.2 s)"),
+    ({"way": "exited", "stop_s": float("nan")}, "exited by itself"),
+    ({"way": "exited", "stop_s": -1}, "exited by itself"),
+    ({"way": "exited", "stop_s": float("inf")}, "exited by itself"),
+    ({"way": "[red]x", "words": "exited by itself"}, ""), ({"way": 3}, ""), ({}, ""),
+    (None, ""), ("x", "")])
 def test_stop_words_unknown_seconds_never_shown(stop: Any, want: str) -> None:
     assert D.stop_words(stop) == want

@@ -219,8 +219,8 @@ class SeatSpec(_Strict):
         description="before the seat's engine is stopped (swap, restore, each compare leg): how "
                     "long the console waits for the requests running and waiting to finish "
                     "once it stops admitting; the requests left at this bound are cut, counted "
-                    "and journaled (actions/drain.py); 0 turns the drain off (the plain docker "
-                    "stop)")
+                    "and journaled (actions/drain.py); 0 turns the drain off (the stop at once, "
+                    "no drain)")
 
 
 class ModelShapeSpec(_Strict):
