@@ -20,7 +20,8 @@ run's journal facts, the runbook's wall time; and for the drained restore the ti
 added (its queue wait + pause). The stop: how it ended (``stop_way``: the drain record's
 ``stop.way``, ``actions/swap.py`` ``docker_stop``) and how long it took (``stop_s``, SIGTERM to
 not running); ``down_before_start_s`` = the downtime less the next engine's start (drain +
-stop + the create/start calls), comparable with runs from before the stop record existed. Not a test: the figures depend on the machine and the load.
+stop + the create/start calls), comparable with runs from before the stop record existed.
+Not a test: the figures depend on the machine and the load.
 
 Run (holds the lab for ~4 min; the seat is put back and the hold released at the end)::
 
