@@ -274,3 +274,7 @@ def test_a_journaled_drain_record_reads_without_raising(rec: dict[str, Any]) -> 
     (None, ""), ("x", "")])
 def test_stop_words_unknown_seconds_never_shown(stop: Any, want: str) -> None:
     assert D.stop_words(stop) == want
+
+
+def test_every_way_a_stop_ends_is_told() -> None:
+    assert all(D.stop_words({"way": w}) for w in swap_mod.STOP_WAYS)
