@@ -95,7 +95,15 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 # -- formatting -------------------------------------------------------------------------------
 def _ms(x: float | None) -> str:
-    return "n/a" if x is None else f"{x * 1000:,.1f}"
+    """Seconds ``x`` as milliseconds, one decimal; a positive time under 0.05 ms (which one
+    decimal would print as 0.0) with three decimals, or ``<0.001``, so a measured time never
+    reads as 0; ``None`` as ``n/a``."""
+    if x is None:
+        return "n/a"
+    ms = x * 1000
+    if 0 < ms < 0.05:
+        return f"{ms:.3f}" if ms >= 0.001 else "<0.001"
+    return f"{ms:,.1f}"
 
 
 def _dist(name: str, d: dict[str, Any] | None) -> str:
