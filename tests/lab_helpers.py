@@ -156,3 +156,15 @@ def probe_has_per_request_server_truth(profile: Path, env: dict[str, str],
     line = next(x for x in md.splitlines() if x.startswith(f"| {row['arm']} | {row['run']} | 4 |"))
     assert line.endswith("(4) | 0 |") and "n/a" not in line, line   # p50 / p95 (n), 0 mismatches
     return s
+
+
+def journal_rows(env: dict[str, str]) -> list[dict]:
+    """Every row of the test's journal (``SEAT_CONSOLE_STATE_DIR``), in order, as dicts of its
+    columns (raw: ``facts`` and ``inputs`` are JSON text)."""
+    import sqlite3
+
+    db = sqlite3.connect(Path(env["SEAT_CONSOLE_STATE_DIR"]) / "journal.sqlite3")
+    db.row_factory = sqlite3.Row
+    rows = [dict(r) for r in db.execute("SELECT * FROM entries ORDER BY seq")]
+    db.close()
+    return rows

@@ -34,7 +34,8 @@ from typing import Any
 import httpx
 import pytest
 from conftest import _flock
-from lab_helpers import node_transport, restore_seat, seat_cli, state_env, timers_active
+from lab_helpers import (journal_rows, node_transport, restore_seat, seat_cli, state_env,
+                         timers_active)
 from lab_load import Load, drain_profile
 
 from seat_console.actions import drain as D
@@ -46,14 +47,6 @@ LAB_MODULE_EXCLUSIVE = True
 
 SLACK_S = 0.5
 """A request the client sent less than this before the pause may reach the server after it."""
-
-
-def _rows(env: dict[str, str]) -> list[dict[str, Any]]:
-    db = sqlite3.connect(Path(env["SEAT_CONSOLE_STATE_DIR"]) / "journal.sqlite3")
-    db.row_factory = sqlite3.Row
-    rows = [dict(r) for r in db.execute("SELECT * FROM entries ORDER BY seq")]
-    db.close()
-    return rows
 
 
 def _facts(env: dict[str, str], runbook: str) -> dict[str, Any]:
@@ -198,7 +191,7 @@ def test_a_load_through_a_drained_restore_loses_no_request_admitted_before_the_d
                              timeout=60).stdout)
     assert st["hold"] is None or st["hold"]["state"] == "released"
     assert timers_active(node_transport(lab), lab.timers) == seat.timers
-    kinds = [(r["runbook"], r["kind"], r["step"]) for r in _rows(seat.env)]
+    kinds = [(r["runbook"], r["kind"], r["step"]) for r in journal_rows(seat.env)]
     for step in ("stop probe", "start resident", "release hold"):
         assert ("restore", "verify", step) in kinds
     facts = _facts(seat.env, "restore")

@@ -12,7 +12,6 @@ import fcntl
 import json
 import os
 import signal
-import sqlite3
 import subprocess
 import sys
 import time
@@ -22,6 +21,7 @@ from pathlib import Path
 import httpx
 import pytest
 from conftest import _flock, wait_until
+from lab_helpers import journal_rows
 
 from seat_console.node.transport import DockerExecTransport
 from seat_console.sources.timers import TimersReading, read_timers
@@ -76,14 +76,6 @@ def hold_units(node) -> list[str]:
 def silences_of(lab, hold_id: str) -> list[dict]:
     data = httpx.get(f"{lab.alertmanager_url}/api/v2/silences", timeout=5).json()
     return [s for s in data if f"[{hold_id}]" in s.get("comment", "")]
-
-
-def journal_rows(env) -> list[dict]:
-    db = sqlite3.connect(Path(env["SEAT_CONSOLE_STATE_DIR"]) / "journal.sqlite3")
-    db.row_factory = sqlite3.Row
-    rows = [dict(r) for r in db.execute("SELECT * FROM entries ORDER BY seq")]
-    db.close()
-    return rows
 
 
 def hold_id_of(env) -> str:

@@ -14,7 +14,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import sqlite3
 import subprocess
 import sys
 import time
@@ -24,6 +23,7 @@ from pathlib import Path
 import pytest
 from conftest import wait_until
 from lab_helpers import (
+    journal_rows,
     PROBE_CONTAINER as PROBE,
     exclusive_lab,
     node_transport,
@@ -61,14 +61,6 @@ def container(lab, name: str) -> dict | None:
             return client.containers.get(name).attrs
         except NotFound:
             return None
-
-
-def journal_rows(env) -> list[dict]:
-    db = sqlite3.connect(Path(env["SEAT_CONSOLE_STATE_DIR"]) / "journal.sqlite3")
-    db.row_factory = sqlite3.Row
-    rows = [dict(r) for r in db.execute("SELECT * FROM entries ORDER BY seq")]
-    db.close()
-    return rows
 
 
 @pytest.fixture
