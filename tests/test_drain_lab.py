@@ -61,12 +61,6 @@ def _facts(env: dict[str, str], runbook: str) -> dict[str, Any]:
     return facts
 
 
-def _running(url: str) -> float:
-    m = httpx.get(f"{url}/metrics", timeout=5).text
-    return sum(float(line.rsplit(" ", 1)[1]) for line in m.splitlines()
-               if line.startswith("vllm:num_requests_running"))
-
-
 class Seat:
     """The module's state: the CLI's environment and profile, the load run through the swap."""
 
@@ -121,35 +115,55 @@ def test_a_drain_that_cannot_finish_stops_at_the_bound_with_the_cut_counted(
     assert drain["mode"] == "sigterm" and drain["shutdown_timeout_s"] == 0
     assert drain["stop"]["way"] in ("listener_closed", "exited"), drain["stop"]
     assert drain["stop_timeout_s"] >= D.STOP_MARGIN_S
-    # long streams (480 tokens: the lab's max-model-len is 512) are running, as the engine
-    # itself says, before the drain with its 0.2 s bound begins. On a quiet machine the tiny
-    # model streams 480 tokens in about a second, so the streams may all have ended by the
-    # time /metrics is read after the bound (0 left: nothing cut, truly): then the drain is
-    # tried again with more streams at once (each step then takes longer), at most 3 times
+    # twice the engine's max-num-seqs of long streams (480 tokens: the lab's max-model-len is
+    # 512): as the engine itself says, max-num-seqs of them run and the rest wait in its
+    # scheduler before the drain with its 0.2 s bound begins. A paused vLLM 0.32 (PAUSED_NEW,
+    # v1/core/sched/scheduler.py) never schedules a waiting request, so the waiting ones are
+    # still there at the bound however fast the running ones finish: the cut is at least one
+    # on any machine (the running ones alone raced the bound on a loaded one)
     with lab.docker_client() as client:
         c = client.containers.get("seat-probe")
-    for streams in (4, 8, 16):
-        resumed, words, rec, long = _bounded_drain(lab, c, streams)
-        if rec.get("left_running"):
-            break
+    streams = 2 * lab.max_num_seqs
+    resumed, words, rec, long = _bounded_drain(lab, c, streams)
+    print(f"\nbounded drain of {streams} streams: {rec}")
     assert resumed == [200]
     assert rec["mode"] == "pause" and rec["reached_zero"] is False
-    assert rec["left_running"] >= 1 and rec["cut"] >= rec["left_running"], (streams, rec)
-    assert "cut at the bound" in words
+    assert rec["queue_empty"] is False, rec        # the wait for the queue ran out at bound/2
+    assert rec["left_running"] is not None and rec["queued_while_paused"] is not None, rec
+    assert rec["cut"] == rec["left_running"] + rec["queued_while_paused"], rec
+    assert rec["queued_while_paused"] >= 1 and rec["cut"] >= 1, rec
+    assert "cut at the bound" in words, words
     # resumed, the streams the bound would have cut finished
     assert long.count("ok") >= streams and long.count("lost") == 0, long.done
 
 
+def _queue(url: str) -> tuple[float, float]:
+    """The engine's own ``vllm:num_requests_running`` and ``vllm:num_requests_waiting``."""
+    m = httpx.get(f"{url}/metrics", timeout=5).text
+
+    def total(name: str) -> float:
+        return sum(float(line.rsplit(" ", 1)[1]) for line in m.splitlines()
+                   if line.startswith(name + "{") or line.startswith(name + " "))
+    return total("vllm:num_requests_running"), total("vllm:num_requests_waiting")
+
+
 def _bounded_drain(lab: Any, c: Any, streams: int) -> tuple[list[int], str, dict, Load]:
-    """``streams`` long streams started and seen running by the engine, then a drain with a
-    0.2 s bound whose stop is replaced by ``POST /resume`` (the probe serves on). Returns the
-    resume's status codes, the drain's sentence and record, and the (stopped) load."""
+    """``streams`` long streams started, the engine's max-num-seqs of them seen running and
+    at least one waiting, then a drain with a 0.2 s bound whose stop is replaced by
+    ``POST /resume`` (the probe serves on). Returns the resume's status codes, the drain's
+    sentence and record, and the (stopped) load."""
     long = Load(lab.vllm_url, lab.served_model_name, streams=streams, max_tokens=480).start()
     resumed: list[int] = []
     try:
         end = time.time() + 60
-        while _running(lab.vllm_url) < streams and time.time() < end:
+        while time.time() < end:
+            running, waiting = _queue(lab.vllm_url)
+            if running >= lab.max_num_seqs and waiting >= 1:
+                break
             time.sleep(0.05)
+        else:
+            pytest.fail(f"{streams} streams: the engine never showed {lab.max_num_seqs} "
+                        f"running and one waiting (last: {running}, {waiting})")
         plan = D.drain_plan(c, lab.vllm_url, bound_s=0.2)
         assert plan.pause is True and plan.newcomers == "queued"   # vLLM 0.32
 
