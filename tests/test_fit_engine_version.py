@@ -251,3 +251,91 @@ def test_0_34_extensible_sizes_from_free_memory_and_does_not_refuse() -> None:
     assert b34.preflight[0].ok is True and "starts either way" in b34.preflight[0].words
     assert b33.cards[0].kv_bytes == -(-80 * GIB * 9 // 10) - 16 * GIB
     assert b33.preflight[0].ok is False and "refuse" in b33.preflight[0].words
+
+
+# -- every front takes the side's version from the running engine (the TUI's fit source) ------
+def _live(version: str | None, *, healthy: bool = True, resident: bool = True,
+          probe: bool = False, read_after_start: bool = True):
+    """The TUI's fit source over live readings: an engine reading (``/version`` = ``version``)
+    and a containers reading in which the resident and/or the candidate's container runs."""
+    from datetime import datetime, timedelta, timezone
+
+    from seat_console.core.profile import load_profile
+    from seat_console.snapshot.live import LatestReadings, make_fit_source
+    from seat_console.sources.containers import ContainersReading, ContainerState
+    from seat_console.sources.engine import EngineReading
+
+    loaded = load_profile(None, environ={})
+    prof = loaded.profile
+    started = datetime(2026, 12, 5, 13, 0, tzinfo=timezone.utc)
+    conts = ContainersReading(
+        engine="unix:///var/run/docker.sock", engine_version="27.0", api_version="1.46",
+        read_at=started + timedelta(seconds=30), events=None, recent_changes=(),
+        containers=(
+            ContainerState(role="resident", name=prof.resident.container,
+                           state="running" if resident else "exited", running=resident,
+                           started_at=started),
+            ContainerState(role="probe", name=prof.candidate.container,
+                           state="running" if probe else "exited", running=probe,
+                           started_at=started)))
+    engine = EngineReading(
+        endpoint=str(prof.seat.endpoint), healthy=healthy, health_status=200 if healthy else 503,
+        read_at=started + timedelta(seconds=10 if read_after_start else -10),
+        version=version, models=None, metrics=None)
+    readings = LatestReadings()
+    readings.put("containers", conts)
+    readings.put("engine", engine)
+    inputs = make_fit_source(loaded, readings).read()
+    return inputs.resident.engine_version, inputs.candidate.engine_version
+
+
+def test_the_tui_fit_takes_the_running_engines_version_for_the_side_it_serves() -> None:
+    # the lab's TUI said "vLLM version unknown" beside an engine answering /version 0.32.0,
+    # while `seat-console fit` said 0.32.0: both fronts now take it by one rule
+    res, cand = _live("0.34.0")
+    assert res.version == "0.34.0" and "/version" in res.source
+    assert cand is None or "/version" not in cand.source
+    res, cand = _live("0.34.0", resident=False, probe=True)          # after a swap
+    assert cand.version == "0.34.0" and "/version" in cand.source
+    assert res is None or "/version" not in res.source
+
+
+@pytest.mark.parametrize("kw", [{"healthy": False}, {"read_after_start": False}])
+def test_a_reading_of_an_unhealthy_or_earlier_engine_is_not_the_sides_version(kw) -> None:
+    # an engine reading taken before the serving container started is the engine that served
+    # before the swap: never the new side's version
+    res, cand = _live("0.34.0", resident=False, probe=True, **kw)
+    for side in (res, cand):
+        assert side is None or "/version" not in side.source
+
+
+def test_the_exporters_fit_takes_the_version_by_the_same_rule() -> None:
+    # the exporter's fit verdict read no engine version at all: it now asks /health and
+    # /version (every 30 s, with the GPU reading) and gives the side who holds the seat
+    import sys
+    from datetime import datetime, timedelta, timezone
+
+    sys.path.insert(0, str(Path(__file__).parent))
+    from test_partial_reads import FakeVllm
+
+    from seat_console.core.profile import load_profile
+    from seat_console.exporter.readers import _engine_version
+    from seat_console.snapshot.fit_reading import running_engine_versions
+    from seat_console.sources.seat import SeatReading
+
+    loaded = load_profile(None, environ={})
+    with FakeVllm() as srv:
+        eng = _engine_version(srv.url)
+    assert eng.healthy is True and eng.version == "0.32.0"
+    since = eng.read_at - timedelta(seconds=5)
+    probe = SeatReading(role="probe", name="p", since=since)
+    assert running_engine_versions(loaded, eng, probe) == {
+        "candidate": ("0.32.0", str(loaded.profile.seat.endpoint))}
+    assert set(running_engine_versions(loaded, eng, SeatReading(role="resident"))) \
+        == {"resident"}
+    # the seat empty, or its holder started after the engine was read: no version
+    assert running_engine_versions(loaded, eng, SeatReading(role=None)) == {}
+    later = SeatReading(role="probe", since=eng.read_at + timedelta(seconds=1))
+    assert running_engine_versions(loaded, eng, later) == {}
+    assert _engine_version("http://127.0.0.1:9") is None     # nothing listens: unknown
+    assert datetime.now(timezone.utc) >= eng.read_at

@@ -63,3 +63,34 @@ def test_the_slow_sources_are_read_at_most_every_few_seconds_and_containers_on_c
     assert {"timers", "silences", "containers", "seat"} <= slow
     assert {n for n, e in SOURCE_TABLE.items() if e.on_docker_change} == {"containers", "seat"}
     assert SOURCE_TABLE["engine"].min_interval_s == 0   # the live panel: every interval
+
+
+class _EngineSource(CountingSource):
+    """An engine whose ``/version`` changes on the third read (a swap to another engine)."""
+
+    def read(self):
+        from datetime import datetime, timezone
+
+        from seat_console.sources.engine import EngineReading
+
+        self.reads += 1
+        return EngineReading(endpoint="http://seat:8000", read_at=datetime.now(timezone.utc),
+                             healthy=True, health_status=200, models=None, metrics=None,
+                             version="0.32.0" if self.reads < 3 else "0.34.0")
+
+
+async def test_the_engines_version_changing_reads_the_fit_again_at_once() -> None:
+    # the fit budgets the side by the running engine's /version: its first answer and any
+    # change re-read the fit whatever the fit's interval; an unchanged answer does not
+    engine, fit = _EngineSource("engine"), CountingSource("fit")
+    app = _app({"fit": fit, "engine": engine}, set())
+    async with app.run_test(size=(120, 40)) as pilot:
+        await wait_for(pilot, lambda: engine.reads == 1 and fit.reads >= 2,
+                       "the fit read again after the engine's first answer")
+        reads = fit.reads
+        await pilot.press("r")                       # the same version: no extra fit read
+        await wait_for(pilot, lambda: engine.reads == 2 and fit.reads == reads + 1,
+                       "the manual refresh (which reads the fit once itself)")
+        await pilot.press("r")                       # 0.34.0 now
+        await wait_for(pilot, lambda: engine.reads == 3 and fit.reads == reads + 3,
+                       "the refresh and the re-read after the version changed")

@@ -45,7 +45,7 @@ from seat_console.core import jsonout
 from seat_console.fit.budget import GIB, Comparison, FitBudget, OverlayRow, gib
 from seat_console.sources.checkpoint import CheckpointError
 from seat_console.core.checkpoint import CheckpointSummary
-from seat_console.snapshot.fit_reading import gather_fit_inputs, host_memory
+from seat_console.snapshot.fit_reading import gather_fit_inputs, host_memory, running_engine_versions
 from seat_console.fit.inputs import FitInputs, FitSide, WhatIf, compute_budgets, no_verdict_reason
 from seat_console.core.profile import MAX_MODEL_LEN, MAX_NUM_SEQS, MAX_SIZE_BYTES, LoadedProfile
 from seat_console.core.base import Unavailable, read_once
@@ -77,29 +77,16 @@ def _engine_arg(text: str) -> Any:
 
 
 def _running_versions(loaded: LoadedProfile, conts: Any | None) -> dict[str, tuple[str, str]]:
-    """The running engine's ``/version`` for the side it serves: the candidate when only the
-    candidate's container runs (after a swap), else the resident. Empty when it cannot be
-    read."""
+    """The running engine's ``/version`` for the side it serves (one engine read now; the rule:
+    :func:`seat_console.snapshot.fit_reading.running_engine_versions`). Empty when it cannot
+    be read."""
     try:
         from seat_console.sources.engine import make_source
 
         reading = read_once(make_source(loaded))
     except Exception:  # noqa: BLE001 - optional to the budget
         return {}
-    version = getattr(reading, "version", None)
-    if isinstance(reading, Unavailable) or not isinstance(version, str):
-        return {}
-    prof = loaded.profile
-
-    def running(spec: Any) -> bool | None:
-        get = getattr(conts, "get", None)
-        name = getattr(spec, "container", None)
-        st = get(name) if name and callable(get) else None
-        return None if st is None else bool(getattr(st, "running", False))
-
-    role = ("candidate" if prof.candidate is not None and running(prof.candidate)
-            and running(prof.resident) is False else "resident")
-    return {role: (version, str(prof.seat.endpoint))}
+    return running_engine_versions(loaded, reading, conts)
 
 
 def _side_image(loaded: LoadedProfile, role: str) -> str | None:

@@ -16,6 +16,7 @@ import os
 import sqlite3
 import time
 from collections.abc import Callable
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
@@ -221,24 +222,59 @@ def make_gpus(loaded: LoadedProfile) -> Reader:
     (:func:`seat_console.snapshot.fit_verdict.profile_budgets`: computed once per change of
     its inputs, as the TUI's; checkpoint scans are cached while the files do not change) → :class:`GpuValue`. NVML unavailable: the source is down (the
     verdict needs live cards; none is given from declared sizes alone)."""
-    from seat_console.snapshot.fit_reading import gather_fit_inputs, host_memory
+    from seat_console.snapshot.fit_reading import (gather_fit_inputs, host_memory,
+                                                   running_engine_versions)
     from seat_console.snapshot.fit_verdict import profile_budgets
     from seat_console.sources.gpu import GpuSnapshot
 
     src = table.build("gpus", loaded)
+    seat = table.build("seat", loaded)
+    base = str(loaded.profile.seat.endpoint).rstrip("/")
 
     def read() -> Any:
         snap = src.read()
         if not isinstance(snap, GpuSnapshot):
             return snap
-        comp, _ = profile_budgets(gather_fit_inputs(loaded, snap, host=host_memory()))
+        running = running_engine_versions(loaded, _engine_version(base), seat.read())
+        comp, _ = profile_budgets(gather_fit_inputs(loaded, snap, host=host_memory(),
+                                                    running_versions=running))
         fit: dict[str, FitVerdict] = {}
         for side, b in (("resident", comp.resident), ("candidate", comp.candidate)):
             if b is not None and b.no_verdict is None:
                 fit[side] = FitVerdict(b.verdict.fits, max(0, b.verdict.must_leave_bytes))
         return GpuValue(fit)
 
-    return read, src.close
+    def close() -> None:
+        src.close()
+        seat.close()
+
+    return read, close
+
+
+def _engine_version(base: str, timeout_s: float = 3.0) -> Any:
+    """The engine at ``base``: ``/health`` and, when 200, ``/version``, as the fields
+    :func:`seat_console.snapshot.fit_reading.running_engine_versions` reads (``healthy``,
+    ``version``, ``read_at``: UTC before the first request); ``None`` when it does not answer.
+    Never raises. Source of the rule: vLLM's ``GET /version`` (``{"version": "0.32.0"}``)."""
+    from types import SimpleNamespace
+
+    from seat_console.node.engine_client import VERSION, EngineClient, EngineError
+
+    read_at = datetime.now(timezone.utc)
+    try:
+        with EngineClient(base, timeout_s) as client:
+            if client.health() != 200:
+                return SimpleNamespace(healthy=False, version=None, read_at=read_at)
+            r = client.version(max_bytes=4096)
+    except EngineError:
+        return None
+    version = None
+    if r.status == 200:
+        try:
+            version = get_str(load_json(r.body, VERSION), "version", max_len=200)
+        except InputError:
+            version = None
+    return SimpleNamespace(healthy=True, version=version, read_at=read_at)
 
 
 # -- the journal and the probe runs (local files, opened read-only) --------------------------

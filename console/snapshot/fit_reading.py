@@ -30,7 +30,7 @@ from seat_console.fit.kvcache import config_from_shape
 from seat_console.sources.checkpoint import CheckpointError, scan_checkpoint
 
 __all__ = ["FitSource", "cpu_kv_space_for", "engine_version_for", "dir_name", "env_warnings", "gather_fit_inputs",
-           "host_memory", "load_side", "make_source"]
+           "host_memory", "load_side", "make_source", "running_engine_versions"]
 
 
 _scan_cache: dict[tuple[str, str], tuple[tuple[Any, ...], CheckpointSummary]] = {}
@@ -225,6 +225,58 @@ def engine_version_for(role: str, spec: CheckpointSpec | None, *,
     return None, "; ".join(problems) or None
 
 
+def running_engine_versions(loaded: LoadedProfile, engine: Any | None,
+                            containers: Any | None) -> dict[str, tuple[str, str]]:
+    """The running engine's ``/version`` for the side it serves, as ``{role: (version,
+    endpoint)}`` — the ``running_versions`` of :func:`gather_fit_inputs`. No I/O: ``engine`` is
+    an engine reading (:class:`seat_console.sources.engine.EngineReading`, duck-typed:
+    ``version``, ``healthy``, ``read_at``) and ``containers`` a containers reading (``get(name)``
+    → a state with ``running`` and ``started_at``) or a seat reading
+    (:class:`seat_console.sources.seat.SeatReading`: ``role``, ``since``), either possibly
+    ``None`` or :class:`Unavailable`.
+
+    The side is the candidate when only the candidate's container runs (after a swap), else the
+    resident. Empty — the version is not known from the engine — when the reading is missing,
+    unhealthy or has no version, or when it was read before the serving container's start (a
+    reading of the engine that served before a swap is not the new engine's version). The CLI's
+    ``fit`` and the TUI's and exporter's fit source all take the side's version from here, so
+    every front budgets the same side by the same rule (docs/fit.md, "The engine version")."""
+    if engine is None or isinstance(engine, Unavailable):
+        return {}
+    version = getattr(engine, "version", None)
+    if not isinstance(version, str) or getattr(engine, "healthy", None) is not True:
+        return {}
+    prof = loaded.profile
+    conts = None if isinstance(containers, Unavailable) else containers
+    if conts is not None and hasattr(conts, "role") and hasattr(conts, "since"):
+        # a seat reading (seat_console.sources.seat.SeatReading): who holds the seat, since
+        if conts.role not in ("resident", "probe"):
+            return {}
+        role = "candidate" if conts.role == "probe" and prof.candidate is not None \
+            else "resident"
+        read_at = getattr(engine, "read_at", None)
+        if conts.since is not None and read_at is not None and read_at < conts.since:
+            return {}
+        return {role: (version, str(prof.seat.endpoint))}
+
+    def state(spec: Any) -> Any:
+        get = getattr(conts, "get", None)
+        name = getattr(spec, "container", None)
+        return get(name) if name and callable(get) else None
+
+    def running(spec: Any) -> bool | None:
+        st = state(spec)
+        return None if st is None else bool(getattr(st, "running", False))
+
+    role = ("candidate" if prof.candidate is not None and running(prof.candidate)
+            and running(prof.resident) is False else "resident")
+    st = state(prof.candidate if role == "candidate" else prof.resident)
+    started, read_at = getattr(st, "started_at", None), getattr(engine, "read_at", None)
+    if started is not None and read_at is not None and read_at < started:
+        return {}
+    return {role: (version, str(prof.seat.endpoint))}
+
+
 def gather_fit_inputs(loaded: LoadedProfile, snapshot: Any | None, *,
                       gpu_unavailable: str | None = None,
                       checkpoint: str | os.PathLike[str] | None = None,
@@ -331,10 +383,12 @@ class FitSource(Source):
     name = "fit"
 
     def __init__(self, loaded: LoadedProfile, gpu_source: Source | None = None,
-                 containers_source: Source | None = None) -> None:
+                 containers_source: Source | None = None,
+                 engine_source: Source | None = None) -> None:
         self.loaded = loaded
         self._gpu = gpu_source
         self._containers = containers_source
+        self._engine = engine_source
 
     def _gpu_source(self) -> Source | None:
         if self._gpu is None:
@@ -358,8 +412,11 @@ class FitSource(Source):
             conts = self._containers.read() if self._containers is not None else None
             if isinstance(conts, Unavailable):
                 conts = None
+            engine = self._engine.read() if self._engine is not None else None
             return gather_fit_inputs(self.loaded, snap, gpu_unavailable=why, host=host_memory(),
-                                     containers=conts)
+                                     containers=conts,
+                                     running_versions=running_engine_versions(
+                                         self.loaded, engine, conts))
         except Exception as exc:  # noqa: BLE001 - the contract: never raise into the UI
             return Unavailable(source="fit", kind="error",
                                reason=f"fit inputs failed: {type(exc).__name__}: {exc}")

@@ -52,11 +52,14 @@ class LatestReading(Source):
 def make_fit_source(loaded: LoadedProfile, readings: LatestReadings) -> Source:
     """The fit source (the ``fit`` entry of :data:`seat_console.snapshot.table.SOURCE_TABLE`),
     reading the GPU source's newest snapshot instead of NVML (so the GPU and fit panels show one
-    sample, and no second sampler, ``/proc`` mapper or docker client runs)."""
+    sample, and no second sampler, ``/proc`` mapper or docker client runs), and the engine's
+newest ``/version`` for the side it serves (the CLI's ``fit`` reads the same rule,
+:func:`seat_console.snapshot.fit_reading.running_engine_versions`)."""
     from seat_console.snapshot.fit_reading import FitSource
 
     return FitSource(loaded, gpu_source=LatestReading(readings, "gpus"),
-                     containers_source=LatestReading(readings, "containers"))
+                     containers_source=LatestReading(readings, "containers"),
+                     engine_source=LatestReading(readings, "engine"))
 
 
 __all__ = ["LatestReading", "LatestReadings", "make_fit_source"]

@@ -39,6 +39,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 from functools import partial
+from typing import Any
 
 from pydantic import BaseModel
 from textual.message import Message
@@ -268,6 +269,7 @@ class PollingMixin:
         # the engine's one rule: last good, and a failure counts unless asked for with r
         if st.finish(reading, message.finished_at):
             self.readings.put(st.key, reading)
+            self._wake_fit_on_engine_change(st.key, reading)
         if again and not self._shutting_down:
             self._start_poll(st.key, manual=True)   # the read asked for after the action
         else:
@@ -282,6 +284,28 @@ class PollingMixin:
             return
         self._draw(st)
         self.after_change(st)
+
+    _fit_engine_seen: tuple[Any, Any] | None = None
+    """The engine's ``(healthy, version)`` when the fit was last woken for it."""
+
+    def _wake_fit_on_engine_change(self, key: str, reading: BaseModel) -> None:
+        """The fit budgets a side by the version of the engine serving it
+        (:func:`seat_console.snapshot.fit_reading.running_engine_versions`): when the engine's
+        health or ``/version`` changes — its first answer among them — read the fit again at
+        once, not at its 10 s interval (UI thread, no I/O; not while paused)."""
+        if key != "engine":
+            return
+        seen = (getattr(reading, "healthy", None), getattr(reading, "version", None))
+        if seen == self._fit_engine_seen:
+            return
+        self._fit_engine_seen = seen
+        st = self._states.get("fit")
+        if st is None or self.paused or self._shutting_down:
+            return
+        if st.busy_since is not None:
+            st.again = True     # the read in flight may have begun before this reading
+        elif st.source is not None:
+            self._start_poll("fit")
 
     def _schedule_next(self, st: PanelState) -> None:
         st.next_delay(max(self.interval_s, st.spec.min_interval_s if st.spec else 0.0))
