@@ -67,7 +67,11 @@ class History:
     def hold(self, outcome: str | None = "done") -> str:
         return self.run("hold", outcome, {"hold": {
             "hold_id": f"seat-hold-{self.n}", "lease": f"seat-hold-{self.n}-lease",
-            "expires_at": (self.t + timedelta(hours=4)).isoformat(), "stopped": []}},
+            # 4 h after the later of the history's clock and the real one: the runbook state
+            # compares a hold's expiry with the real now (a fixed T0 + 4 h lapsed at 14:03 UTC
+            # on the day T0 names, and the hold then read as stale)
+            "expires_at": (max(self.t, datetime.now(UTC)) + timedelta(hours=4)).isoformat(),
+            "stopped": []}},
             steps=("lease", "silence"))
 
     def backport(self, outcome: str | None = "done") -> str:
