@@ -16,10 +16,12 @@ T0 = datetime(2026, 12, 5, 10, 0, tzinfo=UTC)
 
 
 class History:
-    """Appends runs to ``journal`` one minute apart (``at`` explicit: deterministic)."""
+    """Appends runs to ``journal`` one minute apart (``at`` explicit: deterministic), from
+    ``t0`` (default :data:`T0`). A test whose read uses the real clock (the CLI, the TUI) passes
+    a recent ``t0``: its hold (4 h) would otherwise lapse at T0 + 4 h of the real day."""
 
-    def __init__(self, journal: Journal, data: Path) -> None:
-        self.j, self.data, self.t, self.n = journal, data, T0, 0
+    def __init__(self, journal: Journal, data: Path, t0: datetime = T0) -> None:
+        self.j, self.data, self.t, self.n = journal, data, t0, 0
 
     def tick(self) -> datetime:
         self.t += timedelta(minutes=1)
@@ -67,11 +69,7 @@ class History:
     def hold(self, outcome: str | None = "done") -> str:
         return self.run("hold", outcome, {"hold": {
             "hold_id": f"seat-hold-{self.n}", "lease": f"seat-hold-{self.n}-lease",
-            # 4 h after the later of the history's clock and the real one: the runbook state
-            # compares a hold's expiry with the real now (a fixed T0 + 4 h lapsed at 14:03 UTC
-            # on the day T0 names, and the hold then read as stale)
-            "expires_at": (max(self.t, datetime.now(UTC)) + timedelta(hours=4)).isoformat(),
-            "stopped": []}},
+            "expires_at": (self.t + timedelta(hours=4)).isoformat(), "stopped": []}},
             steps=("lease", "silence"))
 
     def backport(self, outcome: str | None = "done") -> str:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import json
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -22,7 +23,8 @@ def state(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> History:
     monkeypatch.setenv("SEAT_CONSOLE_DATA_DIR", str(tmp_path / "data"))
     (tmp_path / "state").mkdir()
     j = Journal(path=tmp_path / "state" / "journal.sqlite3")
-    yield History(j, tmp_path / "data")
+    # the CLI reads with the real clock: the history starts an hour ago (its hold lasts 4 h)
+    yield History(j, tmp_path / "data", t0=datetime.now(UTC) - timedelta(hours=1))
     j.close()
 
 
