@@ -255,7 +255,8 @@ def test_0_34_extensible_sizes_from_free_memory_and_does_not_refuse() -> None:
 
 # -- every front takes the side's version from the running engine (the TUI's fit source) ------
 def _live(version: str | None, *, healthy: bool = True, resident: bool = True,
-          probe: bool = False, read_after_start: bool = True):
+          probe: bool = False, read_after_start: bool = True,
+          identity_after_start: bool = True):
     """The TUI's fit source over live readings: an engine reading (``/version`` = ``version``)
     and a containers reading in which the resident and/or the candidate's container runs."""
     from datetime import datetime, timedelta, timezone
@@ -278,9 +279,11 @@ def _live(version: str | None, *, healthy: bool = True, resident: bool = True,
             ContainerState(role="probe", name=prof.candidate.container,
                            state="running" if probe else "exited", running=probe,
                            started_at=started)))
+    read_at = started + timedelta(seconds=10 if read_after_start else -10)
     engine = EngineReading(
         endpoint=str(prof.seat.endpoint), healthy=healthy, health_status=200 if healthy else 503,
-        read_at=started + timedelta(seconds=10 if read_after_start else -10),
+        read_at=read_at, identity_at=min(read_at, started + timedelta(
+            seconds=5 if identity_after_start else -5)),
         version=version, models=None, metrics=None)
     readings = LatestReadings()
     readings.put("containers", conts)
@@ -300,10 +303,12 @@ def test_the_tui_fit_takes_the_running_engines_version_for_the_side_it_serves() 
     assert res is None or "/version" not in res.source
 
 
-@pytest.mark.parametrize("kw", [{"healthy": False}, {"read_after_start": False}])
+@pytest.mark.parametrize("kw", [{"healthy": False}, {"read_after_start": False},
+                                {"identity_after_start": False}])
 def test_a_reading_of_an_unhealthy_or_earlier_engine_is_not_the_sides_version(kw) -> None:
     # an engine reading taken before the serving container started is the engine that served
-    # before the swap: never the new side's version
+    # before the swap: never the new side's version — nor a version the engine source kept
+    # from an identity read before that start (issue 33: /version is asked every 15 s)
     res, cand = _live("0.34.0", resident=False, probe=True, **kw)
     for side in (res, cand):
         assert side is None or "/version" not in side.source

@@ -3,7 +3,9 @@
 * the engine: the real :class:`~seat_console.sources.engine.EngineSource` against a local HTTP
   server that serves vLLM 0.32.0's recorded ``/metrics`` and ``/v1/models``, where
   ``/v1/models`` (or ``/metrics``) stops answering in time: the panel keeps the model (or the
-  metrics) from the last good read, marked STALE with its age and the endpoint's error;
+  metrics) from the last good read, marked STALE with its age and the endpoint's error — the
+  model once the identity keep (15 s, issue 33) has run out and ``/v1/models`` is asked, its
+  age that of the identity read;
 * the timers: the real :class:`~seat_console.sources.timers.TimerSource` against the lab's
   systemd, through a transport that makes one of the three ``systemctl`` commands time out:
   the panel keeps each timer's service state (or next elapse) from the last good read;
@@ -33,6 +35,7 @@ from screen_fixtures import timers as recorded_timers
 from seat_console.tui.app import SeatConsoleApp
 from seat_console.node.runner import CommandResult
 from seat_console.core.base import Unavailable, utcnow
+from seat_console.sources import engine as E
 from seat_console.sources.engine import EngineReading, EngineSource
 from seat_console.core.partial import merge_last_good
 from seat_console.sources.timers import ServiceState, TimerSource, TimersReading
@@ -87,6 +90,7 @@ class FakeVllm(ThreadingHTTPServer):
 
     def __init__(self) -> None:
         self.slow: set[str] = set()
+        self.asked: list[str] = []
         self.released = threading.Event()
         super().__init__(("127.0.0.1", 0), _Handler)
 
@@ -114,6 +118,7 @@ class _Handler(BaseHTTPRequestHandler):
         bodies = {"/health": b"", "/version": b'{"version": "0.32.0"}', "/v1/models": MODELS,
                   "/metrics": METRICS}
         body = bodies.get(self.path)
+        self.server.asked.append(self.path)
         if body is None:
             self.send_error(404)
             return
@@ -134,22 +139,40 @@ def vllm():
         yield srv
 
 
+def engine_source(vllm: FakeVllm, clock: FakeClock) -> EngineSource:
+    """The real engine source, its keeps (the identity's 15 s) on the test's clock."""
+    return EngineSource(vllm.url, timeout_s=CLIENT_TIMEOUT_S,
+                        clock=lambda: clock().timestamp())
+
+
 async def test_engine_models_timeout_keeps_the_last_model_marked_stale(vllm) -> None:
     clock = FakeClock(start=utcnow())
-    src = EngineSource(vllm.url, timeout_s=CLIENT_TIMEOUT_S)
+    src = engine_source(vllm, clock)
     async with first_reading(src, EnginePanel, clock, "engine") as (app, pilot, st):
         first = st.reading
         assert isinstance(first, EngineReading) and first.models and not first.kept
         model = first.models[0].id
         await wait_for(pilot, lambda: model in screen_text(app), "first reading drawn")
+        assert first.identity_at is not None
+        assert f"identity read {first.identity_at:%H:%M:%S}Z" in screen_text(app)
         vllm.slow = {"/v1/models"}
-        clock.advance(130)
+        # inside the identity keep (issue 33) /v1/models is not asked: the model stays, with
+        # the time it was really read, and no STALE mark (nothing failed)
+        vllm.asked.clear()
+        clock.advance(E.IDENTITY_KEEP_S - 1)
         await refresh(pilot, app, "engine")
+        assert "/v1/models" not in vllm.asked and "/health" in vllm.asked
+        assert st.reading.kept == () and st.reading.identity_at == first.identity_at
+        # past the keep it is asked, times out, and shows — within the keep, not later
+        clock.advance(130 - (E.IDENTITY_KEEP_S - 1))
+        await refresh(pilot, app, "engine")
+        assert "/v1/models" in vllm.asked
         r = st.reading
         assert isinstance(r, EngineReading), r
         assert r.models == first.models, "the model list fell back to n/a"
         assert [k.field for k in r.kept] == ["models"]
-        assert r.kept[0].since == first.read_at
+        assert r.kept[0].since == first.identity_at
+        assert r.identity_at == first.identity_at   # never shown as read now
         assert r.metrics is not None and r.metrics.families == first.metrics.families
         text = screen_text(app)
         assert model in text
@@ -159,7 +182,7 @@ async def test_engine_models_timeout_keeps_the_last_model_marked_stale(vllm) -> 
         # a second failed read in a row: the value is still from the first read (age grows)
         clock.advance(60)
         await refresh(pilot, app, "engine")
-        assert st.reading.kept[0].since == first.read_at
+        assert st.reading.kept[0].since == first.identity_at
         assert "STALE /v1/models: last read 3 min ago" in screen_text(app)
         # /v1/models answers again: fresh, no STALE mark left
         vllm.slow = set()
@@ -170,7 +193,7 @@ async def test_engine_models_timeout_keeps_the_last_model_marked_stale(vllm) -> 
 
 async def test_engine_metrics_timeout_keeps_last_metrics_and_no_zero_rate(vllm) -> None:
     clock = FakeClock(start=utcnow())
-    src = EngineSource(vllm.url, timeout_s=CLIENT_TIMEOUT_S)
+    src = engine_source(vllm, clock)
     async with first_reading(src, EnginePanel, clock, "engine") as (app, pilot, st):
         first = st.reading
         vllm.slow = {"/metrics"}

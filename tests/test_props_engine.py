@@ -150,8 +150,11 @@ def _handler(request: httpx.Request) -> httpx.Response:
 
 
 # One client for every example (building an httpx client per example costs more than the
-# parsing under test, and made the 1 s deadline flaky on a loaded VM).
-_ENGINE = EngineReader("http://127.0.0.1:9", transport=httpx.MockTransport(_handler))
+# parsing under test, and made the 1 s deadline flaky on a loaded VM); no identity keep, so
+# every example's /version and /v1/models are asked and parsed (the keep is tested in
+# tests/test_engine_reads.py).
+_ENGINE = EngineReader("http://127.0.0.1:9", transport=httpx.MockTransport(_handler),
+                       identity_keep_s=0)
 
 
 @given(st.sampled_from(["/version", "/v1/models", "/metrics"]), bodies)

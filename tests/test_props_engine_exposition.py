@@ -163,6 +163,9 @@ def test_an_unknown_start_time_is_never_a_restart(v1: str, v2: str) -> None:
     for c, v in ((a, v1), (b, v2)):
         assert c.process_start_s is None or (math.isfinite(c.process_start_s)
                                              and c.process_start_s > 0), (v, c)
+        # the engine source's incarnation is the same rule (its identity keep, issue 33)
+        text = f"process_start_time_seconds {v}\nvllm:generation_tokens_total 3\n"
+        assert parse_metrics(text).process_start_s == c.process_start_s, (v, c)
     acc = compare(a, a, client_tokens=0, client_requests=0)
     assert acc.reset is None, acc.reset                   # one scrape is never a restart
     if a.process_start_s is None or b.process_start_s is None:

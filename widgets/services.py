@@ -582,10 +582,12 @@ def rates_lines(rates: object) -> list[tuple[str, Text, str, Text]]:
 
 
 class EnginePanel(_ServicePanel):
-    """The seat's vLLM engine (source ``engine``): health, version, model, queue, KV cache
-    usage, rates (req/s and output tok/s over the last interval, from counter differences),
-    TTFT / ITL / E2E percentiles over the last minute (from histogram bucket differences, with
-    the sample count), preemptions. Rates: :mod:`seat_console.snapshot.engine_rates`."""
+    """The seat's vLLM engine (source ``engine``): health, version, model (the engine's
+    identity, with the time it was read: the source asks it every 15 s, not every read,
+    :data:`seat_console.sources.engine.IDENTITY_KEEP_S`), queue, KV cache usage, rates (req/s
+    and output tok/s over the last interval, from counter differences), TTFT / ITL / E2E
+    percentiles over the last minute (from histogram bucket differences, with the sample
+    count), preemptions. Rates: :mod:`seat_console.snapshot.engine_rates`."""
 
     source_name: ClassVar[str] = "engine"
     title: ClassVar[str] = "Engine (vLLM)"
@@ -625,6 +627,11 @@ class EnginePanel(_ServicePanel):
         self._add(reading)
         if _rates_key(self.history.rates()) != before:
             self._render_guarded(reading)
+
+    def time_points(self, reading: BaseModel) -> tuple[datetime | None, ...]:
+        """The identity's read time on the detail view (drawn there as "… (12 s ago)"; the
+        main screen draws its clock time only, which no tick moves)."""
+        return (getattr(reading, "identity_at", None),) if self.detail else ()
 
     def build_compact(self, reading: BaseModel, now: datetime) -> Text | None:
         """Two lines: health, model, queue and KV cache; then req/s, tok/s, TTFT p50/p95."""
@@ -681,6 +688,10 @@ class EnginePanel(_ServicePanel):
         if reading.models:
             head.append("\nmodel " + ", ".join(
                 f"{m.id} (max_model_len {m.max_model_len or 'n/a'})" for m in reading.models))
+        if reading.identity_at is not None:   # read every 15 s, not every read: its real time
+            head.append(" · identity read " + (_when(reading.identity_at, now, self.rel)
+                                                if self.detail else _hhmm(reading.identity_at)),
+                        style="dim")
         parts: list[Text | Table] = [head]
         m = reading.metrics
         if m is not None:

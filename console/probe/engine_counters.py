@@ -10,7 +10,9 @@ Counters used (vLLM ``vllm/v1/metrics/loggers.py``):
 * ``vllm:request_success_total{finished_reason=stop|length|abort|error|…}`` — finished
   requests by reason; *succeeded* here means ``stop`` + ``length`` (+ any reason other than
   ``abort``/``error``);
-* ``process_start_time_seconds`` — the API server process's start (a change = a restart);
+* ``process_start_time_seconds`` — the API server process's start (a change = a restart; read
+  by the engine source's rule, :func:`seat_console.sources.engine.process_start`, into
+  :attr:`~seat_console.sources.engine.EngineMetrics.process_start_s`);
 * ``vllm:prefix_cache_queries`` / ``vllm:prefix_cache_hits`` — prompt tokens looked up in the
   prefix cache and those found there (``PrometheusStatLogger.__init__`` in
   ``vllm/v1/metrics/loggers.py``, 0.32–0.34; counters, one series per engine, summed here; the
@@ -122,21 +124,15 @@ def parse_counters(text: str) -> EngineCounters:
     text, timing_text = _wanted_lines(text)
     m = parse_metrics(text)
     by_reason: dict[str, float] | None = None
-    start: float | None = None
     samples = []
     prefix_samples = []
     for fam in parse_families(text, METRICS):
-        if normalize(fam.name) == "request_success" or fam.name in (
-                "process_start_time", "process_start_time_seconds"):
+        if normalize(fam.name) == "request_success":
             samples.extend(fam.samples)
         elif normalize(fam.name) in ("prefix_cache_hits", "prefix_cache_queries"):
             prefix_samples.extend(fam.samples)
     for s in unique_series(samples):
         if not count_ok(s.value) or s.name.endswith("_created"):
-            continue
-        if s.name.startswith("process_start_time"):
-            if start is None and s.value > 0:
-                start = s.value
             continue
         reason = s.labels.get("finished_reason", "unlabelled")
         by_reason = by_reason or {}
@@ -162,7 +158,8 @@ def parse_counters(text: str) -> EngineCounters:
         succeeded = m.requests_finished
     return EngineCounters(
         generation_tokens=m.generation_tokens, prompt_tokens=m.prompt_tokens,
-        requests_by_reason=by_reason, requests_succeeded=succeeded, process_start_s=start,
+        requests_by_reason=by_reason, requests_succeeded=succeeded,
+        process_start_s=m.process_start_s,
         running=m.requests_running, waiting=m.requests_waiting,
         kv_cache_usage=m.kv_cache_usage, cache_config=m.cache_config, timing=timing,
         timing_problem=timing_problem, prefix_cache_hits=prefix.get("prefix_cache_hits"),

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import threading
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -30,7 +31,8 @@ from seat_console.fit.kvcache import config_from_shape
 from seat_console.sources.checkpoint import CheckpointError, scan_checkpoint
 
 __all__ = ["FitSource", "cpu_kv_space_for", "engine_version_for", "dir_name", "env_warnings", "gather_fit_inputs",
-           "host_memory", "load_side", "make_source", "running_engine_versions"]
+           "host_memory", "load_side", "make_source", "running_engine_versions",
+           "version_read_at"]
 
 
 _scan_cache: dict[tuple[str, str], tuple[tuple[Any, ...], CheckpointSummary]] = {}
@@ -225,20 +227,30 @@ def engine_version_for(role: str, spec: CheckpointSpec | None, *,
     return None, "; ".join(problems) or None
 
 
+def version_read_at(engine: Any) -> datetime | None:
+    """When an engine reading's ``version`` was read (UTC): its ``identity_at`` where it has
+    one (the engine source asks ``/version`` every 15 s, not every read:
+    :data:`seat_console.sources.engine.IDENTITY_KEEP_S`), else its ``read_at``; ``None`` when
+    it has neither."""
+    at = getattr(engine, "identity_at", None)
+    return at if isinstance(at, datetime) else getattr(engine, "read_at", None)
+
+
 def running_engine_versions(loaded: LoadedProfile, engine: Any | None,
                             containers: Any | None) -> dict[str, tuple[str, str]]:
     """The running engine's ``/version`` for the side it serves, as ``{role: (version,
     endpoint)}`` — the ``running_versions`` of :func:`gather_fit_inputs`. No I/O: ``engine`` is
     an engine reading (:class:`seat_console.sources.engine.EngineReading`, duck-typed:
-    ``version``, ``healthy``, ``read_at``) and ``containers`` a containers reading (``get(name)``
+    ``version``, ``healthy``, ``read_at`` and, where it has one, ``identity_at``: when the
+    version was read, :func:`version_read_at`) and ``containers`` a containers reading (``get(name)``
     → a state with ``running`` and ``started_at``) or a seat reading
     (:class:`seat_console.sources.seat.SeatReading`: ``role``, ``since``), either possibly
     ``None`` or :class:`Unavailable`.
 
     The side is the candidate when only the candidate's container runs (after a swap), else the
     resident. Empty — the version is not known from the engine — when the reading is missing,
-    unhealthy or has no version, or when it was read before the serving container's start (a
-    reading of the engine that served before a swap is not the new engine's version). The CLI's
+    unhealthy or has no version, or when the version was read before the serving container's
+    start (a reading of the engine that served before a swap is not the new engine's version). The CLI's
     ``fit`` and the TUI's and exporter's fit source all take the side's version from here, so
     every front budgets the same side by the same rule (docs/fit.md, "The engine version")."""
     if engine is None or isinstance(engine, Unavailable):
@@ -254,7 +266,7 @@ def running_engine_versions(loaded: LoadedProfile, engine: Any | None,
             return {}
         role = "candidate" if conts.role == "probe" and prof.candidate is not None \
             else "resident"
-        read_at = getattr(engine, "read_at", None)
+        read_at = version_read_at(engine)
         if conts.since is not None and read_at is not None and read_at < conts.since:
             return {}
         return {role: (version, str(prof.seat.endpoint))}
@@ -271,7 +283,7 @@ def running_engine_versions(loaded: LoadedProfile, engine: Any | None,
     role = ("candidate" if prof.candidate is not None and running(prof.candidate)
             and running(prof.resident) is False else "resident")
     st = state(prof.candidate if role == "candidate" else prof.resident)
-    started, read_at = getattr(st, "started_at", None), getattr(engine, "read_at", None)
+    started, read_at = getattr(st, "started_at", None), version_read_at(engine)
     if started is not None and read_at is not None and read_at < started:
         return {}
     return {role: (version, str(prof.seat.endpoint))}

@@ -9,6 +9,16 @@ runs with ``VLLM_SERVER_DEV_MODE=1``, ``entrypoints/launchers/api_server/routers
 "not offered", never "not paused"): the engine's own hold state, :func:`hold_state`. ``/metrics`` is
 parsed by the one Prometheus text reader, :func:`seat_console.core.promtext.parse_families`.
 
+What one read asks (:class:`EngineReader`): ``/health`` and ``/metrics`` every read; the
+engine's identity — ``/version`` and ``/v1/models`` — on the first read, at once after a read
+in which ``/health`` did not answer 200 or did not answer, at once when the engine's
+incarnation changed (``process_start_time_seconds`` in ``/metrics``: a restart), again while
+its last read failed in part, and otherwise every :data:`IDENTITY_KEEP_S` (15 s), so a failing
+``/v1/models`` shows within 15 s. Between identity reads the reading carries the last identity
+with the time it was really read (:attr:`EngineReading.identity_at`); the panel draws that
+time. ``/is_paused`` / ``/is_sleeping`` are not asked again for :data:`NOT_OFFERED_KEEP_S`
+after they answered "not offered" from a healthy engine.
+
 Metric names change across vLLM releases, so each logical metric has an alias list and is
 found by normalized name, then by fragment (``vllm:gpu_cache_usage_perc`` became
 ``vllm:kv_cache_usage_perc`` with the V1 engine; ``vllm:time_per_output_token_seconds`` became
@@ -172,6 +182,11 @@ class EngineMetrics(Frozen):
     asleep (the minimum over engines); ``None`` when not exposed or not 0/1 (unknown). vLLM
     ``v1/metrics/loggers.py`` ``PrometheusStatLogger.record_sleep_state``: awake = 0 while the
     engine sleeps (``/sleep``, level 1 weights offloaded, level 2 discarded)."""
+    process_start_s: float | None = None
+    """``process_start_time_seconds`` (Unix s; ``prometheus_client``'s process collector in
+    vLLM's API server, exposed by vLLM 0.32): the serving process's start, so a change is a
+    restart — the engine's incarnation (:func:`process_start`). ``None`` when not exposed or
+    not a finite time after the epoch (unknown, never a change)."""
     matched: dict[str, str]
     missing: tuple[str, ...]
     families: int
@@ -194,7 +209,10 @@ class EngineReading(Frozen):
     failed); ``metrics``: parsed ``/metrics`` (``None`` when that failed); ``problems``: one
     sentence per endpoint that failed while the engine answered; ``kept``: the parts this read
     missed that the app filled from the last good reading (:meth:`with_last_good`), each with
-    the time it was really read.
+    the time it was really read; ``identity_at``: when ``version`` and ``models`` were read —
+    ``read_at`` when this read asked them, earlier when the reader kept the engine's identity
+    from its last identity read (:data:`IDENTITY_KEEP_S`: they are not asked every read), so
+    the panel shows the identity with its real age, never as fresher than it is.
     """
 
     endpoint: str
@@ -215,13 +233,18 @@ class EngineReading(Frozen):
     hold_state: str | None = None
     """``UP`` / ``PAUSED`` / ``ASLEEP`` (:func:`hold_state` of this reading's ``/health``,
     ``/is_paused``, ``/is_sleeping`` and the sleep gauge), ``None`` when not healthy."""
+    identity_at: datetime | None = None
+    """UTC time ``version`` and ``models`` were read (see the class docstring); ``None`` in a
+    reading built without it (taken as ``read_at``)."""
 
     def with_last_good(self, last: EngineReading) -> EngineReading:
         """This reading with ``version`` / ``models`` / ``metrics`` that this read missed
         (``None`` here, a value in ``last``) taken from ``last``, the app's last good reading
         of the same endpoint, each listed in ``kept`` with its age and this read's problem
         for that endpoint (:mod:`seat_console.core.partial`). A part read now is never
-        replaced; another endpoint's last reading is never used."""
+        replaced; another endpoint's last reading is never used. A kept ``version`` /
+        ``models`` is as old as ``last``'s ``identity_at`` (the identity is not asked every
+        read), and this reading's ``identity_at`` becomes its oldest identity part's time."""
         if last.endpoint != self.endpoint:
             return self
         update: dict[str, Any] = {}
@@ -232,11 +255,20 @@ class EngineReading(Frozen):
             why = next((p.removeprefix(f"{path}: ") for p in self.problems
                         if p.startswith(path)), "not read this time")
             k = keep(last, field, path, why)
+            if (k is not None and field != "metrics" and last.identity_at is not None
+                    and not any(x.field == field for x in last.kept)):
+                # the identity ``last`` showed was read at its identity_at, not at its read_at
+                k = k.model_copy(update={"since": last.identity_at})
             if k is not None:
                 update[field] = getattr(last, field)
                 kept.append(k)
         if not kept:
             return self
+        identity = [k.since for k in kept if k.field != "metrics"]
+        if identity and self.identity_at is not None:
+            # a part of the identity is older than this read's: the identity is as old as
+            # its oldest part, never shown as read now
+            update["identity_at"] = min([self.identity_at, *identity])
         return self.model_copy(update={**update, "kept": tuple(kept)})
 
 
@@ -400,7 +432,8 @@ def summarize_histogram(fam: Metric | None) -> HistogramSummary | None:
         buckets=tuple(bl))
 
 
-EXTRA_FAMILIES = frozenset({"cache_config_info", "engine_sleep_state"})
+EXTRA_FAMILIES = frozenset({"cache_config_info", "engine_sleep_state", "process_start_time",
+                            "process_start_time_seconds"})
 """Normalized families :func:`parse_metrics` reads besides :data:`METRIC_ALIASES`."""
 
 _FRAGMENTS = tuple(sorted({a for aliases in METRIC_ALIASES.values() for a in aliases}))
@@ -574,6 +607,8 @@ def parse_selected(text: str, dropped: int) -> EngineMetrics:
         cfg_labels = {k: str(v) for k, v in cache_cfg.samples[0].labels.items()}
     return EngineMetrics(
         sleep_awake=sleep_awake(families.get("engine_sleep_state")),
+        process_start_s=process_start(next((families[n] for n in (
+            "process_start_time_seconds", "process_start_time") if n in families), None)),
         requests_running=_sum(found["requests_running"]),
         requests_waiting=_sum(found["requests_waiting"]),
         kv_cache_usage=_max(found["kv_cache_usage"], upper=1.0),
@@ -584,6 +619,22 @@ def parse_selected(text: str, dropped: int) -> EngineMetrics:
         ttft=summarize_histogram(found["ttft"]), itl=summarize_histogram(found["itl"]),
         e2e=summarize_histogram(found["e2e"]), cache_config=cfg_labels, matched=matched,
         missing=tuple(missing), families=len(families) + dropped)
+
+
+def process_start(fam: Metric | None) -> float | None:
+    """The serving process's start (Unix s) from the ``process_start_time_seconds`` family
+    (``prometheus_client``'s process collector): its first sample (a repeated series counts
+    once, :func:`unique_series`; ``_created`` samples skipped) whose value is finite and after
+    the Unix epoch; ``None`` (unknown) when the family is absent or has no such sample — a NaN
+    here read as a restart at every scrape (issue 31). The one rule for the engine's
+    incarnation: the engine source's identity keep (:data:`IDENTITY_KEEP_S`) and the probe's
+    restart check (:mod:`seat_console.probe.engine_counters`)."""
+    if fam is None:
+        return None
+    for s in unique_series(fam.samples):
+        if not s.name.endswith("_created") and count_ok(s.value) and s.value > 0:
+            return float(s.value)
+    return None
 
 
 def sleep_awake(fam: Metric | None) -> float | None:
@@ -660,6 +711,25 @@ them every read spent two of the read's six requests (~1.4 ms of CPU at 1 Hz) on
 answer. Asked again after this long, and at once after ``/health`` did not answer 200 (a
 restart)."""
 
+IDENTITY_KEEP_S = 15.0
+"""Seconds the engine's identity — ``/version`` and ``/v1/models`` — is believed without asking
+again while the engine stays the same process. The identity is read:
+
+* on the reader's first read, and at every read while the last identity read failed in part
+  (a ``/version`` or ``/v1/models`` that did not answer a valid 200 is not a known identity);
+* at every read in which ``/health`` did not answer 200, and at the read after one in which it
+  did not answer 200 or did not answer at all (a restarting or replaced engine);
+* at once when the engine's incarnation changed: ``process_start_time_seconds`` in
+  ``/metrics`` (:attr:`EngineMetrics.process_start_s`, read every read) differs from its value
+  at the identity read (a restart between two reads of a still-healthy endpoint);
+* otherwise when the last identity read is this old, so an endpoint that starts failing
+  (``/v1/models`` timing out) shows within 15 s.
+
+Between identity reads a reading carries the last identity with the time it was really read
+(:attr:`EngineReading.identity_at`), never as read now. Why: the identity is not a live figure,
+and asking it every read spent two of the read's four requests (~1.4 ms of CPU a second at
+1 Hz in httpx alone, ``docs/benchmarks.md``) on a known answer."""
+
 MAX_BODY_BYTES = MAX_METRICS_CHARS
 """Bytes read of one endpoint's answer at the most: reading stops there (while streaming, not
 after the download) and the endpoint counts as failed, naming the limit."""
@@ -672,20 +742,38 @@ class _Get:
     error: str | None
 
 
+@dataclass(frozen=True)
+class _Identity:
+    """The engine's identity as one read got it: ``version`` and ``models`` (``None``: that
+    endpoint failed, named in the read's problems), ``at`` (UTC) and ``mono`` (the reader's clock, s) when they were read, and
+    ``start``, the process start time (:func:`process_start`) seen in the same read."""
+
+    version: str | None
+    models: tuple[ModelInfo, ...] | None
+    at: datetime
+    mono: float
+    start: float | None
+
+
 class EngineReader:
-    """One reading of the engine at ``base_url`` (every endpoint, :meth:`read`) through the one
-    engine client, :class:`seat_console.node.engine_client.EngineClient` (its timeout and error
-    rule; ``timeout_s`` per request; ``transport`` for tests; ``clock``: monotonic seconds,
-    for :data:`NOT_OFFERED_KEEP_S`). Its memories (the last parse, the endpoints not
-    offered) are replaced whole, so a reader shared between threads stays correct."""
+    """One reading of the engine at ``base_url`` (:meth:`read`) through the one engine client,
+    :class:`seat_console.node.engine_client.EngineClient` (its timeout and error rule;
+    ``timeout_s`` per request; ``transport`` for tests; ``clock``: monotonic seconds, for
+    :data:`NOT_OFFERED_KEEP_S` and the identity keep; ``identity_keep_s``: the identity keep,
+    default :data:`IDENTITY_KEEP_S`, 0 = ask ``/version`` and ``/v1/models`` every read). Its
+    memories (the last parse, the endpoints not offered, the last identity) are replaced
+    whole, so a reader shared between threads stays correct."""
 
     def __init__(self, base_url: str, timeout_s: float = 3.0, *,
-                 transport: Any = None, clock: Any = time.monotonic) -> None:
+                 transport: Any = None, clock: Any = time.monotonic,
+                 identity_keep_s: float = IDENTITY_KEEP_S) -> None:
         self.client = EngineClient(base_url, timeout_s, transport=transport)
         self.base_url = self.client.base_url
         self._clock = clock
+        self._identity_keep_s = identity_keep_s
         self._not_offered: dict[str, float] = {}
         self._parsed: tuple[tuple[str, int], EngineMetrics] | None = None
+        self._identity: _Identity | None = None
 
     def __repr__(self) -> str:
         return f"EngineReader({self.base_url!r})"
@@ -700,36 +788,19 @@ class EngineReader:
         return _Get(a.status, a.body, None)
 
     def read(self) -> EngineReading | Unavailable:
-        """Read all four endpoints; :class:`Unavailable` when ``/health`` gets no HTTP answer
-        at all (kind ``unreachable`` or ``timeout``). Never raises for engine problems."""
+        """Read ``/health`` and ``/metrics``, and ``/version`` + ``/v1/models`` when the
+        identity rule says so (:data:`IDENTITY_KEEP_S`: else the last identity, with its read
+        time in ``identity_at``); :class:`Unavailable` when ``/health`` gets no HTTP answer at
+        all (kind ``unreachable`` or ``timeout``). Never raises for engine problems."""
         h = self._get(HEALTH)
         if h.status is None:
+            self._identity = None   # read the identity again once the engine answers
             kind = "timeout" if "in time" in (h.error or "") else "unreachable"
             return Unavailable(source="engine", kind=kind,
                                reason=f"engine at {self.base_url} not answering: {h.error}")
         problems: list[str] = []
         if h.status != 200:
             problems.append(f"/health answered HTTP {h.status}")
-        version = None
-        v = self._get(VERSION)
-        if v.status == 200 and v.body is not None:
-            try:
-                version = get_str(load_json(v.body, VERSION), "version", max_len=200)
-            except InputError as exc:
-                problems.append(str(exc))
-        else:
-            problems.append(f"/version: {v.error or f'HTTP {v.status}'}")
-        models: tuple[ModelInfo, ...] | None = None
-        m = self._get(MODELS)
-        if m.status == 200 and m.body is not None:
-            try:
-                models = parse_models(load_json(m.body, MODELS))
-            except InputError as exc:
-                problems.append(str(exc))
-            except ValueError as exc:
-                problems.append(f"/v1/models: {exc}")
-        else:
-            problems.append(f"/v1/models: {m.error or f'HTTP {m.status}'}")
         metrics: EngineMetrics | None = None
         x = self._get(METRICS)
         if x.status == 200 and x.body is not None:
@@ -739,6 +810,14 @@ class EngineReader:
                 problems.append(str(exc))
         else:
             problems.append(f"/metrics: {x.error or f'HTTP {x.status}'}")
+        start = metrics.process_start_s if metrics is not None else None
+        ident = self._identity
+        if ident is None or h.status != 200 or (start is not None and start != ident.start) \
+                or not self._clock() - ident.mono < self._identity_keep_s:
+            ident, whole = self._read_identity(start, problems)
+            # kept only when read whole from an engine that is up (see IDENTITY_KEEP_S)
+            self._identity = ident if whole and h.status == 200 else None
+        version, models = ident.version, ident.models
         if h.status != 200:
             self._not_offered.clear()   # a restarting engine may come back offering them
         flags: dict[str, bool | None] = {}
@@ -761,11 +840,40 @@ class EngineReader:
                 problems.append(f"{path}: {g.error or f'HTTP {g.status}'}")
         return EngineReading(endpoint=self.base_url, read_at=utcnow(), healthy=h.status == 200,
                              health_status=h.status, version=version, models=models,
-                             metrics=metrics, problems=tuple(problems),
+                             identity_at=ident.at, metrics=metrics, problems=tuple(problems),
                              paused=flags["is_paused"], sleeping=flags["is_sleeping"],
                              hold_state=hold_state(h.status == 200, flags["is_paused"],
                                                    flags["is_sleeping"],
                                                    metrics.sleep_awake if metrics else None))
+
+    def _read_identity(self, start: float | None, problems: list[str]
+                       ) -> tuple[_Identity, bool]:
+        """Ask ``/version`` and ``/v1/models`` now: the identity read, and whether both
+        answered a valid 200 (each failure is appended to ``problems``, naming its endpoint).
+        ``start``: the process start time seen in this read's ``/metrics``."""
+        before = len(problems)
+        at, mono = utcnow(), self._clock()
+        version = None
+        v = self._get(VERSION)
+        if v.status == 200 and v.body is not None:
+            try:
+                version = get_str(load_json(v.body, VERSION), "version", max_len=200)
+            except InputError as exc:
+                problems.append(str(exc))
+        else:
+            problems.append(f"/version: {v.error or f'HTTP {v.status}'}")
+        models: tuple[ModelInfo, ...] | None = None
+        m = self._get(MODELS)
+        if m.status == 200 and m.body is not None:
+            try:
+                models = parse_models(load_json(m.body, MODELS))
+            except InputError as exc:
+                problems.append(str(exc))
+            except ValueError as exc:
+                problems.append(f"/v1/models: {exc}")
+        else:
+            problems.append(f"/v1/models: {m.error or f'HTTP {m.status}'}")
+        return _Identity(version, models, at, mono, start), len(problems) == before
 
     def _parse_metrics(self, text: str) -> EngineMetrics:
         """:func:`parse_metrics`, the parse skipped when the families it reads are the same
@@ -786,12 +894,15 @@ class EngineReader:
 
 
 class EngineSource(Source):
-    """Polls the seat's engine endpoint (``name = "engine"``)."""
+    """Polls the seat's engine endpoint (``name = "engine"``) through one
+    :class:`EngineReader` (``timeout_s`` per request; ``clock``: monotonic seconds for its
+    keeps, injectable for tests)."""
 
     name = "engine"
 
-    def __init__(self, base_url: str, timeout_s: float = 3.0) -> None:
-        self.client = EngineReader(base_url, timeout_s)
+    def __init__(self, base_url: str, timeout_s: float = 3.0, *,
+                 clock: Any = time.monotonic) -> None:
+        self.client = EngineReader(base_url, timeout_s, clock=clock)
 
     def read(self) -> BaseModel:
         """An :class:`EngineReading` or :class:`Unavailable`; never raises."""
