@@ -163,6 +163,56 @@ def test_unreachable_alertmanager_is_unavailable() -> None:
     src.close()
 
 
+def _api_silence(sid: str, instance: str, state: str = "active") -> dict:
+    return {"id": sid, "status": {"state": state}, "updatedAt": "2026-11-29T13:00:00.000Z",
+            "matchers": [{"name": "instance", "value": instance, "isRegex": False},
+                         {"name": "job", "value": "seat", "isRegex": False}],
+            "startsAt": "2026-11-29T13:00:00.000Z", "endsAt": "2026-11-29T15:00:00.000Z",
+            "createdBy": "me", "comment": "c"}
+
+
+def test_an_unchanged_silence_list_is_not_parsed_or_matched_again(monkeypatch) -> None:
+    # issue 33 (idle CPU): the silences source parsed and matched every silence Alertmanager
+    # keeps (~70-200 on the lab, expired ones included) at every read; the same answer now
+    # gives the same reading without either, and any change to the answer is read in full
+    import httpx
+
+    body = {"list": [_api_silence("s1", "seat-node:8000"), _api_silence("s2", "other:1")]}
+    gets: list[str] = []
+
+    def answer(req: httpx.Request) -> httpx.Response:
+        gets.append(req.url.path)
+        if req.url.path == "/api/v2/status":
+            return httpx.Response(200, json={"versionInfo": {"version": "0.25.0"}})
+        return httpx.Response(200, json=body["list"])
+
+    client = AlertmanagerClient(AlertmanagerSpec(url="http://am.test:9093"))
+    client._client = httpx.Client(base_url=client.url, transport=httpx.MockTransport(answer))
+    parsed: list[str] = []
+    real = Silence.from_api.__func__
+
+    def counting(cls, d, what):
+        parsed.append(d.get("id"))
+        return real(cls, d, what)
+
+    monkeypatch.setattr(Silence, "from_api", classmethod(counting))
+    src = SilenceSource(client, SEAT)
+    first = src.read()
+    assert isinstance(first, SilencesReading) and [x.id for x in first.silences] == ["s1"]
+    assert parsed == ["s1", "s2"]
+    again = src.read()
+    assert parsed == ["s1", "s2"], "the same answer was parsed again"
+    assert again.silences == first.silences and again.total == 2
+    assert gets.count("/api/v2/silences") == 2         # asked every read: never a stale list
+    # the answer changed (s1 expired, a new one on the seat): read in full
+    body["list"] = [_api_silence("s1", "seat-node:8000", "expired"),
+                    _api_silence("s2", "other:1"), _api_silence("s3", "seat-node:8000")]
+    third = src.read()
+    assert parsed[2:] == ["s1", "s2", "s3"]
+    assert {(x.id, x.state) for x in third.silences} == {("s1", "expired"), ("s3", "active")}
+    src.close()
+
+
 # -- the lab's Alertmanager: create → list → expire ------------------------------------------
 def test_lab_silence_round_trip(lab) -> None:
     client = AlertmanagerClient(AlertmanagerSpec(url=lab.alertmanager_url))

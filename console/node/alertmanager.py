@@ -342,6 +342,9 @@ class AlertmanagerClient:
         else:
             verify = True
         self.tls_verify = spec.verify_tls
+        self._silences_last: tuple[bytes, tuple[Any, ...], tuple[str, ...]] | None = None
+        """The last ``GET /api/v2/silences`` body and what it parsed to (one tuple, replaced
+        whole: safe to read from another thread)."""
         self._client = httpx.Client(
             base_url=self.url, auth=self.credentials.httpx_auth(), verify=verify,
             timeout=httpx.Timeout(timeout_s, connect=min(timeout_s, 3.0)),
@@ -378,10 +381,23 @@ class AlertmanagerClient:
         return AlertmanagerError(kind, redact(msg, secrets))
 
     def _get(self, path: str, what: str) -> Any:
-        def once() -> Any:
+        return self._json(self._get_bytes(path, what), path, what)
+
+    def _json(self, raw: bytes, path: str, what: str) -> Any:
+        """``raw`` (``GET path``'s body) as JSON. Raises :class:`AlertmanagerError`
+        (``bad-response``, named after ``what``) when it is not (:func:`load_json`'s rules)."""
+        try:
+            return load_json(raw, f"GET {path} from {self.url}")
+        except ValueError as exc:
+            raise self._error(exc, what) from None
+
+    def _get_bytes(self, path: str, what: str) -> bytes:
+        """``GET path``'s body (retried like every read). Raises :class:`AlertmanagerError`
+        named after ``what``."""
+        def once() -> bytes:
             r = self._client.get(path)
             r.raise_for_status()
-            return load_json(r.content, f"GET {path} from {self.url}")
+            return r.content
 
         try:
             for attempt in Retrying(stop=stop_after_attempt(self.read_attempts),
@@ -412,7 +428,13 @@ class AlertmanagerClient:
         """``(silences, reasons)``: every silence that parses, and one reason per silence object
         that does not (named by its ID). Raises :class:`AlertmanagerError` only when the reply
         as a whole is unusable (not JSON, not a list, unreachable…)."""
-        data = self._get("/api/v2/silences", "list silences")
+        raw = self._get_bytes("/api/v2/silences", "list silences")
+        last = self._silences_last
+        if last is not None and last[0] == raw:
+            # the same answer as last time (Alertmanager computes each silence's state when
+            # asked, so an expiry changes the body): the same silences, not parsed again
+            return list(last[1]), list(last[2])
+        data = self._json(raw, "/api/v2/silences", "list silences")
         if not isinstance(data, list):
             raise AlertmanagerError("bad-response", f"GET /api/v2/silences from {self.url} "
                                                     f"returned a JSON {type(data).__name__}, "
@@ -424,6 +446,7 @@ class AlertmanagerClient:
                 good.append(Silence.from_api(d, "GET /api/v2/silences"))
             except AlertmanagerError as exc:
                 bad.append(str(exc))
+        self._silences_last = (raw, tuple(good), tuple(bad))
         return good, bad
 
     def get_silence(self, silence_id: str) -> Silence:

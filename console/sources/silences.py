@@ -179,6 +179,10 @@ class SilenceSource(Source):
         self._version: str | None = None
         self._version_at: float | None = None
         """When :attr:`_version` was read (monotonic s); ``None``: read it again."""
+        self._mine_last: tuple[tuple[int, ...], tuple[Silence, ...], tuple[Silence, ...]] \
+            | None = None
+        """The last :meth:`_seat_silences`: the ids of the silences it was given, its result,
+        and those silences (held, so their ids stay theirs)."""
 
     def read(self) -> BaseModel:
         """A :class:`SilencesReading` or :class:`Unavailable` (kind from
@@ -200,6 +204,22 @@ class SilenceSource(Source):
             self._version_at = None
             return Unavailable(source=self.name, kind="error", reason=redact(
                 f"{type(exc).__name__}: {exc}", self.client.credentials.secrets()))
+        mine = self._seat_silences(all_s)
+        return SilencesReading(url=self.client.url, version=version, read_at=utcnow(),
+                               seat_matchers=self.seat, silences=tuple(mine),
+                               total=len(all_s) + len(unreadable),
+                               tls_verify=self.client.tls_verify,
+                               unreadable=tuple(unreadable), coverage=self.coverage)
+
+    def _seat_silences(self, all_s: Sequence[Silence]) -> list[Silence]:
+        """The silences of ``all_s`` that apply to the seat (each marked ``exact`` or with why
+        its match is unknown), most relevant first. The same silence objects as last time —
+        Alertmanager's answer unchanged (:meth:`AlertmanagerClient.list_silences_tolerant`
+        parses a body once) — give the last result without matching them again."""
+        key = tuple(map(id, all_s))
+        last = self._mine_last
+        if last is not None and last[0] == key:
+            return list(last[1])
         mine = []
         for s in all_s:
             try:
@@ -211,11 +231,9 @@ class SilenceSource(Source):
             if applies:
                 mine.append(s.model_copy(update={"exact": exact}))
         mine.sort(key=lambda s: (_ORDER[s.state], -s.ends_at.timestamp()))
-        return SilencesReading(url=self.client.url, version=version, read_at=utcnow(),
-                               seat_matchers=self.seat, silences=tuple(mine),
-                               total=len(all_s) + len(unreadable),
-                               tls_verify=self.client.tls_verify,
-                               unreadable=tuple(unreadable), coverage=self.coverage)
+        # the objects themselves are kept with their ids, so an id is not reused meanwhile
+        self._mine_last = (key, tuple(mine), tuple(all_s))
+        return mine
 
     def close(self) -> None:
         """Close the HTTP client (unless it is shared)."""
