@@ -174,6 +174,35 @@ def test_a_background_job_inherits_sigint_ignored_which_is_what_the_test_reprodu
     assert cp.stdout.strip() == "True", cp
 
 
+PROBE_LIKE_IN_BACKGROUND = r"""
+__seat_console_entry__ = True
+import asyncio, os, signal, sys
+from seat_console.core import interrupt
+from seat_console.cli import main     # imported: the package took SIGINT over
+assert interrupt.holding(), signal.getsignal(signal.SIGINT)
+interrupt.release()                   # as main() does before a headless command runs
+
+async def run():                      # the probe's run: asyncio.run cancels it on SIGINT
+    os.kill(os.getpid(), signal.SIGINT)
+    await asyncio.sleep(60)
+    print("ran to its end", flush=True)
+
+try:
+    asyncio.run(run())
+except KeyboardInterrupt:
+    print("interrupted", flush=True)
+    sys.exit(130)
+"""
+
+
+def test_a_command_started_with_sigint_ignored_still_takes_a_sigint(tmp_path):
+    """The probe that ran on to "complete" (exit 0) when the suite was started in the
+    background: Python kept the inherited SIG_IGN and ``asyncio.run`` installed no handler."""
+    cp = _in_background(PROBE_LIKE_IN_BACKGROUND, tmp_path)
+    assert cp.returncode == 130 and "interrupted" in cp.stdout, cp
+    assert "ran to its end" not in cp.stdout, cp
+
+
 def test_the_suites_children_take_sigint_as_a_foreground_job(tmp_path):
     """tests/conftest.py gives this process SIGINT back if it was started ignoring it, so the
     consoles the tests start can be interrupted from their first instant."""

@@ -30,6 +30,9 @@ where unwinding is safe:
 A second Ctrl-C while one is held (the start-up stuck somewhere: nothing drawn yet, nothing
 changed on the node) ends the process at once with 130.
 
+This holds also where the process inherited SIGINT ignored (:data:`INHERITED`: a job started
+in the background by a script), as the TUI, ``exporter`` and ``serve`` always did.
+
 In any other process that imports the package (the tests, a notebook) nothing is installed:
 Python's handler and ``asyncio``'s behaviour stay as they are. Main thread only (signal
 handlers can be set nowhere else); a handler someone else installed before is left alone.
@@ -151,13 +154,25 @@ def _on_sigint(signum: int, frame: Any) -> None:
         os._exit(EXIT_INTERRUPTED)
 
 
+INHERITED = (signal.default_int_handler, signal.SIG_DFL, signal.SIG_IGN)
+"""The SIGINT dispositions a console entry takes over: Python's own handler, and the default
+or ignored disposition the process inherited. A process started as a background job by a shell
+without job control (``cmd &`` in a script, ``nohup cmd &``: how a long test run or a remote
+command is often started) inherits SIGINT *ignored*; Python then installs no handler and
+``asyncio.run`` none either, so ``kill -INT`` did nothing to a probe, while the TUI's start-up
+guard, ``exporter`` and ``serve`` took SIGINT anyway. Every console entry now takes it (a
+terminal's Ctrl-C reaches only its foreground job, never such a process: only an explicit
+``kill -INT`` does, whose sender means it)."""
+
+
 def hold_if_entry(orig_argv: Sequence[str] | None = None,
                   main_globals: dict[str, Any] | None = None) -> bool:
     """Install :func:`_on_sigint` for SIGINT when this process's entry is the console
     (:func:`is_console_entry` of ``orig_argv``, default ``sys.orig_argv``, and ``main_globals``,
-    default the ``__main__`` module's), this is the main thread and the handler in place is
-    Python's own; count a Ctrl-C CPython swallowed before (:func:`swallowed_before`). Returns
-    whether it holds SIGINT now. Called by the package's ``__init__``; safe to call again."""
+    default the ``__main__`` module's), this is the main thread and the disposition in place is
+    one of :data:`INHERITED` (not a handler someone else installed); count a Ctrl-C CPython
+    swallowed before (:func:`swallowed_before`). Returns whether it holds SIGINT now. Called
+    by the package's ``__init__``; safe to call again."""
     global _holding, _held
     if _holding:
         return True
@@ -168,7 +183,7 @@ def hold_if_entry(orig_argv: Sequence[str] | None = None,
     if not is_console_entry(orig_argv, main_globals):
         return False
     try:
-        if signal.getsignal(signal.SIGINT) is not signal.default_int_handler:
+        if signal.getsignal(signal.SIGINT) not in INHERITED:
             return False
         signal.signal(signal.SIGINT, _on_sigint)
     except (ValueError, OSError):   # not the main thread
@@ -206,8 +221,9 @@ def check() -> None:
 
 
 def release() -> None:
-    """Give SIGINT back to Python's own handler (``signal.default_int_handler``): a Ctrl-C
-    raises :class:`KeyboardInterrupt` again, and ``asyncio.run`` installs its handler over it (the
+    """Give SIGINT to Python's own handler (``signal.default_int_handler``, also where the
+    process inherited SIGINT ignored: :data:`INHERITED`): a Ctrl-C raises
+    :class:`KeyboardInterrupt` again, and ``asyncio.run`` installs its handler over it (the
     probe's run is cancelled and kept as interrupted); then raise a held SIGINT as
     :class:`KeyboardInterrupt`. SIGINT is blocked meanwhile, so one that comes during the swap
     is raised too, by Python's handler. Nothing when not holding."""
@@ -232,6 +248,6 @@ def _block_sigint() -> bool:
     return signal.SIGINT not in old
 
 
-__all__ = ["CONSOLE_MODULES", "CONSOLE_SCRIPT", "ENTRY_MARK", "EXIT_INTERRUPTED", "check",
-           "hold_if_entry", "holding", "is_console_entry", "pending", "release",
+__all__ = ["CONSOLE_MODULES", "CONSOLE_SCRIPT", "ENTRY_MARK", "EXIT_INTERRUPTED", "INHERITED",
+           "check", "hold_if_entry", "holding", "is_console_entry", "pending", "release",
            "swallowed_before", "take"]
