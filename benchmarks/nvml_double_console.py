@@ -17,9 +17,14 @@ Usage (the arguments after ``--`` go to ``seat-console``)::
 
 from __future__ import annotations
 
-import sys
-import time
-from pathlib import Path
+# this launcher runs ``seat_console.cli.main`` as its process's entry, as ``seat-console`` does:
+# set before anything imports ``seat_console``, whose first act then holds Ctrl-C
+# (seat_console.core.interrupt.ENTRY_MARK)
+__seat_console_entry__ = True
+
+import sys  # noqa: E402
+import time  # noqa: E402
+from pathlib import Path  # noqa: E402
 
 T_EXEC = time.monotonic()
 ROOT = Path(__file__).resolve().parents[1]

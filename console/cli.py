@@ -13,6 +13,10 @@ Exit codes (documented in README.md):
   without ``--dry-run`` — refused before anything runs, nothing journaled;
 * ``3`` — unavailable: no GPU / NVML unavailable (``gpus``), or a required source is down;
 * ``130`` — the TUI was interrupted (Ctrl-C) while starting, before Textual reads the keys;
+  also any command interrupted before it began to run: from the package's first import, a
+  Ctrl-C is held, never lost in an import, and honoured here quietly
+  (:mod:`seat_console.core.interrupt`); once a headless command runs, Python's own handler
+  is back (``KeyboardInterrupt``, ``asyncio.run``'s cancellation);
 * a closed output pipe (``seat-console gpus | head -1``) is not an error of its own: the rest
   of the output is dropped and the command ends with its own code, without a traceback
   (``141``, 128 + SIGPIPE, only if the pipe breaks outside a command's writes).
@@ -31,6 +35,7 @@ import re
 import sys
 from collections.abc import Sequence
 
+from seat_console.core import interrupt
 from seat_console.core.profile_path import (   # no pydantic yet: the TUI's first frame comes first
     REFRESH_INTERVAL_MAX_S,
     REFRESH_INTERVAL_MIN_S,
@@ -262,6 +267,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     own code (:class:`PipeSafeStdout`); :data:`EXIT_PIPE` only if it breaks elsewhere."""
     rc = EXIT_PIPE
     try:
+        interrupt.check()   # a Ctrl-C held since the process began (seat_console.core.interrupt)
         rc = _main(argv)
         sys.stdout.flush()
     except BrokenPipeError:
@@ -296,10 +302,11 @@ def _main(argv: Sequence[str] | None) -> int:
         print(refusal, file=sys.stderr)
         return EXIT_USAGE
     func = getattr(args, "func", None)
-    if func is not None and getattr(args, "needs_profile", True) is False:
-        return func(args, None)
     if func is None:
-        return _run_tui(args)
+        return _run_tui(args)   # its start-up guard takes the held Ctrl-C over
+    if getattr(args, "needs_profile", True) is False:
+        interrupt.release()   # the command gets Python's own SIGINT handler (raises one held)
+        return func(args, None)
     from seat_console.core.profile import load_profile
 
     try:
@@ -307,6 +314,7 @@ def _main(argv: Sequence[str] | None) -> int:
     except ProfileError as exc:
         print(f"seat-console: {exc}", file=sys.stderr)
         return EXIT_ERROR
+    interrupt.release()
     if getattr(args, "screen", None) == "fleet" and not getattr(args, "json", False):
         return run_fleet_screen(args, loaded)
     return func(args, loaded)
@@ -371,6 +379,7 @@ def _run_tui_app(args: argparse.Namespace) -> int:
     # which restores the terminal whatever instant of start-up it cut (issue #22)
     first_frame.guard_start_up()
     try:
+        first_frame.raise_if_interrupted()   # one held since the process began: nothing drawn
         # a Ctrl-C here is acted on at the next of these safe points (raise_if_interrupted):
         # raised from the signal handler inside an import, it could leave the import lock held
         nvml = first_frame.draw_before_profile(args.profile)

@@ -394,3 +394,27 @@ def pytest_unconfigure(config: pytest.Config) -> None:
     root = config.stash.get(_own_root, None)
     if root is not None:
         shutil.rmtree(root, ignore_errors=True)
+
+
+# ----------------------------------------------------------------------------------------------
+# SIGINT as a terminal's foreground job has it (tests/test_ctrl_c_startup.py,
+# tests/test_probe_lab.py's Ctrl-C, tests/test_interrupt_hold.py)
+# ----------------------------------------------------------------------------------------------
+def _sigint_as_a_foreground_job() -> None:
+    """Let this test process (and so every child it starts) take SIGINT as a terminal's
+    foreground job does, when it was started with SIGINT ignored.
+
+    A suite started in the background by a shell without job control (``bash .ci/run >log &``,
+    ``nohup … &``: how a half-hour run is started on a shared machine) inherits SIGINT
+    *ignored*, and an ignored disposition survives ``exec``: every console a test started
+    ignored the SIGINT the test sent it before the console's own code could take it (the
+    50-instant start-up test's "spawn + 0.00 s" ran on and drew its screen). A Ctrl-C comes
+    only to a foreground job, whose shell gave it SIGINT's default disposition; Python's
+    handler here becomes that default in each child (handlers reset at ``exec``)."""
+    import signal
+
+    if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+
+
+_sigint_as_a_foreground_job()

@@ -81,25 +81,90 @@ def env(tmp_path: Path) -> dict[str, str]:
 cli = seat_cli
 
 
+class ProbeChild:
+    """``seat-console probe`` in a child process, its output read as it comes (a thread per
+    stream: a full pipe would block the child), so a test's act can wait on what the probe
+    says (:meth:`wait_for`) or on its run directory (:attr:`run_dir`)."""
+
+    def __init__(self, proc: subprocess.Popen[str]) -> None:
+        self.proc = proc
+        self.out: list[str] = []
+        self.err: list[str] = []
+        self._seen = threading.Condition()
+        self._ended = 0
+        for stream, into in ((proc.stdout, self.out), (proc.stderr, self.err)):
+            threading.Thread(target=self._read, args=(stream, into), daemon=True).start()
+
+    def _read(self, stream, into: list[str]) -> None:
+        for line in stream:
+            with self._seen:
+                into.append(line)
+                self._seen.notify_all()
+        with self._seen:
+            self._ended += 1
+            self._seen.notify_all()
+
+    def wait_for(self, text: str, timeout: float = 120) -> str:
+        """The first stderr line holding ``text``, waiting for it at most ``timeout`` s (a
+        liveness bound); fails if the probe ended or the bound passed without it."""
+        deadline = time.monotonic() + timeout
+        with self._seen:
+            while True:
+                hit = next((line for line in self.err if text in line), None)
+                if hit is not None:
+                    return hit
+                left = deadline - time.monotonic()
+                if self._ended == 2 or left <= 0:
+                    pytest.fail(f"the probe never said {text!r}: {''.join(self.err)[-2000:]}")
+                self._seen.wait(left)
+
+    @property
+    def run_dir(self) -> Path:
+        """The run's directory, as the probe's "[probe] run ID → PATH" line names it."""
+        return Path(self.wait_for("[probe] run ").split(" → ", 1)[1].strip())
+
+    def finish(self, timeout: float) -> tuple[int, str, str]:
+        """Wait ≤ ``timeout`` s for the probe to end and for its output; return ``(exit code,
+        stdout, stderr)``. One still running then is killed and
+        :class:`subprocess.TimeoutExpired` raised."""
+        try:
+            self.proc.wait(timeout=timeout)
+        finally:
+            if self.proc.poll() is None:
+                self.proc.kill()
+                self.proc.wait()
+        with self._seen:
+            self._seen.wait_for(lambda: self._ended == 2, timeout=30)
+            return self.proc.returncode, "".join(self.out), "".join(self.err)
+
+
 def probe_during(prof: Path, env: dict[str, str], act, *args: str, timeout: float = 180
                  ) -> tuple[int, str, str]:
     """Run ``seat-console probe ARGS`` in a child process; once its first phase starts (its
-    stderr says ``phase single-stream:``) call ``act(proc)``; wait ≤ ``timeout`` s for it to
-    end (killed if it has not). Returns ``(exit code, stdout, stderr)``."""
+    stderr says ``phase single-stream:``) call ``act(child)`` (a :class:`ProbeChild`); wait
+    ≤ ``timeout`` s for it to end (killed if it has not). Returns ``(exit code, stdout,
+    stderr)``."""
     proc = subprocess.Popen([sys.executable, "-m", "seat_console.cli", "--profile", str(prof),
                              "probe", *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             text=True, env=env)
+    child = ProbeChild(proc)
     try:
-        assert proc.stderr is not None
-        for line in proc.stderr:
-            if "phase single-stream:" in line:
-                break
-        act(proc)
-        out, err = proc.communicate(timeout=timeout)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-    return proc.returncode, out, err
+        child.wait_for("phase single-stream:")
+        act(child)
+    except BaseException:
+        proc.kill()
+        proc.wait()
+        raise
+    return child.finish(timeout)
+
+
+def requests_kept(run_dir: Path) -> int:
+    """Request records the run has kept so far (lines of its ``requests.jsonl``; the probe
+    flushes each as it ends)."""
+    try:
+        return len((run_dir / "requests.jsonl").read_text("utf-8").splitlines())
+    except FileNotFoundError:
+        return 0
 
 
 @pytest.fixture
@@ -325,7 +390,7 @@ def test_remediation_service_during_probe_disrupts_the_run(lab, held: Path, env,
                                                            tmp_path: Path) -> None:
     prof = probe_profile(lab, tmp_path, single=30, conc=16, tokens=32)
 
-    def remediate(_proc) -> None:
+    def remediate(_child: ProbeChild) -> None:
         started = node.run(["systemctl", "start", "--no-block",
                             "fleet-remediation-cycle.service"])
         assert started.ok, started.failure
@@ -356,7 +421,7 @@ def test_timer_started_by_hand_mid_probe_disrupts_at_the_units_own_time(
     unit = lab.timers[0]
     when: dict[str, object] = {}
 
-    def start_timer(_proc) -> None:
+    def start_timer(_child: ProbeChild) -> None:
         started = node.run(["systemctl", "start", unit])           # by hand, mid-probe
         assert started.ok, started.failure
         shown = node.run(["systemctl", "show", "--timestamp=unix", "-p",
@@ -381,12 +446,14 @@ def test_container_pause_during_probe_disrupts_the_run(lab, held: Path, env,
                                                        tmp_path: Path) -> None:
     prof = probe_profile(lab, tmp_path, single=30, conc=16, tokens=32)
 
-    def pause(_proc) -> None:
+    def pause(child: ProbeChild) -> None:
         with lab.docker_client() as dc:
             c = dc.containers.get(lab.resident_container)
             c.pause()
-            time.sleep(0.5)
-            c.unpause()
+            try:   # paused until the probe itself says it saw it (its docker event watcher)
+                child.wait_for("DISRUPTED:", 60)
+            finally:
+                c.unpause()
 
     rc, out, err = probe_during(prof, env, pause, "--json")
     assert rc == 7, out + err
@@ -403,9 +470,13 @@ def test_ctrl_c_keeps_the_run_as_interrupted(lab, held: Path, env, tmp_path: Pat
 
     prof = probe_profile(lab, tmp_path, single=200, conc=16, tokens=32)
 
-    def ctrl_c(proc) -> None:
-        time.sleep(0.5)
-        proc.send_signal(signal.SIGINT)
+    def ctrl_c(child: ProbeChild) -> None:
+        # mid-phase: once the phase's first request is kept (after the warm-up's), with 199
+        # still to send (~14 s here), the SIGINT as a Ctrl-C sends it
+        run_dir = child.run_dir
+        wait_until(lambda: requests_kept(run_dir) >= 2, 60,
+                   what="the phase's first request kept in requests.jsonl")
+        child.proc.send_signal(signal.SIGINT)
 
     rc, out, err = probe_during(prof, env, ctrl_c, "--json", timeout=60)
     assert rc == 130, out + err

@@ -49,6 +49,7 @@ restores the terminal and exits 130 at once.
 
 from __future__ import annotations
 
+from seat_console.core import interrupt
 from seat_console.core.terminal import is_terminal  # shared with cli and the fleet screen
 
 import os
@@ -520,8 +521,9 @@ def guard_start_up(stdin: Any = None) -> None:
     swallowed the cancellation) or ended without its driver's restore, leaving the shell on
     the alternate screen with the cursor hidden, about 1 start in 10. With a handler of our
     own, asyncio installs none, and the interrupt is taken at safe points only (the module
-    docstring); :func:`leave` restores the saved attributes and modes. Main thread only;
-    elsewhere nothing."""
+    docstring); :func:`leave` restores the saved attributes and modes. A Ctrl-C held since
+    the process began (:mod:`seat_console.core.interrupt`) is taken over: the first
+    :func:`raise_if_interrupted` raises it. Main thread only; elsewhere nothing."""
     global _saved_attrs, _previous_int, _guarding
     import signal
 
@@ -535,12 +537,19 @@ def guard_start_up(stdin: Any = None) -> None:
         _saved_attrs = None
     if _guarding:
         return
+    fired = getattr(_on_interrupt, "fired", False)
+    # reset before the swap: a SIGINT just after it is never erased
+    _on_interrupt.fired = False  # type: ignore[attr-defined]
     try:
         _previous_int = signal.signal(signal.SIGINT, _on_interrupt)
         _guarding = True
-        _on_interrupt.fired = False  # type: ignore[attr-defined]
     except (ValueError, OSError):   # not the main thread
-        pass
+        _on_interrupt.fired = fired  # type: ignore[attr-defined]
+        return
+    # a Ctrl-C the process held since its start (seat_console.core.interrupt), counted before
+    # the swap above: ours now, raised at the start-up's first safe point
+    if interrupt.take():
+        _on_interrupt.fired = True  # type: ignore[attr-defined]
 
 
 def end_guard() -> None:
