@@ -49,6 +49,21 @@ def keys_to_drop(widths: Sequence[tuple[str, int]], width: int,
     return dropped
 
 
+def preset_compact(key: FooterKey, footer_compact: bool) -> None:
+    """Give ``key`` (not yet mounted) the ``-compact`` class its ``compact`` watcher will ask
+    for at mount, so that watcher finds the class already set and restyles nothing.
+
+    Textual's ``FooterKey._watch_compact`` runs once per key as the key is mounted and calls
+    ``set_class(compact, "-compact")``; the class was not there yet, so each key's styles were
+    computed a second time: ~16 % of the UI thread's CPU from ``exec`` to the full screen
+    (``py-spy --gil`` on the lab, docs/benchmarks.md, issue 33), for the footer's ~15 keys, and
+    again on every recompose. The keys bound to the footer's ``compact`` get ``footer_compact``;
+    the command palette's key, not bound, keeps ``FooterKey.compact``'s default (True)."""
+    bound = "-command-palette" not in key.classes
+    key.set_class(footer_compact if bound else FooterKey.compact._default, "-compact",
+                  update=False)
+
+
 class SeatFooter(Footer):
     """:class:`~textual.widgets.Footer` that fits its width (see the module docstring).
     ``drop_order``: actions that may be left out, the first to go first. Recomposes when a
@@ -77,6 +92,8 @@ class SeatFooter(Footer):
                 w = FooterKey(w.key, w.key_display, "more keys", w.action,
                               disabled=w.disabled, tooltip=w.tooltip).data_bind(
                                   compact=Footer.compact)
+            if isinstance(w, FooterKey):
+                preset_compact(w, self.compact)
             yield w
 
     def on_resize(self, event: Resize) -> None:
@@ -87,4 +104,4 @@ class SeatFooter(Footer):
             self.call_later(self.recompose)
 
 
-__all__ = ["PALETTE_CELLS", "SeatFooter", "key_cells", "keys_to_drop"]
+__all__ = ["PALETTE_CELLS", "SeatFooter", "key_cells", "keys_to_drop", "preset_compact"]
