@@ -76,9 +76,34 @@ class SeatFooter(Footer):
         self.drop_order = list(drop_order)
         self.dropped: frozenset[str] | None = None
         self._widths: list[tuple[str, int]] = []
+        self._composed: tuple | None = None
+
+    def keys_now(self) -> tuple | None:
+        """What the keys would show now: per binding shown, its key, key display,
+        description, action, whether enabled and its tooltip; then the width, the compact
+        form and the palette key's presence. ``None`` before the bindings are ready."""
+        if not self._bindings_ready or not self.is_attached:
+            return None
+        shown = tuple((b.key, self.app.get_key_display(b), b.description, b.action,
+                       enabled, tooltip, b.group)
+                      for (_, b, enabled, tooltip) in self.screen.active_bindings.values()
+                      if b.show)
+        return (shown, self.app.size.width, self.compact, self.show_command_palette,
+                self.app.ENABLE_COMMAND_PALETTE)
+
+    async def recompose(self) -> None:
+        """Textual's recompose, skipped when :meth:`keys_now` is what the keys on screen were
+        composed from: the base footer recomposes on every change of the screen's bindings
+        (a focus move, ``refresh_bindings``), four times in the first second of a start with
+        the same keys each time (issue 33)."""
+        now = self.keys_now()
+        if now is not None and now == self._composed:
+            return
+        await super().recompose()
 
     def compose(self) -> ComposeResult:
         """The base footer's keys, minus the rare ones that do not fit."""
+        self._composed = self.keys_now()
         widgets = list(super().compose())
         keys = [w for w in widgets if isinstance(w, FooterKey)
                 and "-command-palette" not in w.classes]
