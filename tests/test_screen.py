@@ -536,3 +536,30 @@ async def test_full_view_columns_never_split_a_name_mid_word() -> None:
         containers = plain(app.states["containers"].panel.query_one(
             "#containers-body").content, 74)
         assert "seat-resident" in containers and "running" in containers, containers
+
+
+@pytest.mark.parametrize("size", [(120, 40), (180, 40), (120, 60)])
+async def test_panels_are_mounted_in_the_form_the_size_asks_for(monkeypatch, size) -> None:
+    """The main screen composes each panel in its compact or full form for the terminal's
+    size, so the first resize restyles none of them (issue 33: a restyle of every panel at
+    start-up); the forms are those :meth:`MainScreen.apply_size` gives."""
+    from seat_console.tui.main_screen import panel_compact
+
+    restyled: list[str] = []
+    set_compact = SourcePanel.set_compact
+
+    def spy(self, compact: bool) -> None:
+        if self.is_mounted and compact != self.compact:
+            restyled.append(self.id)
+        set_compact(self, compact)
+
+    monkeypatch.setattr(SourcePanel, "set_compact", spy)
+    app, _ = F.seat_app(with_actions=True)
+    async with app.run_test(size=size) as pilot:
+        await all_read(pilot, app)
+        assert restyled == []
+        for st in app.states.values():
+            want = panel_compact(app, *size, st.panel)
+            assert st.panel.compact is want and ("-compact" in st.panel.classes) is want
+        assert any(st.panel.compact for st in app.states.values()) is (size[1] < 50
+                                                                         or size[0] >= 160)

@@ -292,7 +292,9 @@ class SourcePanel(Widget):
         if compact == self.compact:
             return
         self.compact = compact
-        self.set_class(compact, "-compact")
+        # before mount (the main screen's compose) the class is set without a restyle: the
+        # mount styles the panel once, in its form (issue 33)
+        self.set_class(compact, "-compact", update=self.is_mounted)
         self._show_subtitle(self._subtitle or "", force=True)
         if self._shown is not None:
             self._render_guarded(self._shown)
