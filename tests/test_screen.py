@@ -563,3 +563,37 @@ async def test_panels_are_mounted_in_the_form_the_size_asks_for(monkeypatch, siz
             assert st.panel.compact is want and ("-compact" in st.panel.classes) is want
         assert any(st.panel.compact for st in app.states.values()) is (size[1] < 50
                                                                          or size[0] >= 160)
+
+
+async def test_a_panels_first_reading_restyles_it_once(monkeypatch) -> None:
+    """A reading that changes several of a panel's classes (``-waiting``, ``-no-value``,
+    ``-has-compact``…) restyles the panel's subtree once, not once per class (issue 33); the
+    classes end as each change asks."""
+    per_show: list[tuple[str, int]] = []
+    inside: list[int] = []
+    update, show = SourcePanel.update_node_styles, SourcePanel.show
+
+    def spy_update(self, animate: bool = True) -> None:
+        if inside:
+            inside[-1] += 1
+        update(self, animate)
+
+    def spy_show(self, *args, **kw) -> None:
+        inside.append(0)
+        try:
+            show(self, *args, **kw)
+        finally:
+            per_show.append((self.id, inside.pop()))
+
+    monkeypatch.setattr(SourcePanel, "update_node_styles", spy_update)
+    monkeypatch.setattr(SourcePanel, "show", spy_show)
+    app, _ = F.seat_app(with_actions=True)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await all_read(pilot, app)
+        assert len({pid for pid, _ in per_show}) == len(app.states)
+        assert all(n <= 1 for _, n in per_show), per_show
+        assert sum(n for _, n in per_show) >= len(app.states) - 1   # the classes did change
+        for st in app.states.values():
+            assert "-waiting" not in st.panel.classes
+            assert ("-has-compact" in st.panel.classes) is (
+                st.panel.compact and st.panel.render_compact(st.panel._shown) is not None)
