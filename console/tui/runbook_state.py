@@ -2,9 +2,10 @@
 
 The state is never kept by the console: it is read — from the node, the journal and the run
 store — by :func:`seat_console.actions.stages.read_runbook` (through :func:`read_state`, on a
-daemon thread of its own, never on the UI thread), at the refresh interval (at least every
-:data:`RUNBOOK_MIN_INTERVAL_S`), at once after every action the console ran, and when polling
-resumes. The result comes back as a :class:`RunbookRead` message; :class:`RunbookStateMixin`
+daemon thread of its own, never on the UI thread): first once every panel has its first
+reading (at most :data:`RUNBOOK_FIRST_WAIT_S` after mount), then at the refresh interval (at
+least every :data:`RUNBOOK_MIN_INTERVAL_S`), at once after every action the console ran, and
+when polling resumes. The result comes back as a :class:`RunbookRead` message; :class:`RunbookStateMixin`
 (mixed into the app) draws it in the :class:`~seat_console.widgets.runbook_strip.RunbookStrip`
 and an open :class:`~seat_console.widgets.runbook_screen.RunbookScreen`, and runs a stage
 (:meth:`RunbookStateMixin.run_stage`: its key's action, the read stages' flows, the decision's
