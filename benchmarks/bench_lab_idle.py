@@ -20,7 +20,10 @@ Run in the order ``--order`` (default ABBA) so drift of the shared machine falls
 reading (as many ``· updated`` / ``· checked`` titles as panels, :data:`PANELS_N`) and the
 status line names the engine's state; for the floor, its line ``floor ready``. The load
 average (1 min) before and after each session is recorded: CPU shares on a loaded machine are
-noisy, read them pairwise. ``--profile-s S`` then runs the console once more under ``py-spy
+noisy, read them pairwise; so is the wall time to each screen, and the process's CPU seconds
+at each screen are recorded beside it (``cpu_s_at_textual_screen``, ``cpu_s_at_full_screen``).
+``--starts N`` then runs N more rounds of start-up-only sessions (each program of ``--order``
+once a round, no idle window) for more start-up samples. ``--profile-s S`` then runs the console once more under ``py-spy
 record`` (``bench_vs_nvitop.profile``) and reports where its CPU goes.
 
 Usage::
@@ -73,13 +76,18 @@ def floor_marks(screen: str) -> dict[str, bool]:
 
 
 def session(cmd: str, marks, *, cols: int, rows: int, seconds: float, warmup: float,
-            env: dict[str, str | None] | None = None) -> dict:
+            env: dict[str, str | None] | None = None, start_only: bool = False) -> dict:
     """Run ``cmd`` in a ``cols``×``rows`` pty; the screen is emulated (pyte) until ``marks``
     says it is full: seconds from ``exec`` to the first byte, the Textual screen and the full
-    screen; then CPU (process and children), terminal bytes, RSS over ``seconds``."""
+    screen, and the process's CPU seconds at each screen (user + system, with its children:
+    on a loaded machine the wall times move with the load, the CPU much less); then CPU,
+    terminal bytes, RSS over ``seconds``. ``start_only``: return once the screen is full (or
+    after ``warmup`` seconds), without the idle window."""
     screen = pyte.Screen(cols, rows)
     stream = pyte.ByteStream(screen)
     t: dict[str, float | None] = {"first_byte": None, "textual": None, "full": None}
+    cpu: dict[str, float | None] = {"textual": None, "full": None}
+    procs: list[psutil.Process] = []
 
     def on_chunk(chunk: bytes, now: float) -> None:
         if t["first_byte"] is None:
@@ -88,13 +96,22 @@ def session(cmd: str, marks, *, cols: int, rows: int, seconds: float, warmup: fl
             return
         stream.feed(chunk)
         for k, v in marks("\n".join(screen.display)).items():
-            if v and t[k] is None:
+            if v and t[k] is None:   # the CPU first: a start-only session ends once t is full
+                cpu[k] = _cpu_or_none(procs)
                 t[k] = now
 
     out: dict = {"command": cmd, "size": f"{cols}x{rows}"}
     with PtyRun(shlex.split(cmd), cols=cols, rows=rows, env={"NO_COLOR": None, **(env or {})},
                 on_chunk=on_chunk) as run:
         proc = psutil.Process(run.pid)
+        procs.append(proc)
+        if start_only:
+            end = time.monotonic() + warmup
+            while t["full"] is None and time.monotonic() < end:
+                time.sleep(0.02)
+            return {**out, "first_byte_s": t["first_byte"], "textual_screen_s": t["textual"],
+                    "full_screen_s": t["full"], "cpu_s_at_textual_screen": cpu["textual"],
+                    "cpu_s_at_full_screen": cpu["full"]}
         time.sleep(warmup)
         if run.child.poll() is not None:
             return {**out, "error": f"exited during warm-up (rc {run.child.returncode})",
@@ -114,7 +131,17 @@ def session(cmd: str, marks, *, cols: int, rows: int, seconds: float, warmup: fl
             "tty_bytes_per_s": (b1 - b0) / wall, "rss_mib": rss / 2**20,
             "rss_max_mib": max(rss_max, rss) / 2**20, "threads": threads,
             "first_byte_s": t["first_byte"], "textual_screen_s": t["textual"],
-            "full_screen_s": t["full"]}
+            "full_screen_s": t["full"], "cpu_s_at_textual_screen": cpu["textual"],
+            "cpu_s_at_full_screen": cpu["full"]}
+
+
+def _cpu_or_none(procs: list[psutil.Process]) -> float | None:
+    """CPU seconds (user + system, the process and its children) of the session's process so
+    far, or ``None`` before it is known or once it is gone."""
+    try:
+        return _cpu_s(procs[0]) if procs else None
+    except (psutil.Error, IndexError):
+        return None
 
 
 def engine_health(url: str | None) -> int | None:
@@ -161,6 +188,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--baseline-src", metavar="DIR",
                     help="C: the console from DIR (a folder holding seat_console/, e.g. a "
                          "git archive of the code before a change) on PYTHONPATH")
+    ap.add_argument("--starts", type=int, default=0, metavar="N",
+                    help="then N rounds of start-up-only sessions, one per program of --order "
+                         "in its order (more start-up samples; no idle window)")
     ap.add_argument("--profile-s", type=float, default=0.0, metavar="S",
                     help="then py-spy the console for S seconds")
     ap.add_argument("--json", metavar="FILE")
@@ -184,8 +214,21 @@ def main(argv: list[str] | None = None) -> int:
         runs.append(res)
         print(json.dumps({k: (round(v, 3) if isinstance(v, float) else v)
                           for k, v in res.items() if k != "screen"}), flush=True)
+    letters = list(dict.fromkeys(args.order))
+    for _ in range(args.starts):
+        for letter in letters:
+            name, cmd, marks, env = progs[letter]
+            load0 = os.getloadavg()[0]
+            res = session(cmd, marks, cols=cols, rows=rows, seconds=0, warmup=args.warmup,
+                          env=env, start_only=True)
+            res.update(program=name, start_only=True, load1_before=load0,
+                       at_utc=datetime.now(UTC).isoformat(timespec="seconds"))
+            runs.append(res)
+            print(json.dumps({k: (round(v, 3) if isinstance(v, float) else v)
+                              for k, v in res.items() if k != "command"}), flush=True)
     keys = ("cpu_pct_of_one_core", "tty_bytes_per_s", "rss_mib", "rss_max_mib",
-            "textual_screen_s", "full_screen_s")
+            "textual_screen_s", "full_screen_s", "cpu_s_at_textual_screen",
+            "cpu_s_at_full_screen")
     means: dict[str, dict] = {}
     names = [n for n in ("seat-console", "baseline", "floor") if any(r["program"] == n for r in runs)]
     for name in names:

@@ -208,6 +208,58 @@ async def test_readonly_shows_and_hides_node_actions(readonly):
         assert any(what == "hold seat" for _, what in app.help_keys()) is (not readonly)
 
 
+async def test_footer_keys_are_built_with_their_compact_class(monkeypatch):
+    """Each footer key's ``compact`` watcher, run as the key mounts, finds the ``-compact``
+    class already as it asks (``preset_compact``), so no key is restyled a second time at
+    start-up (issue 33: ~16 % of the UI thread's start-up CPU); the classes end as Textual
+    sets them."""
+    from textual.widgets._footer import FooterKey
+
+    seen: list[tuple[bool, bool]] = []
+    watch = FooterKey._watch_compact
+
+    def spy(self, compact: bool) -> None:
+        seen.append((compact, "-compact" in self.classes))
+        watch(self, compact)
+
+    monkeypatch.setattr(FooterKey, "_watch_compact", spy)
+    app = make_app([(fixed(CountingSource()), CountingPanel)])
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        keys = list(app.screen.query(FooterKey))
+        assert keys and seen
+        assert all(was == compact for compact, was in seen), seen
+        assert all(("-compact" in k.classes) == k.compact for k in keys)
+
+
+async def test_footer_recomposes_only_when_its_keys_change(monkeypatch):
+    """The footer is composed again only when the keys it shows change (issue 33: the base
+    footer recomposed on every bindings update, four times at start-up with the same keys):
+    once at start; ``p`` (pause) changes the keys, so the footer then offers resume."""
+    from seat_console.widgets.footer import SeatFooter
+
+    composed: list[bool] = []
+    compose = SeatFooter.compose
+
+    def spy(self):
+        composed.append(self._bindings_ready)
+        return compose(self)
+
+    monkeypatch.setattr(SeatFooter, "compose", spy)
+    src = CountingSource()
+    app = make_app([(fixed(src), CountingPanel)])
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_for(pilot, lambda: src.reads >= 1 and any(composed), "the first reading")
+        for _ in range(10):   # focus, the first reading and its bindings refresh settle
+            await pilot.pause()
+        assert composed.count(True) == 1, composed
+        assert "pause" in screen_text(app).splitlines()[-1]
+        await pilot.press("p")
+        await wait_for(pilot, lambda: "resume" in screen_text(app).splitlines()[-1],
+                       "the footer to offer resume")
+        assert composed.count(True) == 2, composed
+
+
 # ------------------------------------------------------------------------------ bad sources
 async def test_hanging_source_stales_its_panel_and_keys_still_work():
     clock = FakeClock()

@@ -13,11 +13,13 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
-from app_fixtures import CountingPanel, CountingSource, FakeClock, default_loaded, recorded_runbook
+from app_fixtures import (CountingPanel, CountingSource, FakeClock, HangingSource, default_loaded,
+                          recorded_runbook)
 from screen_fixtures import wait_for
 
 from seat_console.snapshot.table import SLOW_S, SOURCE_TABLE
 from seat_console.tui.app import SeatConsoleApp
+from seat_console.tui import runbook_state
 from seat_console.tui.panels import PanelSpec
 
 
@@ -94,3 +96,41 @@ async def test_the_engines_version_changing_reads_the_fit_again_at_once() -> Non
         await pilot.press("r")                       # 0.34.0 now
         await wait_for(pilot, lambda: engine.reads == 3 and fit.reads == reads + 3,
                        "the refresh and the re-read after the version changed")
+
+
+def _gated_app(hang: HangingSource, other: CountingSource) -> SeatConsoleApp:
+    specs = [PanelSpec((lambda s: lambda _l: s)(src), CountingPanel) for src in (other, hang)]
+    return SeatConsoleApp(default_loaded(), interval=3600.0, panels=specs, clock=FakeClock(),
+                          age_tick_s=0.05, watch_terminal=False,
+                          runbook_reader=lambda _app: recorded_runbook())
+
+
+async def test_the_first_runbook_read_waits_for_every_panels_first_reading(monkeypatch) -> None:
+    """Issue 33: at start the runbook is read once every panel has its first reading, not
+    beside the sources' first reads."""
+    monkeypatch.setattr(runbook_state, "RUNBOOK_FIRST_WAIT_S", 3600.0)
+    hang, other = HangingSource(), CountingSource("other")
+    app = _gated_app(hang, other)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await wait_for(pilot, lambda: other.reads == 1 and hang.entered.is_set()
+                       and app.states["other"].polls == 1, "one panel read, one in flight")
+        for _ in range(20):   # the UI loop turns over; the first read still waits
+            await pilot.pause()
+        assert app.runbook_reads == 0 and app._rb_first_pending
+        hang.release.set()
+        await wait_for(pilot, lambda: app.runbook_reads == 1, "the runbook read after it")
+        assert app.states["hanging"].polls == 1
+
+
+async def test_a_hung_source_delays_the_first_runbook_read_only_so_long(monkeypatch) -> None:
+    """A source that never answers does not keep the runbook unread: it is read after
+    ``RUNBOOK_FIRST_WAIT_S``."""
+    monkeypatch.setattr(runbook_state, "RUNBOOK_FIRST_WAIT_S", 0.05)
+    hang, other = HangingSource(), CountingSource("other")
+    app = _gated_app(hang, other)
+    try:
+        async with app.run_test(size=(120, 40)) as pilot:
+            await wait_for(pilot, lambda: app.runbook_reads == 1, "the runbook read")
+            assert app.states["hanging"].polls == 0
+    finally:
+        hang.release.set()

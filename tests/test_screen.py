@@ -536,3 +536,64 @@ async def test_full_view_columns_never_split_a_name_mid_word() -> None:
         containers = plain(app.states["containers"].panel.query_one(
             "#containers-body").content, 74)
         assert "seat-resident" in containers and "running" in containers, containers
+
+
+@pytest.mark.parametrize("size", [(120, 40), (180, 40), (120, 60)])
+async def test_panels_are_mounted_in_the_form_the_size_asks_for(monkeypatch, size) -> None:
+    """The main screen composes each panel in its compact or full form for the terminal's
+    size, so the first resize restyles none of them (issue 33: a restyle of every panel at
+    start-up); the forms are those :meth:`MainScreen.apply_size` gives."""
+    from seat_console.tui.main_screen import panel_compact
+
+    restyled: list[str] = []
+    set_compact = SourcePanel.set_compact
+
+    def spy(self, compact: bool) -> None:
+        if self.is_mounted and compact != self.compact:
+            restyled.append(self.id)
+        set_compact(self, compact)
+
+    monkeypatch.setattr(SourcePanel, "set_compact", spy)
+    app, _ = F.seat_app(with_actions=True)
+    async with app.run_test(size=size) as pilot:
+        await all_read(pilot, app)
+        assert restyled == []
+        for st in app.states.values():
+            want = panel_compact(app, *size, st.panel)
+            assert st.panel.compact is want and ("-compact" in st.panel.classes) is want
+        assert any(st.panel.compact for st in app.states.values()) is (size[1] < 50
+                                                                         or size[0] >= 160)
+
+
+async def test_a_panels_first_reading_restyles_it_once(monkeypatch) -> None:
+    """A reading that changes several of a panel's classes (``-waiting``, ``-no-value``,
+    ``-has-compact``…) restyles the panel's subtree once, not once per class (issue 33); the
+    classes end as each change asks."""
+    per_show: list[tuple[str, int]] = []
+    inside: list[int] = []
+    update, show = SourcePanel.update_node_styles, SourcePanel.show
+
+    def spy_update(self, animate: bool = True) -> None:
+        if inside:
+            inside[-1] += 1
+        update(self, animate)
+
+    def spy_show(self, *args, **kw) -> None:
+        inside.append(0)
+        try:
+            show(self, *args, **kw)
+        finally:
+            per_show.append((self.id, inside.pop()))
+
+    monkeypatch.setattr(SourcePanel, "update_node_styles", spy_update)
+    monkeypatch.setattr(SourcePanel, "show", spy_show)
+    app, _ = F.seat_app(with_actions=True)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await all_read(pilot, app)
+        assert len({pid for pid, _ in per_show}) == len(app.states)
+        assert all(n <= 1 for _, n in per_show), per_show
+        assert sum(n for _, n in per_show) >= len(app.states) - 1   # the classes did change
+        for st in app.states.values():
+            assert "-waiting" not in st.panel.classes
+            assert ("-has-compact" in st.panel.classes) is (
+                st.panel.compact and st.panel.render_compact(st.panel._shown) is not None)

@@ -49,6 +49,21 @@ def keys_to_drop(widths: Sequence[tuple[str, int]], width: int,
     return dropped
 
 
+def preset_compact(key: FooterKey, footer_compact: bool) -> None:
+    """Give ``key`` (not yet mounted) the ``-compact`` class its ``compact`` watcher will ask
+    for at mount, so that watcher finds the class already set and restyles nothing.
+
+    Textual's ``FooterKey._watch_compact`` runs once per key as the key is mounted and calls
+    ``set_class(compact, "-compact")``; the class was not there yet, so each key's styles were
+    computed a second time: ~16 % of the UI thread's CPU from ``exec`` to the full screen
+    (``py-spy --gil`` on the lab, docs/benchmarks.md, issue 33), for the footer's ~15 keys, and
+    again on every recompose. The keys bound to the footer's ``compact`` get ``footer_compact``;
+    the command palette's key, not bound, keeps ``FooterKey.compact``'s default (True)."""
+    bound = "-command-palette" not in key.classes
+    key.set_class(footer_compact if bound else FooterKey.compact._default, "-compact",
+                  update=False)
+
+
 class SeatFooter(Footer):
     """:class:`~textual.widgets.Footer` that fits its width (see the module docstring).
     ``drop_order``: actions that may be left out, the first to go first. Recomposes when a
@@ -61,9 +76,34 @@ class SeatFooter(Footer):
         self.drop_order = list(drop_order)
         self.dropped: frozenset[str] | None = None
         self._widths: list[tuple[str, int]] = []
+        self._composed: tuple | None = None
+
+    def keys_now(self) -> tuple | None:
+        """What the keys would show now: per binding shown, its key, key display,
+        description, action, whether enabled and its tooltip; then the width, the compact
+        form and the palette key's presence. ``None`` before the bindings are ready."""
+        if not self._bindings_ready or not self.is_attached:
+            return None
+        shown = tuple((b.key, self.app.get_key_display(b), b.description, b.action,
+                       enabled, tooltip, b.group)
+                      for (_, b, enabled, tooltip) in self.screen.active_bindings.values()
+                      if b.show)
+        return (shown, self.app.size.width, self.compact, self.show_command_palette,
+                self.app.ENABLE_COMMAND_PALETTE)
+
+    async def recompose(self) -> None:
+        """Textual's recompose, skipped when :meth:`keys_now` is what the keys on screen were
+        composed from: the base footer recomposes on every change of the screen's bindings
+        (a focus move, ``refresh_bindings``), four times in the first second of a start with
+        the same keys each time (issue 33)."""
+        now = self.keys_now()
+        if now is not None and now == self._composed:
+            return
+        await super().recompose()
 
     def compose(self) -> ComposeResult:
         """The base footer's keys, minus the rare ones that do not fit."""
+        self._composed = self.keys_now()
         widgets = list(super().compose())
         keys = [w for w in widgets if isinstance(w, FooterKey)
                 and "-command-palette" not in w.classes]
@@ -77,6 +117,8 @@ class SeatFooter(Footer):
                 w = FooterKey(w.key, w.key_display, "more keys", w.action,
                               disabled=w.disabled, tooltip=w.tooltip).data_bind(
                                   compact=Footer.compact)
+            if isinstance(w, FooterKey):
+                preset_compact(w, self.compact)
             yield w
 
     def on_resize(self, event: Resize) -> None:
@@ -87,4 +129,4 @@ class SeatFooter(Footer):
             self.call_later(self.recompose)
 
 
-__all__ = ["PALETTE_CELLS", "SeatFooter", "key_cells", "keys_to_drop"]
+__all__ = ["PALETTE_CELLS", "SeatFooter", "key_cells", "keys_to_drop", "preset_compact"]

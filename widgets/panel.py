@@ -103,6 +103,26 @@ def _ago(now: datetime, then: datetime) -> str:
     return coarse if coarse == "just now" else f"{coarse} ago"
 
 
+class _OneRestyle:
+    """The context of :meth:`SourcePanel._one_restyle` (nests: the outermost restyles)."""
+
+    def __init__(self, panel: SourcePanel) -> None:
+        self.panel = panel
+        self.before: frozenset[str] = frozenset()
+
+    def __enter__(self) -> None:
+        if not self.panel._restyle_held:
+            self.before = frozenset(self.panel.classes)
+        self.panel._restyle_held += 1
+
+    def __exit__(self, *exc: object) -> None:
+        panel = self.panel
+        panel._restyle_held -= 1
+        if not panel._restyle_held and panel.is_mounted and (
+                frozenset(panel.classes) != self.before):
+            panel.update_node_styles()
+
+
 class SourcePanel(Widget):
     """Base panel for one source: status line + body; renders readings, reasons and staleness.
 
@@ -120,6 +140,9 @@ class SourcePanel(Widget):
     compact_title: ClassVar[str | None] = None
     """Border title in compact mode (``None``: ``title``)."""
     detail: bool = False
+    _restyle_held: int = 0
+    """Depth of :meth:`_one_restyle` blocks (0: each class change restyles at once)."""
+
     compact: bool = False
     """Class defaults of the instance flags set in ``__init__`` (a panel's ``build`` may be
     called on an instance made without Textual's init, e.g. to render a reading as text)."""
@@ -237,6 +260,7 @@ class SourcePanel(Widget):
         self._subtitle: str | None = None
         self._status_text: Text | None = None
         self._drawn_prefix: str | None = None
+        self._restyle_held = 0
         self.border_title = self.title
         self.add_class("-waiting", "-no-value")
 
@@ -291,8 +315,14 @@ class SourcePanel(Widget):
         """Switch between the compact and the full form and redraw the last value in it."""
         if compact == self.compact:
             return
+        with self._one_restyle():
+            self._set_compact(compact)
+
+    def _set_compact(self, compact: bool) -> None:
         self.compact = compact
-        self.set_class(compact, "-compact")
+        # before mount (the main screen's compose) the class is set without a restyle: the
+        # mount styles the panel once, in its form (issue 33)
+        self.set_class(compact, "-compact", update=self.is_mounted)
         self._show_subtitle(self._subtitle or "", force=True)
         if self._shown is not None:
             self._render_guarded(self._shown)
@@ -305,6 +335,26 @@ class SourcePanel(Widget):
         """Extra explanation shown under an unavailable reading's reason (e.g. what a
         ``kind`` means for the engineer and what still works). Default: none."""
         return None
+
+    # -- one restyle per draw ----------------------------------------------------------------
+    def add_class(self, *class_names: str, update: bool = True) -> Any:
+        """Textual's ``add_class``; inside :meth:`_one_restyle` the styles are updated once,
+        at its end."""
+        return super().add_class(*class_names, update=update and not self._restyle_held)
+
+    def remove_class(self, *class_names: str, update: bool = True) -> Any:
+        """Textual's ``remove_class``; inside :meth:`_one_restyle` the styles are updated
+        once, at its end."""
+        return super().remove_class(*class_names, update=update and not self._restyle_held)
+
+    def _one_restyle(self) -> _OneRestyle:
+        """``with self._one_restyle():`` the class changes made inside restyle the panel (and
+        its subtree) once, at the end, and only if the classes changed. A first reading
+        changed three or four classes (``-waiting``, ``-no-value``, ``-unavailable``,
+        ``-has-compact``), each a restyle of the panel's subtree on the UI thread: most of the
+        UI thread's CPU between the first frame and the full screen (cProfile over a headless
+        start on recorded readings; docs/benchmarks.md, issue 33)."""
+        return _OneRestyle(self)
 
     # -- what the app calls -----------------------------------------------------------------
     def show(self, reading: BaseModel | None, last_good: BaseModel | None,
@@ -320,6 +370,11 @@ class SourcePanel(Widget):
         """
         now = now or datetime.now(UTC)
         self.now = now
+        with self._one_restyle():
+            self._show(reading, last_good, last_good_at, now, reading_at)
+
+    def _show(self, reading: BaseModel | None, last_good: BaseModel | None,
+              last_good_at: datetime | None, now: datetime, reading_at: datetime | None) -> None:
         try:
             self.reading = reading
             self.last_good = last_good

@@ -22,13 +22,14 @@ read in a worker: :mod:`seat_console.tui.runbook_state`).
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.cells import cell_len
 from rich.text import Text
 from textual.widgets import Static
 
-from seat_console.actions.stages import RunbookState, StageState
+if TYPE_CHECKING:   # annotations only: the runbook's modules are not on the first frame's path
+    from seat_console.actions.stages import RunbookState, StageState
 
 MARKS = {"done": "✓", "failed": "✗", "stale": "~", "todo": "·", "skipped": "–", "running": "…"}
 """A stage's mark by status (the words of ``NO_COLOR``)."""

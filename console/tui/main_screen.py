@@ -62,16 +62,27 @@ class MainScreen(Screen[None]):
                     f"make it at least {MIN_COLS}×{MIN_ROWS} (q quits).", justify="center"))
             except NoMatches:
                 pass
-        compact = (height < COMPACT_BELOW_ROWS if app.force_compact is None
-                   else app.force_compact)
-        # a panel with compact_when_wide (the fit budget) stays compact in the two-column
-        # layout too, so a big terminal shows every panel's headline on its first screen
-        wide_compact = app.force_compact is None and width >= WIDE_FROM_COLS
+        compact = layout_compact(app, height)
         for st in app.states.values():   # set_compact: a no-op when unchanged
-            st.panel.set_compact(compact or (wide_compact and st.panel.compact_when_wide))
+            st.panel.set_compact(panel_compact(app, width, height, st.panel))
         if compact != app.compact_layout:
             app.compact_layout = compact
             app.update_header()
+
+
+def layout_compact(app: ConsoleApp, height: int) -> bool:
+    """Whether the main screen shows the compact forms at ``height`` rows: below
+    :data:`COMPACT_BELOW_ROWS`, unless the app forces one form (``force_compact``)."""
+    return height < COMPACT_BELOW_ROWS if app.force_compact is None else app.force_compact
+
+
+def panel_compact(app: ConsoleApp, width: int, height: int, panel: SourcePanel) -> bool:
+    """Whether ``panel`` shows its compact form in a ``width`` × ``height`` terminal: the
+    layout's (:func:`layout_compact`); a panel with ``compact_when_wide`` (the fit budget)
+    stays compact in the two-column layout too, so a big terminal shows every panel's
+    headline on its first screen."""
+    wide_compact = app.force_compact is None and width >= WIDE_FROM_COLS
+    return layout_compact(app, height) or (wide_compact and panel.compact_when_wide)
 
 
 def compose_main(app: ConsoleApp) -> ComposeResult:
@@ -83,6 +94,10 @@ def compose_main(app: ConsoleApp) -> ComposeResult:
     yield RunbookStrip(app.key_of, None if app.readonly else app.key_of("runbook"),
                        id="runbook-strip")
     yield Static(id="too-small")
+    width, height = app.size
+    for st in app.states.values():   # mounted in the form the first resize will ask for:
+        # set before mount, the class costs no restyle of each panel (issue 33)
+        st.panel.set_compact(panel_compact(app, width, height, st.panel))
     with VerticalScroll(id="panels"):
         row: list[SourcePanel] = []
         for st in app.states.values():   # span-1 panels pair up in the wide layout
@@ -101,4 +116,5 @@ def compose_main(app: ConsoleApp) -> ComposeResult:
     yield SeatFooter(compact=True, drop_order=keytable.footer_drop_order())
 
 
-__all__ = ["COMPACT_BELOW_ROWS", "MIN_COLS", "MIN_ROWS", "WIDE_FROM_COLS", "MainScreen", "compose_main"]
+__all__ = ["COMPACT_BELOW_ROWS", "MIN_COLS", "MIN_ROWS", "WIDE_FROM_COLS", "MainScreen", "compose_main",
+           "layout_compact", "panel_compact"]

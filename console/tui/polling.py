@@ -270,6 +270,7 @@ class PollingMixin:
         if st.finish(reading, message.finished_at):
             self.readings.put(st.key, reading)
             self._wake_fit_on_engine_change(st.key, reading)
+        self._note_first_readings()
         if again and not self._shutting_down:
             self._start_poll(st.key, manual=True)   # the read asked for after the action
         else:
@@ -306,6 +307,20 @@ class PollingMixin:
             st.again = True     # the read in flight may have begun before this reading
         elif st.source is not None:
             self._start_poll("fit")
+
+    _every_panel_read: bool = False
+    """Whether every panel has had its first reading (:meth:`_note_first_readings`)."""
+
+    def _note_first_readings(self) -> None:
+        """Once every panel has its first reading (the full screen), tell the app once (its
+        ``first_readings_in()``, if it has one): work that no panel waits for starts then, not
+        beside the sources' first reads under the same GIL (issue 33)."""
+        if self._every_panel_read or any(st.polls == 0 for st in self._states.values()):
+            return
+        self._every_panel_read = True
+        hook = getattr(self, "first_readings_in", None)
+        if hook is not None:
+            hook()
 
     def _schedule_next(self, st: PanelState) -> None:
         st.next_delay(max(self.interval_s, st.spec.min_interval_s if st.spec else 0.0))

@@ -2,9 +2,10 @@
 
 The state is never kept by the console: it is read — from the node, the journal and the run
 store — by :func:`seat_console.actions.stages.read_runbook` (through :func:`read_state`, on a
-daemon thread of its own, never on the UI thread), at the refresh interval (at least every
-:data:`RUNBOOK_MIN_INTERVAL_S`), at once after every action the console ran, and when polling
-resumes. The result comes back as a :class:`RunbookRead` message; :class:`RunbookStateMixin`
+daemon thread of its own, never on the UI thread): first once every panel has its first
+reading (at most :data:`RUNBOOK_FIRST_WAIT_S` after mount), then at the refresh interval (at
+least every :data:`RUNBOOK_MIN_INTERVAL_S`), at once after every action the console ran, and
+when polling resumes. The result comes back as a :class:`RunbookRead` message; :class:`RunbookStateMixin`
 (mixed into the app) draws it in the :class:`~seat_console.widgets.runbook_strip.RunbookStrip`
 and an open :class:`~seat_console.widgets.runbook_screen.RunbookScreen`, and runs a stage
 (:meth:`RunbookStateMixin.run_stage`: its key's action, the read stages' flows, the decision's
@@ -36,6 +37,14 @@ is a hold lease armed by a console on another state dir. Each read opens the jou
 docker who holds the seat and the node for its hold leases (a ``docker exec`` / ``ssh``):
 7-14 ms of CPU on the lab (benchmarks/source_cost.py), 0.15-0.3 % of a core at every 5 s
 (docs/benchmarks.md, issue 33)."""
+
+RUNBOOK_FIRST_WAIT_S = 2.0
+"""At start the runbook is first read once every panel has its first reading, or this many
+seconds after the app is mounted, whichever comes first (s). The first read (imports of the
+runbook's modules, the journal, docker, a ``docker exec`` for the node's hold leases: ~12 % of
+the start-up's CPU samples on the lab, ``py-spy --gil``) ran beside the sources' first reads
+under the same GIL and made the full screen later (docs/benchmarks.md, issue 33); the strip
+says "reading the runbook's state…" meanwhile. A source that hangs delays it by this at most."""
 
 NO_READER = "n/a: this console has no runbook reader (actions.stages.read_runbook)"
 """What the strip says while the reader is not installed."""
@@ -93,13 +102,30 @@ class RunbookStateMixin:
     runbook_reads: int = 0
     """Reads finished (tests)."""
 
+    _rb_first_pending: bool = False
+
     def start_runbook_reads(self) -> None:
-        """On mount: the first read."""
-        self.read_runbook_now()
+        """On mount: the first read once every panel has its first reading
+        (:meth:`first_readings_in`) or after :data:`RUNBOOK_FIRST_WAIT_S`, whichever comes
+        first; at once when the app has no panel to wait for. Any earlier reason to read
+        (:meth:`read_runbook_now`: an action, a resume) reads at once."""
+        if not getattr(self, "_states", None):
+            self.read_runbook_now()
+            return
+        self._rb_first_pending = True
+        self._rb_timer = PollTimer(asyncio.get_running_loop(), RUNBOOK_FIRST_WAIT_S,
+                                   self.read_runbook_now)
+
+    def first_readings_in(self) -> None:
+        """Every panel has its first reading (the polling engine's hook): the first read of
+        the runbook, if it is still waiting for that."""
+        if self._rb_first_pending:
+            self.read_runbook_now()
 
     def read_runbook_now(self) -> None:
         """Read the runbook's state now (after an action; on resume); a read in flight is
         followed by another when it ends (it began before the action ended)."""
+        self._rb_first_pending = False
         if self._rb_timer is not None:
             self._rb_timer.stop()
             self._rb_timer = None
@@ -264,5 +290,5 @@ class RunbookStateMixin:
         self.runbooks.key("promote-undo")
 
 
-__all__ = ["BRANCH_KEYS", "NO_READER", "RUNBOOK_MIN_INTERVAL_S", "RunbookRead",
-           "RunbookStateMixin", "STAGE_FLOWS", "read_state"]
+__all__ = ["BRANCH_KEYS", "NO_READER", "RUNBOOK_FIRST_WAIT_S", "RUNBOOK_MIN_INTERVAL_S",
+           "RunbookRead", "RunbookStateMixin", "STAGE_FLOWS", "read_state"]
