@@ -23,7 +23,7 @@ import dataclasses
 import re
 import sys
 from dataclasses import replace
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -547,7 +547,8 @@ def test_with_the_resident_in_the_seat_the_compare_comes_before_the_swap(tmp_pat
     from seat_console.actions.stages import read_runbook
 
     with Journal() as j:
-        h = History(j, tmp_path)
+        # read with the real clock: the history starts an hour ago (its hold lasts 4 h)
+        h = History(j, tmp_path, t0=datetime.now(UTC) - timedelta(hours=1))
         h.fit()
         h.image()
         h.hold()

@@ -7,7 +7,7 @@ on" after it ended, done/skipped stages kept their "needs:"/"run:" lines, and ``
 from __future__ import annotations
 
 import dataclasses
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from types import SimpleNamespace
 
 import pytest
@@ -64,7 +64,8 @@ def test_the_compare_jumping_over_swap_and_probe_says_why(tmp_path) -> None:
     from seat_console.commands.runbook_cmd import render as text_lines
 
     with Journal() as j:
-        h = History(j, tmp_path)
+        # read with the real clock: the history starts an hour ago (its hold lasts 4 h)
+        h = History(j, tmp_path, t0=datetime.now(UTC) - timedelta(hours=1))
         h.fit()
         h.image()
         h.hold()
