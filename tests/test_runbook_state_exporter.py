@@ -4,6 +4,8 @@ the journal opened read-only (:class:`ReadOnlyJournal`, hypothesis over hostile 
 
 from __future__ import annotations
 
+from datetime import UTC, datetime, timedelta
+
 import os
 import sqlite3
 import tempfile
@@ -24,7 +26,9 @@ from tests.test_exporter import get, samples, up
 @pytest.fixture
 def hist(tmp_path: Path) -> History:
     j = Journal(path=tmp_path / "journal.sqlite3")
-    yield History(j, tmp_path)
+    # the exporter's runbook_stages reads with the real clock: the history starts an hour
+    # ago (its hold lasts 4 h; T0 + 4 h lapsed at 14:03 UTC on T0's day)
+    yield History(j, tmp_path, t0=datetime.now(UTC) - timedelta(hours=1))
     j.close()
 
 
