@@ -274,8 +274,13 @@ class ContainerSource(Source):
         import requests
         from docker.errors import DockerException
 
-        if self.watcher is not None:
-            self.watcher.start()
+        w = self.watcher
+        if w is not None:
+            w.start()
+        # the changes first, then the containers' state: a reading never lists a change its
+        # state has not caught up with (a stop listed beside the container still running, when
+        # the stop's event came in between the inspect and this list)
+        status, changes = (w.status(), w.changes()[-50:]) if w is not None else (None, ())
         try:
             client = self._get_client()
             ver = self._engine_version(client)
@@ -288,13 +293,10 @@ class ContainerSource(Source):
             self._drop_client()
             return Unavailable(source=self.name, kind="error",
                                reason=f"{type(exc).__name__}: {_short(exc)}")
-        w = self.watcher
         return ContainersReading(
             engine=self.docker_host, engine_version=get_str(ver, "Version", max_len=200),
             api_version=get_str(ver, "ApiVersion", max_len=50), read_at=utcnow(),
-            containers=tuple(states),
-            events=w.status() if w else None,
-            recent_changes=w.changes()[-50:] if w else ())
+            containers=tuple(states), events=status, recent_changes=changes)
 
     def _inspect(self, client: docker.DockerClient, role: str, name: str) -> ContainerState:
         from docker.errors import NotFound
