@@ -88,7 +88,7 @@ from seat_console.actions.runbook import StepError, facts_from_rows
 from seat_console.core.base import utcnow
 from seat_console.core.untrusted import InputError
 from seat_console.node.engine_client import IS_PAUSED, EngineClient, EngineError
-from seat_console.sources.engine import parse_flag, parse_metrics
+from seat_console.sources.engine import parse_flag, parse_metrics, parse_version
 
 STOP_MARGIN_S = 15
 """Seconds added to the engine's ``--shutdown-timeout`` for the container's stop timeout (the
@@ -249,15 +249,14 @@ def newcomers_while_paused(version: Any) -> str | None:
 
 
 def engine_version(endpoint: str, timeout_s: float = 3.0) -> str | None:
-    """``GET /version``'s ``version`` string, ``None`` when not read (unknown)."""
-    from seat_console.core.untrusted import get_str, load_json
-
+    """``GET /version``'s ``version`` string (:func:`seat_console.sources.engine.parse_version`),
+    ``None`` when not read (unknown)."""
     try:
         with EngineClient(endpoint, timeout_s) as client:
             r = client.version()
         if r.status != 200:
             return None
-        return get_str(load_json(r.body, "/version"), "version", max_len=200)
+        return parse_version(r.body)
     except (EngineError, InputError):
         return None
 

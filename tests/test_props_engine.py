@@ -13,7 +13,7 @@ import math
 import time
 
 import httpx
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 from seat_console.core.base import Unavailable
@@ -249,3 +249,26 @@ def test_the_recorded_scrape_reads_the_same_from_a_fifth_of_its_lines() -> None:
     assert len(kept.splitlines()) < len(_RECORDED.splitlines()) / 4 and dropped > 50
     assert (parse_metrics(_RECORDED).model_copy(update={"families": 0})
             == _full_parse(_RECORDED).model_copy(update={"families": 0}))
+
+
+@given(st.one_of(st.binary(max_size=300),
+                 st.recursive(st.none() | st.booleans() | st.floats() | st.text(max_size=30),
+                              lambda c: st.lists(c, max_size=4)
+                              | st.dictionaries(st.text(max_size=8), c, max_size=4),
+                              max_leaves=12).map(lambda v: json.dumps(v).encode()),
+                 st.text(max_size=300).map(lambda t: json.dumps({"version": t}).encode()),
+                 st.integers(1, 5000).map(lambda n: b"[" * n + b"]" * n),
+                 st.sampled_from([b'{"version": NaN}', b'{"version": 1e400}',
+                                  b'\xef\xbb\xbf{"version": "0.32.0"}'])))
+@example(json.dumps({"version": "9" * 250}).encode())
+def test_parse_version_is_a_short_string_none_or_an_error_naming_version(body):
+    # the one /version parser (the engine source, the exporter's fit, the drain's plan)
+    from seat_console.core.untrusted import InputError
+    from seat_console.sources.engine import parse_version
+
+    try:
+        v = parse_version(body)
+    except InputError as exc:
+        assert "/version" in str(exc)
+        return
+    assert v is None or (isinstance(v, str) and len(v) <= 200)

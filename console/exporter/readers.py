@@ -258,7 +258,8 @@ def _engine_version(base: str, timeout_s: float = 3.0) -> Any:
     Never raises. Source of the rule: vLLM's ``GET /version`` (``{"version": "0.32.0"}``)."""
     from types import SimpleNamespace
 
-    from seat_console.node.engine_client import VERSION, EngineClient, EngineError
+    from seat_console.node.engine_client import EngineClient, EngineError
+    from seat_console.sources.engine import parse_version
 
     read_at = datetime.now(timezone.utc)
     try:
@@ -271,7 +272,7 @@ def _engine_version(base: str, timeout_s: float = 3.0) -> Any:
     version = None
     if r.status == 200:
         try:
-            version = get_str(load_json(r.body, VERSION), "version", max_len=200)
+            version = parse_version(r.body)
         except InputError:
             version = None
     return SimpleNamespace(healthy=True, version=version, read_at=read_at)

@@ -266,24 +266,22 @@ def running_engine_versions(loaded: LoadedProfile, engine: Any | None,
             return {}
         role = "candidate" if conts.role == "probe" and prof.candidate is not None \
             else "resident"
-        read_at = version_read_at(engine)
-        if conts.since is not None and read_at is not None and read_at < conts.since:
-            return {}
-        return {role: (version, str(prof.seat.endpoint))}
+        started = conts.since
+    else:
+        def state(spec: Any) -> Any:
+            get = getattr(conts, "get", None)
+            name = getattr(spec, "container", None)
+            return get(name) if name and callable(get) else None
 
-    def state(spec: Any) -> Any:
-        get = getattr(conts, "get", None)
-        name = getattr(spec, "container", None)
-        return get(name) if name and callable(get) else None
+        def running(spec: Any) -> bool | None:
+            st = state(spec)
+            return None if st is None else bool(getattr(st, "running", False))
 
-    def running(spec: Any) -> bool | None:
-        st = state(spec)
-        return None if st is None else bool(getattr(st, "running", False))
-
-    role = ("candidate" if prof.candidate is not None and running(prof.candidate)
-            and running(prof.resident) is False else "resident")
-    st = state(prof.candidate if role == "candidate" else prof.resident)
-    started, read_at = getattr(st, "started_at", None), version_read_at(engine)
+        role = ("candidate" if prof.candidate is not None and running(prof.candidate)
+                and running(prof.resident) is False else "resident")
+        started = getattr(state(prof.candidate if role == "candidate" else prof.resident),
+                          "started_at", None)
+    read_at = version_read_at(engine)
     if started is not None and read_at is not None and read_at < started:
         return {}
     return {role: (version, str(prof.seat.endpoint))}

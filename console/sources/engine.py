@@ -659,6 +659,15 @@ nothing new (``PAUSED``: vLLM ``POST /pause``), weights put away (``ASLEEP``: ``
 only these endpoints tell them apart."""
 
 
+def parse_version(body: bytes | str) -> str | None:
+    """The ``version`` string of the engine's ``GET /version`` answer (vLLM
+    ``entrypoints/openai/api_server.py`` ``show_version``: ``{"version": "0.32.0"}``), at most
+    200 characters; ``None`` when the object has no string ``version``. Raises
+    :class:`~seat_console.core.untrusted.InputError` naming ``/version`` for a body that is not
+    a JSON object (:func:`~seat_console.core.untrusted.load_json`'s rules: size, depth, NaN)."""
+    return get_str(load_json(body, VERSION), "version", max_len=200)
+
+
 def parse_flag(body: bytes | str, path: str, key: str) -> bool:
     """The boolean ``key`` of the JSON object ``body`` that the engine's ``path`` answered:
     ``/is_paused`` → ``{"is_paused": bool}`` (vLLM ``entrypoints/rl/online/api_router.py``,
@@ -857,7 +866,7 @@ class EngineReader:
         v = self._get(VERSION)
         if v.status == 200 and v.body is not None:
             try:
-                version = get_str(load_json(v.body, VERSION), "version", max_len=200)
+                version = parse_version(v.body)
             except InputError as exc:
                 problems.append(str(exc))
         else:
@@ -930,5 +939,5 @@ def missing_of(metrics: EngineMetrics | None) -> Iterable[str]:
 __all__ = ["EngineMetrics", "EngineReader", "EngineReading", "EngineSource", "HOLD_STATES",
            "HistogramSummary", "METRIC_ALIASES", "MISSING", "ModelInfo", "count_ok",
            "find_family", "fmt_metric", "histogram_quantile", "hold_state", "make_source",
-           "missing_of", "normalize", "parse_flag", "parse_metrics", "parse_models",
+           "missing_of", "normalize", "parse_flag", "parse_metrics", "parse_models", "parse_version",
            "parse_selected", "sleep_awake", "summarize_histogram", "unique_series"]
