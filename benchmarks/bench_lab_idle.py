@@ -15,6 +15,13 @@ children over ``--seconds`` after ``--warmup``, RSS at the end and its maximum):
   ``git archive`` of the code before a change, with a ``seat_console`` link to its
   ``console/``): before and after in one run.
 
+``--python PATH`` runs A, B and C with that interpreter (default: the one running this script):
+a virtual environment holding only the product and its dependencies (the README's first
+command, ``pip install .``; add ``pyte`` only if the script itself runs there) measures the
+console as a node installs it — a development environment's extra packages change start-up
+(httpcore imports ``trio`` when it is installed: ~80 ms of CPU; a ``.pth`` that imports
+``certifi`` at every start), not what the product does.
+
 Run in the order ``--order`` (default ABBA) so drift of the shared machine falls on both. The
 **full screen** is the first output on which every panel of the main screen has its first
 reading (as many ``· updated`` / ``· checked`` titles as panels, :data:`PANELS_N`) and the
@@ -193,10 +200,13 @@ def main(argv: list[str] | None = None) -> int:
                          "in its order (more start-up samples; no idle window)")
     ap.add_argument("--profile-s", type=float, default=0.0, metavar="S",
                     help="then py-spy the console for S seconds")
+    ap.add_argument("--python", metavar="PATH", default=sys.executable,
+                    help="the interpreter that runs A, B and C (default: this one): a venv "
+                         "with only the product installed measures what a node runs")
     ap.add_argument("--json", metavar="FILE")
     args = ap.parse_args(argv)
     cols, rows = (int(x) for x in args.size.lower().split("x"))
-    py = shlex.quote(sys.executable)
+    py = shlex.quote(args.python)
     seat_cmd = f"{py} -m seat_console --profile {shlex.quote(args.profile)} --interval 1"
     floor_cmd = f"{py} {shlex.quote(str(Path(__file__).resolve().parent / 'floor_app.py'))}"
     progs = {"A": ("seat-console", seat_cmd, seat_marks, None),
@@ -241,7 +251,7 @@ def main(argv: list[str] | None = None) -> int:
                            "app, idle, 1 Hz, pty", "date_utc": datetime.now(UTC).isoformat(
                                timespec="seconds"),
               "order": args.order, "seconds": args.seconds, "warmup": args.warmup,
-              "code": _code(), "baseline_src": args.baseline_src,
+              "code": _code(), "baseline_src": args.baseline_src, "python": args.python,
               "machine": machine(), "runs": runs, "means": means}
     if args.profile_s > 0:
         out_dir = Path(args.json).parent if args.json else Path(".")

@@ -100,16 +100,18 @@ def test_a_cut_answer_stops_at_the_limit() -> None:
 
     from seat_console.node.engine_client import EngineClient
 
+    from tests.engine_double import EngineDouble
+
     def big(request: httpx.Request) -> httpx.Response:
         return httpx.Response(200, stream=httpx.ByteStream(b"x" * 10_000))
 
-    with EngineClient("http://x", transport=httpx.MockTransport(big)) as c:
+    with EngineDouble(big) as url, EngineClient(url) as c:
         a = c.post("/v1/completions", json={}, max_bytes=100, cut=True)
     assert a.body == b"x" * 100 and a.was_cut
 
     def small(request: httpx.Request) -> httpx.Response:
         return httpx.Response(200, stream=httpx.ByteStream(b"abc"))
 
-    with EngineClient("http://x", transport=httpx.MockTransport(small)) as c:
+    with EngineDouble(small) as url, EngineClient(url) as c:
         a = c.post("/v1/completions", json={}, max_bytes=100, cut=True)
     assert a.body == b"abc" and not a.was_cut

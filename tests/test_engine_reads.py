@@ -17,11 +17,13 @@ import pytest
 
 from seat_console.sources import engine as E
 
+from tests.engine_double import EngineDouble
+
 RECORDED = (Path(__file__).parent / "data" / "engine" / "vllm-0.32.0-cpu.metrics.txt").read_text()
 
 
 class _Engine:
-    """An engine behind ``httpx.MockTransport``: ``asked`` lists the paths, ``health`` and
+    """An engine behind a real local HTTP server (``tests/engine_double.py``): ``asked`` lists the paths, ``health`` and
     ``metrics`` are what it answers, ``/is_paused`` answers 404 unless ``paused`` is set."""
 
     def __init__(self) -> None:
@@ -54,10 +56,10 @@ class _Engine:
 @pytest.fixture
 def engine():
     eng, now = _Engine(), [1000.0]
-    reader = E.EngineReader("http://127.0.0.1:9", transport=httpx.MockTransport(eng),
-                            clock=lambda: now[0])
-    yield eng, reader, now
-    reader.close()
+    with EngineDouble(eng) as url:
+        reader = E.EngineReader(url, clock=lambda: now[0])
+        yield eng, reader, now
+        reader.close()
 
 
 def _flags_asked(eng: _Engine) -> list[str]:

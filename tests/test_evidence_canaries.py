@@ -7,6 +7,7 @@ import json
 import httpx
 
 from seat_console.node.engine_client import EngineClient
+from tests.engine_double import EngineDouble
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -173,7 +174,7 @@ def test_run_canaries_seeds_from_first_seed() -> None:
         seen.append(json.loads(req.content)["seed"])
         return httpx.Response(200, json={"choices": [{"message": {"content": "391"}}]})
 
-    with EngineClient("http://x", transport=httpx.MockTransport(handler)) as cl:
+    with EngineDouble(handler) as url, EngineClient(url) as cl:
         rs = c.run_canaries(cl, "m", [ITEMS["arith-mul"]], runs=3, first_seed=6)
     assert seen == [6, 7, 8] and [r.case_id for r in rs] == ["arith-mul#r6", "arith-mul#r7",
                                                                "arith-mul#r8"]

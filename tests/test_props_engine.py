@@ -17,6 +17,7 @@ from hypothesis import example, given
 from hypothesis import strategies as st
 
 from seat_console.core.base import Unavailable
+from tests.engine_double import EngineDouble
 from seat_console.sources.engine import (
     EngineReader,
     EngineReading,
@@ -149,12 +150,12 @@ def _handler(request: httpx.Request) -> httpx.Response:
     return httpx.Response(200, content=_REPLY.get(path, GOOD.get(path, b"")))
 
 
-# One client for every example (building an httpx client per example costs more than the
-# parsing under test, and made the 1 s deadline flaky on a loaded VM); no identity keep, so
+# One server and one client for every example (building a client per example costs more than
+# the parsing under test, and made the 1 s deadline flaky on a loaded VM); no identity keep, so
 # every example's /version and /v1/models are asked and parsed (the keep is tested in
 # tests/test_engine_reads.py).
-_ENGINE = EngineReader("http://127.0.0.1:9", transport=httpx.MockTransport(_handler),
-                       identity_keep_s=0)
+_SERVER = EngineDouble(_handler)
+_ENGINE = EngineReader(_SERVER.start(), identity_keep_s=0)
 
 
 @given(st.sampled_from(["/version", "/v1/models", "/metrics"]), bodies)

@@ -36,11 +36,14 @@ answer is never downloaded whole).
 
 from __future__ import annotations
 
+import json as _json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
+from urllib.parse import urlencode
 
 import httpx
+import urllib3
 
 HEALTH = "/health"
 VERSION = "/version"
@@ -64,7 +67,16 @@ CONNECT_S = 2.0
 MAX_BODY_BYTES = 16 << 20
 """Bytes of one answer read at the most (16 MiB; vLLM's ``/metrics`` is ~100 KB per engine)."""
 
+CHUNK_BYTES = 64 << 10
+"""Bytes asked of the socket per read while an answer streams in."""
+
+POOL_CONNECTIONS = 4
+"""Kept-alive connections per client (more are opened when threads ask at once, and closed
+after their answer: the pool never blocks)."""
+
 ErrorKind = Literal["timeout", "unreachable", "too-large"]
+
+_JSON_HEADERS = {"Content-Type": "application/json"}
 
 
 class EngineError(Exception):
@@ -101,16 +113,21 @@ class Answer:
         return self.body.decode("utf-8", "replace")
 
 
-def _timeout(timeout_s: float, connect_s: float | None = None) -> httpx.Timeout:
-    """``timeout_s`` for reading, writing and the pool; ``connect_s`` to connect when given,
-    else ``min(timeout_s, CONNECT_S)``."""
-    return httpx.Timeout(timeout_s, connect=min(timeout_s, CONNECT_S) if connect_s is None
-                         else connect_s)
+def _timeout(timeout_s: float, connect_s: float | None = None) -> urllib3.Timeout:
+    """``timeout_s`` for each read and write on the socket; ``connect_s`` to connect when
+    given, else ``min(timeout_s, CONNECT_S)``."""
+    return urllib3.Timeout(connect=min(timeout_s, CONNECT_S) if connect_s is None
+                           else connect_s, read=timeout_s)
 
 
-def _no_answer(exc: httpx.HTTPError, method: str, url: str) -> EngineError:
-    """The error rule for a call that got no HTTP answer."""
-    if isinstance(exc, httpx.TimeoutException):
+def _no_answer(exc: Exception, method: str, url: str) -> EngineError:
+    """The error rule for a call that got no HTTP answer (urllib3's or httpx's exception;
+    urllib3's :class:`~urllib3.exceptions.NewConnectionError` — refused, DNS — subclasses its
+    connect *timeout*, so it is told apart first)."""
+    if isinstance(exc, urllib3.exceptions.NewConnectionError):
+        reason = str(exc).split(": ", 1)[-1]   # without the connection object's repr
+        return EngineError("unreachable", method, url, f"cannot connect: {reason}")
+    if isinstance(exc, urllib3.exceptions.TimeoutError | httpx.TimeoutException):
         return EngineError("timeout", method, url, f"no answer in time ({type(exc).__name__})")
     return EngineError("unreachable", method, url, f"{type(exc).__name__}: {exc}")
 
@@ -121,21 +138,39 @@ def _too_large(method: str, url: str, limit: int) -> EngineError:
 
 
 class EngineClient:
-    """The engine at ``base_url`` (e.g. ``http://127.0.0.1:8000``; a trailing ``/`` dropped).
+    """The engine at ``base_url`` (e.g. ``http://127.0.0.1:8000``; a trailing ``/`` dropped; a
+    path in it is the prefix of every call's path).
 
-    ``timeout_s``: the client's timeout (the rule in the module docstring). ``transport``: an
-    :class:`httpx.BaseTransport` for tests (``httpx.MockTransport``); ``None`` = the network.
-    One connection pool, safe to share between threads (httpx's :class:`httpx.Client` is);
-    :meth:`close` it, or use it as a context manager.
+    ``timeout_s``: the client's timeout (the rule in the module docstring). One pool of
+    kept-alive connections (:data:`POOL_CONNECTIONS`), safe to share between threads
+    (urllib3's :class:`~urllib3.HTTPConnectionPool` is); :meth:`close` it, or use it as a
+    context manager. Raises :class:`ValueError` for a ``base_url`` that is not an http(s) URL
+    with a host.
+
+    Why urllib3 and not httpx (issue 33, ``docs/benchmarks.md``): the TUI asks the engine two
+    GETs a second; one GET through httpx cost 0.38–0.60 ms of CPU on the lab (URL building,
+    the cookie jar, httpcore and h11), through urllib3 0.21–0.33 ms (its parser is the standard
+    library's ``http.client``) — the engine read was the largest share of the console's idle
+    CPU. The fleet's Prometheus client moved for the same reason (:mod:`seat_console.fleet.
+    promapi`). No proxy or ``.netrc`` is read from the environment, no redirect followed, no
+    retry made (the caller decides), and no compression asked for (``Accept-Encoding:
+    identity``: a cut answer is cut in the engine's own bytes).
     """
 
-    def __init__(self, base_url: str, timeout_s: float = DEFAULT_TIMEOUT_S, *,
-                 transport: httpx.BaseTransport | None = None) -> None:
+    def __init__(self, base_url: str, timeout_s: float = DEFAULT_TIMEOUT_S) -> None:
         self.base_url = str(base_url).rstrip("/")
         self.timeout_s = float(timeout_s)
-        self._client = httpx.Client(base_url=self.base_url, timeout=_timeout(self.timeout_s),
-                                    follow_redirects=False, trust_env=False,
-                                    transport=transport)
+        try:
+            u = urllib3.util.parse_url(self.base_url)
+        except (urllib3.exceptions.LocationParseError, ValueError):
+            u = None
+        if u is None or u.scheme not in ("http", "https") or not u.host:
+            raise ValueError(f"engine endpoint {self.base_url!r} is not an http(s) URL with a "
+                             "host (e.g. http://127.0.0.1:8000)")
+        self._prefix = (u.path or "").rstrip("/")
+        self._pool = urllib3.connection_from_url(
+            self.base_url, maxsize=POOL_CONNECTIONS, block=False, retries=False,
+            timeout=_timeout(self.timeout_s))
 
     def __repr__(self) -> str:
         return f"EngineClient({self.base_url!r})"
@@ -161,16 +196,24 @@ class EngineClient:
         ``max_bytes``: body bytes read at the most (default :data:`MAX_BODY_BYTES`, read when
         called); above it, :class:`EngineError` ``too-large`` — or with ``cut=True`` the body cut
         there and :attr:`Answer.was_cut` set. Raises :class:`EngineError` (``timeout`` /
-        ``unreachable`` / ``too-large``) naming the method and URL when there is no answer.
+        ``unreachable`` / ``too-large``) naming the method and URL when there is no answer,
+        and :class:`ValueError` for a ``json`` body JSON cannot carry (NaN, ±Inf).
         """
         limit = MAX_BODY_BYTES if max_bytes is None else max_bytes
         url = self.url(path)
+        target = self._prefix + path + (f"?{urlencode(params)}" if params else "")
+        body = None if json is None else _json.dumps(
+            json, separators=(",", ":"), ensure_ascii=False, allow_nan=False).encode("utf-8")
         t = _timeout(timeout_s if timeout_s is not None else self.timeout_s, connect_s)
+        chunks: list[bytes] = []
+        size, was_cut, whole = 0, False, False
         try:
-            with self._client.stream(method, path, json=json, params=params, timeout=t) as r:
-                chunks: list[bytes] = []
-                size, was_cut = 0, False
-                for chunk in r.iter_bytes():
+            r = self._pool.urlopen(method, target, body=body,
+                                   headers=None if body is None else _JSON_HEADERS, timeout=t,
+                                   retries=False, redirect=False, preload_content=False,
+                                   assert_same_host=False)
+            try:
+                for chunk in r.stream(CHUNK_BYTES):
                     if size + len(chunk) > limit:
                         if not cut:
                             raise _too_large(method, url, limit)
@@ -179,9 +222,15 @@ class EngineClient:
                         break
                     size += len(chunk)
                     chunks.append(chunk)
-        except httpx.HTTPError as exc:
+                else:
+                    whole = True
+            finally:
+                if not whole:
+                    r.close()   # the rest is never read: this connection is not kept
+                r.release_conn()
+        except (urllib3.exceptions.HTTPError, OSError) as exc:
             raise _no_answer(exc, method, url) from None
-        return Answer(method, url, path, r.status_code, b"".join(chunks), was_cut)
+        return Answer(method, url, path, r.status, b"".join(chunks), was_cut)
 
     def get(self, path: str, **kw: Any) -> Answer:
         """``GET path`` (:meth:`request`'s arguments and errors)."""
@@ -235,7 +284,7 @@ class EngineClient:
 
     def close(self) -> None:
         """Close the connection pool."""
-        self._client.close()
+        self._pool.close()
 
 
 # -- the listener itself ---------------------------------------------------------------------
@@ -260,16 +309,17 @@ def listening(base_url: str, timeout_s: float = LISTEN_PROBE_S) -> bool | None:
     import socket
 
     try:
-        url = httpx.URL(str(base_url))
+        url = urllib3.util.parse_url(str(base_url))
         host = url.host
-        port = url.port or {"http": 80, "https": 443}.get(url.scheme)
+        port = url.port or {"http": 80, "https": 443}.get(url.scheme or "")
         if not host or port is None or not 0 < port < 65536:
             return None
         with socket.create_connection((host, port), timeout=max(float(timeout_s), 0.01)):
             return True
     except ConnectionRefusedError:
         return False
-    except (OSError, ValueError, TypeError, OverflowError, httpx.InvalidURL):
+    except (OSError, ValueError, TypeError, OverflowError,
+            urllib3.exceptions.LocationParseError):
         return None
 
 

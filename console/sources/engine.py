@@ -767,16 +767,16 @@ class _Identity:
 class EngineReader:
     """One reading of the engine at ``base_url`` (:meth:`read`) through the one engine client,
     :class:`seat_console.node.engine_client.EngineClient` (its timeout and error rule;
-    ``timeout_s`` per request; ``transport`` for tests; ``clock``: monotonic seconds, for
+    ``timeout_s`` per request; ``clock``: monotonic seconds, for
     :data:`NOT_OFFERED_KEEP_S` and the identity keep; ``identity_keep_s``: the identity keep,
     default :data:`IDENTITY_KEEP_S`, 0 = ask ``/version`` and ``/v1/models`` every read). Its
     memories (the last parse, the endpoints not offered, the last identity) are replaced
     whole, so a reader shared between threads stays correct."""
 
     def __init__(self, base_url: str, timeout_s: float = 3.0, *,
-                 transport: Any = None, clock: Any = time.monotonic,
+                 clock: Any = time.monotonic,
                  identity_keep_s: float = IDENTITY_KEEP_S) -> None:
-        self.client = EngineClient(base_url, timeout_s, transport=transport)
+        self.client = EngineClient(base_url, timeout_s)
         self.base_url = self.client.base_url
         self._clock = clock
         self._identity_keep_s = identity_keep_s
