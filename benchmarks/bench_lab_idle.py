@@ -144,9 +144,14 @@ def session(cmd: str, marks, *, cols: int, rows: int, seconds: float, warmup: fl
 
 def _cpu_or_none(procs: list[psutil.Process]) -> float | None:
     """CPU seconds (user + system, the process and its children) of the session's process so
-    far, or ``None`` before it is known or once it is gone."""
+    far, or ``None`` before it is known or once it is gone. Children it has already reaped
+    count too (``children_user`` + ``children_system``): the console's first-readings child
+    (``seat_console.snapshot.forked``) has often ended by the full screen."""
     try:
-        return _cpu_s(procs[0]) if procs else None
+        if not procs:
+            return None
+        t = procs[0].cpu_times()
+        return _cpu_s(procs[0]) + t.children_user + t.children_system
     except (psutil.Error, IndexError):
         return None
 
