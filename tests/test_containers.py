@@ -60,6 +60,21 @@ def test_events_recorded_from_docker_20_10() -> None:
     assert event_from_api({"nonsense": True}) is None
 
 
+def test_the_engine_is_asked_for_every_change_and_no_exec_event() -> None:
+    """The watcher's ``event`` filter: the engine matches each name as a prefix (it holds
+    ``health_status``), so no watched name may be a prefix of an ignored action, and every
+    action of the recorded event stream that is a change is asked for."""
+    from seat_console.node.docker import IGNORED_ACTIONS, WATCHED_ACTIONS
+
+    assert not any(i.startswith(w) for w in WATCHED_ACTIONS for i in IGNORED_ACTIONS)
+    assert "health_status" in WATCHED_ACTIONS
+    raw = json.loads((DATA / "docker-20.10-events.json").read_text())
+    for e in raw:
+        action = e["Action"]
+        if action.split(":", 1)[0] not in IGNORED_ACTIONS:
+            assert any(action.startswith(w) for w in WATCHED_ACTIONS), action
+
+
 def test_changes_seen_counts_kept_changes_only() -> None:
     """The count the TUI's wake-up compares (tests/test_poll_wake.py): changes kept, not the
     exec events of the console's own ``docker exec``s, not a replay after a reconnect."""
@@ -177,10 +192,16 @@ def test_state_and_events_across_stop_start(lab, scratch) -> None:
         r = _read(src)
         assert any(e.actor_name == scratch and e.action == "stop" for e in r.recent_changes)
         assert r.events is not None and r.events.connected
-        # exec noise (the docker-exec transport's own polls) is not a change
+        # exec noise (the docker-exec transport's own polls) is not a change, and the engine
+        # does not even send it (the watcher's event filter): events come in order, so once
+        # the pause after the exec is in, the exec's would have been
         _docker(lab, "exec", scratch, "true")
-        wait_until(lambda: src.watcher.status().ignored > 0, what="exec events ignored")
+        _docker(lab, "pause", scratch)
+        wait_until(lambda: any(e.actor_name == scratch and e.action == "pause"
+                               for e in src.watcher.changes()), what="the pause after the exec")
+        _docker(lab, "unpause", scratch)
         assert not any(e.action.startswith("exec") for e in src.watcher.changes())
+        assert src.watcher.status().ignored == 0
     finally:
         src.close()
     assert not src.watcher.alive

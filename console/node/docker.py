@@ -72,6 +72,21 @@ Docker reports exec actions with the command appended (``exec_start: /bin/sh …
 are matched."""
 
 
+WATCHED_ACTIONS = ("create", "start", "restart", "stop", "kill", "die", "oom", "pause",
+                   "unpause", "destroy", "rename", "update", "health_status", "commit", "copy",
+                   "export", "extract-to-dir", "prune",
+                   "pull", "push", "tag", "untag", "delete", "import", "load", "save")
+"""The event actions asked of the engine (its ``event`` filter): every container and image
+action Docker's event reference lists (Engine API ``GET /events``, "Containers report these
+events", "Images report these events", plus ``docker cp``'s ``extract-to-dir``) except
+:data:`IGNORED_ACTIONS`. The engine then never sends the ``exec_*`` events of a node reached by
+``docker exec`` — the console's own timer reads and, on the lab, the exporter's, ~8 events a
+second that this process decoded and dropped (0.1 % of a core: issue 33,
+``docs/benchmarks.md``). With ``health_status`` among them the engine matches each as a prefix
+(moby ``daemon/events/filter.go``: ``health_status: healthy`` is kept; no name here is a prefix of
+an ignored action). An action Docker adds later and this list lacks is not seen: add it here."""
+
+
 class ContainerEvent(Frozen):
     """One engine event: ``at`` (UTC, ns precision kept in ``time_nano``), ``type``
     (``container``/``image``), ``action`` (``start``, ``stop``, ``die``, ``kill``, ``restart``,
@@ -283,7 +298,9 @@ class EventWatcher:
                 with self._lock:
                     self._client = client
                 stream = client.api.events(since=self._since_param(),
-                                           filters={"type": list(self._types)}, decode=True)
+                                           filters={"type": list(self._types),
+                                                    "event": list(WATCHED_ACTIONS)},
+                                           decode=True)
                 with self._lock:
                     self._stream = stream
                     stopped = self._stop.is_set()
@@ -420,6 +437,7 @@ def resolve_docker_host(docker_host: str | None, environ: Mapping[str, str] | No
 
 
 __all__ = ["Attribute", "ContainerEvent", "DEFAULT_DOCKER_HOST", "EventStreamStatus",
-           "EventWatcher", "IGNORED_ACTIONS", "RECENT_CHANGES", "container_running",
+           "EventWatcher", "IGNORED_ACTIONS", "RECENT_CHANGES", "WATCHED_ACTIONS",
+           "container_running",
            "docker_client", "event_from_api", "find_container",
            "missing_socket", "parse_docker_time", "resolve_docker_host", "time_or_none"]
