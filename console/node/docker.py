@@ -48,11 +48,19 @@ def docker_client(base_url: str | None = None, *, timeout_s: float = 5.0) -> doc
     then :data:`DEFAULT_DOCKER_HOST`), API version negotiated, ``timeout_s`` per API call
     (whole seconds, at least 1). Raises ``docker.errors.DockerException`` when the URL is
     malformed, or when the engine cannot be reached: ``version="auto"`` asks ``GET /version``
-    as the client is built."""
+    as the client is built.
+
+    The client's ``requests`` session reads nothing from the environment (``trust_env``
+    off: no ``*_PROXY``, ``.netrc`` or CA-bundle variables — the docker SDK's own TLS settings
+    still apply): the engine is the node's own, and the per-call look-up of the environment's
+    proxy settings was ~0.2 ms of CPU of every Engine API call (a containers read of four
+    calls: 4.2-4.4 → 3.3-3.8 ms on the lab; issue 33, ``docs/benchmarks.md``)."""
     import docker
 
-    return docker.DockerClient(base_url=base_url or resolve_docker_host(None), version="auto",
-                               timeout=int(max(1, timeout_s)))
+    client = docker.DockerClient(base_url=base_url or resolve_docker_host(None),
+                                 version="auto", timeout=int(max(1, timeout_s)))
+    client.api.trust_env = False
+    return client
 
 
 DEFAULT_DOCKER_HOST = "unix:///var/run/docker.sock"
