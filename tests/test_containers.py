@@ -322,3 +322,71 @@ def test_the_engine_version_is_kept_while_the_client_lives(monkeypatch) -> None:
     monkeypatch.setattr(C, "VERSION_MAX_AGE_S", 60.0)
     src.read()
     assert len(made) == 2 and made[1].versions == 1            # and the answer with it
+
+
+# -- an image's inspect kept while docker reports no change (issue 33) -------------------------
+class _ImageDocker:
+    """A docker client stand-in: one running container on image ``sha256:img``; counts the
+    image inspects."""
+
+    def __init__(self) -> None:
+        from types import SimpleNamespace
+
+        self.images = 0
+        self.digests: list[str] = []
+
+        def inspect_container(name):  # noqa: ANN001, ANN202
+            return {"Id": "c" * 64, "Name": f"/{name}", "Image": "sha256:img",
+                    "State": {"Status": "running", "Running": True,
+                              "StartedAt": "2026-12-05T10:00:00.000000000Z"},
+                    "Config": {"Image": "seat/resident:1"}, "RestartCount": 0}
+
+        def inspect_image(image_id):  # noqa: ANN001, ANN202
+            self.images += 1
+            return {"Id": image_id, "RepoTags": ["seat/resident:1"],
+                    "RepoDigests": list(self.digests)}
+
+        self.api = SimpleNamespace(version=lambda: {"Version": "27.0", "ApiVersion": "1.46"},
+                                   inspect_container=inspect_container,
+                                   inspect_image=inspect_image)
+
+    def close(self) -> None:
+        pass
+
+
+class _Watcher:
+    """An event watcher stand-in: ``seen`` changes so far, ``connected`` or not."""
+
+    def __init__(self) -> None:
+        self.seen, self.connected = 0, True
+
+    def start(self) -> None:
+        pass
+
+    def status(self):  # noqa: ANN201
+        from seat_console.node.docker import EventStreamStatus
+
+        return EventStreamStatus(connected=self.connected, since=datetime.now(UTC),
+                                 reconnects=0, last_error=None, events_seen=self.seen)
+
+    def changes(self) -> tuple:
+        return ()
+
+
+def test_an_image_is_inspected_again_only_after_docker_reported_a_change() -> None:
+    import seat_console.sources.containers as C
+
+    d, w = _ImageDocker(), _Watcher()
+    src = C.ContainerSource("tcp://docker.test:2375", {"resident": "seat-resident"},
+                            watcher=w, make_client=lambda: d)   # type: ignore[arg-type]
+    src.read()
+    src.read()
+    assert d.images == 1                       # no change reported: the answer kept
+    d.digests = ["seat/resident@sha256:" + "a" * 64]
+    w.seen += 1                                 # a push event
+    r = src.read()
+    assert d.images == 2 and r.containers[0].repo_digests == tuple(d.digests)
+    w.connected = False                         # the stream down: nothing says what changed
+    src.read()
+    src.read()
+    assert d.images == 4

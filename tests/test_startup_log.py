@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from datetime import UTC, datetime
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -158,3 +160,36 @@ def test_long_line_is_bounded():
     line = "x" * (MAX_LINE_CHARS + 10) + " GPU KV cache size: 5 tokens"
     assert parse_startup_log(line).kv_cache_tokens is None  # past the scanned prefix
     assert parse_startup_log(line[-40:]).kv_cache_tokens == 5
+
+
+# -- the seat's startup facts: final once their window has closed (issue 33) ---------------------
+class _Container:
+    """A container stand-in whose log never gives every startup fact; counts the reads."""
+
+    id = "c" * 64
+
+    def __init__(self, started: datetime) -> None:
+        self.attrs = {"State": {"StartedAt": started.isoformat()}}
+        self.reads = 0
+
+    def logs(self, **kw) -> bytes:  # noqa: ANN003
+        self.reads += 1
+        return b"INFO starting the engine\n"
+
+
+def test_incomplete_startup_facts_are_read_again_only_while_their_window_is_open() -> None:
+    from datetime import timedelta
+
+    from seat_console.sources.seat import LOG_SETTLE_S, STARTUP_WINDOW_S, SeatSource
+
+    src = SeatSource("unix:///nonexistent.sock", "seat-resident", None)
+    now = datetime.now(UTC)
+    young = _Container(now - timedelta(seconds=60))
+    for _ in range(3):
+        assert not src._startup(young, now - timedelta(seconds=60)).complete
+    assert young.reads == 3                     # lines may still come: read every time
+    old_start = now - timedelta(seconds=STARTUP_WINDOW_S + LOG_SETTLE_S + 60)
+    old = _Container(old_start)
+    for _ in range(3):
+        assert not src._startup(old, old_start).complete
+    assert old.reads == 1                       # the window closed: the facts are final

@@ -213,6 +213,9 @@ class ContainerSource(Source):
         self._client: docker.DockerClient | None = None
         self._version: tuple[Any, float, Any] | None = None
         """``(client, monotonic s, answer)`` of the last ``version`` read."""
+        self._images: dict[str, list[Any]] = {}
+        """``{image ID: [docker's change count, inspect answer, used by this read]}``: the
+        images of the last read's containers (:meth:`_inspect`)."""
         self._lock = threading.Lock()
         self._make_client = make_client
         self._owns_watcher = watcher is None
@@ -255,6 +258,7 @@ class ContainerSource(Source):
 
     def _drop_client(self) -> None:
         self._version = None
+        self._images = {}
         with self._lock:
             client, self._client = self._client, None
         if client is not None:
@@ -284,7 +288,12 @@ class ContainerSource(Source):
         try:
             client = self._get_client()
             ver = self._engine_version(client)
-            states = [self._inspect(client, role, name) for role, name in self.containers.items()]
+            key = status.events_seen if status is not None and status.connected else None
+            states = [self._inspect(client, role, name, key)
+                      for role, name in self.containers.items()]
+            self._images = {i: v for i, v in self._images.items() if v[2]}
+            for v in self._images.values():
+                v[2] = False
         except (DockerException, requests.exceptions.RequestException) as exc:
             self._drop_client()
             return Unavailable(source=self.name, kind="unreachable", reason=(
@@ -298,7 +307,12 @@ class ContainerSource(Source):
             api_version=get_str(ver, "ApiVersion", max_len=50), read_at=utcnow(),
             containers=tuple(states), events=status, recent_changes=changes)
 
-    def _inspect(self, client: docker.DockerClient, role: str, name: str) -> ContainerState:
+    def _inspect(self, client: docker.DockerClient, role: str, name: str,
+                 key: int | None = None) -> ContainerState:
+        """One container's state: ``inspect_container``, and its image's ``inspect_image`` —
+        kept while ``key`` (docker's change count, taken before this read while the event
+        stream is connected; ``None``: never kept) is the one it was read under, since an image
+        ID names fixed content and its tags and digests change only by an image event."""
         from docker.errors import NotFound
 
         try:
@@ -313,10 +327,17 @@ class ContainerSource(Source):
         image = None
         image_id = get_str(c, "Image", max_len=200)
         if image_id:
-            try:
-                image = client.api.inspect_image(image_id)
-            except NotFound:
-                image = None
+            kept = self._images.get(image_id)
+            if key is not None and kept is not None and kept[0] == key:
+                image = kept[1]
+                kept[2] = True
+            else:
+                try:
+                    image = client.api.inspect_image(image_id)
+                except NotFound:
+                    image = None
+                if key is not None:
+                    self._images[image_id] = [key, image, True]
         return container_state_from_inspect(role, name, c, image)
 
     def close(self) -> None:

@@ -27,6 +27,11 @@ from seat_console.sources.startup_log import StartupFacts, parse_startup_log
 STARTUP_WINDOW_S = 1800
 """Seconds after a container's start within which its startup lines are looked for."""
 
+LOG_SETTLE_S = 10.0
+"""Seconds after the startup window's end after which the lines in it are taken as all there:
+docker stamps a line when it receives it, so a read this long after the window's end has
+seen every line of the window, and its facts are final even when incomplete."""
+
 
 class SeatReading(Frozen):
     """Which container holds the seat now.
@@ -69,7 +74,8 @@ class SeatSource(Source):
         self.block_size = block_size
         self.timeout_s = timeout_s
         self._client: docker.DockerClient | None = None
-        self._cache: dict[tuple[str, str], StartupFacts] = {}
+        self._cache: dict[tuple[str, str], tuple[StartupFacts, bool]] = {}
+        """``{(container id, StartedAt): (facts, final)}``: the newest start's only."""
 
     @property
     def names(self) -> list[tuple[str, str]]:
@@ -88,17 +94,26 @@ class SeatSource(Source):
         return self._client
 
     def _startup(self, c: Any, started: datetime | None) -> StartupFacts | None:
+        """The container's startup facts from its logs between ``started`` and
+        :data:`STARTUP_WINDOW_S` later, cached per container start while they are complete —
+        or final: read :data:`LOG_SETTLE_S` or more after the window's end, when no line of
+        the window can still come (an engine whose log never gives every fact was read again
+        at every poll for good: half the seat read's CPU on the lab's resident)."""
+        from seat_console.core.base import utcnow
+
         key = (c.id, c.attrs.get("State", {}).get("StartedAt", ""))
         got = self._cache.get(key)
-        if got is not None and got.complete:
-            return got
+        if got is not None and (got[0].complete or got[1]):
+            return got[0]
         kw: dict[str, Any] = {"stdout": True, "stderr": True}
+        final = False
         if started is not None:
             kw["since"] = started
             kw["until"] = started + timedelta(seconds=STARTUP_WINDOW_S)
+            final = utcnow() >= kw["until"] + timedelta(seconds=LOG_SETTLE_S)
         text = c.logs(**kw).decode("utf-8", "replace")
         facts = parse_startup_log(text, block_size=self.block_size)
-        self._cache = {key: facts}
+        self._cache = {key: (facts, final)}
         return facts
 
     def read(self) -> BaseModel:
@@ -173,4 +188,4 @@ def make_source(loaded: LoadedProfile, *, context: Any | None = None) -> Source:
                                    else lambda: context.docker(timeout_s=5.0)))
 
 
-__all__ = ["STARTUP_WINDOW_S", "SeatReading", "SeatSource", "make_source"]
+__all__ = ["LOG_SETTLE_S", "STARTUP_WINDOW_S", "SeatReading", "SeatSource", "make_source"]
