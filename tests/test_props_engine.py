@@ -273,3 +273,84 @@ def test_parse_version_is_a_short_string_none_or_an_error_naming_version(body):
         assert "/version" in str(exc)
         return
     assert v is None or (isinstance(v, str) and len(v) <= 200)
+
+
+# -- the selection remembered by the scrape's shape (issue 33 item 4) ---------------------------
+import re  # noqa: E402
+
+from hypothesis import settings  # noqa: E402
+
+_HOSTILE = st.sampled_from([
+    "vllm:num_requests_running\r 1", "vllm:num_requests_running\t1",
+    "vllm:num_requests_running\xa01", "vllm:num_requests_running\u2003 1", "x\x0b 1", "x\x85 1",
+    "x\x1c 1", "x\xa0vllm:num_requests_running 1", "x\xa0 1", "x\r", 'x{le="1"}\r 1',
+    '{le="1"} 1', " vllm:num_requests_running 1", "\tvllm:num_requests_running 1",
+    "\xa0vllm:num_requests_running 1", "vllm:num_requests_running ", "vllm:num_requests_running",
+    "vllm:num_requests_running{", "vllm:num_requests_running\t", "python_gc 1", "python_gc",
+    "<html><body>502 Bad Gateway</body></html>", "# TYPE vllm:num_requests_running\xa0gauge",
+    "# TYPE vllm:num_requests_running gauge\r", "#\xa0TYPE vllm:num_requests_running gauge",
+    "# TYPE vllm:num_requests_waiting gauge", "# HELP vllm:num_requests_running x", "#", "",
+    " ", "\t", "\xa0", "\r", "\u3000", "# TYPE python_gc gauge", "vllm:kv_cache_usage_perc 0.5",
+])
+_PIECE = st.text(alphabet='ab_:{} \t\r\x0b\xa0\u2003\x85#01."=<', max_size=8)
+_BUMP = str.maketrans("0123456789", "1234567890")
+_EDITS = st.lists(st.tuples(st.sampled_from(["values", "values", "values", "same", "cut", "line"]),
+                            st.integers(0, 10**4), st.integers(0, 200),
+                            st.one_of(_PIECE, _HOSTILE)), max_size=8)
+
+
+def _edit(text: str, edit: tuple[str, int, int, str]) -> str:
+    """The next scrape: the values changed (what follows a line's name and its first ``{``,
+    space or tab), the same, one line cut at a point and ended otherwise, or one line
+    replaced."""
+    kind, at, cut, piece = edit
+    lines = text.split("\n")
+    k = at % len(lines)
+    if kind == "values":
+        for i, line in enumerate(lines):
+            ends = [j for j in (line.find(c) for c in "{ \t") if j >= 0]
+            if line[:1] != "#" and ends:
+                j = min(ends) + 1
+                lines[i] = line[:j] + line[j:].translate(_BUMP)
+    elif kind == "cut":
+        lines[k] = lines[k][:cut % (len(lines[k]) + 1)] + piece
+    elif kind == "line":
+        lines[k] = piece
+    return "\n".join(lines)
+
+
+def _outcome(select, text: str):
+    try:
+        return select(text)
+    except ValueError as exc:
+        return ("ValueError", str(exc))
+
+
+@settings(max_examples=400)
+@given(st.lists(st.one_of(st.sampled_from(_FAMILIES), _NOISE, _HOSTILE), max_size=30), _EDITS)
+@example(["vllm:num_requests_running 1"], [("line", 0, 0, "# TYPE vllm:num_requests_running gauge"),
+                                           ("cut", 0, 0, "# TYPE x gauge")])
+@example(["x\xa0vllm:num_requests_running 1"], [("line", 0, 0, "x\xa0 1")])
+@example(["vllm:num_requests_running 1"], [("line", 0, 0, "vllm:num_requests_running")])
+@example(["\xa0 \xa0"], [("line", 0, 0, "\xa0 1")])
+@example(["python_gc 1"], [("line", 0, 0, "python_gc")])
+def test_the_selection_remembered_by_shape_is_the_selection(parts, edits) -> None:
+    """A sequence of scrapes (the recorded vLLM families, look-alikes and hostile lines; each
+    next one the last with its values changed, the same, or one line changed): the remembered
+    selection is ``select_families``' on every scrape: the same text and dropped count, or the
+    same ``ValueError``."""
+    memo = _engine._SelectionMemo()
+    text = "\n".join(parts) + "\n"
+    for edit in [None, *edits]:
+        if edit is not None:
+            text = _edit(text, edit)
+        assert _outcome(memo.select, text) == _outcome(_engine.select_families, text), text
+
+
+def test_the_shape_has_a_line_for_each_line_and_python_whitespace_is_one_class() -> None:
+    # the skeleton's proof rests on these: re's \s is str.isspace in str patterns, and the
+    # shape is per "\n"-line (also with \r, \x0b, \x1c-\x1e, \x85, \u2028, which splitlines cuts)
+    assert all(bool(re.match(r"\s", c)) == c.isspace() for c in map(chr, range(0x110000)))
+    text = 'a 1\r\nb\x0b 2\n\nc\u2028{x="1"} 3\x85\n#\x1c\n d\n'
+    assert len(_engine._skeleton(text)) == len(text.split("\n"))
+    assert _engine._skeleton(_RECORDED) != _engine._skeleton(_RECORDED.replace("# HELP", "#  HELP"))
