@@ -354,3 +354,14 @@ def test_the_shape_has_a_line_for_each_line_and_python_whitespace_is_one_class()
     text = 'a 1\r\nb\x0b 2\n\nc\u2028{x="1"} 3\x85\n#\x1c\n d\n'
     assert len(_engine._skeleton(text)) == len(text.split("\n"))
     assert _engine._skeleton(_RECORDED) != _engine._skeleton(_RECORDED.replace("# HELP", "#  HELP"))
+
+
+def test_a_scrape_of_the_last_shape_is_not_decided_again(monkeypatch) -> None:
+    memo, calls = _engine._SelectionMemo(), []
+    real = _engine._decide
+    monkeypatch.setattr(_engine, "_decide", lambda lines: calls.append(1) or real(lines))
+    bumped = _edit(_RECORDED, ("values", 0, 0, ""))
+    assert bumped != _RECORDED
+    assert memo.select(_RECORDED) == _engine.select_families(_RECORDED)
+    assert memo.select(bumped) == _engine.select_families(bumped) and len(calls) == 3
+    assert memo.select(bumped.replace("# HELP", "#  HELP", 1)) and len(calls) == 4
