@@ -577,12 +577,17 @@ def scan_checkpoint(directory: str | os.PathLike[str], *,
             raise CheckpointError(err or f"{index_file}: no 'weight_map' object; the index "
                                   "must map tensor names to shard files")
         weight_map = {}
+        plain: set[str] = set()   # ~90k entries name a few hundred shards: each checked once
         for k, v in idx["weight_map"].items():
+            if type(v) is str and v in plain:
+                weight_map[k] = v
+                continue
             if not isinstance(v, str) or not _plain_file_name(v):
                 raise CheckpointError(
                     f"{index_file}: weight_map[{_clip(repr(k))}] = {_clip(repr(v))} is not a "
                     "shard file name in this directory (a plain name of at most 255 bytes such "
                     "as 'model-00001-of-00002.safetensors')")
+            plain.add(v)
             weight_map[k] = v
         meta = get_dict(idx, "metadata")
         index_summary = IndexSummary(file=index_file.name,
