@@ -213,9 +213,9 @@ class ContainerSource(Source):
         self._client: docker.DockerClient | None = None
         self._version: tuple[Any, float, Any] | None = None
         """``(client, monotonic s, answer)`` of the last ``version`` read."""
-        self._images: dict[str, list[Any]] = {}
-        """``{image ID: [docker's change count, inspect answer, used by this read]}``: the
-        images of the last read's containers (:meth:`_inspect`)."""
+        self._images: dict[str, tuple[int, Any]] = {}
+        """``{image ID: (docker's change count, inspect answer)}``: the images of the last
+        read's containers (:meth:`_inspect`)."""
         self._lock = threading.Lock()
         self._make_client = make_client
         self._owns_watcher = watcher is None
@@ -289,11 +289,9 @@ class ContainerSource(Source):
             client = self._get_client()
             ver = self._engine_version(client)
             key = status.events_seen if status is not None and status.connected else None
-            states = [self._inspect(client, role, name, key)
+            kept, self._images = self._images, {}
+            states = [self._inspect(client, role, name, key, kept)
                       for role, name in self.containers.items()]
-            self._images = {i: v for i, v in self._images.items() if v[2]}
-            for v in self._images.values():
-                v[2] = False
         except (DockerException, requests.exceptions.RequestException) as exc:
             self._drop_client()
             return Unavailable(source=self.name, kind="unreachable", reason=(
@@ -308,11 +306,13 @@ class ContainerSource(Source):
             containers=tuple(states), events=status, recent_changes=changes)
 
     def _inspect(self, client: docker.DockerClient, role: str, name: str,
-                 key: int | None = None) -> ContainerState:
+                 key: int | None = None,
+                 kept: Mapping[str, tuple[int, Any]] | None = None) -> ContainerState:
         """One container's state: ``inspect_container``, and its image's ``inspect_image`` —
-        kept while ``key`` (docker's change count, taken before this read while the event
-        stream is connected; ``None``: never kept) is the one it was read under, since an image
-        ID names fixed content and its tags and digests change only by an image event."""
+        taken from ``kept`` (the last read's answers) while ``key`` (docker's change count,
+        taken before this read while the event stream is connected; ``None``: never kept) is
+        the one it was read under, since an image ID names fixed content and its tags and
+        digests change only by an image event; the answer used is kept for the next read."""
         from docker.errors import NotFound
 
         try:
@@ -327,17 +327,16 @@ class ContainerSource(Source):
         image = None
         image_id = get_str(c, "Image", max_len=200)
         if image_id:
-            kept = self._images.get(image_id)
-            if key is not None and kept is not None and kept[0] == key:
-                image = kept[1]
-                kept[2] = True
+            hit = (kept or {}).get(image_id)
+            if key is not None and hit is not None and hit[0] == key:
+                image = hit[1]
             else:
                 try:
                     image = client.api.inspect_image(image_id)
                 except NotFound:
                     image = None
-                if key is not None:
-                    self._images[image_id] = [key, image, True]
+            if key is not None:
+                self._images[image_id] = (key, image)
         return container_state_from_inspect(role, name, c, image)
 
     def close(self) -> None:

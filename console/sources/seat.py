@@ -18,7 +18,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from seat_console.core.profile import LoadedProfile
-from seat_console.core.base import Frozen, Source, Unavailable
+from seat_console.core.base import Frozen, Source, Unavailable, utcnow
 from seat_console.sources.containers import pick_repo_digest
 from seat_console.node.docker import (docker_client, missing_socket, parse_docker_time,
                                       resolve_docker_host)
@@ -99,8 +99,6 @@ class SeatSource(Source):
         or final: read :data:`LOG_SETTLE_S` or more after the window's end, when no line of
         the window can still come (an engine whose log never gives every fact was read again
         at every poll for good: half the seat read's CPU on the lab's resident)."""
-        from seat_console.core.base import utcnow
-
         key = (c.id, c.attrs.get("State", {}).get("StartedAt", ""))
         got = self._cache.get(key)
         if got is not None and (got[0].complete or got[1]):
@@ -124,8 +122,6 @@ class SeatSource(Source):
             return Unavailable(source="seat", kind="unreachable",
                                reason=f"docker engine {self.docker_host}: {missing}")
         from docker.errors import DockerException, NotFound
-
-        from seat_console.core.base import utcnow
 
         try:
             client = self._get()
