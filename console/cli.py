@@ -373,8 +373,10 @@ def _run_tui_app(args: argparse.Namespace) -> int:
         return EXIT_USAGE
     from seat_console.tui import first_frame
     from seat_console.tui.early import limit_malloc_arenas, prestart
+    from seat_console.tui.heap import hold_collector
 
     limit_malloc_arenas()   # before any thread: one heap per idle thread was ~11 MiB RSS
+    hold_collector()   # until the app's start-up heap is frozen (tui/heap.py: ~0.1 s of CPU)
     # from here until the app has ended, a SIGINT is ours: it unwinds to the except below,
     # which restores the terminal whatever instant of start-up it cut (issue #22)
     first_frame.guard_start_up()

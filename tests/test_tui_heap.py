@@ -30,3 +30,29 @@ def test_freeze_once_moves_the_start_up_heap_out_of_the_collector():
     assert second is False and after == frozen                  # once per process
     assert enabled                                             # the collector still runs
     assert thresholds == [YOUNG_THRESHOLD, 10, 10]             # CPython 3.11's older two kept
+
+
+HOLD_CHILD = """
+import gc, json
+from seat_console.tui.heap import freeze_startup_heap, hold_collector
+held = hold_collector()
+off = not gc.isenabled()
+again = hold_collector()                 # off already: nothing to do
+cycles = []
+for _ in range(2000):                    # cyclic garbage made while held: kept until the freeze
+    a = []; a.append(a)
+before = gc.get_count()[0]
+first = freeze_startup_heap()
+print(json.dumps([held, off, again, before, first, gc.isenabled(), gc.get_threshold()[0],
+                  hold_collector(), gc.isenabled()]))
+"""
+
+
+def test_the_collector_is_held_off_until_the_freeze_turns_it_back_on():
+    out = subprocess.run([sys.executable, "-c", HOLD_CHILD], capture_output=True, text=True,
+                         timeout=60, check=True)
+    held, off, again, before, first, on, young, late, still_on = json.loads(out.stdout)
+    assert held is True and off and again is False
+    assert before > 700     # no young collection ran while held (at 700 one would have)
+    assert first is True and on and young == YOUNG_THRESHOLD
+    assert late is False and still_on      # after the freeze a hold does nothing

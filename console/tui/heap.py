@@ -16,6 +16,15 @@ Frozen objects are still freed by reference counting when their last reference g
 reference cycle among them would stay (start-up objects in a cycle live as long as the app
 anyway). Called once per process, a few seconds after the app's mount, on a real terminal only
 (headless test runs share one long pytest process and are left as they are).
+
+Before the freeze, the collector is held off altogether (:func:`hold_collector`, from the very
+start of a TUI run on a terminal): the start-up allocates that same heap, and CPython's
+collector, triggered every 700 net allocations, walked it again and again on the way to the
+full screen. Measured on the lab (120×40, every source live; its callbacks' thread CPU from
+``gc.callbacks``, ``exec`` to the full screen, 2026-12-05, docs/benchmarks.md "seventh
+pass"): 88–156 ms of CPU in ~260 collections, the generation-2 ones 47–110 ms, of the start's
+0.89–1.06 s. The freeze's own full collection then frees whatever cyclic garbage the first
+seconds made (the few seconds' worth: at most a few MiB held that long).
 """
 
 from __future__ import annotations
@@ -31,14 +40,32 @@ YOUNG_THRESHOLD = 10_000
 raised it to 2,000). Cyclic garbage waits at most that many net allocations longer."""
 
 _frozen = False
+_held = False
+
+
+def hold_collector() -> bool:
+    """Hold CPython's cyclic garbage collector off (``gc.disable``) until
+    :func:`freeze_startup_heap` runs, which collects once and turns it back on. For the start of
+    a TUI run on a real terminal only, where the app's mount schedules that freeze (a process
+    that never reaches it must end soon: an error before the app runs, the app's exit).
+    Reference counting still frees everything not in a cycle meanwhile. Returns True when it
+    turned the collector off, False when the collector was off already or the heap frozen
+    (nothing done). Raises nothing."""
+    global _held
+    if _frozen or not gc.isenabled():
+        return False
+    gc.disable()
+    _held = True
+    return True
 
 
 def freeze_startup_heap() -> bool:
     """Collect once, then :func:`gc.freeze` every object the collector tracks and raise
-    generation 0's threshold to :data:`YOUNG_THRESHOLD` (the older ones unchanged). Runs on the
-    calling thread (the UI thread: one collection, ~30–50 ms at 1,000 seats, once). Returns
-    True the first time, False (and does nothing) after. Raises nothing."""
-    global _frozen
+    generation 0's threshold to :data:`YOUNG_THRESHOLD` (the older ones unchanged); a collector
+    held off by :func:`hold_collector` is turned back on. Runs on the calling thread (the UI
+    thread: one collection, ~30–50 ms at 1,000 seats, once). Returns True the first time,
+    False (and does nothing) after. Raises nothing."""
+    global _frozen, _held
     if _frozen:
         return False
     _frozen = True
@@ -46,7 +73,10 @@ def freeze_startup_heap() -> bool:
     gc.freeze()
     _, older, oldest = gc.get_threshold()
     gc.set_threshold(YOUNG_THRESHOLD, older, oldest)
+    if _held:
+        _held = False
+        gc.enable()
     return True
 
 
-__all__ = ["FREEZE_AFTER_S", "YOUNG_THRESHOLD", "freeze_startup_heap"]
+__all__ = ["FREEZE_AFTER_S", "YOUNG_THRESHOLD", "freeze_startup_heap", "hold_collector"]
