@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from seat_console.actions.hold import active_hold
+from seat_console.actions.hold import active_hold, iso
 from seat_console.actions.journal import Journal
 from seat_console.core.profile import LoadedProfile
 from seat_console.probe.run import HoldInfo
@@ -37,7 +37,8 @@ def hold_info() -> HoldInfo:
         return HoldInfo(False, "no active hold in the journal")
     sid = getattr(h, "silence_id", None)
     exp = getattr(h, "expires_at", None)
-    return HoldInfo(True, f"hold active (silence {sid}, expires {exp})", silence_id=sid,
+    return HoldInfo(True, f"hold active (silence {sid}, expires {iso(exp) or 'n/a'})",
+                    silence_id=sid,
                     expires_at=exp)
 
 
