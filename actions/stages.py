@@ -309,8 +309,11 @@ def _sha256_file(path: Path) -> str:
 
 
 def _text(v: Any, limit: int = 200) -> str:
-    """A fact as evidence text (bounded; never raises)."""
-    return (v if isinstance(v, str) else json.dumps(v, default=str, sort_keys=True))[:limit]
+    """A fact as evidence text, at most ``limit`` characters; one that is longer is cut to
+    ``limit - 1`` and ends with ``…``, so a cut never reads as the whole answer (the runbook
+    screen's decide row showed "… (no decode time the cl"). Never raises."""
+    text = v if isinstance(v, str) else json.dumps(v, default=str, sort_keys=True)
+    return text if len(text) <= limit else text[:max(limit - 1, 0)] + "…"
 
 
 class _Reader:
@@ -439,7 +442,7 @@ class _Reader:
         f = a.facts
         ev: dict[str, str] = {"run": a.run_id}
         ok = end.outcome == "done"
-        why = f"{a.runbook} {end.outcome}" + (f": {end.output[:200]}" if end.output else "")
+        why = f"{a.runbook} {end.outcome}" + (f": {_text(end.output)}" if end.output else "")
         if stage == "fit":
             v = f.get("verdict")
             ok = v == "fits"
@@ -513,7 +516,7 @@ class _Reader:
             if d not in DECISIONS:
                 ok, why = False, f"decision {_text(d)!s} is not one of {', '.join(DECISIONS)}"
             if isinstance(f.get("needs"), str) and f["needs"]:
-                base["needs"] = f["needs"][:300]
+                base["needs"] = _text(f["needs"], 300)
         elif stage == "promote":
             if a.runbook == "promote-undo" and ok:
                 return StageState(status="todo", at=None, operator=None,
@@ -524,7 +527,7 @@ class _Reader:
         elif stage == "release":
             if end.outcome == "partial":
                 ok = True
-                ev["left"] = end.output[:200]
+                ev["left"] = _text(end.output)
             if a.runbook == "restore":
                 ev["released by"] = f"restore {a.run_id}"
         if ok:
