@@ -452,7 +452,7 @@ class ContainersPanel(_ServicePanel):
             t.append(f"  {_since(c, now, rel=self.rel)}")
         ev = reading.events
         if ev is not None and not ev.connected:
-            t.append("\nevents DISCONNECTED", style="bold red")
+            t.append(f"\nevents {ev.word}", style="dim" if ev.connecting else "bold red")
         return t
 
     def build(self, reading: BaseModel, now: datetime) -> Group:
@@ -502,8 +502,8 @@ class ContainersPanel(_ServicePanel):
         ev = reading.events
         if ev is not None:
             t = Text("events: ")
-            t.append("connected" if ev.connected else "DISCONNECTED",
-                     style="green" if ev.connected else "bold red")
+            t.append(ev.word, style="green" if ev.connected else "dim" if ev.connecting
+                     else "bold red")
             if ev.reconnects:
                 t.append(f" · {ev.reconnects} reconnect(s)")
             if not ev.connected and ev.last_error:

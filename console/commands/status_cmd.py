@@ -226,7 +226,7 @@ def render_containers(r: ContainersReading | Unavailable, now: datetime) -> str:
         out += f"      repo digest (manifest)   {c.repo_digest or 'n/a (never pushed/pulled)'}\n"
     if r.events is not None:
         ev = r.events
-        out += (f"  events: {'connected' if ev.connected else 'DISCONNECTED'}, "
+        out += (f"  events: {ev.word}, "
                 f"{len(r.recent_changes)} recent change(s)\n")
         for e in r.recent_changes[-10:]:
             who = (f"console: {e.by}" if e.by_console and e.by

@@ -128,6 +128,21 @@ class EventStreamStatus(Frozen):
     events_seen: int
     ignored: int = 0
 
+    @property
+    def connecting(self) -> bool:
+        """Not connected yet and nothing went wrong: the stream's first connection is still
+        being made (the docker SDK loading, the engine's first answer: seconds on a busy
+        node). Every drop or failed attempt sets ``last_error``, so a stream that was lost
+        is never "connecting"."""
+        return not self.connected and self.last_error is None
+
+    @property
+    def word(self) -> str:
+        """``connected``, ``connecting…`` or ``DISCONNECTED`` (the panels' and ``status``'s
+        word for the stream)."""
+        return ("connected" if self.connected else "connecting…" if self.connecting
+                else "DISCONNECTED")
+
 
 # -- pure helpers ----------------------------------------------------------------------------
 def find_container(client: Any, name_or_id: str) -> Any | None:
