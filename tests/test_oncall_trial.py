@@ -8,6 +8,10 @@ on the lab (120×40, tmux), each pinned here:
 * for the first seconds after start the Containers panel said ``events DISCONNECTED`` (bold
   red) while docker's event stream was still connecting: it says ``events connecting…``;
   a stream that was lost still says DISCONNECTED;
+* the restore / release confirmation told the engineer to type
+  ``seat-console restore --defer UNIT=WHEN`` beside its own "Defer 3 to 21:17Z" button, and
+  said "the others start now" when every stopped timer was deferred; the run's log repeated
+  the CLI advice after the choice was made.
 
 Pilot tests over the app without the lab (:mod:`app_fixtures`), and the journal in a temporary
 state dir."""
@@ -23,14 +27,27 @@ import pytest
 from textual.app import App, ComposeResult
 
 sys.path.insert(0, str(Path(__file__).parent))
-from app_fixtures import default_loaded
-from screen_fixtures import flat, screen_text
+from app_fixtures import CountingPanel, CountingSource, FakeClock, default_loaded
+from screen_fixtures import flat, screen_text, wait_for
 
+from seat_console.actions.runbook import Plan, PlanLine
 from seat_console.node.docker import EventStreamStatus
 from seat_console.sources.containers import ContainersReading, ContainerState
+from seat_console.tui import runbook as rb
+from seat_console.tui.app import SeatConsoleApp
+from seat_console.tui.messages import PlanReady
+from seat_console.widgets.confirm import ConfirmScreen
 from seat_console.widgets.services import ContainersPanel
 
 NOW = datetime(2026, 12, 5, 20, 10, 0, tzinfo=UTC)
+
+# the release plan's line for a timer that fires at once, as the lab's restore showed it
+FIRING_LINE = (
+    "start seat-conformance-smoke.timer (inactive since the hold) ⚠ seat-conformance-smoke."
+    "timer fires at once when started: OnUnitActiveSec=2min elapsed at 2026-12-05T20:11:23Z "
+    "(after seat-conformance-smoke.service last started, 2026-12-05T20:09:23Z) — its service "
+    "runs right after the start (to keep it stopped until a quiet moment: `seat-console "
+    "restore --defer seat-conformance-smoke.timer=WHEN`)")
 
 
 @pytest.fixture(autouse=True)
@@ -38,6 +55,12 @@ def _state(tmp_path, monkeypatch):
     monkeypatch.setenv("SEAT_CONSOLE_STATE_DIR", str(tmp_path / "state"))
     monkeypatch.setenv("SEAT_CONSOLE_DATA_DIR", str(tmp_path / "data"))
     monkeypatch.setenv("TZ", "UTC")
+
+
+def _app() -> SeatConsoleApp:
+    return SeatConsoleApp(default_loaded(), interval=3600.0,
+                          panels=[(lambda _l: CountingSource(), CountingPanel)],
+                          clock=FakeClock(), age_tick_s=3600.0, watch_terminal=False)
 
 
 # -- the probe's preflight: the hold's end in UTC with Z ----------------------------------------
@@ -126,3 +149,44 @@ async def test_the_containers_panel_says_connecting_until_the_stream_first_answe
     assert f"events{' ' if compact else ': '}{word}" in text, text
     if last_error is None:
         assert "DISCONNECTED" not in text
+
+
+# -- the restore / release confirmation: the TUI's words, not the CLI's -------------------------
+def _restore_plan(firing: dict[str, bool]) -> Plan:
+    return Plan("restore", (PlanLine("release hold", True, FIRING_LINE),),
+                facts={"forecast": {u: {"fires_at_once": f} for u, f in firing.items()}})
+
+
+async def test_the_restore_confirmation_names_its_defer_button_not_a_cli_flag(
+        monkeypatch) -> None:
+    app = _app()
+    async with app.run_test(size=(120, 40)) as pilot:
+        monkeypatch.setattr(app.runbooks, "_read_plan", lambda flow: None)
+        app.runbooks.plan_ready(PlanReady("restore", _restore_plan(
+            {"a.timer": True, "b.timer": True, "c.timer": True})))
+        await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen)
+                       and app.screen.query("#confirm-note"), "the confirmation")
+        await pilot.pause()
+        alt = str(app.screen.query_one("#confirm-alt-button").label)
+        lines = flat(str(app.screen.query_one("#confirm-lines").render()))
+        note = str(app.screen.query_one("#confirm-note").render())
+    assert alt.startswith("Defer 3 to ")
+    assert "--defer" not in lines and f"(“{alt}” keeps it stopped)" in lines, lines
+    assert "its service runs right after the start" in lines          # the warning stays
+    assert "the others" not in note and note.endswith("then start."), note
+
+
+def test_the_note_keeps_the_others_when_some_stopped_timer_does_not_fire() -> None:
+    _q, labels = rb.confirm_labels(rb.FLOWS["restore"], "Restore?",
+                                   _restore_plan({"a.timer": True, "b.timer": False}),
+                                   deferred=False)
+    assert labels["note"].endswith("then starts; the others start now."), labels["note"]
+
+
+def test_the_run_log_drops_the_cli_defer_advice_once_chosen() -> None:
+    assert rb.defer_advice(FIRING_LINE, None).endswith("runs right after the start")
+    assert rb.defer_advice("start b.timer (inactive since the hold)", None) == \
+        "start b.timer (inactive since the hold)"
+    release = FIRING_LINE.replace("seat-console restore", "seat-console release")
+    assert rb.defer_advice(release, "Defer 1 to 21:17Z").endswith(
+        "runs right after the start (“Defer 1 to 21:17Z” keeps it stopped)")

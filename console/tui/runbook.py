@@ -112,6 +112,21 @@ def plain_words(text: str, docker_host: str | None = None) -> str:
     return text.replace("(`seat-console hold`)", "(press H)")
 
 
+_DEFER_ADVICE = re.compile(r" ?\(to keep it stopped until a quiet moment: `seat-console "
+                           r"(?:release|restore) --defer [^`]*`\)")
+"""The release plan's CLI advice for a timer that fires at once
+(:func:`seat_console.actions.hold.build_release`)."""
+
+
+def defer_advice(text: str, alt: str | None) -> str:
+    """``text`` with the plan's CLI advice for a timer that fires at once (`` (to keep it
+    stopped until a quiet moment: `seat-console release --defer UNIT=WHEN`)``) put in the
+    TUI's words: ``alt`` is the confirmation's defer button (``"Defer 3 to 21:17Z"``), named
+    instead; ``None`` (the deferral already chosen, or the run under way) drops the advice.
+    The TUI has no ``--defer``: the on-call trial read it as a command to type. Pure."""
+    return _DEFER_ADVICE.sub(f" (“{alt}” keeps it stopped)" if alt else "", text)
+
+
 def human_error(kind: str, exc: BaseException, docker_host: str | None = None) -> str:
     """``exc`` as a sentence for the engineer: what failed and the fix, without the exception's
     type name or repr (:func:`plain_words`). ``docker_host``: the profile's
@@ -426,13 +441,15 @@ def confirm_labels(flow: Flow, question: str, plan: Any, *,
     timers = ", ".join(firing)
     one = len(firing) == 1
     alt = f"Defer {len(firing)} to {at}"
+    others = len(facts.get("forecast") or {}) > len(firing)   # a stopped timer that does not fire
     return question, {
         "yes_label": "Start all now", "alt_label": alt,    # the three buttons fit 80 columns
         "note": (f"Both {'restore the resident and ' if flow.kind == 'restore' else ''}"
                  f"release the hold. Start all now: every stopped timer starts now — "
                  f"{timers} {'fires' if one else 'fire'} at once. {alt}: {timers} "
                  f"{'stays' if one else 'stay'} stopped until {at}, then "
-                 f"{'starts' if one else 'start'}; the others start now.")}
+                 f"{'starts' if one else 'start'}"
+                 f"{'; the others start now.' if others else '.'}")}
 
 
 def compare_labels(rounds: int) -> dict[str, Any]:
@@ -584,6 +601,8 @@ class RunbookController:
         self.plan_facts = dict(getattr(plan, "facts", None) or {})
         question, labels = confirm_labels(flow, flow.question(self), plan,
                                           deferred=self.defer_firing is not None)
+        if flow.kind in DEFERRING:
+            lines = [defer_advice(x, labels.get("alt_label")) for x in lines]
         screen = ConfirmScreen(question, lines, typed=self.seat if flow.typed else None,
                                **labels)
         self.app.push_screen(screen, lambda yes: self._answered(flow, question, plan, yes))
@@ -629,10 +648,12 @@ class RunbookController:
                 key = e.step or e.kind
                 if e.kind == "warn":
                     key = f"warn:{id(e)}"
-                self._post(RunbookEvent(flow.kind, f"{_MARK.get(e.kind, e.kind)} {e.step}: "
-                                                   f"{e.message}", key))
+                line = f"{_MARK.get(e.kind, e.kind)} {e.step}: {e.message}"
             else:
-                self._post(RunbookEvent(flow.kind, e.line()))
+                line, key = e.line(), None
+            # the choice between starting now and deferring was made at the confirmation
+            self._post(RunbookEvent(flow.kind, defer_advice(line, None)
+                                    if flow.kind in DEFERRING else line, key))
 
         def on_log(line: str) -> None:
             self._post(RunbookEvent(flow.kind, f"  | {line}"))
