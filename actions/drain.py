@@ -285,8 +285,19 @@ def _resume(endpoint: str) -> str:
 
 
 def _wait_queue_empty(endpoint: str, until: float, poll_s: float = 0.2) -> bool | None:
-    """Poll ``endpoint``'s ``/metrics`` until ``vllm:num_requests_waiting`` is 0 (``True``), the
-    monotonic time ``until`` passes (``False``) or the metric cannot be read (``None``)."""
+    """Poll ``endpoint``'s ``/metrics`` every ``poll_s`` s until ``vllm:num_requests_waiting``
+    is 0 (``True``), the monotonic time ``until`` passes (``False``) or the metric cannot be
+    read (``None``). No read starts after ``until``: the last sleep is cut to end there, and
+    that read is the last (a read after it would count a queue that emptied after the wait's
+    share of the bound, and take from the pause's share).
+
+    What the gauge is (vLLM 0.32, read in its source): the scheduler's ``len(waiting)`` (+ the
+    KV-holding waiting) at the end of each engine step (``Scheduler.make_stats`` in
+    ``update_from_output``), set on ``/metrics`` by the API server when it handles that step's
+    outputs (``PrometheusStatLogger.record``). So 0 means every request that had reached the
+    scheduler by the last step was scheduled — the queue this wait is for. A request the HTTP
+    server took but has not yet handed to the scheduler is in no gauge: if it arrives after
+    the pause, vLLM 0.32 queues it and the stop cuts it, as any newcomer (module docstring)."""
     import time
 
     while True:
@@ -295,9 +306,10 @@ def _wait_queue_empty(endpoint: str, until: float, poll_s: float = 0.2) -> bool 
             return None
         if waiting == 0:
             return True
-        if time.monotonic() >= until:
+        left = until - time.monotonic()
+        if left <= 0:
             return False
-        time.sleep(poll_s)
+        time.sleep(min(poll_s, left))
 
 
 def _pause(c: Any, plan: DrainPlan, rec: dict[str, Any], timeout_s: float) -> None:

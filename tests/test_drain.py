@@ -183,6 +183,39 @@ def test_the_queue_reaches_a_slot_before_the_pause() -> None:
     assert rec["left_running"] == 0 and rec["queued_while_paused"] == 0
 
 
+@pytest.mark.parametrize(("empties_at", "want"), [
+    (0.15, False),   # emptied after the wait's deadline (0.1 s): not counted, and not waited for
+    (0.05, True),    # emptied within it: seen at the read on the deadline
+    (0.0, True)])
+def test_the_wait_for_the_queue_reads_no_later_than_its_deadline(
+        monkeypatch: pytest.MonkeyPatch, empties_at: float, want: bool) -> None:
+    # a fake clock: a read takes 10 ms, a sleep exactly what it asks; the queue (3 waiting)
+    # empties at t0 + empties_at. The lab's drain test (0.2 s bound: the wait's share 0.1 s,
+    # polled every 0.2 s) slept past its deadline and counted a queue that emptied at 0.2 s
+    import time
+    t0 = 1000.0
+    now = [t0]
+    reads: list[float] = []
+
+    def read_queue(endpoint: str, timeout_s: float = 3.0) -> tuple[float, float, None]:
+        reads.append(now[0])
+        waiting = 0.0 if now[0] >= t0 + empties_at else 3.0
+        now[0] += 0.01
+        return 16.0, waiting, None
+
+    def sleep(s: float) -> None:
+        now[0] += s
+
+    monkeypatch.setattr(D, "read_queue", read_queue)
+    monkeypatch.setattr(time, "monotonic", lambda: now[0])
+    monkeypatch.setattr(time, "sleep", sleep)
+    until = t0 + 0.1
+    assert D._wait_queue_empty("http://engine", until, poll_s=0.2) is want
+    assert max(reads) <= until, reads
+    if not want:
+        assert reads[-1] == pytest.approx(until), reads   # the last read is on the deadline
+
+
 def test_a_drain_bound_of_0_is_the_plain_stop() -> None:
     with Engine(running=2) as eng:
         plan = D.drain_plan(Container(), eng.url, bound_s=0)
