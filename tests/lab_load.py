@@ -36,6 +36,16 @@ def _code(line: str) -> int | None:
         return None
 
 
+def _answered(body: bytes) -> str:
+    """The outcome of a completion answered 200 without streaming: ``ok`` when its one choice
+    finished by length or stop, else ``lost: …`` (an abort, or an answer that is not one)."""
+    try:
+        fin = json.loads(body)["choices"][0].get("finish_reason")
+    except (ValueError, TypeError, KeyError, IndexError, AttributeError):
+        return "lost: not a completion answer"
+    return "ok" if fin in ("length", "stop") else f"lost: finish_reason {fin}"
+
+
 @dataclass
 class Load:
     """``streams`` concurrent streaming completions of ``max_tokens`` each against ``url``
@@ -47,6 +57,11 @@ class Load:
     streams: int = 8
     max_tokens: int = 24
     backoff_s: float = 0.2
+    stream: bool = True
+    """Streamed (SSE: the client reads and checks every token's line) or not (one JSON answer,
+    ``finish_reason`` ``length`` or ``stop`` is ``ok``): a client thread of a load that is not
+    streamed sleeps in its socket read, so a test process running 48 of them keeps its CPU
+    (and GIL) for its own calls."""
     recover_then_stop: int = 0
     """0: send until :meth:`stop`. N > 0: once the seat went down (a request refused or lost)
     and then completed N requests that started after the last such one, set :attr:`recovered`
@@ -58,7 +73,7 @@ class Load:
     _threads: list[threading.Thread] = field(default_factory=list)
 
     def _one(self, client: httpx.Client) -> str:
-        body = {"model": self.model, "prompt": "Count: one two three", "stream": True,
+        body = {"model": self.model, "prompt": "Count: one two three", "stream": self.stream,
                 "max_tokens": self.max_tokens, "ignore_eos": True, "temperature": 0}
         admitted = False
         try:
@@ -68,6 +83,8 @@ class Load:
                     return "refused: HTTP 503"
                 if r.status_code != 200:
                     return f"lost: HTTP {r.status_code}"
+                if not self.stream:
+                    return _answered(r.read())
                 tokens = False
                 for line in r.iter_lines():
                     s = line.strip()

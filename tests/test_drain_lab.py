@@ -5,10 +5,11 @@ The module holds the lab exclusive for its whole run (:data:`LAB_MODULE_EXCLUSIV
 ``/pause`` — with a steady streaming load (:class:`lab_load.Load`, the load's own count)
 running through it; then
 
-1. a drain that cannot finish within its bound stops at it with the cut counted: long streams
-   are started and the engine's own ``vllm:num_requests_running`` shows them before the drain
-   (of the probe, 0.2 s bound); its stop is replaced by ``POST /resume`` so the same probe
-   serves the next test (the cut streams then finish);
+1. a drain that cannot finish within its bound stops at it with the cut counted: long
+   requests are started and the engine's own ``vllm:num_requests_running`` / ``_waiting`` show
+   more of them queued than it has slots before the drain (of the probe, 0.2 s bound); its
+   stop is replaced by ``POST /resume`` so the same probe serves the next test (the cut
+   requests then finish);
 2. a load runs through a drained ``restore`` (60 s bound) that puts the resident back.
 
 The lab's resident runs without ``VLLM_SERVER_DEV_MODE`` and with ``--shutdown-timeout 0``
@@ -115,15 +116,23 @@ def test_a_drain_that_cannot_finish_stops_at_the_bound_with_the_cut_counted(
     assert drain["mode"] == "sigterm" and drain["shutdown_timeout_s"] == 0
     assert drain["stop"]["way"] in ("listener_closed", "exited"), drain["stop"]
     assert drain["stop_timeout_s"] >= D.STOP_MARGIN_S
-    # twice the engine's max-num-seqs of long streams (480 tokens: the lab's max-model-len is
-    # 512): as the engine itself says, max-num-seqs of them run and the rest wait in its
-    # scheduler before the drain with its 0.2 s bound begins. A paused vLLM 0.32 (PAUSED_NEW,
-    # v1/core/sched/scheduler.py) never schedules a waiting request, so the waiting ones are
-    # still there at the bound however fast the running ones finish: the cut is at least one
-    # on any machine (the running ones alone raced the bound on a loaded one)
+    # three times the engine's max-num-seqs of long requests (480 tokens: the lab's
+    # max-model-len is 512): as the engine itself says, max-num-seqs of them run and more than
+    # max-num-seqs wait in its scheduler before the drain with its 0.2 s bound begins. The
+    # drain first lets the waiting ones reach a slot (for bound/2), then pauses; a paused vLLM
+    # 0.32 (PAUSED_NEW, v1/core/sched/scheduler.py) never schedules a waiting request, so
+    # those waiting at the pause are still there at the bound however fast the running ones
+    # finish: the cut is at least one on any machine (the running ones alone raced the bound
+    # on a loaded one). For the queue to empty before the pause, more than max-num-seqs
+    # requests would have to reach a slot, so at least one that was waiting when the test
+    # looked would have to be scheduled and generate all its 480 tokens between that look and
+    # the drain's reads. With twice max-num-seqs of streamed requests it emptied that way
+    # under a CPU hog: the one slot-group that runs at once finished while the test process,
+    # starved by its own 32 streaming client threads, took 4.5 s for one /metrics read (the
+    # load is not streamed now, its clients sleep in their reads)
     with lab.docker_client() as client:
         c = client.containers.get("seat-probe")
-    streams = 2 * lab.max_num_seqs
+    streams = 3 * lab.max_num_seqs
     resumed, words, rec, long = _bounded_drain(lab, c, streams)
     print(f"\nbounded drain of {streams} streams: {rec}")
     assert resumed == [200]
@@ -133,7 +142,7 @@ def test_a_drain_that_cannot_finish_stops_at_the_bound_with_the_cut_counted(
     assert rec["cut"] == rec["left_running"] + rec["queued_while_paused"], rec
     assert rec["queued_while_paused"] >= 1 and rec["cut"] >= 1, rec
     assert "cut at the bound" in words, words
-    # resumed, the streams the bound would have cut finished
+    # resumed, the requests the bound would have cut finished
     assert long.count("ok") >= streams and long.count("lost") == 0, long.done
 
 
@@ -148,22 +157,23 @@ def _queue(url: str) -> tuple[float, float]:
 
 
 def _bounded_drain(lab: Any, c: Any, streams: int) -> tuple[list[int], str, dict, Load]:
-    """``streams`` long streams started, the engine's max-num-seqs of them seen running and
-    at least one waiting, then a drain with a 0.2 s bound whose stop is replaced by
-    ``POST /resume`` (the probe serves on). Returns the resume's status codes, the drain's
-    sentence and record, and the (stopped) load."""
-    long = Load(lab.vllm_url, lab.served_model_name, streams=streams, max_tokens=480).start()
+    """``streams`` long requests (not streamed) started, the engine's max-num-seqs of them
+    seen running and more than max-num-seqs waiting, then a drain with a 0.2 s bound whose stop
+    is replaced by ``POST /resume`` (the probe serves on). Returns the resume's status codes,
+    the drain's sentence and record, and the (stopped) load."""
+    long = Load(lab.vllm_url, lab.served_model_name, streams=streams, max_tokens=480,
+                stream=False).start()
     resumed: list[int] = []
     try:
         end = time.time() + 60
         while time.time() < end:
             running, waiting = _queue(lab.vllm_url)
-            if running >= lab.max_num_seqs and waiting >= 1:
+            if running >= lab.max_num_seqs and waiting > lab.max_num_seqs:
                 break
             time.sleep(0.05)
         else:
-            pytest.fail(f"{streams} streams: the engine never showed {lab.max_num_seqs} "
-                        f"running and one waiting (last: {running}, {waiting})")
+            pytest.fail(f"{streams} requests: the engine never showed {lab.max_num_seqs} "
+                        f"running and more waiting (last: {running}, {waiting})")
         plan = D.drain_plan(c, lab.vllm_url, bound_s=0.2)
         assert plan.pause is True and plan.newcomers == "queued"   # vLLM 0.32
 
