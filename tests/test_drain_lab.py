@@ -134,7 +134,7 @@ def test_a_drain_that_cannot_finish_stops_at_the_bound_with_the_cut_counted(
         c = client.containers.get("seat-probe")
     streams = 3 * lab.max_num_seqs
     resumed, words, rec, long = _bounded_drain(lab, c, streams)
-    print(f"\nbounded drain of {streams} streams: {rec}")
+    print(f"\nbounded drain of {streams} long requests: {rec}")
     assert resumed == [200]
     assert rec["mode"] == "pause" and rec["reached_zero"] is False
     assert rec["queue_empty"] is False, rec        # the wait for the queue ran out at bound/2
