@@ -13,7 +13,8 @@
    console asks ``GET /is_paused``: 200 = offered, 404 = not.
 2. **Offered**: first the requests *waiting* when the drain starts are let reach a slot: the
    console polls ``/metrics`` until ``vllm:num_requests_waiting`` is 0 (the queue is FIFO, so
-   every request queued before the drain has been scheduled), because a paused engine never
+   every request queued before the drain has been scheduled), for at most half the bound (no
+   read after it; :func:`_wait_queue_empty` says what the gauge counts), because a paused engine never
    schedules a queued request (below). Then ``POST /pause?mode=wait`` (``AsyncLLM.
    pause_generation``) with a client timeout of what is left of the bound (``[seat]
    drain_timeout_s``, default 60 s): it returns once the running requests finished. The
