@@ -46,10 +46,14 @@ import os
 import re
 import struct
 import time
+from collections import Counter
 from collections.abc import Callable, Iterable
+from itertools import chain, repeat
+from operator import and_, itemgetter, le, mul, rshift, sub
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
+import orjson
 from pydantic import Field
 
 from seat_console.core.base import Frozen
@@ -72,6 +76,7 @@ from seat_console.core.checkpoint import (
     VocabTensor,
 )
 from seat_console.core.untrusted import (
+    MAX_DEPTH,
     InputError,
     compile_re2,
     get_dict,
@@ -182,7 +187,33 @@ def expected_nbytes(dtype: str, shape: Iterable[int]) -> int | None:
 
 
 _RawTensor = tuple[str, str, list[int], int, int]
-"""(name, dtype, shape, begin, end) — the scan's internal, allocation-light tensor record."""
+"""(name, dtype, shape, begin, end) — one tensor as the per-entry checks read it."""
+
+
+class _Columns(NamedTuple):
+    """A shard's tensors as parallel lists, sorted by ``data_offsets`` (the scan's internal,
+    allocation-light form: no per-tensor object is built). ``nbytes`` is ``end − begin`` (B),
+    ``numels`` the element count (``math.prod(shape)``), ``ndims`` ``len(shape)``."""
+
+    names: list[str]
+    dtypes: list[str]
+    shapes: list[list[int]]
+    begins: list[int]
+    ends: list[int]
+    nbytes: list[int]
+    numels: list[int]
+    ndims: list[int]
+
+
+class _Header(NamedTuple):
+    """One parsed shard header: file size and header length (B), ``__metadata__``, the tensors
+    and the data bytes (the last tensor's end)."""
+
+    file_size: int
+    header_len: int
+    metadata: dict[str, str] | None
+    columns: _Columns
+    data_bytes: int
 
 
 def read_safetensors_header(path: str | os.PathLike[str]) -> ShardHeader:
@@ -198,17 +229,23 @@ def read_safetensors_header(path: str | os.PathLike[str]) -> ShardHeader:
     a known dtype; :class:`CheckpointError` if the file cannot be opened.
     """
     p = Path(path)
-    size, n, meta, raw, cursor = _parse_header(p)
+    size, n, meta, cols, cursor = _parse_header(p)
     tensors = [TensorInfo(name=name, shard=p.name, dtype=dtype, shape=shape, begin=b, end=e)
-               for name, dtype, shape, b, e in raw]
+               for name, dtype, shape, b, e in zip(cols.names, cols.dtypes, cols.shapes,
+                                                   cols.begins, cols.ends)]
     return ShardHeader(path=str(p), file_size=size, header_len=n, data_bytes=cursor,
                        missing_bytes=max(0, 8 + n + cursor - size), metadata=meta,
                        tensors=tensors)
 
 
-def _parse_header(p: Path) -> tuple[int, int, dict[str, str] | None, list[_RawTensor], int]:
-    """(file size, header length, __metadata__, tensors sorted by offset, data bytes); the
-    checks of :func:`read_safetensors_header`. Entry offsets are located only for errors."""
+def _parse_header(p: Path) -> _Header:
+    """The header of shard ``p`` with the checks of :func:`read_safetensors_header` (its errors).
+
+    The entries are checked all at once (:func:`_entries_at_once`, a few passes of C-level
+    builtins over each field); a header those passes do not accept whole — a problem to report,
+    a dtype the format does not define, a lone-surrogate escape — is checked entry by entry
+    (:func:`_entries_one_by_one`), which finds the first problem and says which. Entry offsets
+    are located only for errors."""
     try:
         with p.open("rb") as fh:
             size = os.fstat(fh.fileno()).st_size
@@ -232,6 +269,10 @@ def _parse_header(p: Path) -> tuple[int, int, dict[str, str] | None, list[_RawTe
         text = header.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise SafetensorsHeaderError(p, 8 + exc.start, "header is not valid UTF-8") from None
+    fast = _header_at_once(text)
+    if fast is not None:
+        meta, cols = fast
+        return _Header(size, n, meta, cols, cols.ends[-1] if cols.ends else 0)
     try:
         obj = json.loads(text)
     except json.JSONDecodeError as exc:
@@ -253,14 +294,119 @@ def _parse_header(p: Path) -> tuple[int, int, dict[str, str] | None, list[_RawTe
         raise SafetensorsHeaderError(p, _entry_offset(header, "__metadata__"),
                                      "__metadata__ must map strings to strings")
 
+    # only a \uD800-\uDFFF escape can put a lone surrogate into the parsed text
+    escapes = "\\u" in text
+    cols = None if escapes else _entries_at_once(obj)
+    if cols is None:
+        cols = _entries_one_by_one(p, header, obj, escapes)
+    return _Header(size, n, meta, cols, cols.ends[-1] if cols.ends else 0)
+
+
+def _header_at_once(text: str) -> tuple[dict[str, str] | None, _Columns] | None:
+    """``(__metadata__, entries)`` of header ``text`` parsed by orjson (a project dependency,
+    ~1.7× the standard parser's speed on these headers) when it is a header the checks accept
+    whole (:func:`_entries_at_once`), each entry exactly ``dtype``, ``shape`` and
+    ``data_offsets``; else ``None``, and :func:`_parse_header` parses and checks it the
+    standard way, which says what is wrong.
+
+    Where the two parsers differ, orjson refuses (NaN and infinities, a lone-surrogate escape,
+    a byte order mark) or reads an integer beyond 64 bits as a float, which the checks refuse;
+    an accepted header nests three deep at most (no extra keys, no nested values), so the
+    standard parser's recursion limit cannot refuse it either. Both keep a repeated key's last
+    value in its first place. So what comes back is what ``json.loads`` gives."""
+    try:
+        obj = orjson.loads(text)
+    except orjson.JSONDecodeError:
+        return None
+    if type(obj) is not dict:
+        return None
+    meta = obj.pop("__metadata__", None)
+    if meta is not None and not (type(meta) is dict
+                                 and all(type(v) is str for v in meta.values())):
+        return None
+    try:
+        if obj and set(map(len, obj.values())) != {3}:
+            return None
+    except TypeError:   # an entry without a length (a number, null): not an object
+        return None
+    cols = _entries_at_once(obj)
+    return None if cols is None else (meta, cols)
+
+
+_DTYPE, _SHAPE, _OFFSETS = itemgetter("dtype"), itemgetter("shape"), itemgetter("data_offsets")
+_KNOWN_DTYPES = frozenset(DTYPE_BITS)
+_DTYPE_BYTES = {d: b >> 3 for d, b in DTYPE_BITS.items() if not b & 7}
+"""Bytes per element of the whole-byte dtypes (all but the packed ``F4``/``F6_*``)."""
+
+
+def _entries_at_once(obj: dict[str, Any]) -> _Columns | None:
+    """Header entries ``obj`` (name → entry, ``__metadata__`` removed) as :class:`_Columns`
+    sorted by offset, when every entry passes every check of :func:`_entries_one_by_one` and
+    every dtype is one the format defines; else ``None`` (the caller checks entry by entry,
+    which names the problem). Each check is one pass of a C-level builtin over one field of all
+    entries: a non-object entry or a missing field raises in ``itemgetter``; the dtypes must
+    all be in :data:`DTYPE_BITS` (so strings); the shapes lists of at most
+    :data:`MAX_TENSOR_DIMS` items; ``data_offsets`` two items; every dimension and offset an
+    ``int`` (``type`` is ``int``: not a bool, not a float) ≥ 0; elements × bits / 8 =
+    ``end − begin`` (so end ≥ begin); sorted by (begin, end) as the per-entry path sorts
+    (stable), each begin the previous end, from 0."""
+    names = list(obj)
+    if not names:
+        return _Columns([], [], [], [], [], [], [], [])
+    try:
+        entries = list(obj.values())
+        dtypes = list(map(_DTYPE, entries))
+        shapes = list(map(_SHAPE, entries))
+        offsets = list(map(_OFFSETS, entries))
+        kinds = set(dtypes)
+        if not (kinds <= _KNOWN_DTYPES and set(map(type, shapes)) == {list}
+                and set(map(len, offsets)) == {2}):
+            return None
+        ndims = list(map(len, shapes))
+        if max(ndims) > MAX_TENSOR_DIMS:
+            return None
+        begins, ends = zip(*offsets)   # a two-key object raises KeyError
+    except (KeyError, TypeError):
+        return None
+    dims = list(chain.from_iterable(shapes))
+    # offsets need no sign check: ends − begins = bytes ≥ 0, contiguous from 0
+    if set(map(type, chain(dims, begins, ends))) != {int} or (dims and min(dims) < 0):
+        return None
+    nbytes = list(map(sub, ends, begins))
+    numels = list(map(math.prod, shapes))
+    whole = kinds <= _DTYPE_BYTES.keys()   # whole bytes per element: no remainder to check
+    per = _DTYPE_BYTES if whole else DTYPE_BITS
+    sizes = repeat(per[next(iter(kinds))]) if len(kinds) == 1 else map(per.__getitem__, dtypes)
+    need = list(map(mul, numels, sizes))
+    if not whole:
+        if any(map(and_, need, repeat(7))):   # elements × bits not a multiple of 8
+            return None
+        need = list(map(rshift, need, repeat(3)))
+    if need != nbytes:   # so end ≥ begin ≥ 0 everywhere
+        return None
+    columns = [names, dtypes, shapes, list(begins), list(ends), nbytes, numels, ndims]
+    if begins[0] or begins[1:] != ends[:-1]:
+        # not written in offset order: sort as the per-entry path does ((begin, end), stable;
+        # [b, e] lists compare as those tuples) and look again
+        order = sorted(range(len(names)), key=offsets.__getitem__)
+        columns = [list(map(col.__getitem__, order)) for col in columns]
+        begins, ends = columns[3], columns[4]
+        if begins[0] or begins[1:] != ends[:-1]:
+            return None
+    return _Columns(*columns)
+
+
+def _entries_one_by_one(p: Path, header: bytes, obj: dict[str, Any], escapes: bool) -> _Columns:
+    """Header entries ``obj`` checked one by one, in the file's order, then sorted by offset and
+    checked contiguous: the first problem raises :class:`SafetensorsHeaderError` naming the
+    tensor and its byte offset in ``p`` (``header`` is the JSON text's bytes); ``escapes``: the
+    text holds a ``\\u`` escape (so a name or dtype may hold a lone surrogate)."""
     def bad(name: str, problem: str) -> SafetensorsHeaderError:
         return SafetensorsHeaderError(p, _entry_offset(header, name),
                                       f"tensor {name!r}: {problem}")
 
     raw: list[_RawTensor] = []
     bits_of = DTYPE_BITS.get
-    # only a \uD800-\uDFFF escape can put a lone surrogate into the parsed text
-    escapes = "\\u" in text
     for name, entry in obj.items():
         if escapes and without_surrogates(name) is not name:
             raise bad(name, "tensor name holds a lone surrogate code point (a \\uD800-\\uDFFF "
@@ -308,7 +454,11 @@ def _parse_header(p: Path) -> tuple[int, int, dict[str, str] | None, list[_RawTe
             raise bad(name, f"data_offsets [{b}, {e}] {kind} (data must be contiguous from "
                             "offset 0)")
         cursor = e
-    return size, n, meta, raw, cursor
+    if not raw:
+        return _Columns([], [], [], [], [], [], [], [])
+    names, dtypes, shapes, begins, ends = map(list, zip(*raw))
+    return _Columns(names, dtypes, shapes, begins, ends, list(map(sub, ends, begins)),
+                    list(map(math.prod, shapes)), list(map(len, shapes)))
 
 
 CASTABLE_DTYPES: dict[str, int] = {"F16": 2, "BF16": 2, "F32": 4, "F64": 8}
@@ -473,6 +623,42 @@ def _scheme_from(qc: dict[str, Any], source: str) -> QuantScheme:
     )
 
 
+_NOT_AT_ONCE = object()
+
+
+def _json_at_once(raw: bytes) -> Any:
+    """``raw`` parsed by orjson (~1.8× the standard parser's speed on a 90,000-entry shard
+    index) when that is sure to be what :func:`~seat_console.core.untrusted.load_json` returns
+    for it (with ``max_bytes`` :data:`MAX_CONFIG_BYTES`), else :data:`_NOT_AT_ONCE` (the
+    caller uses ``load_json``, which also says what is wrong).
+
+    Sure means: at most :data:`MAX_CONFIG_BYTES`, UTF-8, accepted by orjson — which refuses
+    NaN, infinities and a lone-surrogate escape, as ``load_json`` does or replaces — nested at
+    most :data:`~seat_console.core.untrusted.MAX_DEPTH` deep and holding no float (orjson reads
+    an integer beyond 64 bits as a float; a document with any float is left to ``load_json``).
+    The walk looks at each container's values with one ``set(map(type, …))``."""
+    if len(raw) > MAX_CONFIG_BYTES:
+        return _NOT_AT_ONCE
+    try:
+        value = orjson.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, orjson.JSONDecodeError):
+        return _NOT_AT_ONCE
+    if type(value) is float:
+        return _NOT_AT_ONCE
+    stack: list[tuple[Any, int]] = [(value, 1)] if type(value) in (dict, list) else []
+    while stack:
+        container, depth = stack.pop()
+        items = container.values() if type(container) is dict else container
+        kinds = set(map(type, items))
+        if float in kinds:
+            return _NOT_AT_ONCE
+        if dict in kinds or list in kinds:
+            if depth >= MAX_DEPTH:   # a container inside would be nested deeper
+                return _NOT_AT_ONCE
+            stack.extend((v, depth + 1) for v in items if type(v) in (dict, list))
+    return value
+
+
 def _read_json(path: Path) -> tuple[dict[str, Any] | None, str | None]:
     """``(object, None)``, ``(None, None)`` when absent, or ``(None, reason naming the file)``
     for a file that is unreadable, above :data:`MAX_CONFIG_BYTES`, not bounded JSON
@@ -488,10 +674,12 @@ def _read_json(path: Path) -> tuple[dict[str, Any] | None, str | None]:
         return None, None
     except OSError as exc:
         return None, f"{path}: cannot read: {exc.strerror or exc}"
-    try:
-        data = load_json(raw, str(path), max_bytes=MAX_CONFIG_BYTES)
-    except InputError as exc:
-        return None, str(exc)
+    data = _json_at_once(raw)
+    if data is _NOT_AT_ONCE:
+        try:
+            data = load_json(raw, str(path), max_bytes=MAX_CONFIG_BYTES)
+        except InputError as exc:
+            return None, str(exc)
     if not isinstance(data, dict):
         return None, f"{path}: top level is a JSON {type(data).__name__}, expected an object"
     return data, None
@@ -570,30 +758,31 @@ def scan_checkpoint(directory: str | os.PathLike[str], *,
                        "this index selects nothing"
                        + ("" if index_file else "; every *.safetensors file is loaded")))
     weight_map: dict[str, str] | None = None
+    listed_per_shard: Counter[str] = Counter()   # shard → tensors the index lists under it
     index_summary: IndexSummary | None = None
     if index_file is not None:
         idx, err = _read_json(index_file)
         if err or idx is None or not isinstance(idx.get("weight_map"), dict):
             raise CheckpointError(err or f"{index_file}: no 'weight_map' object; the index "
                                   "must map tensor names to shard files")
-        weight_map = {}
-        plain: set[str] = set()   # ~90k entries name a few hundred shards: each checked once
-        for k, v in idx["weight_map"].items():
-            if type(v) is str and v in plain:
-                weight_map[k] = v
-                continue
-            if not isinstance(v, str) or not _plain_file_name(v):
-                raise CheckpointError(
-                    f"{index_file}: weight_map[{_clip(repr(k))}] = {_clip(repr(v))} is not a "
-                    "shard file name in this directory (a plain name of at most 255 bytes such "
-                    "as 'model-00001-of-00002.safetensors')")
-            plain.add(v)
-            weight_map[k] = v
+        weight_map = idx["weight_map"]
+        try:   # ~90k entries name a few hundred shards: each name is checked once
+            listed_per_shard = Counter(weight_map.values())
+        except TypeError:   # an object or a list: not a name; the loop below says which
+            listed_per_shard = Counter()
+        if not listed_per_shard or not all(type(v) is str and _plain_file_name(v)
+                                           for v in listed_per_shard):
+            for k, v in weight_map.items():   # the first entry that is not a plain name
+                if not isinstance(v, str) or not _plain_file_name(v):
+                    raise CheckpointError(
+                        f"{index_file}: weight_map[{_clip(repr(k))}] = {_clip(repr(v))} is not "
+                        "a shard file name in this directory (a plain name of at most 255 "
+                        "bytes such as 'model-00001-of-00002.safetensors')")
         meta = get_dict(idx, "metadata")
         index_summary = IndexSummary(file=index_file.name,
                                      total_size=_as_int(meta.get("total_size")),
                                      tensors_listed=len(weight_map),
-                                     shards_listed=len(set(weight_map.values())))
+                                     shards_listed=len(listed_per_shard))
 
     on_disk = sorted(p.name for p in root.glob("*.safetensors") if p.is_file())
     if weight_map is None and not on_disk:
@@ -605,21 +794,32 @@ def scan_checkpoint(directory: str | os.PathLike[str], *,
     # and every tensor in each of those files is loaded (safetensors_weights_iterator iterates
     # all keys of a file), wherever the index says it is. Without an index, every
     # *.safetensors file. metadata.total_size is never read.
-    shard_names = sorted(set(weight_map.values())) if weight_map is not None else on_disk
+    shard_names = sorted(listed_per_shard) if weight_map is not None else on_disk
     index_name = index_file.name if index_file else "the index"
 
-    headers: dict[str, tuple[int, int, list[_RawTensor], int]] = {}
+    tally = _Tally(ple_re, quant.declared, weight_map, listed_per_shard, keep_tensors)
+    headers: dict[str, tuple[int, int, int, int]] = {}   # shard → size, header, tensors, data
     for shard in shard_names:
         sp = root / shard
         if not sp.is_file():
-            n_listed = sum(1 for v in (weight_map or {}).values() if v == shard)
+            n_listed = listed_per_shard[shard]
             problems.append(CheckpointProblem(
                 kind="missing-shard",
                 detail=f"{shard}: listed in {index_name} for {n_listed} tensor(s) but not in "
                        f"{root}; vLLM would fail to load them, and their sizes are unknown"))
             continue
-        size, n, _meta, raw, data = _parse_header(sp)
-        headers[shard] = (size, n, raw, data)
+        # each shard is counted as soon as it is read, so no shard's parsed header outlives
+        # its turn (less for the garbage collector to walk); the problems found while
+        # counting follow the shard problems below, in the order they were found
+        size, n, _meta, cols, data = _parse_header(sp)
+        headers[shard] = (size, n, len(cols.names), data)
+        missing = max(0, 8 + n + data - size)
+        if missing:
+            tally.problems.append(CheckpointProblem(
+                kind="truncated-shard", severity="warning", bytes=missing,
+                detail=f"{shard}: header declares {data:,} data bytes but the file lacks the "
+                       f"last {missing:,} (sizes come from the header)"))
+        tally.shard(shard, cols)
     if weight_map is not None:
         for extra in sorted(set(on_disk) - set(shard_names)):
             try:
@@ -632,74 +832,10 @@ def scan_checkpoint(directory: str | os.PathLike[str], *,
                        "vLLM loads only the shards the index names, so it is not counted"
                        if extra_size is not None else
                        f"{extra}: on disk but not named by {index_name}; not counted"))
-
-    # Classification depends on the name with its numbers masked, ndim and numel ≤ 1: cache it
-    # (a DeepSeek-V3 checkpoint has ~90,000 tensors but a few dozen distinct patterns).
-    cache: dict[tuple[str, int, bool], tuple[Role, TpClass]] = {}
-    cast_cache: dict[tuple[str, str], bool] = {}
-    digits = re.compile(r"(?<=\.)\d+(?=\.|$)")  # layer / expert numbers, not "fc2" or "w1"
-    kept: list[TensorInfo] | None = [] if keep_tensors else None
-    seen: dict[str, str] = {}
-    total = 0
-    count = 0
-    by_dtype: dict[str, list[int]] = {}
-    roles: dict[str, dict[str, Any]] = {r: {"bytes": 0, "tensors": 0, "by_dtype": {}}
-                                        for r in ROLES}
-    split = TpSplitBuilder()
-    listed_of = weight_map.get if weight_map is not None else None
-    quantised = quant.declared
-    unlisted: list[tuple[str, str, int]] = []             # (name, shard, bytes)
-    misplaced: list[tuple[str, str, str, int]] = []       # (name, listed shard, shard, bytes)
-    for shard, (size, n, raw, data) in headers.items():
-        missing = max(0, 8 + n + data - size)
-        if missing:
-            problems.append(CheckpointProblem(
-                kind="truncated-shard", severity="warning", bytes=missing,
-                detail=f"{shard}: header declares {data:,} data bytes but the file lacks the "
-                       f"last {missing:,} (sizes come from the header)"))
-        for name, dtype, shape, b, e in raw:
-            nb = e - b
-            if name in seen:
-                problems.append(CheckpointProblem(
-                    kind="duplicate-tensor", severity="warning", bytes=nb,
-                    detail=f"{name}: in both {seen[name]} and {shard} ({nb:,} B); vLLM loads "
-                           "both into the same parameter (the later one wins), so it is "
-                           "counted once"))
-                continue
-            seen[name] = shard
-            if listed_of is not None:
-                listed = listed_of(name)
-                if listed is None:
-                    unlisted.append((name, shard, nb))
-                elif listed != shard:
-                    misplaced.append((name, listed, shard, nb))
-            masked = digits.sub("#", name)
-            key = (masked, len(shape), nb <= 8 and math.prod(shape) <= 1)
-            cls = cache.get(key)
-            if cls is None:
-                role = classify_role(name, ple_re)
-                cls = cache[key] = (role, classify_tp(name, shape, role))
-            role, tp = cls
-            total += nb
-            count += 1
-            d = by_dtype.get(dtype)
-            if d is None:
-                d = by_dtype[dtype] = [0, 0]
-            d[0] += nb
-            d[1] += 1
-            r = roles[role]
-            r["bytes"] += nb
-            r["tensors"] += 1
-            rd = r["by_dtype"]
-            rd[dtype] = rd.get(dtype, 0) + nb
-            ck = (masked, dtype)
-            castable = cast_cache.get(ck)
-            if castable is None:
-                castable = cast_cache[ck] = is_castable(name, dtype, quantised)
-            split.add(name, shape, nb, role, tp, castable=castable, elements=math.prod(shape))
-            if kept is not None:
-                kept.append(TensorInfo(name=name, shard=shard, dtype=dtype, shape=shape,
-                                       begin=b, end=e, role=role, tp=tp))
+    problems += tally.problems
+    unlisted, misplaced = tally.unlisted, tally.misplaced
+    total, count = tally.total, tally.count
+    by_dtype, roles, split = tally.totals()
     problems += _listed_problems(
         "unlisted-tensor", unlisted, nbytes=lambda t: t[2],
         detail=lambda t: (f"{t[0]}: in {t[1]} ({t[2]:,} B) but not in {index_name}'s "
@@ -712,7 +848,7 @@ def scan_checkpoint(directory: str | os.PathLike[str], *,
                           "counted where it is (vLLM loads it from the file that holds it)"),
         more=lambda n, b: f"… and {n} more misplaced tensors ({b:,} B), counted")
     if weight_map is not None:
-        absent = [n for n, s in weight_map.items() if s in headers and n not in seen]
+        absent = tally.absent(headers)
         problems += _listed_problems(
             "tensor-absent", absent, severity="error",
             detail=lambda n: (f"{n}: listed in {index_name} under {weight_map[n]} but in no "
@@ -743,15 +879,15 @@ def scan_checkpoint(directory: str | os.PathLike[str], *,
         path=str(root), scan_duration_s=time.perf_counter() - t0,
         config=config, config_file=str(root / "config.json") if config is not None else None,
         quantization=quant,
-        shards=[ShardSummary(file=sh, file_size=size, header_len=n, tensors=len(raw),
+        shards=[ShardSummary(file=sh, file_size=size, header_len=n, tensors=tensors,
                              data_bytes=data, missing_bytes=max(0, 8 + n + data - size))
-                for sh, (size, n, raw, data) in headers.items()],
+                for sh, (size, n, tensors, data) in headers.items()],
         index=index_summary, problems=problems, total_bytes=total, tensor_count=count,
         by_dtype=[DtypeTotal(dtype=k, bytes=v[0], tensors=v[1], known=k in DTYPE_BITS)
                   for k, v in sorted(by_dtype.items(), key=lambda kv: -kv[1][0])],
         by_role=[RoleTotal(role=r, **roles[r]) for r in ROLES],
         unknown_dtypes=unknown, ple_pattern=pattern_text, tp=split.build(),
-        tensors=kept,
+        tensors=tally.kept,
     )
 
 
@@ -767,15 +903,255 @@ def _plain_file_name(name: str) -> bool:
         return False
 
 
+_LAYER_NUMBERS = re.compile(r"(?<=\.)\d+(?=\.|$)")
+"""A name's layer / expert numbers (a run of digits between dots or at the end; not the ``2`` of
+``fc2`` or ``w2``): masked to ``#``, the rest of the name settles a tensor's role, TP class and
+castability (:func:`classify_role`, :func:`classify_tp`, :func:`is_castable` look at nothing
+else), so those are computed once per masked name."""
+
+_ASCII_DIGIT = re.compile(r"[0-9]")
+_DIGIT_MARK = {c: "\x01" for c in b"0123456789"}
+"""``str.translate`` table of :func:`_digits_marked`: each ASCII digit to U+0001."""
+
+
+def _digits_marked(names: list[str]) -> list[str] | None:
+    """``names`` with every ASCII digit replaced by U+0001 (one ``translate`` of the names joined
+    by NUL, split again), or ``None`` when a name holds a NUL or U+0001 itself.
+
+    Two names marked alike differ only in which ASCII digits stand where digits stand, so the
+    layer-number mask (:data:`_LAYER_NUMBERS`) finds the same runs in both; when it masks every
+    ASCII digit of one of them (nothing of ``0-9`` is left), both mask to the same name. That
+    lets :class:`_Tally` mask one name per marked pattern instead of every name."""
+    joined = "\0".join(names)
+    if "\x01" in joined or joined.count("\0") != len(names) - 1:
+        return None
+    return joined.translate(_DIGIT_MARK).split("\0")
+
+
+class _Tally:
+    """The per-tensor accounting of :func:`scan_checkpoint`, shard by shard, done per name
+    pattern instead of per tensor.
+
+    Exactly the per-tensor rule it replaces: a tensor already seen in an earlier shard is a
+    ``duplicate-tensor`` problem and not counted; with an index, a tensor it does not list is
+    ``unlisted``, one it lists under another shard ``misplaced`` (both counted); a counted
+    tensor's role and TP class come from the first counted tensor with its masked name
+    (:data:`_LAYER_NUMBERS`), number of dimensions and scalar flag (≤ 8 B and ≤ 1 element),
+    its castability from the first with its masked name and dtype; vocabulary-parallel and PLE
+    tensors are listed one by one in the order read; every dict keeps first-seen order.
+
+    How it gets there without a Python step per tensor: a shard whose tensors the index all
+    lists under it cannot hold a tensor of another such shard, so only the names of the other
+    shards (sifted tensor by tensor, :meth:`_sift`) are kept to find duplicates, and a shard
+    holding exactly as many tensors as the index lists under it holds exactly those
+    (``complete``: "seen" there is the index's word). The totals are summed per distinct
+    (digit-marked name, dtype, elements, dimensions) by a ``Counter`` over a shard's names
+    (:func:`_digits_marked`), each pattern masked and classified once; a shard with a pattern
+    whose mask keeps a digit (``w1``, ``fc2``), a dtype the format does not define, or with
+    ``keep_tensors`` is counted tensor by tensor (:meth:`_one_by_one`).
+    """
+
+    def __init__(self, ple_re: Any, quantised: bool, weight_map: dict[str, str] | None,
+                 listed_per_shard: dict[str, int], keep_tensors: bool) -> None:
+        self.ple_re = ple_re
+        self.quantised = quantised
+        self.weight_map = weight_map
+        self.listed_per_shard = listed_per_shard
+        self.seen: dict[str, str] = {}        # name → shard, where the index does not say it
+        self.complete: set[str] = set()       # shards whose names are exactly the index's
+        self.problems: list[CheckpointProblem] = []       # duplicate-tensor, truncated-shard
+        self.unlisted: list[tuple[str, str, int]] = []    # (name, shard, bytes)
+        self.misplaced: list[tuple[str, str, str, int]] = []  # (name, listed, shard, bytes)
+        self.total = 0
+        self.count = 0
+        self.kept: list[TensorInfo] | None = [] if keep_tensors else None
+        # group: [bytes, elements, tensors, listed one by one, role, tp, castable, dtype]
+        self.groups: dict[tuple[str, str, int, bool], list[Any]] = {}
+        # (digit-marked name, dtype, elements, dimensions) → (group, elements, bytes) of one
+        self.patterns: dict[tuple[str, str, int, int], tuple[list[Any], int, int]] = {}
+        self.role_tp: dict[tuple[str, int, bool], tuple[Role, TpClass]] = {}
+        self.castable: dict[tuple[str, str], bool] = {}
+        self.vocab: list[VocabTensor] = []
+        self.ple: list[VocabTensor] = []
+
+    def where(self, name: str) -> str | None:
+        """The shard tensor ``name`` was counted in so far, or ``None``."""
+        shard = self.seen.get(name)
+        if shard is None and self.complete:
+            shard = self.weight_map.get(name) if self.weight_map is not None else None
+            if shard not in self.complete:
+                return None
+        return shard
+
+    def shard(self, shard: str, cols: _Columns) -> None:
+        """Count the tensors of ``shard`` (its columns, sorted by offset)."""
+        names = cols.names
+        seen, wm = self.seen, self.weight_map
+        if wm is None:
+            clean = seen.keys().isdisjoint(names)
+            if clean:
+                seen.update(dict.fromkeys(names, shard))
+        else:
+            clean = list(map(wm.get, names)).count(shard) == len(names) \
+                and (not seen or seen.keys().isdisjoint(names))
+            if clean:
+                if self.listed_per_shard.get(shard) == len(names):
+                    self.complete.add(shard)
+                else:
+                    seen.update(dict.fromkeys(names, shard))
+        if not clean:
+            cols = self._sift(shard, cols)
+        self.total += sum(cols.nbytes)
+        self.count += len(cols.names)
+        if self.kept is not None or not self._by_pattern(cols):
+            self._one_by_one(shard, cols)
+
+    def _sift(self, shard: str, cols: _Columns) -> _Columns:
+        """Tensor by tensor, for a shard holding a duplicate or a tensor the index lists
+        elsewhere or not at all: the problems, in order; the columns of the tensors counted."""
+        wm = self.weight_map
+        keep: list[int] = []
+        for i, (name, nb) in enumerate(zip(cols.names, cols.nbytes)):
+            earlier = self.where(name)
+            if earlier is not None:
+                self.problems.append(CheckpointProblem(
+                    kind="duplicate-tensor", severity="warning", bytes=nb,
+                    detail=f"{name}: in both {earlier} and {shard} ({nb:,} B); vLLM loads "
+                           "both into the same parameter (the later one wins), so it is "
+                           "counted once"))
+                continue
+            self.seen[name] = shard
+            keep.append(i)
+            if wm is not None:
+                listed = wm.get(name)
+                if listed is None:
+                    self.unlisted.append((name, shard, nb))
+                elif listed != shard:
+                    self.misplaced.append((name, listed, shard, nb))
+        return _Columns(*(list(map(col.__getitem__, keep)) for col in cols))
+
+    def _by_pattern(self, cols: _Columns) -> bool:
+        """Count ``cols`` per distinct (digit-marked name, dtype, elements, dimensions), which
+        settles a tensor's group and bytes; ``False`` (nothing counted) where it does not (see
+        the class)."""
+        marked = _digits_marked(cols.names)
+        if marked is None:
+            return False
+        keys = list(zip(marked, cols.dtypes, cols.numels, cols.ndims))
+        counts = Counter(keys)
+        patterns = self.patterns
+        found = []
+        for key in counts:   # first-seen order: new groups are made in the order read
+            pat = patterns.get(key)
+            if pat is None:
+                dtype = key[1]
+                if dtype not in DTYPE_BITS:   # bytes not settled by the shape
+                    return False
+                i = keys.index(key)
+                ne, nb = cols.numels[i], cols.nbytes[i]
+                g, mask = self._group(cols.names[i], dtype, cols.shapes[i], nb, ne)
+                if _ASCII_DIGIT.search(mask):   # names marked alike may mask apart
+                    return False
+                pat = patterns[key] = (g, ne, nb)
+            found.append(pat)
+        one_by_one = False
+        for (g, ne, nb), n in zip(found, counts.values()):
+            g[0] += nb * n
+            g[1] += ne * n
+            g[2] += n
+            one_by_one = one_by_one or g[3]
+        if one_by_one:
+            for key, name, shape in zip(keys, cols.names, cols.shapes):
+                g, ne, nb = patterns[key]
+                if g[3]:
+                    self._list(g, name, shape, nb, ne)
+        return True
+
+    def _one_by_one(self, shard: str, cols: _Columns) -> None:
+        """Count ``cols`` tensor by tensor (and keep them with ``keep_tensors``)."""
+        kept = self.kept
+        for name, dtype, shape, b, e, nb, ne, _ndim in zip(*cols):
+            g, _mask = self._group(name, dtype, shape, nb, ne)
+            g[0] += nb
+            g[1] += ne
+            g[2] += 1
+            if g[3]:
+                self._list(g, name, shape, nb, ne)
+            if kept is not None:
+                kept.append(TensorInfo(name=name, shard=shard, dtype=dtype, shape=shape,
+                                       begin=b, end=e, role=g[4], tp=g[5]))
+
+    def _group(self, name: str, dtype: str, shape: list[int], nb: int,
+               ne: int) -> tuple[list[Any], str]:
+        """The group of a tensor (made on the first tensor of its masked name, dtype,
+        dimensions and scalar flag) and its masked name."""
+        mask = _LAYER_NUMBERS.sub("#", name)
+        small = nb <= 8 and ne <= 1
+        ndim = len(shape)
+        g = self.groups.get((mask, dtype, ndim, small))
+        if g is None:
+            cls = self.role_tp.get((mask, ndim, small))
+            if cls is None:
+                role = classify_role(name, self.ple_re)
+                cls = self.role_tp[(mask, ndim, small)] = (role, classify_tp(name, shape, role))
+            castable = self.castable.get((mask, dtype))
+            if castable is None:
+                castable = self.castable[(mask, dtype)] = is_castable(name, dtype,
+                                                                      self.quantised)
+            role, tp = cls
+            g = self.groups[(mask, dtype, ndim, small)] = [
+                0, 0, 0, tp == "vocab" or role == "ple", role, tp, castable, dtype]
+        return g, mask
+
+    def _list(self, g: list[Any], name: str, shape: list[int], nb: int, ne: int) -> None:
+        """List a vocabulary-parallel or PLE tensor (group ``g``) on its own."""
+        role, tp, castable = g[4], g[5], g[6]
+        (self.ple if role == "ple" else self.vocab).append(VocabTensor(
+            name=name, role=role, rows=shape[0] if tp == "vocab" else 0, bytes=nb,
+            elements=ne, castable=castable))
+
+    def absent(self, headers: dict[str, Any]) -> list[str]:
+        """The index's names listed under a shard that was read but in no shard's header."""
+        wm = self.weight_map
+        if wm is None or self.complete.issuperset(headers):
+            return []
+        complete, seen = self.complete, self.seen
+        return [n for n, s in wm.items() if s in headers and s not in complete
+                and n not in seen]
+
+    def totals(self) -> tuple[dict[str, list[int]], dict[str, dict[str, Any]], TpSplitBuilder]:
+        """``(by dtype: [bytes, tensors], by role: {bytes, tensors, by_dtype}, TP split)`` of the
+        tensors counted, each dict in first-seen order (the groups are in first-seen order)."""
+        by_dtype: dict[str, list[int]] = {}
+        roles: dict[str, dict[str, Any]] = {r: {"bytes": 0, "tensors": 0, "by_dtype": {}}
+                                            for r in ROLES}
+        split = TpSplitBuilder(vocab=self.vocab, ple=self.ple)
+        for nb, ne, nt, one_by_one, role, tp, castable, dtype in self.groups.values():
+            d = by_dtype.get(dtype)
+            if d is None:
+                d = by_dtype[dtype] = [0, 0]
+            d[0] += nb
+            d[1] += nt
+            r = roles[role]
+            r["bytes"] += nb
+            r["tensors"] += nt
+            rd = r["by_dtype"]
+            rd[dtype] = rd.get(dtype, 0) + nb
+            if not one_by_one:
+                split.add_sum(nb, tp, castable=castable, elements=ne)
+        return by_dtype, roles, split
+
+
 class TpSplitBuilder:
     """Accumulates :class:`TpSplit` from tensors (internal helper of :func:`scan_checkpoint`)."""
 
-    def __init__(self) -> None:
+    def __init__(self, vocab: list[VocabTensor] | None = None,
+                 ple: list[VocabTensor] | None = None) -> None:
         self.split = 0
         self.replicated = 0
         self.kv_proj = 0
-        self.vocab: list[VocabTensor] = []
-        self.ple: list[VocabTensor] = []
+        self.vocab: list[VocabTensor] = [] if vocab is None else vocab
+        self.ple: list[VocabTensor] = [] if ple is None else ple
         self.cast: dict[str, list[int]] = {}
 
     def add(self, name: str, shape: list[int], nbytes: int, role: Role, tp: TpClass, *,
@@ -791,6 +1167,12 @@ class TpSplitBuilder:
             self.ple.append(VocabTensor(name=name, role=role, rows=0, bytes=nbytes,
                                         elements=elements, castable=castable))
             return
+        self.add_sum(nbytes, tp, castable=castable, elements=elements)
+
+    def add_sum(self, nbytes: int, tp: TpClass, *, castable: bool = False,
+                elements: int = 0) -> None:
+        """Count tensors of one TP class that are neither vocabulary-parallel nor PLE, together:
+        ``nbytes`` (B) and ``elements`` their sums."""
         cls = tp if tp in ("replicated", "kv_proj") else "split"
         if cls == "replicated":
             self.replicated += nbytes
