@@ -11,13 +11,14 @@ Run: ``python benchmarks/bench_checkpoint_scan.py [--repeat N] [--json FILE] [--
 (``--reference``: the scanner before issue 33's rework, ``tests/checkpoint_reference.py``).
 Prints per checkpoint the size, the tensor count and min / median wall time of
 ``scan_checkpoint`` over N runs (after one warm-up run, so the headers are in the page cache as
-on a node that just listed the files), and beside it **the floor** (issue 33): the same
-shards' headers read and ``json.loads``-ed and nothing else (:func:`floor_read`: open, the
-8-byte length, the header, ``json.loads``), run alternately with the scan so the machine's
-drift falls on both; the ratio is scan / floor per pair (target ≤ 2×). The scan parses headers with orjson (a project
-dependency, faster than ``json``), so a second floor reads and ``orjson.loads``-es every header
-(:func:`floor_read_orjson`) and its ratio says what the scan costs beyond the parser it uses.
-The load average is recorded beside the timings. Not a test: timings depend on the machine.
+on a node that just listed the files), and beside it **the floor** (issue 33): the same shards'
+headers read and ``json.loads``-ed and nothing else (:func:`floor_read`: open, the 8-byte
+length, the header, ``json.loads``), run alternately with the scan so the machine's drift falls
+on both; the ratio is scan / floor per pair (target ≤ 2×). The scan parses headers with orjson
+(a project dependency, faster than ``json``), so a second floor reads and ``orjson.loads``-es
+every header (:func:`floor_read_orjson`) and its ratio says what the scan costs beyond the
+parser it uses. The load average is recorded beside the timings. Not a test: timings depend on
+the machine.
 """
 
 from __future__ import annotations
