@@ -47,7 +47,7 @@ import re
 import struct
 import time
 from collections import Counter
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable
 from itertools import chain, repeat
 from operator import and_, itemgetter, le, mul, rshift, sub
 from pathlib import Path
@@ -198,8 +198,8 @@ class _Columns(NamedTuple):
     names: list[str]
     dtypes: list[str]
     shapes: list[list[int]]
-    begins: Sequence[int]
-    ends: Sequence[int]
+    begins: list[int]
+    ends: list[int]
     nbytes: list[int]
     numels: list[int]
     ndims: list[int]
@@ -384,7 +384,7 @@ def _entries_at_once(obj: dict[str, Any]) -> _Columns | None:
         need = list(map(rshift, need, repeat(3)))
     if need != nbytes:   # so end ≥ begin ≥ 0 everywhere
         return None
-    columns: list[Any] = [names, dtypes, shapes, begins, ends, nbytes, numels, ndims]
+    columns = [names, dtypes, shapes, list(begins), list(ends), nbytes, numels, ndims]
     if begins[0] or begins[1:] != ends[:-1]:
         # not written in offset order: sort as the per-entry path does ((begin, end), stable;
         # [b, e] lists compare as those tuples) and look again
@@ -799,10 +799,9 @@ def scan_checkpoint(directory: str | os.PathLike[str], *,
 
     tally = _Tally(ple_re, quant.declared, weight_map, listed_per_shard, keep_tensors)
     headers: dict[str, tuple[int, int, int, int]] = {}   # shard → size, header, tensors, data
-    present = set(on_disk)   # regular files already (the glob above): no second stat
     for shard in shard_names:
         sp = root / shard
-        if shard not in present and not sp.is_file():
+        if not sp.is_file():
             n_listed = listed_per_shard[shard]
             problems.append(CheckpointProblem(
                 kind="missing-shard",
@@ -924,10 +923,9 @@ def _digits_marked(names: list[str]) -> list[str] | None:
     ASCII digit of one of them (nothing of ``0-9`` is left), both mask to the same name. That
     lets :class:`_Tally` mask one name per marked pattern instead of every name."""
     joined = "\0".join(names)
-    if "\x01" in joined:
+    if "\x01" in joined or joined.count("\0") != len(names) - 1:
         return None
-    marked = joined.translate(_DIGIT_MARK).split("\0")
-    return marked if len(marked) == len(names) else None   # else a name holds a NUL
+    return joined.translate(_DIGIT_MARK).split("\0")
 
 
 class _Tally:
