@@ -820,6 +820,7 @@ def scan_checkpoint(directory: str | os.PathLike[str], *,
                 detail=f"{shard}: header declares {data:,} data bytes but the file lacks the "
                        f"last {missing:,} (sizes come from the header)"))
         tally.shard(shard, cols)
+        del cols   # its shape lists are not kept alive through the next shard's parse
     if weight_map is not None:
         for extra in sorted(set(on_disk) - set(shard_names)):
             try:
