@@ -317,3 +317,36 @@ def test_generated_checkpoints_scan_as_before(ckpt: Any, keep: bool) -> None:
                 json.dumps(index), encoding="utf-8", errors="surrogatepass")
         _same_scan(root, keep_tensors=keep)
         _same_headers(root)
+
+
+def test_scan_leaves_the_collector_as_it_found_it(tmp_path: Path) -> None:
+    """The scan pauses the cyclic collector and starts it again only if it was running, also
+    when the scan raises."""
+    import gc
+
+    F.write_checkpoint(tmp_path, [[("a", "BF16", [4])]])
+    (tmp_path / "bad").mkdir()
+    _write_header(tmp_path / "bad" / "model.safetensors", [], raw=b"[1]", data=0)
+    assert gc.isenabled()
+    seen: list[bool] = []
+    real = new._Tally.shard
+
+    def shard(self: Any, *args: Any) -> None:
+        seen.append(gc.isenabled())
+        real(self, *args)
+
+    new._Tally.shard = shard  # type: ignore[method-assign]
+    try:
+        new.scan_checkpoint(tmp_path)
+        assert seen == [False] and gc.isenabled()
+        with pytest.raises(new.SafetensorsHeaderError):
+            new.scan_checkpoint(tmp_path / "bad")
+        assert gc.isenabled()
+        gc.disable()
+        try:
+            new.scan_checkpoint(tmp_path)
+            assert not gc.isenabled()
+        finally:
+            gc.enable()
+    finally:
+        new._Tally.shard = real  # type: ignore[method-assign]
