@@ -17,7 +17,9 @@ length, the header, ``json.loads``), run alternately with the scan so the machin
 on both; the ratio is scan / floor per pair (target ≤ 2×). The scan parses headers with orjson
 (a project dependency, faster than ``json``), so a second floor reads and ``orjson.loads``-es
 every header (:func:`floor_read_orjson`) and its ratio says what the scan costs beyond the
-parser it uses. The load average is recorded beside the timings. Not a test: timings depend on
+parser it uses. On a shared machine the process's CPU time (``time.process_time``) of each
+run is recorded too, and its ratio per pair ("cpu ratio"), which other processes disturb less
+than the wall time; the load average goes beside them. Not a test: timings depend on
 the machine.
 """
 
@@ -102,7 +104,7 @@ def main() -> int:
                                                 40, None),
     }
     print(f"{'checkpoint':<38} {'bytes':>20} {'tensors':>8} {'min s':>7} {'median s':>9} "
-          f"{'floor s':>8} {'ratio':>6} {'orjson floor s':>15} {'ratio':>6}")
+          f"{'floor s':>8} {'ratio':>6} {'orjson floor s':>15} {'ratio':>6} {'cpu ratio':>9}")
     load_before = _loadavg()
     for name, (cfg, make, shards, tf) in cases.items():
         with tempfile.TemporaryDirectory() as d:
@@ -112,28 +114,33 @@ def main() -> int:
             F.write_checkpoint(Path(d), F.split_even(tensors, shards), config=cfg)
             s = scan(d)  # warm-up
             assert floor_read(d) == floor_read_orjson(d) == s.tensor_count
-            times, floors, ofloors = [], [], []
+            times, floors, ofloors, cpu, fcpu = [], [], [], [], []
             for _ in range(args.repeat):
-                t0 = time.perf_counter()
+                c0, t0 = time.process_time(), time.perf_counter()
                 scan(d)
                 times.append(time.perf_counter() - t0)
-                t0 = time.perf_counter()
+                cpu.append(time.process_time() - c0)
+                c0, t0 = time.process_time(), time.perf_counter()
                 floor_read(d)
                 floors.append(time.perf_counter() - t0)
+                fcpu.append(time.process_time() - c0)
                 t0 = time.perf_counter()
                 floor_read_orjson(d)
                 ofloors.append(time.perf_counter() - t0)
             ratios = [a / b for a, b in zip(times, floors)]
             oratios = [a / b for a, b in zip(times, ofloors)]
+            cratios = [a / b for a, b in zip(cpu, fcpu)]
             print(f"{name:<38} {s.total_bytes:>20,} {s.tensor_count:>8,} {min(times):>7.3f} "
                   f"{statistics.median(times):>9.3f} {statistics.median(floors):>8.3f} "
                   f"{statistics.median(ratios):>6.2f} {statistics.median(ofloors):>15.3f} "
-                  f"{statistics.median(oratios):>6.2f}")
+                  f"{statistics.median(oratios):>6.2f} {statistics.median(cratios):>9.2f}")
             out[name] = {"bytes": s.total_bytes, "tensors": s.tensor_count, "scan_s": times,
                          "floor_s": floors, "ratio_per_pair": ratios,
                          "ratio_median": statistics.median(ratios),
                          "orjson_floor_s": ofloors, "orjson_ratio_per_pair": oratios,
-                         "orjson_ratio_median": statistics.median(oratios)}
+                         "orjson_ratio_median": statistics.median(oratios),
+                         "scan_cpu_s": cpu, "floor_cpu_s": fcpu, "cpu_ratio_per_pair": cratios,
+                         "cpu_ratio_median": statistics.median(cratios)}
     if args.json:
         Path(args.json).write_text(json.dumps({"benchmark": "checkpoint scan vs reading and "
                                                "json.loads-ing every header", "cases": out,
