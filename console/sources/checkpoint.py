@@ -49,9 +49,9 @@ import re
 import struct
 import time
 from collections import Counter
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from itertools import chain, repeat
-from operator import and_, itemgetter, le, mul, rshift, sub
+from operator import and_, itemgetter, mul, rshift, sub
 from pathlib import Path
 from typing import Any, Literal, NamedTuple
 
@@ -200,8 +200,8 @@ class _Columns(NamedTuple):
     names: list[str]
     dtypes: list[str]
     shapes: list[list[int]]
-    begins: list[int]
-    ends: list[int]
+    begins: Sequence[int]
+    ends: Sequence[int]
     nbytes: list[int]
     numels: list[int]
     ndims: list[int]
@@ -361,16 +361,17 @@ def _entries_at_once(obj: dict[str, Any]) -> _Columns | None:
         shapes = list(map(_SHAPE, entries))
         offsets = list(map(_OFFSETS, entries))
         kinds = set(dtypes)
-        if not (kinds <= _KNOWN_DTYPES and set(map(type, shapes)) == {list}
+        ndims = list(map(len, shapes))   # a number or null has no length: TypeError
+        # a string or object shape of some length yields characters or keys below, which are
+        # not ints; only an empty one needs its type looked at
+        if not (kinds <= _KNOWN_DTYPES and max(ndims) <= MAX_TENSOR_DIMS
+                and (0 not in ndims or set(map(type, shapes)) == {list})
                 and set(map(len, offsets)) == {2}):
             return None
-        ndims = list(map(len, shapes))
-        if max(ndims) > MAX_TENSOR_DIMS:
-            return None
-        begins, ends = zip(*offsets)   # a two-key object raises KeyError
+        begins, ends = zip(*offsets)   # an object's keys or a string's characters: not ints
+        dims = list(chain.from_iterable(shapes))
     except (KeyError, TypeError):
         return None
-    dims = list(chain.from_iterable(shapes))
     # offsets need no sign check: ends − begins = bytes ≥ 0, contiguous from 0
     if set(map(type, chain(dims, begins, ends))) != {int} or (dims and min(dims) < 0):
         return None
@@ -386,7 +387,7 @@ def _entries_at_once(obj: dict[str, Any]) -> _Columns | None:
         need = list(map(rshift, need, repeat(3)))
     if need != nbytes:   # so end ≥ begin ≥ 0 everywhere
         return None
-    columns = [names, dtypes, shapes, list(begins), list(ends), nbytes, numels, ndims]
+    columns: list[Any] = [names, dtypes, shapes, begins, ends, nbytes, numels, ndims]
     if begins[0] or begins[1:] != ends[:-1]:
         # not written in offset order: sort as the per-entry path does ((begin, end), stable;
         # [b, e] lists compare as those tuples) and look again
@@ -833,9 +834,10 @@ def _scan_checkpoint(directory: str | os.PathLike[str], ple_pattern: str | None,
 
     tally = _Tally(ple_re, quant.declared, weight_map, listed_per_shard, keep_tensors)
     headers: dict[str, tuple[int, int, int, int]] = {}   # shard → size, header, tensors, data
+    present = set(on_disk)   # regular files already (the glob above): no second stat
     for shard in shard_names:
         sp = root / shard
-        if not sp.is_file():
+        if shard not in present and not sp.is_file():
             n_listed = listed_per_shard[shard]
             problems.append(CheckpointProblem(
                 kind="missing-shard",
@@ -958,9 +960,10 @@ def _digits_marked(names: list[str]) -> list[str] | None:
     ASCII digit of one of them (nothing of ``0-9`` is left), both mask to the same name. That
     lets :class:`_Tally` mask one name per marked pattern instead of every name."""
     joined = "\0".join(names)
-    if "\x01" in joined or joined.count("\0") != len(names) - 1:
+    if "\x01" in joined:
         return None
-    return joined.translate(_DIGIT_MARK).split("\0")
+    marked = joined.translate(_DIGIT_MARK).split("\0")
+    return marked if len(marked) == len(names) else None   # else a name holds a NUL
 
 
 class _Tally:
