@@ -172,6 +172,8 @@ def test_hand_made_headers_scan_as_before(tmp_path: Path) -> None:
         "unknown dtype, sizes differ": _entries([("m.layers.1.odd", "X9", [3], 6),
                                                  ("m.layers.2.odd", "X9", [3], 10)]),
         "U+0001 beside a digit": _entries([("a.\x01.c", "U8", [2]), ("a.1.c", "U8", [2])]),
+        "a NUL in a name": _entries([(n, "BF16", [4, 2]) for n in (
+            "a\x00b", "m.layers.1.w", "lm_head.weight", "m.layers.2.w", "m.layers.3.x")]),
         "a gap": [*entries[:2], (entries[2][0], {**entries[2][1], "data_offsets": [
             entries[2][1]["data_offsets"][0] + 1, entries[2][1]["data_offsets"][1] + 1]})],
         "an extra key": [(entries[0][0], {**entries[0][1], "x": [[[[[[1]]]]]]}), *entries[1:3]],
