@@ -243,9 +243,11 @@ def read_safetensors_header(path: str | os.PathLike[str]) -> ShardHeader:
 def _parse_header(p: Path) -> _Header:
     """The header of shard ``p`` with the checks of :func:`read_safetensors_header` (its errors).
 
-    The entries are checked all at once (:func:`_entries_at_once`, a few passes of C-level
-    builtins over each field); a header those passes do not accept whole — a problem to report,
-    a dtype the format does not define, a lone-surrogate escape — is checked entry by entry
+    First orjson parses the header and its entries are checked all at once
+    (:func:`_header_at_once`, :func:`_entries_at_once`: a few passes of C-level builtins over
+    each field). A header that path does not accept whole — a problem to report, a dtype the
+    format does not define, JSON the two parsers could read apart — is parsed by ``json`` as
+    before and checked all at once again or, with a ``\\u`` escape or a problem, entry by entry
     (:func:`_entries_one_by_one`), which finds the first problem and says which. Entry offsets
     are located only for errors."""
     try:
