@@ -744,8 +744,9 @@ def _collector_paused() -> Iterator[None]:
     of the scan's time (``gc.callbacks``; docs/benchmarks.md). Paused, cycles made meanwhile by
     other threads wait for the next collection after the block (tenths of a second). The TUI
     already keeps the collector out of the way of its start-up heap for the same reason
-    (:mod:`seat_console.tui.heap`). Only the thread that paused it starts it again; a scan in
-    another thread meanwhile leaves it as it found it."""
+    (:mod:`seat_console.tui.heap`). Only a block that found it running starts it again: of two
+    scans at once in two threads, the one that paused it restarts it when it ends, and the
+    other finishes with it running; one that found it off (a caller's choice) leaves it off."""
     was_enabled = gc.isenabled()
     gc.disable()
     try:
