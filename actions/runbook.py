@@ -40,6 +40,12 @@ Facts: steps share what they learn (a lease unit name, a silence ID, which timer
 ``ctx.facts`` (a JSON-able dict). Every row the engine writes carries the facts as they were then,
 so a later console rebuilds the run from the journal (:func:`facts_from_rows`).
 
+Nesting: a runbook run inside a step of another (a compare's own hold, swaps, restores and
+release) records the outer run's ID in its facts as :data:`PARENT_RUN` (from the run in
+progress on this thread), so a reader of the journal (:mod:`seat_console.actions.stages`) tells
+a runbook's own steps from the stages from its first row on — not only once the outer run
+writes a row after it.
+
 Observers: ``observer(event)`` is called with an :class:`Event` for every start, check, skip,
 begin, apply, verify, fail, undo, warning and end — the CLI prints lines, the TUI posts messages
 from it (it is called on the runbook's thread). Nothing here imports Textual.
@@ -54,9 +60,11 @@ Defining a runbook (see :mod:`seat_console.actions.hold` for a full one)::
 
 from __future__ import annotations
 
+import contextvars
 import threading
 import uuid
-from collections.abc import Callable, Mapping, Sequence
+from contextlib import contextmanager
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Literal
@@ -339,6 +347,29 @@ class Result:
 _IN_FLIGHT: set[Runbook] = set()
 _IN_FLIGHT_LOCK = threading.Lock()
 
+PARENT_RUN = "parent_run"
+"""The fact naming the run (its ``run_id``) that this run was started inside — a compare's
+own hold, swaps, restores and release carry their compare's (module docstring, "Nesting").
+Absent on a top-level run, and on rows written before it was recorded."""
+
+_CURRENT_RUN: contextvars.ContextVar[str | None] = contextvars.ContextVar(
+    "seat_console_current_run", default=None)
+"""The run in progress on this thread (a new thread starts with none)."""
+
+
+@contextmanager
+def _running(rb: Runbook) -> Iterator[None]:
+    """While ``rb`` runs: record the run in progress on this thread as its
+    :data:`PARENT_RUN` (when it is another run), and make ``rb`` the one in progress."""
+    parent = _CURRENT_RUN.get()
+    if parent is not None and parent != rb.run_id:
+        rb.ctx.facts.setdefault(PARENT_RUN, parent)
+    token = _CURRENT_RUN.set(rb.run_id)
+    try:
+        yield
+    finally:
+        _CURRENT_RUN.reset(token)
+
 
 def in_flight() -> list[Runbook]:
     """Runbooks running now in this process (the hang-up watchdog asks them to stop)."""
@@ -498,7 +529,8 @@ class Runbook:
         with _IN_FLIGHT_LOCK:
             _IN_FLIGHT.add(self)
         try:
-            return self._run()
+            with _running(self):
+                return self._run()
         finally:
             with _IN_FLIGHT_LOCK:
                 _IN_FLIGHT.discard(self)
@@ -656,6 +688,11 @@ class Runbook:
         verified, with the usual undo on failure. Rows are appended under the same ``run_id``
         and the run gets its ``end`` row.
         """
+        with _running(self):
+            return self._finish_from_journal(rows, action)
+
+    def _finish_from_journal(self, rows: Sequence[Entry], action: Literal["undo", "complete"]
+                             ) -> Result:
         self.ctx.facts.update(facts_from_rows(rows))
         begun_names = [r.step for r in rows if r.kind == "begin"]
         verified = {r.step for r in rows if r.kind == "verify"}
@@ -749,7 +786,7 @@ def printing_observer(write: Callable[[str], Any]) -> Observer:
     return obs
 
 
-__all__ = ["GATE_STEP", "Check", "Event", "Gate", "Observer", "Plan", "PlanLine", "Refusals",
+__all__ = ["GATE_STEP", "PARENT_RUN", "Check", "Event", "Gate", "Observer", "Plan", "PlanLine", "Refusals",
            "Result", "RunContext", "Runbook",
            "Step", "StepError", "StepOutcome", "StopRequested", "facts_from_rows", "in_flight",
            "new_run_id", "printing_observer", "stop_in_flight"]

@@ -37,6 +37,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from seat_console.actions.journal import Entry, Journal, JournalError
+from seat_console.actions.runbook import PARENT_RUN
 from seat_console.actions.runner_id import RUNNER, runner_alive
 
 STAGES: tuple[str, ...] = ("fit", "image", "hold", "backport", "swap", "probe", "compare",
@@ -258,10 +259,13 @@ def _top_level(runs: Mapping[str, Sequence[Entry]]) -> list[str]:
     """Run IDs not started inside another run (``compare`` runs its own hold, swaps,
     restores and release: those are its steps, not stages), in order of their first row.
 
-    A run is nested when its first row's ``seq`` lies strictly inside another run's window
-    (:func:`_windows`). A run's own window never starts before its first row, so "some window
-    that starts before ``first`` ends after it" is that test: one sort and a running maximum,
-    O(n log n) in the runs (the exporter reads it every 5 s)."""
+    A run whose first row names its parent (:data:`~seat_console.actions.runbook.PARENT_RUN`,
+    written by the engine since the parent run is known) is nested from that row on — while
+    its compare runs, before the compare writes a row after it. For rows written before that
+    fact existed, the window rule: a run is nested when its first row's ``seq`` lies strictly
+    inside another run's window (:func:`_windows`). A run's own window never starts before
+    its first row, so "some window that starts before ``first`` ends after it" is that test:
+    one sort and a running maximum, O(n log n) in the runs (the exporter reads it every 5 s)."""
     wins = sorted((lo, hi) for lo, hi, _ in _windows(runs))
     los = [lo for lo, _ in wins]
     reach: list[int] = []   # reach[i]: the latest end among the windows wins[:i + 1]
@@ -269,11 +273,24 @@ def _top_level(runs: Mapping[str, Sequence[Entry]]) -> list[str]:
         reach.append(max(hi, reach[-1]) if reach else hi)
     out = []
     for rid, rows in runs.items():
+        if _parent(rows, runs) is not None:
+            continue
         first = min(r.seq for r in rows)
         i = bisect.bisect_left(los, first)   # windows starting strictly before ``first``
         if i == 0 or reach[i - 1] <= first:
             out.append(rid)
     return out
+
+
+def _parent(rows: Sequence[Entry], runs: Mapping[str, Sequence[Entry]]) -> str | None:
+    """The run ``rows`` were started inside, as its first row records it
+    (:data:`~seat_console.actions.runbook.PARENT_RUN`), when that run is in the journal too;
+    ``None`` otherwise (a row without it, a value that is not a run ID of this journal)."""
+    facts = rows[0].facts if rows else None
+    parent = facts.get(PARENT_RUN) if isinstance(facts, Mapping) else None
+    if isinstance(parent, str) and parent != rows[0].run_id and parent in runs:
+        return parent
+    return None
 
 
 def _probe_attempts(rows: Sequence[Entry]) -> list[_Attempt]:
