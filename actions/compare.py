@@ -76,6 +76,12 @@ from seat_console.core.base import utcnow
 
 COMPARE_SCHEMA = "seat-console.comparison/1"
 
+UNNAMED_BRACKET = "cmp-<time>-<id>"
+"""The bracket ID a plan that is not run names (``seat-console compare --dry-run``): a run
+mints its own (:func:`~seat_console.evidence.bracket.new_bracket_id`) when it is planned, so a
+dry run names no folder that a later ``compare`` would not use. A plan that is run (the CLI's
+plan then run in one process, the TUI's confirmed plan) names the folder the run writes."""
+
 
 @dataclass
 class CompareOptions:

@@ -32,6 +32,7 @@ def test_dry_run_lists_legs_pairs_and_plan_and_changes_nothing(state: Path, lab,
     assert steps[0] == "hold" and steps[-2:] == ["restore seat", "release hold"]
     assert steps.count("leg B2: seat") == 1 and len(steps) == 1 + 2 * 8 + 2
     assert not (state / "data" / "comparisons").exists()  # nothing written
+    assert "cmp-<time>-<id>" in doc["folder"] and "cmp-2" not in json.dumps(doc)
 
 
 @pytest.mark.parametrize("args, code, text", [

@@ -27,3 +27,6 @@ def test_dry_run_text_prints_the_plan_once(tmp_path: Path, monkeypatch: pytest.M
     assert "wait for /health" not in out  # the second (bracket) format is gone
     assert sum("release the hold" in ln for ln in lines) == 1
     assert not (tmp_path / "data" / "comparisons").exists()
+    # no minted folder a later compare would not use (it mints its own when it starts)
+    assert sum(ln.startswith("  folder: a new folder ") for ln in lines) == 1, out
+    assert "cmp-<time>-<id>" in out and "cmp-2" not in out, out

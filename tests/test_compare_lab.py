@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 from lab_helpers import (
     exclusive_lab,
@@ -49,6 +50,7 @@ def test_lab_aa_compare_claims_no_difference(lab, tmp_path: Path) -> None:
             restore_seat(lab, env, node, timers_before, profile=prof)
     assert r.returncode == 0, r.stdout[-4000:] + r.stderr[-6000:]
     out = json.loads(r.stdout)
+    _nested_runs_name_their_compare(tmp_path)
     assert out["result"]["outcome"] == "done"  # exit 0 and "done" only for a complete bracket
     rep = out["report"]
     assert rep["comparison"]["status"] == "complete", rep["comparison"]
@@ -80,3 +82,25 @@ def test_lab_aa_compare_claims_no_difference(lab, tmp_path: Path) -> None:
     v = seat_cli(prof, env, "report", "--verify", str(md), timeout=120)
     assert v.returncode == 0, v.stdout + v.stderr
     assert "identical to the report" in v.stdout
+
+
+def _nested_runs_name_their_compare(tmp_path: Path) -> None:
+    """The compare's own hold, swap, restores and release name it (``parent_run``) from their
+    first row on, so the runbook's stages never take them for the swap stage while the compare
+    runs (the on-call trial); the one folder written is the one its plan named."""
+    from seat_console.actions.journal import Journal
+    from seat_console.actions.runbook import PARENT_RUN
+
+    with Journal(tmp_path / "state" / "journal.sqlite3") as j:
+        rows = j.entries()
+    cmp_rows = [e for e in rows if e.runbook == "compare"]
+    cid = cmp_rows[0].run_id
+    inner: dict[str, Any] = {}   # each nested run's first row
+    for e in rows:
+        if e.runbook in ("hold", "swap", "restore", "release") \
+                and cmp_rows[0].seq < e.seq < cmp_rows[-1].seq:
+            inner.setdefault(e.run_id, e)
+    assert {e.runbook for e in inner.values()} >= {"hold", "swap", "restore", "release"}, inner
+    assert all(e.facts.get(PARENT_RUN) == cid for e in inner.values()), inner
+    assert [p.name for p in (tmp_path / "data" / "comparisons").iterdir()] == \
+        [cmp_rows[0].inputs["bracket_id"]]

@@ -35,7 +35,7 @@ def test_the_tui_compare_runs_the_smallest_design_that_can_reach_a_claim(monkeyp
 
     seen = {}
 
-    def build(nctx, journal, *, options, observer):
+    def build(nctx, journal, *, options, observer, bracket_id=None):
         seen["rounds"] = options.rounds
         return SimpleNamespace(), "cmp-dir"
 

@@ -7,8 +7,10 @@ resident restored at the end; then prints the evidence report of the comparison
 legs, their pairing, the cost (minutes forecast from this node's measured swap, restore,
 restart and leg-measurement times in the journal, or "no measurement yet"; whether the design
 can reach a throughput/latency claim, with its minimum detectable effect or the rounds it
-needs; JSON ``cost``) and the runbook plan once (:func:`render_dry_run`), and changes nothing;
-a real run prints the cost on stderr before it asks. The compare stops the seat's
+needs; JSON ``cost``), where it writes (a new folder ``cmp-<time>-<id>`` made when the compare
+starts: a dry run names none; JSON ``folder``) and the runbook plan once
+(:func:`render_dry_run`), and changes nothing. A real run writes into the folder its own plan
+names, and prints the cost on stderr before it asks. The compare stops the seat's
 resident, so it asks the engineer to type the seat's name unless ``--yes``.
 
 Exit codes: as the other action commands (README.md): 0 done — every leg complete; 1 failed
@@ -65,17 +67,20 @@ def _plan_json(legs: Any, pairs_: Any, plan: Any,
 
 
 def render_dry_run(title: str, legs: Any, pairs_: Any, plan: Any,
-                   cost: dict[str, Any] | None = None) -> str:
+                   cost: dict[str, Any] | None = None, folder: str | None = None) -> str:
     """The dry-run text, printed once: one header naming every leg (round, pair) and the
     pairs, the cost (``cost``: :func:`seat_console.actions.compare.forecast` — minutes from
     this node's measured swap and probe times, and whether the design can reach a claim),
-    then the runbook's plan (``✗`` marks a refused precondition; ``–`` no change)."""
+    where the comparison will be written (``folder``: a sentence), then the runbook's plan
+    (``✗`` marks a refused precondition; ``–`` no change)."""
     head = [f"{title} — plan (read from the node now; nothing changed):",
             f"  {len(legs)} legs: "
             + ", ".join(f"{x.name} (round {x.round}, pair {x.pair})" for x in legs)
             + "; pairs " + ", ".join(f"{a.name}-{b.name}" for a, b in pairs_)]
     if cost is not None:
         head.append(f"  cost: {cost['text']}")
+    if folder is not None:
+        head.append(f"  folder: {folder}")
     return "\n".join([*head, *(f"  {line}" for line in plan.text_lines())]) + "\n"
 
 
@@ -114,18 +119,23 @@ def run(args: argparse.Namespace, loaded: LoadedProfile) -> int:
             fidelity=not args.no_fidelity, canaries=not args.no_canaries, force=args.force,
             reason=args.reason,
             on_log=lambda line: print(f"  | {line}", file=sys.stderr, flush=True))
-        rb, cmp_dir = cmp_mod.build_compare(nctx, journal, options=opts,
-                                            observer=ac.observer(args.json))
+        # a dry run names no folder (a later compare mints its own); a real run writes into
+        # the one its plan names
+        rb, cmp_dir = cmp_mod.build_compare(
+            nctx, journal, options=opts, observer=ac.observer(args.json),
+            bracket_id=cmp_mod.UNNAMED_BRACKET if args.dry_run else None)
         plan = rb.plan()
         title = f"compare {args.bracket} x{args.rounds} on the seat {loaded.profile.node.name}"
         cost = compare_cost(cmp_mod, journal, args.bracket, args.rounds,
                             restore_first=plan.facts.get("seat_holder") == "candidate")
         if args.dry_run:
+            folder = (f"a new folder {cmp_dir} is made when the compare starts (this dry run "
+                      "names none)")
             if args.json:
-                print(jsonout.dumps(_plan_json(legs, pairs(legs), plan, cost), indent=2,
-                                    default=str))
+                print(jsonout.dumps({**_plan_json(legs, pairs(legs), plan, cost),
+                                     "folder": folder}, indent=2, default=str))
             else:
-                sys.stdout.write(render_dry_run(title, legs, pairs(legs), plan, cost))
+                sys.stdout.write(render_dry_run(title, legs, pairs(legs), plan, cost, folder))
             return ac.EXIT_OK if plan.ok else ac.EXIT_REFUSED
         if not args.json:
             print(f"compare cost: {cost['text']}", file=sys.stderr)

@@ -96,7 +96,9 @@ def pairs(legs: tuple[LegPlan, ...]) -> list[tuple[LegPlan, LegPlan]]:
 
 
 def new_bracket_id(at: datetime | None = None) -> str:
-    """``cmp-YYYYMMDDTHHMMSSZ-xxxxxx``: the start (UTC) and 6 random hex digits."""
+    """``cmp-YYYYMMDDTHHMMSSZ-xxxxxx``: when it was minted (UTC: the compare's plan, which
+    its run then uses, so the folder the plan names is the one written) and 6 random hex
+    digits."""
     t = at or utcnow()
     return f"cmp-{t.strftime('%Y%m%dT%H%M%SZ')}-{secrets.token_hex(3)}"
 

@@ -345,7 +345,10 @@ def _make_compare(ctl: RunbookController, journal: Any, nctx: Any, observer: Any
     # the confirmation's other button plans one round (ctl.compare_rounds)
     opts = cmp_mod.CompareOptions(on_log=on_log)
     opts.rounds = getattr(ctl, "compare_rounds", None) or cmp_mod.claim_rounds(opts.order)
-    rb, cmp_dir = cmp_mod.build_compare(nctx, journal, options=opts, observer=observer)
+    # the run writes into the folder the confirmed plan named (its bracket ID), not a new one
+    planned = (getattr(ctl, "plan_facts", None) or {}).get("bracket_id")
+    rb, cmp_dir = cmp_mod.build_compare(nctx, journal, options=opts, observer=observer,
+                                        bracket_id=planned if isinstance(planned, str) else None)
     return CompareRun(rb, cmp_dir, opts, nctx, plan_bracket(opts.order, opts.rounds), on_log,
                       journal)
 
