@@ -89,7 +89,7 @@ class FitRun:
         from seat_console.actions.read_stages import fit_facts
 
         f = fit_facts(self.nctx)
-        shown = [f"fit verdict now: {f['verdict']} — {f['words']}",
+        shown = [f"fit verdict now: {verdict_words(f)}",
                  f"• journal it as the fit stage (candidate {f['candidate']}, resident "
                  f"{f['resident']}); nothing on the node changes"]
         if f["verdict"] != "fits":
@@ -201,15 +201,53 @@ class DecideRun:
 
 def decision_lines(decision: dict[str, Any], needs: str = "") -> list[str]:
     """A decision as the confirmation and the log show it: ``decision: KEEP — why``, then
-    one line per question (``✓ fits? (critical): yes: …``), then what would decide it."""
-    out = [f"decision: {decision.get('outcome')} — {decision.get('why') or ''}".rstrip(" —")]
-    for q in decision.get("questions") or []:
+    one line per question (``✓ fits? (critical): yes: …``), then what would decide it.
+
+    A KEEP's or INCONCLUSIVE's ``why`` is its deciding questions' answers joined
+    (:func:`seat_console.evidence.decision.outcome_of`): when it is made of nothing else, the
+    headline names those questions instead (``decision: INCONCLUSIVE — from throughput and
+    latency? (its answer below)``), so a long "cannot tell, because …" is shown once."""
+    qs = decision.get("questions") or []
+    why = _why_words(str(decision.get("why") or ""), qs)
+    out = [f"decision: {decision.get('outcome')} — {why}".rstrip(" —")]
+    for q in qs:
         ans = str(q.get("answer") or "")
         out.append(f"  {answer_mark(ans)} {q.get('question')}"
                    f"{' (critical)' if q.get('critical') else ''}: {ans}")
     if needs or decision.get("needs"):
         out.append(f"what would decide it: {needs or decision.get('needs')}")
     return out
+
+
+def verdict_words(facts: dict[str, Any]) -> str:
+    """The fit verdict and its sentence (:func:`~seat_console.actions.read_stages.fit_facts`)
+    once: the sentence alone when it starts with the verdict (``fits: 2 × … GiB free``), else
+    ``<verdict> — <sentence>`` (``no verdict — the profile names no [candidate]``)."""
+    verdict, words = str(facts.get("verdict") or ""), str(facts.get("words") or "")
+    if verdict and words.lower().startswith(verdict.lower()) \
+            and words[len(verdict):len(verdict) + 1] in (":", " ", ""):
+        return words
+    return f"{verdict} — {words}".strip(" —")
+
+
+def _why_words(why: str, questions: list[Any]) -> str:
+    """``why``, or — when it is only the answers of some of ``questions`` (each as
+    ``"<question> [(critical) ]<answer>"``, joined by ``"; "``) — ``from <those questions>
+    (their answers below)``."""
+    rest, named = why, []
+    for q in questions:
+        if not isinstance(q, dict):
+            continue
+        question, answer = str(q.get("question") or ""), str(q.get("answer") or "")
+        for part in (f"{question} (critical) {answer}", f"{question} {answer}"):
+            if question and answer and part in rest:
+                rest = rest.replace(part, "", 1)
+                named.append(question)
+                break
+    if not named or rest.replace(";", "").strip():
+        return why
+    return (f"from {', '.join(named)} "
+            f"({'its answer' if len(named) == 1 else 'their answers'} below)")
 
 
 def make_fit(ctl: Any, journal: Any, nctx: Any, _observer: Any, on_log: Any) -> FitRun:
@@ -228,4 +266,5 @@ def make_decide(ctl: Any, journal: Any, nctx: Any, _observer: Any, on_log: Any) 
 
 
 __all__ = ["DecideRun", "FitRun", "ImageRun", "StagePlan", "StageResult",
-           "decision_lines", "make_decide", "make_fit", "make_image", "refused"]
+           "decision_lines", "make_decide", "make_fit", "make_image", "refused",
+           "verdict_words"]
