@@ -100,3 +100,73 @@ def test_any_parent_value_in_the_journal_is_read_without_error(parent: Any) -> N
     top = _top_level(runs)
     assert "run-a" in top
     assert ("run-b" in top) == (parent != "run-a")
+
+
+async def test_the_runbook_screen_stays_on_compare_while_its_swap_leg_runs(
+        tmp_path: Path, monkeypatch) -> None:
+    """The runbook screen (``g``, 120x40) read before the compare and while its swap leg
+    runs: the highlight stays on compare and no row says the swap stage is running."""
+    from datetime import UTC, datetime, timedelta
+
+    from app_fixtures import CountingPanel, CountingSource, FakeClock, default_loaded
+    from runbook_history import History
+    from screen_fixtures import wait_for
+
+    from seat_console.tui.app import SeatConsoleApp
+    from seat_console.widgets.runbook_screen import RunbookScreen, stage_rows
+
+    monkeypatch.setenv("SEAT_CONSOLE_STATE_DIR", str(tmp_path / "state"))
+    proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)",
+                             "seat_console"])
+    runner = {**runner_identity(), "pid": proc.pid}
+    inside, go = threading.Event(), threading.Event()
+    j = Journal(tmp_path / "journal.sqlite3")
+    h = History(j, tmp_path, datetime.now(UTC) - timedelta(hours=1))
+    h.fit()
+    h.image()
+    h.hold()
+    h.backport()
+    states = [read_runbook(None, j, runs_dir=tmp_path / "runs", seat="resident")]
+
+    def held(_ctx: Any) -> str:
+        inside.set()
+        assert go.wait(WAIT_S)
+        return "candidate serves"
+
+    outer = Runbook("compare", [_step("leg B1: seat", lambda c: Runbook(
+        "swap", [_step("start probe", held)], journal=j, facts={"runner": runner}).run()
+        .describe())], journal=j, facts={"runner": runner})
+    t = threading.Thread(target=outer.run, daemon=True)
+    t.start()
+    try:
+        assert inside.wait(WAIT_S)
+        states.append(read_runbook(None, j, runs_dir=tmp_path / "runs", seat="candidate"))
+    finally:
+        go.set()
+        t.join(WAIT_S)
+        proc.kill()
+        proc.wait()
+        j.close()
+    shown = iter(states)
+    app = SeatConsoleApp(default_loaded(), interval=3600.0,
+                         panels=[(lambda _l: CountingSource(), CountingPanel)],
+                         clock=FakeClock(), age_tick_s=3600.0, watch_terminal=False,
+                         runbook_reader=lambda _app: next(shown, states[-1]))
+    async with app.run_test(size=(120, 40)) as pilot:
+        await wait_for(pilot, lambda: app.runbook_reads >= 1, "the first read")
+        await pilot.press("g")
+        await wait_for(pilot, lambda: isinstance(app.screen, RunbookScreen), "the screen")
+        scr = app.screen
+        ol = scr.query_one("#runbook-stages")
+        compare_at = [s.name for s in states[0].stages].index("compare")
+        assert states[0].next.name == "compare" and ol.highlighted == compare_at
+        reads = app.runbook_reads
+        app.read_runbook_now()
+        await wait_for(pilot, lambda: app.runbook_reads > reads
+                       and scr.state is states[-1], "the read during the swap leg")
+        await pilot.pause()
+        assert ol.highlighted == compare_at, ol.highlighted
+        swap = scr.state.stage("swap")
+        assert swap.status != "running", swap
+        assert "running" not in stage_rows(swap, is_next=False, key_of=app.key_of).plain
+        assert scr.state.stage("compare").status == "running"
