@@ -57,13 +57,16 @@ class PlanReady(Message):
 
 class RunbookEvent(Message):
     """One line of a running flow: ``key`` (the step it updates in place; ``None``: a new
-    line) and ``line`` (plain text)."""
+    line), ``line`` (plain text) and ``event`` (the runbook's
+    :class:`~seat_console.actions.runbook.Event` it came from; ``None`` for a log line)."""
 
-    def __init__(self, kind: str, line: str, key: str | None = None) -> None:
+    def __init__(self, kind: str, line: str, key: str | None = None,
+                 event: Any = None) -> None:
         super().__init__()
         self.kind = kind
         self.line = line
         self.key = key
+        self.event = event
 
 
 class RunFinished(Message):

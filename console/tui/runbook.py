@@ -255,12 +255,15 @@ class ComparePlan:
     """The compare's plan for the confirmation: the bracket's legs named first (as
     ``seat-console compare --dry-run`` prints them), then the runbook's plan lines — whatever
     they say (its cost forecast included). ``ok``, ``lines``, ``facts``: the plan's;
-    ``rounds``: the bracket's rounds (the confirmation offers the other design)."""
+    ``rounds``: the bracket's rounds (the confirmation offers the other design); ``legs``:
+    how many legs (the run's progress line counts them)."""
 
-    def __init__(self, plan: Any, head: list[str], rounds: int = 1) -> None:
+    def __init__(self, plan: Any, head: list[str], rounds: int = 1,
+                 legs: int | None = None) -> None:
         self.plan = plan
         self.head = head
         self.rounds = rounds
+        self.legs = legs
         self.ok = plan.ok
         self.lines = plan.lines
         self.facts = getattr(plan, "facts", None)
@@ -293,7 +296,7 @@ class CompareRun:
             + ", ".join(f"{a.name}-{b.name}" for a, b in pairs(self.legs))]
         cost = self.cost_line()
         return ComparePlan(self.rb.plan(), head + ([cost] if cost else []),
-                           max((x.round for x in self.legs), default=1))
+                           max((x.round for x in self.legs), default=1), len(self.legs))
 
     def cost_line(self) -> str | None:
         """``cost: …``: :func:`seat_console.actions.compare.forecast`'s line (minutes from this
@@ -500,6 +503,9 @@ class RunbookController:
         self.compare_rounds: int | None = None
         """The compare's rounds chosen on its confirmation; ``None``: the fewest that can
         reach a claim."""
+        self.progress: Any = None
+        """The running (or last) compare's :class:`~seat_console.tui.compare_progress.
+        CompareProgress`, fed from its runbook's events; ``None`` for other flows."""
         """The release being planned keeps the timers that would fire at once stopped until
         this UTC time (the confirmation's "defer those" choice); ``None``: start them now."""
         from seat_console.tui.probe_tui import ProbeController
@@ -632,6 +638,11 @@ class RunbookController:
             return
         self.title = question.rstrip("?")
         self.lines = {}
+        self.progress = None
+        if flow.kind == "compare":
+            from seat_console.tui.compare_progress import CompareProgress
+
+            self.progress = CompareProgress(legs=getattr(plan, "legs", None))
         self.running = flow.kind
         self.thread = threading.Thread(target=self._run_thread, args=(flow,), daemon=True,
                                        name=f"seat-console:{flow.kind}")
@@ -656,7 +667,7 @@ class RunbookController:
                 line, key = e.line(), None
             # the choice between starting now and deferring was made at the confirmation
             self._post(RunbookEvent(flow.kind, defer_advice(line, None)
-                                    if flow.kind in DEFERRING else line, key))
+                                    if flow.kind in DEFERRING else line, key, event=e))
 
         def on_log(line: str) -> None:
             self._post(RunbookEvent(flow.kind, f"  | {line}"))
@@ -677,6 +688,10 @@ class RunbookController:
 
     def event(self, message: RunbookEvent) -> None:
         """UI thread: one line of the running flow, shown in place."""
+        if message.event is not None and self.progress is not None:
+            from seat_console.tui.compare_progress import advance
+
+            self.progress = advance(self.progress, message.event)
         key = message.key or f"line:{len(self.lines)}"
         self.lines[key] = message.line
         if len(self.lines) > MAX_LINES:
@@ -697,13 +712,24 @@ class RunbookController:
         """Open the log screen of the running (or last) flow."""
         from seat_console.widgets.runlog import RunLogScreen
 
-        screen = RunLogScreen(self.title, list(self.lines.values()), ended=self.running is None)
+        screen = RunLogScreen(self.title, list(self.lines.values()), ended=self.running is None,
+                              progress=self.progress_text if self.progress is not None
+                              else None)
         self.log_screen = screen
 
         def closed(_: object) -> None:
             self.log_screen = None
 
         self.app.push_screen(screen, closed)
+
+    def progress_text(self) -> str:
+        """The running compare's progress line (:mod:`seat_console.tui.compare_progress`), its
+        elapsed times to now (UTC); ``""`` when no compare ran."""
+        from seat_console.tui.compare_progress import progress_line
+
+        if self.progress is None:
+            return ""
+        return progress_line(self.progress, datetime.now(timezone.utc))
 
     # -- 4. notify ---------------------------------------------------------------------------
     def finished(self, message: RunFinished) -> None:
