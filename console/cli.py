@@ -81,7 +81,7 @@ COMMAND_MODULES = [
 # ``--dry-run`` (and read-only modes such as ``hold --status``) still run. ``decide`` is not
 # here: it writes the journal only (the decision row), never the node.
 NODE_CHANGING = {
-    "hold": lambda a: not getattr(a, "status", False),
+    "hold": lambda a: not getattr(a, "status", False) and not getattr(a, "words", None),
     "release": lambda a: True,
     "recover": lambda a: bool(getattr(a, "undo", False) or getattr(a, "complete", False)),
     "build-backport": lambda a: True,

@@ -1,7 +1,8 @@
 """What a new on-call engineer's full seat swap from the runbook screen (``g``, the lab at
 120x40) found in the read stages' confirmations: the decide confirmation printed the long
 "cannot tell, because …" twice (its headline and its question row), and the fit confirmation
-said "fit verdict now: fits — fits: …"."""
+said "fit verdict now: fits — fits: …"; and ``seat-console hold status --json`` failed with
+argparse's "unrecognized arguments: status" (the form is ``hold --status``)."""
 
 from __future__ import annotations
 
@@ -59,3 +60,39 @@ def test_the_fit_confirmation_says_the_verdict_once(monkeypatch: pytest.MonkeyPa
     assert verdict_words({"verdict": "no verdict", "words": "NO VERDICT: no live reading"}) == \
         "NO VERDICT: no live reading"
     assert verdict_words({"verdict": "fits", "words": "fitsomething"}) == "fits — fitsomething"
+
+
+# -- `hold status --json`: the error names `hold --status` -------------------------------------
+@pytest.mark.parametrize("argv, meant", [
+    (["hold", "status", "--json"], "`seat-console hold --status`"),
+    (["hold", "--json", "status"], "`seat-console hold --status`"),
+    (["--readonly", "hold", "status", "--json"], "`seat-console hold --status`"),
+    (["hold", "extend", "1h", "--json"], "`seat-console hold --extend 1h`"),
+    (["hold", "release", "--json"], "`seat-console release`"),
+    (["hold", "4h", "--json"], "--ttl TTL"),
+])
+def test_a_word_after_hold_is_a_usage_error_naming_the_form_meant(
+        argv: list[str], meant: str, tmp_path, monkeypatch, capsys) -> None:
+    """Was argparse's plain "unrecognized arguments: status" (exit 2, no JSON). Now exit 2
+    still (usage, as documented), the error in JSON with --json, naming the form meant;
+    nothing runs (under --readonly too: not taken for placing a hold)."""
+    import json
+
+    from seat_console.cli import main
+
+    monkeypatch.setenv("SEAT_CONSOLE_STATE_DIR", str(tmp_path / "state"))
+    assert main(argv) == 2
+    out, err = capsys.readouterr()
+    doc = json.loads(out)
+    assert doc["ok"] is False and doc["exit"] == 2 and meant in doc["error"], doc
+    assert "nothing was changed" in doc["error"] and "unrecognized" not in err
+    assert "--readonly forbids" not in err
+
+
+def test_hold_help_does_not_show_the_catch_all(capsys) -> None:
+    from seat_console.cli import main
+
+    with pytest.raises(SystemExit):
+        main(["hold", "--help"])
+    out = capsys.readouterr().out
+    assert "words" not in out and "[--status | --extend TTL]" in out

@@ -10,6 +10,10 @@
 * ``hold --extend TTL [--dry-run] [--yes] [--json]`` — a new lease and the silence's end moved
   to now + TTL, then the old lease cancelled.
 
+A word where only options go (``hold status``, ``hold extend 1h``) is a usage error (exit 2,
+JSON with ``--json``) that names the form meant (``hold --status``, ``hold --extend 1h``);
+nothing is changed.
+
 Exit codes: see :mod:`seat_console.commands.action_common` (0 done, 1 failed and undone,
 2 usage / needs --yes, 4 left partly changed, 5 refused — nothing changed, 6 declined).
 ``hold --status``: 0 when everything it shows was read; 3 (unavailable) when a part of the hold
@@ -64,11 +68,34 @@ def register(sub: argparse._SubParsersAction) -> None:
     # "--ttl -5m" / "--extend -5m": take "-5m" as the option's value (argparse would call it an
     # unknown option and print a bare usage error), so run() gives the TTL's own message.
     p._negative_number_matcher = re.compile(r"^-\d")  # noqa: SLF001 - argparse has no API
+    # words where only options go (`hold status`, `hold extend 1h`): run() names the right
+    # form, in JSON with --json (argparse alone said "unrecognized arguments: status")
+    p.add_argument("words", nargs="*", help=argparse.SUPPRESS)
     p.set_defaults(func=ac.ends_with_next(run))
+
+
+def stray_words(words: list[str]) -> str:
+    """The usage error for ``words`` given to ``hold`` (it takes options only), naming the
+    form that was meant: ``hold status`` → ``hold --status``, ``hold extend 1h`` → ``hold
+    --extend 1h``, ``hold release`` → ``release``."""
+    head = words[0].strip().lower()
+    said = " ".join(words)[:100]
+    if head in ("status", "show", "info"):
+        right = "the hold's status is `seat-console hold --status` (add --json for JSON)"
+    elif head == "extend":
+        right = f"extending is `seat-console hold --extend {(words[1:] or ['TTL'])[0][:20]}`"
+    elif head == "release":
+        right = "releasing is `seat-console release`"
+    else:
+        right = ("hold takes options only: --ttl TTL, --reason TEXT, --status, --extend TTL "
+                 "(`seat-console hold --help`)")
+    return f"`hold {said}`: not a form of hold; {right}; nothing was changed"
 
 
 def run(args: argparse.Namespace, loaded: LoadedProfile) -> int:
     """Dispatch to status / extend / place."""
+    if getattr(args, "words", None):
+        return ac.fail(PROG, stray_words(args.words), ac.EXIT_USAGE, args.json)
     try:
         ttl_s = (hold_mod.parse_ttl(args.ttl) if args.ttl is not None
                  else loaded.profile.silence.ttl_s)   # --ttl '' is an error, not the default
