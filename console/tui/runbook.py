@@ -504,8 +504,9 @@ class RunbookController:
         """The compare's rounds chosen on its confirmation; ``None``: the fewest that can
         reach a claim."""
         self.progress: Any = None
-        """The running (or last) compare's :class:`~seat_console.tui.compare_progress.
-        CompareProgress`, fed from its runbook's events; ``None`` for other flows."""
+        """The running (or last) compare's progress
+        (:class:`~seat_console.tui.compare_progress.CompareProgress`), fed from its runbook's
+        events; ``None`` for other flows."""
         """The release being planned keeps the timers that would fire at once stopped until
         this UTC time (the confirmation's "defer those" choice); ``None``: start them now."""
         from seat_console.tui.probe_tui import ProbeController
