@@ -81,6 +81,7 @@ async def confirm(pilot, app, seat: str, limit_s: float = 120, *, one_round: boo
                     and app.screen is not scr, "the one-round compare's plan", limit_s)
         scr = app.screen
         assert "1 round" in scr.title_text + str(scr.yes_label), scr.title_text
+    app.confirmed_lines = list(scr.lines)     # what the engineer read (the compare's folder)
     if scr.typed is not None:
         await pilot.press(*seat, "enter")
     else:
@@ -103,9 +104,34 @@ async def run_next(pilot, app, stage: str, seat: str, limit_s: float) -> str:
         await until(pilot, lambda: isinstance(app.screen, ProbeScreen), "the probe screen", 60)
         await until(pilot, lambda: not isinstance(app.screen, ProbeScreen) or app.screen.ended,
                     "the probe's end", limit_s)
-    await until(pilot, lambda: not app.runbooks.busy and app.runbook_state.next is not None
-                and app.runbook_state.next.name != stage
-                or app.runbook_state.stage(stage).status == "failed", f"{stage} done", limit_s)
+    seen: set[tuple[str | None, str, str]] = set()
+    asked = [-1, 0.0]      # the read count when a read was last asked for, and when
+
+    def moved_on() -> bool:
+        st_ = app.runbook_state
+        if stage == "compare" and app.runbooks.running == "compare":
+            # read the runbook again once the last read landed, at most every 2 s (nothing
+            # else here reads it during the compare: the panels are stand-ins); the compare
+            # without its end row shows
+            # running — or failed: this test process's command line does not name the console,
+            # so runner_alive cannot tell it runs. Its own swap/restore legs are its steps: the
+            # swap stage stays todo (never running or failed), the next stage stays compare,
+            # and its log's progress line names the leg
+            if app.runbook_reads > asked[0] and time.monotonic() - asked[1] >= 2.0:
+                asked[:] = [app.runbook_reads, time.monotonic()]
+                app.read_runbook_now()
+            if st_ is not None and st_.stage("compare").status in ("running", "failed"):
+                seen.add((st_.next.name if st_.next else None, st_.stage("swap").status,
+                          app.runbooks.progress_text()))
+            return False
+        return not app.runbooks.busy and (st_.next is not None and st_.next.name != stage
+                                          or st_.stage(stage).status == "failed")
+
+    await until(pilot, moved_on, f"{stage} done", limit_s)
+    if stage == "compare":
+        assert seen and {n for n, _, _ in seen} == {"compare"}, seen
+        assert {sw for _, sw, _ in seen} == {"todo"}, seen
+        assert any(" of 4 (B2) · seat" in p for _, _, p in seen), sorted(p for *_, p in seen)
     st = app.runbook_state.stage(stage)
     assert st.status in ("done", "skipped"), (stage, st, app.runbooks.lines)
     return title
@@ -124,14 +150,14 @@ def test_a_new_engineer_reaches_a_decision_and_keeps_the_resident_by_enter(
     with exclusive_lab(lab, "the runbook-screen test swaps and compares on the seat"):
         before = timers_active(node, lab.timers)
         try:
-            asyncio.run(_drive(loaded, seat))
+            compare_plan = asyncio.run(_drive(loaded, seat))
         finally:
             restore_seat(lab, env, node, before)
         assert serving(lab) and timers_active(node, lab.timers) == before
         with lab.docker_client() as client:
             assert client.containers.get(lab.resident_container).attrs["State"]["Running"]
             assert not client.containers.list(filters={"name": PROBE_CONTAINER})
-    _the_brackets_evidence(lab, env, tmp_path)
+    _the_brackets_evidence(lab, env, tmp_path, compare_plan)
 
 
 def _journal(lab, env) -> list[dict]:
@@ -143,7 +169,7 @@ def _journal(lab, env) -> list[dict]:
     return doc["rows"]
 
 
-def _the_brackets_evidence(lab, env, tmp_path: Path) -> None:
+def _the_brackets_evidence(lab, env, tmp_path: Path, compare_plan: list[str]) -> None:
     """The A/B/B/A bracket the screen ran (resident vs the backport, one round), checked as
     evidence through the CLI that reads it back: identities, matched populations, fresh
     incarnations, fidelity, the report verified against its raw files, and the decision.
@@ -151,6 +177,11 @@ def _the_brackets_evidence(lab, env, tmp_path: Path) -> None:
     rows = _journal(lab, env)
     (cmp_dir,) = {r["facts"]["cmp_dir"] for r in rows if r["runbook"] == "compare"
                   and r["facts"].get("cmp_dir")}
+    # the folder the compare's confirmation named is the one it wrote (the plan's bracket ID)
+    assert any(cmp_dir in line for line in compare_plan), (cmp_dir, compare_plan)
+    nested = {r["run_id"]: r for r in reversed(rows) if r["facts"].get("parent_run")}
+    # the hold was placed before (its stage): the compare's own runs are its swap and restore
+    assert {r["runbook"] for r in nested.values()} >= {"swap", "restore"}, nested
     backport = [r["facts"]["image_id"] for r in rows if r["runbook"] == "build-backport"
                 and r["facts"].get("image_id")]
     assert backport, [(r["runbook"], r["kind"]) for r in rows]
@@ -197,7 +228,8 @@ def _the_brackets_evidence(lab, env, tmp_path: Path) -> None:
     assert dec["decision"] == "INCONCLUSIVE" and "min on this node" in dec["needs"], dec
 
 
-async def _drive(loaded, seat: str) -> None:
+async def _drive(loaded, seat: str) -> list[str]:
+    """Drive the runbook screen (module docstring); the compare confirmation's lines."""
     app = SeatConsoleApp(loaded, interval=3600.0, clock=FakeClock(), age_tick_s=3600.0,
                          panels=[(lambda _l: CountingSource(), CountingPanel)],
                          watch_terminal=False)
@@ -209,6 +241,7 @@ async def _drive(loaded, seat: str) -> None:
         await run_next(pilot, app, "backport", seat, 300)
         # the bracket starts from the resident (arm A): the runbook offers it before the swap
         await run_next(pilot, app, "compare", seat, 1500)
+        compare_plan = app.confirmed_lines
         assert app.runbook_state.seat_holder == "resident"
         await run_next(pilot, app, "swap", seat, 600)
         assert app.runbook_state.seat_holder == "candidate"
@@ -234,3 +267,4 @@ async def _drive(loaded, seat: str) -> None:
         assert app.runbook_state.stage("release").status == "done"
         assert app.runbook_state.stage("promote").status == "skipped" or decision == \
             "PROMOTE-ABLE"
+    return compare_plan
