@@ -786,7 +786,7 @@ def printing_observer(write: Callable[[str], Any]) -> Observer:
     return obs
 
 
-__all__ = ["GATE_STEP", "PARENT_RUN", "Check", "Event", "Gate", "Observer", "Plan", "PlanLine", "Refusals",
-           "Result", "RunContext", "Runbook",
+__all__ = ["GATE_STEP", "PARENT_RUN", "Check", "Event", "Gate", "Observer", "Plan", "PlanLine",
+           "Refusals", "Result", "RunContext", "Runbook",
            "Step", "StepError", "StepOutcome", "StopRequested", "facts_from_rows", "in_flight",
            "new_run_id", "printing_observer", "stop_in_flight"]
