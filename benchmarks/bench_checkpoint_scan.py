@@ -47,16 +47,16 @@ def _bf16(tensors: list[F.Tensor]) -> list[F.Tensor]:
     return [(n, "BF16", s) for n, d, s in tensors if not n.endswith("weight_scale_inv")]
 
 
-def floor_read(directory: str) -> int:
-    """Read and ``json.loads`` the header of every ``*.safetensors`` file in ``directory``
-    (the format: an unsigned little-endian 64-bit header length, then that many bytes of
-    JSON; huggingface/safetensors' README); return the tensor count. What any scan of the
-    headers must do at the least: the floor the scanner is held to."""
+def floor_read(directory: str, loads=json.loads) -> int:
+    """Read and ``loads`` (default ``json.loads``) the header of every ``*.safetensors`` file in
+    ``directory`` (the format: an unsigned little-endian 64-bit header length, then that many
+    bytes of JSON; huggingface/safetensors' README); return the tensor count. What any scan of
+    the headers must do at the least: the floor the scanner is held to."""
     n = 0
     for path in sorted(Path(directory).glob("*.safetensors")):
         with open(path, "rb") as f:
             (size,) = struct.unpack("<Q", f.read(8))
-            header = json.loads(f.read(size))
+            header = loads(f.read(size))
         n += len(header) - ("__metadata__" in header)
     return n
 
@@ -64,13 +64,7 @@ def floor_read(directory: str) -> int:
 def floor_read_orjson(directory: str) -> int:
     """:func:`floor_read` with ``orjson.loads``, the parser the scan uses (the scan's floor
     with its own parser)."""
-    n = 0
-    for path in sorted(Path(directory).glob("*.safetensors")):
-        with open(path, "rb") as f:
-            (size,) = struct.unpack("<Q", f.read(8))
-            header = orjson.loads(f.read(size))
-        n += len(header) - ("__metadata__" in header)
-    return n
+    return floor_read(directory, orjson.loads)
 
 
 def _loadavg() -> list[float]:
