@@ -540,3 +540,19 @@ def test_needs_name_compare_once_and_fits_says_what_records_a_budget() -> None:
     assert "`seat-console fit`" in got
     assert merge_needs(["x", "x", ""]) == "x"
     assert "`seat-console fit`" in FIT_HOW and "no fit budget" not in FIT_HOW
+
+
+def test_the_canaries_pass_says_each_verdict_once_with_its_kinds() -> None:
+    """Met by a new on-call engineer: "all no difference can be claimed, arithmetic no
+    difference can be claimed, …" — the verdict repeated per kind and run into its name."""
+    rep = json.loads(json.dumps(_GOOD))
+    kinds = {"all": "no difference can be claimed", "arithmetic": "no difference can be claimed",
+             "code": "B higher"}
+    rep["canaries"] = {"comparisons": {k: {"verdict": v} for k, v in kinds.items()}}
+    rep["claims"] = [c for c in rep["claims"] if not str(c["subject"]).startswith("canaries")]
+    rep["claims"] += [_claim(f"canaries ({k})", _OVERLAP if v.startswith("no") else [])
+                      for k, v in kinds.items()]
+    a = dc.answer_canaries(rep)
+    assert a.status == dc.PASS, a
+    assert a.answer == ("yes: no kind is worse on B (no difference can be claimed: all, "
+                      "arithmetic; B higher: code)"), a.answer

@@ -340,7 +340,8 @@ def answer_canaries(rep: Mapping[str, Any]) -> Answer:
         return _unknown(Q_CANARIES, "only one arm has canary results",
                         "canaries on both arms of one bracket")
     claims = {str(c.get("subject")): c for c in _claims(rep)}
-    worse, unknown, fine = [], [], []
+    worse, unknown = [], []
+    fine: dict[str, list[str]] = {}   # verdict -> the kinds that have it
     for kind, comp in sorted(comps.items()):
         claim = claims.get(f"canaries ({kind})", {})
         verdict = comp.get("verdict") if isinstance(comp, Mapping) else None
@@ -351,14 +352,16 @@ def answer_canaries(rep: Mapping[str, Any]) -> Answer:
         elif verdict == "A higher" and claim.get("survives"):
             worse.append(f"{kind}: {claim.get('statement')}")
         else:
-            fine.append(f"{kind} {verdict}")
+            fine.setdefault(str(verdict), []).append(kind)
     if worse:
         return Answer(Q_CANARIES, FAIL, "no: B passes fewer by a claimed difference — "
                                         + "; ".join(worse))
     if unknown:
         return _unknown(Q_CANARIES, "; ".join(unknown),
                         "complete canary populations on both arms of one undisturbed bracket")
-    return Answer(Q_CANARIES, PASS, "yes: no kind is worse on B (" + ", ".join(fine) + ")")
+    # each verdict said once, with its kinds: "no difference can be claimed: all, code"
+    return Answer(Q_CANARIES, PASS, "yes: no kind is worse on B ("
+                  + "; ".join(f"{v}: {', '.join(k)}" for v, k in fine.items()) + ")")
 
 
 def _goodput_claims(rep: Mapping[str, Any]) -> list[Mapping[str, Any]]:
