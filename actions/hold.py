@@ -398,9 +398,14 @@ def build_hold(nctx: NodeContext, journal: Journal, *, ttl_s: int, reason: str =
         return ctx.facts["hold"]
 
     def expires(ctx: RunContext) -> datetime:
+        """The hold's end: the one the lease's apply fixed (TTL counted from placing), else,
+        while planning, one instant for every line of the plan (the lease's and the silence's
+        said 21:10Z and 21:11:00Z for one end: the on-call trial)."""
         h = hold(ctx)
-        if h["expires_at"] is None:  # fixed when the lease is planned/scheduled
-            return utcnow() + timedelta(seconds=ttl_s)
+        if h["expires_at"] is None:
+            if h.get("planned_end") is None:
+                h["planned_end"] = iso(utcnow() + timedelta(seconds=ttl_s))
+            return _from_iso(h["planned_end"])  # type: ignore[return-value]
         return _from_iso(h["expires_at"])  # type: ignore[return-value]
 
     # 1. lease ----------------------------------------------------------------------------
@@ -461,7 +466,7 @@ def build_hold(nctx: NodeContext, journal: Journal, *, ttl_s: int, reason: str =
                                 f"({', '.join(units)}){forced}")
         when = expires(ctx)
         return Check(True, f"schedule lease {h['lease']}.timer on {tr.where}: at "
-                           f"{zulu(when, ttl_s)} (in {fmt_ttl(ttl_s)}) it starts "
+                           f"{iso(when)} ({fmt_ttl(ttl_s)} after it is placed) it starts "
                            f"{', '.join(active)}{forced}")
 
     def lease_apply(ctx: RunContext) -> str:

@@ -574,3 +574,54 @@ def test_swap_with_the_candidate_in_the_seat_says_the_state_and_what_to_run_next
     assert "nothing to swap out" not in "\n".join(plan.text_lines())
     assert "already stopped" not in "\n".join(plan.text_lines())
     assert rb.run().outcome == "refused" and nctx.engine.calls == []
+
+
+def test_the_hold_plan_names_one_end_for_the_lease_and_the_silence(tmp_path, monkeypatch
+                                                                    ) -> None:
+    """Met by a new on-call engineer: the plan's lease line said ``at 21:10Z`` and its silence
+    line ``until 2026-12-05T21:11:00Z`` — two forms and, a second apart, two instants for one
+    hold's end. Both lines now give the same instant in the same form."""
+    import re
+    from types import SimpleNamespace
+
+    from app_fixtures import default_loaded
+
+    from seat_console.node.context import NodeContext
+    from seat_console.sources.timers import TimersReading
+    from seat_console.tui.runbook import FLOWS
+
+    units = NodeContext(default_loaded()).timer_units
+
+    def fake_read(transport: Any, us: Any, **kw: Any) -> TimersReading:
+        return TimersReading(read_at=datetime.now(UTC), where="fake", timers=tuple(
+            TimerState(unit=u, load_state="loaded", active_state="active",
+                       sub_state="waiting") for u in units))
+    monkeypatch.setattr(hold_mod, "read_timers", fake_read)
+    monkeypatch.setattr(node_ops, "read_timers", fake_read)
+    monkeypatch.setattr(node_ops, "node_leases", lambda tr, **k: [])
+    # the embedded profile's matcher names the node's Prometheus instance, not 127.0.0.1
+    monkeypatch.setattr(hold_mod, "coverage_warnings", lambda matchers, endpoint: [])
+    ticks = iter(range(10_000))
+    real_now = hold_mod.utcnow
+    # each call a second later: the plan's lines are checked at different instants
+    monkeypatch.setattr(hold_mod, "utcnow", lambda: real_now() + timedelta(seconds=next(ticks)))
+
+    class Tr:
+        where, _node_path = "fake", "/usr/bin"
+
+        def resolve(self, b: str) -> tuple[str, None]:
+            return f"/usr/bin/{b}", None
+
+    class AM:
+        url = "http://am.invalid:9093"
+
+        def list_silences_tolerant(self) -> list:
+            return []
+    nctx = NodeContext(default_loaded(), transport=Tr(), alertmanager=AM())
+    ctl = SimpleNamespace(hold_ttl_s=3600, reason="r", plan_facts=None)
+    plan = FLOWS["hold"].make(ctl, Journal(tmp_path / "j.sqlite3"), nctx, None, None).plan()
+    text = {x.step: x.text or str(x.error) for x in plan.lines}
+    lease = re.search(r"at (\S+Z) \(1 h after it is placed\)", text["schedule lease"])
+    silence = re.search(r"until (\S+Z)", text["silence seat"])
+    assert lease and silence, "\n".join(f"{k}: {v}" for k, v in text.items())
+    assert lease.group(1) == silence.group(1), text
