@@ -106,6 +106,7 @@ async def run_next(pilot, app, stage: str, seat: str, limit_s: float) -> str:
                     "the probe's end", limit_s)
     seen: set[tuple[str | None, str, str]] = set()
     asked = [-1, 0.0]      # the read count when a read was last asked for, and when
+    after_end: list[int | None] = [None]   # reads to wait for: the first begun after the end
 
     def moved_on() -> bool:
         st_ = app.runbook_state
@@ -124,8 +125,20 @@ async def run_next(pilot, app, stage: str, seat: str, limit_s: float) -> str:
                 seen.add((st_.next.name if st_.next else None, st_.stage("swap").status,
                           app.runbooks.progress_text()))
             return False
-        return not app.runbooks.busy and (st_.next is not None and st_.next.name != stage
-                                          or st_.stage(stage).status == "failed")
+        if app.runbooks.busy:
+            return False
+        if after_end[0] is None:
+            # the flow has ended: judge only a read that began after its end (one begun during
+            # it can land now saying "failed": this process is not a console, so runner_alive
+            # cannot tell the run was alive; CI, stop 40)
+            after_end[0] = app.runbook_reads + (2 if app._rb_busy else 1)
+            app.read_runbook_now()
+            return False
+        if app.runbook_reads < after_end[0]:
+            return False
+        st_ = app.runbook_state
+        return st_.next is not None and st_.next.name != stage \
+            or st_.stage(stage).status == "failed"
 
     await until(pilot, moved_on, f"{stage} done", limit_s)
     if stage == "compare":
