@@ -27,6 +27,15 @@ def _step(name: str, apply: Any) -> Step:
     return Step(name, lambda ctx: Check(True, name), apply, lambda ctx: f"{name} ok")
 
 
+def _end(go: threading.Event, t: threading.Thread, proc: Any, j: Journal) -> None:
+    """Let the held step go, wait for the outer run's thread, end the stand-in console
+    process and close the journal (each test's teardown)."""
+    go.set()
+    t.join(WAIT_S)
+    proc.kill()
+    proc.wait()
+    j.close()
+
 def test_a_compare_s_swap_leg_in_progress_is_the_compare_stage(tmp_path: Path) -> None:
     # a stand-in console: its command line names seat_console, as a real one's does
     proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)",
@@ -64,11 +73,7 @@ def test_a_compare_s_swap_leg_in_progress_is_the_compare_stage(tmp_path: Path) -
         assert nested and all(e.facts.get(PARENT_RUN) == outer.run_id for e in nested)
         assert all(PARENT_RUN not in e.facts for e in j.entries() if e.runbook == "compare")
     finally:
-        go.set()
-        t.join(WAIT_S)
-        proc.kill()
-        proc.wait()
-        j.close()
+        _end(go, t, proc, j)
 
 
 def test_a_run_on_its_own_thread_names_no_parent(tmp_path: Path) -> None:
@@ -142,11 +147,7 @@ async def test_the_runbook_screen_stays_on_compare_while_its_swap_leg_runs(
         assert inside.wait(WAIT_S)
         states.append(read_runbook(None, j, runs_dir=tmp_path / "runs", seat="candidate"))
     finally:
-        go.set()
-        t.join(WAIT_S)
-        proc.kill()
-        proc.wait()
-        j.close()
+        _end(go, t, proc, j)
     shown = iter(states)
     app = SeatConsoleApp(default_loaded(), interval=3600.0,
                          panels=[(lambda _l: CountingSource(), CountingPanel)],
