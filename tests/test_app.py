@@ -266,6 +266,7 @@ async def test_hanging_source_stales_its_panel_and_keys_still_work():
     hang, counter = HangingSource(), CountingSource()
     app = make_app([(fixed(hang), CountingPanel), (fixed(counter), CountingPanel)],
                    interval=0.02, clock=clock, age_tick_s=0.02)
+    before = set(threading.enumerate())   # an earlier test's hung read may still be waiting
     try:
         async with app.run_test(size=SIZE) as pilot:
             await wait_for(pilot, lambda: hang.entered.is_set() and counter.reads >= 2,
@@ -286,7 +287,8 @@ async def test_hanging_source_stales_its_panel_and_keys_still_work():
             await wait_for(pilot, lambda: "PAUSED" in screen_text(app), "pause works")
             assert app.states["hanging"].polls == 0  # the hung read was never doubled up
             # the hung read runs in a daemon thread, which process exit does not wait for
-            hung_threads = [t for t in threading.enumerate() if t.name == "seat-console:hanging"]
+            hung_threads = [t for t in threading.enumerate()
+                            if t.name == "seat-console:hanging" and t not in before]
             assert len(hung_threads) == 1 and hung_threads[0].daemon
         # leaving the context quit the app although a read is still hung
         assert not app.is_running and not hang.release.is_set()
@@ -568,17 +570,28 @@ async def test_no_color_renders_monochrome(monkeypatch):
 _PTY_CHILD = """
 import fcntl, os, signal, sys, termios
 fcntl.ioctl(0, termios.TIOCSCTTY, 0)  # the pty becomes the controlling terminal
-if sys.argv[1] == "block":
+if sys.argv[1] != "deliver":
     signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGHUP})  # inherited across exec
-os.execv(sys.executable, [sys.executable, "-m", "seat_console", "--interval", "0.5"])
+if sys.argv[1] != "no-tick":
+    os.execv(sys.executable, [sys.executable, "-m", "seat_console", "--interval", "0.5"])
+# no-tick: the UI thread never checks the terminal (its age tick is an hour away), as when it
+# is stuck (a full output queue behind a dead writer thread): only the watch thread can notice
+from seat_console.tui import app as app_mod
+init = app_mod.SeatConsoleApp.__init__
+def hour_tick(self, *args, **kwargs):
+    init(self, *args, **{**kwargs, "age_tick_s": 3600.0})
+app_mod.SeatConsoleApp.__init__ = hour_tick
+sys.argv = ["seat-console", "--interval", "0.5"]
+from seat_console.cli import main
+sys.exit(main())
 """
 
 
-@pytest.mark.parametrize("block_sighup", [False, True], ids=["sighup", "no-signal"])
-def test_app_exits_when_its_terminal_goes_away(tmp_path, block_sighup):
+@pytest.mark.parametrize("mode", ["deliver", "block", "no-tick"],
+                         ids=["sighup", "no-signal", "no-signal-no-ui-check"])
+def test_app_exits_when_its_terminal_goes_away(tmp_path, mode):
     proc, master = pty_helpers.spawn_python(
-        ["-c", _PTY_CHILD, "block" if block_sighup else "deliver"],
-        {"XDG_CONFIG_HOME": str(tmp_path)}, cols=80, rows=24)
+        ["-c", _PTY_CHILD, mode], {"XDG_CONFIG_HOME": str(tmp_path)}, cols=80, rows=24)
     try:
         out = pty_helpers.read_until(master, b"GPUs (NVML)")
         assert b"GPUs (NVML)" in out, out[-2000:]

@@ -187,3 +187,52 @@ def test_app_watchdog_waits_for_runbooks(monkeypatch):
             break
         time.sleep(0.02)
     assert calls[0] == hangup_mod.RUNBOOK_STOP_GRACE_S and calls[1][0] == "exit"
+
+
+def test_leaving_the_terminal_unblocks_a_ui_thread_stuck_behind_a_dead_writer(monkeypatch):
+    """Textual's output thread died on the dead terminal with its queue full and the UI thread
+    blocked in ``put``: leaving the terminal from the watch thread drains the queue, so the
+    UI thread's write returns (it would block for good otherwise: seen under CI load)."""
+    import queue
+
+    import seat_console.tui.app as app_mod
+    import seat_console.tui.hangup as hangup_mod
+
+    calls: list = []
+    monkeypatch.setattr(hangup_mod, "HANGUP_EXIT_GRACE_S", 0.0)
+    monkeypatch.setattr(hangup_mod, "stop_in_flight", lambda grace_s: calls.append(grace_s) or [])
+    monkeypatch.setattr(hangup_mod.os, "_exit", lambda code: calls.append(("exit", code)))
+
+    class DeadWriter(threading.Thread):   # Textual's WriterThread's shape: _queue, join
+        def __init__(self) -> None:
+            super().__init__(daemon=True)
+            self._queue: queue.Queue = queue.Queue(3)
+
+        def run(self) -> None:
+            return   # ended, as the real one dies on EIO, leaving its queue undrained
+
+    class Driver:
+        _writer_thread = DeadWriter()
+
+    Driver._writer_thread.start()
+    Driver._writer_thread.join()
+    for frame in range(3):
+        Driver._writer_thread._queue.put(f"frame {frame}")
+    app = app_mod.SeatConsoleApp(default_loaded(), watch_terminal=False)
+    monkeypatch.setattr(app, "_driver", Driver())
+    wrote = threading.Event()
+
+    def ui_write() -> None:
+        Driver._writer_thread._queue.put("one frame too many")
+        wrote.set()
+
+    threading.Thread(target=ui_write, daemon=True).start()
+    assert not wrote.wait(0.3)   # blocked: the queue is full and nobody drains it
+    assert app._leave_terminal("terminal hung up")   # from this (the watch) thread
+    assert wrote.wait(30), "the UI thread's write stayed blocked"
+    assert not app._leave_terminal("again")   # once
+    for _ in range(500):
+        if len(calls) >= 2:
+            break
+        time.sleep(0.02)
+    assert calls[-1] == ("exit", hangup_mod.EXIT_HANGUP_FORCED)

@@ -1,10 +1,20 @@
 """The hang-up watchdog: the console exits when its terminal goes away.
 
-On SIGHUP, and when the terminal stops answering ``tcgetattr`` (a hang-up that sent no signal,
-checked on the age tick), :meth:`HangupMixin.terminal_gone` asks a runbook in flight to stop
-after its step, points stdin/stdout/stderr at ``/dev/null`` and exits; if the clean exit is
-itself stuck writing to the dead terminal, a watchdog thread ends the process after
-:data:`HANGUP_EXIT_GRACE_S` (and :data:`RUNBOOK_STOP_GRACE_S` for a runbook's step).
+Three ways to notice: SIGHUP (on the UI thread's loop); a thread that waits in ``poll(2)`` for
+the terminal's ``POLLHUP``/``POLLERR`` (:func:`wait_for_hangup`: a hang-up that sent no signal,
+e.g. SIGHUP blocked, noticed even while the UI thread is stuck); and, as a backstop, the age
+tick's ``tcgetattr`` on the UI thread. Then :meth:`HangupMixin.terminal_gone` asks a runbook
+in flight to stop after its step, points stdin/stdout/stderr at ``/dev/null`` and exits with
+:data:`EXIT_HANGUP`; if the clean exit is itself stuck, a watchdog thread ends the process
+after :data:`HANGUP_EXIT_GRACE_S` (and :data:`RUNBOOK_STOP_GRACE_S` for a runbook's step) with
+:data:`EXIT_HANGUP_FORCED`.
+
+Why a thread: Textual's output thread dies on the first write to a hung-up terminal (``EIO``),
+and its queue holds 30 writes; a UI thread that renders 30 more frames before it next checks
+the terminal then blocks in ``Queue.put`` for good (seen under CI load, py-spy: the main thread
+in ``WriterThread.write``), and no check on that thread can run again. The watch thread leaves
+the terminal from outside the UI thread and drains that queue, so the UI thread wakes and
+exits cleanly.
 """
 
 from __future__ import annotations
@@ -12,6 +22,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import select
 import signal
 import sys
 import termios
@@ -32,6 +43,27 @@ EXIT_HANGUP = 129
 EXIT_HANGUP_FORCED = 140
 """Exit code when, after the terminal went away, the clean exit did not finish within
 :data:`HANGUP_EXIT_GRACE_S` and the watchdog ended the process."""
+
+def wait_for_hangup(fd: int) -> str | None:
+    """Block (no CPU, no timeout) until the terminal on ``fd`` hangs up: ``poll(2)`` with no
+    events asked for returns only ``POLLHUP``/``POLLERR``, which Linux sets on a pty's slave
+    once its master is closed (drivers/tty/n_tty.c ``n_tty_poll``: ``TTY_OTHER_CLOSED``; a
+    hung-up file's ``hung_up_tty_poll``). Returns why (``"terminal hung up"``), or ``None``
+    when ``fd`` is not open (``POLLNVAL``: nothing to watch). Raises nothing; an ``OSError``
+    from ``poll`` is logged and read as ``None``."""
+    watch = select.poll()
+    try:
+        watch.register(fd, 0)
+        while True:
+            for _fd, events in watch.poll():
+                if events & select.POLLNVAL:
+                    return None
+                if events & (select.POLLHUP | select.POLLERR):
+                    return "terminal hung up"
+    except OSError:
+        log.debug("cannot watch fd %s for a hang-up", fd, exc_info=True)
+        return None
+
 
 def in_flight() -> list:
     """:func:`seat_console.actions.runbook.in_flight` (the runbook engine and its journal are
@@ -55,17 +87,36 @@ class HangupMixin:
 
     _tty_fd: int | None
     _shutting_down: bool
+    _hangup_lock = threading.Lock()
+    """Makes leaving the terminal happen once per process (the watch thread and the UI thread
+    may both notice)."""
+    _hangup_why: str | None = None
+    """Why the terminal was left (``None``: it was not)."""
+    _hangup_exit_asked = False
 
     def _install_hangup_watch(self) -> None:
-        """Exit on SIGHUP; remember the terminal to check it answers (:meth:`_check_terminal`)."""
+        """Exit on SIGHUP; remember the terminal to check it answers (:meth:`_check_terminal`)
+        and start the thread that waits for its hang-up (:func:`wait_for_hangup`)."""
+        loop = asyncio.get_running_loop()
         try:
-            asyncio.get_running_loop().add_signal_handler(signal.SIGHUP, self.terminal_gone,
-                                                          "SIGHUP")
+            loop.add_signal_handler(signal.SIGHUP, self.terminal_gone, "SIGHUP")
         except (NotImplementedError, RuntimeError, ValueError):
             log.debug("cannot install SIGHUP handler")
         fd = sys.__stdout__.fileno() if sys.__stdout__ is not None else None
-        if fd is not None and os.isatty(fd):
-            self._tty_fd = fd
+        if fd is None or not os.isatty(fd):
+            return
+        self._tty_fd = fd
+
+        def watch() -> None:
+            why = wait_for_hangup(fd)
+            if why is None or not self._leave_terminal(why):
+                return
+            try:
+                loop.call_soon_threadsafe(self.terminal_gone, why)
+            except RuntimeError:   # the loop is closed: the app has exited already
+                log.debug("hang-up after the loop closed")
+
+        threading.Thread(target=watch, name="seat-console-hangup-watch", daemon=True).start()
 
     def _check_terminal(self) -> None:
         assert self._tty_fd is not None
@@ -75,10 +126,25 @@ class HangupMixin:
             self.terminal_gone("terminal stopped answering")
 
     def terminal_gone(self, why: str = "terminal gone") -> None:
-        """The terminal went away: exit now; end the process if the exit itself hangs."""
-        if self._shutting_down:
+        """The terminal went away (UI thread): leave it (:meth:`_leave_terminal`, unless the
+        watch thread did) and exit with :data:`EXIT_HANGUP`. Does nothing while a normal exit
+        is already under way."""
+        self._leave_terminal(why)
+        if self._hangup_why is None or self._hangup_exit_asked:
             return
-        self._shutting_down = True
+        self._hangup_exit_asked = True
+        self.exit(return_code=EXIT_HANGUP)
+
+    def _leave_terminal(self, why: str) -> bool:
+        """Any thread, once: start the watchdog that ends the process if the exit hangs, point
+        stdin/stdout/stderr at ``/dev/null`` and unblock a UI thread stuck on Textual's output
+        queue. Returns True when this call did it; False when the terminal was left already or
+        a normal exit is under way (``_shutting_down``). Raises nothing."""
+        with self._hangup_lock:
+            if self._hangup_why is not None or self._shutting_down:
+                return False
+            self._hangup_why = why
+            self._shutting_down = True
         log.warning("exiting: %s", why)
 
         def watchdog() -> None:
@@ -102,18 +168,21 @@ class HangupMixin:
             except OSError:
                 log.debug("could not detach from the dead terminal", exc_info=True)
         self._unblock_dead_writer()
-        self.exit(return_code=EXIT_HANGUP)
+        return True
 
     def _unblock_dead_writer(self) -> None:
-        """If Textual's output thread already died writing to the dead terminal, drain its
-        queue so the exit's last writes (restoring the terminal) cannot block the UI thread.
-        Best effort on Textual internals; the watchdog in :meth:`terminal_gone` backs it up."""
+        """Once Textual's output thread has ended (it dies on its first write to the dead
+        terminal, ``EIO``; or it stopped), drain its queue for good, so no write of the UI
+        thread (a frame, the exit's restoring of the terminal) can block on a full queue. Best
+        effort on Textual internals (``textual/drivers/_writer_thread.py``); the watchdog in
+        :meth:`_leave_terminal` backs it up."""
         writer = getattr(self._driver, "_writer_thread", None)
         queue = getattr(writer, "_queue", None)
-        if writer is None or queue is None or writer.is_alive():
+        if writer is None or queue is None:
             return
 
         def drain() -> None:
+            writer.join()   # a live writer now writes to /dev/null; drain only a dead one's
             while True:
                 queue.get()
 
@@ -122,4 +191,4 @@ class HangupMixin:
 
 
 __all__ = ["EXIT_HANGUP", "EXIT_HANGUP_FORCED", "HANGUP_EXIT_GRACE_S", "RUNBOOK_STOP_GRACE_S",
-           "HangupMixin", "in_flight", "stop_in_flight"]
+           "HangupMixin", "in_flight", "stop_in_flight", "wait_for_hangup"]
