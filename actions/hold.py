@@ -512,9 +512,12 @@ def build_hold(nctx: NodeContext, journal: Journal, *, ttl_s: int, reason: str =
     def sil_check(ctx: RunContext) -> Check:
         am_reachable(nctx)
         shown = ", ".join(str(m) for m in matchers)
-        misses = coverage_warnings(matchers, str(nctx.profile.seat.endpoint))
+        misses = coverage_warnings(matchers, str(nctx.profile.seat.endpoint),
+                                   nctx.profile.seat.prometheus_instance)
         if misses and not force:
-            raise StepError(f"{'; '.join(misses)} — fix [[silence.matchers]] in the profile "
+            raise StepError(f"{'; '.join(misses)} — fix [[silence.matchers]] (or "
+                            f"seat.prometheus_instance, the seat's instance label in "
+                            f"Prometheus) in the profile "
                             f"{nctx.loaded.source}, or pass --force --reason TEXT")
         warn = f"; WARNING (forced): {'; '.join(misses)}" if misses else ""
         return Check(True, f"create silence {{{shown}}} on {_am(nctx).url} until "

@@ -498,7 +498,7 @@ def test_the_planned_expiry_is_ttl_from_now(tmp_path, monkeypatch) -> None:
 
     rb, steps = _hold_run(tmp_path, monkeypatch, {})
     monkeypatch.setattr(hold_mod, "am_reachable", lambda nctx: None)
-    monkeypatch.setattr(hold_mod, "coverage_warnings", lambda matchers, endpoint: [])
+    monkeypatch.setattr(hold_mod, "coverage_warnings", lambda matchers, endpoint, instance=None: [])
     monkeypatch.setattr(hold_mod, "_am", lambda nctx: type("AM", (), {"url": "http://am"})())
     before = datetime.now(UTC)
     c = steps["silence seat"].check(rb.ctx)       # planned: expires_at not fixed yet

@@ -600,7 +600,7 @@ def test_the_hold_plan_names_one_end_for_the_lease_and_the_silence(tmp_path, mon
     monkeypatch.setattr(node_ops, "read_timers", fake_read)
     monkeypatch.setattr(node_ops, "node_leases", lambda tr, **k: [])
     # the embedded profile's matcher names the node's Prometheus instance, not 127.0.0.1
-    monkeypatch.setattr(hold_mod, "coverage_warnings", lambda matchers, endpoint: [])
+    monkeypatch.setattr(hold_mod, "coverage_warnings", lambda matchers, endpoint, instance=None: [])
     ticks = iter(range(10_000))
     real_now = hold_mod.utcnow
     # each call a second later: the plan's lines are checked at different instants

@@ -86,6 +86,26 @@ def test_coverage_warnings_name_the_matcher_and_the_seat_endpoint():
     assert w == ('the hold\'s silence would not cover the seat: matcher '
                  'instance="127.0.0.1:18001" vs the seat\'s 127.0.0.1:18000 (seat.endpoint)')
     assert coverage_warnings([m("127.0.0.1:18000", equal=False)], seat)
+    # Prometheus scrapes the seat as seat-node:8000 while the console reaches it on loopback:
+    # seat.prometheus_instance is the label the silence must match, not the endpoint's
+    assert coverage_warnings([m("seat-node:8000")], seat, "seat-node:8000") == []
+    (w,) = coverage_warnings([m("127.0.0.1:18000")], seat, "seat-node:8000")
+    assert w == ('the hold\'s silence would not cover the seat: matcher '
+                 'instance="127.0.0.1:18000" vs the seat\'s seat-node:8000 '
+                 '(seat.prometheus_instance)')
+
+
+def test_the_embedded_default_profiles_silence_covers_its_own_seat():
+    """A hold on the embedded default profile is not refused by its own matcher (it matched
+    ``seat-node:8000`` against the loopback endpoint and refused every hold)."""
+    from seat_console.core.profile import load_profile
+    from seat_console.node.alertmanager import SilenceMatcher
+    from seat_console.sources.silences import coverage_warnings
+
+    p = load_profile(None, environ={}).profile
+    matchers = [SilenceMatcher.from_profile(x) for x in p.silence.matchers]
+    assert any(x.name == "instance" for x in matchers)
+    assert coverage_warnings(matchers, str(p.seat.endpoint), p.seat.prometheus_instance) == []
 
 
 def test_a_matcher_missing_the_seat_refuses_the_hold_and_status_warns(lab, tmp_path):

@@ -214,6 +214,12 @@ class SeatSpec(_Strict):
         "the seat container's environment (or swap.env for the candidate)",
     )
     endpoint: AnyHttpUrl = AnyHttpUrl("http://127.0.0.1:8000")
+    prometheus_instance: str | None = Field(
+        default=None, min_length=1, max_length=255, pattern=r"^[^\s]+$",
+        description="the seat's `instance` label as the fleet's Prometheus scrapes it (e.g. "
+                    "'seat-node:8000' where the console reaches the engine on 127.0.0.1); the "
+                    "hold checks its silence's instance matcher against it. Unset: host:port "
+                    "of endpoint (Prometheus' default instance, the target's __address__)")
     drain_timeout_s: float = Field(
         default=60.0, ge=0.0, le=3600.0,
         description="before the seat's engine is stopped (swap, restore, each compare leg): how "

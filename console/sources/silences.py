@@ -71,7 +71,8 @@ class SilencesReading(Frozen):
     tls_verify: bool
     unreadable: tuple[str, ...] = ()
     coverage: tuple[str, ...] = ()
-    """:func:`coverage_warnings` of the profile's matchers against ``seat.endpoint``: the
+    """:func:`coverage_warnings` of the profile's matchers against the seat's instance
+    (``seat.prometheus_instance``, else ``seat.endpoint``'s host:port): the
     hold's silence would not cover the seat (shown as a warning)."""
 
     @property
@@ -128,15 +129,19 @@ def seat_instance(endpoint: str) -> str:
     return f"{host}:{u.port or (443 if u.scheme == 'https' else 80)}"
 
 
-def coverage_warnings(matchers: Sequence[SilenceMatcher], endpoint: str) -> list[str]:
+def coverage_warnings(matchers: Sequence[SilenceMatcher], endpoint: str,
+                      instance: str | None = None) -> list[str]:
     """Why the hold's silence (``matchers``: the profile's ``[[silence.matchers]]``) would not
     cover the seat: one sentence per ``instance`` matcher that does not match the seat's own
-    ``instance`` (:func:`seat_instance` of ``endpoint``, the profile's ``seat.endpoint``), e.g.
-    "the hold's silence would not cover the seat: matcher instance="127.0.0.1:18001" vs the
-    seat's 127.0.0.1:18000 (seat.endpoint)"; ``[]`` when each matches (or there is none: the
-    other matchers then decide). A regex RE2 refuses gives a sentence saying so."""
+    ``instance`` label — ``instance`` (the profile's ``seat.prometheus_instance``: the label as
+    the fleet's Prometheus scrapes the seat) when given, else :func:`seat_instance` of
+    ``endpoint`` (``seat.endpoint``) — e.g. "the hold's silence would not cover the seat:
+    matcher instance="127.0.0.1:18001" vs the seat's 127.0.0.1:18000 (seat.endpoint)"; ``[]``
+    when each matches (or there is none: the other matchers then decide). A regex RE2 refuses
+    gives a sentence saying so."""
+    where = "seat.prometheus_instance" if instance else "seat.endpoint"
     try:
-        inst = seat_instance(endpoint)
+        inst = instance or seat_instance(endpoint)
     except ValueError as exc:
         return [f"cannot tell whether the hold's silence covers the seat: {exc}"]
     out = []
@@ -150,7 +155,7 @@ def coverage_warnings(matchers: Sequence[SilenceMatcher], endpoint: str) -> list
             continue
         if not ok:
             out.append(f"the hold's silence would not cover the seat: matcher {m} vs the "
-                       f"seat's {inst} (seat.endpoint)")
+                       f"seat's {inst} ({where})")
     return out
 
 
@@ -169,11 +174,14 @@ class SilenceSource(Source):
     name = "silences"
 
     def __init__(self, client: AlertmanagerClient, seat: Sequence[SilenceMatcher], *,
-                 owns_client: bool = True, endpoint: str | None = None) -> None:
+                 owns_client: bool = True, endpoint: str | None = None,
+                 instance: str | None = None) -> None:
         self.client = client
         self.seat = tuple(seat)
-        self.coverage = tuple(coverage_warnings(self.seat, endpoint)) if endpoint else ()
-        """Set once from the profile (``endpoint``: ``seat.endpoint``)."""
+        self.coverage = (tuple(coverage_warnings(self.seat, endpoint or "", instance))
+                         if endpoint or instance else ())
+        """Set once from the profile (``endpoint``: ``seat.endpoint``; ``instance``:
+        ``seat.prometheus_instance``)."""
         self.owns_client = owns_client
         """``False``: the client is shared (the app's node context closes it)."""
         self._version: str | None = None
@@ -254,11 +262,13 @@ def make_source(loaded: LoadedProfile, *, context: Any | None = None) -> Source:
     try:
         if context is not None:
             return SilenceSource(context.alertmanager, matchers, owns_client=False,
-                                 endpoint=str(p.seat.endpoint))
+                                 endpoint=str(p.seat.endpoint),
+                                 instance=p.seat.prometheus_instance)
         client = AlertmanagerClient(p.alertmanager)
     except AlertmanagerError as exc:
         return BrokenSource("silences", str(exc))
-    return SilenceSource(client, matchers, endpoint=str(p.seat.endpoint))
+    return SilenceSource(client, matchers, endpoint=str(p.seat.endpoint),
+                         instance=p.seat.prometheus_instance)
 
 
 __all__ = ["SilenceSource", "SilencesReading", "coverage_warnings", "make_source", "seat_labels",
