@@ -456,7 +456,7 @@ def test_status_text_counts_expired_silences_in_one_line() -> None:
 @pytest.mark.parametrize("readonly", [False, True])
 async def test_footer_shows_every_node_key_at_160_and_120_and_fits_80(readonly) -> None:
     """Issue 18: the footer hid H B S R U at 120 columns although they fit there; at 80 it
-    drops the rarest keys (saying "? more keys") and nothing runs under the palette's key (the
+    drops the rarest keys (saying "? all keys") and nothing runs under the palette's key (the
     stray character in the last column, "palettec")."""
     app, _ = F.seat_app()
     app.readonly = readonly
@@ -465,7 +465,7 @@ async def test_footer_shows_every_node_key_at_160_and_120_and_fits_80(readonly) 
         await all_read(pilot, app)
         for width in (160, 120):
             await pilot.resize_terminal(width, 40)
-            # "? help", or "? more keys" once "⏎ details" / "e evidence" leave (120 columns,
+            # "? help", or "? all keys" once "⏎ details" / "e evidence" leave (120 columns,
             # since issue 30's g and c keys)
             await wait_for(pilot, lambda: "H hold" in text_of(app).splitlines()[-1]
                            or (readonly and "? help" in text_of(app).splitlines()[-1]), "footer")
@@ -475,12 +475,12 @@ async def test_footer_shows_every_node_key_at_160_and_120_and_fits_80(readonly) 
             assert footer.rstrip().endswith("^p palette"), footer
         await pilot.resize_terminal(80, 24)
         await wait_for(pilot, lambda: len(text_of(app).splitlines()[-1].rstrip()) <= 80
-                       and (readonly or "more keys" in text_of(app).splitlines()[-1]), "narrow")
+                       and (readonly or "all keys" in text_of(app).splitlines()[-1]), "narrow")
         footer = text_of(app).splitlines()[-1]
         assert "q quit" in footer and "^p palette" in footer
         # issue 30: the viewing keys (r refresh, p pause) go first, the action keys stay
         assert ("S swap" in footer and "P probe" in footer) is (not readonly), footer
-        assert ("? more keys" in footer) is (not readonly)
+        assert ("? all keys" in footer) is (not readonly)
         assert footer.rstrip().endswith("^p palette"), footer
         left = footer.rstrip()[:-len("^p palette")].rstrip(" ▏|")
         assert not left.endswith(("c", "palette")), footer

@@ -82,9 +82,9 @@ async def test_footer_offers_the_runbooks_action_keys_at_80_columns() -> None:
     async with app.run_test(size=(80, 24)) as pilot:
         await all_read(pilot, app)
         footer = lines_of(app)[-1]
-        for key in ("H hold", "B build", "S swap", "P probe", "R restore", "g guide"):
+        for key in ("H hold", "B build", "S swap", "P probe", "R restore", "g runbook"):
             assert key in footer, footer
-        assert "q quit" in footer and "? more keys" in footer and "^p palette" in footer
+        assert "q quit" in footer and "? all keys" in footer and "^p palette" in footer
 
 
 class _Engine(Source):

@@ -220,11 +220,11 @@ async def test_the_runbook_screen_under_readonly_runs_nothing(monkeypatch) -> No
 
 async def test_the_runbook_is_in_help_and_the_palette() -> None:
     app = _app()
-    assert any(k == "g" and label == "guide" for k, label, _s in app.help_rows())
+    assert any(k == "g" and label == "runbook" for k, label, _s in app.help_rows())
     async with app.run_test(size=(120, 40)) as pilot:
         await pilot.press("question_mark")
         await wait_for(pilot, lambda: isinstance(app.screen, HelpScreen), "help")
-        assert "g guide — The runbook screen" in app.screen.key_text()
+        assert "g runbook — The runbook screen" in app.screen.key_text()
         await pilot.press("escape")
         await pilot.press("ctrl+p")
         await pilot.pause(0.2)

@@ -6,7 +6,7 @@ character in the last column). :class:`SeatFooter` measures the keys it would sh
 key is ``key + space + label`` and a one-column gap) and, while they do not fit beside the
 palette's key, leaves out keys in the order ``drop_order`` gives (the key table's
 :func:`seat_console.tui.keys.footer_drop_order`: the rarest first), saying so on the help key
-("? more keys"); the help screen (``?``) always lists every key. Under ``--readonly`` the app
+("? all keys"); the help screen (``?``) always lists every key. Under ``--readonly`` the app
 disables node actions (``check_action``), so the Footer does not show them at any width.
 Pure view: no I/O.
 """
@@ -22,6 +22,12 @@ from textual.events import Resize
 from textual.widgets import Footer
 from textual.widgets._footer import FooterKey
 
+ALL_KEYS = "all keys"
+"""The help key's label once any key is left out (the help screen lists them all)."""
+
+ALL_KEYS_EXTRA = cell_len(ALL_KEYS) - cell_len("help")
+"""Columns :data:`ALL_KEYS` takes beyond the help key's own label ("help", the key table's)."""
+
 PALETTE_CELLS = 12
 """Columns the command palette's key takes at the right (``▏^p palette``)."""
 
@@ -35,12 +41,13 @@ def keys_to_drop(widths: Sequence[tuple[str, int]], width: int,
                  drop_order: Sequence[str]) -> set[str]:
     """The actions to leave out so ``widths`` (``(action, cells)`` per key, in order) fits in
     ``width`` columns beside the palette's key, dropping in ``drop_order``'s order (the help
-    key's "more keys" is 5 columns longer than "help" once anything is left out)."""
+    key's :data:`ALL_KEYS` is :data:`ALL_KEYS_EXTRA` columns longer than "help" once anything is
+    left out)."""
     room = width - PALETTE_CELLS
     total = sum(c for _, c in widths)
     dropped: set[str] = set()
     for action in drop_order:
-        if total + (5 if dropped else 0) <= room:
+        if total + (ALL_KEYS_EXTRA if dropped else 0) <= room:
             break
         gone = sum(c for a, c in widths if a == action)
         if gone:
@@ -114,7 +121,7 @@ class SeatFooter(Footer):
             if isinstance(w, FooterKey) and w.action in drop:
                 continue
             if drop and isinstance(w, FooterKey) and w.action == self.HELP_ACTION:
-                w = FooterKey(w.key, w.key_display, "more keys", w.action,
+                w = FooterKey(w.key, w.key_display, ALL_KEYS, w.action,
                               disabled=w.disabled, tooltip=w.tooltip).data_bind(
                                   compact=Footer.compact)
             if isinstance(w, FooterKey):
@@ -129,4 +136,4 @@ class SeatFooter(Footer):
             self.call_later(self.recompose)
 
 
-__all__ = ["PALETTE_CELLS", "SeatFooter", "key_cells", "keys_to_drop", "preset_compact"]
+__all__ = ["ALL_KEYS", "ALL_KEYS_EXTRA", "PALETTE_CELLS", "SeatFooter", "key_cells", "keys_to_drop", "preset_compact"]

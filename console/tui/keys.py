@@ -76,7 +76,7 @@ KEYS: tuple[Key, ...] = (
     Key("leave-field", "escape", "leave_field", "leave field",
         "Leave a text field (the what-if controls), so the console's keys work again.",
         display="Esc"),
-    Key("runbook", "g", "runbook", "guide",
+    Key("runbook", "g", "runbook", "runbook",
         "The runbook screen: every stage of the seat swap with its status, evidence and what "
         "it needs; Enter runs the next stage, fit to release (plan, then confirm); at the "
         "decision it offers promote or keep.", footer_rank=2),
