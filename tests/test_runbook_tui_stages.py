@@ -34,7 +34,7 @@ from hypothesis import strategies as st
 sys.path.insert(0, str(Path(__file__).parent))
 from app_fixtures import (CountingPanel, CountingSource, FakeClock, decided_runbook,
                           default_loaded, recorded_runbook)
-from screen_fixtures import flat, lines_of, wait_for
+from screen_fixtures import flat, lines_of, screen_text, wait_for
 
 from seat_console.actions.runbook import Plan, PlanLine
 from seat_console.actions.stages import STAGES
@@ -599,3 +599,59 @@ async def test_a_long_decision_keeps_its_buttons_and_hint_on_80x24(keyed) -> Non
                        "every button on the screen")
         assert _visible(app, "#decision-hint")
         assert "Decision: INCONCLUSIVE" in "\n".join(lines_of(app))
+
+
+@SIZES
+async def test_a_finished_runs_log_says_its_outcome_and_what_comes_next(size) -> None:
+    """The log screen of a run that ended: the title is the outcome (not the question it was
+    started with) and, once the runbook was read again after the end, the last line is the
+    next stage as every action's output says it, with the key that runs it here."""
+    from seat_console.tui.messages import RunFinished
+    from seat_console.widgets.runlog import RunLogScreen
+
+    after = recorded_runbook(5)   # the swap done: the probe comes next
+    reads: list[datetime] = []
+
+    def reader(_app):
+        reads.append(datetime.now(UTC))
+        return replace(after, read_at=reads[-1])
+
+    app = SeatConsoleApp(default_loaded(), interval=3600.0,
+                         panels=[(lambda _l: CountingSource(), CountingPanel)],
+                         clock=FakeClock(), age_tick_s=3600.0, watch_terminal=False,
+                         runbook_reader=reader)
+    async with app.run_test(size=size) as pilot:
+        await wait_for(pilot, lambda: app.runbook_reads >= 1, "the first runbook read")
+        ctl = app.runbooks
+        ctl.title, ctl.lines, ctl.running = "Put the candidate in the seat", {}, "swap"
+        ctl.open_log()
+        await wait_for(pilot, lambda: isinstance(app.screen, RunLogScreen)
+                       and "Put the candidate in the seat" in flat(screen_text(app)),
+                       "the log screen, titled with the question")
+        res = SimpleNamespace(ok=True, remaining=(), describe=lambda: (
+            "swap: done — the candidate holds the seat (seat down 3.1 s)"))
+        n = app.runbook_reads
+        ctl.finished(RunFinished("swap", res))
+        await wait_for(pilot, lambda: app.runbook_reads > n and "next: probe" in flat(screen_text(app)),
+                       "the next line after a read begun after the end")
+        text = flat(screen_text(app))
+        assert "swap: done — the candidate holds the seat" in text
+        assert "Put the candidate in the seat" not in text   # the question is gone
+        line = rb.tui_next_line(after, app.key_of)
+        assert line.startswith("next: probe — `seat-console probe`") and line.endswith("here: P")
+        assert ctl.lines["next"] == line and ctl.next_after is None
+        await pilot.press("escape")
+        await wait_for(pilot, lambda: not isinstance(app.screen, RunLogScreen), "closed")
+        ctl.open_log()   # reopened: the next line is still its last
+        await wait_for(pilot, lambda: isinstance(app.screen, RunLogScreen)
+                       and "next: probe" in flat(screen_text(app)), "reopened, next line kept")
+        assert "swap: done — the candidate holds the seat" in flat(screen_text(app))
+
+
+def test_the_next_line_names_the_runbook_screen_for_a_keyless_stage() -> None:
+    state = recorded_runbook(0)   # fit: no key of its own
+    keys = {"runbook": "g"}.get
+    assert rb.tui_next_line(state, keys).endswith(" · here: g, then Enter")
+    assert " · here" not in rb.tui_next_line(state, {}.get)   # nothing runs it here
+    assert rb.tui_next_line(recorded_runbook(len(STAGES), next_stage=None), keys).startswith(
+        "next: nothing")

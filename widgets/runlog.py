@@ -3,7 +3,9 @@ and the engine's or the build's log lines, wrapped at the screen's width (never 
 compare's also has one fixed progress line above them (``leg 2 of 4 (B2) · seat (swap: start
 probe) · step 0:42 · total 3:10``, :mod:`seat_console.tui.compare_progress`). Esc (or q)
 closes it; the run goes on, and the action's key reopens it; once the run ended its title
-says so. Pure view: lines come down from the runbook controller."""
+is the outcome (``swap: done …`` / ``swap FAILED …``) and, when the runbook's state has been
+read again, its last line says what comes next (``next: probe — …``). Pure view: lines come
+down from the runbook controller."""
 
 from __future__ import annotations
 
@@ -96,9 +98,12 @@ class RunLogScreen(ModalScreen[None]):
             return
         self.query_one(RichLog).write(Text(line))
 
-    def mark_ended(self) -> None:
-        """The run ended: the title says so (UI thread)."""
+    def mark_ended(self, outcome: str | None = None) -> None:
+        """The run ended: the title says so, as ``outcome`` (its one-line result) when given
+        instead of the question it was started with (UI thread)."""
         self.ended = True
+        if outcome:
+            self._title = outcome
         if not self._ready:
             return   # composed with the ended title
         self.query_one("#runlog-title", Static).update(self._title_text())

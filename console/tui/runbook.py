@@ -477,6 +477,26 @@ def compare_labels(rounds: int) -> dict[str, Any]:
                     "instead: can (its plan and cost are shown first)."}
 
 
+def tui_next_line(state: Any, key_of: Callable[[str | None], str | None]) -> str:
+    """``state``'s ``next:`` line as every action's output ends it
+    (:func:`~seat_console.actions.stages.next_line`), then how to run it here: the stage's
+    key (``key_of`` of its binding id, as remapped; ``None`` under ``--readonly``), else the
+    runbook screen's (``g``, then Enter). Pure."""
+    from seat_console.actions.stages import next_line
+
+    line = next_line(state)
+    nxt = getattr(state, "next", None)
+    if nxt is None:
+        return line
+    key = key_of(nxt.key) if nxt.key else None
+    guide = key_of("runbook")
+    if key:
+        return f"{line} · here: {key}"
+    if guide:
+        return f"{line} · here: {guide}, then Enter"
+    return line
+
+
 class RunbookController:
     """Drives every node action of one app (see the module docstring). ``app``: the
     :class:`~seat_console.tui.app.SeatConsoleApp`; it forwards :class:`PlanReady`,
@@ -492,6 +512,9 @@ class RunbookController:
         self.lines: dict[str, str] = {}
         self.last_result: Any = None
         self.log_screen: Any = None
+        self.next_after: datetime | None = None
+        """When the last log-screen run ended, until its log got the ``next:`` line from a
+        runbook read begun after that (:meth:`state_read`); ``None``: nothing waits."""
         self.ttl_s: int | None = None
         """The hold's TTL (s) as last given in the options screen (``None``: the profile's)."""
         self.reason = ""
@@ -734,17 +757,23 @@ class RunbookController:
 
     # -- 4. notify ---------------------------------------------------------------------------
     def finished(self, message: RunFinished) -> None:
-        """UI thread: the flow ended: its outcome in place and once as a notification."""
+        """UI thread: the flow ended: its outcome in place and once as a notification; a log
+        screen's title becomes the outcome, and its last line will say what comes next
+        (:meth:`state_read`, from a read of the runbook begun now)."""
         self.running = None
         flow = FLOWS[message.kind]
         res = message.result
-        if flow.view == "log" and self.log_screen is not None:
-            self.log_screen.mark_ended()   # its title no longer says "the run goes on"
         if flow.kind == "probe" and getattr(self.probe, "screen", None) is not None:
             self.probe.screen.mark_ended()   # its footer no longer offers "x stop probe"
+        if flow.view == "log":
+            self.next_after = datetime.now(timezone.utc)
+            read_now = getattr(self.app, "read_runbook_now", None)
+            if read_now is not None:
+                read_now()
         if isinstance(res, BaseException):
             text = human_error(flow.kind, res, self.app.loaded.profile.node.docker_host)
             self.event(RunbookEvent(flow.kind, text, "end"))
+            self._mark_log_ended(flow, text.splitlines()[0])
             self.error(text)
             return
         self.last_result = res
@@ -758,10 +787,34 @@ class RunbookController:
             for line in res.describe().splitlines():
                 self.event(RunbookEvent(flow.kind, line))
             text = res.describe().splitlines()[0]
+            self._mark_log_ended(flow, text)
         if res.ok:
             self.app.notify(escape(text), timeout=8)
         else:
             self.error(text)
+
+    def _mark_log_ended(self, flow: Flow, outcome: str) -> None:
+        if flow.view != "log":
+            return
+        self.title = outcome   # a reopened log is titled with it too
+        if self.log_screen is not None:
+            self.log_screen.mark_ended(outcome)   # the outcome, not "the run goes on"
+
+    def state_read(self, state: Any) -> None:
+        """UI thread, on every runbook read: the first state read after the last log-screen
+        run ended (its ``read_at`` not before the end) adds the ``next:`` line
+        (:func:`~seat_console.actions.stages.next_line`, and the key that runs it here) to
+        that log; on its screen if open, else to the lines it reopens with."""
+        if self.next_after is None or state is None or self.running is not None:
+            return
+        read_at = getattr(state, "read_at", None)
+        if read_at is None or read_at < self.next_after:
+            return
+        self.next_after = None
+        line = tui_next_line(state, getattr(self.app, "key_of", lambda _id: None))
+        self.lines["next"] = line
+        if self.log_screen is not None:
+            self.log_screen.add(line)
 
     def error(self, text: str) -> None:
         """One error notification (markup escaped: ``[swap]`` stays ``[swap]``)."""

@@ -171,6 +171,8 @@ class RunbookStateMixin:
         else:
             self.runbook_error = message.error
         self.show_runbook()
+        if message.state is not None:
+            self.runbooks.state_read(message.state)   # a finished run's log: its next: line
         if self._rb_again:
             self._rb_again = False
             self.read_runbook_now()
