@@ -632,7 +632,8 @@ async def test_a_finished_runs_log_says_its_outcome_and_what_comes_next(size) ->
             "swap: done — the candidate holds the seat (seat down 3.1 s)"))
         n = app.runbook_reads
         ctl.finished(RunFinished("swap", res))
-        await wait_for(pilot, lambda: app.runbook_reads > n and "next: probe" in flat(screen_text(app)),
+        await wait_for(pilot, lambda: app.runbook_reads > n
+                       and "next: probe" in flat(screen_text(app)),
                        "the next line after a read begun after the end")
         text = flat(screen_text(app))
         assert "swap: done — the candidate holds the seat" in text
