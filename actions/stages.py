@@ -564,7 +564,7 @@ def _replace(s: StageState, **kw: Any) -> StageState:
 
 def read_runbook(nctx: Any, journal: Journal, *, runs_dir: Path | None = None,
                  now: datetime | None = None, seat: SeatHolder | None = None,
-                 leases: bool = False) -> RunbookState:
+                 leases: bool = False, profile: Any = None) -> RunbookState:
     """The runbook's state, read now from the node (``nctx``: who holds the seat, by docker;
     ``None``: not read, said in ``problems``), the journal (every stage's runs) and the run
     store (``runs_dir``, default the probe store's; each probe run's summary).
@@ -607,7 +607,8 @@ def read_runbook(nctx: Any, journal: Journal, *, runs_dir: Path | None = None,
     ``seat``: who holds the seat when the caller read it already (then docker is not read).
     ``leases``: also read the hold leases armed on the node by other consoles
     (:attr:`RunbookState.foreign_holds`; one more ``systemctl`` read, so only the fronts that
-    show them ask)."""
+    show them ask). ``profile``: the seat profile when there is no ``nctx`` (the exporter):
+    its ``[candidate.requires]`` decides whether the image stage is ``skipped`` as with one."""
     now = now or datetime.now(UTC)
     rd = _Reader(nctx, journal, runs_dir, now)
     holder = rd.seat_holder() if seat is None else seat
@@ -661,7 +662,7 @@ def read_runbook(nctx: Any, journal: Journal, *, runs_dir: Path | None = None,
             per[s] = [a for a in attempts if a.stage == s][-1:]
     st: dict[str, StageState] = {s: rd.from_attempts(s, per[s]) for s in STAGES}
     # (a) the image stage when the profile asks nothing of the image
-    prof = getattr(nctx, "profile", None)
+    prof = getattr(nctx, "profile", None) or profile
     cand = getattr(prof, "candidate", None) if prof is not None else None
     if prof is not None and getattr(cand, "requires", None) is None \
             and st["image"].status == "todo":

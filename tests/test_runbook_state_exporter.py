@@ -66,6 +66,23 @@ def test_at_rest_there_is_no_next_stage(tmp_path: Path) -> None:
     assert not (tmp_path / "none.sqlite3").exists()   # never created
 
 
+def test_the_image_stage_is_skipped_as_the_runbook_says_when_nothing_is_required(
+        tmp_path: Path) -> None:
+    """The exporter read ``image todo`` where ``seat-console runbook`` said ``image skipped``
+    (the profile declares no ``[candidate.requires]``): the profile now decides both."""
+    from seat_console.core.profile import load_profile
+
+    prof = load_profile(None, environ={}).profile
+    assert prof.candidate.requires is None
+    ro = ReadOnlyJournal(tmp_path / "none.sqlite3")
+    stages, nxt = runbook_stages(ro, tmp_path, prof)
+    assert dict(stages)["image"] == "skipped" and nxt is None
+    assert dict(runbook_stages(ro, tmp_path)[0])["image"] == "todo"   # no profile: not known
+    wants = prof.model_copy(update={"candidate": prof.candidate.model_copy(
+        update={"requires": object()})})
+    assert dict(runbook_stages(ro, tmp_path, wants)[0])["image"] == "todo"
+
+
 def test_a_closed_cycle_has_no_next_stage(hist: History) -> None:
     hist.fit()
     hist.image()
@@ -128,14 +145,15 @@ def test_make_journal_reads_the_stages_again_only_when_the_files_change(hist: Hi
     calls = []
     real = readers.runbook_stages
     monkeypatch.setattr(readers, "runbook_stages",
-                        lambda j, r: calls.append(1) or real(j, r))
+                        lambda j, r, p=None: calls.append(1) or real(j, r, p))
     env = {"SEAT_CONSOLE_STATE_DIR": str(hist.j.path.parent),
            "SEAT_CONSOLE_DATA_DIR": str(hist.data)}
     read, close = readers.make_journal(load_profile(str(prof)), env)
     hist.fit()
     first = read()
-    assert first.next_stage == ("image", "todo") and len(calls) == 1
+    # the profile requires nothing of the image: that stage is skipped, as the runbook says
+    assert first.next_stage == ("hold", "todo") and len(calls) == 1
     assert read() == first and len(calls) == 1          # nothing changed: not read again
-    hist.image()
-    assert read().next_stage == ("hold", "todo") and len(calls) == 2
+    hist.hold()
+    assert read().next_stage == ("backport", "todo") and len(calls) == 2
     close()

@@ -343,21 +343,23 @@ def seat_downtimes(journal: Any) -> tuple[float | None, int, float]:
     return (ds[-1]["seconds"] if ds else None), len(ds), float(sum(d["seconds"] for d in ds))
 
 
-def runbook_stages(journal: Any, runs: Path
+def runbook_stages(journal: Any, runs: Path, profile: Any = None
                    ) -> tuple[tuple[tuple[str, str], ...], tuple[str, str] | None] | str:
     """``(every stage's (name, status), the next stage's (name, status) or None)`` by
     :func:`~seat_console.actions.stages.read_runbook` (the node not read: who holds the seat
-    is the ``containers`` source's), or a sentence when the journal cannot be read. The next
-    stage is given only while a cycle is under way: some stage of the open cycle is not
-    ``todo``."""
+    is the ``containers`` source's; ``profile``, the seat profile, decides the image stage as
+    ``seat-console runbook`` does), or a sentence when the journal cannot be read. The next
+    stage is given only while a cycle is under way: some stage of the open cycle is neither
+    ``todo`` nor ``skipped``."""
     from seat_console.actions.stages import read_runbook
 
-    st = read_runbook(None, journal, runs_dir=runs)
+    st = read_runbook(None, journal, runs_dir=runs, profile=profile)
     bad = [p for p in st.problems if p.startswith("the journal")]
     if bad:
         return bad[0]
     stages = tuple((s.name, s.status) for s in st.stages)
-    begun = any(s.status != "todo" for s in st.stages)
+    begun = any(s.status not in ("todo", "skipped") for s in st.stages)   # a skipped image
+    # stage (nothing required of it) is no cycle under way
     nxt = (st.next.name, st.next.status) if st.next is not None and begun else None
     return stages, nxt
 
@@ -423,7 +425,7 @@ def make_journal(loaded: LoadedProfile, environ: dict[str, str] | None = None) -
         key = _files_key(jpath, Path(str(jpath) + "-wal"), rpath)
         if key != cache.get("key") or time.monotonic() - cache.get("at", 0.0) > STAGES_MAX_AGE_S:
             cache.update(key=key, at=time.monotonic(),
-                         rs=runbook_stages(ReadOnlyJournal(jpath), rpath))
+                         rs=runbook_stages(ReadOnlyJournal(jpath), rpath, loaded.profile))
             cache["down"] = seat_downtimes(ReadOnlyJournal(jpath))
         rs = cache["rs"]
         if isinstance(rs, str):
