@@ -1139,17 +1139,20 @@ class NothingToRestore(StepError):
 def seat_state(nctx: NodeContext) -> tuple[bool | None, bool | None, str | None]:
     """Whether the resident and the probe container run now: ``(resident, probe, problem)``;
     ``None`` and the reason in ``problem`` when docker cannot be read (read only)."""
+    from seat_console.node.docker import docker_error_sentence
+
+    host = nctx.profile.node.docker_host
     try:
         client = _client(nctx)
     except Exception as exc:  # noqa: BLE001 - unknown state, said so
-        return None, None, f"{type(exc).__name__}: {exc}"
+        return None, None, docker_error_sentence(exc, host)
     try:
         res = _running(_inspect(client, _resident_name(nctx)))
         spec = nctx.profile.swap
         probe = _running(_inspect(client, spec.container)) if spec is not None else False
         return res, probe, None
     except Exception as exc:  # noqa: BLE001
-        return None, None, f"{type(exc).__name__}: {exc}"
+        return None, None, docker_error_sentence(exc, host)
     finally:
         client.close()
 

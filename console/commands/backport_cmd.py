@@ -59,8 +59,10 @@ def run(args: argparse.Namespace, loaded: LoadedProfile) -> int:
     try:
         client = _docker(loaded)
     except Exception as exc:  # noqa: BLE001 - DockerException, ConnectionError, …
-        err(f"seat-console build-backport: docker engine unreachable "
-            f"({loaded.profile.node.docker_host or '$DOCKER_HOST'}): {exc}")
+        from seat_console.node.docker import docker_error_sentence
+
+        err(f"seat-console build-backport: "
+            f"{docker_error_sentence(exc, loaded.profile.node.docker_host)}")
         return EXIT_UNAVAILABLE
     try:
         opts = BuildOptions(push=args.push, on_log=lambda line: err(f"  | {line}"))

@@ -78,8 +78,9 @@ def run(args: argparse.Namespace, loaded: LoadedProfile) -> int:
         client = NodeContext.from_profile(loaded).docker(timeout_s=60)
         client.ping()
     except Exception as exc:  # noqa: BLE001 - DockerException, ConnectionError, …
-        return ac.fail(prog, f"docker engine unreachable "
-                             f"({loaded.profile.node.docker_host or '$DOCKER_HOST'}): {exc}",
+        from seat_console.node.docker import docker_error_sentence
+
+        return ac.fail(prog, docker_error_sentence(exc, loaded.profile.node.docker_host),
                        EXIT_UNKNOWN, args.json)
     try:
         check = check_images(loaded, client)

@@ -453,6 +453,45 @@ def missing_socket(docker_host: str) -> str | None:
             f"or $DOCKER_HOST to reach another engine)")
 
 
+_ANSWERED = ("APIError", "NotFound", "ImageNotFound", "InvalidRepository", "BuildError")
+"""The docker SDK's errors that mean the engine answered (and refused); the others (its
+``DockerException`` for a failed version handshake, ``requests``' connection errors) mean it
+was not reached."""
+
+
+def docker_error_sentence(exc: BaseException, docker_host: str | None,
+                          environ: Mapping[str, str] | None = None) -> str:
+    """``exc`` (raised while reaching or asking the docker engine) as one sentence that names
+    the engine's URL (:func:`resolve_docker_host` of ``docker_host``, the profile's
+    ``node.docker_host``) and the fix, without the SDK's exception repr (``('Connection
+    aborted.', FileNotFoundError(2, …))``):
+
+    * the engine answered (an ``APIError``): ``the docker engine at URL refused: <its
+      explanation>``;
+    * not reached: ``cannot reach the docker engine at URL: <why>`` — no socket at the unix
+      URL's path, permission denied on the socket (run as root or a member of
+      the ``docker`` group), connection refused, timed out, else the error's own first line
+      (at most 200 characters) — then the fix: start dockerd, or set ``node.docker_host``.
+
+    Pure but for one ``stat`` of a unix socket's path. Raises nothing."""
+    url = resolve_docker_host(docker_host, environ)
+    text = " ".join(str(exc).split()) or type(exc).__name__
+    if type(exc).__name__ in _ANSWERED:
+        said = getattr(exc, "explanation", None) or text
+        return f"the docker engine at {url} refused: {' '.join(str(said).split())[:200]}"
+    path = ((url[len("unix://"):] or "/var/run/docker.sock") if url.startswith("unix://")
+            else None)
+    low = text.lower()
+    why = (f"no socket at {path}" if path is not None and not os.path.exists(path) else
+           "permission denied on its socket (run as root or as a member of the docker group)"
+           if "permission denied" in low else
+           "connection refused (nothing listens there)" if "connection refused" in low else
+           "it did not answer in time" if "timed out" in low or "timeout" in low else
+           text[:200])
+    return (f"cannot reach the docker engine at {url}: {why}. Start dockerd, or set "
+            "node.docker_host in the profile to the engine that runs the seat")
+
+
 def resolve_docker_host(docker_host: str | None, environ: Mapping[str, str] | None = None) -> str:
     """The engine URL: ``docker_host``, else ``$DOCKER_HOST``, else :data:`DEFAULT_DOCKER_HOST`."""
     env = os.environ if environ is None else environ
@@ -462,5 +501,5 @@ def resolve_docker_host(docker_host: str | None, environ: Mapping[str, str] | No
 __all__ = ["Attribute", "ContainerEvent", "DEFAULT_DOCKER_HOST", "EventStreamStatus",
            "EventWatcher", "IGNORED_ACTIONS", "RECENT_CHANGES", "WATCHED_ACTIONS",
            "container_running",
-           "docker_client", "event_from_api", "find_container",
+           "docker_client", "docker_error_sentence", "event_from_api", "find_container",
            "missing_socket", "parse_docker_time", "resolve_docker_host", "time_or_none"]

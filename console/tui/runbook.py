@@ -134,11 +134,9 @@ def human_error(kind: str, exc: BaseException, docker_host: str | None = None) -
     text = str(exc).strip() or type(exc).__name__
     name = type(exc).__name__
     if name in ("DockerException", "APIError") or "docker" in type(exc).__module__:
-        from seat_console.sources.containers import resolve_docker_host
+        from seat_console.node.docker import docker_error_sentence
 
-        url = resolve_docker_host(docker_host)
-        return (f"{kind}: cannot reach the docker engine at {url}. Start dockerd, or set "
-                "node.docker_host in the profile to the engine that runs the seat.")
+        return f"{kind}: {docker_error_sentence(exc, docker_host)}."
     text = plain_words(text, docker_host)
     if isinstance(exc, TypeError | AttributeError | KeyError | AssertionError | NameError):
         return f"{kind} failed (a bug in the console; the log has the details): {text}"
