@@ -55,9 +55,16 @@ def test_next_dry_run_at_fit_journals_nothing(state: History, capsys) -> None:
     before = len(state.j.entries())
     rc = cli.main(["runbook", "next", "--dry-run", "--json"])
     d = _json(capsys)
-    assert rc == 0 and d["dry_run"] and d["stage"] == "fit"
+    assert d["dry_run"] and d["stage"] == "fit"
     assert d["would_journal"]["verdict"] in ("fits", "over", "no verdict")
+    # the exit code the run would give: 5 when it does not fit (the trial saw 0)
+    assert rc == (0 if d["would_journal"]["verdict"] == "fits" else 5)
     assert len(state.j.entries()) == before
+    rc = cli.main(["runbook", "next", "--dry-run"])
+    out = capsys.readouterr().out
+    v = d["would_journal"]["verdict"]
+    assert f"\nfit — plan: journal the fit verdict ({v}): " in out, out
+    assert rc == (0 if v == "fits" else 5) and len(state.j.entries()) == before
 
 
 def test_next_at_fit_journals_the_verdict_as_a_fit_row(state: History, capsys) -> None:

@@ -225,9 +225,10 @@ def _fit(args: argparse.Namespace, loaded: LoadedProfile, nctx: NodeContext,
             print(jsonout.dumps({"dry_run": True, "stage": "fit", "would_journal": facts},
                              indent=2))
         else:
-            print(f"fit — plan: journal the verdict {facts['verdict']} ({facts['words']}); "
-                  "nothing on the node changes")
-        return ac.EXIT_OK
+            print(f"fit — plan: journal the fit verdict ({facts['verdict']}): "
+                  f"{facts['words']}; nothing on the node changes")
+        # the exit code the run would give (5: it does not fit), as every --dry-run does
+        return ac.EXIT_OK if facts["verdict"] == "fits" else ac.EXIT_REFUSED
     from seat_console.actions.read_stages import record_fit
 
     try:
