@@ -247,25 +247,31 @@ class Plan:
         return "; ".join(self.refusals)
 
     def text_lines(self) -> list[str]:
-        """Plan lines as shown by ``--dry-run`` and the confirmation modal: each refusal its own
-        ``✗`` line; the steps after a refusal once, under one line that says they are what
-        the run would do once the refusals are fixed (indented)."""
-        out: list[str] = []
-        said = False
-        for line in self.lines:
-            if line.error is not None:
-                out.append(f"✗ {line.step}: {line.error}")
-                continue
-            mark = ("• " if line.go else "– ") + line.text
-            if line.after_refusal:
-                if not said:
-                    n = len(self.refusals)
-                    out.append(f"not run now: once the {'refusal' if n == 1 else f'{n} refusals'}"
-                               f" above {'is' if n == 1 else 'are'} fixed, {self.runbook} "
-                               "would:")
-                    said = True
-                mark = "  " + mark
-            out.append(mark)
+        """Plan lines as shown by ``--dry-run`` and the confirmation modal: the lines before
+        the first refusal in order; then each distinct refusal once, as one ``✗`` line naming
+        every step it stops (``✗ record resident, start probe: <error>``; three steps refused
+        for one missing table were three identical lines, under a count of three); then the
+        steps that would run once the refusals are fixed, under one line that says so
+        (indented), the count in it being the ``✗`` lines shown."""
+        first = next((i for i, x in enumerate(self.lines) if x.error is not None), None)
+        if first is None:
+            return [("• " if x.go else "– ") + x.text for x in self.lines]
+        out = [("• " if x.go else "– ") + x.text for x in self.lines[:first]]
+        steps_of: dict[str, list[str]] = {}
+        for x in self.lines[first:]:
+            if x.error is not None:
+                steps = steps_of.setdefault(x.error, [])
+                if x.step not in steps:
+                    steps.append(x.step)
+        out += [f"✗ {', '.join(steps)}: {err}" for err, steps in steps_of.items()]
+        rest = [x for x in self.lines[first:] if x.error is None]
+        later = [x for x in rest if x.after_refusal]
+        out += [("• " if x.go else "– ") + x.text for x in rest if not x.after_refusal]
+        if later:
+            n = len(steps_of)
+            out.append(f"not run now: once the {'refusal' if n == 1 else f'{n} refusals'}"
+                       f" above {'is' if n == 1 else 'are'} fixed, {self.runbook} would:")
+            out += ["  " + ("• " if x.go else "– ") + x.text for x in later]
         return out
 
     def to_json(self) -> dict[str, Any]:

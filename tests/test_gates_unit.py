@@ -625,3 +625,32 @@ def test_the_hold_plan_names_one_end_for_the_lease_and_the_silence(tmp_path, mon
     silence = re.search(r"until (\S+Z)", text["silence seat"])
     assert lease and silence, "\n".join(f"{k}: {v}" for k, v in text.items())
     assert lease.group(1) == silence.group(1), text
+
+
+def test_one_refusal_of_several_steps_is_one_line_and_the_count_is_what_is_shown() -> None:
+    """swap --dry-run on a profile without [swap]: the one missing table refused three steps
+    as three identical ✗ lines, and the header counted "3 refusals above" where only one ✗
+    line stood above it (the others came after). Now: each distinct refusal once, naming its
+    steps, then the steps that would run, under a count that matches."""
+    from seat_console.actions.runbook import Plan, PlanLine
+
+    no_swap = "the profile has no [swap] table"
+    plan = Plan("swap", (
+        PlanLine("seat state", False, "⚠ the seat is down"),
+        PlanLine("record resident", False, "", error=no_swap),
+        PlanLine("stop resident", True, "stop seat-resident after draining it",
+                 after_refusal=True),
+        PlanLine("start probe", False, "", error=no_swap),
+        PlanLine("probe serving", False, "", error=no_swap),
+        PlanLine("hold", False, "", error="no active hold"),
+    ))
+    assert plan.text_lines() == [
+        "– ⚠ the seat is down",
+        f"✗ record resident, start probe, probe serving: {no_swap}",
+        "✗ hold: no active hold",
+        "not run now: once the 2 refusals above are fixed, swap would:",
+        "  • stop seat-resident after draining it",
+    ]
+    assert len(plan.refusals) == 4   # the machine-readable list keeps every step's
+    ok = Plan("swap", (PlanLine("a", True, "do a"), PlanLine("b", False, "b: nothing to do")))
+    assert ok.text_lines() == ["• do a", "– b: nothing to do"]
