@@ -6,6 +6,7 @@ name. Plus the fronts' shape: no function over 80 lines, app.py at most 400 line
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 import pytest
@@ -77,6 +78,19 @@ async def test_help_screen_shows_the_sentences() -> None:
         text = " ".join(c.export_text().split())
         assert "stop the timers and silence the seat's endpoint" in text
         assert "type the seat's name" in text
+
+
+def test_help_names_each_keys_binding_id_for_the_profiles_keys_table() -> None:
+    """README: the [keys] table remaps by binding id, "ids on ?" — the help showed labels
+    only ("g runbook", "H hold"), so nobody could find "node.hold" there."""
+    rows = {label: sentence for _k, label, sentence in _app(_loaded()).help_rows()}
+    for key in kt.KEYS:
+        if key.show or key.help:
+            label = next(lbl for lbl in rows if key.label in lbl.split(" / "))
+            named = [i for ids in re.findall(r"\[keys: ([^\]]+)\]", rows[label])
+                     for i in ids.split(", ")]
+            assert key.id in named, (key.id, rows[label])
+    assert rows["hold"].endswith("[keys: node.hold]")
 
 
 async def test_profile_keys_remap_through_the_keymap() -> None:

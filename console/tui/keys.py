@@ -183,8 +183,10 @@ def help_rows(bindings: Iterable[BindingType], readonly: bool,
     """``(keys, label, sentence)`` per action offered (node actions left out under
     ``readonly``). ``display(binding) -> str`` writes a key as the screen shows it (the app's
     ``get_key_display``: a remapped key shows as remapped). Keys of one action are joined with
-    " / ", and so are the actions of one key (p: pause / resume)."""
+    " / ", and so are the actions of one key (p: pause / resume). A sentence ends with the
+    binding's id, ``[keys: node.hold]`` — what the profile's ``[keys]`` table remaps by."""
     rows: dict[str, tuple[list[str], str, str]] = {}
+    ids: dict[str, list[str]] = {}
     for b in filter_action_bindings(bindings, readonly):
         if not isinstance(b, Binding):
             continue
@@ -193,6 +195,10 @@ def help_rows(bindings: Iterable[BindingType], readonly: bool,
         shown = display(b)  # type: ignore[operator]
         if shown not in keys:
             keys.append(shown)
+        if b.id and b.id not in ids.setdefault(b.action, []):
+            ids[b.action].append(b.id)
+    rows = {a: (k, label, f"{said} [keys: {', '.join(ids[a])}]" if ids.get(a) else said)
+            for a, (k, label, said) in rows.items()}
     merged: dict[str, tuple[list[str], list[str]]] = {}
     for keys, label, sentence in rows.values():
         labels, sentences = merged.setdefault(" / ".join(keys), ([], []))
