@@ -656,3 +656,13 @@ def test_the_next_line_names_the_runbook_screen_for_a_keyless_stage() -> None:
     assert " · here" not in rb.tui_next_line(state, {}.get)   # nothing runs it here
     assert rb.tui_next_line(recorded_runbook(len(STAGES), next_stage=None), keys).startswith(
         "next: nothing")
+
+
+def test_the_strip_counts_the_sources_it_could_not_read_in_words() -> None:
+    """It said "⚠ 2 unread", read as unread messages; it counts sources not read."""
+    two = replace(recorded_runbook(2), problems=("docker: who holds the seat cannot be read",
+                                                 "the node's hold leases cannot be read"))
+    assert "⚠ 2 sources not read" in render_strip(two, 200, {}.get).plain
+    one = replace(two, problems=two.problems[:1])
+    assert "⚠ 1 source not read" in render_strip(one, 200, {}.get).plain
+    assert "not read" not in render_strip(recorded_runbook(2), 200, {}.get).plain

@@ -110,7 +110,8 @@ def _form(state: RunbookState, key_of: KeyOf, form: str, problem: str | None = N
     elif state.next is None:
         out.append(sep + "complete", style="bold green")
     if state.problems and form in ("spaced", "single"):
-        out.append(f"{sep}⚠ {len(state.problems)} unread", style="bold yellow")
+        n = len(state.problems)   # sources the read could not read (g: each, in words)
+        out.append(f"{sep}⚠ {n} source{'s' if n > 1 else ''} not read", style="bold yellow")
     if problem:   # the newest read failed: what is shown is the last good one, said so
         out.append(sep + ("⚠ last read failed" if form in ("spaced", "single") else "⚠ old"),
                    style="bold yellow")
