@@ -102,6 +102,9 @@ def test_flag_is_the_engines_suggestion_and_only_when_it_fits() -> None:
     assert b.verdict.fits
     assert b.kv_flag_bytes == req - 16 * GIB - 150 * (1 << 20)
     assert "--kv-cache-memory-bytes=" + str(b.kv_flag_bytes) in b.flag_words()
+    # the 150 MiB between the KV cache shown and the flag is said (a trial asked why)
+    assert "; 150 MiB below the KV cache above: vLLM's own suggestion keeps its redundancy " \
+           "buffer)" in b.flag_words()
     over = _budget("0.33.0", weights=79 * GIB)
     assert not over.verdict.fits and over.kv_flag_bytes is None and over.flag_words() is None
 

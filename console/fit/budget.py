@@ -634,8 +634,12 @@ class FitBudget(Frozen):
             return None
         v = self.engine.version if self.engine else "the 0.32-0.33 rule"
         toks = f" = {self.kv_flag_tokens:,} KV tokens" if self.kv_flag_tokens else ""
+        left = [c.kv_bytes for c in self.cards if c.kv_bytes is not None]
+        below = min(left) - self.kv_flag_bytes if left else 0
+        why = (f"; {below / (1 << 20):,.0f} MiB below the KV cache above: vLLM's own "
+               "suggestion keeps its redundancy buffer" if below > 0 else "")
         return (f"{KV_FLAG}={self.kv_flag_bytes} ({gib(self.kv_flag_bytes)} GiB per card"
-                f"{toks}) pins this KV cache on vLLM {v}")
+                f"{toks}{why}) pins this KV cache on vLLM {v}")
 
     @property
     def kv_tokens(self) -> int | None:
