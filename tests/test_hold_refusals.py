@@ -127,3 +127,18 @@ def test_a_matcher_missing_the_seat_refuses_the_hold_and_status_warns(lab, tmp_p
     assert "WARNING: the hold's silence would not cover the seat" in r.stdout, r.stdout
     r = seat_cli(lab.profile_path, env, "status")
     assert "would not cover the seat" not in r.stdout
+
+
+def test_hold_help_says_the_embedded_defaults_ttl():
+    """``hold --help`` named silence.ttl_s but not its value; the default profile's is said,
+    and it is the default profile's (this test fails if either moves alone)."""
+    import argparse
+
+    from seat_console.commands import hold_cmd
+    from seat_console.core.profile import load_profile
+
+    sub = argparse.ArgumentParser().add_subparsers()
+    hold_cmd.register(sub)
+    text = sub.choices["hold"].format_help()
+    ttl = load_profile(None, environ={}).profile.silence.ttl_s
+    assert f"{ttl} s = {ttl // 3600} h in the embedded default" in " ".join(text.split())

@@ -53,7 +53,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--ttl", metavar="TTL", help="lease and silence lifetime, e.g. 4h, 30m, "
                                                "1h30m, 900s — a unit on every number "
                                                "(default: the profile's "
-                                               "silence.ttl_s)")
+                                               "silence.ttl_s; 7200 s = 2 h in the embedded "
+                                               "default profile)")
     p.add_argument("--reason", default="", metavar="TEXT",
                    help="why (goes in the silence comment and the journal)")
     p.add_argument("--force", action="store_true",
