@@ -164,3 +164,16 @@ def test_a_boolean_is_not_a_number(key):
 def test_a_boolean_key_still_takes_a_boolean():
     text = re.sub(r"(?m)^verify_tls = .*$", "verify_tls = false", DEFAULT, count=1)
     assert parse_profile(text, SRC).alertmanager.verify_tls is False
+
+
+@pytest.mark.parametrize("literal", ["nan", "+inf", "-inf"])
+def test_a_non_finite_number_is_said_to_be_one(literal):
+    """``refresh_interval_s = nan`` was refused as "less than or equal to 3600 (got nan)",
+    which reads as if nan were too large."""
+    text = DEFAULT.replace("refresh_interval_s = 1.0", f"refresh_interval_s = {literal}")
+    assert text != DEFAULT
+    with pytest.raises(ProfileError) as got:
+        parse_profile(text, SRC)
+    msg = str(got.value)
+    assert msg.startswith(SRC) and "console.refresh_interval_s: must be a finite number, not " \
+        f"{float(literal)!r}" in msg, msg

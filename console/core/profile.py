@@ -1034,6 +1034,11 @@ def _format_validation_error(err: ValidationError, source: str) -> str:
             lines.append(f"  {loc}: must be a TOML boolean, true or false unquoted (got "
                          f"{_clip(repr(e.get('input')))}); write `{loc.rsplit('.', 1)[-1]} = "
                          "true` or `= false`")
+        elif isinstance(e.get("input"), float) and not math.isfinite(e["input"]):
+            # TOML's nan / inf fail the range check, whose words ("less than or equal to
+            # 3600 (got nan)") read as if nan were too large
+            lines.append(f"  {loc}: must be a finite number, not {e['input']!r} (TOML nan and "
+                         f"inf are refused here; {e['msg'][:1].lower()}{e['msg'][1:]})")
         else:
             got = e.get("input")
             shown = "" if isinstance(got, dict) else f" (got {_clip(repr(got))})"
