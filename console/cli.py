@@ -312,6 +312,10 @@ def _main(argv: Sequence[str] | None) -> int:
     try:
         loaded = load_profile(args.profile)
     except ProfileError as exc:
+        if getattr(args, "json", False):   # --json: the error as a document too
+            from seat_console.core import jsonout
+
+            print(jsonout.dumps({"ok": False, "error": str(exc), "exit": EXIT_ERROR}))
         print(f"seat-console: {exc}", file=sys.stderr)
         return EXIT_ERROR
     interrupt.release()

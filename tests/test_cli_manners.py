@@ -98,3 +98,20 @@ def test_no_terminal_names_the_stream_that_is_not_one() -> None:
     assert "stdin is not one" in cli._no_terminal(Pipe(), Tty())
     assert "stdout is not one" in cli._no_terminal(Tty(), Pipe())
     assert "stdin is not one" in cli._no_terminal(object(), Tty())   # no isatty at all
+
+
+def test_a_bad_profile_under_json_is_a_json_error_too(tmp_path, capsys) -> None:
+    """``--json`` on every command: a profile that does not load printed plain text only."""
+    import json
+
+    bad = tmp_path / "typo.toml"
+    bad.write_text("[seat]\ntensor_paralel_size = 2\n")
+    rc = cli.main(["--profile", str(bad), "status", "--json"])
+    out, err = capsys.readouterr()
+    doc = json.loads(out)
+    assert rc == 1 and doc["ok"] is False and doc["exit"] == 1
+    assert str(bad) in doc["error"] and "tensor_paralel_size" in doc["error"]
+    assert "tensor_paralel_size" in err   # and on stderr, as without --json
+    rc = cli.main(["--profile", str(bad), "status"])
+    out, err = capsys.readouterr()
+    assert rc == 1 and out == "" and "tensor_paralel_size" in err
