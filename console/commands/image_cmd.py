@@ -58,7 +58,9 @@ def run(args: argparse.Namespace, loaded: LoadedProfile) -> int:
         return ac.fail(prog, f"{loaded.source} has no [candidate.requires]: declare what the "
                              "candidate needs from its serving image (engine = \">=0.33\", "
                              "[[candidate.requires.files]] path + pattern, python = "
-                             "[\"pkg.mod:attr\"]; see docs/runbook.md, 'The image stage')",
+                             "[\"pkg.mod:attr\"]; see docs/runbook.md, 'The image stage'); "
+                             "without it there is nothing to check and the runbook skips this "
+                             "stage",
                        EXIT_USAGE, args.json)
     targets = images(loaded)
     if args.dry_run:
