@@ -306,3 +306,28 @@ def test_panel_names_the_engine_version_and_the_flag() -> None:
     assert "vLLM 0.34.0: fits:" in text
     assert f"flag: --kv-cache-memory-bytes={comp.resident.kv_flag_bytes} " in text
     assert "vLLM 0.33.0: does not fit" in text   # the candidate's own version (profile)
+
+
+async def test_a_side_without_a_known_engine_names_the_rule_it_was_budgeted_by(monkeypatch):
+    """The trial read "vLLM version unknown" beside a candidate that was not running yet; the
+    row now says which engine rule budgeted it."""
+    import seat_console.widgets.fit as fit_mod
+
+    real = fit_mod.profile_budgets
+
+    def no_engine(*args, **kwargs):
+        comp, rest = real(*args, **kwargs)
+        cand = comp.candidate.model_copy(update={"engine": None})
+        return comp.model_copy(update={"candidate": cand}), rest
+
+    monkeypatch.setattr(fit_mod, "profile_budgets", no_engine)
+    app, _src = make_app()
+    async with app.run_test(size=(160, 60)) as pilot:
+        await wait_for(pilot, lambda: "CANDIDATE" in screen_text(app), "the fit rows")
+        panel = app.query_one(FitPanel)
+        rows = panel.render_compact(app.states["fit"].last_good).plain.splitlines()
+        cand = next(r for r in rows if r.startswith("CANDIDATE"))
+        rule = panel._compact_comparison.candidate.engine_rule
+        assert rule and f"· vLLM ? (rule {rule})" in cand and "unknown" not in cand, cand
+        res = next(r for r in rows if r.startswith("RESIDENT"))
+        assert "· vLLM 0.33.0" in res, res

@@ -417,7 +417,8 @@ class FitPanel(SourcePanel):
             t.append(f"  {b.name} · TP {b.params.tensor_parallel_size} · util "
                      f"{b.util if b.util is not None else b.params.gpu_memory_utilization:g}"
                      + (f" · vLLM {b.engine.version}" if b.engine is not None else
-                        " · vLLM version unknown"))
+                        f" · vLLM ? (rule {b.engine_rule})" if b.engine_rule else
+                        " · vLLM version unknown"))   # not running: Enter's detail says why
             if b.capacity is not None:
                 t.append(f" · KV {b.capacity.kv_tokens:,} tokens, "
                          f"{b.capacity.max_concurrency:.2f}× at {b.capacity.max_model_len:,}")
