@@ -179,6 +179,13 @@ async def test_the_decision_offers_what_it_allows_and_runs_the_choice(keyed, siz
             assert "What would decide it: ≥ 3 rounds (6 pairs)" in text
         if decision == "KEEP":
             assert "✗ canaries? (critical): no: json-schema" in text
+        # the hint names what Enter presses now, and follows the focus
+        hint = lambda: str(scr.query_one("#decision-hint").render())  # noqa: E731
+        assert f"Enter: {buttons[1]} (its plan comes first)" in hint(), hint()
+        await pilot.press("left")
+        await wait_for(pilot, lambda: "Enter: not now" in hint(), "the hint follows the focus")
+        await pilot.press("right")
+        await wait_for(pilot, lambda: f"Enter: {buttons[1]}" in hint(), "back on the first")
         await pilot.press("enter")                      # the focused, first choice
         await wait_for(pilot, lambda: keyed == [first], "the first choice run")
         assert isinstance(app.screen, RunbookScreen)

@@ -178,6 +178,7 @@ class DecisionScreen(ModalScreen["str | None"]):
     DecisionScreen #decision-hint { color: $text-muted; }
     DecisionScreen Horizontal { height: auto; align: right middle; }
     DecisionScreen Button { margin: 0 1; }
+    DecisionScreen Button:focus { text-style: bold reverse; }
     """
 
     def __init__(self, branch: Branch) -> None:
@@ -189,13 +190,34 @@ class DecisionScreen(ModalScreen["str | None"]):
         with Vertical():
             with VerticalScroll():
                 yield Static(branch_text(self.branch), id="decision-text")
-            yield Static(Text("← → choose · Enter: go on (its plan comes first) · Esc: not "
-                              "now"), id="decision-hint")
+            yield Static(self.hint_text(self.branch.choices[0].label), id="decision-hint")
             with Horizontal():
                 yield Button("Not now", id="choice-none")
                 for c in self.branch.choices:
                     yield Button(c.label, id=f"choice-{c.kind}",
                                  variant="warning" if c.kind == "promote" else "primary")
+
+    @staticmethod
+    def hint_text(focused: str | None) -> Text:
+        """The hint under the text: what Enter does now (the focused button, named: the trial
+        could not tell which button had the focus), and the other keys."""
+        t = Text("← → choose · Enter: ")
+        if focused is None or focused == "Not now":
+            t.append("not now", style="bold")
+        else:
+            t.append(focused, style="bold")
+            t.append(" (its plan comes first)")
+        t.append(" · Esc: not now")
+        return t
+
+    def on_descendant_focus(self, event: object) -> None:
+        """The focus moved: the hint names the button Enter now presses."""
+        focused = self.focused
+        label = str(focused.label) if isinstance(focused, Button) else None
+        try:
+            self.query_one("#decision-hint", Static).update(self.hint_text(label))
+        except NoMatches:
+            return
 
     def on_mount(self) -> None:
         """Focus the first choice (the decision's own way on); fit the text to the screen once
