@@ -621,3 +621,17 @@ async def test_header_names_the_profile_and_its_hash():
     async with app2.run_test(size=SIZE) as pilot:
         await pilot.pause()
         assert "sha256 abababab" in screen_text(app2)
+
+
+async def test_a_compact_header_still_says_the_default_profile_runs():
+    """A compact header (few rows) drops the profile line; on the embedded default it keeps
+    "default profile" (a trial at 120×40 never saw which profile ran)."""
+    from seat_console.core.profile import load_profile
+
+    loaded = load_profile(None, environ={})
+    app = SeatConsoleApp(loaded, interval=3600.0, panels=[(fixed(CountingSource()), CountingPanel)],
+                         clock=FakeClock(), age_tick_s=3600.0, watch_terminal=False, compact=True)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.pause()
+        head = screen_text(app).splitlines()[0]
+        assert "default profile · every 3600 s" in head and "sha256" not in head, head

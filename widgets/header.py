@@ -4,6 +4,7 @@ screen — the endpoint and the profile with its hash. Pure view: the app hands 
 
 from __future__ import annotations
 
+from rich.cells import cell_len
 from rich.console import Group
 from rich.table import Table
 from rich.text import Text
@@ -23,7 +24,9 @@ class SeatHeader(Static):
              interval_s: float, compact: bool) -> None:
         """Draw from the profile and the refresh state; ``ident``: the node and seat identity
         (the first frame's ``header_line``, handed down by the app); ``compact`` keeps one line
-        (the detail is in help and ``--json``); ``interval_s`` in seconds."""
+        (the detail is in help and ``--json``; on the embedded default profile it still says
+        "default profile": a new user's trial at 120×40 never saw which profile ran);
+        ``interval_s`` in seconds."""
         p = loaded.profile
         where = ("embedded default" if loaded.origin == "default"
                  else f"{loaded.source} ({loaded.origin})")
@@ -37,6 +40,11 @@ class SeatHeader(Static):
             mode.append(" PAUSED ", style="bold reverse")
         else:
             mode.append(f"every {interval_s:g} s")
+        if compact and loaded.origin == "default":   # the one profile fact a compact header
+            mark = Text("default profile · ", style="bold yellow")   # keeps: no real seat's
+            width = self.app.size.width if self.is_attached else 0   # where it fits on the
+            if cell_len(ident.plain) + cell_len(mark.plain + mode.plain) + 3 <= width:  # line
+                mode = mark + mode
         grid = Table.grid(expand=True, padding=(0, 1))
         grid.add_column(ratio=1)
         grid.add_column(justify="right", no_wrap=True)
