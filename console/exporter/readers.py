@@ -358,8 +358,8 @@ def runbook_stages(journal: Any, runs: Path, profile: Any = None
     if bad:
         return bad[0]
     stages = tuple((s.name, s.status) for s in st.stages)
-    begun = any(s.status not in ("todo", "skipped") for s in st.stages)   # a skipped image
-    # stage (nothing required of it) is no cycle under way
+    # a skipped image stage (nothing required of the image) is no cycle under way
+    begun = any(s.status not in ("todo", "skipped") for s in st.stages)
     nxt = (st.next.name, st.next.status) if st.next is not None and begun else None
     return stages, nxt
 

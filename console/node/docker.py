@@ -444,13 +444,21 @@ def missing_socket(docker_host: str) -> str | None:
     The console does not import the SDK (``docker``, ``requests``, ``urllib3``: ~6 MiB RSS,
     ~0.2 s on the GPU machine) for a node that has no docker engine; the check costs one
     ``stat`` per poll and a socket that appears is used at the next poll."""
-    if not docker_host.startswith("unix://"):
-        return None
-    path = docker_host[len("unix://"):] or "/var/run/docker.sock"
-    if os.path.exists(path):
+    path = absent_socket(docker_host)
+    if path is None:
         return None
     return (f"no socket at {path} (is dockerd running on this machine? set node.docker_host "
             f"or $DOCKER_HOST to reach another engine)")
+
+
+def absent_socket(docker_host: str) -> str | None:
+    """The socket path of a ``unix://`` engine URL when no file is there (an empty path is
+    docker's default, ``/var/run/docker.sock``); ``None`` for a TCP/SSH URL or a path that
+    exists. One ``stat``; raises nothing."""
+    if not docker_host.startswith("unix://"):
+        return None
+    path = docker_host[len("unix://"):] or "/var/run/docker.sock"
+    return None if os.path.exists(path) else path
 
 
 _ANSWERED = ("APIError", "NotFound", "ImageNotFound", "InvalidRepository", "BuildError")
@@ -479,10 +487,9 @@ def docker_error_sentence(exc: BaseException, docker_host: str | None,
     if type(exc).__name__ in _ANSWERED:
         said = getattr(exc, "explanation", None) or text
         return f"the docker engine at {url} refused: {' '.join(str(said).split())[:200]}"
-    path = ((url[len("unix://"):] or "/var/run/docker.sock") if url.startswith("unix://")
-            else None)
+    path = absent_socket(url)
     low = text.lower()
-    why = (f"no socket at {path}" if path is not None and not os.path.exists(path) else
+    why = (f"no socket at {path}" if path is not None else
            "permission denied on its socket (run as root or as a member of the docker group)"
            if "permission denied" in low else
            "connection refused (nothing listens there)" if "connection refused" in low else
@@ -501,5 +508,6 @@ def resolve_docker_host(docker_host: str | None, environ: Mapping[str, str] | No
 __all__ = ["Attribute", "ContainerEvent", "DEFAULT_DOCKER_HOST", "EventStreamStatus",
            "EventWatcher", "IGNORED_ACTIONS", "RECENT_CHANGES", "WATCHED_ACTIONS",
            "container_running",
-           "docker_client", "docker_error_sentence", "event_from_api", "find_container",
-           "missing_socket", "parse_docker_time", "resolve_docker_host", "time_or_none"]
+           "absent_socket", "docker_client", "docker_error_sentence", "event_from_api",
+           "find_container", "missing_socket", "parse_docker_time", "resolve_docker_host",
+           "time_or_none"]
