@@ -15,6 +15,7 @@ from types import SimpleNamespace
 
 import pytest
 from app_fixtures import CountingPanel, CountingSource, FakeClock
+from screen_fixtures import all_read
 from textual.widgets import Button
 from textual.widgets._toast import Toast
 
@@ -80,6 +81,7 @@ async def test_the_confirm_button_says_what_the_action_does(monkeypatch, key, la
     _fake_flows(monkeypatch)
     app = _app()
     async with app.run_test(size=(120, 40), notifications=True) as pilot:
+        await all_read(pilot, app)   # a key pressed before the screen is built is lost
         await pilot.press(key)
         await _wait(pilot, lambda: isinstance(app.screen, ConfirmScreen), "the confirmation")
         yes = app.screen.query_one("#confirm-yes-button", Button)
@@ -92,6 +94,7 @@ async def test_the_confirm_button_says_what_the_action_does(monkeypatch, key, la
 async def test_swap_on_the_default_profile_names_the_swap_table() -> None:
     app = _app()
     async with app.run_test(size=(120, 40), notifications=True) as pilot:
+        await all_read(pilot, app)   # a key pressed before the screen is built is lost
         await pilot.press("S")
         await _wait(pilot, lambda: "table" in _toasts(app), "the refusal")
         shown = _toasts(app)
@@ -107,6 +110,7 @@ async def test_hold_dialog_tab_reaches_read_the_plan_and_fits_80x24(monkeypatch)
                         lambda self, flow: planned.append((flow.kind, self.ttl_s, self.reason)))
     app = _app()
     async with app.run_test(size=(80, 24), notifications=True) as pilot:
+        await all_read(pilot, app)   # a key pressed before the screen is built is lost
         await pilot.press("H")
         await _wait(pilot, lambda: isinstance(app.screen, HoldOptionsScreen), "the dialog")
         scr = app.screen
@@ -132,6 +136,7 @@ async def test_docker_down_is_a_sentence_with_the_fix(monkeypatch) -> None:
                                           '"unix:///nonexistent/seat-test.sock"\n', 1)
     app = _app(_loaded(text))
     async with app.run_test(size=(120, 40), notifications=True) as pilot:
+        await all_read(pilot, app)   # a key pressed before the screen is built is lost
         for key in ("B", "R"):
             await pilot.press(key)
             await _wait(pilot, lambda: "docker engine" in _toasts(app), f"{key}'s error")
@@ -168,6 +173,7 @@ async def test_probe_refusal_says_press_h(monkeypatch) -> None:
     monkeypatch.setattr("seat_console.probe.run.preflight", refuse)
     app = _app()
     async with app.run_test(size=(120, 40), notifications=True) as pilot:
+        await all_read(pilot, app)   # a key pressed before the screen is built is lost
         await pilot.press("P")
         await _wait(pilot, lambda: "no active hold" in _toasts(app), "the refusal")
         shown = _toasts(app)

@@ -51,6 +51,7 @@ async def test_swap_confirmation_keeps_its_buttons_and_hint_on_80x24(monkeypatch
                          panels=[(lambda _l: CountingSource(), CountingPanel)],
                          clock=FakeClock(), age_tick_s=3600.0, watch_terminal=False)
     async with app.run_test(size=(80, 24)) as pilot:
+        await all_read(pilot, app)   # the main screen built: a key pressed before it was lost
         await pilot.press("S")
         await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen), "the confirmation")
         scr = app.screen
@@ -156,6 +157,7 @@ async def test_typed_confirmation_does_not_look_typed_and_says_why_enter_does_no
                          panels=[(lambda _l: CountingSource(), CountingPanel)],
                          clock=FakeClock(), age_tick_s=3600.0, watch_terminal=False)
     async with app.run_test(size=(80, 24)) as pilot:
+        await all_read(pilot, app)   # the main screen built: a key pressed before it was lost
         await pilot.press("S")
         await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen), "the confirmation")
         scr = app.screen
