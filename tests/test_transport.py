@@ -84,6 +84,52 @@ def test_shell_strings_refused_by_transports() -> None:
         LocalTransport().run("ls /")  # type: ignore[arg-type]
 
 
+class _CountingLocal(LocalTransport):
+    """A local transport whose node lookups are counted and held until ``release`` is set."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.lookups: list[str] = []
+        self.entered = threading.Event()
+        self.release = threading.Event()
+
+    def _resolve_on_node(self, name: str, timeout_s: float):
+        self.lookups.append(name)
+        self.entered.set()
+        assert self.release.wait(30)
+        return super()._resolve_on_node(name, timeout_s)
+
+
+def test_one_lookup_per_name_at_a_time_and_the_found_path_is_cached_too() -> None:
+    """Two sources' first reads asking for ``systemctl`` at once cost the node one lookup, and a
+    caller running the path it was given costs none (issue 33: the action log's first read ran
+    two lookups of its own beside the timers' one)."""
+    t = _CountingLocal()
+    answers: list[tuple] = []
+    first = threading.Thread(target=lambda: answers.append(t.resolve("printf")))
+    first.start()
+    assert t.entered.wait(30)              # the first lookup is on the node now
+    second = threading.Thread(target=lambda: answers.append(t.resolve("printf")))
+    second.start()
+    second.join(0.2)
+    assert second.is_alive()               # waiting for the first one's answer
+    t.release.set()
+    first.join(30)
+    second.join(30)
+    path = shutil.which("printf", path=t.runner.path)
+    assert answers == [(path, None), (path, None)]
+    assert t.resolve(path) == (path, None)   # the path itself: from the cache
+    assert t.lookups == ["printf"]
+
+
+def test_a_name_not_found_is_looked_up_again_by_the_waiter() -> None:
+    t = _CountingLocal()
+    t.release.set()
+    assert t.resolve("no-such-program-here") == (None, None)
+    assert t.resolve("no-such-program-here") == (None, None)
+    assert t.lookups == ["no-such-program-here"] * 2     # nothing negative is cached
+
+
 # -- SSH: argv construction (pure) -------------------------------------------------------------
 def test_ssh_argv_is_batchmode_and_quotes_each_argument() -> None:
     t = SshTransport("root@node-1", port=2222, identity_file="/k/id", known_hosts_file="/k/kh")

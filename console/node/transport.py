@@ -95,6 +95,9 @@ class Transport(ABC):
     def __init__(self, runner: Runner | None = None) -> None:
         self.runner = runner or Runner()
         self._resolved: dict[str, str] = {}
+        self._lookups: dict[str, threading.Event] = {}
+        """Lookups in flight, by name: a second thread asking for the same name waits for
+        the first one's answer instead of running its own."""
         self._lock = threading.Lock()
 
     @property
@@ -115,7 +118,12 @@ class Transport(ABC):
         """Find ``name`` on the node's explicit PATH (same return shape as :meth:`resolve`)."""
 
     def resolve(self, name: str, timeout_s: float = 10.0) -> _Lookup:
-        """Absolute path of the binary ``name`` on the node (cached once found).
+        """Absolute path of the binary ``name`` on the node (cached once found, and the path
+        found with it: a later lookup of that path is answered from the cache). One lookup per
+        name at a time: a thread asking while another looks the same name up waits for that
+        answer (at most ``timeout_s``), so the sources' first reads at start-up, each needing
+        ``systemctl``, cost the node one ``docker exec`` / ``ssh`` round trip, not one each
+        (issue 33: the action log's first read ran two of its own beside the timers' one).
 
         Returns ``(path, None)`` when found (or cached); ``(None, None)`` when the lookup ran and
         the program is not on the node's PATH (or, for an absolute name, is not an executable
@@ -128,11 +136,27 @@ class Transport(ABC):
         with self._lock:
             if name in self._resolved:
                 return self._resolved[name], None
-        path, res = self._resolve_on_node(name, timeout_s)
-        if path is not None:
+            running = self._lookups.get(name)
+            if running is None:
+                self._lookups[name] = threading.Event()
+        if running is not None:   # another thread looks it up now: its answer, if it finds it
+            running.wait(timeout_s)
             with self._lock:
-                self._resolved[name] = path
-        return path, res
+                if name in self._resolved:
+                    return self._resolved[name], None
+            return self._resolve_on_node(name, timeout_s)   # not found there: ask ourselves
+        try:
+            path, res = self._resolve_on_node(name, timeout_s)
+            if path is not None:
+                with self._lock:
+                    self._resolved[name] = path
+                    # the path found is an executable file on the node: what a lookup of
+                    # the path itself would answer (callers run the path they were given)
+                    self._resolved.setdefault(path, path)
+            return path, res
+        finally:
+            with self._lock:
+                self._lookups.pop(name).set()
 
     def preflight(self, names: Sequence[str], timeout_s: float = 10.0) -> dict[str, str | None]:
         """Resolve the transport's own local binaries and ``names`` on the node.
