@@ -257,9 +257,9 @@ def test_list_timers_is_run_again_only_when_a_timer_or_its_service_changed() -> 
     second = src.read()
     assert node.runs.count("list-timers") == 1   # nothing changed: the answer is reused
     assert second.timers[0].next_elapse == first.timers[0].next_elapse
-    # the timers and services are read every time: two commands the first time, then one
-    # (the services the last read found, named beside the timers)
-    assert node.runs.count("show") == 3
+    # the timers and services are read every time, in one command (the first time the
+    # services systemd's default names, then those the last read found)
+    assert node.runs.count("show") == 2
     assert second.timers[0].service == first.timers[0].service
     node.started = "1764421975"                  # the timer fired: its service started again
     src.read()
@@ -271,13 +271,15 @@ def test_list_timers_is_run_again_only_when_a_timer_or_its_service_changed() -> 
 
 
 def test_timers_and_services_in_one_show_once_the_services_are_known() -> None:
-    """After the first read the timers' and services' ``systemctl show`` is one command; the
+    """The timers' and services' ``systemctl show`` is one command, the first time with the
+    services systemd's default names (``a.timer`` → ``a.service``, systemd.timer(5)); the
     service's change is seen in it, and a timer that triggers another service (or a failed
     or short answer) falls back to the two commands, reading the same as before (issue 33)."""
     node = _CountingNode()
     src = TimerSource(node, ["a.timer"])   # type: ignore[arg-type]
     first = src.read()
-    assert node.runs == ["show", "show", "list-timers"]
+    assert node.runs == ["show", "list-timers"]
+    assert first.timers[0].service.unit == "a.service" and first.timers[0].errors == {}
     node.runs.clear()
     node.started = "1764421975"
     second = src.read()
@@ -293,6 +295,31 @@ def test_timers_and_services_in_one_show_once_the_services_are_known() -> None:
     # the one command, then the two
     assert node.runs == ["show"] * 3 and third.timers[0].service.unit == "a.service"
     assert third.timers[0].service.last_started == second.timers[0].service.last_started
+
+
+def test_a_first_read_of_a_timer_with_another_unit_falls_back_to_two_commands() -> None:
+    """``Unit=`` set to another service than the default name: the one command's answer does
+    not fit, and the first read is the two commands' (the same reading as without the guess);
+    the next read names the service found."""
+    node = _CountingNode()
+    plain = node.run
+
+    def run(argv, timeout_s=None):   # b.service answers as a.service would, under its name
+        res = plain([a.replace("b.service", "a.service") for a in argv], timeout_s)
+        if argv[1] == "show":
+            out = res.stdout.replace("Unit=a.service", "Unit=b.service").replace(
+                "Id=a.service", "Id=b.service")
+            res = res.model_copy(update={"stdout": out})
+        return res
+
+    node.run = run
+    src = TimerSource(node, ["a.timer"])   # type: ignore[arg-type]
+    first = src.read()
+    assert node.runs == ["show", "show", "show", "list-timers"]   # the one, then the two
+    assert first.timers[0].service.unit == "b.service" and first.timers[0].errors == {}
+    node.runs.clear()
+    src.read()
+    assert node.runs == ["show"]   # b.service named beside the timer; list-timers reused
 
 
 def _also(run, unit: str, block: str):

@@ -405,6 +405,15 @@ def _service_state(name: str, sp: dict[str, str]) -> ServiceState:
         last_started=_machine_time(sp.get("ExecMainStartTimestamp")))
 
 
+def default_services(units: Sequence[str]) -> tuple[str, ...]:
+    """The services ``units`` (timer unit names) trigger when their ``Unit=`` is not set: "a
+    service that has the same name as the timer unit, except for the suffix" (systemd.timer(5),
+    ``Unit=``), sorted and without repeats, as :func:`_show_together` takes them. The guess
+    for a first read, before any answer named the services; a timer with another ``Unit=``
+    makes that one answer not fit, and the read falls back to two commands."""
+    return tuple(sorted({u.removesuffix(".timer") + ".service" for u in units}))
+
+
 def _show_together(transport: Transport, units: Sequence[str], services: Any,
                    timeout_s: float) -> tuple[list[dict[str, str]], list[dict[str, str]]] | None:
     """The timers' and their services' ``systemctl show`` blocks in **one** command, the
@@ -449,9 +458,10 @@ def read_timers(transport: Transport, units: Sequence[str], *,
     running it, while the timers' and their services' ``systemctl show`` blocks are unchanged
     (a trigger starts the service: its start time moves; a start, stop or reload changes the
     timer's block) and it is younger than :data:`TIMES_MAX_AGE_S` — one ``docker exec`` /
-    ``ssh`` round trip of three saved per read on a quiet node; and, once it holds the
-    services the last read found, the timers' and services' ``systemctl show`` are one command
-    (:func:`_show_together`; the two as before when that answer does not fit). Returns
+    ``ssh`` round trip of three saved per read on a quiet node; and the timers' and services'
+    ``systemctl show`` are one command (:func:`_show_together`: the services the last read
+    found, or before any read, and without a ``times_cache``, those systemd's default names,
+    :func:`default_services`; the two commands as before when that answer does not fit). Returns
     :class:`TimersReading`, or :class:`Unavailable` (kind ``no-systemd``,
     ``timeout``, ``not-found``, ``unreachable``, ``error``) with the reason. Never raises for
     node problems; raises :class:`ValueError` for an invalid unit name.
@@ -460,8 +470,10 @@ def read_timers(transport: Transport, units: Sequence[str], *,
     read_at = utcnow()
     if not units:
         return TimersReading(where=transport.where, read_at=read_at, timers=())
-    blocks, svc_blocks = (_show_together(transport, units, times_cache.get("services"),
-                                         timeout_s) if times_cache else None) or (None, None)
+    services_known = (times_cache or {}).get("services")
+    blocks, svc_blocks = _show_together(
+        transport, units, services_known if services_known is not None
+        else default_services(units), timeout_s) or (None, None)
     if blocks is None:
         res = transport.run(["systemctl", "show", "--timestamp=unix",
                              "-p", ",".join(TIMER_PROPERTIES), "--", *units],
@@ -999,7 +1011,7 @@ def read_start_forecast(transport: Transport, units: Sequence[str], *,
 
 __all__ = ["PERSISTENT_WARNING", "ServiceState", "StartForecast", "TimerSource", "TimerState",
            "TimersReading", "TriggerForecast", "UnitStates", "build_timer_state", "check_unit_name",
-           "check_unit_pattern", "machine_time",
+           "check_unit_pattern", "default_services", "machine_time",
            "forecast_start", "make_source", "parse_calendar_elapses", "parse_list_timers_json",
            "parse_monotonic_triggers", "parse_schedule", "parse_show_blocks", "parse_timestamp",
            "parse_timespan", "read_start_forecast", "read_timers", "read_unit_states",
