@@ -216,3 +216,7 @@ def test_seat_console_journal_shows_who(tmp_path, monkeypatch, capsys) -> None:
     rows = json.loads(capsys.readouterr().out)["rows"]
     assert rows[0]["operator"] is None and rows[1]["operator"]["login"] == "alice"
     assert main(["journal", "--verify"]) == 0
+    capsys.readouterr()
+    # nothing since: the line names the journal it read (a console's state dir is per user)
+    assert main(["journal", "--since", "2099-01-01T00:00Z"]) == 0
+    assert capsys.readouterr().out == f"no rows in {path} since 2099-01-01 00:00:00Z\n"

@@ -109,7 +109,8 @@ def run(args: argparse.Namespace, loaded: LoadedProfile | None) -> int:
                 print(f"       by {describe_operator(r.operator)}")   # once a run, and on change
                 shown[r.run_id] = r.operator
         if not rows:
-            print("no rows" + (f" since {since:%Y-%m-%d %H:%M:%SZ}" if since else ""))
+            print(f"no rows in {path}"
+                  + (f" since {since:%Y-%m-%d %H:%M:%SZ}" if since else ""))
         for b in bad:
             print(f"UNREADABLE {b.text()}: not listed")
         if bad:
