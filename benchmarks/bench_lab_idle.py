@@ -22,6 +22,10 @@ console as a node installs it — a development environment's extra packages cha
 (httpcore imports ``trio`` when it is installed: ~80 ms of CPU; a ``.pth`` that imports
 ``certifi`` at every start), not what the product does.
 
+Before the first session A's and C's trees are compiled (:func:`compile_trees`), as a node
+has them; ``--no-compile`` measures without (an environment with ``PYTHONDONTWRITEBYTECODE``
+set then compiles every module of the console at every start).
+
 Run in the order ``--order`` (default ABBA) so drift of the shared machine falls on both. The
 **full screen** is the first output on which every panel of the main screen has its first
 reading (as many ``· updated`` / ``· checked`` titles as panels, :data:`PANELS_N`) and the
@@ -47,6 +51,7 @@ import json
 import os
 import re
 import shlex
+import subprocess
 import sys
 from datetime import UTC, datetime
 from pathlib import Path
@@ -185,6 +190,26 @@ def _code() -> str:
     return head + ("+" if dirty else "")
 
 
+def compile_trees(python: str, baseline_src: str | None) -> list[str]:
+    """Compile the console's trees with ``python`` before any session (``python -m compileall
+    -q``), as a node has them: pip compiles a wheel's modules at install, and an editable
+    install's first run writes its bytecode cache. Without this, an environment with
+    ``PYTHONDONTWRITEBYTECODE`` set (this project's development machines have it) compiled
+    every module of the console from source at every start: ~0.2–0.3 s more to the full
+    screen on the lab (docs/benchmarks.md, r19). A: the repository's ``console``, ``widgets``
+    and ``actions`` (the last two are linked into the first, and compileall does not follow a
+    link to a folder); C: the real folder behind ``baseline_src/seat_console`` and its
+    siblings. Returns the folders compiled; raises ``CalledProcessError`` when compileall
+    fails."""
+    root = Path(__file__).resolve().parents[1]
+    trees = [str(root / d) for d in ("console", "widgets", "actions")]
+    if baseline_src:
+        trees.append(str(Path(baseline_src, "seat_console").resolve().parent))
+    subprocess.run([python, "-m", "compileall", "-q", "-j", "0", *trees], check=True,
+                   stdout=subprocess.DEVNULL)
+    return trees
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the sessions, print a table and write the JSON."""
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
@@ -208,9 +233,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--python", metavar="PATH", default=sys.executable,
                     help="the interpreter that runs A, B and C (default: this one): a venv "
                          "with only the product installed measures what a node runs")
+    ap.add_argument("--no-compile", action="store_true",
+                    help="measure without compiling A's and C's trees first (each start then "
+                         "compiles whatever has no bytecode cache: no node runs that way)")
     ap.add_argument("--json", metavar="FILE")
     args = ap.parse_args(argv)
     cols, rows = (int(x) for x in args.size.lower().split("x"))
+    compiled = [] if args.no_compile else compile_trees(args.python, args.baseline_src)
     py = shlex.quote(args.python)
     seat_cmd = f"{py} -m seat_console --profile {shlex.quote(args.profile)} --interval 1"
     floor_cmd = f"{py} {shlex.quote(str(Path(__file__).resolve().parent / 'floor_app.py'))}"
@@ -257,6 +286,8 @@ def main(argv: list[str] | None = None) -> int:
                                timespec="seconds"),
               "order": args.order, "seconds": args.seconds, "warmup": args.warmup,
               "code": _code(), "baseline_src": args.baseline_src, "python": args.python,
+              "compiled_before": compiled,
+              "pythondontwritebytecode": os.environ.get("PYTHONDONTWRITEBYTECODE"),
               "machine": machine(), "runs": runs, "means": means}
     if args.profile_s > 0:
         out_dir = Path(args.json).parent if args.json else Path(".")
