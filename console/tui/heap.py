@@ -50,8 +50,10 @@ def release_free_heap() -> bool:
     suitable arguments)", and since glibc 2.8 from every arena and from the middle of a heap,
     not only its top (malloc_trim(3)). The start-up frees most of what its imports, pydantic's
     schema building and the first frames allocated, but those pages stay in the process (and
-    count in its RSS) until something trims them: on the lab (120×40, every source live),
-    86.4–86.9 → 82.3–82.9 MiB RSS, the same 60 s later (docs/benchmarks.md, r15). Returns
+    count in its RSS) until something trims them. On the lab (120×40, every source live, 9 s
+    after start, three pairs; docs/benchmarks.md, r19): 82.3–82.4 → 81.4–81.8 MiB RSS with
+    the console's bytecode cached, and 86.4–86.9 → 82.3–82.9 MiB (the same 60 s later) where
+    every start compiled the console's modules (``PYTHONDONTWRITEBYTECODE`` set, no cache). Returns
     True when glibc's ``malloc_trim`` released memory, False when it had nothing to release or
     there is no glibc (another libc, another OS). Raises nothing."""
     if not sys.platform.startswith("linux"):
