@@ -545,6 +545,16 @@ def fit_verdict(nctx: NodeContext) -> tuple[bool, str]:
     return v.fits, v.words
 
 
+def all_of(problems: Sequence[str]) -> str:
+    """One refusal naming every problem in ``problems`` (non-empty): the one itself, or
+    ``"N problems:"`` and then each on a line of its own, ``"(1) …"``, in the order found
+    (:meth:`~seat_console.actions.runbook.Plan.text_lines` indents the lines under it)."""
+    if len(problems) == 1:
+        return problems[0]
+    return f"{len(problems)} problems:\n" + "\n".join(
+        f"({i}) {p}" for i, p in enumerate(problems, 1))
+
+
 def _swap_spec(nctx: NodeContext) -> SwapSpec:
     spec = nctx.profile.swap
     if spec is None:
@@ -765,29 +775,39 @@ def build_swap(nctx: NodeContext, journal: Journal, *, options: SwapOptions | No
     checked = [False]   # the first check passed (the plan's later lines read the node)
 
     def pre_check(ctx: RunContext) -> Check:
-        spec = _swap_spec(nctx)
+        # every gate that reads no container is asked, and all that refuse are named at once:
+        # a dry run that named only the first sent the engineer back once per gate
+        # (the candidate already in the seat is the state that makes the rest moot: alone)
         in_seat = candidate_in_seat(nctx, journal)
         if in_seat is not None:
             raise StepError(in_seat)
+        problems: list[str] = []
+        try:
+            spec = _swap_spec(nctx)
+        except StepError as exc:
+            problems.append(str(exc))
         h = hold_mod.active_hold(journal)
         if h is None:
-            raise StepError("no active hold: place one first (`seat-console hold`) — the swap "
+            problems.append("no active hold: place one first (`seat-console hold`) — the swap "
                             "stops the resident, and the fleet's timers and alerts must be held")
-        ctx.facts["hold_id"] = h.hold_id
         if opts.force:
             if not opts.reason.strip():
-                raise StepError("--force needs --reason (it is journaled)")
+                problems.append("--force needs --reason (it is journaled)")
             fit_text = f"fit check skipped (--force: {opts.reason})"
-            ctx.facts["forced"] = opts.reason
         else:
             try:
                 fits, words = fit_verdict(nctx)
             except Exception as exc:  # noqa: BLE001
                 fits, words = False, f"fit budget failed: {type(exc).__name__}: {exc}"
             if not fits:
-                raise StepError(f"the fit budget says the candidate does not fit: {words} "
-                                "(or --force --reason '…')")
+                problems.append(f"the fit budget: {words} (or --force --reason '…')")
             fit_text = f"fit: {words}"
+        if problems:
+            raise StepError(all_of(problems))
+        assert h is not None
+        ctx.facts["hold_id"] = h.hold_id
+        if opts.force:
+            ctx.facts["forced"] = opts.reason
         client = _client(nctx)
         try:
             res = _inspect(client, _resident_name(nctx))

@@ -576,6 +576,33 @@ def test_swap_with_the_candidate_in_the_seat_says_the_state_and_what_to_run_next
     assert rb.run().outcome == "refused" and nctx.engine.calls == []
 
 
+def test_swap_names_every_gate_that_refuses_at_once(tmp_path, monkeypatch) -> None:
+    """`swap --dry-run` with no hold and a candidate that does not fit: both named in one
+    refusal, each on its own line under the ✗ (a trial's dry run named only the first, and the
+    engineer met the second after fixing it); the containers are not touched."""
+    nctx = _ctx(tmp_path, monkeypatch, resident=True, probe=False)
+    journal = Journal(tmp_path / "j.sqlite3")
+    monkeypatch.setattr(swap_mod, "fit_verdict",
+                        lambda n: (False, "does not fit: 24.74 GiB per card must leave"))
+    plan = swap_mod.build_swap(nctx, journal).plan()
+    assert not plan.ok
+    assert plan.refusals[0] == (
+        "2 problems:\n(1) no active hold: place one first (`seat-console hold`) — the swap "
+        "stops the resident, and the fleet's timers and alerts must be held\n(2) the fit "
+        "budget: does not fit: 24.74 GiB per card must leave (or --force --reason '…')")
+    lines = plan.text_lines()
+    at = next(i for i, x in enumerate(lines) if x.startswith("✗ record resident: "))
+    assert lines[at] == "✗ record resident: 2 problems:"
+    assert lines[at + 1].startswith("    (1) no active hold") and lines[at + 2].startswith(
+        "    (2) the fit budget: does not fit")
+    # one of them alone reads as before
+    _journal_hold(journal, _hold())
+    alone = swap_mod.build_swap(nctx, journal).plan().refusals[0]
+    assert alone == ("the fit budget: does not fit: 24.74 GiB per card must leave (or "
+                     "--force --reason '…')")
+    assert nctx.engine.calls == []
+
+
 def test_the_hold_plan_names_one_end_for_the_lease_and_the_silence(tmp_path, monkeypatch
                                                                     ) -> None:
     """Met by a new on-call engineer: the plan's lease line said ``at 21:10Z`` and its silence
