@@ -252,9 +252,7 @@ class Plan:
         every step it stops (``✗ record resident, start probe: <error>``; three steps refused
         for one missing table were three identical lines, under a count of three); then the
         steps that would run once the refusals are fixed, under one line that says so
-        (indented), the count in it being the ``✗`` lines shown. A refusal of several lines
-        (:func:`~seat_console.actions.swap.all_of`) has its later lines indented under its ``✗``
-        line."""
+        (indented), the count in it being the ``✗`` lines shown."""
         first = next((i for i, x in enumerate(self.lines) if x.error is not None), None)
         if first is None:
             return [("• " if x.go else "– ") + x.text for x in self.lines]
@@ -265,10 +263,7 @@ class Plan:
                 steps = steps_of.setdefault(x.error, [])
                 if x.step not in steps:
                     steps.append(x.step)
-        for err, steps in steps_of.items():   # a refusal of several lines: the rest indented
-            head, *more = err.split("\n")
-            out.append(f"✗ {', '.join(steps)}: {head}")
-            out += [f"    {m}" for m in more]
+        out += [f"✗ {', '.join(steps)}: {err}" for err, steps in steps_of.items()]
         rest = [x for x in self.lines[first:] if x.error is None]
         later = [x for x in rest if x.after_refusal]
         out += [("• " if x.go else "– ") + x.text for x in rest if not x.after_refusal]

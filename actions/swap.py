@@ -62,6 +62,7 @@ from seat_console.actions.journal import Entry, Journal
 from seat_console.actions.runbook import (
     Check,
     Observer,
+    Refusals,
     Runbook,
     RunContext,
     Step,
@@ -545,16 +546,6 @@ def fit_verdict(nctx: NodeContext) -> tuple[bool, str]:
     return v.fits, v.words
 
 
-def all_of(problems: Sequence[str]) -> str:
-    """One refusal naming every problem in ``problems`` (non-empty): the one itself, or
-    ``"N problems:"`` and then each on a line of its own, ``"(1) …"``, in the order found
-    (:meth:`~seat_console.actions.runbook.Plan.text_lines` indents the lines under it)."""
-    if len(problems) == 1:
-        return problems[0]
-    return f"{len(problems)} problems:\n" + "\n".join(
-        f"({i}) {p}" for i, p in enumerate(problems, 1))
-
-
 def _swap_spec(nctx: NodeContext) -> SwapSpec:
     spec = nctx.profile.swap
     if spec is None:
@@ -802,8 +793,8 @@ def build_swap(nctx: NodeContext, journal: Journal, *, options: SwapOptions | No
             if not fits:
                 problems.append(f"the fit budget: {words} (or --force --reason '…')")
             fit_text = f"fit: {words}"
-        if problems:
-            raise StepError(all_of(problems))
+        if problems:   # the plan lists each on its own ✗ line; a run joins them
+            raise Refusals(problems)
         assert h is not None
         ctx.facts["hold_id"] = h.hold_id
         if opts.force:

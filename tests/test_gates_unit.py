@@ -577,29 +577,27 @@ def test_swap_with_the_candidate_in_the_seat_says_the_state_and_what_to_run_next
 
 
 def test_swap_names_every_gate_that_refuses_at_once(tmp_path, monkeypatch) -> None:
-    """`swap --dry-run` with no hold and a candidate that does not fit: both named in one
-    refusal, each on its own line under the ✗ (a trial's dry run named only the first, and the
-    engineer met the second after fixing it); the containers are not touched."""
+    """`swap --dry-run` with no hold and a candidate that does not fit: both named, each on its
+    own ✗ line (a trial's dry run named only the first, and the engineer met the second after
+    fixing it); a run refuses with both; the containers are not touched."""
     nctx = _ctx(tmp_path, monkeypatch, resident=True, probe=False)
     journal = Journal(tmp_path / "j.sqlite3")
     monkeypatch.setattr(swap_mod, "fit_verdict",
                         lambda n: (False, "does not fit: 24.74 GiB per card must leave"))
-    plan = swap_mod.build_swap(nctx, journal).plan()
-    assert not plan.ok
-    assert plan.refusals[0] == (
-        "2 problems:\n(1) no active hold: place one first (`seat-console hold`) — the swap "
-        "stops the resident, and the fleet's timers and alerts must be held\n(2) the fit "
-        "budget: does not fit: 24.74 GiB per card must leave (or --force --reason '…')")
+    no_hold = ("no active hold: place one first (`seat-console hold`) — the swap stops the "
+               "resident, and the fleet's timers and alerts must be held")
+    no_fit = ("the fit budget: does not fit: 24.74 GiB per card must leave (or --force "
+              "--reason '…')")
+    rb = swap_mod.build_swap(nctx, journal)
+    plan = rb.plan()
+    assert not plan.ok and plan.refusals[:2] == (no_hold, no_fit)
     lines = plan.text_lines()
-    at = next(i for i, x in enumerate(lines) if x.startswith("✗ record resident: "))
-    assert lines[at] == "✗ record resident: 2 problems:"
-    assert lines[at + 1].startswith("    (1) no active hold") and lines[at + 2].startswith(
-        "    (2) the fit budget: does not fit")
+    assert f"✗ record resident: {no_hold}" in lines and f"✗ record resident: {no_fit}" in lines
+    res = rb.run()
+    assert res.outcome == "refused" and no_hold in res.describe() and no_fit in res.describe()
     # one of them alone reads as before
     _journal_hold(journal, _hold())
-    alone = swap_mod.build_swap(nctx, journal).plan().refusals[0]
-    assert alone == ("the fit budget: does not fit: 24.74 GiB per card must leave (or "
-                     "--force --reason '…')")
+    assert swap_mod.build_swap(nctx, journal).plan().refusals[0] == no_fit
     assert nctx.engine.calls == []
 
 
