@@ -36,7 +36,9 @@ Runbook ``compare`` (policy ``undo``), built from the bracket plan
 **Gate** (:func:`~seat_console.actions.gates.compare_gate`, read right before the first
 step): refused unless the resident holds the seat — a compare started with the candidate in
 the seat measured the candidate as arm A and its "restart the resident" leg crashed against the
-running candidate. The fix it names: ``seat-console restore`` first.
+running candidate. The fix it names: ``seat-console restore`` first. And
+(:func:`candidate_image_gate`) refused unless the candidate's image resolves on the engine, so
+no leg takes the seat down for a compare whose B legs cannot start.
 
 ``compare.json`` (in ``<data dir>/comparisons/<bracket id>/``) is written before the first
 step (status ``running``) and rewritten at the end with the outcome, so a killed compare is
@@ -59,6 +61,7 @@ from seat_console.actions import swap as swap_mod
 from seat_console.actions.journal import Entry, Journal
 from seat_console.actions.runbook import (
     Check,
+    Gate,
     Observer,
     Result,
     Runbook,
@@ -420,6 +423,25 @@ def _record_breaches_file(cmp_dir: Path, journal: Journal, ctx: RunContext) -> N
 
 
 # -- the runbook ------------------------------------------------------------------------------
+def candidate_image_gate(nctx: NodeContext) -> Gate:
+    """``compare``'s gate on the candidate's image: its B legs start the probe container from
+    swap's image (``[swap] image``: the backport tag, or a reference), so the compare is refused
+    before its first leg takes the seat down when that image does not resolve on the engine —
+    the check swap's own plan makes (:func:`~seat_console.actions.swap.probe_image`: no
+    ``[swap]``, the backport not built or built from other inputs, the image not pulled). Met
+    by a new engineer: `compare --dry-run` planned a clean run while `swap --dry-run` refused
+    for a backport image not built; the run would have restarted the resident (leg A1) before
+    failing at B1. Raises :class:`StepError` (the state and the fix); returns ``None``."""
+    def gate(ctx: RunContext) -> str | None:
+        client = swap_mod._client(nctx)
+        try:
+            swap_mod.probe_image(nctx, client)
+        finally:
+            client.close()
+        return None
+    return gate
+
+
 def build_compare(nctx: NodeContext, journal: Journal, *, options: CompareOptions | None = None,
                   observer: Observer | None = None, bracket_id: str | None = None,
                   run_id: str | None = None,
@@ -540,7 +562,8 @@ def build_compare(nctx: NodeContext, journal: Journal, *, options: CompareOption
     spec = nctx.profile.runbook
     approve = approval_gate(journal, "compare", spec.approvals, spec.approval_timeout_s)
     rb = Runbook("compare", steps, journal=journal, observer=observer, policy="undo",
-                 gates=[compare_gate(nctx), *([approve] if approve is not None else [])],
+                 gates=[compare_gate(nctx), candidate_image_gate(nctx),
+                        *([approve] if approve is not None else [])],
                  inputs={"bracket_id": bid, "order": opts.order, "rounds": opts.rounds,
                          "force": opts.force, "reason": opts.reason},
                  facts={"bracket_id": bid, "cmp_dir": str(cmp_dir), **(facts or {})},

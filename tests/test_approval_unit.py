@@ -175,6 +175,6 @@ def test_swap_and_compare_get_the_gate_a_compare_leg_does_not(tmp_path) -> None:
     assert swap_mod.build_swap(nctx, j, approval=False).gates == []
     rb, _ = cmp_mod.build_compare(nctx, j, options=cmp_mod.CompareOptions(
         data_root=tmp_path / "data"))
-    assert len(rb.gates) == 2                       # the seat's state, then the approval
+    assert len(rb.gates) == 3         # the seat's state, the candidate's image, the approval
     f.write_text(SWAP_PROFILE)
     assert swap_mod.build_swap(FakeNodeContext(load_profile(f), FakeEngine()), j).gates == []

@@ -133,6 +133,31 @@ def test_compare_is_refused_unless_the_resident_holds_the_seat(
     assert rows[-1].outcome == "refused"
 
 
+def test_compare_is_refused_before_any_leg_when_the_candidates_image_is_missing(
+        tmp_path, monkeypatch) -> None:
+    """A new engineer's `compare --dry-run` planned a clean run while `swap --dry-run` refused
+    for the backport image not built: the run would have restarted the resident (leg A1)
+    before failing to start the candidate (B2). The compare now refuses at its gates with
+    swap's own sentence, and a run changes nothing."""
+    from seat_console.actions import compare as cmp_mod
+
+    nctx = _ctx(tmp_path, monkeypatch, resident=True, probe=False)
+    journal = Journal(tmp_path / "j.sqlite3")
+    rb, _ = cmp_mod.build_compare(nctx, journal, options=cmp_mod.CompareOptions(
+        data_root=tmp_path / "data"))
+    missing = "swap.image 'img:1' is not on the engine (pull it first)"
+    plan = rb.plan()
+    assert not plan.ok and plan.refusals == (missing,)
+    assert plan.text_lines()[0] == f"✗ {GATE_STEP}: {missing}"
+    res = rb.run()
+    assert res.outcome == "refused" and missing in res.describe()
+    assert nctx.engine.calls == []
+    nctx.engine.images["img:1"] = {"Id": "sha256:" + "d" * 64}
+    rb2, _ = cmp_mod.build_compare(nctx, journal, options=cmp_mod.CompareOptions(
+        data_root=tmp_path / "data"))
+    assert rb2.plan().ok
+
+
 def test_compare_plan_with_the_candidate_in_the_seat_agrees_with_its_refusal(
         tmp_path, monkeypatch) -> None:
     """The dry run with the candidate in the seat and a hold (issue 30 follow-up, item 3): the
@@ -142,6 +167,7 @@ def test_compare_plan_with_the_candidate_in_the_seat_agrees_with_its_refusal(
     from seat_console.actions import compare as cmp_mod
 
     nctx = _ctx(tmp_path, monkeypatch, resident=False, probe=True)
+    nctx.engine.images["img:1"] = {"Id": "sha256:" + "d" * 64}   # the candidate's image
     journal = Journal(tmp_path / "j.sqlite3")
     h = _hold()
     _journal_hold(journal, h)
