@@ -134,6 +134,31 @@ def test_ends_with_next_adds_a_line_or_a_json_key(monkeypatch, capsys) -> None:
     assert _json(capsys) == {"ok": True, "next": {"name": "hold", "line": "next: hold"}}
 
 
+def test_the_next_line_carries_the_profile_the_command_ran_with(monkeypatch, capsys) -> None:
+    """A new engineer ran every command with ``--profile`` and was told ``next: hold —
+    `seat-console hold` ``: pasted, that reads another profile (another node). With
+    ``--profile`` the suggested commands carry it, absolute and shell-quoted; without, as
+    before."""
+    monkeypatch.setattr(ac, "runbook_next", lambda loaded, profile=None: (
+        "next: hold — `seat-console hold` (or `seat-console --profile x restore`)",
+        {"name": "hold", "command": "seat-console hold", "line": "next: hold"}))
+    monkeypatch.chdir("/tmp")
+    f = ac.ends_with_next(lambda a, lo: print("{}" if a.json else "done") or 0)
+    f(argparse.Namespace(json=False, yes=True, dry_run=False, profile="lab dir/p.toml"), None)
+    assert capsys.readouterr().out.splitlines()[-1] == (
+        "next: hold — `seat-console --profile '/tmp/lab dir/p.toml' hold` (or `seat-console "
+        "--profile x restore`)")
+    f(argparse.Namespace(json=True, yes=True, dry_run=False, profile="/p.toml"), None)
+    assert _json(capsys)["next"]["command"] == "seat-console --profile /p.toml hold"
+    f(argparse.Namespace(json=False, yes=True, dry_run=False, profile=None), None)
+    assert capsys.readouterr().out.splitlines()[-1].startswith("next: hold — `seat-console hold`")
+    # the runbook's own text: every stage's command too
+    assert ac.with_profile("      needs a hold; `seat-console hold`", "/p.toml") == (
+        "      needs a hold; `seat-console --profile /p.toml hold`")
+    assert ac.with_profile("seat-console fit", "/p.toml") == "seat-console --profile /p.toml fit"
+    assert ac.with_profile("the seat-console docs", "/p.toml") == "the seat-console docs"
+
+
 def test_ends_with_next_says_it_once_when_nested(monkeypatch, capsys) -> None:
     monkeypatch.setattr(ac, "runbook_next", _fake_next)
     inner = ac.ends_with_next(lambda a, lo: print("inner") or 0)

@@ -63,8 +63,10 @@ def test_hold_then_next_is_backport_and_release_closes_the_cycle(lab, node, env,
     d = state(lab, env)
     h = stages(d)["hold"]
     assert h["status"] == "done" and h["operator"] and h["evidence"]["hold"]
+    # the command to paste carries the profile this one ran with (the stage's own stays bare)
     assert d["next"]["name"] == "backport" and d["next"]["command"] == \
-        "seat-console build-backport"
+        f"seat-console --profile {os.path.abspath(lab.profile_path)} build-backport"
+    assert stages(d)["backport"]["command"] == "seat-console build-backport"
     assert d["seat_holder"] == "resident"
 
     rel = cli(lab, env, "release", "--yes")

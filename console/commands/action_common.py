@@ -23,6 +23,9 @@ import argparse
 import functools
 import io
 import json  # json.loads only: every document is written by jsonout
+import os
+import re
+import shlex
 import sys
 from collections.abc import Callable
 from typing import Any, TextIO
@@ -239,6 +242,38 @@ def fail(prog: str, message: str, code: int, json_mode: bool = False) -> int:
 _NEXT_DEPTH = [0]   # >0 while a wrapped command runs: an action run by `runbook next` says it once
 
 
+_COMMAND_RE = re.compile(r"(`?)seat-console (?!--profile )")
+
+
+def with_profile(text: str, profile: str | None) -> str:
+    """``text`` with every ``seat-console …`` command it suggests given the ``--profile``
+    this command ran with (``profile``: the path as given; ``None`` or empty: ``text`` as it
+    is — the profile then came from ``SEAT_CONSOLE_PROFILE`` or the defaults, which the pasted
+    command finds the same way). A new engineer ran every command with ``--profile`` and was
+    told ``next: fit — `seat-console runbook next` ``: pasted as is, that reads another profile,
+    another node. The path is made absolute (the command may be pasted in another directory)
+    and shell-quoted. Only a command at the start of ``text`` or inside backquotes is changed,
+    and one that names ``--profile`` already is left alone."""
+    if not profile:
+        return text
+    flag = "--profile " + shlex.quote(os.path.abspath(profile))
+    return _COMMAND_RE.sub(lambda m: m.group(0) if not m.group(1) and m.start() != 0
+                           else f"{m.group(1)}seat-console {flag} ", text)
+
+
+def next_with_profile(line: str, doc: dict[str, Any],
+                      profile: str | None) -> tuple[str, dict[str, Any]]:
+    """:func:`runbook_next`'s ``(line, JSON)`` with the commands they suggest given
+    ``--profile`` (:func:`with_profile`): the line, the JSON's ``line`` and ``command``."""
+    if not profile:
+        return line, doc
+    doc = dict(doc)
+    for k in ("line", "command"):
+        if isinstance(doc.get(k), str):
+            doc[k] = with_profile(doc[k], profile)
+    return with_profile(line, profile), doc
+
+
 def runbook_next(loaded: LoadedProfile | None,
                  profile: str | None = None) -> tuple[str, dict[str, Any]]:
     """The runbook's next stage read now (:func:`seat_console.actions.stages.read_runbook` over
@@ -304,7 +339,8 @@ def ends_with_next(func: Callable[[argparse.Namespace, Any], int]
         finally:
             _NEXT_DEPTH[0] -= 1
             sys.stdout = out
-        line, doc = runbook_next(loaded, getattr(args, "profile", None))
+        line, doc = next_with_profile(*runbook_next(loaded, getattr(args, "profile", None)),
+                                      getattr(args, "profile", None))
         if not hold_doc:
             print(line, file=sys.stderr if json_mode else sys.stdout, flush=True)
             return code
@@ -325,5 +361,6 @@ def ends_with_next(func: Callable[[argparse.Namespace, Any], int]
 __all__ = ["EXIT_DECLINED", "EXIT_ERROR", "EXIT_OK", "EXIT_PARTIAL", "EXIT_REFUSED",
            "EXIT_UNAVAILABLE", "EXIT_USAGE", "JournalError", "confirm", "context",
            "plan_refuse_confirm",
-           "ends_with_next", "exit_code", "fail", "observer", "open_journal", "print_plan",
-           "refuse_journaled", "refused", "report", "runbook_next", "typed_confirm"]
+           "ends_with_next", "exit_code", "fail", "next_with_profile", "observer",
+           "open_journal", "print_plan", "refuse_journaled", "refused", "report",
+           "runbook_next", "typed_confirm", "with_profile"]

@@ -160,12 +160,14 @@ def _show(args: argparse.Namespace, nctx: NodeContext, journal: Journal) -> int:
 
     state = read_state(nctx, journal)
     down = last_downtime(journal)
+    prof = getattr(args, "profile", None)
     if args.json:
-        print(jsonout.dumps({**state_to_json(state), "next": next_json(state),
+        _, nxt = ac.next_with_profile("", next_json(state), prof)
+        print(jsonout.dumps({**state_to_json(state), "next": nxt,
                              "seat_downtime": down}, indent=2))
     else:
         lines = render(state)
-        print("\n".join([*lines[:-1], downtime_line(down), lines[-1]]))
+        print(ac.with_profile("\n".join([*lines[:-1], downtime_line(down), lines[-1]]), prof))
     if state.next is None and state.cycle_closed_at is None and state.problems:
         return ac.EXIT_ERROR
     return EXIT_UNAVAILABLE if state.problems else ac.EXIT_OK
@@ -237,12 +239,14 @@ def _fit(args: argparse.Namespace, loaded: LoadedProfile, nctx: NodeContext,
         return ac.fail(prog, f"the fit verdict could not be journaled: {exc}", ac.EXIT_ERROR,
                        args.json)
     state = read_state(nctx, journal)
+    line, nxt = ac.next_with_profile(next_line(state), next_json(state),
+                                     getattr(args, "profile", None))
     if args.json:
         print(jsonout.dumps({"stage": "fit", "journaled": row.seq, **facts,
-                             "next": next_json(state)}, indent=2, default=str))
+                             "next": nxt}, indent=2, default=str))
     else:
         print(f"fit: {facts['verdict']} — {facts['words']} (journal row {row.seq})")
-        print(next_line(state))
+        print(line)
     return ac.EXIT_OK if facts["verdict"] == "fits" else ac.EXIT_REFUSED
 
 
