@@ -159,6 +159,21 @@ def test_the_next_line_carries_the_profile_the_command_ran_with(monkeypatch, cap
     assert ac.with_profile("the seat-console docs", "/p.toml") == "the seat-console docs"
 
 
+def test_a_usage_error_gets_no_next_line(monkeypatch, capsys) -> None:
+    """`hold --ttl 4 --dry-run` printed its usage error and then `next: fit — …` (a new
+    engineer's trial): a command not understood gets its own fix only, in text and JSON."""
+    monkeypatch.setattr(ac, "runbook_next", _fake_next)
+
+    def cmd(args, loaded):
+        print(json.dumps({"ok": False, "exit": 2}) if args.json else "", end="")
+        return ac.EXIT_USAGE
+    f = ac.ends_with_next(cmd)
+    assert f(argparse.Namespace(json=False, yes=True, dry_run=True), None) == 2
+    assert "next:" not in capsys.readouterr().out
+    assert f(argparse.Namespace(json=True, yes=True, dry_run=True), None) == 2
+    assert _json(capsys) == {"ok": False, "exit": 2}
+
+
 def test_ends_with_next_says_it_once_when_nested(monkeypatch, capsys) -> None:
     monkeypatch.setattr(ac, "runbook_next", _fake_next)
     inner = ac.ends_with_next(lambda a, lo: print("inner") or 0)

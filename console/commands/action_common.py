@@ -312,7 +312,9 @@ def ends_with_next(func: Callable[[argparse.Namespace, Any], int]
     """Wrap an action command's ``run(args, loaded)`` so its output ends with one ``next: …``
     line (:func:`runbook_next`, read after the action), or, with ``--json``, a ``next`` key in
     its JSON document (``{"name", "status", "command", "key", "needs", "reason", "line", …}``).
-    The exit code is the command's own. With ``--json`` the document is held until the
+    The exit code is the command's own; a usage error (:data:`EXIT_USAGE`) gets no ``next``
+    (the command was not understood: its message says the fix). With ``--json`` the document
+    is held until the
     command ends (the action's event lines go to stderr meanwhile); an interactive
     confirmation (``--json`` on a terminal, no ``--yes``/``--dry-run``, a command that takes
     ``--yes``) is not held back: then the line goes to stderr. ``loaded`` ``None`` (a command
@@ -339,6 +341,10 @@ def ends_with_next(func: Callable[[argparse.Namespace, Any], int]
         finally:
             _NEXT_DEPTH[0] -= 1
             sys.stdout = out
+        if code == EXIT_USAGE:   # the command was not understood: its own fix, no next step
+            if hold_doc:
+                sys.stdout.write(buf.getvalue())
+            return code
         line, doc = next_with_profile(*runbook_next(loaded, getattr(args, "profile", None)),
                                       getattr(args, "profile", None))
         if not hold_doc:
