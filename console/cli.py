@@ -34,6 +34,7 @@ import os
 import re
 import sys
 from collections.abc import Sequence
+from typing import NoReturn
 
 from seat_console.core import interrupt
 from seat_console.core.profile_path import (   # no pydantic yet: the TUI's first frame comes first
@@ -177,9 +178,32 @@ def _add_global_options(parser: argparse.ArgumentParser) -> None:
                         help="refresh interval in seconds, 0.1 to 3600 (default: the profile's, 1 s)")
 
 
+GLOBAL_OPTIONS = ("--profile", "--readonly", "--interval")
+"""The options of ``seat-console`` itself, given before the command."""
+
+
+class _Parser(argparse.ArgumentParser):
+    """The top-level parser: an unrecognized global option after the command (``seat-console
+    status --profile FILE``, a new engineer's first mistake) gets the line that moves it."""
+
+    def error(self, message: str) -> NoReturn:
+        if message.startswith("unrecognized arguments:"):
+            late = [a for a in message.split(":", 1)[1].split()
+                    if a.split("=", 1)[0] in GLOBAL_OPTIONS]
+            names = list(dict.fromkeys(x.split("=", 1)[0] for x in late))
+            if names:
+                form = {"--profile": "--profile FILE", "--interval": "--interval S"}
+                one = len(names) == 1
+                message += (f" ({', '.join(names)} {'is an option' if one else 'are options'} "
+                            f"of seat-console itself: give {'it' if one else 'them'} before "
+                            "the command, seat-console "
+                            f"{' '.join(form.get(n, n) for n in names)} COMMAND …)")
+        super().error(message)
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser with every registered subcommand (help text without markup)."""
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="seat-console",
         description="Watch an LLM serving seat and run the seat-swap runbook safely.",
     )

@@ -115,3 +115,22 @@ def test_a_bad_profile_under_json_is_a_json_error_too(tmp_path, capsys) -> None:
     rc = cli.main(["--profile", str(bad), "status"])
     out, err = capsys.readouterr()
     assert rc == 1 and out == "" and "tensor_paralel_size" in err
+
+
+@pytest.mark.parametrize("argv, names, form", [
+    (["status", "--profile", "/x.toml"], "--profile is an option", "--profile FILE COMMAND"),
+    (["runbook", "--readonly", "--interval=2"], "--readonly, --interval are options",
+     "--readonly --interval S COMMAND"),
+])
+def test_a_global_option_after_the_command_is_told_where_it_goes(argv, names, form,
+                                                                 capsys) -> None:
+    """`seat-console status --profile FILE` — a new engineer's first mistake — was told only
+    "unrecognized arguments"; now also that the option is seat-console's own, and where."""
+    with pytest.raises(SystemExit) as e:
+        cli.main(argv)
+    err = capsys.readouterr().err
+    assert e.value.code == 2
+    assert f"({names} of seat-console itself: give " in err and f"seat-console {form}" in err
+    with pytest.raises(SystemExit):
+        cli.main(["status", "--bogus"])
+    assert "of seat-console itself" not in capsys.readouterr().err
