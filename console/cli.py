@@ -166,6 +166,26 @@ def _version() -> str:
         return "unknown (not installed)"
 
 
+def _seconds(text: str) -> float:
+    """``--interval``'s value as a float (the range is checked after parsing, so ``0``, ``nan``
+    and ``inf`` get the same sentence); not a number: the same sentence, naming the value."""
+    try:
+        return float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"{text!r}: give seconds between {REFRESH_INTERVAL_MIN_S:g} and "
+            f"{REFRESH_INTERVAL_MAX_S:g}, a number without a unit (e.g. 1 or 0.5)") from None
+
+
+class _NotTheTui(Exception):
+    """The quick parser of :func:`_tui_args` met an error: the full parser runs and says it."""
+
+
+class _QuickParser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:
+        raise _NotTheTui(message)
+
+
 def _add_global_options(parser: argparse.ArgumentParser) -> None:
     """The options before any subcommand (shared by the fast TUI path and the full parser)."""
     parser.add_argument("--version", action="version", version=f"seat-console {_version()}")
@@ -174,7 +194,7 @@ def _add_global_options(parser: argparse.ArgumentParser) -> None:
                              "path, then the embedded default)")
     parser.add_argument("--readonly", action="store_true",
                         help="hide every action that changes the node")
-    parser.add_argument("--interval", type=float, metavar="S",
+    parser.add_argument("--interval", type=_seconds, metavar="S",
                         help="refresh interval in seconds, 0.1 to 3600 (default: the profile's, 1 s)")
 
 
@@ -218,9 +238,12 @@ def build_parser() -> argparse.ArgumentParser:
 def _tui_args(argv: Sequence[str] | None) -> argparse.Namespace | None:
     """The global options when ``argv`` asks for the TUI (no subcommand, no ``--help``), else
     ``None`` (then the full parser runs)."""
-    quick = argparse.ArgumentParser(prog="seat-console", add_help=False)
+    quick = _QuickParser(prog="seat-console", add_help=False)
     _add_global_options(quick)
-    args, rest = quick.parse_known_args(argv)
+    try:
+        args, rest = quick.parse_known_args(argv)
+    except _NotTheTui:   # a bad global option: the full parser's usage and message
+        return None
     if rest:
         return None
     args.command = None

@@ -134,3 +134,15 @@ def test_a_global_option_after_the_command_is_told_where_it_goes(argv, names, fo
     with pytest.raises(SystemExit):
         cli.main(["status", "--bogus"])
     assert "of seat-console itself" not in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("value", ["abc", "2s"])
+def test_an_interval_that_is_not_a_number_says_the_range_too(value, capsys) -> None:
+    """`--interval abc` got argparse's "invalid float value" under the quick parser's shorter
+    usage line, while `--interval 0` got the range: one usage line and one sentence now."""
+    for argv in ([f"--interval={value}"], [f"--interval={value}", "status"]):
+        with pytest.raises(SystemExit) as e:
+            cli.main(argv)
+        err = capsys.readouterr().err
+        assert e.value.code == 2 and "COMMAND ..." in err, err
+        assert f"'{value}': give seconds between 0.1 and 3600" in err
