@@ -93,6 +93,29 @@ def test_help_names_each_keys_binding_id_for_the_profiles_keys_table() -> None:
     assert rows["hold"].endswith("[keys: node.hold]")
 
 
+async def test_a_node_actions_key_under_readonly_says_why_nothing_happens() -> None:
+    """A new engineer on a --readonly console pressed H, S, U… and saw nothing at all. The key
+    still runs nothing, and now says why (the remapped key too); a key of no action stays
+    silent."""
+    app = _app(_loaded('\n[keys]\n"node.swap" = "ctrl+o"\n'), readonly=True)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.press("H")
+        await _wait(pilot, lambda: len(app._notifications) == 1, "the H notice")
+        said = list(app._notifications)[0].message
+        assert said.startswith("H hold: not in this console — it runs --readonly"), said
+        assert not isinstance(app.screen, HoldOptionsScreen)
+        await pilot.press("ctrl+o")
+        await _wait(pilot, lambda: len(app._notifications) == 2, "the remapped key's notice")
+        assert "swap: not in this console" in list(app._notifications)[1].message
+        await pilot.press("x")
+        await pilot.pause(0.1)
+        assert len(app._notifications) == 2
+    plain = _app(_loaded())
+    async with plain.run_test(size=(120, 40)) as pilot:
+        await pilot.press("H")
+        await _wait(pilot, lambda: isinstance(plain.screen, HoldOptionsScreen), "the hold")
+
+
 async def test_profile_keys_remap_through_the_keymap() -> None:
     app = _app(_loaded('\n[keys]\n"node.hold" = "ctrl+o"\nrefresh-now = "f5"\n'))
     async with app.run_test(size=(120, 40)) as pilot:

@@ -167,6 +167,16 @@ def node_actions(bindings: Iterable[BindingType]) -> set[str]:
     return {b.action for b in bindings if isinstance(b, Binding) and is_node_action(b)}
 
 
+def node_action_of_key(bindings: Iterable[BindingType], key: str) -> Binding | None:
+    """The node-changing binding among ``bindings`` that ``key`` (Textual's key name, e.g.
+    ``"H"`` or ``"ctrl+r"``) would run, or ``None``: what ``--readonly`` refused, to say so."""
+    for b in bindings:
+        if isinstance(b, Binding) and is_node_action(b) and key in (
+                k.strip() for k in b.key.split(",")):
+            return b
+    return None
+
+
 def remapped(bindings: Iterable[BindingType], keymap: Mapping[str, str]) -> list[BindingType]:
     """``bindings`` with the keys ``keymap`` (binding id → key(s)) gives them, as Textual's
     keymap applies them (the key's on-screen form recomputed)."""
@@ -278,6 +288,7 @@ def check_keymap(keymap: Mapping[str, str], source: str,
     return {i: v for i, v in keymap.items() if i in table}
 
 
-__all__ = ["FLEET_DETAIL_KEYS", "FLEET_KEYS", "KEYS", "NODE_ACTION_PREFIX", "TABLES", "Key", "KeymapError", "bindings", "check_keymap",
-           "PANEL_FOOTER_RANKS", "filter_action_bindings", "footer_drop_order", "help_rows", "is_node_action",
-           "node_actions", "readme_rows", "remapped"]
+__all__ = ["FLEET_DETAIL_KEYS", "FLEET_KEYS", "KEYS", "NODE_ACTION_PREFIX", "TABLES", "Key",
+           "KeymapError", "bindings", "check_keymap", "PANEL_FOOTER_RANKS",
+           "filter_action_bindings", "footer_drop_order", "help_rows", "is_node_action",
+           "node_action_of_key", "node_actions", "readme_rows", "remapped"]

@@ -6,6 +6,7 @@ open."""
 from __future__ import annotations
 
 from rich.text import Text
+from textual import events
 from textual.app import ComposeResult
 from textual.containers import Horizontal, VerticalScroll
 from textual.css.query import NoMatches
@@ -40,6 +41,22 @@ class MainScreen(Screen[None]):
     def seat_app(self) -> ConsoleApp:
         """The app, typed (this screen is only the console app's)."""
         return self.app  # type: ignore[return-value]
+
+    def on_key(self, event: events.Key) -> None:
+        """Under ``--readonly``, a key of a node action (hidden and not run) says why nothing
+        happened instead of nothing at all (a new engineer told "press H to hold" took the key
+        for broken); other keys pass on."""
+        app = self.app
+        if not getattr(app, "readonly", False):
+            return
+        b = keytable.node_action_of_key(
+            keytable.remapped(app.BINDINGS, getattr(app, "keymap", {})), event.key)
+        if b is None:
+            return
+        event.stop()
+        app.notify(f"{b.key_display or app.get_key_display(b)} {b.description}: not in this "
+                   "console — it runs --readonly and changes nothing on the node (start it "
+                   "without --readonly to act)", severity="warning", timeout=6)
 
     def on_screen_resume(self) -> None:
         """Back from help or the palette: draw what arrived meanwhile."""
