@@ -107,6 +107,10 @@ def test_flag_is_the_engines_suggestion_and_only_when_it_fits() -> None:
            "buffer)" in b.flag_words()
     over = _budget("0.33.0", weights=79 * GIB)
     assert not over.verdict.fits and over.kv_flag_bytes is None and over.flag_words() is None
+    # which vLLM it pins on, in words ("on vLLM the 0.32-0.33 rule" said a trial's output)
+    assert b.flag_words().endswith("pins this KV cache on vLLM 0.33.0")
+    assert _budget(None).flag_words().endswith(
+        "pins this KV cache on a vLLM of the 0.32-0.33 rule (version not known)")
 
 
 @pytest.mark.parametrize("version", ["0.31.9", "vllm==0.35.0", "1.0.0", "0.10.2"])

@@ -632,14 +632,15 @@ class FitBudget(Frozen):
         the side fits; ``None`` otherwise."""
         if self.kv_flag_bytes is None or self.kv_flag_bytes <= 0:
             return None
-        v = self.engine.version if self.engine else "the 0.32-0.33 rule"
+        v = (f"vLLM {self.engine.version}" if self.engine
+             else "a vLLM of the 0.32-0.33 rule (version not known)")
         toks = f" = {self.kv_flag_tokens:,} KV tokens" if self.kv_flag_tokens else ""
         left = [c.kv_bytes for c in self.cards if c.kv_bytes is not None]
         below = min(left) - self.kv_flag_bytes if left else 0
         why = (f"; {below / (1 << 20):,.0f} MiB below the KV cache above: vLLM's own "
                "suggestion keeps its redundancy buffer" if below > 0 else "")
         return (f"{KV_FLAG}={self.kv_flag_bytes} ({gib(self.kv_flag_bytes)} GiB per card"
-                f"{toks}{why}) pins this KV cache on vLLM {v}")
+                f"{toks}{why}) pins this KV cache on {v}")
 
     @property
     def kv_tokens(self) -> int | None:
