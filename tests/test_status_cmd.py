@@ -136,3 +136,29 @@ def test_exited_container_says_when_it_exited_not_started() -> None:
     never = F.containers(running=False).model_copy(update={"containers": tuple(
         c.model_copy(update={"finished_at": None}) for c in F.containers(running=False).containers)})
     assert "exited, health n/a (no healthcheck), end n/a," in render_containers(never, now)
+
+
+def test_unread_hold_leases_are_on_the_unavailable_line_and_exit_3(monkeypatch) -> None:
+    """A trial's `status` said "cannot read node leases: …" in its hold section and then
+    "unavailable: gpus, timers, …" without them — or, with every source read, "all sources
+    read". The leases are named on that line now, and `status` exits 3 for them."""
+    from seat_console.commands import status_cmd
+
+    def fixed(name):
+        return lambda _l: _Fixed(name, Unavailable(source=name, kind="unreachable", reason="x"))
+    snap = take_snapshot(load_profile(None, environ={}), timeout_s=5.0,
+                         factories={n: fixed(n) for n in SOURCE_NAMES})
+    sec = {"errors": ["node leases: cannot list the hold leases on local: exit 1"]}
+    assert status_cmd.hold_unread(sec) == ["node leases"] and status_cmd.hold_unread({}) == []
+    text = status_cmd.render_text(snap, also=status_cmd.hold_unread(sec))
+    assert text.rstrip().splitlines()[-1].endswith("engine (unreachable), node leases")
+    monkeypatch.setattr(NodeSnapshot, "unavailable", lambda self: {})
+    assert text != (t := status_cmd.render_text(snap, also=["node leases"]))
+    assert t.rstrip().splitlines()[-1] == "unavailable: node leases"
+    assert status_cmd.render_text(snap).rstrip().splitlines()[-1] == "all sources read"
+    monkeypatch.setattr(status_cmd, "take_snapshot", lambda loaded, timeout_s: snap)
+    monkeypatch.setattr(status_cmd, "read_hold_section", lambda *a: sec)
+    from types import SimpleNamespace
+    for js in (False, True):
+        args = SimpleNamespace(timeout=5.0, json=js)
+        assert status_cmd.run(args, load_profile(None, environ={})) == 3

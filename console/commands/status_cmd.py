@@ -14,7 +14,7 @@ import argparse
 import functools
 import json
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from datetime import datetime
 
 from seat_console.core import jsonout
@@ -62,11 +62,18 @@ def run(args: argparse.Namespace, loaded: LoadedProfile) -> int:
         doc = json.loads(snap.model_copy(update={"hold": hold}).model_dump_json())
         sys.stdout.write(jsonout.dumps(doc, indent=2, default=str) + "\n")
     else:
-        text = render_text(snap)
+        text = render_text(snap, also=hold_unread(hold))
         cut = text.find("\nTimers (")
         cut = text.find("\n\n") + 1 if cut < 0 else cut + 1
         sys.stdout.write(text[:cut] + render_hold(hold) + "\n" + text[cut:])
-    return EXIT_UNAVAILABLE if snap.unavailable() else EXIT_OK
+    return EXIT_UNAVAILABLE if snap.unavailable() or hold_unread(hold) else EXIT_OK
+
+
+def hold_unread(sec: dict) -> list[str]:
+    """What the hold section could not read (its ``errors``: ``"node leases: …"`` → ``"node
+    leases"``), for the ``unavailable:`` line and exit 3: a trial's ``status`` said "cannot read
+    node leases" in its body and left them out of that line."""
+    return [str(e).split(":", 1)[0] for e in sec.get("errors", [])]
 
 
 # -- text rendering ------------------------------------------------------------------------
@@ -341,8 +348,10 @@ def render_hold(sec: dict) -> str:
     return out
 
 
-def render_text(snap: NodeSnapshot) -> str:
-    """The whole snapshot as text (sections in :data:`seat_console.snapshot.reading.SOURCE_NAMES` order)."""
+def render_text(snap: NodeSnapshot, also: Sequence[str] = ()) -> str:
+    """The whole snapshot as text (sections in :data:`seat_console.snapshot.reading.SOURCE_NAMES`
+    order); ``also``: more that could not be read, named on the ``unavailable:`` line (the hold
+    section's, :func:`hold_unread`)."""
     now = snap.taken_at
     head = (f"Seat Console status: node {snap.node} via {snap.transport}, "
             f"{now.strftime('%Y-%m-%d %H:%M:%SZ')}\nprofile {snap.profile_source} "
@@ -351,9 +360,9 @@ def render_text(snap: NodeSnapshot) -> str:
              render_silences(snap.silences, now), render_containers(snap.containers, now),
              render_engine(snap.engine)]
     down = snap.unavailable()
-    tail = ("\nunavailable: " + ", ".join(f"{n} ({u.kind})" for n, u in down.items()) + "\n"
-            if down else "\nall sources read\n")
+    names = [*(f"{n} ({u.kind})" for n, u in down.items()), *also]
+    tail = "\nunavailable: " + ", ".join(names) + "\n" if names else "\nall sources read\n"
     return head + "\n".join(parts) + tail
 
 
-__all__ = ["read_hold_section", "register", "render_hold", "render_text", "run"]
+__all__ = ["hold_unread", "read_hold_section", "register", "render_hold", "render_text", "run"]
