@@ -4,6 +4,7 @@ command module imported before the first frame)."""
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -146,3 +147,14 @@ def test_an_interval_that_is_not_a_number_says_the_range_too(value, capsys) -> N
         err = capsys.readouterr().err
         assert e.value.code == 2 and "COMMAND ..." in err, err
         assert f"'{value}': give seconds between 0.1 and 3600" in err
+
+
+def test_every_commands_help_ends_with_its_exit_codes() -> None:
+    """A new engineer found exit codes in hold's --help but not in swap's, restore's, probe's,
+    compare's… — the commands a script most needs them for."""
+    p = cli.build_parser()
+    sub = next(a for a in p._actions if isinstance(a, cli.argparse._SubParsersAction))
+    missing = [name for name, sp in sub.choices.items()
+               if not re.search(r"(?i)exit(?: codes?)?:? *\(?[^)]*\)?:? *0\b|exit 0",
+                                sp.format_help())]
+    assert missing == [], missing

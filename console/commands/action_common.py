@@ -242,6 +242,11 @@ def fail(prog: str, message: str, code: int, json_mode: bool = False) -> int:
 _NEXT_DEPTH = [0]   # >0 while a wrapped command runs: an action run by `runbook next` says it once
 
 
+ACTION_EXITS = ("exit codes: 0 done; 1 failed and undone; 2 usage (or no terminal and no "
+                "--yes); 4 left partly changed (the output says what); 5 refused, nothing "
+                "changed; 6 declined at the prompt")
+"""The exit codes of every action command, as its ``--help`` ends (``epilog``)."""
+
 _COMMAND_RE = re.compile(r"(`?)seat-console (?!--profile )")
 
 
@@ -364,7 +369,7 @@ def ends_with_next(func: Callable[[argparse.Namespace, Any], int]
     return wrapper
 
 
-__all__ = ["EXIT_DECLINED", "EXIT_ERROR", "EXIT_OK", "EXIT_PARTIAL", "EXIT_REFUSED",
+__all__ = ["ACTION_EXITS", "EXIT_DECLINED", "EXIT_ERROR", "EXIT_OK", "EXIT_PARTIAL", "EXIT_REFUSED",
            "EXIT_UNAVAILABLE", "EXIT_USAGE", "JournalError", "confirm", "context",
            "plan_refuse_confirm",
            "ends_with_next", "exit_code", "fail", "next_with_profile", "observer",

@@ -20,6 +20,11 @@ from seat_console.commands import action_common as ac
 from seat_console.core import jsonout
 from seat_console.core.profile import LoadedProfile
 
+BACKPORT_EXITS = ("exit codes: 0 built (or already built from the same inputs); 1 failed "
+                  "and undone; 2 usage; 3 the docker engine cannot be reached; 4 failed "
+                  "and something is left (the output says what); 5 refused, nothing changed")
+"""``build-backport``'s exit codes, as its ``--help`` ends."""
+
 EXIT_OK = 0
 EXIT_ERROR = 1
 EXIT_UNAVAILABLE = 3
@@ -29,7 +34,7 @@ EXIT_REFUSED = 5
 
 def register(sub: argparse._SubParsersAction) -> None:
     """Add the ``build-backport`` subcommand."""
-    p = sub.add_parser("build-backport",
+    p = sub.add_parser("build-backport", epilog=BACKPORT_EXITS,
                        help="build the profile's [backport]: patched files over a base image "
                             "pinned by digest (classic builder, provenance labels, journaled)")
     p.add_argument("--push", action="store_true",

@@ -32,11 +32,17 @@ from seat_console.commands import action_common as ac
 from seat_console.core.profile import LoadedProfile
 
 
+EXITS = (ac.ACTION_EXITS + "; 7 the runbook ran to its end but the bracket is not complete "
+                           "(kept, no cross-arm claim)")
+"""The exit codes, as ``--help`` ends (``epilog``)."""
+
+
 def register(sub: argparse._SubParsersAction) -> None:
     """Add the ``compare`` subcommand."""
     p = sub.add_parser("compare", help="bracketed A/B comparison of the resident and the "
                                        "candidate (probe, fidelity, canaries), then its report",
                        description=__doc__.split("\n\n")[0])
+    p.epilog = EXITS
     p.add_argument("--bracket", default="ABBA", metavar="ORDER",
                    help="leg order, letters A (resident) and B (candidate), as many of each "
                         "(default ABBA)")

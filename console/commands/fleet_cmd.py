@@ -26,10 +26,17 @@ EXIT_USAGE = 2
 EXIT_UNAVAILABLE = 3
 
 
+EXITS = ("exit codes (--json): 0 every query and the Alertmanager read answered; 1 a bad URL "
+         "or missing credentials; 2 bad arguments, or the screen without a terminal; 3 "
+         "Prometheus or a query did not answer (rows still printed)")
+"""The exit codes, as ``--help`` ends (``epilog``)."""
+
+
 def register(sub: argparse._SubParsersAction) -> None:
     """Add the ``fleet`` subcommand."""
     p = sub.add_parser("fleet", help="one row per seat of the fleet, from its Prometheus and "
                                      "Alertmanager (the fleet screen; --json: one refresh)")
+    p.epilog = EXITS
     p.add_argument("--prometheus", metavar="URL",
                    help="Prometheus-compatible query API (default: the profile's "
                         "fleet.prometheus_url)")

@@ -30,6 +30,12 @@ EXIT_USAGE = 2
 EXIT_UNKNOWN = 3
 
 
+EXITS = ("exit codes: 0 the image the swap will use has every requirement; 1 it lacks one; 2 "
+         "usage (no [candidate.requires]: the runbook skips the stage); 3 cannot tell (docker "
+         "unreachable, the image not built or pulled)")
+"""The exit codes, as ``--help`` ends (``epilog``)."""
+
+
 def register(sub: argparse._SubParsersAction) -> None:
     """Add the ``image-check`` subcommand."""
     p = sub.add_parser("image-check",
@@ -38,6 +44,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     ac.add_action_flags(p, yes=None, json_help="print the answer as JSON",
                         dry_run="list the images and requirements that would be checked; "
                                 "read nothing")
+    p.epilog = EXITS
     p.set_defaults(func=ac.ends_with_next(run))
 
 

@@ -55,6 +55,10 @@ from seat_console.core.profile import LoadedProfile
 RUN_ID_RE = re.compile(r"^[0-9]{8}T[0-9]{6}Z-[0-9a-f]{6}$")
 """A run id as :func:`seat_console.probe.store.new_run_id` makes them (no path can hide in it)."""
 
+PROBE_EXITS = ("exit codes: 0 complete; 1 error; 2 usage; 5 refused at preflight, nothing "
+               "sent; 7 kept but not complete (no headline); 130 interrupted, kept")
+"""``probe``'s exit codes, as its ``--help`` ends."""
+
 EXIT_OK = 0
 EXIT_ERROR = 1
 EXIT_USAGE = 2
@@ -63,10 +67,16 @@ EXIT_NOT_COMPLETE = 7
 EXIT_INTERRUPTED = 130
 
 
+RUNS_EXITS = ("exit codes: 0 listed or shown; 1 the named run does not exist; 2 RUN_ID is not a run"
+              " id")
+"""The exit codes, as ``--help`` ends (``epilog``)."""
+
+
 def register(sub: argparse._SubParsersAction) -> None:
     """Add the ``probe`` and ``runs`` subcommands."""
     p = sub.add_parser("probe", help="run the profile's probe load against the seat and keep the "
                                      "run (needs an active hold, or --force --reason)")
+    p.epilog = PROBE_EXITS
     p.add_argument("--phase", action="append", metavar="NAME",
                    help="run only this phase of probe.phases (repeatable)")
     p.add_argument("--json", action="store_true", help="print the run summary as JSON")
@@ -88,6 +98,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "(default 0.10)")
     p.set_defaults(func=ac.ends_with_next(run_probe_cmd))
     r = sub.add_parser("runs", help="list kept comparisons and probe runs (never deleted), or show one run")
+    r.epilog = RUNS_EXITS
     r.add_argument("run_id", nargs="?", help="show this run's summary")
     r.add_argument("--json", action="store_true", help="print as JSON")
     r.set_defaults(func=run_runs_cmd)

@@ -9,9 +9,14 @@ from seat_console.core import jsonout
 from seat_console.core.profile import ProfileError, default_profile_text, load_profile
 
 
+EXITS = ("exit codes: 0 valid (or printed); 1 the profile does not validate (the message names"
+         " the key and the fix)")
+"""The exit codes, as ``--help`` ends (``epilog``)."""
+
+
 def register(sub: argparse._SubParsersAction) -> None:
     """Add the ``profile`` subcommand."""
-    p = sub.add_parser("profile", help="validate, print or show the seat profile")
+    p = sub.add_parser("profile", epilog=EXITS, help="validate, print or show the seat profile")
     g = p.add_mutually_exclusive_group(required=True)
     g.add_argument("--check", metavar="FILE", help="validate FILE and report problems")
     g.add_argument("--print-default", action="store_true",

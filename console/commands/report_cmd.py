@@ -37,11 +37,18 @@ the report was written in another format version (an older console) and its text
 from the one this console re-derives: the differences are listed, not judged."""
 
 
+EXITS = ("exit codes: 0 produced (or, --verify, every file unchanged and the report re-derived"
+         " identically); 1 a run cannot be read, or --verify found a change; 2 usage; 3 "
+         "(--verify) files unchanged, the report of another format version")
+"""The exit codes, as ``--help`` ends (``epilog``)."""
+
+
 def register(sub: argparse._SubParsersAction) -> None:
     """Add the ``report`` subcommand."""
     p = sub.add_parser("report", help="evidence report from probe runs or a bracketed "
                                       "comparison (claims, populations, SHA-256 of raw files)",
                        description=__doc__.split("\n\n")[0])
+    p.epilog = EXITS
     p.add_argument("runs", nargs="*", metavar="RUN",
                    help="a run or comparison ID (see `seat-console runs`) or its directory")
     fmt = p.add_mutually_exclusive_group()

@@ -34,10 +34,16 @@ EXIT_ERROR = 1
 EXIT_UNAVAILABLE = 3
 
 
+EXITS = ("exit codes: 0 every source was read; 1 error; 2 usage; 3 at least one source (or the"
+         " hold's node leases) could not be read")
+"""The exit codes, as ``--help`` ends (``epilog``)."""
+
+
 def register(sub: argparse._SubParsersAction) -> None:
     """Add the ``status`` subcommand."""
     p = sub.add_parser("status", help="print the whole node snapshot (GPUs, timers, silences, "
                                       "containers, engine); exit 3 if a source is unavailable")
+    p.epilog = EXITS
     p.add_argument("--json", action="store_true", help="print the snapshot as JSON")
     p.add_argument("--timeout", type=float, default=20.0, metavar="S",
                    help="seconds to wait for all sources (default 20)")

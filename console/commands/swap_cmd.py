@@ -35,6 +35,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     """Add the ``swap`` and ``restore`` subcommands."""
     p = sub.add_parser("swap", help="stop the resident and start the probe container in the "
                                     "seat (needs an active hold and a fitting budget)")
+    p.epilog = ac.ACTION_EXITS
     p.add_argument("--force", action="store_true",
                    help="swap although the fit budget says the candidate does not fit")
     p.add_argument("--reason", default="", metavar="TEXT", help="why --force (journaled)")
@@ -42,6 +43,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=ac.ends_with_next(run_swap))
     r = sub.add_parser("restore", help="stop (keep) the probe, start the resident as recorded, "
                                        "verify it answers, release the hold")
+    r.epilog = ac.ACTION_EXITS
     r.add_argument("--defer", action="append", default=[], metavar="UNIT=WHEN",
                    help="as `release --defer`: keep timer UNIT stopped and start it at WHEN "
                         "(30m, 2h, 23:00Z) by a transient timer on the node; repeatable")

@@ -41,7 +41,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "serve", help="show the console, read-only, in a browser on loopback (one console "
                       "process per tab; share it with an SSH tunnel)",
-        description=__doc__)
+        description=__doc__,
+        epilog="exit codes: 0 stopped (or the plan printed); 1 cannot listen (port in use…); "
+               "2 usage (a non-loopback host, bad limits, --fleet without a fleet command)")
     p.add_argument("--host", default=DEFAULT_HOST,
                    help=f"loopback address to listen on (default {DEFAULT_HOST}; anything "
                         f"else is refused: share with `{ssh_hint(DEFAULT_PORT)}`)")
