@@ -247,7 +247,7 @@ ACTION_EXITS = ("exit codes: 0 done; 1 failed and undone; 2 usage (or no termina
                 "changed; 6 declined at the prompt")
 """The exit codes of every action command, as its ``--help`` ends (``epilog``)."""
 
-_COMMAND_RE = re.compile(r"(`?)seat-console (?!--profile )")
+_COMMAND_RE = re.compile(r"(^|`)seat-console (?!--profile )")
 
 
 def with_profile(text: str, profile: str | None) -> str:
@@ -262,21 +262,16 @@ def with_profile(text: str, profile: str | None) -> str:
     if not profile:
         return text
     flag = "--profile " + shlex.quote(os.path.abspath(profile))
-    return _COMMAND_RE.sub(lambda m: m.group(0) if not m.group(1) and m.start() != 0
-                           else f"{m.group(1)}seat-console {flag} ", text)
+    return _COMMAND_RE.sub(lambda m: f"{m.group(1)}seat-console {flag} ", text)
 
 
-def next_with_profile(line: str, doc: dict[str, Any],
-                      profile: str | None) -> tuple[str, dict[str, Any]]:
-    """:func:`runbook_next`'s ``(line, JSON)`` with the commands they suggest given
-    ``--profile`` (:func:`with_profile`): the line, the JSON's ``line`` and ``command``."""
+def next_doc_with_profile(doc: dict[str, Any], profile: str | None) -> dict[str, Any]:
+    """A ``next`` JSON object (:func:`seat_console.actions.stages.next_json`) with the commands
+    it suggests given ``--profile`` (:func:`with_profile`): its ``line`` and ``command``."""
     if not profile:
-        return line, doc
-    doc = dict(doc)
-    for k in ("line", "command"):
-        if isinstance(doc.get(k), str):
-            doc[k] = with_profile(doc[k], profile)
-    return with_profile(line, profile), doc
+        return doc
+    return {**doc, **{k: with_profile(doc[k], profile) for k in ("line", "command")
+                      if isinstance(doc.get(k), str)}}
 
 
 def runbook_next(loaded: LoadedProfile | None,
@@ -350,8 +345,9 @@ def ends_with_next(func: Callable[[argparse.Namespace, Any], int]
             if hold_doc:
                 sys.stdout.write(buf.getvalue())
             return code
-        line, doc = next_with_profile(*runbook_next(loaded, getattr(args, "profile", None)),
-                                      getattr(args, "profile", None))
+        profile = getattr(args, "profile", None)
+        line, doc = runbook_next(loaded, profile)
+        line, doc = with_profile(line, profile), next_doc_with_profile(doc, profile)
         if not hold_doc:
             print(line, file=sys.stderr if json_mode else sys.stdout, flush=True)
             return code
@@ -372,6 +368,6 @@ def ends_with_next(func: Callable[[argparse.Namespace, Any], int]
 __all__ = ["ACTION_EXITS", "EXIT_DECLINED", "EXIT_ERROR", "EXIT_OK", "EXIT_PARTIAL", "EXIT_REFUSED",
            "EXIT_UNAVAILABLE", "EXIT_USAGE", "JournalError", "confirm", "context",
            "plan_refuse_confirm",
-           "ends_with_next", "exit_code", "fail", "next_with_profile", "observer",
+           "ends_with_next", "exit_code", "fail", "next_doc_with_profile", "observer",
            "open_journal", "print_plan", "refuse_journaled", "refused", "report",
            "runbook_next", "typed_confirm", "with_profile"]

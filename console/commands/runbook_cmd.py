@@ -162,8 +162,8 @@ def _show(args: argparse.Namespace, nctx: NodeContext, journal: Journal) -> int:
     down = last_downtime(journal)
     prof = getattr(args, "profile", None)
     if args.json:
-        _, nxt = ac.next_with_profile("", next_json(state), prof)
-        print(jsonout.dumps({**state_to_json(state), "next": nxt,
+        print(jsonout.dumps({**state_to_json(state),
+                             "next": ac.next_doc_with_profile(next_json(state), prof),
                              "seat_downtime": down}, indent=2))
     else:
         lines = render(state)
@@ -239,14 +239,13 @@ def _fit(args: argparse.Namespace, loaded: LoadedProfile, nctx: NodeContext,
         return ac.fail(prog, f"the fit verdict could not be journaled: {exc}", ac.EXIT_ERROR,
                        args.json)
     state = read_state(nctx, journal)
-    line, nxt = ac.next_with_profile(next_line(state), next_json(state),
-                                     getattr(args, "profile", None))
+    nxt = ac.next_doc_with_profile(next_json(state), getattr(args, "profile", None))
     if args.json:
         print(jsonout.dumps({"stage": "fit", "journaled": row.seq, **facts,
                              "next": nxt}, indent=2, default=str))
     else:
         print(f"fit: {facts['verdict']} — {facts['words']} (journal row {row.seq})")
-        print(line)
+        print(nxt["line"])
     return ac.EXIT_OK if facts["verdict"] == "fits" else ac.EXIT_REFUSED
 
 

@@ -62,17 +62,18 @@ def run(args: argparse.Namespace, loaded: LoadedProfile) -> int:
         print(f"seat-console status: {type(exc).__name__}: {exc}", file=sys.stderr)
         return EXIT_ERROR
     hold = read_hold_section(loaded, snap.timers, snap.taken_at)
+    unread = hold_unread(hold)
     if args.json:
         # one model: the node's snapshot with its hold section (NodeSnapshot.hold), so the
         # JSON reads back with NodeSnapshot.model_validate_json
         doc = json.loads(snap.model_copy(update={"hold": hold}).model_dump_json())
         sys.stdout.write(jsonout.dumps(doc, indent=2, default=str) + "\n")
     else:
-        text = render_text(snap, also=hold_unread(hold))
+        text = render_text(snap, also=unread)
         cut = text.find("\nTimers (")
         cut = text.find("\n\n") + 1 if cut < 0 else cut + 1
         sys.stdout.write(text[:cut] + render_hold(hold) + "\n" + text[cut:])
-    return EXIT_UNAVAILABLE if snap.unavailable() or hold_unread(hold) else EXIT_OK
+    return EXIT_UNAVAILABLE if snap.unavailable() or unread else EXIT_OK
 
 
 def hold_unread(sec: dict) -> list[str]:
