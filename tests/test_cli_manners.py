@@ -10,6 +10,8 @@ import sys
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from seat_console import cli
 
@@ -158,3 +160,22 @@ def test_every_commands_help_ends_with_its_exit_codes() -> None:
                if not re.search(r"(?i)exit(?: codes?)?:? *\(?[^)]*\)?:? *0\b|exit 0",
                                 sp.format_help())]
     assert missing == [], missing
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(max_size=40) | st.sampled_from(["nan", "-inf", "1e400", "\ufeff1", "0x10", "1_0",
+                                                "  2 ", "", "²"]))
+def test_any_interval_text_is_a_number_or_the_one_sentence(text: str) -> None:
+    """--interval's value (outside input): a float, or ArgumentTypeError naming the value and
+    the range; never another exception. NaN and ±Inf pass here and are refused by the range
+    check after parsing (one sentence for both)."""
+    try:
+        v = cli._seconds(text)
+    except cli.argparse.ArgumentTypeError as exc:
+        assert repr(text) in str(exc) and "between 0.1 and 3600" in str(exc)
+        return
+    assert isinstance(v, float)
+    if not 0.1 <= v <= 3600:
+        with pytest.raises(SystemExit) as e:
+            cli.main(["--interval", text, "status"])
+        assert e.value.code == 2
