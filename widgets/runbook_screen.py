@@ -24,7 +24,7 @@ from typing import ClassVar
 from rich.console import Group
 from rich.table import Table
 from rich.text import Text
-from textual import on
+from textual import events, on
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Vertical
@@ -259,9 +259,25 @@ class RunbookScreen(ModalScreen[None]):
             return None
         return self.state.stages[index]
 
+    def on_key(self, event: events.Key) -> None:
+        """A stage's key, the one its row shows (``run:  U  or …``), runs it here as Enter on
+        its row does (the row highlighted first): a stranger pressed U on this screen, as the
+        release row said, and nothing happened. Other keys pass on."""
+        if self.state is None or not event.character:
+            return
+        for i, stage in enumerate(self.state.stages):
+            if stage.key is not None and self.key_of(stage.key) == event.character:
+                event.stop()
+                self.query_one(OptionList).highlighted = i
+                self._run_or_say(stage)
+                return
+
     @on(OptionList.OptionSelected, "#runbook-stages")
     def _selected(self, event: OptionList.OptionSelected) -> None:
-        stage = self.stage_at(event.option_index)
+        self._run_or_say(self.stage_at(event.option_index))
+
+    def _run_or_say(self, stage: StageState | None) -> None:
+        """Run ``stage`` (Enter on its row, or its key); when nothing started, say why."""
         if stage is None or self.run is None:
             return
         if self.run(stage):
