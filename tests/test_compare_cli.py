@@ -35,6 +35,27 @@ def test_dry_run_lists_legs_pairs_and_plan_and_changes_nothing(state: Path, lab,
     assert "cmp-<time>-<id>" in doc["folder"] and "cmp-2" not in json.dumps(doc)
 
 
+@pytest.mark.parametrize("bracket", ["ABBA", "AB", "AABB"])
+def test_without_rounds_the_compare_runs_the_fewest_that_can_reach_a_claim(
+        state: Path, lab, capsys: pytest.CaptureFixture, bracket: str) -> None:
+    """The CLI's default design is the runbook screen's (the on-call trial: a plain
+    ``compare`` ran one round, which can only read INCONCLUSIVE, while ``c`` offered 3):
+    ``claim_rounds`` rounds, and its plan says it can reach a claim; ``--rounds 1`` says not."""
+    from seat_console.actions.compare import claim_rounds
+
+    need = claim_rounds(bracket)
+    assert need > 1
+    assert main(["--profile", str(lab.profile_path), "compare", "--bracket", bracket,
+                 "--dry-run", "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert len(doc["legs"]) == need * len(bracket)
+    assert doc["cost"]["can_claim"] is True, doc["cost"]
+    assert main(["--profile", str(lab.profile_path), "compare", "--bracket", bracket,
+                 "--rounds", "1", "--dry-run", "--json"]) == 0
+    one = json.loads(capsys.readouterr().out)
+    assert len(one["legs"]) == len(bracket) and one["cost"]["can_claim"] is False
+
+
 @pytest.mark.parametrize("args, code, text", [
     (["--bracket", "ABB"], 2, "cannot all pair"),
     (["--rounds", "0"], 2, "--rounds 0"),

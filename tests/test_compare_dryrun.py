@@ -16,7 +16,7 @@ def test_dry_run_text_prints_the_plan_once(tmp_path: Path, monkeypatch: pytest.M
     monkeypatch.setenv("SEAT_CONSOLE_STATE_DIR", str(tmp_path / "state"))
     monkeypatch.setenv("SEAT_CONSOLE_DATA_DIR", str(tmp_path / "data"))
     assert main(["--profile", str(lab.profile_path), "compare", "--bracket", "ABBA",
-                 "--dry-run"]) == 0
+                 "--rounds", "1", "--dry-run"]) == 0
     out = capsys.readouterr().out
     lines = out.splitlines()
     assert sum("compare ABBA x1 on the seat" in ln for ln in lines) == 1

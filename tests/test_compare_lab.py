@@ -44,8 +44,8 @@ def test_lab_aa_compare_claims_no_difference(lab, tmp_path: Path) -> None:
     with exclusive_lab(lab, "the A/A compare test restarts the seat four times"):
         timers_before = _timers(node, lab.timers)
         try:
-            r = seat_cli(prof, env, "compare", "--bracket", "ABBA", "--yes", "--json", "--ttl",
-                         "30m", timeout=900)
+            r = seat_cli(prof, env, "compare", "--bracket", "ABBA", "--rounds", "1", "--yes",
+                         "--json", "--ttl", "30m", timeout=900)
         finally:
             restore_seat(lab, env, node, timers_before, profile=prof)
     assert r.returncode == 0, r.stdout[-4000:] + r.stderr[-6000:]

@@ -46,8 +46,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--bracket", default="ABBA", metavar="ORDER",
                    help="leg order, letters A (resident) and B (candidate), as many of each "
                         "(default ABBA)")
-    p.add_argument("--rounds", type=int, default=1, metavar="N",
-                   help="repeat the bracket N times, 1-16 (default 1)")
+    p.add_argument("--rounds", type=int, default=None, metavar="N",
+                   help="repeat the bracket N times, 1-16 (default: the fewest rounds that can "
+                        "reach a throughput/latency claim, 3 for ABBA, as the runbook screen "
+                        "offers; 1 is quicker but can only read INCONCLUSIVE)")
     p.add_argument("--ttl", default="1h", metavar="DURATION",
                    help="the hold's lease if the compare places one (default 1h)")
     p.add_argument("--canary-runs", type=int, default=3, metavar="N",
@@ -98,6 +100,10 @@ def run(args: argparse.Namespace, loaded: LoadedProfile) -> int:
 
     prog = "seat-console compare"
     try:
+        if args.rounds is None:   # the runbook screen's default design (tui/runbook.py)
+            from seat_console.actions.compare import claim_rounds
+
+            args.rounds = claim_rounds(args.bracket)
         legs = plan_bracket(args.bracket, args.rounds)
         ttl_s = parse_ttl(args.ttl)
     except (BracketError, ValueError) as exc:
