@@ -335,3 +335,32 @@ async def test_a_failed_read_keeps_the_last_state_and_says_it_is_old() -> None:
         await wait_for(pilot, lambda: "⚠ old" in _strip_line(app), "the failed read said")
         assert "▸ B backport" in _strip_line(app)
         assert app.runbook_error == "n/a: journal: database is locked"
+
+
+async def test_the_runbook_screens_commands_name_the_profile_the_console_was_given(
+        monkeypatch) -> None:
+    """A new engineer started the TUI with ``--profile`` and pasted the runbook screen's
+    ``seat-console build-backport``: bare, it reads another profile, another node. Every
+    command the screen shows names the ``--profile`` given (absolute, shell-quoted); one
+    found through ``$SEAT_CONSOLE_PROFILE`` or the default stays bare, as on the command line."""
+    monkeypatch.setattr(rb.RunbookController, "_read_plan", lambda self, flow: None)
+    path = "/srv/my seat.toml"   # never read: the profile is already loaded
+    given = replace(default_loaded(), source=str(path), origin="--profile")
+    app = SeatConsoleApp(given, interval=3600.0, readonly=True,
+                         panels=[(lambda _l: CountingSource(), CountingPanel)],
+                         clock=FakeClock(), age_tick_s=3600.0, watch_terminal=False,
+                         runbook_reader=lambda _app: recorded_runbook())
+    async with app.run_test(size=(120, 40)) as pilot:
+        await _open(pilot, app)
+        text = "\n".join(lines_of(app))
+        assert f"run: seat-console --profile '{path}' build-backport" in text, text
+    assert given.given_path == str(path) and default_loaded().given_path is None
+    state = recorded_runbook()
+    stage = next(s for s in state.stages if s.command)
+    bare = stage_rows(stage, is_next=True, key_of=lambda _k: None).plain
+    named = stage_rows(stage, is_next=True, key_of=lambda _k: None, profile="/p.toml").plain
+    assert f"run: {stage.command}" in bare
+    assert named == bare.replace("seat-console ", "seat-console --profile /p.toml ")
+    line = rb.tui_next_line(state, lambda _k: None, "/p.toml")
+    assert "seat-console --profile /p.toml " in line and "seat-console --profile /p.toml " \
+        not in rb.tui_next_line(state, lambda _k: None), line

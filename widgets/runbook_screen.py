@@ -34,6 +34,7 @@ from textual.widgets.option_list import Option
 
 from seat_console.actions.stages import RunbookState, StageState, seat_phrase
 from seat_console.core.fmt import printable, zulu_time
+from seat_console.core.profile_path import with_profile
 from seat_console.widgets.decision import answer_mark, branch_of, questions_of
 from seat_console.widgets.runbook_strip import MARKS, NEXT_MARK, STYLES, KeyOf
 
@@ -51,12 +52,15 @@ READONLY_HINT = "Read-only: the stages are shown, not run · ↑ ↓ scroll · E
 
 
 def stage_lines(stage: StageState, *, is_next: bool, key_of: KeyOf,
-                enter: bool = False) -> tuple[Text, list[Text]]:
+                enter: bool = False, profile: str | None = None) -> tuple[Text, list[Text]]:
     """One stage as the screen shows it: its head ``✓ hold  done 2026-12-05T03:10Z by
     ops@node``, then its later lines — the reason (failed / stale), each evidence item (a
     decision's questions marked ✓ ✗ ?), what it needs and how it is run (its key, ``Enter``
     where ``enter`` and it has none, and its command; a done promote: its undo). Outside text
-    is made printable. Pure."""
+    is made printable. A command names ``profile`` (the ``--profile`` the console was started
+    with, :func:`~seat_console.core.profile_path.with_profile`): pasted in a shell it reads the
+    same seat. Pure."""
+    command = with_profile(stage.command, profile) if stage.command else stage.command
     head = Text()
     head.append(NEXT_MARK if is_next else " ", style="bold")
     head.append(MARKS.get(stage.status, "?"), style=STYLES.get(stage.status, ""))
@@ -90,14 +94,14 @@ def stage_lines(stage: StageState, *, is_next: bool, key_of: KeyOf,
         t.append(printable(stage.needs))
         more.append(t)
     key = key_of(stage.key) or ("Enter" if enter else None)
-    if (key or stage.command) and todo:
+    if (key or command) and todo:
         t = Text()
         t.append("run: ", style="dim")
         if key:
             t.append(f" {key} ", style="bold reverse")
-            t.append(f" or {printable(stage.command)}" if stage.command else "", style="dim")
+            t.append(f" or {printable(command)}" if command else "", style="dim")
         else:
-            t.append(printable(stage.command))
+            t.append(printable(command or ""))
         more.append(t)
     undo = key_of(UNDO_KEY)
     if stage.name == "promote" and stage.status == "done":
@@ -106,14 +110,16 @@ def stage_lines(stage: StageState, *, is_next: bool, key_of: KeyOf,
         if undo:
             t.append(f" {undo} ", style="bold reverse")
             t.append(" (or Enter) or ", style="dim")
-        t.append("seat-console promote --undo", style="dim")
+        t.append(with_profile("seat-console promote --undo", profile), style="dim")
         more.append(t)
     return head, more
 
 
-def stage_rows(stage: StageState, *, is_next: bool, key_of: KeyOf, enter: bool = False) -> Text:
+def stage_rows(stage: StageState, *, is_next: bool, key_of: KeyOf, enter: bool = False,
+               profile: str | None = None) -> Text:
     """:func:`stage_lines` as one text, the later lines indented (tests, screen readers)."""
-    head, more = stage_lines(stage, is_next=is_next, key_of=key_of, enter=enter)
+    head, more = stage_lines(stage, is_next=is_next, key_of=key_of, enter=enter,
+                             profile=profile)
     t = head.copy()
     for line in more:
         t.append(INDENT)
@@ -122,10 +128,11 @@ def stage_rows(stage: StageState, *, is_next: bool, key_of: KeyOf, enter: bool =
 
 
 def stage_prompt(stage: StageState, *, is_next: bool, key_of: KeyOf,
-                 enter: bool = False) -> Group:
+                 enter: bool = False, profile: str | None = None) -> Group:
     """:func:`stage_lines` for the option list: the later lines in an indented column, so a
     long one wraps under itself, not at the screen's edge."""
-    head, more = stage_lines(stage, is_next=is_next, key_of=key_of, enter=enter)
+    head, more = stage_lines(stage, is_next=is_next, key_of=key_of, enter=enter,
+                             profile=profile)
     if not more:
         return Group(head)
     grid = Table.grid()
@@ -201,10 +208,12 @@ class RunbookScreen(ModalScreen[None]):
     RunbookScreen #runbook-hint { height: auto; color: $text-muted; }
     """
 
-    def __init__(self, key_of: KeyOf, run: RunStage | None) -> None:
+    def __init__(self, key_of: KeyOf, run: RunStage | None,
+                 profile: str | None = None) -> None:
         super().__init__(id="runbook")
         self.key_of = key_of
         self.run = run
+        self.profile = profile   # the --profile given: every command shown names it
         self.state: RunbookState | None = None
         self.error: str | None = None
 
@@ -248,7 +257,8 @@ class RunbookScreen(ModalScreen[None]):
             return
         nxt = next_name(self.state)
         ol.add_options([Option(stage_prompt(s, is_next=s.name == nxt, key_of=self.key_of,
-                                            enter=self.run is not None),
+                                            enter=self.run is not None,
+                                            profile=self.profile),
                                id=s.name) for s in self.state.stages])
         idx = self._next_index() or 0
         ol.highlighted = idx if first or keep is None else min(keep, ol.option_count - 1)
@@ -287,7 +297,8 @@ class RunbookScreen(ModalScreen[None]):
                         markup=False, timeout=15)
             return
         if stage.command:
-            self.notify(f"{stage.name}: run it in a shell: {stage.command}", markup=False,
+            self.notify(f"{stage.name}: run it in a shell: "
+                        f"{with_profile(stage.command, self.profile)}", markup=False,
                         timeout=15)
         else:
             self.notify(f"{stage.name}: nothing to run from here ({stage.needs or 'no command'})",

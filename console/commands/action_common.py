@@ -24,8 +24,6 @@ import functools
 import io
 import json  # json.loads only: every document is written by jsonout
 import os
-import re
-import shlex
 import sys
 from collections.abc import Callable
 from typing import Any, TextIO
@@ -35,6 +33,7 @@ from seat_console.actions.journal import Journal, JournalError
 from seat_console.actions.runbook import Event, Plan, Result, Runbook
 from seat_console.node.context import NodeContext
 from seat_console.core.profile import LoadedProfile
+from seat_console.core.profile_path import with_profile
 
 EXIT_OK = 0
 EXIT_ERROR = 1
@@ -246,24 +245,6 @@ ACTION_EXITS = ("exit codes: 0 done; 1 failed and undone; 2 usage (or no termina
                 "--yes); 4 left partly changed (the output says what); 5 refused, nothing "
                 "changed; 6 declined at the prompt")
 """The exit codes of every action command, as its ``--help`` ends (``epilog``)."""
-
-_COMMAND_RE = re.compile(r"(^|`)seat-console (?!--profile )")
-
-
-def with_profile(text: str, profile: str | None) -> str:
-    """``text`` with every ``seat-console …`` command it suggests given the ``--profile``
-    this command ran with (``profile``: the path as given; ``None`` or empty: ``text`` as it
-    is — the profile then came from ``SEAT_CONSOLE_PROFILE`` or the defaults, which the pasted
-    command finds the same way). A new engineer ran every command with ``--profile`` and was
-    told ``next: fit — `seat-console runbook next` ``: pasted as is, that reads another profile,
-    another node. The path is made absolute (the command may be pasted in another directory)
-    and shell-quoted. Only a command at the start of ``text`` or inside backquotes is changed,
-    and one that names ``--profile`` already is left alone."""
-    if not profile:
-        return text
-    flag = "--profile " + shlex.quote(os.path.abspath(profile))
-    return _COMMAND_RE.sub(lambda m: f"{m.group(1)}seat-console {flag} ", text)
-
 
 def next_doc_with_profile(doc: dict[str, Any], profile: str | None) -> dict[str, Any]:
     """A ``next`` JSON object (:func:`seat_console.actions.stages.next_json`) with the commands

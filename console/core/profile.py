@@ -1015,6 +1015,14 @@ class LoadedProfile:
     origin: str
     sha256: str
 
+    @property
+    def given_path(self) -> str | None:
+        """The path given with ``--profile`` (``source``), else ``None``: what a command the
+        console suggests must name to read this same profile when pasted
+        (:func:`~seat_console.core.profile_path.with_profile`); a profile found through
+        ``$SEAT_CONSOLE_PROFILE``, XDG or the default is found again the same way."""
+        return self.source if self.origin == "--profile" else None
+
 
 def _clip(text: str, limit: int = 120) -> str:
     """``text`` cut to ``limit`` characters with its length said (hostile values are long)."""

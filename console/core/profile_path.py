@@ -13,6 +13,8 @@ Lookup order (:func:`resolve_profile_path`): ``--profile FILE``, ``$SEAT_CONSOLE
 from __future__ import annotations
 
 import os
+import re
+import shlex
 from importlib import resources
 from pathlib import Path
 
@@ -79,5 +81,24 @@ def resolve_profile_path(cli_path: str | os.PathLike[str] | None = None,
     return None, "default"
 
 
-__all__ = ["ENV_VAR", "REFRESH_INTERVAL_MAX_S", "REFRESH_INTERVAL_MIN_S", "ProfileError", "default_profile_text", "resolve_profile_path",
-           "xdg_profile_path"]
+_COMMAND_RE = re.compile(r"(^|`)seat-console (?!--profile )")
+
+
+def with_profile(text: str, profile: str | None) -> str:
+    """``text`` with every ``seat-console …`` command it suggests given the ``--profile``
+    the console runs with (``profile``: the path as given; ``None`` or empty: ``text`` as it
+    is — the profile then came from ``SEAT_CONSOLE_PROFILE`` or the defaults, which the pasted
+    command finds the same way). A new engineer ran every command with ``--profile`` and was
+    told ``next: fit — `seat-console runbook next` ``: pasted as is, that reads another profile,
+    another node. The path is made absolute (the command may be pasted in another directory)
+    and shell-quoted. Only a command at the start of ``text`` or inside backquotes is changed,
+    and one that names ``--profile`` already is left alone. Used by the command line's
+    ``next:`` lines and the TUI's runbook screen alike. Pure but for ``os.path.abspath``."""
+    if not profile:
+        return text
+    flag = "--profile " + shlex.quote(os.path.abspath(profile))
+    return _COMMAND_RE.sub(lambda m: f"{m.group(1)}seat-console {flag} ", text)
+
+
+__all__ = ["ENV_VAR", "REFRESH_INTERVAL_MAX_S", "REFRESH_INTERVAL_MIN_S", "ProfileError",
+           "default_profile_text", "resolve_profile_path", "with_profile", "xdg_profile_path"]

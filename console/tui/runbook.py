@@ -475,14 +475,17 @@ def compare_labels(rounds: int) -> dict[str, Any]:
                     "instead: can (its plan and cost are shown first)."}
 
 
-def tui_next_line(state: Any, key_of: Callable[[str | None], str | None]) -> str:
+def tui_next_line(state: Any, key_of: Callable[[str | None], str | None],
+                  profile: str | None = None) -> str:
     """``state``'s ``next:`` line as every action's output ends it
-    (:func:`~seat_console.actions.stages.next_line`), then how to run it here: the stage's
-    key (``key_of`` of its binding id, as remapped; ``None`` under ``--readonly``), else the
-    runbook screen's (``g``, then Enter). Pure."""
+    (:func:`~seat_console.actions.stages.next_line`, its command naming ``profile``, the
+    ``--profile`` given: :func:`~seat_console.core.profile_path.with_profile`), then how to run
+    it here: the stage's key (``key_of`` of its binding id, as remapped; ``None`` under
+    ``--readonly``), else the runbook screen's (``g``, then Enter). Pure."""
     from seat_console.actions.stages import next_line
+    from seat_console.core.profile_path import with_profile
 
-    line = next_line(state)
+    line = with_profile(next_line(state), profile)
     nxt = getattr(state, "next", None)
     if nxt is None:
         return line
@@ -809,7 +812,8 @@ class RunbookController:
         if read_at is None or read_at < self.next_after:
             return
         self.next_after = None
-        line = tui_next_line(state, getattr(self.app, "key_of", lambda _id: None))
+        line = tui_next_line(state, getattr(self.app, "key_of", lambda _id: None),
+                             getattr(getattr(self.app, "loaded", None), "given_path", None))
         self.lines["next"] = line
         if self.log_screen is not None:
             self.log_screen.add(line)

@@ -272,7 +272,8 @@ class RunbookStateMixin:
 
         if isinstance(self.screen, RunbookScreen):
             return
-        screen = RunbookScreen(self.key_of, run=None if self.readonly else self.run_stage)
+        screen = RunbookScreen(self.key_of, run=None if self.readonly else self.run_stage,
+                               profile=self.loaded.given_path)
         self.push_screen(screen)
         screen.show(self.runbook_state, self.runbook_error)
         self.read_runbook_now()
