@@ -701,3 +701,6 @@ def test_the_strip_counts_the_sources_it_could_not_read_in_words() -> None:
     one = replace(two, problems=two.problems[:1])
     assert "⚠ 1 source not read" in render_strip(one, 200, {}.get).plain
     assert "not read" not in render_strip(recorded_runbook(2), 200, {}.get).plain
+    # and where they are named, in words: the runbook screen's key (as remapped)
+    assert "⚠ 2 sources not read (g: which)" in render_strip(
+        two, 200, {"runbook": "g"}.get).plain

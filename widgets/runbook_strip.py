@@ -67,8 +67,9 @@ def _next_token(stage: StageState, key_of: KeyOf, guide: str | None = None) -> T
 
 
 def _form(state: RunbookState, key_of: KeyOf, form: str, problem: str | None = None,
-          guide: str | None = None) -> Text:
-    """One form of the strip (:data:`FORMS`), uncut."""
+          guide: str | None = None, which: bool = False) -> Text:
+    """One form of the strip (:data:`FORMS`), uncut; ``which``: the sources not read are
+    followed by where they are named (the runbook screen's key)."""
     spaced = form == "spaced"
     sep = "  " if spaced else " "
     nxt = state.next.name if state.next is not None else None
@@ -112,6 +113,9 @@ def _form(state: RunbookState, key_of: KeyOf, form: str, problem: str | None = N
     if state.problems and form in ("spaced", "single"):
         n = len(state.problems)   # sources the read could not read (g: each, in words)
         out.append(f"{sep}⚠ {n} source{'s' if n > 1 else ''} not read", style="bold yellow")
+        screen_key = key_of("runbook") if which else None
+        if screen_key:   # the trial asked "which ones?": the runbook screen names each
+            out.append(f" ({screen_key}: which)", style="yellow")
     if problem:   # the newest read failed: what is shown is the last good one, said so
         out.append(sep + ("⚠ last read failed" if form in ("spaced", "single") else "⚠ old"),
                    style="bold yellow")
@@ -124,7 +128,8 @@ def render_strip(state: RunbookState | None, width: int, key_of: KeyOf,
     fits, else the tightest cut with ``…``. ``state`` ``None``: ``problem`` (why there is
     none: not read yet, the reader failed) or "reading…"; with a ``state``, a ``problem``
     says the newest read failed (``⚠ last read failed`` / ``⚠ old``: the state shown is the
-    last good one, never passed off as fresh). ``guide``: the key shown for a next stage
+    last good one, never passed off as fresh); sources not read are counted, and where the
+    line has room followed by the key of the screen that names them. ``guide``: the key shown for a next stage
     without a key of its own (the runbook screen's, ``g``; ``None`` under ``--readonly``,
     where nothing runs). Pure."""
     if state is None:
@@ -134,6 +139,10 @@ def render_strip(state: RunbookState | None, width: int, key_of: KeyOf,
         t.truncate(max(width, 1), overflow="ellipsis")
         return t
     for form in FORMS:
+        if state.problems and form in ("spaced", "single"):   # where they are named, if it fits
+            t = _form(state, key_of, form, problem, guide, which=True)
+            if cell_len(t.plain) <= width:
+                return t
         t = _form(state, key_of, form, problem, guide)
         if cell_len(t.plain) <= width:
             return t
