@@ -234,6 +234,17 @@ async def test_the_runbook_is_in_help_and_the_palette() -> None:
         await wait_for(pilot, lambda: isinstance(app.screen, RunbookScreen), "from the palette")
 
 
+def test_the_palettes_runbook_entry_does_not_promise_a_run_under_readonly() -> None:
+    """The trial, under ``--readonly``: the palette said "Enter runs the next" of a screen
+    that runs nothing there."""
+    from seat_console.tui.palette import SeatCommands
+
+    for readonly, said in ((False, "Enter runs the next"), (True, "read-only")):
+        app = _app(readonly=readonly)
+        helps = {t: h for t, _cb, h in SeatCommands._commands(SimpleNamespace(app=app))}
+        assert said in helps["Open the runbook"], helps
+
+
 # -- compare ---------------------------------------------------------------------------------
 class _ComparePlan:
     ok = True

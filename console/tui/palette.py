@@ -26,7 +26,9 @@ class SeatCommands(Provider):
             ("Refresh now", app.action_refresh_now, "Read every source once now (same as r)"),
             ("Open help", app.action_help, "Keys and how to read the panels (same as ?)"),
             ("Open the runbook", app.action_runbook,
-             "Every stage of the seat swap, its evidence; Enter runs the next (same as g)"),
+             "Every stage of the seat swap, its evidence; "
+             + ("shown, not run: read-only (same as g)" if getattr(app, "readonly", False)
+                else "Enter runs the next (same as g)")),
             ("Open the evidence report", app.action_evidence,
              "The newest comparison's (else probe run's) report, read-only (same as e)"),
         ]
