@@ -331,3 +331,22 @@ async def test_a_side_without_a_known_engine_names_the_rule_it_was_budgeted_by(m
         assert rule and f"· vLLM ? (rule {rule})" in cand and "unknown" not in cand, cand
         res = next(r for r in rows if r.startswith("RESIDENT"))
         assert "· vLLM 0.33.0" in res, res
+
+
+async def test_a_blank_what_if_field_is_not_drawn_invalid() -> None:
+    """A blank field means "the profile's value" (its placeholder): the trial saw every
+    emptied field drawn red as if it were wrong. A typed value that is not a number still is."""
+    async with fit_panel((160, 50)) as (_app, pilot, panel):
+        field = panel.query_one("#fit-context", Input)
+        field.value = "65536"
+        await wait_for(pilot, lambda: panel.whatif.max_model_len == 65_536, "context parsed")
+        field.value = ""
+        await wait_for(pilot, lambda: panel.whatif.max_model_len is None, "back to the profile")
+        await pilot.pause()
+        assert "-invalid" not in field.classes, field.classes
+        assert panel.whatif_error is None
+        util = panel.query_one("#fit-util", Input)
+        util.value = "-"
+        await wait_for(pilot, lambda: panel.whatif_error is not None, "invalid util")
+        await pilot.pause()
+        assert "-invalid" in util.classes, util.classes

@@ -350,16 +350,16 @@ class FitPanel(SourcePanel):
                    value=cand.ple_placement if cand else "gpu-replicated", id="fit-placement"),
             Label("util"),
             Input(placeholder=f"{seat.gpu_memory_utilization:g}" if seat else "",
-                  type="number", compact=True, id="fit-util"),
+                  type="number", compact=True, valid_empty=True, id="fit-util"),
             Label("TP"),
             Input(placeholder=str(seat.tensor_parallel_size) if seat else "",
-                  type="integer", compact=True, id="fit-tp"),
+                  type="integer", compact=True, valid_empty=True, id="fit-tp"),
             Label("context"),
             Input(placeholder=str(seat.max_model_len) if seat else "", type="integer",
-                  compact=True, id="fit-context"),
+                  compact=True, valid_empty=True, id="fit-context"),
             Label("seqs"),
             Input(placeholder=str(seat.max_num_seqs) if seat else "", type="integer",
-                  compact=True, id="fit-seqs"),
+                  compact=True, valid_empty=True, id="fit-seqs"),
         ]
 
     def render_reading(self, reading: BaseModel) -> None:
