@@ -91,6 +91,9 @@ def test_help_names_each_keys_binding_id_for_the_profiles_keys_table() -> None:
                      for i in ids.split(", ")]
             assert key.id in named, (key.id, rows[label])
     assert rows["hold"].endswith("[keys: node.hold]")
+    # one key, two actions: each sentence says which it is, never run together
+    assert rows["pause / resume"].startswith("pause: Stop reading"), rows["pause / resume"]
+    assert "[keys: toggle-pause]  ·  resume: Start reading" in rows["pause / resume"]
 
 
 async def test_a_node_actions_key_under_readonly_says_why_nothing_happens() -> None:

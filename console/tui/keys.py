@@ -193,7 +193,8 @@ def help_rows(bindings: Iterable[BindingType], readonly: bool,
     """``(keys, label, sentence)`` per action offered (node actions left out under
     ``readonly``). ``display(binding) -> str`` writes a key as the screen shows it (the app's
     ``get_key_display``: a remapped key shows as remapped). Keys of one action are joined with
-    " / ", and so are the actions of one key (p: pause / resume). A sentence ends with the
+    " / ", and so are the actions of one key (p: pause / resume), whose sentences then each
+    start with their label ("pause: …  ·  resume: …"). A sentence ends with the
     binding's id, ``[keys: node.hold]`` — what the profile's ``[keys]`` table remaps by."""
     rows: dict[str, tuple[list[str], str, str]] = {}
     ids: dict[str, list[str]] = {}
@@ -209,13 +210,17 @@ def help_rows(bindings: Iterable[BindingType], readonly: bool,
             ids[b.action].append(b.id)
     rows = {a: (k, label, f"{said} [keys: {', '.join(ids[a])}]" if ids.get(a) else said)
             for a, (k, label, said) in rows.items()}
-    merged: dict[str, tuple[list[str], list[str]]] = {}
+    merged: dict[str, tuple[list[str], list[tuple[str, str]]]] = {}
     for keys, label, sentence in rows.values():
         labels, sentences = merged.setdefault(" / ".join(keys), ([], []))
         labels.append(label)
-        if sentence not in sentences:
-            sentences.append(sentence)
-    return [(k, " / ".join(ls), " ".join(ss)) for k, (ls, ss) in merged.items()]
+        if sentence not in (s for _l, s in sentences):
+            sentences.append((label, sentence))
+    # one key's actions each say which they are ("pause: …  ·  resume: …"): run together,
+    # the trial read "… ages keep counting. [keys: toggle-pause] Start reading again …"
+    return [(k, " / ".join(ls), ss[0][1] if len(ss) == 1
+             else "  ·  ".join(f"{lab}: {said}" for lab, said in ss))
+            for k, (ls, ss) in merged.items()]
 
 
 PANEL_FOOTER_RANKS: dict[str, int] = {"app.open_detail": 14}
