@@ -208,6 +208,30 @@ async def test_engine_metrics_timeout_keeps_last_metrics_and_no_zero_rate(vllm) 
         assert len(st.panel.history._samples) == 1
 
 
+async def test_the_engines_detail_view_opens_with_the_rates_the_panel_has(vllm) -> None:
+    """The trial: Enter on the engine panel opened a view saying "req/s n/a", "TTFT n/a (one
+    scrape, missing or reset)" for its next two reads, while the line behind it said 0.0: the
+    view's panel started a rate history of its own. It now shares the panel's."""
+    from seat_console.widgets.detail import DetailScreen
+
+    clock = FakeClock(start=utcnow())
+    src = engine_source(vllm, clock)
+    async with first_reading(src, EnginePanel, clock, "engine") as (app, pilot, st):
+        clock.advance(15)
+        await refresh(pilot, app, "engine")
+        assert st.panel.history.rates().req_per_s is not None   # two scrapes: a rate
+        st.panel.focus()
+        await pilot.pause()
+        app.action_open_detail()
+        await wait_for(pilot, lambda: isinstance(app.screen, DetailScreen), "the detail view")
+        detail = app.screen.panel
+        await wait_for(pilot, lambda: detail.reading is not None, "drawn")
+        assert detail.history.rates() == st.panel.history.rates()
+        text = screen_text(app)
+        assert "req/s" in text and not re.search(r"req/s\s+n/a", text), text
+        assert "one scrape, missing or reset" not in text, text
+
+
 # -- the timers, on the lab's systemd -----------------------------------------------------------
 class FlakyTransport:
     """The lab's real transport, except that a command each of whose words ``fail`` is part of

@@ -311,6 +311,12 @@ class SourcePanel(Widget):
         """Extra content for the detail view beyond the full panel (default: none)."""
         return None
 
+    def carry_over(self, shown: SourcePanel) -> None:
+        """A detail view's panel (this one, fresh) takes what the main screen's panel
+        ``shown`` has built over its readings — what one reading cannot give (the engine's
+        rate history). Default: nothing; see
+        ``seat_console.widgets.services.EnginePanel.carry_over``."""
+
     def set_compact(self, compact: bool) -> None:
         """Switch between the compact and the full form and redraw the last value in it."""
         if compact == self.compact:

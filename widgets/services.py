@@ -618,6 +618,14 @@ class EnginePanel(_ServicePanel):
         self._add(reading)
         super().render_reading(reading)
 
+    def carry_over(self, shown: SourcePanel) -> None:
+        """The detail view shares the main panel's rate history: a fresh one said "req/s n/a",
+        "TTFT n/a (one scrape…)" for the next two reads while the line behind it said 0.0
+        (the trial). One history, fed by both: a scrape already in it is not added again
+        (:meth:`~seat_console.snapshot.engine_rates.RateHistory.add`)."""
+        if isinstance(shown, EnginePanel):
+            self.history = shown.history
+
     def note_unchanged(self, reading: BaseModel) -> None:
         """An equal scrape: no traffic since the last one; the rates fall to 0 (redrawn only
         if their text changes), in the compact and in the full view alike."""

@@ -285,6 +285,7 @@ class SeatConsoleApp(RunbookStateMixin, PollingMixin, HangupMixin, App[int]):
         spec_panel = type(st.panel)
         panel = spec_panel(loaded=self.loaded, id=f"detail-{st.key}")
         panel.detail = True
+        panel.carry_over(st.panel)
         screen = DetailScreen(st.key, panel)
         self.push_screen(screen)
         self.call_after_refresh(lambda: panel.show(st.reading, st.last_good, st.last_good_at,
