@@ -32,6 +32,10 @@ async def test_screen_shows_the_report_and_its_refusals(tmp_path: Path) -> None:
     text = await _shown(tmp_path)
     assert "# Seat evidence report" in text
     assert "REFUSED — throughput/latency (load)" in text and "61/64 completed" in text
+    # which run it is, and how to print it outside the console (the trial could not tell)
+    run = newest_evidence(tmp_path)
+    assert text.startswith(f"Read from `{run}`, the newest probe run in `{tmp_path}`; "
+                           f"`seat-console report {run}` prints it."), text[:300]
 
 
 def test_newest_evidence_prefers_the_newest_comparison(tmp_path: Path) -> None:
@@ -48,4 +52,4 @@ def test_newest_evidence_prefers_the_newest_comparison(tmp_path: Path) -> None:
 
 async def test_screen_without_evidence_says_so(tmp_path: Path) -> None:
     text = await _shown(tmp_path)
-    assert "No evidence yet" in text
+    assert "No evidence yet" in text and f"`{tmp_path}`" in text

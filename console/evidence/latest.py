@@ -25,18 +25,28 @@ def newest_evidence(data_root: Path | None = None) -> Path | None:
 
 def build_markdown(target: Path | None, data_root: Path | None = None) -> str:
     """The report of ``target`` (default :func:`newest_evidence`) as Markdown, or a sentence
-    saying there is nothing to show / why it cannot be read. Blocking: call from a worker."""
+    saying there is nothing to show / why it cannot be read. It opens with where it was read
+    (the directory, and the data dir it is the newest of) and the command that prints it: the
+    trial could not tell which run the screen showed. Blocking: call from a worker."""
+    import shlex
+
+    from seat_console.core.paths import data_dir
     from seat_console.evidence import report as rp
     from seat_console.evidence.runs import RunError
 
-    target = target or newest_evidence(data_root)
+    base = data_root or data_dir()
+    newest = target is None
+    target = target or newest_evidence(base)
     if target is None:
-        return ("# No evidence yet\n\nNo comparison or probe run is kept in the data dir. "
-                "Run `seat-console compare --bracket ABBA` (or a probe) first.")
+        return ("# No evidence yet\n\nNo comparison or probe run is kept in the data dir "
+                f"`{base}`. Run `seat-console compare --bracket ABBA` (or a probe) first.")
+    kind = "comparison" if (target / "compare.json").is_file() else "probe run"
+    where = (f"Read from `{target}`" + (f", the newest {kind} in `{base}`" if newest else "")
+             + f"; `seat-console report {shlex.quote(str(target))}` prints it.\n\n")
     try:
-        return rp.render_markdown(rp.build_report(rp.load_inputs([str(target)])))
+        return where + rp.render_markdown(rp.build_report(rp.load_inputs([str(target)])))
     except RunError as exc:
-        return f"# The report cannot be built\n\n{exc}"
+        return f"# The report cannot be built\n\n{where}{exc}"
 
 
 __all__ = ["build_markdown", "newest_evidence"]
