@@ -351,8 +351,12 @@ async def test_rows_scrolled_into_view_get_their_numbers(tmp_path):
             await _wait(pilot, lambda: len(app._order) == 60, "60 rows drawn")
             table = app.query_one(FleetTable)
             top, bottom = table.visible_range()
+            # the rows are drawn before the read of their numbers has answered (on a loaded
+            # machine it answered after the first draw): wait for it, on the state, not a time
+            await _wait(pilot, lambda: all(r.numbers_read
+                                           for r in app.reading.rows[top:bottom]),
+                        "the numbers of the rows on screen")
             rows = app.reading.rows
-            assert all(r.numbers_read for r in rows[top:bottom])
             assert not rows[-1].numbers_read               # far below the window: not read
             reads = app.numbers_reads
             table.focus()
