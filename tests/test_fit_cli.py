@@ -11,6 +11,8 @@ from pathlib import Path
 
 import ckpt_factory as F
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from nvml_double import FakeCard, FakeProcess, NvmlDouble
 
 import seat_console.node.nvml as nvml_mod
@@ -215,6 +217,35 @@ def test_absurdly_large_what_ifs_are_usage_errors(capsys, argv) -> None:
         main(["fit", "--no-live", *argv])
     assert exc.value.code == 2
     assert argv[0] in capsys.readouterr().err
+
+
+@given(tp=st.integers(), seqs=st.integers(min_value=-2, max_value=2**40),
+       ctx=st.integers(min_value=-2, max_value=2**40))
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow,
+                                                                  HealthCheck.function_scoped_fixture])
+def test_any_integer_what_if_is_a_budget_or_a_named_usage_error(capsys, tp, seqs, ctx) -> None:
+    """``--tp 1000000`` ended in pydantic's traceback (the trial, exit 1). Any integer given
+    to --tp, --max-num-seqs or --max-model-len is checked first: exit 2 naming the flag, or the
+    what-if is used. Only the check runs here (no budget is read)."""
+    from argparse import Namespace
+
+    from seat_console.commands.fit_cmd import whatif_usage_error
+
+    args = Namespace(placement=None, utilization=None, tp=tp, max_model_len=ctx,
+                     max_num_seqs=seqs, kv_cache_dtype=None, reserve=None)
+    why = whatif_usage_error(args)
+    bad = [f for f, v, hi in (("--tp", tp, 64), ("--max-num-seqs", seqs, None),
+                              ("--max-model-len", ctx, None)) if v < 1 or (hi and v > hi)]
+    if bad:
+        assert why is not None and why.startswith(tuple(bad)), (why, bad)
+    if why is None:
+        assert 1 <= tp <= 64 and seqs >= 1 and ctx >= 1
+
+
+def test_a_tp_beyond_the_what_ifs_range_is_a_usage_error(capsys) -> None:
+    assert main(["fit", "--tp", "1000000"]) == 2
+    err = capsys.readouterr().err
+    assert "--tp 1000000" in err and "64" in err and "Traceback" not in err, err
 
 
 def test_an_overriding_checkpoint_is_named_after_its_directory(capsys, tmp_path: Path) -> None:

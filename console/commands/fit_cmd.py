@@ -411,13 +411,38 @@ def to_json(inputs: FitInputs, comp: Comparison, overlay: list[OverlayRow], sour
     return jsonout.dumps(doc, indent=2)
 
 
-def run(args: argparse.Namespace, loaded: LoadedProfile) -> int:
-    """Run ``fit``; see the module docstring for exit codes."""
+_WHATIF_FLAGS = {"tensor_parallel_size": "--tp", "gpu_memory_utilization": "--utilization",
+                 "max_model_len": "--max-model-len", "max_num_seqs": "--max-num-seqs",
+                 "activation_reserve_bytes": "--reserve"}
+"""The command-line flag of each :class:`~seat_console.fit.inputs.WhatIf` field."""
+
+
+def whatif_usage_error(args: argparse.Namespace) -> str | None:
+    """Why the what-if flags cannot be used (the flag, the value given, the range), or
+    ``None``. ``--tp 1000000`` ended in pydantic's traceback (the trial); every bound of
+    :class:`~seat_console.fit.inputs.WhatIf` is checked here first, as a usage error."""
+    from pydantic import ValidationError
+
     for name in ("tp", "max_model_len", "max_num_seqs"):
         v = getattr(args, name, None)
         if v is not None and v < 1:
-            print(f"seat-console fit: --{name.replace('_', '-')} must be >= 1", file=sys.stderr)
-            return 2
+            return f"--{name.replace('_', '-')} must be >= 1"
+    try:
+        whatif_from_args(args)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        field = str(err["loc"][0]) if err["loc"] else ""
+        flag = _WHATIF_FLAGS.get(field, field)
+        return f"{flag} {err.get('input')!r}: {err['msg'].lower()}"
+    return None
+
+
+def run(args: argparse.Namespace, loaded: LoadedProfile) -> int:
+    """Run ``fit``; see the module docstring for exit codes."""
+    usage = whatif_usage_error(args)
+    if usage is not None:
+        print(f"seat-console fit: {usage}", file=sys.stderr)
+        return 2
     snap, why = (None, "--no-live") if args.no_live else _read_snapshot(loaded)
     conts = None if args.no_live else _read_containers(loaded)
     running = {} if args.no_live else _running_versions(loaded, conts)
