@@ -7,8 +7,12 @@ import json
 import subprocess
 import sys
 import threading
+import os
 import time
 from pathlib import Path
+
+from hypothesis import given
+from hypothesis import strategies as st
 
 from seat_console.snapshot.reading import SOURCE_NAMES, NodeSnapshot, take_snapshot
 from seat_console.core.fmt import fmt_duration, fmt_when
@@ -162,3 +166,26 @@ def test_unread_hold_leases_are_on_the_unavailable_line_and_exit_3(monkeypatch) 
     for js in (False, True):
         args = SimpleNamespace(timeout=5.0, json=js)
         assert status_cmd.run(args, load_profile(None, environ={})) == 3
+
+
+@given(st.floats(allow_nan=True, allow_infinity=True))
+def test_any_timeout_is_used_or_refused_naming_it(value: float) -> None:
+    """``--timeout`` is outside input: ``nan`` was taken and every source then said "no
+    reading within nan s". A finite value in (0, 3600] is used; any other is refused, the
+    sentence naming what was given and the range."""
+    import math
+
+    from seat_console.commands.status_cmd import TIMEOUT_MAX_S, timeout_error
+
+    why = timeout_error(value)
+    if math.isfinite(value) and 0 < value <= TIMEOUT_MAX_S:
+        assert why is None
+    else:
+        assert why is not None and why.startswith(f"--timeout {value:g}:") and "3600" in why
+
+
+def test_a_nan_timeout_is_a_usage_error(tmp_path: Path) -> None:
+    r = subprocess.run([sys.executable, "-m", "seat_console", "status", "--timeout", "nan"],
+                       capture_output=True, text=True, timeout=120,
+                       env={**os.environ, "SEAT_CONSOLE_STATE_DIR": str(tmp_path)})
+    assert r.returncode == 2 and "--timeout nan" in r.stderr, (r.returncode, r.stderr)

@@ -11,6 +11,7 @@ says which and why; the others are still printed); ``1`` error.
 from __future__ import annotations
 
 import argparse
+import math
 import functools
 import json
 import sys
@@ -50,11 +51,25 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run)
 
 
+TIMEOUT_MAX_S = 3600.0
+"""The longest ``--timeout`` (an hour: a status that waits longer is a hung one)."""
+
+
+def timeout_error(value: float) -> str | None:
+    """Why ``--timeout VALUE`` cannot be used (``nan``, ``inf``, ≤ 0, over an hour), or
+    ``None``. ``nan`` was taken, and every source then said "no reading within nan s"."""
+    if not math.isfinite(value) or not 0 < value <= TIMEOUT_MAX_S:
+        return (f"--timeout {value:g}: give seconds above 0 and at most {TIMEOUT_MAX_S:g} "
+                "(e.g. 20)")
+    return None
+
+
 def run(args: argparse.Namespace, loaded: LoadedProfile) -> int:
-    """Take one snapshot and print it; exit 0 (all read), 3 (some unavailable), 1 (error)."""
-    if args.timeout <= 0:
-        print(f"seat-console status: --timeout {args.timeout}: must be positive seconds",
-              file=sys.stderr)
+    """Take one snapshot and print it; exit 0 (all read), 3 (some unavailable), 1 (error),
+    2 (usage: a ``--timeout`` that is not positive finite seconds up to an hour)."""
+    why = timeout_error(args.timeout)
+    if why is not None:
+        print(f"seat-console status: {why}", file=sys.stderr)
         return 2
     try:
         snap = take_snapshot(loaded, timeout_s=args.timeout)
