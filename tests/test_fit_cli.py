@@ -281,3 +281,19 @@ def test_a_candidate_without_a_profile_entry_has_no_override_note(capsys, tmp_pa
                      str(tmp_path / "ck") + "/")
     assert f"CANDIDATE: ck (scanned files: {tmp_path / 'ck'})" in out
     assert "overrides" not in out
+
+
+@pytest.mark.parametrize("tp", ["3", "6"])
+def test_a_tp_size_that_does_not_divide_the_heads_does_not_fit(capsys, tp) -> None:
+    """The trial's ``fit --tp 3``: the KV line said vLLM refuses to start (32 heads do not
+    divide by 3) and the verdict below it said "fits … (KV tokens n/a: model shape unknown)",
+    with a --kv-cache-memory-bytes flag to pin it. The shape is known, and refused: does not
+    fit, naming why, and no flag."""
+    assert main(["fit", "--no-live", "--tp", tp, "--json"]) == 0   # the report was produced
+    doc = json.loads(capsys.readouterr().out)
+    for role in ("resident", "candidate"):
+        side = doc[role]
+        v = side["verdict"]
+        assert v["fits"] is False and v["refused"], v
+        assert f"not divisible by tensor_parallel_size {tp}" in v["words"], v["words"]
+        assert "model shape unknown" not in v["words"] and side["kv_flag_bytes"] is None

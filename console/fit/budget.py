@@ -47,6 +47,7 @@ from seat_console.fit.kvcache import (
     EngineKVParams,
     KVCapacity,
     KVModelError,
+    LayoutRefused,
     ModelKV,
     kv_capacity,
     max_model_len_for,
@@ -773,6 +774,9 @@ def _core(fp: Footprint, p: SeatParams, cards: Sequence[CardInput]) -> FitBudget
             kvm = model_kv(fp.kv_config, tensor_parallel_size=tp, kv_cache_dtype=kv_dtype,
                            source=fp.kv_config_source or "config", fp8_checkpoint=fp.fp8_checkpoint,
                            model_dtype=served.dtype if served else None)
+        except LayoutRefused as exc:   # known, and refused: does not fit (the trial's --tp 3
+            kv_unavailable = str(exc)  # read "fits … KV tokens n/a: model shape unknown")
+            refused.append(str(exc))
         except KVModelError as exc:
             kv_unavailable = str(exc)
     known = [r.kv_bytes for r in rows if r.kv_bytes is not None]

@@ -60,6 +60,13 @@ class KVModelError(ValueError):
     The message names the key and the fix."""
 
 
+class LayoutRefused(KVModelError):
+    """The model shape is known and vLLM refuses to start with it at this tensor parallel
+    size (its heads do not divide: ``vllm/config/model.py``
+    ``verify_with_parallel_config``). Not an unknown: the fit budget's verdict is *does not
+    fit* (:func:`seat_console.fit.budget.compute_budget`), never "KV tokens n/a"."""
+
+
 def _cdiv(a: int, b: int) -> int:
     return -(-a // b)
 
@@ -249,7 +256,7 @@ def model_kv(config: Mapping[str, Any], *, tensor_parallel_size: int = 1,
     if n_heads % tensor_parallel_size:
         # vllm/config/parallel.py ParallelConfig / ModelConfig.verify_with_parallel_config:
         # "Total number of attention heads must be divisible by tensor parallel size."
-        raise KVModelError(f"{source}: num_attention_heads {n_heads} is not divisible by "
+        raise LayoutRefused(f"{source}: num_attention_heads {n_heads} is not divisible by "
                            f"tensor_parallel_size {tensor_parallel_size}; vLLM refuses to start "
                            "(use a TP size that divides it)")
     model_dtype = str(model_dtype or cfg.get("torch_dtype") or cfg.get("dtype") or "bfloat16")
