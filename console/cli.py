@@ -143,8 +143,31 @@ def plain_help(text: str | None) -> str | None:
     return text
 
 
+_EXITS_IN_DESCRIPTION = re.compile(r"(?:(?<=\. )|(?<=\n)|^)(?:Exit codes:|exit codes:|Exit(?= \(|"
+                                   r" \d))")
+"""Where a description's exit codes begin ("Exit 0 ok, …", "Exit codes: …", "Exit (runbook) …")."""
+
+
+def exit_codes_last(parser: argparse.ArgumentParser) -> None:
+    """Move a subcommand's exit codes from its description to its epilog, so its ``--help``
+    ends with them as the README says ("every command's ``--help`` ends with its exit codes"):
+    ten commands said them at the top, in the middle of the description (the trial). A parser
+    whose epilog names its exit codes already is left as it is."""
+    desc = parser.description or ""
+    if "exit codes" in (parser.epilog or "").lower():
+        return
+    m = _EXITS_IN_DESCRIPTION.search(desc)
+    if m is None:
+        return
+    codes = desc[m.start():].strip()
+    codes = re.sub(r"^(?:Exit codes:|exit codes:|Exit)\s*", "", codes)
+    parser.description = desc[:m.start()].rstrip()
+    parser.epilog = "exit codes: " + codes
+
+
 def _strip_markup(parser: argparse.ArgumentParser) -> None:
-    """Apply :func:`plain_help` to a parser, its options and its subcommands, recursively."""
+    """Apply :func:`plain_help` to a parser, its options and its subcommands, recursively;
+    each subcommand's exit codes last (:func:`exit_codes_last`)."""
     parser.description = plain_help(parser.description)
     parser.epilog = plain_help(parser.epilog)
     for action in parser._actions:
@@ -154,6 +177,7 @@ def _strip_markup(parser: argparse.ArgumentParser) -> None:
             for choice in action._choices_actions:
                 choice.help = plain_help(choice.help)
             for sub in action.choices.values():
+                exit_codes_last(sub)
                 _strip_markup(sub)
 
 

@@ -160,6 +160,11 @@ def test_every_commands_help_ends_with_its_exit_codes() -> None:
                if not re.search(r"(?i)exit(?: codes?)?:? *\(?[^)]*\)?:? *0\b|exit 0",
                                 sp.format_help())]
     assert missing == [], missing
+    # and *ends* with them, as the README says (ten commands said them at the top, in their
+    # description, before the options: the trial)
+    not_last = [name for name, sp in sub.choices.items()
+                if not sp.format_help().rstrip().split("\n\n")[-1].startswith("exit codes")]
+    assert not_last == [], not_last
 
 
 @settings(max_examples=300, deadline=None)
