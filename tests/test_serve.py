@@ -358,3 +358,15 @@ def test_served_driver_keeps_escape_sequences_whole() -> None:
         _packet("M", json.dumps({"type": "resize", "width": 100, "height": 30}).encode()), b""])
     assert keys == ["up", "x"]
     assert [t.__name__ for t in posted] == ["Resize", "ExitApp"]
+
+
+def test_the_plan_of_port_0_names_no_port_it_will_not_listen_on(capsys) -> None:
+    """The trial: ``serve --port 0 --dry-run`` said "would listen on …:0/" and "share: ssh -L
+    8470:127.0.0.1:8470", a port nothing would listen on. With --port 0 the share line says
+    the port is the one printed at start; any other port is named as given."""
+    assert cli.main(["serve", "--port", "0", "--dry-run"]) == 0
+    out = capsys.readouterr().out
+    assert "8470" not in out and "PORT being the port it prints when it starts" in out, out
+    assert cli.main(["serve", "--port", "9123", "--dry-run", "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["share"] == "ssh -L 9123:127.0.0.1:9123 <node>", doc["share"]

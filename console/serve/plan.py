@@ -153,7 +153,7 @@ class ServePlan:
             "limits": {"max_viewers": self.max_viewers,
                        "process_per_viewer": True,
                        "listen": "loopback only"},
-            "share": ssh_hint(self.port or DEFAULT_PORT),
+            "share": self.share(),
             "assets": "served from this node only (no request leaves it)",
         }
 
@@ -164,8 +164,17 @@ class ServePlan:
             f"  screen: {'fleet' if self.fleet else 'node'}, read-only",
             f"  per browser tab, one process: {' '.join(self.argv)}",
             f"  at most {self.max_viewers} viewer(s) at once; the next is refused with a page",
-            f"  share: {ssh_hint(self.port or DEFAULT_PORT)}",
+            f"  share: {self.share()}",
         ]
+
+    def share(self) -> str:
+        """The SSH tunnel to share the view: on this port; with ``--port 0`` (the kernel
+        picks one at start) the tunnel's port is the one the start prints — the plan named
+        8470, where nothing would listen (the trial)."""
+        if self.port == 0:
+            return ("ssh -L PORT:127.0.0.1:PORT <node>, PORT being the port it prints when it "
+                    "starts (--port 0: the kernel picks one)")
+        return ssh_hint(self.port)
 
 
 def make_plan(host: str, port: int, max_viewers: int, *, python: str,
