@@ -525,6 +525,8 @@ class _Reader:
                        "runs": (_text(", ".join(runs) or "none") if isinstance(runs, list)
                                 and all(isinstance(r, str) for r in runs)
                                 else _text(runs))})
+            if f.get("bracket_id") is None:   # decided from runs, no bracket: not "null"
+                ev["bracket"] = "none (decided from runs)"
             qs = f.get("questions")
             base["details"] = tuple(
                 _text(f"{q.get('question')} {q.get('answer')}", 300)

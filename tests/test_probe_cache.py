@@ -188,3 +188,26 @@ def test_legs_whose_hit_rates_differ_back_no_cross_arm_claim(tmp_path: Path) -> 
     assert rp.RULE_CACHE in {r["rule"] for r in c["refused_by"]}
     assert "unknown in" in next(r["detail"] for r in c["refused_by"]
                                 if r["rule"] == rp.RULE_CACHE)
+
+
+def test_a_run_file_without_an_identity_reads_n_a_not_none() -> None:
+    """The trial's ``runs <id>``: "seat: None (None), image ID None, repo digest n/a" and
+    "hold: None". A value the run file lacks reads n/a, as everywhere else."""
+    from seat_console.commands.probe_cmd import render_summary
+
+    text = render_summary({"run_id": "r1", "status": "complete", "started_at": "t0",
+                           "identity": {"container": {}}, "hold": {}})
+    assert "None" not in text, text
+    assert "seat: n/a (n/a), image ID n/a, repo digest n/a" in text and "hold: n/a" in text
+
+
+def test_the_probe_plan_says_ignore_eos_in_words() -> None:
+    """The trial's ``probe --dry-run``: "(ignore_eos True)"."""
+    from seat_console.core.profile import load_profile
+    from seat_console.probe.plan import render_plan
+
+    loaded = load_profile(None, environ={})
+    text = render_plan(loaded, None, checks=[], endpoint=None, container=None, model=None,
+                       hold=None)
+    assert "ignore_eos True" not in text and "ignore_eos False" not in text
+    assert ("each to the end (ignore_eos)" in text) is loaded.profile.probe.ignore_eos

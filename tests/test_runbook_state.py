@@ -330,3 +330,13 @@ def test_the_decide_row_renders_each_answer_not_its_json(hist: History) -> None:
     assert s.stage("decide").details == ("fits? yes: the fit budget says it fits",
                                          lines[row + 2].strip())
     assert next_line(s).count("seat-console compare") == 1, next_line(s)
+
+
+def test_a_decision_from_runs_says_no_bracket_not_null(hist: History) -> None:
+    """The trial read "bracket null" on the decide row of a decision made from two runs."""
+    hist.to_decide()
+    hist.single("decide", {"decision": "KEEP", "bracket_id": None, "runs": ["r1", "r2"],
+                           "report_sha256": "c" * 64, "questions": [], "needs": ""})
+    ev = read(hist).stage("decide").evidence
+    assert ev["bracket"] == "none (decided from runs)" and ev["runs"] == "r1, r2", ev
+    assert "null" not in " ".join(map(str, ev.values()))

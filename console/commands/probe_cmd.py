@@ -249,6 +249,12 @@ def render_phase(b: dict[str, Any]) -> list[str]:
     return lines
 
 
+def _na(value: Any) -> str:
+    """A run file's value as the text says it: a missing one (``None``, empty) is ``n/a``,
+    never Python's ``None`` (the trial read "seat: None (None), image ID None")."""
+    return "n/a" if value is None or value == "" else str(value)
+
+
 def render_summary(s: dict[str, Any], path: str | None = None) -> str:
     """The whole run as text."""
     ident = s.get("identity") or {}
@@ -258,11 +264,13 @@ def render_summary(s: dict[str, Any], path: str | None = None) -> str:
     out = [f"probe run {s['run_id']}: {s['status'].upper()}"
            + (f"  (kept in {path})" if path else ""),
            f"  {s.get('started_at')} → {s.get('ended_at') or '…'} (UTC)",
-           (f"seat: {c.get('name')} ({c.get('role')}), image ID {c.get('image_id')}, repo "
-            f"digest {c.get('repo_digest') or 'n/a'}; engine {ident.get('engine_version')}, "
-            f"model {ident.get('served_model')} at {ident.get('endpoint')}"),
-           "hold: " + (f"FORCED without a hold: {hold['forced_reason']!r} ({hold.get('detail')})"
-                       if hold.get("forced_reason") else str(hold.get("detail")))]
+           (f"seat: {_na(c.get('name'))} ({_na(c.get('role'))}), image ID "
+            f"{_na(c.get('image_id'))}, repo digest {_na(c.get('repo_digest'))}; engine "
+            f"{_na(ident.get('engine_version'))}, model {_na(ident.get('served_model'))} at "
+            f"{_na(ident.get('endpoint'))}"),
+           "hold: " + (f"FORCED without a hold: {hold['forced_reason']!r} "
+                       f"({_na(hold.get('detail'))})"
+                       if hold.get("forced_reason") else _na(hold.get("detail")))]
     tok = kv.get("tokens")
     conc = kv.get("max_concurrency")
     out.append("KV cache: " + (f"{tok:,} tokens" if tok is not None else "tokens n/a")

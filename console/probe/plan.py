@@ -74,7 +74,9 @@ def render_plan(loaded: LoadedProfile, phases: list[str] | None, *,
     lines += [f"  seat: {seat}",
               (f"  endpoint {endpoint or spec.endpoint or loaded.profile.seat.endpoint}, model "
                f"{model or spec.model or 'n/a (first of /v1/models)'}, api {spec.api}, "
-               f"{spec.output_tokens} output tokens per request (ignore_eos {spec.ignore_eos})"),
+               f"{spec.output_tokens} output tokens per request"
+               + (", each to the end (ignore_eos)" if spec.ignore_eos else
+                  ", or fewer where the model stops (EOS)")),
               f"  hold: {hold or 'n/a'}" + (f"; FORCED: {forced!r}" if forced else ""),
               f"  warm-up: {spec.warmup_requests} request(s), excluded"]
     if sweep is not None:
