@@ -92,10 +92,11 @@ async def test_default_seat_over_then_what_ifs_recompute_as_you_type() -> None:
     app, src = make_app()
     async with app.run_test(size=(160, 60)) as pilot:
         panel = app.query_one(FitPanel)
-        await wait_for(pilot, lambda: "OVER:" in screen_text(app), "first fit reading drawn")
+        await wait_for(pilot, lambda: "CANDIDATE candidate-nvfp4" in flat(screen_text(app)),
+                       "first fit reading drawn")
         text = flat(screen_text(app))
         assert "CANDIDATE candidate-nvfp4 (declared sizes), PLE gpu-replicated" in text
-        assert "OVER by" not in text.split("Fit budget", 1)[1]  # the status line says it
+        assert "OVER: 31.94 GiB per card must leave" not in text.split("Fit budget", 1)[1]  # the status line says it
         # One phrase relates the headline to the verdict (24.74 + 7.19 GiB of KV = 31.94).
         assert "OVER: 24.74 GiB before any KV cache; 31.94 GiB must leave to serve one " \
                "262,144-token request" in _line(

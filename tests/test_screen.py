@@ -71,7 +71,7 @@ def test_status_line_wording_in_each_state() -> None:
                               "fit": over, "hold": held})
     assert words(worst) == (
         "engine DOWN · seat none running · hold active until 12:41Z · silence active, ends in "
-        "2 h 10 min · timers 1/2 active · fit OVER by 24.74 GiB per card")
+        "2 h 10 min · timers 1/2 active · fit OVER: 31.94 GiB per card must leave")
     unknown = S.build_status(engine=None, containers=None, timers=None, silences=None, fit=None,
                              hold=None, hold_known=False, now=now)
     assert words(unknown) == ("engine n/a · seat n/a · hold n/a · silence n/a · timers n/a · "

@@ -34,7 +34,7 @@ def test_resident_worse_is_named() -> None:
     assert over.candidate is not None and not over.candidate.verdict.fits
     mixed = comp.model_copy(update={"resident": over.candidate})
     f = fit_fact(mixed)
-    assert f.words.startswith("OVER by ") and f.words.endswith(" (resident)")
+    assert f.words.startswith("OVER: ") and f.words.endswith(" must leave (resident)")
     assert f.level == "bad"
 
 

@@ -35,6 +35,7 @@ from textual.css.query import NoMatches
 from textual.widgets import Input, Label, Select, Static
 
 from seat_console.core.fmt import gib
+from seat_console.snapshot.verdicts import over_words
 from seat_console.snapshot.fit_verdict import (  # noqa: F401 - re-exported
     SIGNIFICANT_BYTES,
     fit_signature,
@@ -409,11 +410,8 @@ class FitPanel(SourcePanel):
                 t.append("vLLM refuses to start: " + "; ".join(v.refused), style="bold red")
             elif v.fits:
                 t.append("fits", style="bold green")
-            elif v.over_bytes > 0:
-                t.append(f"OVER by {gib(v.over_bytes)} GiB per card", style="bold red")
-            else:
-                t.append(f"OVER: KV short by {gib(v.kv_short_bytes)} GiB per card",
-                         style="bold red")
+            else:   # the status line's words and figure (fit's "must leave")
+                t.append(over_words(v), style="bold red")
             t.append(f"  {b.name} · TP {b.params.tensor_parallel_size} · util "
                      f"{b.util if b.util is not None else b.params.gpu_memory_utilization:g}"
                      + (f" · vLLM {b.engine.version}" if b.engine is not None else

@@ -98,8 +98,8 @@ HELP_SECTIONS: list[tuple[str, list[str]]] = [
     ]),
     ("The status line (under the header)", [
         ("engine UP/DOWN · which container holds the seat · hold · silence on the seat · "
-         "timers active of those in the profile · fit of the candidate (fits / OVER by N GiB "
-         "per card). Each in words, so it reads the same without colour (NO_COLOR)."),
+         "timers active of those in the profile · fit of the candidate (fits / OVER: N GiB "
+         "per card must leave, as `fit` says). Each in words, so it reads the same without colour (NO_COLOR)."),
     ]),
     ("Panels and detail views", [
         ("Tab / shift+Tab move between panels (the focused one has a bright border); Enter "

@@ -1,7 +1,7 @@
 """The one-glance status line under the header: the seat's state readable in one second.
 
 ``engine UP · seat seat-resident · hold none · silence active, ends in 2 h 10 min ·
-timers 2/2 active · fit: OVER by 24.74 GiB per card``
+timers 2/2 active · fit: OVER: 31.94 GiB per card must leave``
 
 Each fact is a :class:`Fact` — a label, the words and a level (``ok`` / ``warn`` / ``bad`` /
 ``unknown``). The level only picks a colour: the words alone carry the state, so the line reads

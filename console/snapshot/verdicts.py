@@ -147,17 +147,27 @@ def _side_fact(budget: Any, unavailable: str | None) -> tuple[int, str, str]:
     v = budget.verdict
     if v.fits:
         return 0, "fits", "ok"
-    if v.over_bytes > 0:
-        return 3, f"OVER by {gib(v.over_bytes)} GiB per card", "bad"
-    return 3, f"OVER: KV short by {gib(v.kv_short_bytes)} GiB per card", "bad"
+    return 3, over_words(v), "bad"
+
+
+def over_words(v: Any) -> str:
+    """A verdict that does not fit, in the words every headline uses (the status line, the
+    Fit panel's row): ``OVER: 31.94 GiB per card must leave`` — the figure ``fit`` prints,
+    :attr:`~seat_console.fit.budget.Verdict.must_leave_bytes` (weights + PLE + reserve over
+    usable, plus the KV cache one max_model_len request needs). Two trials read the headline's
+    "OVER by 24.74" (before any KV cache) beside ``fit``'s "31.94 must leave" as two answers.
+    ``OVER: vLLM refuses to start`` when it would not start at all (its heads do not divide
+    by the TP size), ``OVER`` alone when no figure is known."""
+    if getattr(v, "refused", None):
+        return "OVER: vLLM refuses to start"
+    must = v.must_leave_bytes or v.over_bytes or v.kv_short_bytes
+    return f"OVER: {gib(must)} GiB per card must leave" if must else "OVER"
 
 
 def fit_fact(comparison: Any) -> Fact:
     """The worst of the two sides' fits with the profile's settings (the Fit panel's verdicts,
     never a better word than either): ``fits`` when every side fits; else the worst side's
-    word — ``OVER by 24.74 GiB per card`` (weights + PLE + reserve − usable on the worst card,
-    :attr:`seat_console.fit.budget.Verdict.over_bytes`), ``OVER: KV short by N GiB per card``
-    (only the KV cache is short), ``NO VERDICT`` (the footprint cannot be trusted,
+    word — ``OVER: 31.94 GiB per card must leave`` (:func:`over_words`), ``NO VERDICT`` (the footprint cannot be trusted,
     :attr:`seat_console.fit.budget.FitBudget.no_verdict`), ``n/a`` (that side could not be
     budgeted) — with ``(resident)`` after it when the resident is the worse side, ``(candidate)``
     after NO VERDICT / n/a of the candidate. A profile without a candidate is judged on the
@@ -193,5 +203,5 @@ def build_status(*, engine: Any, containers: Any, timers: Any, silences: Any, fi
             silence_fact(silences, now), timers_fact(timers), fit_fact(fit)]
 
 
-__all__ = ["Fact", "build_status", "engine_fact", "fit_fact", "hold_fact", "protection_note", "seat_fact",
+__all__ = ["Fact", "build_status", "engine_fact", "fit_fact", "hold_fact", "over_words", "protection_note", "seat_fact",
            "silence_fact", "timers_fact"]
