@@ -59,3 +59,16 @@ def test_unsupported_engine_version_of_one_side_shows_on_the_status_line() -> No
     assert comp.candidate.no_verdict and ">=0.34,<0.35" in comp.candidate.no_verdict
     f = fit_fact(comp)
     assert (f.words, f.level) == ("NO VERDICT (candidate)", "bad")
+
+
+def test_the_words_are_fits_own_figure_and_a_refused_start_says_so() -> None:
+    """The headline's figure is the one ``fit`` prints ("31.94 GiB per card must leave": two
+    trials read "OVER by 24.74" beside it as two answers); a TP size that does not divide the
+    heads reads "refuses to start", never "KV short by 0.00"."""
+    from seat_console.fit.inputs import WhatIf
+
+    over = compute_budgets(gather_fit_inputs(F.default_loaded(), None))[0]
+    assert fit_fact(over).words == "OVER: 31.94 GiB per card must leave"
+    tp3 = compute_budgets(gather_fit_inputs(F.default_loaded(), None),
+                          WhatIf(tensor_parallel_size=3))[0]
+    assert fit_fact(tp3).words.startswith("OVER: vLLM refuses to start"), fit_fact(tp3)
