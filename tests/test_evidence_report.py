@@ -53,6 +53,20 @@ def test_runs_taken_days_apart_are_not_simultaneous(tmp_path: Path) -> None:
     assert set(rep["arms"]) == {"A", "B"}
 
 
+def test_two_runs_compared_directly_name_the_pairs_and_the_bracket_that_gives_them(
+        tmp_path: Path) -> None:
+    """The trial's ``report RUN1 RUN2``: "needs ≥ 6 rounds (6 pairs)", then the decision's "a
+    complete, undisturbed bracket of ≥ 3 rounds": two answers. Runs are not a bracket: the
+    pairs are named, and the ABBA rounds of the compare that gives them (3)."""
+    a = write_run(tmp_path / "runs", ident=IDENT_A)
+    b = write_run(tmp_path / "runs", ident=IDENT_B, at=T0 + timedelta(minutes=30))
+    rep = rp.build_report(rp.load_inputs([str(a), str(b)]))
+    text = json.dumps(rep, ensure_ascii=False)
+    assert "needs ≥ 6 pairs to claim a difference (a compare bracket of ≥ 3 rounds of ABBA" \
+        in text, text[:2000]
+    assert "6 rounds" not in text
+
+
 def test_disrupted_run_backs_no_claim(tmp_path: Path) -> None:
     d = write_run(tmp_path / "runs", disruptions=[{"reason": "container seat-resident restarted "
                                                            "by someone else"}])

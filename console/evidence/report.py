@@ -675,6 +675,10 @@ def leg_pairs(per_arm: Mapping[str, Sequence[tuple[RunSummary, Phase | None]]]
     return out, [_run_name(r) for r, _ in a[n:] + b[n:]]
 
 
+ABBA_PAIRS_PER_ROUND = 2
+"""Pairs one round of ABBA gives (A1–B2, A4–B3): the compare the report advises."""
+
+
 def difference_claim(label: str, name: str, values: Sequence[tuple[str, float | None,
                                                                       float | None]],
                      base: Sequence[tuple[str, str]], per_round: int,
@@ -687,10 +691,15 @@ def difference_claim(label: str, name: str, values: Sequence[tuple[str, float | 
     pairs' log ratios ln(B/A) (:func:`seat_console.evidence.stats.sign_flip_test`), two-sided
     at 5 %. Refused by :data:`RULE_UNDERPOWERED` when the number of pairs cannot reach
     p ≤ 0.05 at any effect (one ABBA round: 2 pairs, smallest p = 0.5), saying how many rounds
-    of ``per_round`` pairs are needed; by :data:`RULE_NOT_SIGNIFICANT` when p > 0.05, with the
+    of ``per_round`` pairs are needed (``per_round`` 0: runs compared directly, not a
+    bracket: the rounds are those of the ABBA compare that would give the pairs, 2 a round —
+    the trial read "needs ≥ 6 rounds (6 pairs)" above "a bracket of ≥ 3 rounds");
+    by :data:`RULE_NOT_SIGNIFICANT` when p > 0.05, with the
     minimum detectable effect for these pairs and their spread; by :data:`RULE_UNKNOWN` when a
     figure is missing or not positive (no log ratio)."""
     refusals = list(base)
+    direct = per_round <= 0
+    per_round = ABBA_PAIRS_PER_ROUND if direct else per_round
     statement = f"B differs from A in {label} ({name})"
     test: dict[str, Any] = {"figure": label, "phase": name, "pairs": len(values),
                             "higher_is_better": label == "throughput", "ratio_b_over_a": None,
@@ -720,8 +729,10 @@ def difference_claim(label: str, name: str, values: Sequence[tuple[str, float | 
         refusals.append((RULE_UNDERPOWERED, (
             f"{m} pair(s): the smallest p this design can give is {t.min_p:.3f} > "
             f"{t.alpha:g}, so no effect however large can be claimed; needs ≥ "
-            f"{rounds_needed} rounds ({t.needed_pairs} pairs) to claim a difference: "
-            f"{NO_DIFFERENCE}")))
+            + (f"{t.needed_pairs} pairs to claim a difference (a compare bracket of ≥ "
+               f"{rounds_needed} rounds of ABBA: `seat-console compare`): " if direct else
+               f"{rounds_needed} rounds ({t.needed_pairs} pairs) to claim a difference: ")
+            + NO_DIFFERENCE)))
     else:
         assert t.mde_ratio is not None
         mde = f"×{t.mde_ratio:.3f} (or ×{1 / t.mde_ratio:.3f})"
@@ -784,7 +795,7 @@ def _phase_claims(name: str, per_arm: Mapping[str, list[tuple[RunSummary, Phase 
                       for pid, _, pa, _, pb in pairs_]
             out.append(difference_claim(label, name, values,
                                         base + tpot_refusal(pairs_) if attr == "tpot_p50_s"
-                                        else base, per_round or len(pairs_),
+                                        else base, per_round,
                                         unit, scale, digits))
     return out
 
