@@ -375,8 +375,7 @@ def build_promote(nctx: NodeContext, journal: Journal, *, force: bool = False, r
         h = hold_mod.active_hold(journal)
         if h is None:
             problems.append("no active hold: the seat is not held; place one "
-                            "(`seat-console hold`) before changing its resident — the swap "
-                            "that put the candidate in the seat needed one too")
+                            "(`seat-console hold`) before changing its resident")
         else:
             ctx.facts["hold_id"] = h.hold_id
         cand = old = prev_rec = rows = models = client = None

@@ -185,6 +185,9 @@ def test_the_dry_run_lists_every_refusal_and_says_the_plan_once(
     refusals = plan.refusals
     assert len(refusals) == 3, refusals
     assert "no active hold" in refusals[0] and "seat-console hold" in refusals[0]
+    # the hold's sentence says nothing of who holds the seat (it said "the swap that put the
+    # candidate in the seat needed one too" above "the resident … holds the seat": the trial)
+    assert "candidate in the seat" not in refusals[0], refusals[0]
     assert "the resident seat-resident holds the seat" in refusals[1]
     assert "seat-console swap" in refusals[1]
     assert "no decision in the journal" in refusals[2] and "seat-console decide" in refusals[2]
