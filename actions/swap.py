@@ -1150,17 +1150,11 @@ class NothingToRestore(StepError):
 def seat_state(nctx: NodeContext) -> tuple[bool | None, bool | None, str | None]:
     """Whether the resident and the probe container run now: ``(resident, probe, problem)``;
     ``None`` and the reason in ``problem`` when docker cannot be read (read only). A node
-    without the engine's socket is said so without importing the docker SDK (~6 MiB RSS: the
-    TUI's runbook reader asks this at every read; :func:`~seat_console.node.docker.
-    missing_socket`, as the containers source does)."""
-    from seat_console.node.docker import (docker_error_sentence, missing_socket,
-                                          resolve_docker_host)
+    without the engine's socket is said so without importing the docker SDK
+    (``NodeContext.docker``: the TUI's runbook reader asks this at every read)."""
+    from seat_console.node.docker import docker_error_sentence
 
     host = nctx.profile.node.docker_host
-    url = resolve_docker_host(host)
-    missing = missing_socket(url)
-    if missing is not None:
-        return None, None, f"docker engine at {url} not reachable: {missing}"
     try:
         client = _client(nctx)
     except Exception as exc:  # noqa: BLE001 - unknown state, said so

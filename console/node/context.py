@@ -108,11 +108,20 @@ class NodeContext:
         return [SilenceMatcher.from_profile(m) for m in self.profile.silence.matchers]
 
     def docker(self, timeout_s: float = 5.0) -> Any:
-        """A new docker SDK client on the node's engine (the caller closes it)."""
-        from seat_console.node.docker import docker_client, resolve_docker_host
+        """A new docker SDK client on the node's engine (the caller closes it). Raises
+        ``ConnectionError`` naming the socket when the engine is a ``unix://`` socket that is
+        not there, without importing the SDK (~4.5 MiB RSS,
+        :func:`~seat_console.node.docker.absent_socket`, as the containers source does): the
+        TUI's runbook reader asks who holds the seat at every read, and imported it on the GPU
+        machine, which has no docker. Else the SDK's errors (``DockerException``)."""
+        from seat_console.node.docker import (absent_socket, docker_client,
+                                              docker_error_sentence, resolve_docker_host)
 
-        return docker_client(resolve_docker_host(self.profile.node.docker_host),
-                             timeout_s=timeout_s)
+        url = resolve_docker_host(self.profile.node.docker_host)
+        path = absent_socket(url)
+        if path is not None:   # the sentence the SDK's own error would get
+            raise ConnectionError(docker_error_sentence(FileNotFoundError(path), url))
+        return docker_client(url, timeout_s=timeout_s)
 
     def watcher(self) -> Any:
         """The context's one docker :class:`~seat_console.node.docker.EventWatcher`
