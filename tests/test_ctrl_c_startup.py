@@ -264,3 +264,39 @@ def test_end_process_leaves_no_thread_to_the_interpreters_finalization(tmp_path,
         r = subprocess.run([sys.executable, "-c", END_PROCESS_CHILD], capture_output=True,
                            text=True, timeout=60, check=False)
         assert r.returncode == 0 and "returned 7" in r.stdout, r
+
+
+def test_end_process_does_not_wait_for_a_thread_that_never_ends(monkeypatch) -> None:
+    """The trial: ``q`` took 2-3 s, on any profile. The exit waited its whole grace for the
+    hang-up watch (blocked in poll(2) for the process's life) and for each source's idle read
+    thread. A thread marked ``never_ends`` is not waited for; a retired source's idle thread
+    ends at once (:meth:`~seat_console.snapshot.poll.Poller.retire`)."""
+    import threading
+    import time
+
+    from seat_console.snapshot.poll import Poller
+    from seat_console.tui import first_frame as ff
+
+    stuck = threading.Event()
+    t = threading.Thread(target=stuck.wait, daemon=True)
+    t.never_ends = True   # type: ignore[attr-defined]
+    t.start()
+    p = Poller("seat-console:test")
+    ran = threading.Event()
+    p.submit(ran.set)
+    assert ran.wait(30)
+    worker = next(w for w in threading.enumerate() if w.name == "seat-console:test")
+    p.retire()
+    worker.join(30)
+    assert not worker.is_alive()            # retired: the idle thread ended
+    # only this thread and the one that never ends (pytest's own threads aside)
+    monkeypatch.setattr(threading, "enumerate", lambda: [threading.current_thread(), t])
+    t0 = time.monotonic()
+    assert ff.end_process(3, grace_s=30.0) == 3   # not a terminal here: it returns
+    monkeypatch.undo()
+    assert time.monotonic() - t0 < 10, "waited for a thread marked never_ends"
+    stuck.set()
+    again = threading.Event()
+    p.submit(again.set)                     # a submit after retire starts a new thread
+    assert again.wait(30)
+    p.retire()

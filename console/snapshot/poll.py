@@ -249,7 +249,7 @@ class Poller:
         self._st = SourceState(name)
         self._reason: str | None = "no reading yet"
         self._stop = threading.Event()
-        self._queue: queue.SimpleQueue[Callable[[], None]] | None = None
+        self._queue: queue.SimpleQueue[Callable[[], None] | None] | None = None
         self._thread: threading.Thread | None = None
 
     @property
@@ -267,10 +267,25 @@ class Poller:
             self._thread.start()
         self._queue.put(fn)
 
+    def retire(self) -> None:
+        """End this source's queue thread once what was submitted before has run: an idle
+        thread ends at once, one in a read when the read returns (a hung read stays hung;
+        the process does not wait for it). The TUI retires every source when it quits: each
+        idle thread used to stay alive, and the exit waited its whole 2 s grace for them
+        (``first_frame.end_process``; the trial's "q takes 2-3 s"). Submitting after this
+        starts a new thread."""
+        q = self._queue
+        if q is not None:
+            self._queue = self._thread = None
+            q.put(None)
+
     def _run_queue(self) -> None:
-        assert self._queue is not None
+        q = self._queue
+        assert q is not None
         while True:
-            fn = self._queue.get()
+            fn = q.get()
+            if fn is None:   # retired
+                return
             try:
                 fn()
             except BaseException:  # noqa: BLE001 - logged; the next read still runs

@@ -591,12 +591,16 @@ def end_process(rc: int, grace_s: float = THREAD_GRACE_S) -> int:
     terminal (the real TUI, not a test calling it in-process), it runs the ``atexit`` handlers
     (a probe's stop-and-wait among them), flushes stdout and stderr and leaves with
     ``os._exit(rc)``: nothing is left for finalization to do (the journal commits each row).
-    """
+    A thread marked ``never_ends`` (the hang-up watch, blocked in ``poll(2)`` for the life of
+    the process) is not waited for: every quit waited the whole grace for it (the trial's
+    "``q`` takes 2-3 s"), as for each source's idle read thread, which the app now retires
+    before it ends (``Poller.retire``)."""
     import time
 
     end = time.monotonic() + grace_s
-    for t in threading.enumerate():
-        if t is not threading.current_thread() and t.is_alive():
+    for t in threading.enumerate():   # a thread that never ends by itself is not waited for
+        if t is not threading.current_thread() and t.is_alive() \
+                and not getattr(t, "never_ends", False):
             t.join(max(0.0, end - time.monotonic()))
     alive = [t for t in threading.enumerate()
              if t is not threading.current_thread() and t.is_alive()]

@@ -116,7 +116,9 @@ class HangupMixin:
             except RuntimeError:   # the loop is closed: the app has exited already
                 log.debug("hang-up after the loop closed")
 
-        threading.Thread(target=watch, name="seat-console-hangup-watch", daemon=True).start()
+        t = threading.Thread(target=watch, name="seat-console-hangup-watch", daemon=True)
+        t.never_ends = True   # type: ignore[attr-defined] # first_frame.end_process: not waited
+        t.start()
 
     def _check_terminal(self) -> None:
         assert self._tty_fd is not None

@@ -496,8 +496,13 @@ class PollingMixin:
         self.notify(f"refresh interval {self.interval_s:g} s")
 
     def close_sources(self, timeout_s: float = 2.0) -> None:
-        """Call every source's ``close()`` in daemon threads, waiting at most ``timeout_s``."""
+        """Call every source's ``close()`` in daemon threads, waiting at most ``timeout_s``;
+        retire every source's read thread (:meth:`~seat_console.snapshot.poll.Poller.retire`:
+        an idle one ends at once, so the exit does not wait its grace for it)."""
         self._shutting_down = True
+        for poller in [*self._pollers.values(), getattr(self, "_rb_poller", None)]:
+            if poller is not None:
+                poller.retire()
         threads = []
         for st in self._states.values():
             if st.source is None:
