@@ -243,3 +243,25 @@ def test_times_outside_the_calendar_in_run_and_journal_files_are_named():
         run_time("0001-01-01T00:00:00+01:00", "summary.started_at")
     assert run_time("2026-12-01T12:00:00Z", "x") == datetime(2026, 12, 1, 12, tzinfo=UTC)
     assert parse_time("2026-12-01T12:00:00+01:00").utcoffset() == timedelta(0)
+
+
+@pytest.mark.parametrize("pair", [["0", "0"], ["1", "01"], ["GPU-AbC", "gpu-abc"],
+                                  ["2a:00.0", "00000000:2A:00.0"]])
+def test_two_entries_naming_one_card_are_refused_by_the_profile(pair, tmp_path):
+    """The trial: ``gpus = ["0", "0"]`` passed ``profile --check`` and ``fit`` then said NO
+    VERDICT. Two TP ranks cannot share a card: the profile names both entries; distinct cards
+    pass."""
+    from pydantic import ValidationError
+
+    from seat_console.core.profile import NodeSpec
+
+    with pytest.raises(ValidationError, match=r"name the same device: two TP ranks cannot"):
+        NodeSpec(gpus=pair)
+    assert NodeSpec(gpus=[pair[0], "7"]).gpus == [pair[0], "7"]
+    from seat_console.cli import main
+    from seat_console.core.profile_path import default_profile_text
+
+    text = default_profile_text().replace('gpus = ["0", "1"]', f'gpus = {json.dumps(pair)}', 1)
+    assert f'gpus = {json.dumps(pair)}' in text
+    (tmp_path / "p.toml").write_text(text)
+    assert main(["profile", "--check", str(tmp_path / "p.toml")]) != 0

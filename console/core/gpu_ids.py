@@ -34,6 +34,19 @@ def match_seat(entry: str, index: int | None, uuid: str | None,
     return False
 
 
+def entry_identity(entry: str) -> str:
+    """One spelling per device for a ``node.gpus`` entry, without a reading: ``index:N`` for
+    an NVML index (``"0"``, ``"00"``), ``pci:…`` for a bus id in any spelling
+    (:func:`norm_bus_id`), a UUID lower-cased. Two entries with one identity name one card
+    (the profile refuses them; the fit budget says so too). Never raises."""
+    e = entry.strip()
+    if e.isascii() and e.isdigit():
+        return f"index:{int(e)}"
+    if ":" in e and not e.upper().startswith(("GPU-", "MIG-")):
+        return f"pci:{norm_bus_id(e) or e.lower()}"
+    return e.lower()
+
+
 def norm_bus_id(bus_id: str) -> str | None:
     """A PCI bus id in one spelling, ``dddddddd:bb:dd.f`` lower-case hex: ``2a:00.0``
     (``lspci``, domain 0), ``0000:2a:00.0`` and ``00000000:2A:00.0`` (NVML) all give
@@ -87,4 +100,4 @@ def seat_conflicts(entries: Iterable[str], cards: Iterable[Any]) -> list[str]:
     return out
 
 
-__all__ = ["card_matches", "match_seat", "norm_bus_id", "seat_conflicts"]
+__all__ = ["entry_identity", "card_matches", "match_seat", "norm_bus_id", "seat_conflicts"]

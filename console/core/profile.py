@@ -176,6 +176,15 @@ class NodeSpec(_Strict):
                 raise ValueError(f"entry {i} {e!r} is not a GPU: give an NVML index in ASCII "
                                  "digits (\"0\"), a GPU UUID (\"GPU-…\"), a MIG UUID (\"MIG-…\") "
                                  "or a PCI bus id (\"00000000:2A:00.0\")")
+        from seat_console.core.gpu_ids import entry_identity
+
+        seen: dict[str, str] = {}
+        for e in v:   # `profile --check` said ok, and `fit` then said NO VERDICT (the trial)
+            ident = entry_identity(e)
+            if ident in seen:
+                raise ValueError(f"entries {seen[ident]!r} and {e!r} name the same device: two "
+                                 "TP ranks cannot share one card; list each card once")
+            seen[ident] = e
         return v
 
     @model_validator(mode="after")
@@ -1044,13 +1053,16 @@ def _format_validation_error(err: ValidationError, source: str) -> str:
                          "true` or `= false`")
         elif isinstance(e.get("input"), float) and not math.isfinite(e["input"]):
             # TOML's nan / inf fail the range check, whose words ("less than or equal to
-            # 3600 (got nan)") read as if nan were too large
+            # 3600 (got nan)") read as if nan were too large; a number too large for a float
+            # (1e400) is inf by the time it is read: said so
             lines.append(f"  {loc}: must be a finite number, not {e['input']!r} (TOML nan and "
-                         f"inf are refused here; {e['msg'][:1].lower()}{e['msg'][1:]})")
+                         "inf are refused here, and so is a number beyond a float's range, "
+                         "which TOML reads as inf)")
         else:
             got = e.get("input")
             shown = "" if isinstance(got, dict) else f" (got {_clip(repr(got))})"
-            lines.append(f"  {loc}: {e['msg']}{shown}")
+            # pydantic's "Value error, " before our own sentence is no word for a reader
+            lines.append(f"  {loc}: {e['msg'].removeprefix('Value error, ')}{shown}")
     return "\n".join(lines)
 
 

@@ -142,15 +142,10 @@ def host_memory() -> HostMemory | None:
 
 
 def _entry_identity(entry: str) -> str:
-    """One spelling per device for a ``node.gpus`` entry (for duplicates without a reading)."""
-    from seat_console.core.gpu_ids import norm_bus_id
+    """:func:`seat_console.core.gpu_ids.entry_identity` (one spelling per device)."""
+    from seat_console.core.gpu_ids import entry_identity
 
-    e = entry.strip()
-    if e.isascii() and e.isdigit():
-        return f"index:{int(e)}"
-    if ":" in e and not e.upper().startswith(("GPU-", "MIG-")):
-        return f"pci:{norm_bus_id(e) or e.lower()}"
-    return e.lower()
+    return entry_identity(entry)
 
 
 def env_warnings(environ: Any, where: str) -> list[str]:
