@@ -226,6 +226,10 @@ GLOBAL_OPTIONS = ("--profile", "--readonly", "--interval")
 """The options of ``seat-console`` itself, given before the command."""
 
 
+_WANTS_JSON = [False]
+"""Whether the command line being parsed names ``--json`` (set by :func:`main`)."""
+
+
 class _Parser(argparse.ArgumentParser):
     """The top-level parser: an unrecognized global option after the command (``seat-console
     status --profile FILE``, a new engineer's first mistake) gets the line that moves it."""
@@ -242,6 +246,10 @@ class _Parser(argparse.ArgumentParser):
                             f"of seat-console itself: give {'it' if one else 'them'} before "
                             "the command, seat-console "
                             f"{' '.join(form.get(n, n) for n in names)} COMMAND …)")
+        if _WANTS_JSON[0]:   # a script asked for JSON: the usage error is one too (the trial)
+            from seat_console.core import jsonout
+
+            print(jsonout.dumps({"ok": False, "error": f"{self.prog}: {message}", "exit": 2}))
         super().error(message)
 
 
@@ -356,6 +364,7 @@ def _main(argv: Sequence[str] | None) -> int:
         if not isinstance(sys.stdout, PipeSafeStdout) and sys.stdout is not None:
             sys.stdout = PipeSafeStdout(sys.stdout)  # headless: a closed pipe is not an error
         parser = build_parser()
+        _WANTS_JSON[0] = "--json" in (sys.argv[1:] if argv is None else list(argv))
         args = parser.parse_args(argv)
     if args.interval is not None and not (
             REFRESH_INTERVAL_MIN_S <= args.interval <= REFRESH_INTERVAL_MAX_S):  # also NaN

@@ -4,6 +4,7 @@ command module imported before the first frame)."""
 
 from __future__ import annotations
 
+import json
 import re
 import subprocess
 import sys
@@ -184,3 +185,23 @@ def test_any_interval_text_is_a_number_or_the_one_sentence(text: str) -> None:
         with pytest.raises(SystemExit) as e:
             cli.main(["--interval", text, "status"])
         assert e.value.code == 2
+
+
+@pytest.mark.parametrize("argv", [["status", "--json", "--bogus"], ["report", "--json"],
+                                  ["fleet", "--json", "--interval", "0.5"],
+                                  ["fleet", "--json", "--prometheus", "notaurl"],
+                                  ["report", "--json", "--verify", "/nonexistent/r.md"]])
+def test_a_usage_error_under_json_is_a_json_document_too(argv, capsys, tmp_path,
+                                                          monkeypatch) -> None:
+    """The trial: these printed plain text only while ``hold --status --json`` printed JSON; a
+    script parsing stdout got nothing. Under --json stdout holds one JSON document naming the
+    error and the exit code; stderr still says it in words."""
+    monkeypatch.setenv("SEAT_CONSOLE_STATE_DIR", str(tmp_path))
+    try:
+        rc = cli.main(argv)
+    except SystemExit as e:   # argparse's usage error
+        rc = e.code
+    out, err = capsys.readouterr()
+    doc = json.loads(out)
+    assert doc["ok"] is False and doc["exit"] == rc != 0 and doc["error"], doc
+    assert doc["error"].split(": ")[-1] in err, (doc, err)

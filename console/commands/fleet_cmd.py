@@ -65,9 +65,8 @@ def prepare(args: argparse.Namespace, loaded: LoadedProfile) -> tuple[object, fl
     interval = args.interval if getattr(args, "interval", None) is not None else \
         loaded.profile.fleet.refresh_interval_s
     if interval < 1.0:
-        print(f"seat-console fleet: --interval {interval:g}: the fleet refreshes at most once a "
-              "second (give 1 or more)", file=sys.stderr)
-        return EXIT_USAGE
+        return _fail(args, f"--interval {interval:g}: the fleet refreshes at most once a "
+                           "second (give 1 or more)", EXIT_USAGE)
     if not args.json:
         from seat_console.core.terminal import is_terminal
 
@@ -79,8 +78,15 @@ def prepare(args: argparse.Namespace, loaded: LoadedProfile) -> tuple[object, fl
     try:
         return make_fleet(loaded, args.prometheus, args.alertmanager), interval
     except (PromError, AlertmanagerError) as exc:
-        print(f"seat-console fleet: {exc}", file=sys.stderr)
-        return EXIT_ERROR
+        return _fail(args, str(exc), EXIT_ERROR)
+
+
+def _fail(args: argparse.Namespace, message: str, code: int) -> int:
+    """The error on stderr, and with ``--json`` as a JSON document on stdout too (the trial:
+    ``fleet --json --prometheus notaurl`` printed plain text only)."""
+    from seat_console.commands.action_common import fail
+
+    return fail("seat-console fleet", message, code, bool(getattr(args, "json", False)))
 
 
 def run(args: argparse.Namespace, loaded: LoadedProfile) -> int:

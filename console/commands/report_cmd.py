@@ -115,6 +115,14 @@ def _verify(text: str, src: Path, recorded: dict[str, str], json_mode: bool) -> 
     return code
 
 
+def _fail(args: argparse.Namespace, message: str, code: int) -> int:
+    """The error on stderr, and with ``--json`` as a JSON document on stdout too (the trial:
+    ``report --json`` without a RUN printed plain text only)."""
+    from seat_console.commands.action_common import fail
+
+    return fail("seat-console report", message, code, bool(getattr(args, "json", False)))
+
+
 def run(args: argparse.Namespace, _loaded: Any) -> int:
     """Build / print the report, or verify one; returns the exit code."""
     from seat_console.evidence import report as rp
@@ -122,32 +130,26 @@ def run(args: argparse.Namespace, _loaded: Any) -> int:
 
     if args.verify:
         if args.runs:
-            print("seat-console report: --verify FILE takes no RUN arguments", file=sys.stderr)
-            return EXIT_USAGE
+            return _fail(args, "--verify FILE takes no RUN arguments", EXIT_USAGE)
         src = Path(args.verify)
         try:
             text = src.read_text("utf-8")
             recorded = rp.recorded_hashes(text, str(src))
         except OSError as exc:
-            print(f"seat-console report: {src}: cannot read ({exc.strerror})", file=sys.stderr)
-            return EXIT_ERROR
+            return _fail(args, f"{src}: cannot read ({exc.strerror})", EXIT_ERROR)
         except UnicodeDecodeError as exc:   # an edited or foreign file (issue 31)
-            print(f"seat-console report: {src}: not UTF-8 text (byte {exc.start}): not a report "
-                  "this console wrote; regenerate it with `seat-console report`",
-                  file=sys.stderr)
-            return EXIT_ERROR
+            return _fail(args, f"{src}: not UTF-8 text (byte {exc.start}): not a report "
+                               "this console wrote; regenerate it with `seat-console report`",
+                         EXIT_ERROR)
         except RunError as exc:
-            print(f"seat-console report: {exc}", file=sys.stderr)
-            return EXIT_ERROR
+            return _fail(args, f"{exc}", EXIT_ERROR)
         return _verify(text, src, recorded, args.json)
     if not args.runs:
-        print("seat-console report: give at least one RUN (or --verify FILE)", file=sys.stderr)
-        return EXIT_USAGE
+        return _fail(args, "give at least one RUN (or --verify FILE)", EXIT_USAGE)
     try:
         inputs = rp.load_inputs(args.runs, Path(args.data_dir) if args.data_dir else None)
     except RunError as exc:
-        print(f"seat-console report: {exc}", file=sys.stderr)
-        return EXIT_ERROR
+        return _fail(args, f"{exc}", EXIT_ERROR)
     rep = rp.build_report(inputs)
     for c in rep["consistency"]:
         print(f"seat-console report: WARNING: {c['run']} ({c['path']}): {c['problem']} — the "
@@ -158,8 +160,6 @@ def run(args: argparse.Namespace, _loaded: Any) -> int:
         try:
             Path(args.out).write_text(text, "utf-8")
         except OSError as exc:
-            print(f"seat-console report: --out {args.out}: cannot write ({exc.strerror})",
-                  file=sys.stderr)
-            return EXIT_ERROR
+            return _fail(args, f"--out {args.out}: cannot write ({exc.strerror})", EXIT_ERROR)
     sys.stdout.write(text)
     return EXIT_OK
