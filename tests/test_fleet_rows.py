@@ -423,3 +423,20 @@ async def test_columns_sized_by_content_at_120_columns():
             assert f"{name} " in header or header.rstrip().endswith(name), (name, header)
         assert "SilenceRun" not in header and "WaitKV" not in header
         assert table.line_width <= 120
+
+
+def test_the_seat_detail_puts_gib_after_a_figure_only():
+    """The trial's seat detail: "GPU memory no DCGM GiB". A figure gets its unit; words
+    (no DCGM, n/a) get none."""
+    from seat_console.tui.fleet import SeatDetail
+
+    def said(**kw) -> str:
+        row = FleetRow(instance="a:1", node="a", state="healthy", last_seen=NOW,
+                       numbers_read=True, **kw)
+        return SeatDetail.__new__(SeatDetail)._summary.__func__(
+            type("D", (), {"row": row, "read_at": None})()).plain
+
+    assert "GPU memory no DCGM (0 card(s) with DCGM series)" in said(gpus=0)
+    assert "GPU memory n/a (" in said(gpus=-1)
+    two = said(gpus=2, gpu_used_bytes=80 * 2**30, gpu_total_bytes=160 * 2**30)
+    assert "GPU memory 80.0/160.0 GiB (GiB = 2^30 B; 2 card(s)" in two, two

@@ -214,8 +214,9 @@ class SeatDetail(ModalScreen[None]):
         t.append(f"engine {c['engine']} · hold {c['hold'] or 'n/a'} · silence {c['silence']}"
                  f"{' (exporter: Alertmanager unread)' if r.silence_from == 'exporter' else ''}\n")
         t.append(f"requests running {c['running']} waiting {c['waiting']} · KV cache {c['kv']}"
-                 f" · GPU memory {c['gpu']} GiB (GiB = 2^30 B; {max(r.gpus, 0)} card(s) with "
-                 "DCGM series)\n")
+                 f" · GPU memory {c['gpu']}"
+                 + (" GiB (GiB = 2^30 B; " if c["gpu"][:1].isdigit() else " (")   # figures: GiB
+                 + f"{max(r.gpus, 0)} card(s) with DCGM series)\n")
         if r.hold_until:
             t.append(f"hold lease fires {iso(r.hold_until)}\n")
         t.append("seat down in its last runbook run: " + ("n/a (none measured)" if r.downtime_s
