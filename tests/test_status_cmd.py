@@ -189,3 +189,17 @@ def test_a_nan_timeout_is_a_usage_error(tmp_path: Path) -> None:
                        capture_output=True, text=True, timeout=120,
                        env={**os.environ, "SEAT_CONSOLE_STATE_DIR": str(tmp_path)})
     assert r.returncode == 2 and "--timeout nan" in r.stderr, (r.returncode, r.stderr)
+
+
+def test_the_hold_section_goes_before_the_timers_whether_or_not_they_were_read() -> None:
+    """The trial: on the default profile (timers unread: "Timers" alone) the hold section went
+    first, above the GPUs, with a blank line doubled; on the lab after the GPUs."""
+    from seat_console.commands.status_cmd import with_hold_section
+
+    head = "Seat Console status: …\nprofile p\n\n"
+    for timers in ("Timers (on local)\n  ACTIVE a.timer\n", "Timers\n  UNAVAILABLE (x)\n"):
+        text = head + "GPUs (NVML)\n  g\n\n" + timers + "\nEngine\n  e\n\nall sources read\n"
+        out = with_hold_section(text, "Hold and lease\n  none\n")
+        order = [ln for ln in out.splitlines() if ln and not ln.startswith(" ")]
+        assert order[2:5] == ["GPUs (NVML)", "Hold and lease", order[4]], order
+        assert order[4].startswith("Timers") and "\n\n\n" not in out, out

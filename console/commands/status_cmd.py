@@ -84,11 +84,20 @@ def run(args: argparse.Namespace, loaded: LoadedProfile) -> int:
         doc = json.loads(snap.model_copy(update={"hold": hold}).model_dump_json())
         sys.stdout.write(jsonout.dumps(doc, indent=2, default=str) + "\n")
     else:
-        text = render_text(snap, also=unread)
-        cut = text.find("\nTimers (")
-        cut = text.find("\n\n") + 1 if cut < 0 else cut + 1
-        sys.stdout.write(text[:cut] + render_hold(hold) + "\n" + text[cut:])
+        sys.stdout.write(with_hold_section(render_text(snap, also=unread), render_hold(hold)))
     return EXIT_UNAVAILABLE if snap.unavailable() or unread else EXIT_OK
+
+
+def with_hold_section(text: str, hold: str) -> str:
+    """``text`` (:func:`render_text`) with the hold section before the Timers section, whether
+    the timers were read ("Timers (on …)") or not ("Timers" alone: the hold went first, above
+    the GPUs, and a blank line doubled — the trial); after the head if there is no Timers
+    section."""
+    import re
+
+    m = re.search(r"\nTimers(?: \(|\n)", text)
+    cut = m.start() + 1 if m else text.find("\n\n") + 2
+    return text[:cut] + hold + "\n" + text[cut:]
 
 
 def hold_unread(sec: dict) -> list[str]:
@@ -387,4 +396,4 @@ def render_text(snap: NodeSnapshot, also: Sequence[str] = ()) -> str:
     return head + "\n".join(parts) + tail
 
 
-__all__ = ["hold_unread", "read_hold_section", "register", "render_hold", "render_text", "run"]
+__all__ = ["with_hold_section", "hold_unread", "read_hold_section", "register", "render_hold", "render_text", "run"]
