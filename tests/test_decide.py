@@ -123,6 +123,12 @@ def test_decide_defaults_to_the_newest_bracket_and_journals(env: Path,
         got = dec.newest_decision(j)
     assert got["decision"] == "INCONCLUSIVE" and got["bracket_id"] == "cmp-1"
     assert "no forecast" in got["needs"]
+    # the row carries the profile's hash as every other row does (it was "": the trial)
+    from seat_console.core.profile import load_profile
+
+    with Journal() as j:
+        (row,) = [e for e in j.entries() if e.runbook == "decide"]
+    assert row.profile_sha256 == load_profile(None).sha256 != ""
 
 
 def test_decide_is_allowed_under_readonly(env: Path, capsys: pytest.CaptureFixture) -> None:

@@ -69,7 +69,7 @@ def _fail(msg: str, code: int, json_mode: bool) -> int:
     return ac.fail(PROG, msg, code, json_mode)
 
 
-def run(args: argparse.Namespace, _loaded: Any) -> int:
+def run(args: argparse.Namespace, loaded: Any) -> int:
     """``decide``: exit codes in the module docstring."""
     from seat_console.actions import decide as dec
     from seat_console.actions.journal import JournalError
@@ -92,7 +92,9 @@ def run(args: argparse.Namespace, _loaded: Any) -> int:
         sources_read = list(made.sources)
         row = None
         if not args.dry_run:
-            row = dec.record_decision(journal, facts, at=at,
+            row = dec.record_decision(journal, facts, at=at,   # with the profile hash, as
+                                      # every other row (it was "": the trial)
+                                      profile_sha256=getattr(loaded, "sha256", "") or "",
                                       inputs={"sources": sources_read},
                                       output=f"{facts['decision']}: {decision.get('why')}")
     except JournalError as exc:
