@@ -69,6 +69,20 @@ def _fail(msg: str, code: int, json_mode: bool) -> int:
     return ac.fail(PROG, msg, code, json_mode)
 
 
+def _profile_sha256(args: argparse.Namespace, loaded: Any) -> str:
+    """The hash of the profile this console runs with, for the decide row (every other row
+    has one; it was empty: the trial). ``decide`` needs no valid profile to run: "" when it
+    cannot be loaded."""
+    if loaded is not None:
+        return str(getattr(loaded, "sha256", "") or "")
+    from seat_console.core.profile import ProfileError, load_profile
+
+    try:
+        return load_profile(getattr(args, "profile", None)).sha256
+    except ProfileError:
+        return ""
+
+
 def run(args: argparse.Namespace, loaded: Any) -> int:
     """``decide``: exit codes in the module docstring."""
     from seat_console.actions import decide as dec
@@ -92,9 +106,8 @@ def run(args: argparse.Namespace, loaded: Any) -> int:
         sources_read = list(made.sources)
         row = None
         if not args.dry_run:
-            row = dec.record_decision(journal, facts, at=at,   # with the profile hash, as
-                                      # every other row (it was "": the trial)
-                                      profile_sha256=getattr(loaded, "sha256", "") or "",
+            row = dec.record_decision(journal, facts, at=at,
+                                      profile_sha256=_profile_sha256(args, loaded),
                                       inputs={"sources": sources_read},
                                       output=f"{facts['decision']}: {decision.get('why')}")
     except JournalError as exc:
