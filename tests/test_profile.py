@@ -163,3 +163,20 @@ def test_undecodable_profile_says_how_to_fix(tmp_path):
     f.write_bytes(b"\xff\xfe[seat]\n")
     with pytest.raises(ProfileError, match=r"cannot read profile: .*save it as UTF-8 TOML"):
         load_profile(f)
+
+
+@pytest.mark.parametrize("size", ["1e30 GiB", "2.5E3 MiB", " 1e3 ", "6e-1GiB"])
+def test_a_size_with_an_exponent_is_named_as_such(size) -> None:
+    """The trial: ``"1e30 GiB"`` gave "could not interpret byte unit: e30" (pydantic read 1
+    with the unit e30); the unit was fine. The message names the exponent and the fix."""
+    import re as _re
+
+    from seat_console.core.profile import ProfileError, default_profile_text, parse_profile
+
+    text = _re.sub(r'weights_bytes_per_rank = "[^"]*"', f'weights_bytes_per_rank = "{size}"',
+                   default_profile_text(), count=1)
+    with pytest.raises(ProfileError, match="a number with an exponent is not read as a size"):
+        parse_profile(text, "p.toml")
+    ok = _re.sub(r'weights_bytes_per_rank = "[^"]*"', 'weights_bytes_per_rank = "62.56 GiB"',
+                 default_profile_text(), count=1)
+    assert parse_profile(ok, "p.toml").resident.weights_bytes_per_rank == round(62.56 * 2**30)

@@ -74,6 +74,12 @@ def _size_input(v: object) -> object:
                          f"got {len(v):,} characters")
     if isinstance(v, float) and not math.isfinite(v):
         raise ValueError(f"a size must be finite, got {v}")
+    if isinstance(v, str) and re.fullmatch(r"\s*[0-9.]+[eE][+-]?[0-9]+\s*[A-Za-z]*\s*", v):
+        # pydantic read "1e30 GiB" as 1 with the unit "e30" ("could not interpret byte unit:
+        # e30": the trial); the unit was fine, the exponent is what is not read
+        raise ValueError(f"{v.strip()!r}: a number with an exponent is not read as a size; "
+                         "write its digits with a unit (\"62.56 GiB\") or a whole number of "
+                         "bytes")
     return v
 
 
