@@ -534,8 +534,9 @@ class FleetApp(App[int]):
         table.set_rows_lazy(self._order, content)
 
     def header_text(self) -> str:
-        """The header line: seats by state, when the rows were read (their age once it is
-        past two refreshes), the queries of the last refresh, the Prometheus URL."""
+        """The header line: when the rows were read (their age once it is past two refreshes;
+        first, so a narrow screen cuts the URL, not the time), seats by state, the queries of
+        the last refresh, the Prometheus URL."""
         r = self.reading
         if r is None:
             return f"fleet · {self.fleet.prom.url} · first refresh …"
@@ -556,8 +557,10 @@ class FleetApp(App[int]):
         busy = " · refreshing" if self.busy and time.monotonic() - self._busy_since >= \
             BUSY_SHOWN_AFTER_S else ""
         shown = f"{len(self._order)}/{len(r.rows)} shown · " if self.filter_text else ""
-        return (f"fleet · {len(r.rows)} seats: {', '.join(parts) or 'none'} · {shown}{when} · "
-                f"{r.queries} queries{busy} · {self.fleet.prom.url}")
+        # when first: at 80 columns the line is cut at its end, and the rows' time is what a
+        # reader must not lose (the trial lost it, and the URL, after "… healthy · rows")
+        return (f"fleet · {when}{busy} · {len(r.rows)} seats: {', '.join(parts) or 'none'} · "
+                f"{shown}{r.queries} queries · {self.fleet.prom.url}")
 
     def _tick_header(self) -> None:
         """Redraw the header only when its text changed, without a layout pass (a layout
