@@ -297,3 +297,20 @@ def test_a_tp_size_that_does_not_divide_the_heads_does_not_fit(capsys, tp) -> No
         assert v["fits"] is False and v["refused"], v
         assert f"not divisible by tensor_parallel_size {tp}" in v["words"], v["words"]
         assert "model shape unknown" not in v["words"] and side["kv_flag_bytes"] is None
+
+
+def test_a_cpu_seats_kv_row_says_it_is_its_own_space(capsys, tmp_path) -> None:
+    """The trial, on the CPU lab: "usable × 0.9  0.90 GiB" above "left for the KV cache
+    1.00 GiB" — more left than usable. On vLLM's CPU backend the KV cache is its own space
+    (VLLM_CPU_KVCACHE_SPACE), not usable − the rest: the row says so; a GPU seat's does not."""
+    from seat_console.core.profile_path import default_profile_text
+
+    text = default_profile_text().replace('device = "cuda"', 'device = "cpu"\n'
+                                          'cpu_kvcache_space_bytes = "1 GiB"', 1)
+    assert 'device = "cpu"' in text
+    (tmp_path / "cpu.toml").write_text(text)
+    main(["--profile", str(tmp_path / "cpu.toml"), "fit", "--no-live"])
+    out = capsys.readouterr().out
+    assert "KV cache (CPU: own space)" in out and "left for the KV cache" not in out, out
+    main(["fit", "--no-live"])
+    assert "left for the KV cache" in capsys.readouterr().out

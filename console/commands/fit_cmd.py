@@ -42,7 +42,7 @@ from typing import Any
 from pydantic import ByteSize, TypeAdapter, ValidationError
 
 from seat_console.core import jsonout
-from seat_console.fit.budget import GIB, Comparison, FitBudget, OverlayRow, gib
+from seat_console.fit.budget import GIB, Comparison, FitBudget, OverlayRow, gib, is_cpu_device
 from seat_console.sources.checkpoint import CheckpointError
 from seat_console.core.checkpoint import CheckpointSummary
 from seat_console.snapshot.fit_reading import gather_fit_inputs, host_memory, running_engine_versions
@@ -281,7 +281,9 @@ def render_budget(b: FitBudget, scan: CheckpointSummary | None) -> list[str]:
     lines.append(_row(f"PLE table ({p.ple_placement})", [c.ple_bytes for c in b.cards]))
     lines.append(_row("activation reserve", [c.reserve_bytes for c in b.cards]))
     lines.append(_row("weights + PLE + reserve", [c.static_bytes for c in b.cards]))
-    lines.append(_row("left for the KV cache", [c.kv_bytes for c in b.cards]))
+    cpu = is_cpu_device(p.device)   # the KV cache is VLLM_CPU_KVCACHE_SPACE there, not
+    lines.append(_row("KV cache (CPU: own space)" if cpu   # not usable − the rest
+                      else "left for the KV cache", [c.kv_bytes for c in b.cards]))
     for c in b.cards:
         over = b.over_words(c)
         if over:
