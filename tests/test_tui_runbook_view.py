@@ -234,6 +234,38 @@ async def test_the_runbook_is_in_help_and_the_palette() -> None:
         await wait_for(pilot, lambda: isinstance(app.screen, RunbookScreen), "from the palette")
 
 
+@pytest.mark.parametrize("n", [26, 27, 28, 29])
+async def test_a_wrapped_command_keeps_its_second_line_at_80_columns(monkeypatch, n) -> None:
+    """The second trial at 80×24: "run: seat-console --profile /work/main/.lab/profile.toml"
+    and no "build-backport": the option list measured the row without its scrollbar, the
+    wrapped word fell on a line it never drew (a command 1-2 cells wider than the list less
+    its scrollbar: profile paths of 27-28 characters here). The list keeps the gutter."""
+    monkeypatch.setattr(rb.RunbookController, "_read_plan", lambda self, flow: None)
+    path = "/p/" + "x" * (n - 8) + ".toml"
+    assert len(path) == n
+    given = replace(default_loaded(), source=path, origin="--profile")
+    app = SeatConsoleApp(given, interval=3600.0, readonly=True,
+                         panels=[(lambda _l: CountingSource(), CountingPanel)],
+                         clock=FakeClock(), age_tick_s=3600.0, watch_terminal=False,
+                         runbook_reader=lambda _app: recorded_runbook())
+    async with app.run_test(size=(80, 24)) as pilot:
+        scr = await _open(pilot, app)
+        state = scr.state
+        scr.show(None, None)                     # the state arrives after the screen opened,
+        await pilot.pause()                      # as on the lab: the list grows a scrollbar
+        scr.show(state, None)
+        await pilot.pause()
+        ol = scr.query_one("#runbook-stages")
+        seen: list[str] = []
+        for _ in range(60):                      # every row, scrolled through
+            seen += lines_of(app)
+            ol.scroll_down(animate=False)
+            await pilot.pause()
+        text = "\n".join(seen)
+        assert f"run: seat-console --profile {path}" in text, text
+        assert "build-backport" in text, text
+
+
 def test_the_palettes_runbook_entry_does_not_promise_a_run_under_readonly() -> None:
     """The trial, under ``--readonly``: the palette said "Enter runs the next" of a screen
     that runs nothing there."""

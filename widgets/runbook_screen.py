@@ -204,7 +204,8 @@ class RunbookScreen(ModalScreen[None]):
         background: $surface; padding: 0 1;
     }
     RunbookScreen #runbook-head { height: auto; }
-    RunbookScreen #runbook-stages { height: 1fr; border: none; padding: 0; }
+    RunbookScreen #runbook-stages { height: 1fr; border: none; padding: 0;
+                                    scrollbar-gutter: stable; }
     RunbookScreen #runbook-hint { height: auto; color: $text-muted; }
     """
 
