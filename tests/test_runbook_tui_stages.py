@@ -704,3 +704,7 @@ def test_the_strip_counts_the_sources_it_could_not_read_in_words() -> None:
     # and where they are named, in words: the runbook screen's key (as remapped)
     assert "⚠ 2 sources not read (g: which)" in render_strip(
         two, 200, {"runbook": "g"}.get).plain
+    # narrow, the words go but the count stays (the second trial: gone at 80 columns)
+    for width in (60, 70, 80):
+        narrow = render_strip(two, width, {"runbook": "g"}.get).plain
+        assert "⚠2" in narrow or "⚠ 2 sources not read" in narrow, (width, narrow)

@@ -97,6 +97,9 @@ def _form(state: RunbookState, key_of: KeyOf, form: str, problem: str | None = N
     if marks:
         pieces.append(marks)
     out = Text(no_wrap=True, overflow="ellipsis")
+    if state.problems and form not in ("spaced", "single"):   # narrow: the count first, where
+        out.append(f"⚠{len(state.problems)}", style="bold yellow")   # no cut reaches it (80
+        out.append(" ")                                               # columns lost it)
     if spaced:
         out.append("runbook ", style="bold")
     for j, p in enumerate(pieces):
