@@ -240,6 +240,10 @@ def whatif_from_args(args: argparse.Namespace) -> WhatIf:
                   engine=getattr(args, "engine", None))
 
 
+_KV_ROW = {False: "left for the KV cache", True: "KV cache (CPU: own space)"}
+"""The KV row's label; on vLLM's CPU backend the KV cache is its own space
+(VLLM_CPU_KVCACHE_SPACE), not usable − the rest (the trial read 1.00 GiB "left" of 0.90)."""
+
 LABEL_W = 30
 CELL_W = 36
 
@@ -281,9 +285,7 @@ def render_budget(b: FitBudget, scan: CheckpointSummary | None) -> list[str]:
     lines.append(_row(f"PLE table ({p.ple_placement})", [c.ple_bytes for c in b.cards]))
     lines.append(_row("activation reserve", [c.reserve_bytes for c in b.cards]))
     lines.append(_row("weights + PLE + reserve", [c.static_bytes for c in b.cards]))
-    cpu = is_cpu_device(p.device)   # the KV cache is VLLM_CPU_KVCACHE_SPACE there, not
-    lines.append(_row("KV cache (CPU: own space)" if cpu   # not usable − the rest
-                      else "left for the KV cache", [c.kv_bytes for c in b.cards]))
+    lines.append(_row(_KV_ROW[is_cpu_device(p.device)], [c.kv_bytes for c in b.cards]))
     for c in b.cards:
         over = b.over_words(c)
         if over:
