@@ -307,7 +307,7 @@ class SilencesPanel(_ServicePanel):
         t = Text(no_wrap=True, overflow="ellipsis")
         shown = [x for x in reading.silences if x.state != "expired"]
         if not shown:
-            t.append("no silence on the seat", style="bold")
+            t.append("no silence in effect on the seat", style="bold")
             t.append(f" · {reading.total} in Alertmanager", style="dim")
             n_expired = len(reading.silences) - len(shown)
             if n_expired:
@@ -348,7 +348,9 @@ class SilencesPanel(_ServicePanel):
             head.append("\n  fix [[silence.matchers]] in the profile", style="bold")
         n_active = len(reading.active)
         head.append(f"\n{n_active} active", style="bold green" if n_active else "bold")
-        head.append(f" · {len(reading.silences)} concern the seat · {reading.total} in total")
+        gone = sum(s.state == "expired" for s in reading.silences)   # the panel's words:
+        head.append(f" · {len(reading.silences)} on the seat, {gone} of them expired · "   # (the
+                    f"{reading.total} in Alertmanager")   # trial read "no silence" vs "18 concern")
         parts: list[Text | Table | Group] = [head]
         rows = [s for s in reading.silences if self.detail or s.state != "expired"]
         n_expired = sum(s.state == "expired" for s in reading.silences)

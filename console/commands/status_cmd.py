@@ -212,8 +212,9 @@ def render_silences(r: SilencesReading | Unavailable, now: datetime) -> str:
     out = (f"Silences (Alertmanager {r.version or 'n/a'} at {r.url}"
            f"{'' if r.tls_verify else ', TLS NOT VERIFIED'})\n")
     out += f"  seat matchers: {', '.join(str(m) for m in r.seat_matchers)}\n"
-    out += (f"  {len(r.active)} active for the seat; {len(r.silences)} concern the seat; "
-            f"{r.total} in Alertmanager\n")
+    gone = sum(s.state == "expired" for s in r.silences)
+    out += (f"  {len(r.active)} active for the seat; {len(r.silences)} on the seat, {gone} of "
+            f"them expired; {r.total} in Alertmanager\n")
     for w in getattr(r, "coverage", ()):
         out += f"  WARNING: {w} — fix [[silence.matchers]] in the profile\n"
     expired = [s for s in r.silences if s.state == "expired"]
