@@ -21,6 +21,9 @@ async def _shown(tmp_path: Path) -> str:
             if screen.text is not None:
                 break
         assert screen.text is not None, "the report was never built"
+        from textual.widgets import Footer
+
+        assert len(screen.query(Footer)) == 1, list(screen.walk_children())
         await pilot.press("escape")
         await pilot.pause()
         assert not isinstance(app.screen, EvidenceScreen)

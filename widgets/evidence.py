@@ -17,7 +17,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import VerticalScroll
 from textual.screen import ModalScreen
-from textual.widgets import Markdown, Static
+from textual.widgets import Footer, Markdown, Static
 from textual.worker import Worker, WorkerState
 
 
@@ -42,9 +42,13 @@ class EvidenceScreen(ModalScreen[None]):
         self.text: str | None = None
 
     def compose(self) -> ComposeResult:
+        """The status line and the report in a scrolling column, then this screen's own
+        footer (Esc close, r read again): the main screen's, showing through, said "q quit"
+        where q closes this screen (the trial)."""
         with VerticalScroll():
             yield Static("reading the evidence report …", id="evidence-status")
             yield Markdown("", id="evidence-report")
+        yield Footer()
 
     def on_mount(self) -> None:
         self.action_reload()
