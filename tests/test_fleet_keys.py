@@ -82,3 +82,13 @@ def test_readonly_filters_the_fleet_keys_as_the_main_screens() -> None:
     rows = _app(readonly=True).help_rows()
     assert [r[1] for r in rows] == [r[1] for r in _app().help_rows()]   # no node key here
     assert all(len(s.split()) >= 5 for _k, _l, s in rows)
+
+
+async def test_the_fleet_header_says_read_only_under_readonly() -> None:
+    """The second trial: the fleet screen under --readonly had no marker, unlike the main
+    screen's READ-ONLY. It leads the header, where no cut reaches it."""
+    for readonly, head in ((True, "fleet READ-ONLY · "), (False, "fleet · ")):
+        app = _app(readonly=readonly)
+        async with app.run_test(size=(80, 24)) as pilot:
+            await _wait(pilot, lambda: app.reading is not None, "the first reading")
+            assert app.header_text().startswith(head), app.header_text()

@@ -534,12 +534,14 @@ class FleetApp(App[int]):
         table.set_rows_lazy(self._order, content)
 
     def header_text(self) -> str:
-        """The header line: when the rows were read (their age once it is past two refreshes;
+        """The header line: READ-ONLY under ``--readonly`` (the trial saw no marker), when the
+        rows were read (their age once it is past two refreshes;
         first, so a narrow screen cuts the URL, not the time), seats by state, the queries of
         the last refresh, the Prometheus URL."""
         r = self.reading
+        name = "fleet READ-ONLY" if self.readonly else "fleet"   # as the main screen says it
         if r is None:
-            return f"fleet · {self.fleet.prom.url} · first refresh …"
+            return f"{name} · {self.fleet.prom.url} · first refresh …"
         if self._counts[0] is not r:      # counted once per reading, not at every tick
             tally: dict[str, int] = {}
             for row in r.rows:
@@ -559,7 +561,7 @@ class FleetApp(App[int]):
         shown = f"{len(self._order)}/{len(r.rows)} shown · " if self.filter_text else ""
         # when first: at 80 columns the line is cut at its end, and the rows' time is what a
         # reader must not lose (the trial lost it, and the URL, after "… healthy · rows")
-        return (f"fleet · {when}{busy} · {len(r.rows)} seats: {', '.join(parts) or 'none'} · "
+        return (f"{name} · {when}{busy} · {len(r.rows)} seats: {', '.join(parts) or 'none'} · "
                 f"{shown}{r.queries} queries · {self.fleet.prom.url}")
 
     def _tick_header(self) -> None:
