@@ -348,12 +348,12 @@ class SilencesPanel(_ServicePanel):
             head.append("\n  fix [[silence.matchers]] in the profile", style="bold")
         n_active = len(reading.active)
         head.append(f"\n{n_active} active", style="bold green" if n_active else "bold")
-        gone = sum(s.state == "expired" for s in reading.silences)   # the panel's words:
-        head.append(f" · {len(reading.silences)} on the seat, {gone} of them expired · "   # (the
-                    f"{reading.total} in Alertmanager")   # trial read "no silence" vs "18 concern")
+        n_expired = sum(s.state == "expired" for s in reading.silences)
+        # the panel's words (the trial read "no silence on the seat" vs "18 concern the seat")
+        head.append(f" · {len(reading.silences)} on the seat, {n_expired} of them expired · "
+                    f"{reading.total} in Alertmanager")
         parts: list[Text | Table | Group] = [head]
         rows = [s for s in reading.silences if self.detail or s.state != "expired"]
-        n_expired = sum(s.state == "expired" for s in reading.silences)
         if rows and self.narrow:
             stacked = Text()
             for s in rows:

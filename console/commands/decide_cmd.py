@@ -69,12 +69,10 @@ def _fail(msg: str, code: int, json_mode: bool) -> int:
     return ac.fail(PROG, msg, code, json_mode)
 
 
-def _profile_sha256(args: argparse.Namespace, loaded: Any) -> str:
+def _profile_sha256(args: argparse.Namespace) -> str:
     """The hash of the profile this console runs with, for the decide row (every other row
-    has one; it was empty: the trial). ``decide`` needs no valid profile to run: "" when it
-    cannot be loaded."""
-    if loaded is not None:
-        return str(getattr(loaded, "sha256", "") or "")
+    has one; it was empty: the trial). ``decide`` is registered without a profile
+    (``needs_profile=False``): it is loaded here for the hash, "" when it cannot be."""
     from seat_console.core.profile import ProfileError, load_profile
 
     try:
@@ -83,7 +81,7 @@ def _profile_sha256(args: argparse.Namespace, loaded: Any) -> str:
         return ""
 
 
-def run(args: argparse.Namespace, loaded: Any) -> int:
+def run(args: argparse.Namespace, _loaded: Any) -> int:
     """``decide``: exit codes in the module docstring."""
     from seat_console.actions import decide as dec
     from seat_console.actions.journal import JournalError
@@ -107,7 +105,7 @@ def run(args: argparse.Namespace, loaded: Any) -> int:
         row = None
         if not args.dry_run:
             row = dec.record_decision(journal, facts, at=at,
-                                      profile_sha256=_profile_sha256(args, loaded),
+                                      profile_sha256=_profile_sha256(args),
                                       inputs={"sources": sources_read},
                                       output=f"{facts['decision']}: {decision.get('why')}")
     except JournalError as exc:

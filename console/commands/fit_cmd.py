@@ -425,8 +425,6 @@ def whatif_usage_error(args: argparse.Namespace) -> str | None:
     """Why the what-if flags cannot be used (the flag, the value given, the range), or
     ``None``. ``--tp 1000000`` ended in pydantic's traceback (the trial); every bound of
     :class:`~seat_console.fit.inputs.WhatIf` is checked here first, as a usage error."""
-    from pydantic import ValidationError
-
     for name in ("tp", "max_model_len", "max_num_seqs"):
         v = getattr(args, name, None)
         if v is not None and v < 1:

@@ -14,6 +14,7 @@ import argparse
 import math
 import functools
 import json
+import re
 import sys
 from collections.abc import Callable, Sequence
 from datetime import datetime
@@ -93,8 +94,6 @@ def with_hold_section(text: str, hold: str) -> str:
     the timers were read ("Timers (on …)") or not ("Timers" alone: the hold went first, above
     the GPUs, and a blank line doubled — the trial); after the head if there is no Timers
     section."""
-    import re
-
     m = re.search(r"\nTimers(?: \(|\n)", text)
     cut = m.start() + 1 if m else text.find("\n\n") + 2
     return text[:cut] + hold + "\n" + text[cut:]
@@ -212,12 +211,11 @@ def render_silences(r: SilencesReading | Unavailable, now: datetime) -> str:
     out = (f"Silences (Alertmanager {r.version or 'n/a'} at {r.url}"
            f"{'' if r.tls_verify else ', TLS NOT VERIFIED'})\n")
     out += f"  seat matchers: {', '.join(str(m) for m in r.seat_matchers)}\n"
-    gone = sum(s.state == "expired" for s in r.silences)
-    out += (f"  {len(r.active)} active for the seat; {len(r.silences)} on the seat, {gone} of "
-            f"them expired; {r.total} in Alertmanager\n")
+    expired = [s for s in r.silences if s.state == "expired"]
+    out += (f"  {len(r.active)} active for the seat; {len(r.silences)} on the seat, "
+            f"{len(expired)} of them expired; {r.total} in Alertmanager\n")
     for w in getattr(r, "coverage", ()):
         out += f"  WARNING: {w} — fix [[silence.matchers]] in the profile\n"
-    expired = [s for s in r.silences if s.state == "expired"]
     for s in r.silences:
         if s.state == "expired":    # Alertmanager keeps them for days: counted below, not listed
             continue
@@ -397,4 +395,5 @@ def render_text(snap: NodeSnapshot, also: Sequence[str] = ()) -> str:
     return head + "\n".join(parts) + tail
 
 
-__all__ = ["with_hold_section", "hold_unread", "read_hold_section", "register", "render_hold", "render_text", "run"]
+__all__ = ["hold_unread", "read_hold_section", "register", "render_hold", "render_text", "run",
+           "with_hold_section"]

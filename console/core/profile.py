@@ -39,6 +39,7 @@ from pydantic import (
     model_validator,
 )
 from seat_console.core.fmt import GIB, MIB
+from seat_console.core.gpu_ids import entry_identity
 from seat_console.core.profile_path import (  # no pydantic: the first frame reads these first
     ENV_VAR,
     REFRESH_INTERVAL_MAX_S,
@@ -182,8 +183,6 @@ class NodeSpec(_Strict):
                 raise ValueError(f"entry {i} {e!r} is not a GPU: give an NVML index in ASCII "
                                  "digits (\"0\"), a GPU UUID (\"GPU-…\"), a MIG UUID (\"MIG-…\") "
                                  "or a PCI bus id (\"00000000:2A:00.0\")")
-        from seat_console.core.gpu_ids import entry_identity
-
         seen: dict[str, str] = {}
         for e in v:   # `profile --check` said ok, and `fit` then said NO VERDICT (the trial)
             ident = entry_identity(e)

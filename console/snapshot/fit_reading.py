@@ -141,13 +141,6 @@ def host_memory() -> HostMemory | None:
         return None
 
 
-def _entry_identity(entry: str) -> str:
-    """:func:`seat_console.core.gpu_ids.entry_identity` (one spelling per device)."""
-    from seat_console.core.gpu_ids import entry_identity
-
-    return entry_identity(entry)
-
-
 def env_warnings(environ: Any, where: str) -> list[str]:
     """Warnings for the device-renumbering variables set in ``environ`` (a mapping, or a
     :class:`seat_console.sources.containers.ContainerState`'s ``device_env``), naming
@@ -341,13 +334,8 @@ def gather_fit_inputs(loaded: LoadedProfile, snapshot: Any | None, *,
         live = list(getattr(snapshot, "cards", None) or [])
         unmatched = [e for e in gpus if not any(card_matches(e, c) for c in live)]
         errors = seat_conflicts(gpus, live)
-    seen: dict[str, str] = {}
-    for e in gpus:
-        ident = _entry_identity(e)
-        if ident in seen and not errors:
-            errors.append(f"node.gpus entries {seen[ident]!r} and {e!r} name the same device: "
-                          "two TP ranks cannot share one card; list each card once")
-        seen.setdefault(ident, e)
+    # two entries spelling one card are refused by the profile itself (NodeSpec, one
+    # identity per card: core.gpu_ids.entry_identity); two naming one live card, above
     warnings = env_warnings(os.environ if environ is None else environ,
                             "the console's environment")
     for role, spec in (("resident", prof.resident), ("candidate", prof.candidate)):
