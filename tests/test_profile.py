@@ -180,3 +180,28 @@ def test_a_size_with_an_exponent_is_named_as_such(size) -> None:
     ok = _re.sub(r'weights_bytes_per_rank = "[^"]*"', 'weights_bytes_per_rank = "62.56 GiB"',
                  default_profile_text(), count=1)
     assert parse_profile(ok, "p.toml").resident.weights_bytes_per_rank == round(62.56 * 2**30)
+
+
+@pytest.mark.parametrize("value", ["1e308", "36.5", "1e20"])
+def test_a_whole_number_field_names_its_range(value) -> None:
+    """The trial: ``ttl_s = 1e308`` got pydantic's "Unable to parse input string as an
+    integer, exceeded maximum size"; a reader needs the range they may write."""
+    import re as _re
+
+    from seat_console.core.profile import ProfileError, default_profile_text, parse_profile
+
+    text = _re.sub(r"(?m)^ttl_s = .*$", f"ttl_s = {value}", default_profile_text(), count=1)
+    with pytest.raises(ProfileError) as exc:
+        parse_profile(text, "p.toml")
+    assert "silence.ttl_s: must be a whole number from 60 to 604,800" in str(exc.value)
+
+
+def test_a_whole_number_field_without_bounds_says_whole_number() -> None:
+    import re as _re
+
+    from seat_console.core.profile import ProfileError, default_profile_text, parse_profile
+
+    text = _re.sub(r"(?m)^max_num_seqs = .*$", "max_num_seqs = 2.5", default_profile_text(),
+                   count=1)
+    with pytest.raises(ProfileError, match=r"seat.max_num_seqs: must be a whole number"):
+        parse_profile(text, "p.toml")

@@ -1043,6 +1043,26 @@ def _clip(text: str, limit: int = 120) -> str:
     return text if len(text) <= limit else f"{text[:limit]}… ({len(text):,} characters)"
 
 
+def _bounds_words(loc: tuple) -> str:
+    """" from A to B" for the profile field at ``loc`` (its ``ge``/``le`` constraints), or ""
+    when the path does not lead to a field of a model or the field has no bounds."""
+    model: object = Profile
+    info = None
+    for part in loc:
+        fields = getattr(model, "model_fields", None)
+        if not isinstance(part, str) or not isinstance(fields, dict) or part not in fields:
+            return ""
+        info = fields[part]
+        model = info.annotation
+    if info is None:
+        return ""
+    ge = next((m.ge for m in info.metadata if getattr(m, "ge", None) is not None), None)
+    le = next((m.le for m in info.metadata if getattr(m, "le", None) is not None), None)
+    if ge is None or le is None:
+        return ""
+    return f" from {ge:,} to {le:,}"
+
+
 def _format_validation_error(err: ValidationError, source: str) -> str:
     lines = [f"{source}: invalid seat profile ({err.error_count()} problem(s)):"]
     for e in err.errors():
@@ -1063,6 +1083,11 @@ def _format_validation_error(err: ValidationError, source: str) -> str:
             lines.append(f"  {loc}: must be a finite number, not {e['input']!r} (TOML nan and "
                          "inf are refused here, and so is a number beyond a float's range, "
                          "which TOML reads as inf)")
+        elif e["type"] in ("int_parsing_size", "int_from_float"):
+            # pydantic says "exceeded maximum size" of 1e308 and "fractional part" of 36.5,
+            # neither of which names the range a reader may write (the trial's ttl_s = 1e308)
+            lines.append(f"  {loc}: must be a whole number{_bounds_words(e['loc'])} (got "
+                         f"{_clip(repr(e.get('input')))})")
         else:
             got = e.get("input")
             shown = "" if isinstance(got, dict) else f" (got {_clip(repr(got))})"
