@@ -11,6 +11,8 @@ children over ``--seconds`` after ``--warmup``, RSS at the end and its maximum):
   the GPU panel reads "unavailable" once per back-off);
 * B — ``benchmarks/floor_app.py``: a minimal Textual app redrawing one line a second (Textual's
   own floor);
+* D — ``benchmarks/stack_floor_app.py``: the floor of the console's stack (its libraries and
+  the smallest form of each panel's first read, on the same profile);
 * C (``--baseline-src DIR``) — A's command with the code in DIR first on ``PYTHONPATH`` (a
   ``git archive`` of the code before a change, with a ``seat_console`` link to its
   ``console/``): before and after in one run.
@@ -221,7 +223,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--warmup", type=float, default=8.0)
     ap.add_argument("--size", default="120x40")
     ap.add_argument("--order", default="ABBA",
-                    help="A = seat-console, B = the floor app, C = the baseline code")
+                    help="A = seat-console, B = the floor app, C = the baseline code, D = the "
+                         "stack's floor (benchmarks/stack_floor_app.py: the console's "
+                         "libraries and one minimal read per panel)")
     ap.add_argument("--baseline-src", metavar="DIR",
                     help="C: the console from DIR (a folder holding seat_console/, e.g. a "
                          "git archive of the code before a change) on PYTHONPATH")
@@ -243,7 +247,10 @@ def main(argv: list[str] | None = None) -> int:
     py = shlex.quote(args.python)
     seat_cmd = f"{py} -m seat_console --profile {shlex.quote(args.profile)} --interval 1"
     floor_cmd = f"{py} {shlex.quote(str(Path(__file__).resolve().parent / 'floor_app.py'))}"
+    stack_cmd = (f"{py} {shlex.quote(str(Path(__file__).resolve().parent / 'stack_floor_app.py'))}"
+                 f" {shlex.quote(args.profile)}")
     progs = {"A": ("seat-console", seat_cmd, seat_marks, None),
+             "D": ("stack-floor", stack_cmd, seat_marks, None),
              "B": ("floor", floor_cmd, floor_marks, None),
              "C": ("baseline", seat_cmd, seat_marks, {"PYTHONPATH": args.baseline_src})}
     runs = []
@@ -274,7 +281,7 @@ def main(argv: list[str] | None = None) -> int:
             "textual_screen_s", "full_screen_s", "cpu_s_at_textual_screen",
             "cpu_s_at_full_screen")
     means: dict[str, dict] = {}
-    names = [n for n in ("seat-console", "baseline", "floor") if any(r["program"] == n for r in runs)]
+    names = [n for n in ("seat-console", "baseline", "stack-floor", "floor") if any(r["program"] == n for r in runs)]
     for name in names:
         ok = [r for r in runs if r["program"] == name and "error" not in r]
         means[name] = {}
