@@ -92,3 +92,58 @@ async def test_the_fleet_header_says_read_only_under_readonly() -> None:
         async with app.run_test(size=(80, 24)) as pilot:
             await _wait(pilot, lambda: app.reading is not None, "the first reading")
             assert app.header_text().startswith(head), app.header_text()
+
+
+def _highlighted(app: FleetApp) -> list[str]:
+    """The node names of the table lines drawn in the cursor's colours, read off the screen."""
+    from seat_console.tui.fleet_table import FleetTable
+
+    table = app.query_one(FleetTable)
+    cursor = table.get_component_rich_style("fleet-table--cursor").bgcolor
+    strips = [table.render_line(y) for y in range(1, table.size.height)]
+    return [strip.text.split()[0] for strip in strips
+            if any(s.style is not None and s.style.bgcolor == cursor for s in strip)]
+
+
+async def test_a_opens_the_row_the_cursor_shows_after_a_filter_and_refuses_with_none() -> None:
+    """A filter typed and cleared left the cursor on seat 54 with the table scrolled to the
+    top (a table with no scrollbar drops the scroll): nothing highlighted on screen, and ``a``
+    opened seat 54's console. ``a`` acts on the row the cursor shows; with no row shown it
+    says so and opens nothing."""
+    from seat_console.fleet.rows import InventoryEntry
+    from seat_console.tui.fleet_table import FleetTable
+
+    rows = [FleetRow(instance=f"i:{n}", node=f"gpu-{n:02d}", state="healthy", engine_up=True,
+                     hold="none", silence="none") for n in range(60)]
+    fleet = _OneReading(rows)
+    fleet.inventory = [InventoryEntry(r.instance, profile=f"/etc/seat/{r.node}.toml")
+                       for r in rows]
+    ran: list[list[str]] = []
+    app = FleetApp(fleet, interval_s=3600, run_console=lambda argv: ran.append(argv) or 0)
+    async with app.run_test(size=(100, 24), notifications=True) as pilot:
+        await _wait(pilot, lambda: len(app._order) == 60, "the rows")
+        await pilot.press("end")
+        await _wait(pilot, lambda: _highlighted(app) == ["gpu-59"], "the cursor on the last")
+        await pilot.press("slash", "4")
+        await _wait(pilot, lambda: len(app._order) == 15, "the filter")
+        await pilot.press("enter", "escape")
+        await _wait(pilot, lambda: len(app._order) == 60, "the filter cleared")
+        await pilot.pause()
+        shown = _highlighted(app)
+        assert len(shown) == 1, f"no row (or several) highlighted on screen: {shown}"
+        await pilot.press("a")
+        await _wait(pilot, lambda: ran, "a console")
+        assert ran[-1][-1] == f"/etc/seat/{shown[0]}.toml", (ran, shown)
+        table = app.query_one(FleetTable)
+        table.scroll_to(y=0, animate=False)            # the wheel: the cursor's row out of view
+        await _wait(pilot, lambda: _highlighted(app) == [], "the cursor scrolled away")
+        await pilot.press("a")
+        await _wait(pilot, lambda: any("out of view" in str(n.message)
+                                       for n in app._notifications), "the out-of-view notice")
+        assert len(ran) == 1
+        await pilot.press("slash", "z", "z", "enter")
+        await _wait(pilot, lambda: app._order == [], "a filter that matches none")
+        await pilot.press("a")
+        await _wait(pilot, lambda: any("no seat shown" in str(n.message)
+                                       for n in app._notifications), "the notice")
+        assert len(ran) == 1

@@ -622,15 +622,26 @@ class FleetApp(App[int]):
         box.focus()
 
     def action_clear_filter(self) -> None:
-        """Escape: clear and hide the filter, back to the table."""
+        """Escape: clear and hide the filter, back to the table — every row shown at once,
+        not when the box's ``Changed`` message comes round (a key pressed meanwhile acts on
+        the rows on screen)."""
         box = self.query_one("#fleet-filter", Input)
         box.value = ""
         box.add_class("hidden")
+        self._set_filter("")
         self.query_one(FleetTable).focus()
 
     @on(Input.Changed, "#fleet-filter")
     def _filter_changed(self, event: Input.Changed) -> None:
-        self.filter_text = event.value.strip()
+        self._set_filter(event.value)
+
+    def _set_filter(self, value: str) -> None:
+        """Show the rows matching ``value`` (nothing to do when it is the filter shown: every
+        drawing of the rows applies :attr:`filter_text`)."""
+        text = value.strip()
+        if text == self.filter_text:
+            return
+        self.filter_text = text
         self._apply_rows()
         self._read_missing_numbers()
         self._tick_header()
@@ -646,6 +657,20 @@ class FleetApp(App[int]):
             return None
         return self._rows.get(self._order[table.cursor_row])
 
+    def shown_row(self) -> tuple[FleetRow | None, str]:
+        """``(the seat the cursor shows, '')``, or ``(None, why no row is shown)``: the
+        filter matches none, there are no rows yet, or the cursor's row is scrolled out of
+        view — an action never falls on a row nobody sees."""
+        table = self.query_one(FleetTable)
+        if not self._order:
+            return None, (f"no seat shown: the filter {self.filter_text!r} matches none "
+                          "(Esc clears it)" if self.filter_text else "no seat shown yet")
+        row = self.current_row()
+        if row is None or not table.cursor_shown():
+            return None, ("the cursor's row is out of view: move the cursor onto the seat "
+                          "first")
+        return row, ""
+
     @on(FleetTable.RowSelected)
     def _row_selected(self, event: FleetTable.RowSelected) -> None:
         row = self._rows.get(event.row_key)
@@ -654,9 +679,11 @@ class FleetApp(App[int]):
                                         self.reading.rows_at if self.reading else None))
 
     def action_open_console(self) -> None:
-        """``a``: the seat's own console (inventory profile), the app suspended meanwhile."""
-        row = self.current_row()
+        """``a``: the console of the seat the cursor shows (inventory profile), the app
+        suspended meanwhile; with no row shown, a notice and nothing else."""
+        row, why = self.shown_row()
         if row is None:
+            self.notify(f"open console: {why}", severity="warning")
             return
         entry = next((e for e in self.fleet.inventory if e.instance == row.instance), None)
         if entry is None or not entry.profile:

@@ -339,12 +339,26 @@ class FleetTable(ScrollView, can_focus=True):
             self.refresh(Region(0, i - top + 1, max(self.size.width, self.line_width), 1))
 
     def _scroll_to_cursor(self) -> None:
+        """Scroll the cursor's row into view. ``force``: a table that had no scrollbar (a
+        filter left a screenful of rows) has none yet when the rows come back, and Textual
+        drops the scroll of a widget without one — the cursor was left off screen, and ``a``
+        acted on a seat nobody saw."""
         page = max(1, self.size.height - 1)
         top = int(self.scroll_offset.y)
         if self.cursor_row < top:
-            self.scroll_to(y=self.cursor_row, animate=False)
+            self.scroll_to(y=self.cursor_row, animate=False, force=True)
         elif self.cursor_row >= top + page:
-            self.scroll_to(y=self.cursor_row - page + 1, animate=False)
+            self.scroll_to(y=self.cursor_row - page + 1, animate=False, force=True)
+
+    def on_resize(self, event: events.Resize) -> None:
+        """A new height (the filter box shown or hidden): the cursor's row kept in view."""
+        self._scroll_to_cursor()
+
+    def cursor_shown(self) -> bool:
+        """Whether the cursor is on a row that is on screen (a row exists under it and the
+        visible window holds it)."""
+        top, bottom = self.visible_range()
+        return 0 <= self.cursor_row < len(self._keys) and top <= self.cursor_row < bottom
 
     def move_cursor(self, row: int) -> None:
         """Put the cursor on row ``row`` (clamped), scrolling it into view."""
