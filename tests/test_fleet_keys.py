@@ -147,3 +147,37 @@ async def test_a_opens_the_row_the_cursor_shows_after_a_filter_and_refuses_with_
         await _wait(pilot, lambda: any("no seat shown" in str(n.message)
                                        for n in app._notifications), "the notice")
         assert len(ran) == 1
+
+
+async def test_an_overdue_hold_reads_as_trouble_on_screen_and_in_the_help() -> None:
+    """The overdue lease (``until 07:12Z`` read at 08:21) has its own state: red like the
+    hold without a lease, counted in the header, and explained in ``?`` — whose list of
+    states covers every state of the trouble order."""
+    from datetime import UTC, datetime
+
+    from seat_console.fleet.rows import RANK
+    from seat_console.tui.fleet import STATE_WORDS, STYLE
+    from seat_console.tui.fleet_table import FleetTable
+    from seat_console.widgets.help import HelpScreen
+
+    assert set(STATE_WORDS) == set(RANK) and set(STYLE) == set(RANK)
+    due = datetime(2027, 1, 15, 7, 12, tzinfo=UTC).timestamp()
+    rows = [FleetRow(instance="o:1", node="gpu-late", state="hold-overdue", engine_up=True,
+                     hold="lease", hold_until=due, silence="none"),
+            FleetRow(instance="h:1", node="gpu-held", state="held", engine_up=True,
+                     hold="lease", hold_until=NOW + 3600, silence="none")]
+    app = FleetApp(_OneReading(rows), interval_s=3600)
+    async with app.run_test(size=(120, 30)) as pilot:
+        await _wait(pilot, lambda: len(app._order) == 2, "the rows")
+        table = app.query_one(FleetTable)
+        assert table.get_cell("o:1", "hold") == "OVERDUE 07:12Z"
+        late = app.row_styles(app._rows["o:1"])
+        assert late[0] == "bold red" and "reverse" in late[2]
+        assert app.row_styles(app._rows["h:1"])[0] == "cyan"
+        assert "1 hold-overdue, 1 held" in app.header_text(), app.header_text()
+        await pilot.press("question_mark")
+        await _wait(pilot, lambda: isinstance(app.screen, HelpScreen), "the help screen")
+        text = str(app.screen.query_one("#help-text").render())
+        assert "hold OVERDUE" in text and "still held" in text
+        assert text.index("WITHOUT LEASE") < text.index("hold OVERDUE") \
+            < text.index("engine down and not held")

@@ -22,6 +22,7 @@ from seat_console.fleet.rows import (
     build_rows,
     cells,
     instance_matcher,
+    lease_overdue,
     node_names,
     queries,
 )
@@ -124,6 +125,36 @@ def test_trouble_order_and_states():
     assert texts["e:1"][1] == "stale 100 s" and texts["e:1"][7] == "n/a"
     assert texts["z:1"][0] == "zz" and texts["z:1"][1] == "no series"
     assert texts["a:1"][7] == "no DCGM"                  # the GPU query answered, no cards
+
+
+def test_an_overdue_hold_lease_is_trouble_not_a_hold():
+    """A seat held with a lease that was to fire at 07:12Z, read at 08:21Z, showed as a
+    normal hold ("until 07:12Z", cyan, with the held seats): its restore did not run. It is
+    ``hold-overdue``, after a hold without a lease and before an engine down; a lease just
+    past its end (within two scrape intervals: the restore is on its way) is still held."""
+    now = datetime(2027, 1, 15, 8, 21, tzinfo=UTC).timestamp()
+    due = datetime(2027, 1, 15, 7, 12, tzinfo=UTC).timestamp()
+    seen = now - 1
+    seats = {
+        "a:1": _seat(seen=seen, held=1, lease=1, seat_hold_expiry_timestamp_seconds=due),
+        "b:1": _seat(seen=seen, held=1, lease=1,
+                     seat_hold_expiry_timestamp_seconds=now - 20),     # just fired
+        "c:1": _seat(seen=seen, up=0),                                  # down, not held
+        "d:1": _seat(seen=seen, up=0, held=1, no_lease=1),              # without lease
+        "e:1": _seat(seen=seen, up=0, held=1, lease=1,                  # engine down too
+                     seat_hold_expiry_timestamp_seconds=due),
+        "f:1": _seat(seen=seen, held=1, lease=1,
+                     seat_hold_expiry_timestamp_seconds=now + 600),
+    }
+    rows = build_rows(_got(seats), now, 15.0)
+    assert [(r.instance, r.state) for r in rows] == [
+        ("d:1", "without-lease"), ("a:1", "hold-overdue"), ("e:1", "hold-overdue"),
+        ("c:1", "down"), ("b:1", "held"), ("f:1", "held")]
+    texts = {r.instance: cells(r, now) for r in rows}
+    assert texts["a:1"][2] == "OVERDUE 07:12Z" and texts["e:1"][2] == "OVERDUE 07:12Z"
+    assert texts["f:1"][2] == "until 08:31Z"
+    assert lease_overdue("lease", due, now, 15.0) and not lease_overdue("held", due, now, 15.0)
+    assert not lease_overdue("lease", None, now, 15.0)
 
 
 def test_stale_after_two_intervals_not_one():

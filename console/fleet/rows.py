@@ -17,8 +17,8 @@ vanished (Prometheus wrote staleness markers) still have a row. A row not
 scraped for more than two scrape intervals is ``stale N s``; a seat of the profile's inventory
 with no series in the window is ``no series``.
 
-Trouble order (:data:`RANK`): hold without a lease, engine down and not held, stale / no
-series, unknown, held, healthy; by node name within a rank.
+Trouble order (:data:`RANK`): hold without a lease, hold lease overdue (:func:`lease_overdue`),
+engine down and not held, stale / no series, unknown, held, healthy; by node name within a rank.
 
 When Prometheus does not answer the ``seen`` query (down, slow, an error), the refresh keeps
 the last good rows and says how old they are and why (:class:`FleetReading`); a failure of
@@ -292,9 +292,24 @@ def gpu_query(match: str = "") -> str:
             f'({{__name__="{reserved}"{match}}}), "q", "reserved", "", "")')
 
 
-RANK = {"without-lease": 0, "down": 1, "stale": 2, "no-series": 2, "unknown": 3, "held": 4,
-        "healthy": 5}
+RANK = {"without-lease": 0, "hold-overdue": 1, "down": 2, "stale": 3, "no-series": 3,
+        "unknown": 4, "held": 5, "healthy": 6}
 """Trouble order of a row's ``state`` (lower first)."""
+OVERDUE_AFTER_INTERVALS = 2
+"""A hold lease is overdue once its end is more than this many scrape intervals past: the lease
+fires at its end and the hold is released within a scrape or two of it (the same two intervals
+as staleness), so a seat seen held just after its end is not called overdue."""
+
+
+def lease_overdue(hold: str | None, hold_until: float | None, now: float,
+                  scrape_interval_s: float) -> bool:
+    """Whether a seat's hold lease is overdue at ``now`` (unix s, UTC): the seat is held with
+    a lease (``hold`` ``lease``) whose end ``hold_until`` is more than
+    :data:`OVERDUE_AFTER_INTERVALS` scrape intervals before ``now`` — the lease should have
+    fired and restored the timers, and the seat is still held (e.g. ``until 07:12Z`` read at
+    08:21): the restore did not run. Unknown end (``None``): not overdue."""
+    return hold == "lease" and hold_until is not None and \
+        hold_until < now - OVERDUE_AFTER_INTERVALS * scrape_interval_s
 
 
 @dataclass(frozen=True)
@@ -318,7 +333,8 @@ class FleetRow:
     only because a frozen dataclass's ``__init__`` was 4× slower (2.8 vs 0.7 µs) and a
     refresh builds one row per seat (1,000+).
 
-    ``state``: ``without-lease`` / ``down`` (engine down, not held) / ``stale`` / ``no-series``
+    ``state``: ``without-lease`` / ``hold-overdue`` (held, its lease's end past:
+    :func:`lease_overdue`) / ``down`` (engine down, not held) / ``stale`` / ``no-series``
     / ``unknown`` / ``held`` / ``healthy``. ``stale_s``: seconds since its last sample.
     ``hold``: ``none`` / ``lease`` / ``without-lease`` / ``held`` (active, no lease armed
     without being the dangerous case, e.g. lease state unknown) / ``None``.
@@ -370,7 +386,7 @@ class FleetRow:
     @property
     def rank(self) -> int:
         """Its trouble rank (:data:`RANK`)."""
-        return RANK.get(self.state, 3)
+        return RANK.get(self.state, RANK["unknown"])
 
     def to_json(self) -> dict[str, Any]:
         """The row as JSON-ready data: times as ``2026-12-01T12:41:30Z`` strings."""
@@ -437,6 +453,8 @@ def cells(row: FleetRow, now: float, narrow: bool = False) -> tuple[str, ...]:
         engine = {True: "up", False: "DOWN", None: "?"}[row.engine_up]
     if row.hold == "without-lease":
         hold = "WITHOUT LEASE"
+    elif row.hold == "lease" and row.state == "hold-overdue" and row.hold_until:
+        hold = f"OVERDUE {hhmm(row.hold_until, now)}"
     elif row.hold == "lease":
         hold = f"until {hhmm(row.hold_until, now)}" if row.hold_until else "lease, no end"
     elif row.hold == "held":
@@ -1091,6 +1109,8 @@ def build_rows(got: Mapping[str, QueryResult | None], now: float, scrape_interva
                                   "silence end", why) if sil == "active" else None
         hold_until = unix_time(tm.get("seat_hold_expiry_timestamp_seconds"), "hold expiry",
                                why) if hold else None
+        if state == "held" and lease_overdue(hold, hold_until, now, scrape_interval_s):
+            state = "hold-overdue"
         downtime = tm.get("seat_downtime_seconds") if fresh else None
         if downtime is not None and not (math.isfinite(downtime)
                                          and 0 <= downtime <= MAX_DOWNTIME_S):
@@ -1120,7 +1140,7 @@ def with_state(row: FleetRow, **changes: Any) -> FleetRow:
 
 __all__ = ["COLUMNS", "MAX_CARDS", "MAX_CLOCK_SKEW_S", "MAX_COUNT", "MAX_MIB", "MAX_UNIX_S",
            "NUMBER_QUERIES", "STATE_QUERIES", "WIRE", "Fleet", "FleetReading",
-           "FleetRow", "InventoryEntry", "PromError", "RANK", "SilenceIndex", "build_rows", "cells",
-           "content_widths", "fill_numbers", "gpu_query", "hhmm", "instance_matcher", "iso",
+           "FleetRow", "InventoryEntry", "OVERDUE_AFTER_INTERVALS", "PromError", "RANK", "SilenceIndex", "build_rows", "cells",
+           "content_widths", "fill_numbers", "gpu_query", "hhmm", "instance_matcher", "iso", "lease_overdue",
            "merge", "node_names", "number_queries", "queries", "raw_number", "seen_problem",
            "sort_rows", "split", "unix_time", "wire_queries"]

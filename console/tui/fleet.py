@@ -54,6 +54,7 @@ from seat_console.core.fmt import fmt_duration
 from seat_console.fleet.detail import SeatHistory, fmt_point, read_history, spark
 from seat_console.fleet.rows import (
     COLUMNS,
+    RANK,
     Fleet,
     FleetReading,
     FleetRow,
@@ -70,10 +71,29 @@ from seat_console.tui.quiet_driver import driver_class
 _age = partial(fmt_duration, style="cell", unknown="?")
 """An age in a narrow place (the one duration rule, style ``cell``)."""
 
+STATE_WORDS = {
+    "without-lease": "hold WITHOUT LEASE (timers stopped, nothing will restore them)",
+    "hold-overdue": ("hold OVERDUE (the lease's end has passed and the seat is still held: "
+                     "its restore did not run)"),
+    "down": "engine down and not held",
+    "stale": "stale (no sample for two scrape intervals)",
+    "no-series": "no series (an inventory seat Prometheus has nothing of)",
+    "unknown": "unknown (a value that cannot be read; the detail view says which)",
+    "held": "held (its lease, where known, still ahead)",
+    "healthy": "healthy",
+}
+"""The rows' states in words, for the help (every state of
+:data:`~seat_console.fleet.rows.RANK`; a test checks none is missing)."""
+
+
+def states_in_trouble_order() -> str:
+    """The states of :data:`STATE_WORDS` in :data:`~seat_console.fleet.rows.RANK` order."""
+    return "; ".join(STATE_WORDS[s] for s in sorted(STATE_WORDS, key=lambda s: RANK[s]))
+
+
 FLEET_HELP: list[tuple[str, list[str]]] = [
     ("Reading the fleet table", [
-        ("One row per seat, trouble first: hold WITHOUT LEASE, engine down and not held, "
-         "stale, held, healthy."),
+        f"One row per seat, trouble first: {states_in_trouble_order()}.",
         ("Read from the fleet's Prometheus (4 queries per refresh, whatever the seat count) and "
          "Alertmanager; a node's figures older than its staleness bound show as stale, never "
          "as current."),
@@ -91,7 +111,8 @@ NARROW = {"node": 12, "engine": 11, "hold": 14, "silence": 7, "running": 4, "wai
 """Narrow widths include the one-space gap (cell padding 0); the node column takes the rest."""
 WIDE = {"node": 22, "engine": 12, "hold": 14, "silence": 13, "running": 5, "waiting": 5,
         "kv": 5, "gpu": 15, "probe": 22}
-STYLE = {"without-lease": "bold red", "down": "bold red", "stale": "yellow",
+STYLE = {"without-lease": "bold red", "hold-overdue": "bold red", "down": "bold red",
+         "stale": "yellow",
          "no-series": "yellow", "unknown": "yellow", "held": "cyan", "healthy": ""}
 
 _STYLES = {(state, no_lease): (style, style, "bold red reverse" if no_lease else "")
@@ -217,7 +238,11 @@ class SeatDetail(ModalScreen[None]):
                  f" · GPU memory {c['gpu']}"
                  + (" GiB (GiB = 2^30 B; " if c["gpu"][:1].isdigit() else " (")   # figures: GiB
                  + f"{max(r.gpus, 0)} card(s) with DCGM series)\n")
-        if r.hold_until:
+        if r.hold_until and r.state == "hold-overdue":
+            t.append(f"hold lease OVERDUE: it was to fire at {iso(r.hold_until)} "
+                     f"({_age(now - r.hold_until)} ago) and the seat is still held — its "
+                     "restore did not run; see the node's lease timer\n", style="bold red")
+        elif r.hold_until:
             t.append(f"hold lease fires {iso(r.hold_until)}\n")
         t.append("seat down in its last runbook run: " + ("n/a (none measured)" if r.downtime_s
                                                           is None else f"{r.downtime_s:.1f} s")
@@ -510,8 +535,8 @@ class FleetApp(App[int]):
     @staticmethod
     def row_styles(row: FleetRow) -> tuple[str, ...]:
         """The row's cell styles (:data:`COLUMNS` order): node and engine in the state's
-        style, the hold WITHOUT LEASE in reverse red; one shared tuple per look."""
-        key = (row.state, row.hold == "without-lease")
+        style, the hold WITHOUT LEASE or OVERDUE in reverse red; one shared tuple per look."""
+        key = (row.state, row.hold == "without-lease" or row.state == "hold-overdue")
         return _STYLES.get(key) or _STYLES[("unknown", key[1])]
 
     def _apply_rows(self) -> None:
@@ -548,8 +573,8 @@ class FleetApp(App[int]):
                 tally[row.state] = tally.get(row.state, 0) + 1
             self._counts = (r, tally)
         counts = self._counts[1]
-        parts = [f"{counts[s]} {s}" for s in ("without-lease", "down", "stale", "no-series",
-                                               "unknown", "held", "healthy") if counts.get(s)]
+        parts = [f"{counts[s]} {s}" for s in sorted(counts, key=lambda s: (RANK.get(
+            s, RANK["unknown"]), s))]
         age = r.age_s(time.time())
         late = age is not None and age > 2 * self.interval_s + 5
         when = (f"rows {iso(r.rows_at)[11:]}" + (f" ({_age(age)} ago)" if late else "")
