@@ -181,3 +181,62 @@ async def test_an_overdue_hold_reads_as_trouble_on_screen_and_in_the_help() -> N
         assert "hold OVERDUE" in text and "still held" in text
         assert text.index("WITHOUT LEASE") < text.index("hold OVERDUE") \
             < text.index("engine down and not held")
+
+
+class _CountingProm:
+    """An in-process Prometheus for :class:`Fleet`: ``seats`` current seats answer ``seen``,
+    every other query answers an empty vector; ``requests`` counts the queries, as
+    :class:`~seat_console.fleet.promapi.PromClient` does."""
+
+    url = "http://prom.test:9090"
+
+    def __init__(self, seats: int) -> None:
+        self.seats = seats
+        self.requests = 0
+        self.seen_query = ""
+
+    def query(self, q: str, at: float | None = None):  # noqa: ANN201
+        import json
+        import time
+
+        from seat_console.fleet.promapi import parse_response
+
+        self.requests += 1
+        t = time.time() if at is None else at
+        series = [{"metric": {"instance": f"n{i:02d}:9469"}, "value": [t, str(t - 1)]}
+                  for i in range(self.seats)] if q == self.seen_query else []
+        return parse_response(json.dumps({"status": "success", "data": {
+            "resultType": "vector", "result": series}}), q)
+
+    def close(self) -> None:
+        pass
+
+
+async def test_the_help_says_the_queries_per_refresh_the_header_counts() -> None:
+    """The header counted 5 queries (a refresh's 4 and a numbers-only read of rows scrolled
+    into view) under a help that said "4 queries per refresh". The help's numbers come from
+    the refresh's own query list; the header keeps the refresh's count apart (``N+M``)."""
+    import re
+
+    from seat_console.fleet.rows import REFRESH_QUERIES, Fleet
+    from seat_console.tui.fleet import FLEET_HELP
+    from seat_console.tui.fleet_table import FleetTable
+
+    prom = _CountingProm(60)
+    fleet = Fleet(prom, scrape_interval_s=15.0)
+    prom.seen_query = fleet.queries["seen"]
+    assert tuple(fleet.queries) == REFRESH_QUERIES
+    help_text = " ".join(FLEET_HELP[0][1])
+    most = int(re.search(r"at most (\d+) instant queries per refresh", help_text)[1])
+    assert most == len(fleet.queries)
+    app = FleetApp(fleet, interval_s=3600)
+    async with app.run_test(size=(80, 14)) as pilot:
+        await _wait(pilot, lambda: len(app._order) == 60, "the rows")
+        reads = app.numbers_reads
+        app.query_one(FleetTable).focus()
+        await pilot.press("end")                       # rows not read come into view
+        await _wait(pilot, lambda: app.numbers_reads > reads, "a numbers-only read")
+        said = re.search(r"· (\d+)(?:\+(\d+))? queries ·", app.header_text())
+        assert said, app.header_text()
+        assert int(said[1]) <= most and said[2], (app.header_text(), help_text)
+        assert int(said[1]) + int(said[2]) == prom.requests

@@ -1,6 +1,7 @@
 """The fleet's rows: a fixed set of PromQL instant queries per refresh, whatever the seat count.
 
-Every refresh sends the :func:`wire_queries` (4 instant queries, each aggregated ``by (instance)``
+Every refresh sends the :func:`wire_queries` (4 instant queries at most, :data:`REFRESH_QUERIES`,
+each aggregated ``by (instance)``
 — never one query per node; the ten parts of :func:`queries`, the small ones merged with
 ``or``) evaluated at one instant, plus one Alertmanager
 ``GET /api/v2/silences`` for all silences, and joins the answers by the ``instance`` label into
@@ -292,6 +293,18 @@ def gpu_query(match: str = "") -> str:
             f'({{__name__="{reserved}"{match}}}), "q", "reserved", "", "")')
 
 
+REFRESH_QUERIES = tuple(wire_queries(600.0, 15.0))
+"""The instant queries one refresh sends at most, by name (``seen``, ``identity``, ``state``,
+``numbers``): as many for any seat count, window or scrape interval. ``identity`` is left out
+while its answer is reused (:attr:`Fleet.identity_every_s`), ``numbers`` when the screen's
+window wants no seat's numbers; a numbers-only read (:meth:`Fleet.read_numbers`) sends one
+more between refreshes; each retry is one more request (:attr:`FleetReading.later_queries`,
+:attr:`FleetReading.queries`)."""
+REUSED_QUERIES = ("identity",)
+"""The queries of :data:`REFRESH_QUERIES` whose answer a refresh may reuse instead of
+sending."""
+
+
 RANK = {"without-lease": 0, "hold-overdue": 1, "down": 2, "stale": 3, "no-series": 3,
         "unknown": 4, "held": 5, "healthy": 6}
 """Trouble order of a row's ``state`` (lower first)."""
@@ -502,7 +515,9 @@ class FleetReading:
     (``None``: never); ``ok``: Prometheus answered the ``seen`` query; ``error``: why not;
     ``warnings``: the server's partial-response warnings; ``problems``: failed queries,
     malformed series, Alertmanager trouble; ``queries``: instant queries sent (HTTP requests,
-    retries included); ``duration_s``: the refresh's wall time."""
+    retries included), ``later_queries`` of them by numbers-only reads after the refresh
+    (:meth:`Fleet.read_numbers`: rows that came into view); ``duration_s``: the refresh's
+    wall time."""
 
     rows: tuple[FleetRow, ...]
     taken_at: float
@@ -514,6 +529,7 @@ class FleetReading:
     queries: int = 0
     alertmanager_reads: int = 0
     duration_s: float = 0.0
+    later_queries: int = 0
 
     def age_s(self, now: float) -> float | None:
         """Seconds since the shown rows were read (``None``: never read)."""
@@ -714,7 +730,7 @@ class Fleet:
         reuse = window is not None and ident is not None and now - ident[0] < \
             self.identity_every_s
         names = [n for n in self.queries if (window is None or n != "numbers")
-                 and not (reuse and n == "identity")]
+                 and not (reuse and n in REUSED_QUERIES)]
         jobs: dict[str, Callable[[], Any]] = {
             n: (lambda q=self.queries[n]: self.prom.query(q, at=now)) for n in names}
         if self.alertmanager is not None:
@@ -807,6 +823,7 @@ class Fleet:
         new = replace(reading, rows=tuple(rows), warnings=tuple(dict.fromkeys(warnings)),
                       problems=tuple(dict.fromkeys(problems)),
                       queries=reading.queries + self.prom.requests - sent0,
+                      later_queries=reading.later_queries + self.prom.requests - sent0,
                       duration_s=reading.duration_s + time.perf_counter() - t0)
         if self.last_good is reading:
             self.last_good = new
@@ -1140,7 +1157,7 @@ def with_state(row: FleetRow, **changes: Any) -> FleetRow:
 
 __all__ = ["COLUMNS", "MAX_CARDS", "MAX_CLOCK_SKEW_S", "MAX_COUNT", "MAX_MIB", "MAX_UNIX_S",
            "NUMBER_QUERIES", "STATE_QUERIES", "WIRE", "Fleet", "FleetReading",
-           "FleetRow", "InventoryEntry", "OVERDUE_AFTER_INTERVALS", "PromError", "RANK", "SilenceIndex", "build_rows", "cells",
+           "FleetRow", "InventoryEntry", "OVERDUE_AFTER_INTERVALS", "PromError", "RANK", "REFRESH_QUERIES", "REUSED_QUERIES", "SilenceIndex", "build_rows", "cells",
            "content_widths", "fill_numbers", "gpu_query", "hhmm", "instance_matcher", "iso", "lease_overdue",
            "merge", "node_names", "number_queries", "queries", "raw_number", "seen_problem",
            "sort_rows", "split", "unix_time", "wire_queries"]

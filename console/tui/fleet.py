@@ -55,6 +55,8 @@ from seat_console.fleet.detail import SeatHistory, fmt_point, read_history, spar
 from seat_console.fleet.rows import (
     COLUMNS,
     RANK,
+    REFRESH_QUERIES,
+    REUSED_QUERIES,
     Fleet,
     FleetReading,
     FleetRow,
@@ -94,9 +96,12 @@ def states_in_trouble_order() -> str:
 FLEET_HELP: list[tuple[str, list[str]]] = [
     ("Reading the fleet table", [
         f"One row per seat, trouble first: {states_in_trouble_order()}.",
-        ("Read from the fleet's Prometheus (4 queries per refresh, whatever the seat count) and "
-         "Alertmanager; a node's figures older than its staleness bound show as stale, never "
-         "as current."),
+        (f"Read from the fleet's Prometheus — at most {len(REFRESH_QUERIES)} instant queries per "
+         f"refresh whatever the seat count ({len(REFRESH_QUERIES) - len(REUSED_QUERIES)} while "
+         "the seats' node names are reused), a retry counted as one more; the header's 'N "
+         "queries' is the last refresh's, '+M' the reads since of rows scrolled or filtered "
+         "into view — and Alertmanager; a node's figures older than its staleness bound show "
+         "as stale, never as current."),
         "Enter on a row: that seat's last hour (Esc, q or Enter back).",
     ]),
 ]
@@ -562,7 +567,8 @@ class FleetApp(App[int]):
         """The header line: READ-ONLY under ``--readonly`` (the trial saw no marker), when the
         rows were read (their age once it is past two refreshes;
         first, so a narrow screen cuts the URL, not the time), seats by state, the queries of
-        the last refresh, the Prometheus URL."""
+        the last refresh (``N+M``: ``M`` sent since by numbers-only reads, as the help says),
+        the Prometheus URL."""
         r = self.reading
         name = "fleet READ-ONLY" if self.readonly else "fleet"   # as the main screen says it
         if r is None:
@@ -586,8 +592,9 @@ class FleetApp(App[int]):
         shown = f"{len(self._order)}/{len(r.rows)} shown · " if self.filter_text else ""
         # when first: at 80 columns the line is cut at its end, and the rows' time is what a
         # reader must not lose (the trial lost it, and the URL, after "… healthy · rows")
+        later = f"+{r.later_queries}" if r.later_queries else ""
         return (f"{name} · {when}{busy} · {len(r.rows)} seats: {', '.join(parts) or 'none'} · "
-                f"{shown}{r.queries} queries · {self.fleet.prom.url}")
+                f"{shown}{r.queries - r.later_queries}{later} queries · {self.fleet.prom.url}")
 
     def _tick_header(self) -> None:
         """Redraw the header only when its text changed, without a layout pass (a layout
