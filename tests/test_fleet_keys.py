@@ -240,3 +240,68 @@ async def test_the_help_says_the_queries_per_refresh_the_header_counts() -> None
         assert said, app.header_text()
         assert int(said[1]) <= most and said[2], (app.header_text(), help_text)
         assert int(said[1]) + int(said[2]) == prom.requests
+
+
+class _RangeProm:
+    """A Prometheus answering the detail view's range queries: KV cache usage 0.532 and 30 GiB
+    a card at every instant but ``at``, where they are 0.08 and 40 GiB (what the row was read
+    as); ``asked`` records each query's ``(start, end)``."""
+
+    url = "http://prom.test:9090"
+
+    def __init__(self, at: float) -> None:
+        self.at = at
+        self.asked: list[tuple[float, float]] = []
+
+    def query_range(self, q: str, start: float, end: float, step_s: float):  # noqa: ANN201
+        import json
+
+        from seat_console.fleet.promapi import parse_response
+
+        self.asked.append((start, end))
+        ts = [start + k * step_s for k in range(int((end - start) // step_s) + 1)]
+
+        def pts(now: float, other: float) -> list:
+            return [[t, str(now if abs(t - self.at) < 1e-3 else other)] for t in ts]
+
+        if "kv_cache" in q:
+            result = [{"metric": {}, "values": pts(0.08, 0.532)}]
+        elif "DCGM_FI_DEV_FB_USED" in q:
+            result = [{"metric": {"UUID": f"GPU-{c}"}, "values": pts(40960, 30720)}
+                      for c in ("aaaa", "bbbb")]
+        else:
+            result = []
+        return parse_response(json.dumps({"status": "success", "data": {
+            "resultType": "matrix", "result": result}}), q)
+
+
+async def test_the_seat_detail_reads_its_figures_and_last_hour_at_one_instant() -> None:
+    """The seat detail said "KV cache 8%" above a sparkline whose newest point was 0.532:
+    the row was read at the refresh, the last hour up to the moment the view opened. The last
+    hour now ends at the row's reading, and each line's newest point is the row's figure, in
+    the row's unit (%, GiB = 2^30 B)."""
+    from seat_console.fleet.rows import iso
+    from seat_console.tui.fleet import SeatDetail
+
+    row = FleetRow(instance="i:1", node="gpu-1", state="healthy", engine_up=True, hold="none",
+                   silence="none", last_seen=NOW - 1, running=3, waiting=0, kv_usage=0.08,
+                   gpus=2, gpu_used_bytes=80 * 2**30, gpu_total_bytes=160 * 2**30)
+    fleet = _OneReading([row])
+    fleet.prom = _RangeProm(NOW)
+    app = FleetApp(fleet, interval_s=3600)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await _wait(pilot, lambda: len(app._order) == 1, "the row")
+        await pilot.press("enter")
+        await _wait(pilot, lambda: isinstance(app.screen, SeatDetail), "the detail view")
+        detail = app.screen
+        await _wait(pilot, lambda: detail.history is not None, "the last hour")
+        assert {end for _start, end in fleet.prom.asked} == {NOW}, fleet.prom.asked
+        summary = detail._summary().plain
+        shown = str(detail.query_one("#detail-history").render())
+        at = iso(NOW)
+        assert f"figures below read at {at}" in summary
+        assert "KV cache 8%" in summary and "GPU memory 80.0/160.0 GiB" in summary, summary
+        assert f"last 8% at {at}" in shown, shown
+        assert f"last 80.0 GiB at {at}" in shown, shown              # the seat: both cards
+        assert f"last 40.0 GiB at {at}" in shown, shown              # one card
+        assert "0.532" not in shown and "GiB (2^30 B)" in shown

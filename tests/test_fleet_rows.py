@@ -420,11 +420,16 @@ def test_history_points_read_in_the_rows_units() -> None:
     from seat_console.fleet.detail import Line, fmt_point
 
     assert fmt_point("KV cache usage", 0.532) == "53%"          # the row says "KV cache 53%"
-    assert fmt_point("GPU memory used", 81920.0) == "80.00 GiB"  # DCGM's MiB, shown in GiB
+    assert fmt_point("GPU memory used", 81920.0) == "80.0 GiB"   # DCGM's MiB, as the row: GiB
+    assert fmt_point("GPU memory used", 81970.0) == "80.0 GiB"   # one decimal, truncated
     assert fmt_point("requests running", 3.0) == "3" and fmt_point("held", 1.0) == "1"
     assert fmt_point("KV cache usage", None) == "n/a"
     line = Line("x", (1.0, None, 2.0, None))
     assert line.last == 2.0 and line.last_index == 2 and Line("y", (None,)).last_index is None
+    from seat_console.fleet.detail import SEAT_GPU_LINE, seat_sum
+
+    both = seat_sum([Line("a", (1.0, None, 3.0)), Line("b", (2.0, 5.0, 4.0))])
+    assert both == Line(SEAT_GPU_LINE, (3.0, None, 7.0))     # a partial sum is a gap
 
 
 async def test_columns_sized_by_content_at_120_columns():

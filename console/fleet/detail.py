@@ -5,6 +5,12 @@
 refresh. :func:`spark` draws a series as block characters with a blank for every unknown point
 (a gap is never drawn as 0). A point Prometheus sent as ``±Inf`` (or ``NaN``) is a gap too,
 counted in :attr:`Line.dropped`.
+
+One instant, one unit: the fleet screen reads the history ending at the instant its row's
+figures were read (``now``: the reading's time), so each line's newest point is the figure
+the row shows, and :func:`fmt_point` writes it in the row's unit (KV cache in %, memory in GiB
+= 2^30 B with the row's one decimal). GPU memory has a line per card and, with more than one
+card, the seat's sum (:data:`SEAT_GPU_LINE`), the figure the row's ``GPU GiB`` shows.
 """
 
 from __future__ import annotations
@@ -17,6 +23,9 @@ from seat_console.core.fmt import MIB, gib
 from seat_console.fleet.promapi import PromClient, PromError, promql_string
 
 SPARK_BLOCKS = "▁▂▃▄▅▆▇█"
+SEAT_GPU_LINE = "GPU memory used, all cards"
+"""The line of the seat's GPU memory: its cards' sum at each point where every card has one
+(the row's rule: a partial sum is never shown as the seat's)."""
 
 
 def history_queries(instance: str) -> dict[str, str]:
@@ -63,15 +72,15 @@ class Line:
 def fmt_point(name: str, v: float | None) -> str:
     """A history value in the unit the seat's row shows it: ``KV cache usage`` (a fraction)
     as a percentage (``0.532`` → ``53%``), ``GPU memory used`` (DCGM's MiB) in GiB (2^30 B,
-    :func:`seat_console.core.fmt.gib`: two decimals, truncated), the request gauges as whole
-    numbers, ``engine up`` / ``held`` as ``1`` / ``0``, anything else to 3 significant digits;
-    ``None`` → ``n/a``."""
+    :func:`seat_console.core.fmt.gib` with the row's one decimal, truncated: ``81920`` →
+    ``80.0 GiB``), the request gauges as whole numbers, ``engine up`` / ``held`` as ``1`` /
+    ``0``, anything else to 3 significant digits; ``None`` → ``n/a``."""
     if v is None:
         return "n/a"
     if name.startswith("KV cache"):
         return f"{v * 100:.0f}%"
     if name.startswith("GPU memory"):
-        return f"{gib(round(v * MIB))} GiB"
+        return f"{gib(round(v * MIB), 1, group=False)} GiB"
     if name.startswith("requests") or name in ("engine up", "held"):
         return f"{v:.0f}"
     return f"{v:.3g}"
@@ -94,8 +103,10 @@ class SeatHistory:
 
 def read_history(prom: PromClient, instance: str, *, span_s: float = 3600.0,
                  step_s: float = 60.0, now: float | None = None) -> SeatHistory:
-    """Range-query one seat's last ``span_s`` seconds every ``step_s`` (blocking: a worker
-    thread). Never raises for a query's failure: it is in ``problems``."""
+    """Range-query one seat's ``span_s`` seconds up to ``now`` (unix s; default the clock:
+    the fleet screen passes the instant its row's figures were read, so the newest point is
+    that reading) every ``step_s`` (blocking: a worker thread). Never raises for a query's
+    failure: it is in ``problems``."""
     end = time.time() if now is None else now
     start = end - span_s
     n = int(span_s // step_s) + 1
@@ -113,6 +124,7 @@ def read_history(prom: PromClient, instance: str, *, span_s: float = 3600.0,
         problems += res.problems
         if not res.series:
             lines.append(Line(name, tuple([None] * n)))
+        first = len(lines)
         for s in res.series:
             by_t = {round((t - start) / step_s): v for t, v in s.points}
             vals = [by_t.get(k) for k in range(len(grid))]
@@ -123,8 +135,18 @@ def read_history(prom: PromClient, instance: str, *, span_s: float = 3600.0,
                                 "gaps (unknown)")
             lines.append(Line(label, tuple(v if v is None or math.isfinite(v) else None
                                            for v in vals), bad))
+        if name == "GPU memory used" and len(lines) - first > 1:
+            lines.insert(first, seat_sum(lines[first:]))
     return SeatHistory(instance, start, end, step_s, tuple(lines), tuple(problems),
                        tuple(dict.fromkeys(warnings)))
+
+
+def seat_sum(cards: list[Line]) -> Line:
+    """The :data:`SEAT_GPU_LINE` of ``cards`` (one line per card on the same grid): their sum
+    at each point where every card has a value, else a gap."""
+    pts = zip(*(c.values for c in cards), strict=True)
+    return Line(SEAT_GPU_LINE, tuple(None if any(v is None for v in p) else sum(p)
+                                     for p in pts))
 
 
 def spark(values: tuple[float | None, ...] | list[float | None], width: int | None = None,
@@ -157,4 +179,5 @@ def spark(values: tuple[float | None, ...] | list[float | None], width: int | No
     return "".join(out)
 
 
-__all__ = ["Line", "SeatHistory", "history_queries", "read_history", "spark"]
+__all__ = ["SEAT_GPU_LINE", "Line", "SeatHistory", "fmt_point", "history_queries",
+           "read_history", "seat_sum", "spark"]

@@ -227,8 +227,11 @@ class SeatDetail(ModalScreen[None]):
             yield Static("reading the last hour …", id="detail-history")
 
     def _summary(self) -> Text:
+        """The row in words: its figures as the table showed them, at the reading's instant
+        (:attr:`read_at`; the clock when unknown), in the table's units."""
         r, now = self.row, time.time()
-        c = dict(zip([k for k, _ in COLUMNS], cells(r, now), strict=True))
+        at = now if self.read_at is None else self.read_at
+        c = dict(zip([k for k, _ in COLUMNS], cells(r, at), strict=True))
         t = Text()
         t.append(f"{r.node}", style="bold")
         t.append(f"  ({r.instance})  {r.state}\n", style=STYLE.get(r.state, ""))
@@ -236,7 +239,8 @@ class SeatDetail(ModalScreen[None]):
                 else "unknown" if r.unknown else "never")
         t.append(f"last sample {seen}\n")
         if self.read_at is not None:
-            t.append(f"figures below read at {iso(self.read_at)}\n")
+            t.append(f"figures below read at {iso(self.read_at)}; the last hour ends at that "
+                     "instant\n")
         t.append(f"engine {c['engine']} · hold {c['hold'] or 'n/a'} · silence {c['silence']}"
                  f"{' (exporter: Alertmanager unread)' if r.silence_from == 'exporter' else ''}\n")
         t.append(f"requests running {c['running']} waiting {c['waiting']} · KV cache {c['kv']}"
@@ -245,8 +249,9 @@ class SeatDetail(ModalScreen[None]):
                  + f"{max(r.gpus, 0)} card(s) with DCGM series)\n")
         if r.hold_until and r.state == "hold-overdue":
             t.append(f"hold lease OVERDUE: it was to fire at {iso(r.hold_until)} "
-                     f"({_age(now - r.hold_until)} ago) and the seat is still held — its "
-                     "restore did not run; see the node's lease timer\n", style="bold red")
+                     f"({_age(at - r.hold_until)} before the figures) and the seat is still "
+                     "held — its restore did not run; see the node's lease timer\n",
+                     style="bold red")
         elif r.hold_until:
             t.append(f"hold lease fires {iso(r.hold_until)}\n")
         t.append("seat down in its last runbook run: " + ("n/a (none measured)" if r.downtime_s
@@ -262,11 +267,11 @@ class SeatDetail(ModalScreen[None]):
         return t
 
     def on_mount(self) -> None:
-        fleet, inst = self.fleet, self.row.instance
+        fleet, inst, at = self.fleet, self.row.instance, self.read_at
 
         def work() -> None:
             try:
-                h = read_history(fleet.prom, inst)
+                h = read_history(fleet.prom, inst, now=at)   # one instant with the figures
                 self.post_message(HistoryRead(h))
             except Exception as exc:  # noqa: BLE001 - shown in the view
                 self.post_message(HistoryRead(None, f"{type(exc).__name__}: {exc}"))
@@ -282,7 +287,7 @@ class SeatDetail(ModalScreen[None]):
             return
         h = msg.history
         t = Text(f"last hour, {iso(h.start)} → {iso(h.end)}, every {h.step_s:g} s "
-                 "(blank: no sample)\n\n")
+                 "(blank: no sample); KV cache in %, memory in GiB (2^30 B)\n\n")
         width = max(10, min(len(h.lines[0].values) if h.lines else 60, self.size.width - 34))
         for line in h.lines:
             known, i = line.known, line.last_index
