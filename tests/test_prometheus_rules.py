@@ -85,7 +85,7 @@ def _free_port() -> int:
 def test_alertmanager_example_inhibits_a_held_seats_alerts(tmp_path: Path) -> None:
     """A real Alertmanager (its own, on a free loopback port) with the example config: while
     SeatHeld fires for instance "held", that instance's page is inhibited; the same page of an
-    unheld instance, and SeatHoldWithoutLease of the held one, are not."""
+    unheld instance, and SeatHoldWithoutLease and SeatHoldOverdue of the held one, are not."""
     import time
     from datetime import UTC, datetime, timedelta
 
@@ -121,6 +121,7 @@ def test_alertmanager_example_inhibits_a_held_seats_alerts(tmp_path: Path) -> No
             alert("VLLMDown", "held", "page"),
             alert("VLLMDown", "broken", "page"),
             alert("SeatHoldWithoutLease", "held", "page"),
+            alert("SeatHoldOverdue", "held", "page"),
         ], timeout=5)
         assert r.status_code == 200, r.text
 
@@ -132,12 +133,13 @@ def test_alertmanager_example_inhibits_a_held_seats_alerts(tmp_path: Path) -> No
         deadline = time.monotonic() + 60
         while True:
             st = states()
-            if len(st) == 4 and st[("VLLMDown", "held")]:
+            if len(st) == 5 and st[("VLLMDown", "held")]:
                 break
             assert time.monotonic() < deadline, f"no inhibition seen: {st}"
             time.sleep(0.5)
         assert st[("VLLMDown", "broken")] == []
         assert st[("SeatHoldWithoutLease", "held")] == []
+        assert st[("SeatHoldOverdue", "held")] == []   # the held seat's own danger
     finally:
         proc.terminate()
         proc.wait(20)
