@@ -182,12 +182,32 @@ def _strip_markup(parser: argparse.ArgumentParser) -> None:
 
 
 def _version() -> str:
+    """The installed distribution's version (``importlib.metadata``), or a sentence saying it
+    is not installed. Read only when asked (:class:`_VersionAction`): importing
+    ``importlib.metadata`` and scanning the path's distributions cost ~35 ms of CPU, which
+    every start paid while the parser was built."""
     from importlib.metadata import PackageNotFoundError, version
 
     try:
         return version("seat-console")
     except PackageNotFoundError:
         return "unknown (not installed)"
+
+
+class _VersionAction(argparse.Action):
+    """``--version``: prints ``seat-console VERSION`` and exits 0, as argparse's own
+    ``version`` action does, but reads the version only when the flag is given."""
+
+    def __init__(self, option_strings: list[str], dest: str = argparse.SUPPRESS,
+                 default: str = argparse.SUPPRESS,
+                 help: str = "show the program's version number and exit") -> None:
+        super().__init__(option_strings=option_strings, dest=dest, default=default, nargs=0,
+                         help=help)
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace,
+                 values: object, option_string: str | None = None) -> None:
+        sys.stdout.write(f"seat-console {_version()}\n")   # argparse's version: stdout
+        parser.exit()
 
 
 def _seconds(text: str) -> float:
@@ -212,7 +232,7 @@ class _QuickParser(argparse.ArgumentParser):
 
 def _add_global_options(parser: argparse.ArgumentParser) -> None:
     """The options before any subcommand (shared by the fast TUI path and the full parser)."""
-    parser.add_argument("--version", action="version", version=f"seat-console {_version()}")
+    parser.add_argument("--version", action=_VersionAction)
     parser.add_argument("--profile", metavar="FILE",
                         help="seat profile TOML (else $SEAT_CONSOLE_PROFILE, the XDG config "
                              "path, then the embedded default)")
