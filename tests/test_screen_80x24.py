@@ -6,6 +6,7 @@ Recorded inputs (tests/screen_fixtures.py), a fixed clock, an hour's refresh int
 
 from __future__ import annotations
 
+import dataclasses
 import re
 import sys
 from pathlib import Path
@@ -112,3 +113,36 @@ async def test_fit_what_if_fields_hold_their_longest_values_on_the_80x24_detail_
         assert panel.has_class("-narrow-controls")
         await F.type_longest_what_ifs(pilot, panel, lambda v: row_with(lines_of(app), v))
         assert panel.whatif_error is None
+
+
+def _on_node(app: SeatConsoleApp, name: str) -> SeatConsoleApp:
+    """``app`` with its profile's node called ``name`` (only the header shows it)."""
+    p = app.loaded.profile
+    app.loaded = dataclasses.replace(app.loaded, profile=p.model_copy(
+        update={"node": p.node.model_copy(update={"name": name})}))
+    return app
+
+
+async def test_the_header_keeps_to_one_line_at_80_columns_whatever_the_node_name() -> None:
+    """A node name of 16 characters wrapped ``gpu_memory_utilization`` onto a line of its own
+    at 80×24 (read-only, paused): the header shortens the term, then leaves the utilisation
+    out, and says the whole in its tooltip; at 120 columns the term is whole again."""
+    for name, shown in (("gpu-h200-node-07", "· TP 2 · gpu_mem_util 0.90"),
+                        ("h200-prod-us-east-1-node-0042", "· TP 2")):
+        app, _ = F.seat_app()
+        app.readonly = True
+        _on_node(app, name)
+        async with app.run_test(size=(80, 24)) as pilot:
+            await all_read(pilot, app)
+            await pilot.press("p")
+            await wait_for(pilot, lambda: app.paused, "paused")
+            await pilot.pause()
+            header = app.query_one("#header-text")
+            head = lines_of(app)[0]
+            assert header.size.height == 1, lines_of(app)[:3]
+            assert f"node {name} {shown}" in head and "READ-ONLY" in head and "PAUSED" in head
+            assert "gpu_memory_utilization 0.90" in str(header.tooltip)
+            await pilot.resize_terminal(120, 24)
+            await pilot.pause()
+            assert header.size.height == 1
+            assert "· gpu_memory_utilization 0.90" in lines_of(app)[0]

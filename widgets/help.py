@@ -96,6 +96,12 @@ HELP_SECTIONS: list[tuple[str, list[str]]] = [
         ("PAUSED: nothing is read until you press p again. READ-ONLY: no action that changes "
          "the node is offered."),
     ]),
+    ("The header", [
+        ("node · TP (tensor parallel size) · gpu_memory_utilization (the seat's share of each "
+         "card's CUDA-visible memory, as vLLM is started with it); where the line is short of "
+         "room it is written gpu_mem_util, then left out (the header's tooltip has it whole). "
+         "On the right: READ-ONLY, PAUSED or how often the sources are read."),
+    ]),
     ("The status line (under the header)", [
         ("engine UP/DOWN · which container holds the seat · hold · silence on the seat · "
          "timers active of those in the profile · fit of the candidate (fits / OVER: N GiB "

@@ -39,7 +39,7 @@ from seat_console.core.base import utcnow
 from seat_console.tui import keys as keytable
 from seat_console.tui.early import take_context
 from seat_console.tui import first_frame
-from seat_console.tui.first_frame import header_line
+from seat_console.tui.first_frame import header_forms
 from seat_console.tui.heap import FREEZE_AFTER_S, freeze_startup_heap
 from seat_console.tui.hangup import (
     RUNBOOK_STOP_GRACE_S,
@@ -189,7 +189,7 @@ class SeatConsoleApp(RunbookStateMixin, PollingMixin, HangupMixin, App[int]):
         """Redraw the header from the profile and the current state (PAUSED, READ-ONLY)."""
         try:
             self.query_one("#header-text", SeatHeader).draw(
-                self.loaded, header_line(self.loaded.profile), readonly=self.readonly, paused=self.paused,
+                self.loaded, header_forms(self.loaded.profile), readonly=self.readonly, paused=self.paused,
                 interval_s=self.interval_s, compact=bool(self.compact_layout))
         except NoMatches:  # not mounted yet (called before on_mount); drawn on mount
             log.debug("header not mounted yet")

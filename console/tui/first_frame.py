@@ -78,9 +78,19 @@ cut its start or its exit short (mouse reporting 1000/1002/1003/1015/1006, brack
 mode is already off."""
 
 
-def identity_text(name: str, tp: str, util: str) -> Any:
+UTIL_TERM = "gpu_memory_utilization"
+"""The term the identity line names the seat's memory share by (the profile's and vLLM's)."""
+
+UTIL_TERM_SHORT = "gpu_mem_util"
+""":data:`UTIL_TERM` where the line is short of room (a narrow header; the header's tooltip and
+the help give the long form)."""
+
+
+def identity_text(name: str, tp: str, util: str, term: str | None = UTIL_TERM) -> Any:
     """``node NAME · TP N · gpu_memory_utilization U`` as a Rich ``Text`` (bold values), from
-    display strings; ``name`` is shown through :func:`seat_console.core.fmt.printable`."""
+    display strings; ``name`` is shown through :func:`seat_console.core.fmt.printable`.
+    ``term``: the utilisation's name (:data:`UTIL_TERM_SHORT` where room is short); ``None``
+    leaves the utilisation out."""
     from rich.text import Text
 
     from seat_console.core.fmt import printable
@@ -90,16 +100,23 @@ def identity_text(name: str, tp: str, util: str) -> Any:
     ident.append(printable(name), style="bold")
     ident.append(" · TP ")
     ident.append(tp, style="bold")
-    ident.append(" · gpu_memory_utilization ")
-    ident.append(util, style="bold")
+    if term is not None:
+        ident.append(f" · {term} ")
+        ident.append(util, style="bold")
     return ident
 
 
-def header_line(profile: Any) -> Any:
+def header_forms(profile: Any) -> list[Any]:
     """The header's identity (:func:`identity_text`) from a validated
-    :class:`seat_console.core.profile.Profile`: what the app's header and the first frame show."""
-    return identity_text(profile.node.name, str(profile.seat.tensor_parallel_size),
-                         f"{profile.seat.gpu_memory_utilization:.2f}")
+    :class:`seat_console.core.profile.Profile`, in the forms a one-line header picks from,
+    longest first: in full (what the first frame shows), the term shortened to
+    :data:`UTIL_TERM_SHORT`, then without the utilisation (node and TP, the identity's first
+    facts). At 80 columns a longer node name wrapped ``gpu_memory_utilization`` onto a line of
+    its own."""
+    args = (profile.node.name, str(profile.seat.tensor_parallel_size),
+            f"{profile.seat.gpu_memory_utilization:.2f}")
+    return [identity_text(*args), identity_text(*args, term=UTIL_TERM_SHORT),
+            identity_text(*args, term=None)]
 
 
 def wanted(env: dict[str, str] | None = None, stdin: Any = None, stdout: Any = None) -> bool:
@@ -568,8 +585,9 @@ def end_guard() -> None:
         pass
 
 
-__all__ = ["ENTER", "LEAVE", "RESTORE", "WAIT_FOR_READING_S", "draw_before_profile", "end_guard",
-           "guard_start_up", "handoff", "header_line", "identity_text", "interrupt_pending",
+__all__ = ["ENTER", "LEAVE", "RESTORE", "UTIL_TERM", "UTIL_TERM_SHORT", "WAIT_FOR_READING_S",
+           "draw_before_profile", "end_guard",
+           "guard_start_up", "handoff", "header_forms", "identity_text", "interrupt_pending",
            "is_terminal", "leave", "nvml_lines", "raise_if_interrupted", "raw_identity", "render",
            "run_pending_interrupt",
            "set_interrupt_hook", "wanted"]
