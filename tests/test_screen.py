@@ -206,6 +206,37 @@ async def test_first_panel_focused_and_tab_moves_the_visible_focus() -> None:
         assert timers.styles.border_top[0] == "heavy" and gpus.styles.border_top[0] != "heavy"
 
 
+async def test_tab_stops_only_where_the_focus_shows_and_the_keys_still_scroll() -> None:
+    """Tab stopped, after the last panel, on the panels' scrolling column (``#panels``),
+    whose focus shows nowhere; every stop is now a panel with its bright border (or, in the
+    full forms, a what-if control), and PgDn still scrolls the column from a panel."""
+    app, _ = F.seat_app(with_actions=True)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await all_read(pilot, app)
+        panels = [st.panel for st in app.states.values()]
+        seen = []
+        for _ in range(len(panels) + 1):
+            await pilot.press("tab")
+            await pilot.pause()
+            seen.append(app.focused)
+            assert isinstance(app.focused, SourcePanel), app.focused
+            assert app.focused.styles.border_top[0] == "heavy", app.focused
+        assert set(seen) == set(panels)
+        scroll = app.query_one("#panels")
+        assert scroll.max_scroll_y > 0
+        scroll.scroll_home(animate=False)
+        await pilot.pause()
+        await pilot.press("pagedown")
+        await wait_for(pilot, lambda: scroll.scroll_y > 0, "PgDn scrolled from a panel")
+    app, _ = F.seat_app(compact=False)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await all_read(pilot, app)
+        for _ in range(len(app.screen.focus_chain) + 1):
+            await pilot.press("tab")
+            await pilot.pause()
+            assert app.focused is not scroll and app.focused.id != "panels", app.focused
+
+
 async def test_p_shows_resume_while_paused() -> None:
     app, _ = F.seat_app()
     async with app.run_test(size=(100, 30)) as pilot:

@@ -29,7 +29,6 @@ from typing import ClassVar
 from textual import on
 from textual.app import App, ComposeResult
 from textual.binding import BindingType
-from textual.containers import VerticalScroll
 from textual.css.query import NoMatches
 from textual.screen import Screen
 
@@ -264,13 +263,9 @@ class SeatConsoleApp(RunbookStateMixin, PollingMixin, HangupMixin, App[int]):
         node = focused.parent if focused is not None else None
         while node is not None and not isinstance(node, SourcePanel):
             node = node.parent
-        if isinstance(node, SourcePanel):
-            node.focus()
-        else:
-            try:
-                self.query_one("#panels", VerticalScroll).focus()
-            except NoMatches:
-                self.screen.set_focus(None)
+        if not isinstance(node, SourcePanel):   # the screen's first panel (the column around
+            node = next(iter(self.screen.query(SourcePanel)), None)   # them is no Tab stop)
+        self.screen.set_focus(node)
 
     def action_open_detail(self) -> None:
         """Enter on a focused panel: open its full view (:class:`DetailScreen`)."""

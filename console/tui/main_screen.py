@@ -104,7 +104,7 @@ def panel_compact(app: ConsoleApp, width: int, height: int, panel: SourcePanel) 
 
 def compose_main(app: ConsoleApp) -> ComposeResult:
     """The main screen's widgets: header, status line, the runbook strip, the panels in a scrolling column (two
-    at ≥ 160 columns), footer. Composed by the app (``App.compose``), so the panels are
+    at ≥ 160 columns; the column is no Tab stop, the panels are), footer. Composed by the app (``App.compose``), so the panels are
     mounted before the app's mount starts the polls."""
     yield SeatHeader(id="header-text")
     yield StatusLine(id="status-line")
@@ -115,7 +115,10 @@ def compose_main(app: ConsoleApp) -> ComposeResult:
     for st in app.states.values():   # mounted in the form the first resize will ask for:
         # set before mount, the class costs no restyle of each panel (issue 33)
         st.panel.set_compact(panel_compact(app, width, height, st.panel))
-    with VerticalScroll(id="panels"):
+    # not a Tab stop: its focus showed nowhere (an invisible stop after the last panel); the
+    # arrow keys, PgUp/PgDn, Home/End still scroll it from the focused panel inside it (its
+    # bindings are on the focused widget's chain)
+    with VerticalScroll(id="panels", can_focus=False):
         row: list[SourcePanel] = []
         for st in app.states.values():   # span-1 panels pair up in the wide layout
             if "-span2" in st.panel.classes:
