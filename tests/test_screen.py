@@ -237,6 +237,30 @@ async def test_tab_stops_only_where_the_focus_shows_and_the_keys_still_scroll() 
             assert app.focused is not scroll and app.focused.id != "panels", app.focused
 
 
+async def test_paused_panels_say_paused_and_promise_no_retry() -> None:
+    """While paused, the GPU panel of an unavailable NVML said "retry every 10 s": nothing is
+    read until p again, so every panel says "paused" instead (and the retry is back on
+    resume)."""
+    app, srcs = F.seat_app()
+    srcs["gpus"].read = lambda: Unavailable(source="nvml", kind="no-library",
+                                            reason="libnvidia-ml.so.1 not found")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await all_read(pilot, app)
+        gpus, timers = app.states["gpus"].panel, app.states["timers"].panel
+        await wait_for(pilot, lambda: "retry every" in str(gpus.border_title), "a retry said")
+        await pilot.press("p")
+        await wait_for(pilot, lambda: app.paused, "paused")
+        await pilot.pause()
+        for panel in (gpus, timers):
+            title = str(panel.border_title)
+            assert title.endswith(" · paused") and "retry" not in title, title
+        head = next(x for x in text_of(app).splitlines() if "GPUs" in x)
+        assert "paused" in head and "retry" not in head, head
+        await pilot.press("p")
+        await wait_for(pilot, lambda: "retry every" in str(gpus.border_title), "retry again")
+        assert "paused" not in str(timers.border_title)
+
+
 async def test_p_shows_resume_while_paused() -> None:
     app, _ = F.seat_app()
     async with app.run_test(size=(100, 30)) as pilot:

@@ -93,8 +93,8 @@ HELP_SECTIONS: list[tuple[str, list[str]]] = [
          "it again at once and resets that."),
         ("Ages are coarse ('just now', '10 s ago', '3 min ago') so the screen only changes when "
          "something did."),
-        ("PAUSED: nothing is read until you press p again. READ-ONLY: no action that changes "
-         "the node is offered."),
+        ("PAUSED: nothing is read until you press p again (each panel says 'paused', and no "
+         "retry comes). READ-ONLY: no action that changes the node is offered."),
     ]),
     ("The header", [
         ("node · TP (tensor parallel size) · gpu_memory_utilization (the seat's share of each "

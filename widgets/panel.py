@@ -143,6 +143,9 @@ class SourcePanel(Widget):
     _restyle_held: int = 0
     """Depth of :meth:`_one_restyle` blocks (0: each class change restyles at once)."""
 
+    paused: bool = False
+    """Polling is paused: the subtitle says "paused" instead of a retry (set through
+    :meth:`show_age`, or by the app on a detail view's panel)."""
     compact: bool = False
     """Class defaults of the instance flags set in ``__init__`` (a panel's ``build`` may be
     called on an instance made without Textual's init, e.g. to render a reading as text)."""
@@ -409,18 +412,22 @@ class SourcePanel(Widget):
             self._show_render_error(exc)
 
     def show_age(self, now: datetime, *, stale_after_s: float | None = None,
-                 busy_since: datetime | None = None, retry_s: float | None = None) -> None:
+                 busy_since: datetime | None = None, retry_s: float | None = None,
+                 paused: bool | None = None) -> None:
         """Refresh the border subtitle with the newest reading's age; mark STALE when too old.
 
         ``stale_after_s``: threshold in seconds (the app passes ``max(STALE_FACTOR × interval,
         STALE_MIN_S)``; ``None`` keeps the previous one). ``busy_since``: when the poll in
         progress started (UTC), so a hung read is shown as "reading for N s". ``retry_s``: the
         back-off between polls while the source is unavailable (shown as "retry every N s").
-        Never raises.
+        ``paused``: polling is paused (shown as "paused", and no retry is promised: nothing
+        is read until it resumes); ``None`` keeps :attr:`paused`. Never raises.
         """
         try:
             if stale_after_s is not None:
                 self._stale_after_s = stale_after_s
+            if paused is not None:
+                self.paused = paused
             threshold = getattr(self, "_stale_after_s", None)
             age = _age(now, self._reading_at)
             busy = _age(now, busy_since)
@@ -437,8 +444,10 @@ class SourcePanel(Widget):
                 coarse = fmt_coarse_age(age, self.fresh_s)
                 parts.append(f"{verb} {coarse}" if coarse == "just now"
                              else f"{verb} {coarse} ago")
-            if retry_s is not None and self.unavailable is not None:  # also while re-reading:
-                parts.append(f"retry every {fmt_duration(retry_s, style='age')}")         # no flicker per poll
+            if self.paused:   # no retry comes while paused (it said "retry every 10 s")
+                parts.append("paused")
+            elif retry_s is not None and self.unavailable is not None:  # also while re-reading:
+                parts.append(f"retry every {fmt_duration(retry_s, style='age')}")  # no flicker per poll
             if busy is not None and busy >= 2.0:
                 parts.append(f"reading for {fmt_coarse_age(busy, 0)}")
             subtitle = " · ".join(parts)

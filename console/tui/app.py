@@ -279,7 +279,7 @@ class SeatConsoleApp(RunbookStateMixin, PollingMixin, HangupMixin, App[int]):
             return
         spec_panel = type(st.panel)
         panel = spec_panel(loaded=self.loaded, id=f"detail-{st.key}")
-        panel.detail = True
+        panel.detail, panel.paused = True, self.paused
         panel.carry_over(st.panel)
         screen = DetailScreen(st.key, panel)
         self.push_screen(screen)

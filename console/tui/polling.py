@@ -354,7 +354,8 @@ class PollingMixin:
                        else max(STALE_FACTOR * max(self.interval_s, st.delay_s), STALE_MIN_S))
         st.panel.fresh_s = max(2.0, 2 * max(self.interval_s, st.delay_s))
         st.panel.show_age(now, stale_after_s=stale_after, busy_since=st.busy_since,
-                          retry_s=st.delay_s if st.consecutive_errors else None)
+                          retry_s=st.delay_s if st.consecutive_errors else None,
+                          paused=self.paused)
 
     def _schedule_age_tick(self) -> None:
         """The next :meth:`tick_ages` in :attr:`age_tick_s`, on the polls' grid
@@ -414,7 +415,7 @@ class PollingMixin:
             self._show_age(st, now)
         screen = self.screen if self.screen_stack else None
         if isinstance(screen, DetailScreen):   # its relative times move too (to the second)
-            screen.panel.show_age(now)
+            screen.panel.show_age(now, paused=self.paused)
 
 
     def start_polling(self) -> None:
