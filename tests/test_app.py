@@ -160,6 +160,35 @@ async def test_palette_opens_and_runs_console_commands():
         await wait_for(pilot, lambda: "every 7 s" in screen_text(app), "header shows 7 s")
 
 
+async def test_the_palettes_quit_is_the_consoles_quit():
+    """The palette offered Textual's own Quit ("as soon as possible": ``App.action_quit``
+    called straight, past the app's ``check_action``); its one Quit now runs the ``quit``
+    action as ``q`` does (``run_action``) and says the rule: a runbook in flight finishes its
+    current step."""
+    app = make_app([(fixed(CountingSource()), CountingPanel)])
+    ran: list[str] = []
+    real = app.run_action
+
+    async def run_action(action, *args, **kwargs):
+        ran.append(action)
+        return await real(action, *args, **kwargs)
+
+    app.run_action = run_action
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        quits = [c for c in app.get_system_commands(app.screen) if c.title == "Quit"]
+        assert len(quits) == 1 and "finishes its current step" in quits[0].help, quits
+        await pilot.press("ctrl+p")
+        await wait_for(pilot, lambda: isinstance(app.screen, CommandPalette), "palette")
+        await pilot.press(*"quit")
+        await wait_for(pilot, lambda: "finishes its current step" in screen_text(app),
+                       "the console's Quit offered")
+        await pilot.pause(0.2)   # every provider's hits in before choosing the first
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: app.return_code is not None, "the app quit")
+    assert ran[-1] == "quit" and app.return_code == 0   # (ctrl+p and Enter ran actions too)
+
+
 @pytest.mark.parametrize(("typed", "expected"), [("interval 3", 3.0), ("interval 6", 6.0),
                                                  ("interval 1", 1.0), ("refresh 0.5s", 0.5)])
 async def test_palette_typed_interval_wins_over_a_longer_choice(typed, expected):

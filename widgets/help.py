@@ -123,7 +123,7 @@ HELP_SECTIONS: list[tuple[str, list[str]]] = [
     ]),
     ("Command palette (ctrl+p)", [
         ("Pause or resume, refresh now, set the refresh interval (type e.g. 'interval 3'), "
-         "open this help."),
+         "open this help, quit (as q: a runbook in flight finishes its step)."),
     ]),
 ]
 """Help text after the key list: (heading, paragraphs)."""

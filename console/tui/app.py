@@ -22,12 +22,12 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from datetime import datetime
 from typing import ClassVar
 
 from textual import on
-from textual.app import App, ComposeResult
+from textual.app import App, ComposeResult, SystemCommand
 from textual.binding import BindingType
 from textual.css.query import NoMatches
 from textual.screen import Screen
@@ -45,7 +45,7 @@ from seat_console.tui.hangup import (
     HangupMixin,
     stop_in_flight,
 )
-from seat_console.tui.palette import SeatCommands
+from seat_console.tui.palette import SeatCommands, with_console_quit
 from seat_console.tui.panels import (
     PANELS,
     LatestReadings,
@@ -156,6 +156,10 @@ class SeatConsoleApp(RunbookStateMixin, PollingMixin, HangupMixin, App[int]):
         from seat_console.tui.quiet_driver import driver_class
 
         return driver_class(super().get_driver_class())
+
+    def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
+        """Textual's palette commands, its Quit the console's (:func:`with_console_quit`)."""
+        return with_console_quit(self, super().get_system_commands(screen))
 
     def get_default_screen(self) -> Screen:
         """The console's main screen (see :class:`MainScreen`)."""

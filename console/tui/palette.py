@@ -1,14 +1,17 @@
 """The command palette's entries for the rarer console actions (pause, refresh, the refresh
-interval, help, the runbook screen, the evidence report)."""
+interval, help, the runbook screen, the evidence report), and the console's own Quit in place
+of Textual's (:func:`with_console_quit`)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
 from functools import partial
 
+from textual.app import App, SystemCommand
 from textual.command import DiscoveryHit, Hit, Hits, Provider
 
 from seat_console.core.profile import REFRESH_INTERVAL_MAX_S, REFRESH_INTERVAL_MIN_S
+from seat_console.tui.keys import KEYS
 
 INTERVAL_CHOICES_S = (0.5, 1.0, 2.0, 5.0, 10.0, 30.0, 60.0)
 """Refresh intervals offered in the command palette (seconds); any positive number may be typed."""
@@ -74,5 +77,18 @@ class SeatCommands(Provider):
                                       f"(now {self.app.interval_s:g} s)")
 
 
+def with_console_quit(app: App, commands: Iterable[SystemCommand]) -> Iterator[SystemCommand]:
+    """Textual's system commands (``App.get_system_commands``) with its "Quit" — which calls
+    ``App.action_quit`` straight, "as soon as possible", past the app's ``check_action`` —
+    replaced by the console's: the ``quit`` action run as the ``q`` key runs it
+    (``App.run_action``), its help the key's, which says the quit rule (a runbook in flight
+    finishes its current step)."""
+    quit_key = next(k for k in KEYS if k.id == "quit")
+    for cmd in commands:
+        if cmd.title == "Quit":
+            cmd = SystemCommand("Quit", f"{quit_key.help.rstrip('.')} (same as {quit_key.key}).",
+                                partial(app.run_action, quit_key.action))
+        yield cmd
 
-__all__ = ["INTERVAL_CHOICES_S", "SeatCommands"]
+
+__all__ = ["INTERVAL_CHOICES_S", "SeatCommands", "with_console_quit"]
