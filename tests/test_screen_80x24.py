@@ -11,6 +11,8 @@ import re
 import sys
 from pathlib import Path
 
+import pytest
+
 sys.path.insert(0, str(Path(__file__).parent))
 import screen_fixtures as F
 from screen_fixtures import lines_of, wait_for, all_read
@@ -146,3 +148,27 @@ async def test_the_header_keeps_to_one_line_at_80_columns_whatever_the_node_name
             await pilot.pause()
             assert header.size.height == 1
             assert "· gpu_memory_utilization 0.90" in lines_of(app)[0]
+
+
+@pytest.mark.parametrize("size", [(80, 24), (120, 40), (200, 50)], ids=["80", "120", "200"])
+async def test_fit_detail_keeps_a_rule_between_resident_and_candidate(size) -> None:
+    """The fit detail view's two columns (resident, candidate) ran together at 80 and 120
+    columns ("… gpu_memory_utilization 0.32-0.33: …", one blank between them): every row
+    both show now has " │ " between them."""
+    app, _ = F.seat_app()
+    async with app.run_test(size=size) as pilot:
+        await all_read(pilot, app)
+        await open_detail(pilot, app, "fit")
+        panel = app.screen.panel
+        await wait_for(pilot, lambda: panel.comparison is not None, "budget computed")
+        await pilot.pause()
+        lines = lines_of(app)
+        left = panel.query_one("#fit-resident").region
+        right = panel.query_one("#fit-candidate").region
+        view = app.screen.query_one("#detail-scroll").content_region
+        rows = range(max(left.y, right.y, view.y),
+                     min(left.bottom, right.bottom, view.bottom))
+        assert len(rows) >= 5, (left, right, view)
+        assert right.x == left.right
+        for y in rows:
+            assert lines[y][left.right - 2:left.right + 1] == " │ ", lines[y]

@@ -278,7 +278,9 @@ class FitPanel(SourcePanel):
     FitPanel #fit-context { width: 11; }
     FitPanel #fit-seqs { width: 8; }
     FitPanel #fit-sides { height: auto; }
-    FitPanel #fit-sides > Static { width: 1fr; padding: 0 1 0 0; }
+    FitPanel #fit-sides > Static { width: 1fr; }
+    FitPanel #fit-sides > #fit-resident { padding: 0 1 0 0; border-right: solid $primary 60%; }
+    FitPanel #fit-sides > #fit-candidate { padding: 0 0 0 1; }
     FitPanel #fit-error { color: $error; height: auto; }
     """
 
