@@ -383,12 +383,13 @@ def in_flight() -> list[Runbook]:
         return list(_IN_FLIGHT)
 
 
-def stop_in_flight(grace_s: float) -> list[str]:
+def stop_in_flight(grace_s: float, why: str = "terminal gone") -> list[str]:
     """Ask every runbook running in this process to stop (:meth:`Runbook.request_stop`) and wait
     up to ``grace_s`` seconds for them to finish their current step and undo. A run still going
-    after that gets a ``cut-off`` journal row naming the step it was in, so ``seat-console
-    recover`` knows exactly where it stopped. Returns one sentence per run cut off. Used by the
-    app's hang-up watchdog before it ends the process."""
+    after that gets a ``cut-off`` journal row naming the step it was in and ``why`` the console
+    ended (``"terminal gone"``, ``"quit"``), so ``seat-console recover`` knows exactly where it
+    stopped. Returns one sentence per run cut off. Used by the app's hang-up watchdog before it
+    ends the process, and by the app's exit."""
     import time
 
     runs = in_flight()
@@ -400,7 +401,7 @@ def stop_in_flight(grace_s: float) -> list[str]:
     left = []
     for rb in in_flight():
         step = rb.current_step or ""
-        msg = (f"the console is ending (terminal gone) while step '{step}' was running; it may "
+        msg = (f"the console is ending ({why}) while step '{step}' was running; it may "
                "have changed the node — run `seat-console recover`")
         try:
             rb._row("cut-off", step, msg)

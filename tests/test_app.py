@@ -664,3 +664,92 @@ async def test_a_compact_header_still_says_the_default_profile_runs():
         await pilot.pause()
         head = screen_text(app).splitlines()[0]
         assert "default profile · every 3600 s" in head and "sha256" not in head, head
+
+
+def _blocked_runbook(tmp_path: Path):
+    """A real :class:`Runbook` in flight in this process, inside its step 'start probe' until
+    the returned event is set; (runbook, release event, thread, journal)."""
+    from seat_console.actions.journal import Journal
+    from seat_console.actions.runbook import Check, Runbook, Step
+
+    journal = Journal(tmp_path / "j.sqlite3")
+    entered, release = threading.Event(), threading.Event()
+
+    def apply(ctx):
+        entered.set()
+        release.wait(30)
+
+    rb = Runbook("swap", [Step("start probe", lambda c: Check(True, "ok"), apply,
+                               lambda c: None, lambda c: None)], journal=journal)
+    t = threading.Thread(target=rb.run, daemon=True)
+    t.start()
+    assert entered.wait(10)
+    return rb, release, t, journal
+
+
+async def test_quit_while_a_runbook_runs_asks_again_first(tmp_path):
+    """q mid-swap made the screen vanish and the process wait up to 60 s, saying nothing,
+    while the swap stopped after its step and undid: the first q now says that, and only a
+    second within QUIT_CONFIRM_S quits."""
+    rb, release, t, journal = _blocked_runbook(tmp_path)
+    try:
+        app = make_app([(fixed(CountingSource()), CountingPanel)])
+        async with app.run_test(size=SIZE) as pilot:
+            await pilot.pause()
+            await pilot.press("q")
+            said = lambda: " ".join(str(n.message) for n in app._notifications)  # noqa: E731
+            await wait_for(pilot, lambda: "quitting stops it after this step" in said(),
+                           "the warning")
+            assert "swap (step 'start probe')" in said()
+            assert app.return_code is None and app.is_running   # still here
+            await pilot.press("q")
+            await wait_for(pilot, lambda: app.return_code is not None, "the app quit")
+        assert app.return_code == 0
+    finally:
+        release.set()
+        t.join(30)
+        journal.close()
+
+
+async def test_quit_with_no_runbook_in_flight_quits_at_once():
+    app = make_app([(fixed(CountingSource()), CountingPanel)])
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        await pilot.press("q")
+        await wait_for(pilot, lambda: app.return_code is not None, "the app quit")
+
+
+def test_the_exit_says_it_waits_for_a_runbook_and_how_it_ended(tmp_path, monkeypatch):
+    """After the screen is gone the console says why it has not ended yet, then what was left:
+    a run cut off names its step, 'quit' is the journal's reason, and recover is the fix."""
+    import io
+
+    import seat_console.tui.hangup as hangup_mod
+
+    monkeypatch.setattr(hangup_mod, "RUNBOOK_STOP_GRACE_S", 0.2)
+    rb, release, t, journal = _blocked_runbook(tmp_path)
+    try:
+        out = io.StringIO()
+        left = hangup_mod.end_runbooks_on_exit(hangup=False, stream=out)
+        said = out.getvalue()
+        assert "waiting for swap (step 'start probe') to finish its step and undo" in said
+        assert f"swap {rb.run_id}: cut off in step 'start probe'" in said
+        assert "run `seat-console recover`" in said and left
+        cut = journal.entries(run_id=rb.run_id, kind="cut-off")
+        assert cut and "ending (quit)" in cut[0].outcome, cut
+    finally:
+        release.set()
+        t.join(30)
+    # a run that ends within the grace: said done; nothing at all after a hang-up
+    monkeypatch.setattr(hangup_mod, "RUNBOOK_STOP_GRACE_S", 30.0)
+    rb2, release2, t2, journal2 = _blocked_runbook(tmp_path / "b")
+    threading.Timer(0.2, release2.set).start()
+    out2 = io.StringIO()
+    assert hangup_mod.end_runbooks_on_exit(hangup=True, stream=out2) == []
+    assert out2.getvalue() == ""
+    t2.join(30)
+    journal2.close()
+    journal.close()
+    out3 = io.StringIO()
+    hangup_mod.end_runbooks_on_exit(hangup=False, stream=out3)
+    assert out3.getvalue() == ""     # nothing in flight: nothing said

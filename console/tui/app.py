@@ -40,11 +40,7 @@ from seat_console.tui.early import take_context
 from seat_console.tui import first_frame
 from seat_console.tui.first_frame import header_forms
 from seat_console.tui.heap import FREEZE_AFTER_S, freeze_startup_heap
-from seat_console.tui.hangup import (
-    RUNBOOK_STOP_GRACE_S,
-    HangupMixin,
-    stop_in_flight,
-)
+from seat_console.tui.hangup import HangupMixin, end_runbooks_on_exit
 from seat_console.tui.palette import SeatCommands, with_console_quit
 from seat_console.tui.panels import (
     PANELS,
@@ -386,7 +382,7 @@ def run_app(loaded: LoadedProfile, readonly: bool = False, interval: float | Non
         rc = app.run()
     finally:
         first_frame.set_interrupt_hook(None)
-        stop_in_flight(RUNBOOK_STOP_GRACE_S)   # a runbook worker must not die with the process
+        end_runbooks_on_exit(app._hangup_why is not None)   # a runbook must not die with us
         app.close_sources()
     if app.return_code not in (None, 0):
         return app.return_code

@@ -27,6 +27,7 @@ import signal
 import sys
 import termios
 import threading
+import time
 
 log = logging.getLogger(__name__)
 
@@ -73,11 +74,46 @@ def in_flight() -> list:
     return running()
 
 
-def stop_in_flight(grace_s: float) -> list:
+def stop_in_flight(grace_s: float, why: str = "terminal gone") -> list:
     """:func:`seat_console.actions.runbook.stop_in_flight`, imported on first use."""
     from seat_console.actions.runbook import stop_in_flight as stop
 
-    return stop(grace_s)
+    return stop(grace_s, why)
+
+
+QUIT_CONFIRM_S = 5.0
+"""While a runbook runs, a second quit within this many seconds of the first quits."""
+
+
+def _running_words(runs: list) -> str:
+    """``swap (step 'start probe')``, joined by ``; `` — the runs in flight, for a person."""
+    return "; ".join(f"{rb.name} (step '{rb.current_step or 'starting'}')" for rb in runs)
+
+
+def end_runbooks_on_exit(hangup: bool, stream=None) -> list:
+    """After the app's loop ended (the terminal is restored): stop every runbook in flight
+    (:func:`stop_in_flight`, :data:`RUNBOOK_STOP_GRACE_S`), saying on ``stream`` (default
+    ``sys.stderr``) that the process waits and why, then which runs were cut off and what to
+    run next. After a hang-up (``hangup``) nothing is written: there is no terminal. Returns
+    :func:`stop_in_flight`'s sentences."""
+    runs = in_flight()
+    out = None if hangup else (stream or sys.stderr)
+    if runs and out is not None:
+        _say(out, f"seat-console: waiting for {_running_words(runs)} to finish its step and "
+                  f"undo before the console ends (up to {RUNBOOK_STOP_GRACE_S:.0f} s)…")
+    left = stop_in_flight(RUNBOOK_STOP_GRACE_S, "terminal gone" if hangup else "quit")
+    if runs and out is not None:
+        _say(out, "seat-console: " + ("; ".join(left) + " — run `seat-console recover`"
+                                      if left else "done: nothing was left mid-step"))
+    return left
+
+
+def _say(out, line: str) -> None:
+    try:
+        out.write(line + "\n")
+        out.flush()
+    except (OSError, ValueError):   # a closed or gone stream: the journal has it
+        pass
 
 
 
@@ -93,6 +129,24 @@ class HangupMixin:
     _hangup_why: str | None = None
     """Why the terminal was left (``None``: it was not)."""
     _hangup_exit_asked = False
+
+    _quit_asked_at: float | None = None
+
+    async def action_quit(self) -> None:
+        """Quit (``q``, ``ctrl+q``, the palette's Quit). While a runbook runs in this process
+        the first quit only says what quitting does to it — it stops after its current step
+        and undoes — and a second within :data:`QUIT_CONFIRM_S` quits."""
+        runs = in_flight()
+        now = time.monotonic()
+        if runs and (self._quit_asked_at is None
+                     or now - self._quit_asked_at > QUIT_CONFIRM_S):
+            self._quit_asked_at = now
+            self.notify(f"{_running_words(runs)} is running: quitting stops it after this step "
+                        f"and undoes it. Quit again within {QUIT_CONFIRM_S:.0f} s to quit.",
+                        title="runbook in flight", severity="warning",
+                        timeout=QUIT_CONFIRM_S)
+            return
+        await super().action_quit()  # type: ignore[misc]
 
     def _install_hangup_watch(self) -> None:
         """Exit on SIGHUP; remember the terminal to check it answers (:meth:`_check_terminal`)
@@ -193,4 +247,5 @@ class HangupMixin:
 
 
 __all__ = ["EXIT_HANGUP", "EXIT_HANGUP_FORCED", "HANGUP_EXIT_GRACE_S", "RUNBOOK_STOP_GRACE_S",
-           "HangupMixin", "in_flight", "stop_in_flight", "wait_for_hangup"]
+           "HangupMixin", "QUIT_CONFIRM_S", "end_runbooks_on_exit", "in_flight",
+           "stop_in_flight", "wait_for_hangup"]

@@ -59,7 +59,7 @@ class Key:
 
 KEYS: tuple[Key, ...] = (
     Key("quit", "q", "quit", "quit",
-        "Quit the console; a runbook in flight finishes its current step first."),
+        "Quit the console; while a runbook runs, asks again first: it finishes its current step, then undoes."),
     Key("quit-ctrl", "ctrl+q", "quit", "quit", "Quit, also from inside a text field.",
         show=False, priority=True),
     Key("toggle-pause", "p", "pause", "pause",
