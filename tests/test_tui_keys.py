@@ -170,3 +170,24 @@ def test_no_function_of_the_fronts_is_over_80_lines() -> None:
 def test_the_app_module_stays_small() -> None:
     lines = (ROOT / "console/tui/app.py").read_text("utf-8").count("\n")
     assert lines <= 400, f"console/tui/app.py has {lines} lines"
+
+
+async def test_the_palette_names_the_keys_the_profile_gives() -> None:
+    """The palette's entries said "(same as q)", "(same as p)"… whatever the profile's [keys]
+    had remapped them to; they name the user's keys now."""
+    from seat_console.tui.palette import SeatCommands
+
+    app = _app(_loaded('\n[keys]\n"quit" = "x"\n"toggle-pause" = "z"\n"help" = "f1"\n'))
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.pause()
+        quits = [c for c in app.get_system_commands(app.screen) if c.title == "Quit"]
+        assert len(quits) == 1 and quits[0].help.endswith("(same as x)."), quits
+        helps = {text: help_ for text, _cb, help_ in SeatCommands(app.screen)._commands()}
+        assert helps["Pause polling"].endswith("(same as z)"), helps
+        assert helps["Open help"].endswith("(same as f1)")
+        assert helps["Refresh now"].endswith("(same as r)")    # not remapped: the table's
+    plain = _app(_loaded())
+    async with plain.run_test(size=(120, 40)) as pilot:
+        await pilot.pause()
+        helps = {text: help_ for text, _cb, help_ in SeatCommands(plain.screen)._commands()}
+        assert helps["Open help"].endswith("(same as ?)")

@@ -155,7 +155,7 @@ class SeatConsoleApp(RunbookStateMixin, PollingMixin, HangupMixin, App[int]):
 
     def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
         """Textual's palette commands, its Quit the console's (:func:`with_console_quit`)."""
-        return with_console_quit(self, super().get_system_commands(screen))
+        return with_console_quit(self, super().get_system_commands(screen), self.keymap)
 
     def get_default_screen(self) -> Screen:
         """The console's main screen (see :class:`MainScreen`)."""

@@ -4,7 +4,7 @@ of Textual's (:func:`with_console_quit`)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from functools import partial
 
 from textual.app import App, SystemCommand
@@ -23,17 +23,22 @@ class SeatCommands(Provider):
     def _commands(self) -> list[tuple[str, Callable[[], object], str]]:
         app = self.app
         assert hasattr(app, "set_refresh_interval")
+        keymap = getattr(app, "keymap", None)
+        ro = getattr(app, "readonly", False)
         cmds: list[tuple[str, Callable[[], object], str]] = [
             ("Resume polling" if app.paused else "Pause polling", app.action_toggle_pause,
-             "Stop or restart reading the node (same as p)"),
-            ("Refresh now", app.action_refresh_now, "Read every source once now (same as r)"),
-            ("Open help", app.action_help, "Keys and how to read the panels (same as ?)"),
+             f"Stop or restart reading the node (same as {key_of('toggle-pause', keymap)})"),
+            ("Refresh now", app.action_refresh_now,
+             f"Read every source once now (same as {key_of('refresh-now', keymap)})"),
+            ("Open help", app.action_help,
+             f"Keys and how to read the panels (same as {key_of('help', keymap)})"),
             ("Open the runbook", app.action_runbook,
              "Every stage of the seat swap, its evidence; "
-             + ("shown, not run: read-only (same as g)" if getattr(app, "readonly", False)
-                else "Enter runs the next (same as g)")),
+             + ("shown, not run: read-only" if ro else "Enter runs the next")
+             + f" (same as {key_of('runbook', keymap)})"),
             ("Open the evidence report", app.action_evidence,
-             "The newest comparison's (else probe run's) report, read-only (same as e)"),
+             "The newest comparison's (else probe run's) report, read-only "
+             f"(same as {key_of('evidence', keymap)})"),
         ]
         for s in INTERVAL_CHOICES_S:
             cmds.append((f"Set refresh interval to {s:g} s", partial(app.set_refresh_interval, s),
@@ -77,18 +82,30 @@ class SeatCommands(Provider):
                                       f"(now {self.app.interval_s:g} s)")
 
 
-def with_console_quit(app: App, commands: Iterable[SystemCommand]) -> Iterator[SystemCommand]:
+def key_of(key_id: str, keymap: Mapping[str, str] | None = None) -> str:
+    """The key that runs the key table's entry ``key_id`` as the user types it: the profile's
+    ``[keys]`` remapping (``keymap``: binding id → key(s), the first of several) or the table's
+    own; ``question_mark`` is written ``?``. Raises :class:`StopIteration` for an unknown id."""
+    own = next(k for k in KEYS if k.id == key_id).key
+    key = (keymap or {}).get(key_id, own).split(",")[0].strip()
+    return "?" if key == "question_mark" else key
+
+
+def with_console_quit(app: App, commands: Iterable[SystemCommand],
+                      keymap: Mapping[str, str] | None = None) -> Iterator[SystemCommand]:
     """Textual's system commands (``App.get_system_commands``) with its "Quit" — which calls
     ``App.action_quit`` straight, "as soon as possible", past the app's ``check_action`` —
     replaced by the console's: the ``quit`` action run as the ``q`` key runs it
     (``App.run_action``), its help the key's, which says the quit rule (a runbook in flight
-    finishes its current step)."""
+    finishes its current step). ``keymap``: the profile's ``[keys]`` (binding id → key(s)), so
+    "same as" names the key the user has."""
     quit_key = next(k for k in KEYS if k.id == "quit")
+    key = key_of(quit_key.id, keymap)
     for cmd in commands:
         if cmd.title == "Quit":
-            cmd = SystemCommand("Quit", f"{quit_key.help.rstrip('.')} (same as {quit_key.key}).",
+            cmd = SystemCommand("Quit", f"{quit_key.help.rstrip('.')} (same as {key}).",
                                 partial(app.run_action, quit_key.action))
         yield cmd
 
 
-__all__ = ["INTERVAL_CHOICES_S", "SeatCommands", "with_console_quit"]
+__all__ = ["INTERVAL_CHOICES_S", "SeatCommands", "key_of", "with_console_quit"]
