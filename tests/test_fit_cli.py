@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 import struct
 from pathlib import Path
 
@@ -312,5 +313,9 @@ def test_a_cpu_seats_kv_row_says_it_is_its_own_space(capsys, tmp_path) -> None:
     main(["--profile", str(tmp_path / "cpu.toml"), "fit", "--no-live"])
     out = capsys.readouterr().out
     assert "KV cache (CPU: own space)" in out and "left for the KV cache" not in out, out
+    # gpu_memory_utilization sizes nothing there: no "usable × 0.9" row, no utilisation lever
+    assert not re.search(r"(?m)^  usable ×", out) and "higher utilisation" not in out, out
     main(["fit", "--no-live"])
-    assert "left for the KV cache" in capsys.readouterr().out
+    gpu = capsys.readouterr().out
+    assert "left for the KV cache" in gpu and re.search(r"(?m)^  usable × 0\.9", gpu)
+    assert "higher utilisation" in gpu

@@ -279,8 +279,9 @@ def render_budget(b: FitBudget, scan: CheckpointSummary | None) -> list[str]:
     lines.append("  " + " " * LABEL_W + "".join(f"{_fit_cell(c.label):<{CELL_W}}"
                                                 for c in b.cards).rstrip())
     lines.append(_row("CUDA-visible total", [c.total_bytes for c in b.cards]))
-    lines.append(_row(f"usable × {b.util if b.util is not None else p.gpu_memory_utilization:g}",
-                      [c.requested_bytes for c in b.cards]))
+    if not is_cpu_device(p.device):   # the CPU backend's KV cache is its own space: no share
+        lines.append(_row(f"usable × {b.util if b.util is not None else p.gpu_memory_utilization:g}",
+                          [c.requested_bytes for c in b.cards]))
     lines.append(_row("weights (per TP rank)", [c.weights_bytes for c in b.cards]))
     lines.append(_row(f"PLE table ({p.ple_placement})", [c.ple_bytes for c in b.cards]))
     lines.append(_row("activation reserve", [c.reserve_bytes for c in b.cards]))

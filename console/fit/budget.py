@@ -1049,7 +1049,9 @@ def _levers(fp: Footprint, p: SeatParams, cards: Sequence[CardInput], base: FitB
                      effect=f"weights {gib(b.cards[0].weights_bytes if b.cards else None)} GiB + "
                             f"PLE {gib(b.cards[0].ple_bytes if b.cards else None)} GiB per card; "
                             + words(b) + need_cards, kv_tokens=b.kv_tokens))
-    if base.cards and all(r.total_bytes for r in base.cards):
+    if base.cards and all(r.total_bytes for r in base.cards) and not is_cpu_device(p.device):
+        # on vLLM's CPU backend gpu_memory_utilization sizes nothing (the KV cache is its own
+        # space, VLLM_CPU_KVCACHE_SPACE): no utilisation lever there
         need = max(r.static_bytes + (base.capacity.min_kv_bytes if base.capacity else 0)
                    for r in base.cards)
         util = need / min(r.total_bytes or 1 for r in base.cards)
