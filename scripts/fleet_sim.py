@@ -130,6 +130,24 @@ def plan(seats: int, seed: int = 0, stale: int = 0) -> list[Seat]:
     return out
 
 
+
+LEASE_PERIOD_S = 7200.0
+"""A held seat's lease is extended by this much each time its end comes (s)."""
+
+
+def lease_end(started: float, hold_ends_s: float | None, now: float) -> float | None:
+    """When a held seat's lease fires, as seen at ``now`` (unix s): ``started + hold_ends_s``,
+    moved on by whole :data:`LEASE_PERIOD_S` until it is not in the past — the seat stays held
+    as long as the simulator runs, so its lease is extended as an engineer would; a lease left
+    in the past would read as overdue (the fleet's ``hold-overdue``) once the simulator has
+    run past it. ``None`` when the seat has no lease."""
+    if hold_ends_s is None:
+        return None
+    end = started + hold_ends_s
+    if end < now:
+        end += LEASE_PERIOD_S * ((now - end) // LEASE_PERIOD_S + 1)
+    return end
+
 class FleetCollector:
     """A ``prometheus_client`` collector yielding every seat's families at scrape time.
 
@@ -209,15 +227,14 @@ class FleetCollector:
             g["seat_hold_active"].add_metric([i], 1 if held else 0)
             g["seat_hold_lease_armed"].add_metric([i], 1 if s.kind == "held" else 0)
             g["seat_hold_without_lease"].add_metric([i], 1 if s.kind == "held-no-lease" else 0)
-            if s.hold_ends_s is not None:
-                end = self.started + s.hold_ends_s
+            end = lease_end(self.started, s.hold_ends_s, now)
+            if end is not None:
                 g["seat_hold_expiry_timestamp_seconds"].add_metric([i], end)
             for unit in TIMERS:
                 g["seat_timer_active"].add_metric([i, unit], 0 if held else 1)
             g["seat_silence_active"].add_metric([i], 1 if s.kind == "held" else 0)
-            if s.kind == "held" and s.hold_ends_s is not None:
-                g["seat_silence_end_timestamp_seconds"].add_metric(
-                    [i], self.started + s.hold_ends_s)
+            if s.kind == "held" and end is not None:
+                g["seat_silence_end_timestamp_seconds"].add_metric([i], end)
             g["seat_container_info"].add_metric(
                 [i, "probe" if s.phase else "resident", "seat-probe" if s.phase else "seat",
                  f"sha256:{s.index:064x}", f"registry.local/engine@sha256:{s.index:064x}"], 1)

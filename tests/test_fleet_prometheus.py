@@ -12,7 +12,7 @@ from dataclasses import replace
 
 import pytest
 
-from prom_fixtures import start_fleet, wait_until
+from prom_fixtures import fleet_sim, start_fleet, wait_until
 from seat_console.fleet.promapi import PromClient
 from seat_console.fleet.rows import (
     PART,
@@ -375,3 +375,27 @@ async def test_rows_scrolled_into_view_get_their_numbers(tmp_path):
             assert app.refreshes == 1                      # no refresh needed for it
     finally:
         own.stop()
+
+
+def test_the_simulators_held_seats_never_read_as_overdue_however_long_it_runs() -> None:
+    """The lab's simulator runs for a whole CI run: its held seats' leases (10 min to 2 h after
+    its start) came due mid-run and the fleet read them as hold-overdue where the plan says
+    held (test_fleet_lab waited 300 s, then failed). A held seat's lease is extended as it
+    comes due: no scrape, hours after the start, has an expiry in the past."""
+    from prometheus_client import CollectorRegistry, generate_latest
+    from prometheus_client.parser import text_string_to_metric_families
+
+    sim = fleet_sim()
+    seats = sim.plan(200, 0, 0)
+    assert any(s.kind == "held" for s in seats)
+    for hours in (0.0, 0.5, 3.0, 49.0):
+        started = time.time() - hours * 3600
+        reg = CollectorRegistry(auto_describe=False)
+        reg.register(sim.FleetCollector(seats, started, 1e9, 0))
+        now = time.time()
+        ends = [smp.value for fam in text_string_to_metric_families(generate_latest(reg).decode())
+                if fam.name == "seat_hold_expiry_timestamp_seconds" for smp in fam.samples]
+        assert ends and min(ends) >= now - sim.BUCKET_S, (hours, min(ends) - now)
+    assert sim.lease_end(1000.0, 600.0, 1500.0) == 1600.0
+    assert sim.lease_end(1000.0, 600.0, 1601.0) == 1600.0 + sim.LEASE_PERIOD_S
+    assert sim.lease_end(1000.0, None, 5.0) is None
