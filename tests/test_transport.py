@@ -383,5 +383,13 @@ def test_docker_exec_refused_while_stopping_is_unreachable_not_126() -> None:
                         ok=False, failure="exit 126: permission denied or not a program")
     out = t._explain(res)
     assert out.unreachable
-    assert "refused the exec (stopping?)" in out.failure
+    assert "'seat-lab-node' is not running (stopping or stopped" in out.failure
     assert "cannot exec in a stopped state" in out.failure
+    # runc's words once the container has stopped: the same sentence (seen in CI as the
+    # node's `docker stop` ended mid-poll), and another OCI refusal keeps "stopping?"
+    for said, words in (("cannot exec in a stopped container", "is not running"),
+                        ("container_linux.go: starting container process caused: boom",
+                         "refused the exec (stopping?)")):
+        stderr = f"OCI runtime exec failed: exec failed: {said}: unknown\n"
+        got = t._explain(res.model_copy(update={"stderr": stderr}))
+        assert got.unreachable and words in got.failure and said in got.failure

@@ -492,6 +492,11 @@ class DockerExecTransport(_RemoteTransport):
             # docker exec's own 126 while the container is stopping / restarting, e.g.
             # "cannot exec in a stopped state": the transport failed, not the program.
             detail = text.strip().splitlines()[-1] if text.strip() else "no detail"
+            if "cannot exec in a stopped" in detail:
+                # runc's "stopped state" (stopping) / "stopped container" (stopped): either
+                # way the container is not running, which is what an engineer needs to read
+                return (f"container {self.container!r} is not running (stopping or stopped; "
+                        f"the engine refused the exec: {detail})")
             return f"container {self.container!r} refused the exec (stopping?): {detail}"
         host = self.docker_host or DEFAULT_DOCKER_HOST
         if ("Cannot connect to the Docker daemon" in text or "error during connect" in text
