@@ -382,6 +382,8 @@ def run_probe(profile: Path, url: str, model: str, out: Path, variant: str,
         if base is None:
             raise SystemExit(f"variant {variant}: give --base COMMIT")
         path = f"{base}{os.pathsep}{ROOT}"
+    if os.environ.get("PYTHONPATH"):   # the caller's (a machine's carried site) after ours
+        path = f"{path}{os.pathsep}{os.environ['PYTHONPATH']}"
     cp = subprocess.run([sys.executable, "-c", PROBE, str(profile), url, model, str(out),
                          variant, str(itl_file or ""), *prev],
                         capture_output=True, text=True, timeout=900, check=False,
@@ -1040,6 +1042,8 @@ def git_state() -> dict:
     def git(*args: str) -> str:
         return subprocess.run(["git", "-C", str(ROOT), *args], capture_output=True, text=True,
                               check=False).stdout
+    if not (ROOT / ".git").exists():   # a copy of the tree (the GPU machine): the caller's word
+        return {"head": os.environ.get("BENCH_GIT_HEAD", ""), "changed": None}
     return {"head": git("rev-parse", "HEAD").strip(),
             "changed": [ln[3:] for ln in git("status", "--porcelain", "--", "benchmarks",
                                              "console").splitlines()]}
@@ -1093,6 +1097,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--lab-lock", type=Path, metavar="FILE",
                     help="a lock file held exclusively (flock) around the lab's load, before "
                          "the lab's own disrupt.lock (e.g. the shared lab-tests lock)")
+    ap.add_argument("--state", type=Path, metavar="FILE", default=ROOT / ".lab" / "state.json",
+                    help="the lab's state file: the vLLM venv's python (for bench serve), the "
+                         "tokenizer, the served model name and the lab profile (default "
+                         ".lab/state.json; benchmarks/device_bench_probe.sh writes one for a "
+                         "machine with no lab)")
     ap.add_argument("--json", metavar="FILE")
     ap.add_argument("--judge", metavar="FILE",
                     help="send no load: re-judge a saved --stream run's JSON with this code's "
@@ -1115,7 +1124,7 @@ def main(argv: list[str] | None = None) -> int:
                 ap.error(str(exc))
     from seat_console.probe.prompts import load_prompt_set
 
-    state = json.loads((ROOT / ".lab" / "state.json").read_text())
+    state = json.loads(a.state.read_text())
     v = state["vllm"]
     url, model, py, tok = v["url"], v["served_model_name"], v["python"], v["model_dir"]
     url = a.url or url
