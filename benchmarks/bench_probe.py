@@ -1042,7 +1042,9 @@ def git_state() -> dict:
     def git(*args: str) -> str:
         return subprocess.run(["git", "-C", str(ROOT), *args], capture_output=True, text=True,
                               check=False).stdout
-    if not (ROOT / ".git").exists():   # a copy of the tree (the GPU machine): the caller's word
+    if os.environ.get("BENCH_GIT_HEAD") or not (ROOT / ".git").exists():
+        # a copy of the tree (the GPU machine's .git, where one travels, is not the tree's
+        # commit): the caller's word
         return {"head": os.environ.get("BENCH_GIT_HEAD", ""), "changed": None}
     return {"head": git("rev-parse", "HEAD").strip(),
             "changed": [ln[3:] for ln in git("status", "--porcelain", "--", "benchmarks",

@@ -7,7 +7,8 @@
 # --client-cpu), nothing else runs, and no engine competes for the cores.
 #
 # That machine has no vLLM and reaches no package index, so the run carries (git-ignored, named in
-# the device call's `carry`; how to make them: docs/benchmarks.md, "issue 21 on the GPU machine"):
+# the device call's `carry`; benchmarks/device_bench_probe_carry.sh makes them here; the run of
+# record is in docs/benchmarks.md, "on the GPU machine's 16 cores"):
 #   .devprobe/whl/           cp312 wheels: the probe's needs (pydantic, httptools, httpx-sse, ...)
 #                            and what `import vllm.benchmarks.serve` needs beyond that machine's
 #                            own packages (msgspec, pyzmq, openai, xgrammar, ...), the lab
