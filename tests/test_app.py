@@ -753,3 +753,14 @@ def test_the_exit_says_it_waits_for_a_runbook_and_how_it_ended(tmp_path, monkeyp
     out3 = io.StringIO()
     hangup_mod.end_runbooks_on_exit(hangup=False, stream=out3)
     assert out3.getvalue() == ""     # nothing in flight: nothing said
+    # a Ctrl-C that ended the app is the journal's reason, not "quit"
+    monkeypatch.setattr(hangup_mod, "RUNBOOK_STOP_GRACE_S", 0.2)
+    rb4, release4, t4, journal4 = _blocked_runbook(tmp_path / "c")
+    try:
+        hangup_mod.end_runbooks_on_exit(hangup=False, stream=io.StringIO(), interrupted=True)
+        cut4 = journal4.entries(run_id=rb4.run_id, kind="cut-off")
+        assert cut4 and "ending (interrupted by Ctrl-C)" in cut4[0].outcome, cut4
+    finally:
+        release4.set()
+        t4.join(30)
+        journal4.close()

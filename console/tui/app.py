@@ -382,7 +382,9 @@ def run_app(loaded: LoadedProfile, readonly: bool = False, interval: float | Non
         rc = app.run()
     finally:
         first_frame.set_interrupt_hook(None)
-        end_runbooks_on_exit(app._hangup_why is not None)   # a runbook must not die with us
+        # a runbook must not die with us; the journal says why the console ended
+        end_runbooks_on_exit(app._hangup_why is not None, interrupted=(
+            app.return_code == 130 or first_frame.interrupt_pending()))
         app.close_sources()
     if app.return_code not in (None, 0):
         return app.return_code

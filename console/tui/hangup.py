@@ -90,18 +90,21 @@ def _running_words(runs: list) -> str:
     return "; ".join(f"{rb.name} (step '{rb.current_step or 'starting'}')" for rb in runs)
 
 
-def end_runbooks_on_exit(hangup: bool, stream=None) -> list:
+def end_runbooks_on_exit(hangup: bool, stream=None, interrupted: bool = False) -> list:
     """After the app's loop ended (the terminal is restored): stop every runbook in flight
     (:func:`stop_in_flight`, :data:`RUNBOOK_STOP_GRACE_S`), saying on ``stream`` (default
     ``sys.stderr``) that the process waits and why, then which runs were cut off and what to
-    run next. After a hang-up (``hangup``) nothing is written: there is no terminal. Returns
-    :func:`stop_in_flight`'s sentences."""
+    run next. After a hang-up (``hangup``) nothing is written: there is no terminal. The
+    journal's reason for a run cut off: ``terminal gone`` (``hangup``), ``interrupted
+    by Ctrl-C`` (``interrupted``: a SIGINT ended the app, exit code 130), else ``quit``.
+    Returns :func:`stop_in_flight`'s sentences."""
     runs = in_flight()
     out = None if hangup else (stream or sys.stderr)
     if runs and out is not None:
         _say(out, f"seat-console: waiting for {_running_words(runs)} to finish its step and "
                   f"undo before the console ends (up to {RUNBOOK_STOP_GRACE_S:.0f} s)…")
-    left = stop_in_flight(RUNBOOK_STOP_GRACE_S, "terminal gone" if hangup else "quit")
+    why = "terminal gone" if hangup else "interrupted by Ctrl-C" if interrupted else "quit"
+    left = stop_in_flight(RUNBOOK_STOP_GRACE_S, why)
     if runs and out is not None:
         _say(out, "seat-console: " + ("; ".join(left) + " — run `seat-console recover`"
                                       if left else "done: nothing was left mid-step"))
