@@ -90,15 +90,34 @@ class HoldInfo(Frozen):
 
 class ActionLogReading(Frozen):
     """What the action-log panel shows: the journal ``path``, the ``hold`` in effect (or
-    ``None``), ``unfinished`` runs (one sentence each), ``interference`` notices of the hold in
-    effect, the ``recent`` rows, ``read_at`` (UTC)."""
+    ``None``), ``unfinished`` runs that no process runs any more (one sentence each, the fix
+    ``seat-console recover``), ``in_progress`` runs whose console still runs them on this host
+    (one sentence each: nothing to do), ``interference`` notices of the hold in effect, the
+    ``recent`` rows, ``read_at`` (UTC)."""
 
     path: str
     read_at: datetime
     hold: HoldInfo | None = None
     unfinished: tuple[str, ...] = ()
+    in_progress: tuple[str, ...] = ()
     interference: tuple[str, ...] = ()
     recent: tuple[LogRow, ...] = ()
+
+
+def unfinished_words(runbook: str, run_id: str, who: str,
+                     runner: Any) -> tuple[bool, str]:
+    """``(in progress, sentence)`` for a run with a ``start`` row and no ``end`` row. Its
+    runner (the run's ``facts["runner"]``: pid, host, boot) is asked at every read, since a
+    console can die without a journal write: still running on this host
+    (:func:`~seat_console.actions.runner_id.runner_alive`) the run is in progress and nothing
+    is to be done; else (ended, another host, or not recorded) the fix is ``seat-console
+    recover`` (which itself refuses a run whose runner still runs)."""
+    from seat_console.actions.runner_id import runner_alive
+
+    if runner_alive(runner):
+        pid = runner.get("pid") if isinstance(runner, dict) else None
+        return True, f"{runbook} run {run_id} by {who} in progress (pid {pid} on this host)"
+    return False, f"unfinished {runbook} run {run_id} by {who}: run `seat-console recover`"
 
 
 class ActionLogSource(Source):
@@ -123,7 +142,7 @@ class ActionLogSource(Source):
         self._path = journal_path
         self._journal: Any = None
         self._flagged: set[str] = set()
-        self._cache: tuple[int, Any, tuple[str, ...], tuple[LogRow, ...]] | None = None
+        self._cache: tuple[int, Any, tuple[Any, ...], tuple[LogRow, ...]] | None = None
         self.journal_reads = 0
         """How many reads queried the journal's rows (the others found it unchanged)."""
 
@@ -143,7 +162,7 @@ class ActionLogSource(Source):
         try:
             j = self._open()
             now = utcnow()
-            h, unfinished, recent = self._journal_rows(j)
+            h, unfinished, in_progress, recent = self._journal_rows(j)
             info = None
             notes: list[str] = []
             if h is not None:
@@ -158,7 +177,8 @@ class ActionLogSource(Source):
                 if leases:
                     info = foreign_hold(leases[0], now)
             return ActionLogReading(path=str(j.path), read_at=now, hold=info,
-                                    unfinished=unfinished, interference=tuple(notes),
+                                    unfinished=unfinished, in_progress=in_progress,
+                                    interference=tuple(notes),
                                     recent=recent)
         except JournalError as exc:
             self._cache = None
@@ -168,9 +188,12 @@ class ActionLogSource(Source):
             return Unavailable(source=self.name, kind="error",
                                reason=f"{type(exc).__name__}: {exc}")
 
-    def _journal_rows(self, j: Any) -> tuple[Any, tuple[str, ...], tuple[LogRow, ...]]:
-        """The current hold, the unfinished-run sentences and the recent rows — queried only
-        when the journal changed since the last read, else the last ones again.
+    def _journal_rows(self, j: Any) -> tuple[Any, tuple[str, ...], tuple[str, ...],
+                                             tuple[LogRow, ...]]:
+        """The current hold, the sentences of the unfinished runs no process runs and of those
+        in progress (:func:`unfinished_words`, asked at every read), and the recent rows — the
+        rows queried only when the journal changed since the last read, else the last ones
+        again.
 
         Change test: SQLite's ``PRAGMA data_version``, which changes when another connection
         commits to the database (https://sqlite.org/pragma.html#pragma_data_version); this
@@ -180,20 +203,23 @@ class ActionLogSource(Source):
         from seat_console.actions import hold as hold_mod
 
         version = j.data_version()
-        if self._cache is not None and self._cache[0] == version:
-            return self._cache[1:]
-        self.journal_reads += 1
-        h = hold_mod.current_hold(j)
-        unfinished = tuple(
-            f"unfinished {rows[0].runbook} run {rows[0].run_id} by "
-            f"{rows[0].user}@{rows[0].host}: run `seat-console recover`"
-            for rows in j.unfinished())
-        rows = j.entries()[-RECENT_ROWS:]
-        recent = tuple(LogRow(seq=r.seq, at=r.at, who=f"{r.user}@{r.host}",
-                              runbook=r.runbook, kind=r.kind, step=r.step,
-                              outcome=r.outcome) for r in rows)
-        self._cache = (version, h, unfinished, recent)
-        return h, unfinished, recent
+        if self._cache is None or self._cache[0] != version:
+            from seat_console.actions.runbook import facts_from_rows
+            from seat_console.actions.runner_id import RUNNER
+
+            self.journal_reads += 1
+            h = hold_mod.current_hold(j)
+            runs = tuple((rows[0].runbook, rows[0].run_id, f"{rows[0].user}@{rows[0].host}",
+                          facts_from_rows(rows).get(RUNNER)) for rows in j.unfinished())
+            rows = j.entries()[-RECENT_ROWS:]
+            recent = tuple(LogRow(seq=r.seq, at=r.at, who=f"{r.user}@{r.host}",
+                                  runbook=r.runbook, kind=r.kind, step=r.step,
+                                  outcome=r.outcome) for r in rows)
+            self._cache = (version, h, runs, recent)
+        _v, h, runs, recent = self._cache
+        words = [unfinished_words(*run) for run in runs]
+        return (h, tuple(w for live, w in words if not live), tuple(w for live, w in words if live),
+                recent)
 
     def _foreign_leases(self) -> list[Any]:
         """The hold leases armed on the node (by another console: this journal has no hold),

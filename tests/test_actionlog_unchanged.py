@@ -51,3 +51,36 @@ def test_a_write_by_another_connection_is_seen_at_the_next_read(logged):
     unfinished_writer.append(run_id="run-3", runbook="hold", kind="start", outcome="x")
     unfinished_writer.close()
     assert any("run-3" in u for u in src.read().unfinished)
+
+
+def test_a_run_whose_console_still_runs_it_is_in_progress_not_recover(logged):
+    """A run with no end row whose runner (pid, host, boot) still runs a seat_console process is
+    "in progress", not "run `seat-console recover`" (the QA walk saw the Actions panel tell
+    an engineer to recover a compare the same console was running); once that process is gone
+    the same run asks for recover at the next read, with no journal write in between."""
+    import socket
+    import subprocess
+    import sys
+
+    from seat_console.actions.runner_id import _boot_id
+
+    path, _writer, src = logged
+    proc = subprocess.Popen([sys.executable, "-c", "import sys, time; time.sleep(60)",
+                             "seat_console"])
+    try:
+        runner = {"pid": proc.pid, "host": socket.gethostname()[:255], "boot_id": _boot_id()}
+        w = Journal(path)
+        w.append(run_id="run-9", runbook="compare", kind="start", outcome="x",
+                 facts={"runner": runner})
+        w.close()
+        live = src.read()
+        assert not any("run-9" in u for u in live.unfinished), live.unfinished
+        assert any("run-9" in u and "in progress" in u for u in live.in_progress)
+    finally:
+        proc.kill()
+        proc.wait()
+    reads = src.journal_reads
+    gone = src.read()
+    assert src.journal_reads == reads          # the rows were not read again
+    assert any("run-9" in u and "seat-console recover" in u for u in gone.unfinished)
+    assert not gone.in_progress
