@@ -758,6 +758,12 @@ def read_runbook(nctx: Any, journal: Journal, *, runs_dir: Path | None = None,
                 order.insert(order.index("swap"), "compare")
             nxt = next((st[s] for s in order if st[s].status not in ("done", "skipped")), None)
             why = _jump_reason(nxt, st)
+            if nxt is not None and nxt.name == "compare" and holder in ("candidate", "both") \
+                    and st["restore"].status not in ("done", "skipped"):
+                # swapped before comparing: the compare is refused while the candidate holds
+                # the seat (gates.compare_gate), so pointing at it is a dead end; restore is
+                # the one way on, and it ends the hold (a QA walk met this)
+                nxt, why = st["restore"], RESTORE_BEFORE_COMPARE
     from seat_console.actions.drain import downtime_line, downtimes
 
     down = downtimes(entries)
@@ -765,6 +771,13 @@ def read_runbook(nctx: Any, journal: Journal, *, runs_dir: Path | None = None,
                         cycle_started_at=started_at, cycle_closed_at=closed_at, next_why=why,
                         foreign_holds=foreign,
                         seat_downtime=downtime_line(down[-1] if down else None))
+
+
+RESTORE_BEFORE_COMPARE = (
+    "the compare starts from the resident in the seat and is refused while the candidate holds "
+    "it: restore puts the resident back and ends the hold, so this cycle closes without a "
+    "decision; in the next one compare before the swap")
+""":attr:`RunbookState.next_why` when the candidate was swapped in before the compare."""
 
 
 _SEAT_PHRASE = {"resident": "the resident", "candidate": "the candidate",

@@ -188,3 +188,31 @@ async def test_the_compare_confirmations_three_buttons_fit_80x24() -> None:
         for b in screen.query(Button):
             assert 0 <= b.region.x and b.region.right <= 80 and b.region.bottom <= 24, b.label
             assert str(b.label) in (labels["yes_label"], labels["alt_label"], "Cancel")
+
+
+def test_swapped_before_the_compare_the_next_stage_is_restore_and_says_why(tmp_path) -> None:
+    """A QA walk swapped and probed before comparing: the runbook's next was compare, which is
+    refused while the candidate holds the seat, and its refusal's fix (restore) closed the
+    cycle unsaid. The next stage is now restore, and the line says what it costs."""
+    from runbook_history import History
+
+    from seat_console.actions.journal import Journal
+    from seat_console.actions.stages import RESTORE_BEFORE_COMPARE, read_runbook
+    from seat_console.commands.runbook_cmd import render as text_lines
+
+    with Journal() as j:
+        h = History(j, tmp_path, t0=datetime.now(UTC) - timedelta(hours=1))
+        h.fit()
+        h.image()
+        h.hold()
+        h.backport()
+        h.swap()
+        h.probe()
+        st = read_runbook(None, j, runs_dir=tmp_path, seat="candidate")
+        assert st.next.name == "restore" and st.next_why == RESTORE_BEFORE_COMPARE
+        assert st.next.key is not None                     # R: a key runs it
+        assert "ends the hold" in header_text(st, None).plain
+        assert RESTORE_BEFORE_COMPARE in text_lines(st)
+        # with the resident in the seat the compare is next, as before
+        st = read_runbook(None, j, runs_dir=tmp_path, seat="resident")
+        assert st.next.name == "compare"
