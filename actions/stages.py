@@ -780,6 +780,20 @@ RESTORE_BEFORE_COMPARE = (
 """:attr:`RunbookState.next_why` when the candidate was swapped in before the compare."""
 
 
+def swap_before_compare(state: RunbookState | None) -> str | None:
+    """The warning a swap's confirmation carries when ``state`` (the runbook read from the node
+    and the journal) has the resident in the seat, an open cycle and its compare not done:
+    once the candidate is in the seat the compare is refused until a restore, which ends the
+    hold and the cycle without a decision. ``None``: nothing to warn of (or no state). Pure."""
+    if state is None or state.seat_holder != "resident" or state.cycle_closed_at is not None:
+        return None
+    if state.stage("compare").status == "done":
+        return None
+    return ("⚠ the compare is not done in this cycle and it starts from the resident: after "
+            "this swap it is refused until a restore, which ends the hold and the cycle without "
+            "a decision — compare first to reach one")
+
+
 _SEAT_PHRASE = {"resident": "the resident", "candidate": "the candidate",
                 "none": "no engine (the seat is empty)",
                 "both": "both the resident and the candidate (check `docker ps`)",
@@ -865,6 +879,6 @@ def next_line(state: RunbookState) -> str:
     return f"next: {n.name} — `{n.command}`{why}"
 
 
-__all__ = ["COMMANDS", "DECISIONS", "KEYS", "NEEDS", "RECOVER_COMMAND", "STAGES",
+__all__ = ["RESTORE_BEFORE_COMPARE", "swap_before_compare", "COMMANDS", "DECISIONS", "KEYS", "NEEDS", "RECOVER_COMMAND", "STAGES",
            "STAGE_OF_RUNBOOK", "RunbookState", "SeatHolder", "StageState", "Status",
            "next_json", "next_line", "read_runbook", "seat_phrase", "state_to_json"]

@@ -216,3 +216,27 @@ def test_swapped_before_the_compare_the_next_stage_is_restore_and_says_why(tmp_p
         # with the resident in the seat the compare is next, as before
         st = read_runbook(None, j, runs_dir=tmp_path, seat="resident")
         assert st.next.name == "compare"
+
+
+def test_a_swap_before_the_compare_is_warned_of_at_its_confirmation(tmp_path) -> None:
+    """The swap's confirmation says what swapping before the compare costs while the resident
+    is in the seat and the compare is to do; not once the compare is done."""
+    from runbook_history import History
+
+    from seat_console.actions.journal import Journal
+    from seat_console.actions.stages import read_runbook, swap_before_compare
+
+    assert swap_before_compare(None) is None
+    with Journal() as j:
+        h = History(j, tmp_path, t0=datetime.now(UTC) - timedelta(hours=1))
+        h.fit()
+        h.image()
+        h.hold()
+        h.backport()
+        warn = swap_before_compare(read_runbook(None, j, runs_dir=tmp_path, seat="resident"))
+        assert warn is not None and "refused until a restore" in warn and "compare first" in warn
+        assert swap_before_compare(read_runbook(None, j, runs_dir=tmp_path,
+                                                seat="candidate")) is None
+        h.compare()
+        assert swap_before_compare(read_runbook(None, j, runs_dir=tmp_path,
+                                                seat="resident")) is None

@@ -637,6 +637,11 @@ class RunbookController:
                                           deferred=self.defer_firing is not None)
         if flow.kind in DEFERRING:
             lines = [defer_advice(x, labels.get("alt_label")) for x in lines]
+        if flow.kind == "swap":
+            from seat_console.actions.stages import swap_before_compare
+
+            warn = swap_before_compare(getattr(self.app, "runbook_state", None))
+            lines = [warn, *lines] if warn else lines
         screen = ConfirmScreen(question, lines, typed=self.seat if flow.typed else None,
                                **labels)
         self.app.push_screen(screen, lambda yes: self._answered(flow, question, plan, yes))
