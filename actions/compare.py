@@ -988,7 +988,9 @@ def forecast(journal: Journal, order: str = "ABBA", rounds: int = 1, *,
             {"measure": "a compare leg's measurement", "restart": "a container restart"}.get(
                 k, f"a {k}") for k in missing) + " on this node: no forecast")
         if med["probe"] is not None and "measure" in missing:
-            when += f" (a probe alone took {med['probe'] / 60:.1f} min)"
+            p = med["probe"]   # a tiny model's probe takes seconds: "0.0 min" said nothing
+            when += (f" (a probe alone took {p / 60:.1f} min)" if p >= 60
+                     else f" (a probe alone took {p:.1f} s)")
     else:
         when = (f"≈ {minutes:.0f} min on this node (medians of its measured "
                 + ", ".join(f"{k} {med[k]:.0f} s" for k in ("swap", "restore", "restart",

@@ -80,6 +80,15 @@ def test_the_probe_alone_is_said_when_no_leg_was_measured(journal: Journal,
                    at=T + timedelta(minutes=3))
     fc = cmp_mod.forecast(journal, "ABBA", 1, data_root=tmp_path / "data")
     assert fc["minutes"] is None and "a probe alone took 3.0 min" in fc["text"]
+    # a probe of seconds is said in seconds (a QA walk read "a probe alone took 0.0 min")
+    journal.append(run_id="p2", runbook="probe", kind="probe", step="start", at=T)
+    journal.append(run_id="p2", runbook="probe", kind="probe", step="end",
+                   at=T + timedelta(seconds=1.5))
+    journal.append(run_id="p3", runbook="probe", kind="probe", step="start", at=T)
+    journal.append(run_id="p3", runbook="probe", kind="probe", step="end",
+                   at=T + timedelta(seconds=1.5))
+    fc = cmp_mod.forecast(journal, "ABBA", 1, data_root=tmp_path / "data")
+    assert "a probe alone took 1.5 s" in fc["text"], fc["text"]
 
 
 def test_the_minimum_detectable_effect_uses_the_nodes_measured_spread(
