@@ -272,14 +272,15 @@ class RunbookScreen(ModalScreen[None]):
 
     def on_key(self, event: events.Key) -> None:
         """A stage's key, the one its row shows (``run:  U  or …``), runs it here as Enter on
-        its row does (the row highlighted first): a stranger pressed U on this screen, as the
-        release row said, and nothing happened. Other keys pass on."""
+        its row does: a stranger pressed U on this screen, as the release row said, and nothing
+        happened. The highlight stays where it was (the ▸ row, or the row chosen with ↑ ↓): a
+        key that moved it left Enter on a stage the key's plan had refused, and Enter ran the
+        refused stage again (a QA walk). Other keys pass on."""
         if self.state is None or not event.character:
             return
-        for i, stage in enumerate(self.state.stages):
+        for stage in self.state.stages:
             if stage.key is not None and self.key_of(stage.key) == event.character:
                 event.stop()
-                self.query_one(OptionList).highlighted = i
                 self._run_or_say(stage)
                 return
 
