@@ -207,3 +207,28 @@ def test_flows_reach_the_app_only_through_messages_and_its_public_face() -> None
 
     for cls in (PlanReady, RunbookEvent, RunFinished):
         assert cls.handler_name.startswith("on_")
+
+
+def test_refusals_in_the_tui_name_the_keys_not_the_commands() -> None:
+    """A QA walk read "run `seat-console restore` … or `seat-console promote`" in the TUI's
+    release refusal, where R and M run them; the swap's refusal already said "press H". The
+    key is the one the screen shows (remapped), and a command stays where no key runs it
+    (--readonly) or where it has arguments."""
+    from seat_console.tui.runbook import press_keys
+
+    keys = {"node.restore": "R", "node.promote": "M", "node.release": "U",
+            "node.promote-undo": "Z"}
+    release = ("the candidate holds the seat and no promote made it the resident: releasing "
+               "the hold now would hand the fleet's timers and alerts a seat serving the "
+               "candidate — run `seat-console restore` (the resident back, then the hold "
+               "released) or `seat-console promote` (once the decision is PROMOTE-ABLE); to "
+               "release anyway: `seat-console release --force --reason TEXT` (journaled)")
+    said = press_keys(release, keys.get)
+    assert "press R (restore) (the resident back" in said
+    assert "or press M (promote) (once the decision" in said
+    assert "`seat-console release --force --reason TEXT`" in said      # arguments: kept
+    compare = "compare starts from … — run `seat-console restore` first, then compare"
+    assert press_keys(compare, keys.get).endswith("— press R (restore) first, then compare")
+    assert press_keys("`seat-console promote --undo`", keys.get) == "press Z (promote --undo)"
+    assert press_keys(release, {"node.restore": "x"}.get).count("`seat-console") == 2
+    assert press_keys(release, lambda _b: None) == release                # read-only: as is

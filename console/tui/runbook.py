@@ -112,6 +112,28 @@ def plain_words(text: str, docker_host: str | None = None) -> str:
     return text.replace("(`seat-console hold`)", "(press H)")
 
 
+_CLI_KEY = {"hold": "node.hold", "release": "node.release", "restore": "node.restore",
+            "promote": "node.promote", "promote --undo": "node.promote-undo",
+            "compare": "node.compare", "swap": "node.swap", "probe": "node.probe"}
+"""The node actions a refusal names as a command (``seat-console restore``) → their binding
+ids (:data:`seat_console.tui.keys.KEYS`)."""
+
+_CLI_COMMAND = re.compile(r"(?:\brun )?`seat-console (promote --undo|hold|release|restore|promote|"
+                          r"compare|swap|probe)`")
+
+
+def press_keys(text: str, key_of: Callable[[str], str | None]) -> str:
+    """``text`` with each node action it names as a bare command (```seat-console restore```,
+    ``run `seat-console release```) said as the key that runs it here: ``press R (restore)``.
+    ``key_of`` maps a binding id to the key as the screen shows it (the profile's ``[keys]``
+    remapping), ``None`` where none runs it (``--readonly``): then the command stays. A
+    command with arguments stays as it is (the TUI's flows take none). Pure."""
+    def sub(m: re.Match[str]) -> str:
+        key = key_of(_CLI_KEY[m.group(1)])
+        return m.group(0) if key is None else f"press {key} ({m.group(1)})"
+    return _CLI_COMMAND.sub(sub, text)
+
+
 _DEFER_ADVICE = re.compile(r" ?\(to keep it stopped until a quiet moment: `seat-console "
                            r"(?:release|restore) --defer [^`]*`\)")
 """The release plan's CLI advice for a timer that fires at once
@@ -824,8 +846,12 @@ class RunbookController:
             self.log_screen.add(line)
 
     def error(self, text: str) -> None:
-        """One error notification (markup escaped: ``[swap]`` stays ``[swap]``)."""
+        """One error notification (markup escaped: ``[swap]`` stays ``[swap]``), the node
+        actions it names as commands said as their keys (:func:`press_keys`)."""
+        key_of = getattr(self.app, "key_of", None)
+        if callable(key_of):
+            text = press_keys(text, key_of)
         self.app.notify(escape(text), severity="error", timeout=ERROR_TIMEOUT_S)
 
 
-__all__ = ["DEFAULT_REASON", "FLOWS", "Flow", "confirm_labels", "RunbookController", "human_error", "plain_words", "plan_problem", "read_plan", "with_journal"]
+__all__ = ["DEFAULT_REASON", "FLOWS", "Flow", "confirm_labels", "RunbookController", "human_error", "plain_words", "plan_problem", "press_keys", "read_plan", "with_journal"]
