@@ -879,6 +879,7 @@ def next_line(state: RunbookState) -> str:
     return f"next: {n.name} — `{n.command}`{why}"
 
 
-__all__ = ["RESTORE_BEFORE_COMPARE", "swap_before_compare", "COMMANDS", "DECISIONS", "KEYS", "NEEDS", "RECOVER_COMMAND", "STAGES",
-           "STAGE_OF_RUNBOOK", "RunbookState", "SeatHolder", "StageState", "Status",
-           "next_json", "next_line", "read_runbook", "seat_phrase", "state_to_json"]
+__all__ = ["COMMANDS", "DECISIONS", "KEYS", "NEEDS", "RECOVER_COMMAND", "RESTORE_BEFORE_COMPARE",
+           "STAGES", "STAGE_OF_RUNBOOK", "RunbookState", "SeatHolder", "StageState", "Status",
+           "next_json", "next_line", "read_runbook", "seat_phrase", "state_to_json",
+           "swap_before_compare"]

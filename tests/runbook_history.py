@@ -133,12 +133,16 @@ class History:
     def release(self, outcome: str | None = "done") -> str:
         return self.run("release", outcome, steps=("start timers", "expire silence"))
 
-    def to_decide(self) -> None:
-        """fit, image, hold, backport, swap, probe, compare, decide (PROMOTE-ABLE), all done."""
+    def to_backport(self) -> None:
+        """fit, image, hold, backport, all done."""
         self.fit()
         self.image()
         self.hold()
         self.backport()
+
+    def to_decide(self) -> None:
+        """fit, image, hold, backport, swap, probe, compare, decide (PROMOTE-ABLE), all done."""
+        self.to_backport()
         self.swap()
         self.probe()
         self.compare()

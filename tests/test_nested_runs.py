@@ -127,10 +127,7 @@ async def test_the_runbook_screen_stays_on_compare_while_its_swap_leg_runs(
     inside, go = threading.Event(), threading.Event()
     j = Journal(tmp_path / "journal.sqlite3")
     h = History(j, tmp_path, datetime.now(UTC) - timedelta(hours=1))
-    h.fit()
-    h.image()
-    h.hold()
-    h.backport()
+    h.to_backport()
     states = [read_runbook(None, j, runs_dir=tmp_path / "runs", seat="resident")]
 
     def held(_ctx: Any) -> str:

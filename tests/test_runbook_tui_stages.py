@@ -585,10 +585,7 @@ def test_with_the_resident_in_the_seat_the_compare_comes_before_the_swap(tmp_pat
     with Journal() as j:
         # read with the real clock: the history starts an hour ago (its hold lasts 4 h)
         h = History(j, tmp_path, t0=datetime.now(UTC) - timedelta(hours=1))
-        h.fit()
-        h.image()
-        h.hold()
-        h.backport()
+        h.to_backport()
         assert read_runbook(None, j, runs_dir=tmp_path, seat="resident").next.name == "compare"
         assert read_runbook(None, j, runs_dir=tmp_path, seat="unknown").next.name == "swap"
         h.compare()

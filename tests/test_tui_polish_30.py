@@ -202,10 +202,7 @@ def test_swapped_before_the_compare_the_next_stage_is_restore_and_says_why(tmp_p
 
     with Journal() as j:
         h = History(j, tmp_path, t0=datetime.now(UTC) - timedelta(hours=1))
-        h.fit()
-        h.image()
-        h.hold()
-        h.backport()
+        h.to_backport()
         h.swap()
         h.probe()
         st = read_runbook(None, j, runs_dir=tmp_path, seat="candidate")
@@ -229,10 +226,7 @@ def test_a_swap_before_the_compare_is_warned_of_at_its_confirmation(tmp_path) ->
     assert swap_before_compare(None) is None
     with Journal() as j:
         h = History(j, tmp_path, t0=datetime.now(UTC) - timedelta(hours=1))
-        h.fit()
-        h.image()
-        h.hold()
-        h.backport()
+        h.to_backport()
         warn = swap_before_compare(read_runbook(None, j, runs_dir=tmp_path, seat="resident"))
         assert warn is not None and "refused until a restore" in warn and "compare first" in warn
         assert swap_before_compare(read_runbook(None, j, runs_dir=tmp_path,

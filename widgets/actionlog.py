@@ -85,7 +85,7 @@ class ActionLogPanel(SourcePanel):
         parts: list[Text] = [head]
         for u in reading.unfinished:
             parts.append(Text(f"⚠ {u}", style="bold red"))
-        for u in getattr(reading, "in_progress", ()):
+        for u in reading.in_progress:
             parts.append(Text(f"▸ {u}", style="cyan"))
         for i in reading.interference:
             parts.append(Text(f"⚠ INTERFERENCE: {i}", style="bold magenta"))
