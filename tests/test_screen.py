@@ -266,7 +266,10 @@ async def test_p_shows_resume_while_paused() -> None:
     async with app.run_test(size=(100, 30)) as pilot:
         await all_read(pilot, app)
         footer = lambda: text_of(app).splitlines()[-1]  # noqa: E731
-        assert "p pause" in footer() and "resume" not in footer()
+        # the footer recomposes when the bindings change (as the first readings arrive): wait
+        # for it to show its keys rather than read it once (CI once read a blank last line)
+        await wait_for(pilot, lambda: "p pause" in footer(), "pause offered")
+        assert "resume" not in footer()
         await pilot.press("p")
         await wait_for(pilot, lambda: app.paused and "p resume" in footer(), "resume offered")
         await pilot.press("p")

@@ -82,6 +82,8 @@ async def test_footer_offers_the_runbooks_action_keys_at_80_columns() -> None:
     app, _ = F.seat_app()
     async with app.run_test(size=(80, 24)) as pilot:
         await all_read(pilot, app)
+        # the footer recomposes as the first readings change the bindings: wait for its keys
+        await wait_for(pilot, lambda: "g runbook" in lines_of(app)[-1], "the footer's keys")
         footer = lines_of(app)[-1]
         for key in ("H hold", "B build", "S swap", "P probe", "R restore", "g runbook"):
             assert key in footer, footer
