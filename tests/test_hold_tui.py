@@ -95,8 +95,13 @@ async def test_hold_options_refuse_a_bad_ttl_and_cancel_reads_nothing():
         await pilot.press("tab", *"probe", "enter")               # TTL first, then reason
         await pilot.pause()
         assert answers == [] and app.screen is scr                 # refused, still asking
-        assert "TTL '-5m'" in str(scr.query_one("#hold-options-error").render())
-        scr.query_one("#hold-options-ttl").value = "1h30m"
+        err = scr.query_one("#hold-options-error")
+        assert "TTL '-5m'" in str(err.render())
+        scr.query_one("#hold-options-ttl").value = "7x"            # edited, still wrong
+        await _wait(pilot, lambda: "TTL '7x'" in str(err.render()), "the new problem named")
+        scr.query_one("#hold-options-ttl").value = "1h30m"         # corrected: no stale words
+        await _wait(pilot, lambda: not err.display, "the message gone")
+        assert "TTL" not in str(err.render())
         await pilot.press("enter")
         await _wait(pilot, lambda: answers == [(5400, "probe")], "the answer")
         app.push_screen(HoldOptionsScreen("seat-node", 600, ttl_text=fmt_ttl, parse_ttl=parse_ttl), answers.append)

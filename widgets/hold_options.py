@@ -5,7 +5,8 @@ profile's ``silence.ttl_s``, e.g. ``4 h``; the lease and the silence both end th
 reason (it goes into the journal and the silence's comment) — and dismisses with
 ``(ttl_s, reason)`` on Enter or "Read the plan", or ``None`` on Escape / "Cancel". A TTL that
 the hold's ``parse_ttl`` (handed down) refuses stays on screen with its message (the same
-words as ``seat-console hold --ttl``), and nothing is read or changed. Pure view: no I/O; the
+words as ``seat-console hold --ttl``), and nothing is read or changed; the message follows the
+field's edits from then on, and goes once the TTL reads. Pure view: no I/O; the
 plan and its confirmation come after (the runbook controller, :mod:`seat_console.tui.runbook`).
 """
 
@@ -102,6 +103,23 @@ class HoldOptionsScreen(ModalScreen["tuple[int, str] | None"]):
             return None
         reason = " ".join(self.query_one("#hold-options-reason", Input).value.split())
         return ttl_s, reason[:REASON_MAX_CHARS]
+
+    @on(Input.Changed, "#hold-options-ttl")
+    def _recheck(self) -> None:
+        """Once a TTL was refused, check the field again as it is edited: the message goes
+        when the TTL reads, and says the new problem while it does not (a QA walk read the
+        first refusal still on screen under a corrected TTL). Before any refusal, typing
+        shows nothing."""
+        err = self.query_one("#hold-options-error", Static)
+        if not err.display:
+            return
+        try:
+            self.parse_ttl(self.query_one("#hold-options-ttl", Input).value)
+        except ValueError as exc:
+            err.update(Text(str(exc)))
+        else:
+            err.update("")
+            err.display = False
 
     @on(Input.Submitted)
     @on(Button.Pressed, "#hold-options-go")
