@@ -34,6 +34,14 @@ def _until(h: object, now: datetime) -> str:
     return expiry_text(getattr(h, "expires_at", None), getattr(h, "ttl_s", None), now)
 
 
+def row_words(runbook: str, step: str, outcome: str) -> str:
+    """One journal row's words after its time and kind: ``runbook step: outcome``, each part
+    only where it has text (a runbook's ``end`` row has no step: ``hold: done``, never
+    ``hold : done``)."""
+    head = " ".join(p for p in (runbook, step) if p)
+    return f"{head}: {outcome}" if outcome and head else head or outcome
+
+
 class ActionLogPanel(SourcePanel):
     """The hold and the journal (see the module docstring)."""
 
@@ -95,7 +103,7 @@ class ActionLogPanel(SourcePanel):
                 rows.append("\n")
             rows.append(f"{r.at:%H:%M:%S}Z ", style="dim")
             rows.append(f"{r.kind:<9}", style=_KIND_STYLE.get(r.kind, ""))
-            rows.append(f" {r.runbook} {r.step}: {r.outcome}".rstrip(": "))
+            rows.append(" " + row_words(r.runbook, r.step, r.outcome))
         parts.append(rows if rows else Text("journal empty", style="dim italic"))
         parts.append(Text(f"journal {reading.path}", style="dim"))
         return Group(*parts)
@@ -124,4 +132,4 @@ class ActionLogPanel(SourcePanel):
         return t
 
 
-__all__ = ["ActionLogPanel"]
+__all__ = ["ActionLogPanel", "row_words"]

@@ -714,7 +714,8 @@ class RunbookController:
                 key = e.step or e.kind
                 if e.kind == "warn":
                     key = f"warn:{id(e)}"
-                line = f"{_MARK.get(e.kind, e.kind)} {e.step}: {e.message}"
+                line = " ".join(p for p in (_MARK.get(e.kind, e.kind),
+                                            f"{e.step}:" if e.step else "", e.message) if p)
             else:
                 line, key = e.line(), None
             # the choice between starting now and deferring was made at the confirmation
