@@ -82,7 +82,7 @@ def test_dry_run_without_hold_prints_the_plan_then_exits_5(no_hold, capsys) -> N
     assert "✗ engine:" in out and "– model: not checked" in out
     assert f"seat: seat-resident (resident), image ID sha256:{'ab' * 32}" in out
     assert f"endpoint {url}," in out and "24 output tokens per request" in out
-    assert "hold: no active hold in the journal" in out
+    assert sum("hold:" in x for x in out.splitlines()) == 1, out   # said once, by its check
     assert "phase single: 5 requests, concurrency 1, 24 output tokens each" in out
     assert "phase burst: 40 requests, concurrency 8, 24 output tokens each" in out
     assert "warm-up: 1 request(s)" in out
@@ -119,3 +119,4 @@ def test_forced_dry_run_marks_the_hold_forced(no_hold, capsys) -> None:
     assert rc == 5  # engine down still refuses
     assert "✓ hold: no active hold in the journal; FORCED: 'bench night'" in out
     assert "✗ hold" not in out
+    assert out.count("hold: ") == 1, out   # the check says it; no second "hold:" line

@@ -56,7 +56,9 @@ def render_plan(loaded: LoadedProfile, phases: list[str] | None, *,
                 container: dict[str, Any] | None, model: str | None, hold: str | None,
                 forced: str | None = None, sweep: SweepSpec | None = None) -> str:
     """The dry-run plan as text: the preflight checks (``✓`` passed, ``✗`` refuses the probe,
-    ``–`` not checked), the seat container, endpoint, hold, warm-up and every chosen phase with
+    ``–`` not checked), the seat container, endpoint, hold (its own line only where no
+    preflight check named it: the hold check says it, forced or not), warm-up and every chosen
+    phase with
     its request count, concurrency and output tokens — or, with ``sweep``, the sweep's steps,
     stop rule and forecast (:func:`sweep_plan`). Drawn whether or not preflight would
     refuse (``docs/probe.md``)."""
@@ -77,8 +79,9 @@ def render_plan(loaded: LoadedProfile, phases: list[str] | None, *,
                f"{spec.output_tokens} output tokens per request"
                + (", each to the end (ignore_eos)" if spec.ignore_eos else
                   ", or fewer where the model stops (EOS)")),
-              f"  hold: {hold or 'n/a'}" + (f"; FORCED: {forced!r}" if forced else ""),
               f"  warm-up: {spec.warmup_requests} request(s), excluded"]
+    if not any(ch.name == "hold" for ch in checks):   # the check says it (forced too): once
+        lines.insert(-1, f"  hold: {hold or 'n/a'}" + (f"; FORCED: {forced!r}" if forced else ""))
     if sweep is not None:
         lines += _sweep_lines(sweep_plan(loaded, sweep, c.get("image_id")), sweep, loaded)
         chosen = []
