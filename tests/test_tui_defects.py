@@ -159,7 +159,11 @@ def test_step_error_and_force_reason_are_said_for_the_tui() -> None:
     text = ("refusing to probe: no active hold. Place a hold first (`seat-console hold`), or "
             "pass --force --reason '…' (journaled)")
     said = rb.plain_words(text)
-    assert "--force" not in said and said.endswith("Press H to place a hold first.")
+    assert "--force" not in said and said.endswith("Place a hold first (`seat-console hold`).")
+    # said as the key the screen shows: remapped, or the command where none runs it
+    assert rb.press_keys(said, {"node.hold": "H"}.get).endswith("Place a hold first (press H).")
+    assert rb.press_keys(said, {"node.hold": "ctrl+h"}.get).endswith("(press ctrl+h).")
+    assert rb.press_keys(said, lambda _b: None) == said                   # --readonly
 
 
 async def test_probe_refusal_says_press_h(monkeypatch) -> None:
@@ -177,7 +181,7 @@ async def test_probe_refusal_says_press_h(monkeypatch) -> None:
         await pilot.press("P")
         await _wait(pilot, lambda: "no active hold" in _toasts(app), "the refusal")
         shown = _toasts(app)
-        assert "Press H" in shown and "--force" not in shown, shown
+        assert "Place a hold first (press H)" in shown and "--force" not in shown, shown
 
 
 async def test_an_error_goes_when_a_screen_opens() -> None:

@@ -99,8 +99,9 @@ _TYPE_PREFIX = re.compile(r"\b(?:[A-Z][A-Za-z]*\.)*[A-Z]\w*(?:Error|Exception|Re
 def plain_words(text: str, docker_host: str | None = None) -> str:
     """``text`` without exception type names or the docker SDK's repr of a dead engine (named
     instead by the URL tried: the profile's ``node.docker_host``, else ``$DOCKER_HOST``, else
-    the default), and without the CLI-only ``--force --reason`` advice or ``seat-console hold``
-    (in the TUI: press H)."""
+    the default), and without the CLI-only ``--force --reason`` advice (the probe's refusal
+    ends "Place a hold first (`seat-console hold`)."; :func:`press_keys`, which every error
+    shown passes through, says that command as the key that runs it here, remapped or none)."""
     if "Error while fetching server API version" in text:
         from seat_console.sources.containers import resolve_docker_host
 
@@ -108,8 +109,8 @@ def plain_words(text: str, docker_host: str | None = None) -> str:
         text = _DOCKER_DOWN.sub(f"no docker engine answers at {url}", text)
     text = _TYPE_PREFIX.sub("", text)
     if "--force --reason" in text and ". Place a hold first" in text:   # the probe's refusal
-        text = text.split(". Place a hold first")[0] + ". Press H to place a hold first."
-    return text.replace("(`seat-console hold`)", "(press H)")
+        text = text.split(". Place a hold first")[0] + ". Place a hold first (`seat-console hold`)."
+    return text
 
 
 _CLI_KEY = {"hold": "node.hold", "release": "node.release", "restore": "node.restore",
@@ -118,8 +119,8 @@ _CLI_KEY = {"hold": "node.hold", "release": "node.release", "restore": "node.res
 """The node actions a refusal names as a command (``seat-console restore``) → their binding
 ids (:data:`seat_console.tui.keys.KEYS`)."""
 
-_CLI_COMMAND = re.compile(r"(?:\brun )?`seat-console (promote --undo|hold|release|restore|promote|"
-                          r"compare|swap|probe)`")
+_CLI_COMMAND = re.compile(r"(?:\brun )?(\()?`seat-console (promote --undo|hold|release|restore|"
+                          r"promote|compare|swap|probe)`(?(1)\))")
 
 
 def press_keys(text: str, key_of: Callable[[str], str | None]) -> str:
@@ -127,10 +128,14 @@ def press_keys(text: str, key_of: Callable[[str], str | None]) -> str:
     ``run `seat-console release```) said as the key that runs it here: ``press R (restore)``.
     ``key_of`` maps a binding id to the key as the screen shows it (the profile's ``[keys]``
     remapping), ``None`` where none runs it (``--readonly``): then the command stays. A
-    command with arguments stays as it is (the TUI's flows take none). Pure."""
+    command in brackets after the words that name it ("place a hold first (`seat-console
+    hold`)") is said as ``(press H)``. A command with arguments stays as it is (the TUI's
+    flows take none). Pure."""
     def sub(m: re.Match[str]) -> str:
-        key = key_of(_CLI_KEY[m.group(1)])
-        return m.group(0) if key is None else f"press {key} ({m.group(1)})"
+        key = key_of(_CLI_KEY[m.group(2)])
+        if key is None:
+            return m.group(0)
+        return f"(press {key})" if m.group(1) else f"press {key} ({m.group(2)})"
     return _CLI_COMMAND.sub(sub, text)
 
 
@@ -801,6 +806,9 @@ class RunbookController:
                 read_now()
         if isinstance(res, BaseException):
             text = human_error(flow.kind, res, self.app.loaded.profile.node.docker_host)
+            key_of = getattr(self.app, "key_of", None)
+            if callable(key_of):    # the log says the keys, as the notification does
+                text = press_keys(text, key_of)
             self.event(RunbookEvent(flow.kind, text, "end"))
             self._mark_log_ended(flow, text.splitlines()[0])
             self.error(text)
