@@ -309,6 +309,14 @@ def _probe_attempts(rows: Sequence[Entry]) -> list[_Attempt]:
     return out
 
 
+def _keeps_hold(a: _Attempt) -> bool:
+    """A ``restore --keep-hold`` run that ended done: it undid a swap and kept the hold, so it
+    is not the cycle's restore stage (that one ends the hold) but a step back before the
+    compare (:func:`seat_console.actions.swap.build_restore`, inputs ``keep_hold``)."""
+    return (a.runbook == "restore" and a.first.inputs.get("keep_hold") is True
+            and a.end is not None and a.end.outcome == "done")
+
+
 def _closes_cycle(a: _Attempt) -> bool:
     """A top-level ``release`` that ended (done or partly: the timers are back), or a
     ``restore`` whose ``release hold`` step verified."""
@@ -586,6 +594,10 @@ def read_runbook(nctx: Any, journal: Journal, *, runs_dir: Path | None = None,
     :data:`NEEDS`, in :data:`STAGES` order: a ``done`` stage whose needed stage is not
     ``done``, or was done after it, is ``stale``. From docker: a swap (or restore) that was
     the last change to the seat, while the other container holds it now, is ``stale``.
+    A ``restore --keep-hold`` that ended done is not the restore stage: it undid the swap
+    (``swap`` is ``stale`` when it came after the newest swap) and kept the hold, so the cycle
+    stays open and the compare comes next. While the candidate holds the seat and the compare
+    is next, ``next`` is the restore with ``--keep-hold`` (:data:`RESTORE_BEFORE_COMPARE`).
     ``restore`` / ``promote``: the one not taken is ``skipped`` once the other is done, and
     ``promote`` after a KEEP or INCONCLUSIVE decision.
 
@@ -656,6 +668,8 @@ def read_runbook(nctx: Any, journal: Journal, *, runs_dir: Path | None = None,
     cycle = attempts[start_i:]
     per: dict[str, list[_Attempt]] = {s: [] for s in STAGES}
     for a in cycle:
+        if _keeps_hold(a):
+            continue       # a step back to the resident, not the restore stage (below)
         per[a.stage].append(a)
         if a.runbook == "restore" and _closes_cycle(a):
             per["release"].append(a)
@@ -687,6 +701,16 @@ def read_runbook(nctx: Any, journal: Journal, *, runs_dir: Path | None = None,
             st["restore"] = _replace(st["restore"], status="stale",
                                      reason="the candidate holds the seat now (docker), not "
                                             "the resident this restore put back: restore again")
+    # -- a swap undone by `restore --keep-hold` (the hold kept, the cycle open) --------------
+    back = next((a for a in reversed(cycle) if _keeps_hold(a)), None)
+    swap_a = per["swap"][-1] if per["swap"] else None
+    if back is not None and st["swap"].status == "done" \
+            and (swap_a is None or swap_a.first.seq < back.first.seq):
+        st["swap"] = _replace(st["swap"], status="stale",
+                              reason=f"`restore --keep-hold` at "
+                                     f"{_z(back.end.at if back.end else None)} "
+                                     "put the resident back and kept the hold: compare from "
+                                     "the resident, then swap again")
     # -- the hold's lease: lapsed in an open cycle -------------------------------------------
     if closed_at is None and st["hold"].status == "done":
         try:
@@ -763,7 +787,8 @@ def read_runbook(nctx: Any, journal: Journal, *, runs_dir: Path | None = None,
                 # swapped before comparing: the compare is refused while the candidate holds
                 # the seat (gates.compare_gate), so pointing at it is a dead end; restore is
                 # the one way on, and it ends the hold (a QA walk met this)
-                nxt, why = st["restore"], RESTORE_BEFORE_COMPARE
+                nxt = _replace(st["restore"], command=f"{COMMANDS['restore']} --keep-hold")
+                why = RESTORE_BEFORE_COMPARE
     from seat_console.actions.drain import downtime_line, downtimes
 
     down = downtimes(entries)
@@ -775,23 +800,34 @@ def read_runbook(nctx: Any, journal: Journal, *, runs_dir: Path | None = None,
 
 RESTORE_BEFORE_COMPARE = (
     "the compare starts from the resident in the seat and is refused while the candidate holds "
-    "it: restore puts the resident back and ends the hold, so this cycle closes without a "
-    "decision; in the next one compare before the swap")
+    "it: `restore --keep-hold` puts the resident back and keeps the hold (the cycle stays "
+    "open), then compare, then swap again; a plain restore ends the hold and closes the cycle "
+    "without a decision")
 """:attr:`RunbookState.next_why` when the candidate was swapped in before the compare."""
 
 
 def swap_before_compare(state: RunbookState | None) -> str | None:
     """The warning a swap's confirmation carries when ``state`` (the runbook read from the node
     and the journal) has the resident in the seat, an open cycle and its compare not done:
-    once the candidate is in the seat the compare is refused until a restore, which ends the
-    hold and the cycle without a decision. ``None``: nothing to warn of (or no state). Pure."""
+    once the candidate is in the seat the compare is refused until the resident is back
+    (``restore --keep-hold`` keeps the hold; a plain restore ends it and the cycle without a
+    decision). ``None``: nothing to warn of (or no state). Pure."""
     if state is None or state.seat_holder != "resident" or state.cycle_closed_at is not None:
         return None
     if state.stage("compare").status == "done":
         return None
     return ("⚠ the compare is not done in this cycle and it starts from the resident: after "
-            "this swap it is refused until a restore, which ends the hold and the cycle without "
-            "a decision — compare first to reach one")
+            "this swap it is refused until the resident is back (`restore --keep-hold` keeps "
+            "the hold; then compare and swap again) — compare first to save two restarts")
+
+
+def restore_keeps_hold(state: RunbookState | None) -> bool:
+    """Whether the restore ``state`` points at is the one that keeps the hold: the candidate
+    holds the seat and the compare, not yet done, starts from the resident
+    (:data:`RESTORE_BEFORE_COMPARE`: ``seat-console restore --keep-hold``). ``False`` for no
+    state or any other next stage. Pure."""
+    return (state is not None and state.next is not None and state.next.name == "restore"
+            and state.next_why == RESTORE_BEFORE_COMPARE)
 
 
 _SEAT_PHRASE = {"resident": "the resident", "candidate": "the candidate",
@@ -881,5 +917,5 @@ def next_line(state: RunbookState) -> str:
 
 __all__ = ["COMMANDS", "DECISIONS", "KEYS", "NEEDS", "RECOVER_COMMAND", "RESTORE_BEFORE_COMPARE",
            "STAGES", "STAGE_OF_RUNBOOK", "RunbookState", "SeatHolder", "StageState", "Status",
-           "next_json", "next_line", "read_runbook", "seat_phrase", "state_to_json",
-           "swap_before_compare"]
+           "next_json", "next_line", "read_runbook", "restore_keeps_hold", "seat_phrase",
+           "state_to_json", "swap_before_compare"]

@@ -42,7 +42,9 @@ swap's recorded identity: drain and stop (keep) the probe; start the resident as
 container, so the same image, args and mounts); verify its image ID is the recorded one,
 ``/health`` 200, the recorded models listed, and **one real completion** answered (the seat's
 downtime measured to it, facts ``downtime``); then run
-part 1's release of the hold (timers started and verified, silence expired, lease cancelled).
+part 1's release of the hold (timers started and verified, silence expired, lease cancelled) —
+or, with ``keep_hold`` (``restore --keep-hold``), check the hold is still active and keep it
+(the cycle stays open: the compare, which starts from the resident, can run next).
 
 After a kill -9: the journal holds an unfinished ``swap`` (or ``restore``) run; :func:`rebuild`
 gives ``recover`` the runbook with the same run ID and facts; every undo reads the node first
@@ -54,7 +56,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 from seat_console.actions import hold as hold_mod
@@ -1198,7 +1200,7 @@ def build_restore(nctx: NodeContext, journal: Journal, *, on_log: Callable[[str]
                   lambda line: None, observer: Observer | None = None,
                   run_id: str | None = None, facts: dict[str, Any] | None = None,
                   defer: dict[str, datetime] | None = None,
-                  defer_firing: datetime | None = None) -> Runbook:
+                  defer_firing: datetime | None = None, keep_hold: bool = False) -> Runbook:
     """The restore runbook (module docstring); raises :class:`StepError` when no swap recorded
     a resident identity (nothing to restore from) — :class:`NothingToRestore` when the
     resident holds the seat now (:func:`no_swap_error`; reads docker, changes nothing).
@@ -1209,7 +1211,19 @@ def build_restore(nctx: NodeContext, journal: Journal, *, on_log: Callable[[str]
     (the facts' ``forecast``, as :func:`~seat_console.actions.hold.build_release` plans it).
     ``defer`` / ``defer_firing``: passed to the release (keep a timer stopped until then; a
     transient timer on the node starts it). Raises :class:`ValueError` for a ``defer`` timer
-    the current hold did not stop."""
+    the current hold did not stop.
+
+    ``keep_hold``: put the resident back and keep the hold (journaled in the run's inputs,
+    ``keep_hold: true``): its last step is ``keep hold`` — the hold must be active when
+    planned and still active after (its lease still ends it at ``expires_at``) — instead of
+    ``release hold``, so the cycle stays open: a swap made before the compare is undone and
+    the compare, which starts from the resident, can run under the same hold
+    (:func:`seat_console.actions.stages.read_runbook` reads that swap as to be done again).
+    Raises :class:`ValueError` with ``defer`` / ``defer_firing`` (they belong to a release)."""
+    fresh = facts is None    # not a recovery (rebuild): only a fresh run is gated on the hold
+    if keep_hold and (defer or defer_firing is not None):
+        raise ValueError("--defer and --defer-firing plan the hold's release; --keep-hold "
+                         "releases nothing: leave them out, or restore without --keep-hold")
     if defer and facts is None:
         cur = hold_mod.current_hold(journal)
         for u in defer:
@@ -1309,6 +1323,43 @@ def build_restore(nctx: NodeContext, journal: Journal, *, on_log: Callable[[str]
             raise StepError(f"hold {hid} is {state} after the release")
         return f"hold {hid} released (timers verified active, silence expired, lease cancelled)"
 
+    def active_to_keep() -> Any:
+        h = hold_mod.current_hold(journal)
+        if h is None or h.state != "active" or h.remaining_s() <= 0:
+            raise StepError("there is no active hold to keep" + (
+                "" if h is None else f" (hold {h.hold_id} is "
+                + (h.state if h.state != "active" else "past its end") + ")")
+                + ": restore without --keep-hold (the seat goes back and the cycle closes), "
+                  "or place a hold first")
+        return h
+
+    def keep_gate(ctx: RunContext) -> str:
+        # read right before the first step acts: nothing is stopped when there is no hold
+        h = active_to_keep()
+        return f"hold {h.hold_id} active: kept after the restore"
+
+    def keep_check(ctx: RunContext) -> Check:
+        h = active_to_keep()
+        ctx.facts["hold_id"] = h.hold_id
+        until = f"{h.expires_at.astimezone(UTC):%Y-%m-%d %H:%M}Z"
+        return Check(True, f"keep hold {h.hold_id} until {until} (timers stay "
+                           "stopped, the silence stays; the compare can run under it, and "
+                           "`seat-console release` ends it)")
+
+    def keep_verify(ctx: RunContext) -> str:
+        hid = ctx.facts.get("hold_id")
+        h = hold_mod.current_hold(journal)
+        if h is None or h.hold_id != hid or h.state != "active":
+            raise StepError(f"hold {hid} is "
+                            + ("gone" if h is None or h.hold_id != hid else h.state)
+                            + " after the restore: check `seat-console hold --status`")
+        return f"hold {hid} kept, active until {h.expires_at.astimezone(UTC):%H:%M}Z"
+
+    last = (Step("keep hold", keep_check, lambda ctx: "kept", keep_verify, None,
+                 manual="seat-console release (when the hold is no longer needed)")
+            if keep_hold else
+            Step("release hold", rel_check, rel_apply, rel_verify, None,
+                 manual="seat-console release"))
     steps = [
         Step("stop probe", probe_check, lambda ctx: _stop_probe(nctx, ctx), probe_verify, None,
              acts_on=lambda ctx: [_swap_spec(nctx).container]),
@@ -1317,12 +1368,13 @@ def build_restore(nctx: NodeContext, journal: Journal, *, on_log: Callable[[str]
              acts_on=lambda ctx: [(ctx.facts.get("resident") or {}).get("name")
                                   or _resident_name(nctx)]),
         _prune_step(nctx),
-        Step("release hold", rel_check, rel_apply, rel_verify, None,
-             manual="seat-console release"),
+        last,
     ]
     from seat_console.actions.gates import downtime_gate
 
     inputs: dict[str, Any] = {"swap_run_id": facts.get("swap_run_id")}
+    if keep_hold:
+        inputs["keep_hold"] = True
     if defer:
         inputs["defer"] = {u: hold_mod.iso(t) for u, t in defer.items()}
     if defer_firing is not None:
@@ -1332,7 +1384,8 @@ def build_restore(nctx: NodeContext, journal: Journal, *, on_log: Callable[[str]
                    profile_sha256=nctx.loaded.sha256,
                    gates=[downtime_gate(nctx, lambda: hold_mod.hold_in_effect(nctx, journal),
                                         "restore",
-                                        "stops the candidate and starts the resident")])
+                                        "stops the candidate and starts the resident"),
+                          *([keep_gate] if keep_hold and fresh else [])])
 
 
 def rebuild(nctx: NodeContext, journal: Journal, rows: Sequence[Entry],
@@ -1353,7 +1406,8 @@ def rebuild(nctx: NodeContext, journal: Journal, rows: Sequence[Entry],
                  if (t := when(v)) is not None}
         return build_restore(nctx, journal, observer=observer, run_id=first.run_id,
                              facts=facts, defer=defer or None,
-                             defer_firing=when(first.inputs.get("defer_firing")))
+                             defer_firing=when(first.inputs.get("defer_firing")),
+                             keep_hold=first.inputs.get("keep_hold") is True)
     raise ValueError(f"swap.rebuild: {first.runbook!r} is not a swap or restore run")
 
 

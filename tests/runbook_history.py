@@ -32,13 +32,15 @@ class History:
         return f"{name}-{self.n:04d}"
 
     def run(self, runbook: str, outcome: str | None = "done", facts: dict[str, Any] | None = None,
-            steps: tuple[str, ...] = ("step",), run_id: str | None = None) -> str:
+            steps: tuple[str, ...] = ("step",), run_id: str | None = None,
+            inputs: dict[str, Any] | None = None) -> str:
         """A runbook-engine run: start, begin/apply/verify per step, end ``outcome`` (``None``:
-        no end row, the console died inside the last step)."""
+        no end row, the console died inside the last step); ``inputs`` on its start row, as
+        the engine writes them."""
         rid = run_id or self.rid(runbook)
         f = dict(facts or {})
         self.j.append(run_id=rid, runbook=runbook, kind="start", outcome="started", facts=f,
-                      at=self.tick())
+                      inputs=inputs, at=self.tick())
         for s in steps:
             self.j.append(run_id=rid, runbook=runbook, kind="begin", step=s, facts=f,
                           at=self.tick())
@@ -123,7 +125,13 @@ class History:
                                       "runs": [], "report_sha256": "c" * 64,
                                       "questions": [], "needs": needs})
 
-    def restore(self, outcome: str | None = "done", release: bool = True) -> str:
+    def restore(self, outcome: str | None = "done", release: bool = True,
+                keep_hold: bool = False) -> str:
+        """A restore; ``keep_hold``: ``restore --keep-hold`` (its last step keeps the hold)."""
+        if keep_hold:
+            return self.run("restore", outcome, steps=("stop probe", "start resident",
+                                                       "keep hold"),
+                            inputs={"swap_run_id": None, "keep_hold": True})
         return self.run("restore", outcome, steps=("stop probe", "start resident")
                         + (("release hold",) if release else ()))
 

@@ -196,13 +196,28 @@ def test_a_load_through_a_drained_restore_loses_no_request_admitted_before_the_d
     try:
         assert load.wait_ok(4, time.time(), 60), load.done[-5:]
         t0 = time.time()
-        r = seat_cli(seat.prof, seat.env, "restore", "--yes", "--json", timeout=900)
+        # --keep-hold: the swap undone, the hold kept (the way back to a compare in this cycle)
+        r = seat_cli(seat.prof, seat.env, "restore", "--keep-hold", "--yes", "--json",
+                     timeout=900)
         assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
         assert load.recovered.wait(120), load.done[-5:]   # the resident serves it
     finally:
         load.stop()
+    kept = json.loads(seat_cli(seat.prof, seat.env, "hold", "--status", "--json",
+                               timeout=60).stdout)["hold"]
+    assert kept is not None and kept["state"] == "active", kept
+    node = node_transport(lab)
+    assert not any(timers_active(node, kept["stopped"]).values())   # still stopped
+    book = json.loads(seat_cli(seat.prof, seat.env, "runbook", "--json", timeout=60).stdout)
+    stage = {x["name"]: x for x in book["stages"]}
+    assert book["cycle_closed_at"] is None and stage["hold"]["status"] == "done", book
+    assert stage["swap"]["status"] == "stale" and "--keep-hold" in stage["swap"]["reason"]
+    assert stage["restore"]["status"] == "todo", stage["restore"]
+    rel = seat_cli(seat.prof, seat.env, "release", "--yes", "--json", timeout=300)
+    assert rel.returncode == 0, rel.stdout[-3000:] + rel.stderr[-3000:]
     # the restore: the same resident container and image ID, answering (one completion
-    # verified); the probe stopped and kept; the hold released, its timers active again
+    # verified); the probe stopped and kept; the hold kept, then released by `release`, its
+    # timers active again
     done = json.loads(r.stdout)
     assert "one completion answered" in json.dumps(done["steps"])
     with lab.docker_client() as client:
@@ -216,8 +231,9 @@ def test_a_load_through_a_drained_restore_loses_no_request_admitted_before_the_d
     assert st["hold"] is None or st["hold"]["state"] == "released"
     assert timers_active(node_transport(lab), lab.timers) == seat.timers
     kinds = [(r["runbook"], r["kind"], r["step"]) for r in journal_rows(seat.env)]
-    for step in ("stop probe", "start resident", "release hold"):
+    for step in ("stop probe", "start resident", "keep hold"):
         assert ("restore", "verify", step) in kinds
+    assert ("restore", "verify", "release hold") not in kinds
     facts = _facts(seat.env, "restore")
     drain, down = facts["drain"], facts["downtime"]
     assert drain["mode"] == "pause" and drain["reached_zero"] is True

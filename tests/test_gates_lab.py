@@ -155,6 +155,18 @@ def test_compare_and_release_are_refused_while_the_candidate_holds_the_seat(
                 assert first.startswith("  – ⚠ the restore takes the seat down WITHOUT a hold "
                                         "(no hold is in effect): it stops the candidate and "
                                         "starts the resident"), dry.stdout
+                # --keep-hold with no hold to keep: refused before anything is stopped
+                keep = seat_cli(lab.profile_path, env, "restore", "--keep-hold", "--dry-run")
+                assert keep.returncode == 5, keep.stdout + keep.stderr
+                assert "there is no active hold to keep" in keep.stdout, keep.stdout
+                keep = seat_cli(lab.profile_path, env, "restore", "--keep-hold", "--yes")
+                assert keep.returncode == 5, keep.stdout + keep.stderr
+                with lab.docker_client() as client:     # nothing changed
+                    assert client.containers.get(PROBE_CONTAINER).attrs["State"]["Running"]
+                bad = seat_cli(lab.profile_path, env, "restore", "--keep-hold", "--defer",
+                               f"{lab.timers[0]}=30m", "--dry-run")
+                assert bad.returncode == 2 and "--keep-hold releases nothing" in bad.stderr, \
+                    bad.stdout + bad.stderr
             finally:
                 with lab.docker_client() as client:
                     client.containers.get(PROBE_CONTAINER).remove(force=True)

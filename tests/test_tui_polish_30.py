@@ -228,7 +228,8 @@ def test_a_swap_before_the_compare_is_warned_of_at_its_confirmation(tmp_path) ->
         h = History(j, tmp_path, t0=datetime.now(UTC) - timedelta(hours=1))
         h.to_backport()
         warn = swap_before_compare(read_runbook(None, j, runs_dir=tmp_path, seat="resident"))
-        assert warn is not None and "refused until a restore" in warn and "compare first" in warn
+        assert warn is not None and "refused until the resident is back" in warn
+        assert "`restore --keep-hold` keeps the hold" in warn and "compare first" in warn
         assert swap_before_compare(read_runbook(None, j, runs_dir=tmp_path,
                                                 seat="candidate")) is None
         h.compare()

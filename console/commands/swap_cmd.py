@@ -5,12 +5,15 @@ the resident comes back (:mod:`seat_console.actions.swap`).
   hold, and without a fitting candidate budget unless ``--force --reason`` (journaled). Asks
   the engineer to **type the seat's name** (``node.name``) unless ``--yes``: it stops the
   resident. A failure undoes the swap (the resident is started and verified); the hold stays.
-* ``restore [--defer UNIT=WHEN]… [--defer-firing WHEN] [--dry-run] [--yes] [--json]`` — stop
+* ``restore [--defer UNIT=WHEN]… [--defer-firing WHEN] [--keep-hold] [--dry-run] [--yes]
+  [--json]`` — stop
   (keep) the probe, start the resident as the newest swap recorded it, verify image ID,
   ``/health``, one completion, then release the hold. Its plan names each timer that fires the
   moment it is started, with the time (``forecast`` in ``--json``), and takes the same
   ``--defer`` / ``--defer-firing`` as ``release``; when no hold is in effect it says first that
-  the seat goes down unheld.
+  the seat goes down unheld. ``--keep-hold``: the same, but the hold is checked active and
+  kept instead of released (the cycle stays open: compare next, then swap again); refused
+  (exit 5) without an active hold, and a usage error (2) with ``--defer``.
   When no swap is recorded and the resident holds the seat (running, the probe not), it says
   so and exits 0: nothing to restore (with or without ``--dry-run``).
 
@@ -49,6 +52,10 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "(30m, 2h, 23:00Z) by a transient timer on the node; repeatable")
     r.add_argument("--defer-firing", metavar="WHEN",
                    help="defer to WHEN every timer that would fire at once when started")
+    r.add_argument("--keep-hold", action="store_true",
+                   help="put the resident back but keep the hold (timers stopped, silence on): "
+                        "the cycle stays open, so a swap made before the compare is undone "
+                        "and the compare can run next; `seat-console release` ends the hold")
     ac.add_action_flags(r)
     r.set_defaults(func=ac.ends_with_next(run_restore))
 
@@ -108,7 +115,8 @@ def run_restore(args: argparse.Namespace, loaded: LoadedProfile) -> int:
         try:
             rb = swap_mod.build_restore(nctx, journal, on_log=_log_line,
                                         observer=ac.observer(args.json), defer=defer or None,
-                                        defer_firing=firing)
+                                        defer_firing=firing,
+                                        keep_hold=bool(getattr(args, "keep_hold", False)))
         except ValueError as exc:
             return ac.fail(prog, str(exc), ac.EXIT_USAGE, args.json)
         except swap_mod.NothingToRestore as exc:

@@ -268,12 +268,23 @@ def _make_swap(_ctl: RunbookController, journal: Any, nctx: Any, observer: Any,
                                options=swap_mod.SwapOptions(on_log=on_log))
 
 
+def _restore_keeps_hold(ctl: RunbookController) -> bool:
+    """Whether R runs ``restore --keep-hold``: the runbook on screen (read from the node and
+    the journal) says the candidate was swapped in before the compare
+    (:func:`seat_console.actions.stages.restore_keeps_hold`); its plan and question say so."""
+    from seat_console.actions.stages import restore_keeps_hold
+
+    return restore_keeps_hold(getattr(getattr(ctl, "app", None), "runbook_state", None))
+
+
 def _make_restore(_ctl: RunbookController, journal: Any, nctx: Any, observer: Any,
                   on_log: Any) -> Any:
     from seat_console.actions import swap as swap_mod
 
+    keep = _restore_keeps_hold(_ctl)
     return swap_mod.build_restore(nctx, journal, on_log=on_log, observer=observer,
-                                  defer_firing=_ctl.defer_firing)
+                                  defer_firing=None if keep else _ctl.defer_firing,
+                                  keep_hold=keep)
 
 
 class ComparePlan:
@@ -427,7 +438,8 @@ FLOWS: dict[str, Flow] = {f.kind: f for f in (
          make=_make_build),
     Flow("swap", lambda c: f"Swap the seat {c.seat}? (stops the resident)",
          "Yes, swap the seat", typed=True, refresh=SEAT_SOURCES, make=_make_swap),
-    Flow("restore", lambda c: f"Restore the resident in the seat {c.seat}?",
+    Flow("restore", lambda c: f"Restore the resident in the seat {c.seat}"
+         + (" and keep the hold (the compare comes next)?" if _restore_keeps_hold(c) else "?"),
          "Yes, restore the seat", refresh=SEAT_SOURCES, make=_make_restore),
     Flow("compare", lambda c: f"Compare the resident and the candidate on the seat {c.seat}? "
          "(stops the resident; restored at the end)", "Yes, compare", typed=True,

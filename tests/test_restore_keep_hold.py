@@ -1,0 +1,120 @@
+"""``restore --keep-hold`` (a QA walk: a swap made before the compare could only be undone by a
+restore that ended the hold and the cycle): the runbook reads it as the swap undone under the
+same hold, so the compare comes next, then the swap again — and the stage that points at it
+names the command and the key's flow keeps the hold."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+from runbook_history import History
+
+from seat_console.actions.journal import Journal
+from seat_console.actions.stages import (RESTORE_BEFORE_COMPARE, read_runbook,
+                                          restore_keeps_hold, swap_before_compare)
+
+
+@pytest.fixture(autouse=True)
+def _state(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("SEAT_CONSOLE_STATE_DIR", str(tmp_path / "state"))   # a journal each
+    monkeypatch.setenv("SEAT_CONSOLE_DATA_DIR", str(tmp_path / "data"))
+
+
+def _history(j: Journal, tmp: Path) -> History:
+    h = History(j, tmp, t0=datetime.now(UTC) - timedelta(hours=1))
+    h.to_backport()
+    h.swap()
+    h.probe()
+    return h
+
+
+def test_swapped_before_the_compare_the_next_restore_keeps_the_hold(tmp_path: Path) -> None:
+    with Journal() as j:
+        _history(j, tmp_path)
+        st = read_runbook(None, j, runs_dir=tmp_path, seat="candidate")
+        assert st.next.name == "restore" and st.next_why == RESTORE_BEFORE_COMPARE
+        assert st.next.command == "seat-console restore --keep-hold"
+        assert restore_keeps_hold(st)
+        # the stage list keeps the plain command (the cycle's restore, at its end)
+        assert st.stage("restore").command == "seat-console restore"
+
+
+def test_after_a_keep_hold_restore_compare_then_swap_again_in_the_same_cycle(
+        tmp_path: Path) -> None:
+    with Journal() as j:
+        h = _history(j, tmp_path)
+        h.restore(keep_hold=True)
+        st = read_runbook(None, j, runs_dir=tmp_path, seat="resident")
+        assert st.cycle_closed_at is None                       # the cycle stays open
+        assert st.stage("hold").status == "done"
+        assert st.stage("restore").status == "todo"             # not the cycle's restore
+        assert st.stage("promote").status == "todo"             # nor a branch taken
+        swap = st.stage("swap")
+        assert swap.status == "stale" and "--keep-hold" in swap.reason, swap
+        assert st.stage("probe").status == "stale"              # it needs the swap again
+        assert st.next.name == "compare" and not restore_keeps_hold(st)
+        assert swap_before_compare(st) is not None              # a swap now would warn again
+        h.compare()
+        st = read_runbook(None, j, runs_dir=tmp_path, seat="resident")
+        assert st.next.name == "swap"
+        h.swap()
+        st = read_runbook(None, j, runs_dir=tmp_path, seat="candidate")
+        assert st.stage("swap").status == "done" and st.next.name == "probe"
+        h.probe()
+        h.decide("KEEP")
+        h.restore()                                             # the cycle's restore
+        st = read_runbook(None, j, runs_dir=tmp_path, seat="resident")
+        assert st.stage("restore").status == "done"
+        assert st.cycle_closed_at is not None                   # it released the hold
+
+
+def test_a_keep_hold_restore_that_failed_is_the_restore_stage_failed(tmp_path: Path) -> None:
+    """Only a keep-hold restore that ended done is a step back; one that failed shows as the
+    restore it is (its fix named), and the swap it did not undo stays done."""
+    with Journal() as j:
+        h = _history(j, tmp_path)
+        h.restore("failed", keep_hold=True)
+        st = read_runbook(None, j, runs_dir=tmp_path, seat="candidate")
+        assert st.stage("restore").status == "failed"
+        assert st.stage("swap").status == "done"
+
+
+def test_keep_hold_refuses_defer_before_reading_anything() -> None:
+    from seat_console.actions.swap import build_restore
+
+    with pytest.raises(ValueError, match="--keep-hold releases nothing"):
+        build_restore(None, None, keep_hold=True,  # type: ignore[arg-type]
+                      defer={"a.timer": datetime.now(UTC)})
+    with pytest.raises(ValueError, match="--keep-hold releases nothing"):
+        build_restore(None, None, keep_hold=True,  # type: ignore[arg-type]
+                      defer_firing=datetime.now(UTC))
+
+
+def test_the_tuis_restore_keeps_the_hold_where_the_runbook_says_so(tmp_path: Path,
+                                                                   monkeypatch) -> None:
+    """R on the TUI: its question and its runbook follow the runbook read from the node and
+    the journal — keep the hold while the compare is still to come, release it otherwise."""
+    from types import SimpleNamespace
+
+    from seat_console.actions import swap as swap_mod
+    from seat_console.tui import runbook as rb
+
+    got: list[dict] = []
+    monkeypatch.setattr(swap_mod, "build_restore", lambda *a, **k: got.append(k))
+    flow = rb.FLOWS["restore"]
+    with Journal() as j:
+        _history(j, tmp_path)
+        before = read_runbook(None, j, runs_dir=tmp_path, seat="candidate")
+        h = History(j, tmp_path, t0=datetime.now(UTC))
+        h.compare()
+        after = read_runbook(None, j, runs_dir=tmp_path, seat="candidate")
+    assert restore_keeps_hold(before) and not restore_keeps_hold(after)
+    for state, keep in ((before, True), (after, False), (None, False)):
+        ctl = SimpleNamespace(app=SimpleNamespace(runbook_state=state), seat="node-7",
+                              defer_firing=None)
+        q = flow.question(ctl)
+        assert q.endswith("and keep the hold (the compare comes next)?") is keep, q
+        flow.make(ctl, None, None, None, None)
+        assert got[-1]["keep_hold"] is keep
