@@ -251,3 +251,22 @@ def test_recover_help_documents_the_exit_codes_it_returns(state: History, capsys
     assert cli.main(["recover", "--undo", "--dry-run"]) == 0
     monkeypatch.setattr("sys.stdin.isatty", lambda: False)
     assert cli.main(["recover", "--undo"]) == 2
+
+
+def test_next_after_a_swap_before_the_compare_runs_restore_keeping_the_hold(
+        state: History, capsys, monkeypatch) -> None:
+    """Swapped before the compare, ``runbook next`` runs what its line names: ``restore
+    --keep-hold`` (a plain restore would end the hold and the cycle without a decision)."""
+    from seat_console.actions.stages import read_runbook
+    from seat_console.commands import runbook_cmd, swap_cmd
+
+    state.to_backport()
+    state.swap()
+    state.probe()
+    monkeypatch.setattr(runbook_cmd, "read_state", lambda nctx, journal: read_runbook(
+        None, journal, runs_dir=state.data / "runs", seat="candidate"))
+    ran: list[argparse.Namespace] = []
+    monkeypatch.setattr(swap_cmd, "run_restore", lambda a, lo: ran.append(a) or 0)
+    assert cli.main(["runbook", "next", "--dry-run"]) == 0, capsys.readouterr()
+    assert len(ran) == 1 and ran[0].keep_hold is True and ran[0].dry_run is True
+    assert "seat-console restore --keep-hold" in capsys.readouterr().out

@@ -16,7 +16,8 @@ that command takes them):
   whose command this console lacks is refused naming the command);
 * ``hold``, ``backport``, ``swap``, ``probe``, ``compare``, ``restore``, ``release``: ``hold``
   (reason ``seat-swap runbook``), ``build-backport``, ``swap``, ``probe``, ``compare``,
-  ``restore``, ``release``;
+  ``restore``, ``release`` (``restore --keep-hold`` where the candidate was swapped in
+  before the compare: the runbook's next line names it);
 * a run that never ended (a console killed inside it): ``recover``, which lists it and what
   it changed; choose ``seat-console recover --undo`` or ``--complete`` yourself.
 
@@ -48,6 +49,7 @@ from seat_console.actions.stages import (
     next_json,
     next_line,
     read_runbook,
+    restore_keeps_hold,
     seat_phrase,
     state_to_json,
 )
@@ -185,11 +187,15 @@ def _next(args: argparse.Namespace, loaded: LoadedProfile, nctx: NodeContext,
         stage = "fit"   # a closed cycle: the next step opens a new one
     else:
         stage = "recover" if state.next.command == RECOVER_COMMAND else state.next.name
+    keep = stage == "restore" and restore_keeps_hold(state)   # swapped before the compare
     if not args.json:
-        print(f"runbook: next stage {stage}", flush=True)
+        print(f"runbook: next stage {stage}" + (" (keeping the hold: `seat-console restore "
+                                                "--keep-hold`)" if keep else ""), flush=True)
     if stage == "fit":
         return _fit(args, loaded, nctx, journal)
     mod_name, argv = DELEGATE[stage]
+    if keep:
+        argv = [*argv, "--keep-hold"]
     try:
         mod = importlib.import_module(mod_name)
     except ImportError:
