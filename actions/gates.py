@@ -139,8 +139,8 @@ def compare_gate(nctx: NodeContext) -> Gate:
         ctx.facts["seat_holder"] = seat.holder
         if seat.holder == "resident":
             return None
-        fix = {"candidate": "run `seat-console restore` first (the resident back, the hold "
-                            "released), then compare",
+        fix = {"candidate": "run `seat-console restore --keep-hold` first (the resident back, "
+                            "the hold kept), then compare",
                "both": f"stop the one that should not serve (`docker stop {seat.probe}`), then "
                        "compare",
                "none": "run `seat-console restore` (or `docker start "

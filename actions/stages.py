@@ -822,12 +822,15 @@ def swap_before_compare(state: RunbookState | None) -> str | None:
 
 
 def restore_keeps_hold(state: RunbookState | None) -> bool:
-    """Whether the restore ``state`` points at is the one that keeps the hold: the candidate
-    holds the seat and the compare, not yet done, starts from the resident
-    (:data:`RESTORE_BEFORE_COMPARE`: ``seat-console restore --keep-hold``). ``False`` for no
-    state or any other next stage. Pure."""
-    return (state is not None and state.next is not None and state.next.name == "restore"
-            and state.next_why == RESTORE_BEFORE_COMPARE)
+    """Whether a restore now should keep the hold (``seat-console restore --keep-hold``): the
+    cycle is open with its hold placed, the candidate holds the seat and the compare — which
+    starts from the resident and which every decision needs — is not done in this cycle
+    (:data:`RESTORE_BEFORE_COMPARE`). A cycle given up is then closed by a release. ``False``
+    for no state, a closed cycle, the resident in the seat or the compare done. Pure."""
+    return (state is not None and state.cycle_closed_at is None
+            and state.seat_holder in ("candidate", "both")
+            and state.stage("hold").status == "done"
+            and state.stage("compare").status != "done")
 
 
 _SEAT_PHRASE = {"resident": "the resident", "candidate": "the candidate",

@@ -120,7 +120,7 @@ def test_compare_and_release_are_refused_while_the_candidate_holds_the_seat(
                 cmp = seat_cli(lab.profile_path, env, "compare", "--dry-run")
                 assert cmp.returncode == 5, cmp.stdout + cmp.stderr
                 assert ("✗ seat state: compare starts from the resident in the seat (it is "
-                        f"arm A), but {state} — run `seat-console restore` first") in cmp.stdout
+                        f"arm A), but {state} — run `seat-console restore --keep-hold` first") in cmp.stdout
                 cmp = seat_cli(lab.profile_path, env, "compare", "--yes")
                 assert cmp.returncode == 5 and "refused, nothing changed: compare starts " \
                     "from the resident" in cmp.stderr, cmp.stdout + cmp.stderr

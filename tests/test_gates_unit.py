@@ -101,8 +101,8 @@ def test_an_unreadable_docker_is_unknown_with_the_reason(tmp_path, monkeypatch) 
 COMPARE_REFUSED = {
     "candidate": "compare starts from the resident in the seat (it is arm A), but the candidate "
                  "seat-probe holds the seat (running; the resident seat-resident is stopped) — "
-                 "run `seat-console restore` first (the resident back, the hold released), "
-                 "then compare",
+                 "run `seat-console restore --keep-hold` first (the resident back, the hold "
+                 "kept), then compare",
     "none": "compare starts from the resident in the seat (it is arm A), but nothing holds the "
             "seat: neither seat-resident nor seat-probe is running — run `seat-console "
             "restore` (or `docker start seat-resident`) first, then compare",

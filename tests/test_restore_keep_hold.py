@@ -39,6 +39,26 @@ def test_swapped_before_the_compare_the_next_restore_keeps_the_hold(tmp_path: Pa
         assert restore_keeps_hold(st)
         # the stage list keeps the plain command (the cycle's restore, at its end)
         assert st.stage("restore").command == "seat-console restore"
+        # the resident in the seat, or the compare done: a restore releases as before
+        assert not restore_keeps_hold(read_runbook(None, j, runs_dir=tmp_path, seat="resident"))
+
+
+def test_any_restore_before_the_compare_keeps_the_hold(tmp_path: Path) -> None:
+    """Also where the probe, not the restore, is next: a restore of the candidate before the
+    compare is the way back to it (every decision needs the compare); a cycle given up ends
+    with a release. Without a hold placed in the cycle there is nothing to keep."""
+    with Journal() as j:
+        h = History(j, tmp_path, t0=datetime.now(UTC) - timedelta(hours=1))
+        h.fit()
+        h.image()
+        h.backport()
+        h.swap()
+        assert not restore_keeps_hold(read_runbook(None, j, runs_dir=tmp_path,
+                                                   seat="candidate"))      # no hold
+        h.hold()
+        h.swap()
+        st = read_runbook(None, j, runs_dir=tmp_path, seat="candidate")
+        assert st.next.name == "probe" and restore_keeps_hold(st)
 
 
 def test_after_a_keep_hold_restore_compare_then_swap_again_in_the_same_cycle(

@@ -234,5 +234,8 @@ def test_refusals_in_the_tui_name_the_keys_not_the_commands() -> None:
     compare = "compare starts from … — run `seat-console restore` first, then compare"
     assert press_keys(compare, keys.get).endswith("— press R (restore) first, then compare")
     assert press_keys("`seat-console promote --undo`", keys.get) == "press Z (promote --undo)"
+    # R keeps the hold in the state this advice is given in (the candidate before the compare)
+    assert press_keys("run `seat-console restore --keep-hold` first", keys.get) == \
+        "press R (restore --keep-hold) first"
     assert press_keys(release, {"node.restore": "x"}.get).count("`seat-console") == 2
     assert press_keys(release, lambda _b: None) == release                # read-only: as is

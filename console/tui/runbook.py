@@ -114,13 +114,14 @@ def plain_words(text: str, docker_host: str | None = None) -> str:
 
 
 _CLI_KEY = {"hold": "node.hold", "release": "node.release", "restore": "node.restore",
+            "restore --keep-hold": "node.restore",
             "promote": "node.promote", "promote --undo": "node.promote-undo",
             "compare": "node.compare", "swap": "node.swap", "probe": "node.probe"}
 """The node actions a refusal names as a command (``seat-console restore``) → their binding
 ids (:data:`seat_console.tui.keys.KEYS`)."""
 
-_CLI_COMMAND = re.compile(r"(?:\brun )?(\()?`seat-console (promote --undo|hold|release|restore|"
-                          r"promote|compare|swap|probe)`(?(1)\))")
+_CLI_COMMAND = re.compile(r"(?:\brun )?(\()?`seat-console (promote --undo|restore --keep-hold|"
+                          r"hold|release|restore|promote|compare|swap|probe)`(?(1)\))")
 
 
 def press_keys(text: str, key_of: Callable[[str], str | None]) -> str:
@@ -129,8 +130,10 @@ def press_keys(text: str, key_of: Callable[[str], str | None]) -> str:
     ``key_of`` maps a binding id to the key as the screen shows it (the profile's ``[keys]``
     remapping), ``None`` where none runs it (``--readonly``): then the command stays. A
     command in brackets after the words that name it ("place a hold first (`seat-console
-    hold`)") is said as ``(press H)``. A command with arguments stays as it is (the TUI's
-    flows take none). Pure."""
+    hold`)") is said as ``(press H)``. ``restore --keep-hold`` is R's: the TUI's restore keeps
+    the hold in just the state that advice is given in (:func:`seat_console.actions.stages.
+    restore_keeps_hold`: the candidate in the seat, the compare not done). Another command
+    with arguments stays as it is (the TUI's flows take none). Pure."""
     def sub(m: re.Match[str]) -> str:
         key = key_of(_CLI_KEY[m.group(2)])
         if key is None:
@@ -270,7 +273,7 @@ def _make_swap(_ctl: RunbookController, journal: Any, nctx: Any, observer: Any,
 
 def _restore_keeps_hold(ctl: RunbookController) -> bool:
     """Whether R runs ``restore --keep-hold``: the runbook on screen (read from the node and
-    the journal) says the candidate was swapped in before the compare
+    the journal) has the candidate in the seat before the compare
     (:func:`seat_console.actions.stages.restore_keeps_hold`); its plan and question say so."""
     from seat_console.actions.stages import restore_keeps_hold
 
