@@ -138,3 +138,27 @@ def test_the_tuis_restore_keeps_the_hold_where_the_runbook_says_so(tmp_path: Pat
         assert q.endswith("and keep the hold (the compare comes next)?") is keep, q
         flow.make(ctl, None, None, None, None)
         assert got[-1]["keep_hold"] is keep
+
+
+def test_the_tui_says_r_for_restore_keep_hold_only_where_r_keeps_the_hold(tmp_path: Path) -> None:
+    """The compare's refusal advises ``restore --keep-hold``: on the TUI that is "press R" only
+    where R's restore keeps the hold (the candidate before the compare); after a compare (an
+    INCONCLUSIVE decision, the candidate in the seat) R releases, so the command stays."""
+    from types import SimpleNamespace
+
+    from seat_console.tui import runbook as rb
+
+    refusal = "compare starts from the resident … — run `seat-console restore --keep-hold` first"
+    keymap = {"node.restore": "R", "node.compare": "C"}
+    with Journal() as j:
+        h = _history(j, tmp_path)
+        before = read_runbook(None, j, runs_dir=tmp_path, seat="candidate")
+        h.compare()
+        h.decide("INCONCLUSIVE")
+        after = read_runbook(None, j, runs_dir=tmp_path, seat="candidate")
+    for state, said in ((before, "press R (restore --keep-hold) first"),
+                        (after, "run `seat-console restore --keep-hold` first")):
+        ctl = SimpleNamespace(app=SimpleNamespace(key_of=keymap.get, runbook_state=state))
+        keys = rb.RunbookController.keys(ctl)  # type: ignore[arg-type]
+        assert rb.press_keys(refusal, keys).endswith(said)
+        assert keys("node.compare") == "C"

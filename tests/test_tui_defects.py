@@ -234,8 +234,12 @@ def test_refusals_in_the_tui_name_the_keys_not_the_commands() -> None:
     compare = "compare starts from … — run `seat-console restore` first, then compare"
     assert press_keys(compare, keys.get).endswith("— press R (restore) first, then compare")
     assert press_keys("`seat-console promote --undo`", keys.get) == "press Z (promote --undo)"
-    # R keeps the hold in the state this advice is given in (the candidate before the compare)
-    assert press_keys("run `seat-console restore --keep-hold` first", keys.get) == \
+    # restore --keep-hold: asked as its own id (the controller says R only where R keeps it)
+    from seat_console.tui.runbook import KEEP_HOLD_ID
+
+    keep = "run `seat-console restore --keep-hold` first"
+    assert press_keys(keep, keys.get) == keep
+    assert press_keys(keep, {**keys, KEEP_HOLD_ID: "R"}.get) == \
         "press R (restore --keep-hold) first"
     assert press_keys(release, {"node.restore": "x"}.get).count("`seat-console") == 2
     assert press_keys(release, lambda _b: None) == release                # read-only: as is

@@ -132,7 +132,8 @@ def branch_of(state: RunbookState | None) -> Branch | None:
                           "cost); then decide again"), keep)
         if state.seat_holder == "candidate":
             note = ("A compare starts from the resident in the seat: with the candidate in "
-                    "it, compare's plan will ask for a restore first (which ends the hold).")
+                    "it, compare's plan will ask for `seat-console restore --keep-hold` "
+                    "first (the resident back, the hold kept).")
     return Branch(decision, questions, decide.needs if decision == "INCONCLUSIVE" else "",
                   choices, note)
 

@@ -114,11 +114,17 @@ def plain_words(text: str, docker_host: str | None = None) -> str:
 
 
 _CLI_KEY = {"hold": "node.hold", "release": "node.release", "restore": "node.restore",
-            "restore --keep-hold": "node.restore",
+            "restore --keep-hold": "node.restore+keep-hold",
             "promote": "node.promote", "promote --undo": "node.promote-undo",
             "compare": "node.compare", "swap": "node.swap", "probe": "node.probe"}
 """The node actions a refusal names as a command (``seat-console restore``) → their binding
-ids (:data:`seat_console.tui.keys.KEYS`)."""
+ids (:data:`seat_console.tui.keys.KEYS`); ``restore --keep-hold`` → :data:`KEEP_HOLD_ID`, which
+the controller answers with R only where its restore keeps the hold."""
+
+KEEP_HOLD_ID = "node.restore+keep-hold"
+"""The id :func:`press_keys` asks ``key_of`` for ``restore --keep-hold``: not a binding; the
+controller's :meth:`RunbookController.keys` answers it with the restore's key where R keeps the
+hold (:func:`_restore_keeps_hold`), else ``None`` (the command stays)."""
 
 _CLI_COMMAND = re.compile(r"(?:\brun )?(\()?`seat-console (promote --undo|restore --keep-hold|"
                           r"hold|release|restore|promote|compare|swap|probe)`(?(1)\))")
@@ -130,10 +136,9 @@ def press_keys(text: str, key_of: Callable[[str], str | None]) -> str:
     ``key_of`` maps a binding id to the key as the screen shows it (the profile's ``[keys]``
     remapping), ``None`` where none runs it (``--readonly``): then the command stays. A
     command in brackets after the words that name it ("place a hold first (`seat-console
-    hold`)") is said as ``(press H)``. ``restore --keep-hold`` is R's: the TUI's restore keeps
-    the hold in just the state that advice is given in (:func:`seat_console.actions.stages.
-    restore_keeps_hold`: the candidate in the seat, the compare not done). Another command
-    with arguments stays as it is (the TUI's flows take none). Pure."""
+    hold`)") is said as ``(press H)``. ``restore --keep-hold`` is looked up as
+    :data:`KEEP_HOLD_ID` (R where the TUI's restore keeps the hold). Another command with
+    arguments stays as it is (the TUI's flows take none). Pure."""
     def sub(m: re.Match[str]) -> str:
         key = key_of(_CLI_KEY[m.group(2)])
         if key is None:
@@ -821,9 +826,9 @@ class RunbookController:
                 read_now()
         if isinstance(res, BaseException):
             text = human_error(flow.kind, res, self.app.loaded.profile.node.docker_host)
-            key_of = getattr(self.app, "key_of", None)
-            if callable(key_of):    # the log says the keys, as the notification does
-                text = press_keys(text, key_of)
+            keys = self.keys()
+            if keys is not None:    # the log says the keys, as the notification does
+                text = press_keys(text, keys)
             self.event(RunbookEvent(flow.kind, text, "end"))
             self._mark_log_ended(flow, text.splitlines()[0])
             self.error(text)
@@ -869,13 +874,26 @@ class RunbookController:
         if self.log_screen is not None:
             self.log_screen.add(line)
 
+    def keys(self) -> Callable[[str], str | None] | None:
+        """The app's ``key_of`` for :func:`press_keys` (``None`` without one), answering
+        :data:`KEEP_HOLD_ID` with the restore's key only where R keeps the hold now."""
+        key_of = getattr(self.app, "key_of", None)
+        if not callable(key_of):
+            return None
+
+        def keys(binding_id: str) -> str | None:
+            if binding_id == KEEP_HOLD_ID:
+                return key_of("node.restore") if _restore_keeps_hold(self) else None
+            return key_of(binding_id)
+        return keys
+
     def error(self, text: str) -> None:
         """One error notification (markup escaped: ``[swap]`` stays ``[swap]``), the node
         actions it names as commands said as their keys (:func:`press_keys`)."""
-        key_of = getattr(self.app, "key_of", None)
-        if callable(key_of):
-            text = press_keys(text, key_of)
+        keys = self.keys()
+        if keys is not None:
+            text = press_keys(text, keys)
         self.app.notify(escape(text), severity="error", timeout=ERROR_TIMEOUT_S)
 
 
-__all__ = ["DEFAULT_REASON", "FLOWS", "Flow", "confirm_labels", "RunbookController", "human_error", "plain_words", "plan_problem", "press_keys", "read_plan", "with_journal"]
+__all__ = ["DEFAULT_REASON", "FLOWS", "KEEP_HOLD_ID", "Flow", "confirm_labels", "RunbookController", "human_error", "plain_words", "plan_problem", "press_keys", "read_plan", "with_journal"]
