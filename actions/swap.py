@@ -1333,10 +1333,10 @@ def build_restore(nctx: NodeContext, journal: Journal, *, on_log: Callable[[str]
                   "or place a hold first")
         return h
 
-    def keep_gate(ctx: RunContext) -> str:
-        # read right before the first step acts: nothing is stopped when there is no hold
-        h = active_to_keep()
-        return f"hold {h.hold_id} active: kept after the restore"
+    def keep_gate(ctx: RunContext) -> None:
+        # read right before the first step acts: nothing is stopped when there is no hold (a
+        # hold in effect says nothing here: a gate's text is a warning; `keep hold` says it)
+        active_to_keep()
 
     def keep_check(ctx: RunContext) -> Check:
         h = active_to_keep()
