@@ -785,8 +785,8 @@ def read_runbook(nctx: Any, journal: Journal, *, runs_dir: Path | None = None,
             if nxt is not None and nxt.name == "compare" and holder in ("candidate", "both") \
                     and st["restore"].status not in ("done", "skipped"):
                 # swapped before comparing: the compare is refused while the candidate holds
-                # the seat (gates.compare_gate), so pointing at it is a dead end; restore is
-                # the one way on, and it ends the hold (a QA walk met this)
+                # the seat (gates.compare_gate), so pointing at it is a dead end; the restore
+                # that keeps the hold is the way back to it (a QA walk met this)
                 nxt = _replace(st["restore"], command=f"{COMMANDS['restore']} --keep-hold")
                 why = RESTORE_BEFORE_COMPARE
     from seat_console.actions.drain import downtime_line, downtimes

@@ -1323,7 +1323,7 @@ def build_restore(nctx: NodeContext, journal: Journal, *, on_log: Callable[[str]
             raise StepError(f"hold {hid} is {state} after the release")
         return f"hold {hid} released (timers verified active, silence expired, lease cancelled)"
 
-    def active_to_keep() -> Any:
+    def active_to_keep() -> hold_mod.HoldState:
         h = hold_mod.current_hold(journal)
         if h is None or h.state != "active" or h.remaining_s() <= 0:
             raise StepError("there is no active hold to keep" + (
