@@ -1244,6 +1244,8 @@ def vllm_spec(state: dict[str, Any]) -> dict[str, Any]:
     argv = ["--name", VLLM_CONTAINER, "--network", "host", "--shm-size", "1g"]
     for p in (base, venv, model):
         argv += ["-v", f"{p}:{p}:ro"]
+    if state["vllm_build"].get("modelinfos"):     # ensure_modelinfos
+        argv += ["-v", f"{state['vllm_build']['modelinfos']}:{MODELINFOS_MOUNT}:ro"]
     for k, v in VLLM_ENV.items():
         argv += ["-e", f"{k}={v}"]
     image_ref = state["images"]["engine"]["ref"]
@@ -1320,7 +1322,46 @@ def ensure_vllm_build(state: dict[str, Any]) -> None:
                        "(e.g. pyenv)")
     state["vllm_build"] = {"python": str(py), "venv": str(py.parent.parent),
                            "base_prefix": base, "model_dir": str(model)}
+    state["vllm_build"]["modelinfos"] = str(ensure_modelinfos(py, model))
     save_state(state)
+
+
+_INSPECT = ("import sys\n"
+            "from vllm.model_executor.models.registry import ModelRegistry\n"
+            "sys.exit(0 if ModelRegistry._try_inspect_model_cls(sys.argv[1]) else 1)\n")
+"""Inspect one architecture as vLLM's own start does (``vllm/model_executor/models/registry.py``
+``_LazyRegisteredModel.inspect_model_cls``), which writes its model-info cache file."""
+
+MODELINFOS_MOUNT = "/root/.cache/vllm/modelinfos"
+"""Where vLLM 0.32 looks for its model-info cache in the engine containers: ``$VLLM_CACHE_ROOT``
+(default ``~/.cache/vllm``, ``HOME=/root``) + ``/modelinfos``."""
+
+
+def ensure_modelinfos(py: Path, model: Path) -> Path:
+    """vLLM's model-info cache for the lab model's architecture, made once on this host with the
+    lab venv (cached beside it, keyed by the venv) and bind-mounted read-only into every engine
+    container at :data:`MODELINFOS_MOUNT`.
+
+    Without it each new container (every swap's probe, every compare leg that creates one)
+    misses vLLM's cache (it lives in the container's own layer) and inspects the architecture in
+    a subprocess that imports torch and vLLM again: measured on the lab (2 cores, 2026-12-06),
+    a new container reached ``/health`` in 39.0 s and 32.0 s without the file, 28.1 s and 24.3 s
+    with it. The file holds the hash of the model's module file (the same venv, mounted at the
+    same path, so the same hash); a stale one is only a miss (vLLM inspects again and its save
+    to the read-only mount is logged, not fatal)."""
+    arch = json.loads((model / "config.json").read_text("utf-8"))["architectures"][0]
+    root = CACHE / f"vllm-cache-{py.parent.parent.name}"
+    infos = root / "modelinfos"
+    with step("vLLM model-info cache") as info:
+        if any(infos.glob(f"*-{arch}.json")):
+            info["detail"] = f"cached {infos}"
+        else:
+            run([str(py), "-c", _INSPECT, arch], timeout=600,
+                env=base_env({"VLLM_CACHE_ROOT": str(root), **VLLM_ENV}))
+            if not any(infos.glob(f"*-{arch}.json")):
+                raise LabError(f"vLLM inspected {arch} but wrote no cache file in {infos}")
+            info["detail"] = f"made {infos} ({arch})"
+    return infos
 
 
 # --------------------------------------------------------------------------------------------
@@ -1365,6 +1406,8 @@ def _backport_lines(state: dict[str, Any]) -> list[str]:
     patched.write_bytes(original + BACKPORT_LINE.encode())
     cmd = [*vllm_spec(state)["cmd"], *PROBE_ENGINE_FLAGS]
     vols = [f"{p_}:{p_}:ro" for p_ in (build["base_prefix"], build["venv"], build["model_dir"])]
+    if build.get("modelinfos"):     # ensure_modelinfos: no inspection subprocess per new probe
+        vols.append(f"{build['modelinfos']}:{MODELINFOS_MOUNT}:ro")
     env = ", ".join(f"{k} = {_toml_str(v)}" for k, v in VLLM_ENV.items())
     return [
         "# The backport: engine:day0 pinned by digest, one real file replaced (issue 8).",
