@@ -50,8 +50,8 @@ def test_the_tui_restore_is_built_with_the_chosen_deferral(monkeypatch) -> None:
     monkeypatch.setattr(swap_mod, "build_restore",
                         lambda nctx, journal, **kw: got.update(kw) or "runbook")
     when = datetime(2026, 12, 5, 4, 41, tzinfo=UTC)
-    assert rb._make_restore(SimpleNamespace(defer_firing=when), None, None, None,
-                            None) == "runbook"
+    ctl = SimpleNamespace(defer_firing=when, restore_keep_hold=False)
+    assert rb._make_restore(ctl, None, None, None, None) == "runbook"
     assert got["defer_firing"] == when
 
 

@@ -132,12 +132,23 @@ def test_the_tuis_restore_keeps_the_hold_where_the_runbook_says_so(tmp_path: Pat
         after = read_runbook(None, j, runs_dir=tmp_path, seat="candidate")
     assert restore_keeps_hold(before) and not restore_keeps_hold(after)
     for state, keep in ((before, True), (after, False), (None, False)):
-        ctl = SimpleNamespace(app=SimpleNamespace(runbook_state=state), seat="node-7",
-                              defer_firing=None)
+        ctl = rb.RunbookController.__new__(rb.RunbookController)
+        ctl.app = SimpleNamespace(runbook_state=state)
+        ctl.planning, ctl.thread, ctl.probe = None, None, SimpleNamespace(running=False)
+        read: list[str] = []
+        ctl._read_plan = lambda f: read.append(f.kind)     # the key's answer, not the node
+        ctl.key("restore")
+        assert read == ["restore"] and ctl.restore_keep_hold is keep
+        # the runbook on screen changes while the confirmation is open: the question, the
+        # plan and the run keep the answer the key read
+        ctl.app.runbook_state = after if keep else before
+        ctl.app.loaded = SimpleNamespace(profile=SimpleNamespace(node=SimpleNamespace(
+            name="node-7")))
         q = flow.question(ctl)
         assert q.endswith("and keep the hold (the compare comes next)?") is keep, q
         flow.make(ctl, None, None, None, None)
-        assert got[-1]["keep_hold"] is keep
+        flow.make(ctl, None, None, None, None)
+        assert [g["keep_hold"] for g in got[-2:]] == [keep, keep]
 
 
 def test_the_tui_says_r_for_restore_keep_hold_only_where_r_keeps_the_hold(tmp_path: Path) -> None:
@@ -162,3 +173,25 @@ def test_the_tui_says_r_for_restore_keep_hold_only_where_r_keeps_the_hold(tmp_pa
         keys = rb.RunbookController.keys(ctl)  # type: ignore[arg-type]
         assert rb.press_keys(refusal, keys).endswith(said)
         assert keys("node.compare") == "C"
+
+
+def test_recover_completes_a_keep_hold_restore_cut_off_mid_way_as_one(tmp_path: Path) -> None:
+    """A console killed inside ``restore --keep-hold``: ``recover`` rebuilds it from the
+    journal's rows (inputs ``keep_hold``) — it ends keeping the hold, not releasing it, and is
+    not gated on the hold (a lapsed hold must not stop the resident coming back)."""
+    from types import SimpleNamespace
+
+    from seat_console.actions import swap as swap_mod
+
+    nctx = SimpleNamespace(loaded=SimpleNamespace(sha256="p" * 64), profile=None)
+    with Journal() as j:
+        h = _history(j, tmp_path)
+        rid = h.restore(None, keep_hold=True)              # no end row: killed mid-way
+        rows = [e for e in j.entries() if e.run_id == rid]
+        rb = swap_mod.rebuild(nctx, j, rows)  # type: ignore[arg-type]
+        assert rb.run_id == rid and rb.ctx.inputs.get("keep_hold") is True
+        assert [s.name for s in rb.steps][-1] == "keep hold"
+        assert len(rb.gates) == 1                          # the downtime gate alone
+        plain = h.restore(None)
+        rb = swap_mod.rebuild(nctx, j, [e for e in j.entries() if e.run_id == plain])
+        assert [s.name for s in rb.steps][-1] == "release hold"

@@ -289,7 +289,7 @@ def _make_restore(_ctl: RunbookController, journal: Any, nctx: Any, observer: An
                   on_log: Any) -> Any:
     from seat_console.actions import swap as swap_mod
 
-    keep = _restore_keeps_hold(_ctl)
+    keep = _ctl.restore_keep_hold   # chosen at the key: the plan read and the run built alike
     return swap_mod.build_restore(nctx, journal, on_log=on_log, observer=observer,
                                   defer_firing=None if keep else _ctl.defer_firing,
                                   keep_hold=keep)
@@ -447,7 +447,7 @@ FLOWS: dict[str, Flow] = {f.kind: f for f in (
     Flow("swap", lambda c: f"Swap the seat {c.seat}? (stops the resident)",
          "Yes, swap the seat", typed=True, refresh=SEAT_SOURCES, make=_make_swap),
     Flow("restore", lambda c: f"Restore the resident in the seat {c.seat}"
-         + (" and keep the hold (the compare comes next)?" if _restore_keeps_hold(c) else "?"),
+         + (" and keep the hold (the compare comes next)?" if c.restore_keep_hold else "?"),
          "Yes, restore the seat", refresh=SEAT_SOURCES, make=_make_restore),
     Flow("compare", lambda c: f"Compare the resident and the candidate on the seat {c.seat}? "
          "(stops the resident; restored at the end)", "Yes, compare", typed=True,
@@ -571,6 +571,10 @@ class RunbookController:
         """The facts of the plan confirmed last (``None`` while one is read): the run builds
         its runbook from them where the plan fixed a name (the hold's ID and lease unit)."""
         self.defer_firing: datetime | None = None
+        self.restore_keep_hold = False
+        """Whether the restore R planned keeps the hold (:func:`_restore_keeps_hold`, read when
+        the key is pressed): its plan, question and run all follow this one answer, though the
+        runbook on screen is read again while the confirmation is open."""
         self.compare_rounds: int | None = None
         """The compare's rounds chosen on its confirmation; ``None``: the fewest that can
         reach a claim."""
@@ -619,6 +623,8 @@ class RunbookController:
             return
         if kind in DEFERRING:
             self.defer_firing = None
+        if kind == "restore":
+            self.restore_keep_hold = _restore_keeps_hold(self)
         if kind == "compare":
             self.compare_rounds = None   # the default design again (compare_labels)
         self._read_plan(flow)
@@ -825,10 +831,9 @@ class RunbookController:
             if read_now is not None:
                 read_now()
         if isinstance(res, BaseException):
-            text = human_error(flow.kind, res, self.app.loaded.profile.node.docker_host)
-            keys = self.keys()
-            if keys is not None:    # the log says the keys, as the notification does
-                text = press_keys(text, keys)
+            # the log says the keys, as the notification does
+            text = self.keyed(human_error(flow.kind, res,
+                                          self.app.loaded.profile.node.docker_host))
             self.event(RunbookEvent(flow.kind, text, "end"))
             self._mark_log_ended(flow, text.splitlines()[0])
             self.error(text)
@@ -887,13 +892,16 @@ class RunbookController:
             return key_of(binding_id)
         return keys
 
+    def keyed(self, text: str) -> str:
+        """``text`` with the node actions it names as commands said as their keys here
+        (:func:`press_keys` with :meth:`keys`); as it is without the app's ``key_of``."""
+        keys = self.keys()
+        return text if keys is None else press_keys(text, keys)
+
     def error(self, text: str) -> None:
         """One error notification (markup escaped: ``[swap]`` stays ``[swap]``), the node
-        actions it names as commands said as their keys (:func:`press_keys`)."""
-        keys = self.keys()
-        if keys is not None:
-            text = press_keys(text, keys)
-        self.app.notify(escape(text), severity="error", timeout=ERROR_TIMEOUT_S)
+        actions it names as commands said as their keys (:meth:`keyed`)."""
+        self.app.notify(escape(self.keyed(text)), severity="error", timeout=ERROR_TIMEOUT_S)
 
 
 __all__ = ["DEFAULT_REASON", "FLOWS", "KEEP_HOLD_ID", "Flow", "confirm_labels", "RunbookController", "human_error", "plain_words", "plan_problem", "press_keys", "read_plan", "with_journal"]
